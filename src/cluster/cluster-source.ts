@@ -1,0 +1,16 @@
+import type {V1ConfigMap, V1EndpointSlice, V1Endpoints, V1Node, V1Pod, V1Service} from '@kubernetes/client-node'
+
+/** What the diagnosis asks of a cluster; served by the live API or by a recorded snapshot. */
+export interface ClusterSource {
+  /** undefined when the Service does not exist. */
+  getService(namespace: string, name: string): Promise<V1Service | undefined>
+  listServices(namespace: string): Promise<V1Service[]>
+  /** undefined when discovery.k8s.io/v1 is not served. */
+  listEndpointSlices(namespace: string, serviceName: string): Promise<V1EndpointSlice[] | undefined>
+  getEndpoints(namespace: string, name: string): Promise<V1Endpoints | undefined>
+  listPods(namespace: string): Promise<V1Pod[]>
+  listNodes(): Promise<V1Node[]>
+  getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined>
+  /** Where this source reads from, for messages. */
+  describe(): string
+}

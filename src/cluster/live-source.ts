@@ -1,0 +1,128 @@
+import {ApiException, CoreV1Api, DiscoveryV1Api, KubeConfig} from '@kubernetes/client-node'
+import type {V1ConfigMap, V1EndpointSlice, V1Endpoints, V1Node, V1Pod, V1Service} from '@kubernetes/client-node'
+import {DiagnosisError} from '../errors.js'
+import type {ClusterSource} from './cluster-source.js'
+
+export interface KubeOptions {
+  kubeconfig?: string
+  context?: string
+  timeoutMs: number
+}
+
+export interface LoadedKubeConfig {
+  kc: KubeConfig
+  /** The namespace of the chosen context, or "default". */
+  namespace: string
+}
+
+/** Loads the kubeconfig the way kubectl does: --kubeconfig, else $KUBECONFIG, ~/.kube/config, in-cluster. */
+export function loadKubeConfig(opts: Pick<KubeOptions, 'kubeconfig' | 'context'>): LoadedKubeConfig {
+  const kc = new KubeConfig()
+  try {
+    if (opts.kubeconfig) kc.loadFromFile(opts.kubeconfig)
+    else kc.loadFromDefault()
+  } catch (e) {
+    throw new DiagnosisError(`cannot load kubeconfig ${opts.kubeconfig ?? ''}: ${(e as Error).message}`.replace('  ', ' '))
+  }
+  if (opts.context) {
+    if (!kc.getContextObject(opts.context)) {
+      const known = kc.getContexts().map((c) => c.name)
+      throw new DiagnosisError(`context "${opts.context}" not found in kubeconfig (known: ${known.join(', ') || 'none'})`)
+    }
+    kc.setCurrentContext(opts.context)
+  }
+  if (!kc.getCurrentCluster()) throw new DiagnosisError('no cluster in kubeconfig: set --kubeconfig, $KUBECONFIG or --context')
+  const ctx = kc.getContextObject(kc.getCurrentContext())
+  return {kc, namespace: ctx?.namespace || 'default'}
+}
+
+export class LiveClusterSource implements ClusterSource {
+  private core: CoreV1Api
+  private discovery: DiscoveryV1Api
+  private server: string
+
+  constructor(
+    kc: KubeConfig,
+    private readonly timeoutMs: number,
+  ) {
+    this.core = kc.makeApiClient(CoreV1Api)
+    this.discovery = kc.makeApiClient(DiscoveryV1Api)
+    this.server = kc.getCurrentCluster()?.server ?? '?'
+  }
+
+  describe(): string {
+    return `API server ${this.server}`
+  }
+
+  getService(namespace: string, name: string): Promise<V1Service | undefined> {
+    return this.call('get', 'services', namespace, () => this.core.readNamespacedService({name, namespace}), true)
+  }
+
+  async listServices(namespace: string): Promise<V1Service[]> {
+    return (await this.call('list', 'services', namespace, () => this.core.listNamespacedService({namespace}))).items
+  }
+
+  async listEndpointSlices(namespace: string, serviceName: string): Promise<V1EndpointSlice[] | undefined> {
+    const list = await this.call(
+      'list',
+      'endpointslices.discovery.k8s.io',
+      namespace,
+      () => this.discovery.listNamespacedEndpointSlice({namespace, labelSelector: `kubernetes.io/service-name=${serviceName}`}),
+      true,
+    )
+    return list?.items
+  }
+
+  getEndpoints(namespace: string, name: string): Promise<V1Endpoints | undefined> {
+    return this.call('get', 'endpoints', namespace, () => this.core.readNamespacedEndpoints({name, namespace}), true)
+  }
+
+  async listPods(namespace: string): Promise<V1Pod[]> {
+    return (await this.call('list', 'pods', namespace, () => this.core.listNamespacedPod({namespace}))).items
+  }
+
+  async listNodes(): Promise<V1Node[]> {
+    return (await this.call('list', 'nodes', undefined, () => this.core.listNode())).items
+  }
+
+  getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
+    return this.call('get', 'configmaps', namespace, () => this.core.readNamespacedConfigMap({name, namespace}), true)
+  }
+
+  private async call<T>(verb: string, resource: string, namespace: string | undefined, fn: () => Promise<T>, notFoundOk: true): Promise<T | undefined>
+  private async call<T>(verb: string, resource: string, namespace: string | undefined, fn: () => Promise<T>): Promise<T>
+  private async call<T>(verb: string, resource: string, namespace: string | undefined, fn: () => Promise<T>, notFoundOk = false): Promise<T | undefined> {
+    let timer: NodeJS.Timeout | undefined
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new DiagnosisError(`the API server ${this.server} did not answer ${verb} ${resource} within ${this.timeoutMs / 1000}s`)), this.timeoutMs)
+    })
+    try {
+      return await Promise.race([fn(), timeout])
+    } catch (e) {
+      if (e instanceof DiagnosisError) throw e
+      const where = namespace ? ` in namespace "${namespace}"` : ''
+      if (e instanceof ApiException) {
+        if (e.code === 404 && notFoundOk) return undefined
+        const message = statusMessage(e.body)
+        if (e.code === 401) throw new DiagnosisError(`the API server ${this.server} refused our credentials (401 Unauthorized) on ${verb} ${resource}: check the kubeconfig user`)
+        if (e.code === 403) throw new DiagnosisError(`RBAC forbids ${verb} ${resource}${where} (403): ${message}`)
+        throw new DiagnosisError(`${verb} ${resource}${where} failed with HTTP ${e.code}: ${message}`)
+      }
+      const err = e as {code?: string; message?: string}
+      throw new DiagnosisError(`cannot reach the Kubernetes API at ${this.server}: ${err.code ?? err.message}`)
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+}
+
+function statusMessage(body: unknown): string {
+  const text = typeof body === 'string' ? body : JSON.stringify(body)
+  try {
+    const parsed = JSON.parse(text) as {message?: string}
+    if (parsed.message) return parsed.message
+  } catch {
+    /* not JSON */
+  }
+  return text.slice(0, 200)
+}

@@ -1,0 +1,62 @@
+import type {V1Service} from '@kubernetes/client-node'
+import {DiagnosisError} from '../errors.js'
+import type {ClusterSource} from './cluster-source.js'
+import {slicesFromEndpoints} from './endpoints-fallback.js'
+import {defaultKubeProxyConfig, parseKubeProxyConfig} from './kube-proxy-config.js'
+import type {ClusterState, DnsState, KubeProxyConfig} from './types.js'
+import {similarNames} from './similar-names.js'
+
+const DNS_SERVICE_NAMES = ['kube-dns', 'coredns', 'rke2-coredns-rke2-coredns']
+
+export async function readClusterState(source: ClusterSource, namespace: string, name: string): Promise<ClusterState> {
+  const service = await source.getService(namespace, name)
+  if (!service) {
+    const others = (await source.listServices(namespace).catch(() => [])).map((s) => s.metadata?.name ?? '')
+    const near = similarNames(name, others)
+    const hint = near.length > 0 ? ` Did you mean: ${near.join(', ')}?` : others.length === 0 ? ` Namespace "${namespace}" has no Services.` : ''
+    throw new DiagnosisError(`Service "${namespace}/${name}" not found (${source.describe()}).${hint}`)
+  }
+  const [endpoints, pods, nodes, proxyConfig, dns] = await Promise.all([
+    readEndpointSlices(source, namespace, name),
+    source.listPods(namespace),
+    source.listNodes(),
+    readProxyConfig(source),
+    readDns(source),
+  ])
+  return {service, ...endpoints, pods, nodes, proxyConfig, dns, clusterDomain: 'cluster.local'}
+}
+
+async function readEndpointSlices(source: ClusterSource, namespace: string, name: string) {
+  const slices = await source.listEndpointSlices(namespace, name)
+  if (slices) return {slices, endpointsSource: 'EndpointSlice' as const}
+  const ep = await source.getEndpoints(namespace, name)
+  return {slices: ep ? slicesFromEndpoints(ep) : [], endpointsSource: 'Endpoints' as const}
+}
+
+async function readProxyConfig(source: ClusterSource): Promise<KubeProxyConfig> {
+  try {
+    const cm = await source.getConfigMap('kube-system', 'kube-proxy')
+    if (!cm) return defaultKubeProxyConfig('no ConfigMap kube-system/kube-proxy')
+    const text = cm.data?.['config.conf'] ?? Object.values(cm.data ?? {})[0]
+    if (!text) return defaultKubeProxyConfig('ConfigMap kube-system/kube-proxy has no config.conf')
+    return parseKubeProxyConfig(text, 'ConfigMap kube-system/kube-proxy')
+  } catch (e) {
+    return defaultKubeProxyConfig(`ConfigMap kube-system/kube-proxy unreadable: ${(e as Error).message}`)
+  }
+}
+
+async function readDns(source: ClusterSource): Promise<DnsState> {
+  try {
+    let service: V1Service | undefined
+    for (const candidate of DNS_SERVICE_NAMES) {
+      service = await source.getService('kube-system', candidate)
+      if (service) break
+    }
+    if (!service) return {slices: []}
+    const name = service.metadata?.name ?? ''
+    const {slices} = await readEndpointSlices(source, 'kube-system', name)
+    return {service, slices}
+  } catch (e) {
+    return {slices: [], error: (e as Error).message}
+  }
+}

@@ -1,0 +1,70 @@
+import {existsSync, readFileSync} from 'node:fs'
+import {join} from 'node:path'
+import type {V1ConfigMap, V1EndpointSlice, V1Endpoints, V1Node, V1Pod, V1Service} from '@kubernetes/client-node'
+import {DiagnosisError} from '../errors.js'
+import type {ClusterSource} from './cluster-source.js'
+
+/** The files of a snapshot bundle, one per kind, each a List as `kubectl get -o json` prints it. */
+export const SNAPSHOT_FILES = {
+  services: 'services.json',
+  endpointslices: 'endpointslices.json',
+  endpoints: 'endpoints.json',
+  pods: 'pods.json',
+  nodes: 'nodes.json',
+  configmaps: 'configmaps.json',
+} as const
+
+interface Meta {
+  metadata?: {name?: string; namespace?: string; labels?: Record<string, string>}
+}
+
+export class SnapshotClusterSource implements ClusterSource {
+  constructor(private readonly dir: string) {
+    if (!existsSync(join(dir, SNAPSHOT_FILES.services))) throw new DiagnosisError(`${dir} is not a snapshot bundle: ${SNAPSHOT_FILES.services} is missing`)
+  }
+
+  describe(): string {
+    return `snapshot ${this.dir}`
+  }
+
+  async getService(namespace: string, name: string): Promise<V1Service | undefined> {
+    return this.items<V1Service>('services').find((s) => matches(s, namespace, name))
+  }
+  async listServices(namespace: string): Promise<V1Service[]> {
+    return this.items<V1Service>('services').filter((s) => s.metadata?.namespace === namespace)
+  }
+  async listEndpointSlices(namespace: string, serviceName: string): Promise<V1EndpointSlice[] | undefined> {
+    if (!existsSync(join(this.dir, SNAPSHOT_FILES.endpointslices))) return undefined
+    return this.items<V1EndpointSlice>('endpointslices').filter(
+      (s) => s.metadata?.namespace === namespace && s.metadata?.labels?.['kubernetes.io/service-name'] === serviceName,
+    )
+  }
+  async getEndpoints(namespace: string, name: string): Promise<V1Endpoints | undefined> {
+    return this.items<V1Endpoints>('endpoints').find((e) => matches(e, namespace, name))
+  }
+  async listPods(namespace: string): Promise<V1Pod[]> {
+    return this.items<V1Pod>('pods').filter((p) => p.metadata?.namespace === namespace)
+  }
+  async listNodes(): Promise<V1Node[]> {
+    return this.items<V1Node>('nodes')
+  }
+  async getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
+    return this.items<V1ConfigMap>('configmaps').find((c) => matches(c, namespace, name))
+  }
+
+  private items<T>(kind: keyof typeof SNAPSHOT_FILES): T[] {
+    const path = join(this.dir, SNAPSHOT_FILES[kind])
+    if (!existsSync(path)) return []
+    try {
+      const parsed = JSON.parse(readFileSync(path, 'utf8')) as {items?: T[]}
+      if (!Array.isArray(parsed.items)) throw new Error('no "items" list')
+      return parsed.items
+    } catch (e) {
+      throw new DiagnosisError(`cannot read ${path}: ${(e as Error).message}`)
+    }
+  }
+}
+
+function matches(o: Meta, namespace: string, name: string): boolean {
+  return o.metadata?.namespace === namespace && o.metadata?.name === name
+}

@@ -1,0 +1,33 @@
+import type {V1EndpointSlice, V1Node, V1Pod, V1Service} from '@kubernetes/client-node'
+
+export interface KubeProxyConfig {
+  /** "iptables", "ipvs", "nftables", or "" when unset (iptables on Linux). */
+  mode: string
+  clusterCIDR?: string
+  masqueradeBit: number
+  masqueradeAll: boolean
+  /** Where these values came from, for the report. */
+  source: string
+}
+
+export interface DnsState {
+  service?: V1Service
+  slices: V1EndpointSlice[]
+  /** Why the DNS Service could not be read, when it could not. */
+  error?: string
+}
+
+/** Everything the diagnosis reads from the Kubernetes API. */
+export interface ClusterState {
+  service: V1Service
+  slices: V1EndpointSlice[]
+  endpointsSource: 'EndpointSlice' | 'Endpoints'
+  /** All Pods of the Service's namespace (selector analysis, who owns an IP). */
+  pods: V1Pod[]
+  nodes: V1Node[]
+  proxyConfig: KubeProxyConfig
+  dns: DnsState
+  clusterDomain: string
+}
+
+export const DEFAULT_MASQUERADE_BIT = 14

@@ -1,0 +1,51 @@
+import {createHash} from 'node:crypto'
+
+// kube-proxy names its per-service chains after a hash so that they fit iptables' 28-character limit:
+// prefix + the first 16 characters of base32(sha256(servicePortName + protocol [+ "ip:port"])).
+const BASE32_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567'
+
+export function base32(bytes: Uint8Array): string {
+  let out = ''
+  let buffer = 0
+  let bits = 0
+  for (const byte of bytes) {
+    buffer = (buffer << 8) | byte
+    bits += 8
+    while (bits >= 5) {
+      out += BASE32_ALPHABET[(buffer >>> (bits - 5)) & 31]
+      bits -= 5
+    }
+  }
+  if (bits > 0) out += BASE32_ALPHABET[(buffer << (5 - bits)) & 31]
+  return out
+}
+
+function hash16(input: string): string {
+  return base32(createHash('sha256').update(input).digest()).slice(0, 16)
+}
+
+/** "ns/name" or "ns/name:portName", the way kube-proxy prints a ServicePortName. */
+export function servicePortName(namespace: string, name: string, portName: string | undefined): string {
+  return `${namespace}/${name}${portName ? ':' + portName : ''}`
+}
+
+export interface ServiceChainNames {
+  svc: string
+  svl: string
+  ext: string
+  fw: string
+}
+
+export function serviceChainNames(svcPortName: string, protocol: string): ServiceChainNames {
+  const h = hash16(svcPortName + protocol.toLowerCase())
+  return {svc: `KUBE-SVC-${h}`, svl: `KUBE-SVL-${h}`, ext: `KUBE-EXT-${h}`, fw: `KUBE-FW-${h}`}
+}
+
+export function endpointChainName(svcPortName: string, protocol: string, endpoint: string): string {
+  return `KUBE-SEP-${hash16(svcPortName + protocol.toLowerCase() + endpoint)}`
+}
+
+/** ip:port, with brackets for IPv6 as Go's net.JoinHostPort writes it. */
+export function joinHostPort(ip: string, port: number): string {
+  return ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`
+}

@@ -1,0 +1,149 @@
+import type {V1Service} from '@kubernetes/client-node'
+import type {ClusterState} from '../cluster/types.js'
+import {endpointChainName, joinHostPort, serviceChainNames, servicePortName, type ServiceChainNames} from './chain-names.js'
+import {categorizeEndpoints, endpointsForPort, type EndpointInfo} from './endpoints.js'
+
+export interface ExpectedEndpoint extends EndpointInfo {
+  /** "ip:port" as kube-proxy writes it in DNAT and comments. */
+  address: string
+  sepChain: string
+}
+
+/** What kube-proxy should program on one node for one service port. */
+export interface ExpectedPort {
+  portName: string
+  svcPortName: string
+  protocol: 'tcp' | 'udp' | 'sctp'
+  port: number
+  targetPort: string
+  nodePort?: number
+  chains: ServiceChainNames
+  allEndpoints: ExpectedEndpoint[]
+  hasEndpoints: boolean
+  /** Endpoints reached from a ClusterIP (ITP), and the chain that holds them. */
+  internal: {chain: string; endpoints: ExpectedEndpoint[]; local: boolean}
+  /** Endpoints reached from NodePort/LB/externalIP (ETP), and the chain that holds them. */
+  external: {chain: string; endpoints: ExpectedEndpoint[]; local: boolean}
+  clusterEndpoints: ExpectedEndpoint[]
+  localEndpoints: ExpectedEndpoint[]
+  /** Every endpoint that gets a KUBE-SEP chain on this node. */
+  reachable: ExpectedEndpoint[]
+  usesExternalChain: boolean
+  usesFirewallChain: boolean
+}
+
+export interface ExpectedService {
+  namespace: string
+  name: string
+  /** Why kube-proxy programs nothing for this Service, when it programs nothing by design. */
+  notProxied?: string
+  clusterIP?: string
+  externalIPs: string[]
+  loadBalancerIPs: string[]
+  externallyAccessible: boolean
+  sessionAffinitySeconds?: number
+  masqueradeMark: number
+  masqueradeAll: boolean
+  clusterCIDR?: string
+  ports: ExpectedPort[]
+}
+
+export function notProxiedReason(svc: V1Service): string | undefined {
+  const type = svc.spec?.type ?? 'ClusterIP'
+  if (type === 'ExternalName') return `ExternalName Service: DNS answers with a CNAME to ${svc.spec?.externalName ?? '?'}; kube-proxy programs nothing`
+  if (svc.metadata?.labels?.['service.kubernetes.io/service-proxy-name'])
+    return `labelled service.kubernetes.io/service-proxy-name=${svc.metadata.labels['service.kubernetes.io/service-proxy-name']}: another proxy owns it, kube-proxy programs nothing`
+  const ip = svc.spec?.clusterIP
+  if (!ip || ip === 'None') return 'headless Service (clusterIP: None): DNS returns the Pod IPs directly; kube-proxy programs nothing'
+  return undefined
+}
+
+function familyOf(ip: string): 'IPv4' | 'IPv6' {
+  return ip.includes(':') ? 'IPv6' : 'IPv4'
+}
+
+/** kube-proxy's desired state for one Service on the node `nodeName`. */
+export function expectedService(cluster: ClusterState, nodeName: string): ExpectedService {
+  const svc = cluster.service
+  const namespace = svc.metadata?.namespace ?? 'default'
+  const name = svc.metadata?.name ?? ''
+  const base: ExpectedService = {
+    namespace,
+    name,
+    externalIPs: [],
+    loadBalancerIPs: [],
+    externallyAccessible: false,
+    masqueradeMark: 1 << cluster.proxyConfig.masqueradeBit,
+    masqueradeAll: cluster.proxyConfig.masqueradeAll,
+    clusterCIDR: cluster.proxyConfig.clusterCIDR,
+    ports: [],
+  }
+  const reason = notProxiedReason(svc)
+  if (reason) return {...base, notProxied: reason}
+  const clusterIP = svc.spec!.clusterIP!
+  const family = familyOf(clusterIP)
+  const externalIPs = (svc.spec?.externalIPs ?? []).filter((ip) => familyOf(ip) === family)
+  const loadBalancerIPs =
+    svc.spec?.type === 'LoadBalancer'
+      ? (svc.status?.loadBalancer?.ingress ?? []).map((i) => i.ip ?? '').filter((ip) => ip && familyOf(ip) === family && ingressIpMode(svc, ip) !== 'Proxy')
+      : []
+  const hasNodePorts = (svc.spec?.ports ?? []).some((p) => p.nodePort)
+  const externallyAccessible = hasNodePorts || externalIPs.length > 0 || loadBalancerIPs.length > 0
+  const policy = {
+    internalLocal: svc.spec?.internalTrafficPolicy === 'Local',
+    externalLocal: externallyAccessible && (svc.spec?.externalTrafficPolicy === 'Local'),
+    externallyAccessible,
+  }
+  const ports = (svc.spec?.ports ?? []).map((p): ExpectedPort => {
+    const protocol = (p.protocol ?? 'TCP').toLowerCase() as ExpectedPort['protocol']
+    const spn = servicePortName(namespace, name, p.name)
+    const chains = serviceChainNames(spn, protocol)
+    const toExpected = (e: EndpointInfo): ExpectedEndpoint => {
+      const address = joinHostPort(e.ip, e.port)
+      return {...e, address, sepChain: endpointChainName(spn, protocol, address)}
+    }
+    const all = endpointsForPort(cluster.slices, p, family).map(toExpected)
+    const byAddress = new Map(all.map((e) => [e.address, e]))
+    const pick = (list: EndpointInfo[]) => list.map((e) => byAddress.get(joinHostPort(e.ip, e.port))!)
+    const cat = categorizeEndpoints(all, policy, nodeName)
+    const clusterEndpoints = pick(cat.cluster)
+    const localEndpoints = pick(cat.local)
+    const usesLocalChain = policy.internalLocal || policy.externalLocal
+    return {
+      portName: p.name ?? '',
+      svcPortName: spn,
+      protocol,
+      port: p.port,
+      targetPort: String(p.targetPort ?? p.port),
+      nodePort: p.nodePort || undefined,
+      chains,
+      allEndpoints: all,
+      hasEndpoints: cat.hasAny,
+      internal: policy.internalLocal
+        ? {chain: chains.svl, endpoints: localEndpoints, local: true}
+        : {chain: chains.svc, endpoints: clusterEndpoints, local: false},
+      external: policy.externalLocal
+        ? {chain: chains.svl, endpoints: localEndpoints, local: true}
+        : {chain: chains.svc, endpoints: clusterEndpoints, local: false},
+      clusterEndpoints,
+      localEndpoints: usesLocalChain ? localEndpoints : [],
+      reachable: pick(cat.allReachable),
+      usesExternalChain: cat.hasAny && externallyAccessible,
+      usesFirewallChain: cat.hasAny && loadBalancerIPs.length > 0 && (svc.spec?.loadBalancerSourceRanges ?? []).length > 0,
+    }
+  })
+  return {
+    ...base,
+    clusterIP,
+    externalIPs,
+    loadBalancerIPs,
+    externallyAccessible,
+    sessionAffinitySeconds:
+      svc.spec?.sessionAffinity === 'ClientIP' ? (svc.spec?.sessionAffinityConfig?.clientIP?.timeoutSeconds ?? 10800) : undefined,
+    ports,
+  }
+}
+
+function ingressIpMode(svc: V1Service, ip: string): string | undefined {
+  return (svc.status?.loadBalancer?.ingress ?? []).find((i) => i.ip === ip)?.ipMode
+}

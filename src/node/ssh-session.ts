@@ -1,0 +1,121 @@
+import {existsSync, readFileSync} from 'node:fs'
+import ssh2 from 'ssh2'
+import type {ClientChannel} from 'ssh2'
+import {checkKnownHosts, knownHostsName} from './known-hosts.js'
+import type {SshHostConfig} from './ssh-config.js'
+
+export interface SshOptions {
+  /** Skip host key checking (only with the explicit flag). */
+  insecureIgnoreHostKey: boolean
+  timeoutMs: number
+}
+
+export class SshError extends Error {}
+
+export interface ExecResult {
+  code: number | null
+  stdout: Buffer
+  stderr: string
+}
+
+/** One SSH connection to one node, used only through the allow-listed commands in node-commands.ts. */
+export class SshSession {
+  private constructor(
+    private readonly client: ssh2.Client,
+    readonly host: SshHostConfig,
+    private readonly timeoutMs: number,
+  ) {}
+
+  static connect(host: SshHostConfig, opts: SshOptions): Promise<SshSession> {
+    const client = new ssh2.Client()
+    const keyName = host.hostKeyAlias ?? knownHostsName(host.hostName, host.port)
+    const strictOff = opts.insecureIgnoreHostKey
+    let hostKeyProblem: string | undefined
+    const username = host.user ?? process.env.USER ?? 'root'
+    const auth: Array<Record<string, unknown>> = []
+    for (const file of host.identityFiles) {
+      if (existsSync(file)) auth.push({type: 'publickey', username, key: readFileSync(file)})
+    }
+    if (process.env.SSH_AUTH_SOCK && !host.identitiesOnly) auth.push({type: 'agent', username, agent: process.env.SSH_AUTH_SOCK})
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        client.end()
+        reject(new SshError(`SSH to ${host.hostName}:${host.port} timed out after ${opts.timeoutMs / 1000}s`))
+      }, opts.timeoutMs)
+      client.on('ready', () => {
+        clearTimeout(timer)
+        resolve(new SshSession(client, host, opts.timeoutMs))
+      })
+      client.on('error', (err: Error & {level?: string}) => {
+        clearTimeout(timer)
+        if (hostKeyProblem) reject(new SshError(hostKeyProblem))
+        else if (err.level === 'client-authentication')
+          reject(new SshError(`SSH login as ${username}@${host.hostName}:${host.port} refused (tried ${auth.length} key(s)${auth.length === 0 ? ': no IdentityFile found' : ''})`))
+        else reject(new SshError(`SSH to ${host.hostName}:${host.port} failed: ${err.message}`))
+      })
+      if (auth.length === 0) {
+        clearTimeout(timer)
+        reject(new SshError(`no SSH key for ${host.alias}: none of ${host.identityFiles.join(', ')} exists and no ssh-agent`))
+        return
+      }
+      client.connect({
+        host: host.hostName,
+        port: host.port,
+        username,
+        readyTimeout: opts.timeoutMs,
+        keepaliveInterval: 5000,
+        authHandler: auth as never,
+        hostVerifier: (key: Buffer) => {
+          if (strictOff || host.strictHostKeyChecking === 'no' || host.strictHostKeyChecking === 'off') return true
+          const r = checkKnownHosts(host.userKnownHostsFiles, keyName, key)
+          if (r.status === 'match') return true
+          hostKeyProblem =
+            r.status === 'mismatch'
+              ? `host key of ${keyName} does not match ${r.file}: refusing to connect (possible man-in-the-middle)`
+              : `host key of ${keyName} is not in known_hosts (${host.userKnownHostsFiles.join(', ') || 'none'}): add it (ssh-keyscan) or pass --insecure-ignore-host-key`
+          return false
+        },
+      })
+    })
+  }
+
+  /** Runs a command string; callers pass only allow-listed commands (see node-commands.ts). */
+  exec(command: string, onStdout?: (chunk: Buffer) => void): Promise<ExecResult> {
+    return new Promise((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined
+      this.client.exec(command, (err, stream) => {
+        if (err) return reject(new SshError(`cannot run "${command.split(' ')[0]}" over SSH: ${err.message}`))
+        const out: Buffer[] = []
+        let stderr = ''
+        timer = setTimeout(() => {
+          stream.close()
+          reject(new SshError(`"${command.split(' ')[0]}" did not finish within ${this.timeoutMs / 1000}s`))
+        }, this.timeoutMs)
+        stream.on('data', (chunk: Buffer) => (onStdout ? onStdout(chunk) : out.push(chunk)))
+        stream.stderr.on('data', (chunk: Buffer) => {
+          if (stderr.length < 4096) stderr += chunk.toString()
+        })
+        stream.on('close', (code: number | null) => {
+          clearTimeout(timer)
+          resolve({code, stdout: Buffer.concat(out), stderr})
+        })
+      })
+    })
+  }
+
+  /** A TCP connection opened by the node's sshd to ip:port, i.e. from inside the node. */
+  forward(ip: string, port: number): Promise<ClientChannel> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new SshError(`port forward to ${ip}:${port} timed out`)), this.timeoutMs)
+      this.client.forwardOut('127.0.0.1', 0, ip, port, (err, stream) => {
+        clearTimeout(timer)
+        if (err) reject(new SshError(`the node's sshd refused a port forward to ${ip}:${port}: ${err.message}`))
+        else resolve(stream)
+      })
+    })
+  }
+
+  close(): void {
+    this.client.end()
+  }
+}

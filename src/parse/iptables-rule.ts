@@ -1,0 +1,135 @@
+/** One iptables-save rule line split into what it matches and what it does. */
+export interface RuleOption {
+  name: string
+  values: string[]
+  negated: boolean
+}
+
+export interface RuleMatch {
+  /** '' for iptables' own matches (-s, -d, -p, -i, -o, -f); else the -m module name. */
+  module: string
+  options: RuleOption[]
+}
+
+export interface ParsedRule {
+  table: string
+  chain: string
+  line: number
+  text: string
+  matches: RuleMatch[]
+  target?: string
+  /** -g (goto) rather than -j (jump). */
+  isGoto: boolean
+  targetOptions: RuleOption[]
+}
+
+export class RuleSyntaxError extends Error {}
+
+/** Splits a rule line the way iptables-save quotes it: double quotes group words, \" and \\ escape. */
+export function tokenize(text: string): string[] {
+  const out: string[] = []
+  let i = 0
+  const n = text.length
+  while (i < n) {
+    while (i < n && (text[i] === ' ' || text[i] === '\t')) i++
+    if (i >= n) break
+    let tok = ''
+    while (i < n && text[i] !== ' ' && text[i] !== '\t') {
+      if (text[i] === '"') {
+        i++
+        while (i < n && text[i] !== '"') {
+          if (text[i] === '\\' && i + 1 < n) i++
+          tok += text[i++]
+        }
+        if (i >= n) throw new RuleSyntaxError('unterminated quote')
+        i++
+      } else tok += text[i++]
+    }
+    out.push(tok)
+  }
+  return out
+}
+
+const OWN_OPTIONS: Record<string, string> = {
+  '-s': 's', '--source': 's', '--src': 's',
+  '-d': 'd', '--destination': 'd', '--dst': 'd',
+  '-p': 'p', '--protocol': 'p',
+  '-i': 'i', '--in-interface': 'i',
+  '-o': 'o', '--out-interface': 'o',
+  '-f': 'f', '--fragment': 'f',
+}
+
+function isOption(tok: string): boolean {
+  return tok.length > 1 && tok[0] === '-' && !/^-\d/.test(tok)
+}
+
+/** Parses "-A CHAIN ..." (the leading "-A CHAIN" included). */
+export function parseRule(table: string, line: number, text: string): ParsedRule {
+  const toks = tokenize(text)
+  if (toks[0] !== '-A' || toks.length < 2) throw new RuleSyntaxError('a rule must start with -A CHAIN')
+  const rule: ParsedRule = {table, chain: toks[1], line, text, matches: [], isGoto: false, targetOptions: []}
+  const own: RuleMatch = {module: '', options: []}
+  let current: RuleMatch | undefined
+  let negateNext = false
+  let inTarget = false
+  let i = 2
+  while (i < toks.length) {
+    const tok = toks[i]
+    if (tok === '!') {
+      negateNext = true
+      i++
+      continue
+    }
+    if (tok === '-m' || tok === '--match') {
+      current = {module: toks[i + 1] ?? '', options: []}
+      rule.matches.push(current)
+      inTarget = false
+      i += 2
+      continue
+    }
+    if (tok === '-j' || tok === '--jump' || tok === '-g' || tok === '--goto') {
+      if (toks[i + 1] === undefined) throw new RuleSyntaxError(`${tok} without a target`)
+      rule.target = toks[i + 1]
+      rule.isGoto = tok === '-g' || tok === '--goto'
+      inTarget = true
+      i += 2
+      continue
+    }
+    if (!isOption(tok)) throw new RuleSyntaxError(`unexpected word "${tok}"`)
+    const values: string[] = []
+    let j = i + 1
+    while (j < toks.length && !isOption(toks[j]) && toks[j] !== '!') values.push(toks[j++])
+    const option: RuleOption = {name: tok, values, negated: negateNext}
+    negateNext = false
+    const ownName = OWN_OPTIONS[tok]
+    if (inTarget) rule.targetOptions.push(option)
+    else if (ownName !== undefined && !(current && current.module !== '' && tok.startsWith('--'))) own.options.push({...option, name: ownName})
+    else if (current) current.options.push(option)
+    else throw new RuleSyntaxError(`option ${tok} outside any match`)
+    i = j
+  }
+  if (own.options.length > 0) rule.matches.unshift(own)
+  return rule
+}
+
+export function findOption(rule: ParsedRule, module: string, ...names: string[]): RuleOption | undefined {
+  for (const m of rule.matches) {
+    if (m.module !== module) continue
+    for (const o of m.options) if (names.includes(o.name)) return o
+  }
+  return undefined
+}
+
+export function targetOption(rule: ParsedRule, ...names: string[]): string | undefined {
+  return rule.targetOptions.find((o) => names.includes(o.name))?.values[0]
+}
+
+/** The destination port a rule matches, from -m tcp/udp/sctp --dport (a single port only). */
+export function destinationPort(rule: ParsedRule): string | undefined {
+  for (const m of rule.matches) {
+    if (m.module !== 'tcp' && m.module !== 'udp' && m.module !== 'sctp') continue
+    const o = m.options.find((x) => x.name === '--dport' || x.name === '--destination-port')
+    if (o && !o.negated) return o.values[0]
+  }
+  return undefined
+}

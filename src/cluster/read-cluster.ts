@@ -1,4 +1,4 @@
-import type {V1Service} from '@kubernetes/client-node'
+import type {V1ConfigMap, V1Service} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
 import type {ClusterSource} from './cluster-source.js'
 import {slicesFromEndpoints} from './endpoints-fallback.js'
@@ -16,14 +16,14 @@ export async function readClusterState(source: ClusterSource, namespace: string,
     const hint = near.length > 0 ? ` Did you mean: ${near.join(', ')}?` : others.length === 0 ? ` Namespace "${namespace}" has no Services.` : ''
     throw new DiagnosisError(`Service "${namespace}/${name}" not found (${source.describe()}).${hint}`)
   }
-  const [endpoints, pods, nodes, proxyConfig, dns] = await Promise.all([
+  const [endpoints, pods, nodes, proxy, dns] = await Promise.all([
     readEndpointSlices(source, namespace, name),
     source.listPods(namespace),
     source.listNodes(),
     readProxyConfig(source),
     readDns(source),
   ])
-  return {service, ...endpoints, pods, nodes, proxyConfig, dns, clusterDomain: 'cluster.local'}
+  return {service, ...endpoints, pods, nodes, proxyConfig: proxy.config, proxyConfigMap: proxy.configMap, dns, clusterDomain: 'cluster.local'}
 }
 
 async function readEndpointSlices(source: ClusterSource, namespace: string, name: string) {
@@ -33,15 +33,15 @@ async function readEndpointSlices(source: ClusterSource, namespace: string, name
   return {slices: ep ? slicesFromEndpoints(ep) : [], endpointsSource: 'Endpoints' as const}
 }
 
-async function readProxyConfig(source: ClusterSource): Promise<KubeProxyConfig> {
+async function readProxyConfig(source: ClusterSource): Promise<{config: KubeProxyConfig; configMap?: V1ConfigMap}> {
   try {
-    const cm = await source.getConfigMap('kube-system', 'kube-proxy')
-    if (!cm) return defaultKubeProxyConfig('no ConfigMap kube-system/kube-proxy')
-    const text = cm.data?.['config.conf'] ?? Object.values(cm.data ?? {})[0]
-    if (!text) return defaultKubeProxyConfig('ConfigMap kube-system/kube-proxy has no config.conf')
-    return parseKubeProxyConfig(text, 'ConfigMap kube-system/kube-proxy')
+    const configMap = await source.getConfigMap('kube-system', 'kube-proxy')
+    if (!configMap) return {config: defaultKubeProxyConfig('no ConfigMap kube-system/kube-proxy')}
+    const text = configMap.data?.['config.conf'] ?? Object.values(configMap.data ?? {})[0]
+    if (!text) return {config: defaultKubeProxyConfig('ConfigMap kube-system/kube-proxy has no config.conf'), configMap}
+    return {config: parseKubeProxyConfig(text, 'ConfigMap kube-system/kube-proxy'), configMap}
   } catch (e) {
-    return defaultKubeProxyConfig(`ConfigMap kube-system/kube-proxy unreadable: ${(e as Error).message}`)
+    return {config: defaultKubeProxyConfig(`ConfigMap kube-system/kube-proxy unreadable: ${(e as Error).message}`)}
   }
 }
 

@@ -1,4 +1,4 @@
-import type {V1EndpointSlice, V1Node, V1Pod, V1Service} from '@kubernetes/client-node'
+import type {V1ConfigMap, V1EndpointSlice, V1Node, V1Pod, V1Service} from '@kubernetes/client-node'
 
 export interface KubeProxyConfig {
   /** "iptables", "ipvs", "nftables", or "" when unset (iptables on Linux). */
@@ -26,6 +26,8 @@ export interface ClusterState {
   pods: V1Pod[]
   nodes: V1Node[]
   proxyConfig: KubeProxyConfig
+  /** The ConfigMap proxyConfig was read from, kept for snapshots. */
+  proxyConfigMap?: V1ConfigMap
   dns: DnsState
   clusterDomain: string
 }

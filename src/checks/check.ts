@@ -1,0 +1,76 @@
+import type {ClusterState} from '../cluster/types.js'
+import type {NodeObservation} from '../node/bundle.js'
+import type {IptablesSave} from '../parse/iptables-save.js'
+import type {ExpectedService} from '../model/expected.js'
+import type {NodeInfrastructure, ProgrammedPort} from '../model/programmed.js'
+import type {PathResult} from '../trace/paths.js'
+
+export type Severity = 'error' | 'warning' | 'info'
+
+export interface CheckMeta {
+  /** Stable, greppable, silenceable: KPD-AREA-WHAT. */
+  code: string
+  severity: Severity
+  title: string
+  /** The generic next step; a finding may carry a more precise one. */
+  hint: string
+}
+
+export interface Finding {
+  code: string
+  severity: Severity
+  title: string
+  node: string | null
+  message: string
+  hint: string
+  evidence: string[]
+}
+
+export interface FindingDraft {
+  node: string | null
+  message: string
+  hint?: string
+  evidence?: string[]
+}
+
+/** A node whose dataplane was read, with what kube-proxy should have programmed there and what it did. */
+export interface NodeView {
+  name: string
+  address?: string
+  obs: NodeObservation
+  dump: IptablesSave
+  expected: ExpectedService
+  programmed: ProgrammedPort[]
+  infra: NodeInfrastructure
+}
+
+export interface CheckContext {
+  cluster: ClusterState
+  /** The Service as seen cluster-wide (node-independent facts). */
+  service: ExpectedService
+  nodes: NodeView[]
+  observations: NodeObservation[]
+  paths: PathResult[]
+}
+
+export interface Check {
+  meta: CheckMeta
+  run(ctx: CheckContext): FindingDraft[]
+}
+
+export function toFinding(meta: CheckMeta, d: FindingDraft): Finding {
+  return {
+    code: meta.code,
+    severity: meta.severity,
+    title: meta.title,
+    node: d.node,
+    message: d.message,
+    hint: d.hint ?? meta.hint,
+    evidence: d.evidence ?? [],
+  }
+}
+
+/** The command a person runs to see a chain on a node. */
+export function showChain(node: string, table: string, chain: string): string {
+  return `ssh ${node} sudo iptables-save -t ${table} | grep -- '${chain}'`
+}

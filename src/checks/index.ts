@@ -1,0 +1,47 @@
+import type {Check} from './check.js'
+import {dnatWrong} from './rules/dnat-wrong.js'
+import {dnsNoAnswer, dnsNoEndpoints, dnsServiceMissing} from './rules/dns.js'
+import {endpointMissing} from './rules/endpoint-missing.js'
+import {endpointNotReady} from './rules/endpoint-not-ready.js'
+import {endpointStale} from './rules/endpoint-stale.js'
+import {hairpinOff} from './rules/hairpin-off.js'
+import {hookMissing} from './rules/hook-missing.js'
+import {masqueradeMissing} from './rules/masquerade-missing.js'
+import {noReadyEndpoints} from './rules/no-ready-endpoints.js'
+import {nodeDiverges} from './rules/node-diverges.js'
+import {nodePortMissing} from './rules/nodeport-missing.js'
+import {nodeUnreadable} from './rules/node-unreadable.js'
+import {notProxied} from './rules/not-proxied.js'
+import {pathBroken, pathUndecided} from './rules/path-broken.js'
+import {probabilityWrong} from './rules/probability-wrong.js'
+import {rejectStale} from './rules/reject-stale.js'
+import {selectorNoPods} from './rules/selector-no-pods.js'
+import {targetPortNotExposed, targetPortUndeclared} from './rules/target-port.js'
+import {serviceRuleMissing} from './rules/service-rule-missing.js'
+
+/** Every check, in the order findings are listed: cluster facts first, then the packet path from hook to pod. */
+export const CHECKS: Check[] = [
+  notProxied,
+  selectorNoPods,
+  noReadyEndpoints,
+  targetPortNotExposed,
+  targetPortUndeclared,
+  endpointNotReady,
+  dnsServiceMissing,
+  dnsNoEndpoints,
+  nodeUnreadable,
+  hookMissing,
+  serviceRuleMissing,
+  rejectStale,
+  nodePortMissing,
+  endpointMissing,
+  endpointStale,
+  dnatWrong,
+  probabilityWrong,
+  masqueradeMissing,
+  hairpinOff,
+  pathBroken,
+  pathUndecided,
+  nodeDiverges,
+  dnsNoAnswer,
+]

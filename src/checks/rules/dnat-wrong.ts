@@ -1,0 +1,33 @@
+import {showChain, type Check, type FindingDraft} from '../check.js'
+
+export const dnatWrong: Check = {
+  meta: {
+    code: 'KPD-DNAT-WRONG',
+    severity: 'error',
+    title: 'DNAT to the wrong address or port',
+    hint: 'Compare the Service targetPort with the Pods\' containerPort; if the Service is right, kube-proxy on this node is stale: restart it.',
+  },
+  run(ctx) {
+    const out: FindingDraft[] = []
+    for (const n of ctx.nodes) {
+      for (const p of n.programmed) {
+        const byIp = new Map(p.expected.allEndpoints.map((e) => [e.ip, e]))
+        const bySep = new Map(p.expected.allEndpoints.map((e) => [e.sepChain, e]))
+        for (const prog of p.endpoints) {
+          if (!prog.dnatTo) continue
+          const owner = bySep.get(prog.sepChain)
+          const sameIp = prog.dnatIp ? byIp.get(prog.dnatIp) : undefined
+          const expected = owner ?? sameIp
+          if (!expected || expected.address === prog.dnatTo) continue
+          out.push({
+            node: n.name,
+            message: `${n.name}: ${prog.sepChain} DNATs to ${prog.dnatTo}, but the endpoint${expected.podName ? ` (pod ${expected.podName})` : ''} is ${expected.address} (targetPort ${p.expected.targetPort})`,
+            evidence: prog.dnatRule ? [`nat line ${prog.dnatRule.line}: ${prog.dnatRule.text}`] : [],
+            hint: showChain(n.name, 'nat', prog.sepChain),
+          })
+        }
+      }
+    }
+    return out
+  },
+}

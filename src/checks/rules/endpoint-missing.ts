@@ -1,0 +1,32 @@
+import {showChain, type Check, type FindingDraft} from '../check.js'
+
+export const endpointMissing: Check = {
+  meta: {
+    code: 'KPD-SEP-MISSING',
+    severity: 'error',
+    title: 'Ready endpoint missing from the service chain',
+    hint: 'kube-proxy on this node missed an endpoint update: check its logs (kubectl -n kube-system logs POD | grep -i error) and restart it.',
+  },
+  run(ctx) {
+    const out: FindingDraft[] = []
+    for (const n of ctx.nodes) {
+      for (const p of n.programmed) {
+        if (!p.clusterIPRule || p.clusterIPRule.target !== p.chain) continue
+        const bySep = new Map(p.endpoints.map((e) => [e.sepChain, e]))
+        for (const ep of p.expected.internal.endpoints) {
+          const prog = bySep.get(ep.sepChain) ?? p.endpoints.find((x) => x.dnatTo === ep.address)
+          const who = `${ep.address}${ep.podName ? ` (pod ${ep.podName}${ep.nodeName ? ` on ${ep.nodeName}` : ''})` : ''}`
+          if (!prog) out.push({node: n.name, message: `${n.name}: endpoint ${who} of ${p.expected.svcPortName} is missing from ${p.chain}`, hint: showChain(n.name, 'nat', p.chain)})
+          else if (!prog.dnatRule)
+            out.push({
+              node: n.name,
+              message: `${n.name}: ${prog.sepChain} (endpoint ${who}) has no DNAT rule: connections sent there leave untranslated`,
+              evidence: [`nat line ${prog.jump.line}: ${prog.jump.text}`],
+              hint: showChain(n.name, 'nat', prog.sepChain),
+            })
+        }
+      }
+    }
+    return out
+  },
+}

@@ -1,0 +1,26 @@
+import {notReadyReason, podByIp} from '../../cluster/pod-status.js'
+import type {Check, FindingDraft} from '../check.js'
+
+export const endpointNotReady: Check = {
+  meta: {
+    code: 'KPD-ENDPOINT-NOT-READY',
+    severity: 'warning',
+    title: 'Some endpoints are not ready and get no traffic',
+    hint: 'kubectl describe pod POD: look at the readiness probe and the last termination.',
+  },
+  run(ctx) {
+    const out: FindingDraft[] = []
+    const seen = new Set<string>()
+    for (const p of ctx.service.ports) {
+      if (!p.hasEndpoints) continue
+      for (const e of p.allEndpoints) {
+        if (e.ready || seen.has(e.ip)) continue
+        seen.add(e.ip)
+        const pod = podByIp(ctx.cluster.pods, e.ip)
+        const reason = pod ? notReadyReason(pod) : e.terminating ? 'terminating' : 'not ready'
+        out.push({node: e.nodeName ?? null, message: `endpoint ${e.address}${e.podName ? ` (pod ${e.podName})` : ''} is not ready: ${reason}`, hint: `kubectl -n ${ctx.service.namespace} describe pod ${e.podName ?? pod?.metadata?.name ?? '<pod>'}`})
+      }
+    }
+    return out
+  },
+}

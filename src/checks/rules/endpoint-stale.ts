@@ -1,0 +1,31 @@
+import {podByIp} from '../../cluster/pod-status.js'
+import {showChain, type Check, type FindingDraft} from '../check.js'
+
+export const endpointStale: Check = {
+  meta: {
+    code: 'KPD-SEP-STALE',
+    severity: 'error',
+    title: 'Stale endpoint in the service chain',
+    hint: 'kube-proxy on this node still sends traffic to an address that is no endpoint: restart it and check why it stopped syncing.',
+  },
+  run(ctx) {
+    const out: FindingDraft[] = []
+    for (const n of ctx.nodes) {
+      for (const p of n.programmed) {
+        const known = new Set(p.expected.allEndpoints.map((e) => e.ip))
+        for (const prog of p.endpoints) {
+          if (!prog.dnatIp || known.has(prog.dnatIp)) continue
+          const pod = podByIp(ctx.cluster.pods, prog.dnatIp)
+          const owner = pod ? `owned by pod ${pod.metadata?.name}, which this Service does not select` : `in no EndpointSlice and owned by no Pod in ${ctx.service.namespace}`
+          out.push({
+            node: n.name,
+            message: `${n.name}: ${p.chain} sends ${Math.round(prog.probability * 100) === 100 ? 'the remaining' : 'some'} traffic to ${prog.dnatTo}, ${owner}`,
+            evidence: [`nat line ${prog.jump.line}: ${prog.jump.text}`, ...(prog.dnatRule ? [`nat line ${prog.dnatRule.line}: ${prog.dnatRule.text}`] : [])],
+            hint: showChain(n.name, 'nat', prog.sepChain),
+          })
+        }
+      }
+    }
+    return out
+  },
+}

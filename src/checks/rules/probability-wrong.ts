@@ -1,0 +1,32 @@
+import {showChain, type Check, type FindingDraft} from '../check.js'
+
+// kube-proxy writes %0.10f and iptables-save prints 11 decimals: compare with a tolerance.
+const TOLERANCE = 1e-5
+
+export const probabilityWrong: Check = {
+  meta: {
+    code: 'KPD-PROBABILITY-WRONG',
+    severity: 'warning',
+    title: 'Endpoint probabilities do not split traffic evenly',
+    hint: 'Rules edited by hand or a stale sync: restart kube-proxy on the node.',
+  },
+  run(ctx) {
+    const out: FindingDraft[] = []
+    for (const n of ctx.nodes) {
+      for (const p of n.programmed) {
+        const eps = p.endpoints
+        eps.forEach((e, i) => {
+          const want = i === eps.length - 1 ? 1 : 1 / (eps.length - i)
+          if (Math.abs(e.probability - want) > TOLERANCE)
+            out.push({
+              node: n.name,
+              message: `${n.name}: rule ${i + 1} of ${eps.length} in ${p.chain} has probability ${e.probability.toFixed(5)}, expected ${want.toFixed(5)} (1/${eps.length - i})`,
+              evidence: [`nat line ${e.jump.line}: ${e.jump.text}`],
+              hint: showChain(n.name, 'nat', p.chain),
+            })
+        })
+      }
+    }
+    return out
+  },
+}

@@ -1,0 +1,57 @@
+import type {ClusterState} from '../cluster/types.js'
+import {CHECKS} from '../checks/index.js'
+import {toFinding, type CheckContext, type Finding, type NodeView} from '../checks/check.js'
+import {expectedService} from '../model/expected.js'
+import {readInfrastructure, readProgrammed} from '../model/programmed.js'
+import type {NodeObservation} from '../node/bundle.js'
+import {tracePaths, type PathResult} from '../trace/paths.js'
+import {nodeAddress} from './node-address.js'
+
+export interface Diagnosis {
+  cluster: ClusterState
+  context: CheckContext
+  findings: Finding[]
+  paths: PathResult[]
+  ok: boolean
+}
+
+export interface DiagnoseOptions {
+  /** Finding codes to leave out (silenced by the user). */
+  ignore?: string[]
+}
+
+/** Model, trace, check: the one engine behind `svc`, live or from a snapshot. */
+export function diagnose(cluster: ClusterState, observations: NodeObservation[], opts: DiagnoseOptions = {}): Diagnosis {
+  const nodes: NodeView[] = []
+  const paths: PathResult[] = []
+  for (const obs of observations) {
+    if (!obs.reachable || !obs.iptables) continue
+    const k8sNode = cluster.nodes.find((n) => n.metadata?.name === obs.name)
+    const expected = expectedService(cluster, obs.name)
+    const view: NodeView = {
+      name: obs.name,
+      address: k8sNode ? nodeAddress(k8sNode) : undefined,
+      obs,
+      dump: obs.iptables,
+      expected,
+      programmed: expected.notProxied ? [] : readProgrammed(obs.iptables, expected),
+      infra: readInfrastructure(obs.iptables),
+    }
+    nodes.push(view)
+    paths.push(
+      ...tracePaths({
+        node: obs.name,
+        address: view.address,
+        k8sNode,
+        dump: obs.iptables,
+        expected,
+        network: obs.network,
+        podIPsOnNode: cluster.pods.filter((p) => p.spec?.nodeName === obs.name && p.status?.podIP).map((p) => p.status!.podIP!),
+      }),
+    )
+  }
+  const context: CheckContext = {cluster, service: expectedService(cluster, ''), nodes, observations, paths}
+  const ignore = new Set(opts.ignore ?? [])
+  const findings = CHECKS.filter((c) => !ignore.has(c.meta.code)).flatMap((c) => c.run(context).map((d) => toFinding(c.meta, d)))
+  return {cluster, context, findings, paths, ok: !findings.some((f) => f.severity === 'error')}
+}

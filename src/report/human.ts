@@ -1,0 +1,76 @@
+import {Chalk, type ChalkInstance} from 'chalk'
+import Table from 'cli-table3'
+import type {Report} from './report.js'
+import {ENTRIES} from '../trace/paths.js'
+import type {TraceResult} from '../trace/types.js'
+
+export function makeChalk(stream: NodeJS.WriteStream): ChalkInstance {
+  const off = !!process.env.NO_COLOR || !stream.isTTY
+  return new Chalk({level: off ? 0 : 1})
+}
+
+const SEVERITY_MARK = {error: '✗', warning: '!', info: 'i'} as const
+
+export function renderHuman(r: Report, c: ChalkInstance): string {
+  const lines: string[] = []
+  const head = r.summary.startsWith('✓') ? c.green(r.summary) : r.summary.startsWith('✗') ? c.red.bold(r.summary) : c.yellow(r.summary)
+  lines.push(head)
+  if (r.next) lines.push(`  ${c.bold('next:')} ${r.next}`)
+  lines.push('')
+  const s = r.service
+  const ports = s.ports.map((p) => `${p.name ? p.name + ' ' : ''}${p.port}→${p.targetPort}/${p.protocol}${p.nodePort ? ` (NodePort ${p.nodePort})` : ''}`).join(', ')
+  lines.push(`${c.bold('Service')} ${s.namespace}/${s.name}  ${s.type} ${s.clusterIP ?? ''}  ports ${ports || 'none'}`)
+  lines.push(`${c.bold('Endpoints')} ${r.endpoints.ready} ready, ${r.endpoints.notReady} not ready (from ${r.endpoints.source})   ${c.bold('kube-proxy')} ${r.proxy.mode}, mark ${r.proxy.masqueradeMark} (${r.proxy.source})`)
+  for (const n of r.notes) lines.push(c.yellow(`note: ${n}`))
+  const entries = ENTRIES.filter((e) => r.paths.some((p) => p.entry === e))
+  if (r.nodes.length > 0) {
+    const table = new Table({head: ['node', ...entries], style: {head: [], border: []}})
+    for (const n of r.nodes) {
+      if (!n.reachable) {
+        table.push([n.name, {colSpan: Math.max(entries.length, 1), content: c.yellow(`not read: ${n.error ?? '?'}`)}])
+        continue
+      }
+      table.push([
+        n.name,
+        ...entries.map((e) => {
+          const ps = r.paths.filter((p) => p.node === n.name && p.entry === e)
+          if (ps.length === 0) return c.dim('–')
+          const bad = ps.find((p) => p.ok === false)
+          if (bad) return c.red(`✗ ${bad.breaksAt}${s.ports.length > 1 ? ` (${bad.port})` : ''}`)
+          const undecided = ps.find((p) => p.ok === null)
+          if (undecided) return c.yellow(`? ${undecided.breaksAt ?? ''}`)
+          return c.green('✓')
+        }),
+      ])
+    }
+    lines.push(table.toString())
+  }
+  const count = (sev: string) => r.findings.filter((f) => f.severity === sev).length
+  lines.push('')
+  lines.push(c.bold(`Findings: ${count('error')} error(s), ${count('warning')} warning(s), ${count('info')} info`))
+  for (const f of r.findings) {
+    const mark = SEVERITY_MARK[f.severity]
+    const color = f.severity === 'error' ? c.red : f.severity === 'warning' ? c.yellow : c.cyan
+    lines.push(`${color(`${mark} ${f.code}`)}${f.node ? ` [${f.node}]` : ''} ${f.message}`)
+    for (const e of f.evidence) lines.push(c.dim(`    evidence: ${e}`))
+    lines.push(`    ${c.bold('fix:')} ${f.hint}`)
+  }
+  const traced = r.paths.filter((p) => p.trace && p.ok !== true)
+  for (const p of traced) {
+    lines.push('')
+    lines.push(c.bold(`Trace ${p.node} ${p.entry} (${p.port}):`))
+    lines.push(renderTrace(p.trace!, c))
+  }
+  return lines.join('\n')
+}
+
+export function renderTrace(t: TraceResult, c: ChalkInstance): string {
+  const lines: string[] = []
+  for (const o of t.outcomes) {
+    const share = `${Math.round(o.probability * 10000) / 100}%`
+    lines.push(`  ${c.bold(o.verdict)}${o.destination ? ` → ${o.destination}` : ''}${o.masquerade ? ' (masqueraded)' : ''}  ${c.dim(share)}${o.sticky ? c.dim(' (later packets from this client stick: session affinity)') : ''}${o.reason ? `  ${c.yellow(o.reason)}` : ''}`)
+    for (const st of o.steps) lines.push(c.dim(`    ${st.table}/${st.chain} line ${st.line}: ${st.rule}`))
+  }
+  lines.push(`  verdict ${t.verdict}${t.destinations.length ? `, destinations ${t.destinations.join(' ')}` : ''}${t.masquerade ? ', masquerade' : ''}`)
+  return lines.join('\n')
+}

@@ -1,0 +1,73 @@
+import type {Finding} from '../checks/check.js'
+import type {Diagnosis} from '../diagnosis/diagnose.js'
+import {ENTRIES} from '../trace/paths.js'
+import type {TraceResult} from '../trace/types.js'
+
+/** The JSON contract (README "JSON output"). The human report is rendered from this same object. */
+export interface Report {
+  service: {namespace: string; name: string; type: string; clusterIP: string | null; ports: Array<{name: string; port: number; targetPort: string; protocol: string; nodePort: number | null}>}
+  ok: boolean
+  summary: string
+  next: string | null
+  proxy: {mode: string; source: string; masqueradeMark: string}
+  endpoints: {ready: number; notReady: number; source: string}
+  findings: Finding[]
+  nodes: Array<{name: string; reachable: boolean; error: string | null}>
+  paths: Array<{node: string; entry: string; port: string; ok: boolean | null; breaksAt: string | null; detail: string; trace?: TraceResult}>
+  notes: string[]
+}
+
+export interface ReportOptions {
+  explain?: boolean
+  notes?: string[]
+}
+
+function firstLine(d: Diagnosis, findings: Finding[]): {summary: string; next: string | null} {
+  const svc = d.context.service
+  const id = `${svc.namespace}/${svc.name}`
+  const errors = findings.filter((f) => f.severity === 'error')
+  const clusterError = errors.find((f) => f.node === null)
+  if (clusterError) return {summary: `✗ ${id}: ${clusterError.message}`, next: clusterError.hint}
+  const order = (e: string) => ENTRIES.indexOf(e as never)
+  const broken = d.paths.filter((p) => p.ok === false).sort((a, b) => order(a.entry) - order(b.entry))[0]
+  if (broken) {
+    const f = errors.find((x) => x.node === broken.node) ?? errors[0]
+    return {summary: `✗ ${id}: ${broken.entry} (${broken.port}) breaks at ${broken.breaksAt} on ${broken.node}: ${broken.detail}`, next: f?.hint ?? null}
+  }
+  if (errors[0]) return {summary: `✗ ${id}: ${errors[0].message}`, next: errors[0].hint}
+  const readable = d.context.nodes.length
+  const warnings = findings.filter((f) => f.severity === 'warning').length
+  if (svc.notProxied) return {summary: `✓ ${id}: ${svc.notProxied}`, next: null}
+  if (readable === 0) return {summary: `? ${id}: no node could be read, the packet path is unchecked`, next: findings[0]?.hint ?? null}
+  return {summary: `✓ ${id}: every traced path works on ${readable} node(s)${warnings ? `, ${warnings} warning(s)` : ''}`, next: null}
+}
+
+export function buildReport(d: Diagnosis, opts: ReportOptions = {}): Report {
+  const svc = d.cluster.service
+  const expected = d.context.service
+  const endpoints = expected.ports[0]?.allEndpoints ?? []
+  const {summary, next} = firstLine(d, d.findings)
+  return {
+    service: {
+      namespace: expected.namespace,
+      name: expected.name,
+      type: svc.spec?.type ?? 'ClusterIP',
+      clusterIP: expected.clusterIP ?? null,
+      ports: (svc.spec?.ports ?? []).map((p) => ({name: p.name ?? '', port: p.port, targetPort: String(p.targetPort ?? p.port), protocol: p.protocol ?? 'TCP', nodePort: p.nodePort ?? null})),
+    },
+    ok: d.ok,
+    summary,
+    next,
+    proxy: {mode: d.cluster.proxyConfig.mode || 'iptables', source: d.cluster.proxyConfig.source, masqueradeMark: `0x${expected.masqueradeMark.toString(16)}`},
+    endpoints: {ready: endpoints.filter((e) => e.ready).length, notReady: endpoints.filter((e) => !e.ready).length, source: d.cluster.endpointsSource},
+    findings: d.findings,
+    nodes: d.context.observations.map((o) => ({name: o.name, reachable: o.reachable, error: o.error ?? null})),
+    paths: d.paths.map((p) => ({node: p.node, entry: p.entry, port: p.port, ok: p.ok, breaksAt: p.breaksAt, detail: p.detail, ...(opts.explain ? {trace: p.trace} : {})})),
+    notes: opts.notes ?? [],
+  }
+}
+
+/** 0: no error finding; 1: at least one. (2 is for a diagnosis that could not be made, see errors.ts.) */
+export function exitCode(r: Report): number {
+  return r.ok ? 0 : 1
+}

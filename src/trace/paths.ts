@@ -1,0 +1,176 @@
+import type {V1Node} from '@kubernetes/client-node'
+import type {ExpectedEndpoint, ExpectedPort, ExpectedService} from '../model/expected.js'
+import type {BridgeState} from '../parse/bridge-state.js'
+import type {IptablesSave} from '../parse/iptables-save.js'
+import {parseCidr} from './addresses.js'
+import {IptablesTracer} from './iptables-tracer.js'
+import type {Packet, TraceOutcome, TraceResult} from './types.js'
+
+export type Entry = 'pod→ClusterIP' | 'node→ClusterIP' | 'outside→NodePort' | 'outside→LoadBalancer' | 'outside→externalIP' | 'pod→itself'
+
+export const ENTRIES: Entry[] = ['pod→ClusterIP', 'node→ClusterIP', 'outside→NodePort', 'outside→LoadBalancer', 'outside→externalIP', 'pod→itself']
+
+/** The steps of the path, in the order a packet meets them. */
+export const STEPS = ['endpoints', 'PREROUTING', 'OUTPUT', 'KUBE-SERVICES', 'KUBE-NODEPORTS', 'KUBE-EXT', 'KUBE-SVC', 'KUBE-SEP', 'DNAT', 'filter', 'POSTROUTING', 'bridge/hairpin'] as const
+export type Step = (typeof STEPS)[number] | 'unknown'
+
+export interface PathResult {
+  node: string
+  entry: Entry
+  port: string
+  /** null when the tracer could not decide (a rule it cannot evaluate). */
+  ok: boolean | null
+  breaksAt: Step | null
+  detail: string
+  packet: Packet
+  trace: TraceResult
+}
+
+/** A stand-in address outside the cluster, from TEST-NET-3 (RFC 5737): never sent to, only traced. */
+export const OUTSIDE_CLIENT = '203.0.113.10'
+
+export interface PathInputs {
+  node: string
+  address?: string
+  k8sNode?: V1Node
+  dump: IptablesSave
+  expected: ExpectedService
+  network?: BridgeState
+  /** Pod IPs known on this node, to pick a client address that is not a backend. */
+  podIPsOnNode: string[]
+}
+
+function clientPodIp(inputs: PathInputs, avoid: Set<string>): string | undefined {
+  const cidr = inputs.k8sNode?.spec?.podCIDR
+  const parsed = cidr ? parseCidr(cidr) : undefined
+  if (parsed && !parsed.v6) {
+    const base = Number(parsed.base)
+    for (let offset = 254; offset > 1; offset--) {
+      const v = base + offset
+      const ip = [(v >>> 24) & 255, (v >>> 16) & 255, (v >>> 8) & 255, v & 255].join('.')
+      if (!avoid.has(ip)) return ip
+    }
+  }
+  return inputs.podIPsOnNode.find((ip) => !avoid.has(ip))
+}
+
+function portLabel(p: ExpectedPort): string {
+  return p.portName || String(p.port)
+}
+
+export function tracePaths(inputs: PathInputs): PathResult[] {
+  const svc = inputs.expected
+  if (svc.notProxied || !svc.clusterIP) return []
+  const local = inputs.address ? [inputs.address] : []
+  const tracer = new IptablesTracer(inputs.dump, {localAddresses: local})
+  const bridge = inputs.network && new Set(inputs.network.ports.map((p) => p.bridge)).size === 1 ? inputs.network.ports[0].bridge : undefined
+  const out: PathResult[] = []
+  for (const port of svc.ports) {
+    const backends = new Set(port.allEndpoints.map((e) => e.ip))
+    const run = (entry: Entry, packet: Packet, expected: ExpectedEndpoint[], judgeOpts: JudgeOptions, locallyGenerated = false) => {
+      const trace = locallyGenerated
+        ? new IptablesTracer(inputs.dump, {localAddresses: local, locallyGenerated: true}).trace(packet)
+        : tracer.trace(packet)
+      out.push({node: inputs.node, entry, port: portLabel(port), packet, trace, ...judge(trace, port, expected, judgeOpts, inputs)})
+    }
+    const proto = port.protocol
+    const client = clientPodIp(inputs, backends)
+    if (client) {
+      run('pod→ClusterIP', {src: client, dst: svc.clusterIP, proto, dport: port.port, sport: 40000, inIface: bridge}, port.internal.endpoints, {hook: 'PREROUTING', needMasq: svc.masqueradeAll})
+    }
+    if (inputs.address) {
+      run('node→ClusterIP', {src: inputs.address, dst: svc.clusterIP, proto, dport: port.port, sport: 40001}, port.internal.endpoints, {hook: 'OUTPUT', needMasq: false}, true)
+      if (port.nodePort)
+        run('outside→NodePort', {src: OUTSIDE_CLIENT, dst: inputs.address, proto, dport: port.nodePort, sport: 40002}, port.external.endpoints, {hook: 'PREROUTING', needMasq: !port.external.local, nodePort: true, chain: port.external.chain})
+    }
+    if (svc.loadBalancerIPs[0])
+      run('outside→LoadBalancer', {src: OUTSIDE_CLIENT, dst: svc.loadBalancerIPs[0], proto, dport: port.port, sport: 40003}, port.external.endpoints, {hook: 'PREROUTING', needMasq: !port.external.local, chain: port.external.chain})
+    if (svc.externalIPs[0])
+      run('outside→externalIP', {src: OUTSIDE_CLIENT, dst: svc.externalIPs[0], proto, dport: port.port, sport: 40004}, port.external.endpoints, {hook: 'PREROUTING', needMasq: !port.external.local, chain: port.external.chain})
+    const self = port.internal.endpoints.find((e) => e.nodeName === inputs.node)
+    if (self) {
+      run('pod→itself', {src: self.ip, dst: svc.clusterIP, proto, dport: port.port, sport: 40005, inIface: bridge}, port.internal.endpoints, {hook: 'PREROUTING', needMasq: svc.masqueradeAll, self})
+    }
+  }
+  return out
+}
+
+interface JudgeOptions {
+  hook: 'PREROUTING' | 'OUTPUT'
+  /** The chain that holds the endpoints for this entry (KUBE-SVC or KUBE-SVL). */
+  chain?: string
+  needMasq: boolean
+  nodePort?: boolean
+  self?: ExpectedEndpoint
+}
+
+interface Judgement {
+  ok: boolean | null
+  breaksAt: Step | null
+  detail: string
+}
+
+const rank = (s: Step | null) => (s === null ? 999 : s === 'unknown' ? 998 : STEPS.indexOf(s))
+
+function pct(p: number): string {
+  return `${Math.round(p * 1000) / 10}%`
+}
+
+function terminalRule(o: TraceOutcome): string {
+  const last = o.steps[o.steps.length - 1]
+  return last ? `${last.table} ${last.chain} line ${last.line}: ${last.rule}` : 'the chain policy'
+}
+
+function judgeOutcome(o: TraceOutcome, port: ExpectedPort, expected: Set<string>, opts: JudgeOptions, inputs: PathInputs): Judgement | undefined {
+  const nat = new Set(o.steps.filter((s) => s.table === 'nat').map((s) => s.chain))
+  const share = pct(o.probability)
+  if (o.verdict === 'UNKNOWN') return {ok: null, breaksAt: 'unknown', detail: `cannot tell: ${o.reason}`}
+  if (!nat.has('KUBE-SERVICES'))
+    return {ok: false, breaksAt: opts.hook, detail: `nat ${opts.hook} does not send the packet to KUBE-SERVICES (${o.verdict === 'ACCEPT' ? 'left untranslated' : o.verdict})`}
+  const sawService = [...nat].some((c) => /^KUBE-(SVC|SVL|EXT|FW)-/.test(c))
+  if (o.verdict === 'REJECT' || o.verdict === 'DROP') {
+    if (!sawService) {
+      const last = o.steps[o.steps.length - 1]
+      const kubeRule = last && /^KUBE-/.test(last.chain)
+      return {ok: false, breaksAt: kubeRule ? (opts.nodePort ? 'KUBE-NODEPORTS' : 'KUBE-SERVICES') : 'filter', detail: `${o.verdict} by ${terminalRule(o)}`}
+    }
+    return {ok: false, breaksAt: 'filter', detail: `${share} of new connections: ${o.verdict} by ${terminalRule(o)}`}
+  }
+  if (!sawService) {
+    const at: Step = opts.nodePort ? (nat.has('KUBE-NODEPORTS') ? 'KUBE-NODEPORTS' : 'KUBE-SERVICES') : 'KUBE-SERVICES'
+    return {ok: false, breaksAt: at, detail: `no rule in nat ${at} for ${opts.nodePort ? `node port ${port.nodePort}` : `${port.svcPortName}`}: the packet leaves untranslated`}
+  }
+  const sep = [...nat].find((c) => c.startsWith('KUBE-SEP-'))
+  if (!sep) return {ok: false, breaksAt: 'KUBE-SVC', detail: `${share} of new connections pass through the service chain without choosing an endpoint`}
+  if (o.verdict !== 'DNAT') return {ok: false, breaksAt: 'KUBE-SEP', detail: `${share} of new connections: ${sep} has no DNAT rule, the packet leaves untranslated`}
+  if (!expected.has(o.destination!)) return {ok: false, breaksAt: 'DNAT', detail: `${share} of new connections DNAT to ${o.destination} (via ${sep}), which is not a ready endpoint`}
+  if (opts.needMasq && !o.masquerade) return {ok: false, breaksAt: 'POSTROUTING', detail: `${share} of new connections to ${o.destination} are not masqueraded: replies bypass this node`}
+  if (opts.self && o.destination === opts.self.address) {
+    if (!o.masquerade) return {ok: false, breaksAt: 'POSTROUTING', detail: `when ${opts.self.podName ?? opts.self.ip} is chosen (${share}), the packet is not masqueraded: the pod sees its own address as source and the reply never returns`}
+    const net = inputs.network
+    const portName = net?.portOfIp.get(opts.self.ip)
+    const bp = portName ? net!.ports.find((p) => p.port === portName) : undefined
+    if (bp && !bp.hairpin && !net!.promiscuousBridges.has(bp.bridge))
+      return {ok: false, breaksAt: 'bridge/hairpin', detail: `when ${opts.self.podName ?? opts.self.ip} is chosen (${share}), the reply must go back out ${bp.port} on ${bp.bridge}, whose hairpin_mode is 0`}
+  }
+  return undefined
+}
+
+function judge(trace: TraceResult, port: ExpectedPort, expected: ExpectedEndpoint[], opts: JudgeOptions, inputs: PathInputs): Judgement {
+  if (expected.length === 0) {
+    const why = port.hasEndpoints ? 'no endpoint on this node and the traffic policy is Local: dropped by design' : 'the Service has no ready endpoints: kube-proxy rejects the connection'
+    return {ok: false, breaksAt: 'endpoints', detail: why}
+  }
+  const want = new Set(expected.map((e) => e.address))
+  let worst: Judgement | undefined
+  for (const o of trace.outcomes) {
+    const j = judgeOutcome(o, port, want, opts, inputs)
+    if (j && (!worst || rank(j.breaksAt) < rank(worst.breaksAt))) worst = j
+  }
+  if (worst) return worst
+  const reached = new Set(trace.destinations)
+  const missing = expected.filter((e) => !reached.has(e.address))
+  if (missing.length > 0)
+    return {ok: false, breaksAt: 'KUBE-SVC', detail: `endpoint ${missing.map((e) => `${e.address}${e.podName ? ` (${e.podName})` : ''}`).join(', ')} is never chosen: missing from ${opts.chain ?? port.internal.chain}`}
+  return {ok: true, breaksAt: null, detail: `reaches ${expected.length} endpoint(s): ${trace.destinations.join(', ')}`}
+}

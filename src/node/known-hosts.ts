@@ -1,5 +1,6 @@
 import {createHmac} from 'node:crypto'
 import {existsSync, readFileSync} from 'node:fs'
+import {globToRegExp} from './ssh-config.js'
 
 export interface KnownHostsResult {
   status: 'match' | 'mismatch' | 'unknown'
@@ -17,8 +18,7 @@ function patternMatches(pattern: string, name: string): boolean {
     if (!salt || !hash) return false
     return createHmac('sha1', Buffer.from(salt, 'base64')).update(name).digest('base64') === hash
   }
-  const re = new RegExp('^' + pattern.replace(/[.+^${}()|\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.') + '$')
-  return re.test(name)
+  return globToRegExp(pattern).test(name)
 }
 
 /** Checks a host's raw public key blob against known_hosts files. */

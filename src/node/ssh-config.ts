@@ -47,7 +47,8 @@ function splitArgs(text: string): string[] {
   return out
 }
 
-function globToRegExp(glob: string): RegExp {
+/** OpenSSH host patterns: only * and ? are special. */
+export function globToRegExp(glob: string): RegExp {
   return new RegExp('^' + glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.') + '$')
 }
 

@@ -1,0 +1,85 @@
+import {CLUSTER_CIDR, endpointPort, selects, type LabNode, type LabPod, type LabService} from './lab-cluster.js'
+
+const created = '2026-11-01T00:00:00Z'
+
+export function nodeObject(n: LabNode) {
+  return {
+    metadata: {name: n.name, labels: {'kubernetes.io/hostname': n.name}, creationTimestamp: created},
+    spec: {podCIDR: n.podCIDR, podCIDRs: [n.podCIDR]},
+    status: {
+      addresses: [
+        {type: 'InternalIP', address: n.ip},
+        {type: 'Hostname', address: n.name},
+      ],
+      conditions: [{type: 'Ready', status: 'True', reason: 'KubeletReady'}],
+    },
+  }
+}
+
+export function podObject(p: LabPod) {
+  const ready = p.ready ? 'True' : 'False'
+  return {
+    metadata: {name: p.name, namespace: p.namespace, labels: p.labels, uid: `uid-${p.name}`, creationTimestamp: created},
+    spec: {
+      nodeName: p.node,
+      containers: [{name: p.kind, image: `lab/${p.kind}`, ports: p.port ? [{name: p.portName, containerPort: p.port, protocol: 'TCP'}] : []}],
+    },
+    status: {
+      phase: 'Running',
+      podIP: p.ip,
+      podIPs: [{ip: p.ip}],
+      conditions: [{type: 'Ready', status: ready, ...(p.ready ? {} : {reason: 'ContainersNotReady', message: `containers with unready status: [${p.kind}]`})}],
+      containerStatuses: [{name: p.kind, ready: p.ready, restartCount: 0, image: `lab/${p.kind}`, imageID: '', started: true, state: {running: {startedAt: created}}}],
+    },
+  }
+}
+
+export function serviceObject(s: LabService) {
+  return {
+    metadata: {name: s.name, namespace: s.namespace, ...(s.namespace === 'kube-system' ? {labels: {'k8s-app': 'kube-dns'}} : {}), creationTimestamp: created},
+    spec: {
+      type: s.type,
+      clusterIP: s.clusterIP,
+      clusterIPs: [s.clusterIP],
+      selector: s.selector,
+      ports: s.ports.map((p) => ({name: p.name, port: p.port, targetPort: p.targetPort, protocol: p.protocol, ...(p.nodePort ? {nodePort: p.nodePort} : {})})),
+      sessionAffinity: 'None',
+      externalTrafficPolicy: s.type === 'NodePort' ? 'Cluster' : undefined,
+      internalTrafficPolicy: 'Cluster',
+      ipFamilies: ['IPv4'],
+    },
+    status: {loadBalancer: {}},
+  }
+}
+
+export function endpointSliceObject(s: LabService, pods: LabPod[]) {
+  const selected = pods.filter((p) => selects(s, p))
+  return {
+    metadata: {name: `${s.name}-abc12`, namespace: s.namespace, labels: {'kubernetes.io/service-name': s.name, 'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io'}, creationTimestamp: created},
+    addressType: 'IPv4',
+    endpoints: selected.map((p) => ({
+      addresses: [p.ip],
+      conditions: {ready: p.ready, serving: p.ready, terminating: false},
+      nodeName: p.node,
+      targetRef: {kind: 'Pod', name: p.name, namespace: p.namespace, uid: `uid-${p.name}`},
+    })),
+    ports: s.ports.map((sp) => ({name: sp.name, port: selected.map((p) => endpointPort(sp, p)).find((x) => x > 0) ?? (typeof sp.targetPort === 'number' ? sp.targetPort : 0), protocol: sp.protocol})),
+  }
+}
+
+export function kubeProxyConfigMap() {
+  return {
+    metadata: {name: 'kube-proxy', namespace: 'kube-system', creationTimestamp: created},
+    data: {
+      'config.conf': `apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clusterCIDR: ${CLUSTER_CIDR}
+iptables:
+  masqueradeAll: false
+  masqueradeBit: 14
+  minSyncPeriod: 1s
+mode: "iptables"
+`,
+    },
+  }
+}

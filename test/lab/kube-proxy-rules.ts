@@ -1,0 +1,116 @@
+import {endpointChainName, serviceChainNames, servicePortName} from '../../src/model/chain-names.js'
+import {CLUSTER_CIDR, endpointPort, selects, type LabNode, type LabPod, type LabService} from './lab-cluster.js'
+
+/** Ways to break one node's rules, as a stuck kube-proxy or a hand edit would. */
+export interface RuleFaults {
+  /** Drop the DNAT rule from the SEP chain of this endpoint IP. */
+  dropDnatFor?: string
+  /** Add an endpoint to KUBE-SVC that no EndpointSlice has. */
+  staleEndpoint?: {ip: string; port: number}
+  omitNodePorts?: boolean
+  unhookPrerouting?: boolean
+  omitMasquerade?: boolean
+  /** DNAT this endpoint IP to this port instead of its target port. */
+  wrongPortFor?: {ip: string; port: number}
+}
+
+const q = (s: string) => `"${s}"`
+
+/** The iptables-restore input kube-proxy (1.28+, iptables mode) would write on `node` for the lab's Services. */
+export function kubeProxyRules(node: LabNode, services: LabService[], pods: LabPod[], faults: RuleFaults = {}): string {
+  const filter: string[] = []
+  const nat: string[] = []
+  const natChains = new Set<string>()
+  for (const svc of services) {
+    for (const sp of svc.ports) {
+      const proto = sp.protocol.toLowerCase()
+      const spn = servicePortName(svc.namespace, svc.name, sp.name)
+      const chains = serviceChainNames(spn, proto)
+      const eps = pods
+        .filter((p) => selects(svc, p) && p.ready && endpointPort(sp, p) > 0)
+        .map((p) => ({ip: p.ip, port: endpointPort(sp, p)}))
+        .sort((a, b) => a.ip.localeCompare(b.ip))
+      if (faults.staleEndpoint && svc === services[0]) eps.push(faults.staleEndpoint)
+      const match = `-d ${svc.clusterIP}/32 -p ${proto} -m comment --comment ${q(`${spn} cluster IP`)} -m ${proto} --dport ${sp.port}`
+      if (eps.length === 0) {
+        filter.push(`-A KUBE-SERVICES ${match} -j REJECT --reject-with icmp-port-unreachable`.replace(`-m comment --comment ${q(`${spn} cluster IP`)}`, `-m comment --comment ${q(`${spn} has no endpoints`)}`))
+        if (sp.nodePort)
+          filter.push(`-A KUBE-EXTERNAL-SERVICES -p ${proto} -m comment --comment ${q(`${spn} has no endpoints`)} -m addrtype --dst-type LOCAL -m ${proto} --dport ${sp.nodePort} -j REJECT --reject-with icmp-port-unreachable`)
+        continue
+      }
+      nat.push(`-A KUBE-SERVICES ${match} -j ${chains.svc}`)
+      natChains.add(chains.svc)
+      nat.push(`-A ${chains.svc} ! -s ${CLUSTER_CIDR} ${match} -j KUBE-MARK-MASQ`)
+      if (sp.nodePort && !faults.omitNodePorts) {
+        natChains.add(chains.ext)
+        nat.push(`-A KUBE-NODEPORTS -p ${proto} -m comment --comment ${q(spn)} -m ${proto} --dport ${sp.nodePort} -j ${chains.ext}`)
+        nat.push(`-A ${chains.ext} -m comment --comment ${q(`masquerade traffic for ${spn} external destinations`)} -j KUBE-MARK-MASQ`)
+        nat.push(`-A ${chains.ext} -j ${chains.svc}`)
+      }
+      eps.forEach((ep, i) => {
+        const addr = `${ep.ip}:${ep.port}`
+        const sep = endpointChainName(spn, proto, addr)
+        natChains.add(sep)
+        const prob = i < eps.length - 1 ? ` -m statistic --mode random --probability ${(1 / (eps.length - i)).toFixed(10)}` : ''
+        nat.push(`-A ${chains.svc} -m comment --comment ${q(`${spn} -> ${addr}`)}${prob} -j ${sep}`)
+        nat.push(`-A ${sep} -s ${ep.ip}/32 -m comment --comment ${q(spn)} -j KUBE-MARK-MASQ`)
+        const to = faults.wrongPortFor?.ip === ep.ip ? `${ep.ip}:${faults.wrongPortFor.port}` : addr
+        if (faults.dropDnatFor !== ep.ip) nat.push(`-A ${sep} -p ${proto} -m comment --comment ${q(spn)} -m ${proto} -j DNAT --to-destination ${to}`)
+      })
+    }
+  }
+  nat.push(`-A KUBE-SERVICES -m comment --comment ${q('kubernetes service nodeports; NOTE: this must be the last rule in this chain')} -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS`)
+  return [
+    '*filter',
+    ':INPUT ACCEPT [0:0]',
+    ':FORWARD ACCEPT [0:0]',
+    ':OUTPUT ACCEPT [0:0]',
+    ':KUBE-EXTERNAL-SERVICES - [0:0]',
+    ':KUBE-FORWARD - [0:0]',
+    ':KUBE-NODEPORTS - [0:0]',
+    ':KUBE-PROXY-CANARY - [0:0]',
+    ':KUBE-PROXY-FIREWALL - [0:0]',
+    ':KUBE-SERVICES - [0:0]',
+    `-A INPUT -m conntrack --ctstate NEW -m comment --comment ${q('kubernetes load balancer firewall')} -j KUBE-PROXY-FIREWALL`,
+    `-A INPUT -m comment --comment ${q('kubernetes health check service ports')} -j KUBE-NODEPORTS`,
+    `-A INPUT -m conntrack --ctstate NEW -m comment --comment ${q('kubernetes externally-visible service portals')} -j KUBE-EXTERNAL-SERVICES`,
+    `-A FORWARD -m conntrack --ctstate NEW -m comment --comment ${q('kubernetes load balancer firewall')} -j KUBE-PROXY-FIREWALL`,
+    `-A FORWARD -m comment --comment ${q('kubernetes forwarding rules')} -j KUBE-FORWARD`,
+    `-A FORWARD -m conntrack --ctstate NEW -m comment --comment ${q('kubernetes service portals')} -j KUBE-SERVICES`,
+    `-A FORWARD -m conntrack --ctstate NEW -m comment --comment ${q('kubernetes externally-visible service portals')} -j KUBE-EXTERNAL-SERVICES`,
+    `-A OUTPUT -m conntrack --ctstate NEW -m comment --comment ${q('kubernetes load balancer firewall')} -j KUBE-PROXY-FIREWALL`,
+    `-A OUTPUT -m conntrack --ctstate NEW -m comment --comment ${q('kubernetes service portals')} -j KUBE-SERVICES`,
+    `-A KUBE-FORWARD -m conntrack --ctstate INVALID -j DROP`,
+    `-A KUBE-FORWARD -m comment --comment ${q('kubernetes forwarding rules')} -m mark --mark 0x4000/0x4000 -j ACCEPT`,
+    `-A KUBE-FORWARD -m comment --comment ${q('kubernetes forwarding conntrack rule')} -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT`,
+    ...filter,
+    'COMMIT',
+    '*nat',
+    ':PREROUTING ACCEPT [0:0]',
+    ':INPUT ACCEPT [0:0]',
+    ':OUTPUT ACCEPT [0:0]',
+    ':POSTROUTING ACCEPT [0:0]',
+    ':KUBE-MARK-MASQ - [0:0]',
+    ':KUBE-NODEPORTS - [0:0]',
+    ':KUBE-POSTROUTING - [0:0]',
+    ':KUBE-PROXY-CANARY - [0:0]',
+    ':KUBE-SERVICES - [0:0]',
+    ...[...natChains].sort().map((c) => `:${c} - [0:0]`),
+    ...(faults.unhookPrerouting ? [] : [`-A PREROUTING -m comment --comment ${q('kubernetes service portals')} -j KUBE-SERVICES`]),
+    `-A OUTPUT -m comment --comment ${q('kubernetes service portals')} -j KUBE-SERVICES`,
+    `-A POSTROUTING -m comment --comment ${q('kubernetes postrouting rules')} -j KUBE-POSTROUTING`,
+    `-A KUBE-MARK-MASQ -j MARK --or-mark 0x4000`,
+    `-A KUBE-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN`,
+    `-A KUBE-POSTROUTING -j MARK --xor-mark 0x4000`,
+    ...(faults.omitMasquerade ? [] : [`-A KUBE-POSTROUTING -m comment --comment ${q('kubernetes service traffic requiring SNAT')} -j MASQUERADE --random-fully`]),
+    ...nat,
+    'COMMIT',
+    '',
+  ].join('\n')
+}
+
+export function nodeOf(name: string, nodes: LabNode[]): LabNode {
+  const n = nodes.find((x) => x.name === name)
+  if (!n) throw new Error(`no lab node ${name}`)
+  return n
+}

@@ -1,0 +1,92 @@
+/** The lab's cluster: two nodes, a web Service with three backends, and cluster DNS. One description feeds the
+ * API fixtures, the kube-proxy-style rules and the network namespaces, so they always agree. */
+export interface LabNode {
+  name: string
+  /** Short letter used in interface and namespace names. */
+  key: string
+  ip: string
+  podCIDR: string
+  gateway: string
+}
+
+export interface LabPod {
+  name: string
+  namespace: string
+  node: string
+  ip: string
+  labels: Record<string, string>
+  port: number
+  portName: string
+  ready: boolean
+  /** What the pod's server answers with. */
+  reply: string
+  kind: 'web' | 'dns' | 'client'
+}
+
+export interface LabServicePort {
+  name: string
+  port: number
+  targetPort: number | string
+  protocol: 'TCP' | 'UDP'
+  nodePort?: number
+}
+
+export interface LabService {
+  namespace: string
+  name: string
+  clusterIP: string
+  type: 'ClusterIP' | 'NodePort'
+  selector: Record<string, string>
+  ports: LabServicePort[]
+}
+
+export const NODES: LabNode[] = [
+  {name: 'node-a', key: 'a', ip: '10.200.0.11', podCIDR: '10.244.1.0/24', gateway: '10.244.1.1'},
+  {name: 'node-b', key: 'b', ip: '10.200.0.12', podCIDR: '10.244.2.0/24', gateway: '10.244.2.1'},
+]
+
+export const OUTSIDE_IP = '10.200.0.100'
+export const CLUSTER_CIDR = '10.244.0.0/16'
+
+export function labPods(): LabPod[] {
+  return [
+    {name: 'web-a1', namespace: 'shop', node: 'node-a', ip: '10.244.1.10', labels: {app: 'web'}, port: 8080, portName: 'http', ready: true, reply: 'web-a1', kind: 'web'},
+    {name: 'web-b1', namespace: 'shop', node: 'node-b', ip: '10.244.2.10', labels: {app: 'web'}, port: 8080, portName: 'http', ready: true, reply: 'web-b1', kind: 'web'},
+    {name: 'web-b2', namespace: 'shop', node: 'node-b', ip: '10.244.2.11', labels: {app: 'web'}, port: 8080, portName: 'http', ready: true, reply: 'web-b2', kind: 'web'},
+    {name: 'client-a', namespace: 'shop', node: 'node-a', ip: '10.244.1.100', labels: {app: 'client'}, port: 0, portName: '', ready: true, reply: '', kind: 'client'},
+    {name: 'client-b', namespace: 'shop', node: 'node-b', ip: '10.244.2.100', labels: {app: 'client'}, port: 0, portName: '', ready: true, reply: '', kind: 'client'},
+    {name: 'coredns-a', namespace: 'kube-system', node: 'node-a', ip: '10.244.1.53', labels: {'k8s-app': 'kube-dns'}, port: 53, portName: 'dns-tcp', ready: true, reply: '', kind: 'dns'},
+  ]
+}
+
+export const WEB: LabService = {
+  namespace: 'shop',
+  name: 'web',
+  clusterIP: '10.96.10.10',
+  type: 'NodePort',
+  selector: {app: 'web'},
+  ports: [{name: 'http', port: 80, targetPort: 'http', protocol: 'TCP', nodePort: 30080}],
+}
+
+export const DNS: LabService = {
+  namespace: 'kube-system',
+  name: 'kube-dns',
+  clusterIP: '10.96.0.10',
+  type: 'ClusterIP',
+  selector: {'k8s-app': 'kube-dns'},
+  ports: [
+    {name: 'dns', port: 53, targetPort: 53, protocol: 'UDP'},
+    {name: 'dns-tcp', port: 53, targetPort: 53, protocol: 'TCP'},
+  ],
+}
+
+export const SERVICES = [WEB, DNS]
+
+/** The endpoint port a pod gives a service port (named targetPorts resolved like the endpoint controller). */
+export function endpointPort(svcPort: LabServicePort, pod: LabPod): number {
+  return typeof svcPort.targetPort === 'number' ? svcPort.targetPort : pod.portName === svcPort.targetPort ? pod.port : 0
+}
+
+export function selects(svc: LabService, pod: LabPod): boolean {
+  return pod.namespace === svc.namespace && Object.entries(svc.selector).every(([k, v]) => pod.labels[k] === v)
+}

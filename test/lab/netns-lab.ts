@@ -1,0 +1,240 @@
+import type {ChildProcess} from 'node:child_process'
+import {randomBytes} from 'node:crypto'
+import {mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {createServer} from 'node:net'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {LabApiServer} from './apiserver.js'
+import {endpointSliceObject, kubeProxyConfigMap, nodeObject, podObject, serviceObject} from './fixtures.js'
+import {kubeProxyRules, type RuleFaults} from './kube-proxy-rules.js'
+import {DNS, NODES, OUTSIDE_IP, SERVICES, labPods, type LabNode, type LabPod} from './lab-cluster.js'
+import {inNs, run, sleep, startDaemon, tryRun} from './sh.js'
+
+export const LAB_TOKEN = 'kpd-lab-token-' + randomBytes(6).toString('hex')
+
+/**
+ * The e2e lab: one network namespace per node, per pod and for an outside client, joined by veths and bridges
+ * that never touch the host's interfaces. Each node runs a real sshd inside its namespace (reached through a
+ * socat relay on 127.0.0.1), kube-proxy-style rules loaded with iptables-restore, and pods with small servers.
+ */
+export class NetnsLab {
+  readonly id = 'kpd' + randomBytes(2).toString('hex')
+  readonly dir = mkdtempSync(join(tmpdir(), 'kpd-lab-'))
+  readonly namespaces: string[] = []
+  readonly procs: ChildProcess[] = []
+  readonly pods: LabPod[] = labPods()
+  readonly api = new LabApiServer({token: LAB_TOKEN})
+  readonly sshPorts = new Map<string, number>()
+  readonly faults = new Map<string, RuleFaults>()
+  private dnsProc?: ChildProcess
+  readonly logs: string[] = []
+  sshConfigPath = ''
+  kubeconfigPath = ''
+
+  ns(name: string): string {
+    return `${this.id}-${name}`
+  }
+
+  nodeNs(node: LabNode | string): string {
+    return this.ns(typeof node === 'string' ? node : node.name)
+  }
+
+  podNs(pod: LabPod | string): string {
+    return this.ns(typeof pod === 'string' ? pod : pod.name)
+  }
+
+  private addNs(name: string): string {
+    const full = this.ns(name)
+    run('ip', ['netns', 'add', full])
+    this.namespaces.push(full)
+    inNs(full, 'ip', ['link', 'set', 'lo', 'up'])
+    return full
+  }
+
+  async up(): Promise<void> {
+    mkdirSync('/run/sshd', {recursive: true})
+    const net = this.addNs('net')
+    inNs(net, 'ip', ['link', 'add', 'br0', 'type', 'bridge'])
+    inNs(net, 'ip', ['link', 'set', 'br0', 'up'])
+    const attach = (ns: string, ifname: string, peer: string, cidr: string) => {
+      run('ip', ['-n', ns, 'link', 'add', ifname, 'type', 'veth', 'peer', 'name', peer, 'netns', net])
+      run('ip', ['-n', net, 'link', 'set', peer, 'master', 'br0', 'up'])
+      run('ip', ['-n', ns, 'addr', 'add', cidr, 'dev', ifname])
+      run('ip', ['-n', ns, 'link', 'set', ifname, 'up'])
+    }
+    for (const node of NODES) {
+      const ns = this.addNs(node.name)
+      inNs(ns, 'sysctl', ['-qw', 'net.ipv4.ip_forward=1'])
+      attach(ns, 'eth0', `u${node.key}`, `${node.ip}/24`)
+      run('ip', ['-n', ns, 'link', 'add', 'cbr0', 'type', 'bridge'])
+      run('ip', ['-n', ns, 'addr', 'add', `${node.gateway}/24`, 'dev', 'cbr0'])
+      run('ip', ['-n', ns, 'link', 'set', 'cbr0', 'up'])
+      run('ip', ['-n', ns, 'route', 'add', 'default', 'via', '10.200.0.1', 'onlink', 'dev', 'eth0'])
+      for (const other of NODES.filter((o) => o !== node)) run('ip', ['-n', ns, 'route', 'add', other.podCIDR, 'via', other.ip])
+    }
+    const ext = this.addNs('outside')
+    attach(ext, 'eth0', 'uext', `${OUTSIDE_IP}/24`)
+    for (const pod of this.pods) this.addPod(pod)
+    for (const node of NODES) this.applyRules(node.name)
+    this.startDns()
+    await this.startSsh()
+    await this.api.start()
+    this.publish()
+    this.kubeconfigPath = this.api.writeKubeconfig('shop')
+    await this.waitForServers()
+  }
+
+  private addPod(pod: LabPod): void {
+    const node = NODES.find((n) => n.name === pod.node)!
+    const ns = this.addNs(pod.name)
+    const port = `v${pod.name}`.slice(0, 15)
+    run('ip', ['-n', ns, 'link', 'add', 'eth0', 'type', 'veth', 'peer', 'name', port, 'netns', this.nodeNs(node)])
+    run('ip', ['-n', ns, 'addr', 'add', `${pod.ip}/24`, 'dev', 'eth0'])
+    run('ip', ['-n', ns, 'link', 'set', 'eth0', 'up'])
+    run('ip', ['-n', ns, 'route', 'add', 'default', 'via', node.gateway])
+    run('ip', ['-n', this.nodeNs(node), 'link', 'set', port, 'master', 'cbr0', 'up'])
+    this.setHairpin(pod.name, true)
+    if (pod.kind === 'web')
+      this.procs.push(startDaemon('ip', ['netns', 'exec', ns, 'socat', `TCP-LISTEN:${pod.port},reuseaddr,fork`, `EXEC:/bin/echo ${pod.reply}`], this.logs))
+  }
+
+  bridgePort(pod: string): string {
+    return `v${pod}`.slice(0, 15)
+  }
+
+  setHairpin(podName: string, on: boolean): void {
+    const pod = this.pods.find((p) => p.name === podName)!
+    inNs(this.nodeNs(pod.node), 'bridge', ['link', 'set', 'dev', this.bridgePort(pod.name), 'hairpin', on ? 'on' : 'off'])
+  }
+
+  startDns(): void {
+    const pod = this.pods.find((p) => p.kind === 'dns')!
+    const web = SERVICES[0]
+    this.dnsProc = startDaemon(
+      'ip',
+      ['netns', 'exec', this.podNs(pod), 'dnsmasq', '-k', '-C', '/dev/null', '--no-resolv', '--no-hosts', '--bind-interfaces', `--listen-address=${pod.ip}`, '--user=root', `--pid-file=${join(this.dir, 'dnsmasq.pid')}`, `--host-record=${web.name}.${web.namespace}.svc.cluster.local,${web.clusterIP}`, `--host-record=${DNS.name}.${DNS.namespace}.svc.cluster.local,${DNS.clusterIP}`],
+      this.logs,
+    )
+    this.procs.push(this.dnsProc)
+  }
+
+  stopDns(): void {
+    this.dnsProc?.kill('SIGTERM')
+    this.dnsProc = undefined
+  }
+
+  /** (Re)loads a node's rules from the lab's state, with the given faults. */
+  applyRules(nodeName: string, faults: RuleFaults = this.faults.get(nodeName) ?? {}): void {
+    this.faults.set(nodeName, faults)
+    const node = NODES.find((n) => n.name === nodeName)!
+    inNs(this.nodeNs(node), 'iptables-restore', [], kubeProxyRules(node, SERVICES, this.pods, faults))
+  }
+
+  clearFaults(): void {
+    for (const node of NODES) this.applyRules(node.name, {})
+  }
+
+  setPodReady(name: string, ready: boolean): void {
+    this.pods.find((p) => p.name === name)!.ready = ready
+    this.publish()
+    for (const node of NODES) this.applyRules(node.name)
+  }
+
+  /** Serves the lab's current state from the API server. */
+  publish(): void {
+    this.api.set('nodes', NODES.map(nodeObject))
+    this.api.set('pods', this.pods.map(podObject))
+    this.api.set('services', SERVICES.map(serviceObject))
+    this.api.set('endpointslices', SERVICES.map((s) => endpointSliceObject(s, this.pods)))
+    this.api.set('configmaps', [kubeProxyConfigMap()])
+    this.api.set('namespaces', ['default', 'shop', 'kube-system'].map((name) => ({metadata: {name}})))
+  }
+
+  private async freePort(): Promise<number> {
+    return new Promise((resolve) => {
+      const s = createServer()
+      s.listen(0, '127.0.0.1', () => {
+        const port = (s.address() as {port: number}).port
+        s.close(() => resolve(port))
+      })
+    })
+  }
+
+  private async startSsh(): Promise<void> {
+    const key = join(this.dir, 'id_ed25519')
+    run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', key])
+    writeFileSync(join(this.dir, 'authorized_keys'), readFileSync(`${key}.pub`))
+    const known: string[] = []
+    const config: string[] = []
+    for (const node of NODES) {
+      const hostKey = join(this.dir, `hostkey-${node.key}`)
+      run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', hostKey])
+      const cfg = join(this.dir, `sshd-${node.key}.conf`)
+      writeFileSync(
+        cfg,
+        [
+          'ListenAddress 127.0.0.1',
+          'Port 22',
+          `HostKey ${hostKey}`,
+          `PidFile ${join(this.dir, `sshd-${node.key}.pid`)}`,
+          `AuthorizedKeysFile ${join(this.dir, 'authorized_keys')}`,
+          'PermitRootLogin prohibit-password',
+          'PasswordAuthentication no',
+          'KbdInteractiveAuthentication no',
+          'UsePAM no',
+          'StrictModes no',
+          'AllowTcpForwarding yes',
+          'LogLevel ERROR',
+          '',
+        ].join('\n'),
+      )
+      this.procs.push(startDaemon('ip', ['netns', 'exec', this.nodeNs(node), '/usr/sbin/sshd', '-D', '-e', '-f', cfg], this.logs))
+      const port = await this.freePort()
+      this.sshPorts.set(node.name, port)
+      const relay = join(this.dir, `relay-${node.key}.sh`)
+      writeFileSync(relay, `#!/bin/sh\nexec ip netns exec ${this.nodeNs(node)} socat STDIO TCP:127.0.0.1:22\n`, {mode: 0o755})
+      this.procs.push(startDaemon('socat', [`TCP-LISTEN:${port},bind=127.0.0.1,reuseaddr,fork`, `EXEC:${relay}`], this.logs))
+      const pub = readFileSync(`${hostKey}.pub`, 'utf8').split(' ').slice(0, 2).join(' ')
+      // node-a is looked up as [127.0.0.1]:port, node-b through HostKeyAlias: both ways OpenSSH finds keys.
+      known.push(node.key === 'a' ? `[127.0.0.1]:${port} ${pub}` : `${node.name} ${pub}`)
+      config.push(`Host ${node.name}`, '  HostName 127.0.0.1', `  Port ${port}`, '  User root', `  IdentityFile ${key}`, `  UserKnownHostsFile ${join(this.dir, 'known_hosts')}`, '  IdentitiesOnly yes', ...(node.key === 'a' ? [] : [`  HostKeyAlias ${node.name}`]), '')
+    }
+    writeFileSync(join(this.dir, 'known_hosts'), known.join('\n') + '\n')
+    this.sshConfigPath = join(this.dir, 'ssh_config')
+    writeFileSync(this.sshConfigPath, config.join('\n'))
+  }
+
+  /** Bounded wait until sshd, the relays, the web servers and DNS answer. */
+  private async waitForServers(): Promise<void> {
+    for (let i = 0; i < 50; i++) {
+      const sshOk = NODES.every((n) => tryRun('ssh', ['-F', this.sshConfigPath, '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=2', n.name, 'true'], undefined, 5000).code === 0)
+      const webOk = this.pods.filter((p) => p.kind === 'web').every((p) => this.connect(this.podNs('client-a'), p.ip, p.port) === p.reply)
+      if (sshOk && webOk) return
+      await sleep(200)
+    }
+    throw new Error(`lab did not come up: ${this.logs.slice(-5).join(' | ')}`)
+  }
+
+  /** One TCP connection from a namespace; returns what the server said, or "" on failure. */
+  connect(fromNs: string, ip: string, port: number, timeoutS = 2): string {
+    const r = tryRun('ip', ['netns', 'exec', fromNs, 'socat', `-T${timeoutS}`, '-u', `TCP:${ip}:${port},connect-timeout=${timeoutS}`, 'STDOUT'], undefined, (timeoutS + 3) * 1000)
+    return r.code === 0 ? r.stdout.trim() : ''
+  }
+
+  /** `tries` connections (bounded); returns what each one answered ("" for a failure). */
+  sample(fromNs: string, ip: string, port: number, tries: number, timeoutS = 1): string[] {
+    return Array.from({length: tries}, () => this.connect(fromNs, ip, port, timeoutS))
+  }
+
+  down(): void {
+    for (const p of this.procs) p.kill('SIGKILL')
+    for (const ns of this.namespaces) {
+      const pids = tryRun('ip', ['netns', 'pids', ns]).stdout.split('\n').filter(Boolean)
+      for (const pid of pids) tryRun('kill', ['-9', pid])
+    }
+    for (const ns of [...this.namespaces].reverse()) tryRun('ip', ['netns', 'del', ns])
+    void this.api.stop()
+    rmSync(this.dir, {recursive: true, force: true})
+    rmSync(this.api.dir, {recursive: true, force: true})
+  }
+}

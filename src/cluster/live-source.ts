@@ -117,6 +117,7 @@ export class LiveClusterSource implements ClusterSource {
 }
 
 function statusMessage(body: unknown): string {
+  if (body === undefined || body === null) return 'no message'
   const text = typeof body === 'string' ? body : JSON.stringify(body)
   try {
     const parsed = JSON.parse(text) as {message?: string}

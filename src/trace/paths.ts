@@ -121,8 +121,20 @@ function terminalRule(o: TraceOutcome): string {
   return last ? `${last.table} ${last.chain} line ${last.line}: ${last.rule}` : 'the chain policy'
 }
 
+/** The nat chains a walk entered: those whose rules matched and those jumped to (even when empty). */
+function natChainsEntered(o: TraceOutcome): Set<string> {
+  const out = new Set<string>()
+  for (const s of o.steps) {
+    if (s.table !== 'nat') continue
+    out.add(s.chain)
+    const target = /\s-[jg]\s+(\S+)/.exec(s.rule)?.[1]
+    if (target) out.add(target)
+  }
+  return out
+}
+
 function judgeOutcome(o: TraceOutcome, port: ExpectedPort, expected: Set<string>, opts: JudgeOptions, inputs: PathInputs): Judgement | undefined {
-  const nat = new Set(o.steps.filter((s) => s.table === 'nat').map((s) => s.chain))
+  const nat = natChainsEntered(o)
   const share = pct(o.probability)
   if (o.verdict === 'UNKNOWN') return {ok: null, breaksAt: 'unknown', detail: `cannot tell: ${o.reason}`}
   if (!nat.has('KUBE-SERVICES'))
@@ -170,6 +182,10 @@ function judge(trace: TraceResult, port: ExpectedPort, expected: ExpectedEndpoin
   if (worst) return worst
   const reached = new Set(trace.destinations)
   const missing = expected.filter((e) => !reached.has(e.address))
+  const entered = new Set(trace.outcomes.flatMap((o) => [...natChainsEntered(o)]))
+  const hollow = missing.find((e) => entered.has(e.sepChain))
+  if (hollow)
+    return {ok: false, breaksAt: 'KUBE-SEP', detail: `${hollow.sepChain} (endpoint ${hollow.address}${hollow.podName ? `, ${hollow.podName}` : ''}) has no DNAT rule: the jump falls through and the endpoint never gets traffic`}
   if (missing.length > 0)
     return {ok: false, breaksAt: 'KUBE-SVC', detail: `endpoint ${missing.map((e) => `${e.address}${e.podName ? ` (${e.podName})` : ''}`).join(', ')} is never chosen: missing from ${opts.chain ?? port.internal.chain}`}
   return {ok: true, breaksAt: null, detail: `reaches ${expected.length} endpoint(s): ${trace.destinations.join(', ')}`}

@@ -14,13 +14,14 @@ interface ResourceDef {
   version: string
   kind: string
   namespaced: boolean
+  shortNames?: string[]
 }
 
 const RESOURCES: Record<string, ResourceDef> = {
-  services: {group: '', version: 'v1', kind: 'Service', namespaced: true},
-  pods: {group: '', version: 'v1', kind: 'Pod', namespaced: true},
+  services: {group: '', version: 'v1', kind: 'Service', namespaced: true, shortNames: ['svc']},
+  pods: {group: '', version: 'v1', kind: 'Pod', namespaced: true, shortNames: ['po']},
   endpoints: {group: '', version: 'v1', kind: 'Endpoints', namespaced: true},
-  configmaps: {group: '', version: 'v1', kind: 'ConfigMap', namespaced: true},
+  configmaps: {group: '', version: 'v1', kind: 'ConfigMap', namespaced: true, shortNames: ['cm']},
   namespaces: {group: '', version: 'v1', kind: 'Namespace', namespaced: false},
   nodes: {group: '', version: 'v1', kind: 'Node', namespaced: false},
   endpointslices: {group: 'discovery.k8s.io', version: 'v1', kind: 'EndpointSlice', namespaced: true},
@@ -155,7 +156,7 @@ current-context: lab
       groupVersion,
       resources: Object.entries(RESOURCES)
         .filter(([, d]) => d.group === group)
-        .map(([name, d]) => ({name, singularName: d.kind.toLowerCase(), namespaced: d.namespaced, kind: d.kind, verbs: ['get', 'list']})),
+        .map(([name, d]) => ({name, singularName: d.kind.toLowerCase(), namespaced: d.namespaced, kind: d.kind, verbs: ['get', 'list'], ...(d.shortNames ? {shortNames: d.shortNames} : {})})),
     }
   }
 }

@@ -128,6 +128,8 @@ export class NetnsLab {
     this.faults.set(nodeName, faults)
     const node = NODES.find((n) => n.name === nodeName)!
     inNs(this.nodeNs(node), 'iptables-restore', [], kubeProxyRules(node, SERVICES, this.pods, faults))
+    // Old connections keep their old NAT decision: start every scenario from a clean table, as a reboot would.
+    tryRun('ip', ['netns', 'exec', this.nodeNs(node), 'conntrack', '-F'])
   }
 
   clearFaults(): void {

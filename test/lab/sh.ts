@@ -1,4 +1,4 @@
-import {execFileSync, spawn, type ChildProcess} from 'node:child_process'
+import {execFile, execFileSync, spawn, type ChildProcess} from 'node:child_process'
 
 /** Runs a command (no shell), returns stdout; throws with stderr on failure. */
 export function run(cmd: string, args: string[], input?: string): string {
@@ -37,4 +37,14 @@ export function startDaemon(cmd: string, args: string[], logTo?: string[]): Chil
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms))
+}
+
+/** Like tryRun, without blocking the event loop (needed when the peer, e.g. the test API server, lives in this process). */
+export function runAsync(cmd: string, args: string[], timeoutMs = 30_000): Promise<{code: number; stdout: string; stderr: string}> {
+  return new Promise((resolve) => {
+    execFile(cmd, args, {encoding: 'utf8', timeout: timeoutMs}, (err, stdout, stderr) => {
+      const code = err ? (typeof (err as {code?: unknown}).code === 'number' ? (err as {code: number}).code : -1) : 0
+      resolve({code, stdout, stderr})
+    })
+  })
 }

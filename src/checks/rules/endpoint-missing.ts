@@ -20,7 +20,7 @@ export const endpointMissing: Check = {
           else if (!prog.dnatRule)
             out.push({
               node: n.name,
-              message: `${n.name}: ${prog.sepChain} (endpoint ${who}) has no DNAT rule: connections sent there leave untranslated`,
+              message: `${n.name}: ${prog.sepChain} (endpoint ${who}) has no DNAT rule: the jump falls through, the endpoint gets no traffic from this node`,
               evidence: [`nat line ${prog.jump.line}: ${prog.jump.text}`],
               hint: showChain(n.name, 'nat', prog.sepChain),
             })

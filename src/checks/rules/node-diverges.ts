@@ -20,7 +20,9 @@ export const nodeDiverges: Check = {
         sigs.set(sig, [...(sigs.get(sig) ?? []), n.name])
       }
       if (sigs.size < 2) return
-      const [majority, majorityNodes] = [...sigs.entries()].sort((a, b) => b[1].length - a[1].length)[0]
+      // The most common set wins; on a tie, the set the EndpointSlices ask for.
+      const wanted = port.internal.endpoints.map((e) => e.address).sort().join(', ') || '(none)'
+      const [majority, majorityNodes] = [...sigs.entries()].sort((a, b) => b[1].length - a[1].length || Number(b[0] === wanted) - Number(a[0] === wanted))[0]
       for (const [sig, nodes] of sigs) {
         if (sig === majority) continue
         for (const node of nodes)

@@ -1,0 +1,368 @@
+import assert from 'node:assert/strict'
+import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {after, before, describe, test} from 'node:test'
+import {labUnavailable} from '../helpers/lab-guard.js'
+import {runCli, type CliResult} from '../helpers/run-cli.js'
+import {NetnsLab} from '../lab/netns-lab.js'
+import {runAsync, tryRun} from '../lab/sh.js'
+
+const why = labUnavailable()
+if (why) {
+  process.stderr.write(`\n!!! e2e lab cannot run here: ${why} !!!\n\n`)
+  if (process.env.CI) test('e2e lab can run in CI', () => assert.fail(`the e2e lab cannot run: ${why}`))
+}
+
+const CLUSTER_IP = '10.96.10.10'
+const NODE_A = '10.200.0.11'
+const NODE_B = '10.200.0.12'
+
+describe('svc against the netns lab', {skip: why}, () => {
+  let lab: NetnsLab
+  const onSignal = () => {
+    lab?.down()
+    process.exit(130)
+  }
+
+  before(async () => {
+    process.once('SIGINT', onSignal)
+    process.once('SIGTERM', onSignal)
+    lab = new NetnsLab()
+    try {
+      await lab.up()
+    } catch (e) {
+      lab.down()
+      throw e
+    }
+  })
+
+  after(() => {
+    lab?.down()
+    process.off('SIGINT', onSignal)
+    process.off('SIGTERM', onSignal)
+  })
+
+  const doctor = (...extra: string[]): Promise<CliResult> =>
+    runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json', ...extra])
+
+  const codes = (r: CliResult, node?: string | null, severity = 'error') =>
+    (r.json?.findings ?? []).filter((f: {node: string | null; severity: string}) => (node === undefined || f.node === node) && f.severity === severity).map((f: {code: string}) => f.code)
+
+  const path = (r: CliResult, node: string, entry: string) => r.json.paths.find((p: {node: string; entry: string}) => p.node === node && p.entry === entry)
+
+  const failures = (answers: string[]) => answers.filter((a) => a === '').length
+
+  test('kubectl reads the test API server', async () => {
+    const r = await runAsync('kubectl', ['--kubeconfig', lab.kubeconfigPath, 'get', 'svc', 'web', '-n', 'shop', '-o', 'jsonpath={.spec.clusterIP}'])
+    assert.equal(r.code, 0, r.stderr)
+    assert.equal(r.stdout.trim(), CLUSTER_IP)
+    const slices = await runAsync('kubectl', ['--kubeconfig', lab.kubeconfigPath, 'get', 'endpointslices', '-n', 'shop', '-l', 'kubernetes.io/service-name=web', '-o', 'jsonpath={.items[*].endpoints[*].addresses[0]}'])
+    assert.equal(slices.code, 0, slices.stderr)
+    assert.deepEqual(slices.stdout.trim().split(' ').sort(), ['10.244.1.10', '10.244.2.10', '10.244.2.11'])
+  })
+
+  test('healthy cluster: traffic works, exit 0, no error finding, every path ✓', async () => {
+    const answers = lab.sample(lab.podNs('client-a'), CLUSTER_IP, 80, 6)
+    assert.equal(failures(answers), 0, `healthy lab must answer: ${answers}`)
+    const r = await doctor()
+    assert.equal(r.code, 0, r.stdout + r.stderr)
+    assert.deepEqual(codes(r), [])
+    assert.equal(r.json.ok, true)
+    assert.match(r.json.summary, /^✓ shop\/web/)
+    assert.ok(r.json.paths.length >= 8)
+    assert.ok(r.json.paths.every((p: {ok: boolean}) => p.ok === true), JSON.stringify(r.json.paths.filter((p: {ok: boolean}) => !p.ok)))
+    assert.deepEqual(r.json.nodes.map((n: {reachable: boolean}) => n.reachable), [true, true])
+  })
+
+  test('human report: first line, matrix, no colour when piped', async () => {
+    const r = await runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath])
+    assert.equal(r.code, 0)
+    const lines = r.stdout.split('\n')
+    assert.match(lines[0], /^✓ shop\/web: every traced path works on 2 node\(s\)/)
+    assert.match(r.stdout, /│ node-a │ ✓/)
+    assert.doesNotMatch(r.stdout, /\x1b\[/)
+  })
+
+  test('SEP DNAT deleted on node-b: web-a1 gets no traffic from node-b, KPD-SEP-MISSING on node-b only', async () => {
+    lab.applyRules('node-b', {dropDnatFor: '10.244.1.10'})
+    try {
+      const fromB = lab.sample(lab.podNs('client-b'), CLUSTER_IP, 80, 18)
+      assert.ok(!fromB.includes('web-a1'), `the jump to web-a1's chain falls through: ${fromB}`)
+      assert.ok(lab.sample(lab.podNs('client-a'), CLUSTER_IP, 80, 18).includes('web-a1'), 'node-a still sends to web-a1')
+      const r = await doctor()
+      assert.equal(r.code, 1)
+      assert.ok(codes(r, 'node-b').includes('KPD-SEP-MISSING'), JSON.stringify(r.json.findings))
+      assert.deepEqual(codes(r, 'node-a'), [])
+      assert.equal(path(r, 'node-b', 'pod→ClusterIP').breaksAt, 'KUBE-SEP')
+      assert.equal(path(r, 'node-a', 'pod→ClusterIP').ok, true)
+      assert.match(r.json.summary, /breaks at KUBE-SEP on node-b/)
+    } finally {
+      lab.clearFaults()
+    }
+  })
+
+  test('stale endpoint on node-a: some connections time out, KPD-SEP-STALE on node-a', async () => {
+    lab.applyRules('node-a', {staleEndpoint: {ip: '10.244.2.99', port: 8080}})
+    try {
+      const answers = lab.sample(lab.podNs('client-a'), CLUSTER_IP, 80, 16)
+      assert.ok(failures(answers) > 0, `the stale endpoint must swallow some connections: ${answers}`)
+      const r = await doctor()
+      assert.equal(r.code, 1)
+      const stale = r.json.findings.find((f: {code: string}) => f.code === 'KPD-SEP-STALE')
+      assert.equal(stale.node, 'node-a')
+      assert.match(stale.message, /10\.244\.2\.99:8080/)
+      assert.match(stale.message, /owned by no Pod/)
+      assert.equal(path(r, 'node-a', 'pod→ClusterIP').breaksAt, 'DNAT')
+      assert.ok(codes(r, 'node-a', 'warning').includes('KPD-NODE-DIVERGES'))
+      assert.ok(codes(r, 'node-a', 'warning').includes('KPD-PROBABILITY-WRONG') === false)
+    } finally {
+      lab.clearFaults()
+    }
+  })
+
+  test('NodePort missing on node-b: refused on node-b, fine on node-a, KPD-NODEPORT-MISSING on node-b', async () => {
+    lab.applyRules('node-b', {omitNodePorts: true})
+    try {
+      assert.equal(failures(lab.sample(lab.ns('outside'), NODE_B, 30080, 3)), 3)
+      assert.equal(failures(lab.sample(lab.ns('outside'), NODE_A, 30080, 3)), 0)
+      const r = await doctor()
+      assert.equal(r.code, 1)
+      assert.ok(codes(r, 'node-b').includes('KPD-NODEPORT-MISSING'))
+      assert.ok(!codes(r, 'node-a').includes('KPD-NODEPORT-MISSING'))
+      assert.equal(path(r, 'node-b', 'outside→NodePort').breaksAt, 'KUBE-NODEPORTS')
+      assert.equal(path(r, 'node-a', 'outside→NodePort').ok, true)
+    } finally {
+      lab.clearFaults()
+    }
+  })
+
+  test('hairpin off on web-a1: web-a1 cannot reach itself, KPD-HAIRPIN-OFF on node-a', async () => {
+    lab.setHairpin('web-a1', false)
+    try {
+      const answers = lab.sample(lab.podNs('web-a1'), CLUSTER_IP, 80, 24)
+      assert.ok(!answers.includes('web-a1'), `web-a1 must never reach itself: ${answers}`)
+      assert.ok(failures(answers) > 0, `the self-chosen connections must fail: ${answers}`)
+      const r = await doctor()
+      assert.equal(r.code, 1)
+      const f = r.json.findings.find((x: {code: string}) => x.code === 'KPD-HAIRPIN-OFF')
+      assert.equal(f.node, 'node-a')
+      assert.match(f.message, /web-a1/)
+      assert.equal(path(r, 'node-a', 'pod→itself').breaksAt, 'bridge/hairpin')
+    } finally {
+      lab.setHairpin('web-a1', true)
+    }
+    assert.ok(lab.sample(lab.podNs('web-a1'), CLUSTER_IP, 80, 12).includes('web-a1'), 'with hairpin back on, web-a1 reaches itself')
+  })
+
+  test('KUBE-SERVICES unhooked from PREROUTING on node-a: pods on node-a cannot use the Service, KPD-HOOK-MISSING', async () => {
+    lab.applyRules('node-a', {unhookPrerouting: true})
+    try {
+      assert.equal(failures(lab.sample(lab.podNs('client-a'), CLUSTER_IP, 80, 3)), 3)
+      assert.equal(failures(lab.sample(lab.podNs('client-b'), CLUSTER_IP, 80, 3)), 0)
+      const r = await doctor()
+      assert.equal(r.code, 1)
+      assert.ok(codes(r, 'node-a').includes('KPD-HOOK-MISSING'))
+      assert.deepEqual(codes(r, 'node-b'), [])
+      assert.equal(path(r, 'node-a', 'pod→ClusterIP').breaksAt, 'PREROUTING')
+      assert.equal(path(r, 'node-a', 'node→ClusterIP').ok, true, 'OUTPUT is still hooked')
+    } finally {
+      lab.clearFaults()
+    }
+  })
+
+  test('MASQUERADE missing on node-a: NodePort traffic to other nodes loses its replies, KPD-MASQ-MISSING', async () => {
+    lab.applyRules('node-a', {omitMasquerade: true})
+    try {
+      const answers = lab.sample(lab.ns('outside'), NODE_A, 30080, 12)
+      assert.ok(failures(answers) > 0, `connections sent on to node-b must fail: ${answers}`)
+      assert.ok(!answers.includes('web-b1') && !answers.includes('web-b2'), `no answer can come back from node-b: ${answers}`)
+      const r = await doctor()
+      assert.equal(r.code, 1)
+      assert.ok(codes(r, 'node-a').includes('KPD-MASQ-MISSING'))
+      assert.equal(path(r, 'node-a', 'outside→NodePort').breaksAt, 'POSTROUTING')
+    } finally {
+      lab.clearFaults()
+    }
+  })
+
+  test('DNAT to the wrong target port on node-a: refused, KPD-DNAT-WRONG names the endpoint', async () => {
+    lab.applyRules('node-a', {wrongPortFor: {ip: '10.244.2.10', port: 9999}})
+    try {
+      const answers = lab.sample(lab.podNs('client-a'), CLUSTER_IP, 80, 12)
+      assert.ok(failures(answers) > 0 && !answers.includes('web-b1'), `web-b1 is unreachable through node-a: ${answers}`)
+      const r = await doctor()
+      assert.equal(r.code, 1)
+      const f = r.json.findings.find((x: {code: string}) => x.code === 'KPD-DNAT-WRONG')
+      assert.equal(f.node, 'node-a')
+      assert.match(f.message, /10\.244\.2\.10:9999/)
+      assert.match(f.message, /10\.244\.2\.10:8080/)
+    } finally {
+      lab.clearFaults()
+    }
+  })
+
+  test('every backend not ready: REJECTed at once, KPD-NO-READY-ENDPOINTS with each pod and why', async () => {
+    for (const p of ['web-a1', 'web-b1', 'web-b2']) lab.setPodReady(p, false)
+    try {
+      const started = Date.now()
+      assert.equal(failures(lab.sample(lab.podNs('client-a'), CLUSTER_IP, 80, 3)), 3)
+      assert.ok(Date.now() - started < 2500, 'REJECT answers at once, no timeout')
+      const r = await doctor()
+      assert.equal(r.code, 1)
+      const f = r.json.findings.find((x: {code: string}) => x.code === 'KPD-NO-READY-ENDPOINTS')
+      assert.equal(f.node, null)
+      assert.equal(f.evidence.length, 3)
+      assert.match(f.evidence.join('\n'), /web-b2 on node-b: container web running but not ready \(readiness probe failing\)/)
+      assert.equal(path(r, 'node-a', 'pod→ClusterIP').breaksAt, 'endpoints')
+      assert.match(r.json.summary, /none ready/)
+    } finally {
+      for (const p of ['web-a1', 'web-b1', 'web-b2']) lab.setPodReady(p, true)
+    }
+  })
+
+  test('one backend not ready: a warning only, exit 0', async () => {
+    lab.setPodReady('web-b2', false)
+    try {
+      const r = await doctor()
+      assert.equal(r.code, 0, JSON.stringify(r.json.findings))
+      const f = r.json.findings.find((x: {code: string}) => x.code === 'KPD-ENDPOINT-NOT-READY')
+      assert.equal(f.node, 'node-b')
+      assert.match(f.message, /web-b2/)
+    } finally {
+      lab.setPodReady('web-b2', true)
+    }
+  })
+
+  test('DNS down: the name does not resolve, KPD-DNS-NO-ANSWER on every node', async () => {
+    lab.stopDns()
+    try {
+      const dig = tryRun('ip', ['netns', 'exec', lab.podNs('client-a'), 'socat', '-T1', '-u', 'TCP:10.96.0.10:53,connect-timeout=1', 'STDOUT'], undefined, 5000)
+      assert.notEqual(dig.code, 0, 'nothing answers on the DNS Service')
+      const r = await doctor()
+      assert.equal(r.code, 1)
+      assert.deepEqual(r.json.findings.filter((f: {code: string}) => f.code === 'KPD-DNS-NO-ANSWER').map((f: {node: string}) => f.node).sort(), ['node-a', 'node-b'])
+    } finally {
+      lab.startDns()
+    }
+  })
+
+  test('an unreachable node is reported; the other is still diagnosed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kpd-ssh-'))
+    try {
+      const cfg = join(dir, 'ssh_config')
+      const closed = lab.sshPorts.get('node-b')! + 1
+      writeFileSync(cfg, `Host node-b\n  Port ${closed}\n\nInclude-not-read\n`)
+      const base = (await import('node:fs')).readFileSync(lab.sshConfigPath, 'utf8').replace(/Host node-b[\s\S]*$/, '')
+      writeFileSync(cfg, `${base}Host node-b\n  HostName 127.0.0.1\n  Port ${closed}\n  User root\n  IdentityFile ${join(lab.dir, 'id_ed25519')}\n`)
+      const r = await runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', cfg, '-o', 'json', '--timeout', '3'])
+      assert.equal(r.code, 0, r.stderr)
+      const b = r.json.nodes.find((n: {name: string}) => n.name === 'node-b')
+      assert.equal(b.reachable, false)
+      assert.match(b.error, /ECONNREFUSED|refused/)
+      assert.ok(codes(r, 'node-b', 'warning').includes('KPD-NODE-UNREADABLE'))
+      assert.ok(r.json.paths.some((p: {node: string; ok: boolean}) => p.node === 'node-a' && p.ok))
+    } finally {
+      rmSync(dir, {recursive: true, force: true})
+    }
+  })
+
+  test('a hung SSH server times out with a clear message', async () => {
+    const {startDaemon} = await import('../lab/sh.js')
+    const dir = mkdtempSync(join(tmpdir(), 'kpd-hung-'))
+    const port = lab.sshPorts.get('node-b')! + 2
+    const silent = startDaemon('socat', [`TCP-LISTEN:${port},bind=127.0.0.1,reuseaddr,fork`, 'EXEC:sleep 30'])
+    try {
+      const base = (await import('node:fs')).readFileSync(lab.sshConfigPath, 'utf8').replace(/Host node-b[\s\S]*$/, '')
+      const cfg = join(dir, 'ssh_config')
+      writeFileSync(cfg, `${base}Host node-b\n  HostName 127.0.0.1\n  Port ${port}\n  User root\n  IdentityFile ${join(lab.dir, 'id_ed25519')}\n`)
+      const started = Date.now()
+      const r = await runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', cfg, '-o', 'json', '--timeout', '2'])
+      assert.ok(Date.now() - started < 20_000)
+      const b = r.json.nodes.find((n: {name: string}) => n.name === 'node-b')
+      assert.equal(b.reachable, false)
+      assert.match(b.error, /timed out/)
+    } finally {
+      silent.kill('SIGKILL')
+      rmSync(dir, {recursive: true, force: true})
+    }
+  })
+
+  test('unknown host key is refused unless --insecure-ignore-host-key, which warns', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kpd-kh-'))
+    try {
+      const cfg = join(dir, 'ssh_config')
+      writeFileSync(cfg, (await import('node:fs')).readFileSync(lab.sshConfigPath, 'utf8').replaceAll(join(lab.dir, 'known_hosts'), join(dir, 'empty_known_hosts')))
+      const refused = await runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', cfg, '-o', 'json'])
+      assert.equal(refused.code, 2, 'no node readable: the diagnosis cannot be made')
+      assert.match(refused.stderr, /not in known_hosts/)
+      const forced = await runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', cfg, '-o', 'json', '--insecure-ignore-host-key'])
+      assert.equal(forced.code, 0)
+      assert.match(forced.stderr, /warning: host keys are NOT checked/)
+    } finally {
+      rmSync(dir, {recursive: true, force: true})
+    }
+  })
+
+  test('Service not found: exit 2, one line, the near name suggested', async () => {
+    const r = await runCli(['svc', 'wbe', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath])
+    assert.equal(r.code, 2)
+    assert.equal(r.stderr.trim().split('\n').length, 1)
+    assert.match(r.stderr, /Service "shop\/wbe" not found.*Did you mean: web\?/)
+  })
+
+  test('RBAC 403 names the refused verb and resource; exit 2', async () => {
+    lab.api.opts.forbidden = new Set(['list pods shop'])
+    try {
+      const r = await doctor()
+      assert.equal(r.code, 2)
+      assert.match(r.stderr, /RBAC forbids list pods in namespace "shop" \(403\)/)
+    } finally {
+      lab.api.opts.forbidden = undefined
+    }
+  })
+
+  test('bad token: exit 2 with a 401 message', async () => {
+    const kc = lab.api.writeKubeconfig('shop', 'wrong-token')
+    const r = await runCli(['svc', 'web', '--kubeconfig', kc, '--ssh-config', lab.sshConfigPath])
+    assert.equal(r.code, 2)
+    assert.match(r.stderr, /401 Unauthorized/)
+  })
+
+  test('collect then --snapshot gives the same diagnosis as live', async () => {
+    const out = mkdtempSync(join(tmpdir(), 'kpd-bundle-'))
+    lab.applyRules('node-b', {dropDnatFor: '10.244.2.11'})
+    try {
+      const c = await runCli(['collect', 'svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '--out', out])
+      assert.equal(c.code, 0, c.stderr)
+      const live = await doctor()
+      const offline = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', out, '-o', 'json'])
+      assert.equal(offline.code, 1)
+      const strip = (r: CliResult) => r.json.findings.map((f: {code: string; node: string}) => `${f.code}@${f.node}`).sort()
+      assert.deepEqual(strip(offline), strip(live))
+      assert.deepEqual(offline.json.paths.map((p: {breaksAt: string}) => p.breaksAt), live.json.paths.map((p: {breaksAt: string}) => p.breaksAt))
+    } finally {
+      lab.clearFaults()
+      rmSync(out, {recursive: true, force: true})
+    }
+  })
+
+  test('clusters without discovery.k8s.io/v1 fall back to v1 Endpoints', async () => {
+    lab.api.opts.withoutEndpointSlices = true
+    lab.api.set('endpoints', [
+      {metadata: {name: 'kube-dns', namespace: 'kube-system'}, subsets: [{addresses: [{ip: '10.244.1.53', nodeName: 'node-a'}], ports: [{name: 'dns-tcp', port: 53, protocol: 'TCP'}, {name: 'dns', port: 53, protocol: 'UDP'}]}]},
+      {
+        metadata: {name: 'web', namespace: 'shop'},
+        subsets: [{addresses: [{ip: '10.244.1.10', nodeName: 'node-a', targetRef: {kind: 'Pod', name: 'web-a1'}}, {ip: '10.244.2.10', nodeName: 'node-b'}, {ip: '10.244.2.11', nodeName: 'node-b'}], ports: [{name: 'http', port: 8080, protocol: 'TCP'}]}],
+      },
+    ])
+    try {
+      const r = await doctor()
+      assert.equal(r.code, 0, JSON.stringify(r.json?.findings) + r.stderr)
+      assert.equal(r.json.endpoints.source, 'Endpoints')
+      assert.equal(r.json.endpoints.ready, 3)
+    } finally {
+      lab.api.opts.withoutEndpointSlices = false
+    }
+  })
+})

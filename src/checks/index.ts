@@ -4,7 +4,7 @@ import {dnsNoAnswer, dnsNoEndpoints, dnsServiceMissing} from './rules/dns.js'
 import {endpointMissing} from './rules/endpoint-missing.js'
 import {endpointNotReady} from './rules/endpoint-not-ready.js'
 import {endpointStale} from './rules/endpoint-stale.js'
-import {hairpinOff} from './rules/hairpin-off.js'
+import {hairpinOff, hairpinUnmapped} from './rules/hairpin-off.js'
 import {hookMissing} from './rules/hook-missing.js'
 import {masqueradeMissing} from './rules/masquerade-missing.js'
 import {noReadyEndpoints} from './rules/no-ready-endpoints.js'
@@ -40,6 +40,7 @@ export const CHECKS: Check[] = [
   probabilityWrong,
   masqueradeMissing,
   hairpinOff,
+  hairpinUnmapped,
   pathBroken,
   pathUndecided,
   nodeDiverges,

@@ -1,6 +1,6 @@
 import type {Finding} from '../checks/check.js'
 import type {Diagnosis} from '../diagnosis/diagnose.js'
-import {ENTRIES} from '../trace/paths.js'
+import {ENTRIES, STEP_CODES} from '../trace/paths.js'
 import type {TraceResult} from '../trace/types.js'
 
 /** The JSON contract (README "JSON output"). The human report is rendered from this same object. */
@@ -31,7 +31,8 @@ function firstLine(d: Diagnosis, findings: Finding[]): {summary: string; next: s
   const order = (e: string) => ENTRIES.indexOf(e as never)
   const broken = d.paths.filter((p) => p.ok === false).sort((a, b) => order(a.entry) - order(b.entry))[0]
   if (broken) {
-    const f = errors.find((x) => x.node === broken.node) ?? errors[0]
+    const explaining = STEP_CODES[broken.breaksAt ?? 'unknown'] ?? []
+    const f = errors.find((x) => x.node === broken.node && explaining.includes(x.code)) ?? errors.find((x) => x.node === broken.node) ?? errors[0]
     return {summary: `✗ ${id}: ${broken.entry} (${broken.port}) breaks at ${broken.breaksAt} on ${broken.node}: ${broken.detail}`, next: f?.hint ?? null}
   }
   if (errors[0]) return {summary: `✗ ${id}: ${errors[0].message}`, next: errors[0].hint}

@@ -5,6 +5,8 @@ import {CLUSTER_CIDR, endpointPort, selects, type LabNode, type LabPod, type Lab
 export interface RuleFaults {
   /** Drop the DNAT rule from the SEP chain of this endpoint IP. */
   dropDnatFor?: string
+  /** Leave this endpoint IP out, as a kube-proxy that missed an update would. */
+  omitEndpoint?: string
   /** Add an endpoint to KUBE-SVC that no EndpointSlice has. */
   staleEndpoint?: {ip: string; port: number}
   omitNodePorts?: boolean
@@ -27,7 +29,7 @@ export function kubeProxyRules(node: LabNode, services: LabService[], pods: LabP
       const spn = servicePortName(svc.namespace, svc.name, sp.name)
       const chains = serviceChainNames(spn, proto)
       const eps = pods
-        .filter((p) => selects(svc, p) && p.ready && endpointPort(sp, p) > 0)
+        .filter((p) => selects(svc, p) && p.ready && endpointPort(sp, p) > 0 && p.ip !== faults.omitEndpoint)
         .map((p) => ({ip: p.ip, port: endpointPort(sp, p)}))
         .sort((a, b) => a.ip.localeCompare(b.ip))
       if (faults.staleEndpoint && svc === services[0]) eps.push(faults.staleEndpoint)

@@ -211,7 +211,9 @@ export class NetnsLab {
     for (let i = 0; i < 50; i++) {
       const sshOk = NODES.every((n) => tryRun('ssh', ['-F', this.sshConfigPath, '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=2', n.name, 'true'], undefined, 5000).code === 0)
       const webOk = this.pods.filter((p) => p.kind === 'web').every((p) => this.connect(this.podNs('client-a'), p.ip, p.port) === p.reply)
-      if (sshOk && webOk) return
+      // The kubelet's readiness probes come from the node: the node then knows each local pod's MAC.
+      const probesOk = this.pods.filter((p) => p.kind === 'web').every((p) => this.connect(this.nodeNs(p.node), p.ip, p.port) === p.reply)
+      if (sshOk && webOk && probesOk) return
       await sleep(200)
     }
     throw new Error(`lab did not come up: ${this.logs.slice(-5).join(' | ')}`)

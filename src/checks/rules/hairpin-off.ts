@@ -32,3 +32,32 @@ export const hairpinOff: Check = {
     return out
   },
 }
+
+export const hairpinUnmapped: Check = {
+  meta: {
+    code: 'KPD-HAIRPIN-UNMAPPED',
+    severity: 'warning',
+    title: 'Bridge ports with hairpin off on a node hosting backends; which pod is behind them is unknown',
+    hint: 'Find the pod behind each port (ip neigh, bridge fdb) and check the kubelet\'s --hairpin-mode.',
+  },
+  run(ctx) {
+    const out: FindingDraft[] = []
+    for (const n of ctx.nodes) {
+      const net = n.obs.network
+      if (!net) continue
+      const backends = n.expected.ports.flatMap((p) => p.allEndpoints).filter((e) => e.nodeName === n.name)
+      const unmapped = backends.filter((e) => !net.portOfIp.has(e.ip))
+      if (unmapped.length === 0) continue
+      const mapped = new Set(net.portOfIp.values())
+      const off = net.ports.filter((p) => !p.hairpin && !net.promiscuousBridges.has(p.bridge) && !mapped.has(p.port))
+      if (off.length === 0) continue
+      out.push({
+        node: n.name,
+        message: `${n.name}: ${off.length} bridge port(s) have hairpin_mode 0 (${off.slice(0, 4).map((p) => `${p.bridge}/${p.port}`).join(', ')}) and ${unmapped.map((e) => e.podName ?? e.ip).join(', ')} could not be matched to a port: if one of them sits there, it cannot reach itself through the Service`,
+        evidence: off.slice(0, 4).map((p) => `/sys/class/net/${p.bridge}/brif/${p.port}/hairpin_mode = 0`),
+        hint: `ssh ${n.name} 'ip neigh; bridge fdb show | grep -v permanent'   # map pod IP → MAC → port`,
+      })
+    }
+    return out
+  },
+}

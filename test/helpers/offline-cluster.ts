@@ -1,0 +1,58 @@
+import type {ClusterState} from '../../src/cluster/types.js'
+import {parseKubeProxyConfig} from '../../src/cluster/kube-proxy-config.js'
+import type {NodeObservation} from '../../src/node/bundle.js'
+import {parseBridgeState} from '../../src/parse/bridge-state.js'
+import {BufferSource} from '../../src/parse/dump-source.js'
+import {IptablesSave} from '../../src/parse/iptables-save.js'
+import {endpointSliceObject, kubeProxyConfigMap, nodeObject, podObject, serviceObject} from '../lab/fixtures.js'
+import {kubeProxyRules, type RuleFaults} from '../lab/kube-proxy-rules.js'
+import {DNS, NODES, WEB, labPods, type LabPod} from '../lab/lab-cluster.js'
+
+export interface OfflineOptions {
+  faults?: Record<string, RuleFaults>
+  /** Pods whose bridge port has hairpin off. */
+  hairpinOff?: string[]
+  pods?: LabPod[]
+  /** Replace a node's dump text entirely. */
+  dumpFor?: Record<string, string>
+  dns?: Record<string, {addresses: string[]; error?: string; rcode?: string}>
+}
+
+/** The lab's cluster as the doctor would read it, built in memory: API objects plus each node's dumps. */
+export function offlineCluster(opts: OfflineOptions = {}): {cluster: ClusterState; observations: NodeObservation[]} {
+  const pods = opts.pods ?? labPods()
+  // The fixtures are plain JSON shaped like the API's objects.
+  const cluster = {
+    service: serviceObject(WEB),
+    slices: [endpointSliceObject(WEB, pods)],
+    endpointsSource: 'EndpointSlice',
+    pods: pods.filter((p) => p.namespace === 'shop').map(podObject),
+    nodes: NODES.map(nodeObject),
+    proxyConfig: parseKubeProxyConfig(kubeProxyConfigMap().data['config.conf'], 'test'),
+    dns: {service: serviceObject(DNS), slices: [endpointSliceObject(DNS, pods)]},
+    clusterDomain: 'cluster.local',
+  } as unknown as ClusterState
+  const observations = NODES.map((node): NodeObservation => {
+    const text = opts.dumpFor?.[node.name] ?? kubeProxyRules(node, [WEB, DNS], pods, opts.faults?.[node.name] ?? {})
+    const local = pods.filter((p) => p.node === node.name)
+    const network = [
+      '## hairpin',
+      ...local.map((p) => `/sys/class/net/cbr0/brif/v${p.name}/hairpin_mode ${opts.hairpinOff?.includes(p.name) ? 0 : 1}`),
+      '## links',
+      '3: cbr0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP mode DEFAULT group default qlen 1000\\    link/ether 02:00:00:00:00:01 brd ff:ff:ff:ff:ff:ff',
+      '## neigh',
+      ...local.map((p, i) => `${p.ip} dev cbr0 lladdr 02:00:00:00:01:${(i + 16).toString(16)} REACHABLE`),
+      '## fdb',
+      ...local.map((p, i) => `02:00:00:00:01:${(i + 16).toString(16)} dev v${p.name} master cbr0`),
+    ].join('\n')
+    const dns = opts.dns?.[node.name] ?? {addresses: [WEB.clusterIP]}
+    return {
+      name: node.name,
+      reachable: true,
+      iptables: IptablesSave.parse(new BufferSource(Buffer.from(text))),
+      network: parseBridgeState(network),
+      dns: {name: 'web.shop.svc.cluster.local', server: DNS.clusterIP, method: 'test', rcode: dns.rcode ?? (dns.error ? undefined : 'NOERROR'), ...dns},
+    }
+  })
+  return {cluster, observations}
+}

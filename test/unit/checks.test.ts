@@ -1,0 +1,76 @@
+import assert from 'node:assert/strict'
+import {describe, test} from 'node:test'
+import {CHECKS} from '../../src/checks/index.js'
+import {diagnose} from '../../src/diagnosis/diagnose.js'
+import {labPods} from '../lab/lab-cluster.js'
+import {offlineCluster, type OfflineOptions} from '../helpers/offline-cluster.js'
+
+interface Case {
+  name: string
+  opts: () => OfflineOptions
+  /** Every code@node that must be reported (node "-" for cluster-wide). */
+  expect: string[]
+  /** Codes that must stay silent in this case. */
+  silent?: string[]
+}
+
+const notReady = (...names: string[]) => labPods().map((p) => (names.includes(p.name) ? {...p, ready: false} : p))
+
+const CASES: Case[] = [
+  {name: 'DNAT rule deleted from one SEP', opts: () => ({faults: {'node-b': {dropDnatFor: '10.244.1.10'}}}), expect: ['KPD-SEP-MISSING@node-b'], silent: ['KPD-SEP-STALE']},
+  {name: 'endpoint left out of KUBE-SVC', opts: () => ({faults: {'node-a': {omitEndpoint: '10.244.2.11'}}}), expect: ['KPD-SEP-MISSING@node-a', 'KPD-NODE-DIVERGES@node-a']},
+  {name: 'stale endpoint', opts: () => ({faults: {'node-a': {staleEndpoint: {ip: '10.244.9.9', port: 8080}}}}), expect: ['KPD-SEP-STALE@node-a'], silent: ['KPD-SEP-MISSING', 'KPD-PROBABILITY-WRONG']},
+  {name: 'wrong DNAT port', opts: () => ({faults: {'node-b': {wrongPortFor: {ip: '10.244.2.10', port: 9999}}}}), expect: ['KPD-DNAT-WRONG@node-b'], silent: ['KPD-SEP-STALE']},
+  {name: 'NodePorts missing', opts: () => ({faults: {'node-a': {omitNodePorts: true}}}), expect: ['KPD-NODEPORT-MISSING@node-a'], silent: ['KPD-SVC-RULE-MISSING']},
+  {name: 'PREROUTING unhooked', opts: () => ({faults: {'node-b': {unhookPrerouting: true}}}), expect: ['KPD-HOOK-MISSING@node-b']},
+  {name: 'MASQUERADE missing', opts: () => ({faults: {'node-a': {omitMasquerade: true}}}), expect: ['KPD-MASQ-MISSING@node-a']},
+  {name: 'hairpin off', opts: () => ({hairpinOff: ['web-b1']}), expect: ['KPD-HAIRPIN-OFF@node-b'], silent: ['KPD-HAIRPIN-UNMAPPED']},
+  {name: 'all backends not ready', opts: () => ({pods: notReady('web-a1', 'web-b1', 'web-b2')}), expect: ['KPD-NO-READY-ENDPOINTS@-'], silent: ['KPD-SEP-MISSING', 'KPD-REJECT-STALE']},
+  {name: 'one backend not ready', opts: () => ({pods: notReady('web-b2')}), expect: ['KPD-ENDPOINT-NOT-READY@node-b'], silent: ['KPD-NO-READY-ENDPOINTS', 'KPD-SEP-STALE']},
+  {name: 'selector matches nothing', opts: () => ({pods: labPods().map((p) => (p.kind === 'web' ? {...p, labels: {app: 'webb'}} : p))}), expect: ['KPD-SELECTOR-NO-PODS@-'], silent: ['KPD-NO-READY-ENDPOINTS']},
+  {name: 'named targetPort missing on pods', opts: () => ({pods: labPods().map((p) => (p.name === 'web-a1' ? {...p, portName: 'web'} : p))}), expect: ['KPD-TARGETPORT-NOT-EXPOSED@-']},
+  {name: 'DNS answers NXDOMAIN on one node', opts: () => ({dns: {'node-b': {addresses: [], rcode: 'NXDOMAIN'}}}), expect: ['KPD-DNS-NO-ANSWER@node-b']},
+  {name: 'DNS answers the wrong address', opts: () => ({dns: {'node-a': {addresses: ['10.96.99.99']}}}), expect: ['KPD-DNS-NO-ANSWER@node-a']},
+  {name: 'DNS pods not ready', opts: () => ({pods: notReady('coredns-a')}), expect: ['KPD-DNS-NO-ENDPOINTS@-']},
+]
+
+const found = (opts: OfflineOptions) => {
+  const {cluster, observations} = offlineCluster(opts)
+  return diagnose(cluster, observations).findings
+}
+
+describe('checks', () => {
+  test('healthy lab: no finding at all', () => {
+    assert.deepEqual(found({}).map((f) => `${f.code}@${f.node}`), [])
+  })
+
+  for (const c of CASES) {
+    test(c.name, () => {
+      const findings = found(c.opts())
+      const got = findings.map((f) => `${f.code}@${f.node ?? '-'}`)
+      for (const want of c.expect) assert.ok(got.includes(want), `expected ${want}, got ${got.join(', ')}`)
+      for (const code of c.silent ?? []) assert.ok(!findings.some((f) => f.code === code), `${code} must stay silent, got ${got.join(', ')}`)
+      for (const f of findings) {
+        assert.ok(f.message.length > 0 && f.hint.length > 0, `${f.code} needs a message and a hint`)
+        if (f.node) assert.ok(['node-a', 'node-b'].includes(f.node))
+      }
+    })
+  }
+
+  test('every check has a stable code, a severity, a title and a hint; codes are unique', () => {
+    const codes = CHECKS.map((c) => c.meta.code)
+    assert.equal(new Set(codes).size, codes.length)
+    for (const c of CHECKS) {
+      assert.match(c.meta.code, /^KPD-[A-Z]+(-[A-Z]+)*$/)
+      assert.ok(['error', 'warning', 'info'].includes(c.meta.severity))
+      assert.ok(c.meta.title && c.meta.hint)
+    }
+  })
+
+  test('--ignore silences a code', () => {
+    const {cluster, observations} = offlineCluster({faults: {'node-a': {omitMasquerade: true}}})
+    const d = (ignore: string[]) => diagnose(cluster, observations, {ignore}).findings.map((f) => f.code)
+    assert.ok(d([]).includes('KPD-MASQ-MISSING'))
+    assert.ok(!d(['KPD-MASQ-MISSING']).includes('KPD-MASQ-MISSING'))
+  })
+})

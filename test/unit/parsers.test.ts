@@ -1,0 +1,76 @@
+import assert from 'node:assert/strict'
+import {test} from 'node:test'
+import {parseKubeProxyConfig} from '../../src/cluster/kube-proxy-config.js'
+import {editDistance, similarNames} from '../../src/cluster/similar-names.js'
+import {buildQuery, parseLookupOutput, parseResponse} from '../../src/node/dns-probe.js'
+import {parseBridgeState} from '../../src/parse/bridge-state.js'
+import {IpsetState} from '../../src/parse/ipset-save.js'
+
+test('kube-proxy config: mode, clusterCIDR, masquerade settings; defaults when absent', () => {
+  const c = parseKubeProxyConfig('apiVersion: kubeproxy.config.k8s.io/v1alpha1\nclusterCIDR: "10.244.0.0/16"\niptables:\n  masqueradeAll: true\n  masqueradeBit: 15  # custom\nipvs:\n  masqueradeBit: 3\nmode: ipvs\n', 'cm')
+  assert.deepEqual(c, {mode: 'ipvs', clusterCIDR: '10.244.0.0/16', masqueradeBit: 15, masqueradeAll: true, source: 'cm'})
+  const d = parseKubeProxyConfig('kind: KubeProxyConfiguration\nmode: ""\n', 'cm')
+  assert.equal(d.mode, '')
+  assert.equal(d.masqueradeBit, 14)
+})
+
+test('DNS wire format: query and answer with name compression', () => {
+  const q = buildQuery('web.shop.svc.cluster.local', 0x1234)
+  assert.equal(q.readUInt16BE(0), 0x1234)
+  assert.equal(q.readUInt16BE(4), 1)
+  const answer = Buffer.concat([
+    Buffer.from([0x12, 0x34, 0x85, 0x80, 0, 1, 0, 2, 0, 0, 0, 0]),
+    q.subarray(12),
+    Buffer.from([0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 5, 0, 4, 10, 96, 10, 10]),
+    Buffer.from([0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 5, 0, 4, 10, 96, 10, 11]),
+  ])
+  assert.deepEqual(parseResponse(answer, 0x1234), {rcode: 'NOERROR', addresses: ['10.96.10.10', '10.96.10.11']})
+  const nx = Buffer.concat([Buffer.from([0x12, 0x34, 0x85, 0x83, 0, 1, 0, 0, 0, 0, 0, 0]), q.subarray(12)])
+  assert.equal(parseResponse(nx, 0x1234).rcode, 'NXDOMAIN')
+  assert.throws(() => parseResponse(answer, 0x9999), /foreign id/)
+})
+
+test('dig +short and nslookup output', () => {
+  assert.deepEqual(parseLookupOutput('10.96.10.10\n'), ['10.96.10.10'])
+  assert.deepEqual(parseLookupOutput('Server:\t\t10.96.0.10\nAddress:\t10.96.0.10#53\n\nName:\tweb.shop.svc.cluster.local\nAddress: 10.96.10.10\n'), ['10.96.10.10'])
+})
+
+test('bridge state: hairpin flags, promiscuous bridges, pod IP to port through neigh and fdb', () => {
+  const s = parseBridgeState(
+    [
+      '## hairpin',
+      '/sys/class/net/cni0/brif/veth1/hairpin_mode 1',
+      '/sys/class/net/cni0/brif/veth2/hairpin_mode 0',
+      '/sys/class/net/cbr0/brif/veth3/hairpin_mode 0',
+      '## links',
+      '4: cni0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1450 qdisc noqueue state UP',
+      '5: cbr0: <BROADCAST,MULTICAST,PROMISC,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP',
+      '6: veth2@if3: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1450 master cni0',
+      '## neigh',
+      '10.244.0.7 dev cni0 lladdr aa:bb:cc:dd:ee:02 REACHABLE',
+      '10.244.0.8 dev cni0 lladdr aa:bb:cc:dd:ee:09 STALE',
+      '## fdb',
+      'aa:bb:cc:dd:ee:02 dev veth2 master cni0',
+      'aa:bb:cc:dd:ee:ff dev veth1 master cni0 permanent',
+    ].join('\n'),
+  )
+  assert.deepEqual(s.ports.map((p) => `${p.bridge}/${p.port}=${p.hairpin}`), ['cni0/veth1=true', 'cni0/veth2=false', 'cbr0/veth3=false'])
+  assert.deepEqual([...s.promiscuousBridges], ['cbr0'])
+  assert.deepEqual([...s.portOfIp], [['10.244.0.7', 'veth2']])
+})
+
+test('ipset save: members of hash:ip,port and hash:net sets', () => {
+  const s = IpsetState.parse('create A hash:ip,port family inet\nadd A 10.96.0.1,tcp:443\ncreate N hash:net family inet\nadd N 10.0.0.0/8\n')
+  const p = {src: '10.1.2.3', dst: '10.96.0.1', proto: 'tcp', dport: 443, sport: 5}
+  assert.equal(s.matches('A', 'dst,dst', p), true)
+  assert.equal(s.matches('A', 'dst,dst', {...p, proto: 'udp'}), false)
+  assert.equal(s.matches('N', 'src', p), true)
+  assert.equal(s.matches('missing', 'src', p), undefined)
+  assert.throws(() => IpsetState.parse('nonsense\n'), /line 1/)
+})
+
+test('similar names for "did you mean"', () => {
+  assert.equal(editDistance('kitten', 'sitting'), 3)
+  assert.deepEqual(similarNames('web', ['web-api', 'wbe', 'db', 'cache']), ['web-api', 'wbe'])
+  assert.deepEqual(similarNames('zzz', ['web']), [])
+})

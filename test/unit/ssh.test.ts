@@ -1,0 +1,75 @@
+import assert from 'node:assert/strict'
+import {createHmac} from 'node:crypto'
+import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {homedir, tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {test} from 'node:test'
+import {checkKnownHosts, knownHostsName} from '../../src/node/known-hosts.js'
+import {commandLine, dnsLookupCommand, NODE_COMMANDS} from '../../src/node/node-commands.js'
+import {parseSshConfig, resolveHost} from '../../src/node/ssh-config.js'
+
+const CONFIG = `
+# comment
+Host bastion
+  HostName 10.0.0.1
+Host node-* !node-9
+  User admin
+  Port 2222
+  IdentityFile ~/.ssh/k8s
+  IdentitiesOnly yes
+Host node-1
+  HostName override.example
+  Port 22
+Host *
+  User fallback
+  IdentityFile /etc/ssh/extra_key
+  StrictHostKeyChecking=no
+  UserKnownHostsFile /tmp/kh1 /tmp/kh2
+`
+
+test('ssh config: first value wins, IdentityFile accumulates, negated patterns, fallback HostName', () => {
+  const blocks = parseSshConfig(CONFIG)
+  const n1 = resolveHost(blocks, 'node-1', '192.168.1.1')
+  assert.equal(n1.hostName, 'override.example')
+  assert.equal(n1.port, 2222, 'the earlier Host node-* block sets Port first')
+  assert.equal(n1.user, 'admin')
+  assert.deepEqual(n1.identityFiles, [join(homedir(), '.ssh/k8s'), '/etc/ssh/extra_key'])
+  assert.equal(n1.identitiesOnly, true)
+  assert.equal(n1.strictHostKeyChecking, 'no')
+  assert.deepEqual(n1.userKnownHostsFiles, ['/tmp/kh1', '/tmp/kh2'])
+  const n9 = resolveHost(blocks, 'node-9', '192.168.1.9')
+  assert.equal(n9.hostName, '192.168.1.9', 'no HostName: the node address is used')
+  assert.equal(n9.user, 'fallback')
+  assert.equal(n9.port, 22)
+})
+
+test('known_hosts: plain, [host]:port, hashed entries, mismatch and unknown', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kpd-kh-'))
+  try {
+    const key = Buffer.from('fake-host-key-blob')
+    const other = Buffer.from('another-key')
+    const salt = Buffer.from('0123456789abcdef0123')
+    const hashed = `|1|${salt.toString('base64')}|${createHmac('sha1', salt).update('hashed.example').digest('base64')}`
+    const file = join(dir, 'known_hosts')
+    writeFileSync(file, [`node-a,10.0.0.5 ssh-ed25519 ${key.toString('base64')}`, `[127.0.0.1]:2201 ssh-ed25519 ${key.toString('base64')}`, `${hashed} ssh-ed25519 ${key.toString('base64')}`, `node-b ssh-ed25519 ${other.toString('base64')}`].join('\n'))
+    assert.equal(checkKnownHosts([file], 'node-a', key).status, 'match')
+    assert.equal(checkKnownHosts([file], '10.0.0.5', key).status, 'match')
+    assert.equal(checkKnownHosts([file], knownHostsName('127.0.0.1', 2201), key).status, 'match')
+    assert.equal(checkKnownHosts([file], 'hashed.example', key).status, 'match')
+    assert.equal(checkKnownHosts([file], 'node-b', key).status, 'mismatch')
+    assert.equal(checkKnownHosts([file], 'node-c', key).status, 'unknown')
+    assert.equal(checkKnownHosts([file], knownHostsName('127.0.0.1', 2202), key).status, 'unknown', '[ and ] are literal, not a character class')
+  } finally {
+    rmSync(dir, {recursive: true, force: true})
+  }
+})
+
+test('node commands: read-only allow-list; sudo -n only where root is needed; DNS command refuses odd input', () => {
+  assert.deepEqual(Object.keys(NODE_COMMANDS).sort(), ['iptablesSave', 'network', 'uid'])
+  assert.equal(commandLine('iptablesSave', false), 'sudo -n iptables-save')
+  assert.equal(commandLine('iptablesSave', true), 'iptables-save')
+  assert.equal(commandLine('network', false), NODE_COMMANDS.network)
+  for (const line of Object.values(NODE_COMMANDS)) assert.doesNotMatch(line, /\b(rm|mv|tee|iptables -[ADIFXNRP]|iptables-restore|ip (link|addr|route) (add|del|set)|sysctl -w|[^2]>\s*\/)/)
+  assert.match(dnsLookupCommand('web.shop.svc.cluster.local', '10.96.0.10'), /dig \+short \+tcp/)
+  for (const [name, server] of [['web; rm -rf /', '10.96.0.10'], ['web.shop', '10.96.0.10; reboot'], ['$(id)', '1.2.3.4']]) assert.throws(() => dnsLookupCommand(name, server))
+})

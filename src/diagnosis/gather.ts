@@ -1,13 +1,13 @@
-import {mkdirSync, mkdtempSync, readdirSync, existsSync, rmSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {BufferSource} from '../parse/dump-source.js'
+import {IptablesSave} from '../parse/iptables-save.js'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
-import {LiveClusterSource, loadKubeConfig} from '../cluster/live-source.js'
 import {readClusterState} from '../cluster/read-cluster.js'
 import {SNAPSHOT_FILES, SnapshotClusterSource} from '../cluster/snapshot-source.js'
 import type {ClusterState} from '../cluster/types.js'
 import {DiagnosisError} from '../errors.js'
 import {readNodeBundle, type NodeObservation} from '../node/bundle.js'
-import {collectNode} from '../node/collect-node.js'
 import {loadSshConfig, resolveHost} from '../node/ssh-config.js'
 import {mapBounded, selectNodes} from '../node/select-nodes.js'
 import {nodeAddress} from './node-address.js'
@@ -36,7 +36,14 @@ export interface LiveOptions {
 
 const NODES_DIR = 'nodes'
 
+/** The API client and SSH are loaded only for live reads: offline diagnosis starts faster without them. */
+async function liveModules() {
+  const [{LiveClusterSource, loadKubeConfig}, {collectNode}] = await Promise.all([import('../cluster/live-source.js'), import('../node/collect-node.js')])
+  return {LiveClusterSource, loadKubeConfig, collectNode}
+}
+
 export async function gatherLive(opts: LiveOptions): Promise<Gathered & {namespace: string}> {
+  const {LiveClusterSource, loadKubeConfig, collectNode} = await liveModules()
   const {kc, namespace: ctxNamespace} = loadKubeConfig(opts)
   const namespace = opts.namespace ?? ctxNamespace
   const source = new LiveClusterSource(kc, opts.timeoutMs)
@@ -89,4 +96,39 @@ export function writeClusterBundle(dir: string, cluster: ClusterState): void {
   writeFileSync(join(dir, SNAPSHOT_FILES.pods), list('Pod', cluster.pods))
   writeFileSync(join(dir, SNAPSHOT_FILES.nodes), list('Node', cluster.nodes))
   writeFileSync(join(dir, SNAPSHOT_FILES.configmaps), list('ConfigMap', cluster.proxyConfigMap ? [cluster.proxyConfigMap] : []))
+}
+
+export interface NodeLiveOptions {
+  kubeconfig?: string
+  context?: string
+  sshConfig?: string
+  insecureIgnoreHostKey: boolean
+  timeoutMs: number
+}
+
+/** One node's iptables dump, read live over SSH, with the node's addresses from the cluster. */
+export async function readNodeLive(name: string, opts: NodeLiveOptions): Promise<{dump: IptablesSave; addresses: string[]}> {
+  const {LiveClusterSource, loadKubeConfig, collectNode} = await liveModules()
+  const {kc} = loadKubeConfig(opts)
+  const nodes = await new LiveClusterSource(kc, opts.timeoutMs).listNodes()
+  const node = nodes.find((n) => n.metadata?.name === name)
+  if (!node) throw new DiagnosisError(`node "${name}" not found in the cluster`)
+  let blocks
+  try {
+    blocks = loadSshConfig(opts.sshConfig)
+  } catch (e) {
+    throw new DiagnosisError((e as Error).message)
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'kproxy-doctor-'))
+  try {
+    await collectNode(resolveHost(blocks, name, nodeAddress(node) ?? name), dir, {insecureIgnoreHostKey: opts.insecureIgnoreHostKey, timeoutMs: opts.timeoutMs})
+    const obs = readNodeBundle(dir, name)
+    if (!obs.iptables) throw new DiagnosisError(`${name}: ${obs.error ?? 'no iptables dump'}`)
+    // The dump's text is read lazily: keep it in memory before the folder goes.
+    const buffered = IptablesSave.parse(new BufferSource(readFileSync(join(dir, 'iptables-save.txt'))))
+    obs.iptables.close()
+    return {dump: buffered, addresses: (node.status?.addresses ?? []).filter((a) => a.type === 'InternalIP' || a.type === 'ExternalIP').map((a) => a.address)}
+  } finally {
+    rmSync(dir, {recursive: true, force: true})
+  }
 }

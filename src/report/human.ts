@@ -2,7 +2,7 @@ import {Chalk, type ChalkInstance} from 'chalk'
 import Table from 'cli-table3'
 import type {Report} from './report.js'
 import {ENTRIES} from '../trace/paths.js'
-import type {TraceResult} from '../trace/types.js'
+import {renderTraceTree} from './trace-tree.js'
 
 export function makeChalk(stream: NodeJS.WriteStream): ChalkInstance {
   const off = !!process.env.NO_COLOR || !stream.isTTY
@@ -59,18 +59,7 @@ export function renderHuman(r: Report, c: ChalkInstance): string {
   for (const p of traced) {
     lines.push('')
     lines.push(c.bold(`Trace ${p.node} ${p.entry} (${p.port}):`))
-    lines.push(renderTrace(p.trace!, c))
+    lines.push(renderTraceTree(p.trace!, c))
   }
-  return lines.join('\n')
-}
-
-export function renderTrace(t: TraceResult, c: ChalkInstance): string {
-  const lines: string[] = []
-  for (const o of t.outcomes) {
-    const share = `${Math.round(o.probability * 10000) / 100}%`
-    lines.push(`  ${c.bold(o.verdict)}${o.destination ? ` → ${o.destination}` : ''}${o.masquerade ? ' (masqueraded)' : ''}  ${c.dim(share)}${o.sticky ? c.dim(' (later packets from this client stick: session affinity)') : ''}${o.reason ? `  ${c.yellow(o.reason)}` : ''}`)
-    for (const st of o.steps) lines.push(c.dim(`    ${st.table}/${st.chain} line ${st.line}: ${st.rule}`))
-  }
-  lines.push(`  verdict ${t.verdict}${t.destinations.length ? `, destinations ${t.destinations.join(' ')}` : ''}${t.masquerade ? ', masquerade' : ''}`)
   return lines.join('\n')
 }

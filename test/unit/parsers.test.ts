@@ -71,6 +71,7 @@ test('ipset save: members of hash:ip,port and hash:net sets', () => {
 
 test('similar names for "did you mean"', () => {
   assert.equal(editDistance('kitten', 'sitting'), 3)
-  assert.deepEqual(similarNames('web', ['web-api', 'wbe', 'db', 'cache']), ['web-api', 'wbe'])
+  assert.deepEqual(similarNames('web', ['web-api', 'wbe', 'db', 'cache']), ['wbe', 'web-api'])
+  assert.equal(editDistance('wbe', 'web'), 1)
   assert.deepEqual(similarNames('zzz', ['web']), [])
 })

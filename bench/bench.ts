@@ -1,0 +1,59 @@
+/**
+ * npm run bench: generates kube-proxy-shaped dumps of 1k, 10k and 50k Services × 10 endpoints and measures, each as
+ * one whole process (spawn to exit, peak RSS), plain Node reading + line-splitting the dump, `svc --snapshot`
+ * diagnosing one Service offline, and `trace` on the same dump. Targets (issue #2, #3): on the 50k dump, at most 2× the read-and-split time and at
+ * most 1.5× the dump's size in peak memory.
+ */
+import {spawnSync} from 'node:child_process'
+import {mkdirSync, rmSync, statSync} from 'node:fs'
+import {join, resolve} from 'node:path'
+import {generateBundle} from './generate.js'
+
+const sizes = (process.env.KPD_BENCH_SIZES ?? '1000,10000,50000').split(',').map(Number)
+const outDir = resolve('bench/out')
+const measure = resolve(import.meta.dirname, 'measure.js')
+
+/** One whole process: wall time from spawn to exit, and the process' peak resident memory. */
+function once(args: string[]): {ms: number; maxRssBytes: number} {
+  const started = performance.now()
+  const r = spawnSync(process.execPath, [measure, ...args], {encoding: 'utf8', maxBuffer: 1 << 26})
+  const ms = performance.now() - started
+  const last = r.stderr.trim().split('\n').pop() ?? ''
+  if (r.status !== 0 || !last.startsWith('{')) throw new Error(`measure ${args[0]} failed: ${r.stderr.slice(-400)}`)
+  return {ms, maxRssBytes: JSON.parse(last).maxRssBytes}
+}
+
+/** Best of three: the least disturbed run. */
+function best(args: string[]) {
+  const runs = [once(args), once(args), once(args)]
+  return {ms: Math.min(...runs.map((r) => r.ms)), maxRssBytes: Math.min(...runs.map((r) => r.maxRssBytes))}
+}
+
+const mb = (b: number) => `${(b / 1048576).toFixed(1)} MB`
+mkdirSync(outDir, {recursive: true})
+const rows: string[] = []
+let failed = false
+for (const n of sizes) {
+  const {bundle, dump, target} = generateBundle(outDir, n)
+  const size = statSync(dump).size
+  const base = best(['read-split', dump])
+  const svc = best(['svc', bundle, target])
+  const idx = n >> 1
+  const dst = `10.${96 + (idx >> 16)}.${(idx >> 8) & 255}.${idx & 255}`
+  const trace = best(['trace', dump, dst])
+  const line = (what: string, m: {ms: number; maxRssBytes: number}) =>
+    `${String(n).padStart(6)} svc  ${mb(size).padStart(9)}  ${what.padEnd(22)} ${m.ms.toFixed(0).padStart(6)} ms  ${(m.ms / base.ms).toFixed(2).padStart(5)}× read  peak ${mb(m.maxRssBytes).padStart(9)}  ${(m.maxRssBytes / size).toFixed(2)}× dump`
+  rows.push(line('read + split (node)', base), line('svc --snapshot', svc), line('trace', trace))
+  if (n >= 50000) {
+    for (const [what, m] of [['svc', svc], ['trace', trace]] as const) {
+      if (m.ms > 2 * base.ms || m.maxRssBytes > 1.5 * size) {
+        failed = true
+        rows.push(`        TARGET MISSED by ${what}: time ≤ 2× read+split and memory ≤ 1.5× dump`)
+      }
+    }
+  }
+  process.stdout.write(rows.splice(0).join('\n') + '\n')
+  if (!process.env.KPD_BENCH_KEEP) rmSync(join(outDir, `bundle-${n}`), {recursive: true, force: true})
+}
+process.stdout.write(failed ? 'some targets missed\n' : 'all targets met\n')
+process.exitCode = failed ? 1 : 0

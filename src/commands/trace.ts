@@ -1,0 +1,97 @@
+import {Command, Flags} from '@oclif/core'
+import {clusterFlags, failWith} from '../cli/flags.js'
+import {readNodeLive} from '../diagnosis/gather.js'
+import {DiagnosisError} from '../errors.js'
+import {BufferSource, FileSource, type DumpSource} from '../parse/dump-source.js'
+import {IptablesSave} from '../parse/iptables-save.js'
+import {IpsetState} from '../parse/ipset-save.js'
+import {readFileSync} from 'node:fs'
+import {makeChalk} from '../report/human.js'
+import {renderTraceSummary, renderTraceTree} from '../report/trace-tree.js'
+import {parseIp} from '../trace/addresses.js'
+import {IptablesTracer} from '../trace/iptables-tracer.js'
+import type {Protocol} from '../trace/types.js'
+
+export default class Trace extends Command {
+  static override summary = "Walk one new connection through a node's rules, rule by rule, as netfilter would"
+  static override examples = [
+    '<%= config.bin %> trace --iptables-save node-b.txt --src 10.0.3.7 --dst 10.200.0.12 --dport 30080 --node-ip 10.200.0.12',
+    'ssh node-b sudo iptables-save | <%= config.bin %> trace --iptables-save - --src 10.244.1.5 --dst 10.96.10.10 --dport 80 -o json',
+    '<%= config.bin %> trace --node node-b --src 10.244.1.5 --dst 10.96.10.10 --dport 80',
+  ]
+  static override flags = {
+    'iptables-save': Flags.string({description: 'iptables-save dump to walk ("-" reads stdin)', exclusive: ['node']}),
+    'ipset-save': Flags.string({description: '`ipset save` output, for -m set matches'}),
+    node: Flags.string({description: 'read the dump live from this node over SSH (addresses from the cluster)'}),
+    src: Flags.string({required: true, description: 'source address of the packet'}),
+    dst: Flags.string({required: true, description: 'destination address'}),
+    dport: Flags.integer({required: true, min: 1, max: 65535, description: 'destination port'}),
+    sport: Flags.integer({default: 40000, min: 1, max: 65535, description: 'source port'}),
+    proto: Flags.string({default: 'tcp', options: ['tcp', 'udp', 'sctp']}),
+    'node-ip': Flags.string({multiple: true, description: "the node's own addresses (repeatable): decide addrtype LOCAL and the OUTPUT path"}),
+    'in-iface': Flags.string({description: 'interface the packet arrives on, for -i matches'}),
+    'out-iface': Flags.string({description: 'interface it leaves by, for -o matches'}),
+    output: Flags.string({char: 'o', options: ['table', 'json'], default: 'table'}),
+    ...clusterFlags,
+  }
+
+  async run(): Promise<void> {
+    const {flags} = await this.parse(Trace)
+    let dump: IptablesSave | undefined
+    try {
+      for (const [name, ip] of [['--src', flags.src], ['--dst', flags.dst], ...(flags['node-ip'] ?? []).map((x) => ['--node-ip', x])]) {
+        if (!parseIp(ip)) throw new DiagnosisError(`${name} ${ip} is not an IP address`)
+      }
+      let localAddresses = flags['node-ip'] ?? []
+      if (flags.node) {
+        const live = await readNodeLive(flags.node, {
+          kubeconfig: flags.kubeconfig,
+          context: flags.context,
+          sshConfig: flags['ssh-config'],
+          insecureIgnoreHostKey: flags['insecure-ignore-host-key'],
+          timeoutMs: flags.timeout * 1000,
+        })
+        dump = live.dump
+        localAddresses = [...localAddresses, ...live.addresses]
+      } else {
+        const file = flags['iptables-save']
+        if (!file) throw new DiagnosisError('give --iptables-save FILE (or - for stdin) or --node NAME')
+        let source: DumpSource
+        try {
+          source = file === '-' ? new BufferSource(readFileSync(0)) : new FileSource(file)
+        } catch (e) {
+          throw new DiagnosisError(`cannot read ${file}: ${(e as Error).message}`)
+        }
+        dump = parseDump(source, file)
+      }
+      let ipsets: IpsetState | undefined
+      if (flags['ipset-save']) {
+        try {
+          ipsets = IpsetState.parse(readFileSync(flags['ipset-save'], 'utf8'))
+        } catch (e) {
+          throw new DiagnosisError(`${flags['ipset-save']}: ${(e as Error).message}`)
+        }
+      }
+      const tracer = new IptablesTracer(dump, {localAddresses, ipsets})
+      const result = tracer.trace({src: flags.src, dst: flags.dst, dport: flags.dport, sport: flags.sport, proto: flags.proto as Protocol, inIface: flags['in-iface'], outIface: flags['out-iface']})
+      if (flags.output === 'json') process.stdout.write(JSON.stringify(result, null, 2) + '\n')
+      else {
+        const c = makeChalk(process.stdout)
+        process.stdout.write(`${renderTraceTree(result, c)}\n\n${renderTraceSummary(result, c)}\n`)
+      }
+      process.exitCode = 0
+    } catch (e) {
+      failWith(e)
+    } finally {
+      dump?.close()
+    }
+  }
+}
+
+function parseDump(source: DumpSource, name: string): IptablesSave {
+  try {
+    return IptablesSave.parse(source)
+  } catch (e) {
+    throw new DiagnosisError(`${name === '-' ? 'stdin' : name}: ${(e as Error).message}`)
+  }
+}

@@ -13,9 +13,9 @@ export interface CliResult {
 }
 
 /** Runs kproxy-doctor as a user would (a separate process), without blocking this process' event loop. */
-export function runCli(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<CliResult> {
+export function runCli(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000, stdin?: string): Promise<CliResult> {
   return new Promise((resolveResult) => {
-    execFile(process.execPath, [BIN, ...args], {encoding: 'utf8', timeout: timeoutMs, env: {...process.env, NO_COLOR: '1', ...env}, maxBuffer: 64 << 20}, (err, stdout, stderr) => {
+    const child = execFile(process.execPath, [BIN, ...args], {encoding: 'utf8', timeout: timeoutMs, env: {...process.env, NO_COLOR: '1', ...env}, maxBuffer: 64 << 20}, (err, stdout, stderr) => {
       const code = err ? (typeof (err as {code?: unknown}).code === 'number' ? ((err as {code: number}).code) : -1) : 0
       let json
       if (args.includes('json')) {
@@ -27,5 +27,6 @@ export function runCli(args: string[], env: Record<string, string> = {}, timeout
       }
       resolveResult({code, stdout, stderr, json})
     })
+    child.stdin?.end(stdin ?? '')
   })
 }

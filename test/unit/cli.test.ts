@@ -1,0 +1,79 @@
+import assert from 'node:assert/strict'
+import {cpSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {after, test} from 'node:test'
+import {runCli} from '../helpers/run-cli.js'
+
+const tmp = mkdtempSync(join(tmpdir(), 'kpd-cli-'))
+after(() => rmSync(tmp, {recursive: true, force: true}))
+
+test('the bundled examples: broken gives exit 1 with the first line naming node and step, healthy exit 0', async () => {
+  const broken = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/broken-cluster', '-o', 'json'])
+  assert.equal(broken.code, 1)
+  assert.match(broken.json.summary, /breaks at DNAT on node-b/)
+  assert.deepEqual(broken.json.findings.map((f: {code: string; node: string}) => `${f.code}@${f.node}`).sort(), ['KPD-HAIRPIN-OFF@node-a', 'KPD-NODE-DIVERGES@node-b', 'KPD-SEP-MISSING@node-b', 'KPD-SEP-STALE@node-b'])
+  const healthy = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/healthy-cluster'])
+  assert.equal(healthy.code, 0)
+  assert.match(healthy.stdout, /^✓ shop\/web: every traced path works on 2 node\(s\)/)
+})
+
+test('--explain shows the walk behind a broken path', async () => {
+  const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/broken-cluster', '--explain'])
+  assert.match(r.stdout, /Trace node-b pod→ClusterIP \(http\):/)
+  assert.match(r.stdout, /DNAT → 10\.244\.2\.7:8080/)
+})
+
+test('a garbage dump makes that node unreadable with the line; no readable node is exit 2', async () => {
+  const dir = join(tmp, 'garbage')
+  cpSync('examples/healthy-cluster', dir, {recursive: true})
+  writeFileSync(join(dir, 'nodes/node-b/iptables-save.txt'), '*nat\n:PREROUTING ACCEPT [0:0]\nthis is not a rule\nCOMMIT\n')
+  const one = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', dir, '-o', 'json'])
+  assert.equal(one.code, 0)
+  const b = one.json.nodes.find((n: {name: string}) => n.name === 'node-b')
+  assert.match(b.error, /line 3: not iptables-save output/)
+  writeFileSync(join(dir, 'nodes/node-a/iptables-save.txt'), '<html>oops</html>\n')
+  const none = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', dir])
+  assert.equal(none.code, 2)
+  assert.match(none.stderr, /^kproxy-doctor: no node could be read: node-a: .*line 1/)
+})
+
+test('one-line errors with exit 2: unknown Service, unreachable API, unknown context, bad flags', async () => {
+  const missing = await runCli(['svc', 'nope', '-n', 'shop', '--snapshot', 'examples/healthy-cluster'])
+  assert.equal(missing.code, 2)
+  assert.equal(missing.stderr.trim().split('\n').length, 1)
+  const kc = join(tmp, 'kubeconfig')
+  writeFileSync(kc, 'apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\nusers:\n- name: u\n  user:\n    token: t\ncurrent-context: x\n')
+  const down = await runCli(['svc', 'web', '--kubeconfig', kc, '--timeout', '3'])
+  assert.equal(down.code, 2)
+  assert.match(down.stderr, /cannot reach the Kubernetes API at https:\/\/127\.0\.0\.1:1: ECONNREFUSED/)
+  const ctx = await runCli(['svc', 'web', '--kubeconfig', kc, '--context', 'prod'])
+  assert.equal(ctx.code, 2)
+  assert.match(ctx.stderr, /context "prod" not found in kubeconfig \(known: x\)/)
+  const bad = await runCli(['svc', 'web', '-o', 'yaml', '--snapshot', 'examples/healthy-cluster'])
+  assert.equal(bad.code, 2)
+})
+
+test('trace: JSON contract on a dump, stdin, and line numbers for unreadable input', async () => {
+  const args = ['trace', '--iptables-save', 'examples/broken-cluster/nodes/node-b/iptables-save.txt', '--src', '10.244.2.100', '--dst', '10.96.10.10', '--dport', '80', '--in-iface', 'cbr0', '-o', 'json']
+  const r = await runCli(args)
+  assert.equal(r.code, 0)
+  assert.equal(r.json.verdict, 'DNAT')
+  assert.deepEqual(r.json.destinations, ['10.244.1.10:8080', '10.244.2.10:8080', '10.244.2.7:8080'])
+  assert.equal(r.json.masquerade, false)
+  for (const o of r.json.outcomes) assert.ok(Math.abs(o.probability - 1 / 3) < 1e-6 && o.steps.every((s: object) => Object.keys(s).join() === 'table,chain,line,rule'))
+  const {readFileSync} = await import('node:fs')
+  const piped = await runCli(['trace', '--iptables-save', '-', ...args.slice(2)], {}, 60_000, readFileSync(args[2], 'utf8'))
+  assert.deepEqual(piped.json, r.json)
+  const bad = join(tmp, 'bad.txt')
+  writeFileSync(bad, '*nat\n:A - [0:0]\n-A A -j\nCOMMIT\n')
+  const broken = await runCli(['trace', '--iptables-save', bad, '--src', '1.1.1.1', '--dst', '2.2.2.2', '--dport', '1'])
+  assert.equal(broken.code, 0, 'chain A is never walked, so its broken rule does not matter')
+  writeFileSync(bad, '*nat\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j\nCOMMIT\n')
+  const refused = await runCli(['trace', '--iptables-save', bad, '--src', '1.1.1.1', '--dst', '2.2.2.2', '--dport', '1'])
+  assert.equal(refused.code, 2)
+  assert.match(refused.stderr, /line 3: -j without a target/)
+  const notIp = await runCli(['trace', '--iptables-save', bad, '--src', 'pod-a', '--dst', '2.2.2.2', '--dport', '1'])
+  assert.equal(notIp.code, 2)
+  assert.match(notIp.stderr, /--src pod-a is not an IP address/)
+})

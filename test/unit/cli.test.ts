@@ -63,7 +63,7 @@ test('trace: JSON contract on a dump, stdin, and line numbers for unreadable inp
   assert.equal(r.json.masquerade, false)
   for (const o of r.json.outcomes) assert.ok(Math.abs(o.probability - 1 / 3) < 1e-6 && o.steps.every((s: object) => Object.keys(s).join() === 'table,chain,line,rule'))
   const {readFileSync} = await import('node:fs')
-  const piped = await runCli(['trace', '--iptables-save', '-', ...args.slice(2)], {}, 60_000, readFileSync(args[2], 'utf8'))
+  const piped = await runCli(['trace', '--iptables-save', '-', ...args.slice(3)], {}, 60_000, readFileSync(args[2], 'utf8'))
   assert.deepEqual(piped.json, r.json)
   const bad = join(tmp, 'bad.txt')
   writeFileSync(bad, '*nat\n:A - [0:0]\n-A A -j\nCOMMIT\n')

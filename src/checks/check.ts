@@ -1,8 +1,7 @@
 import type {ClusterState} from '../cluster/types.js'
 import type {NodeObservation} from '../node/bundle.js'
-import type {IptablesSave} from '../parse/iptables-save.js'
 import type {ExpectedService} from '../model/expected.js'
-import type {NodeInfrastructure, ProgrammedPort} from '../model/programmed.js'
+import type {Dataplane, NodeInfrastructure, ProgrammedPort} from '../model/dataplane.js'
 import type {PathResult} from '../trace/paths.js'
 
 export type Severity = 'error' | 'warning' | 'info'
@@ -38,7 +37,7 @@ export interface NodeView {
   name: string
   address?: string
   obs: NodeObservation
-  dump: IptablesSave
+  dataplane: Dataplane
   expected: ExpectedService
   programmed: ProgrammedPort[]
   infra: NodeInfrastructure
@@ -68,9 +67,4 @@ export function toFinding(meta: CheckMeta, d: FindingDraft): Finding {
     hint: d.hint ?? meta.hint,
     evidence: d.evidence ?? [],
   }
-}
-
-/** The command a person runs to see a chain on a node. */
-export function showChain(node: string, table: string, chain: string): string {
-  return `ssh ${node} sudo iptables-save -t ${table} | grep -- '${chain}'`
 }

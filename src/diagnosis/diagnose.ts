@@ -2,7 +2,7 @@ import type {ClusterState} from '../cluster/types.js'
 import {CHECKS} from '../checks/index.js'
 import {toFinding, type CheckContext, type Finding, type NodeView} from '../checks/check.js'
 import {expectedService} from '../model/expected.js'
-import {readInfrastructure, readProgrammed} from '../model/programmed.js'
+import {iptablesDataplane} from '../model/iptables-dataplane.js'
 import type {NodeObservation} from '../node/bundle.js'
 import {tracePaths, type PathResult} from '../trace/paths.js'
 import {nodeAddress} from './node-address.js'
@@ -28,14 +28,15 @@ export function diagnose(cluster: ClusterState, observations: NodeObservation[],
     if (!obs.reachable || !obs.iptables) continue
     const k8sNode = cluster.nodes.find((n) => n.metadata?.name === obs.name)
     const expected = expectedService(cluster, obs.name)
+    const dataplane = iptablesDataplane(obs.iptables)
     const view: NodeView = {
       name: obs.name,
       address: k8sNode ? nodeAddress(k8sNode) : undefined,
       obs,
-      dump: obs.iptables,
+      dataplane,
       expected,
-      programmed: expected.notProxied ? [] : readProgrammed(obs.iptables, expected),
-      infra: readInfrastructure(obs.iptables),
+      programmed: expected.notProxied ? [] : dataplane.programmed(expected),
+      infra: dataplane.infrastructure(),
     }
     nodes.push(view)
     paths.push(
@@ -43,7 +44,7 @@ export function diagnose(cluster: ClusterState, observations: NodeObservation[],
         node: obs.name,
         address: view.address,
         k8sNode,
-        dump: obs.iptables,
+        dataplane,
         expected,
         network: obs.network,
         podIPsOnNode: cluster.pods.filter((p) => p.spec?.nodeName === obs.name && p.status?.podIP).map((p) => p.status!.podIP!),

@@ -49,3 +49,30 @@ export function endpointChainName(svcPortName: string, protocol: string, endpoin
 export function joinHostPort(ip: string, port: number): string {
   return ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`
 }
+
+/** nftables mode: "ns/name/proto/portName", the base of kube-proxy's per-service chain names. */
+export function nftServicePortBase(namespace: string, name: string, protocol: string, portName: string | undefined): string {
+  return `${namespace}/${name}/${protocol.toLowerCase()}/${portName ?? ''}`
+}
+
+function hash8(input: string): string {
+  return base32(createHash('sha256').update(input).digest()).slice(0, 8)
+}
+
+export interface NftServiceChainNames {
+  service: string
+  local: string
+  external: string
+  firewall: string
+}
+
+export function nftServiceChainNames(base: string): NftServiceChainNames {
+  const id = `${hash8(base)}-${base}`
+  return {service: `service-${id}`, local: `local-${id}`, external: `external-${id}`, firewall: `firewall-${id}`}
+}
+
+/** endpoint-HASH8-ns/name/proto/port__IP/PORT */
+export function nftEndpointChainName(base: string, ip: string, port: number): string {
+  const name = `${base}__${ip}/${port}`
+  return `endpoint-${hash8(name)}-${name}`
+}

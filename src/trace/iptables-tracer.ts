@@ -1,8 +1,9 @@
 import type {IptablesSave} from '../parse/iptables-save.js'
 import type {ParsedRule, RuleOption} from '../parse/iptables-rule.js'
 import type {IpsetState} from '../parse/ipset-save.js'
-import {inCidr, isLoopback, parseIp} from './addresses.js'
-import {summarize, type Packet, type TraceOutcome, type TraceResult, type TraceStep, type Verdict} from './types.js'
+import {inCidr, parseIp} from './addresses.js'
+import {summarize, type Packet, type TraceOutcome, type TraceResult} from './types.js'
+import {finish, isLocalAddress, MAX_BRANCHES, MAX_DEPTH, startState, walkHooks, withStep as addStep, type Branch, type WalkState as State} from './walk.js'
 
 export interface TraceOptions {
   /** The node's own addresses: decide addrtype LOCAL and whether the packet is locally generated. */
@@ -12,32 +13,8 @@ export interface TraceOptions {
   locallyGenerated?: boolean
 }
 
-interface State {
-  src: string
-  dst: string
-  dport: number
-  mark: number
-  dnatted: boolean
-  masquerade: boolean
-  probability: number
-  steps: TraceStep[]
-  sticky: boolean
-  inIface?: string
-  outIface?: string
-}
-
-type ChainEnd = 'ACCEPT' | 'RETURN' | 'DROP' | 'REJECT' | 'UNKNOWN'
-
-interface Branch {
-  state: State
-  end: ChainEnd
-  reason?: string
-}
-
 type MatchResult = boolean | {probability: number} | {unknown: string}
 
-const MAX_DEPTH = 64
-const MAX_BRANCHES = 4096
 const PROTO_NUMBERS: Record<string, string> = {'6': 'tcp', '17': 'udp', '132': 'sctp'}
 
 /** Walks one NEW packet through an iptables-save dump the way netfilter would, following every probabilistic branch. */
@@ -54,73 +31,30 @@ export class IptablesTracer {
 
   trace(packet: Packet): TraceResult {
     this.branches = 0
-    const start: State = {
-      src: packet.src,
-      dst: packet.dst,
-      dport: packet.dport,
-      mark: 0,
-      dnatted: false,
-      masquerade: false,
-      probability: 1,
-      steps: [],
-      sticky: false,
-      inIface: packet.inIface,
-      outIface: packet.outIface,
-    }
-    const localOrigin = this.opts.locallyGenerated || this.isLocal(packet.src)
-    let live: State[] = [start]
     const done: TraceOutcome[] = []
-    const run = (hooks: Array<[string, string]>) => {
-      for (const [table, chain] of hooks) {
+    const localOrigin = this.opts.locallyGenerated || this.isLocal(packet.src)
+    const runHook = (hook: string, live: State[]): State[] => {
+      let current = live
+      for (const table of HOOK_TABLES[hook]) {
+        const chain = hook.toUpperCase()
         if (!this.dump.hasChain(table, chain)) continue
         const next: State[] = []
-        for (const s of live) {
+        for (const s of current) {
           for (const b of this.runChain(table, chain, s, 0, packet)) {
             if (b.end === 'ACCEPT' || b.end === 'RETURN') next.push(b.state)
-            else done.push(this.finish(b.state, b.end, b.reason))
+            else done.push(finish(b.state, b.end, b.reason))
           }
         }
-        live = next
+        current = next
       }
+      return current
     }
-    if (localOrigin) {
-      run([['raw', 'OUTPUT'], ['mangle', 'OUTPUT'], ['nat', 'OUTPUT'], ['filter', 'OUTPUT'], ['mangle', 'POSTROUTING'], ['nat', 'POSTROUTING']])
-      const toLocal = live.filter((s) => this.isLocal(s.dst))
-      const away = live.filter((s) => !this.isLocal(s.dst))
-      live = toLocal.map((s) => ({...s, inIface: 'lo'}))
-      run([['mangle', 'INPUT'], ['nat', 'INPUT'], ['filter', 'INPUT']])
-      live.push(...away)
-    } else {
-      run([['raw', 'PREROUTING'], ['mangle', 'PREROUTING'], ['nat', 'PREROUTING']])
-      const toLocal = live.filter((s) => this.isLocal(s.dst))
-      const away = live.filter((s) => !this.isLocal(s.dst))
-      live = toLocal
-      run([['mangle', 'INPUT'], ['nat', 'INPUT'], ['filter', 'INPUT']])
-      const delivered = live
-      live = away
-      run([['mangle', 'FORWARD'], ['filter', 'FORWARD'], ['mangle', 'POSTROUTING'], ['nat', 'POSTROUTING']])
-      live.push(...delivered)
-    }
-    for (const s of live) done.push(this.finish(s, 'ACCEPT'))
+    for (const s of walkHooks(localOrigin, (ip) => this.isLocal(ip), startState(packet), runHook)) done.push(finish(s, 'ACCEPT'))
     return summarize(done)
   }
 
-  private finish(s: State, end: ChainEnd, reason?: string): TraceOutcome {
-    const verdict: Verdict = end === 'ACCEPT' || end === 'RETURN' ? (s.dnatted ? 'DNAT' : 'ACCEPT') : end
-    const out: TraceOutcome = {
-      verdict,
-      destination: s.dnatted ? joinAddr(s.dst, s.dport) : null,
-      masquerade: s.masquerade,
-      probability: s.probability,
-      steps: s.steps,
-    }
-    if (reason) out.reason = reason
-    if (s.sticky) out.sticky = true
-    return out
-  }
-
   private isLocal(ip: string): boolean {
-    return this.local.has(ip) || isLoopback(ip)
+    return isLocalAddress(this.local, ip)
   }
 
   private runChain(table: string, chain: string, state: State, depth: number, packet: Packet): Branch[] {
@@ -315,7 +249,16 @@ function quickMiss(rule: ParsedRule, s: State): boolean {
 }
 
 function withStep(s: State, rule: ParsedRule): State {
-  return {...s, steps: [...s.steps, {table: rule.table, chain: rule.chain, line: rule.line, rule: rule.text}]}
+  return addStep(s, {table: rule.table, chain: rule.chain, line: rule.line, rule: rule.text})
+}
+
+/** iptables tables in the order netfilter runs them at each hook. */
+const HOOK_TABLES: Record<string, string[]> = {
+  prerouting: ['raw', 'mangle', 'nat'],
+  input: ['mangle', 'nat', 'filter'],
+  forward: ['mangle', 'filter'],
+  output: ['raw', 'mangle', 'nat', 'filter'],
+  postrouting: ['mangle', 'nat'],
 }
 
 function ifaceMatch(pattern: string, iface: string): boolean {
@@ -383,6 +326,3 @@ export function splitAddr(text: string): {ip: string; port?: number} | undefined
   return {ip: m[1], port: m[2] ? Number(m[2]) : undefined}
 }
 
-export function joinAddr(ip: string, port: number): string {
-  return ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`
-}

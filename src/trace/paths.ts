@@ -1,9 +1,8 @@
 import type {V1Node} from '@kubernetes/client-node'
 import type {ExpectedEndpoint, ExpectedPort, ExpectedService} from '../model/expected.js'
 import type {BridgeState} from '../parse/bridge-state.js'
-import type {IptablesSave} from '../parse/iptables-save.js'
+import type {Dataplane, ModeVocabulary} from '../model/dataplane.js'
 import {parseCidr} from './addresses.js'
-import {IptablesTracer} from './iptables-tracer.js'
 import type {Packet, TraceOutcome, TraceResult} from './types.js'
 
 export type Entry = 'pod→ClusterIP' | 'node→ClusterIP' | 'outside→NodePort' | 'outside→LoadBalancer' | 'outside→externalIP' | 'pod→itself'
@@ -50,7 +49,7 @@ export interface PathInputs {
   node: string
   address?: string
   k8sNode?: V1Node
-  dump: IptablesSave
+  dataplane: Dataplane
   expected: ExpectedService
   network?: BridgeState
   /** Pod IPs known on this node, to pick a client address that is not a backend. */
@@ -79,16 +78,16 @@ export function tracePaths(inputs: PathInputs): PathResult[] {
   const svc = inputs.expected
   if (svc.notProxied || !svc.clusterIP) return []
   const local = inputs.address ? [inputs.address] : []
-  const tracer = new IptablesTracer(inputs.dump, {localAddresses: local})
+  const tracer = inputs.dataplane.tracer(local)
+  const localTracer = inputs.dataplane.tracer(local, true)
   const bridge = inputs.network && new Set(inputs.network.ports.map((p) => p.bridge)).size === 1 ? inputs.network.ports[0].bridge : undefined
   const out: PathResult[] = []
   for (const port of svc.ports) {
     const backends = new Set(port.allEndpoints.map((e) => e.ip))
-    const run = (entry: Entry, packet: Packet, expected: ExpectedEndpoint[], judgeOpts: JudgeOptions, locallyGenerated = false) => {
-      const trace = locallyGenerated
-        ? new IptablesTracer(inputs.dump, {localAddresses: local, locallyGenerated: true}).trace(packet)
-        : tracer.trace(packet)
-      out.push({node: inputs.node, entry, port: portLabel(port), packet, trace, ...judge(trace, port, expected, judgeOpts, inputs)})
+    const names = inputs.dataplane.names(port)
+    const run = (entry: Entry, packet: Packet, expected: ExpectedEndpoint[], judgeOpts: Omit<JudgeOptions, 'endpointChain'>, locallyGenerated = false) => {
+      const trace = (locallyGenerated ? localTracer : tracer).trace(packet)
+      out.push({node: inputs.node, entry, port: portLabel(port), packet, trace, ...judge(trace, port, expected, {chain: names.internal, ...judgeOpts, endpointChain: names.endpoint}, inputs)})
     }
     const proto = port.protocol
     const client = clientPodIp(inputs, backends)
@@ -98,12 +97,12 @@ export function tracePaths(inputs: PathInputs): PathResult[] {
     if (inputs.address) {
       run('node→ClusterIP', {src: inputs.address, dst: svc.clusterIP, proto, dport: port.port, sport: 40001}, port.internal.endpoints, {hook: 'OUTPUT', needMasq: false}, true)
       if (port.nodePort)
-        run('outside→NodePort', {src: OUTSIDE_CLIENT, dst: inputs.address, proto, dport: port.nodePort, sport: 40002}, port.external.endpoints, {hook: 'PREROUTING', needMasq: !port.external.local, nodePort: true, chain: port.external.chain})
+        run('outside→NodePort', {src: OUTSIDE_CLIENT, dst: inputs.address, proto, dport: port.nodePort, sport: 40002}, port.external.endpoints, {hook: 'PREROUTING', needMasq: !port.external.local, nodePort: true, chain: names.externalPolicy})
     }
     if (svc.loadBalancerIPs[0])
-      run('outside→LoadBalancer', {src: OUTSIDE_CLIENT, dst: svc.loadBalancerIPs[0], proto, dport: port.port, sport: 40003}, port.external.endpoints, {hook: 'PREROUTING', needMasq: !port.external.local, chain: port.external.chain})
+      run('outside→LoadBalancer', {src: OUTSIDE_CLIENT, dst: svc.loadBalancerIPs[0], proto, dport: port.port, sport: 40003}, port.external.endpoints, {hook: 'PREROUTING', needMasq: !port.external.local, chain: names.externalPolicy})
     if (svc.externalIPs[0])
-      run('outside→externalIP', {src: OUTSIDE_CLIENT, dst: svc.externalIPs[0], proto, dport: port.port, sport: 40004}, port.external.endpoints, {hook: 'PREROUTING', needMasq: !port.external.local, chain: port.external.chain})
+      run('outside→externalIP', {src: OUTSIDE_CLIENT, dst: svc.externalIPs[0], proto, dport: port.port, sport: 40004}, port.external.endpoints, {hook: 'PREROUTING', needMasq: !port.external.local, chain: names.externalPolicy})
     const self = port.internal.endpoints.find((e) => e.nodeName === inputs.node)
     if (self) {
       run('pod→itself', {src: self.ip, dst: svc.clusterIP, proto, dport: port.port, sport: 40005, inIface: bridge}, port.internal.endpoints, {hook: 'PREROUTING', needMasq: svc.masqueradeAll, self})
@@ -116,6 +115,7 @@ interface JudgeOptions {
   hook: 'PREROUTING' | 'OUTPUT'
   /** The chain that holds the endpoints for this entry (KUBE-SVC or KUBE-SVL). */
   chain?: string
+  endpointChain: (e: ExpectedEndpoint) => string
   needMasq: boolean
   nodePort?: boolean
   self?: ExpectedEndpoint
@@ -139,37 +139,40 @@ function terminalRule(o: TraceOutcome): string {
 }
 
 /** The nat chains a walk entered: those whose rules matched and those jumped to (even when empty). */
-function natChainsEntered(o: TraceOutcome): Set<string> {
+function natChainsEntered(o: TraceOutcome, v: ModeVocabulary): Set<string> {
   const out = new Set<string>()
   for (const s of o.steps) {
-    if (s.table !== 'nat') continue
+    if (!v.isNatTable(s.table)) continue
     out.add(s.chain)
-    const target = /\s-[jg]\s+(\S+)/.exec(s.rule)?.[1]
-    if (target) out.add(target)
+    for (const m of s.rule.matchAll(/(?:\s-[jg]|\bjump|\bgoto)\s+(\S+?),?(?=\s|$)/g)) out.add(m[1])
   }
   return out
 }
 
 function judgeOutcome(o: TraceOutcome, port: ExpectedPort, expected: Set<string>, opts: JudgeOptions, inputs: PathInputs): Judgement | undefined {
-  const nat = natChainsEntered(o)
+  const v = inputs.dataplane.vocab
+  const nat = natChainsEntered(o, v)
   const share = pct(o.probability)
+  const servicesChain = v.services.split(' ').pop()!
+  const nodePortsChain = v.nodePorts.split(' ').pop()!
   if (o.verdict === 'UNKNOWN') return {ok: null, breaksAt: 'unknown', detail: `cannot tell: ${o.reason}`}
-  if (!nat.has('KUBE-SERVICES'))
-    return {ok: false, breaksAt: opts.hook, detail: `nat ${opts.hook} does not send the packet to KUBE-SERVICES (${o.verdict === 'ACCEPT' ? 'left untranslated' : o.verdict})`}
-  const sawService = [...nat].some((c) => /^KUBE-(SVC|SVL|EXT|FW)-/.test(c))
+  if (!nat.has(servicesChain))
+    return {ok: false, breaksAt: opts.hook, detail: `${opts.hook} does not send the packet to ${servicesChain} (${o.verdict === 'ACCEPT' ? 'left untranslated' : o.verdict})`}
+  const sawService = [...nat].some((c) => v.isServiceChain(c))
   if (o.verdict === 'REJECT' || o.verdict === 'DROP') {
     if (!sawService) {
       const last = o.steps[o.steps.length - 1]
-      const kubeRule = last && /^KUBE-/.test(last.chain)
+      const kubeRule = last && (/^KUBE-/.test(last.chain) || v.isNatTable(last.table))
       return {ok: false, breaksAt: kubeRule ? (opts.nodePort ? 'KUBE-NODEPORTS' : 'KUBE-SERVICES') : 'filter', detail: `${o.verdict} by ${terminalRule(o)}`}
     }
     return {ok: false, breaksAt: 'filter', detail: `${share} of new connections: ${o.verdict} by ${terminalRule(o)}`}
   }
   if (!sawService) {
-    const at: Step = opts.nodePort ? (nat.has('KUBE-NODEPORTS') ? 'KUBE-NODEPORTS' : 'KUBE-SERVICES') : 'KUBE-SERVICES'
-    return {ok: false, breaksAt: at, detail: `no rule in nat ${at} for ${opts.nodePort ? `node port ${port.nodePort}` : `${port.svcPortName}`}: the packet leaves untranslated`}
+    const at: Step = opts.nodePort ? (nat.has(nodePortsChain) || v.mode === 'nftables' ? 'KUBE-NODEPORTS' : 'KUBE-SERVICES') : 'KUBE-SERVICES'
+    const where = at === 'KUBE-NODEPORTS' ? v.nodePorts : v.services
+    return {ok: false, breaksAt: at, detail: `no entry in ${where} for ${opts.nodePort ? `node port ${port.nodePort}` : `${port.svcPortName}`}: the packet leaves untranslated`}
   }
-  const sep = [...nat].find((c) => c.startsWith('KUBE-SEP-'))
+  const sep = [...nat].find((c) => v.isEndpointChain(c))
   if (!sep) return {ok: false, breaksAt: 'KUBE-SVC', detail: `${share} of new connections pass through the service chain without choosing an endpoint`}
   if (o.verdict !== 'DNAT') return {ok: false, breaksAt: 'KUBE-SEP', detail: `${share} of new connections: ${sep} has no DNAT rule, the packet leaves untranslated`}
   if (!expected.has(o.destination!)) return {ok: false, breaksAt: 'DNAT', detail: `${share} of new connections DNAT to ${o.destination} (via ${sep}), which is not a ready endpoint`}
@@ -199,10 +202,10 @@ function judge(trace: TraceResult, port: ExpectedPort, expected: ExpectedEndpoin
   if (worst) return worst
   const reached = new Set(trace.destinations)
   const missing = expected.filter((e) => !reached.has(e.address))
-  const entered = new Set(trace.outcomes.flatMap((o) => [...natChainsEntered(o)]))
-  const hollow = missing.find((e) => entered.has(e.sepChain))
+  const entered = new Set(trace.outcomes.flatMap((o) => [...natChainsEntered(o, inputs.dataplane.vocab)]))
+  const hollow = missing.find((e) => entered.has(opts.endpointChain(e)))
   if (hollow)
-    return {ok: false, breaksAt: 'KUBE-SEP', detail: `${hollow.sepChain} (endpoint ${hollow.address}${hollow.podName ? `, ${hollow.podName}` : ''}) has no DNAT rule: the jump falls through and the endpoint never gets traffic`}
+    return {ok: false, breaksAt: 'KUBE-SEP', detail: `${opts.endpointChain(hollow)} (endpoint ${hollow.address}${hollow.podName ? `, ${hollow.podName}` : ''}) has no DNAT rule: the jump falls through and the endpoint never gets traffic`}
   if (missing.length > 0)
     return {ok: false, breaksAt: 'KUBE-SVC', detail: `endpoint ${missing.map((e) => `${e.address}${e.podName ? ` (${e.podName})` : ''}`).join(', ')} is never chosen: missing from ${opts.chain ?? port.internal.chain}`}
   return {ok: true, breaksAt: null, detail: `reaches ${expected.length} endpoint(s): ${trace.destinations.join(', ')}`}

@@ -50,3 +50,8 @@ export function summarize(outcomes: TraceOutcome[]): TraceResult {
     outcomes,
   }
 }
+
+/** Anything that walks a packet through a node's rules. */
+export interface Tracer {
+  trace(packet: Packet): TraceResult
+}

@@ -32,3 +32,10 @@ test('service port names: unnamed ports have no colon', () => {
   assert.equal(servicePortName('ns', 'svc', undefined), 'ns/svc')
   assert.equal(servicePortName('ns', 'svc', 'http'), 'ns/svc:http')
 })
+
+test("nftables chain names match kube-proxy's (verified vectors)", async () => {
+  const {nftEndpointChainName, nftServiceChainNames, nftServicePortBase} = await import('../../src/model/chain-names.js')
+  assert.equal(nftServiceChainNames(nftServicePortBase('ns1', 'svc1', 'TCP', 'p80')).service, 'service-ULMVA6XW-ns1/svc1/tcp/p80')
+  assert.equal(nftServiceChainNames('ns2/svc2/tcp/p80').external, 'external-42NFTM6N-ns2/svc2/tcp/p80')
+  assert.equal(nftEndpointChainName('ns1/svc1/tcp/p80', '10.180.0.1', 80), 'endpoint-5OJB2KTY-ns1/svc1/tcp/p80__10.180.0.1/80')
+})

@@ -1,4 +1,4 @@
-import {showChain, type Check, type FindingDraft} from '../check.js'
+import type {Check, FindingDraft} from '../check.js'
 
 export const dnatWrong: Check = {
   meta: {
@@ -12,7 +12,7 @@ export const dnatWrong: Check = {
     for (const n of ctx.nodes) {
       for (const p of n.programmed) {
         const byIp = new Map(p.expected.allEndpoints.map((e) => [e.ip, e]))
-        const bySep = new Map(p.expected.allEndpoints.map((e) => [e.sepChain, e]))
+        const bySep = new Map(p.expected.allEndpoints.map((e) => [p.want.endpoint(e), e]))
         for (const prog of p.endpoints) {
           if (!prog.dnatTo) continue
           const owner = bySep.get(prog.sepChain)
@@ -22,8 +22,8 @@ export const dnatWrong: Check = {
           out.push({
             node: n.name,
             message: `${n.name}: ${prog.sepChain} DNATs to ${prog.dnatTo}, but the endpoint${expected.podName ? ` (pod ${expected.podName})` : ''} is ${expected.address} (targetPort ${p.expected.targetPort})`,
-            evidence: prog.dnatRule ? [`nat line ${prog.dnatRule.line}: ${prog.dnatRule.text}`] : [],
-            hint: showChain(n.name, 'nat', prog.sepChain),
+            evidence: prog.dnatRule ? [`${prog.dnatRule.table} line ${prog.dnatRule.line}: ${prog.dnatRule.text}`] : [],
+            hint: n.dataplane.show(n.name, prog.sepChain),
           })
         }
       }

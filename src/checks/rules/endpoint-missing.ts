@@ -1,4 +1,4 @@
-import {showChain, type Check, type FindingDraft} from '../check.js'
+import type {Check, FindingDraft} from '../check.js'
 
 export const endpointMissing: Check = {
   meta: {
@@ -14,15 +14,15 @@ export const endpointMissing: Check = {
         if (!p.clusterIPRule || p.clusterIPRule.target !== p.chain) continue
         const bySep = new Map(p.endpoints.map((e) => [e.sepChain, e]))
         for (const ep of p.expected.internal.endpoints) {
-          const prog = bySep.get(ep.sepChain) ?? p.endpoints.find((x) => x.dnatTo === ep.address)
+          const prog = bySep.get(p.want.endpoint(ep)) ?? p.endpoints.find((x) => x.dnatTo === ep.address)
           const who = `${ep.address}${ep.podName ? ` (pod ${ep.podName}${ep.nodeName ? ` on ${ep.nodeName}` : ''})` : ''}`
-          if (!prog) out.push({node: n.name, message: `${n.name}: endpoint ${who} of ${p.expected.svcPortName} is missing from ${p.chain}`, hint: showChain(n.name, 'nat', p.chain)})
+          if (!prog) out.push({node: n.name, message: `${n.name}: endpoint ${who} of ${p.expected.svcPortName} is missing from ${p.chain}`, hint: n.dataplane.show(n.name, p.chain)})
           else if (!prog.dnatRule)
             out.push({
               node: n.name,
               message: `${n.name}: ${prog.sepChain} (endpoint ${who}) has no DNAT rule: the jump falls through, the endpoint gets no traffic from this node`,
-              evidence: [`nat line ${prog.jump.line}: ${prog.jump.text}`],
-              hint: showChain(n.name, 'nat', prog.sepChain),
+              evidence: [`${prog.jump.table} line ${prog.jump.line}: ${prog.jump.text}`],
+              hint: n.dataplane.show(n.name, prog.sepChain),
             })
         }
       }

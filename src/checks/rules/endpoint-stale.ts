@@ -1,5 +1,5 @@
 import {podByIp} from '../../cluster/pod-status.js'
-import {showChain, type Check, type FindingDraft} from '../check.js'
+import type {Check, FindingDraft} from '../check.js'
 
 export const endpointStale: Check = {
   meta: {
@@ -20,8 +20,8 @@ export const endpointStale: Check = {
           out.push({
             node: n.name,
             message: `${n.name}: ${p.chain} sends ${Math.round(prog.probability * 100) === 100 ? 'the remaining' : 'some'} traffic to ${prog.dnatTo}, ${owner}`,
-            evidence: [`nat line ${prog.jump.line}: ${prog.jump.text}`, ...(prog.dnatRule ? [`nat line ${prog.dnatRule.line}: ${prog.dnatRule.text}`] : [])],
-            hint: showChain(n.name, 'nat', prog.sepChain),
+            evidence: [`${prog.jump.table} line ${prog.jump.line}: ${prog.jump.text}`, ...(prog.dnatRule ? [`${prog.dnatRule.table} line ${prog.dnatRule.line}: ${prog.dnatRule.text}`] : [])],
+            hint: n.dataplane.show(n.name, prog.sepChain),
           })
         }
       }

@@ -1,4 +1,4 @@
-import {showChain, type Check, type FindingDraft} from '../check.js'
+import type {Check, FindingDraft} from '../check.js'
 
 export const hookMissing: Check = {
   meta: {
@@ -11,17 +11,14 @@ export const hookMissing: Check = {
     const out: FindingDraft[] = []
     for (const n of ctx.nodes) {
       if (n.expected.notProxied) continue
+      const v = n.dataplane.vocab
       if (!n.infra.hasServicesChain) {
-        out.push({node: n.name, message: `${n.name} has no nat KUBE-SERVICES chain: kube-proxy (iptables mode) has not programmed this node`, hint: `ssh ${n.name} 'sudo crictl ps --name kube-proxy; sudo iptables-save -t nat | head -40'`})
+        out.push({node: n.name, message: `${n.name} has no ${v.services} chain: kube-proxy (${v.mode} mode) has not programmed this node`, hint: `ssh ${n.name} 'sudo crictl ps --name kube-proxy'; ${n.dataplane.show(n.name, v.services.split(' ').pop()!)}`})
         continue
       }
-      const missing = [
-        !n.infra.preroutingHook && 'PREROUTING → KUBE-SERVICES (traffic from pods and outside)',
-        !n.infra.outputHook && 'OUTPUT → KUBE-SERVICES (traffic from the node itself)',
-        !n.infra.postroutingHook && 'POSTROUTING → KUBE-POSTROUTING (masquerade)',
-      ].filter((x): x is string => !!x)
+      const missing = n.infra.hooks.filter((h) => !h.rule).map((h) => h.label)
       if (missing.length > 0)
-        out.push({node: n.name, message: `${n.name}: nat ${missing.join(', ')} jump missing`, hint: `${showChain(n.name, 'nat', '-A PREROUTING\\|-A OUTPUT\\|-A POSTROUTING')}   # then restart kube-proxy on ${n.name}`})
+        out.push({node: n.name, message: `${n.name}: ${missing.join(', ')}: jump missing`, hint: `${n.dataplane.show(n.name, v.services.split(' ').pop()!)}   # then restart kube-proxy on ${n.name}`})
     }
     return out
   },

@@ -1,4 +1,4 @@
-import {showChain, type Check, type FindingDraft} from '../check.js'
+import type {Check, FindingDraft} from '../check.js'
 
 export const masqueradeMissing: Check = {
   meta: {
@@ -14,20 +14,21 @@ export const masqueradeMissing: Check = {
     for (const n of ctx.nodes) {
       if (!n.infra.hasServicesChain) continue
       const i = n.infra
-      if (!i.markMasqRule) out.push({node: n.name, message: `${n.name}: nat KUBE-MARK-MASQ does not set the masquerade mark ${hex}`, hint: showChain(n.name, 'nat', 'KUBE-MARK-MASQ')})
+      const v = n.dataplane.vocab
+      if (!i.markMasqRule) out.push({node: n.name, message: `${n.name}: ${v.markChain} does not set the masquerade mark ${hex}`, hint: n.dataplane.show(n.name, v.markChain)})
       else if (i.markMasqValue !== want)
-        out.push({node: n.name, message: `${n.name}: KUBE-MARK-MASQ sets mark 0x${(i.markMasqValue ?? 0).toString(16)}, expected ${hex} (masqueradeBit ${Math.log2(want)})`, evidence: [`nat line ${i.markMasqRule.line}: ${i.markMasqRule.text}`], hint: showChain(n.name, 'nat', 'KUBE-MARK-MASQ')})
-      if (!i.masqueradeRule) out.push({node: n.name, message: `${n.name}: nat KUBE-POSTROUTING has no MASQUERADE rule: marked traffic leaves with its original source`, hint: showChain(n.name, 'nat', 'KUBE-POSTROUTING')})
+        out.push({node: n.name, message: `${n.name}: ${v.markChain} sets mark 0x${(i.markMasqValue ?? 0).toString(16)}, expected ${hex} (masqueradeBit ${Math.log2(want)})`, evidence: [`${i.markMasqRule.table} line ${i.markMasqRule.line}: ${i.markMasqRule.text}`], hint: n.dataplane.show(n.name, v.markChain)})
+      if (!i.masqueradeRule) out.push({node: n.name, message: `${n.name}: ${v.masqChain} has no masquerade rule: marked traffic leaves with its original source`, hint: n.dataplane.show(n.name, v.masqChain)})
       else if (i.postroutingMark !== undefined && i.postroutingMark !== want)
-        out.push({node: n.name, message: `${n.name}: KUBE-POSTROUTING tests mark 0x${i.postroutingMark.toString(16)}, expected ${hex}`, hint: showChain(n.name, 'nat', 'KUBE-POSTROUTING')})
+        out.push({node: n.name, message: `${n.name}: ${v.masqChain} tests mark 0x${i.postroutingMark.toString(16)}, expected ${hex}`, hint: n.dataplane.show(n.name, v.masqChain)})
       for (const p of n.programmed)
         for (const e of p.endpoints)
           if (e.dnatRule && !e.hairpinMasq)
             out.push({
               node: n.name,
-              message: `${n.name}: ${e.sepChain} lacks "-s ${e.dnatIp}/32 -j KUBE-MARK-MASQ": the pod ${e.dnatTo} cannot reach itself through the Service`,
-              evidence: [`nat line ${e.dnatRule.line}: ${e.dnatRule.text}`],
-              hint: showChain(n.name, 'nat', e.sepChain),
+              message: `${n.name}: ${e.sepChain} does not mark traffic from ${e.dnatIp} for masquerade: the pod ${e.dnatTo} cannot reach itself through the Service`,
+              evidence: [`${e.dnatRule.table} line ${e.dnatRule.line}: ${e.dnatRule.text}`],
+              hint: n.dataplane.show(n.name, e.sepChain),
             })
     }
     return out

@@ -1,4 +1,4 @@
-import {showChain, type Check, type FindingDraft} from '../check.js'
+import type {Check, FindingDraft} from '../check.js'
 
 export const nodePortMissing: Check = {
   meta: {
@@ -13,17 +13,17 @@ export const nodePortMissing: Check = {
       if (!n.infra.hasServicesChain) continue
       const anyNodePort = n.programmed.some((p) => p.expected.nodePort && p.expected.hasEndpoints)
       if (anyNodePort && !n.infra.nodePortsJump)
-        out.push({node: n.name, message: `${n.name}: nat KUBE-SERVICES has no jump to KUBE-NODEPORTS: no NodePort works on this node`, hint: showChain(n.name, 'nat', 'KUBE-NODEPORTS')})
+        out.push({node: n.name, message: `${n.name}: ${n.dataplane.vocab.services} has no jump to ${n.dataplane.vocab.nodePorts}: no NodePort works on this node`, hint: n.dataplane.show(n.name, n.dataplane.vocab.nodePorts.split(' ').pop()!)})
       for (const p of n.programmed) {
         const e = p.expected
         if (!e.nodePort || !e.hasEndpoints) continue
-        if (!p.nodePortRule) out.push({node: n.name, message: `${n.name}: node port ${e.nodePort}/${e.protocol} of ${e.svcPortName} is missing from nat KUBE-NODEPORTS`, hint: showChain(n.name, 'nat', `--dport ${e.nodePort}`)})
-        else if (p.nodePortRule.target !== e.chains.ext)
+        if (!p.nodePortRule) out.push({node: n.name, message: `${n.name}: node port ${e.nodePort}/${e.protocol} of ${e.svcPortName} is missing from ${n.dataplane.vocab.nodePorts}`, hint: n.dataplane.show(n.name, String(e.nodePort))})
+        else if (p.nodePortRule.target !== p.want.external)
           out.push({
             node: n.name,
-            message: `${n.name}: node port ${e.nodePort} jumps to ${p.nodePortRule.target}, expected ${e.chains.ext}`,
-            evidence: [`nat line ${p.nodePortRule.line}: ${p.nodePortRule.text}`],
-            hint: showChain(n.name, 'nat', `--dport ${e.nodePort}`),
+            message: `${n.name}: node port ${e.nodePort} jumps to ${p.nodePortRule.target}, expected ${p.want.external}`,
+            evidence: [`${p.nodePortRule.table} line ${p.nodePortRule.line}: ${p.nodePortRule.text}`],
+            hint: n.dataplane.show(n.name, String(e.nodePort)),
           })
       }
     }

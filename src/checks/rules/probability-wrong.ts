@@ -1,4 +1,4 @@
-import {showChain, type Check, type FindingDraft} from '../check.js'
+import type {Check, FindingDraft} from '../check.js'
 
 // kube-proxy writes %0.10f and iptables-save prints 11 decimals: compare with a tolerance.
 const TOLERANCE = 1e-5
@@ -21,8 +21,8 @@ export const probabilityWrong: Check = {
             out.push({
               node: n.name,
               message: `${n.name}: rule ${i + 1} of ${eps.length} in ${p.chain} has probability ${e.probability.toFixed(5)}, expected ${want.toFixed(5)} (1/${eps.length - i})`,
-              evidence: [`nat line ${e.jump.line}: ${e.jump.text}`],
-              hint: showChain(n.name, 'nat', p.chain),
+              evidence: [`${e.jump.table} line ${e.jump.line}: ${e.jump.text}`],
+              hint: n.dataplane.show(n.name, p.chain),
             })
         })
       }

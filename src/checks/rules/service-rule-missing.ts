@@ -1,4 +1,4 @@
-import {showChain, type Check, type FindingDraft} from '../check.js'
+import type {Check, FindingDraft} from '../check.js'
 
 export const serviceRuleMissing: Check = {
   meta: {
@@ -16,18 +16,18 @@ export const serviceRuleMissing: Check = {
         const e = p.expected
         const where = `${svc.clusterIP}:${e.port}/${e.protocol}`
         if (e.internal.endpoints.length > 0) {
-          if (!p.clusterIPRule) out.push({node: n.name, message: `${n.name}: no nat KUBE-SERVICES rule for ${e.svcPortName} cluster IP ${where}`, hint: showChain(n.name, 'nat', svc.clusterIP!)})
-          else if (p.clusterIPRule.target !== e.internal.chain)
+          if (!p.clusterIPRule) out.push({node: n.name, message: `${n.name}: no ${n.dataplane.vocab.services} entry for ${e.svcPortName} cluster IP ${where}`, hint: n.dataplane.show(n.name, svc.clusterIP!)})
+          else if (p.clusterIPRule.target !== p.want.internal)
             out.push({
               node: n.name,
-              message: `${n.name}: ${where} jumps to ${p.clusterIPRule.target}, expected ${e.internal.chain}`,
-              evidence: [`nat line ${p.clusterIPRule.line}: ${p.clusterIPRule.text}`],
-              hint: showChain(n.name, 'nat', svc.clusterIP!),
+              message: `${n.name}: ${where} jumps to ${p.clusterIPRule.target}, expected ${p.want.internal}`,
+              evidence: [`${p.clusterIPRule.table} line ${p.clusterIPRule.line}: ${p.clusterIPRule.text}`],
+              hint: n.dataplane.show(n.name, svc.clusterIP!),
             })
         }
         if (e.hasEndpoints) {
           for (const ip of [...svc.externalIPs, ...svc.loadBalancerIPs]) {
-            if (!p.externalRules.has(ip)) out.push({node: n.name, message: `${n.name}: no nat KUBE-SERVICES rule for ${e.svcPortName} at ${ip}:${e.port}`, hint: showChain(n.name, 'nat', ip)})
+            if (!p.externalRules.has(ip)) out.push({node: n.name, message: `${n.name}: no ${n.dataplane.vocab.services} entry for ${e.svcPortName} at ${ip}:${e.port}`, hint: n.dataplane.show(n.name, ip)})
           }
         }
       }

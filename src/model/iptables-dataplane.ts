@@ -1,65 +1,25 @@
 import type {IptablesSave} from '../parse/iptables-save.js'
 import {destinationPort, findOption, targetOption, type ParsedRule} from '../parse/iptables-rule.js'
-import {splitAddr} from '../trace/iptables-tracer.js'
+import {IptablesTracer, splitAddr} from '../trace/iptables-tracer.js'
 import type {ExpectedPort, ExpectedService} from './expected.js'
-
-/** What a node's iptables actually hold for one endpoint jump in a KUBE-SVC/KUBE-SVL chain. */
-export interface ProgrammedEndpoint {
-  jump: ParsedRule
-  sepChain: string
-  /** The statistic probability of the jump, or 1 for an unconditional one. */
-  probability: number
-  dnatRule?: ParsedRule
-  /** ip:port the SEP chain DNATs to. */
-  dnatTo?: string
-  dnatIp?: string
-  dnatPort?: number
-  hairpinMasq: boolean
-}
-
-export interface ProgrammedPort {
-  expected: ExpectedPort
-  /** nat KUBE-SERVICES rule for ClusterIP:port, whatever it jumps to. */
-  clusterIPRule?: ParsedRule
-  /** filter-table REJECT/DROP rule for ClusterIP:port. */
-  clusterIPFilterRule?: ParsedRule
-  nodePortRule?: ParsedRule
-  nodePortFilterRule?: ParsedRule
-  externalRules: Map<string, ParsedRule>
-  /** Endpoint jumps of the chain that ClusterIP traffic goes to (KUBE-SVC or KUBE-SVL). */
-  chain: string
-  chainExists: boolean
-  endpoints: ProgrammedEndpoint[]
-}
-
-export interface NodeInfrastructure {
-  hasServicesChain: boolean
-  preroutingHook?: ParsedRule
-  outputHook?: ParsedRule
-  postroutingHook?: ParsedRule
-  nodePortsJump?: ParsedRule
-  markMasqRule?: ParsedRule
-  /** The mark KUBE-MARK-MASQ sets, if any. */
-  markMasqValue?: number
-  masqueradeRule?: ParsedRule
-  /** The mark KUBE-POSTROUTING tests before masquerading. */
-  postroutingMark?: number
-}
+import type {ChainNames, Dataplane, ModeVocabulary, NodeInfrastructure, ProgrammedEndpoint, ProgrammedPort} from './dataplane.js'
 
 function jumpsTo(dump: IptablesSave, table: string, chain: string, target: string): ParsedRule | undefined {
   return dump.rules(table, chain).find((r) => r.target === target)
 }
 
-export function readInfrastructure(dump: IptablesSave): NodeInfrastructure {
+function readInfrastructure(dump: IptablesSave): NodeInfrastructure {
   const markRule = dump.rules('nat', 'KUBE-MARK-MASQ').find((r) => r.target === 'MARK')
   const markText = markRule ? (targetOption(markRule, '--set-xmark', '--or-mark', '--set-mark') ?? '') : ''
   const postMarkRule = dump.rules('nat', 'KUBE-POSTROUTING').find((r) => r.matches.some((m) => m.module === 'mark'))
   const postMark = postMarkRule ? findOption(postMarkRule, 'mark', '--mark')?.values[0] : undefined
   return {
     hasServicesChain: dump.hasChain('nat', 'KUBE-SERVICES'),
-    preroutingHook: jumpsTo(dump, 'nat', 'PREROUTING', 'KUBE-SERVICES'),
-    outputHook: jumpsTo(dump, 'nat', 'OUTPUT', 'KUBE-SERVICES'),
-    postroutingHook: jumpsTo(dump, 'nat', 'POSTROUTING', 'KUBE-POSTROUTING'),
+    hooks: [
+      {label: 'nat PREROUTING → KUBE-SERVICES (traffic from pods and outside)', rule: jumpsTo(dump, 'nat', 'PREROUTING', 'KUBE-SERVICES')},
+      {label: 'nat OUTPUT → KUBE-SERVICES (traffic from the node itself)', rule: jumpsTo(dump, 'nat', 'OUTPUT', 'KUBE-SERVICES')},
+      {label: 'nat POSTROUTING → KUBE-POSTROUTING (masquerade)', rule: jumpsTo(dump, 'nat', 'POSTROUTING', 'KUBE-POSTROUTING')},
+    ],
     nodePortsJump: jumpsTo(dump, 'nat', 'KUBE-SERVICES', 'KUBE-NODEPORTS'),
     markMasqRule: markRule,
     markMasqValue: markText ? Number(markText.split('/')[0]) : undefined,
@@ -104,7 +64,7 @@ function readEndpoints(dump: IptablesSave, chain: string): ProgrammedEndpoint[] 
 }
 
 /** Reads, for each port of the Service, the rules this node really has: matched by structure, never by comment. */
-export function readProgrammed(dump: IptablesSave, svc: ExpectedService): ProgrammedPort[] {
+function readProgrammed(dump: IptablesSave, svc: ExpectedService): ProgrammedPort[] {
   const natServices = dump.rules('nat', 'KUBE-SERVICES')
   const filterServices = dump.rules('filter', 'KUBE-SERVICES')
   const nodePorts = dump.rules('nat', 'KUBE-NODEPORTS')
@@ -130,6 +90,33 @@ export function readProgrammed(dump: IptablesSave, svc: ExpectedService): Progra
       chain,
       chainExists: dump.hasChain('nat', chain),
       endpoints: readEndpoints(dump, chain),
+      want: names(port),
     }
   })
+}
+
+const VOCABULARY: ModeVocabulary = {
+  mode: 'iptables',
+  services: 'nat KUBE-SERVICES',
+  nodePorts: 'nat KUBE-NODEPORTS',
+  markChain: 'KUBE-MARK-MASQ',
+  masqChain: 'KUBE-POSTROUTING',
+  isNatTable: (t) => t === 'nat',
+  isServiceChain: (c) => /^KUBE-(SVC|SVL|EXT|FW)-/.test(c),
+  isEndpointChain: (c) => c.startsWith('KUBE-SEP-'),
+}
+
+function names(port: ExpectedPort): ChainNames {
+  return {internal: port.internal.chain, external: port.chains.ext, externalPolicy: port.external.chain, endpoint: (ep) => ep.sepChain}
+}
+
+export function iptablesDataplane(dump: IptablesSave): Dataplane {
+  return {
+    vocab: VOCABULARY,
+    names,
+    infrastructure: () => readInfrastructure(dump),
+    programmed: (svc) => readProgrammed(dump, svc),
+    tracer: (localAddresses, locallyGenerated) => new IptablesTracer(dump, {localAddresses, locallyGenerated}),
+    show: (node, pattern) => `ssh ${node} sudo iptables-save | grep -- '${pattern}'`,
+  }
 }

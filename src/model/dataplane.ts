@@ -1,0 +1,89 @@
+import type {Tracer} from '../trace/types.js'
+import type {ExpectedEndpoint, ExpectedPort, ExpectedService} from './expected.js'
+
+/** A rule, map element or other line of a node's dump that stands as evidence. */
+export interface ProgrammedRule {
+  table: string
+  line: number
+  text: string
+  /** Where it sends the packet: a chain name or a verdict. */
+  target?: string
+}
+
+/** An endpoint jump of a service chain, and what its endpoint chain does. */
+export interface ProgrammedEndpoint {
+  jump: ProgrammedRule
+  sepChain: string
+  /** The share of new connections this jump takes at its position (statistic probability, numgen 1/n, …). */
+  probability: number
+  dnatRule?: ProgrammedRule
+  dnatTo?: string
+  dnatIp?: string
+  dnatPort?: number
+  /** The endpoint chain marks traffic from the endpoint itself for masquerade (hairpin). */
+  hairpinMasq: boolean
+}
+
+/** What a node really has for one service port, whatever the proxy mode. Matched by structure, never by comment. */
+export interface ProgrammedPort {
+  expected: ExpectedPort
+  clusterIPRule?: ProgrammedRule
+  /** A REJECT/DROP for the ClusterIP:port (no endpoints). */
+  clusterIPFilterRule?: ProgrammedRule
+  nodePortRule?: ProgrammedRule
+  nodePortFilterRule?: ProgrammedRule
+  externalRules: Map<string, ProgrammedRule>
+  /** The chain ClusterIP traffic goes to, and whether it exists. */
+  chain: string
+  chainExists: boolean
+  endpoints: ProgrammedEndpoint[]
+  /** This mode's names for the chains kube-proxy should use. */
+  want: ChainNames
+}
+
+export interface ChainNames {
+  /** The chain holding the endpoints for ClusterIP traffic (KUBE-SVC/KUBE-SVL, service-/local-). */
+  internal: string
+  /** The entry chain for NodePort/LB/externalIP traffic (KUBE-EXT, external-). */
+  external: string
+  /** The chain holding the endpoints for that external traffic. */
+  externalPolicy: string
+  endpoint(ep: ExpectedEndpoint): string
+}
+
+export interface NodeInfrastructure {
+  /** The dispatch chain exists (iptables KUBE-SERVICES, nftables services). */
+  hasServicesChain: boolean
+  /** Jumps that must exist: label and the rule found, if any. */
+  hooks: Array<{label: string; rule?: ProgrammedRule}>
+  nodePortsJump?: ProgrammedRule
+  markMasqRule?: ProgrammedRule
+  markMasqValue?: number
+  masqueradeRule?: ProgrammedRule
+  postroutingMark?: number
+}
+
+/** The words a mode uses, for messages and for reading traces. */
+export interface ModeVocabulary {
+  mode: 'iptables' | 'nftables'
+  services: string
+  nodePorts: string
+  markChain: string
+  masqChain: string
+  /** Tables of a trace step that do NAT (iptables "nat"; nftables kube-proxy's table). */
+  isNatTable(table: string): boolean
+  isServiceChain(chain: string): boolean
+  isEndpointChain(chain: string): boolean
+}
+
+/** One proxy mode's reading of a node: what it has, how to trace through it, how a person looks at it. */
+export interface Dataplane {
+  vocab: ModeVocabulary
+  /** The chains kube-proxy names, in this mode, for one service port. */
+  names(port: ExpectedPort): ChainNames
+  infrastructure(): NodeInfrastructure
+  programmed(svc: ExpectedService): ProgrammedPort[]
+  tracer(localAddresses: string[], locallyGenerated?: boolean): Tracer
+  /** The command a person runs to see `pattern` in this node's rules. */
+  show(node: string, pattern: string): string
+}

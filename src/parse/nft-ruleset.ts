@@ -1,0 +1,181 @@
+/** `nft list ruleset` text, parsed into tables, base chains, regular chains, sets and maps. Rule text is kept whole. */
+export interface NftRule {
+  table: string
+  chain: string
+  line: number
+  text: string
+}
+
+export interface NftChain {
+  table: string
+  name: string
+  line: number
+  /** Base chains only. */
+  base?: {type: string; hook: string; priority: number; policy: 'accept' | 'drop'}
+  rules: NftRule[]
+}
+
+export interface NftSet {
+  table: string
+  name: string
+  isMap: boolean
+  /** Each element: its key parts (split on " . ") and, for maps, the value text. */
+  elements: Array<{key: string[]; value?: string}>
+}
+
+export interface NftTable {
+  family: string
+  name: string
+  /** "family name", as printed in traces. */
+  id: string
+  chains: Map<string, NftChain>
+  sets: Map<string, NftSet>
+}
+
+export class NftParseError extends Error {
+  constructor(
+    readonly line: number,
+    reason: string,
+  ) {
+    super(`line ${line}: ${reason}`)
+  }
+}
+
+const PRIORITY_NAMES: Record<string, number> = {raw: -300, mangle: -150, dstnat: -100, filter: 0, security: 50, srcnat: 100, out: 100, first: -2147483648, last: 2147483647}
+
+export function parsePriority(text: string, line: number): number {
+  const m = /^([a-z]+|-?\d+)\s*(?:([+-])\s*(\d+))?$/.exec(text.trim())
+  if (!m) throw new NftParseError(line, `priority "${text}" not understood`)
+  const base = /^-?\d+$/.test(m[1]) ? Number(m[1]) : PRIORITY_NAMES[m[1]]
+  if (base === undefined) throw new NftParseError(line, `priority name "${m[1]}" not known`)
+  return base + (m[2] ? (m[2] === '-' ? -1 : 1) * Number(m[3]) : 0)
+}
+
+/** Splits on `sep` outside braces and quotes. */
+export function splitTop(text: string, sep: string): string[] {
+  const out: string[] = []
+  let depth = 0
+  let quoted = false
+  let cur = ''
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i]
+    if (ch === '"') quoted = !quoted
+    if (!quoted && ch === '{') depth++
+    if (!quoted && ch === '}') depth--
+    if (!quoted && depth === 0 && text.startsWith(sep, i)) {
+      out.push(cur)
+      cur = ''
+      i += sep.length - 1
+      continue
+    }
+    cur += ch
+  }
+  out.push(cur)
+  return out.map((s) => s.trim()).filter((s) => s !== '')
+}
+
+export function parseElements(body: string): Array<{key: string[]; value?: string}> {
+  return splitTop(body, ',').map((el) => {
+    const [key, value] = splitTop(el, ' : ')
+    return {key: splitTop(key, ' . '), value}
+  })
+}
+
+export class NftRuleset {
+  readonly tables: NftTable[] = []
+
+  static parse(text: string): NftRuleset {
+    if (/^\s*\{\s*"nftables"/.test(text)) throw new NftParseError(1, 'this is `nft -j` JSON; give the text of `nft list ruleset` instead')
+    const rs = new NftRuleset()
+    const lines = text.split('\n')
+    let table: NftTable | undefined
+    let chain: NftChain | undefined
+    let set: NftSet | undefined
+    for (let i = 0; i < lines.length; i++) {
+      const lineNo = i + 1
+      let line = lines[i].trim()
+      if (line === '' || line.startsWith('#')) continue
+      // A statement continues while its braces are open (multi-line element lists, anonymous sets).
+      let depth = braceDelta(line)
+      const opensBlock = /^(table|chain|set|map)\s/.test(line) && line.endsWith('{')
+      while (!opensBlock && depth > 0 && i + 1 < lines.length) {
+        line += ' ' + lines[++i].trim()
+        depth = braceDelta(line)
+      }
+      if (line === '}') {
+        if (set) set = undefined
+        else if (chain) chain = undefined
+        else if (table) table = undefined
+        else throw new NftParseError(lineNo, 'unbalanced "}"')
+        continue
+      }
+      let m: RegExpExecArray | null
+      if (!table) {
+        m = /^table\s+(ip|ip6|inet|arp|bridge|netdev)\s+(\S+)\s*\{$/.exec(line)
+        if (!m) throw new NftParseError(lineNo, `expected "table FAMILY NAME {", found "${line.slice(0, 60)}"`)
+        table = {family: m[1], name: unquote(m[2]), id: `${m[1]} ${unquote(m[2])}`, chains: new Map(), sets: new Map()}
+        rs.tables.push(table)
+        continue
+      }
+      if (set) {
+        m = /^elements\s*=\s*\{(.*)\}$/.exec(line)
+        if (m) set.elements.push(...parseElements(m[1]))
+        continue
+      }
+      if (chain) {
+        m = /^type\s+(\w+)\s+hook\s+(\w+)(?:\s+device\s+\S+)?\s+priority\s+([^;]+);\s*(?:policy\s+(accept|drop);)?/.exec(line)
+        if (m) {
+          chain.base = {type: m[1], hook: m[2], priority: parsePriority(m[3], lineNo), policy: (m[4] as 'accept' | 'drop') ?? 'accept'}
+          continue
+        }
+        if (/^comment\s+"/.test(line)) continue
+        chain.rules.push({table: table.id, chain: chain.name, line: lineNo, text: line})
+        continue
+      }
+      m = /^chain\s+(\S+)\s*\{$/.exec(line)
+      if (m) {
+        chain = {table: table.id, name: unquote(m[1]), line: lineNo, rules: []}
+        table.chains.set(chain.name, chain)
+        continue
+      }
+      m = /^(set|map)\s+(\S+)\s*\{$/.exec(line)
+      if (m) {
+        set = {table: table.id, name: unquote(m[2]), isMap: m[1] === 'map', elements: []}
+        table.sets.set(set.name, set)
+        continue
+      }
+      if (/^(comment|flags)\s/.test(line)) continue
+      throw new NftParseError(lineNo, `unexpected "${line.slice(0, 60)}" in table ${table.id}`)
+    }
+    if (table) throw new NftParseError(lines.length, `table ${table.id} is not closed`)
+    if (rs.tables.length === 0) throw new NftParseError(1, 'no "table" found: not `nft list ruleset` output')
+    return rs
+  }
+
+  table(id: string): NftTable | undefined {
+    return this.tables.find((t) => t.id === id)
+  }
+
+  /** Base chains at a hook, in the order the kernel runs them (priority, then definition order). */
+  baseChains(hook: string, families: string[]): NftChain[] {
+    return this.tables
+      .filter((t) => families.includes(t.family))
+      .flatMap((t) => [...t.chains.values()].filter((c) => c.base?.hook === hook))
+      .sort((a, b) => a.base!.priority - b.base!.priority)
+  }
+}
+
+function braceDelta(text: string): number {
+  let d = 0
+  let quoted = false
+  for (const ch of text) {
+    if (ch === '"') quoted = !quoted
+    else if (!quoted && ch === '{') d++
+    else if (!quoted && ch === '}') d--
+  }
+  return d
+}
+
+function unquote(s: string): string {
+  return s.replace(/^"(.*)"$/, '$1')
+}

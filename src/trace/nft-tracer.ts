@@ -1,0 +1,411 @@
+import {parseElements, splitTop, type NftChain, type NftRule, type NftRuleset, type NftTable} from '../parse/nft-ruleset.js'
+import {inCidr, parseIp} from './addresses.js'
+import {summarize, type Packet, type TraceOutcome, type TraceResult} from './types.js'
+import {finish, isLocalAddress, MAX_BRANCHES, MAX_DEPTH, startState, walkHooks, withStep, type Branch, type WalkState as State} from './walk.js'
+import {splitAddr} from './iptables-tracer.js'
+
+export interface NftTraceOptions {
+  localAddresses: string[]
+  locallyGenerated?: boolean
+}
+
+type Verdict = {kind: 'accept' | 'drop' | 'reject' | 'return' | 'continue'} | {kind: 'jump' | 'goto'; target: string}
+
+class Unknown extends Error {}
+
+const SERVICES: Record<string, number> = {http: 80, https: 443, domain: 53, ssh: 22}
+const PROTOS: Record<string, string> = {'6': 'tcp', '17': 'udp', '132': 'sctp'}
+
+/** Splits a rule into words, keeping "{ … }" groups and quoted strings whole. */
+export function nftTokens(text: string): string[] {
+  const out: string[] = []
+  let i = 0
+  while (i < text.length) {
+    if (text[i] === ' ') {
+      i++
+      continue
+    }
+    if (text[i] === '{') {
+      let depth = 0
+      const start = i
+      for (; i < text.length; i++) {
+        if (text[i] === '{') depth++
+        if (text[i] === '}' && --depth === 0) break
+      }
+      out.push(text.slice(start, ++i))
+      continue
+    }
+    if (text[i] === '"') {
+      const end = text.indexOf('"', i + 1)
+      out.push(text.slice(i, end < 0 ? text.length : end + 1))
+      i = end < 0 ? text.length : end + 1
+      continue
+    }
+    const start = i
+    while (i < text.length && text[i] !== ' ') i++
+    out.push(text.slice(start, i))
+  }
+  return out
+}
+
+/** Walks one NEW packet through an `nft list ruleset` the way the kernel would: base chains by hook and priority. */
+export class NftTracer {
+  private local: Set<string>
+  private branches = 0
+
+  constructor(
+    private readonly rs: NftRuleset,
+    private readonly opts: NftTraceOptions,
+  ) {
+    this.local = new Set(opts.localAddresses)
+  }
+
+  trace(packet: Packet): TraceResult {
+    this.branches = 0
+    const done: TraceOutcome[] = []
+    const families = packet.dst.includes(':') ? ['ip6', 'inet'] : ['ip', 'inet']
+    const runHook = (hook: string, live: State[]): State[] => {
+      let current = live
+      const natDone = new Set<State>()
+      for (const chain of this.rs.baseChains(hook, families)) {
+        const next: State[] = []
+        for (const s of current) {
+          if (chain.base!.type === 'nat' && natDone.has(s)) {
+            next.push(s)
+            continue
+          }
+          for (const b of this.runChain(chain, s, 0, packet)) {
+            if (b.end === 'ACCEPT' || b.end === 'RETURN') {
+              next.push(b.state)
+              if (chain.base!.type === 'nat' && (b.state.dnatted !== s.dnatted || b.state.masquerade !== s.masquerade)) natDone.add(b.state)
+            } else done.push(finish(b.state, b.end, b.reason))
+          }
+        }
+        current = next
+      }
+      return current
+    }
+    const localOrigin = this.opts.locallyGenerated || isLocalAddress(this.local, packet.src)
+    for (const s of walkHooks(localOrigin, (ip) => isLocalAddress(this.local, ip), startState(packet), runHook)) done.push(finish(s, 'ACCEPT'))
+    return summarize(done)
+  }
+
+  private tableOf(chain: NftChain): NftTable {
+    return this.rs.table(chain.table)!
+  }
+
+  private runChain(chain: NftChain, state: State, depth: number, packet: Packet): Branch[] {
+    if (depth > MAX_DEPTH) return [{state, end: 'UNKNOWN', reason: `jumps nest deeper than ${MAX_DEPTH} chains at ${chain.name} (a loop?)`}]
+    return this.runFrom(chain, 0, state, depth, packet)
+  }
+
+  private runFrom(chain: NftChain, from: number, state: State, depth: number, packet: Packet): Branch[] {
+    for (let i = from; i < chain.rules.length; i++) {
+      const rule = chain.rules[i]
+      let outcomes: Array<{state: State; verdict?: Verdict; probability: number}>
+      try {
+        outcomes = this.evalRule(rule, state, packet)
+      } catch (e) {
+        if (e instanceof Unknown) return [{state: step(state, rule), end: 'UNKNOWN', reason: `${e.message}: ${rule.text}`}]
+        throw e
+      }
+      const results: Branch[] = []
+      let continues = false
+      for (const o of outcomes) {
+        if (!o.verdict || o.verdict.kind === 'continue') {
+          if (o.state === state && outcomes.length === 1) {
+            continues = true
+            break
+          }
+          results.push(...this.runFrom(chain, i + 1, o.state, depth, packet))
+          continue
+        }
+        results.push(...this.applyVerdict(chain, i, o.verdict, o.state, depth, packet))
+      }
+      if (continues) continue
+      return results
+    }
+    if (chain.base) return [{state, end: chain.base.policy === 'drop' ? 'DROP' : 'ACCEPT'}]
+    return [{state, end: 'RETURN'}]
+  }
+
+  private applyVerdict(chain: NftChain, i: number, v: Verdict, s: State, depth: number, packet: Packet): Branch[] {
+    switch (v.kind) {
+      case 'accept':
+        return [{state: s, end: 'ACCEPT'}]
+      case 'drop':
+        return [{state: s, end: 'DROP'}]
+      case 'reject':
+        return [{state: s, end: 'REJECT'}]
+      case 'return':
+        return [{state: s, end: 'RETURN'}]
+      case 'continue':
+        return this.runFrom(chain, i + 1, s, depth, packet)
+    }
+    const target = this.tableOf(chain).chains.get(v.target)
+    if (!target) return [{state: s, end: 'UNKNOWN', reason: `${v.kind} to chain ${v.target}, which table ${chain.table} does not have`}]
+    const out: Branch[] = []
+    for (const b of this.runChain(target, s, depth + 1, packet)) {
+      if (b.end !== 'RETURN') out.push(b)
+      else if (v.kind === 'goto') out.push(b)
+      else out.push(...this.runFrom(chain, i + 1, b.state, depth, packet))
+    }
+    return out
+  }
+
+  /**
+   * Evaluates a rule's expressions left to right. Returns the ways it can end: no match (the input state, no
+   * verdict), or a verdict with the state its statements left (several ways for numgen).
+   */
+  private evalRule(rule: NftRule, input: State, packet: Packet): Array<{state: State; verdict?: Verdict; probability: number}> {
+    const toks = nftTokens(rule.text)
+    let s = input
+    let i = 0
+    const noMatch = [{state: input, probability: 1}]
+    const matched = () => (s === input ? step(input, rule) : s)
+    while (i < toks.length) {
+      const t = toks[i]
+      if (t === 'counter') {
+        i++
+        while (toks[i] === 'packets' || toks[i] === 'bytes') i += 2
+        continue
+      }
+      if (t === 'comment') {
+        i += 2
+        continue
+      }
+      if (t === 'log') {
+        i++
+        while (['prefix', 'level', 'flags', 'group'].includes(toks[i])) i += 2
+        continue
+      }
+      if (['accept', 'drop', 'reject', 'return', 'continue'].includes(t)) return [{state: matched(), verdict: {kind: t as 'accept'}, probability: 1}]
+      if (t === 'jump' || t === 'goto') return [{state: matched(), verdict: {kind: t, target: unquote(toks[i + 1] ?? '')}, probability: 1}]
+      if (t === 'dnat' || t === 'snat' || t === 'redirect') {
+        i++
+        if (toks[i] === 'ip' || toks[i] === 'ip6') i++
+        if (toks[i] === 'to') i++
+        const to = toks[i] ?? ''
+        if (t === 'snat') return [{state: {...matched(), masquerade: true}, verdict: {kind: 'accept'}, probability: 1}]
+        if (t === 'redirect') return [{state: {...matched(), dst: '127.0.0.1', dport: Number(to.replace(/^:/, '')) || s.dport, dnatted: true}, verdict: {kind: 'accept'}, probability: 1}]
+        const a = splitAddr(to)
+        if (!a || !a.ip) throw new Unknown(`dnat target "${to}" not understood`)
+        return [{state: {...matched(), dst: a.ip, dport: a.port ?? s.dport, dnatted: true}, verdict: {kind: 'accept'}, probability: 1}]
+      }
+      if (t === 'masquerade') return [{state: {...matched(), masquerade: true}, verdict: {kind: 'accept'}, probability: 1}]
+      if (t === 'meta' && toks[i + 1] === 'mark' && toks[i + 2] === 'set') {
+        const r = markSet(toks.slice(i + 3), s.mark)
+        s = {...matched(), mark: r.mark}
+        i += 3 + r.used
+        continue
+      }
+      if ((t === 'update' || t === 'add') && toks[i + 1]?.startsWith('@')) {
+        s = {...matched(), sticky: true}
+        i += 3
+        continue
+      }
+      if (t === 'numgen') {
+        if (toks[i + 1] !== 'random' || toks[i + 2] !== 'mod') throw new Unknown('numgen other than "random mod N"')
+        const n = Number(toks[i + 3])
+        let j = i + 4
+        let offset = 0
+        if (toks[j] === 'offset') {
+          offset = Number(toks[j + 1])
+          j += 2
+        }
+        if (toks[j] !== 'vmap' || !toks[j + 1]?.startsWith('{')) throw new Unknown('numgen without an inline vmap')
+        if (++this.branches > MAX_BRANCHES) throw new Unknown(`more than ${MAX_BRANCHES} probabilistic branches`)
+        const map = parseElements(toks[j + 1].slice(1, -1))
+        const base = matched()
+        const out: Array<{state: State; verdict?: Verdict; probability: number}> = []
+        let missing = 0
+        for (let k = offset; k < offset + n; k++) {
+          const el = map.find((e) => numberIn(e.key[0], k))
+          if (!el) {
+            missing++
+            continue
+          }
+          out.push({state: {...base, probability: base.probability / n}, verdict: parseVerdict(el.value ?? ''), probability: 1 / n})
+        }
+        if (missing > 0) out.push({state: {...input, probability: (input.probability * missing) / n}, probability: missing / n})
+        return out
+      }
+      // A match: selector ( . selector )* [op] value | vmap value
+      const sel: string[] = []
+      for (;;) {
+        const r = selector(toks, i)
+        if (!r) throw new Unknown(`expression "${toks.slice(i, i + 3).join(' ')}" not known to the tracer`)
+        sel.push(r.name)
+        i = r.next
+        if (toks[i] === '.') {
+          i++
+          continue
+        }
+        break
+      }
+      const actual = sel.map((name) => this.value(name, s, packet))
+      if (toks[i] === 'vmap') {
+        const v = this.lookup(rule, toks[i + 1] ?? '', sel, actual)
+        if (v === undefined) return noMatch
+        return [{state: matched(), verdict: parseVerdict(v), probability: 1}]
+      }
+      let negate = false
+      if (toks[i] === '!=' || toks[i] === '==') {
+        negate = toks[i] === '!='
+        i++
+      }
+      const spec = toks[i++] ?? ''
+      const hit = this.matchSpec(rule, spec, sel, actual)
+      if (hit === negate) return noMatch
+      s = matched()
+    }
+    return [{state: matched(), probability: 1}]
+  }
+
+  private value(name: string, s: State, packet: Packet): string | undefined {
+    switch (name) {
+      case 'ip saddr':
+      case 'ip6 saddr':
+        return s.src
+      case 'ip daddr':
+      case 'ip6 daddr':
+        return s.dst
+      case 'meta l4proto':
+      case 'ip protocol':
+        return packet.proto
+      case 'th dport':
+        return String(s.dport)
+      case 'th sport':
+        return String(packet.sport)
+      case 'tcp dport':
+      case 'udp dport':
+      case 'sctp dport':
+        return name.startsWith(packet.proto) ? String(s.dport) : undefined
+      case 'tcp sport':
+      case 'udp sport':
+      case 'sctp sport':
+        return name.startsWith(packet.proto) ? String(packet.sport) : undefined
+      case 'ct state':
+        return 'new'
+      case 'ct status':
+        return s.dnatted ? 'dnat' : ''
+      case 'fib daddr type':
+        return isLocalAddress(this.local, s.dst) ? 'local' : 'unicast'
+      case 'fib saddr type':
+        return isLocalAddress(this.local, s.src) ? 'local' : 'unicast'
+      case 'iifname':
+      case 'meta iifname':
+        if (s.inIface === undefined) throw new Unknown('the outcome depends on the input interface, unknown here')
+        return s.inIface
+      case 'oifname':
+      case 'meta oifname':
+        if (s.outIface === undefined) throw new Unknown('the outcome depends on the output interface, unknown here')
+        return s.outIface
+      case 'meta nfproto':
+        return s.dst.includes(':') ? 'ipv6' : 'ipv4'
+    }
+    if (name.startsWith('meta mark')) {
+      const mask = name.split('&')[1]
+      return String(mask ? (s.mark & Number(mask.trim())) >>> 0 : s.mark)
+    }
+    throw new Unknown(`selector "${name}"`)
+  }
+
+  private matchSpec(rule: NftRule, spec: string, sel: string[], actual: Array<string | undefined>): boolean {
+    if (actual.some((a) => a === undefined)) return false
+    if (spec.startsWith('@')) {
+      const set = this.rs.table(rule.table)?.sets.get(spec.slice(1))
+      if (!set) throw new Unknown(`set ${spec} is not in the ruleset`)
+      return set.elements.some((e) => e.key.every((k, n) => matchOne(sel[n], actual[n]!, k)))
+    }
+    if (spec.startsWith('{')) return splitTop(spec.slice(1, -1), ',').some((el) => splitTop(el, ' . ').every((k, n) => matchOne(sel[n], actual[n]!, k)))
+    if (sel.length > 1) return splitTop(spec, ' . ').every((k, n) => matchOne(sel[n], actual[n]!, k))
+    return matchOne(sel[0], actual[0]!, spec)
+  }
+
+  private lookup(rule: NftRule, spec: string, sel: string[], actual: Array<string | undefined>): string | undefined {
+    if (actual.some((a) => a === undefined)) return undefined
+    let elements: Array<{key: string[]; value?: string}>
+    if (spec.startsWith('@')) {
+      const set = this.rs.table(rule.table)?.sets.get(spec.slice(1))
+      if (!set) throw new Unknown(`map ${spec} is not in the ruleset`)
+      elements = set.elements
+    } else if (spec.startsWith('{')) elements = parseElements(spec.slice(1, -1))
+    else throw new Unknown(`vmap "${spec}" not understood`)
+    return elements.find((e) => e.key.every((k, n) => matchOne(sel[n], actual[n]!, k)))?.value
+  }
+}
+
+function step(s: State, rule: NftRule): State {
+  return withStep(s, {table: rule.table, chain: rule.chain, line: rule.line, rule: rule.text})
+}
+
+function unquote(s: string): string {
+  return s.replace(/^"(.*)"$/, '$1')
+}
+
+function parseVerdict(text: string): Verdict {
+  const [kind, target] = text.trim().split(/\s+/)
+  if (kind === 'jump' || kind === 'goto') return {kind, target: unquote(target ?? '')}
+  if (['accept', 'drop', 'reject', 'return', 'continue'].includes(kind)) return {kind: kind as 'accept'}
+  throw new Unknown(`verdict "${text}" not understood`)
+}
+
+function numberIn(spec: string, n: number): boolean {
+  const [a, b] = spec.split('-').map(Number)
+  return b === undefined ? a === n : n >= a && n <= b
+}
+
+const SELECTORS = ['ip saddr', 'ip daddr', 'ip6 saddr', 'ip6 daddr', 'ip protocol', 'meta l4proto', 'meta nfproto', 'th dport', 'th sport', 'tcp dport', 'tcp sport', 'udp dport', 'udp sport', 'sctp dport', 'sctp sport', 'ct state', 'ct status', 'meta iifname', 'meta oifname']
+
+function selector(toks: string[], i: number): {name: string; next: number} | undefined {
+  const two = `${toks[i]} ${toks[i + 1]}`
+  if (two === 'meta mark') {
+    if (toks[i + 2] === '&') return {name: `meta mark & ${toks[i + 3]}`, next: i + 4}
+    return {name: 'meta mark', next: i + 2}
+  }
+  if (toks[i] === 'fib' && toks[i + 2] === 'type' && (toks[i + 1] === 'daddr' || toks[i + 1] === 'saddr')) return {name: `fib ${toks[i + 1]} type`, next: i + 3}
+  if (SELECTORS.includes(two)) return {name: two, next: i + 2}
+  if (toks[i] === 'iifname' || toks[i] === 'oifname') return {name: toks[i], next: i + 1}
+  return undefined
+}
+
+function matchOne(sel: string, actual: string, spec: string): boolean {
+  const v = unquote(spec.trim())
+  if (sel.endsWith('saddr') || sel.endsWith('daddr')) {
+    if (sel.startsWith('fib')) return v.split(',').map((x) => x.trim()).includes(actual)
+    if (v.includes('/')) return inCidr(v, actual)
+    if (v.includes('-') && !v.includes(':')) {
+      const [lo, hi] = v.split('-').map((x) => parseIp(x)?.value)
+      const a = parseIp(actual)?.value
+      return lo !== undefined && hi !== undefined && a !== undefined && a >= lo && a <= hi
+    }
+    return v === actual
+  }
+  if (sel.endsWith('dport') || sel.endsWith('sport')) {
+    const port = Number(actual)
+    const num = (x: string) => SERVICES[x] ?? Number(x)
+    const [lo, hi] = v.split('-').map(num)
+    return hi === undefined ? port === lo : port >= lo && port <= hi
+  }
+  if (sel === 'meta l4proto' || sel === 'ip protocol') return (PROTOS[v] ?? v) === actual
+  if (sel === 'ct state' || sel === 'ct status') return v.split(',').map((x) => x.trim()).includes(actual)
+  if (sel.startsWith('meta mark')) return Number(v) >>> 0 === Number(actual)
+  if (sel === 'iifname' || sel === 'oifname' || sel.startsWith('meta ')) return v.endsWith('*') ? actual.startsWith(v.slice(0, -1)) : v === actual
+  return v === actual
+}
+
+/** meta mark set EXPR: `meta mark | X`, `meta mark ^ X`, `meta mark & X`, or a constant. */
+function markSet(toks: string[], mark: number): {mark: number; used: number} {
+  if (toks[0] === 'meta' && toks[1] === 'mark') {
+    const op = toks[2]
+    const v = Number(toks[3]) >>> 0
+    if (op === '|') return {mark: (mark | v) >>> 0, used: 4}
+    if (op === '^') return {mark: (mark ^ v) >>> 0, used: 4}
+    if (op === '&') return {mark: (mark & v) >>> 0, used: 4}
+    throw new Unknown(`meta mark set with operator "${op}"`)
+  }
+  const v = Number(toks[0])
+  if (Number.isNaN(v)) throw new Unknown(`meta mark set "${toks[0]}"`)
+  return {mark: v >>> 0, used: 1}
+}

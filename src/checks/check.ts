@@ -2,6 +2,7 @@ import type {ClusterState} from '../cluster/types.js'
 import type {NodeObservation} from '../node/bundle.js'
 import type {ExpectedService} from '../model/expected.js'
 import type {Dataplane, NodeInfrastructure, ProgrammedPort} from '../model/dataplane.js'
+import type {ModeChoice} from '../diagnosis/choose-mode.js'
 import type {PathResult} from '../trace/paths.js'
 
 export type Severity = 'error' | 'warning' | 'info'
@@ -37,6 +38,8 @@ export interface NodeView {
   name: string
   address?: string
   obs: NodeObservation
+  /** The proxy mode read on this node, and what decided it. */
+  mode: ModeChoice
   dataplane: Dataplane
   expected: ExpectedService
   programmed: ProgrammedPort[]

@@ -14,6 +14,7 @@ import {nodeUnreadable} from './rules/node-unreadable.js'
 import {notProxied} from './rules/not-proxied.js'
 import {pathBroken, pathUndecided} from './rules/path-broken.js'
 import {probabilityWrong} from './rules/probability-wrong.js'
+import {modeLeftover, modeMismatch, modeMixed} from './rules/proxy-mode.js'
 import {rejectStale} from './rules/reject-stale.js'
 import {selectorNoPods} from './rules/selector-no-pods.js'
 import {targetPortNotExposed, targetPortUndeclared} from './rules/target-port.js'
@@ -30,6 +31,9 @@ export const CHECKS: Check[] = [
   dnsServiceMissing,
   dnsNoEndpoints,
   nodeUnreadable,
+  modeMixed,
+  modeMismatch,
+  modeLeftover,
   hookMissing,
   serviceRuleMissing,
   rejectStale,

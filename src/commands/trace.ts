@@ -10,7 +10,9 @@ import {makeChalk} from '../report/human.js'
 import {renderTraceSummary, renderTraceTree} from '../report/trace-tree.js'
 import {parseIp} from '../trace/addresses.js'
 import {IptablesTracer} from '../trace/iptables-tracer.js'
-import type {Protocol} from '../trace/types.js'
+import type {Protocol, Tracer} from '../trace/types.js'
+import {NftRuleset} from '../parse/nft-ruleset.js'
+import {NftTracer} from '../trace/nft-tracer.js'
 
 export default class Trace extends Command {
   static override summary = "Walk one new connection through a node's rules, rule by rule, as netfilter would"
@@ -18,9 +20,11 @@ export default class Trace extends Command {
     '<%= config.bin %> trace --iptables-save node-b.txt --src 10.0.3.7 --dst 10.200.0.12 --dport 30080 --node-ip 10.200.0.12',
     'ssh node-b sudo iptables-save | <%= config.bin %> trace --iptables-save - --src 10.244.1.5 --dst 10.96.10.10 --dport 80 -o json',
     '<%= config.bin %> trace --node node-b --src 10.244.1.5 --dst 10.96.10.10 --dport 80',
+    'ssh node-c sudo nft list ruleset | <%= config.bin %> trace --nft - --src 10.244.1.5 --dst 10.96.10.10 --dport 80',
   ]
   static override flags = {
-    'iptables-save': Flags.string({description: 'iptables-save dump to walk ("-" reads stdin)', exclusive: ['node']}),
+    'iptables-save': Flags.string({description: 'iptables-save dump to walk ("-" reads stdin)', exclusive: ['node', 'nft']}),
+    nft: Flags.string({description: 'text of `nft list ruleset` to walk ("-" reads stdin): kube-proxy nftables mode', exclusive: ['node']}),
     'ipset-save': Flags.string({description: '`ipset save` output, for -m set matches'}),
     node: Flags.string({description: 'read the dump live from this node over SSH (addresses from the cluster)'}),
     src: Flags.string({required: true, description: 'source address of the packet'}),
@@ -38,6 +42,8 @@ export default class Trace extends Command {
   async run(): Promise<void> {
     const {flags} = await this.parse(Trace)
     let dump: IptablesSave | undefined
+    let nftRules: NftRuleset | undefined
+    let tracer: Tracer
     try {
       for (const [name, ip] of [['--src', flags.src], ['--dst', flags.dst], ...(flags['node-ip'] ?? []).map((x) => ['--node-ip', x])]) {
         if (!parseIp(ip)) throw new DiagnosisError(`${name} ${ip} is not an IP address`)
@@ -53,9 +59,18 @@ export default class Trace extends Command {
         })
         dump = live.dump
         localAddresses = [...localAddresses, ...live.addresses]
+      } else if (flags.nft) {
+        const file = flags.nft
+        let rs: NftRuleset
+        try {
+          rs = NftRuleset.parse(readFileSync(file === '-' ? 0 : file, 'utf8'))
+        } catch (e) {
+          throw new DiagnosisError(`${file === '-' ? 'stdin' : file}: ${(e as Error).message}`)
+        }
+        nftRules = rs
       } else {
         const file = flags['iptables-save']
-        if (!file) throw new DiagnosisError('give --iptables-save FILE (or - for stdin) or --node NAME')
+        if (!file) throw new DiagnosisError('give --iptables-save FILE, --nft FILE (or - for stdin) or --node NAME')
         let source: DumpSource
         try {
           source = file === '-' ? new BufferSource(readFileSync(0)) : new FileSource(file)
@@ -72,7 +87,7 @@ export default class Trace extends Command {
           throw new DiagnosisError(`${flags['ipset-save']}: ${(e as Error).message}`)
         }
       }
-      const tracer = new IptablesTracer(dump, {localAddresses, ipsets})
+      tracer = nftRules ? new NftTracer(nftRules, {localAddresses}) : new IptablesTracer(dump!, {localAddresses, ipsets})
       const result = tracer.trace({src: flags.src, dst: flags.dst, dport: flags.dport, sport: flags.sport, proto: flags.proto as Protocol, inIface: flags['in-iface'], outIface: flags['out-iface']})
       if (flags.output === 'json') process.stdout.write(JSON.stringify(result, null, 2) + '\n')
       else {

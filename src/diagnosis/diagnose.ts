@@ -2,7 +2,7 @@ import type {ClusterState} from '../cluster/types.js'
 import {CHECKS} from '../checks/index.js'
 import {toFinding, type CheckContext, type Finding, type NodeView} from '../checks/check.js'
 import {expectedService} from '../model/expected.js'
-import {iptablesDataplane} from '../model/iptables-dataplane.js'
+import {chooseMode, type ProxyMode} from './choose-mode.js'
 import type {NodeObservation} from '../node/bundle.js'
 import {tracePaths, type PathResult} from '../trace/paths.js'
 import {nodeAddress} from './node-address.js'
@@ -18,6 +18,8 @@ export interface Diagnosis {
 export interface DiagnoseOptions {
   /** Finding codes to leave out (silenced by the user). */
   ignore?: string[]
+  /** --proxy-mode: trust this mode over what the node's rules say. */
+  proxyMode?: ProxyMode
 }
 
 /** Model, trace, check: the one engine behind `svc`, live or from a snapshot. */
@@ -25,12 +27,15 @@ export function diagnose(cluster: ClusterState, observations: NodeObservation[],
   const nodes: NodeView[] = []
   const paths: PathResult[] = []
   for (const obs of observations) {
-    if (!obs.reachable || !obs.iptables) continue
+    if (!obs.reachable) continue
+    const choice = chooseMode(obs, cluster, opts.proxyMode)
+    if (!choice) continue
     const k8sNode = cluster.nodes.find((n) => n.metadata?.name === obs.name)
     const expected = expectedService(cluster, obs.name)
-    const dataplane = iptablesDataplane(obs.iptables)
+    const dataplane = choice.dataplane
     const view: NodeView = {
       name: obs.name,
+      mode: choice,
       address: k8sNode ? nodeAddress(k8sNode) : undefined,
       obs,
       dataplane,

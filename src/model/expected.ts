@@ -1,6 +1,6 @@
 import type {V1Service} from '@kubernetes/client-node'
 import type {ClusterState} from '../cluster/types.js'
-import {endpointChainName, joinHostPort, serviceChainNames, servicePortName, type ServiceChainNames} from './chain-names.js'
+import {endpointChainName, joinHostPort, nftServicePortBase, serviceChainNames, servicePortName, type ServiceChainNames} from './chain-names.js'
 import {categorizeEndpoints, endpointsForPort, type EndpointInfo} from './endpoints.js'
 
 export interface ExpectedEndpoint extends EndpointInfo {
@@ -18,6 +18,8 @@ export interface ExpectedPort {
   targetPort: string
   nodePort?: number
   chains: ServiceChainNames
+  /** nftables mode's "ns/name/proto/portName", the base of its chain names. */
+  nftBase: string
   allEndpoints: ExpectedEndpoint[]
   hasEndpoints: boolean
   /** Endpoints reached from a ClusterIP (ITP), and the chain that holds them. */
@@ -117,6 +119,7 @@ export function expectedService(cluster: ClusterState, nodeName: string): Expect
       targetPort: String(p.targetPort ?? p.port),
       nodePort: p.nodePort || undefined,
       chains,
+      nftBase: nftServicePortBase(namespace, name, protocol, p.name),
       allEndpoints: all,
       hasEndpoints: cat.hasAny,
       internal: policy.internalLocal

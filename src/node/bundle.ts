@@ -3,11 +3,15 @@ import {join} from 'node:path'
 import {FileSource} from '../parse/dump-source.js'
 import {IptablesSave} from '../parse/iptables-save.js'
 import {parseBridgeState, type BridgeState} from '../parse/bridge-state.js'
+import {NftRuleset} from '../parse/nft-ruleset.js'
 import type {DnsAnswer} from './dns-probe.js'
 
 /** The files one node's folder of a bundle holds. */
 export const NODE_FILES = {
   iptablesSave: 'iptables-save.txt',
+  nftRuleset: 'nft-ruleset.txt',
+  iptablesLegacySave: 'iptables-legacy-save.txt',
+  iptablesNftSave: 'iptables-nft-save.txt',
   network: 'network.txt',
   dns: 'dns.json',
   error: 'error.txt',
@@ -18,6 +22,9 @@ export interface NodeObservation {
   reachable: boolean
   error?: string
   iptables?: IptablesSave
+  nft?: NftRuleset
+  /** The two iptables backends read one by one, where the node has both tools: leftovers hide in the unused one. */
+  backends?: Array<{backend: 'legacy' | 'nft'; dump: IptablesSave}>
   network?: BridgeState
   dns?: DnsAnswer
 }
@@ -37,6 +44,20 @@ export function readNodeBundle(dir: string, name: string): NodeObservation {
   } catch (e) {
     return {name, reachable: false, error: `${NODE_FILES.iptablesSave} unreadable: ${(e as Error).message}`}
   }
+  try {
+    const nftFile = file(NODE_FILES.nftRuleset)
+    if (existsSync(nftFile) && readFileSync(nftFile, 'utf8').trim() !== '') obs.nft = NftRuleset.parse(readFileSync(nftFile, 'utf8'))
+  } catch (e) {
+    return {name, reachable: false, error: `${NODE_FILES.nftRuleset} unreadable: ${(e as Error).message}`}
+  }
+  for (const [backend, f] of [['legacy', NODE_FILES.iptablesLegacySave], ['nft', NODE_FILES.iptablesNftSave]] as const) {
+    try {
+      if (existsSync(file(f)) && readFileSync(file(f)).length > 0) (obs.backends ??= []).push({backend, dump: IptablesSave.parse(new FileSource(file(f)))})
+    } catch {
+      // An unreadable extra backend dump only loses the leftover check.
+    }
+  }
+  if (!obs.iptables && !obs.nft) return {name, reachable: false, error: `neither ${NODE_FILES.iptablesSave} nor ${NODE_FILES.nftRuleset} is there`}
   if (existsSync(file(NODE_FILES.network))) obs.network = parseBridgeState(readFileSync(file(NODE_FILES.network), 'utf8'))
   if (existsSync(file(NODE_FILES.dns))) {
     try {

@@ -51,6 +51,13 @@ async function readAll(session: SshSession, dir: string, dns?: DnsQuestion): Pro
       throw new Error('sudo on the node wants a password: allow "sudo -n iptables-save" for the SSH user, or log in as root')
     throw new Error(`iptables-save exited ${res.code}: ${res.stderr.trim().split('\n')[0] || 'no message'}`)
   }
+  // nftables: kube-proxy's nftables mode, and leftovers of it; a node without nft simply has none.
+  const nft = await session.exec(commandLine('nftRuleset', isRoot))
+  if (nft.code === 0) writeFileSync(join(dir, NODE_FILES.nftRuleset), nft.stdout)
+  for (const [cmd, file] of [['iptablesLegacySave', NODE_FILES.iptablesLegacySave], ['iptablesNftSave', NODE_FILES.iptablesNftSave]] as const) {
+    const r = await session.exec(commandLine(cmd, isRoot))
+    if (r.code === 0 && r.stdout.length > 0) writeFileSync(join(dir, file), r.stdout)
+  }
   const net = await session.exec(commandLine('network', isRoot))
   writeFileSync(join(dir, NODE_FILES.network), net.stdout)
   if (dns) writeFileSync(join(dir, NODE_FILES.dns), JSON.stringify(await askDns(session, dns), null, 2) + '\n')

@@ -5,6 +5,9 @@
 export const NODE_COMMANDS = {
   uid: 'id -u',
   iptablesSave: 'iptables-save',
+  nftRuleset: 'nft list ruleset',
+  iptablesLegacySave: 'iptables-legacy-save',
+  iptablesNftSave: 'iptables-nft-save',
   network: [
     "echo '## hairpin'",
     'for f in /sys/class/net/*/brif/*/hairpin_mode; do [ -e "$f" ] && echo "$f $(cat "$f")"; done',
@@ -20,7 +23,7 @@ export const NODE_COMMANDS = {
 
 export type NodeCommand = keyof typeof NODE_COMMANDS
 
-const NEEDS_ROOT: ReadonlySet<NodeCommand> = new Set(['iptablesSave'])
+const NEEDS_ROOT: ReadonlySet<NodeCommand> = new Set(['iptablesSave', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave'])
 
 export function commandLine(cmd: NodeCommand, isRoot: boolean): string {
   const line = NODE_COMMANDS[cmd]

@@ -18,6 +18,7 @@ export interface NftChain {
 export interface NftSet {
   table: string
   name: string
+  line: number
   isMap: boolean
   /** Each element: its key parts (split on " . ") and, for maps, the value text. */
   elements: Array<{key: string[]; value?: string}>
@@ -140,7 +141,7 @@ export class NftRuleset {
       }
       m = /^(set|map)\s+(\S+)\s*\{$/.exec(line)
       if (m) {
-        set = {table: table.id, name: unquote(m[2]), isMap: m[1] === 'map', elements: []}
+        set = {table: table.id, name: unquote(m[2]), line: lineNo, isMap: m[1] === 'map', elements: []}
         table.sets.set(set.name, set)
         continue
       }

@@ -24,14 +24,15 @@ export function renderHuman(r: Report, c: ChalkInstance): string {
   for (const n of r.notes) lines.push(c.yellow(`note: ${n}`))
   const entries = ENTRIES.filter((e) => r.paths.some((p) => p.entry === e))
   if (r.nodes.length > 0) {
-    const table = new Table({head: ['node', ...entries], style: {head: [], border: []}})
+    const table = new Table({head: ['node', 'mode', ...entries], style: {head: [], border: []}})
     for (const n of r.nodes) {
       if (!n.reachable) {
-        table.push([n.name, {colSpan: Math.max(entries.length, 1), content: c.yellow(`not read: ${n.error ?? '?'}`)}])
+        table.push([n.name, {colSpan: Math.max(entries.length, 1) + 1, content: c.yellow(`not read: ${n.error ?? '?'}`)}])
         continue
       }
       table.push([
         n.name,
+        n.mode ?? '?',
         ...entries.map((e) => {
           const ps = r.paths.filter((p) => p.node === n.name && p.entry === e)
           if (ps.length === 0) return c.dim('–')

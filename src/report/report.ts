@@ -12,7 +12,7 @@ export interface Report {
   proxy: {mode: string; source: string; masqueradeMark: string}
   endpoints: {ready: number; notReady: number; source: string}
   findings: Finding[]
-  nodes: Array<{name: string; reachable: boolean; error: string | null}>
+  nodes: Array<{name: string; reachable: boolean; error: string | null; mode: string | null; modeSource: string | null}>
   paths: Array<{node: string; entry: string; port: string; ok: boolean | null; breaksAt: string | null; detail: string; trace?: TraceResult}>
   notes: string[]
 }
@@ -62,7 +62,10 @@ export function buildReport(d: Diagnosis, opts: ReportOptions = {}): Report {
     proxy: {mode: d.cluster.proxyConfig.mode || 'iptables', source: d.cluster.proxyConfig.source, masqueradeMark: `0x${expected.masqueradeMark.toString(16)}`},
     endpoints: {ready: endpoints.filter((e) => e.ready).length, notReady: endpoints.filter((e) => !e.ready).length, source: d.cluster.endpointsSource},
     findings: d.findings,
-    nodes: d.context.observations.map((o) => ({name: o.name, reachable: o.reachable, error: o.error ?? null})),
+    nodes: d.context.observations.map((o) => {
+      const view = d.context.nodes.find((n) => n.name === o.name)
+      return {name: o.name, reachable: o.reachable, error: o.error ?? null, mode: view?.mode.mode ?? null, modeSource: view?.mode.source ?? null}
+    }),
     paths: d.paths.map((p) => ({node: p.node, entry: p.entry, port: p.port, ok: p.ok, breaksAt: p.breaksAt, detail: p.detail, ...(opts.explain ? {trace: p.trace} : {})})),
     notes: opts.notes ?? [],
   }

@@ -7,6 +7,7 @@ import {join} from 'node:path'
 import {LabApiServer} from './apiserver.js'
 import {endpointSliceObject, kubeProxyConfigMap, nodeObject, podObject, serviceObject} from './fixtures.js'
 import {kubeProxyRules, type RuleFaults} from './kube-proxy-rules.js'
+import {kubeProxyNftRules} from './kube-proxy-nft.js'
 import {DNS, NODES, OUTSIDE_IP, SERVICES, labPods, type LabNode, type LabPod} from './lab-cluster.js'
 import {inNs, run, sleep, startDaemon, tryRun} from './sh.js'
 
@@ -26,6 +27,10 @@ export class NetnsLab {
   readonly api = new LabApiServer({token: LAB_TOKEN})
   readonly sshPorts = new Map<string, number>()
   readonly faults = new Map<string, RuleFaults>()
+  /** The kube-proxy mode each node runs (iptables unless set). */
+  readonly modes = new Map<string, 'iptables' | 'nftables'>()
+  /** Keep the other mode's rules when switching (a node with leftovers). */
+  keepLeftovers = false
   private dnsProc?: ChildProcess
   readonly logs: string[] = []
   sshConfigPath = ''
@@ -127,9 +132,22 @@ export class NetnsLab {
   applyRules(nodeName: string, faults: RuleFaults = this.faults.get(nodeName) ?? {}): void {
     this.faults.set(nodeName, faults)
     const node = NODES.find((n) => n.name === nodeName)!
-    inNs(this.nodeNs(node), 'iptables-restore', [], kubeProxyRules(node, SERVICES, this.pods, faults))
+    const ns = this.nodeNs(node)
+    if (this.modes.get(nodeName) === 'nftables') {
+      if (!this.keepLeftovers) inNs(ns, 'iptables-restore', [], '*nat\nCOMMIT\n*filter\nCOMMIT\n')
+      tryRun('ip', ['netns', 'exec', ns, 'nft', 'delete', 'table', 'ip', 'kube-proxy'])
+      inNs(ns, 'nft', ['-f', '-'], kubeProxyNftRules(node, SERVICES, this.pods, faults))
+    } else {
+      if (!this.keepLeftovers) tryRun('ip', ['netns', 'exec', ns, 'nft', 'delete', 'table', 'ip', 'kube-proxy'])
+      inNs(ns, 'iptables-restore', [], kubeProxyRules(node, SERVICES, this.pods, faults))
+    }
     // Old connections keep their old NAT decision: start every scenario from a clean table, as a reboot would.
     tryRun('ip', ['netns', 'exec', this.nodeNs(node), 'conntrack', '-F'])
+  }
+
+  setMode(nodeName: string, mode: 'iptables' | 'nftables'): void {
+    this.modes.set(nodeName, mode)
+    this.applyRules(nodeName, {})
   }
 
   clearFaults(): void {

@@ -1,0 +1,64 @@
+import type {Check, FindingDraft} from '../check.js'
+
+const USERSPACE_CHAINS = ['KUBE-PORTALS-CONTAINER', 'KUBE-PORTALS-HOST', 'KUBE-NODEPORT-CONTAINER', 'KUBE-NODEPORT-HOST']
+
+export const modeMixed: Check = {
+  meta: {
+    code: 'KPD-MODE-MIXED',
+    severity: 'warning',
+    title: 'Nodes run kube-proxy in different modes',
+    hint: 'Give every node the same kube-proxy configuration (mode) and restart the odd ones.',
+  },
+  run(ctx) {
+    const byMode = new Map<string, string[]>()
+    for (const n of ctx.nodes) byMode.set(n.mode.mode, [...(byMode.get(n.mode.mode) ?? []), n.name])
+    if (byMode.size < 2) return []
+    const [major] = [...byMode.entries()].sort((a, b) => b[1].length - a[1].length)[0]
+    return [...byMode.entries()]
+      .filter(([m]) => m !== major)
+      .flatMap(([m, nodes]) => nodes.map((node) => ({node, message: `${node} runs kube-proxy in ${m} mode (decided by ${ctx.nodes.find((n) => n.name === node)!.mode.source}), the other nodes in ${major} mode`})))
+  },
+}
+
+export const modeMismatch: Check = {
+  meta: {
+    code: 'KPD-MODE-MISMATCH',
+    severity: 'warning',
+    title: "A node's rules are of another mode than kube-proxy's configuration says",
+    hint: 'kube-proxy on the node was not restarted after the mode changed, or runs with its own flags: check its command line and restart it.',
+  },
+  run(ctx) {
+    const wanted = ctx.cluster.proxyConfig.mode || 'iptables'
+    if (!['iptables', 'nftables'].includes(wanted)) return []
+    return ctx.nodes
+      .filter((n) => n.mode.mode !== wanted && n.mode.source === 'the rules on the node')
+      .map((n) => ({node: n.name, message: `${n.name} has ${n.mode.mode} rules but ${ctx.cluster.proxyConfig.source} says mode ${wanted}`}))
+  },
+}
+
+export const modeLeftover: Check = {
+  meta: {
+    code: 'KPD-MODE-LEFTOVER',
+    severity: 'warning',
+    title: 'Rules of a proxy mode not in use are left on the node',
+    hint: 'Stale rules of another mode can still rewrite packets: run `kube-proxy --cleanup` for the old mode (or reboot the node) during a maintenance window.',
+  },
+  run(ctx) {
+    const out: FindingDraft[] = []
+    for (const n of ctx.nodes) {
+      for (const l of n.mode.leftovers) out.push({node: n.name, message: `${n.name} runs ${n.mode.mode} mode but still has ${l}`})
+      const userspace = USERSPACE_CHAINS.filter((c) => n.obs.iptables?.hasChain('nat', c))
+      if (userspace.length > 0) out.push({node: n.name, message: `${n.name} still has userspace-mode chains ${userspace.join(', ')} (that mode was removed in 1.26)`})
+      const main = n.obs.iptables?.backend
+      for (const b of n.obs.backends ?? []) {
+        if (b.backend === main || !b.dump.hasChain('nat', 'KUBE-SERVICES')) continue
+        out.push({
+          node: n.name,
+          message: `${n.name}: iptables-${b.backend} also holds kube-proxy rules (nat KUBE-SERVICES, ${b.dump.ruleCount('nat', 'KUBE-SERVICES')} rules) while iptables-save shows the ${main} backend: both rewrite packets`,
+          hint: `ssh ${n.name} sudo iptables-${b.backend}-save -t nat | grep -c KUBE-SEP   # then flush the unused backend's KUBE-* chains`,
+        })
+      }
+    }
+    return out
+  },
+}

@@ -1,0 +1,44 @@
+import type {ClusterState} from '../cluster/types.js'
+import type {Dataplane} from '../model/dataplane.js'
+import {iptablesDataplane} from '../model/iptables-dataplane.js'
+import {nftDataplane} from '../model/nft-dataplane.js'
+import type {NodeObservation} from '../node/bundle.js'
+
+export type ProxyMode = 'iptables' | 'nftables'
+
+export interface ModeChoice {
+  mode: ProxyMode
+  /** What decided it, for the report. */
+  source: string
+  dataplane: Dataplane
+  /** Rules of the other mode found on the node too (leftovers), described. */
+  leftovers: string[]
+}
+
+function configured(cluster: ClusterState): ProxyMode | undefined {
+  const m = cluster.proxyConfig.mode
+  return m === 'nftables' ? 'nftables' : m === 'iptables' || m === '' ? 'iptables' : undefined
+}
+
+/**
+ * Which of kube-proxy's modes a node runs: the mode whose rules are on the node; when both or neither are, the
+ * configured one (kube-proxy's ConfigMap; iptables when unset). `override` (--proxy-mode) wins.
+ */
+export function chooseMode(obs: NodeObservation, cluster: ClusterState, override?: ProxyMode): ModeChoice | undefined {
+  const family = (cluster.service.spec?.clusterIP ?? '').includes(':') ? 'ip6' : 'ip'
+  const hasIptables = !!obs.iptables?.hasChain('nat', 'KUBE-SERVICES')
+  const hasNft = !!obs.nft?.table(`${family} kube-proxy`)?.chains.get('services')
+  const wanted = configured(cluster)
+  let mode: ProxyMode
+  let source: string
+  if (override) [mode, source] = [override, '--proxy-mode']
+  else if (hasIptables !== hasNft) [mode, source] = [hasNft ? 'nftables' : 'iptables', "the rules on the node"]
+  else [mode, source] = [wanted ?? 'iptables', wanted ? cluster.proxyConfig.source : 'default (iptables)']
+  if (mode === 'nftables' && !obs.nft) return undefined
+  if (mode === 'iptables' && !obs.iptables) return undefined
+  const leftovers: string[] = []
+  if (mode === 'nftables' && hasIptables) leftovers.push('iptables chains nat KUBE-SERVICES (and its KUBE-SVC/KUBE-SEP chains) from iptables mode')
+  if (mode === 'iptables' && hasNft) leftovers.push(`nftables table ${family} kube-proxy from nftables mode`)
+  const dataplane = mode === 'nftables' ? nftDataplane(obs.nft!, family) : iptablesDataplane(obs.iptables!)
+  return {mode, source, dataplane, leftovers}
+}

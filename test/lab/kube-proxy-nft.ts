@@ -1,0 +1,136 @@
+import {nftEndpointChainName, nftServiceChainNames, nftServicePortBase} from '../../src/model/chain-names.js'
+import type {RuleFaults} from './kube-proxy-rules.js'
+import {CLUSTER_CIDR, endpointPort, selects, type LabNode, type LabPod, type LabService} from './lab-cluster.js'
+
+const elements = (items: string[]) => (items.length ? `\t\telements = { ${items.join(',\n\t\t\t')} }\n` : '')
+
+/** The `nft -f` input kube-proxy (nftables mode) would write on `node`, with the same faults as the iptables lab. */
+export function kubeProxyNftRules(node: LabNode, services: LabService[], pods: LabPod[], faults: RuleFaults = {}): string {
+  const serviceIps: string[] = []
+  const nodePorts: string[] = []
+  const noEndpoints: string[] = []
+  const noEndpointNodePorts: string[] = []
+  const chains: string[] = []
+  for (const svc of services) {
+    for (const sp of svc.ports) {
+      const proto = sp.protocol.toLowerCase()
+      const base = nftServicePortBase(svc.namespace, svc.name, proto, sp.name)
+      const names = nftServiceChainNames(base)
+      const eps = pods
+        .filter((p) => selects(svc, p) && p.ready && endpointPort(sp, p) > 0 && p.ip !== faults.omitEndpoint)
+        .map((p) => ({ip: p.ip, port: endpointPort(sp, p)}))
+        .sort((a, b) => a.ip.localeCompare(b.ip))
+      if (faults.staleEndpoint && svc === services[0]) eps.push(faults.staleEndpoint)
+      if (eps.length === 0) {
+        noEndpoints.push(`${svc.clusterIP} . ${proto} . ${sp.port} : goto reject-chain`)
+        if (sp.nodePort) noEndpointNodePorts.push(`${proto} . ${sp.nodePort} : goto reject-chain`)
+        continue
+      }
+      serviceIps.push(`${svc.clusterIP} . ${proto} . ${sp.port} : goto ${names.service}`)
+      if (sp.nodePort && !faults.omitNodePorts) {
+        nodePorts.push(`${proto} . ${sp.nodePort} : goto ${names.external}`)
+        chains.push(`\tchain ${names.external} {\n\t\tjump mark-for-masquerade\n\t\tgoto ${names.service}\n\t}`)
+      }
+      const vmap = eps.map((ep, i) => `${i} : goto ${nftEndpointChainName(base, ep.ip, ep.port)}`).join(', ')
+      chains.push(`\tchain ${names.service} {\n\t\tip daddr ${svc.clusterIP} ${proto} dport ${sp.port} ip saddr != ${CLUSTER_CIDR} jump mark-for-masquerade\n\t\tnumgen random mod ${eps.length} vmap { ${vmap} }\n\t}`)
+      for (const ep of eps) {
+        const to = faults.wrongPortFor?.ip === ep.ip ? `${ep.ip}:${faults.wrongPortFor.port}` : `${ep.ip}:${ep.port}`
+        const dnat = faults.dropDnatFor === ep.ip ? '' : `\t\tmeta l4proto ${proto} dnat to ${to}\n`
+        chains.push(`\tchain ${nftEndpointChainName(base, ep.ip, ep.port)} {\n\t\tip saddr ${ep.ip} jump mark-for-masquerade\n${dnat}\t}`)
+      }
+    }
+  }
+  const clusterIps = [...new Set(services.map((s) => s.clusterIP))]
+  return `table ip kube-proxy {
+\tcomment "rules for kube-proxy"
+\tset cluster-ips {
+\t\ttype ipv4_addr
+\t\tcomment "Active ClusterIPs"
+${elements(clusterIps)}\t}
+\tset nodeport-ips {
+\t\ttype ipv4_addr
+\t\tcomment "IPs that accept NodePort traffic"
+${elements([node.ip])}\t}
+\tmap no-endpoint-services {
+\t\ttype ipv4_addr . inet_proto . inet_service : verdict
+\t\tcomment "vmap to drop or reject packets to services with no endpoints"
+${elements(noEndpoints)}\t}
+\tmap no-endpoint-nodeports {
+\t\ttype inet_proto . inet_service : verdict
+${elements(noEndpointNodePorts)}\t}
+\tmap firewall-ips {
+\t\ttype ipv4_addr . inet_proto . inet_service : verdict
+\t}
+\tmap service-ips {
+\t\ttype ipv4_addr . inet_proto . inet_service : verdict
+\t\tcomment "ClusterIP, ExternalIP and LoadBalancer IP traffic"
+${elements(serviceIps)}\t}
+\tmap service-nodeports {
+\t\ttype inet_proto . inet_service : verdict
+\t\tcomment "NodePort traffic"
+${elements(nodePorts)}\t}
+\tchain filter-prerouting {
+\t\ttype filter hook prerouting priority -110; policy accept;
+\t\tct state new jump firewall-check
+\t}
+\tchain filter-input {
+\t\ttype filter hook input priority -110; policy accept;
+\t\tct state new jump nodeport-endpoints-check
+\t\tct state new jump service-endpoints-check
+\t}
+\tchain filter-forward {
+\t\ttype filter hook forward priority -110; policy accept;
+\t\tct state new jump service-endpoints-check
+\t\tct state new jump cluster-ips-check
+\t}
+\tchain filter-output {
+\t\ttype filter hook output priority -110; policy accept;
+\t\tct state new jump service-endpoints-check
+\t\tct state new jump firewall-check
+\t}
+\tchain filter-output-post-dnat {
+\t\ttype filter hook output priority -90; policy accept;
+\t\tct state new jump cluster-ips-check
+\t}
+\tchain nat-prerouting {
+\t\ttype nat hook prerouting priority dstnat; policy accept;
+${faults.unhookPrerouting ? '' : '\t\tjump services\n'}\t}
+\tchain nat-output {
+\t\ttype nat hook output priority -100; policy accept;
+\t\tjump services
+\t}
+\tchain nat-postrouting {
+\t\ttype nat hook postrouting priority srcnat; policy accept;
+\t\tjump masquerading
+\t}
+\tchain nodeport-endpoints-check {
+\t\tip daddr @nodeport-ips meta l4proto . th dport vmap @no-endpoint-nodeports
+\t}
+\tchain service-endpoints-check {
+\t\tip daddr . meta l4proto . th dport vmap @no-endpoint-services
+\t}
+\tchain firewall-check {
+\t\tip daddr . meta l4proto . th dport vmap @firewall-ips
+\t}
+\tchain services {
+\t\tip daddr . meta l4proto . th dport vmap @service-ips
+\t\tip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports
+\t}
+\tchain masquerading {
+\t\tmeta mark & 0x00004000 == 0x00000000 return
+\t\tmeta mark set meta mark ^ 0x00004000
+${faults.omitMasquerade ? '' : '\t\tmasquerade fully-random\n'}\t}
+\tchain cluster-ips-check {
+\t\tip daddr @cluster-ips reject comment "Reject traffic to invalid ports of ClusterIPs"
+\t}
+\tchain mark-for-masquerade {
+\t\tmeta mark set meta mark | 0x00004000
+\t}
+\tchain reject-chain {
+\t\tcomment "helper for @no-endpoint-services / @no-endpoint-nodeports"
+\t\treject
+\t}
+${chains.join('\n')}
+}
+`
+}

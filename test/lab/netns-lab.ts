@@ -70,6 +70,8 @@ export class NetnsLab {
     for (const node of NODES) {
       const ns = this.addNs(node.name)
       inNs(ns, 'sysctl', ['-qw', 'net.ipv4.ip_forward=1'])
+      // REJECT answers with ICMP, which the kernel rate-limits per peer: turn that off so every rejected try shows.
+      inNs(ns, 'sysctl', ['-qw', 'net.ipv4.icmp_ratelimit=0'])
       attach(ns, 'eth0', `u${node.key}`, `${node.ip}/24`)
       run('ip', ['-n', ns, 'link', 'add', 'cbr0', 'type', 'bridge'])
       run('ip', ['-n', ns, 'addr', 'add', `${node.gateway}/24`, 'dev', 'cbr0'])
@@ -100,7 +102,8 @@ export class NetnsLab {
     run('ip', ['-n', this.nodeNs(node), 'link', 'set', port, 'master', 'cbr0', 'up'])
     this.setHairpin(pod.name, true)
     if (pod.kind === 'web')
-      this.procs.push(startDaemon('ip', ['netns', 'exec', ns, 'socat', `TCP-LISTEN:${pod.port},reuseaddr,fork`, `EXEC:/bin/echo ${pod.reply}`], this.logs))
+      // Each answer names the pod and the source address it saw (masquerade shows there).
+      this.procs.push(startDaemon('ip', ['netns', 'exec', ns, 'socat', `TCP-LISTEN:${pod.port},reuseaddr,fork`, `SYSTEM:echo ${pod.reply} $SOCAT_PEERADDR`], this.logs))
   }
 
   bridgePort(pod: string): string {
@@ -228,24 +231,31 @@ export class NetnsLab {
   private async waitForServers(): Promise<void> {
     for (let i = 0; i < 50; i++) {
       const sshOk = NODES.every((n) => tryRun('ssh', ['-F', this.sshConfigPath, '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=2', n.name, 'true'], undefined, 5000).code === 0)
-      const webOk = this.pods.filter((p) => p.kind === 'web').every((p) => this.connect(this.podNs('client-a'), p.ip, p.port) === p.reply)
+      const webOk = this.pods.filter((p) => p.kind === 'web').every((p) => this.connect(this.podNs('client-a'), p.ip, p.port).startsWith(`${p.reply} `))
       // The kubelet's readiness probes come from the node: the node then knows each local pod's MAC.
-      const probesOk = this.pods.filter((p) => p.kind === 'web').every((p) => this.connect(this.nodeNs(p.node), p.ip, p.port) === p.reply)
+      const probesOk = this.pods.filter((p) => p.kind === 'web').every((p) => this.connect(this.nodeNs(p.node), p.ip, p.port).startsWith(`${p.reply} `))
       if (sshOk && webOk && probesOk) return
       await sleep(200)
     }
     throw new Error(`lab did not come up: ${this.logs.slice(-5).join(' | ')}`)
   }
 
-  /** One TCP connection from a namespace; returns what the server said, or "" on failure. */
+  /** One TCP connection from a namespace; returns what the server said ("pod peer-address"), or "" on failure. */
   connect(fromNs: string, ip: string, port: number, timeoutS = 2): string {
-    const r = tryRun('ip', ['netns', 'exec', fromNs, 'socat', `-T${timeoutS}`, '-u', `TCP:${ip}:${port},connect-timeout=${timeoutS}`, 'STDOUT'], undefined, (timeoutS + 3) * 1000)
-    return r.code === 0 ? r.stdout.trim() : ''
+    const r = this.probe(fromNs, ip, port, timeoutS)
+    return r.kind === 'answer' ? r.text : ''
   }
 
-  /** `tries` connections (bounded); returns what each one answered ("" for a failure). */
+  /** One TCP connection, classified: an answer, refused at once (RST or ICMP unreachable), or nothing in time. */
+  probe(fromNs: string, ip: string, port: number, timeoutS: number): {kind: 'answer'; text: string} | {kind: 'refused' | 'timeout'} {
+    const r = tryRun('ip', ['netns', 'exec', fromNs, 'socat', `-T${timeoutS}`, '-u', `TCP:${ip}:${port},connect-timeout=${timeoutS}`, 'STDOUT'], undefined, (timeoutS + 3) * 1000)
+    if (r.code === 0 && r.stdout.trim()) return {kind: 'answer', text: r.stdout.trim()}
+    return /refused/i.test(r.stderr) ? {kind: 'refused'} : {kind: 'timeout'}
+  }
+
+  /** `tries` connections (bounded); returns which pod answered each one ("" for a failure). */
   sample(fromNs: string, ip: string, port: number, tries: number, timeoutS = 1): string[] {
-    return Array.from({length: tries}, () => this.connect(fromNs, ip, port, timeoutS))
+    return Array.from({length: tries}, () => this.connect(fromNs, ip, port, timeoutS).split(' ')[0])
   }
 
   down(): void {

@@ -14,6 +14,7 @@ import {nodeUnreadable} from './rules/node-unreadable.js'
 import {notProxied} from './rules/not-proxied.js'
 import {pathBroken, pathUndecided} from './rules/path-broken.js'
 import {probabilityWrong} from './rules/probability-wrong.js'
+import {proxyPodDown, proxyStuck, proxySyncFailures, proxyUnhealthy} from './rules/kube-proxy-health.js'
 import {modeLeftover, modeMismatch, modeMixed} from './rules/proxy-mode.js'
 import {rejectStale} from './rules/reject-stale.js'
 import {selectorNoPods} from './rules/selector-no-pods.js'
@@ -34,6 +35,10 @@ export const CHECKS: Check[] = [
   modeMixed,
   modeMismatch,
   modeLeftover,
+  proxyPodDown,
+  proxyUnhealthy,
+  proxyStuck,
+  proxySyncFailures,
   hookMissing,
   serviceRuleMissing,
   rejectStale,

@@ -16,14 +16,16 @@ export async function readClusterState(source: ClusterSource, namespace: string,
     const hint = near.length > 0 ? ` Did you mean: ${near.join(', ')}?` : others.length === 0 ? ` Namespace "${namespace}" has no Services.` : ''
     throw new DiagnosisError(`Service "${namespace}/${name}" not found (${source.describe()}).${hint}`)
   }
-  const [endpoints, pods, nodes, proxy, dns] = await Promise.all([
+  const [endpoints, pods, nodes, proxy, dns, systemPods] = await Promise.all([
     readEndpointSlices(source, namespace, name),
     source.listPods(namespace),
     source.listNodes(),
     readProxyConfig(source),
     readDns(source),
+    namespace === 'kube-system' ? Promise.resolve(undefined) : source.listPods('kube-system').catch(() => []),
   ])
-  return {service, ...endpoints, pods, nodes, proxyConfig: proxy.config, proxyConfigMap: proxy.configMap, dns, clusterDomain: 'cluster.local'}
+  const kubeProxyPods = (systemPods ?? pods).filter((p) => p.metadata?.labels?.['k8s-app'] === 'kube-proxy')
+  return {service, ...endpoints, pods, nodes, kubeProxyPods, proxyConfig: proxy.config, proxyConfigMap: proxy.configMap, dns, clusterDomain: 'cluster.local'}
 }
 
 async function readEndpointSlices(source: ClusterSource, namespace: string, name: string) {

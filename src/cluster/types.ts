@@ -25,6 +25,8 @@ export interface ClusterState {
   /** All Pods of the Service's namespace (selector analysis, who owns an IP). */
   pods: V1Pod[]
   nodes: V1Node[]
+  /** kube-proxy's Pods (kube-system, k8s-app=kube-proxy), when it runs as a DaemonSet. */
+  kubeProxyPods: V1Pod[]
   proxyConfig: KubeProxyConfig
   /** The ConfigMap proxyConfig was read from, kept for snapshots. */
   proxyConfigMap?: V1ConfigMap

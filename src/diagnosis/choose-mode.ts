@@ -31,7 +31,9 @@ export function chooseMode(obs: NodeObservation, cluster: ClusterState, override
   const wanted = configured(cluster)
   let mode: ProxyMode
   let source: string
+  const reported = obs.kubeProxy?.proxyMode
   if (override) [mode, source] = [override, '--proxy-mode']
+  else if (reported === 'iptables' || reported === 'nftables') [mode, source] = [reported, "kube-proxy's /proxyMode on the node"]
   else if (hasIptables !== hasNft) [mode, source] = [hasNft ? 'nftables' : 'iptables', "the rules on the node"]
   else [mode, source] = [wanted ?? 'iptables', wanted ? cluster.proxyConfig.source : 'default (iptables)']
   if (mode === 'nftables' && !obs.nft) return undefined

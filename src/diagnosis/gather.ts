@@ -93,7 +93,7 @@ export function writeClusterBundle(dir: string, cluster: ClusterState): void {
   const services = [cluster.service, ...(cluster.dns.service ? [cluster.dns.service] : [])]
   writeFileSync(join(dir, SNAPSHOT_FILES.services), list('Service', services))
   writeFileSync(join(dir, SNAPSHOT_FILES.endpointslices), list('EndpointSlice', [...cluster.slices, ...cluster.dns.slices]))
-  writeFileSync(join(dir, SNAPSHOT_FILES.pods), list('Pod', cluster.pods))
+  writeFileSync(join(dir, SNAPSHOT_FILES.pods), list('Pod', [...cluster.pods, ...cluster.kubeProxyPods.filter((p) => !cluster.pods.includes(p))]))
   writeFileSync(join(dir, SNAPSHOT_FILES.nodes), list('Node', cluster.nodes))
   writeFileSync(join(dir, SNAPSHOT_FILES.configmaps), list('ConfigMap', cluster.proxyConfigMap ? [cluster.proxyConfigMap] : []))
 }

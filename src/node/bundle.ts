@@ -5,6 +5,7 @@ import {IptablesSave} from '../parse/iptables-save.js'
 import {parseBridgeState, type BridgeState} from '../parse/bridge-state.js'
 import {NftRuleset} from '../parse/nft-ruleset.js'
 import type {DnsAnswer} from './dns-probe.js'
+import type {KubeProxyStatus} from '../parse/kube-proxy-status.js'
 
 /** The files one node's folder of a bundle holds. */
 export const NODE_FILES = {
@@ -14,6 +15,7 @@ export const NODE_FILES = {
   iptablesNftSave: 'iptables-nft-save.txt',
   network: 'network.txt',
   dns: 'dns.json',
+  kubeProxy: 'kube-proxy.json',
   error: 'error.txt',
 } as const
 
@@ -27,6 +29,7 @@ export interface NodeObservation {
   backends?: Array<{backend: 'legacy' | 'nft'; dump: IptablesSave}>
   network?: BridgeState
   dns?: DnsAnswer
+  kubeProxy?: KubeProxyStatus
 }
 
 export function writeNodeError(dir: string, message: string): void {
@@ -59,6 +62,13 @@ export function readNodeBundle(dir: string, name: string): NodeObservation {
   }
   if (!obs.iptables && !obs.nft) return {name, reachable: false, error: `neither ${NODE_FILES.iptablesSave} nor ${NODE_FILES.nftRuleset} is there`}
   if (existsSync(file(NODE_FILES.network))) obs.network = parseBridgeState(readFileSync(file(NODE_FILES.network), 'utf8'))
+  if (existsSync(file(NODE_FILES.kubeProxy))) {
+    try {
+      obs.kubeProxy = JSON.parse(readFileSync(file(NODE_FILES.kubeProxy), 'utf8')) as KubeProxyStatus
+    } catch {
+      obs.kubeProxy = undefined
+    }
+  }
   if (existsSync(file(NODE_FILES.dns))) {
     try {
       obs.dns = JSON.parse(readFileSync(file(NODE_FILES.dns), 'utf8')) as DnsAnswer

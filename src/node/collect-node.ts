@@ -2,6 +2,8 @@ import {closeSync, mkdirSync, openSync, writeFileSync, writeSync} from 'node:fs'
 import {join} from 'node:path'
 import {NODE_FILES, writeNodeError} from './bundle.js'
 import {parseLookupOutput, queryOverStream, type DnsAnswer} from './dns-probe.js'
+import {httpGetOnNode} from './http-over-ssh.js'
+import {parseHealthz, parseMetrics, type KubeProxyStatus} from '../parse/kube-proxy-status.js'
 import {commandLine, dnsLookupCommand} from './node-commands.js'
 import type {SshHostConfig} from './ssh-config.js'
 import {SshSession, type SshOptions} from './ssh-session.js'
@@ -61,6 +63,34 @@ async function readAll(session: SshSession, dir: string, dns?: DnsQuestion): Pro
   const net = await session.exec(commandLine('network', isRoot))
   writeFileSync(join(dir, NODE_FILES.network), net.stdout)
   if (dns) writeFileSync(join(dir, NODE_FILES.dns), JSON.stringify(await askDns(session, dns), null, 2) + '\n')
+  writeFileSync(join(dir, NODE_FILES.kubeProxy), JSON.stringify(await askKubeProxy(session), null, 2) + '\n')
+}
+
+/** kube-proxy's own view: /proxyMode and /metrics on 127.0.0.1:10249, /healthz on :10256 (the defaults). */
+async function askKubeProxy(session: SshSession): Promise<KubeProxyStatus> {
+  const out: KubeProxyStatus = {}
+  const get = (port: number, path: string) => httpGetOnNode(session, port, path, 3000)
+  try {
+    const r = await get(10249, '/proxyMode')
+    if (r.status === 200) out.proxyMode = r.body.trim()
+    else out.proxyModeError = `HTTP ${r.status}`
+  } catch (e) {
+    out.proxyModeError = (e as Error).message
+  }
+  try {
+    const r = await get(10256, '/healthz')
+    out.healthz = parseHealthz(r.status, r.body)
+  } catch (e) {
+    out.healthzError = (e as Error).message
+  }
+  try {
+    const r = await get(10249, '/metrics')
+    if (r.status === 200) out.metrics = parseMetrics(r.body)
+    else out.metricsError = `HTTP ${r.status}`
+  } catch (e) {
+    out.metricsError = (e as Error).message
+  }
+  return out
 }
 
 async function askDns(session: SshSession, q: DnsQuestion): Promise<DnsAnswer> {

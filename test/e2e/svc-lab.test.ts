@@ -73,6 +73,42 @@ describe('svc against the netns lab', {skip: why}, () => {
     assert.ok(r.json.paths.length >= 8)
     assert.ok(r.json.paths.every((p: {ok: boolean}) => p.ok === true), JSON.stringify(r.json.paths.filter((p: {ok: boolean}) => !p.ok)))
     assert.deepEqual(r.json.nodes.map((n: {reachable: boolean}) => n.reachable), [true, true])
+    assert.deepEqual(r.json.nodes.map((n: {modeSource: string}) => n.modeSource), ["kube-proxy's /proxyMode on the node", "kube-proxy's /proxyMode on the node"])
+  })
+
+  test('kube-proxy stuck on node-b: its stale rules come with KPD-PROXY-STUCK and KPD-PROXY-UNHEALTHY, and how long ago it last synced', async () => {
+    const now = Math.floor(Date.now() / 1000)
+    lab.setKubeProxy('node-b', {healthy: false, lastSync: now - 900, lastQueued: now - 30, restoreFailures: 4})
+    lab.applyRules('node-b', {omitEndpoint: '10.244.2.11'})
+    try {
+      const r = await doctor()
+      assert.equal(r.code, 1)
+      const b = r.json.findings.filter((f: {node: string}) => f.node === 'node-b').map((f: {code: string}) => f.code)
+      for (const code of ['KPD-PROXY-UNHEALTHY', 'KPD-PROXY-STUCK', 'KPD-PROXY-SYNC-FAILURES', 'KPD-SEP-MISSING']) assert.ok(b.includes(code), `${code} in ${b}`)
+      assert.ok(b.indexOf('KPD-PROXY-STUCK') < b.indexOf('KPD-SEP-MISSING'), 'the cause is listed next to, before, the stale rules')
+      const stuck = r.json.findings.find((f: {code: string}) => f.code === 'KPD-PROXY-STUCK')
+      assert.match(stuck.message, /last successful sync was 15 min ago/)
+      assert.match(r.json.findings.find((f: {code: string}) => f.code === 'KPD-PROXY-UNHEALTHY').message, /answers \/healthz with 503/)
+      assert.deepEqual(codes(r, 'node-a'), [])
+    } finally {
+      lab.setKubeProxy('node-b', {healthy: true, lastSync: now, lastQueued: now, restoreFailures: 0})
+      lab.clearFaults()
+    }
+  })
+
+  test("kube-proxy's Pod crash-looping on node-a: KPD-PROXY-POD-DOWN with the reason", async () => {
+    lab.kubeProxyPodReady.set('node-a', false)
+    lab.publish()
+    try {
+      const r = await doctor()
+      assert.equal(r.code, 1)
+      const f = r.json.findings.find((x: {code: string}) => x.code === 'KPD-PROXY-POD-DOWN')
+      assert.equal(f.node, 'node-a')
+      assert.match(f.message, /CrashLoopBackOff, 7 restarts, last exit Error \(code 1\)/)
+    } finally {
+      lab.kubeProxyPodReady.set('node-a', true)
+      lab.publish()
+    }
   })
 
   test('human report: first line, matrix, no colour when piped', async () => {
@@ -80,7 +116,7 @@ describe('svc against the netns lab', {skip: why}, () => {
     assert.equal(r.code, 0)
     const lines = r.stdout.split('\n')
     assert.match(lines[0], /^✓ shop\/web: every traced path works on 2 node\(s\)/)
-    assert.match(r.stdout, /│ node-a │ ✓/)
+    assert.match(r.stdout, /│ node-a │ iptables │ ✓/)
     assert.doesNotMatch(r.stdout, /\x1b\[/)
   })
 
@@ -152,7 +188,8 @@ describe('svc against the netns lab', {skip: why}, () => {
     } finally {
       lab.setHairpin('web-a1', true)
     }
-    assert.ok(lab.sample(lab.podNs('web-a1'), CLUSTER_IP, 80, 12).includes('web-a1'), 'with hairpin back on, web-a1 reaches itself')
+    lab.clearFaults()
+    assert.ok(lab.sample(lab.podNs('web-a1'), CLUSTER_IP, 80, 24).includes('web-a1'), 'with hairpin back on, web-a1 reaches itself')
   })
 
   test('KUBE-SERVICES unhooked from PREROUTING on node-a: pods on node-a cannot use the Service, KPD-HOOK-MISSING', async () => {

@@ -28,6 +28,7 @@ export function offlineCluster(opts: OfflineOptions = {}): {cluster: ClusterStat
     endpointsSource: 'EndpointSlice',
     pods: pods.filter((p) => p.namespace === 'shop').map(podObject),
     nodes: NODES.map(nodeObject),
+    kubeProxyPods: [],
     proxyConfig: parseKubeProxyConfig(kubeProxyConfigMap().data['config.conf'], 'test'),
     dns: {service: serviceObject(DNS), slices: [endpointSliceObject(DNS, pods)]},
     clusterDomain: 'cluster.local',

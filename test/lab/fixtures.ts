@@ -83,3 +83,20 @@ mode: "iptables"
     },
   }
 }
+
+/** kube-proxy's DaemonSet Pod on a node, running and ready or crash-looping. */
+export function kubeProxyPodObject(node: string, ready: boolean) {
+  return {
+    metadata: {name: `kube-proxy-${node.slice(-1)}x7k2`, namespace: 'kube-system', labels: {'k8s-app': 'kube-proxy'}, creationTimestamp: created},
+    spec: {nodeName: node, hostNetwork: true, containers: [{name: 'kube-proxy', image: 'registry.k8s.io/kube-proxy:v1.33.0'}]},
+    status: {
+      phase: 'Running',
+      conditions: [{type: 'Ready', status: ready ? 'True' : 'False'}],
+      containerStatuses: [
+        ready
+          ? {name: 'kube-proxy', ready: true, restartCount: 0, image: '', imageID: '', state: {running: {startedAt: created}}}
+          : {name: 'kube-proxy', ready: false, restartCount: 7, image: '', imageID: '', state: {waiting: {reason: 'CrashLoopBackOff'}}, lastState: {terminated: {reason: 'Error', exitCode: 1}}},
+      ],
+    },
+  }
+}

@@ -5,11 +5,13 @@ import {createServer} from 'node:net'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {LabApiServer} from './apiserver.js'
-import {endpointSliceObject, kubeProxyConfigMap, nodeObject, podObject, serviceObject} from './fixtures.js'
+import {endpointSliceObject, kubeProxyConfigMap, kubeProxyPodObject, nodeObject, podObject, serviceObject} from './fixtures.js'
 import {kubeProxyRules, type RuleFaults} from './kube-proxy-rules.js'
 import {kubeProxyNftRules} from './kube-proxy-nft.js'
 import {DNS, NODES, OUTSIDE_IP, SERVICES, labPods, type LabNode, type LabPod} from './lab-cluster.js'
 import {inNs, run, sleep, startDaemon, tryRun} from './sh.js'
+import type {FakeKubeProxyState} from './fake-kube-proxy.js'
+import {fileURLToPath} from 'node:url'
 
 export const LAB_TOKEN = 'kpd-lab-token-' + randomBytes(6).toString('hex')
 
@@ -34,6 +36,8 @@ export class NetnsLab {
   private dnsProc?: ChildProcess
   readonly logs: string[] = []
   sshConfigPath = ''
+  /** Whether each node's kube-proxy Pod is Running and ready, as the API shows it. */
+  readonly kubeProxyPodReady = new Map<string, boolean>()
   kubeconfigPath = ''
 
   ns(name: string): string {
@@ -84,6 +88,7 @@ export class NetnsLab {
     for (const pod of this.pods) this.addPod(pod)
     for (const node of NODES) this.applyRules(node.name)
     this.startDns()
+    for (const node of NODES) this.startKubeProxy(node)
     await this.startSsh()
     await this.api.start()
     this.publish()
@@ -151,6 +156,30 @@ export class NetnsLab {
   setMode(nodeName: string, mode: 'iptables' | 'nftables'): void {
     this.modes.set(nodeName, mode)
     this.applyRules(nodeName, {})
+    this.setKubeProxy(nodeName, {mode})
+  }
+
+  private kubeProxyState(nodeName: string): string {
+    return join(this.dir, `kube-proxy-${nodeName}.json`)
+  }
+
+  /** What the node's kube-proxy endpoints answer (a stand-in serving on the node's loopback). */
+  setKubeProxy(nodeName: string, change: Partial<FakeKubeProxyState>): void {
+    const file = this.kubeProxyState(nodeName)
+    let cur: FakeKubeProxyState
+    try {
+      cur = JSON.parse(readFileSync(file, 'utf8')) as FakeKubeProxyState
+    } catch {
+      const now = Math.floor(Date.now() / 1000)
+      cur = {mode: 'iptables', healthy: true, lastSync: now, lastQueued: now, restoreFailures: 0}
+    }
+    writeFileSync(file, JSON.stringify({...cur, ...change}))
+  }
+
+  private startKubeProxy(node: LabNode): void {
+    this.setKubeProxy(node.name, {})
+    const script = join(fileURLToPath(new URL('.', import.meta.url)), 'fake-kube-proxy.js')
+    this.procs.push(startDaemon('ip', ['netns', 'exec', this.nodeNs(node), process.execPath, script, this.kubeProxyState(node.name)], this.logs))
   }
 
   clearFaults(): void {
@@ -166,7 +195,7 @@ export class NetnsLab {
   /** Serves the lab's current state from the API server. */
   publish(): void {
     this.api.set('nodes', NODES.map(nodeObject))
-    this.api.set('pods', this.pods.map(podObject))
+    this.api.set('pods', [...this.pods.map(podObject), ...NODES.map((n) => kubeProxyPodObject(n.name, this.kubeProxyPodReady.get(n.name) ?? true))])
     this.api.set('services', SERVICES.map(serviceObject))
     this.api.set('endpointslices', SERVICES.map((s) => endpointSliceObject(s, this.pods)))
     this.api.set('configmaps', [kubeProxyConfigMap()])

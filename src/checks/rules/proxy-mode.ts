@@ -31,8 +31,8 @@ export const modeMismatch: Check = {
     const wanted = ctx.cluster.proxyConfig.mode || 'iptables'
     if (!['iptables', 'nftables'].includes(wanted)) return []
     return ctx.nodes
-      .filter((n) => n.mode.mode !== wanted && n.mode.source === 'the rules on the node')
-      .map((n) => ({node: n.name, message: `${n.name} has ${n.mode.mode} rules but ${ctx.cluster.proxyConfig.source} says mode ${wanted}`}))
+      .filter((n) => n.mode.mode !== wanted && n.mode.source !== ctx.cluster.proxyConfig.source && n.mode.source !== '--proxy-mode')
+      .map((n) => ({node: n.name, message: `${n.name} runs ${n.mode.mode} mode (${n.mode.source}) but ${ctx.cluster.proxyConfig.source} says mode ${wanted}`}))
   },
 }
 

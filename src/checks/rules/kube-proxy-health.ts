@@ -1,0 +1,105 @@
+import {notReadyReason, isPodReady} from '../../cluster/pod-status.js'
+import type {Check, CheckContext, FindingDraft, NodeView} from '../check.js'
+
+/** Seconds between two instants, for "last good sync N s ago". */
+function ago(then: number, now: number): string {
+  const s = Math.max(0, Math.round(now - then))
+  return s < 120 ? `${s} s` : s < 7200 ? `${Math.round(s / 60)} min` : `${Math.round(s / 3600)} h`
+}
+
+function nodeNow(n: NodeView): number {
+  const t = n.obs.kubeProxy?.healthz?.currentTime
+  return t ? Date.parse(t) / 1000 : Date.now() / 1000
+}
+
+export const proxyUnhealthy: Check = {
+  meta: {
+    code: 'KPD-PROXY-UNHEALTHY',
+    severity: 'error',
+    title: 'kube-proxy reports itself unhealthy (/healthz)',
+    hint: "kube-proxy has not synced rules for too long, or the node is being deleted: read its logs (kubectl -n kube-system logs POD) and restart it.",
+  },
+  run(ctx) {
+    const out: FindingDraft[] = []
+    for (const n of ctx.nodes) {
+      const h = n.obs.kubeProxy?.healthz
+      if (!h || h.status === 200) continue
+      const last = h.lastUpdated ? `; last update ${ago(Date.parse(h.lastUpdated) / 1000, nodeNow(n))} ago (${h.lastUpdated})` : ''
+      out.push({node: n.name, message: `kube-proxy on ${n.name} answers /healthz with ${h.status}${h.nodeEligible === false ? ' (node not eligible: being deleted or tainted for deletion)' : ''}${last}: the rules on this node may be stale`, hint: `ssh ${n.name} curl -s 127.0.0.1:10256/healthz; kubectl -n kube-system logs -l k8s-app=kube-proxy --field-selector spec.nodeName=${n.name}`})
+    }
+    return out
+  },
+}
+
+const QUEUE_SLACK_SECONDS = 60
+
+export const proxyStuck: Check = {
+  meta: {
+    code: 'KPD-PROXY-STUCK',
+    severity: 'error',
+    title: 'kube-proxy queued a sync long after its last successful one: it is stuck',
+    hint: 'Restart kube-proxy on the node and read why its syncs fail (iptables-restore / nft errors in its log).',
+  },
+  run(ctx) {
+    const out: FindingDraft[] = []
+    for (const n of ctx.nodes) {
+      const m = n.obs.kubeProxy?.metrics
+      const last = m?.kubeproxy_sync_proxy_rules_last_timestamp_seconds
+      const queued = m?.kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds
+      if (last === undefined || queued === undefined || queued - last <= QUEUE_SLACK_SECONDS) continue
+      out.push({
+        node: n.name,
+        message: `kube-proxy on ${n.name} has had a sync queued for ${ago(queued, nodeNow(n))}, but its last successful sync was ${ago(last, nodeNow(n))} ago: its rules are stale`,
+        evidence: [`kubeproxy_sync_proxy_rules_last_timestamp_seconds ${last}`, `kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds ${queued}`],
+        hint: `ssh ${n.name} curl -s 127.0.0.1:10249/metrics | grep sync_proxy_rules; then restart kube-proxy on ${n.name}`,
+      })
+    }
+    return out
+  },
+}
+
+export const proxySyncFailures: Check = {
+  meta: {
+    code: 'KPD-PROXY-SYNC-FAILURES',
+    severity: 'warning',
+    title: 'kube-proxy has failed to write its rules',
+    hint: "Read kube-proxy's log for the failing iptables-restore / nft call (another program may hold the lock or have changed the tables).",
+  },
+  run(ctx) {
+    const out: FindingDraft[] = []
+    for (const n of ctx.nodes) {
+      const m = n.obs.kubeProxy?.metrics ?? {}
+      const failures = Object.entries(m).filter(([k, v]) => /failures_total$/.test(k) && v > 0)
+      if (failures.length > 0) out.push({node: n.name, message: `kube-proxy on ${n.name} counts ${failures.map(([k, v]) => `${v} ${k.replace('kubeproxy_sync_proxy_rules_', '')}`).join(', ')}`, evidence: failures.map(([k, v]) => `${k} ${v}`)})
+    }
+    return out
+  },
+}
+
+function podOn(ctx: CheckContext, node: string) {
+  return ctx.cluster.kubeProxyPods.find((p) => p.spec?.nodeName === node)
+}
+
+export const proxyPodDown: Check = {
+  meta: {
+    code: 'KPD-PROXY-POD-DOWN',
+    severity: 'error',
+    title: "The node's kube-proxy Pod is not running and ready",
+    hint: 'kubectl -n kube-system describe pod POD; kubectl -n kube-system logs POD --previous',
+  },
+  run(ctx) {
+    if (ctx.cluster.kubeProxyPods.length === 0) return []
+    const out: FindingDraft[] = []
+    for (const o of ctx.observations) {
+      const pod = podOn(ctx, o.name)
+      if (!pod) {
+        out.push({node: o.name, message: `no kube-proxy Pod on ${o.name} (the other nodes have one): nothing keeps its rules up to date`, hint: `kubectl -n kube-system get ds kube-proxy -o wide; kubectl describe node ${o.name} | grep -i taint`})
+        continue
+      }
+      if (isPodReady(pod)) continue
+      const restarts = (pod.status?.containerStatuses ?? []).reduce((a, c) => a + (c.restartCount ?? 0), 0)
+      out.push({node: o.name, message: `kube-proxy Pod ${pod.metadata?.name} on ${o.name} is not ready: ${notReadyReason(pod)}${restarts ? ` (${restarts} restarts)` : ''}: the node's rules are not being kept up to date`, hint: `kubectl -n kube-system describe pod ${pod.metadata?.name}; kubectl -n kube-system logs ${pod.metadata?.name} --previous`})
+    }
+    return out
+  },
+}

@@ -15,7 +15,7 @@ import {notProxied} from './rules/not-proxied.js'
 import {pathBroken, pathUndecided} from './rules/path-broken.js'
 import {probabilityWrong} from './rules/probability-wrong.js'
 import {proxyPodDown, proxyStuck, proxySyncFailures, proxyUnhealthy} from './rules/kube-proxy-health.js'
-import {modeLeftover, modeMismatch, modeMixed} from './rules/proxy-mode.js'
+import {modeLeftover, modeMismatch, modeMixed, modeUnsupported} from './rules/proxy-mode.js'
 import {rejectStale} from './rules/reject-stale.js'
 import {selectorNoPods} from './rules/selector-no-pods.js'
 import {targetPortNotExposed, targetPortUndeclared} from './rules/target-port.js'
@@ -33,6 +33,7 @@ export const CHECKS: Check[] = [
   dnsNoEndpoints,
   nodeUnreadable,
   modeMixed,
+  modeUnsupported,
   modeMismatch,
   modeLeftover,
   proxyPodDown,

@@ -37,7 +37,7 @@ export default class Svc extends Command {
           })
       for (const w of g.warnings) process.stderr.write(`kproxy-doctor: warning: ${w}\n`)
       const d = diagnose(g.cluster, g.observations, {ignore: splitList(flags.ignore)})
-      if (d.context.nodes.length === 0 && !d.context.service.notProxied)
+      if (d.context.nodes.length === 0 && d.context.unsupported.length === 0 && !d.context.service.notProxied)
         throw new DiagnosisError(`no node could be read: ${g.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}`)
       const report = buildReport(d, {explain: flags.explain, notes: g.selectionNote ? [g.selectionNote] : []})
       if (flags.output === 'json') process.stdout.write(JSON.stringify(report, null, 2) + '\n')

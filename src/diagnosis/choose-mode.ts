@@ -20,6 +20,16 @@ function configured(cluster: ClusterState): ProxyMode | undefined {
   return m === 'nftables' ? 'nftables' : m === 'iptables' || m === '' ? 'iptables' : undefined
 }
 
+/** IPVS mode, by kube-proxy's word, its configuration, or its iptables glue (KUBE-NODE-PORT, KUBE-CLUSTER-IP set). */
+export function looksLikeIpvs(obs: NodeObservation, cluster: ClusterState): string | undefined {
+  if (obs.kubeProxy?.proxyMode === 'ipvs') return "kube-proxy's /proxyMode on the node"
+  if (obs.kubeProxy?.proxyMode) return undefined
+  const d = obs.iptables
+  if (d?.hasChain('nat', 'KUBE-NODE-PORT') || d?.rules('nat', 'KUBE-SERVICES').some((r) => r.text.includes('KUBE-CLUSTER-IP'))) return 'the rules on the node (KUBE-CLUSTER-IP ipset match)'
+  if (cluster.proxyConfig.mode === 'ipvs' && !d?.hasChain('nat', 'KUBE-SERVICES') && !obs.nft?.table('ip kube-proxy')) return cluster.proxyConfig.source
+  return undefined
+}
+
 /**
  * Which of kube-proxy's modes a node runs: the mode whose rules are on the node; when both or neither are, the
  * configured one (kube-proxy's ConfigMap; iptables when unset). `override` (--proxy-mode) wins.

@@ -2,7 +2,7 @@ import type {ClusterState} from '../cluster/types.js'
 import {CHECKS} from '../checks/index.js'
 import {toFinding, type CheckContext, type Finding, type NodeView} from '../checks/check.js'
 import {expectedService} from '../model/expected.js'
-import {chooseMode, type ProxyMode} from './choose-mode.js'
+import {chooseMode, looksLikeIpvs, type ProxyMode} from './choose-mode.js'
 import type {NodeObservation} from '../node/bundle.js'
 import {tracePaths, type PathResult} from '../trace/paths.js'
 import {nodeAddress} from './node-address.js'
@@ -26,8 +26,14 @@ export interface DiagnoseOptions {
 export function diagnose(cluster: ClusterState, observations: NodeObservation[], opts: DiagnoseOptions = {}): Diagnosis {
   const nodes: NodeView[] = []
   const paths: PathResult[] = []
+  const unsupported: CheckContext['unsupported'] = []
   for (const obs of observations) {
     if (!obs.reachable) continue
+    const ipvs = opts.proxyMode ? undefined : looksLikeIpvs(obs, cluster)
+    if (ipvs) {
+      unsupported.push({node: obs.name, mode: 'ipvs', source: ipvs})
+      continue
+    }
     const choice = chooseMode(obs, cluster, opts.proxyMode)
     if (!choice) continue
     const k8sNode = cluster.nodes.find((n) => n.metadata?.name === obs.name)
@@ -56,7 +62,7 @@ export function diagnose(cluster: ClusterState, observations: NodeObservation[],
       }),
     )
   }
-  const context: CheckContext = {cluster, service: expectedService(cluster, ''), nodes, observations, paths}
+  const context: CheckContext = {cluster, service: expectedService(cluster, ''), nodes, observations, paths, unsupported}
   const ignore = new Set(opts.ignore ?? [])
   const findings = CHECKS.filter((c) => !ignore.has(c.meta.code)).flatMap((c) => c.run(context).map((d) => toFinding(c.meta, d)))
   return {cluster, context, findings, paths, ok: !findings.some((f) => f.severity === 'error')}

@@ -31,6 +31,27 @@ const CASES: Case[] = [
   {name: 'named targetPort missing on pods', opts: () => ({pods: labPods().map((p) => (p.name === 'web-a1' ? {...p, portName: 'web'} : p))}), expect: ['KPD-TARGETPORT-NOT-EXPOSED@-']},
   {name: 'DNS answers NXDOMAIN on one node', opts: () => ({dns: {'node-b': {addresses: [], rcode: 'NXDOMAIN'}}}), expect: ['KPD-DNS-NO-ANSWER@node-b']},
   {name: 'DNS answers the wrong address', opts: () => ({dns: {'node-a': {addresses: ['10.96.99.99']}}}), expect: ['KPD-DNS-NO-ANSWER@node-a']},
+  {
+    name: 'IPVS node: not judged as iptables, said so',
+    opts: () => ({
+      dumpFor: {
+        'node-b': [
+          '*nat',
+          ':PREROUTING ACCEPT [0:0]',
+          ':KUBE-SERVICES - [0:0]',
+          ':KUBE-NODE-PORT - [0:0]',
+          ':KUBE-MARK-MASQ - [0:0]',
+          '-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
+          '-A KUBE-SERVICES -m comment --comment "Kubernetes service cluster ip + port for masquerade purpose" -m set --match-set KUBE-CLUSTER-IP src,dst -j KUBE-MARK-MASQ',
+          '-A KUBE-SERVICES -m set --match-set KUBE-CLUSTER-IP dst,dst -j ACCEPT',
+          'COMMIT',
+          '',
+        ].join('\n'),
+      },
+    }),
+    expect: ['KPD-MODE-UNSUPPORTED@node-b'],
+    silent: ['KPD-SVC-RULE-MISSING', 'KPD-HOOK-MISSING', 'KPD-MASQ-MISSING'],
+  },
   {name: 'DNS pods not ready', opts: () => ({pods: notReady('coredns-a')}), expect: ['KPD-DNS-NO-ENDPOINTS@-']},
 ]
 

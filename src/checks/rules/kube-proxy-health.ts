@@ -1,5 +1,6 @@
 import {notReadyReason, isPodReady} from '../../cluster/pod-status.js'
-import type {Check, CheckContext, FindingDraft, NodeView} from '../check.js'
+import type {NodeObservation} from '../../node/bundle.js'
+import type {Check, CheckContext, FindingDraft} from '../check.js'
 
 /** Seconds between two instants, for "last good sync N s ago". */
 function ago(then: number, now: number): string {
@@ -7,8 +8,8 @@ function ago(then: number, now: number): string {
   return s < 120 ? `${s} s` : s < 7200 ? `${Math.round(s / 60)} min` : `${Math.round(s / 3600)} h`
 }
 
-function nodeNow(n: NodeView): number {
-  const t = n.obs.kubeProxy?.healthz?.currentTime
+function nodeNow(n: NodeObservation): number {
+  const t = n.kubeProxy?.healthz?.currentTime
   return t ? Date.parse(t) / 1000 : Date.now() / 1000
 }
 
@@ -21,8 +22,8 @@ export const proxyUnhealthy: Check = {
   },
   run(ctx) {
     const out: FindingDraft[] = []
-    for (const n of ctx.nodes) {
-      const h = n.obs.kubeProxy?.healthz
+    for (const n of ctx.observations.filter((o) => o.reachable)) {
+      const h = n.kubeProxy?.healthz
       if (!h || h.status === 200) continue
       const last = h.lastUpdated ? `; last update ${ago(Date.parse(h.lastUpdated) / 1000, nodeNow(n))} ago (${h.lastUpdated})` : ''
       out.push({node: n.name, message: `kube-proxy on ${n.name} answers /healthz with ${h.status}${h.nodeEligible === false ? ' (node not eligible: being deleted or tainted for deletion)' : ''}${last}: the rules on this node may be stale`, hint: `ssh ${n.name} curl -s 127.0.0.1:10256/healthz; kubectl -n kube-system logs -l k8s-app=kube-proxy --field-selector spec.nodeName=${n.name}`})
@@ -42,8 +43,8 @@ export const proxyStuck: Check = {
   },
   run(ctx) {
     const out: FindingDraft[] = []
-    for (const n of ctx.nodes) {
-      const m = n.obs.kubeProxy?.metrics
+    for (const n of ctx.observations.filter((o) => o.reachable)) {
+      const m = n.kubeProxy?.metrics
       const last = m?.kubeproxy_sync_proxy_rules_last_timestamp_seconds
       const queued = m?.kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds
       if (last === undefined || queued === undefined || queued - last <= QUEUE_SLACK_SECONDS) continue
@@ -67,8 +68,8 @@ export const proxySyncFailures: Check = {
   },
   run(ctx) {
     const out: FindingDraft[] = []
-    for (const n of ctx.nodes) {
-      const m = n.obs.kubeProxy?.metrics ?? {}
+    for (const n of ctx.observations.filter((o) => o.reachable)) {
+      const m = n.kubeProxy?.metrics ?? {}
       const failures = Object.entries(m).filter(([k, v]) => /failures_total$/.test(k) && v > 0)
       if (failures.length > 0) out.push({node: n.name, message: `kube-proxy on ${n.name} counts ${failures.map(([k, v]) => `${v} ${k.replace('kubeproxy_sync_proxy_rules_', '')}`).join(', ')}`, evidence: failures.map(([k, v]) => `${k} ${v}`)})
     }

@@ -62,3 +62,14 @@ export const modeLeftover: Check = {
     return out
   },
 }
+
+export const modeUnsupported: Check = {
+  meta: {
+    code: 'KPD-MODE-UNSUPPORTED',
+    severity: 'warning',
+    title: "The node runs a kube-proxy mode whose rules the doctor does not judge yet (IPVS)",
+    hint: 'Check it by hand: ipvsadm -Ln -t CLUSTER-IP:PORT lists a real server per ready endpoint; ip addr show kube-ipvs0 holds the ClusterIP.',
+  },
+  run: (ctx) =>
+    ctx.unsupported.map((u) => ({node: u.node, message: `${u.node} runs kube-proxy in ${u.mode} mode (${u.source}): its rules were not judged; cluster-wide checks (endpoints, DNS, kube-proxy health) still ran`, hint: `ssh ${u.node} sudo ipvsadm -Ln | grep -A5 ${ctx.service.clusterIP ?? ''}`})),
+}

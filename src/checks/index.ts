@@ -16,6 +16,7 @@ import {pathBroken, pathUndecided} from './rules/path-broken.js'
 import {probabilityWrong} from './rules/probability-wrong.js'
 import {proxyPodDown, proxyStuck, proxySyncFailures, proxyUnhealthy} from './rules/kube-proxy-health.js'
 import {modeLeftover, modeMismatch, modeMixed, modeUnsupported} from './rules/proxy-mode.js'
+import {ipvsIpsetMissing, ipvsScheduler, ipvsSysctl, ipvsVipUnbound, ipvsWeightZero} from './rules/ipvs.js'
 import {rejectStale} from './rules/reject-stale.js'
 import {selectorNoPods} from './rules/selector-no-pods.js'
 import {targetPortNotExposed, targetPortUndeclared} from './rules/target-port.js'
@@ -48,6 +49,11 @@ export const CHECKS: Check[] = [
   endpointStale,
   dnatWrong,
   probabilityWrong,
+  ipvsWeightZero,
+  ipvsVipUnbound,
+  ipvsIpsetMissing,
+  ipvsSysctl,
+  ipvsScheduler,
   masqueradeMissing,
   hairpinOff,
   hairpinUnmapped,

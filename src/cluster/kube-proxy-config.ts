@@ -20,6 +20,9 @@ export function parseKubeProxyConfig(yaml: string, source: string): KubeProxyCon
     } else if (section === 'iptables') {
       if (key === 'masqueradeBit' && /^\d+$/.test(value)) config.masqueradeBit = Number(value)
       else if (key === 'masqueradeAll') config.masqueradeAll = value === 'true'
+    } else if (section === 'ipvs') {
+      if (key === 'scheduler' && value) config.ipvsScheduler = value
+      else if (key === 'strictARP') config.ipvsStrictARP = value === 'true'
     }
   }
   return config

@@ -6,6 +6,9 @@ export interface KubeProxyConfig {
   clusterCIDR?: string
   masqueradeBit: number
   masqueradeAll: boolean
+  /** IPVS mode: the scheduler (default rr) and strictARP. */
+  ipvsScheduler?: string
+  ipvsStrictARP?: boolean
   /** Where these values came from, for the report. */
   source: string
 }

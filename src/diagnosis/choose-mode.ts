@@ -2,9 +2,10 @@ import type {ClusterState} from '../cluster/types.js'
 import type {Dataplane} from '../model/dataplane.js'
 import {iptablesDataplane} from '../model/iptables-dataplane.js'
 import {nftDataplane} from '../model/nft-dataplane.js'
+import {ipvsDataplane} from '../model/ipvs-dataplane.js'
 import type {NodeObservation} from '../node/bundle.js'
 
-export type ProxyMode = 'iptables' | 'nftables'
+export type ProxyMode = 'iptables' | 'nftables' | 'ipvs'
 
 export interface ModeChoice {
   mode: ProxyMode
@@ -15,7 +16,7 @@ export interface ModeChoice {
   leftovers: string[]
 }
 
-function configured(cluster: ClusterState): ProxyMode | undefined {
+function configured(cluster: ClusterState): 'iptables' | 'nftables' | undefined {
   const m = cluster.proxyConfig.mode
   return m === 'nftables' ? 'nftables' : m === 'iptables' || m === '' ? 'iptables' : undefined
 }
@@ -34,15 +35,23 @@ export function looksLikeIpvs(obs: NodeObservation, cluster: ClusterState): stri
  * Which of kube-proxy's modes a node runs: the mode whose rules are on the node; when both or neither are, the
  * configured one (kube-proxy's ConfigMap; iptables when unset). `override` (--proxy-mode) wins.
  */
-export function chooseMode(obs: NodeObservation, cluster: ClusterState, override?: ProxyMode): ModeChoice | undefined {
+export function chooseMode(obs: NodeObservation, cluster: ClusterState, nodeAddress: string | undefined, override?: ProxyMode): ModeChoice | undefined {
+  const ipvsSource = override === 'ipvs' ? '--proxy-mode' : override ? undefined : looksLikeIpvs(obs, cluster)
+  if (ipvsSource) {
+    if (!obs.ipvs || !obs.iptables) return undefined
+    const leftovers: string[] = []
+    if (obs.iptables.chainNames('nat').some((c) => c.startsWith('KUBE-SVC-'))) leftovers.push('KUBE-SVC-* chains from iptables mode')
+    if (obs.nft?.table('ip kube-proxy')) leftovers.push('nftables table ip kube-proxy from nftables mode')
+    return {mode: 'ipvs', source: ipvsSource, dataplane: ipvsDataplane(obs.iptables, obs.ipvs, nodeAddress, obs.name), leftovers}
+  }
   const family = (cluster.service.spec?.clusterIP ?? '').includes(':') ? 'ip6' : 'ip'
   const hasIptables = !!obs.iptables?.hasChain('nat', 'KUBE-SERVICES')
   const hasNft = !!obs.nft?.table(`${family} kube-proxy`)?.chains.get('services')
   const wanted = configured(cluster)
-  let mode: ProxyMode
+  let mode: 'iptables' | 'nftables'
   let source: string
   const reported = obs.kubeProxy?.proxyMode
-  if (override) [mode, source] = [override, '--proxy-mode']
+  if (override) [mode, source] = [override as 'iptables' | 'nftables', '--proxy-mode']
   else if (reported === 'iptables' || reported === 'nftables') [mode, source] = [reported, "kube-proxy's /proxyMode on the node"]
   else if (hasIptables !== hasNft) [mode, source] = [hasNft ? 'nftables' : 'iptables', "the rules on the node"]
   else [mode, source] = [wanted ?? 'iptables', wanted ? cluster.proxyConfig.source : 'default (iptables)']

@@ -29,14 +29,13 @@ export function diagnose(cluster: ClusterState, observations: NodeObservation[],
   const unsupported: CheckContext['unsupported'] = []
   for (const obs of observations) {
     if (!obs.reachable) continue
-    const ipvs = opts.proxyMode ? undefined : looksLikeIpvs(obs, cluster)
-    if (ipvs) {
-      unsupported.push({node: obs.name, mode: 'ipvs', source: ipvs})
+    const k8sNode = cluster.nodes.find((n) => n.metadata?.name === obs.name)
+    const choice = chooseMode(obs, cluster, k8sNode ? nodeAddress(k8sNode) : undefined, opts.proxyMode)
+    if (!choice) {
+      const ipvs = looksLikeIpvs(obs, cluster)
+      if (ipvs) unsupported.push({node: obs.name, mode: 'ipvs', source: `${ipvs}; but no ipvsadm output was read`})
       continue
     }
-    const choice = chooseMode(obs, cluster, opts.proxyMode)
-    if (!choice) continue
-    const k8sNode = cluster.nodes.find((n) => n.metadata?.name === obs.name)
     const expected = expectedService(cluster, obs.name)
     const dataplane = choice.dataplane
     const view: NodeView = {

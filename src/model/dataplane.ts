@@ -22,6 +22,8 @@ export interface ProgrammedEndpoint {
   dnatPort?: number
   /** The endpoint chain marks traffic from the endpoint itself for masquerade (hairpin). */
   hairpinMasq: boolean
+  /** IPVS: the real server's weight (probabilities then follow the scheduler, not the statistic chain). */
+  weight?: number
 }
 
 /** What a node really has for one service port, whatever the proxy mode. Matched by structure, never by comment. */
@@ -65,7 +67,7 @@ export interface NodeInfrastructure {
 
 /** The words a mode uses, for messages and for reading traces. */
 export interface ModeVocabulary {
-  mode: 'iptables' | 'nftables'
+  mode: 'iptables' | 'nftables' | 'ipvs'
   services: string
   nodePorts: string
   markChain: string

@@ -11,6 +11,8 @@ export interface ExpectedEndpoint extends EndpointInfo {
 
 /** What kube-proxy should program on one node for one service port. */
 export interface ExpectedPort {
+  /** The Service's ClusterIP (same for every port). */
+  clusterIP: string
   portName: string
   svcPortName: string
   protocol: 'tcp' | 'udp' | 'sctp'
@@ -112,6 +114,7 @@ export function expectedService(cluster: ClusterState, nodeName: string): Expect
     const localEndpoints = pick(cat.local)
     const usesLocalChain = policy.internalLocal || policy.externalLocal
     return {
+      clusterIP,
       portName: p.name ?? '',
       svcPortName: spn,
       protocol,

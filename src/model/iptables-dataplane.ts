@@ -8,7 +8,7 @@ function jumpsTo(dump: IptablesSave, table: string, chain: string, target: strin
   return dump.rules(table, chain).find((r) => r.target === target)
 }
 
-function readInfrastructure(dump: IptablesSave): NodeInfrastructure {
+export function readInfrastructure(dump: IptablesSave): NodeInfrastructure {
   const markRule = dump.rules('nat', 'KUBE-MARK-MASQ').find((r) => r.target === 'MARK')
   const markText = markRule ? (targetOption(markRule, '--set-xmark', '--or-mark', '--set-mark') ?? '') : ''
   const postMarkRule = dump.rules('nat', 'KUBE-POSTROUTING').find((r) => r.matches.some((m) => m.module === 'mark'))

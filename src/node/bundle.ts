@@ -6,6 +6,8 @@ import {parseBridgeState, type BridgeState} from '../parse/bridge-state.js'
 import {NftRuleset} from '../parse/nft-ruleset.js'
 import type {DnsAnswer} from './dns-probe.js'
 import type {KubeProxyStatus} from '../parse/kube-proxy-status.js'
+import {IpsetState} from '../parse/ipset-save.js'
+import {parseDeviceAddresses, parseIpvsadm, parseSysctl, type VirtualServer} from '../parse/ipvsadm.js'
 
 /** The files one node's folder of a bundle holds. */
 export const NODE_FILES = {
@@ -13,11 +15,23 @@ export const NODE_FILES = {
   nftRuleset: 'nft-ruleset.txt',
   iptablesLegacySave: 'iptables-legacy-save.txt',
   iptablesNftSave: 'iptables-nft-save.txt',
+  ipvsadm: 'ipvsadm.txt',
+  ipset: 'ipset.txt',
+  kubeIpvs0: 'kube-ipvs0.txt',
+  sysctl: 'sysctl.txt',
   network: 'network.txt',
   dns: 'dns.json',
   kubeProxy: 'kube-proxy.json',
   error: 'error.txt',
 } as const
+
+export interface IpvsState {
+  virtualServers: VirtualServer[]
+  ipsets: IpsetState
+  /** Addresses bound to kube-ipvs0; undefined when the device was not read. */
+  vips?: string[]
+  sysctls: Record<string, string>
+}
 
 export interface NodeObservation {
   name: string
@@ -27,6 +41,8 @@ export interface NodeObservation {
   nft?: NftRuleset
   /** The two iptables backends read one by one, where the node has both tools: leftovers hide in the unused one. */
   backends?: Array<{backend: 'legacy' | 'nft'; dump: IptablesSave}>
+  /** IPVS mode: virtual servers, ipsets, addresses on kube-ipvs0, the sysctls it needs. */
+  ipvs?: IpvsState
   network?: BridgeState
   dns?: DnsAnswer
   kubeProxy?: KubeProxyStatus
@@ -58,6 +74,19 @@ export function readNodeBundle(dir: string, name: string): NodeObservation {
       if (existsSync(file(f)) && readFileSync(file(f)).length > 0) (obs.backends ??= []).push({backend, dump: IptablesSave.parse(new FileSource(file(f)))})
     } catch {
       // An unreadable extra backend dump only loses the leftover check.
+    }
+  }
+  if (existsSync(file(NODE_FILES.ipvsadm))) {
+    try {
+      const read = (f: string) => (existsSync(file(f)) ? readFileSync(file(f), 'utf8') : '')
+      obs.ipvs = {
+        virtualServers: parseIpvsadm(read(NODE_FILES.ipvsadm)),
+        ipsets: IpsetState.parse(read(NODE_FILES.ipset)),
+        vips: existsSync(file(NODE_FILES.kubeIpvs0)) ? parseDeviceAddresses(read(NODE_FILES.kubeIpvs0)) : undefined,
+        sysctls: parseSysctl(read(NODE_FILES.sysctl)),
+      }
+    } catch (e) {
+      return {name, reachable: false, error: `IPVS dumps unreadable: ${(e as Error).message}`}
     }
   }
   if (!obs.iptables && !obs.nft) return {name, reachable: false, error: `neither ${NODE_FILES.iptablesSave} nor ${NODE_FILES.nftRuleset} is there`}

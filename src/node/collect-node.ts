@@ -60,6 +60,15 @@ async function readAll(session: SshSession, dir: string, dns?: DnsQuestion): Pro
     const r = await session.exec(commandLine(cmd, isRoot))
     if (r.code === 0 && r.stdout.length > 0) writeFileSync(join(dir, file), r.stdout)
   }
+  // IPVS mode: written only where ipvsadm answers (IPVS nodes); the rest goes with it.
+  const ipvs = await session.exec(commandLine('ipvsadm', isRoot))
+  if (ipvs.code === 0) {
+    writeFileSync(join(dir, NODE_FILES.ipvsadm), ipvs.stdout)
+    for (const [cmd, file] of [['ipsetSave', NODE_FILES.ipset], ['kubeIpvs0', NODE_FILES.kubeIpvs0], ['sysctls', NODE_FILES.sysctl]] as const) {
+      const r = await session.exec(commandLine(cmd, isRoot))
+      if (r.stdout.length > 0) writeFileSync(join(dir, file), r.stdout)
+    }
+  }
   const net = await session.exec(commandLine('network', isRoot))
   writeFileSync(join(dir, NODE_FILES.network), net.stdout)
   if (dns) writeFileSync(join(dir, NODE_FILES.dns), JSON.stringify(await askDns(session, dns), null, 2) + '\n')

@@ -8,6 +8,10 @@ export const NODE_COMMANDS = {
   nftRuleset: 'nft list ruleset',
   iptablesLegacySave: 'iptables-legacy-save',
   iptablesNftSave: 'iptables-nft-save',
+  ipvsadm: 'ipvsadm -Sn',
+  ipsetSave: 'ipset save',
+  kubeIpvs0: 'ip -o addr show dev kube-ipvs0',
+  sysctls: 'sysctl net.ipv4.ip_forward net.ipv4.vs.conntrack net.ipv4.vs.conn_reuse_mode net.ipv4.vs.expire_nodest_conn net.ipv4.conf.all.arp_ignore net.ipv4.conf.all.arp_announce',
   network: [
     "echo '## hairpin'",
     'for f in /sys/class/net/*/brif/*/hairpin_mode; do [ -e "$f" ] && echo "$f $(cat "$f")"; done',
@@ -23,7 +27,7 @@ export const NODE_COMMANDS = {
 
 export type NodeCommand = keyof typeof NODE_COMMANDS
 
-const NEEDS_ROOT: ReadonlySet<NodeCommand> = new Set(['iptablesSave', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave'])
+const NEEDS_ROOT: ReadonlySet<NodeCommand> = new Set(['iptablesSave', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave', 'ipvsadm', 'ipsetSave'])
 
 export function commandLine(cmd: NodeCommand, isRoot: boolean): string {
   const line = NODE_COMMANDS[cmd]

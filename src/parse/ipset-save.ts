@@ -18,8 +18,10 @@ interface IpsetDef {
 export class IpsetState {
   readonly sets = new Map<string, IpsetDef>()
 
+  /** Reads `ipset save` or `ipset list` output. */
   static parse(text: string): IpsetState {
     const state = new IpsetState()
+    if (/^Name: /m.test(text)) return IpsetState.parseList(text)
     for (const [i, raw] of text.split('\n').entries()) {
       const line = raw.trim()
       if (line === '' || line.startsWith('#')) continue
@@ -34,6 +36,31 @@ export class IpsetState {
     return state
   }
 
+  private static parseList(text: string): IpsetState {
+    const state = new IpsetState()
+    let set: IpsetDef | undefined
+    let members = false
+    for (const raw of text.split('\n')) {
+      const line = raw.trim()
+      const name = /^Name:\s+(\S+)/.exec(line)
+      if (name) {
+        set = {name: name[1], type: '', members: []}
+        state.sets.set(set.name, set)
+        members = false
+        continue
+      }
+      const type = /^Type:\s+(\S+)/.exec(line)
+      if (type && set) set.type = type[1]
+      else if (line === 'Members:') members = true
+      else if (members && set && line !== '') set.members.push(line.split(/\s+/)[0])
+    }
+    return state
+  }
+
+  has(name: string, member: string): boolean {
+    return this.sets.get(name)?.members.includes(member) ?? false
+  }
+
   /** undefined when the set is unknown or its type is not understood. */
   matches(name: string, flags: string, p: IpsetPacket): boolean | undefined {
     const set = this.sets.get(name)
@@ -42,12 +69,16 @@ export class IpsetState {
     const dirs = flags.split(',')
     const value = (i: number): string => (dirs[i] === 'src' ? (dims[i] === 'port' ? String(p.sport) : p.src) : dims[i] === 'port' ? String(p.dport) : p.dst)
     if (!dims.every((d) => d === 'ip' || d === 'net' || d === 'port')) return undefined
+    // With fewer direction flags than the set has dimensions, only the first ones are compared.
+    const used = dims.slice(0, Math.min(dims.length, dirs.length))
     return set.members.some((member) => {
       const parts = member.split(',')
-      return dims.every((d, i) => {
+      return used.every((d, i) => {
         const part = parts[i] ?? ''
         if (d === 'port') {
-          const [proto, port] = part.includes(':') ? part.split(':') : ['tcp', part]
+          // bitmap:port sets hold bare ports (one set per protocol); hash sets hold proto:port.
+          if (!part.includes(':')) return Number(part) === Number(value(i))
+          const [proto, port] = part.split(':')
           return proto === p.proto && Number(port) === Number(value(i))
         }
         if (d === 'net') return inCidr(part.includes('/') ? part : `${part}/32`, value(i))

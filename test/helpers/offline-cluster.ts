@@ -6,6 +6,9 @@ import {BufferSource} from '../../src/parse/dump-source.js'
 import {IptablesSave} from '../../src/parse/iptables-save.js'
 import {endpointSliceObject, kubeProxyConfigMap, nodeObject, podObject, serviceObject} from '../lab/fixtures.js'
 import {kubeProxyRules, type RuleFaults} from '../lab/kube-proxy-rules.js'
+import {kubeProxyIpvsTexts, type IpvsFaults} from '../lab/kube-proxy-ipvs.js'
+import {IpsetState} from '../../src/parse/ipset-save.js'
+import {parseDeviceAddresses, parseIpvsadm, parseSysctl} from '../../src/parse/ipvsadm.js'
 import {DNS, NODES, WEB, labPods, type LabPod} from '../lab/lab-cluster.js'
 
 export interface OfflineOptions {
@@ -16,6 +19,9 @@ export interface OfflineOptions {
   /** Replace a node's dump text entirely. */
   dumpFor?: Record<string, string>
   dns?: Record<string, {addresses: string[]; error?: string; rcode?: string}>
+  /** Nodes in IPVS mode, with their faults; `list` reads `ipvsadm -Ln` instead of `-Sn`. */
+  ipvs?: Record<string, IpvsFaults & {list?: boolean}>
+  strictARP?: boolean
 }
 
 /** The lab's cluster as the doctor would read it, built in memory: API objects plus each node's dumps. */
@@ -29,12 +35,14 @@ export function offlineCluster(opts: OfflineOptions = {}): {cluster: ClusterStat
     pods: pods.filter((p) => p.namespace === 'shop').map(podObject),
     nodes: NODES.map(nodeObject),
     kubeProxyPods: [],
-    proxyConfig: parseKubeProxyConfig(kubeProxyConfigMap().data['config.conf'], 'test'),
+    proxyConfig: {...parseKubeProxyConfig(kubeProxyConfigMap().data['config.conf'], 'test'), ...(opts.strictARP ? {ipvsStrictARP: true} : {})},
     dns: {service: serviceObject(DNS), slices: [endpointSliceObject(DNS, pods)]},
     clusterDomain: 'cluster.local',
   } as unknown as ClusterState
   const observations = NODES.map((node): NodeObservation => {
-    const text = opts.dumpFor?.[node.name] ?? kubeProxyRules(node, [WEB, DNS], pods, opts.faults?.[node.name] ?? {})
+    const ipvsFaults = opts.ipvs?.[node.name]
+    const ipvsTexts = ipvsFaults ? kubeProxyIpvsTexts(node, [WEB, DNS], pods, ipvsFaults) : undefined
+    const text = opts.dumpFor?.[node.name] ?? ipvsTexts?.iptablesSave ?? kubeProxyRules(node, [WEB, DNS], pods, opts.faults?.[node.name] ?? {})
     const local = pods.filter((p) => p.node === node.name)
     const network = [
       '## hairpin',
@@ -50,6 +58,17 @@ export function offlineCluster(opts: OfflineOptions = {}): {cluster: ClusterStat
     return {
       name: node.name,
       reachable: true,
+      ...(ipvsTexts
+        ? {
+            kubeProxy: {proxyMode: 'ipvs'},
+            ipvs: {
+              virtualServers: parseIpvsadm(ipvsFaults!.list ? ipvsTexts.ipvsadmList : ipvsTexts.ipvsadmSave),
+              ipsets: IpsetState.parse(ipvsTexts.ipsetSave),
+              vips: parseDeviceAddresses(ipvsTexts.kubeIpvs0),
+              sysctls: parseSysctl(ipvsTexts.sysctl),
+            },
+          }
+        : {}),
       iptables: IptablesSave.parse(new BufferSource(Buffer.from(text))),
       network: parseBridgeState(network),
       dns: {name: 'web.shop.svc.cluster.local', server: DNS.clusterIP, method: 'test', rcode: dns.rcode ?? (dns.error ? undefined : 'NOERROR'), ...dns},

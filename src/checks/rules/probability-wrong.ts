@@ -15,6 +15,7 @@ export const probabilityWrong: Check = {
     for (const n of ctx.nodes) {
       for (const p of n.programmed) {
         const eps = p.endpoints
+        if (eps.some((e) => e.weight !== undefined)) continue
         eps.forEach((e, i) => {
           const want = i === eps.length - 1 ? 1 : 1 / (eps.length - i)
           if (Math.abs(e.probability - want) > TOLERANCE)

@@ -1,0 +1,126 @@
+import {vsKey} from '../../parse/ipvsadm.js'
+import type {Check, FindingDraft, NodeView} from '../check.js'
+
+function ipvsNodes(views: NodeView[]) {
+  return views.filter((n) => n.mode.mode === 'ipvs' && n.obs.ipvs)
+}
+
+export const ipvsWeightZero: Check = {
+  meta: {
+    code: 'KPD-IPVS-WEIGHT-ZERO',
+    severity: 'error',
+    title: 'IPVS real server stuck at weight 0 for a ready endpoint',
+    hint: 'kube-proxy sets weight 0 only for terminating endpoints; a ready one at 0 gets no traffic (kubernetes #92019): restart kube-proxy on the node.',
+  },
+  run(ctx) {
+    const out: FindingDraft[] = []
+    for (const n of ipvsNodes(ctx.nodes)) {
+      for (const p of n.programmed) {
+        for (const e of p.endpoints) {
+          const ep = p.expected.allEndpoints.find((x) => x.address === e.dnatTo)
+          if (e.weight === 0 && ep?.ready && !ep.terminating)
+            out.push({node: n.name, message: `${n.name}: real server ${e.dnatTo}${ep.podName ? ` (pod ${ep.podName})` : ''} of ${p.chain.replace(/^VS /, '')} has weight 0 although the endpoint is ready: it gets no new connections`, evidence: [`ipvs line ${e.jump.line}: ${e.jump.text}`], hint: n.dataplane.show(n.name, p.chain)})
+        }
+      }
+    }
+    return out
+  },
+}
+
+export const ipvsVipUnbound: Check = {
+  meta: {
+    code: 'KPD-IPVS-VIP-UNBOUND',
+    severity: 'error',
+    title: 'Service address not bound to kube-ipvs0',
+    hint: 'Without the address on kube-ipvs0 the packet is not delivered locally to IPVS: restart kube-proxy on the node.',
+  },
+  run(ctx) {
+    const out: FindingDraft[] = []
+    for (const n of ipvsNodes(ctx.nodes)) {
+      const vips = n.obs.ipvs!.vips
+      if (!vips) continue
+      for (const ip of [n.expected.clusterIP!, ...n.expected.externalIPs, ...n.expected.loadBalancerIPs]) {
+        if (!vips.includes(ip)) out.push({node: n.name, message: `${n.name}: ${ip} is not on kube-ipvs0 (it holds ${vips.length} address(es))`, hint: `ssh ${n.name} ip -o addr show dev kube-ipvs0 | grep -w ${ip}`})
+      }
+    }
+    return out
+  },
+}
+
+export const ipvsIpsetMissing: Check = {
+  meta: {
+    code: 'KPD-IPVS-IPSET-MISSING',
+    severity: 'error',
+    title: "An ipset entry IPVS mode's iptables rules depend on is missing",
+    hint: 'kube-proxy keeps these sets in step with the Services; a missing entry means a stale or failing kube-proxy: restart it.',
+  },
+  run(ctx) {
+    const out: FindingDraft[] = []
+    for (const n of ipvsNodes(ctx.nodes)) {
+      const sets = n.obs.ipvs!.ipsets
+      const svc = n.expected
+      for (const p of svc.ports) {
+        if (!p.hasEndpoints) continue
+        const want: Array<[string, string, string]> = [['KUBE-CLUSTER-IP', `${svc.clusterIP},${p.protocol}:${p.port}`, 'ClusterIP traffic is not marked and accepted for IPVS']]
+        for (const ip of svc.externalIPs) want.push(['KUBE-EXTERNAL-IP', `${ip},${p.protocol}:${p.port}`, 'externalIP traffic is not handled'])
+        for (const ip of svc.loadBalancerIPs) want.push(['KUBE-LOAD-BALANCER', `${ip},${p.protocol}:${p.port}`, 'LoadBalancer traffic is not handled'])
+        if (p.nodePort && (p.protocol === 'tcp' || p.protocol === 'udp')) want.push([`KUBE-NODE-PORT-${p.protocol.toUpperCase()}`, String(p.nodePort), 'NodePort traffic is not marked for masquerade'])
+        for (const [set, member, effect] of want) {
+          if (!sets.sets.has(set)) out.push({node: n.name, message: `${n.name}: ipset ${set} does not exist: ${effect}`, hint: `ssh ${n.name} sudo ipset list -n`})
+          else if (!sets.has(set, member)) out.push({node: n.name, message: `${n.name}: ipset ${set} lacks ${member} (${p.svcPortName}): ${effect}`, hint: `ssh ${n.name} sudo ipset list ${set} | grep -- '${member.split(',')[0]}'`})
+        }
+      }
+    }
+    return out
+  },
+}
+
+export const ipvsSysctl: Check = {
+  meta: {
+    code: 'KPD-IPVS-SYSCTL',
+    severity: 'error',
+    title: 'A sysctl IPVS mode needs is not set',
+    hint: 'kube-proxy sets these at start: something reset them (a tuning daemon, a sysctl.d file). Set them back and find what changed them.',
+  },
+  run(ctx) {
+    const out: FindingDraft[] = []
+    const want: Array<[string, string, string]> = [
+      ['net.ipv4.vs.conntrack', '1', 'IPVS connections bypass conntrack, so masquerading (KUBE-POSTROUTING) never happens'],
+      ['net.ipv4.ip_forward', '1', 'the node does not forward to pods on other nodes'],
+    ]
+    if (ctx.cluster.proxyConfig.ipvsStrictARP)
+      want.push(['net.ipv4.conf.all.arp_ignore', '1', 'strictARP is on, but the node answers ARP for kube-ipvs0 addresses'], ['net.ipv4.conf.all.arp_announce', '2', 'strictARP is on, but the node announces kube-ipvs0 addresses'])
+    for (const n of ipvsNodes(ctx.nodes)) {
+      const got = n.obs.ipvs!.sysctls
+      if (Object.keys(got).length === 0) continue
+      for (const [key, value, effect] of want) {
+        if (got[key] !== value) out.push({node: n.name, message: `${n.name}: ${key} = ${got[key] ?? 'missing'}, expected ${value}: ${effect}`, hint: `ssh ${n.name} sysctl ${key}`})
+      }
+    }
+    return out
+  },
+}
+
+export const ipvsScheduler: Check = {
+  meta: {
+    code: 'KPD-IPVS-SCHEDULER',
+    severity: 'warning',
+    title: 'Virtual server scheduler or persistence differs from what kube-proxy and the Service ask',
+    hint: "Compare kube-proxy's ipvs.scheduler and the Service's sessionAffinity with `ipvsadm -Ln`; restart kube-proxy on the node.",
+  },
+  run(ctx) {
+    const out: FindingDraft[] = []
+    const scheduler = ctx.cluster.proxyConfig.ipvsScheduler || 'rr'
+    for (const n of ipvsNodes(ctx.nodes)) {
+      const affinity = n.expected.sessionAffinitySeconds
+      for (const p of n.expected.ports) {
+        const vs = n.obs.ipvs!.virtualServers.find((v) => vsKey(v.proto, v.address, v.port) === vsKey(p.protocol, n.expected.clusterIP!, p.port))
+        if (!vs) continue
+        if (vs.scheduler !== scheduler) out.push({node: n.name, message: `${n.name}: ${vs.text} uses scheduler ${vs.scheduler}, kube-proxy is configured for ${scheduler}`, evidence: [`ipvs line ${vs.line}: ${vs.text}`]})
+        if ((vs.persistent ?? undefined) !== affinity)
+          out.push({node: n.name, message: `${n.name}: ${vsKey(vs.proto, vs.address, vs.port)} has ${vs.persistent ? `persistence ${vs.persistent}s` : 'no persistence'}, the Service asks for ${affinity ? `ClientIP affinity ${affinity}s` : 'none'}`, evidence: [`ipvs line ${vs.line}: ${vs.text}`]})
+      }
+    }
+    return out
+  },
+}

@@ -1,0 +1,93 @@
+import type {IpvsState} from '../node/bundle.js'
+import type {IptablesSave} from '../parse/iptables-save.js'
+import {vsKey, type VirtualServer} from '../parse/ipvsadm.js'
+import {IpvsTracer} from '../trace/ipvs-tracer.js'
+import {joinAddr} from '../trace/walk.js'
+import type {ChainNames, Dataplane, ModeVocabulary, NodeInfrastructure, ProgrammedEndpoint, ProgrammedPort, ProgrammedRule} from './dataplane.js'
+import type {ExpectedPort, ExpectedService} from './expected.js'
+import {readInfrastructure as readIptablesInfrastructure} from './iptables-dataplane.js'
+
+const VOCABULARY: ModeVocabulary = {
+  mode: 'ipvs',
+  services: 'nat KUBE-SERVICES',
+  nodePorts: 'nat KUBE-NODE-PORT',
+  markChain: 'KUBE-MARK-MASQ',
+  masqChain: 'KUBE-POSTROUTING',
+  isNatTable: (t) => t === 'nat' || t === 'ipvs',
+  isServiceChain: (c) => c.startsWith('VS '),
+  isEndpointChain: (c) => c.startsWith('RS '),
+}
+
+function rule(v: {line: number; text: string}, target: string): ProgrammedRule {
+  return {table: 'ipvs', line: v.line, text: v.text, target}
+}
+
+/** kube-proxy's IPVS mode on one node: virtual servers per service address, real servers per endpoint. */
+export function ipvsDataplane(dump: IptablesSave, ipvs: IpvsState, nodeAddress: string | undefined, nodeName: string): Dataplane {
+  const find = (proto: string, ip: string | undefined, port: number | undefined): VirtualServer | undefined =>
+    ip && port ? ipvs.virtualServers.find((v) => v.proto === proto && v.address === ip && v.port === port) : undefined
+  const names = (port: ExpectedPort): ChainNames => {
+    const nodePortVs = port.nodePort && nodeAddress ? `VS ${vsKey(port.protocol, nodeAddress, port.nodePort)}` : 'VS (node port)'
+    return {internal: `VS ${vsKey(port.protocol, port.clusterIP, port.port)}`, external: nodePortVs, externalPolicy: nodePortVs, endpoint: (ep) => `RS ${ep.address}`}
+  }
+  const endpointsOf = (vs: VirtualServer | undefined, port: ExpectedPort): ProgrammedEndpoint[] => {
+    if (!vs) return []
+    const total = vs.reals.reduce((a, r) => a + r.weight, 0)
+    let remaining = total
+    return vs.reals.map((r) => {
+      const address = joinAddr(r.address, r.port)
+      const conditional = remaining > 0 ? r.weight / remaining : 0
+      remaining -= r.weight
+      const local = port.allEndpoints.find((e) => e.ip === r.address)?.nodeName === nodeName
+      return {
+        jump: rule(r, `RS ${address}`),
+        sepChain: `RS ${address}`,
+        probability: conditional,
+        weight: r.weight,
+        dnatRule: rule(r, address),
+        dnatTo: address,
+        dnatIp: r.address,
+        dnatPort: r.port,
+        hairpinMasq: !local || ipvs.ipsets.has('KUBE-LOOP-BACK', `${r.address},${port.protocol}:${r.port},${r.address}`),
+      }
+    })
+  }
+  const programmed = (svc: ExpectedService): ProgrammedPort[] =>
+    svc.ports.map((port) => {
+      const want = names(port)
+      const vs = find(port.protocol, svc.clusterIP, port.port)
+      const nodeVs = find(port.protocol, nodeAddress, port.nodePort)
+      const externalRules = new Map<string, ProgrammedRule>()
+      for (const ip of [...svc.externalIPs, ...svc.loadBalancerIPs]) {
+        const e = find(port.protocol, ip, port.port)
+        if (e) externalRules.set(ip, rule(e, `VS ${vsKey(e.proto, e.address, e.port)}`))
+      }
+      return {
+        expected: port,
+        clusterIPRule: vs ? rule(vs, want.internal) : undefined,
+        nodePortRule: nodeVs ? rule(nodeVs, want.external) : undefined,
+        externalRules,
+        chain: want.internal,
+        chainExists: !!vs,
+        endpoints: endpointsOf(vs, port),
+        want,
+      }
+    })
+  const infrastructure = (): NodeInfrastructure => {
+    const base = readIptablesInfrastructure(dump)
+    const accept = dump.rules('nat', 'KUBE-SERVICES').find((r) => r.target === 'ACCEPT' && r.text.includes('--match-set KUBE-CLUSTER-IP'))
+    return {
+      ...base,
+      hooks: [...base.hooks, {label: 'nat KUBE-SERVICES accepting KUBE-CLUSTER-IP (ClusterIP traffic handed to IPVS)', rule: accept}],
+      nodePortsJump: dump.rules('nat', 'KUBE-SERVICES').find((r) => r.target === 'KUBE-NODE-PORT'),
+    }
+  }
+  return {
+    vocab: VOCABULARY,
+    names,
+    infrastructure,
+    programmed,
+    tracer: (localAddresses, locallyGenerated) => new IpvsTracer(dump, ipvs.virtualServers, {localAddresses, vips: ipvs.vips ?? [], ipsets: ipvs.ipsets, locallyGenerated}),
+    show: (node, pattern) => `ssh ${node} sudo ipvsadm -Ln | grep -A4 -- '${pattern.replace(/^(VS|RS) /, '').replace(/^(TCP|UDP|SCTP) /, '')}'`,
+  }
+}

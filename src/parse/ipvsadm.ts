@@ -1,0 +1,97 @@
+/** IPVS virtual and real servers, from `ipvsadm -Sn` (save) or `ipvsadm -Ln` (list) output. */
+export interface RealServer {
+  address: string
+  port: number
+  forward: string
+  weight: number
+  line: number
+  text: string
+}
+
+export interface VirtualServer {
+  proto: 'tcp' | 'udp' | 'sctp' | 'fwm'
+  address: string
+  port: number
+  scheduler: string
+  /** Seconds of persistence (ClientIP session affinity), when set. */
+  persistent?: number
+  line: number
+  text: string
+  reals: RealServer[]
+}
+
+export class IpvsParseError extends Error {}
+
+const PROTO_FLAGS: Record<string, VirtualServer['proto']> = {'-t': 'tcp', '--tcp-service': 'tcp', '-u': 'udp', '--udp-service': 'udp', '--sctp-service': 'sctp', '-f': 'fwm', '--fwmark-service': 'fwm'}
+const FORWARD_FLAGS: Record<string, string> = {'-m': 'Masq', '--masquerading': 'Masq', '-g': 'Route', '--gatewaying': 'Route', '-i': 'Tunnel', '--ipip': 'Tunnel'}
+
+export function splitHostPort(text: string): {address: string; port: number} {
+  const v6 = /^\[([^\]]+)\]:(\d+)$/.exec(text)
+  if (v6) return {address: v6[1], port: Number(v6[2])}
+  const i = text.lastIndexOf(':')
+  return i < 0 ? {address: text, port: 0} : {address: text.slice(0, i), port: Number(text.slice(i + 1))}
+}
+
+export function vsKey(proto: string, address: string, port: number): string {
+  return `${proto.toUpperCase()} ${address.includes(':') ? `[${address}]` : address}:${port}`
+}
+
+export function parseIpvsadm(text: string): VirtualServer[] {
+  const out: VirtualServer[] = []
+  const find = (proto: string, addr: string) => out.find((v) => vsKey(v.proto, v.address, v.port) === vsKey(proto, ...(Object.values(splitHostPort(addr)) as [string, number])))
+  let current: VirtualServer | undefined
+  for (const [i, raw] of text.split('\n').entries()) {
+    const line = raw.trim()
+    const lineNo = i + 1
+    if (line === '' || /^(IP Virtual Server|Prot LocalAddress|-> RemoteAddress)/.test(line)) continue
+    const words = line.split(/\s+/)
+    if (words[0] === '-A' || words[0] === '--add-service') {
+      const proto = PROTO_FLAGS[words[1]]
+      if (!proto) throw new IpvsParseError(`line ${lineNo}: service type "${words[1]}" not understood`)
+      const hp = splitHostPort(words[2])
+      const s = words.indexOf('-s')
+      const p = words.indexOf('-p')
+      out.push({proto, ...hp, scheduler: s >= 0 ? words[s + 1] : 'wlc', persistent: p >= 0 ? Number(words[p + 1] ?? 300) : undefined, line: lineNo, text: line, reals: []})
+    } else if (words[0] === '-a' || words[0] === '--add-server') {
+      const vs = find(PROTO_FLAGS[words[1]] ?? '', words[2])
+      if (!vs) throw new IpvsParseError(`line ${lineNo}: real server for an undeclared virtual server ${words[2]}`)
+      const r = words.indexOf('-r')
+      const w = words.indexOf('-w')
+      const fwd = words.find((x) => FORWARD_FLAGS[x])
+      vs.reals.push({...splitHostPort(words[r + 1]), forward: fwd ? FORWARD_FLAGS[fwd] : 'Route', weight: w >= 0 ? Number(words[w + 1]) : 1, line: lineNo, text: line})
+    } else if (/^(TCP|UDP|SCTP|FWM)$/.test(words[0])) {
+      const proto = words[0].toLowerCase() as VirtualServer['proto']
+      const hp = proto === 'fwm' ? {address: words[1], port: 0} : splitHostPort(words[1])
+      const pi = words.indexOf('persistent')
+      current = {proto, ...hp, scheduler: words[2] ?? 'wlc', persistent: pi >= 0 ? Number(words[pi + 1]) : undefined, line: lineNo, text: line, reals: []}
+      out.push(current)
+    } else if (words[0] === '->') {
+      if (!current) throw new IpvsParseError(`line ${lineNo}: real server before any virtual server`)
+      current.reals.push({...splitHostPort(words[1]), forward: words[2], weight: Number(words[3]), line: lineNo, text: line})
+    } else throw new IpvsParseError(`line ${lineNo}: not ipvsadm output: "${line.slice(0, 60)}"`)
+  }
+  return out
+}
+
+/** Addresses bound to kube-ipvs0, from `ip -o addr show dev kube-ipvs0` (or the multi-line form). */
+export function parseDeviceAddresses(text: string, device = 'kube-ipvs0'): string[] {
+  const out: string[] = []
+  let inDevice = false
+  for (const line of text.split('\n')) {
+    const head = /^\d+:\s+([^:\s@]+)/.exec(line)
+    if (head) inDevice = head[1] === device
+    const m = /\binet6?\s+([0-9a-fA-F.:]+)\/\d+/.exec(line)
+    if (m && (inDevice || line.includes(` ${device}`))) out.push(m[1])
+  }
+  return out
+}
+
+/** `sysctl a b c` output: "key = value" lines. */
+export function parseSysctl(text: string): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const line of text.split('\n')) {
+    const m = /^([\w.\-/]+)\s*=\s*(.*)$/.exec(line.trim())
+    if (m) out[m[1]] = m[2].trim()
+  }
+  return out
+}

@@ -1,6 +1,7 @@
 import {Args, Command, Flags} from '@oclif/core'
 import {clusterFlags, failWith, splitList} from '../cli/flags.js'
 import {diagnose} from '../diagnosis/diagnose.js'
+import type {ProxyMode} from '../diagnosis/choose-mode.js'
 import {gatherLive, gatherSnapshot} from '../diagnosis/gather.js'
 import {DiagnosisError} from '../errors.js'
 import {makeChalk, renderHuman} from '../report/human.js'
@@ -16,6 +17,7 @@ export default class Svc extends Command {
     snapshot: Flags.string({description: 'diagnose a recorded bundle (see `collect svc`) instead of a live cluster'}),
     explain: Flags.boolean({description: 'show the rule-by-rule trace behind each broken path', default: false}),
     ignore: Flags.string({description: 'finding codes to silence (comma-separated)'}),
+    'proxy-mode': Flags.string({options: ['iptables', 'nftables', 'ipvs'], description: "judge every node in this kube-proxy mode, whatever kube-proxy and the rules say"}),
   }
 
   async run(): Promise<void> {
@@ -36,7 +38,7 @@ export default class Svc extends Command {
             concurrency: flags.concurrency,
           })
       for (const w of g.warnings) process.stderr.write(`kproxy-doctor: warning: ${w}\n`)
-      const d = diagnose(g.cluster, g.observations, {ignore: splitList(flags.ignore)})
+      const d = diagnose(g.cluster, g.observations, {ignore: splitList(flags.ignore), proxyMode: flags['proxy-mode'] as ProxyMode | undefined})
       if (d.context.nodes.length === 0 && d.context.unsupported.length === 0 && !d.context.service.notProxied)
         throw new DiagnosisError(`no node could be read: ${g.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}`)
       const report = buildReport(d, {explain: flags.explain, notes: g.selectionNote ? [g.selectionNote] : []})

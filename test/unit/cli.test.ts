@@ -18,6 +18,16 @@ test('the bundled examples: broken gives exit 1 with the first line naming node 
   assert.match(healthy.stdout, /^✓ shop\/web: every traced path works on 2 node\(s\)/)
 })
 
+test('the IPVS example (recorded ipvsadm/ipset output): weight stuck at 0 found on node-b', async () => {
+  const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/ipvs-cluster', '-o', 'json'])
+  assert.equal(r.code, 1)
+  assert.deepEqual(r.json.findings.map((f: {code: string; node: string}) => `${f.code}@${f.node}`), ['KPD-IPVS-WEIGHT-ZERO@node-b'])
+  assert.deepEqual(r.json.nodes.map((n: {mode: string}) => n.mode), ['ipvs', 'ipvs'])
+  assert.match(r.json.next, /ipvsadm -Ln/)
+  const forced = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/ipvs-cluster', '-o', 'json', '--proxy-mode', 'iptables'])
+  assert.ok(forced.json.nodes.every((n: {modeSource: string}) => n.modeSource === '--proxy-mode'))
+})
+
 test('--explain shows the walk behind a broken path', async () => {
   const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/broken-cluster', '--explain'])
   assert.match(r.stdout, /Trace node-b pod→ClusterIP \(http\):/)

@@ -11,7 +11,8 @@ import {renderTraceSummary, renderTraceTree} from '../report/trace-tree.js'
 import {parseIp} from '../trace/addresses.js'
 import {IptablesTracer} from '../trace/iptables-tracer.js'
 import type {Protocol, Tracer} from '../trace/types.js'
-import {NftRuleset} from '../parse/nft-ruleset.js'
+import type {NftRuleset} from '../parse/nft-ruleset.js'
+import {parseNftDump} from '../parse/nft-dump.js'
 import {NftTracer} from '../trace/nft-tracer.js'
 
 export default class Trace extends Command {
@@ -24,7 +25,7 @@ export default class Trace extends Command {
   ]
   static override flags = {
     'iptables-save': Flags.string({description: 'iptables-save dump to walk ("-" reads stdin)', exclusive: ['node', 'nft']}),
-    nft: Flags.string({description: 'text of `nft list ruleset` to walk ("-" reads stdin): kube-proxy nftables mode', exclusive: ['node']}),
+    nft: Flags.string({description: '`nft list ruleset` text or `nft -j list ruleset` JSON to walk ("-" reads stdin)', exclusive: ['node']}),
     'ipset-save': Flags.string({description: '`ipset save` output, for -m set matches'}),
     node: Flags.string({description: 'read the dump live from this node over SSH (addresses from the cluster)'}),
     src: Flags.string({required: true, description: 'source address of the packet'}),
@@ -63,7 +64,7 @@ export default class Trace extends Command {
         const file = flags.nft
         let rs: NftRuleset
         try {
-          rs = NftRuleset.parse(readFileSync(file === '-' ? 0 : file, 'utf8'))
+          rs = parseNftDump(readFileSync(file === '-' ? 0 : file, 'utf8'))
         } catch (e) {
           throw new DiagnosisError(`${file === '-' ? 'stdin' : file}: ${(e as Error).message}`)
         }

@@ -3,7 +3,8 @@ import {join} from 'node:path'
 import {FileSource} from '../parse/dump-source.js'
 import {IptablesSave} from '../parse/iptables-save.js'
 import {parseBridgeState, type BridgeState} from '../parse/bridge-state.js'
-import {NftRuleset} from '../parse/nft-ruleset.js'
+import type {NftRuleset} from '../parse/nft-ruleset.js'
+import {parseNftDump} from '../parse/nft-dump.js'
 import type {DnsAnswer} from './dns-probe.js'
 import type {KubeProxyStatus} from '../parse/kube-proxy-status.js'
 import {IpsetState} from '../parse/ipset-save.js'
@@ -65,7 +66,7 @@ export function readNodeBundle(dir: string, name: string): NodeObservation {
   }
   try {
     const nftFile = file(NODE_FILES.nftRuleset)
-    if (existsSync(nftFile) && readFileSync(nftFile, 'utf8').trim() !== '') obs.nft = NftRuleset.parse(readFileSync(nftFile, 'utf8'))
+    if (existsSync(nftFile) && readFileSync(nftFile, 'utf8').trim() !== '') obs.nft = parseNftDump(readFileSync(nftFile, 'utf8'))
   } catch (e) {
     return {name, reachable: false, error: `${NODE_FILES.nftRuleset} unreadable: ${(e as Error).message}`}
   }

@@ -86,7 +86,6 @@ export class NftRuleset {
   readonly tables: NftTable[] = []
 
   static parse(text: string): NftRuleset {
-    if (/^\s*\{\s*"nftables"/.test(text)) throw new NftParseError(1, 'this is `nft -j` JSON; give the text of `nft list ruleset` instead')
     const rs = new NftRuleset()
     const lines = text.split('\n')
     let table: NftTable | undefined

@@ -3,6 +3,7 @@ import {after, before, describe, test} from 'node:test'
 import {BufferSource} from '../../src/parse/dump-source.js'
 import {IptablesSave} from '../../src/parse/iptables-save.js'
 import {NftRuleset} from '../../src/parse/nft-ruleset.js'
+import {nftRulesetFromJson} from '../../src/parse/nft-json.js'
 import {IptablesTracer} from '../../src/trace/iptables-tracer.js'
 import {NftTracer} from '../../src/trace/nft-tracer.js'
 import type {Packet, TraceResult} from '../../src/trace/types.js'
@@ -88,9 +89,13 @@ describe('tracer vs kernel (differential)', {skip: why}, () => {
     return `backend:${pod.name}`
   }
 
-  function predict(mode: 'iptables' | 'nftables', packet: Packet, local: boolean): TraceResult {
+  /** nftables rule sets are read alternately from `nft list ruleset` text and `nft -j list ruleset` JSON. */
+  function predict(mode: 'iptables' | 'nftables', packet: Packet, local: boolean, json: boolean): TraceResult {
     const ns = lab.nodeNs(NODE_A)
-    if (mode === 'nftables') return new NftTracer(NftRuleset.parse(inNs(ns, 'nft', ['list', 'ruleset'])), {localAddresses: [NODE_A.ip], locallyGenerated: local}).trace(packet)
+    if (mode === 'nftables') {
+      const rs = json ? nftRulesetFromJson(inNs(ns, 'nft', ['-j', 'list', 'ruleset'])) : NftRuleset.parse(inNs(ns, 'nft', ['list', 'ruleset']))
+      return new NftTracer(rs, {localAddresses: [NODE_A.ip], locallyGenerated: local}).trace(packet)
+    }
     const dump = IptablesSave.parse(new BufferSource(Buffer.from(inNs(ns, 'iptables-save', []))))
     return new IptablesTracer(dump, {localAddresses: [NODE_A.ip], locallyGenerated: local}).trace(packet)
   }
@@ -118,9 +123,9 @@ describe('tracer vs kernel (differential)', {skip: why}, () => {
         {name: 'pod→ClusterIP:81', fromNs: lab.podNs('client-a'), local: false, packet: {src: CLIENT_A, dst: CLUSTER_IP, proto: 'tcp', dport: 81, sport: 40000, inIface: 'cbr0'}},
         {name: 'node→ClusterIP', fromNs: lab.nodeNs(NODE_A), local: true, packet: {src: NODE_A.ip, dst: CLUSTER_IP, proto: 'tcp', dport: 80, sport: 40000}},
       ]
-      const context = `${mode}, ready ${eps.map((p) => p.name).join(',') || 'none'}, faults ${JSON.stringify(faults)}`
+      const context = `${mode}${mode === 'nftables' && n % 4 === 3 ? ' (read as JSON)' : ''}, ready ${eps.map((p) => p.name).join(',') || 'none'}, faults ${JSON.stringify(faults)}`
       for (const sc of scenarios) {
-        const trace = predict(mode, sc.packet, sc.local)
+        const trace = predict(mode, sc.packet, sc.local, n % 4 === 3)
         assert.notEqual(trace.verdict, 'UNKNOWN', `${sc.name}: the tracer must decide kube-proxy rules (${context})`)
         const predicted = new Map<Observed, {p: number; masquerade: Set<boolean>}>()
         for (const o of trace.outcomes) {

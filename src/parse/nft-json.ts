@@ -1,0 +1,156 @@
+import {NftParseError, NftRuleset, type NftChain, type NftSet, type NftTable} from './nft-ruleset.js'
+
+/**
+ * `nft -j list ruleset` JSON, read into the same structure as the text form. Each rule's expressions are written
+ * back in nft's own syntax, so one tracer reads both; a rule's `line` is its handle.
+ */
+type J = unknown
+type Obj = Record<string, unknown>
+
+const isObj = (x: J): x is Obj => typeof x === 'object' && x !== null && !Array.isArray(x)
+
+function hex(n: J): string {
+  return typeof n === 'number' ? `0x${n.toString(16).padStart(8, '0')}` : value(n)
+}
+
+/** A value or selector expression. */
+function value(e: J): string {
+  if (typeof e === 'string') return /\s/.test(e) ? `"${e}"` : e
+  if (typeof e === 'number') return String(e)
+  if (Array.isArray(e)) return `{ ${e.map(value).join(', ')} }`
+  if (!isObj(e)) return String(e)
+  const [k, v] = Object.entries(e)[0] ?? ['', undefined]
+  const o = (v ?? {}) as Obj
+  switch (k) {
+    case 'payload':
+      return `${o.protocol} ${o.field}`
+    case 'meta':
+      return o.key === 'iifname' || o.key === 'oifname' ? String(o.key) : `meta ${o.key}`
+    case 'ct':
+      return `ct ${o.key}`
+    case 'fib':
+      return `fib ${((o.flags as string[] | string | undefined) ?? []).toString().replace(/,/g, ' . ')} ${o.result}`
+    case '&':
+    case '|':
+    case '^': {
+      const [a, b] = v as J[]
+      return `${value(a)} ${k} ${hex(b)}`
+    }
+    case 'concat':
+      return (v as J[]).map(value).join(' . ')
+    case 'prefix':
+      return `${o.addr}/${o.len}`
+    case 'range': {
+      const [a, b] = v as J[]
+      return `${value(a)}-${value(b)}`
+    }
+    case 'set':
+      return `{ ${(v as J[]).map((x) => (Array.isArray(x) ? `${value(x[0])} : ${verdict(x[1])}` : value(x))).join(', ')} }`
+    case 'numgen':
+      return `numgen ${o.mode} mod ${o.mod}${o.offset ? ` offset ${o.offset}` : ''}`
+    case 'elem':
+      return value(o.val)
+  }
+  return `json-${k}`
+}
+
+function verdict(e: J): string {
+  if (!isObj(e)) return String(e)
+  const [k, v] = Object.entries(e)[0]
+  if (k === 'jump' || k === 'goto') return `${k} ${(v as Obj).target}`
+  return k
+}
+
+/** One statement of a rule. */
+function statement(e: J): string {
+  if (!isObj(e)) return `json-${String(e)}`
+  const [k, v] = Object.entries(e)[0]
+  const o = (v ?? {}) as Obj
+  switch (k) {
+    case 'match': {
+      const op = o.op === '==' || o.op === 'in' ? '' : `${o.op} `
+      return `${value(o.left)} ${op}${value(o.right)}`
+    }
+    case 'jump':
+    case 'goto':
+      return `${k} ${o.target}`
+    case 'accept':
+    case 'drop':
+    case 'return':
+    case 'continue':
+    case 'counter':
+    case 'log':
+      return k
+    case 'reject':
+      return 'reject'
+    case 'masquerade':
+      return 'masquerade'
+    case 'dnat':
+    case 'snat': {
+      const addr = String(o.addr ?? '')
+      const host = addr.includes(':') ? `[${addr}]` : addr
+      return `${k} to ${host}${o.port !== undefined ? `:${o.port}` : ''}`
+    }
+    case 'redirect':
+      return `redirect to :${o.port ?? ''}`
+    case 'mangle': {
+      const key = value(o.key)
+      return `${key} set ${value(o.value)}`
+    }
+    case 'vmap':
+      return `${value(o.key)} vmap ${value(o.data)}`
+    case 'set':
+      return `${o.op} ${o.set} { ${value(o.elem)} }`
+  }
+  return `json-${k}`
+}
+
+function elementsOf(elem: J[] | undefined, isMap: boolean): NftSet['elements'] {
+  return (elem ?? []).map((x) => {
+    const [key, val] = isMap && Array.isArray(x) ? [x[0], x[1]] : [x, undefined]
+    const parts = isObj(key) && 'concat' in key ? (key.concat as J[]).map(value) : [value(key)]
+    return {key: parts, value: val === undefined ? undefined : verdict(val)}
+  })
+}
+
+export function nftRulesetFromJson(text: string): NftRuleset {
+  let doc: {nftables?: J[]}
+  try {
+    doc = JSON.parse(text) as {nftables?: J[]}
+  } catch (e) {
+    throw new NftParseError(1, `not JSON: ${(e as Error).message}`)
+  }
+  if (!Array.isArray(doc.nftables)) throw new NftParseError(1, 'no "nftables" array: not `nft -j list ruleset` output')
+  const rs = new NftRuleset()
+  const table = (family: J, name: J): NftTable => {
+    const id = `${family} ${name}`
+    let t = rs.table(id)
+    if (!t) {
+      t = {family: String(family), name: String(name), id, chains: new Map(), sets: new Map()}
+      rs.tables.push(t)
+    }
+    return t
+  }
+  for (const [i, item] of doc.nftables.entries()) {
+    if (!isObj(item)) continue
+    const [kind, body] = Object.entries(item)[0] as [string, Obj]
+    if (kind === 'table') table(body.family, body.name)
+    else if (kind === 'chain') {
+      const t = table(body.family, body.table)
+      const chain: NftChain = {table: t.id, name: String(body.name), line: Number(body.handle ?? i + 1), rules: []}
+      if (body.hook) chain.base = {type: String(body.type), hook: String(body.hook), priority: Number(body.prio ?? 0), policy: body.policy === 'drop' ? 'drop' : 'accept'}
+      t.chains.set(chain.name, chain)
+    } else if (kind === 'set' || kind === 'map') {
+      const t = table(body.family, body.table)
+      t.sets.set(String(body.name), {table: t.id, name: String(body.name), line: Number(body.handle ?? i + 1), isMap: kind === 'map', elements: elementsOf(body.elem as J[] | undefined, kind === 'map')})
+    } else if (kind === 'rule') {
+      const t = table(body.family, body.table)
+      const chain = t.chains.get(String(body.chain))
+      if (!chain) throw new NftParseError(i + 1, `rule for unknown chain ${String(body.chain)}`)
+      const text = ((body.expr as J[]) ?? []).map(statement).join(' ')
+      chain.rules.push({table: t.id, chain: chain.name, line: Number(body.handle ?? i + 1), text})
+    }
+  }
+  if (rs.tables.length === 0) throw new NftParseError(1, 'no table in the JSON ruleset')
+  return rs
+}

@@ -1,4 +1,5 @@
 import {Flags} from '@oclif/core'
+import type {LiveOptions} from '../diagnosis/gather.js'
 
 /** Flags shared by the commands that read a cluster and its nodes. */
 export const clusterFlags = {
@@ -22,4 +23,20 @@ export function failWith(err: unknown): void {
   const message = err instanceof Error ? err.message : String(err)
   process.stderr.write(`kproxy-doctor: ${message.split('\n')[0]}\n`)
   process.exitCode = 2
+}
+
+/** The live-read options every cluster command takes from its flags. */
+export function liveOptions(name: string, flags: {namespace?: string; kubeconfig?: string; context?: string; 'ssh-config'?: string; nodes?: string; 'all-nodes': boolean; 'insecure-ignore-host-key': boolean; timeout: number; concurrency: number}): LiveOptions {
+  return {
+    name,
+    namespace: flags.namespace,
+    kubeconfig: flags.kubeconfig,
+    context: flags.context,
+    sshConfig: flags['ssh-config'],
+    nodes: splitList(flags.nodes),
+    allNodes: flags['all-nodes'],
+    insecureIgnoreHostKey: flags['insecure-ignore-host-key'],
+    timeoutMs: flags.timeout * 1000,
+    concurrency: flags.concurrency,
+  }
 }

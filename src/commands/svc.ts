@@ -1,5 +1,5 @@
 import {Args, Command, Flags} from '@oclif/core'
-import {clusterFlags, failWith, splitList} from '../cli/flags.js'
+import {clusterFlags, failWith, liveOptions, splitList} from '../cli/flags.js'
 import {diagnose} from '../diagnosis/diagnose.js'
 import type {ProxyMode} from '../diagnosis/choose-mode.js'
 import {gatherLive, gatherSnapshot} from '../diagnosis/gather.js'
@@ -25,18 +25,7 @@ export default class Svc extends Command {
     try {
       const g = flags.snapshot
         ? await gatherSnapshot(flags.snapshot, flags.namespace ?? 'default', args.name, splitList(flags.nodes))
-        : await gatherLive({
-            name: args.name,
-            namespace: flags.namespace,
-            kubeconfig: flags.kubeconfig,
-            context: flags.context,
-            sshConfig: flags['ssh-config'],
-            nodes: splitList(flags.nodes),
-            allNodes: flags['all-nodes'],
-            insecureIgnoreHostKey: flags['insecure-ignore-host-key'],
-            timeoutMs: flags.timeout * 1000,
-            concurrency: flags.concurrency,
-          })
+        : await gatherLive(liveOptions(args.name, flags))
       for (const w of g.warnings) process.stderr.write(`kproxy-doctor: warning: ${w}\n`)
       const d = diagnose(g.cluster, g.observations, {ignore: splitList(flags.ignore), proxyMode: flags['proxy-mode'] as ProxyMode | undefined})
       if (d.context.nodes.length === 0 && d.context.unsupported.length === 0 && !d.context.service.notProxied)

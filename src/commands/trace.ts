@@ -14,6 +14,8 @@ import type {Protocol, Tracer} from '../trace/types.js'
 import type {NftRuleset} from '../parse/nft-ruleset.js'
 import {parseNftDump} from '../parse/nft-dump.js'
 import {NftTracer} from '../trace/nft-tracer.js'
+import {IpvsTracer} from '../trace/ipvs-tracer.js'
+import type {NodeObservation} from '../node/bundle.js'
 
 export default class Trace extends Command {
   static override summary = "Walk one new connection through a node's rules, rule by rule, as netfilter would"
@@ -44,7 +46,8 @@ export default class Trace extends Command {
     const {flags} = await this.parse(Trace)
     let dump: IptablesSave | undefined
     let nftRules: NftRuleset | undefined
-    let tracer: Tracer
+    let tracer: Tracer | undefined
+    let closeLive: (() => void) | undefined
     try {
       for (const [name, ip] of [['--src', flags.src], ['--dst', flags.dst], ...(flags['node-ip'] ?? []).map((x) => ['--node-ip', x])]) {
         if (!parseIp(ip)) throw new DiagnosisError(`${name} ${ip} is not an IP address`)
@@ -58,8 +61,9 @@ export default class Trace extends Command {
           insecureIgnoreHostKey: flags['insecure-ignore-host-key'],
           timeoutMs: flags.timeout * 1000,
         })
-        dump = live.dump
+        closeLive = live.close
         localAddresses = [...localAddresses, ...live.addresses]
+        tracer = nodeTracer(live.obs, localAddresses)
       } else if (flags.nft) {
         const file = flags.nft
         let rs: NftRuleset
@@ -88,7 +92,7 @@ export default class Trace extends Command {
           throw new DiagnosisError(`${flags['ipset-save']}: ${(e as Error).message}`)
         }
       }
-      tracer = nftRules ? new NftTracer(nftRules, {localAddresses}) : new IptablesTracer(dump!, {localAddresses, ipsets})
+      tracer ??= nftRules ? new NftTracer(nftRules, {localAddresses}) : new IptablesTracer(dump!, {localAddresses, ipsets})
       const result = tracer.trace({src: flags.src, dst: flags.dst, dport: flags.dport, sport: flags.sport, proto: flags.proto as Protocol, inIface: flags['in-iface'], outIface: flags['out-iface']})
       if (flags.output === 'json') process.stdout.write(JSON.stringify(result, null, 2) + '\n')
       else {
@@ -100,6 +104,7 @@ export default class Trace extends Command {
       failWith(e)
     } finally {
       dump?.close()
+      closeLive?.()
     }
   }
 }
@@ -110,4 +115,15 @@ function parseDump(source: DumpSource, name: string): IptablesSave {
   } catch (e) {
     throw new DiagnosisError(`${name === '-' ? 'stdin' : name}: ${(e as Error).message}`)
   }
+}
+
+/** For --node: walk the rules of the mode the node runs (kube-proxy's word first, else the rules present). */
+function nodeTracer(obs: NodeObservation, localAddresses: string[]): Tracer {
+  const mode = obs.kubeProxy?.proxyMode
+  if (obs.ipvs && obs.iptables && (mode === 'ipvs' || (!mode && obs.iptables.hasChain('nat', 'KUBE-NODE-PORT'))))
+    return new IpvsTracer(obs.iptables, obs.ipvs.virtualServers, {localAddresses, vips: obs.ipvs.vips ?? [], ipsets: obs.ipvs.ipsets})
+  const nftKube = !!obs.nft?.table('ip kube-proxy')
+  if (obs.nft && (mode === 'nftables' || (!mode && nftKube && !obs.iptables?.hasChain('nat', 'KUBE-SERVICES')))) return new NftTracer(obs.nft, {localAddresses})
+  if (!obs.iptables) throw new DiagnosisError(`${obs.name}: no iptables dump was read`)
+  return new IptablesTracer(obs.iptables, {localAddresses, ipsets: obs.ipvs?.ipsets})
 }

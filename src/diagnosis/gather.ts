@@ -1,6 +1,4 @@
-import {existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
-import {BufferSource} from '../parse/dump-source.js'
-import {IptablesSave} from '../parse/iptables-save.js'
+import {existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {readClusterState} from '../cluster/read-cluster.js'
@@ -106,8 +104,8 @@ export interface NodeLiveOptions {
   timeoutMs: number
 }
 
-/** One node's iptables dump, read live over SSH, with the node's addresses from the cluster. */
-export async function readNodeLive(name: string, opts: NodeLiveOptions): Promise<{dump: IptablesSave; addresses: string[]}> {
+/** One node's dumps, read live over SSH, with the node's addresses from the cluster; `close` removes them. */
+export async function readNodeLive(name: string, opts: NodeLiveOptions): Promise<{obs: NodeObservation; addresses: string[]; close(): void}> {
   const {LiveClusterSource, loadKubeConfig, collectNode} = await liveModules()
   const {kc} = loadKubeConfig(opts)
   const nodes = await new LiveClusterSource(kc, opts.timeoutMs).listNodes()
@@ -120,15 +118,15 @@ export async function readNodeLive(name: string, opts: NodeLiveOptions): Promise
     throw new DiagnosisError((e as Error).message)
   }
   const dir = mkdtempSync(join(tmpdir(), 'kproxy-doctor-'))
+  const close = () => rmSync(dir, {recursive: true, force: true})
   try {
     await collectNode(resolveHost(blocks, name, nodeAddress(node) ?? name), dir, {insecureIgnoreHostKey: opts.insecureIgnoreHostKey, timeoutMs: opts.timeoutMs})
     const obs = readNodeBundle(dir, name)
-    if (!obs.iptables) throw new DiagnosisError(`${name}: ${obs.error ?? 'no iptables dump'}`)
-    // The dump's text is read lazily: keep it in memory before the folder goes.
-    const buffered = IptablesSave.parse(new BufferSource(readFileSync(join(dir, 'iptables-save.txt'))))
-    obs.iptables.close()
-    return {dump: buffered, addresses: (node.status?.addresses ?? []).filter((a) => a.type === 'InternalIP' || a.type === 'ExternalIP').map((a) => a.address)}
-  } finally {
-    rmSync(dir, {recursive: true, force: true})
+    if (!obs.reachable) throw new DiagnosisError(`${name}: ${obs.error ?? 'unreadable'}`)
+    const addresses = (node.status?.addresses ?? []).filter((a) => a.type === 'InternalIP' || a.type === 'ExternalIP').map((a) => a.address)
+    return {obs, addresses, close}
+  } catch (e) {
+    close()
+    throw e
   }
 }

@@ -14,6 +14,8 @@ export interface Report {
   findings: Finding[]
   nodes: Array<{name: string; reachable: boolean; error: string | null; mode: string | null; modeSource: string | null}>
   paths: Array<{node: string; entry: string; port: string; ok: boolean | null; breaksAt: string | null; detail: string; trace?: TraceResult}>
+  /** The Service's name asked of cluster DNS from each node. */
+  dns: Array<{node: string; name: string; server: string; addresses: string[]; rcode: string | null; method: string; error: string | null}>
   notes: string[]
 }
 
@@ -67,6 +69,7 @@ export function buildReport(d: Diagnosis, opts: ReportOptions = {}): Report {
       return {name: o.name, reachable: o.reachable, error: o.error ?? null, mode: view?.mode.mode ?? null, modeSource: view?.mode.source ?? null}
     }),
     paths: d.paths.map((p) => ({node: p.node, entry: p.entry, port: p.port, ok: p.ok, breaksAt: p.breaksAt, detail: p.detail, ...(opts.explain ? {trace: p.trace} : {})})),
+    dns: d.context.observations.flatMap((o) => (o.dns ? [{node: o.name, name: o.dns.name, server: o.dns.server, addresses: o.dns.addresses, rcode: o.dns.rcode ?? null, method: o.dns.method, error: o.dns.error ?? null}] : [])),
     notes: opts.notes ?? [],
   }
 }

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import {after, before, describe, test} from 'node:test'
+import {after, describe, test} from 'node:test'
 import {BufferSource} from '../../src/parse/dump-source.js'
 import {IptablesSave} from '../../src/parse/iptables-save.js'
 import {NftRuleset} from '../../src/parse/nft-ruleset.js'
@@ -10,7 +10,8 @@ import type {Packet, TraceResult} from '../../src/trace/types.js'
 import {labUnavailable} from '../helpers/lab-guard.js'
 import type {RuleFaults} from '../lab/kube-proxy-rules.js'
 import {NODES, OUTSIDE_IP} from '../lab/lab-cluster.js'
-import {NetnsLab} from '../lab/netns-lab.js'
+import type {NetnsLab} from '../lab/netns-lab.js'
+import {withLab} from '../helpers/lab-suite.js'
 import {inNs} from '../lab/sh.js'
 
 /**
@@ -51,27 +52,8 @@ describe('tracer vs kernel (differential)', {skip: why}, () => {
   let lab: NetnsLab
   let packets = 0
   let matched = 0
-  const onSignal = () => {
-    lab?.down()
-    process.exit(130)
-  }
-  before(async () => {
-    process.once('SIGINT', onSignal)
-    process.once('SIGTERM', onSignal)
-    lab = new NetnsLab()
-    try {
-      await lab.up()
-    } catch (e) {
-      lab.down()
-      throw e
-    }
-  })
-  after(() => {
-    process.stdout.write(`# differential: ${RULE_SETS} rule sets, ${packets} connections, ${matched} matched a predicted outcome\n`)
-    lab?.down()
-    process.off('SIGINT', onSignal)
-    process.off('SIGTERM', onSignal)
-  })
+  withLab((l) => (lab = l))
+  after(() => process.stdout.write(`# differential: ${RULE_SETS} rule sets, ${packets} connections, ${matched} matched a predicted outcome\n`))
 
   const webPods = () => lab.pods.filter((p) => p.kind === 'web')
 

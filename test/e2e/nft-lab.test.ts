@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
-import {after, before, describe, test} from 'node:test'
+import {describe, test} from 'node:test'
 import {labUnavailable} from '../helpers/lab-guard.js'
 import {runCli, type CliResult} from '../helpers/run-cli.js'
-import {NetnsLab} from '../lab/netns-lab.js'
+import type {NetnsLab} from '../lab/netns-lab.js'
+import {withLab} from '../helpers/lab-suite.js'
 
 const why = labUnavailable()
 const CLUSTER_IP = '10.96.10.10'
@@ -10,26 +11,9 @@ const NODE_B = '10.200.0.12'
 
 describe('svc against a lab node in nftables mode', {skip: why}, () => {
   let lab: NetnsLab
-  const onSignal = () => {
-    lab?.down()
-    process.exit(130)
-  }
-  before(async () => {
-    process.once('SIGINT', onSignal)
-    process.once('SIGTERM', onSignal)
-    lab = new NetnsLab()
-    try {
-      await lab.up()
-      lab.setMode('node-b', 'nftables')
-    } catch (e) {
-      lab.down()
-      throw e
-    }
-  })
-  after(() => {
-    lab?.down()
-    process.off('SIGINT', onSignal)
-    process.off('SIGTERM', onSignal)
+  withLab((l) => {
+    lab = l
+    lab.setMode('node-b', 'nftables')
   })
 
   const doctor = (): Promise<CliResult> => runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json'])

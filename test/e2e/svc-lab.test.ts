@@ -2,10 +2,11 @@ import assert from 'node:assert/strict'
 import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
-import {after, before, describe, test} from 'node:test'
+import {describe, test} from 'node:test'
 import {labUnavailable} from '../helpers/lab-guard.js'
 import {runCli, type CliResult} from '../helpers/run-cli.js'
-import {NetnsLab} from '../lab/netns-lab.js'
+import type {NetnsLab} from '../lab/netns-lab.js'
+import {withLab} from '../helpers/lab-suite.js'
 import {runAsync, tryRun} from '../lab/sh.js'
 
 const why = labUnavailable()
@@ -20,28 +21,7 @@ const NODE_B = '10.200.0.12'
 
 describe('svc against the netns lab', {skip: why}, () => {
   let lab: NetnsLab
-  const onSignal = () => {
-    lab?.down()
-    process.exit(130)
-  }
-
-  before(async () => {
-    process.once('SIGINT', onSignal)
-    process.once('SIGTERM', onSignal)
-    lab = new NetnsLab()
-    try {
-      await lab.up()
-    } catch (e) {
-      lab.down()
-      throw e
-    }
-  })
-
-  after(() => {
-    lab?.down()
-    process.off('SIGINT', onSignal)
-    process.off('SIGTERM', onSignal)
-  })
+  withLab((l) => (lab = l))
 
   const doctor = (...extra: string[]): Promise<CliResult> =>
     runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json', ...extra])
@@ -282,6 +262,29 @@ describe('svc against the netns lab', {skip: why}, () => {
     } finally {
       lab.startDns()
     }
+  })
+
+  test("node-b's sshd refuses port forwarding: DNS is asked with dig on the node instead, no false finding", async () => {
+    await lab.restartSshd('node-b', false)
+    try {
+      const r = await doctor()
+      assert.equal(r.code, 0, JSON.stringify(r.json.findings))
+      const dns = Object.fromEntries(r.json.dns.map((d: {node: string; method: string; addresses: string[]}) => [d.node, d]))
+      assert.equal(dns['node-a'].method, 'DNS over TCP through an SSH port forward')
+      assert.equal(dns['node-b'].method, 'dig/nslookup on the node')
+      assert.deepEqual(dns['node-b'].addresses, [CLUSTER_IP])
+      assert.equal(r.json.nodes.find((n: {name: string}) => n.name === 'node-b').modeSource, 'the rules on the node', 'without forwarding, /proxyMode cannot be read')
+    } finally {
+      await lab.restartSshd('node-b', true)
+    }
+  })
+
+  test('trace --node reads the dump live and takes the node addresses from the cluster', async () => {
+    const r = await runCli(['trace', '--node', 'node-b', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '--src', '10.200.0.100', '--dst', NODE_B, '--dport', '30080', '-o', 'json'])
+    assert.equal(r.code, 0, r.stderr)
+    assert.equal(r.json.verdict, 'DNAT')
+    assert.deepEqual(r.json.destinations, ['10.244.1.10:8080', '10.244.2.10:8080', '10.244.2.11:8080'])
+    assert.equal(r.json.masquerade, true)
   })
 
   test('an unreachable node is reported; the other is still diagnosed', async () => {

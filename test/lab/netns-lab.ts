@@ -212,6 +212,45 @@ export class NetnsLab {
     })
   }
 
+  private readonly sshd = new Map<string, ChildProcess>()
+
+  /** (Re)starts a node's sshd, inside the node's namespace; `forwarding` false refuses port forwards. */
+  startSshd(node: LabNode, forwarding: boolean): void {
+    this.sshd.get(node.name)?.kill('SIGKILL')
+    const cfg = join(this.dir, `sshd-${node.key}.conf`)
+    writeFileSync(
+      cfg,
+      [
+        'ListenAddress 127.0.0.1',
+        'Port 22',
+        `HostKey ${join(this.dir, `hostkey-${node.key}`)}`,
+        `PidFile ${join(this.dir, `sshd-${node.key}.pid`)}`,
+        `AuthorizedKeysFile ${join(this.dir, 'authorized_keys')}`,
+        'PermitRootLogin prohibit-password',
+        'PasswordAuthentication no',
+        'KbdInteractiveAuthentication no',
+        'UsePAM no',
+        'StrictModes no',
+        `AllowTcpForwarding ${forwarding ? 'yes' : 'no'}`,
+        'LogLevel ERROR',
+        '',
+      ].join('\n'),
+    )
+    const proc = startDaemon('ip', ['netns', 'exec', this.nodeNs(node), '/usr/sbin/sshd', '-D', '-e', '-f', cfg], this.logs)
+    this.sshd.set(node.name, proc)
+    this.procs.push(proc)
+  }
+
+  /** Restarts a node's sshd and waits (bounded) until it answers. */
+  async restartSshd(nodeName: string, forwarding: boolean): Promise<void> {
+    this.startSshd(NODES.find((n) => n.name === nodeName)!, forwarding)
+    for (let i = 0; i < 50; i++) {
+      if (tryRun('ssh', ['-F', this.sshConfigPath, '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=2', nodeName, 'true'], undefined, 5000).code === 0) return
+      await sleep(100)
+    }
+    throw new Error(`sshd on ${nodeName} did not come back`)
+  }
+
   private async startSsh(): Promise<void> {
     const key = join(this.dir, 'id_ed25519')
     run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', key])
@@ -221,26 +260,7 @@ export class NetnsLab {
     for (const node of NODES) {
       const hostKey = join(this.dir, `hostkey-${node.key}`)
       run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', hostKey])
-      const cfg = join(this.dir, `sshd-${node.key}.conf`)
-      writeFileSync(
-        cfg,
-        [
-          'ListenAddress 127.0.0.1',
-          'Port 22',
-          `HostKey ${hostKey}`,
-          `PidFile ${join(this.dir, `sshd-${node.key}.pid`)}`,
-          `AuthorizedKeysFile ${join(this.dir, 'authorized_keys')}`,
-          'PermitRootLogin prohibit-password',
-          'PasswordAuthentication no',
-          'KbdInteractiveAuthentication no',
-          'UsePAM no',
-          'StrictModes no',
-          'AllowTcpForwarding yes',
-          'LogLevel ERROR',
-          '',
-        ].join('\n'),
-      )
-      this.procs.push(startDaemon('ip', ['netns', 'exec', this.nodeNs(node), '/usr/sbin/sshd', '-D', '-e', '-f', cfg], this.logs))
+      this.startSshd(node, true)
       const port = await this.freePort()
       this.sshPorts.set(node.name, port)
       const relay = join(this.dir, `relay-${node.key}.sh`)

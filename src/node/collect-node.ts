@@ -54,7 +54,9 @@ async function readAll(session: SshSession, dir: string, dns?: DnsQuestion): Pro
     throw new Error(`iptables-save exited ${res.code}: ${res.stderr.trim().split('\n')[0] || 'no message'}`)
   }
   // nftables: kube-proxy's nftables mode, and leftovers of it; a node without nft simply has none.
-  const nft = await session.exec(commandLine('nftRuleset', isRoot))
+  // JSON first (the stable machine format); the text form where this nft has no -j.
+  let nft = await session.exec(commandLine('nftRulesetJson', isRoot))
+  if (nft.code !== 0 || !nft.stdout.toString().trimStart().startsWith('{')) nft = await session.exec(commandLine('nftRuleset', isRoot))
   if (nft.code === 0) writeFileSync(join(dir, NODE_FILES.nftRuleset), nft.stdout)
   for (const [cmd, file] of [['iptablesLegacySave', NODE_FILES.iptablesLegacySave], ['iptablesNftSave', NODE_FILES.iptablesNftSave]] as const) {
     const r = await session.exec(commandLine(cmd, isRoot))

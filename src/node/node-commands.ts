@@ -5,6 +5,7 @@
 export const NODE_COMMANDS = {
   uid: 'id -u',
   iptablesSave: 'iptables-save',
+  nftRulesetJson: 'nft -j list ruleset',
   nftRuleset: 'nft list ruleset',
   iptablesLegacySave: 'iptables-legacy-save',
   iptablesNftSave: 'iptables-nft-save',
@@ -27,7 +28,7 @@ export const NODE_COMMANDS = {
 
 export type NodeCommand = keyof typeof NODE_COMMANDS
 
-const NEEDS_ROOT: ReadonlySet<NodeCommand> = new Set(['iptablesSave', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave', 'ipvsadm', 'ipsetSave'])
+const NEEDS_ROOT: ReadonlySet<NodeCommand> = new Set(['iptablesSave', 'nftRulesetJson', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave', 'ipvsadm', 'ipsetSave'])
 
 export function commandLine(cmd: NodeCommand, isRoot: boolean): string {
   const line = NODE_COMMANDS[cmd]

@@ -37,7 +37,7 @@ const faults: Record<string, IpvsFaults> = {'node-a': {}, 'node-b': {weightZeroF
 for (const node of NODES) {
   const dir = join(out, 'nodes', node.name)
   mkdirSync(dir, {recursive: true})
-  rmSync(join(dir, 'nft-ruleset.txt'), {force: true})
+  for (const f of ['nft-ruleset.txt', 'iptables-nft-save.txt', 'iptables-legacy-save.txt']) rmSync(join(dir, f), {force: true})
   const t = kubeProxyIpvsTexts(node, SERVICES, labPods(), faults[node.name])
   writeFileSync(join(dir, 'iptables-save.txt'), t.iptablesSave)
   writeFileSync(join(dir, 'ipvsadm.txt'), node.name === 'node-a' ? t.ipvsadmSave : t.ipvsadmList)

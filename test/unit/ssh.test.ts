@@ -65,7 +65,7 @@ test('known_hosts: plain, [host]:port, hashed entries, mismatch and unknown', ()
 })
 
 test('node commands: read-only allow-list; sudo -n only where root is needed; DNS command refuses odd input', () => {
-  assert.deepEqual(Object.keys(NODE_COMMANDS).sort(), ['ipsetSave', 'iptablesLegacySave', 'iptablesNftSave', 'iptablesSave', 'ipvsadm', 'kubeIpvs0', 'network', 'nftRuleset', 'sysctls', 'uid'])
+  assert.deepEqual(Object.keys(NODE_COMMANDS).sort(), ['ipsetSave', 'iptablesLegacySave', 'iptablesNftSave', 'iptablesSave', 'ipvsadm', 'kubeIpvs0', 'network', 'nftRuleset', 'nftRulesetJson', 'sysctls', 'uid'])
   assert.equal(commandLine('iptablesSave', false), 'sudo -n iptables-save')
   assert.equal(commandLine('iptablesSave', true), 'iptables-save')
   assert.equal(commandLine('network', false), NODE_COMMANDS.network)

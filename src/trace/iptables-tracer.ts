@@ -67,6 +67,8 @@ export class IptablesTracer {
     for (let i = from; i < rules.length; i++) {
       const rule = rules[i]
       if (quickMiss(rule, state)) continue
+      // A walk that meets -m recent is session-affine: later packets from this client may stick elsewhere.
+      if (!state.sticky && rule.matches.some((m) => m.module === 'recent')) state = {...state, sticky: true}
       const m = this.matches(rule, state, packet)
       if (m === false) continue
       if (typeof m === 'object' && 'unknown' in m) return [{state: withStep(state, rule), end: 'UNKNOWN', reason: m.unknown}]
@@ -202,7 +204,6 @@ export class IptablesTracer {
         }
         return unknown(`option ${o.name} of -m statistic`)
       case 'recent':
-        s.sticky = true
         if (o.name === '--set') return !o.negated
         if (o.name === '--rcheck' || o.name === '--update') return false
         if (['--name', '--seconds', '--reap', '--rsource', '--rdest', '--mask', '--hitcount', '--rttl'].includes(o.name)) return !o.negated

@@ -18,12 +18,12 @@ import {inNs} from '../lab/sh.js'
  * Differential test: the tracer's prediction against what the kernel does. Rule sets (kube-proxy shaped, in
  * iptables and nftables mode, with random endpoint readiness and random faults) are loaded on node-a; real
  * connections are sent from a pod, from the node itself and from outside; every observed result must be one the
- * tracer predicted, every likely predicted backend must be reached, and the source address the backend saw must
+ * tracer predicted, every predicted backend with at least a 20% share must be reached, and the source address the backend saw must
  * show masquerading exactly when the tracer says so.
  */
 const why = labUnavailable()
 const RULE_SETS = Number(process.env.KPD_DIFF_RULE_SETS ?? 24)
-const MAX_TRIES = 30
+const MAX_TRIES = 40
 const NODE_A = NODES[0]
 const CLUSTER_IP = '10.96.10.10'
 const CLIENT_A = '10.244.1.100'
@@ -118,7 +118,7 @@ describe('tracer vs kernel (differential)', {skip: why}, () => {
           predicted.set(cls, cur)
         }
         const seen = new Map<Observed, number>()
-        const wanted = [...predicted.entries()].filter(([, v]) => v.p >= 0.15).map(([k]) => k)
+        const wanted = [...predicted.entries()].filter(([, v]) => v.p >= 0.2).map(([k]) => k)
         for (let t = 0; t < MAX_TRIES; t++) {
           const r = lab.probe(sc.fromNs, sc.packet.dst, sc.packet.dport, 0.6)
           packets++

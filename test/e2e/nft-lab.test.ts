@@ -36,7 +36,7 @@ describe('svc against a lab node in nftables mode', {skip: why}, () => {
   test('nftables: endpoint chain without dnat, KPD-SEP-MISSING on node-b', async () => {
     lab.applyRules('node-b', {dropDnatFor: '10.244.2.11'})
     try {
-      const answers = lab.sample(lab.podNs('client-b'), CLUSTER_IP, 80, 12)
+      const answers = lab.sample(lab.podNs('client-b'), CLUSTER_IP, 80, 18)
       assert.ok(failures(answers) > 0, `connections sent to the hollow endpoint chain leave untranslated: ${answers}`)
       const r = await doctor()
       assert.equal(r.code, 1)

@@ -121,7 +121,7 @@ describe('svc against the netns lab', {skip: why}, () => {
   test('stale endpoint on node-a: some connections time out, KPD-SEP-STALE on node-a', async () => {
     lab.applyRules('node-a', {staleEndpoint: {ip: '10.244.2.99', port: 8080}})
     try {
-      const answers = lab.sample(lab.podNs('client-a'), CLUSTER_IP, 80, 16)
+      const answers = lab.sample(lab.podNs('client-a'), CLUSTER_IP, 80, 24)
       assert.ok(failures(answers) > 0, `the stale endpoint must swallow some connections: ${answers}`)
       const r = await doctor()
       assert.equal(r.code, 1)
@@ -206,7 +206,7 @@ describe('svc against the netns lab', {skip: why}, () => {
   test('DNAT to the wrong target port on node-a: refused, KPD-DNAT-WRONG names the endpoint', async () => {
     lab.applyRules('node-a', {wrongPortFor: {ip: '10.244.2.10', port: 9999}})
     try {
-      const answers = lab.sample(lab.podNs('client-a'), CLUSTER_IP, 80, 12)
+      const answers = lab.sample(lab.podNs('client-a'), CLUSTER_IP, 80, 18)
       assert.ok(failures(answers) > 0 && !answers.includes('web-b1'), `web-b1 is unreachable through node-a: ${answers}`)
       const r = await doctor()
       assert.equal(r.code, 1)

@@ -45,7 +45,10 @@ for (const n of sizes) {
     `${String(n).padStart(6)} svc  ${mb(size).padStart(9)}  ${what.padEnd(22)} ${m.ms.toFixed(0).padStart(6)} ms  ${(m.ms / base.ms).toFixed(2).padStart(5)}× read  peak ${mb(m.maxRssBytes).padStart(9)}  ${(m.maxRssBytes / size).toFixed(2)}× dump`
   rows.push(line('read + split (node)', base), line('svc --snapshot', svc), line('trace', trace))
   if (n >= 50000) {
-    for (const [what, m] of [['svc', svc], ['trace', trace]] as const) {
+    for (const [what, m] of [
+      ['svc', svc],
+      ['trace', trace],
+    ] as const) {
       if (m.ms > 2 * base.ms || m.maxRssBytes > 1.5 * size) {
         failed = true
         rows.push(`        TARGET MISSED by ${what}: time ≤ 2× read+split and memory ≤ 1.5× dump`)

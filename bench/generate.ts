@@ -43,7 +43,9 @@ export function generateBundle(dir: string, services: number): {bundle: string; 
   out('-A FORWARD -m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES')
   out('-A OUTPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES')
   out('-A KUBE-FORWARD -m conntrack --ctstate INVALID -j DROP\nCOMMIT')
-  out('*nat\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n:KUBE-MARK-MASQ - [0:0]\n:KUBE-NODEPORTS - [0:0]\n:KUBE-POSTROUTING - [0:0]\n:KUBE-SERVICES - [0:0]')
+  out(
+    '*nat\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n:KUBE-MARK-MASQ - [0:0]\n:KUBE-NODEPORTS - [0:0]\n:KUBE-POSTROUTING - [0:0]\n:KUBE-SERVICES - [0:0]',
+  )
   for (const n of names) {
     out(`:${n.chains.svc} - [0:0]`)
     for (const s of n.seps) out(`:${s} - [0:0]`)
@@ -75,15 +77,29 @@ export function generateBundle(dir: string, services: number): {bundle: string; 
   const t = services >> 1
   const target = svcName(t)
   const list = (items: unknown[]) => JSON.stringify({apiVersion: 'v1', kind: 'List', items})
-  const dns = {metadata: {name: 'kube-dns', namespace: 'kube-system'}, spec: {type: 'ClusterIP', clusterIP: '10.96.0.10', selector: {'k8s-app': 'kube-dns'}, ports: [{name: 'dns-tcp', port: 53, protocol: 'TCP'}]}}
-  writeFileSync(join(bundle, 'services.json'), list([{metadata: {name: target, namespace: 'bench'}, spec: {type: 'ClusterIP', clusterIP: clusterIP(t), selector: {app: target}, ports: [{name: 'http', port: 80, targetPort: 8080, protocol: 'TCP'}]}}, dns]))
+  const dns = {
+    metadata: {name: 'kube-dns', namespace: 'kube-system'},
+    spec: {type: 'ClusterIP', clusterIP: '10.96.0.10', selector: {'k8s-app': 'kube-dns'}, ports: [{name: 'dns-tcp', port: 53, protocol: 'TCP'}]},
+  }
+  writeFileSync(
+    join(bundle, 'services.json'),
+    list([
+      {metadata: {name: target, namespace: 'bench'}, spec: {type: 'ClusterIP', clusterIP: clusterIP(t), selector: {app: target}, ports: [{name: 'http', port: 80, targetPort: 8080, protocol: 'TCP'}]}},
+      dns,
+    ]),
+  )
   writeFileSync(
     join(bundle, 'endpointslices.json'),
     list([
       {
         metadata: {name: `${target}-x`, namespace: 'bench', labels: {'kubernetes.io/service-name': target}},
         addressType: 'IPv4',
-        endpoints: Array.from({length: ENDPOINTS_PER_SERVICE}, (_, e) => ({addresses: [podIP(t, e)], conditions: {ready: true}, nodeName: NODE.name, targetRef: {kind: 'Pod', name: `${target}-${e}`}})),
+        endpoints: Array.from({length: ENDPOINTS_PER_SERVICE}, (_, e) => ({
+          addresses: [podIP(t, e)],
+          conditions: {ready: true},
+          nodeName: NODE.name,
+          targetRef: {kind: 'Pod', name: `${target}-${e}`},
+        })),
         ports: [{name: 'http', port: 8080, protocol: 'TCP'}],
       },
       {
@@ -96,7 +112,13 @@ export function generateBundle(dir: string, services: number): {bundle: string; 
   )
   writeFileSync(
     join(bundle, 'pods.json'),
-    list(Array.from({length: ENDPOINTS_PER_SERVICE}, (_, e) => ({metadata: {name: `${target}-${e}`, namespace: 'bench', labels: {app: target}}, spec: {nodeName: NODE.name, containers: [{name: 'c'}]}, status: {phase: 'Running', podIP: podIP(t, e), conditions: [{type: 'Ready', status: 'True'}]}}))),
+    list(
+      Array.from({length: ENDPOINTS_PER_SERVICE}, (_, e) => ({
+        metadata: {name: `${target}-${e}`, namespace: 'bench', labels: {app: target}},
+        spec: {nodeName: NODE.name, containers: [{name: 'c'}]},
+        status: {phase: 'Running', podIP: podIP(t, e), conditions: [{type: 'Ready', status: 'True'}]},
+      })),
+    ),
   )
   writeFileSync(join(bundle, 'nodes.json'), list([{metadata: {name: NODE.name}, spec: {podCIDR: NODE.podCIDR}, status: {addresses: [{type: 'InternalIP', address: NODE.ip}]}}]))
   writeFileSync(join(bundle, 'configmaps.json'), list([]))

@@ -53,6 +53,8 @@ export interface CheckContext {
   nodes: NodeView[]
   observations: NodeObservation[]
   paths: PathResult[]
+  /** Findings of the checks that ran before this one (checks run in CHECKS order). */
+  findings: Finding[]
   /** Readable nodes in a proxy mode the doctor cannot diagnose yet (their rules are not judged). */
   unsupported: Array<{node: string; mode: string; source: string}>
 }

@@ -57,8 +57,9 @@ export const CHECKS: Check[] = [
   masqueradeMissing,
   hairpinOff,
   hairpinUnmapped,
-  pathBroken,
   pathUndecided,
   nodeDiverges,
   dnsNoAnswer,
+  // Last: it reads the findings above.
+  pathBroken,
 ]

@@ -15,7 +15,12 @@ export const clusterFlags = {
 }
 
 export function splitList(v: string | undefined): string[] | undefined {
-  return v ? v.split(',').map((s) => s.trim()).filter(Boolean) : undefined
+  return v
+    ? v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : undefined
 }
 
 /** Prints a one-line error and sets exit code 2: the diagnosis could not be made. */
@@ -26,7 +31,20 @@ export function failWith(err: unknown): void {
 }
 
 /** The live-read options every cluster command takes from its flags. */
-export function liveOptions(name: string, flags: {namespace?: string; kubeconfig?: string; context?: string; 'ssh-config'?: string; nodes?: string; 'all-nodes': boolean; 'insecure-ignore-host-key': boolean; timeout: number; concurrency: number}): LiveOptions {
+export function liveOptions(
+  name: string,
+  flags: {
+    namespace?: string
+    kubeconfig?: string
+    context?: string
+    'ssh-config'?: string
+    nodes?: string
+    'all-nodes': boolean
+    'insecure-ignore-host-key': boolean
+    timeout: number
+    concurrency: number
+  },
+): LiveOptions {
   return {
     name,
     namespace: flags.namespace,

@@ -13,7 +13,8 @@ export function notReadyReason(pod: V1Pod): string {
     if (c.ready) continue
     const waiting = c.state?.waiting
     const last = c.lastState?.terminated
-    if (waiting?.reason) parts.push(`container ${c.name} ${waiting.reason}${c.restartCount ? `, ${c.restartCount} restarts` : ''}${last?.reason ? `, last exit ${last.reason} (code ${last.exitCode})` : ''}`)
+    if (waiting?.reason)
+      parts.push(`container ${c.name} ${waiting.reason}${c.restartCount ? `, ${c.restartCount} restarts` : ''}${last?.reason ? `, last exit ${last.reason} (code ${last.exitCode})` : ''}`)
     else if (c.state?.running) parts.push(`container ${c.name} running but not ready (readiness probe failing)`)
     else if (c.state?.terminated) parts.push(`container ${c.name} terminated: ${c.state.terminated.reason ?? 'exit ' + c.state.terminated.exitCode}`)
   }

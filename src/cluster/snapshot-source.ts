@@ -35,9 +35,7 @@ export class SnapshotClusterSource implements ClusterSource {
   }
   async listEndpointSlices(namespace: string, serviceName: string): Promise<V1EndpointSlice[] | undefined> {
     if (!existsSync(join(this.dir, SNAPSHOT_FILES.endpointslices))) return undefined
-    return this.items<V1EndpointSlice>('endpointslices').filter(
-      (s) => s.metadata?.namespace === namespace && s.metadata?.labels?.['kubernetes.io/service-name'] === serviceName,
-    )
+    return this.items<V1EndpointSlice>('endpointslices').filter((s) => s.metadata?.namespace === namespace && s.metadata?.labels?.['kubernetes.io/service-name'] === serviceName)
   }
   async getEndpoints(namespace: string, name: string): Promise<V1Endpoints | undefined> {
     return this.items<V1Endpoints>('endpoints').find((e) => matches(e, namespace, name))

@@ -9,7 +9,11 @@ import {buildReport, exitCode} from '../report/report.js'
 
 export default class Svc extends Command {
   static override summary = 'Diagnose one Service: where its packet path breaks, on which node, and what to run next'
-  static override examples = ['<%= config.bin %> svc web -n shop', '<%= config.bin %> svc web -n shop -o json --nodes node-a,node-b', '<%= config.bin %> svc web -n shop --snapshot examples/broken-cluster']
+  static override examples = [
+    '<%= config.bin %> svc web -n shop',
+    '<%= config.bin %> svc web -n shop -o json --nodes node-a,node-b',
+    '<%= config.bin %> svc web -n shop --snapshot examples/broken-cluster',
+  ]
   static override args = {name: Args.string({required: true, description: 'Service name'})}
   static override flags = {
     ...clusterFlags,
@@ -17,15 +21,13 @@ export default class Svc extends Command {
     snapshot: Flags.string({description: 'diagnose a recorded bundle (see `collect svc`) instead of a live cluster'}),
     explain: Flags.boolean({description: 'show the rule-by-rule trace behind each broken path', default: false}),
     ignore: Flags.string({description: 'finding codes to silence (comma-separated)'}),
-    'proxy-mode': Flags.string({options: ['iptables', 'nftables', 'ipvs'], description: "judge every node in this kube-proxy mode, whatever kube-proxy and the rules say"}),
+    'proxy-mode': Flags.string({options: ['iptables', 'nftables', 'ipvs'], description: 'judge every node in this kube-proxy mode, whatever kube-proxy and the rules say'}),
   }
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(Svc)
     try {
-      const g = flags.snapshot
-        ? await gatherSnapshot(flags.snapshot, flags.namespace ?? 'default', args.name, splitList(flags.nodes))
-        : await gatherLive(liveOptions(args.name, flags))
+      const g = flags.snapshot ? await gatherSnapshot(flags.snapshot, flags.namespace ?? 'default', args.name, splitList(flags.nodes)) : await gatherLive(liveOptions(args.name, flags))
       for (const w of g.warnings) process.stderr.write(`kproxy-doctor: warning: ${w}\n`)
       const d = diagnose(g.cluster, g.observations, {ignore: splitList(flags.ignore), proxyMode: flags['proxy-mode'] as ProxyMode | undefined})
       if (d.context.nodes.length === 0 && d.context.unsupported.length === 0 && !d.context.service.notProxied)

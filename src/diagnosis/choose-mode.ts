@@ -53,7 +53,7 @@ export function chooseMode(obs: NodeObservation, cluster: ClusterState, nodeAddr
   const reported = obs.kubeProxy?.proxyMode
   if (override) [mode, source] = [override as 'iptables' | 'nftables', '--proxy-mode']
   else if (reported === 'iptables' || reported === 'nftables') [mode, source] = [reported, "kube-proxy's /proxyMode on the node"]
-  else if (hasIptables !== hasNft) [mode, source] = [hasNft ? 'nftables' : 'iptables', "the rules on the node"]
+  else if (hasIptables !== hasNft) [mode, source] = [hasNft ? 'nftables' : 'iptables', 'the rules on the node']
   else [mode, source] = [wanted ?? 'iptables', wanted ? cluster.proxyConfig.source : 'default (iptables)']
   if (mode === 'nftables' && !obs.nft) return undefined
   if (mode === 'iptables' && !obs.iptables) return undefined

@@ -61,8 +61,11 @@ export function diagnose(cluster: ClusterState, observations: NodeObservation[],
       }),
     )
   }
-  const context: CheckContext = {cluster, service: expectedService(cluster, ''), nodes, observations, paths, unsupported}
+  const context: CheckContext = {cluster, service: expectedService(cluster, ''), nodes, observations, paths, unsupported, findings: []}
   const ignore = new Set(opts.ignore ?? [])
-  const findings = CHECKS.filter((c) => !ignore.has(c.meta.code)).flatMap((c) => c.run(context).map((d) => toFinding(c.meta, d)))
+  for (const c of CHECKS) {
+    if (!ignore.has(c.meta.code)) context.findings.push(...c.run(context).map((d) => toFinding(c.meta, d)))
+  }
+  const findings = context.findings
   return {cluster, context, findings, paths, ok: !findings.some((f) => f.severity === 'error')}
 }

@@ -62,7 +62,12 @@ export async function gatherLive(opts: LiveOptions): Promise<Gathered & {namespa
     await mapBounded(selection.names, opts.concurrency, async (name) => {
       const node = cluster.nodes.find((n) => n.metadata?.name === name)
       const host = resolveHost(blocks, name, (node && nodeAddress(node)) ?? name)
-      await collectNode(host, join(bundle, NODES_DIR, name), {insecureIgnoreHostKey: opts.insecureIgnoreHostKey, timeoutMs: opts.timeoutMs}, dnsIP && dnsIP !== 'None' ? {name: svcName, server: dnsIP} : undefined)
+      await collectNode(
+        host,
+        join(bundle, NODES_DIR, name),
+        {insecureIgnoreHostKey: opts.insecureIgnoreHostKey, timeoutMs: opts.timeoutMs},
+        dnsIP && dnsIP !== 'None' ? {name: svcName, server: dnsIP} : undefined,
+      )
     })
     if (opts.outDir) writeClusterBundle(opts.outDir, cluster)
     const observations = selection.names.map((n) => readNodeBundle(join(bundle, NODES_DIR, n), n))

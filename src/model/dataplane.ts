@@ -39,8 +39,24 @@ export interface ProgrammedPort {
   chain: string
   chainExists: boolean
   endpoints: ProgrammedEndpoint[]
+  /** The chain external traffic goes to, when it is not `chain` (externalTrafficPolicy: Local → KUBE-SVL …). */
+  external?: {chain: string; endpoints: ProgrammedEndpoint[]}
   /** This mode's names for the chains kube-proxy should use. */
   want: ChainNames
+}
+
+/** One endpoint-holding chain of a port, with the endpoints kube-proxy should have put there. */
+export interface EndpointChain {
+  chain: string
+  endpoints: ProgrammedEndpoint[]
+  expected: ExpectedEndpoint[]
+}
+
+/** The port's endpoint chains: the one ClusterIP traffic uses, and the external-policy one when it differs. */
+export function endpointChains(p: ProgrammedPort): EndpointChain[] {
+  const out: EndpointChain[] = [{chain: p.chain, endpoints: p.endpoints, expected: p.expected.internal.endpoints}]
+  if (p.external) out.push({chain: p.external.chain, endpoints: p.external.endpoints, expected: p.expected.external.endpoints})
+  return out
 }
 
 export interface ChainNames {

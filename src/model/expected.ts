@@ -88,14 +88,12 @@ export function expectedService(cluster: ClusterState, nodeName: string): Expect
   const family = familyOf(clusterIP)
   const externalIPs = (svc.spec?.externalIPs ?? []).filter((ip) => familyOf(ip) === family)
   const loadBalancerIPs =
-    svc.spec?.type === 'LoadBalancer'
-      ? (svc.status?.loadBalancer?.ingress ?? []).map((i) => i.ip ?? '').filter((ip) => ip && familyOf(ip) === family && ingressIpMode(svc, ip) !== 'Proxy')
-      : []
+    svc.spec?.type === 'LoadBalancer' ? (svc.status?.loadBalancer?.ingress ?? []).map((i) => i.ip ?? '').filter((ip) => ip && familyOf(ip) === family && ingressIpMode(svc, ip) !== 'Proxy') : []
   const hasNodePorts = (svc.spec?.ports ?? []).some((p) => p.nodePort)
   const externallyAccessible = hasNodePorts || externalIPs.length > 0 || loadBalancerIPs.length > 0
   const policy = {
     internalLocal: svc.spec?.internalTrafficPolicy === 'Local',
-    externalLocal: externallyAccessible && (svc.spec?.externalTrafficPolicy === 'Local'),
+    externalLocal: externallyAccessible && svc.spec?.externalTrafficPolicy === 'Local',
     externallyAccessible,
   }
   const ports = (svc.spec?.ports ?? []).map((p): ExpectedPort => {
@@ -125,12 +123,8 @@ export function expectedService(cluster: ClusterState, nodeName: string): Expect
       nftBase: nftServicePortBase(namespace, name, protocol, p.name),
       allEndpoints: all,
       hasEndpoints: cat.hasAny,
-      internal: policy.internalLocal
-        ? {chain: chains.svl, endpoints: localEndpoints, local: true}
-        : {chain: chains.svc, endpoints: clusterEndpoints, local: false},
-      external: policy.externalLocal
-        ? {chain: chains.svl, endpoints: localEndpoints, local: true}
-        : {chain: chains.svc, endpoints: clusterEndpoints, local: false},
+      internal: policy.internalLocal ? {chain: chains.svl, endpoints: localEndpoints, local: true} : {chain: chains.svc, endpoints: clusterEndpoints, local: false},
+      external: policy.externalLocal ? {chain: chains.svl, endpoints: localEndpoints, local: true} : {chain: chains.svc, endpoints: clusterEndpoints, local: false},
       clusterEndpoints,
       localEndpoints: usesLocalChain ? localEndpoints : [],
       reachable: pick(cat.allReachable),
@@ -144,8 +138,7 @@ export function expectedService(cluster: ClusterState, nodeName: string): Expect
     externalIPs,
     loadBalancerIPs,
     externallyAccessible,
-    sessionAffinitySeconds:
-      svc.spec?.sessionAffinity === 'ClientIP' ? (svc.spec?.sessionAffinityConfig?.clientIP?.timeoutSeconds ?? 10800) : undefined,
+    sessionAffinitySeconds: svc.spec?.sessionAffinity === 'ClientIP' ? (svc.spec?.sessionAffinityConfig?.clientIP?.timeoutSeconds ?? 10800) : undefined,
     ports,
   }
 }

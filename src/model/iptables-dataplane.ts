@@ -83,13 +83,12 @@ function readProgrammed(dump: IptablesSave, svc: ExpectedService): ProgrammedPor
       clusterIPRule,
       clusterIPFilterRule: filterServices.find((r) => matchesServiceIp(r, ip, port.protocol, port.port)),
       nodePortRule: port.nodePort ? nodePorts.find((r) => findOption(r, '', 'p')?.values[0] === port.protocol && destinationPort(r) === String(port.nodePort)) : undefined,
-      nodePortFilterRule: port.nodePort
-        ? externalServices.find((r) => findOption(r, '', 'p')?.values[0] === port.protocol && destinationPort(r) === String(port.nodePort))
-        : undefined,
+      nodePortFilterRule: port.nodePort ? externalServices.find((r) => findOption(r, '', 'p')?.values[0] === port.protocol && destinationPort(r) === String(port.nodePort)) : undefined,
       externalRules,
       chain,
       chainExists: dump.hasChain('nat', chain),
       endpoints: readEndpoints(dump, chain),
+      ...(port.external.chain !== chain && port.usesExternalChain ? {external: {chain: port.external.chain, endpoints: readEndpoints(dump, port.external.chain)}} : {}),
       want: names(port),
     }
   })

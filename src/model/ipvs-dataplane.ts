@@ -70,6 +70,8 @@ export function ipvsDataplane(dump: IptablesSave, ipvs: IpvsState, nodeAddress: 
         chain: want.internal,
         chainExists: !!vs,
         endpoints: endpointsOf(vs, port),
+        // The NodePort virtual server holds its own real servers (only local ones with externalTrafficPolicy: Local).
+        ...(nodeVs ? {external: {chain: want.external, endpoints: endpointsOf(nodeVs, port)}} : {}),
         want,
       }
     })

@@ -70,7 +70,10 @@ export function readNodeBundle(dir: string, name: string): NodeObservation {
   } catch (e) {
     return {name, reachable: false, error: `${NODE_FILES.nftRuleset} unreadable: ${(e as Error).message}`}
   }
-  for (const [backend, f] of [['legacy', NODE_FILES.iptablesLegacySave], ['nft', NODE_FILES.iptablesNftSave]] as const) {
+  for (const [backend, f] of [
+    ['legacy', NODE_FILES.iptablesLegacySave],
+    ['nft', NODE_FILES.iptablesNftSave],
+  ] as const) {
     try {
       if (existsSync(file(f)) && readFileSync(file(f)).length > 0) (obs.backends ??= []).push({backend, dump: IptablesSave.parse(new FileSource(file(f)))})
     } catch {

@@ -49,8 +49,7 @@ async function readAll(session: SshSession, dir: string, dns?: DnsQuestion): Pro
     closeSync(fd)
   }
   if (res.code !== 0) {
-    if (/password is required|a terminal is required/.test(res.stderr))
-      throw new Error('sudo on the node wants a password: allow "sudo -n iptables-save" for the SSH user, or log in as root')
+    if (/password is required|a terminal is required/.test(res.stderr)) throw new Error('sudo on the node wants a password: allow "sudo -n iptables-save" for the SSH user, or log in as root')
     throw new Error(`iptables-save exited ${res.code}: ${res.stderr.trim().split('\n')[0] || 'no message'}`)
   }
   // nftables: kube-proxy's nftables mode, and leftovers of it; a node without nft simply has none.
@@ -58,7 +57,10 @@ async function readAll(session: SshSession, dir: string, dns?: DnsQuestion): Pro
   let nft = await session.exec(commandLine('nftRulesetJson', isRoot))
   if (nft.code !== 0 || !nft.stdout.toString().trimStart().startsWith('{')) nft = await session.exec(commandLine('nftRuleset', isRoot))
   if (nft.code === 0) writeFileSync(join(dir, NODE_FILES.nftRuleset), nft.stdout)
-  for (const [cmd, file] of [['iptablesLegacySave', NODE_FILES.iptablesLegacySave], ['iptablesNftSave', NODE_FILES.iptablesNftSave]] as const) {
+  for (const [cmd, file] of [
+    ['iptablesLegacySave', NODE_FILES.iptablesLegacySave],
+    ['iptablesNftSave', NODE_FILES.iptablesNftSave],
+  ] as const) {
     const r = await session.exec(commandLine(cmd, isRoot))
     if (r.code === 0 && r.stdout.length > 0) writeFileSync(join(dir, file), r.stdout)
   }
@@ -66,7 +68,11 @@ async function readAll(session: SshSession, dir: string, dns?: DnsQuestion): Pro
   const ipvs = await session.exec(commandLine('ipvsadm', isRoot))
   if (ipvs.code === 0) {
     writeFileSync(join(dir, NODE_FILES.ipvsadm), ipvs.stdout)
-    for (const [cmd, file] of [['ipsetSave', NODE_FILES.ipset], ['kubeIpvs0', NODE_FILES.kubeIpvs0], ['sysctls', NODE_FILES.sysctl]] as const) {
+    for (const [cmd, file] of [
+      ['ipsetSave', NODE_FILES.ipset],
+      ['kubeIpvs0', NODE_FILES.kubeIpvs0],
+      ['sysctls', NODE_FILES.sysctl],
+    ] as const) {
       const r = await session.exec(commandLine(cmd, isRoot))
       if (r.stdout.length > 0) writeFileSync(join(dir, file), r.stdout)
     }

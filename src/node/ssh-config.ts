@@ -49,7 +49,14 @@ function splitArgs(text: string): string[] {
 
 /** OpenSSH host patterns: only * and ? are special. */
 export function globToRegExp(glob: string): RegExp {
-  return new RegExp('^' + glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.') + '$')
+  return new RegExp(
+    '^' +
+      glob
+        .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+        .replace(/\*/g, '.*')
+        .replace(/\?/g, '.') +
+      '$',
+  )
 }
 
 function hostMatches(patterns: string[], host: string): boolean {

@@ -51,12 +51,20 @@ export function tokenize(text: string): string[] {
 }
 
 const OWN_OPTIONS: Record<string, string> = {
-  '-s': 's', '--source': 's', '--src': 's',
-  '-d': 'd', '--destination': 'd', '--dst': 'd',
-  '-p': 'p', '--protocol': 'p',
-  '-i': 'i', '--in-interface': 'i',
-  '-o': 'o', '--out-interface': 'o',
-  '-f': 'f', '--fragment': 'f',
+  '-s': 's',
+  '--source': 's',
+  '--src': 's',
+  '-d': 'd',
+  '--destination': 'd',
+  '--dst': 'd',
+  '-p': 'p',
+  '--protocol': 'p',
+  '-i': 'i',
+  '--in-interface': 'i',
+  '-o': 'o',
+  '--out-interface': 'o',
+  '-f': 'f',
+  '--fragment': 'f',
 }
 
 function isOption(tok: string): boolean {

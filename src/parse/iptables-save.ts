@@ -124,8 +124,7 @@ export class IptablesSave {
       if (e === start) return
       const c = buf[start]
       if (c === 0x2d /* - */) {
-        if (buf[start + 1] !== 0x41 /* A */ || buf[start + 2] !== SPACE)
-          throw new DumpParseError(lineNo, `expected "-A CHAIN ..." but found "${clip(buf, start, e)}"`)
+        if (buf[start + 1] !== 0x41 /* A */ || buf[start + 2] !== SPACE) throw new DumpParseError(lineNo, `expected "-A CHAIN ..." but found "${clip(buf, start, e)}"`)
         if (!table) throw new DumpParseError(lineNo, 'rule before any "*table" line')
         const nameStart = start + 3
         let nameEnd = nameStart

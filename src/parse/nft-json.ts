@@ -142,7 +142,13 @@ export function nftRulesetFromJson(text: string): NftRuleset {
       t.chains.set(chain.name, chain)
     } else if (kind === 'set' || kind === 'map') {
       const t = table(body.family, body.table)
-      t.sets.set(String(body.name), {table: t.id, name: String(body.name), line: Number(body.handle ?? i + 1), isMap: kind === 'map', elements: elementsOf(body.elem as J[] | undefined, kind === 'map')})
+      t.sets.set(String(body.name), {
+        table: t.id,
+        name: String(body.name),
+        line: Number(body.handle ?? i + 1),
+        isMap: kind === 'map',
+        elements: elementsOf(body.elem as J[] | undefined, kind === 'map'),
+      })
     } else if (kind === 'rule') {
       const t = table(body.family, body.table)
       const chain = t.chains.get(String(body.chain))

@@ -20,7 +20,9 @@ export function renderHuman(r: Report, c: ChalkInstance): string {
   const s = r.service
   const ports = s.ports.map((p) => `${p.name ? p.name + ' ' : ''}${p.port}→${p.targetPort}/${p.protocol}${p.nodePort ? ` (NodePort ${p.nodePort})` : ''}`).join(', ')
   lines.push(`${c.bold('Service')} ${s.namespace}/${s.name}  ${s.type} ${s.clusterIP ?? ''}  ports ${ports || 'none'}`)
-  lines.push(`${c.bold('Endpoints')} ${r.endpoints.ready} ready, ${r.endpoints.notReady} not ready (from ${r.endpoints.source})   ${c.bold('kube-proxy')} ${r.proxy.mode}, mark ${r.proxy.masqueradeMark} (${r.proxy.source})`)
+  lines.push(
+    `${c.bold('Endpoints')} ${r.endpoints.ready} ready, ${r.endpoints.notReady} not ready (from ${r.endpoints.source})   ${c.bold('kube-proxy')} ${r.proxy.mode}, mark ${r.proxy.masqueradeMark} (${r.proxy.source})`,
+  )
   for (const n of r.notes) lines.push(c.yellow(`note: ${n}`))
   const entries = ENTRIES.filter((e) => r.paths.some((p) => p.entry === e))
   if (r.nodes.length > 0) {

@@ -69,7 +69,9 @@ export function buildReport(d: Diagnosis, opts: ReportOptions = {}): Report {
       return {name: o.name, reachable: o.reachable, error: o.error ?? null, mode: view?.mode.mode ?? null, modeSource: view?.mode.source ?? null}
     }),
     paths: d.paths.map((p) => ({node: p.node, entry: p.entry, port: p.port, ok: p.ok, breaksAt: p.breaksAt, detail: p.detail, ...(opts.explain ? {trace: p.trace} : {})})),
-    dns: d.context.observations.flatMap((o) => (o.dns ? [{node: o.name, name: o.dns.name, server: o.dns.server, addresses: o.dns.addresses, rcode: o.dns.rcode ?? null, method: o.dns.method, error: o.dns.error ?? null}] : [])),
+    dns: d.context.observations.flatMap((o) =>
+      o.dns ? [{node: o.name, name: o.dns.name, server: o.dns.server, addresses: o.dns.addresses, rcode: o.dns.rcode ?? null, method: o.dns.method, error: o.dns.error ?? null}] : [],
+    ),
     notes: opts.notes ?? [],
   }
 }

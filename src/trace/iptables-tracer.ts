@@ -221,7 +221,7 @@ export class IptablesTracer {
         if (o.name !== '--mark') return unknown(`option ${o.name} of -m mark`)
         const [value, mask] = v.split('/').map((x) => Number(x))
         const m = mask === undefined || Number.isNaN(mask) ? 0xffffffff : mask
-        return ((s.mark & m) >>> 0) === value >>> 0
+        return (s.mark & m) >>> 0 === value >>> 0
       }
       case 'set': {
         if (o.name !== '--match-set') return unknown(`option ${o.name} of -m set`)
@@ -326,4 +326,3 @@ export function splitAddr(text: string): {ip: string; port?: number} | undefined
   if (!m) return undefined
   return {ip: m[1], port: m[2] ? Number(m[2]) : undefined}
 }
-

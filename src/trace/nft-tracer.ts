@@ -356,7 +356,27 @@ function numberIn(spec: string, n: number): boolean {
   return b === undefined ? a === n : n >= a && n <= b
 }
 
-const SELECTORS = ['ip saddr', 'ip daddr', 'ip6 saddr', 'ip6 daddr', 'ip protocol', 'meta l4proto', 'meta nfproto', 'th dport', 'th sport', 'tcp dport', 'tcp sport', 'udp dport', 'udp sport', 'sctp dport', 'sctp sport', 'ct state', 'ct status', 'meta iifname', 'meta oifname']
+const SELECTORS = [
+  'ip saddr',
+  'ip daddr',
+  'ip6 saddr',
+  'ip6 daddr',
+  'ip protocol',
+  'meta l4proto',
+  'meta nfproto',
+  'th dport',
+  'th sport',
+  'tcp dport',
+  'tcp sport',
+  'udp dport',
+  'udp sport',
+  'sctp dport',
+  'sctp sport',
+  'ct state',
+  'ct status',
+  'meta iifname',
+  'meta oifname',
+]
 
 function selector(toks: string[], i: number): {name: string; next: number} | undefined {
   const two = `${toks[i]} ${toks[i + 1]}`
@@ -373,7 +393,11 @@ function selector(toks: string[], i: number): {name: string; next: number} | und
 function matchOne(sel: string, actual: string, spec: string): boolean {
   const v = unquote(spec.trim())
   if (sel.endsWith('saddr') || sel.endsWith('daddr')) {
-    if (sel.startsWith('fib')) return v.split(',').map((x) => x.trim()).includes(actual)
+    if (sel.startsWith('fib'))
+      return v
+        .split(',')
+        .map((x) => x.trim())
+        .includes(actual)
     if (v.includes('/')) return inCidr(v, actual)
     if (v.includes('-') && !v.includes(':')) {
       const [lo, hi] = v.split('-').map((x) => parseIp(x)?.value)
@@ -389,7 +413,11 @@ function matchOne(sel: string, actual: string, spec: string): boolean {
     return hi === undefined ? port === lo : port >= lo && port <= hi
   }
   if (sel === 'meta l4proto' || sel === 'ip protocol') return (PROTOS[v] ?? v) === actual
-  if (sel === 'ct state' || sel === 'ct status') return v.split(',').map((x) => x.trim()).includes(actual)
+  if (sel === 'ct state' || sel === 'ct status')
+    return v
+      .split(',')
+      .map((x) => x.trim())
+      .includes(actual)
   if (sel.startsWith('meta mark')) return Number(v) >>> 0 === Number(actual)
   if (sel === 'iifname' || sel === 'oifname' || sel.startsWith('meta ')) return v.endsWith('*') ? actual.startsWith(v.slice(0, -1)) : v === actual
   return v === actual

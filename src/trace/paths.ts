@@ -97,12 +97,25 @@ export function tracePaths(inputs: PathInputs): PathResult[] {
     if (inputs.address) {
       run('node→ClusterIP', {src: inputs.address, dst: svc.clusterIP, proto, dport: port.port, sport: 40001}, port.internal.endpoints, {hook: 'OUTPUT', needMasq: false}, true)
       if (port.nodePort)
-        run('outside→NodePort', {src: OUTSIDE_CLIENT, dst: inputs.address, proto, dport: port.nodePort, sport: 40002}, port.external.endpoints, {hook: 'PREROUTING', needMasq: !port.external.local, nodePort: true, chain: names.externalPolicy})
+        run('outside→NodePort', {src: OUTSIDE_CLIENT, dst: inputs.address, proto, dport: port.nodePort, sport: 40002}, port.external.endpoints, {
+          hook: 'PREROUTING',
+          needMasq: !port.external.local,
+          nodePort: true,
+          chain: names.externalPolicy,
+        })
     }
     if (svc.loadBalancerIPs[0])
-      run('outside→LoadBalancer', {src: OUTSIDE_CLIENT, dst: svc.loadBalancerIPs[0], proto, dport: port.port, sport: 40003}, port.external.endpoints, {hook: 'PREROUTING', needMasq: !port.external.local, chain: names.externalPolicy})
+      run('outside→LoadBalancer', {src: OUTSIDE_CLIENT, dst: svc.loadBalancerIPs[0], proto, dport: port.port, sport: 40003}, port.external.endpoints, {
+        hook: 'PREROUTING',
+        needMasq: !port.external.local,
+        chain: names.externalPolicy,
+      })
     if (svc.externalIPs[0])
-      run('outside→externalIP', {src: OUTSIDE_CLIENT, dst: svc.externalIPs[0], proto, dport: port.port, sport: 40004}, port.external.endpoints, {hook: 'PREROUTING', needMasq: !port.external.local, chain: names.externalPolicy})
+      run('outside→externalIP', {src: OUTSIDE_CLIENT, dst: svc.externalIPs[0], proto, dport: port.port, sport: 40004}, port.external.endpoints, {
+        hook: 'PREROUTING',
+        needMasq: !port.external.local,
+        chain: names.externalPolicy,
+      })
     const self = port.internal.endpoints.find((e) => e.nodeName === inputs.node)
     if (self) {
       run('pod→itself', {src: self.ip, dst: svc.clusterIP, proto, dport: port.port, sport: 40005, inIface: bridge}, port.internal.endpoints, {hook: 'PREROUTING', needMasq: svc.masqueradeAll, self})
@@ -178,20 +191,30 @@ function judgeOutcome(o: TraceOutcome, port: ExpectedPort, expected: Set<string>
   if (!expected.has(o.destination!)) return {ok: false, breaksAt: 'DNAT', detail: `${share} of new connections DNAT to ${o.destination} (via ${sep}), which is not a ready endpoint`}
   if (opts.needMasq && !o.masquerade) return {ok: false, breaksAt: 'POSTROUTING', detail: `${share} of new connections to ${o.destination} are not masqueraded: replies bypass this node`}
   if (opts.self && o.destination === opts.self.address) {
-    if (!o.masquerade) return {ok: false, breaksAt: 'POSTROUTING', detail: `when ${opts.self.podName ?? opts.self.ip} is chosen (${share}), the packet is not masqueraded: the pod sees its own address as source and the reply never returns`}
+    if (!o.masquerade)
+      return {
+        ok: false,
+        breaksAt: 'POSTROUTING',
+        detail: `when ${opts.self.podName ?? opts.self.ip} is chosen (${share}), the packet is not masqueraded: the pod sees its own address as source and the reply never returns`,
+      }
     const net = inputs.network
     const portName = net?.portOfIp.get(opts.self.ip)
     const bp = portName ? net!.ports.find((p) => p.port === portName) : undefined
     if (bp && !bp.hairpin && !net!.promiscuousBridges.has(bp.bridge))
-      return {ok: false, breaksAt: 'bridge/hairpin', detail: `when ${opts.self.podName ?? opts.self.ip} is chosen (${share}), the reply must go back out ${bp.port} on ${bp.bridge}, whose hairpin_mode is 0`}
+      return {
+        ok: false,
+        breaksAt: 'bridge/hairpin',
+        detail: `when ${opts.self.podName ?? opts.self.ip} is chosen (${share}), the reply must go back out ${bp.port} on ${bp.bridge}, whose hairpin_mode is 0`,
+      }
   }
   return undefined
 }
 
 function judge(trace: TraceResult, port: ExpectedPort, expected: ExpectedEndpoint[], opts: JudgeOptions, inputs: PathInputs): Judgement {
   if (expected.length === 0) {
-    const why = port.hasEndpoints ? 'no endpoint on this node and the traffic policy is Local: dropped by design' : 'the Service has no ready endpoints: kube-proxy rejects the connection'
-    return {ok: false, breaksAt: 'endpoints', detail: why}
+    if (port.hasEndpoints)
+      return {ok: null, breaksAt: null, detail: 'no endpoint on this node and the traffic policy is Local: dropped here by design (health checks steer load balancers to nodes with endpoints)'}
+    return {ok: false, breaksAt: 'endpoints', detail: 'the Service has no ready endpoints: kube-proxy rejects the connection'}
   }
   const want = new Set(expected.map((e) => e.address))
   let worst: Judgement | undefined
@@ -205,8 +228,16 @@ function judge(trace: TraceResult, port: ExpectedPort, expected: ExpectedEndpoin
   const entered = new Set(trace.outcomes.flatMap((o) => [...natChainsEntered(o, inputs.dataplane.vocab)]))
   const hollow = missing.find((e) => entered.has(opts.endpointChain(e)))
   if (hollow)
-    return {ok: false, breaksAt: 'KUBE-SEP', detail: `${opts.endpointChain(hollow)} (endpoint ${hollow.address}${hollow.podName ? `, ${hollow.podName}` : ''}) has no DNAT rule: the jump falls through and the endpoint never gets traffic`}
+    return {
+      ok: false,
+      breaksAt: 'KUBE-SEP',
+      detail: `${opts.endpointChain(hollow)} (endpoint ${hollow.address}${hollow.podName ? `, ${hollow.podName}` : ''}) has no DNAT rule: the jump falls through and the endpoint never gets traffic`,
+    }
   if (missing.length > 0)
-    return {ok: false, breaksAt: 'KUBE-SVC', detail: `endpoint ${missing.map((e) => `${e.address}${e.podName ? ` (${e.podName})` : ''}`).join(', ')} is never chosen: missing from ${opts.chain ?? port.internal.chain}`}
+    return {
+      ok: false,
+      breaksAt: 'KUBE-SVC',
+      detail: `endpoint ${missing.map((e) => `${e.address}${e.podName ? ` (${e.podName})` : ''}`).join(', ')} is never chosen: missing from ${opts.chain ?? port.internal.chain}`,
+    }
   return {ok: true, breaksAt: null, detail: `reaches ${expected.length} endpoint(s): ${trace.destinations.join(', ')}`}
 }

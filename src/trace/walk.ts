@@ -28,7 +28,19 @@ export const MAX_DEPTH = 64
 export const MAX_BRANCHES = 4096
 
 export function startState(packet: Packet): WalkState {
-  return {src: packet.src, dst: packet.dst, dport: packet.dport, mark: 0, dnatted: false, masquerade: false, probability: 1, steps: [], sticky: false, inIface: packet.inIface, outIface: packet.outIface}
+  return {
+    src: packet.src,
+    dst: packet.dst,
+    dport: packet.dport,
+    mark: 0,
+    dnatted: false,
+    masquerade: false,
+    probability: 1,
+    steps: [],
+    sticky: false,
+    inIface: packet.inIface,
+    outIface: packet.outIface,
+  }
 }
 
 export function withStep(s: WalkState, step: TraceStep): WalkState {
@@ -64,7 +76,16 @@ export function walkHooks(localOrigin: boolean, isLocal: (ip: string) => boolean
     return [...live.filter((s) => !isLocal(s.dst)), ...runHook('input', toLocal)]
   }
   live = runHook('prerouting', live)
-  const delivered = runHook('input', live.filter((s) => isLocal(s.dst)))
-  const forwarded = runHook('postrouting', runHook('forward', live.filter((s) => !isLocal(s.dst))))
+  const delivered = runHook(
+    'input',
+    live.filter((s) => isLocal(s.dst)),
+  )
+  const forwarded = runHook(
+    'postrouting',
+    runHook(
+      'forward',
+      live.filter((s) => !isLocal(s.dst)),
+    ),
+  )
   return [...forwarded, ...delivered]
 }

@@ -97,6 +97,7 @@ describe('tracer vs kernel (differential)', {skip: why}, () => {
       if (rnd() < 0.2) faults.omitNodePorts = true
       if (rnd() < 0.15) faults.unhookPrerouting = true
       if (rnd() < 0.25) faults.omitMasquerade = true
+      lab.services[0].externalTrafficPolicy = rnd() < 0.35 ? 'Local' : 'Cluster'
       lab.modes.set(NODE_A.name, mode)
       lab.applyRules(NODE_A.name, faults)
       const scenarios: Scenario[] = [
@@ -105,7 +106,7 @@ describe('tracer vs kernel (differential)', {skip: why}, () => {
         {name: 'pod→ClusterIP:81', fromNs: lab.podNs('client-a'), local: false, packet: {src: CLIENT_A, dst: CLUSTER_IP, proto: 'tcp', dport: 81, sport: 40000, inIface: 'cbr0'}},
         {name: 'node→ClusterIP', fromNs: lab.nodeNs(NODE_A), local: true, packet: {src: NODE_A.ip, dst: CLUSTER_IP, proto: 'tcp', dport: 80, sport: 40000}},
       ]
-      const context = `${mode}${mode === 'nftables' && n % 4 === 3 ? ' (read as JSON)' : ''}, ready ${eps.map((p) => p.name).join(',') || 'none'}, faults ${JSON.stringify(faults)}`
+      const context = `ETP ${lab.services[0].externalTrafficPolicy}, ${mode}${mode === 'nftables' && n % 4 === 3 ? ' (read as JSON)' : ''}, ready ${eps.map((p) => p.name).join(',') || 'none'}, faults ${JSON.stringify(faults)}`
       for (const sc of scenarios) {
         const trace = predict(mode, sc.packet, sc.local, n % 4 === 3)
         assert.notEqual(trace.verdict, 'UNKNOWN', `${sc.name}: the tracer must decide kube-proxy rules (${context})`)
@@ -140,6 +141,7 @@ describe('tracer vs kernel (differential)', {skip: why}, () => {
         for (const w of wanted) assert.ok(seen.has(w), `${sc.name}: predicted ${w} (p=${predicted.get(w)!.p.toFixed(2)}) never happened in ${MAX_TRIES} tries (${context})`)
       }
       for (const p of webPods()) p.ready = true
+      lab.services[0].externalTrafficPolicy = 'Cluster'
       lab.modes.set(NODE_A.name, 'iptables')
       lab.applyRules(NODE_A.name, {})
     })

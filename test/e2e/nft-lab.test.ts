@@ -17,7 +17,8 @@ describe('svc against a lab node in nftables mode', {skip: why}, () => {
   })
 
   const doctor = (): Promise<CliResult> => runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json'])
-  const codes = (r: CliResult, node: string, severity = 'error') => r.json.findings.filter((f: {node: string; severity: string}) => f.node === node && f.severity === severity).map((f: {code: string}) => f.code)
+  const codes = (r: CliResult, node: string, severity = 'error') =>
+    r.json.findings.filter((f: {node: string; severity: string}) => f.node === node && f.severity === severity).map((f: {code: string}) => f.code)
   const path = (r: CliResult, node: string, entry: string) => r.json.paths.find((p: {node: string; entry: string}) => p.node === node && p.entry === entry)
   const failures = (answers: string[]) => answers.filter((a) => a === '').length
 
@@ -28,7 +29,10 @@ describe('svc against a lab node in nftables mode', {skip: why}, () => {
     assert.equal(r.code, 0, JSON.stringify(r.json?.findings))
     const b = r.json.nodes.find((n: {name: string}) => n.name === 'node-b')
     assert.deepEqual([b.mode, b.modeSource], ['nftables', "kube-proxy's /proxyMode on the node"])
-    assert.ok(r.json.paths.filter((p: {node: string}) => p.node === 'node-b').every((p: {ok: boolean}) => p.ok === true), JSON.stringify(r.json.paths))
+    assert.ok(
+      r.json.paths.filter((p: {node: string}) => p.node === 'node-b').every((p: {ok: boolean}) => p.ok === true),
+      JSON.stringify(r.json.paths),
+    )
     assert.ok(codes(r, 'node-b', 'warning').includes('KPD-MODE-MIXED'))
     assert.ok(codes(r, 'node-b', 'warning').includes('KPD-MODE-MISMATCH'))
   })

@@ -23,8 +23,7 @@ describe('svc against the netns lab', {skip: why}, () => {
   let lab: NetnsLab
   withLab((l) => (lab = l))
 
-  const doctor = (...extra: string[]): Promise<CliResult> =>
-    runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json', ...extra])
+  const doctor = (...extra: string[]): Promise<CliResult> => runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json', ...extra])
 
   const codes = (r: CliResult, node?: string | null, severity = 'error') =>
     (r.json?.findings ?? []).filter((f: {node: string | null; severity: string}) => (node === undefined || f.node === node) && f.severity === severity).map((f: {code: string}) => f.code)
@@ -37,7 +36,18 @@ describe('svc against the netns lab', {skip: why}, () => {
     const r = await runAsync('kubectl', ['--kubeconfig', lab.kubeconfigPath, 'get', 'svc', 'web', '-n', 'shop', '-o', 'jsonpath={.spec.clusterIP}'])
     assert.equal(r.code, 0, r.stderr)
     assert.equal(r.stdout.trim(), CLUSTER_IP)
-    const slices = await runAsync('kubectl', ['--kubeconfig', lab.kubeconfigPath, 'get', 'endpointslices', '-n', 'shop', '-l', 'kubernetes.io/service-name=web', '-o', 'jsonpath={.items[*].endpoints[*].addresses[0]}'])
+    const slices = await runAsync('kubectl', [
+      '--kubeconfig',
+      lab.kubeconfigPath,
+      'get',
+      'endpointslices',
+      '-n',
+      'shop',
+      '-l',
+      'kubernetes.io/service-name=web',
+      '-o',
+      'jsonpath={.items[*].endpoints[*].addresses[0]}',
+    ])
     assert.equal(slices.code, 0, slices.stderr)
     assert.deepEqual(slices.stdout.trim().split(' ').sort(), ['10.244.1.10', '10.244.2.10', '10.244.2.11'])
   })
@@ -51,9 +61,18 @@ describe('svc against the netns lab', {skip: why}, () => {
     assert.equal(r.json.ok, true)
     assert.match(r.json.summary, /^✓ shop\/web/)
     assert.ok(r.json.paths.length >= 8)
-    assert.ok(r.json.paths.every((p: {ok: boolean}) => p.ok === true), JSON.stringify(r.json.paths.filter((p: {ok: boolean}) => !p.ok)))
-    assert.deepEqual(r.json.nodes.map((n: {reachable: boolean}) => n.reachable), [true, true])
-    assert.deepEqual(r.json.nodes.map((n: {modeSource: string}) => n.modeSource), ["kube-proxy's /proxyMode on the node", "kube-proxy's /proxyMode on the node"])
+    assert.ok(
+      r.json.paths.every((p: {ok: boolean}) => p.ok === true),
+      JSON.stringify(r.json.paths.filter((p: {ok: boolean}) => !p.ok)),
+    )
+    assert.deepEqual(
+      r.json.nodes.map((n: {reachable: boolean}) => n.reachable),
+      [true, true],
+    )
+    assert.deepEqual(
+      r.json.nodes.map((n: {modeSource: string}) => n.modeSource),
+      ["kube-proxy's /proxyMode on the node", "kube-proxy's /proxyMode on the node"],
+    )
   })
 
   test('kube-proxy stuck on node-b: its stale rules come with KPD-PROXY-STUCK and KPD-PROXY-UNHEALTHY, and how long ago it last synced', async () => {
@@ -258,7 +277,13 @@ describe('svc against the netns lab', {skip: why}, () => {
       assert.notEqual(dig.code, 0, 'nothing answers on the DNS Service')
       const r = await doctor()
       assert.equal(r.code, 1)
-      assert.deepEqual(r.json.findings.filter((f: {code: string}) => f.code === 'KPD-DNS-NO-ANSWER').map((f: {node: string}) => f.node).sort(), ['node-a', 'node-b'])
+      assert.deepEqual(
+        r.json.findings
+          .filter((f: {code: string}) => f.code === 'KPD-DNS-NO-ANSWER')
+          .map((f: {node: string}) => f.node)
+          .sort(),
+        ['node-a', 'node-b'],
+      )
     } finally {
       lab.startDns()
     }
@@ -280,7 +305,23 @@ describe('svc against the netns lab', {skip: why}, () => {
   })
 
   test('trace --node reads the dump live and takes the node addresses from the cluster', async () => {
-    const r = await runCli(['trace', '--node', 'node-b', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '--src', '10.200.0.100', '--dst', NODE_B, '--dport', '30080', '-o', 'json'])
+    const r = await runCli([
+      'trace',
+      '--node',
+      'node-b',
+      '--kubeconfig',
+      lab.kubeconfigPath,
+      '--ssh-config',
+      lab.sshConfigPath,
+      '--src',
+      '10.200.0.100',
+      '--dst',
+      NODE_B,
+      '--dport',
+      '30080',
+      '-o',
+      'json',
+    ])
     assert.equal(r.code, 0, r.stderr)
     assert.equal(r.json.verdict, 'DNAT')
     assert.deepEqual(r.json.destinations, ['10.244.1.10:8080', '10.244.2.10:8080', '10.244.2.11:8080'])
@@ -380,7 +421,10 @@ describe('svc against the netns lab', {skip: why}, () => {
       assert.equal(offline.code, 1)
       const strip = (r: CliResult) => r.json.findings.map((f: {code: string; node: string}) => `${f.code}@${f.node}`).sort()
       assert.deepEqual(strip(offline), strip(live))
-      assert.deepEqual(offline.json.paths.map((p: {breaksAt: string}) => p.breaksAt), live.json.paths.map((p: {breaksAt: string}) => p.breaksAt))
+      assert.deepEqual(
+        offline.json.paths.map((p: {breaksAt: string}) => p.breaksAt),
+        live.json.paths.map((p: {breaksAt: string}) => p.breaksAt),
+      )
     } finally {
       lab.clearFaults()
       rmSync(out, {recursive: true, force: true})
@@ -390,10 +434,30 @@ describe('svc against the netns lab', {skip: why}, () => {
   test('clusters without discovery.k8s.io/v1 fall back to v1 Endpoints', async () => {
     lab.api.opts.withoutEndpointSlices = true
     lab.api.set('endpoints', [
-      {metadata: {name: 'kube-dns', namespace: 'kube-system'}, subsets: [{addresses: [{ip: '10.244.1.53', nodeName: 'node-a'}], ports: [{name: 'dns-tcp', port: 53, protocol: 'TCP'}, {name: 'dns', port: 53, protocol: 'UDP'}]}]},
+      {
+        metadata: {name: 'kube-dns', namespace: 'kube-system'},
+        subsets: [
+          {
+            addresses: [{ip: '10.244.1.53', nodeName: 'node-a'}],
+            ports: [
+              {name: 'dns-tcp', port: 53, protocol: 'TCP'},
+              {name: 'dns', port: 53, protocol: 'UDP'},
+            ],
+          },
+        ],
+      },
       {
         metadata: {name: 'web', namespace: 'shop'},
-        subsets: [{addresses: [{ip: '10.244.1.10', nodeName: 'node-a', targetRef: {kind: 'Pod', name: 'web-a1'}}, {ip: '10.244.2.10', nodeName: 'node-b'}, {ip: '10.244.2.11', nodeName: 'node-b'}], ports: [{name: 'http', port: 8080, protocol: 'TCP'}]}],
+        subsets: [
+          {
+            addresses: [
+              {ip: '10.244.1.10', nodeName: 'node-a', targetRef: {kind: 'Pod', name: 'web-a1'}},
+              {ip: '10.244.2.10', nodeName: 'node-b'},
+              {ip: '10.244.2.11', nodeName: 'node-b'},
+            ],
+            ports: [{name: 'http', port: 8080, protocol: 'TCP'}],
+          },
+        ],
       },
     ])
     try {

@@ -9,7 +9,7 @@ import {kubeProxyRules, type RuleFaults} from '../lab/kube-proxy-rules.js'
 import {kubeProxyIpvsTexts, type IpvsFaults} from '../lab/kube-proxy-ipvs.js'
 import {IpsetState} from '../../src/parse/ipset-save.js'
 import {parseDeviceAddresses, parseIpvsadm, parseSysctl} from '../../src/parse/ipvsadm.js'
-import {DNS, NODES, WEB, labPods, type LabPod} from '../lab/lab-cluster.js'
+import {DNS, NODES, WEB as LAB_WEB, labPods, type LabPod, type LabService} from '../lab/lab-cluster.js'
 
 export interface OfflineOptions {
   faults?: Record<string, RuleFaults>
@@ -22,11 +22,14 @@ export interface OfflineOptions {
   /** Nodes in IPVS mode, with their faults; `list` reads `ipvsadm -Ln` instead of `-Sn`. */
   ipvs?: Record<string, IpvsFaults & {list?: boolean}>
   strictARP?: boolean
+  /** Changes to the web Service (e.g. externalTrafficPolicy). */
+  web?: Partial<LabService>
 }
 
 /** The lab's cluster as the doctor would read it, built in memory: API objects plus each node's dumps. */
 export function offlineCluster(opts: OfflineOptions = {}): {cluster: ClusterState; observations: NodeObservation[]} {
   const pods = opts.pods ?? labPods()
+  const WEB = {...LAB_WEB, ...opts.web}
   // The fixtures are plain JSON shaped like the API's objects.
   const cluster = {
     service: serviceObject(WEB),

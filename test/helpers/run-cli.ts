@@ -16,7 +16,7 @@ export interface CliResult {
 export function runCli(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000, stdin?: string): Promise<CliResult> {
   return new Promise((resolveResult) => {
     const child = execFile(process.execPath, [BIN, ...args], {encoding: 'utf8', timeout: timeoutMs, env: {...process.env, NO_COLOR: '1', ...env}, maxBuffer: 64 << 20}, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as {code?: unknown}).code === 'number' ? ((err as {code: number}).code) : -1) : 0
+      const code = err ? (typeof (err as {code?: unknown}).code === 'number' ? (err as {code: number}).code : -1) : 0
       let json
       if (args.includes('json')) {
         try {

@@ -54,7 +54,25 @@ export class LabApiServer {
   async start(): Promise<void> {
     const key = join(this.dir, 'key.pem')
     const cert = join(this.dir, 'cert.pem')
-    run('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=kpd-test-apiserver', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost'])
+    run('openssl', [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '2',
+      '-subj',
+      '/CN=kpd-test-apiserver',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1,DNS:localhost',
+    ])
     this.caPem = readFileSync(cert, 'utf8')
     this.server = createServer({key: readFileSync(key), cert: readFileSync(cert)}, (req, res) => this.handle(req, res))
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve))
@@ -117,7 +135,9 @@ current-context: lab
     if (p === '/version') return this.send(res, 200, {major: '1', minor: '33', gitVersion: 'v1.33.0-kpd-lab', platform: 'linux/amd64'})
     if (p === '/api') return this.send(res, 200, {kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{clientCIDR: '0.0.0.0/0', serverAddress: `127.0.0.1:${this.port}`}]})
     if (p === '/apis') {
-      const groups = this.opts.withoutEndpointSlices ? [] : [{name: 'discovery.k8s.io', versions: [{groupVersion: 'discovery.k8s.io/v1', version: 'v1'}], preferredVersion: {groupVersion: 'discovery.k8s.io/v1', version: 'v1'}}]
+      const groups = this.opts.withoutEndpointSlices
+        ? []
+        : [{name: 'discovery.k8s.io', versions: [{groupVersion: 'discovery.k8s.io/v1', version: 'v1'}], preferredVersion: {groupVersion: 'discovery.k8s.io/v1', version: 'v1'}}]
       return this.send(res, 200, {kind: 'APIGroupList', apiVersion: 'v1', groups})
     }
     if (p === '/api/v1') return this.send(res, 200, this.resourceList('v1', ''))
@@ -126,14 +146,16 @@ current-context: lab
     if (!m) return this.status(res, 404, 'NotFound', 'the server could not find the requested resource')
     const [, group = '', , namespace, resource, name] = m
     const def = RESOURCES[resource]
-    if (!def || def.group !== group || (group === 'discovery.k8s.io' && this.opts.withoutEndpointSlices))
-      return this.status(res, 404, 'NotFound', 'the server could not find the requested resource')
+    if (!def || def.group !== group || (group === 'discovery.k8s.io' && this.opts.withoutEndpointSlices)) return this.status(res, 404, 'NotFound', 'the server could not find the requested resource')
     const verb = name ? 'get' : 'list'
     const f = this.opts.forbidden
     if (f && (f.has(`${verb} ${resource} ${namespace ?? ''}`) || f.has(`${verb} ${resource} *`))) {
       const gr = group ? `${resource}.${group}` : resource
       const where = namespace ? ` in the namespace "${namespace}"` : ' at the cluster scope'
-      return this.status(res, 403, 'Forbidden', `${gr}${name ? ` "${name}"` : ''} is forbidden: User "kpd-lab" cannot ${verb} resource "${resource}" in API group "${group}"${where}`, {kind: resource, ...(name ? {name} : {})})
+      return this.status(res, 403, 'Forbidden', `${gr}${name ? ` "${name}"` : ''} is forbidden: User "kpd-lab" cannot ${verb} resource "${resource}" in API group "${group}"${where}`, {
+        kind: resource,
+        ...(name ? {name} : {}),
+      })
     }
     let items = (this.objects.get(resource) ?? []).filter((o) => !def.namespaced || !namespace || o.metadata?.namespace === namespace)
     const apiVersion = group ? `${group}/${def.version}` : def.version

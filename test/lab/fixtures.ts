@@ -44,7 +44,7 @@ export function serviceObject(s: LabService) {
       selector: s.selector,
       ports: s.ports.map((p) => ({name: p.name, port: p.port, targetPort: p.targetPort, protocol: p.protocol, ...(p.nodePort ? {nodePort: p.nodePort} : {})})),
       sessionAffinity: 'None',
-      externalTrafficPolicy: s.type === 'NodePort' ? 'Cluster' : undefined,
+      externalTrafficPolicy: s.type === 'NodePort' ? (s.externalTrafficPolicy ?? 'Cluster') : undefined,
       internalTrafficPolicy: 'Cluster',
       ipFamilies: ['IPv4'],
     },
@@ -55,7 +55,12 @@ export function serviceObject(s: LabService) {
 export function endpointSliceObject(s: LabService, pods: LabPod[]) {
   const selected = pods.filter((p) => selects(s, p))
   return {
-    metadata: {name: `${s.name}-abc12`, namespace: s.namespace, labels: {'kubernetes.io/service-name': s.name, 'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io'}, creationTimestamp: created},
+    metadata: {
+      name: `${s.name}-abc12`,
+      namespace: s.namespace,
+      labels: {'kubernetes.io/service-name': s.name, 'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io'},
+      creationTimestamp: created,
+    },
     addressType: 'IPv4',
     endpoints: selected.map((p) => ({
       addresses: [p.ip],

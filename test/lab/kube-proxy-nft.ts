@@ -18,9 +18,12 @@ export function kubeProxyNftRules(node: LabNode, services: LabService[], pods: L
       const names = nftServiceChainNames(base)
       const eps = pods
         .filter((p) => selects(svc, p) && p.ready && endpointPort(sp, p) > 0 && p.ip !== faults.omitEndpoint)
-        .map((p) => ({ip: p.ip, port: endpointPort(sp, p)}))
+        .map((p): {ip: string; port: number; node?: string} => ({ip: p.ip, port: endpointPort(sp, p), node: p.node}))
         .sort((a, b) => a.ip.localeCompare(b.ip))
       if (faults.staleEndpoint && svc === services[0]) eps.push(faults.staleEndpoint)
+      const etpLocal = svc.externalTrafficPolicy === 'Local' && !!sp.nodePort
+      const localEps = eps.filter((e) => e.node === node.name)
+      const dispatch = (list: typeof eps) => `numgen random mod ${list.length} vmap { ${list.map((ep, i) => `${i} : goto ${nftEndpointChainName(base, ep.ip, ep.port)}`).join(', ')} }`
       if (eps.length === 0) {
         noEndpoints.push(`${svc.clusterIP} . ${proto} . ${sp.port} : goto reject-chain`)
         if (sp.nodePort) noEndpointNodePorts.push(`${proto} . ${sp.nodePort} : goto reject-chain`)
@@ -29,10 +32,17 @@ export function kubeProxyNftRules(node: LabNode, services: LabService[], pods: L
       serviceIps.push(`${svc.clusterIP} . ${proto} . ${sp.port} : goto ${names.service}`)
       if (sp.nodePort && !faults.omitNodePorts) {
         nodePorts.push(`${proto} . ${sp.nodePort} : goto ${names.external}`)
-        chains.push(`\tchain ${names.external} {\n\t\tjump mark-for-masquerade\n\t\tgoto ${names.service}\n\t}`)
+        if (etpLocal) {
+          // externalTrafficPolicy: Local keeps the client's address: only this node's endpoints, no masquerade.
+          const local = localEps.length > 0 ? `\t\tgoto ${names.local}\n` : ''
+          chains.push(
+            `\tchain ${names.external} {\n\t\tip saddr ${CLUSTER_CIDR} goto ${names.service}\n\t\tfib saddr type local jump mark-for-masquerade\n\t\tfib saddr type local goto ${names.service}\n${local}\t}`,
+          )
+          if (localEps.length > 0) chains.push(`\tchain ${names.local} {\n\t\t${dispatch(localEps)}\n\t}`)
+        } else chains.push(`\tchain ${names.external} {\n\t\tjump mark-for-masquerade\n\t\tgoto ${names.service}\n\t}`)
       }
-      const vmap = eps.map((ep, i) => `${i} : goto ${nftEndpointChainName(base, ep.ip, ep.port)}`).join(', ')
-      chains.push(`\tchain ${names.service} {\n\t\tip daddr ${svc.clusterIP} ${proto} dport ${sp.port} ip saddr != ${CLUSTER_CIDR} jump mark-for-masquerade\n\t\tnumgen random mod ${eps.length} vmap { ${vmap} }\n\t}`)
+      if (etpLocal && localEps.length === 0) noEndpointNodePorts.push(`${proto} . ${sp.nodePort} : drop`)
+      chains.push(`\tchain ${names.service} {\n\t\tip daddr ${svc.clusterIP} ${proto} dport ${sp.port} ip saddr != ${CLUSTER_CIDR} jump mark-for-masquerade\n\t\t${dispatch(eps)}\n\t}`)
       for (const ep of eps) {
         const to = faults.wrongPortFor?.ip === ep.ip ? `${ep.ip}:${faults.wrongPortFor.port}` : `${ep.ip}:${ep.port}`
         const dnat = faults.dropDnatFor === ep.ip ? '' : `\t\tmeta l4proto ${proto} dnat to ${to}\n`

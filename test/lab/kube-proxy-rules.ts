@@ -30,14 +30,20 @@ export function kubeProxyRules(node: LabNode, services: LabService[], pods: LabP
       const chains = serviceChainNames(spn, proto)
       const eps = pods
         .filter((p) => selects(svc, p) && p.ready && endpointPort(sp, p) > 0 && p.ip !== faults.omitEndpoint)
-        .map((p) => ({ip: p.ip, port: endpointPort(sp, p)}))
+        .map((p): {ip: string; port: number; node?: string} => ({ip: p.ip, port: endpointPort(sp, p), node: p.node}))
         .sort((a, b) => a.ip.localeCompare(b.ip))
       if (faults.staleEndpoint && svc === services[0]) eps.push(faults.staleEndpoint)
+      const etpLocal = svc.externalTrafficPolicy === 'Local' && !!sp.nodePort
+      const localEps = eps.filter((e) => e.node === node.name)
       const match = `-d ${svc.clusterIP}/32 -p ${proto} -m comment --comment ${q(`${spn} cluster IP`)} -m ${proto} --dport ${sp.port}`
       if (eps.length === 0) {
-        filter.push(`-A KUBE-SERVICES ${match} -j REJECT --reject-with icmp-port-unreachable`.replace(`-m comment --comment ${q(`${spn} cluster IP`)}`, `-m comment --comment ${q(`${spn} has no endpoints`)}`))
+        filter.push(
+          `-A KUBE-SERVICES ${match} -j REJECT --reject-with icmp-port-unreachable`.replace(`-m comment --comment ${q(`${spn} cluster IP`)}`, `-m comment --comment ${q(`${spn} has no endpoints`)}`),
+        )
         if (sp.nodePort)
-          filter.push(`-A KUBE-EXTERNAL-SERVICES -p ${proto} -m comment --comment ${q(`${spn} has no endpoints`)} -m addrtype --dst-type LOCAL -m ${proto} --dport ${sp.nodePort} -j REJECT --reject-with icmp-port-unreachable`)
+          filter.push(
+            `-A KUBE-EXTERNAL-SERVICES -p ${proto} -m comment --comment ${q(`${spn} has no endpoints`)} -m addrtype --dst-type LOCAL -m ${proto} --dport ${sp.nodePort} -j REJECT --reject-with icmp-port-unreachable`,
+          )
         continue
       }
       nat.push(`-A KUBE-SERVICES ${match} -j ${chains.svc}`)
@@ -46,15 +52,34 @@ export function kubeProxyRules(node: LabNode, services: LabService[], pods: LabP
       if (sp.nodePort && !faults.omitNodePorts) {
         natChains.add(chains.ext)
         nat.push(`-A KUBE-NODEPORTS -p ${proto} -m comment --comment ${q(spn)} -m ${proto} --dport ${sp.nodePort} -j ${chains.ext}`)
-        nat.push(`-A ${chains.ext} -m comment --comment ${q(`masquerade traffic for ${spn} external destinations`)} -j KUBE-MARK-MASQ`)
-        nat.push(`-A ${chains.ext} -j ${chains.svc}`)
+        if (etpLocal) {
+          // externalTrafficPolicy: Local keeps the client's address: only this node's endpoints, no masquerade.
+          nat.push(`-A ${chains.ext} -s ${CLUSTER_CIDR} -m comment --comment ${q(`pod traffic for ${spn} external destinations`)} -j ${chains.svc}`)
+          nat.push(`-A ${chains.ext} -m comment --comment ${q(`masquerade LOCAL traffic for ${spn} external destinations`)} -m addrtype --src-type LOCAL -j KUBE-MARK-MASQ`)
+          nat.push(`-A ${chains.ext} -m comment --comment ${q(`route LOCAL traffic for ${spn} external destinations`)} -m addrtype --src-type LOCAL -j ${chains.svc}`)
+          if (localEps.length > 0) nat.push(`-A ${chains.ext} -j ${chains.svl}`)
+        } else {
+          nat.push(`-A ${chains.ext} -m comment --comment ${q(`masquerade traffic for ${spn} external destinations`)} -j KUBE-MARK-MASQ`)
+          nat.push(`-A ${chains.ext} -j ${chains.svc}`)
+        }
       }
-      eps.forEach((ep, i) => {
+      if (etpLocal && localEps.length === 0)
+        filter.push(`-A KUBE-EXTERNAL-SERVICES -p ${proto} -m comment --comment ${q(`${spn} has no local endpoints`)} -m addrtype --dst-type LOCAL -m ${proto} --dport ${sp.nodePort} -j DROP`)
+      const jumps = (chain: string, list: typeof eps) =>
+        list.forEach((ep, i) => {
+          const addr = `${ep.ip}:${ep.port}`
+          const prob = i < list.length - 1 ? ` -m statistic --mode random --probability ${(1 / (list.length - i)).toFixed(10)}` : ''
+          nat.push(`-A ${chain} -m comment --comment ${q(`${spn} -> ${addr}`)}${prob} -j ${endpointChainName(spn, proto, addr)}`)
+        })
+      if (etpLocal && localEps.length > 0) {
+        natChains.add(chains.svl)
+        jumps(chains.svl, localEps)
+      }
+      jumps(chains.svc, eps)
+      eps.forEach((ep) => {
         const addr = `${ep.ip}:${ep.port}`
         const sep = endpointChainName(spn, proto, addr)
         natChains.add(sep)
-        const prob = i < eps.length - 1 ? ` -m statistic --mode random --probability ${(1 / (eps.length - i)).toFixed(10)}` : ''
-        nat.push(`-A ${chains.svc} -m comment --comment ${q(`${spn} -> ${addr}`)}${prob} -j ${sep}`)
         nat.push(`-A ${sep} -s ${ep.ip}/32 -m comment --comment ${q(spn)} -j KUBE-MARK-MASQ`)
         const to = faults.wrongPortFor?.ip === ep.ip ? `${ep.ip}:${faults.wrongPortFor.port}` : addr
         if (faults.dropDnatFor !== ep.ip) nat.push(`-A ${sep} -p ${proto} -m comment --comment ${q(spn)} -m ${proto} -j DNAT --to-destination ${to}`)

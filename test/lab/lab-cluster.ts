@@ -38,6 +38,7 @@ export interface LabService {
   type: 'ClusterIP' | 'NodePort'
   selector: Record<string, string>
   ports: LabServicePort[]
+  externalTrafficPolicy?: 'Cluster' | 'Local'
 }
 
 export const NODES: LabNode[] = [

@@ -8,7 +8,7 @@ import {LabApiServer} from './apiserver.js'
 import {endpointSliceObject, kubeProxyConfigMap, kubeProxyPodObject, nodeObject, podObject, serviceObject} from './fixtures.js'
 import {kubeProxyRules, type RuleFaults} from './kube-proxy-rules.js'
 import {kubeProxyNftRules} from './kube-proxy-nft.js'
-import {DNS, NODES, OUTSIDE_IP, SERVICES, labPods, type LabNode, type LabPod} from './lab-cluster.js'
+import {DNS, NODES, OUTSIDE_IP, SERVICES, labPods, type LabNode, type LabPod, type LabService} from './lab-cluster.js'
 import {inNs, run, sleep, startDaemon, tryRun} from './sh.js'
 import type {FakeKubeProxyState} from './fake-kube-proxy.js'
 import {fileURLToPath} from 'node:url'
@@ -26,6 +26,8 @@ export class NetnsLab {
   readonly namespaces: string[] = []
   readonly procs: ChildProcess[] = []
   readonly pods: LabPod[] = labPods()
+  /** The Services the rules are written for (the web Service first); tests may change their policies. */
+  readonly services: LabService[] = SERVICES.map((s) => ({...s}))
   readonly api = new LabApiServer({token: LAB_TOKEN})
   readonly sshPorts = new Map<string, number>()
   readonly faults = new Map<string, RuleFaults>()
@@ -125,7 +127,23 @@ export class NetnsLab {
     const web = SERVICES[0]
     this.dnsProc = startDaemon(
       'ip',
-      ['netns', 'exec', this.podNs(pod), 'dnsmasq', '-k', '-C', '/dev/null', '--no-resolv', '--no-hosts', '--bind-interfaces', `--listen-address=${pod.ip}`, '--user=root', `--pid-file=${join(this.dir, 'dnsmasq.pid')}`, `--host-record=${web.name}.${web.namespace}.svc.cluster.local,${web.clusterIP}`, `--host-record=${DNS.name}.${DNS.namespace}.svc.cluster.local,${DNS.clusterIP}`],
+      [
+        'netns',
+        'exec',
+        this.podNs(pod),
+        'dnsmasq',
+        '-k',
+        '-C',
+        '/dev/null',
+        '--no-resolv',
+        '--no-hosts',
+        '--bind-interfaces',
+        `--listen-address=${pod.ip}`,
+        '--user=root',
+        `--pid-file=${join(this.dir, 'dnsmasq.pid')}`,
+        `--host-record=${web.name}.${web.namespace}.svc.cluster.local,${web.clusterIP}`,
+        `--host-record=${DNS.name}.${DNS.namespace}.svc.cluster.local,${DNS.clusterIP}`,
+      ],
       this.logs,
     )
     this.procs.push(this.dnsProc)
@@ -144,10 +162,10 @@ export class NetnsLab {
     if (this.modes.get(nodeName) === 'nftables') {
       if (!this.keepLeftovers) inNs(ns, 'iptables-restore', [], '*nat\nCOMMIT\n*filter\nCOMMIT\n')
       tryRun('ip', ['netns', 'exec', ns, 'nft', 'delete', 'table', 'ip', 'kube-proxy'])
-      inNs(ns, 'nft', ['-f', '-'], kubeProxyNftRules(node, SERVICES, this.pods, faults))
+      inNs(ns, 'nft', ['-f', '-'], kubeProxyNftRules(node, this.services, this.pods, faults))
     } else {
       if (!this.keepLeftovers) tryRun('ip', ['netns', 'exec', ns, 'nft', 'delete', 'table', 'ip', 'kube-proxy'])
-      inNs(ns, 'iptables-restore', [], kubeProxyRules(node, SERVICES, this.pods, faults))
+      inNs(ns, 'iptables-restore', [], kubeProxyRules(node, this.services, this.pods, faults))
     }
     // Old connections keep their old NAT decision: start every scenario from a clean table, as a reboot would.
     tryRun('ip', ['netns', 'exec', this.nodeNs(node), 'conntrack', '-F'])
@@ -196,10 +214,16 @@ export class NetnsLab {
   publish(): void {
     this.api.set('nodes', NODES.map(nodeObject))
     this.api.set('pods', [...this.pods.map(podObject), ...NODES.map((n) => kubeProxyPodObject(n.name, this.kubeProxyPodReady.get(n.name) ?? true))])
-    this.api.set('services', SERVICES.map(serviceObject))
-    this.api.set('endpointslices', SERVICES.map((s) => endpointSliceObject(s, this.pods)))
+    this.api.set('services', this.services.map(serviceObject))
+    this.api.set(
+      'endpointslices',
+      this.services.map((s) => endpointSliceObject(s, this.pods)),
+    )
     this.api.set('configmaps', [kubeProxyConfigMap()])
-    this.api.set('namespaces', ['default', 'shop', 'kube-system'].map((name) => ({metadata: {name}})))
+    this.api.set(
+      'namespaces',
+      ['default', 'shop', 'kube-system'].map((name) => ({metadata: {name}})),
+    )
   }
 
   private async freePort(): Promise<number> {
@@ -243,7 +267,10 @@ export class NetnsLab {
 
   /** Restarts a node's sshd and waits (bounded) until it answers. */
   async restartSshd(nodeName: string, forwarding: boolean): Promise<void> {
-    this.startSshd(NODES.find((n) => n.name === nodeName)!, forwarding)
+    this.startSshd(
+      NODES.find((n) => n.name === nodeName)!,
+      forwarding,
+    )
     for (let i = 0; i < 50; i++) {
       if (tryRun('ssh', ['-F', this.sshConfigPath, '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=2', nodeName, 'true'], undefined, 5000).code === 0) return
       await sleep(100)
@@ -269,7 +296,17 @@ export class NetnsLab {
       const pub = readFileSync(`${hostKey}.pub`, 'utf8').split(' ').slice(0, 2).join(' ')
       // node-a is looked up as [127.0.0.1]:port, node-b through HostKeyAlias: both ways OpenSSH finds keys.
       known.push(node.key === 'a' ? `[127.0.0.1]:${port} ${pub}` : `${node.name} ${pub}`)
-      config.push(`Host ${node.name}`, '  HostName 127.0.0.1', `  Port ${port}`, '  User root', `  IdentityFile ${key}`, `  UserKnownHostsFile ${join(this.dir, 'known_hosts')}`, '  IdentitiesOnly yes', ...(node.key === 'a' ? [] : [`  HostKeyAlias ${node.name}`]), '')
+      config.push(
+        `Host ${node.name}`,
+        '  HostName 127.0.0.1',
+        `  Port ${port}`,
+        '  User root',
+        `  IdentityFile ${key}`,
+        `  UserKnownHostsFile ${join(this.dir, 'known_hosts')}`,
+        '  IdentitiesOnly yes',
+        ...(node.key === 'a' ? [] : [`  HostKeyAlias ${node.name}`]),
+        '',
+      )
     }
     writeFileSync(join(this.dir, 'known_hosts'), known.join('\n') + '\n')
     this.sshConfigPath = join(this.dir, 'ssh_config')

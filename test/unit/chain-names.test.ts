@@ -3,7 +3,15 @@ import {test} from 'node:test'
 import {base32, endpointChainName, serviceChainNames, servicePortName} from '../../src/model/chain-names.js'
 
 test('base32 matches RFC 4648 (unpadded)', () => {
-  const cases: Array<[string, string]> = [['', ''], ['f', 'MY'], ['fo', 'MZXQ'], ['foo', 'MZXW6'], ['foob', 'MZXW6YQ'], ['fooba', 'MZXW6YTB'], ['foobar', 'MZXW6YTBOI']]
+  const cases: Array<[string, string]> = [
+    ['', ''],
+    ['f', 'MY'],
+    ['fo', 'MZXQ'],
+    ['foo', 'MZXW6'],
+    ['foob', 'MZXW6YQ'],
+    ['fooba', 'MZXW6YTB'],
+    ['foobar', 'MZXW6YTBOI'],
+  ]
   for (const [input, want] of cases) assert.equal(base32(Buffer.from(input)), want)
 })
 

@@ -27,7 +27,12 @@ const CASES: Case[] = [
   {name: 'hairpin off', opts: () => ({hairpinOff: ['web-b1']}), expect: ['KPD-HAIRPIN-OFF@node-b'], silent: ['KPD-HAIRPIN-UNMAPPED']},
   {name: 'all backends not ready', opts: () => ({pods: notReady('web-a1', 'web-b1', 'web-b2')}), expect: ['KPD-NO-READY-ENDPOINTS@-'], silent: ['KPD-SEP-MISSING', 'KPD-REJECT-STALE']},
   {name: 'one backend not ready', opts: () => ({pods: notReady('web-b2')}), expect: ['KPD-ENDPOINT-NOT-READY@node-b'], silent: ['KPD-NO-READY-ENDPOINTS', 'KPD-SEP-STALE']},
-  {name: 'selector matches nothing', opts: () => ({pods: labPods().map((p) => (p.kind === 'web' ? {...p, labels: {app: 'webb'}} : p))}), expect: ['KPD-SELECTOR-NO-PODS@-'], silent: ['KPD-NO-READY-ENDPOINTS']},
+  {
+    name: 'selector matches nothing',
+    opts: () => ({pods: labPods().map((p) => (p.kind === 'web' ? {...p, labels: {app: 'webb'}} : p))}),
+    expect: ['KPD-SELECTOR-NO-PODS@-'],
+    silent: ['KPD-NO-READY-ENDPOINTS'],
+  },
   {name: 'named targetPort missing on pods', opts: () => ({pods: labPods().map((p) => (p.name === 'web-a1' ? {...p, portName: 'web'} : p))}), expect: ['KPD-TARGETPORT-NOT-EXPOSED@-']},
   {name: 'DNS answers NXDOMAIN on one node', opts: () => ({dns: {'node-b': {addresses: [], rcode: 'NXDOMAIN'}}}), expect: ['KPD-DNS-NO-ANSWER@node-b']},
   {name: 'DNS answers the wrong address', opts: () => ({dns: {'node-a': {addresses: ['10.96.99.99']}}}), expect: ['KPD-DNS-NO-ANSWER@node-a']},
@@ -52,6 +57,11 @@ const CASES: Case[] = [
     expect: ['KPD-MODE-UNSUPPORTED@node-b'],
     silent: ['KPD-SVC-RULE-MISSING', 'KPD-HOOK-MISSING', 'KPD-MASQ-MISSING'],
   },
+  {
+    name: 'externalTrafficPolicy Local: a local endpoint missing from KUBE-SVL',
+    opts: () => ({web: {externalTrafficPolicy: 'Local'}, faults: {'node-b': {omitEndpoint: '10.244.2.11'}}}),
+    expect: ['KPD-SEP-MISSING@node-b'],
+  },
   {name: 'DNS pods not ready', opts: () => ({pods: notReady('coredns-a')}), expect: ['KPD-DNS-NO-ENDPOINTS@-']},
 ]
 
@@ -62,7 +72,10 @@ const found = (opts: OfflineOptions) => {
 
 describe('checks', () => {
   test('healthy lab: no finding at all', () => {
-    assert.deepEqual(found({}).map((f) => `${f.code}@${f.node}`), [])
+    assert.deepEqual(
+      found({}).map((f) => `${f.code}@${f.node}`),
+      [],
+    )
   })
 
   for (const c of CASES) {
@@ -77,6 +90,27 @@ describe('checks', () => {
       }
     })
   }
+
+  test('externalTrafficPolicy Local, healthy: local endpoints only, no masquerade, a node without endpoints drops by design', () => {
+    const pods = labPods().map((p) => (p.name === 'web-a1' ? {...p, ready: false} : p))
+    const {cluster, observations} = offlineCluster({web: {externalTrafficPolicy: 'Local'}, pods})
+    const d = diagnose(cluster, observations)
+    assert.deepEqual(
+      d.findings.filter((f) => f.severity === 'error').map((f) => f.code),
+      [],
+    )
+    const b = d.paths.find((p) => p.node === 'node-b' && p.entry === 'outside→NodePort')!
+    assert.equal(b.ok, true, b.detail)
+    assert.deepEqual(b.trace.destinations, ['10.244.2.10:8080', '10.244.2.11:8080'])
+    assert.ok(
+      b.trace.outcomes.every((o) => !o.masquerade),
+      'the client address is kept',
+    )
+    const a = d.paths.find((p) => p.node === 'node-a' && p.entry === 'outside→NodePort')!
+    assert.equal(a.ok, null)
+    assert.match(a.detail, /by design/)
+    assert.equal(a.trace.verdict, 'DROP')
+  })
 
   test('every check has a stable code, a severity, a title and a hint; codes are unique', () => {
     const codes = CHECKS.map((c) => c.meta.code)

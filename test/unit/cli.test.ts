@@ -12,7 +12,12 @@ test('the bundled examples: broken gives exit 1 with the first line naming node 
   const broken = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/broken-cluster', '-o', 'json'])
   assert.equal(broken.code, 1)
   assert.match(broken.json.summary, /breaks at DNAT on node-b/)
-  assert.deepEqual(broken.json.findings.map((f: {code: string; node: string}) => `${f.code}@${f.node}`).sort(), ['KPD-HAIRPIN-OFF@node-a', 'KPD-NODE-DIVERGES@node-b', 'KPD-SEP-MISSING@node-b', 'KPD-SEP-STALE@node-b'])
+  assert.deepEqual(broken.json.findings.map((f: {code: string; node: string}) => `${f.code}@${f.node}`).sort(), [
+    'KPD-HAIRPIN-OFF@node-a',
+    'KPD-NODE-DIVERGES@node-b',
+    'KPD-SEP-MISSING@node-b',
+    'KPD-SEP-STALE@node-b',
+  ])
   const healthy = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/healthy-cluster'])
   assert.equal(healthy.code, 0)
   assert.match(healthy.stdout, /^✓ shop\/web: every traced path works on 2 node\(s\)/)
@@ -21,8 +26,14 @@ test('the bundled examples: broken gives exit 1 with the first line naming node 
 test('the IPVS example (recorded ipvsadm/ipset output): weight stuck at 0 found on node-b', async () => {
   const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/ipvs-cluster', '-o', 'json'])
   assert.equal(r.code, 1)
-  assert.deepEqual(r.json.findings.map((f: {code: string; node: string}) => `${f.code}@${f.node}`), ['KPD-IPVS-WEIGHT-ZERO@node-b'])
-  assert.deepEqual(r.json.nodes.map((n: {mode: string}) => n.mode), ['ipvs', 'ipvs'])
+  assert.deepEqual(
+    r.json.findings.map((f: {code: string; node: string}) => `${f.code}@${f.node}`),
+    ['KPD-IPVS-WEIGHT-ZERO@node-b'],
+  )
+  assert.deepEqual(
+    r.json.nodes.map((n: {mode: string}) => n.mode),
+    ['ipvs', 'ipvs'],
+  )
   assert.match(r.json.next, /ipvsadm -Ln/)
   const forced = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/ipvs-cluster', '-o', 'json', '--proxy-mode', 'iptables'])
   assert.ok(forced.json.nodes.every((n: {modeSource: string}) => n.modeSource === '--proxy-mode'))
@@ -53,7 +64,10 @@ test('one-line errors with exit 2: unknown Service, unreachable API, unknown con
   assert.equal(missing.code, 2)
   assert.equal(missing.stderr.trim().split('\n').length, 1)
   const kc = join(tmp, 'kubeconfig')
-  writeFileSync(kc, 'apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\nusers:\n- name: u\n  user:\n    token: t\ncurrent-context: x\n')
+  writeFileSync(
+    kc,
+    'apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\nusers:\n- name: u\n  user:\n    token: t\ncurrent-context: x\n',
+  )
   const down = await runCli(['svc', 'web', '--kubeconfig', kc, '--timeout', '3'])
   assert.equal(down.code, 2)
   assert.match(down.stderr, /cannot reach the Kubernetes API at https:\/\/127\.0\.0\.1:1: ECONNREFUSED/)
@@ -65,7 +79,21 @@ test('one-line errors with exit 2: unknown Service, unreachable API, unknown con
 })
 
 test('trace: JSON contract on a dump, stdin, and line numbers for unreadable input', async () => {
-  const args = ['trace', '--iptables-save', 'examples/broken-cluster/nodes/node-b/iptables-save.txt', '--src', '10.244.2.100', '--dst', '10.96.10.10', '--dport', '80', '--in-iface', 'cbr0', '-o', 'json']
+  const args = [
+    'trace',
+    '--iptables-save',
+    'examples/broken-cluster/nodes/node-b/iptables-save.txt',
+    '--src',
+    '10.244.2.100',
+    '--dst',
+    '10.96.10.10',
+    '--dport',
+    '80',
+    '--in-iface',
+    'cbr0',
+    '-o',
+    'json',
+  ]
   const r = await runCli(args)
   assert.equal(r.code, 0)
   assert.equal(r.json.verdict, 'DNAT')

@@ -45,7 +45,13 @@ test('tables, chains, policies and rules are indexed per table', () => {
 
 test('rules of one chain split across the dump are all found, in order', () => {
   const d = parse('*nat\n:A - [0:0]\n:B - [0:0]\n-A A -j RETURN\n-A B -j RETURN\n-A A -j ACCEPT\nCOMMIT\n')
-  assert.deepEqual(d.rawRules('nat', 'A').map((r) => [r.line, r.text]), [[4, '-A A -j RETURN'], [6, '-A A -j ACCEPT']])
+  assert.deepEqual(
+    d.rawRules('nat', 'A').map((r) => [r.line, r.text]),
+    [
+      [4, '-A A -j RETURN'],
+      [6, '-A A -j ACCEPT'],
+    ],
+  )
 })
 
 test('CRLF line ends and a missing final newline are accepted', () => {
@@ -61,7 +67,11 @@ test('garbage is refused with the line number and why', () => {
     ['*nat\n<html>\n', /line 2: not iptables-save output/],
   ]
   for (const [text, want] of cases) {
-    assert.throws(() => parse(text), (e: unknown) => e instanceof DumpParseError && want.test(e.message), text)
+    assert.throws(
+      () => parse(text),
+      (e: unknown) => e instanceof DumpParseError && want.test(e.message),
+      text,
+    )
   }
 })
 
@@ -84,7 +94,14 @@ test('parseRule: negation, modules in any order, target options, unknown modules
   const r = parseRule('nat', 1, '-A KUBE-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN')
   assert.deepEqual(r.matches, [{module: 'mark', options: [{name: '--mark', values: ['0x4000/0x4000'], negated: true}]}])
   const s = parseRule('nat', 2, '-A KUBE-SVC-X ! -s 10.244.0.0/16 -d 10.96.0.1/32 -p tcp -m physdev --physdev-is-in -m tcp --dport 443 -j KUBE-MARK-MASQ')
-  assert.deepEqual(s.matches[0], {module: '', options: [{name: 's', values: ['10.244.0.0/16'], negated: true}, {name: 'd', values: ['10.96.0.1/32'], negated: false}, {name: 'p', values: ['tcp'], negated: false}]})
+  assert.deepEqual(s.matches[0], {
+    module: '',
+    options: [
+      {name: 's', values: ['10.244.0.0/16'], negated: true},
+      {name: 'd', values: ['10.96.0.1/32'], negated: false},
+      {name: 'p', values: ['tcp'], negated: false},
+    ],
+  })
   assert.equal(s.matches[1].module, 'physdev')
   assert.equal(s.target, 'KUBE-MARK-MASQ')
   const t = parseRule('nat', 3, '-A KUBE-SEP-X -p tcp -m tcp -j DNAT --to-destination 10.0.0.1:8080')
@@ -99,7 +116,8 @@ test('dumps larger than one read chunk are indexed across chunk boundaries', () 
   try {
     const lines = ['*nat', ':KUBE-SERVICES - [0:0]']
     for (let i = 0; i < 60000; i++) lines.push(`:KUBE-SEP-${String(i).padStart(16, '0')} - [0:0]`)
-    for (let i = 0; i < 60000; i++) lines.push(`-A KUBE-SEP-${String(i).padStart(16, '0')} -p tcp -m comment --comment "ns/svc-${i}:http" -m tcp -j DNAT --to-destination 10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}:8080`)
+    for (let i = 0; i < 60000; i++)
+      lines.push(`-A KUBE-SEP-${String(i).padStart(16, '0')} -p tcp -m comment --comment "ns/svc-${i}:http" -m tcp -j DNAT --to-destination 10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}:8080`)
     lines.push('COMMIT', '')
     const path = join(dir, 'big.txt')
     writeFileSync(path, lines.join('\n'))

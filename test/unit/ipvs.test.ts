@@ -18,7 +18,10 @@ describe('IPVS mode (recorded ipvsadm, ipset, ip addr, sysctl output)', () => {
     const strip = (x: ReturnType<typeof parseIpvsadm>) => x.map((v) => ({...v, line: 0, text: '', reals: v.reals.map((r) => ({...r, line: 0, text: ''}))}))
     assert.deepEqual(strip(parseIpvsadm(t.ipvsadmList)), strip(parseIpvsadm(t.ipvsadmSave)))
     const web = parseIpvsadm(t.ipvsadmList).find((v) => v.address === '10.96.10.10')!
-    assert.deepEqual(web.reals.map((r) => `${r.address}:${r.port} ${r.forward} ${r.weight}`), ['10.244.1.10:8080 Masq 1', '10.244.2.10:8080 Masq 1', '10.244.2.11:8080 Masq 1'])
+    assert.deepEqual(
+      web.reals.map((r) => `${r.address}:${r.port} ${r.forward} ${r.weight}`),
+      ['10.244.1.10:8080 Masq 1', '10.244.2.10:8080 Masq 1', '10.244.2.11:8080 Masq 1'],
+    )
     assert.deepEqual(parseDeviceAddresses(t.kubeIpvs0), ['10.96.10.10', '10.96.0.10'])
     const persistent = parseIpvsadm('TCP  10.0.0.1:80 rr persistent 10800\n  -> 10.1.1.1:80                  Masq    0      3          1\n')[0]
     assert.equal(persistent.persistent, 10800)
@@ -28,7 +31,10 @@ describe('IPVS mode (recorded ipvsadm, ipset, ip addr, sysctl output)', () => {
 
   test('healthy IPVS node: no finding, every path ✓ through IPVS, mode reported', () => {
     const d = run({ipvs: {'node-b': {}}})
-    assert.deepEqual(d.findings.map((f) => `${f.code}@${f.node}`), ['KPD-MODE-MIXED@node-b', 'KPD-MODE-MISMATCH@node-b'])
+    assert.deepEqual(
+      d.findings.map((f) => `${f.code}@${f.node}`),
+      ['KPD-MODE-MIXED@node-b', 'KPD-MODE-MISMATCH@node-b'],
+    )
     const b = d.context.nodes.find((n) => n.name === 'node-b')!
     assert.equal(b.mode.mode, 'ipvs')
     const paths = d.paths.filter((p) => p.node === 'node-b')
@@ -38,7 +44,10 @@ describe('IPVS mode (recorded ipvsadm, ipset, ip addr, sysctl output)', () => {
     assert.deepEqual(cluster.trace.destinations, ['10.244.1.10:8080', '10.244.2.10:8080', '10.244.2.11:8080'])
     assert.ok(cluster.trace.outcomes.every((o) => o.steps.some((s) => s.table === 'ipvs')))
     const nodePort = paths.find((p) => p.entry === 'outside→NodePort')!
-    assert.ok(nodePort.trace.outcomes.every((o) => o.masquerade), 'NodePort traffic is marked (KUBE-NODE-PORT-TCP) and masqueraded')
+    assert.ok(
+      nodePort.trace.outcomes.every((o) => o.masquerade),
+      'NodePort traffic is marked (KUBE-NODE-PORT-TCP) and masqueraded',
+    )
     const self = paths.find((p) => p.entry === 'pod→itself')!
     assert.equal(self.trace.outcomes.find((o) => o.destination === '10.244.2.10:8080')?.masquerade, true, 'KUBE-LOOP-BACK masquerades hairpin')
   })
@@ -52,7 +61,12 @@ describe('IPVS mode (recorded ipvsadm, ipset, ip addr, sysctl output)', () => {
     {name: 'NodePort virtual server missing', opts: {ipvs: {'node-b': {omitNodePortVs: true}}}, expect: ['KPD-NODEPORT-MISSING@node-b']},
     {name: 'VIP not on kube-ipvs0', opts: {ipvs: {'node-b': {unbindVip: '10.96.10.10'}}}, expect: ['KPD-IPVS-VIP-UNBOUND@node-b']},
     {name: 'KUBE-CLUSTER-IP lacks the service', opts: {ipvs: {'node-b': {omitIpsetMember: {set: 'KUBE-CLUSTER-IP', member: '10.96.10.10,tcp:80'}}}}, expect: ['KPD-IPVS-IPSET-MISSING@node-b']},
-    {name: 'KUBE-NODE-PORT-TCP lacks the node port', opts: {ipvs: {'node-b': {omitIpsetMember: {set: 'KUBE-NODE-PORT-TCP', member: '30080'}}}}, expect: ['KPD-IPVS-IPSET-MISSING@node-b'], breaks: ['outside→NodePort', 'POSTROUTING']},
+    {
+      name: 'KUBE-NODE-PORT-TCP lacks the node port',
+      opts: {ipvs: {'node-b': {omitIpsetMember: {set: 'KUBE-NODE-PORT-TCP', member: '30080'}}}},
+      expect: ['KPD-IPVS-IPSET-MISSING@node-b'],
+      breaks: ['outside→NodePort', 'POSTROUTING'],
+    },
     {name: 'KUBE-LOOP-BACK empty: hairpin unmasqueraded', opts: {ipvs: {'node-b': {omitLoopBack: true}}}, expect: ['KPD-MASQ-MISSING@node-b'], breaks: ['pod→itself', 'POSTROUTING']},
     {name: 'vs.conntrack off', opts: {ipvs: {'node-b': {sysctl: {'net.ipv4.vs.conntrack': '0'}}}}, expect: ['KPD-IPVS-SYSCTL@node-b']},
     {name: 'strictARP without arp_ignore', opts: {strictARP: true, ipvs: {'node-b': {}}}, expect: ['KPD-IPVS-SYSCTL@node-b']},
@@ -67,7 +81,8 @@ describe('IPVS mode (recorded ipvsadm, ipset, ip addr, sysctl output)', () => {
         const p = d.paths.find((x) => x.node === 'node-b' && x.entry === c.breaks![0])!
         assert.equal(p.breaksAt, c.breaks[1], p.detail)
       }
-      for (const f of d.findings.filter((x) => x.node === 'node-b' && x.severity === 'error')) assert.ok(f.evidence.length > 0 || /ipvsadm|ipset|kube-ipvs0|sysctl/.test(f.hint), `${f.code} shows its evidence or where to look`)
+      for (const f of d.findings.filter((x) => x.node === 'node-b' && x.severity === 'error'))
+        assert.ok(f.evidence.length > 0 || /ipvsadm|ipset|kube-ipvs0|sysctl/.test(f.hint), `${f.code} shows its evidence or where to look`)
     })
   }
 })

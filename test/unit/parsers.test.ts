@@ -7,7 +7,10 @@ import {parseBridgeState} from '../../src/parse/bridge-state.js'
 import {IpsetState} from '../../src/parse/ipset-save.js'
 
 test('kube-proxy config: mode, clusterCIDR, masquerade settings; defaults when absent', () => {
-  const c = parseKubeProxyConfig('apiVersion: kubeproxy.config.k8s.io/v1alpha1\nclusterCIDR: "10.244.0.0/16"\niptables:\n  masqueradeAll: true\n  masqueradeBit: 15  # custom\nipvs:\n  masqueradeBit: 3\nmode: ipvs\n', 'cm')
+  const c = parseKubeProxyConfig(
+    'apiVersion: kubeproxy.config.k8s.io/v1alpha1\nclusterCIDR: "10.244.0.0/16"\niptables:\n  masqueradeAll: true\n  masqueradeBit: 15  # custom\nipvs:\n  masqueradeBit: 3\nmode: ipvs\n',
+    'cm',
+  )
   assert.deepEqual(c, {mode: 'ipvs', clusterCIDR: '10.244.0.0/16', masqueradeBit: 15, masqueradeAll: true, source: 'cm'})
   const d = parseKubeProxyConfig('kind: KubeProxyConfiguration\nmode: ""\n', 'cm')
   assert.equal(d.mode, '')
@@ -54,7 +57,10 @@ test('bridge state: hairpin flags, promiscuous bridges, pod IP to port through n
       'aa:bb:cc:dd:ee:ff dev veth1 master cni0 permanent',
     ].join('\n'),
   )
-  assert.deepEqual(s.ports.map((p) => `${p.bridge}/${p.port}=${p.hairpin}`), ['cni0/veth1=true', 'cni0/veth2=false', 'cbr0/veth3=false'])
+  assert.deepEqual(
+    s.ports.map((p) => `${p.bridge}/${p.port}=${p.hairpin}`),
+    ['cni0/veth1=true', 'cni0/veth2=false', 'cbr0/veth3=false'],
+  )
   assert.deepEqual([...s.promiscuousBridges], ['cbr0'])
   assert.deepEqual([...s.portOfIp], [['10.244.0.7', 'veth2']])
 })

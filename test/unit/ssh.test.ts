@@ -51,7 +51,15 @@ test('known_hosts: plain, [host]:port, hashed entries, mismatch and unknown', ()
     const salt = Buffer.from('0123456789abcdef0123')
     const hashed = `|1|${salt.toString('base64')}|${createHmac('sha1', salt).update('hashed.example').digest('base64')}`
     const file = join(dir, 'known_hosts')
-    writeFileSync(file, [`node-a,10.0.0.5 ssh-ed25519 ${key.toString('base64')}`, `[127.0.0.1]:2201 ssh-ed25519 ${key.toString('base64')}`, `${hashed} ssh-ed25519 ${key.toString('base64')}`, `node-b ssh-ed25519 ${other.toString('base64')}`].join('\n'))
+    writeFileSync(
+      file,
+      [
+        `node-a,10.0.0.5 ssh-ed25519 ${key.toString('base64')}`,
+        `[127.0.0.1]:2201 ssh-ed25519 ${key.toString('base64')}`,
+        `${hashed} ssh-ed25519 ${key.toString('base64')}`,
+        `node-b ssh-ed25519 ${other.toString('base64')}`,
+      ].join('\n'),
+    )
     assert.equal(checkKnownHosts([file], 'node-a', key).status, 'match')
     assert.equal(checkKnownHosts([file], '10.0.0.5', key).status, 'match')
     assert.equal(checkKnownHosts([file], knownHostsName('127.0.0.1', 2201), key).status, 'match')
@@ -65,11 +73,28 @@ test('known_hosts: plain, [host]:port, hashed entries, mismatch and unknown', ()
 })
 
 test('node commands: read-only allow-list; sudo -n only where root is needed; DNS command refuses odd input', () => {
-  assert.deepEqual(Object.keys(NODE_COMMANDS).sort(), ['ipsetSave', 'iptablesLegacySave', 'iptablesNftSave', 'iptablesSave', 'ipvsadm', 'kubeIpvs0', 'network', 'nftRuleset', 'nftRulesetJson', 'sysctls', 'uid'])
+  assert.deepEqual(Object.keys(NODE_COMMANDS).sort(), [
+    'ipsetSave',
+    'iptablesLegacySave',
+    'iptablesNftSave',
+    'iptablesSave',
+    'ipvsadm',
+    'kubeIpvs0',
+    'network',
+    'nftRuleset',
+    'nftRulesetJson',
+    'sysctls',
+    'uid',
+  ])
   assert.equal(commandLine('iptablesSave', false), 'sudo -n iptables-save')
   assert.equal(commandLine('iptablesSave', true), 'iptables-save')
   assert.equal(commandLine('network', false), NODE_COMMANDS.network)
   for (const line of Object.values(NODE_COMMANDS)) assert.doesNotMatch(line, /\b(rm|mv|tee|iptables -[ADIFXNRP]|iptables-restore|ip (link|addr|route) (add|del|set)|sysctl -w|[^2]>\s*\/)/)
   assert.match(dnsLookupCommand('web.shop.svc.cluster.local', '10.96.0.10'), /dig \+short \+tcp/)
-  for (const [name, server] of [['web; rm -rf /', '10.96.0.10'], ['web.shop', '10.96.0.10; reboot'], ['$(id)', '1.2.3.4']]) assert.throws(() => dnsLookupCommand(name, server))
+  for (const [name, server] of [
+    ['web; rm -rf /', '10.96.0.10'],
+    ['web.shop', '10.96.0.10; reboot'],
+    ['$(id)', '1.2.3.4'],
+  ])
+    assert.throws(() => dnsLookupCommand(name, server))
 })

@@ -10,8 +10,7 @@ const NODE = '192.168.1.10'
 
 function dump(nat: string[], filter: string[] = [], natPolicies = 'ACCEPT', filterForward = 'ACCEPT'): IptablesSave {
   const builtin = ['PREROUTING', 'INPUT', 'OUTPUT', 'POSTROUTING', 'FORWARD']
-  const chainsOf = (rules: string[]) =>
-    [...new Set(rules.flatMap((r) => [r.split(' ')[1], /-[jg] (KUBE-\S+)/.exec(r)?.[1]]).filter((c): c is string => !!c && !builtin.includes(c)))]
+  const chainsOf = (rules: string[]) => [...new Set(rules.flatMap((r) => [r.split(' ')[1], /-[jg] (KUBE-\S+)/.exec(r)?.[1]]).filter((c): c is string => !!c && !builtin.includes(c)))]
   const text = [
     '*nat',
     `:PREROUTING ${natPolicies} [0:0]`,
@@ -99,7 +98,13 @@ describe('iptables tracer', () => {
   })
 
   test('filter REJECT for a service without endpoints', () => {
-    const r = trace(dump(['-A PREROUTING -j KUBE-SERVICES'], ['-A FORWARD -m conntrack --ctstate NEW -j KUBE-SERVICES', '-A KUBE-SERVICES -d 10.96.0.10/32 -p tcp -m tcp --dport 80 -j REJECT --reject-with icmp-port-unreachable']), pkt())
+    const r = trace(
+      dump(
+        ['-A PREROUTING -j KUBE-SERVICES'],
+        ['-A FORWARD -m conntrack --ctstate NEW -j KUBE-SERVICES', '-A KUBE-SERVICES -d 10.96.0.10/32 -p tcp -m tcp --dport 80 -j REJECT --reject-with icmp-port-unreachable'],
+      ),
+      pkt(),
+    )
     assert.equal(r.verdict, 'REJECT')
     assert.equal(r.outcomes[0].steps.at(-1)!.table, 'filter')
   })
@@ -114,7 +119,10 @@ describe('iptables tracer', () => {
   })
 
   test('recent: first packets do not match --rcheck; the outcome is marked sticky', () => {
-    const d = dump(['-A PREROUTING -m recent --name S1 --rcheck --seconds 10800 --reap -j DNAT --to-destination 9.9.9.9:9', '-A PREROUTING -m recent --name S1 --set -j DNAT --to-destination 1.1.1.1:1'])
+    const d = dump([
+      '-A PREROUTING -m recent --name S1 --rcheck --seconds 10800 --reap -j DNAT --to-destination 9.9.9.9:9',
+      '-A PREROUTING -m recent --name S1 --set -j DNAT --to-destination 1.1.1.1:1',
+    ])
     const r = trace(d, pkt())
     assert.deepEqual(r.destinations, ['1.1.1.1:1'])
     assert.equal(r.outcomes[0].sticky, true)

@@ -1,11 +1,12 @@
 import type {Check, FindingDraft} from '../check.js'
+import {endpointChains} from '../../model/dataplane.js'
 
 export const dnatWrong: Check = {
   meta: {
     code: 'KPD-DNAT-WRONG',
     severity: 'error',
     title: 'DNAT to the wrong address or port',
-    hint: 'Compare the Service targetPort with the Pods\' containerPort; if the Service is right, kube-proxy on this node is stale: restart it.',
+    hint: "Compare the Service targetPort with the Pods' containerPort; if the Service is right, kube-proxy on this node is stale: restart it.",
   },
   run(ctx) {
     const out: FindingDraft[] = []
@@ -13,19 +14,20 @@ export const dnatWrong: Check = {
       for (const p of n.programmed) {
         const byIp = new Map(p.expected.allEndpoints.map((e) => [e.ip, e]))
         const bySep = new Map(p.expected.allEndpoints.map((e) => [p.want.endpoint(e), e]))
-        for (const prog of p.endpoints) {
-          if (!prog.dnatTo) continue
-          const owner = bySep.get(prog.sepChain)
-          const sameIp = prog.dnatIp ? byIp.get(prog.dnatIp) : undefined
-          const expected = owner ?? sameIp
-          if (!expected || expected.address === prog.dnatTo) continue
-          out.push({
-            node: n.name,
-            message: `${n.name}: ${prog.sepChain} DNATs to ${prog.dnatTo}, but the endpoint${expected.podName ? ` (pod ${expected.podName})` : ''} is ${expected.address} (targetPort ${p.expected.targetPort})`,
-            evidence: prog.dnatRule ? [`${prog.dnatRule.table} line ${prog.dnatRule.line}: ${prog.dnatRule.text}`] : [],
-            hint: n.dataplane.show(n.name, prog.sepChain),
-          })
-        }
+        for (const {endpoints} of endpointChains(p))
+          for (const prog of endpoints) {
+            if (!prog.dnatTo) continue
+            const owner = bySep.get(prog.sepChain)
+            const sameIp = prog.dnatIp ? byIp.get(prog.dnatIp) : undefined
+            const expected = owner ?? sameIp
+            if (!expected || expected.address === prog.dnatTo) continue
+            out.push({
+              node: n.name,
+              message: `${n.name}: ${prog.sepChain} DNATs to ${prog.dnatTo}, but the endpoint${expected.podName ? ` (pod ${expected.podName})` : ''} is ${expected.address} (targetPort ${p.expected.targetPort})`,
+              evidence: prog.dnatRule ? [`${prog.dnatRule.table} line ${prog.dnatRule.line}: ${prog.dnatRule.text}`] : [],
+              hint: n.dataplane.show(n.name, prog.sepChain),
+            })
+          }
       }
     }
     return out

@@ -10,7 +10,14 @@ export const dnsServiceMissing: Check = {
   run: (ctx) =>
     ctx.cluster.dns.service
       ? []
-      : [{node: null, message: ctx.cluster.dns.error ? `the cluster DNS Service could not be read: ${ctx.cluster.dns.error}` : 'no cluster DNS Service in kube-system (looked for kube-dns, coredns): names of Services do not resolve'}],
+      : [
+          {
+            node: null,
+            message: ctx.cluster.dns.error
+              ? `the cluster DNS Service could not be read: ${ctx.cluster.dns.error}`
+              : 'no cluster DNS Service in kube-system (looked for kube-dns, coredns): names of Services do not resolve',
+          },
+        ],
 }
 
 export const dnsNoEndpoints: Check = {
@@ -45,8 +52,7 @@ export const dnsNoAnswer: Check = {
       const cmd = `ssh ${o.name} dig +tcp ${d.name} @${d.server}`
       if (d.error) out.push({node: o.name, message: `${o.name}: asking ${d.server} for ${d.name} failed: ${d.error}`, evidence: [`method: ${d.method}`], hint: cmd})
       else if (d.rcode && d.rcode !== 'NOERROR') out.push({node: o.name, message: `${o.name}: ${d.server} answers ${d.rcode} for ${d.name}`, hint: cmd})
-      else if (!d.addresses.includes(clusterIP))
-        out.push({node: o.name, message: `${o.name}: ${d.name} resolves to ${d.addresses.join(', ') || 'nothing'}, not the ClusterIP ${clusterIP}`, hint: cmd})
+      else if (!d.addresses.includes(clusterIP)) out.push({node: o.name, message: `${o.name}: ${d.name} resolves to ${d.addresses.join(', ') || 'nothing'}, not the ClusterIP ${clusterIP}`, hint: cmd})
     }
     return out
   },

@@ -1,4 +1,5 @@
 import type {Check, FindingDraft} from '../check.js'
+import {endpointChains} from '../../model/dataplane.js'
 
 export const endpointMissing: Check = {
   meta: {
@@ -11,19 +12,21 @@ export const endpointMissing: Check = {
     const out: FindingDraft[] = []
     for (const n of ctx.nodes) {
       for (const p of n.programmed) {
-        if (!p.clusterIPRule || p.clusterIPRule.target !== p.chain) continue
-        const bySep = new Map(p.endpoints.map((e) => [e.sepChain, e]))
-        for (const ep of p.expected.internal.endpoints) {
-          const prog = bySep.get(p.want.endpoint(ep)) ?? p.endpoints.find((x) => x.dnatTo === ep.address)
-          const who = `${ep.address}${ep.podName ? ` (pod ${ep.podName}${ep.nodeName ? ` on ${ep.nodeName}` : ''})` : ''}`
-          if (!prog) out.push({node: n.name, message: `${n.name}: endpoint ${who} of ${p.expected.svcPortName} is missing from ${p.chain}`, hint: n.dataplane.show(n.name, p.chain)})
-          else if (!prog.dnatRule)
-            out.push({
-              node: n.name,
-              message: `${n.name}: ${prog.sepChain} (endpoint ${who}) has no DNAT rule: the jump falls through, the endpoint gets no traffic from this node`,
-              evidence: [`${prog.jump.table} line ${prog.jump.line}: ${prog.jump.text}`],
-              hint: n.dataplane.show(n.name, prog.sepChain),
-            })
+        for (const c of endpointChains(p)) {
+          if (c.chain === p.chain && (!p.clusterIPRule || p.clusterIPRule.target !== p.chain)) continue
+          const bySep = new Map(c.endpoints.map((e) => [e.sepChain, e]))
+          for (const ep of c.expected) {
+            const prog = bySep.get(p.want.endpoint(ep)) ?? c.endpoints.find((x) => x.dnatTo === ep.address)
+            const who = `${ep.address}${ep.podName ? ` (pod ${ep.podName}${ep.nodeName ? ` on ${ep.nodeName}` : ''})` : ''}`
+            if (!prog) out.push({node: n.name, message: `${n.name}: endpoint ${who} of ${p.expected.svcPortName} is missing from ${c.chain}`, hint: n.dataplane.show(n.name, c.chain)})
+            else if (!prog.dnatRule)
+              out.push({
+                node: n.name,
+                message: `${n.name}: ${prog.sepChain} (endpoint ${who}) has no DNAT rule: the jump falls through, the endpoint gets no traffic from this node`,
+                evidence: [`${prog.jump.table} line ${prog.jump.line}: ${prog.jump.text}`],
+                hint: n.dataplane.show(n.name, prog.sepChain),
+              })
+          }
         }
       }
     }

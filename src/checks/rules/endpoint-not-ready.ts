@@ -18,7 +18,11 @@ export const endpointNotReady: Check = {
         seen.add(e.ip)
         const pod = podByIp(ctx.cluster.pods, e.ip)
         const reason = pod ? notReadyReason(pod) : e.terminating ? 'terminating' : 'not ready'
-        out.push({node: e.nodeName ?? null, message: `endpoint ${e.address}${e.podName ? ` (pod ${e.podName})` : ''} is not ready: ${reason}`, hint: `kubectl -n ${ctx.service.namespace} describe pod ${e.podName ?? pod?.metadata?.name ?? '<pod>'}`})
+        out.push({
+          node: e.nodeName ?? null,
+          message: `endpoint ${e.address}${e.podName ? ` (pod ${e.podName})` : ''} is not ready: ${reason}`,
+          hint: `kubectl -n ${ctx.service.namespace} describe pod ${e.podName ?? pod?.metadata?.name ?? '<pod>'}`,
+        })
       }
     }
     return out

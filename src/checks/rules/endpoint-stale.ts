@@ -1,5 +1,6 @@
 import {podByIp} from '../../cluster/pod-status.js'
 import type {Check, FindingDraft} from '../check.js'
+import {endpointChains} from '../../model/dataplane.js'
 
 export const endpointStale: Check = {
   meta: {
@@ -13,17 +14,18 @@ export const endpointStale: Check = {
     for (const n of ctx.nodes) {
       for (const p of n.programmed) {
         const known = new Set(p.expected.allEndpoints.map((e) => e.ip))
-        for (const prog of p.endpoints) {
-          if (!prog.dnatIp || known.has(prog.dnatIp)) continue
-          const pod = podByIp(ctx.cluster.pods, prog.dnatIp)
-          const owner = pod ? `owned by pod ${pod.metadata?.name}, which this Service does not select` : `in no EndpointSlice and owned by no Pod in ${ctx.service.namespace}`
-          out.push({
-            node: n.name,
-            message: `${n.name}: ${p.chain} sends ${Math.round(prog.probability * 100) === 100 ? 'the remaining' : 'some'} traffic to ${prog.dnatTo}, ${owner}`,
-            evidence: [`${prog.jump.table} line ${prog.jump.line}: ${prog.jump.text}`, ...(prog.dnatRule ? [`${prog.dnatRule.table} line ${prog.dnatRule.line}: ${prog.dnatRule.text}`] : [])],
-            hint: n.dataplane.show(n.name, prog.sepChain),
-          })
-        }
+        for (const {chain, endpoints} of endpointChains(p))
+          for (const prog of endpoints) {
+            if (!prog.dnatIp || known.has(prog.dnatIp)) continue
+            const pod = podByIp(ctx.cluster.pods, prog.dnatIp)
+            const owner = pod ? `owned by pod ${pod.metadata?.name}, which this Service does not select` : `in no EndpointSlice and owned by no Pod in ${ctx.service.namespace}`
+            out.push({
+              node: n.name,
+              message: `${n.name}: ${chain} sends ${Math.round(prog.probability * 100) === 100 ? 'the remaining' : 'some'} traffic to ${prog.dnatTo}, ${owner}`,
+              evidence: [`${prog.jump.table} line ${prog.jump.line}: ${prog.jump.text}`, ...(prog.dnatRule ? [`${prog.dnatRule.table} line ${prog.dnatRule.line}: ${prog.dnatRule.text}`] : [])],
+              hint: n.dataplane.show(n.name, prog.sepChain),
+            })
+          }
       }
     }
     return out

@@ -38,7 +38,7 @@ export const hairpinUnmapped: Check = {
     code: 'KPD-HAIRPIN-UNMAPPED',
     severity: 'warning',
     title: 'Bridge ports with hairpin off on a node hosting backends; which pod is behind them is unknown',
-    hint: 'Find the pod behind each port (ip neigh, bridge fdb) and check the kubelet\'s --hairpin-mode.',
+    hint: "Find the pod behind each port (ip neigh, bridge fdb) and check the kubelet's --hairpin-mode.",
   },
   run(ctx) {
     const out: FindingDraft[] = []
@@ -53,7 +53,10 @@ export const hairpinUnmapped: Check = {
       if (off.length === 0) continue
       out.push({
         node: n.name,
-        message: `${n.name}: ${off.length} bridge port(s) have hairpin_mode 0 (${off.slice(0, 4).map((p) => `${p.bridge}/${p.port}`).join(', ')}) and ${unmapped.map((e) => e.podName ?? e.ip).join(', ')} could not be matched to a port: if one of them sits there, it cannot reach itself through the Service`,
+        message: `${n.name}: ${off.length} bridge port(s) have hairpin_mode 0 (${off
+          .slice(0, 4)
+          .map((p) => `${p.bridge}/${p.port}`)
+          .join(', ')}) and ${unmapped.map((e) => e.podName ?? e.ip).join(', ')} could not be matched to a port: if one of them sits there, it cannot reach itself through the Service`,
         evidence: off.slice(0, 4).map((p) => `/sys/class/net/${p.bridge}/brif/${p.port}/hairpin_mode = 0`),
         hint: `ssh ${n.name} 'ip neigh; bridge fdb show | grep -v permanent'   # map pod IP → MAC → port`,
       })

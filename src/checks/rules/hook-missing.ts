@@ -13,7 +13,11 @@ export const hookMissing: Check = {
       if (n.expected.notProxied) continue
       const v = n.dataplane.vocab
       if (!n.infra.hasServicesChain) {
-        out.push({node: n.name, message: `${n.name} has no ${v.services} chain: kube-proxy (${v.mode} mode) has not programmed this node`, hint: `ssh ${n.name} 'sudo crictl ps --name kube-proxy'; ${n.dataplane.show(n.name, v.services.split(' ').pop()!)}`})
+        out.push({
+          node: n.name,
+          message: `${n.name} has no ${v.services} chain: kube-proxy (${v.mode} mode) has not programmed this node`,
+          hint: `ssh ${n.name} 'sudo crictl ps --name kube-proxy'; ${n.dataplane.show(n.name, v.services.split(' ').pop()!)}`,
+        })
         continue
       }
       const missing = n.infra.hooks.filter((h) => !h.rule).map((h) => h.label)

@@ -19,7 +19,12 @@ export const ipvsWeightZero: Check = {
         for (const e of p.endpoints) {
           const ep = p.expected.allEndpoints.find((x) => x.address === e.dnatTo)
           if (e.weight === 0 && ep?.ready && !ep.terminating)
-            out.push({node: n.name, message: `${n.name}: real server ${e.dnatTo}${ep.podName ? ` (pod ${ep.podName})` : ''} of ${p.chain.replace(/^VS /, '')} has weight 0 although the endpoint is ready: it gets no new connections`, evidence: [`ipvs line ${e.jump.line}: ${e.jump.text}`], hint: n.dataplane.show(n.name, p.chain)})
+            out.push({
+              node: n.name,
+              message: `${n.name}: real server ${e.dnatTo}${ep.podName ? ` (pod ${ep.podName})` : ''} of ${p.chain.replace(/^VS /, '')} has weight 0 although the endpoint is ready: it gets no new connections`,
+              evidence: [`ipvs line ${e.jump.line}: ${e.jump.text}`],
+              hint: n.dataplane.show(n.name, p.chain),
+            })
         }
       }
     }
@@ -40,7 +45,8 @@ export const ipvsVipUnbound: Check = {
       const vips = n.obs.ipvs!.vips
       if (!vips) continue
       for (const ip of [n.expected.clusterIP!, ...n.expected.externalIPs, ...n.expected.loadBalancerIPs]) {
-        if (!vips.includes(ip)) out.push({node: n.name, message: `${n.name}: ${ip} is not on kube-ipvs0 (it holds ${vips.length} address(es))`, hint: `ssh ${n.name} ip -o addr show dev kube-ipvs0 | grep -w ${ip}`})
+        if (!vips.includes(ip))
+          out.push({node: n.name, message: `${n.name}: ${ip} is not on kube-ipvs0 (it holds ${vips.length} address(es))`, hint: `ssh ${n.name} ip -o addr show dev kube-ipvs0 | grep -w ${ip}`})
       }
     }
     return out
@@ -67,7 +73,8 @@ export const ipvsIpsetMissing: Check = {
         if (p.nodePort && (p.protocol === 'tcp' || p.protocol === 'udp')) want.push([`KUBE-NODE-PORT-${p.protocol.toUpperCase()}`, String(p.nodePort), 'NodePort traffic is not marked for masquerade'])
         for (const [set, member, effect] of want) {
           if (!sets.sets.has(set)) out.push({node: n.name, message: `${n.name}: ipset ${set} does not exist: ${effect}`, hint: `ssh ${n.name} sudo ipset list -n`})
-          else if (!sets.has(set, member)) out.push({node: n.name, message: `${n.name}: ipset ${set} lacks ${member} (${p.svcPortName}): ${effect}`, hint: `ssh ${n.name} sudo ipset list ${set} | grep -- '${member.split(',')[0]}'`})
+          else if (!sets.has(set, member))
+            out.push({node: n.name, message: `${n.name}: ipset ${set} lacks ${member} (${p.svcPortName}): ${effect}`, hint: `ssh ${n.name} sudo ipset list ${set} | grep -- '${member.split(',')[0]}'`})
         }
       }
     }
@@ -89,7 +96,10 @@ export const ipvsSysctl: Check = {
       ['net.ipv4.ip_forward', '1', 'the node does not forward to pods on other nodes'],
     ]
     if (ctx.cluster.proxyConfig.ipvsStrictARP)
-      want.push(['net.ipv4.conf.all.arp_ignore', '1', 'strictARP is on, but the node answers ARP for kube-ipvs0 addresses'], ['net.ipv4.conf.all.arp_announce', '2', 'strictARP is on, but the node announces kube-ipvs0 addresses'])
+      want.push(
+        ['net.ipv4.conf.all.arp_ignore', '1', 'strictARP is on, but the node answers ARP for kube-ipvs0 addresses'],
+        ['net.ipv4.conf.all.arp_announce', '2', 'strictARP is on, but the node announces kube-ipvs0 addresses'],
+      )
     for (const n of ipvsNodes(ctx.nodes)) {
       const got = n.obs.ipvs!.sysctls
       if (Object.keys(got).length === 0) continue
@@ -116,9 +126,14 @@ export const ipvsScheduler: Check = {
       for (const p of n.expected.ports) {
         const vs = n.obs.ipvs!.virtualServers.find((v) => vsKey(v.proto, v.address, v.port) === vsKey(p.protocol, n.expected.clusterIP!, p.port))
         if (!vs) continue
-        if (vs.scheduler !== scheduler) out.push({node: n.name, message: `${n.name}: ${vs.text} uses scheduler ${vs.scheduler}, kube-proxy is configured for ${scheduler}`, evidence: [`ipvs line ${vs.line}: ${vs.text}`]})
+        if (vs.scheduler !== scheduler)
+          out.push({node: n.name, message: `${n.name}: ${vs.text} uses scheduler ${vs.scheduler}, kube-proxy is configured for ${scheduler}`, evidence: [`ipvs line ${vs.line}: ${vs.text}`]})
         if ((vs.persistent ?? undefined) !== affinity)
-          out.push({node: n.name, message: `${n.name}: ${vsKey(vs.proto, vs.address, vs.port)} has ${vs.persistent ? `persistence ${vs.persistent}s` : 'no persistence'}, the Service asks for ${affinity ? `ClientIP affinity ${affinity}s` : 'none'}`, evidence: [`ipvs line ${vs.line}: ${vs.text}`]})
+          out.push({
+            node: n.name,
+            message: `${n.name}: ${vsKey(vs.proto, vs.address, vs.port)} has ${vs.persistent ? `persistence ${vs.persistent}s` : 'no persistence'}, the Service asks for ${affinity ? `ClientIP affinity ${affinity}s` : 'none'}`,
+            evidence: [`ipvs line ${vs.line}: ${vs.text}`],
+          })
       }
     }
     return out

@@ -18,7 +18,7 @@ export const proxyUnhealthy: Check = {
     code: 'KPD-PROXY-UNHEALTHY',
     severity: 'error',
     title: 'kube-proxy reports itself unhealthy (/healthz)',
-    hint: "kube-proxy has not synced rules for too long, or the node is being deleted: read its logs (kubectl -n kube-system logs POD) and restart it.",
+    hint: 'kube-proxy has not synced rules for too long, or the node is being deleted: read its logs (kubectl -n kube-system logs POD) and restart it.',
   },
   run(ctx) {
     const out: FindingDraft[] = []
@@ -26,7 +26,11 @@ export const proxyUnhealthy: Check = {
       const h = n.kubeProxy?.healthz
       if (!h || h.status === 200) continue
       const last = h.lastUpdated ? `; last update ${ago(Date.parse(h.lastUpdated) / 1000, nodeNow(n))} ago (${h.lastUpdated})` : ''
-      out.push({node: n.name, message: `kube-proxy on ${n.name} answers /healthz with ${h.status}${h.nodeEligible === false ? ' (node not eligible: being deleted or tainted for deletion)' : ''}${last}: the rules on this node may be stale`, hint: `ssh ${n.name} curl -s 127.0.0.1:10256/healthz; kubectl -n kube-system logs -l k8s-app=kube-proxy --field-selector spec.nodeName=${n.name}`})
+      out.push({
+        node: n.name,
+        message: `kube-proxy on ${n.name} answers /healthz with ${h.status}${h.nodeEligible === false ? ' (node not eligible: being deleted or tainted for deletion)' : ''}${last}: the rules on this node may be stale`,
+        hint: `ssh ${n.name} curl -s 127.0.0.1:10256/healthz; kubectl -n kube-system logs -l k8s-app=kube-proxy --field-selector spec.nodeName=${n.name}`,
+      })
     }
     return out
   },
@@ -71,7 +75,12 @@ export const proxySyncFailures: Check = {
     for (const n of ctx.observations.filter((o) => o.reachable)) {
       const m = n.kubeProxy?.metrics ?? {}
       const failures = Object.entries(m).filter(([k, v]) => /failures_total$/.test(k) && v > 0)
-      if (failures.length > 0) out.push({node: n.name, message: `kube-proxy on ${n.name} counts ${failures.map(([k, v]) => `${v} ${k.replace('kubeproxy_sync_proxy_rules_', '')}`).join(', ')}`, evidence: failures.map(([k, v]) => `${k} ${v}`)})
+      if (failures.length > 0)
+        out.push({
+          node: n.name,
+          message: `kube-proxy on ${n.name} counts ${failures.map(([k, v]) => `${v} ${k.replace('kubeproxy_sync_proxy_rules_', '')}`).join(', ')}`,
+          evidence: failures.map(([k, v]) => `${k} ${v}`),
+        })
     }
     return out
   },
@@ -94,12 +103,20 @@ export const proxyPodDown: Check = {
     for (const o of ctx.observations) {
       const pod = podOn(ctx, o.name)
       if (!pod) {
-        out.push({node: o.name, message: `no kube-proxy Pod on ${o.name} (the other nodes have one): nothing keeps its rules up to date`, hint: `kubectl -n kube-system get ds kube-proxy -o wide; kubectl describe node ${o.name} | grep -i taint`})
+        out.push({
+          node: o.name,
+          message: `no kube-proxy Pod on ${o.name} (the other nodes have one): nothing keeps its rules up to date`,
+          hint: `kubectl -n kube-system get ds kube-proxy -o wide; kubectl describe node ${o.name} | grep -i taint`,
+        })
         continue
       }
       if (isPodReady(pod)) continue
       const restarts = (pod.status?.containerStatuses ?? []).reduce((a, c) => a + (c.restartCount ?? 0), 0)
-      out.push({node: o.name, message: `kube-proxy Pod ${pod.metadata?.name} on ${o.name} is not ready: ${notReadyReason(pod)}${restarts ? ` (${restarts} restarts)` : ''}: the node's rules are not being kept up to date`, hint: `kubectl -n kube-system describe pod ${pod.metadata?.name}; kubectl -n kube-system logs ${pod.metadata?.name} --previous`})
+      out.push({
+        node: o.name,
+        message: `kube-proxy Pod ${pod.metadata?.name} on ${o.name} is not ready: ${notReadyReason(pod)}${restarts ? ` (${restarts} restarts)` : ''}: the node's rules are not being kept up to date`,
+        hint: `kubectl -n kube-system describe pod ${pod.metadata?.name}; kubectl -n kube-system logs ${pod.metadata?.name} --previous`,
+      })
     }
     return out
   },

@@ -17,8 +17,14 @@ export const masqueradeMissing: Check = {
       const v = n.dataplane.vocab
       if (!i.markMasqRule) out.push({node: n.name, message: `${n.name}: ${v.markChain} does not set the masquerade mark ${hex}`, hint: n.dataplane.show(n.name, v.markChain)})
       else if (i.markMasqValue !== want)
-        out.push({node: n.name, message: `${n.name}: ${v.markChain} sets mark 0x${(i.markMasqValue ?? 0).toString(16)}, expected ${hex} (masqueradeBit ${Math.log2(want)})`, evidence: [`${i.markMasqRule.table} line ${i.markMasqRule.line}: ${i.markMasqRule.text}`], hint: n.dataplane.show(n.name, v.markChain)})
-      if (!i.masqueradeRule) out.push({node: n.name, message: `${n.name}: ${v.masqChain} has no masquerade rule: marked traffic leaves with its original source`, hint: n.dataplane.show(n.name, v.masqChain)})
+        out.push({
+          node: n.name,
+          message: `${n.name}: ${v.markChain} sets mark 0x${(i.markMasqValue ?? 0).toString(16)}, expected ${hex} (masqueradeBit ${Math.log2(want)})`,
+          evidence: [`${i.markMasqRule.table} line ${i.markMasqRule.line}: ${i.markMasqRule.text}`],
+          hint: n.dataplane.show(n.name, v.markChain),
+        })
+      if (!i.masqueradeRule)
+        out.push({node: n.name, message: `${n.name}: ${v.masqChain} has no masquerade rule: marked traffic leaves with its original source`, hint: n.dataplane.show(n.name, v.masqChain)})
       else if (i.postroutingMark !== undefined && i.postroutingMark !== want)
         out.push({node: n.name, message: `${n.name}: ${v.masqChain} tests mark 0x${i.postroutingMark.toString(16)}, expected ${hex}`, hint: n.dataplane.show(n.name, v.masqChain)})
       for (const p of n.programmed)

@@ -26,7 +26,12 @@ export const noReadyEndpoints: Check = {
         p.allEndpoints.length === 0
           ? `${p.svcPortName} has no endpoints at all${selector ? '' : ' (the Service has no selector: its EndpointSlices must be created by hand)'}: kube-proxy REJECTs connections to it`
           : `${p.svcPortName} has ${p.allEndpoints.length} endpoint(s), none ready: kube-proxy REJECTs connections to it`
-      out.push({node: null, message, evidence, hint: `kubectl -n ${ns} get endpointslices -l kubernetes.io/service-name=${svc.name} -o wide; kubectl -n ${ns} describe pod ${p.allEndpoints[0]?.podName ?? '<pod>'}`})
+      out.push({
+        node: null,
+        message,
+        evidence,
+        hint: `kubectl -n ${ns} get endpointslices -l kubernetes.io/service-name=${svc.name} -o wide; kubectl -n ${ns} describe pod ${p.allEndpoints[0]?.podName ?? '<pod>'}`,
+      })
     }
     return out
   },

@@ -16,12 +16,20 @@ export const nodeDiverges: Check = {
       for (const n of ctx.nodes) {
         const p = n.programmed[i]
         if (!p) continue
-        const sig = p.endpoints.map((e) => e.dnatTo ?? '?').sort().join(', ') || '(none)'
+        const sig =
+          p.endpoints
+            .map((e) => e.dnatTo ?? '?')
+            .sort()
+            .join(', ') || '(none)'
         sigs.set(sig, [...(sigs.get(sig) ?? []), n.name])
       }
       if (sigs.size < 2) return
       // The most common set wins; on a tie, the set the EndpointSlices ask for.
-      const wanted = port.internal.endpoints.map((e) => e.address).sort().join(', ') || '(none)'
+      const wanted =
+        port.internal.endpoints
+          .map((e) => e.address)
+          .sort()
+          .join(', ') || '(none)'
       const [majority, majorityNodes] = [...sigs.entries()].sort((a, b) => b[1].length - a[1].length || Number(b[0] === wanted) - Number(a[0] === wanted))[0]
       for (const [sig, nodes] of sigs) {
         if (sig === majority) continue

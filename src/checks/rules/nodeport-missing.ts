@@ -13,11 +13,20 @@ export const nodePortMissing: Check = {
       if (!n.infra.hasServicesChain) continue
       const anyNodePort = n.programmed.some((p) => p.expected.nodePort && p.expected.hasEndpoints)
       if (anyNodePort && !n.infra.nodePortsJump)
-        out.push({node: n.name, message: `${n.name}: ${n.dataplane.vocab.services} has no jump to ${n.dataplane.vocab.nodePorts}: no NodePort works on this node`, hint: n.dataplane.show(n.name, n.dataplane.vocab.nodePorts.split(' ').pop()!)})
+        out.push({
+          node: n.name,
+          message: `${n.name}: ${n.dataplane.vocab.services} has no jump to ${n.dataplane.vocab.nodePorts}: no NodePort works on this node`,
+          hint: n.dataplane.show(n.name, n.dataplane.vocab.nodePorts.split(' ').pop()!),
+        })
       for (const p of n.programmed) {
         const e = p.expected
         if (!e.nodePort || !e.hasEndpoints) continue
-        if (!p.nodePortRule) out.push({node: n.name, message: `${n.name}: node port ${e.nodePort}/${e.protocol} of ${e.svcPortName} is missing from ${n.dataplane.vocab.nodePorts}`, hint: n.dataplane.show(n.name, String(e.nodePort))})
+        if (!p.nodePortRule)
+          out.push({
+            node: n.name,
+            message: `${n.name}: node port ${e.nodePort}/${e.protocol} of ${e.svcPortName} is missing from ${n.dataplane.vocab.nodePorts}`,
+            hint: n.dataplane.show(n.name, String(e.nodePort)),
+          })
         else if (p.nodePortRule.target !== p.want.external)
           out.push({
             node: n.name,

@@ -1,4 +1,5 @@
 import type {Check, FindingDraft} from '../check.js'
+import {endpointChains} from '../../model/dataplane.js'
 
 // kube-proxy writes %0.10f and iptables-save prints 11 decimals: compare with a tolerance.
 const TOLERANCE = 1e-5
@@ -14,18 +15,19 @@ export const probabilityWrong: Check = {
     const out: FindingDraft[] = []
     for (const n of ctx.nodes) {
       for (const p of n.programmed) {
-        const eps = p.endpoints
-        if (eps.some((e) => e.weight !== undefined)) continue
-        eps.forEach((e, i) => {
-          const want = i === eps.length - 1 ? 1 : 1 / (eps.length - i)
-          if (Math.abs(e.probability - want) > TOLERANCE)
-            out.push({
-              node: n.name,
-              message: `${n.name}: rule ${i + 1} of ${eps.length} in ${p.chain} has probability ${e.probability.toFixed(5)}, expected ${want.toFixed(5)} (1/${eps.length - i})`,
-              evidence: [`${e.jump.table} line ${e.jump.line}: ${e.jump.text}`],
-              hint: n.dataplane.show(n.name, p.chain),
-            })
-        })
+        for (const {chain, endpoints: eps} of endpointChains(p)) {
+          if (eps.some((e) => e.weight !== undefined)) continue
+          eps.forEach((e, i) => {
+            const want = i === eps.length - 1 ? 1 : 1 / (eps.length - i)
+            if (Math.abs(e.probability - want) > TOLERANCE)
+              out.push({
+                node: n.name,
+                message: `${n.name}: rule ${i + 1} of ${eps.length} in ${chain} has probability ${e.probability.toFixed(5)}, expected ${want.toFixed(5)} (1/${eps.length - i})`,
+                evidence: [`${e.jump.table} line ${e.jump.line}: ${e.jump.text}`],
+                hint: n.dataplane.show(n.name, chain),
+              })
+          })
+        }
       }
     }
     return out

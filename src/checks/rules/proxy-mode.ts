@@ -16,7 +16,9 @@ export const modeMixed: Check = {
     const [major] = [...byMode.entries()].sort((a, b) => b[1].length - a[1].length)[0]
     return [...byMode.entries()]
       .filter(([m]) => m !== major)
-      .flatMap(([m, nodes]) => nodes.map((node) => ({node, message: `${node} runs kube-proxy in ${m} mode (decided by ${ctx.nodes.find((n) => n.name === node)!.mode.source}), the other nodes in ${major} mode`})))
+      .flatMap(([m, nodes]) =>
+        nodes.map((node) => ({node, message: `${node} runs kube-proxy in ${m} mode (decided by ${ctx.nodes.find((n) => n.name === node)!.mode.source}), the other nodes in ${major} mode`})),
+      )
   },
 }
 
@@ -67,9 +69,13 @@ export const modeUnsupported: Check = {
   meta: {
     code: 'KPD-MODE-UNSUPPORTED',
     severity: 'warning',
-    title: "The node runs a kube-proxy mode whose rules the doctor does not judge yet (IPVS)",
+    title: 'The node runs a kube-proxy mode whose rules the doctor does not judge yet (IPVS)',
     hint: 'Check it by hand: ipvsadm -Ln -t CLUSTER-IP:PORT lists a real server per ready endpoint; ip addr show kube-ipvs0 holds the ClusterIP.',
   },
   run: (ctx) =>
-    ctx.unsupported.map((u) => ({node: u.node, message: `${u.node} runs kube-proxy in ${u.mode} mode (${u.source}): its rules were not judged; cluster-wide checks (endpoints, DNS, kube-proxy health) still ran`, hint: `ssh ${u.node} sudo ipvsadm -Ln | grep -A5 ${ctx.service.clusterIP ?? ''}`})),
+    ctx.unsupported.map((u) => ({
+      node: u.node,
+      message: `${u.node} runs kube-proxy in ${u.mode} mode (${u.source}): its rules were not judged; cluster-wide checks (endpoints, DNS, kube-proxy health) still ran`,
+      hint: `ssh ${u.node} sudo ipvsadm -Ln | grep -A5 ${ctx.service.clusterIP ?? ''}`,
+    })),
 }

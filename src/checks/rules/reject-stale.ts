@@ -13,10 +13,20 @@ export const rejectStale: Check = {
       for (const p of n.programmed) {
         const r = p.clusterIPFilterRule
         if (r && p.expected.internal.endpoints.length > 0)
-          out.push({node: n.name, message: `${n.name}: ${r.table} ${r.target?.toUpperCase()}s ${n.expected.clusterIP}:${p.expected.port} although ${p.expected.internal.endpoints.length} endpoint(s) are ready`, evidence: [`${r.table} line ${r.line}: ${r.text}`], hint: n.dataplane.show(n.name, n.expected.clusterIP!)})
+          out.push({
+            node: n.name,
+            message: `${n.name}: ${r.table} ${r.target?.toUpperCase()}s ${n.expected.clusterIP}:${p.expected.port} although ${p.expected.internal.endpoints.length} endpoint(s) are ready`,
+            evidence: [`${r.table} line ${r.line}: ${r.text}`],
+            hint: n.dataplane.show(n.name, n.expected.clusterIP!),
+          })
         const np = p.nodePortFilterRule
         if (np && p.expected.external.endpoints.length > 0)
-          out.push({node: n.name, message: `${n.name}: ${np.table} ${np.target?.toUpperCase()}s node port ${p.expected.nodePort} although endpoints are ready`, evidence: [`${np.table} line ${np.line}: ${np.text}`], hint: n.dataplane.show(n.name, `--dport ${p.expected.nodePort}`)})
+          out.push({
+            node: n.name,
+            message: `${n.name}: ${np.table} ${np.target?.toUpperCase()}s node port ${p.expected.nodePort} although endpoints are ready`,
+            evidence: [`${np.table} line ${np.line}: ${np.text}`],
+            hint: n.dataplane.show(n.name, `--dport ${p.expected.nodePort}`),
+          })
       }
     }
     return out

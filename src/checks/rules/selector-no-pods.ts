@@ -39,7 +39,9 @@ export const selectorNoPods: Check = {
     const selector = ctx.cluster.service.spec?.selector
     if (!selector || Object.keys(selector).length === 0 || ctx.service.notProxied?.startsWith('ExternalName')) return []
     if (selectedPods(ctx).length > 0) return []
-    const text = Object.entries(selector).map(([k, v]) => `${k}=${v}`).join(',')
+    const text = Object.entries(selector)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(',')
     const near = nearMisses(selector, ctx)
     return [
       {

@@ -16,7 +16,8 @@ export const serviceRuleMissing: Check = {
         const e = p.expected
         const where = `${svc.clusterIP}:${e.port}/${e.protocol}`
         if (e.internal.endpoints.length > 0) {
-          if (!p.clusterIPRule) out.push({node: n.name, message: `${n.name}: no ${n.dataplane.vocab.services} entry for ${e.svcPortName} cluster IP ${where}`, hint: n.dataplane.show(n.name, svc.clusterIP!)})
+          if (!p.clusterIPRule)
+            out.push({node: n.name, message: `${n.name}: no ${n.dataplane.vocab.services} entry for ${e.svcPortName} cluster IP ${where}`, hint: n.dataplane.show(n.name, svc.clusterIP!)})
           else if (p.clusterIPRule.target !== p.want.internal)
             out.push({
               node: n.name,
@@ -27,7 +28,8 @@ export const serviceRuleMissing: Check = {
         }
         if (e.hasEndpoints) {
           for (const ip of [...svc.externalIPs, ...svc.loadBalancerIPs]) {
-            if (!p.externalRules.has(ip)) out.push({node: n.name, message: `${n.name}: no ${n.dataplane.vocab.services} entry for ${e.svcPortName} at ${ip}:${e.port}`, hint: n.dataplane.show(n.name, ip)})
+            if (!p.externalRules.has(ip))
+              out.push({node: n.name, message: `${n.name}: no ${n.dataplane.vocab.services} entry for ${e.svcPortName} at ${ip}:${e.port}`, hint: n.dataplane.show(n.name, ip)})
           }
         }
       }

@@ -11,7 +11,7 @@ export const targetPortNotExposed: Check = {
     code: 'KPD-TARGETPORT-NOT-EXPOSED',
     severity: 'error',
     title: 'Named targetPort not defined by the selected Pods',
-    hint: 'Name the containerPort in the Pod template as the Service\'s targetPort says, or use the port number.',
+    hint: "Name the containerPort in the Pod template as the Service's targetPort says, or use the port number.",
   },
   run(ctx) {
     const out: FindingDraft[] = []
@@ -21,7 +21,13 @@ export const targetPortNotExposed: Check = {
       if (typeof tp !== 'string' || /^\d+$/.test(tp)) continue
       const lacking = pods.filter((p) => !containerPorts(p).some((c) => c.name === tp && (c.protocol ?? 'TCP') === (sp.protocol ?? 'TCP')))
       if (lacking.length > 0)
-        out.push({node: null, message: `targetPort "${tp}" of port ${sp.name ?? sp.port} is not a named containerPort of ${lacking.length} selected Pod(s): ${lacking.slice(0, 5).map((p) => p.metadata?.name).join(', ')}; they get no endpoint for it`})
+        out.push({
+          node: null,
+          message: `targetPort "${tp}" of port ${sp.name ?? sp.port} is not a named containerPort of ${lacking.length} selected Pod(s): ${lacking
+            .slice(0, 5)
+            .map((p) => p.metadata?.name)
+            .join(', ')}; they get no endpoint for it`,
+        })
     }
     return out
   },
@@ -44,7 +50,10 @@ export const targetPortUndeclared: Check = {
       if (lacking.length > 0)
         out.push({
           node: null,
-          message: `targetPort ${tp} of port ${sp.name ?? sp.port}: ${lacking.length} selected Pod(s) declare only ${[...new Set(lacking.flatMap((p) => containerPorts(p).map((c) => c.containerPort)))].join(', ')} (${lacking.slice(0, 3).map((p) => p.metadata?.name).join(', ')})`,
+          message: `targetPort ${tp} of port ${sp.name ?? sp.port}: ${lacking.length} selected Pod(s) declare only ${[...new Set(lacking.flatMap((p) => containerPorts(p).map((c) => c.containerPort)))].join(', ')} (${lacking
+            .slice(0, 3)
+            .map((p) => p.metadata?.name)
+            .join(', ')})`,
           hint: `kubectl -n ${ctx.service.namespace} get pod ${lacking[0].metadata?.name} -o jsonpath='{.spec.containers[*].ports}'`,
         })
     }

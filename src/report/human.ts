@@ -40,8 +40,9 @@ export function renderHuman(r: Report, c: ChalkInstance): string {
           if (ps.length === 0) return c.dim('–')
           const bad = ps.find((p) => p.ok === false)
           if (bad) return c.red(`✗ ${bad.breaksAt}${s.ports.length > 1 ? ` (${bad.port})` : ''}`)
-          const undecided = ps.find((p) => p.ok === null)
-          if (undecided) return c.yellow(`? ${undecided.breaksAt ?? ''}`)
+          const undecided = ps.find((p) => p.ok === null && p.breaksAt !== null)
+          if (undecided) return c.yellow(`? ${undecided.breaksAt}`)
+          if (ps.every((p) => p.ok === null)) return c.dim('– by design')
           return c.green('✓')
         }),
       ])

@@ -8,6 +8,9 @@ export interface EndpointInfo {
   ready: boolean
   serving: boolean
   terminating: boolean
+  /** Topology hints the EndpointSlice controller set (trafficDistribution / topology-mode Auto). */
+  zoneHints: string[]
+  nodeHints: string[]
 }
 
 /** The endpoints an EndpointSlice set gives one service port, as kube-proxy reads them (deduplicated by ip:port). */
@@ -32,6 +35,8 @@ export function endpointsForPort(slices: V1EndpointSlice[], port: V1ServicePort,
         ready,
         serving: ep.conditions?.serving ?? ready,
         terminating: ep.conditions?.terminating ?? false,
+        zoneHints: (ep.hints?.forZones ?? []).map((z) => z.name),
+        nodeHints: ((ep.hints as {forNodes?: Array<{name: string}>} | undefined)?.forNodes ?? []).map((n) => n.name),
       })
     }
   }
@@ -51,14 +56,27 @@ export interface CategorizedEndpoints {
   hasAny: boolean
 }
 
-/** kube-proxy's CategorizeEndpoints for one node (topology hints not applied). */
-export function categorizeEndpoints(endpoints: EndpointInfo[], policy: TrafficPolicyView, nodeName: string): CategorizedEndpoints {
+/**
+ * kube-proxy's topologyModeFromHints: when every ready endpoint carries node (or zone) hints and one names this node
+ * (or its zone), cluster traffic goes only to the endpoints hinted for it.
+ */
+export function topologyFilter(endpoints: EndpointInfo[], nodeName: string, zone: string | undefined): ((e: EndpointInfo) => boolean) | undefined {
+  const ready = endpoints.filter((e) => e.ready)
+  if (ready.length === 0) return undefined
+  if (ready.every((e) => e.nodeHints.length > 0) && ready.some((e) => e.nodeHints.includes(nodeName))) return (e) => e.nodeHints.includes(nodeName)
+  if (zone && ready.every((e) => e.zoneHints.length > 0) && ready.some((e) => e.zoneHints.includes(zone))) return (e) => e.zoneHints.includes(zone)
+  return undefined
+}
+
+/** kube-proxy's CategorizeEndpoints for one node, topology hints included. */
+export function categorizeEndpoints(endpoints: EndpointInfo[], policy: TrafficPolicyView, nodeName: string, zone?: string): CategorizedEndpoints {
   const usesCluster = !policy.internalLocal || (policy.externallyAccessible && !policy.externalLocal)
   const usesLocal = policy.internalLocal || (policy.externallyAccessible && policy.externalLocal)
   let cluster: EndpointInfo[] = []
   let hasAny = false
   if (usesCluster) {
-    cluster = endpoints.filter((e) => e.ready)
+    const topology = topologyFilter(endpoints, nodeName, zone)
+    cluster = endpoints.filter((e) => e.ready && (!topology || topology(e)))
     if (cluster.length === 0) cluster = endpoints.filter((e) => e.serving && e.terminating)
     hasAny = cluster.length > 0
   }

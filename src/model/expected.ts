@@ -91,6 +91,7 @@ export function expectedService(cluster: ClusterState, nodeName: string): Expect
     svc.spec?.type === 'LoadBalancer' ? (svc.status?.loadBalancer?.ingress ?? []).map((i) => i.ip ?? '').filter((ip) => ip && familyOf(ip) === family && ingressIpMode(svc, ip) !== 'Proxy') : []
   const hasNodePorts = (svc.spec?.ports ?? []).some((p) => p.nodePort)
   const externallyAccessible = hasNodePorts || externalIPs.length > 0 || loadBalancerIPs.length > 0
+  const zone = cluster.nodes.find((n) => n.metadata?.name === nodeName)?.metadata?.labels?.['topology.kubernetes.io/zone']
   const policy = {
     internalLocal: svc.spec?.internalTrafficPolicy === 'Local',
     externalLocal: externallyAccessible && svc.spec?.externalTrafficPolicy === 'Local',
@@ -107,7 +108,7 @@ export function expectedService(cluster: ClusterState, nodeName: string): Expect
     const all = endpointsForPort(cluster.slices, p, family).map(toExpected)
     const byAddress = new Map(all.map((e) => [e.address, e]))
     const pick = (list: EndpointInfo[]) => list.map((e) => byAddress.get(joinHostPort(e.ip, e.port))!)
-    const cat = categorizeEndpoints(all, policy, nodeName)
+    const cat = categorizeEndpoints(all, policy, nodeName, zone)
     const clusterEndpoints = pick(cat.cluster)
     const localEndpoints = pick(cat.local)
     const usesLocalChain = policy.internalLocal || policy.externalLocal

@@ -4,7 +4,16 @@ import {categorizeEndpoints, type EndpointInfo} from '../../src/model/endpoints.
 import {notProxiedReason} from '../../src/model/expected.js'
 import {selectNodes} from '../../src/node/select-nodes.js'
 
-const ep = (ip: string, node: string, ready = true, serving = ready, terminating = false): EndpointInfo => ({ip, port: 80, nodeName: node, ready, serving, terminating})
+const ep = (ip: string, node: string, ready = true, serving = ready, terminating = false, zoneHints: string[] = [], nodeHints: string[] = []): EndpointInfo => ({
+  ip,
+  port: 80,
+  nodeName: node,
+  ready,
+  serving,
+  terminating,
+  zoneHints,
+  nodeHints,
+})
 const ips = (l: EndpointInfo[]) => l.map((e) => e.ip)
 
 test("CategorizeEndpoints: kube-proxy's rules per traffic policy", () => {
@@ -27,6 +36,18 @@ test('CategorizeEndpoints: serving+terminating endpoints are used only when none
   assert.deepEqual(ips(categorizeEndpoints(terminating, cluster, 'a').cluster), ['1'])
   assert.deepEqual(ips(categorizeEndpoints([...terminating, ep('3', 'b')], cluster, 'a').cluster), ['3'])
   assert.equal(categorizeEndpoints([ep('4', 'a', false)], cluster, 'a').hasAny, false)
+})
+
+test("topology hints: zone hints for this node's zone narrow cluster endpoints; missing hints or no match turn them off", () => {
+  const cluster = {internalLocal: false, externalLocal: false, externallyAccessible: false}
+  const eps = [ep('1', 'a', true, true, false, ['z1']), ep('2', 'b', true, true, false, ['z2']), ep('3', 'c', true, true, false, ['z1'])]
+  assert.deepEqual(ips(categorizeEndpoints(eps, cluster, 'a', 'z1').cluster), ['1', '3'])
+  assert.deepEqual(ips(categorizeEndpoints(eps, cluster, 'b', 'z2').cluster), ['2'])
+  assert.deepEqual(ips(categorizeEndpoints(eps, cluster, 'd', 'z9').cluster), ['1', '2', '3'], 'no endpoint hinted for this zone: all')
+  assert.deepEqual(ips(categorizeEndpoints([...eps, ep('4', 'd')], cluster, 'a', 'z1').cluster), ['1', '2', '3', '4'], 'one ready endpoint without hints: all')
+  assert.deepEqual(ips(categorizeEndpoints(eps, cluster, 'a', undefined).cluster), ['1', '2', '3'], 'node without a zone label: all')
+  const byNode = [ep('1', 'a', true, true, false, ['z1'], ['a']), ep('2', 'b', true, true, false, ['z1'], ['b'])]
+  assert.deepEqual(ips(categorizeEndpoints(byNode, cluster, 'b', 'z1').cluster), ['2'], 'PreferSameNode hints')
 })
 
 test('Services kube-proxy does not program, with the reason shown', () => {

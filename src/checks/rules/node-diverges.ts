@@ -10,31 +10,28 @@ export const nodeDiverges: Check = {
   run(ctx) {
     const out: FindingDraft[] = []
     if (ctx.nodes.length < 2 || ctx.service.notProxied) return out
+    const signature = (addresses: string[]) => addresses.sort().join(', ') || '(none)'
     ctx.service.ports.forEach((port, i) => {
       if (port.internal.local) return
-      const sigs = new Map<string, string[]>()
+      // Nodes are compared only with nodes that should program the same set (topology hints differ by zone).
+      const groups = new Map<string, Array<{node: string; sig: string}>>()
       for (const n of ctx.nodes) {
         const p = n.programmed[i]
         if (!p) continue
-        const sig =
-          p.endpoints
-            .map((e) => e.dnatTo ?? '?')
-            .sort()
-            .join(', ') || '(none)'
-        sigs.set(sig, [...(sigs.get(sig) ?? []), n.name])
+        const wanted = signature(p.expected.internal.endpoints.map((e) => e.address))
+        groups.set(wanted, [...(groups.get(wanted) ?? []), {node: n.name, sig: signature(p.endpoints.map((e) => e.dnatTo ?? '?'))}])
       }
-      if (sigs.size < 2) return
-      // The most common set wins; on a tie, the set the EndpointSlices ask for.
-      const wanted =
-        port.internal.endpoints
-          .map((e) => e.address)
-          .sort()
-          .join(', ') || '(none)'
-      const [majority, majorityNodes] = [...sigs.entries()].sort((a, b) => b[1].length - a[1].length || Number(b[0] === wanted) - Number(a[0] === wanted))[0]
-      for (const [sig, nodes] of sigs) {
-        if (sig === majority) continue
-        for (const node of nodes)
-          out.push({node, message: `${node} sends ${port.svcPortName} to [${sig}] while ${majorityNodes.length} other node(s) (${majorityNodes.slice(0, 3).join(', ')}) send it to [${majority}]`})
+      for (const [wanted, members] of groups) {
+        const sigs = new Map<string, string[]>()
+        for (const m of members) sigs.set(m.sig, [...(sigs.get(m.sig) ?? []), m.node])
+        if (sigs.size < 2) continue
+        // The most common set wins; on a tie, the set the EndpointSlices ask for.
+        const [majority, majorityNodes] = [...sigs.entries()].sort((a, b) => b[1].length - a[1].length || Number(b[0] === wanted) - Number(a[0] === wanted))[0]
+        for (const [sig, nodes] of sigs) {
+          if (sig === majority) continue
+          for (const node of nodes)
+            out.push({node, message: `${node} sends ${port.svcPortName} to [${sig}] while ${majorityNodes.length} other node(s) (${majorityNodes.slice(0, 3).join(', ')}) send it to [${majority}]`})
+        }
       }
     })
     return out

@@ -14,6 +14,7 @@ import {nodeUnreadable} from './rules/node-unreadable.js'
 import {notProxied} from './rules/not-proxied.js'
 import {pathBroken, pathUndecided} from './rules/path-broken.js'
 import {probabilityWrong} from './rules/probability-wrong.js'
+import {affinityMismatch} from './rules/affinity.js'
 import {proxyPodDown, proxyStuck, proxySyncFailures, proxyUnhealthy} from './rules/kube-proxy-health.js'
 import {modeLeftover, modeMismatch, modeMixed, modeUnsupported} from './rules/proxy-mode.js'
 import {ipvsIpsetMissing, ipvsScheduler, ipvsSysctl, ipvsVipUnbound, ipvsWeightZero} from './rules/ipvs.js'
@@ -49,6 +50,7 @@ export const CHECKS: Check[] = [
   endpointStale,
   dnatWrong,
   probabilityWrong,
+  affinityMismatch,
   ipvsWeightZero,
   ipvsVipUnbound,
   ipvsIpsetMissing,

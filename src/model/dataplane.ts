@@ -43,6 +43,8 @@ export interface ProgrammedPort {
   external?: {chain: string; endpoints: ProgrammedEndpoint[]}
   /** This mode's names for the chains kube-proxy should use. */
   want: ChainNames
+  /** ClientIP session affinity as programmed (undefined where the mode keeps it elsewhere, e.g. IPVS persistence). */
+  affinity?: {rule?: ProgrammedRule; seconds?: number}
 }
 
 /** One endpoint-holding chain of a port, with the endpoints kube-proxy should have put there. */

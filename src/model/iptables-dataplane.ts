@@ -90,8 +90,16 @@ function readProgrammed(dump: IptablesSave, svc: ExpectedService): ProgrammedPor
       endpoints: readEndpoints(dump, chain),
       ...(port.external.chain !== chain && port.usesExternalChain ? {external: {chain: port.external.chain, endpoints: readEndpoints(dump, port.external.chain)}} : {}),
       want: names(port),
+      affinity: readAffinity(dump, chain),
     }
   })
+}
+
+/** The first `-m recent --rcheck` rule of a service chain (ClientIP affinity), with its timeout. */
+function readAffinity(dump: IptablesSave, chain: string): ProgrammedPort['affinity'] {
+  const r = dump.rules('nat', chain).find((x) => findOption(x, 'recent', '--rcheck'))
+  const seconds = r ? findOption(r, 'recent', '--seconds')?.values[0] : undefined
+  return {rule: r, seconds: seconds ? Number(seconds) : undefined}
 }
 
 const VOCABULARY: ModeVocabulary = {

@@ -129,6 +129,7 @@ function readProgrammed(t: NftTable | undefined, svc: ExpectedService): Programm
       chain,
       chainExists: !!t?.chains.get(chain),
       endpoints: t ? readEndpoints(t, chain) : [],
+      affinity: {rule: findRule(t, chain, (x) => /@affinity-/.test(x))},
       ...(want.externalPolicy !== chain && port.usesExternalChain ? {external: {chain: want.externalPolicy, endpoints: t ? readEndpoints(t, want.externalPolicy) : []}} : {}),
       want,
     }

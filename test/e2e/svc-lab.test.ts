@@ -75,6 +75,28 @@ describe('svc against the netns lab', {skip: why}, () => {
     )
   })
 
+  test('ClientIP session affinity: clients stick (real traffic); rules without it are found', async () => {
+    lab.services[0].affinitySeconds = 10800
+    lab.publish()
+    lab.clearFaults()
+    try {
+      const sticky = lab.sample(lab.podNs('client-a'), CLUSTER_IP, 80, 8)
+      assert.equal(new Set(sticky).size, 1, `every connection from one client goes to one backend: ${sticky}`)
+      const ok = await doctor()
+      assert.equal(ok.code, 0, JSON.stringify(ok.json.findings))
+      assert.ok(ok.json.findings.every((f: {code: string}) => f.code !== 'KPD-AFFINITY-MISMATCH'))
+      lab.applyRules('node-a', {omitAffinity: true})
+      const spread = lab.sample(lab.podNs('client-a'), CLUSTER_IP, 80, 12)
+      assert.ok(new Set(spread).size > 1, `without the recent rules connections spread: ${spread}`)
+      const r = await doctor()
+      assert.ok(codes(r, 'node-a', 'warning').includes('KPD-AFFINITY-MISMATCH'), JSON.stringify(r.json.findings))
+    } finally {
+      lab.services[0].affinitySeconds = undefined
+      lab.publish()
+      lab.clearFaults()
+    }
+  })
+
   test('kube-proxy stuck on node-b: its stale rules come with KPD-PROXY-STUCK and KPD-PROXY-UNHEALTHY, and how long ago it last synced', async () => {
     const now = Math.floor(Date.now() / 1000)
     lab.setKubeProxy('node-b', {healthy: false, lastSync: now - 900, lastQueued: now - 30, restoreFailures: 4})

@@ -12,6 +12,8 @@ export interface RuleFaults {
   omitNodePorts?: boolean
   unhookPrerouting?: boolean
   omitMasquerade?: boolean
+  /** Leave out the ClientIP affinity rules of a Service that asks for them. */
+  omitAffinity?: boolean
   /** DNAT this endpoint IP to this port instead of its target port. */
   wrongPortFor?: {ip: string; port: number}
 }
@@ -75,6 +77,14 @@ export function kubeProxyRules(node: LabNode, services: LabService[], pods: LabP
         natChains.add(chains.svl)
         jumps(chains.svl, localEps)
       }
+      // ClientIP affinity: a client seen recently goes back to its endpoint before any random choice.
+      if (svc.affinitySeconds && !faults.omitAffinity)
+        for (const ep of eps) {
+          const sep = endpointChainName(spn, proto, `${ep.ip}:${ep.port}`)
+          nat.push(
+            `-A ${chains.svc} -m comment --comment ${q(`${spn} -> ${ep.ip}:${ep.port}`)} -m recent --rcheck --seconds ${svc.affinitySeconds} --reap --name ${sep} --mask 255.255.255.255 --rsource -j ${sep}`,
+          )
+        }
       jumps(chains.svc, eps)
       eps.forEach((ep) => {
         const addr = `${ep.ip}:${ep.port}`
@@ -82,7 +92,8 @@ export function kubeProxyRules(node: LabNode, services: LabService[], pods: LabP
         natChains.add(sep)
         nat.push(`-A ${sep} -s ${ep.ip}/32 -m comment --comment ${q(spn)} -j KUBE-MARK-MASQ`)
         const to = faults.wrongPortFor?.ip === ep.ip ? `${ep.ip}:${faults.wrongPortFor.port}` : addr
-        if (faults.dropDnatFor !== ep.ip) nat.push(`-A ${sep} -p ${proto} -m comment --comment ${q(spn)} -m ${proto} -j DNAT --to-destination ${to}`)
+        const affinity = svc.affinitySeconds && !faults.omitAffinity ? ` -m recent --set --name ${sep} --mask 255.255.255.255 --rsource` : ''
+        if (faults.dropDnatFor !== ep.ip) nat.push(`-A ${sep} -p ${proto} -m comment --comment ${q(spn)}${affinity} -m ${proto} -j DNAT --to-destination ${to}`)
       })
     }
   }

@@ -39,6 +39,8 @@ export interface LabService {
   selector: Record<string, string>
   ports: LabServicePort[]
   externalTrafficPolicy?: 'Cluster' | 'Local'
+  /** ClientIP session affinity timeout, when the Service has it. */
+  affinitySeconds?: number
 }
 
 export const NODES: LabNode[] = [

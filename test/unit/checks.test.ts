@@ -62,6 +62,7 @@ const CASES: Case[] = [
     opts: () => ({web: {externalTrafficPolicy: 'Local'}, faults: {'node-b': {omitEndpoint: '10.244.2.11'}}}),
     expect: ['KPD-SEP-MISSING@node-b'],
   },
+  {name: 'ClientIP affinity asked for but not programmed', opts: () => ({web: {affinitySeconds: 10800}, faults: {'node-a': {omitAffinity: true}}}), expect: ['KPD-AFFINITY-MISMATCH@node-a']},
   {name: 'DNS pods not ready', opts: () => ({pods: notReady('coredns-a')}), expect: ['KPD-DNS-NO-ENDPOINTS@-']},
 ]
 
@@ -110,6 +111,18 @@ describe('checks', () => {
     assert.equal(a.ok, null)
     assert.match(a.detail, /by design/)
     assert.equal(a.trace.verdict, 'DROP')
+  })
+
+  test('ClientIP affinity programmed as asked: silent, and traces say later packets stick', () => {
+    const {cluster, observations} = offlineCluster({web: {affinitySeconds: 10800}})
+    const d = diagnose(cluster, observations)
+    assert.deepEqual(
+      d.findings.map((f) => f.code),
+      [],
+    )
+    const p = d.paths.find((x) => x.node === 'node-a' && x.entry === 'pod→ClusterIP')!
+    assert.equal(p.ok, true)
+    assert.ok(p.trace.outcomes.every((o) => o.sticky === true))
   })
 
   test('every check has a stable code, a severity, a title and a hint; codes are unique', () => {

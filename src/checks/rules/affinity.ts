@@ -1,0 +1,32 @@
+import type {Check, FindingDraft} from '../check.js'
+
+export const affinityMismatch: Check = {
+  meta: {
+    code: 'KPD-AFFINITY-MISMATCH',
+    severity: 'warning',
+    title: "Session affinity on the node differs from the Service's sessionAffinity",
+    hint: 'Clients do not stick to one backend (or stick when they should not): restart kube-proxy on the node so it rewrites the chain.',
+  },
+  run(ctx) {
+    const out: FindingDraft[] = []
+    for (const n of ctx.nodes) {
+      const want = n.expected.sessionAffinitySeconds
+      for (const p of n.programmed) {
+        if (!p.affinity || p.endpoints.length === 0) continue
+        const got = p.affinity.rule
+        const evidence = got ? [`${got.table} line ${got.line}: ${got.text}`] : []
+        if (want !== undefined && !got)
+          out.push({
+            node: n.name,
+            message: `${n.name}: the Service asks for ClientIP affinity (${want}s) but ${p.chain} has no affinity rule: clients are spread over every backend`,
+            hint: n.dataplane.show(n.name, p.chain),
+          })
+        else if (want === undefined && got)
+          out.push({node: n.name, message: `${n.name}: ${p.chain} keeps clients on one backend but the Service has no session affinity`, evidence, hint: n.dataplane.show(n.name, p.chain)})
+        else if (want !== undefined && p.affinity.seconds !== undefined && p.affinity.seconds !== want)
+          out.push({node: n.name, message: `${n.name}: ${p.chain} keeps clients ${p.affinity.seconds}s, the Service asks for ${want}s`, evidence, hint: n.dataplane.show(n.name, p.chain)})
+      }
+    }
+    return out
+  },
+}

@@ -1,6 +1,6 @@
 import {nftEndpointChainName, nftServiceChainNames, nftServicePortBase} from '../../src/model/chain-names.js'
 import type {RuleFaults} from './kube-proxy-rules.js'
-import {CLUSTER_CIDR, endpointPort, selects, type LabNode, type LabPod, type LabService} from './lab-cluster.js'
+import {CLUSTER_CIDR, labEndpoints, type LabNode, type LabPod, type LabService} from './lab-cluster.js'
 
 const elements = (items: string[]) => (items.length ? `\t\telements = { ${items.join(',\n\t\t\t')} }\n` : '')
 
@@ -16,11 +16,7 @@ export function kubeProxyNftRules(node: LabNode, services: LabService[], pods: L
       const proto = sp.protocol.toLowerCase()
       const base = nftServicePortBase(svc.namespace, svc.name, proto, sp.name)
       const names = nftServiceChainNames(base)
-      const eps = pods
-        .filter((p) => selects(svc, p) && p.ready && endpointPort(sp, p) > 0 && p.ip !== faults.omitEndpoint)
-        .map((p): {ip: string; port: number; node?: string} => ({ip: p.ip, port: endpointPort(sp, p), node: p.node}))
-        .sort((a, b) => a.ip.localeCompare(b.ip))
-      if (faults.staleEndpoint && svc === services[0]) eps.push(faults.staleEndpoint)
+      const eps = labEndpoints(svc, sp, pods, {omit: faults.omitEndpoint, stale: svc === services[0] ? faults.staleEndpoint : undefined})
       const etpLocal = svc.externalTrafficPolicy === 'Local' && !!sp.nodePort
       const localEps = eps.filter((e) => e.node === node.name)
       const dispatch = (list: typeof eps) => `numgen random mod ${list.length} vmap { ${list.map((ep, i) => `${i} : goto ${nftEndpointChainName(base, ep.ip, ep.port)}`).join(', ')} }`

@@ -1,5 +1,5 @@
 import {endpointChainName, serviceChainNames, servicePortName} from '../../src/model/chain-names.js'
-import {CLUSTER_CIDR, endpointPort, selects, type LabNode, type LabPod, type LabService} from './lab-cluster.js'
+import {CLUSTER_CIDR, labEndpoints, type LabNode, type LabPod, type LabService} from './lab-cluster.js'
 
 /** Ways to break one node's rules, as a stuck kube-proxy or a hand edit would. */
 export interface RuleFaults {
@@ -30,11 +30,7 @@ export function kubeProxyRules(node: LabNode, services: LabService[], pods: LabP
       const proto = sp.protocol.toLowerCase()
       const spn = servicePortName(svc.namespace, svc.name, sp.name)
       const chains = serviceChainNames(spn, proto)
-      const eps = pods
-        .filter((p) => selects(svc, p) && p.ready && endpointPort(sp, p) > 0 && p.ip !== faults.omitEndpoint)
-        .map((p): {ip: string; port: number; node?: string} => ({ip: p.ip, port: endpointPort(sp, p), node: p.node}))
-        .sort((a, b) => a.ip.localeCompare(b.ip))
-      if (faults.staleEndpoint && svc === services[0]) eps.push(faults.staleEndpoint)
+      const eps = labEndpoints(svc, sp, pods, {omit: faults.omitEndpoint, stale: svc === services[0] ? faults.staleEndpoint : undefined})
       const etpLocal = svc.externalTrafficPolicy === 'Local' && !!sp.nodePort
       const localEps = eps.filter((e) => e.node === node.name)
       const match = `-d ${svc.clusterIP}/32 -p ${proto} -m comment --comment ${q(`${spn} cluster IP`)} -m ${proto} --dport ${sp.port}`

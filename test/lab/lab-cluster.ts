@@ -93,3 +93,20 @@ export function endpointPort(svcPort: LabServicePort, pod: LabPod): number {
 export function selects(svc: LabService, pod: LabPod): boolean {
   return pod.namespace === svc.namespace && Object.entries(svc.selector).every(([k, v]) => pod.labels[k] === v)
 }
+
+export interface LabEndpoint {
+  ip: string
+  port: number
+  /** undefined for an address no pod has (a stale endpoint). */
+  node?: string
+}
+
+/** The endpoints kube-proxy would program for one service port: ready selected pods, plus/minus a fault's changes. */
+export function labEndpoints(svc: LabService, sp: LabServicePort, pods: LabPod[], change: {omit?: string; stale?: {ip: string; port: number}} = {}): LabEndpoint[] {
+  const eps: LabEndpoint[] = pods
+    .filter((p) => selects(svc, p) && p.ready && endpointPort(sp, p) > 0 && p.ip !== change.omit)
+    .map((p) => ({ip: p.ip, port: endpointPort(sp, p), node: p.node}))
+    .sort((a, b) => a.ip.localeCompare(b.ip))
+  if (change.stale) eps.push(change.stale)
+  return eps
+}

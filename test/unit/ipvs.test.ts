@@ -10,7 +10,6 @@ const run = (opts: OfflineOptions) => {
   const {cluster, observations} = offlineCluster(opts)
   return diagnose(cluster, observations)
 }
-const codes = (opts: OfflineOptions) => run(opts).findings.map((f) => `${f.code}@${f.node ?? '-'}`)
 
 describe('IPVS mode (recorded ipvsadm, ipset, ip addr, sysctl output)', () => {
   test('ipvsadm -Sn and -Ln give the same virtual and real servers', () => {

@@ -2,8 +2,8 @@ import type {ClusterState} from '../cluster/types.js'
 import type {NodeObservation} from '../node/bundle.js'
 import type {ExpectedService} from '../model/expected.js'
 import type {Dataplane, NodeInfrastructure, ProgrammedPort} from '../model/dataplane.js'
-import type {ModeChoice} from '../diagnosis/choose-mode.js'
-import type {PathResult} from '../trace/paths.js'
+import type {ModeChoice} from '../model/choose-mode.js'
+import type {PathResult} from '../model/paths.js'
 
 export type Severity = 'error' | 'warning' | 'info'
 

@@ -2,9 +2,9 @@ import type {ClusterState} from '../cluster/types.js'
 import {CHECKS} from '../checks/index.js'
 import {toFinding, type CheckContext, type Finding, type NodeView} from '../checks/check.js'
 import {expectedService} from '../model/expected.js'
-import {chooseMode, looksLikeIpvs, type ProxyMode} from './choose-mode.js'
+import {chooseMode, looksLikeIpvs, type ProxyMode} from '../model/choose-mode.js'
 import type {NodeObservation} from '../node/bundle.js'
-import {tracePaths, type PathResult} from '../trace/paths.js'
+import {tracePaths, type PathResult} from '../model/paths.js'
 import {nodeAddress} from './node-address.js'
 
 export interface Diagnosis {

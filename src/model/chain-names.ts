@@ -46,9 +46,6 @@ export function endpointChainName(svcPortName: string, protocol: string, endpoin
 }
 
 /** ip:port, with brackets for IPv6 as Go's net.JoinHostPort writes it. */
-export function joinHostPort(ip: string, port: number): string {
-  return ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`
-}
 
 /** nftables mode: "ns/name/proto/portName", the base of kube-proxy's per-service chain names. */
 export function nftServicePortBase(namespace: string, name: string, protocol: string, portName: string | undefined): string {

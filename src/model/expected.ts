@@ -1,6 +1,7 @@
 import type {V1Service} from '@kubernetes/client-node'
 import type {ClusterState} from '../cluster/types.js'
-import {endpointChainName, joinHostPort, nftServicePortBase, serviceChainNames, servicePortName, type ServiceChainNames} from './chain-names.js'
+import {joinHostPort} from '../net/host-port.js'
+import {endpointChainName, nftServicePortBase, serviceChainNames, servicePortName, type ServiceChainNames} from './chain-names.js'
 import {categorizeEndpoints, endpointsForPort, type EndpointInfo} from './endpoints.js'
 
 export interface ExpectedEndpoint extends EndpointInfo {

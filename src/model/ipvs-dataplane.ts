@@ -2,7 +2,7 @@ import type {IpvsState} from '../node/bundle.js'
 import type {IptablesSave} from '../parse/iptables-save.js'
 import {vsKey, type VirtualServer} from '../parse/ipvsadm.js'
 import {IpvsTracer} from '../trace/ipvs-tracer.js'
-import {joinAddr} from '../trace/walk.js'
+import {joinHostPort} from '../net/host-port.js'
 import type {ChainNames, Dataplane, ModeVocabulary, NodeInfrastructure, ProgrammedEndpoint, ProgrammedPort, ProgrammedRule} from './dataplane.js'
 import type {ExpectedPort, ExpectedService} from './expected.js'
 import {readInfrastructure as readIptablesInfrastructure} from './iptables-dataplane.js'
@@ -35,7 +35,7 @@ export function ipvsDataplane(dump: IptablesSave, ipvs: IpvsState, nodeAddress: 
     const total = vs.reals.reduce((a, r) => a + r.weight, 0)
     let remaining = total
     return vs.reals.map((r) => {
-      const address = joinAddr(r.address, r.port)
+      const address = joinHostPort(r.address, r.port)
       const conditional = remaining > 0 ? r.weight / remaining : 0
       remaining -= r.weight
       const local = port.allEndpoints.find((e) => e.ip === r.address)?.nodeName === nodeName

@@ -1,4 +1,4 @@
-import {inCidr} from '../trace/addresses.js'
+import {inCidr} from '../net/address.js'
 
 export interface IpsetPacket {
   src: string

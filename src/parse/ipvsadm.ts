@@ -1,3 +1,4 @@
+import {joinHostPort, splitHostPort} from '../net/host-port.js'
 /** IPVS virtual and real servers, from `ipvsadm -Sn` (save) or `ipvsadm -Ln` (list) output. */
 export interface RealServer {
   address: string
@@ -25,20 +26,20 @@ export class IpvsParseError extends Error {}
 const PROTO_FLAGS: Record<string, VirtualServer['proto']> = {'-t': 'tcp', '--tcp-service': 'tcp', '-u': 'udp', '--udp-service': 'udp', '--sctp-service': 'sctp', '-f': 'fwm', '--fwmark-service': 'fwm'}
 const FORWARD_FLAGS: Record<string, string> = {'-m': 'Masq', '--masquerading': 'Masq', '-g': 'Route', '--gatewaying': 'Route', '-i': 'Tunnel', '--ipip': 'Tunnel'}
 
-export function splitHostPort(text: string): {address: string; port: number} {
-  const v6 = /^\[([^\]]+)\]:(\d+)$/.exec(text)
-  if (v6) return {address: v6[1], port: Number(v6[2])}
-  const i = text.lastIndexOf(':')
-  return i < 0 ? {address: text, port: 0} : {address: text.slice(0, i), port: Number(text.slice(i + 1))}
+/** ipvsadm's `ip:port` / `[ipv6]:port`; a malformed one is a parse error naming the text. */
+function addressAndPort(text: string): {address: string; port: number} {
+  const hp = splitHostPort(text)
+  if (!hp) throw new IpvsParseError(`"${text}" is not an address:port`)
+  return {address: hp.host, port: hp.port}
 }
 
 export function vsKey(proto: string, address: string, port: number): string {
-  return `${proto.toUpperCase()} ${address.includes(':') ? `[${address}]` : address}:${port}`
+  return `${proto.toUpperCase()} ${joinHostPort(address, port)}`
 }
 
 export function parseIpvsadm(text: string): VirtualServer[] {
   const out: VirtualServer[] = []
-  const find = (proto: string, addr: string) => out.find((v) => vsKey(v.proto, v.address, v.port) === vsKey(proto, ...(Object.values(splitHostPort(addr)) as [string, number])))
+  const find = (proto: string, addr: string) => out.find((v) => vsKey(v.proto, v.address, v.port) === vsKey(proto, ...(Object.values(addressAndPort(addr)) as [string, number])))
   let current: VirtualServer | undefined
   for (const [i, raw] of text.split('\n').entries()) {
     const line = raw.trim()
@@ -48,7 +49,7 @@ export function parseIpvsadm(text: string): VirtualServer[] {
     if (words[0] === '-A' || words[0] === '--add-service') {
       const proto = PROTO_FLAGS[words[1]]
       if (!proto) throw new IpvsParseError(`line ${lineNo}: service type "${words[1]}" not understood`)
-      const hp = splitHostPort(words[2])
+      const hp = addressAndPort(words[2])
       const s = words.indexOf('-s')
       const p = words.indexOf('-p')
       out.push({proto, ...hp, scheduler: s >= 0 ? words[s + 1] : 'wlc', persistent: p >= 0 ? Number(words[p + 1] ?? 300) : undefined, line: lineNo, text: line, reals: []})
@@ -58,16 +59,16 @@ export function parseIpvsadm(text: string): VirtualServer[] {
       const r = words.indexOf('-r')
       const w = words.indexOf('-w')
       const fwd = words.find((x) => FORWARD_FLAGS[x])
-      vs.reals.push({...splitHostPort(words[r + 1]), forward: fwd ? FORWARD_FLAGS[fwd] : 'Route', weight: w >= 0 ? Number(words[w + 1]) : 1, line: lineNo, text: line})
+      vs.reals.push({...addressAndPort(words[r + 1]), forward: fwd ? FORWARD_FLAGS[fwd] : 'Route', weight: w >= 0 ? Number(words[w + 1]) : 1, line: lineNo, text: line})
     } else if (/^(TCP|UDP|SCTP|FWM)$/.test(words[0])) {
       const proto = words[0].toLowerCase() as VirtualServer['proto']
-      const hp = proto === 'fwm' ? {address: words[1], port: 0} : splitHostPort(words[1])
+      const hp = proto === 'fwm' ? {address: words[1], port: 0} : addressAndPort(words[1])
       const pi = words.indexOf('persistent')
       current = {proto, ...hp, scheduler: words[2] ?? 'wlc', persistent: pi >= 0 ? Number(words[pi + 1]) : undefined, line: lineNo, text: line, reals: []}
       out.push(current)
     } else if (words[0] === '->') {
       if (!current) throw new IpvsParseError(`line ${lineNo}: real server before any virtual server`)
-      current.reals.push({...splitHostPort(words[1]), forward: words[2], weight: Number(words[3]), line: lineNo, text: line})
+      current.reals.push({...addressAndPort(words[1]), forward: words[2], weight: Number(words[3]), line: lineNo, text: line})
     } else throw new IpvsParseError(`line ${lineNo}: not ipvsadm output: "${line.slice(0, 60)}"`)
   }
   return out

@@ -1,3 +1,4 @@
+import {joinHostPort} from '../net/host-port.js'
 import {NftParseError, NftRuleset, type NftChain, type NftSet, type NftTable} from './nft-ruleset.js'
 
 /**
@@ -88,8 +89,7 @@ function statement(e: J): string {
     case 'dnat':
     case 'snat': {
       const addr = String(o.addr ?? '')
-      const host = addr.includes(':') ? `[${addr}]` : addr
-      return `${k} to ${host}${o.port !== undefined ? `:${o.port}` : ''}`
+      return `${k} to ${o.port !== undefined ? joinHostPort(addr, Number(o.port)) : addr.includes(':') ? `[${addr}]` : addr}`
     }
     case 'redirect':
       return `redirect to :${o.port ?? ''}`

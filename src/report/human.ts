@@ -1,7 +1,7 @@
 import {Chalk, type ChalkInstance} from 'chalk'
 import Table from 'cli-table3'
 import type {Report} from './report.js'
-import {ENTRIES} from '../trace/paths.js'
+import {ENTRIES} from '../model/paths.js'
 import {renderTraceTree} from './trace-tree.js'
 
 export function makeChalk(stream: NodeJS.WriteStream): ChalkInstance {

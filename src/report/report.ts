@@ -1,6 +1,6 @@
 import type {Finding} from '../checks/check.js'
 import type {Diagnosis} from '../diagnosis/diagnose.js'
-import {ENTRIES, STEP_CODES} from '../trace/paths.js'
+import {ENTRIES, STEP_CODES} from '../model/paths.js'
 import type {TraceResult} from '../trace/types.js'
 
 /** The JSON contract (README "JSON output"). The human report is rendered from this same object. */

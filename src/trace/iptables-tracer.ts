@@ -1,7 +1,7 @@
 import type {IptablesSave} from '../parse/iptables-save.js'
 import type {ParsedRule, RuleOption} from '../parse/iptables-rule.js'
 import type {IpsetState} from '../parse/ipset-save.js'
-import {inCidr, parseIp} from './addresses.js'
+import {inCidr, isMulticast, parseIp} from '../net/address.js'
 import {summarize, type Packet, type TraceOutcome, type TraceResult} from './types.js'
 import {finish, isLocalAddress, MAX_BRANCHES, MAX_DEPTH, startState, walkHooks, withStep as addStep, type Branch, type WalkState as State} from './walk.js'
 
@@ -287,9 +287,9 @@ function addrType(type: string, ip: string, local: boolean): boolean {
     case 'LOCAL':
       return local
     case 'UNICAST':
-      return !!parsed && !inCidr('224.0.0.0/4', ip) && ip !== '255.255.255.255'
+      return !!parsed && !isMulticast(ip) && ip !== '255.255.255.255'
     case 'MULTICAST':
-      return inCidr('224.0.0.0/4', ip) || inCidr('ff00::/8', ip)
+      return isMulticast(ip)
     case 'BROADCAST':
       return ip === '255.255.255.255'
     default:

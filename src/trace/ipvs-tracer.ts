@@ -3,7 +3,8 @@ import type {IpsetState} from '../parse/ipset-save.js'
 import {vsKey, type VirtualServer} from '../parse/ipvsadm.js'
 import {IptablesTracer} from './iptables-tracer.js'
 import {summarize, type Packet, type TraceOutcome, type TraceResult, type TraceStep, type Tracer} from './types.js'
-import {isLocalAddress, joinAddr} from './walk.js'
+import {joinHostPort} from '../net/host-port.js'
+import {isLocalAddress} from './walk.js'
 
 export interface IpvsTraceOptions {
   localAddresses: string[]
@@ -53,10 +54,10 @@ export class IpvsTracer implements Tracer {
         const hairpin = r.address === packet.src && this.loopBack(r.address, packet.proto, r.port)
         out.push({
           verdict: 'DNAT',
-          destination: joinAddr(r.address, r.port),
+          destination: joinHostPort(r.address, r.port),
           masquerade: o.masquerade || marked || hairpin,
           probability: (o.probability * r.weight) / total,
-          steps: [...o.steps, vsStep, {table: 'ipvs', chain: `RS ${joinAddr(r.address, r.port)}`, line: r.line, rule: r.text}],
+          steps: [...o.steps, vsStep, {table: 'ipvs', chain: `RS ${joinHostPort(r.address, r.port)}`, line: r.line, rule: r.text}],
           ...(vs.persistent ? {sticky: true} : {}),
         })
       }

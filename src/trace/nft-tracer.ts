@@ -1,5 +1,5 @@
 import {parseElements, splitTop, type NftChain, type NftRule, type NftRuleset, type NftTable} from '../parse/nft-ruleset.js'
-import {inCidr, parseIp} from './addresses.js'
+import {inCidr, parseIp} from '../net/address.js'
 import {summarize, type Packet, type TraceOutcome, type TraceResult} from './types.js'
 import {finish, isLocalAddress, MAX_BRANCHES, MAX_DEPTH, startState, walkHooks, withStep, type Branch, type WalkState as State} from './walk.js'
 import {splitAddr} from './iptables-tracer.js'

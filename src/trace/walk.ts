@@ -1,4 +1,5 @@
-import {isLoopback} from './addresses.js'
+import {isLoopback} from '../net/address.js'
+import {joinHostPort} from '../net/host-port.js'
 import type {Packet, TraceOutcome, TraceStep, Verdict} from './types.js'
 
 /** One branch of a packet's walk: where it is headed now, its mark, and how it got there. */
@@ -47,13 +48,9 @@ export function withStep(s: WalkState, step: TraceStep): WalkState {
   return {...s, steps: [...s.steps, step]}
 }
 
-export function joinAddr(ip: string, port: number): string {
-  return ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`
-}
-
 export function finish(s: WalkState, end: ChainEnd, reason?: string): TraceOutcome {
   const verdict: Verdict = end === 'ACCEPT' || end === 'RETURN' ? (s.dnatted ? 'DNAT' : 'ACCEPT') : end
-  const out: TraceOutcome = {verdict, destination: s.dnatted ? joinAddr(s.dst, s.dport) : null, masquerade: s.masquerade, probability: s.probability, steps: s.steps}
+  const out: TraceOutcome = {verdict, destination: s.dnatted ? joinHostPort(s.dst, s.dport) : null, masquerade: s.masquerade, probability: s.probability, steps: s.steps}
   if (reason) out.reason = reason
   if (s.sticky) out.sticky = true
   return out

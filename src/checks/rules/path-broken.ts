@@ -1,5 +1,5 @@
 import type {Check} from '../check.js'
-import {STEP_CODES} from '../../trace/paths.js'
+import {STEP_CODES} from '../../model/paths.js'
 
 /** Runs last: a path that breaks where no other error finding of its node (or the cluster) explains it. */
 export const pathBroken: Check = {

@@ -1,9 +1,9 @@
 import type {V1Node} from '@kubernetes/client-node'
-import type {ExpectedEndpoint, ExpectedPort, ExpectedService} from '../model/expected.js'
+import type {ExpectedEndpoint, ExpectedPort, ExpectedService} from './expected.js'
 import type {BridgeState} from '../parse/bridge-state.js'
-import type {Dataplane, ModeVocabulary} from '../model/dataplane.js'
-import {parseCidr} from './addresses.js'
-import type {Packet, TraceOutcome, TraceResult} from './types.js'
+import type {Dataplane, ModeVocabulary} from './dataplane.js'
+import {addressInCidr, cidrSize, parseCidr} from '../net/address.js'
+import type {Packet, TraceOutcome, TraceResult} from '../trace/types.js'
 
 export type Entry = 'pod→ClusterIP' | 'node→ClusterIP' | 'outside→NodePort' | 'outside→LoadBalancer' | 'outside→externalIP' | 'pod→itself'
 
@@ -59,11 +59,10 @@ export interface PathInputs {
 function clientPodIp(inputs: PathInputs, avoid: Set<string>): string | undefined {
   const cidr = inputs.k8sNode?.spec?.podCIDR
   const parsed = cidr ? parseCidr(cidr) : undefined
-  if (parsed && !parsed.v6) {
-    const base = Number(parsed.base)
-    for (let offset = 254; offset > 1; offset--) {
-      const v = base + offset
-      const ip = [(v >>> 24) & 255, (v >>> 16) & 255, (v >>> 8) & 255, v & 255].join('.')
+  if (parsed) {
+    const top = Math.min(254, cidrSize(parsed) - 2)
+    for (let offset = top; offset > 1; offset--) {
+      const ip = addressInCidr(parsed, offset)
       if (!avoid.has(ip)) return ip
     }
   }

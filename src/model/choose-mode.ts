@@ -1,8 +1,8 @@
 import type {ClusterState} from '../cluster/types.js'
-import type {Dataplane} from '../model/dataplane.js'
-import {iptablesDataplane} from '../model/iptables-dataplane.js'
-import {nftDataplane} from '../model/nft-dataplane.js'
-import {ipvsDataplane} from '../model/ipvs-dataplane.js'
+import type {Dataplane} from './dataplane.js'
+import {iptablesDataplane} from './iptables-dataplane.js'
+import {nftDataplane} from './nft-dataplane.js'
+import {ipvsDataplane} from './ipvs-dataplane.js'
 import type {NodeObservation} from '../node/bundle.js'
 
 export type ProxyMode = 'iptables' | 'nftables' | 'ipvs'

@@ -34,6 +34,9 @@ export function generateBundle(dir: string, services: number): {bundle: string; 
     buf = []
     size = 0
   }
+  // kube-proxy drops rule comments above 1000 endpoints in total (largeClusterEndpointsThreshold): big dumps have none.
+  const comments = services * ENDPOINTS_PER_SERVICE <= 1000
+  const comment = (text: string) => (comments ? ` -m comment --comment "${text}"` : '')
   const names = Array.from({length: services}, (_, i) => {
     const spn = servicePortName('bench', svcName(i), 'http')
     return {spn, chains: serviceChainNames(spn, 'tcp'), seps: Array.from({length: ENDPOINTS_PER_SERVICE}, (_, e) => endpointChainName(spn, 'tcp', `${podIP(i, e)}:8080`))}
@@ -56,19 +59,19 @@ export function generateBundle(dir: string, services: number): {bundle: string; 
   out('-A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000')
   out('-A KUBE-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN\n-A KUBE-POSTROUTING -j MARK --set-xmark 0x4000/0x0')
   out('-A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE --random-fully')
-  names.forEach((n, i) => out(`-A KUBE-SERVICES -d ${clusterIP(i)}/32 -p tcp -m comment --comment "${n.spn} cluster IP" -m tcp --dport 80 -j ${n.chains.svc}`))
+  names.forEach((n, i) => out(`-A KUBE-SERVICES -d ${clusterIP(i)}/32 -p tcp${comment(`${n.spn} cluster IP`)} -m tcp --dport 80 -j ${n.chains.svc}`))
   out('-A KUBE-SERVICES -m comment --comment "kubernetes service nodeports; NOTE: this must be the last rule in this chain" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS')
   names.forEach((n, i) => {
-    out(`-A ${n.chains.svc} ! -s 10.128.0.0/10 -d ${clusterIP(i)}/32 -p tcp -m comment --comment "${n.spn} cluster IP" -m tcp --dport 80 -j KUBE-MARK-MASQ`)
+    out(`-A ${n.chains.svc} ! -s 10.128.0.0/10 -d ${clusterIP(i)}/32 -p tcp${comment(`${n.spn} cluster IP`)} -m tcp --dport 80 -j KUBE-MARK-MASQ`)
     n.seps.forEach((s, e) => {
       const prob = e < ENDPOINTS_PER_SERVICE - 1 ? ` -m statistic --mode random --probability ${(1 / (ENDPOINTS_PER_SERVICE - e)).toFixed(11)}` : ''
-      out(`-A ${n.chains.svc} -m comment --comment "${n.spn} -> ${podIP(i, e)}:8080"${prob} -j ${s}`)
+      out(`-A ${n.chains.svc}${comment(`${n.spn} -> ${podIP(i, e)}:8080`)}${prob} -j ${s}`)
     })
   })
   names.forEach((n, i) =>
     n.seps.forEach((s, e) => {
-      out(`-A ${s} -s ${podIP(i, e)}/32 -m comment --comment "${n.spn}" -j KUBE-MARK-MASQ`)
-      out(`-A ${s} -p tcp -m comment --comment "${n.spn}" -m tcp -j DNAT --to-destination ${podIP(i, e)}:8080`)
+      out(`-A ${s} -s ${podIP(i, e)}/32${comment(n.spn)} -j KUBE-MARK-MASQ`)
+      out(`-A ${s} -p tcp${comment(n.spn)} -m tcp -j DNAT --to-destination ${podIP(i, e)}:8080`)
     }),
   )
   out('COMMIT')

@@ -1,31 +1,24 @@
 /**
  * One measured workload in its own process; prints {"ms", "maxRssBytes"} on stderr's last line (bench.ts times the
  * whole process from outside).
- *   node measure.js read-split FILE
  *   node measure.js svc BUNDLE SERVICE
  *   node measure.js trace FILE DST
  */
-import {readFileSync} from 'node:fs'
 import {resolve} from 'node:path'
-import {run} from '@oclif/core'
 
 const [mode, a, b] = process.argv.slice(2)
 const started = performance.now()
-if (mode === 'read-split') {
-  const lines = readFileSync(a, 'utf8').split('\n')
-  if (lines.length < 2) throw new Error('empty dump')
-} else {
-  const args = mode === 'svc' ? ['svc', b, '-n', 'bench', '--snapshot', a, '-o', 'json'] : ['trace', '--iptables-save', a, '--src', '10.128.0.200', '--dst', b, '--dport', '80', '-o', 'json']
-  const write = process.stdout.write.bind(process.stdout)
-  let out = ''
-  process.stdout.write = ((chunk: string) => {
-    out += chunk
-    return true
-  }) as typeof process.stdout.write
-  await run(args, resolve(import.meta.dirname, '../../bin/run.js'))
-  process.stdout.write = write
-  const parsed = JSON.parse(out)
-  if (mode === 'svc' && parsed.ok !== true) throw new Error(`diagnosis not ok: ${parsed.summary}`)
-  if (mode === 'trace' && parsed.verdict !== 'DNAT') throw new Error(`trace verdict ${parsed.verdict}`)
-}
+const {run} = await import('@oclif/core')
+const args = mode === 'svc' ? ['svc', b, '-n', 'bench', '--snapshot', a, '-o', 'json'] : ['trace', '--iptables-save', a, '--src', '10.128.0.200', '--dst', b, '--dport', '80', '-o', 'json']
+const write = process.stdout.write.bind(process.stdout)
+let out = ''
+process.stdout.write = ((chunk: string) => {
+  out += chunk
+  return true
+}) as typeof process.stdout.write
+await run(args, resolve(import.meta.dirname, '../../bin/run.js'))
+process.stdout.write = write
+const parsed = JSON.parse(out)
+if (mode === 'svc' && parsed.ok !== true) throw new Error(`diagnosis not ok: ${parsed.summary}`)
+if (mode === 'trace' && parsed.verdict !== 'DNAT') throw new Error(`trace verdict ${parsed.verdict}`)
 process.stderr.write(`\n${JSON.stringify({ms: performance.now() - started, maxRssBytes: process.resourceUsage().maxRSS * 1024})}\n`)

@@ -5,7 +5,7 @@ import type {Dataplane, NodeInfrastructure, ProgrammedPort} from '../model/datap
 import type {ModeChoice} from '../model/choose-mode.js'
 import type {PathResult} from '../model/paths.js'
 
-export type Severity = 'error' | 'warning' | 'info'
+type Severity = 'error' | 'warning' | 'info'
 
 export interface CheckMeta {
   /** Stable, greppable, silenceable: KPD-AREA-WHAT. */

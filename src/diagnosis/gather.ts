@@ -91,7 +91,7 @@ function list(kind: string, items: unknown[]) {
 }
 
 /** Writes the API objects of a diagnosis as a snapshot bundle (one List file per kind). */
-export function writeClusterBundle(dir: string, cluster: ClusterState): void {
+function writeClusterBundle(dir: string, cluster: ClusterState): void {
   mkdirSync(dir, {recursive: true})
   const services = [cluster.service, ...(cluster.dns.service ? [cluster.dns.service] : [])]
   writeFileSync(join(dir, SNAPSHOT_FILES.services), list('Service', services))

@@ -60,7 +60,7 @@ export interface CategorizedEndpoints {
  * kube-proxy's topologyModeFromHints: when every ready endpoint carries node (or zone) hints and one names this node
  * (or its zone), cluster traffic goes only to the endpoints hinted for it.
  */
-export function topologyFilter(endpoints: EndpointInfo[], nodeName: string, zone: string | undefined): ((e: EndpointInfo) => boolean) | undefined {
+function topologyFilter(endpoints: EndpointInfo[], nodeName: string, zone: string | undefined): ((e: EndpointInfo) => boolean) | undefined {
   const ready = endpoints.filter((e) => e.ready)
   if (ready.length === 0) return undefined
   if (ready.every((e) => e.nodeHints.length > 0) && ready.some((e) => e.nodeHints.includes(nodeName))) return (e) => e.nodeHints.includes(nodeName)

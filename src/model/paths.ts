@@ -10,7 +10,7 @@ export type Entry = 'pod→ClusterIP' | 'node→ClusterIP' | 'outside→NodePort
 export const ENTRIES: Entry[] = ['pod→ClusterIP', 'node→ClusterIP', 'outside→NodePort', 'outside→LoadBalancer', 'outside→externalIP', 'pod→itself']
 
 /** The steps of the path, in the order a packet meets them. */
-export const STEPS = ['endpoints', 'PREROUTING', 'OUTPUT', 'KUBE-SERVICES', 'KUBE-NODEPORTS', 'KUBE-EXT', 'KUBE-SVC', 'KUBE-SEP', 'DNAT', 'filter', 'POSTROUTING', 'bridge/hairpin'] as const
+const STEPS = ['endpoints', 'PREROUTING', 'OUTPUT', 'KUBE-SERVICES', 'KUBE-NODEPORTS', 'KUBE-EXT', 'KUBE-SVC', 'KUBE-SEP', 'DNAT', 'filter', 'POSTROUTING', 'bridge/hairpin'] as const
 export type Step = (typeof STEPS)[number] | 'unknown'
 
 /** The finding codes that explain a break at each step (the report picks its "next" command from them). */
@@ -43,7 +43,7 @@ export interface PathResult {
 }
 
 /** A stand-in address outside the cluster, from TEST-NET-3 (RFC 5737): never sent to, only traced. */
-export const OUTSIDE_CLIENT = '203.0.113.10'
+const OUTSIDE_CLIENT = '203.0.113.10'
 
 export interface PathInputs {
   node: string

@@ -1,6 +1,6 @@
 import ipaddr from 'ipaddr.js'
 
-export type Family = 4 | 6
+type Family = 4 | 6
 
 /** An address as a number, for range and prefix arithmetic. IPv4-mapped IPv6 (::ffff:a.b.c.d) reads as IPv4. */
 export interface ParsedIp {
@@ -44,15 +44,6 @@ export function parseIp(text: string): ParsedIp | undefined {
   return parsed ?? undefined
 }
 
-export function familyOf(ip: string): Family | undefined {
-  return parseIp(ip)?.family
-}
-
-/** An address's canonical text, or the input unchanged when it is not an address. */
-export function canonicalIp(ip: string): string {
-  return parseIp(ip)?.text ?? ip
-}
-
 const cidrCache = new Map<string, Cidr | null>()
 
 /** `a.b.c.d/nn`, `a.b.c.d/255.255.0.0`, `x::/nn` or a bare address (a host prefix); undefined when malformed. */
@@ -90,7 +81,7 @@ function prefixOfMask(mask: bigint, width: number): number | undefined {
   return /^1*0*$/.test(bin) ? bits : undefined
 }
 
-export function cidrContains(cidr: Cidr, ip: string): boolean {
+function cidrContains(cidr: Cidr, ip: string): boolean {
   const parsed = parseIp(ip)
   if (!parsed || parsed.family !== cidr.family) return false
   const shift = BigInt(WIDTH[cidr.family] - cidr.bits)

@@ -1,8 +1,8 @@
 import type {V1Node} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
 
-export const ALL_NODES_LIMIT = 50
-export const SAMPLE_SIZE = 5
+const ALL_NODES_LIMIT = 50
+const SAMPLE_SIZE = 5
 
 export interface NodeSelection {
   names: string[]

@@ -10,7 +10,7 @@ export interface SshOptions {
   timeoutMs: number
 }
 
-export class SshError extends Error {}
+class SshError extends Error {}
 
 export interface ExecResult {
   code: number | null

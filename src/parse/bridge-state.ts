@@ -1,5 +1,5 @@
 /** Bridge ports, their hairpin flags, and which pod IP sits behind which port, from the node's `network` output. */
-export interface BridgePort {
+interface BridgePort {
   bridge: string
   port: string
   hairpin: boolean

@@ -5,7 +5,7 @@ export interface RuleOption {
   negated: boolean
 }
 
-export interface RuleMatch {
+interface RuleMatch {
   /** '' for iptables' own matches (-s, -d, -p, -i, -o, -f); else the -m module name. */
   module: string
   options: RuleOption[]
@@ -23,7 +23,7 @@ export interface ParsedRule {
   targetOptions: RuleOption[]
 }
 
-export class RuleSyntaxError extends Error {}
+class RuleSyntaxError extends Error {}
 
 /** Splits a rule line the way iptables-save quotes it: double quotes group words, \" and \\ escape. */
 export function tokenize(text: string): string[] {

@@ -1,6 +1,6 @@
 import {ChainIndex, NOT_FOUND} from './chain-index.js'
 import type {DumpSource} from './dump-source.js'
-import {parseRule, RuleSyntaxError, type ParsedRule} from './iptables-rule.js'
+import {parseRule, type ParsedRule} from './iptables-rule.js'
 
 export class DumpParseError extends Error {
   constructor(
@@ -186,4 +186,3 @@ function clip(buf: Buffer, start: number, end: number): string {
   return end - start > 60 ? s + '…' : s
 }
 
-export {RuleSyntaxError}

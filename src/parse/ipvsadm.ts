@@ -1,6 +1,6 @@
 import {joinHostPort, splitHostPort} from '../net/host-port.js'
 /** IPVS virtual and real servers, from `ipvsadm -Sn` (save) or `ipvsadm -Ln` (list) output. */
-export interface RealServer {
+interface RealServer {
   address: string
   port: number
   forward: string
@@ -21,7 +21,7 @@ export interface VirtualServer {
   reals: RealServer[]
 }
 
-export class IpvsParseError extends Error {}
+class IpvsParseError extends Error {}
 
 const PROTO_FLAGS: Record<string, VirtualServer['proto']> = {'-t': 'tcp', '--tcp-service': 'tcp', '-u': 'udp', '--udp-service': 'udp', '--sctp-service': 'sctp', '-f': 'fwm', '--fwmark-service': 'fwm'}
 const FORWARD_FLAGS: Record<string, string> = {'-m': 'Masq', '--masquerading': 'Masq', '-g': 'Route', '--gatewaying': 'Route', '-i': 'Tunnel', '--ipip': 'Tunnel'}

@@ -9,7 +9,7 @@ export interface KubeProxyStatus {
   metricsError?: string
 }
 
-export const SYNC_METRICS = [
+const SYNC_METRICS = [
   'kubeproxy_sync_proxy_rules_last_timestamp_seconds',
   'kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds',
   'kubeproxy_sync_proxy_rules_iptables_restore_failures_total',

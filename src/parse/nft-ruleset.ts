@@ -44,7 +44,7 @@ export class NftParseError extends Error {
 
 const PRIORITY_NAMES: Record<string, number> = {raw: -300, mangle: -150, dstnat: -100, filter: 0, security: 50, srcnat: 100, out: 100, first: -2147483648, last: 2147483647}
 
-export function parsePriority(text: string, line: number): number {
+function parsePriority(text: string, line: number): number {
   const m = /^([a-z]+|-?\d+)\s*(?:([+-])\s*(\d+))?$/.exec(text.trim())
   if (!m) throw new NftParseError(line, `priority "${text}" not understood`)
   const base = /^-?\d+$/.test(m[1]) ? Number(m[1]) : PRIORITY_NAMES[m[1]]

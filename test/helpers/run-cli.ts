@@ -2,7 +2,7 @@ import {execFile} from 'node:child_process'
 import {fileURLToPath} from 'node:url'
 import {dirname, resolve} from 'node:path'
 
-export const BIN = resolve(dirname(fileURLToPath(import.meta.url)), '../../../bin/run.js')
+const BIN = resolve(dirname(fileURLToPath(import.meta.url)), '../../../bin/run.js')
 
 export interface CliResult {
   code: number

@@ -143,8 +143,3 @@ export function kubeProxyRules(node: LabNode, services: LabService[], pods: LabP
   ].join('\n')
 }
 
-export function nodeOf(name: string, nodes: LabNode[]): LabNode {
-  const n = nodes.find((x) => x.name === name)
-  if (!n) throw new Error(`no lab node ${name}`)
-  return n
-}

@@ -13,7 +13,7 @@ import {inNs, run, sleep, startDaemon, tryRun} from './sh.js'
 import type {FakeKubeProxyState} from './fake-kube-proxy.js'
 import {fileURLToPath} from 'node:url'
 
-export const LAB_TOKEN = 'kpd-lab-token-' + randomBytes(6).toString('hex')
+const LAB_TOKEN = 'kpd-lab-token-' + randomBytes(6).toString('hex')
 
 /**
  * The e2e lab: one network namespace per node, per pod and for an outside client, joined by veths and bridges

@@ -1,5 +1,5 @@
-import {ApiException, CoreV1Api, DiscoveryV1Api, KubeConfig} from '@kubernetes/client-node'
-import type {V1ConfigMap, V1EndpointSlice, V1Endpoints, V1Node, V1Pod, V1Service} from '@kubernetes/client-node'
+import {ApiException, CoreV1Api, DiscoveryV1Api, KubeConfig, Observable} from '@kubernetes/client-node'
+import type {ConfigurationOptions, ObservableMiddleware, RequestContext, ResponseContext, V1ConfigMap, V1EndpointSlice, V1Endpoints, V1Node, V1Pod, V1Service} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
 import type {ClusterSource} from './cluster-source.js'
 
@@ -47,7 +47,7 @@ export class LiveClusterSource implements ClusterSource {
   ) {
     this.core = kc.makeApiClient(CoreV1Api)
     this.discovery = kc.makeApiClient(DiscoveryV1Api)
-    this.server = kc.getCurrentCluster()?.server ?? '?'
+    this.server = redactUrl(kc.getCurrentCluster()?.server ?? '?')
   }
 
   describe(): string {
@@ -55,11 +55,11 @@ export class LiveClusterSource implements ClusterSource {
   }
 
   getService(namespace: string, name: string): Promise<V1Service | undefined> {
-    return this.call('get', 'services', namespace, () => this.core.readNamespacedService({name, namespace}), true)
+    return this.call('get', 'services', namespace, (o) => this.core.readNamespacedService({name, namespace}, o), true)
   }
 
   async listServices(namespace: string): Promise<V1Service[]> {
-    return (await this.call('list', 'services', namespace, () => this.core.listNamespacedService({namespace}))).items
+    return (await this.call('list', 'services', namespace, (o) => this.core.listNamespacedService({namespace}, o))).items
   }
 
   async listEndpointSlices(namespace: string, serviceName: string): Promise<V1EndpointSlice[] | undefined> {
@@ -67,39 +67,39 @@ export class LiveClusterSource implements ClusterSource {
       'list',
       'endpointslices.discovery.k8s.io',
       namespace,
-      () => this.discovery.listNamespacedEndpointSlice({namespace, labelSelector: `kubernetes.io/service-name=${serviceName}`}),
+      (o) => this.discovery.listNamespacedEndpointSlice({namespace, labelSelector: `kubernetes.io/service-name=${serviceName}`}, o),
       true,
     )
     return list?.items
   }
 
   getEndpoints(namespace: string, name: string): Promise<V1Endpoints | undefined> {
-    return this.call('get', 'endpoints', namespace, () => this.core.readNamespacedEndpoints({name, namespace}), true)
+    return this.call('get', 'endpoints', namespace, (o) => this.core.readNamespacedEndpoints({name, namespace}, o), true)
   }
 
   async listPods(namespace: string): Promise<V1Pod[]> {
-    return (await this.call('list', 'pods', namespace, () => this.core.listNamespacedPod({namespace}))).items
+    return (await this.call('list', 'pods', namespace, (o) => this.core.listNamespacedPod({namespace}, o))).items
   }
 
   async listNodes(): Promise<V1Node[]> {
-    return (await this.call('list', 'nodes', undefined, () => this.core.listNode())).items
+    return (await this.call('list', 'nodes', undefined, (o) => this.core.listNode({}, o))).items
   }
 
   getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
-    return this.call('get', 'configmaps', namespace, () => this.core.readNamespacedConfigMap({name, namespace}), true)
+    return this.call('get', 'configmaps', namespace, (o) => this.core.readNamespacedConfigMap({name, namespace}, o), true)
   }
 
-  private async call<T>(verb: string, resource: string, namespace: string | undefined, fn: () => Promise<T>, notFoundOk: true): Promise<T | undefined>
-  private async call<T>(verb: string, resource: string, namespace: string | undefined, fn: () => Promise<T>): Promise<T>
-  private async call<T>(verb: string, resource: string, namespace: string | undefined, fn: () => Promise<T>, notFoundOk = false): Promise<T | undefined> {
-    let timer: NodeJS.Timeout | undefined
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new DiagnosisError(`the API server ${this.server} did not answer ${verb} ${resource} within ${this.timeoutMs / 1000}s`)), this.timeoutMs)
-    })
+  private async call<T>(verb: string, resource: string, namespace: string | undefined, fn: (options: ConfigurationOptions<ObservableMiddleware>) => Promise<T>, notFoundOk: true): Promise<T | undefined>
+  private async call<T>(verb: string, resource: string, namespace: string | undefined, fn: (options: ConfigurationOptions<ObservableMiddleware>) => Promise<T>): Promise<T>
+  private async call<T>(verb: string, resource: string, namespace: string | undefined, fn: (options: ConfigurationOptions<ObservableMiddleware>) => Promise<T>, notFoundOk = false): Promise<T | undefined> {
+    // The deadline aborts the request itself, so its socket is destroyed and cannot keep the process alive.
+    const deadline = new AbortController()
+    const timer = setTimeout(() => deadline.abort(), this.timeoutMs)
+    const options = abortableBy(deadline.signal)
     try {
-      return await Promise.race([fn(), timeout])
+      return await fn(options)
     } catch (e) {
-      if (e instanceof DiagnosisError) throw e
+      if (deadline.signal.aborted) throw new DiagnosisError(`the API server ${this.server} did not answer ${verb} ${resource} within ${this.timeoutMs / 1000}s`)
       const where = namespace ? ` in namespace "${namespace}"` : ''
       if (e instanceof ApiException) {
         if (e.code === 404 && notFoundOk) return undefined
@@ -126,4 +126,29 @@ function statusMessage(body: unknown): string {
     /* not JSON */
   }
   return text.slice(0, 200)
+}
+
+/** Request options whose middleware hands the abort signal to the HTTP library for every request. */
+function abortableBy(signal: AbortSignal): ConfigurationOptions<ObservableMiddleware> {
+  const middleware: ObservableMiddleware = {
+    pre: (context: RequestContext) => {
+      context.setSignal(signal)
+      return new Observable(Promise.resolve(context))
+    },
+    post: (response: ResponseContext) => new Observable(Promise.resolve(response)),
+  }
+  return {middleware: [middleware], middlewareMergeStrategy: 'append'}
+}
+
+/** A URL with any user name and password replaced, fit for messages. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url)
+    if (!parsed.username && !parsed.password) return url
+    parsed.username = 'REDACTED'
+    parsed.password = ''
+    return parsed.toString().replace(/\/$/, url.endsWith('/') ? '/' : '')
+  } catch {
+    return url.replace(/\/\/[^/@]*@/, '//REDACTED@')
+  }
 }

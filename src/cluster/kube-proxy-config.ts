@@ -1,33 +1,38 @@
+import {loadYaml} from '@kubernetes/client-node'
 import {DEFAULT_MASQUERADE_BIT, type KubeProxyConfig} from './types.js'
 
-/**
- * Reads the few fields the diagnosis needs from a KubeProxyConfiguration YAML (the kubeadm ConfigMap's
- * config.conf). Only plain "key: value" scalars at top level and under "iptables:" are read.
- */
+interface KubeProxyConfiguration {
+  mode?: unknown
+  clusterCIDR?: unknown
+  iptables?: {masqueradeBit?: unknown; masqueradeAll?: unknown}
+  ipvs?: {scheduler?: unknown; strictARP?: unknown}
+}
+
+/** Reads the fields the diagnosis needs from a KubeProxyConfiguration (the kubeadm ConfigMap's config.conf). */
 export function parseKubeProxyConfig(yaml: string, source: string): KubeProxyConfig {
-  const config: KubeProxyConfig = {mode: '', masqueradeBit: DEFAULT_MASQUERADE_BIT, masqueradeAll: false, source}
-  let section = ''
-  for (const raw of yaml.split('\n')) {
-    const line = raw.replace(/\s+#.*$/, '')
-    const m = /^(\s*)([A-Za-z][\w-]*):\s*(.*)$/.exec(line)
-    if (!m) continue
-    const [, indent, key, rawValue] = m
-    const value = rawValue.trim().replace(/^["']|["']$/g, '')
-    if (indent.length === 0) {
-      section = value === '' ? key : ''
-      if (key === 'mode') config.mode = value
-      else if (key === 'clusterCIDR' && value) config.clusterCIDR = value
-    } else if (section === 'iptables') {
-      if (key === 'masqueradeBit' && /^\d+$/.test(value)) config.masqueradeBit = Number(value)
-      else if (key === 'masqueradeAll') config.masqueradeAll = value === 'true'
-    } else if (section === 'ipvs') {
-      if (key === 'scheduler' && value) config.ipvsScheduler = value
-      else if (key === 'strictARP') config.ipvsStrictARP = value === 'true'
-    }
+  let doc: KubeProxyConfiguration
+  try {
+    doc = (loadYaml<KubeProxyConfiguration>(yaml) ?? {}) as KubeProxyConfiguration
+  } catch (e) {
+    return defaultKubeProxyConfig(`${source} is not valid YAML: ${(e as Error).message.split('\n')[0]}`)
   }
+  if (typeof doc !== 'object' || Array.isArray(doc)) return defaultKubeProxyConfig(`${source} is not a KubeProxyConfiguration`)
+  const config: KubeProxyConfig = {mode: text(doc.mode) ?? '', masqueradeBit: DEFAULT_MASQUERADE_BIT, masqueradeAll: false, source}
+  const clusterCIDR = text(doc.clusterCIDR)
+  if (clusterCIDR) config.clusterCIDR = clusterCIDR
+  const bit = doc.iptables?.masqueradeBit
+  if (typeof bit === 'number' && Number.isInteger(bit) && bit >= 0 && bit <= 31) config.masqueradeBit = bit
+  if (doc.iptables?.masqueradeAll === true) config.masqueradeAll = true
+  const scheduler = text(doc.ipvs?.scheduler)
+  if (scheduler) config.ipvsScheduler = scheduler
+  if (typeof doc.ipvs?.strictARP === 'boolean') config.ipvsStrictARP = doc.ipvs.strictARP
   return config
 }
 
 export function defaultKubeProxyConfig(reason: string): KubeProxyConfig {
   return {mode: '', masqueradeBit: DEFAULT_MASQUERADE_BIT, masqueradeAll: false, source: `defaults (${reason})`}
+}
+
+function text(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined
 }

@@ -89,9 +89,21 @@ export class LiveClusterSource implements ClusterSource {
     return this.call('get', 'configmaps', namespace, (o) => this.core.readNamespacedConfigMap({name, namespace}, o), true)
   }
 
-  private async call<T>(verb: string, resource: string, namespace: string | undefined, fn: (options: ConfigurationOptions<ObservableMiddleware>) => Promise<T>, notFoundOk: true): Promise<T | undefined>
+  private async call<T>(
+    verb: string,
+    resource: string,
+    namespace: string | undefined,
+    fn: (options: ConfigurationOptions<ObservableMiddleware>) => Promise<T>,
+    notFoundOk: true,
+  ): Promise<T | undefined>
   private async call<T>(verb: string, resource: string, namespace: string | undefined, fn: (options: ConfigurationOptions<ObservableMiddleware>) => Promise<T>): Promise<T>
-  private async call<T>(verb: string, resource: string, namespace: string | undefined, fn: (options: ConfigurationOptions<ObservableMiddleware>) => Promise<T>, notFoundOk = false): Promise<T | undefined> {
+  private async call<T>(
+    verb: string,
+    resource: string,
+    namespace: string | undefined,
+    fn: (options: ConfigurationOptions<ObservableMiddleware>) => Promise<T>,
+    notFoundOk = false,
+  ): Promise<T | undefined> {
     // The deadline aborts the request itself, so its socket is destroyed and cannot keep the process alive.
     const deadline = new AbortController()
     const timer = setTimeout(() => deadline.abort(), this.timeoutMs)
@@ -141,7 +153,7 @@ function abortableBy(signal: AbortSignal): ConfigurationOptions<ObservableMiddle
 }
 
 /** A URL with any user name and password replaced, fit for messages. */
-export function redactUrl(url: string): string {
+function redactUrl(url: string): string {
   try {
     const parsed = new URL(url)
     if (!parsed.username && !parsed.password) return url

@@ -3,12 +3,19 @@ import {DiagnosisError} from '../errors.js'
 import type {ClusterSource} from './cluster-source.js'
 import {slicesFromEndpoints} from './endpoints-fallback.js'
 import {defaultKubeProxyConfig, parseKubeProxyConfig} from './kube-proxy-config.js'
-import type {ClusterState, DnsState, KubeProxyConfig} from './types.js'
+import {chooseClusterDomain, type ClusterDomain} from './cluster-domain.js'
+import type {ClusterState, DnsState, KubeProxyConfig, UnreadApiData} from './types.js'
 import {similarNames} from './similar-names.js'
 
 const DNS_SERVICE_NAMES = ['kube-dns', 'coredns', 'rke2-coredns-rke2-coredns']
+const COREDNS_CONFIGMAP_NAMES = ['coredns', 'rke2-coredns-rke2-coredns']
 
-export async function readClusterState(source: ClusterSource, namespace: string, name: string): Promise<ClusterState> {
+export interface ReadClusterOptions {
+  /** The user's --cluster-domain, which wins over what the cluster says. */
+  clusterDomain?: string
+}
+
+export async function readClusterState(source: ClusterSource, namespace: string, name: string, options: ReadClusterOptions = {}): Promise<ClusterState> {
   const service = await source.getService(namespace, name)
   if (!service) {
     const others = (await source.listServices(namespace).catch(() => [])).map((s) => s.metadata?.name ?? '')
@@ -16,16 +23,49 @@ export async function readClusterState(source: ClusterSource, namespace: string,
     const hint = near.length > 0 ? ` Did you mean: ${near.join(', ')}?` : others.length === 0 ? ` Namespace "${namespace}" has no Services.` : ''
     throw new DiagnosisError(`Service "${namespace}/${name}" not found (${source.describe()}).${hint}`)
   }
-  const [endpoints, pods, nodes, proxy, dns, systemPods] = await Promise.all([
+  const unread: UnreadApiData[] = []
+  const [endpoints, pods, nodes, proxy, dns, systemPods, domain] = await Promise.all([
     readEndpointSlices(source, namespace, name),
     source.listPods(namespace),
     source.listNodes(),
     readProxyConfig(source),
     readDns(source),
-    namespace === 'kube-system' ? Promise.resolve(undefined) : source.listPods('kube-system').catch(() => []),
+    namespace === 'kube-system'
+      ? Promise.resolve(undefined)
+      : source.listPods('kube-system').catch((e: Error) => {
+          unread.push({what: 'kube-proxy Pods (kube-system)', reason: e.message})
+          return []
+        }),
+    readClusterDomain(source, options.clusterDomain),
   ])
   const kubeProxyPods = (systemPods ?? pods).filter((p) => p.metadata?.labels?.['k8s-app'] === 'kube-proxy')
-  return {service, ...endpoints, pods, nodes, kubeProxyPods, proxyConfig: proxy.config, proxyConfigMap: proxy.configMap, dns, clusterDomain: 'cluster.local'}
+  return {
+    service,
+    ...endpoints,
+    pods,
+    nodes,
+    kubeProxyPods,
+    proxyConfig: proxy.config,
+    proxyConfigMap: proxy.configMap,
+    dns,
+    clusterDomain: domain.domain,
+    clusterDomainSource: domain.source,
+    corednsConfigMap: domain.configMap,
+    unread,
+  }
+}
+
+async function readClusterDomain(source: ClusterSource, override: string | undefined): Promise<ClusterDomain & {configMap?: V1ConfigMap}> {
+  if (override) return chooseClusterDomain(override, undefined)
+  try {
+    for (const name of COREDNS_CONFIGMAP_NAMES) {
+      const configMap = await source.getConfigMap('kube-system', name)
+      if (configMap) return {...chooseClusterDomain(undefined, configMap), configMap}
+    }
+    return chooseClusterDomain(undefined, undefined)
+  } catch (e) {
+    return chooseClusterDomain(undefined, undefined, `CoreDNS ConfigMap unreadable: ${(e as Error).message}`)
+  }
 }
 
 async function readEndpointSlices(source: ClusterSource, namespace: string, name: string) {

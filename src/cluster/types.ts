@@ -35,6 +35,18 @@ export interface ClusterState {
   proxyConfigMap?: V1ConfigMap
   dns: DnsState
   clusterDomain: string
+  /** Where clusterDomain was read, or why it is assumed. */
+  clusterDomainSource: string
+  /** The CoreDNS ConfigMap clusterDomain was read from, kept for snapshots. */
+  corednsConfigMap?: V1ConfigMap
+  /** API reads that could not be made, with the reason: the checks that need them are reported as not done. */
+  unread: UnreadApiData[]
+}
+
+export interface UnreadApiData {
+  /** What could not be read, e.g. "kube-proxy Pods (kube-system)". */
+  what: string
+  reason: string
 }
 
 export const DEFAULT_MASQUERADE_BIT = 14

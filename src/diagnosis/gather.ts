@@ -98,7 +98,7 @@ function writeClusterBundle(dir: string, cluster: ClusterState): void {
   writeFileSync(join(dir, SNAPSHOT_FILES.endpointslices), list('EndpointSlice', [...cluster.slices, ...cluster.dns.slices]))
   writeFileSync(join(dir, SNAPSHOT_FILES.pods), list('Pod', [...cluster.pods, ...cluster.kubeProxyPods.filter((p) => !cluster.pods.includes(p))]))
   writeFileSync(join(dir, SNAPSHOT_FILES.nodes), list('Node', cluster.nodes))
-  writeFileSync(join(dir, SNAPSHOT_FILES.configmaps), list('ConfigMap', cluster.proxyConfigMap ? [cluster.proxyConfigMap] : []))
+  writeFileSync(join(dir, SNAPSHOT_FILES.configmaps), list('ConfigMap', [cluster.proxyConfigMap, cluster.corednsConfigMap].filter((c) => c !== undefined)))
 }
 
 export interface NodeLiveOptions {

@@ -41,6 +41,8 @@ export function offlineCluster(opts: OfflineOptions = {}): {cluster: ClusterStat
     proxyConfig: {...parseKubeProxyConfig(kubeProxyConfigMap().data['config.conf'], 'test'), ...(opts.strictARP ? {ipvsStrictARP: true} : {})},
     dns: {service: serviceObject(DNS), slices: [endpointSliceObject(DNS, pods)]},
     clusterDomain: 'cluster.local',
+    clusterDomainSource: 'test',
+    unread: [],
   } as unknown as ClusterState
   const observations = NODES.map((node): NodeObservation => {
     const ipvsFaults = opts.ipvs?.[node.name]

@@ -4,9 +4,12 @@ import type {V1ConfigMap, V1EndpointSlice, V1Endpoints, V1Node, V1Pod, V1Service
 export interface ClusterSource {
   /** undefined when the Service does not exist. */
   getService(namespace: string, name: string): Promise<V1Service | undefined>
-  listServices(namespace: string): Promise<V1Service[]>
+  /** The Services of one namespace, or of every namespace when namespace is undefined. */
+  listServices(namespace: string | undefined): Promise<V1Service[]>
   /** undefined when discovery.k8s.io/v1 is not served. */
   listEndpointSlices(namespace: string, serviceName: string): Promise<V1EndpointSlice[] | undefined>
+  /** Every EndpointSlice of a namespace (one request for many Services); undefined when discovery.k8s.io/v1 is not served. */
+  listNamespaceEndpointSlices(namespace: string): Promise<V1EndpointSlice[] | undefined>
   getEndpoints(namespace: string, name: string): Promise<V1Endpoints | undefined>
   listPods(namespace: string): Promise<V1Pod[]>
   listNodes(): Promise<V1Node[]>

@@ -58,8 +58,14 @@ export class LiveClusterSource implements ClusterSource {
     return this.call('get', 'services', namespace, (o) => this.core.readNamespacedService({name, namespace}, o), true)
   }
 
-  async listServices(namespace: string): Promise<V1Service[]> {
+  async listServices(namespace: string | undefined): Promise<V1Service[]> {
+    if (namespace === undefined) return (await this.call('list', 'services', undefined, (o) => this.core.listServiceForAllNamespaces({}, o))).items
     return (await this.call('list', 'services', namespace, (o) => this.core.listNamespacedService({namespace}, o))).items
+  }
+
+  async listNamespaceEndpointSlices(namespace: string): Promise<V1EndpointSlice[] | undefined> {
+    const list = await this.call('list', 'endpointslices.discovery.k8s.io', namespace, (o) => this.discovery.listNamespacedEndpointSlice({namespace}, o), true)
+    return list?.items
   }
 
   async listEndpointSlices(namespace: string, serviceName: string): Promise<V1EndpointSlice[] | undefined> {

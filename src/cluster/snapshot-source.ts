@@ -14,6 +14,20 @@ export const SNAPSHOT_FILES = {
   configmaps: 'configmaps.json',
 } as const
 
+/** What a bundle was recorded for: written by `collect`, read so that a bundle is never asked what it does not hold. */
+export const MANIFEST_FILE = 'manifest.json'
+
+export interface SnapshotManifest {
+  apiVersion: 'kproxy-doctor/v1'
+  kind: 'Bundle'
+  /** The Services diagnosed when the bundle was recorded, as namespace/name. */
+  services: string[]
+  recordedAt: string
+  context?: string
+  /** Each node asked, and why it could not be read when it could not. */
+  nodes: Array<{name: string; read: boolean; error?: string}>
+}
+
 interface Meta {
   metadata?: {name?: string; namespace?: string; labels?: Record<string, string>}
 }
@@ -27,11 +41,34 @@ export class SnapshotClusterSource implements ClusterSource {
     return `snapshot ${this.dir}`
   }
 
+  /** The bundle's manifest; undefined for bundles recorded before manifests existed. */
+  manifest(): SnapshotManifest | undefined {
+    const path = join(this.dir, MANIFEST_FILE)
+    if (!existsSync(path)) return undefined
+    try {
+      const parsed = JSON.parse(readFileSync(path, 'utf8')) as SnapshotManifest
+      if (parsed.kind !== 'Bundle' || !Array.isArray(parsed.services) || !Array.isArray(parsed.nodes)) throw new Error('not a kproxy-doctor bundle manifest')
+      return parsed
+    } catch (e) {
+      throw new DiagnosisError(`cannot read ${path}: ${(e as Error).message}`)
+    }
+  }
+
+  /** Refuses a Service the bundle was not recorded for: its Pods and DNS answers are not in it. */
+  requireRecorded(namespace: string, name: string): void {
+    const manifest = this.manifest()
+    if (manifest && !manifest.services.includes(`${namespace}/${name}`)) throw new DiagnosisError(`snapshot ${this.dir} was recorded for ${manifest.services.join(', ')}, not ${namespace}/${name}`)
+  }
+
   async getService(namespace: string, name: string): Promise<V1Service | undefined> {
     return this.items<V1Service>('services').find((s) => matches(s, namespace, name))
   }
-  async listServices(namespace: string): Promise<V1Service[]> {
-    return this.items<V1Service>('services').filter((s) => s.metadata?.namespace === namespace)
+  async listServices(namespace: string | undefined): Promise<V1Service[]> {
+    return this.items<V1Service>('services').filter((s) => namespace === undefined || s.metadata?.namespace === namespace)
+  }
+  async listNamespaceEndpointSlices(namespace: string): Promise<V1EndpointSlice[] | undefined> {
+    if (!existsSync(join(this.dir, SNAPSHOT_FILES.endpointslices))) return undefined
+    return this.items<V1EndpointSlice>('endpointslices').filter((s) => s.metadata?.namespace === namespace)
   }
   async listEndpointSlices(namespace: string, serviceName: string): Promise<V1EndpointSlice[] | undefined> {
     if (!existsSync(join(this.dir, SNAPSHOT_FILES.endpointslices))) return undefined
@@ -50,12 +87,17 @@ export class SnapshotClusterSource implements ClusterSource {
     return this.items<V1ConfigMap>('configmaps').find((c) => matches(c, namespace, name))
   }
 
+  private readonly parsed = new Map<string, unknown[]>()
+
   private items<T>(kind: keyof typeof SNAPSHOT_FILES): T[] {
+    const cached = this.parsed.get(kind)
+    if (cached) return cached as T[]
     const path = join(this.dir, SNAPSHOT_FILES[kind])
     if (!existsSync(path)) return []
     try {
       const parsed = JSON.parse(readFileSync(path, 'utf8')) as {items?: T[]}
       if (!Array.isArray(parsed.items)) throw new Error('no "items" list')
+      this.parsed.set(kind, parsed.items)
       return parsed.items
     } catch (e) {
       throw new DiagnosisError(`cannot read ${path}: ${(e as Error).message}`)

@@ -2,8 +2,9 @@ import {existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync} 
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {readClusterState} from '../cluster/read-cluster.js'
-import {SNAPSHOT_FILES, SnapshotClusterSource} from '../cluster/snapshot-source.js'
+import {MANIFEST_FILE, SNAPSHOT_FILES, SnapshotClusterSource, type SnapshotManifest} from '../cluster/snapshot-source.js'
 import type {ClusterState} from '../cluster/types.js'
+import type {V1Node} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
 import {readNodeBundle, type NodeObservation} from '../node/bundle.js'
 import {loadSshConfig, resolveHost} from '../node/ssh-config.js'
@@ -41,49 +42,76 @@ async function liveModules() {
 }
 
 export async function gatherLive(opts: LiveOptions): Promise<Gathered & {namespace: string}> {
-  const {LiveClusterSource, loadKubeConfig, collectNode} = await liveModules()
+  const {LiveClusterSource, loadKubeConfig} = await liveModules()
   const {kc, namespace: ctxNamespace} = loadKubeConfig(opts)
   const namespace = opts.namespace ?? ctxNamespace
   const source = new LiveClusterSource(kc, opts.timeoutMs)
   const cluster = await readClusterState(source, namespace, opts.name)
+  const endpointNodes = new Set(cluster.slices.flatMap((s) => (s.endpoints ?? []).map((e) => e.nodeName ?? '')))
+  const selection = selectNodes(cluster.nodes, endpointNodes, {only: opts.nodes, all: opts.allNodes})
+  const dnsIP = cluster.dns.service?.spec?.clusterIP
+  const dns = dnsIP && dnsIP !== 'None' ? {name: `${opts.name}.${namespace}.svc.${cluster.clusterDomain}`, server: dnsIP} : undefined
+  const observations = await readNodesLive(cluster.nodes, selection.names, opts, dns, opts.outDir)
+  if (opts.outDir) {
+    writeClusterBundle(opts.outDir, cluster)
+    writeManifest(opts.outDir, {
+      apiVersion: 'kproxy-doctor/v1',
+      kind: 'Bundle',
+      services: [`${namespace}/${opts.name}`],
+      recordedAt: new Date().toISOString(),
+      ...(opts.context ? {context: opts.context} : {}),
+      nodes: observations.map((o) => ({name: o.name, read: o.reachable, ...(o.error ? {error: o.error} : {})})),
+    })
+  }
+  return {cluster, observations, selectionNote: selection.note, warnings: hostKeyWarnings(opts), namespace}
+}
+
+export function hostKeyWarnings(opts: {insecureIgnoreHostKey: boolean}): string[] {
+  return opts.insecureIgnoreHostKey ? ['host keys are NOT checked (--insecure-ignore-host-key): a man-in-the-middle would go unnoticed'] : []
+}
+
+/** Reads the named nodes live, at most `concurrency` at once; each node's failure stays on that node. */
+export async function readNodesLive(
+  nodes: V1Node[],
+  names: string[],
+  opts: Pick<LiveOptions, 'sshConfig' | 'insecureIgnoreHostKey' | 'timeoutMs' | 'concurrency'>,
+  dns: {name: string; server: string} | undefined,
+  outDir?: string,
+): Promise<NodeObservation[]> {
+  const {collectNode} = await liveModules()
   let blocks
   try {
     blocks = loadSshConfig(opts.sshConfig)
   } catch (e) {
     throw new DiagnosisError((e as Error).message)
   }
-  const endpointNodes = new Set(cluster.slices.flatMap((s) => (s.endpoints ?? []).map((e) => e.nodeName ?? '')))
-  const selection = selectNodes(cluster.nodes, endpointNodes, {only: opts.nodes, all: opts.allNodes})
-  const bundle = opts.outDir ?? mkdtempSync(join(tmpdir(), 'kproxy-doctor-'))
-  const warnings = opts.insecureIgnoreHostKey ? ['host keys are NOT checked (--insecure-ignore-host-key): a man-in-the-middle would go unnoticed'] : []
-  const dnsIP = cluster.dns.service?.spec?.clusterIP
-  const svcName = `${opts.name}.${namespace}.svc.${cluster.clusterDomain}`
+  const bundle = outDir ?? mkdtempSync(join(tmpdir(), 'kproxy-doctor-'))
   try {
-    await mapBounded(selection.names, opts.concurrency, async (name) => {
-      const node = cluster.nodes.find((n) => n.metadata?.name === name)
+    await mapBounded(names, opts.concurrency, async (name) => {
+      const node = nodes.find((n) => n.metadata?.name === name)
       const host = resolveHost(blocks, name, (node && nodeAddress(node)) ?? name)
-      await collectNode(
-        host,
-        join(bundle, NODES_DIR, name),
-        {insecureIgnoreHostKey: opts.insecureIgnoreHostKey, timeoutMs: opts.timeoutMs},
-        dnsIP && dnsIP !== 'None' ? {name: svcName, server: dnsIP} : undefined,
-      )
+      await collectNode(host, join(bundle, NODES_DIR, name), {insecureIgnoreHostKey: opts.insecureIgnoreHostKey, timeoutMs: opts.timeoutMs}, dns)
     })
-    if (opts.outDir) writeClusterBundle(opts.outDir, cluster)
-    const observations = selection.names.map((n) => readNodeBundle(join(bundle, NODES_DIR, n), n))
-    return {cluster, observations, selectionNote: selection.note, warnings, namespace}
+    return names.map((n) => readNodeBundle(join(bundle, NODES_DIR, n), n))
   } finally {
-    if (!opts.outDir) rmSync(bundle, {recursive: true, force: true})
+    if (!outDir) rmSync(bundle, {recursive: true, force: true})
   }
 }
 
 export async function gatherSnapshot(dir: string, namespace: string, name: string, only?: string[]): Promise<Gathered> {
-  const cluster = await readClusterState(new SnapshotClusterSource(dir), namespace, name)
+  const source = new SnapshotClusterSource(dir)
+  source.requireRecorded(namespace, name)
+  const cluster = await readClusterState(source, namespace, name)
+  return {cluster, observations: readSnapshotNodes(dir, only), warnings: []}
+}
+
+/** The nodes recorded in a snapshot (or only those named). */
+export function readSnapshotNodes(dir: string, only?: string[]): NodeObservation[] {
   const nodesDir = join(dir, NODES_DIR)
   const recorded = existsSync(nodesDir) ? readdirSync(nodesDir).sort() : []
   const names = only && only.length > 0 ? only : recorded
   if (names.length === 0) throw new DiagnosisError(`snapshot ${dir} holds no node folder under ${NODES_DIR}/`)
-  return {cluster, observations: names.map((n) => readNodeBundle(join(nodesDir, n), n)), warnings: []}
+  return names.map((n) => readNodeBundle(join(nodesDir, n), n))
 }
 
 function list(kind: string, items: unknown[]) {
@@ -98,7 +126,17 @@ function writeClusterBundle(dir: string, cluster: ClusterState): void {
   writeFileSync(join(dir, SNAPSHOT_FILES.endpointslices), list('EndpointSlice', [...cluster.slices, ...cluster.dns.slices]))
   writeFileSync(join(dir, SNAPSHOT_FILES.pods), list('Pod', [...cluster.pods, ...cluster.kubeProxyPods.filter((p) => !cluster.pods.includes(p))]))
   writeFileSync(join(dir, SNAPSHOT_FILES.nodes), list('Node', cluster.nodes))
-  writeFileSync(join(dir, SNAPSHOT_FILES.configmaps), list('ConfigMap', [cluster.proxyConfigMap, cluster.corednsConfigMap].filter((c) => c !== undefined)))
+  writeFileSync(
+    join(dir, SNAPSHOT_FILES.configmaps),
+    list(
+      'ConfigMap',
+      [cluster.proxyConfigMap, cluster.corednsConfigMap].filter((c) => c !== undefined),
+    ),
+  )
+}
+
+function writeManifest(dir: string, manifest: SnapshotManifest): void {
+  writeFileSync(join(dir, MANIFEST_FILE), JSON.stringify(manifest, null, 2) + '\n')
 }
 
 export interface NodeLiveOptions {

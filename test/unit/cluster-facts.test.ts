@@ -64,6 +64,7 @@ test('cluster reads: a 403 on kube-system Pods is recorded as unread with the re
     getService: async (ns, name) => (ns === 'shop' && name === 'web' ? service : undefined),
     listServices: async () => [service],
     listEndpointSlices: async () => [],
+    listNamespaceEndpointSlices: async () => [],
     getEndpoints: async () => undefined,
     listPods: async (ns) => {
       if (ns === 'kube-system') throw new Error('RBAC forbids list pods in namespace "kube-system" (403): forbidden')

@@ -48,7 +48,8 @@ export const dnsNoAnswer: Check = {
     if (!clusterIP || ctx.service.notProxied) return out
     for (const o of ctx.observations) {
       const d = o.dns
-      if (!o.reachable || !d) continue
+      // A node's DNS answer is for one name: a recorded answer for another Service says nothing about this one.
+      if (!o.reachable || !d || !d.name.startsWith(`${ctx.service.name}.${ctx.service.namespace}.svc.`)) continue
       const cmd = `ssh ${o.name} dig +tcp ${d.name} @${d.server}`
       if (d.error) out.push({node: o.name, message: `${o.name}: asking ${d.server} for ${d.name} failed: ${d.error}`, evidence: [`method: ${d.method}`], hint: cmd})
       else if (d.rcode && d.rcode !== 'NOERROR') out.push({node: o.name, message: `${o.name}: ${d.server} answers ${d.rcode} for ${d.name}`, hint: cmd})

@@ -1,0 +1,60 @@
+import type {V1ConfigMap, V1EndpointSlice, V1Endpoints, V1Node, V1Pod, V1Service} from '@kubernetes/client-node'
+import type {ClusterSource} from './cluster-source.js'
+
+const SERVICE_NAME_LABEL = 'kubernetes.io/service-name'
+
+/**
+ * A ClusterSource that asks its source once per namespace and kind, for diagnosing many Services in one run: Services,
+ * EndpointSlices and Pods are listed per namespace and served from memory (concurrent askers share one request).
+ */
+export class CachedClusterSource implements ClusterSource {
+  private readonly memo = new Map<string, Promise<unknown>>()
+
+  constructor(private readonly source: ClusterSource) {}
+
+  describe(): string {
+    return this.source.describe()
+  }
+
+  async getService(namespace: string, name: string): Promise<V1Service | undefined> {
+    return (await this.listServices(namespace)).find((s) => s.metadata?.name === name)
+  }
+
+  listServices(namespace: string | undefined): Promise<V1Service[]> {
+    return this.once(`services/${namespace ?? '*'}`, () => this.source.listServices(namespace))
+  }
+
+  async listEndpointSlices(namespace: string, serviceName: string): Promise<V1EndpointSlice[] | undefined> {
+    const slices = await this.listNamespaceEndpointSlices(namespace)
+    return slices?.filter((s) => s.metadata?.labels?.[SERVICE_NAME_LABEL] === serviceName)
+  }
+
+  listNamespaceEndpointSlices(namespace: string): Promise<V1EndpointSlice[] | undefined> {
+    return this.once(`endpointslices/${namespace}`, () => this.source.listNamespaceEndpointSlices(namespace))
+  }
+
+  getEndpoints(namespace: string, name: string): Promise<V1Endpoints | undefined> {
+    return this.once(`endpoints/${namespace}/${name}`, () => this.source.getEndpoints(namespace, name))
+  }
+
+  listPods(namespace: string): Promise<V1Pod[]> {
+    return this.once(`pods/${namespace}`, () => this.source.listPods(namespace))
+  }
+
+  listNodes(): Promise<V1Node[]> {
+    return this.once('nodes', () => this.source.listNodes())
+  }
+
+  getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
+    return this.once(`configmaps/${namespace}/${name}`, () => this.source.getConfigMap(namespace, name))
+  }
+
+  private once<T>(key: string, read: () => Promise<T>): Promise<T> {
+    let pending = this.memo.get(key) as Promise<T> | undefined
+    if (!pending) {
+      pending = read()
+      this.memo.set(key, pending)
+    }
+    return pending
+  }
+}

@@ -1,0 +1,57 @@
+import {Command, Flags} from '@oclif/core'
+import {clusterFlags, failWith, liveOptions, splitList} from '../cli/flags.js'
+import {scanLive, scanSnapshot, type ScanTarget} from '../diagnosis/scan.js'
+import type {ProxyMode} from '../model/choose-mode.js'
+import {makeChalk} from '../report/human.js'
+import {renderJunit} from '../report/junit.js'
+import {renderScanHuman} from '../report/scan-human.js'
+import {buildScanReport, scanExitCode, type FailOn} from '../report/scan-report.js'
+
+export default class Scan extends Command {
+  static override summary = 'Diagnose every Service of a namespace (or the cluster) in one run, each node read once: for CI smoke checks'
+  static override examples = [
+    '<%= config.bin %> scan -n shop',
+    '<%= config.bin %> scan -A -o junit > kproxy-doctor.xml',
+    '<%= config.bin %> scan -n shop -l tier=frontend --fail-on warning',
+    '<%= config.bin %> scan -n shop --snapshot examples/broken-cluster',
+  ]
+  static override flags = {
+    ...clusterFlags,
+    'all-namespaces': Flags.boolean({char: 'A', description: 'every namespace', default: false, exclusive: ['namespace']}),
+    selector: Flags.string({char: 'l', description: 'only Services with these labels (kubectl label selector syntax)'}),
+    services: Flags.string({description: 'only these Services (comma-separated names)'}),
+    output: Flags.string({char: 'o', options: ['table', 'json', 'junit'], default: 'table', description: 'output format'}),
+    'fail-on': Flags.string({options: ['error', 'warning'], default: 'error', description: 'exit 1 when a Service has a finding of this severity or worse'}),
+    snapshot: Flags.string({description: 'scan a recorded bundle instead of a live cluster'}),
+    ignore: Flags.string({description: 'finding codes to silence (comma-separated)'}),
+    'proxy-mode': Flags.string({options: ['iptables', 'nftables', 'ipvs'], description: 'judge every node in this kube-proxy mode, whatever kube-proxy and the rules say'}),
+  }
+
+  async run(): Promise<void> {
+    const {flags} = await this.parse(Scan)
+    try {
+      const failOn = flags['fail-on'] as FailOn
+      const diagnoseOptions = {ignore: splitList(flags.ignore), proxyMode: flags['proxy-mode'] as ProxyMode | undefined}
+      const namespace = flags['all-namespaces'] ? undefined : (flags.namespace ?? (flags.snapshot ? 'default' : undefined))
+      const target: ScanTarget = {namespace, selector: flags.selector, services: splitList(flags.services)}
+      let result
+      if (flags.snapshot) result = await scanSnapshot(flags.snapshot, target, {...diagnoseOptions, nodes: splitList(flags.nodes)})
+      else {
+        const live = liveOptions('', flags)
+        const {loadKubeConfig} = await import('../cluster/live-source.js')
+        if (!flags['all-namespaces'] && !flags.namespace) target.namespace = loadKubeConfig(live).namespace
+        result = await scanLive({...live, ...target, ...diagnoseOptions})
+      }
+      for (const w of result.warnings) process.stderr.write(`kproxy-doctor: warning: ${w}\n`)
+      if (!result.observations.some((o) => o.reachable)) process.stderr.write(`kproxy-doctor: warning: no node could be read: ${result.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}\n`)
+      const scope = target.namespace === undefined ? 'all namespaces' : `namespace ${target.namespace}`
+      const report = buildScanReport(result, scope, failOn)
+      if (flags.output === 'json') process.stdout.write(JSON.stringify(report, null, 2) + '\n')
+      else if (flags.output === 'junit') process.stdout.write(renderJunit(report, failOn))
+      else process.stdout.write(renderScanHuman(report, makeChalk(process.stdout)) + '\n')
+      process.exitCode = scanExitCode(report)
+    } catch (e) {
+      failWith(e)
+    }
+  }
+}

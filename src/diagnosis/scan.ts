@@ -1,0 +1,119 @@
+import type {V1Service} from '@kubernetes/client-node'
+import {CachedClusterSource} from '../cluster/cached-source.js'
+import type {ClusterSource} from '../cluster/cluster-source.js'
+import {parseLabelSelector} from '../cluster/label-selector.js'
+import {readClusterState} from '../cluster/read-cluster.js'
+import {SnapshotClusterSource} from '../cluster/snapshot-source.js'
+import type {ClusterState} from '../cluster/types.js'
+import {DiagnosisError} from '../errors.js'
+import {notProxiedReason} from '../model/expected.js'
+import type {NodeObservation} from '../node/bundle.js'
+import {selectNodes} from '../node/select-nodes.js'
+import {diagnose, type DiagnoseOptions, type Diagnosis} from './diagnose.js'
+import {hostKeyWarnings, readNodesLive, readSnapshotNodes, type LiveOptions} from './gather.js'
+
+export interface ScanTarget {
+  /** One namespace, or every namespace when undefined (-A). */
+  namespace: string | undefined
+  /** A label selector on the Services (-l). */
+  selector?: string
+  /** Only these Service names (--services). */
+  services?: string[]
+}
+
+interface ServiceOutcome {
+  namespace: string
+  name: string
+  type: string
+  /** Why the Service was not diagnosed: it gets no kube-proxy rules by design, or its API objects could not be read. */
+  skipped?: string
+  diagnosis?: Diagnosis
+}
+
+export interface ScanResult {
+  outcomes: ServiceOutcome[]
+  observations: NodeObservation[]
+  selectionNote?: string
+  warnings: string[]
+  notes: string[]
+}
+
+/**
+ * Per-Service DNS lookups are not made by a scan (they would be one lookup per Service per node): the scan asks the
+ * cluster DNS Service's own name from each node instead, and each Service's DNS checks see no per-Service answer.
+ */
+const SCAN_NOTES = ["a scan asks cluster DNS for its own Service name from each node, not each Service's name (use `svc` for that)"]
+
+export type ScanLiveOptions = Omit<LiveOptions, 'name' | 'outDir' | 'namespace'> & ScanTarget & DiagnoseOptions
+
+/** Every matching Service of a live cluster, each node read once and shared by all of them. */
+export async function scanLive(opts: ScanLiveOptions): Promise<ScanResult> {
+  const [{LiveClusterSource, loadKubeConfig}] = await Promise.all([import('../cluster/live-source.js')])
+  const {kc} = loadKubeConfig(opts)
+  const source = new CachedClusterSource(new LiveClusterSource(kc, opts.timeoutMs))
+  const states = await readStates(source, opts)
+  const nodes = await source.listNodes()
+  const endpointNodes = new Set(states.flatMap((s) => (s.state ? s.state.slices.flatMap((sl) => (sl.endpoints ?? []).map((e) => e.nodeName ?? '')) : [])))
+  const selection = selectNodes(nodes, endpointNodes, {only: opts.nodes, all: opts.allNodes})
+  const dns = dnsSelfLookup(states.find((s) => s.state)?.state)
+  const observations = await readNodesLive(nodes, selection.names, opts, dns)
+  return {outcomes: judge(states, observations, opts), observations, selectionNote: selection.note, warnings: hostKeyWarnings(opts), notes: SCAN_NOTES}
+}
+
+/** Every matching Service recorded in a snapshot bundle. */
+export async function scanSnapshot(dir: string, target: ScanTarget, opts: DiagnoseOptions & {nodes?: string[]} = {}): Promise<ScanResult> {
+  const snapshot = new SnapshotClusterSource(dir)
+  const recorded = snapshot.manifest()?.services
+  const source = new CachedClusterSource(snapshot)
+  const states = await readStates(source, target, recorded)
+  const observations = readSnapshotNodes(dir, opts.nodes)
+  return {outcomes: judge(states, observations, opts), observations, warnings: [], notes: SCAN_NOTES}
+}
+
+interface ServiceState {
+  service: V1Service
+  state?: ClusterState
+  unreadable?: string
+}
+
+/** The matching Services; of a snapshot, only those it was recorded for (the others lack their Pods). */
+async function readStates(source: ClusterSource, target: ScanTarget, recorded?: string[]): Promise<ServiceState[]> {
+  const selects = target.selector ? parseLabelSelector(target.selector) : () => true
+  const all = (await source.listServices(target.namespace)).filter((s) => !recorded || recorded.includes(`${s.metadata?.namespace}/${s.metadata?.name}`))
+  const wanted = all
+    .filter((s) => selects(s.metadata?.labels))
+    .filter((s) => !target.services || target.services.includes(s.metadata?.name ?? ''))
+    .sort((a, b) => `${a.metadata?.namespace}/${a.metadata?.name}`.localeCompare(`${b.metadata?.namespace}/${b.metadata?.name}`))
+  const missing = (target.services ?? []).filter((name) => !all.some((s) => s.metadata?.name === name))
+  if (missing.length > 0) throw new DiagnosisError(`--services names Service(s) not found in ${target.namespace ? `namespace "${target.namespace}"` : 'any namespace'}: ${missing.join(', ')}`)
+  if (wanted.length === 0)
+    throw new DiagnosisError(`no Service matches in ${target.namespace ? `namespace "${target.namespace}"` : 'any namespace'}${target.selector ? ` with -l ${target.selector}` : ''}`)
+  return Promise.all(
+    wanted.map(async (service): Promise<ServiceState> => {
+      if (notProxiedReason(service)) return {service}
+      try {
+        return {service, state: await readClusterState(source, service.metadata?.namespace ?? '', service.metadata?.name ?? '')}
+      } catch (e) {
+        return {service, unreadable: (e as Error).message}
+      }
+    }),
+  )
+}
+
+function judge(states: ServiceState[], observations: NodeObservation[], opts: DiagnoseOptions): ServiceOutcome[] {
+  return states.map(({service, state, unreadable}) => {
+    const base = {namespace: service.metadata?.namespace ?? '', name: service.metadata?.name ?? '', type: service.spec?.type ?? 'ClusterIP'}
+    const reason = notProxiedReason(service)
+    if (reason) return {...base, skipped: reason}
+    if (!state) return {...base, skipped: `not diagnosed: ${unreadable ?? 'unreadable'}`}
+    return {...base, diagnosis: diagnose(state, observations, opts)}
+  })
+}
+
+/** The cluster DNS Service's own name, asked from each node once. */
+function dnsSelfLookup(state: ClusterState | undefined): {name: string; server: string} | undefined {
+  const dns = state?.dns.service
+  const server = dns?.spec?.clusterIP
+  if (!dns || !server || server === 'None') return undefined
+  return {name: `${dns.metadata?.name}.${dns.metadata?.namespace}.svc.${state.clusterDomain}`, server}
+}

@@ -1,0 +1,84 @@
+import {CHECKS} from '../checks/index.js'
+import {groupFindings, type FailOn, type ScanReport} from './scan-report.js'
+
+/** Check families by the area word of KPD-AREA-WHAT: what a CI reader scans for, from cluster objects to the path. */
+const FAMILY_OF_AREA: Record<string, string> = {
+  NOT: 'service',
+  SELECTOR: 'endpoints',
+  NO: 'endpoints',
+  TARGETPORT: 'endpoints',
+  ENDPOINT: 'endpoints',
+  DNS: 'dns',
+  NODE: 'kube-proxy',
+  MODE: 'kube-proxy',
+  PROXY: 'kube-proxy',
+  HOOK: 'rules',
+  SVC: 'rules',
+  REJECT: 'rules',
+  NODEPORT: 'rules',
+  SEP: 'rules',
+  DNAT: 'rules',
+  PROBABILITY: 'rules',
+  AFFINITY: 'rules',
+  IPVS: 'rules',
+  MASQ: 'rules',
+  HAIRPIN: 'hairpin',
+  PATH: 'path',
+}
+
+function checkFamily(code: string): string {
+  return FAMILY_OF_AREA[code.split('-')[1] ?? ''] ?? 'other'
+}
+
+const FAMILIES = [...new Set(CHECKS.map((c) => checkFamily(c.meta.code)))]
+
+/** XML 1.0 text: escaped, with characters XML cannot hold removed. */
+function xml(text: string): string {
+  return text
+    .replace(/[^\t\n\r\x20-\uD7FF\uE000-\uFFFD]/gu, '')
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+}
+
+/**
+ * JUnit XML for CI: one testsuite per Service, one testcase per check family; a family fails when it has a finding at
+ * or above --fail-on, carrying the findings' text. Skipped Services are one skipped testcase with the reason.
+ */
+export function renderJunit(r: ScanReport, failOn: FailOn): string {
+  const fails = (severity: string) => severity === 'error' || (failOn === 'warning' && severity === 'warning')
+  const suites: string[] = []
+  let total = 0
+  let failures = 0
+  let skippedTotal = 0
+  for (const s of r.services) {
+    const id = `${s.service.namespace}/${s.service.name}`
+    const groups = groupFindings(s.findings)
+    const cases = FAMILIES.map((family) => {
+      const found = groups.filter((g) => checkFamily(g.code) === family)
+      const failing = found.filter((g) => fails(g.severity))
+      const text = found.map((g) => `${g.severity} ${g.code}: ${g.message}${g.nodes.length ? ` [nodes: ${g.nodes.join(', ')}]` : ''}\nnext: ${g.hint}`).join('\n\n')
+      const body =
+        failing.length > 0
+          ? `<failure type="${xml(failing[0].code)}" message="${xml(failing.map((g) => g.code).join(', '))}">${xml(text)}</failure>`
+          : found.length > 0
+            ? `<system-out>${xml(text)}</system-out>`
+            : ''
+      return {failed: failing.length > 0, xml: `    <testcase classname="${xml(id)}" name="${xml(family)}">${body}</testcase>`}
+    })
+    const suiteFailures = cases.filter((c) => c.failed).length
+    total += cases.length
+    failures += suiteFailures
+    suites.push(`  <testsuite name="${xml(id)}" tests="${cases.length}" failures="${suiteFailures}" errors="0" skipped="0">\n${cases.map((c) => c.xml).join('\n')}\n  </testsuite>`)
+  }
+  for (const s of r.skipped) {
+    const id = `${s.namespace}/${s.name}`
+    total += 1
+    skippedTotal += 1
+    suites.push(
+      `  <testsuite name="${xml(id)}" tests="1" failures="0" errors="0" skipped="1">\n    <testcase classname="${xml(id)}" name="service"><skipped message="${xml(s.reason)}"/></testcase>\n  </testsuite>`,
+    )
+  }
+  return `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="kproxy-doctor scan" tests="${total}" failures="${failures}" errors="0" skipped="${skippedTotal}">\n${suites.join('\n')}\n</testsuites>\n`
+}

@@ -1,0 +1,71 @@
+import type {Finding} from '../checks/check.js'
+import type {ScanResult} from '../diagnosis/scan.js'
+import {buildReport, type Report} from './report.js'
+
+export type FailOn = 'error' | 'warning'
+
+/** The JSON contract of `scan -o json`: per Service the same shape as `svc -o json`. */
+export interface ScanReport {
+  kind: 'ScanReport'
+  ok: boolean
+  summary: string
+  counts: {services: number; diagnosed: number; skipped: number; withErrors: number; withWarnings: number}
+  services: Report[]
+  skipped: Array<{namespace: string; name: string; type: string; reason: string}>
+  nodes: Array<{name: string; reachable: boolean; error: string | null}>
+  notes: string[]
+}
+
+/** Findings of one code on one Service, the nodes listed once. */
+export interface FindingGroup {
+  code: string
+  severity: Finding['severity']
+  title: string
+  /** The first finding's message and hint: the others differ only by node. */
+  message: string
+  hint: string
+  nodes: string[]
+}
+
+export function buildScanReport(scan: ScanResult, scope: string, failOn: FailOn): ScanReport {
+  const services = scan.outcomes.flatMap((o) => (o.diagnosis ? [buildReport(o.diagnosis)] : []))
+  const skipped = scan.outcomes.flatMap((o) => (o.skipped ? [{namespace: o.namespace, name: o.name, type: o.type, reason: o.skipped}] : []))
+  const withErrors = services.filter((s) => s.findings.some((f) => f.severity === 'error')).length
+  const withWarnings = services.filter((s) => s.findings.some((f) => f.severity === 'warning')).length
+  const failing = failOn === 'warning' ? services.filter((s) => s.findings.some((f) => f.severity !== 'info')).length : withErrors
+  const readable = scan.observations.filter((o) => o.reachable).length
+  const mark = failing > 0 ? '✗' : '✓'
+  const verdict =
+    failing > 0 ? `${failing} of ${services.length} diagnosed Services ${failOn === 'warning' ? 'have errors or warnings' : 'are broken'}` : `all ${services.length} diagnosed Services work`
+  return {
+    kind: 'ScanReport',
+    ok: failing === 0,
+    summary: `${mark} ${scope}: ${verdict} (${skipped.length} skipped; ${readable} of ${scan.observations.length} nodes read)`,
+    counts: {services: scan.outcomes.length, diagnosed: services.length, skipped: skipped.length, withErrors, withWarnings},
+    services,
+    skipped,
+    nodes: scan.observations.map((o) => ({name: o.name, reachable: o.reachable, error: o.error ?? null})),
+    notes: [...(scan.selectionNote ? [scan.selectionNote] : []), ...scan.notes],
+  }
+}
+
+export function groupFindings(findings: Finding[]): FindingGroup[] {
+  const groups = new Map<string, FindingGroup>()
+  for (const f of findings) {
+    const group = groups.get(f.code)
+    if (group) {
+      if (f.node && !group.nodes.includes(f.node)) group.nodes.push(f.node)
+    } else groups.set(f.code, {code: f.code, severity: f.severity, title: f.title, message: f.message, hint: f.hint, nodes: f.node ? [f.node] : []})
+  }
+  return [...groups.values()]
+}
+
+/** The finding that matters most on a Service: the first error, else the first warning. */
+export function worstFinding(r: Report): Finding | undefined {
+  return r.findings.find((f) => f.severity === 'error') ?? r.findings.find((f) => f.severity === 'warning')
+}
+
+/** 0: nothing at or above the --fail-on severity; 1: something is. */
+export function scanExitCode(r: ScanReport): number {
+  return r.ok ? 0 : 1
+}

@@ -1,7 +1,8 @@
-import {existsSync, readFileSync} from 'node:fs'
+import {existsSync} from 'node:fs'
 import {join} from 'node:path'
 import type {V1ConfigMap, V1EndpointSlice, V1Endpoints, V1Node, V1Pod, V1Service} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
+import {readRegularFile} from '../parse/regular-file.js'
 import type {ClusterSource} from './cluster-source.js'
 
 /** The files of a snapshot bundle, one per kind, each a List as `kubectl get -o json` prints it. */
@@ -46,11 +47,11 @@ export class SnapshotClusterSource implements ClusterSource {
     const path = join(this.dir, MANIFEST_FILE)
     if (!existsSync(path)) return undefined
     try {
-      const parsed = JSON.parse(readFileSync(path, 'utf8')) as SnapshotManifest
+      const parsed = JSON.parse(readRegularFile(path, 1 << 20).toString('utf8')) as SnapshotManifest
       if (parsed.kind !== 'Bundle' || !Array.isArray(parsed.services) || !Array.isArray(parsed.nodes)) throw new Error('not a kproxy-doctor bundle manifest')
       return parsed
     } catch (e) {
-      throw new DiagnosisError(`cannot read ${path}: ${(e as Error).message}`)
+      throw new DiagnosisError(`cannot read ${path}: ${withoutContent(e as Error)}`)
     }
   }
 
@@ -95,14 +96,19 @@ export class SnapshotClusterSource implements ClusterSource {
     const path = join(this.dir, SNAPSHOT_FILES[kind])
     if (!existsSync(path)) return []
     try {
-      const parsed = JSON.parse(readFileSync(path, 'utf8')) as {items?: T[]}
+      const parsed = JSON.parse(readRegularFile(path).toString('utf8')) as {items?: T[]}
       if (!Array.isArray(parsed.items)) throw new Error('no "items" list')
       this.parsed.set(kind, parsed.items)
       return parsed.items
     } catch (e) {
-      throw new DiagnosisError(`cannot read ${path}: ${(e as Error).message}`)
+      throw new DiagnosisError(`cannot read ${path}: ${withoutContent(e as Error)}`)
     }
   }
+}
+
+/** JSON.parse quotes the text it could not read: never echo a file's content (it may be anything the link pointed at). */
+function withoutContent(e: Error): string {
+  return e instanceof SyntaxError ? 'not valid JSON' : e.message
 }
 
 function matches(o: Meta, namespace: string, name: string): boolean {

@@ -1,4 +1,4 @@
-import {existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
+import {existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {readClusterState} from '../cluster/read-cluster.js'
@@ -10,6 +10,7 @@ import {readNodeBundle, type NodeObservation} from '../node/bundle.js'
 import {loadSshConfig, resolveHost} from '../node/ssh-config.js'
 import {mapBounded, selectNodes} from '../node/select-nodes.js'
 import {nodeAddress} from './node-address.js'
+import {isNodeName} from '../model/names.js'
 
 export interface Gathered {
   cluster: ClusterState
@@ -111,7 +112,15 @@ export function readSnapshotNodes(dir: string, only?: string[]): NodeObservation
   const recorded = existsSync(nodesDir) ? readdirSync(nodesDir).sort() : []
   const names = only && only.length > 0 ? only : recorded
   if (names.length === 0) throw new DiagnosisError(`snapshot ${dir} holds no node folder under ${NODES_DIR}/`)
-  return names.map((n) => readNodeBundle(join(nodesDir, n), n))
+  const invalid = names.filter((n) => !isNodeName(n))
+  if (invalid.length > 0) throw new DiagnosisError(`not a node name (RFC 1123 subdomain): ${invalid.map((n) => JSON.stringify(n)).join(', ')}`)
+  const unknown = names.filter((n) => !recorded.includes(n))
+  if (unknown.length > 0) throw new DiagnosisError(`snapshot ${dir} holds no node ${unknown.join(', ')} (it holds ${recorded.join(', ') || 'none'})`)
+  return names.map((n) => {
+    const nodeDir = join(nodesDir, n)
+    if (!lstatSync(nodeDir).isDirectory()) return {name: n, reachable: false, error: `${NODES_DIR}/${n} is not a folder (symbolic links are not followed)`}
+    return readNodeBundle(nodeDir, n)
+  })
 }
 
 function list(kind: string, items: unknown[]) {

@@ -11,6 +11,7 @@ import {kubeProxyNftRules} from './kube-proxy-nft.js'
 import {DNS, NODES, OUTSIDE_IP, SERVICES, labPods, type LabNode, type LabPod, type LabService} from './lab-cluster.js'
 import {inNs, run, sleep, startDaemon, tryRun} from './sh.js'
 import type {FakeKubeProxyState} from './fake-kube-proxy.js'
+import {foreignFilterRules, type ForeignFilterRules} from './foreign-rules.js'
 import {fileURLToPath} from 'node:url'
 
 const LAB_TOKEN = 'kpd-lab-token-' + randomBytes(6).toString('hex')
@@ -41,6 +42,10 @@ export class NetnsLab {
   /** Whether each node's kube-proxy Pod is Running and ready, as the API shows it. */
   readonly kubeProxyPodReady = new Map<string, boolean>()
   kubeconfigPath = ''
+  /** Each web pod's server process, so one can be stopped or moved to another port by its id. */
+  private readonly webServers = new Map<string, ChildProcess>()
+  /** Rules of other owners (Docker, a policy engine) loaded next to kube-proxy's, per node. */
+  readonly foreignRules = new Map<string, ForeignFilterRules>()
 
   ns(name: string): string {
     return `${this.id}-${name}`
@@ -108,9 +113,104 @@ export class NetnsLab {
     run('ip', ['-n', ns, 'route', 'add', 'default', 'via', node.gateway])
     run('ip', ['-n', this.nodeNs(node), 'link', 'set', port, 'master', 'cbr0', 'up'])
     this.setHairpin(pod.name, true)
-    if (pod.kind === 'web')
-      // Each answer names the pod and the source address it saw (masquerade shows there).
-      this.procs.push(startDaemon('ip', ['netns', 'exec', ns, 'socat', `TCP-LISTEN:${pod.port},reuseaddr,fork`, `SYSTEM:echo ${pod.reply} $SOCAT_PEERADDR`], this.logs))
+    if (pod.kind === 'web') this.startWebServer(pod, pod.port)
+  }
+
+  private startWebServer(pod: LabPod, port: number): void {
+    // Each answer names the pod and the source address it saw (masquerade shows there).
+    const proc = startDaemon('ip', ['netns', 'exec', this.podNs(pod), 'socat', `TCP-LISTEN:${port},reuseaddr,fork`, `SYSTEM:echo ${pod.reply} $SOCAT_PEERADDR`], this.logs)
+    this.webServers.set(pod.name, proc)
+    this.procs.push(proc)
+  }
+
+  /**
+   * Fault switch: the pod's server listens on `port` instead (its own port restores it). The pod stays Ready in the
+   * API, as when a readiness probe checks another port than the Service's targetPort. Waits (bounded) until it answers.
+   */
+  async listenOn(podName: string, port: number): Promise<void> {
+    const pod = this.pods.find((p) => p.name === podName && p.kind === 'web')
+    if (!pod) throw new Error(`no web pod ${podName}`)
+    this.webServers.get(pod.name)?.kill('SIGKILL')
+    this.startWebServer(pod, port)
+    for (let i = 0; i < 50; i++) {
+      if (this.connect(this.nodeNs(pod.node), pod.ip, port, 1).startsWith(`${pod.reply} `)) return
+      await sleep(100)
+    }
+    throw new Error(`${podName} does not answer on ${port}`)
+  }
+
+  /** Fault switch: writes a kernel setting in a node's namespace (e.g. net.ipv4.ip_forward=0); returns the old value. */
+  setSysctl(nodeName: string, key: string, value: string): string {
+    const ns = this.nodeNs(nodeName)
+    const old = inNs(ns, 'sysctl', ['-n', key]).trim()
+    inNs(ns, 'sysctl', ['-qw', `${key}=${value}`])
+    return old
+  }
+
+  /**
+   * Fault switch: takes away `fromNode`'s route to `toNode`'s pod CIDR, as a broken CNI route controller would:
+   * 'missing' deletes it (the default route then takes the traffic), the others replace it with that route type.
+   */
+  breakPodRoute(fromNode: string, toNode: string, kind: 'missing' | 'unreachable' | 'blackhole' | 'prohibit'): void {
+    const to = NODES.find((n) => n.name === toNode)!
+    const ns = this.nodeNs(fromNode)
+    if (kind === 'missing') inNs(ns, 'ip', ['route', 'del', to.podCIDR])
+    else inNs(ns, 'ip', ['route', 'replace', kind, to.podCIDR])
+  }
+
+  restorePodRoute(fromNode: string, toNode: string): void {
+    const to = NODES.find((n) => n.name === toNode)!
+    tryRun('ip', ['-n', this.nodeNs(fromNode), 'route', 'del', to.podCIDR])
+    run('ip', ['-n', this.nodeNs(fromNode), 'route', 'add', to.podCIDR, 'via', to.ip])
+  }
+
+  /** Fault switch: other owners' filter rules on a node (undefined removes them); reloads the node's rules. */
+  setForeignRules(nodeName: string, rules: ForeignFilterRules | undefined): void {
+    if (rules) this.foreignRules.set(nodeName, rules)
+    else this.foreignRules.delete(nodeName)
+    this.applyRules(nodeName)
+  }
+
+  /**
+   * Fault switch: leaves a UDP conntrack entry on the client's node that DNATs the client's DNS queries from
+   * `sourcePort` to `staleIp`, a DNS address that is no endpoint any more (CoreDNS moved). It is made by real
+   * traffic, as it happens in a cluster: while the DNS pod still has `staleIp` and a DNAT rule still points there,
+   * the client asks once; then the address and the rule go away and the entry stays (refreshed by each query).
+   */
+  staleDnsConntrack(clientPod: string, sourcePort: number, staleIp: string): void {
+    const pod = this.pods.find((p) => p.name === clientPod)!
+    const dnsPod = this.pods.find((p) => p.kind === 'dns')!
+    const ns = this.nodeNs(pod.node)
+    const rule = ['-s', `${pod.ip}/32`, '-d', `${DNS.clusterIP}/32`, '-p', 'udp', '--dport', '53', '-j', 'DNAT', '--to-destination', `${staleIp}:53`]
+    // The entry is confirmed only once the packet leaves the bridge port, so the old address must still answer ARP.
+    inNs(this.podNs(dnsPod), 'ip', ['addr', 'add', `${staleIp}/32`, 'dev', 'eth0'])
+    inNs(ns, 'iptables', ['-t', 'nat', '-I', 'PREROUTING', '1', ...rule])
+    try {
+      this.dnsQuery(clientPod, `${SERVICES[0].name}.${SERVICES[0].namespace}.svc.cluster.local`, sourcePort)
+    } finally {
+      inNs(ns, 'iptables', ['-t', 'nat', '-D', 'PREROUTING', ...rule])
+      inNs(this.podNs(dnsPod), 'ip', ['addr', 'del', `${staleIp}/32`, 'dev', 'eth0'])
+    }
+  }
+
+  /** One DNS query over UDP from a pod to the cluster DNS Service (from `sourcePort` when given); the addresses answered. */
+  dnsQuery(fromPod: string, name: string, sourcePort?: number): string[] {
+    const pod = this.pods.find((p) => p.name === fromPod)!
+    const bind = sourcePort ? ['-b', `${pod.ip}#${sourcePort}`] : []
+    const r = tryRun('ip', ['netns', 'exec', this.podNs(pod), 'dig', '+short', '+time=1', '+tries=1', ...bind, `@${DNS.clusterIP}`, name], undefined, 5000)
+    return r.stdout.split('\n').filter((l) => /^\d+\.\d+\.\d+\.\d+$/.test(l.trim()))
+  }
+
+  /** Undoes every packet-path fault switch: settings, routes, listeners, other owners' rules, conntrack. */
+  async clearPathFaults(): Promise<void> {
+    for (const node of NODES) {
+      this.setSysctl(node.name, 'net.ipv4.ip_forward', '1')
+      this.setSysctl(node.name, 'net.bridge.bridge-nf-call-iptables', '1')
+      for (const other of NODES.filter((o) => o !== node)) this.restorePodRoute(node.name, other.name)
+      this.foreignRules.delete(node.name)
+    }
+    for (const pod of this.pods.filter((p) => p.kind === 'web')) await this.listenOn(pod.name, pod.port)
+    this.clearFaults()
   }
 
   bridgePort(pod: string): string {
@@ -167,6 +267,8 @@ export class NetnsLab {
       if (!this.keepLeftovers) tryRun('ip', ['netns', 'exec', ns, 'nft', 'delete', 'table', 'ip', 'kube-proxy'])
       inNs(ns, 'iptables-restore', [], kubeProxyRules(node, this.services, this.pods, faults))
     }
+    const foreign = this.foreignRules.get(nodeName)
+    if (foreign) inNs(ns, 'iptables-restore', ['--noflush'], foreignFilterRules(foreign))
     // Old connections keep their old NAT decision: start every scenario from a clean table, as a reboot would.
     tryRun('ip', ['netns', 'exec', this.nodeNs(node), 'conntrack', '-F'])
   }

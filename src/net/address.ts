@@ -44,6 +44,11 @@ export function parseIp(text: string): ParsedIp | undefined {
   return parsed ?? undefined
 }
 
+/** An address's canonical text (IPv4-mapped IPv6 as IPv4), or the input unchanged when it is not an address. */
+export function canonicalIp(ip: string): string {
+  return parseIp(ip)?.text ?? ip
+}
+
 const cidrCache = new Map<string, Cidr | null>()
 
 /** `a.b.c.d/nn`, `a.b.c.d/255.255.0.0`, `x::/nn` or a bare address (a host prefix); undefined when malformed. */

@@ -1,7 +1,7 @@
 import {canonicalIp, parseIp} from '../net/address.js'
 
 /** One direction of a conntrack entry: addresses always, ports for TCP/UDP/SCTP/DCCP. */
-export interface ConntrackTuple {
+interface ConntrackTuple {
   src: string
   dst: string
   sport?: number

@@ -1,9 +1,6 @@
 import {canonicalIp, parseCidr, parseIp} from '../net/address.js'
 
-/** Route types that send nothing on: the packet is dropped with an ICMP error (unreachable, prohibit) or silently (blackhole). */
-export const DROPPING_ROUTE_TYPES = ['unreachable', 'blackhole', 'prohibit'] as const
-
-export interface Nexthop {
+interface Nexthop {
   via?: string
   dev?: string
   weight?: number

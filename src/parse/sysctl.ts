@@ -22,7 +22,7 @@ const PROC = '/proc/sys/'
 const MISSING = /^(?:sysctl: cannot stat|grep:|cat:) (\/proc\/sys\/\S+?):? No such file or directory$/
 
 /** /proc/sys/net/ipv4/conf/eth0.100/rp_filter -> net.ipv4.conf.eth0/100.rp_filter (sysctl's own spelling: dots in names become slashes). */
-export function keyFromPath(path: string): string {
+function keyFromPath(path: string): string {
   return path
     .slice(PROC.length)
     .split('/')

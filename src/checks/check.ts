@@ -1,20 +1,12 @@
 import type {ClusterState} from '../cluster/types.js'
+import type {CodeEntry} from './catalogue.js'
 import type {NodeObservation} from '../node/bundle.js'
 import type {ExpectedService} from '../model/expected.js'
 import type {Dataplane, NodeInfrastructure, ProgrammedPort} from '../model/dataplane.js'
 import type {ModeChoice} from '../model/choose-mode.js'
 import type {PathResult} from '../model/paths.js'
 
-type Severity = 'error' | 'warning' | 'info'
-
-export interface CheckMeta {
-  /** Stable, greppable, silenceable: KPD-AREA-WHAT. */
-  code: string
-  severity: Severity
-  title: string
-  /** The generic next step; a finding may carry a more precise one. */
-  hint: string
-}
+type Severity = CodeEntry['severity']
 
 export interface Finding {
   code: string
@@ -60,11 +52,11 @@ export interface CheckContext {
 }
 
 export interface Check {
-  meta: CheckMeta
+  meta: CodeEntry
   run(ctx: CheckContext): FindingDraft[]
 }
 
-export function toFinding(meta: CheckMeta, d: FindingDraft): Finding {
+export function toFinding(meta: CodeEntry, d: FindingDraft): Finding {
   return {
     code: meta.code,
     severity: meta.severity,

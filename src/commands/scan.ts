@@ -1,5 +1,6 @@
 import {Command, Flags} from '@oclif/core'
 import {clusterFlags, failWith, liveOptions, splitList} from '../cli/flags.js'
+import {checkIgnoreCodes} from '../diagnosis/diagnose.js'
 import {scanLive, scanSnapshot, type ScanTarget} from '../diagnosis/scan.js'
 import type {ProxyMode} from '../model/choose-mode.js'
 import {makeChalk} from '../report/human.js'
@@ -31,6 +32,7 @@ export default class Scan extends Command {
     const {flags} = await this.parse(Scan)
     try {
       const failOn = flags['fail-on'] as FailOn
+      checkIgnoreCodes(splitList(flags.ignore))
       const diagnoseOptions = {ignore: splitList(flags.ignore), proxyMode: flags['proxy-mode'] as ProxyMode | undefined}
       const namespace = flags['all-namespaces'] ? undefined : (flags.namespace ?? (flags.snapshot ? 'default' : undefined))
       const target: ScanTarget = {namespace, selector: flags.selector, services: splitList(flags.services)}

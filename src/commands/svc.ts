@@ -1,6 +1,6 @@
 import {Args, Command, Flags} from '@oclif/core'
 import {clusterFlags, failWith, liveOptions, splitList} from '../cli/flags.js'
-import {diagnose} from '../diagnosis/diagnose.js'
+import {checkIgnoreCodes, diagnose} from '../diagnosis/diagnose.js'
 import type {ProxyMode} from '../model/choose-mode.js'
 import {gatherLive, gatherSnapshot} from '../diagnosis/gather.js'
 import {DiagnosisError} from '../errors.js'
@@ -27,6 +27,7 @@ export default class Svc extends Command {
   async run(): Promise<void> {
     const {args, flags} = await this.parse(Svc)
     try {
+      checkIgnoreCodes(splitList(flags.ignore))
       const g = flags.snapshot ? await gatherSnapshot(flags.snapshot, flags.namespace ?? 'default', args.name, splitList(flags.nodes)) : await gatherLive(liveOptions(args.name, flags))
       for (const w of g.warnings) process.stderr.write(`kproxy-doctor: warning: ${w}\n`)
       const d = diagnose(g.cluster, g.observations, {ignore: splitList(flags.ignore), proxyMode: flags['proxy-mode'] as ProxyMode | undefined})

@@ -1,5 +1,7 @@
 import type {ClusterState} from '../cluster/types.js'
 import {CHECKS} from '../checks/index.js'
+import {codesExplaining, isKnownCode} from '../checks/catalogue.js'
+import {DiagnosisError} from '../errors.js'
 import {toFinding, type CheckContext, type Finding, type NodeView} from '../checks/check.js'
 import {expectedService} from '../model/expected.js'
 import {chooseMode, looksLikeIpvs, type ProxyMode} from '../model/choose-mode.js'
@@ -11,7 +13,11 @@ export interface Diagnosis {
   cluster: ClusterState
   context: CheckContext
   findings: Finding[]
+  /** Findings the user silenced: counted and shown on request, never in `findings`. */
+  ignored: Finding[]
   paths: PathResult[]
+  /** Broken paths whose only explanation was silenced, with the code that explained them. */
+  ignoredBreaks: Map<PathResult, string>
   ok: boolean
 }
 
@@ -62,10 +68,24 @@ export function diagnose(cluster: ClusterState, observations: NodeObservation[],
     )
   }
   const context: CheckContext = {cluster, service: expectedService(cluster, ''), nodes, observations, paths, unsupported, findings: []}
+  // Silenced checks still run: what they find explains its path step, so the generic path-broken finding stays quiet too.
+  for (const c of CHECKS) context.findings.push(...c.run(context).map((d) => toFinding(c.meta, d)))
   const ignore = new Set(opts.ignore ?? [])
-  for (const c of CHECKS) {
-    if (!ignore.has(c.meta.code)) context.findings.push(...c.run(context).map((d) => toFinding(c.meta, d)))
+  const findings = context.findings.filter((f) => !ignore.has(f.code))
+  const ignored = context.findings.filter((f) => ignore.has(f.code))
+  const ignoredBreaks = new Map<PathResult, string>()
+  for (const p of paths) {
+    if (p.ok !== false || p.breaksAt === null) continue
+    const explaining = codesExplaining(p.breaksAt)
+    const explained = (f: Finding) => f.severity === 'error' && (f.node === p.node || f.node === null) && explaining.includes(f.code)
+    const silenced = ignored.find(explained)
+    if (silenced && !findings.some(explained)) ignoredBreaks.set(p, silenced.code)
   }
-  const findings = context.findings
-  return {cluster, context, findings, paths, ok: !findings.some((f) => f.severity === 'error')}
+  return {cluster, context, findings, ignored, paths, ignoredBreaks, ok: !findings.some((f) => f.severity === 'error')}
+}
+
+/** Refuses --ignore codes the catalogue does not have: a typo must not silence nothing quietly. */
+export function checkIgnoreCodes(codes: string[] | undefined): void {
+  const unknown = (codes ?? []).filter((c) => !isKnownCode(c))
+  if (unknown.length > 0) throw new DiagnosisError(`--ignore: unknown finding code(s) ${unknown.join(', ')} (see the README's code table)`)
 }

@@ -13,23 +13,6 @@ export const ENTRIES: Entry[] = ['pod→ClusterIP', 'node→ClusterIP', 'outside
 const STEPS = ['endpoints', 'PREROUTING', 'OUTPUT', 'KUBE-SERVICES', 'KUBE-NODEPORTS', 'KUBE-EXT', 'KUBE-SVC', 'KUBE-SEP', 'DNAT', 'filter', 'POSTROUTING', 'bridge/hairpin'] as const
 export type Step = (typeof STEPS)[number] | 'unknown'
 
-/** The finding codes that explain a break at each step (the report picks its "next" command from them). */
-export const STEP_CODES: Record<Step, string[]> = {
-  endpoints: ['KPD-NO-READY-ENDPOINTS', 'KPD-SELECTOR-NO-PODS'],
-  PREROUTING: ['KPD-HOOK-MISSING'],
-  OUTPUT: ['KPD-HOOK-MISSING'],
-  'KUBE-SERVICES': ['KPD-HOOK-MISSING', 'KPD-SVC-RULE-MISSING', 'KPD-REJECT-STALE', 'KPD-IPVS-VIP-UNBOUND', 'KPD-IPVS-IPSET-MISSING'],
-  'KUBE-NODEPORTS': ['KPD-NODEPORT-MISSING', 'KPD-REJECT-STALE'],
-  'KUBE-EXT': ['KPD-NODEPORT-MISSING'],
-  'KUBE-SVC': ['KPD-SEP-MISSING', 'KPD-IPVS-WEIGHT-ZERO'],
-  'KUBE-SEP': ['KPD-SEP-MISSING'],
-  DNAT: ['KPD-SEP-STALE', 'KPD-DNAT-WRONG'],
-  filter: ['KPD-PATH-BROKEN', 'KPD-REJECT-STALE'],
-  POSTROUTING: ['KPD-MASQ-MISSING', 'KPD-HOOK-MISSING', 'KPD-IPVS-IPSET-MISSING', 'KPD-IPVS-SYSCTL'],
-  'bridge/hairpin': ['KPD-HAIRPIN-OFF', 'KPD-HAIRPIN-UNMAPPED'],
-  unknown: ['KPD-PATH-UNDECIDED'],
-}
-
 export interface PathResult {
   node: string
   entry: Entry

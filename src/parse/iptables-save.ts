@@ -185,4 +185,3 @@ function clip(buf: Buffer, start: number, end: number): string {
   const s = buf.toString('latin1', start, Math.min(end, start + 60))
   return end - start > 60 ? s + '…' : s
 }
-

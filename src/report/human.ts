@@ -39,6 +39,7 @@ export function renderHuman(r: Report, c: ChalkInstance): string {
           const ps = r.paths.filter((p) => p.node === n.name && p.entry === e)
           if (ps.length === 0) return c.dim('–')
           const bad = ps.find((p) => p.ok === false)
+          if (bad?.ignoredBy) return c.yellow(`✗ ${bad.breaksAt} (ignored)`)
           if (bad) return c.red(`✗ ${bad.breaksAt}${s.ports.length > 1 ? ` (${bad.port})` : ''}`)
           const undecided = ps.find((p) => p.ok === null && p.breaksAt !== null)
           if (undecided) return c.yellow(`? ${undecided.breaksAt}`)

@@ -1,36 +1,8 @@
-import {CHECKS} from '../checks/index.js'
+import {CATALOGUE, codeEntry} from '../checks/catalogue.js'
 import {groupFindings, type FailOn, type ScanReport} from './scan-report.js'
 
-/** Check families by the area word of KPD-AREA-WHAT: what a CI reader scans for, from cluster objects to the path. */
-const FAMILY_OF_AREA: Record<string, string> = {
-  NOT: 'service',
-  SELECTOR: 'endpoints',
-  NO: 'endpoints',
-  TARGETPORT: 'endpoints',
-  ENDPOINT: 'endpoints',
-  DNS: 'dns',
-  NODE: 'kube-proxy',
-  MODE: 'kube-proxy',
-  PROXY: 'kube-proxy',
-  HOOK: 'rules',
-  SVC: 'rules',
-  REJECT: 'rules',
-  NODEPORT: 'rules',
-  SEP: 'rules',
-  DNAT: 'rules',
-  PROBABILITY: 'rules',
-  AFFINITY: 'rules',
-  IPVS: 'rules',
-  MASQ: 'rules',
-  HAIRPIN: 'hairpin',
-  PATH: 'path',
-}
-
-function checkFamily(code: string): string {
-  return FAMILY_OF_AREA[code.split('-')[1] ?? ''] ?? 'other'
-}
-
-const FAMILIES = [...new Set(CHECKS.map((c) => checkFamily(c.meta.code)))]
+const FAMILIES = [...new Set(CATALOGUE.map((e) => e.family))]
+const checkFamily = (code: string) => codeEntry(code).family
 
 /** XML 1.0 text: escaped, with characters XML cannot hold removed. */
 function xml(text: string): string {

@@ -1,6 +1,7 @@
 import type {Finding} from '../checks/check.js'
 import type {Diagnosis} from '../diagnosis/diagnose.js'
-import {ENTRIES, STEP_CODES} from '../model/paths.js'
+import {codesExplaining} from '../checks/catalogue.js'
+import {ENTRIES} from '../model/paths.js'
 import type {TraceResult} from '../trace/types.js'
 
 /** The JSON contract (README "JSON output"). The human report is rendered from this same object. */
@@ -13,7 +14,9 @@ export interface Report {
   endpoints: {ready: number; notReady: number; source: string}
   findings: Finding[]
   nodes: Array<{name: string; reachable: boolean; error: string | null; mode: string | null; modeSource: string | null}>
-  paths: Array<{node: string; entry: string; port: string; ok: boolean | null; breaksAt: string | null; detail: string; trace?: TraceResult}>
+  paths: Array<{node: string; entry: string; port: string; ok: boolean | null; breaksAt: string | null; detail: string; ignoredBy: string | null; trace?: TraceResult}>
+  /** Findings silenced by --ignore, with their code and node. */
+  ignored: Array<{code: string; node: string | null}>
   /** The Service's name asked of cluster DNS from each node. */
   dns: Array<{node: string; name: string; server: string; addresses: string[]; rcode: string | null; method: string; error: string | null}>
   notes: string[]
@@ -31,9 +34,9 @@ function firstLine(d: Diagnosis, findings: Finding[]): {summary: string; next: s
   const clusterError = errors.find((f) => f.node === null)
   if (clusterError) return {summary: `✗ ${id}: ${clusterError.message}`, next: clusterError.hint}
   const order = (e: string) => ENTRIES.indexOf(e as never)
-  const broken = d.paths.filter((p) => p.ok === false).sort((a, b) => order(a.entry) - order(b.entry))[0]
+  const broken = d.paths.filter((p) => p.ok === false && !d.ignoredBreaks.has(p)).sort((a, b) => order(a.entry) - order(b.entry))[0]
   if (broken) {
-    const explaining = STEP_CODES[broken.breaksAt ?? 'unknown'] ?? []
+    const explaining = codesExplaining(broken.breaksAt ?? 'unknown')
     const f = errors.find((x) => x.node === broken.node && explaining.includes(x.code)) ?? errors.find((x) => x.node === broken.node) ?? errors[0]
     return {summary: `✗ ${id}: ${broken.entry} (${broken.port}) breaks at ${broken.breaksAt} on ${broken.node}: ${broken.detail}`, next: f?.hint ?? null}
   }
@@ -42,7 +45,10 @@ function firstLine(d: Diagnosis, findings: Finding[]): {summary: string; next: s
   const warnings = findings.filter((f) => f.severity === 'warning').length
   if (svc.notProxied) return {summary: `✓ ${id}: ${svc.notProxied}`, next: null}
   if (readable === 0) return {summary: `? ${id}: no node could be read, the packet path is unchecked`, next: findings[0]?.hint ?? null}
-  return {summary: `✓ ${id}: every traced path works on ${readable} node(s)${warnings ? `, ${warnings} warning(s)` : ''}`, next: null}
+  const silenced = [...new Set(d.ignoredBreaks.values())]
+  const works = silenced.length > 0 ? `every traced path works on ${readable} node(s) except breaks silenced by --ignore ${silenced.join(', ')}` : `every traced path works on ${readable} node(s)`
+  const ignoredCount = d.ignored.length > 0 ? `, ${d.ignored.length} ignored` : ''
+  return {summary: `✓ ${id}: ${works}${warnings ? `, ${warnings} warning(s)` : ''}${ignoredCount}`, next: null}
 }
 
 export function buildReport(d: Diagnosis, opts: ReportOptions = {}): Report {
@@ -68,7 +74,17 @@ export function buildReport(d: Diagnosis, opts: ReportOptions = {}): Report {
       const view = d.context.nodes.find((n) => n.name === o.name)
       return {name: o.name, reachable: o.reachable, error: o.error ?? null, mode: view?.mode.mode ?? null, modeSource: view?.mode.source ?? null}
     }),
-    paths: d.paths.map((p) => ({node: p.node, entry: p.entry, port: p.port, ok: p.ok, breaksAt: p.breaksAt, detail: p.detail, ...(opts.explain ? {trace: p.trace} : {})})),
+    paths: d.paths.map((p) => ({
+      node: p.node,
+      entry: p.entry,
+      port: p.port,
+      ok: p.ok,
+      breaksAt: p.breaksAt,
+      detail: p.detail,
+      ignoredBy: d.ignoredBreaks.get(p) ?? null,
+      ...(opts.explain ? {trace: p.trace} : {}),
+    })),
+    ignored: d.ignored.map((f) => ({code: f.code, node: f.node})),
     dns: d.context.observations.flatMap((o) =>
       o.dns ? [{node: o.name, name: o.dns.name, server: o.dns.server, addresses: o.dns.addresses, rcode: o.dns.rcode ?? null, method: o.dns.method, error: o.dns.error ?? null}] : [],
     ),

@@ -1,12 +1,8 @@
 import type {Check, FindingDraft} from '../check.js'
+import {codeEntry} from '../catalogue.js'
 
 export const affinityMismatch: Check = {
-  meta: {
-    code: 'KPD-AFFINITY-MISMATCH',
-    severity: 'warning',
-    title: "Session affinity on the node differs from the Service's sessionAffinity",
-    hint: 'Clients do not stick to one backend (or stick when they should not): restart kube-proxy on the node so it rewrites the chain.',
-  },
+  meta: codeEntry('KPD-AFFINITY-MISMATCH'),
   run(ctx) {
     const out: FindingDraft[] = []
     for (const n of ctx.nodes) {

@@ -1,13 +1,9 @@
 import type {Check, FindingDraft} from '../check.js'
+import {codeEntry} from '../catalogue.js'
 import {endpointChains} from '../../model/dataplane.js'
 
 export const dnatWrong: Check = {
-  meta: {
-    code: 'KPD-DNAT-WRONG',
-    severity: 'error',
-    title: 'DNAT to the wrong address or port',
-    hint: "Compare the Service targetPort with the Pods' containerPort; if the Service is right, kube-proxy on this node is stale: restart it.",
-  },
+  meta: codeEntry('KPD-DNAT-WRONG'),
   run(ctx) {
     const out: FindingDraft[] = []
     for (const n of ctx.nodes) {

@@ -1,12 +1,8 @@
 import type {Check, FindingDraft} from '../check.js'
+import {codeEntry} from '../catalogue.js'
 
 export const dnsServiceMissing: Check = {
-  meta: {
-    code: 'KPD-DNS-SERVICE-MISSING',
-    severity: 'error',
-    title: 'Cluster DNS Service not found',
-    hint: 'kubectl -n kube-system get svc -l k8s-app=kube-dns; redeploy CoreDNS if it is gone.',
-  },
+  meta: codeEntry('KPD-DNS-SERVICE-MISSING'),
   run: (ctx) =>
     ctx.cluster.dns.service
       ? []
@@ -21,12 +17,7 @@ export const dnsServiceMissing: Check = {
 }
 
 export const dnsNoEndpoints: Check = {
-  meta: {
-    code: 'KPD-DNS-NO-ENDPOINTS',
-    severity: 'error',
-    title: 'Cluster DNS has no ready endpoints',
-    hint: 'kubectl -n kube-system get pods -l k8s-app=kube-dns; kubectl -n kube-system logs -l k8s-app=kube-dns',
-  },
+  meta: codeEntry('KPD-DNS-NO-ENDPOINTS'),
   run(ctx) {
     const dns = ctx.cluster.dns
     if (!dns.service) return []
@@ -36,12 +27,7 @@ export const dnsNoEndpoints: Check = {
 }
 
 export const dnsNoAnswer: Check = {
-  meta: {
-    code: 'KPD-DNS-NO-ANSWER',
-    severity: 'error',
-    title: "The Service's name does not resolve to its ClusterIP through cluster DNS",
-    hint: 'Check the DNS Pods and their logs; from a pod: nslookup NAME.NAMESPACE.svc.cluster.local',
-  },
+  meta: codeEntry('KPD-DNS-NO-ANSWER'),
   run(ctx) {
     const out: FindingDraft[] = []
     const clusterIP = ctx.service.clusterIP

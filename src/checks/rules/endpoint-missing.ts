@@ -1,13 +1,9 @@
 import type {Check, FindingDraft} from '../check.js'
+import {codeEntry} from '../catalogue.js'
 import {endpointChains} from '../../model/dataplane.js'
 
 export const endpointMissing: Check = {
-  meta: {
-    code: 'KPD-SEP-MISSING',
-    severity: 'error',
-    title: 'Ready endpoint missing from the service chain',
-    hint: 'kube-proxy on this node missed an endpoint update: check its logs (kubectl -n kube-system logs POD | grep -i error) and restart it.',
-  },
+  meta: codeEntry('KPD-SEP-MISSING'),
   run(ctx) {
     const out: FindingDraft[] = []
     for (const n of ctx.nodes) {

@@ -1,13 +1,9 @@
 import {notReadyReason, podByIp} from '../../cluster/pod-status.js'
 import type {Check, FindingDraft} from '../check.js'
+import {codeEntry} from '../catalogue.js'
 
 export const endpointNotReady: Check = {
-  meta: {
-    code: 'KPD-ENDPOINT-NOT-READY',
-    severity: 'warning',
-    title: 'Some endpoints are not ready and get no traffic',
-    hint: 'kubectl describe pod POD: look at the readiness probe and the last termination.',
-  },
+  meta: codeEntry('KPD-ENDPOINT-NOT-READY'),
   run(ctx) {
     const out: FindingDraft[] = []
     const seen = new Set<string>()

@@ -1,14 +1,10 @@
 import {podByIp} from '../../cluster/pod-status.js'
 import type {Check, FindingDraft} from '../check.js'
+import {codeEntry} from '../catalogue.js'
 import {endpointChains} from '../../model/dataplane.js'
 
 export const endpointStale: Check = {
-  meta: {
-    code: 'KPD-SEP-STALE',
-    severity: 'error',
-    title: 'Stale endpoint in the service chain',
-    hint: 'kube-proxy on this node still sends traffic to an address that is no endpoint: restart it and check why it stopped syncing.',
-  },
+  meta: codeEntry('KPD-SEP-STALE'),
   run(ctx) {
     const out: FindingDraft[] = []
     for (const n of ctx.nodes) {

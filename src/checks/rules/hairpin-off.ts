@@ -1,12 +1,8 @@
 import type {Check, FindingDraft} from '../check.js'
+import {codeEntry} from '../catalogue.js'
 
 export const hairpinOff: Check = {
-  meta: {
-    code: 'KPD-HAIRPIN-OFF',
-    severity: 'error',
-    title: "Hairpin is off on a backend Pod's bridge port",
-    hint: 'Run the kubelet with --hairpin-mode=hairpin-veth (or promiscuous-bridge), or set it on the port: echo 1 > /sys/class/net/BRIDGE/brif/PORT/hairpin_mode',
-  },
+  meta: codeEntry('KPD-HAIRPIN-OFF'),
   run(ctx) {
     const out: FindingDraft[] = []
     for (const n of ctx.nodes) {
@@ -34,12 +30,7 @@ export const hairpinOff: Check = {
 }
 
 export const hairpinUnmapped: Check = {
-  meta: {
-    code: 'KPD-HAIRPIN-UNMAPPED',
-    severity: 'warning',
-    title: 'Bridge ports with hairpin off on a node hosting backends; which pod is behind them is unknown',
-    hint: "Find the pod behind each port (ip neigh, bridge fdb) and check the kubelet's --hairpin-mode.",
-  },
+  meta: codeEntry('KPD-HAIRPIN-UNMAPPED'),
   run(ctx) {
     const out: FindingDraft[] = []
     for (const n of ctx.nodes) {

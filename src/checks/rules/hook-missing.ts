@@ -1,12 +1,8 @@
 import type {Check, FindingDraft} from '../check.js'
+import {codeEntry} from '../catalogue.js'
 
 export const hookMissing: Check = {
-  meta: {
-    code: 'KPD-HOOK-MISSING',
-    severity: 'error',
-    title: "kube-proxy's chains are missing or not hooked into the nat table",
-    hint: 'Is kube-proxy running on the node, in iptables mode? Check its logs and restart it: it re-creates the jumps on its next sync.',
-  },
+  meta: codeEntry('KPD-HOOK-MISSING'),
   run(ctx) {
     const out: FindingDraft[] = []
     for (const n of ctx.nodes) {

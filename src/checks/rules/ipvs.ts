@@ -1,17 +1,13 @@
 import {vsKey} from '../../parse/ipvsadm.js'
 import type {Check, FindingDraft, NodeView} from '../check.js'
+import {codeEntry} from '../catalogue.js'
 
 function ipvsNodes(views: NodeView[]) {
   return views.filter((n) => n.mode.mode === 'ipvs' && n.obs.ipvs)
 }
 
 export const ipvsWeightZero: Check = {
-  meta: {
-    code: 'KPD-IPVS-WEIGHT-ZERO',
-    severity: 'error',
-    title: 'IPVS real server stuck at weight 0 for a ready endpoint',
-    hint: 'kube-proxy sets weight 0 only for terminating endpoints; a ready one at 0 gets no traffic (kubernetes #92019): restart kube-proxy on the node.',
-  },
+  meta: codeEntry('KPD-IPVS-WEIGHT-ZERO'),
   run(ctx) {
     const out: FindingDraft[] = []
     for (const n of ipvsNodes(ctx.nodes)) {
@@ -33,12 +29,7 @@ export const ipvsWeightZero: Check = {
 }
 
 export const ipvsVipUnbound: Check = {
-  meta: {
-    code: 'KPD-IPVS-VIP-UNBOUND',
-    severity: 'error',
-    title: 'Service address not bound to kube-ipvs0',
-    hint: 'Without the address on kube-ipvs0 the packet is not delivered locally to IPVS: restart kube-proxy on the node.',
-  },
+  meta: codeEntry('KPD-IPVS-VIP-UNBOUND'),
   run(ctx) {
     const out: FindingDraft[] = []
     for (const n of ipvsNodes(ctx.nodes)) {
@@ -54,12 +45,7 @@ export const ipvsVipUnbound: Check = {
 }
 
 export const ipvsIpsetMissing: Check = {
-  meta: {
-    code: 'KPD-IPVS-IPSET-MISSING',
-    severity: 'error',
-    title: "An ipset entry IPVS mode's iptables rules depend on is missing",
-    hint: 'kube-proxy keeps these sets in step with the Services; a missing entry means a stale or failing kube-proxy: restart it.',
-  },
+  meta: codeEntry('KPD-IPVS-IPSET-MISSING'),
   run(ctx) {
     const out: FindingDraft[] = []
     for (const n of ipvsNodes(ctx.nodes)) {
@@ -83,12 +69,7 @@ export const ipvsIpsetMissing: Check = {
 }
 
 export const ipvsSysctl: Check = {
-  meta: {
-    code: 'KPD-IPVS-SYSCTL',
-    severity: 'error',
-    title: 'A sysctl IPVS mode needs is not set',
-    hint: 'kube-proxy sets these at start: something reset them (a tuning daemon, a sysctl.d file). Set them back and find what changed them.',
-  },
+  meta: codeEntry('KPD-IPVS-SYSCTL'),
   run(ctx) {
     const out: FindingDraft[] = []
     const want: Array<[string, string, string]> = [
@@ -112,12 +93,7 @@ export const ipvsSysctl: Check = {
 }
 
 export const ipvsScheduler: Check = {
-  meta: {
-    code: 'KPD-IPVS-SCHEDULER',
-    severity: 'warning',
-    title: 'Virtual server scheduler or persistence differs from what kube-proxy and the Service ask',
-    hint: "Compare kube-proxy's ipvs.scheduler and the Service's sessionAffinity with `ipvsadm -Ln`; restart kube-proxy on the node.",
-  },
+  meta: codeEntry('KPD-IPVS-SCHEDULER'),
   run(ctx) {
     const out: FindingDraft[] = []
     const scheduler = ctx.cluster.proxyConfig.ipvsScheduler || 'rr'

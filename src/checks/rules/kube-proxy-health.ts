@@ -1,6 +1,7 @@
 import {notReadyReason, isPodReady} from '../../cluster/pod-status.js'
 import type {NodeObservation} from '../../node/bundle.js'
 import type {Check, CheckContext, FindingDraft} from '../check.js'
+import {codeEntry} from '../catalogue.js'
 
 /** Seconds between two instants, for "last good sync N s ago". */
 function ago(then: number, now: number): string {
@@ -14,12 +15,7 @@ function nodeNow(n: NodeObservation): number {
 }
 
 export const proxyUnhealthy: Check = {
-  meta: {
-    code: 'KPD-PROXY-UNHEALTHY',
-    severity: 'error',
-    title: 'kube-proxy reports itself unhealthy (/healthz)',
-    hint: 'kube-proxy has not synced rules for too long, or the node is being deleted: read its logs (kubectl -n kube-system logs POD) and restart it.',
-  },
+  meta: codeEntry('KPD-PROXY-UNHEALTHY'),
   run(ctx) {
     const out: FindingDraft[] = []
     for (const n of ctx.observations.filter((o) => o.reachable)) {
@@ -39,12 +35,7 @@ export const proxyUnhealthy: Check = {
 const QUEUE_SLACK_SECONDS = 60
 
 export const proxyStuck: Check = {
-  meta: {
-    code: 'KPD-PROXY-STUCK',
-    severity: 'error',
-    title: 'kube-proxy queued a sync long after its last successful one: it is stuck',
-    hint: 'Restart kube-proxy on the node and read why its syncs fail (iptables-restore / nft errors in its log).',
-  },
+  meta: codeEntry('KPD-PROXY-STUCK'),
   run(ctx) {
     const out: FindingDraft[] = []
     for (const n of ctx.observations.filter((o) => o.reachable)) {
@@ -64,12 +55,7 @@ export const proxyStuck: Check = {
 }
 
 export const proxySyncFailures: Check = {
-  meta: {
-    code: 'KPD-PROXY-SYNC-FAILURES',
-    severity: 'warning',
-    title: 'kube-proxy has failed to write its rules',
-    hint: "Read kube-proxy's log for the failing iptables-restore / nft call (another program may hold the lock or have changed the tables).",
-  },
+  meta: codeEntry('KPD-PROXY-SYNC-FAILURES'),
   run(ctx) {
     const out: FindingDraft[] = []
     for (const n of ctx.observations.filter((o) => o.reachable)) {
@@ -91,12 +77,7 @@ function podOn(ctx: CheckContext, node: string) {
 }
 
 export const proxyPodDown: Check = {
-  meta: {
-    code: 'KPD-PROXY-POD-DOWN',
-    severity: 'error',
-    title: "The node's kube-proxy Pod is not running and ready",
-    hint: 'kubectl -n kube-system describe pod POD; kubectl -n kube-system logs POD --previous',
-  },
+  meta: codeEntry('KPD-PROXY-POD-DOWN'),
   run(ctx) {
     if (ctx.cluster.kubeProxyPods.length === 0) return []
     const out: FindingDraft[] = []

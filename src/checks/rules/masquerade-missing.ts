@@ -1,12 +1,8 @@
 import type {Check, FindingDraft} from '../check.js'
+import {codeEntry} from '../catalogue.js'
 
 export const masqueradeMissing: Check = {
-  meta: {
-    code: 'KPD-MASQ-MISSING',
-    severity: 'error',
-    title: 'Masquerade mark or MASQUERADE rule missing',
-    hint: 'Without it, NodePort/external traffic to other nodes and hairpin traffic lose their replies. Restart kube-proxy; check masqueradeBit in its config.',
-  },
+  meta: codeEntry('KPD-MASQ-MISSING'),
   run(ctx) {
     const out: FindingDraft[] = []
     const want = ctx.service.masqueradeMark

@@ -1,14 +1,10 @@
 import {notReadyReason, podByIp} from '../../cluster/pod-status.js'
 import type {Check, FindingDraft} from '../check.js'
+import {codeEntry} from '../catalogue.js'
 import {selectedPods} from './selector-no-pods.js'
 
 export const noReadyEndpoints: Check = {
-  meta: {
-    code: 'KPD-NO-READY-ENDPOINTS',
-    severity: 'error',
-    title: 'The Service has no ready endpoints',
-    hint: 'Fix the Pods first: kubectl describe pod POD (events, readiness probe), kubectl logs POD --previous.',
-  },
+  meta: codeEntry('KPD-NO-READY-ENDPOINTS'),
   run(ctx) {
     const svc = ctx.service
     if (svc.notProxied) return []

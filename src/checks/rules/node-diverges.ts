@@ -1,12 +1,8 @@
 import type {Check, FindingDraft} from '../check.js'
+import {codeEntry} from '../catalogue.js'
 
 export const nodeDiverges: Check = {
-  meta: {
-    code: 'KPD-NODE-DIVERGES',
-    severity: 'warning',
-    title: 'This node programs a different endpoint set than the other nodes',
-    hint: 'A stuck or crashed kube-proxy on this node: compare its logs and sync metrics with a healthy node, then restart it.',
-  },
+  meta: codeEntry('KPD-NODE-DIVERGES'),
   run(ctx) {
     const out: FindingDraft[] = []
     if (ctx.nodes.length < 2 || ctx.service.notProxied) return out

@@ -1,12 +1,8 @@
 import type {Check} from '../check.js'
+import {codeEntry} from '../catalogue.js'
 
 export const nodeUnreadable: Check = {
-  meta: {
-    code: 'KPD-NODE-UNREADABLE',
-    severity: 'warning',
-    title: 'Node could not be read',
-    hint: 'Check SSH access to the node (ssh NODE true) and --ssh-config; the other nodes are still diagnosed.',
-  },
+  meta: codeEntry('KPD-NODE-UNREADABLE'),
   run: (ctx) =>
     ctx.observations
       .filter((o) => !o.reachable)

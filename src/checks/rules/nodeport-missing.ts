@@ -1,12 +1,8 @@
 import type {Check, FindingDraft} from '../check.js'
+import {codeEntry} from '../catalogue.js'
 
 export const nodePortMissing: Check = {
-  meta: {
-    code: 'KPD-NODEPORT-MISSING',
-    severity: 'error',
-    title: 'NodePort not programmed on the node',
-    hint: 'kube-proxy on this node has not synced the NodePort: check its logs and nodePortAddresses, then restart it.',
-  },
+  meta: codeEntry('KPD-NODEPORT-MISSING'),
   run(ctx) {
     const out: FindingDraft[] = []
     for (const n of ctx.nodes) {

@@ -1,20 +1,15 @@
 import type {Check} from '../check.js'
-import {STEP_CODES} from '../../model/paths.js'
+import {codeEntry, codesExplaining} from '../catalogue.js'
 
 /** Runs last: a path that breaks where no other error finding of its node (or the cluster) explains it. */
 export const pathBroken: Check = {
-  meta: {
-    code: 'KPD-PATH-BROKEN',
-    severity: 'error',
-    title: 'The packet path breaks at a rule no other finding explains (often a CNI, firewall or NetworkPolicy rule)',
-    hint: 'Read the rule named in the evidence; `kproxy-doctor svc … --explain` or `kproxy-doctor trace` shows the whole walk.',
-  },
+  meta: codeEntry('KPD-PATH-BROKEN'),
   run(ctx) {
     const seen = new Set<string>()
     return ctx.paths
       .filter((p) => p.ok === false && p.breaksAt !== null)
       .filter((p) => {
-        const explaining = STEP_CODES[p.breaksAt!]
+        const explaining = codesExplaining(p.breaksAt!)
         return !ctx.findings.some((f) => f.severity === 'error' && (f.node === p.node || f.node === null) && explaining.includes(f.code))
       })
       .filter((p) => !seen.has(`${p.node} ${p.breaksAt}`) && !!seen.add(`${p.node} ${p.breaksAt}`))
@@ -30,11 +25,6 @@ export const pathBroken: Check = {
 }
 
 export const pathUndecided: Check = {
-  meta: {
-    code: 'KPD-PATH-UNDECIDED',
-    severity: 'warning',
-    title: 'A rule on the path could not be evaluated',
-    hint: 'The tracer never guesses: read the rule named and decide by hand; report it so the tracer learns it.',
-  },
+  meta: codeEntry('KPD-PATH-UNDECIDED'),
   run: (ctx) => ctx.paths.filter((p) => p.ok === null && p.breaksAt === 'unknown').map((p) => ({node: p.node, message: `${p.node}: ${p.entry} (${p.port}): ${p.detail}`})),
 }

@@ -1,16 +1,12 @@
 import type {Check, FindingDraft} from '../check.js'
+import {codeEntry} from '../catalogue.js'
 import {endpointChains} from '../../model/dataplane.js'
 
 // kube-proxy writes %0.10f and iptables-save prints 11 decimals: compare with a tolerance.
 const TOLERANCE = 1e-5
 
 export const probabilityWrong: Check = {
-  meta: {
-    code: 'KPD-PROBABILITY-WRONG',
-    severity: 'warning',
-    title: 'Endpoint probabilities do not split traffic evenly',
-    hint: 'Rules edited by hand or a stale sync: restart kube-proxy on the node.',
-  },
+  meta: codeEntry('KPD-PROBABILITY-WRONG'),
   run(ctx) {
     const out: FindingDraft[] = []
     for (const n of ctx.nodes) {

@@ -1,14 +1,10 @@
 import type {Check, FindingDraft} from '../check.js'
+import {codeEntry} from '../catalogue.js'
 
 const USERSPACE_CHAINS = ['KUBE-PORTALS-CONTAINER', 'KUBE-PORTALS-HOST', 'KUBE-NODEPORT-CONTAINER', 'KUBE-NODEPORT-HOST']
 
 export const modeMixed: Check = {
-  meta: {
-    code: 'KPD-MODE-MIXED',
-    severity: 'warning',
-    title: 'Nodes run kube-proxy in different modes',
-    hint: 'Give every node the same kube-proxy configuration (mode) and restart the odd ones.',
-  },
+  meta: codeEntry('KPD-MODE-MIXED'),
   run(ctx) {
     const byMode = new Map<string, string[]>()
     for (const n of ctx.nodes) byMode.set(n.mode.mode, [...(byMode.get(n.mode.mode) ?? []), n.name])
@@ -23,12 +19,7 @@ export const modeMixed: Check = {
 }
 
 export const modeMismatch: Check = {
-  meta: {
-    code: 'KPD-MODE-MISMATCH',
-    severity: 'warning',
-    title: "A node's rules are of another mode than kube-proxy's configuration says",
-    hint: 'kube-proxy on the node was not restarted after the mode changed, or runs with its own flags: check its command line and restart it.',
-  },
+  meta: codeEntry('KPD-MODE-MISMATCH'),
   run(ctx) {
     const wanted = ctx.cluster.proxyConfig.mode || 'iptables'
     if (!['iptables', 'nftables'].includes(wanted)) return []
@@ -39,12 +30,7 @@ export const modeMismatch: Check = {
 }
 
 export const modeLeftover: Check = {
-  meta: {
-    code: 'KPD-MODE-LEFTOVER',
-    severity: 'warning',
-    title: 'Rules of a proxy mode not in use are left on the node',
-    hint: 'Stale rules of another mode can still rewrite packets: run `kube-proxy --cleanup` for the old mode (or reboot the node) during a maintenance window.',
-  },
+  meta: codeEntry('KPD-MODE-LEFTOVER'),
   run(ctx) {
     const out: FindingDraft[] = []
     for (const n of ctx.nodes) {
@@ -66,12 +52,7 @@ export const modeLeftover: Check = {
 }
 
 export const modeUnsupported: Check = {
-  meta: {
-    code: 'KPD-MODE-UNSUPPORTED',
-    severity: 'warning',
-    title: 'The node runs a kube-proxy mode whose rules the doctor does not judge yet (IPVS)',
-    hint: 'Check it by hand: ipvsadm -Ln -t CLUSTER-IP:PORT lists a real server per ready endpoint; ip addr show kube-ipvs0 holds the ClusterIP.',
-  },
+  meta: codeEntry('KPD-MODE-UNSUPPORTED'),
   run: (ctx) =>
     ctx.unsupported.map((u) => ({
       node: u.node,

@@ -1,12 +1,8 @@
 import type {Check, FindingDraft} from '../check.js'
+import {codeEntry} from '../catalogue.js'
 
 export const rejectStale: Check = {
-  meta: {
-    code: 'KPD-REJECT-STALE',
-    severity: 'error',
-    title: 'A "no endpoints" REJECT/DROP rule is still present although the Service has endpoints',
-    hint: 'kube-proxy on this node did not pick up the endpoints: restart it and check its logs.',
-  },
+  meta: codeEntry('KPD-REJECT-STALE'),
   run(ctx) {
     const out: FindingDraft[] = []
     for (const n of ctx.nodes) {

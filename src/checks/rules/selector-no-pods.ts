@@ -1,6 +1,7 @@
 import {selectorMatches} from '../../cluster/pod-status.js'
 import {editDistance} from '../../cluster/similar-names.js'
 import type {Check, CheckContext} from '../check.js'
+import {codeEntry} from '../catalogue.js'
 
 export function selectedPods(ctx: CheckContext) {
   const selector = ctx.cluster.service.spec?.selector ?? {}
@@ -29,12 +30,7 @@ function nearMisses(selector: Record<string, string>, ctx: CheckContext): string
 }
 
 export const selectorNoPods: Check = {
-  meta: {
-    code: 'KPD-SELECTOR-NO-PODS',
-    severity: 'error',
-    title: "The Service's selector matches no Pod",
-    hint: "Fix the selector or the Pods' labels so that they agree.",
-  },
+  meta: codeEntry('KPD-SELECTOR-NO-PODS'),
   run(ctx) {
     const selector = ctx.cluster.service.spec?.selector
     if (!selector || Object.keys(selector).length === 0 || ctx.service.notProxied?.startsWith('ExternalName')) return []

@@ -1,12 +1,8 @@
 import type {Check, FindingDraft} from '../check.js'
+import {codeEntry} from '../catalogue.js'
 
 export const serviceRuleMissing: Check = {
-  meta: {
-    code: 'KPD-SVC-RULE-MISSING',
-    severity: 'error',
-    title: 'Service port missing from nat KUBE-SERVICES',
-    hint: 'kube-proxy on this node has not synced the Service: check its logs and sync metrics, then restart it.',
-  },
+  meta: codeEntry('KPD-SVC-RULE-MISSING'),
   run(ctx) {
     const out: FindingDraft[] = []
     for (const n of ctx.nodes) {

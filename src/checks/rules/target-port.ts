@@ -1,5 +1,6 @@
 import type {V1Pod} from '@kubernetes/client-node'
 import type {Check, FindingDraft} from '../check.js'
+import {codeEntry} from '../catalogue.js'
 import {selectedPods} from './selector-no-pods.js'
 
 function containerPorts(pod: V1Pod) {
@@ -7,12 +8,7 @@ function containerPorts(pod: V1Pod) {
 }
 
 export const targetPortNotExposed: Check = {
-  meta: {
-    code: 'KPD-TARGETPORT-NOT-EXPOSED',
-    severity: 'error',
-    title: 'Named targetPort not defined by the selected Pods',
-    hint: "Name the containerPort in the Pod template as the Service's targetPort says, or use the port number.",
-  },
+  meta: codeEntry('KPD-TARGETPORT-NOT-EXPOSED'),
   run(ctx) {
     const out: FindingDraft[] = []
     const pods = selectedPods(ctx)
@@ -34,12 +30,7 @@ export const targetPortNotExposed: Check = {
 }
 
 export const targetPortUndeclared: Check = {
-  meta: {
-    code: 'KPD-TARGETPORT-UNDECLARED',
-    severity: 'warning',
-    title: 'Numeric targetPort is not among the ports the Pods declare',
-    hint: 'If the container listens elsewhere, fix targetPort; if it listens there without declaring it, declare the containerPort.',
-  },
+  meta: codeEntry('KPD-TARGETPORT-UNDECLARED'),
   run(ctx) {
     const out: FindingDraft[] = []
     const pods = selectedPods(ctx).filter((p) => containerPorts(p).length > 0)

@@ -1,0 +1,389 @@
+import type {ProxyMode} from '../model/choose-mode.js'
+import type {Step} from '../model/paths.js'
+
+/** What a CI reader groups findings by: from the Service's own objects to the packet path. */
+type CheckFamily = 'service' | 'endpoints' | 'dns' | 'kube-proxy' | 'rules' | 'hairpin' | 'path'
+
+/**
+ * One row of the finding-code catalogue: the single source of each code's severity, words and reach. Checks take
+ * their metadata from here, the README's code table is generated from it, and the step a path breaks at names the
+ * codes that can explain it.
+ */
+export interface CodeEntry {
+  /** Stable, greppable, silenceable: KPD-AREA-WHAT. */
+  code: string
+  severity: 'error' | 'warning' | 'info'
+  family: CheckFamily
+  title: string
+  /** The generic next step; a finding may carry a more precise one. */
+  hint: string
+  /** The path steps a break at which this code explains (the report takes its next step from it). */
+  explains: readonly Step[]
+  /** The proxy modes whose nodes can have it. */
+  modes: readonly ProxyMode[]
+}
+
+const ALL_MODES: readonly ProxyMode[] = ['iptables', 'nftables', 'ipvs']
+
+export const CATALOGUE: readonly CodeEntry[] = [
+  {
+    code: 'KPD-NOT-PROXIED',
+    severity: 'info',
+    family: 'service',
+    title: 'kube-proxy programs no rules for this Service by design',
+    hint: 'Nothing to fix in kube-proxy: check DNS and the Pods instead.',
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-SELECTOR-NO-PODS',
+    severity: 'error',
+    family: 'endpoints',
+    title: "The Service's selector matches no Pod",
+    hint: "Fix the selector or the Pods' labels so that they agree.",
+    explains: ['endpoints'],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-NO-READY-ENDPOINTS',
+    severity: 'error',
+    family: 'endpoints',
+    title: 'The Service has no ready endpoints',
+    hint: 'Fix the Pods first: kubectl describe pod POD (events, readiness probe), kubectl logs POD --previous.',
+    explains: ['endpoints'],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-TARGETPORT-NOT-EXPOSED',
+    severity: 'error',
+    family: 'endpoints',
+    title: 'Named targetPort not defined by the selected Pods',
+    hint: "Name the containerPort in the Pod template as the Service's targetPort says, or use the port number.",
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-TARGETPORT-UNDECLARED',
+    severity: 'warning',
+    family: 'endpoints',
+    title: 'Numeric targetPort is not among the ports the Pods declare',
+    hint: 'If the container listens elsewhere, fix targetPort; if it listens there without declaring it, declare the containerPort.',
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-ENDPOINT-NOT-READY',
+    severity: 'warning',
+    family: 'endpoints',
+    title: 'Some endpoints are not ready and get no traffic',
+    hint: 'kubectl describe pod POD: look at the readiness probe and the last termination.',
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-DNS-SERVICE-MISSING',
+    severity: 'error',
+    family: 'dns',
+    title: 'Cluster DNS Service not found',
+    hint: 'kubectl -n kube-system get svc -l k8s-app=kube-dns; redeploy CoreDNS if it is gone.',
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-DNS-NO-ENDPOINTS',
+    severity: 'error',
+    family: 'dns',
+    title: 'Cluster DNS has no ready endpoints',
+    hint: 'kubectl -n kube-system get pods -l k8s-app=kube-dns; kubectl -n kube-system logs -l k8s-app=kube-dns',
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-NODE-UNREADABLE',
+    severity: 'warning',
+    family: 'kube-proxy',
+    title: 'Node could not be read',
+    hint: 'Check SSH access to the node (ssh NODE true) and --ssh-config; the other nodes are still diagnosed.',
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-MODE-MIXED',
+    severity: 'warning',
+    family: 'kube-proxy',
+    title: 'Nodes run kube-proxy in different modes',
+    hint: 'Give every node the same kube-proxy configuration (mode) and restart the odd ones.',
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-MODE-UNSUPPORTED',
+    severity: 'warning',
+    family: 'kube-proxy',
+    title: 'The node runs a kube-proxy mode whose rules the doctor does not judge yet (IPVS)',
+    hint: 'Check it by hand: ipvsadm -Ln -t CLUSTER-IP:PORT lists a real server per ready endpoint; ip addr show kube-ipvs0 holds the ClusterIP.',
+    explains: [],
+    modes: ['ipvs'],
+  },
+  {
+    code: 'KPD-MODE-MISMATCH',
+    severity: 'warning',
+    family: 'kube-proxy',
+    title: "A node's rules are of another mode than kube-proxy's configuration says",
+    hint: 'kube-proxy on the node was not restarted after the mode changed, or runs with its own flags: check its command line and restart it.',
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-MODE-LEFTOVER',
+    severity: 'warning',
+    family: 'kube-proxy',
+    title: 'Rules of a proxy mode not in use are left on the node',
+    hint: 'Stale rules of another mode can still rewrite packets: run `kube-proxy --cleanup` for the old mode (or reboot the node) during a maintenance window.',
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-PROXY-POD-DOWN',
+    severity: 'error',
+    family: 'kube-proxy',
+    title: "The node's kube-proxy Pod is not running and ready",
+    hint: 'kubectl -n kube-system describe pod POD; kubectl -n kube-system logs POD --previous',
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-PROXY-UNHEALTHY',
+    severity: 'error',
+    family: 'kube-proxy',
+    title: 'kube-proxy reports itself unhealthy (/healthz)',
+    hint: 'kube-proxy has not synced rules for too long, or the node is being deleted: read its logs (kubectl -n kube-system logs POD) and restart it.',
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-PROXY-STUCK',
+    severity: 'error',
+    family: 'kube-proxy',
+    title: 'kube-proxy queued a sync long after its last successful one: it is stuck',
+    hint: 'Restart kube-proxy on the node and read why its syncs fail (iptables-restore / nft errors in its log).',
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-PROXY-SYNC-FAILURES',
+    severity: 'warning',
+    family: 'kube-proxy',
+    title: 'kube-proxy has failed to write its rules',
+    hint: "Read kube-proxy's log for the failing iptables-restore / nft call (another program may hold the lock or have changed the tables).",
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-HOOK-MISSING',
+    severity: 'error',
+    family: 'rules',
+    title: "kube-proxy's chains are missing or not hooked into the nat table",
+    hint: 'Is kube-proxy running on the node, in iptables mode? Check its logs and restart it: it re-creates the jumps on its next sync.',
+    explains: ['PREROUTING', 'OUTPUT', 'KUBE-SERVICES', 'POSTROUTING'],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-SVC-RULE-MISSING',
+    severity: 'error',
+    family: 'rules',
+    title: 'Service port missing from nat KUBE-SERVICES',
+    hint: 'kube-proxy on this node has not synced the Service: check its logs and sync metrics, then restart it.',
+    explains: ['KUBE-SERVICES'],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-REJECT-STALE',
+    severity: 'error',
+    family: 'rules',
+    title: 'A "no endpoints" REJECT/DROP rule is still present although the Service has endpoints',
+    hint: 'kube-proxy on this node did not pick up the endpoints: restart it and check its logs.',
+    explains: ['KUBE-SERVICES', 'KUBE-NODEPORTS', 'filter'],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-NODEPORT-MISSING',
+    severity: 'error',
+    family: 'rules',
+    title: 'NodePort not programmed on the node',
+    hint: 'kube-proxy on this node has not synced the NodePort: check its logs and nodePortAddresses, then restart it.',
+    explains: ['KUBE-NODEPORTS', 'KUBE-EXT'],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-SEP-MISSING',
+    severity: 'error',
+    family: 'rules',
+    title: 'Ready endpoint missing from the service chain',
+    hint: 'kube-proxy on this node missed an endpoint update: check its logs (kubectl -n kube-system logs POD | grep -i error) and restart it.',
+    explains: ['KUBE-SVC', 'KUBE-SEP'],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-SEP-STALE',
+    severity: 'error',
+    family: 'rules',
+    title: 'Stale endpoint in the service chain',
+    hint: 'kube-proxy on this node still sends traffic to an address that is no endpoint: restart it and check why it stopped syncing.',
+    explains: ['DNAT'],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-DNAT-WRONG',
+    severity: 'error',
+    family: 'rules',
+    title: 'DNAT to the wrong address or port',
+    hint: "Compare the Service targetPort with the Pods' containerPort; if the Service is right, kube-proxy on this node is stale: restart it.",
+    explains: ['DNAT'],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-PROBABILITY-WRONG',
+    severity: 'warning',
+    family: 'rules',
+    title: 'Endpoint probabilities do not split traffic evenly',
+    hint: 'Rules edited by hand or a stale sync: restart kube-proxy on the node.',
+    explains: [],
+    modes: ['iptables'],
+  },
+  {
+    code: 'KPD-AFFINITY-MISMATCH',
+    severity: 'warning',
+    family: 'rules',
+    title: "Session affinity on the node differs from the Service's sessionAffinity",
+    hint: 'Clients do not stick to one backend (or stick when they should not): restart kube-proxy on the node so it rewrites the chain.',
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-IPVS-WEIGHT-ZERO',
+    severity: 'error',
+    family: 'rules',
+    title: 'IPVS real server stuck at weight 0 for a ready endpoint',
+    hint: 'kube-proxy sets weight 0 only for terminating endpoints; a ready one at 0 gets no traffic (kubernetes #92019): restart kube-proxy on the node.',
+    explains: ['KUBE-SVC'],
+    modes: ['ipvs'],
+  },
+  {
+    code: 'KPD-IPVS-VIP-UNBOUND',
+    severity: 'error',
+    family: 'rules',
+    title: 'Service address not bound to kube-ipvs0',
+    hint: 'Without the address on kube-ipvs0 the packet is not delivered locally to IPVS: restart kube-proxy on the node.',
+    explains: ['KUBE-SERVICES'],
+    modes: ['ipvs'],
+  },
+  {
+    code: 'KPD-IPVS-IPSET-MISSING',
+    severity: 'error',
+    family: 'rules',
+    title: "An ipset entry IPVS mode's iptables rules depend on is missing",
+    hint: 'kube-proxy keeps these sets in step with the Services; a missing entry means a stale or failing kube-proxy: restart it.',
+    explains: ['KUBE-SERVICES', 'POSTROUTING'],
+    modes: ['ipvs'],
+  },
+  {
+    code: 'KPD-IPVS-SYSCTL',
+    severity: 'error',
+    family: 'rules',
+    title: 'A sysctl IPVS mode needs is not set',
+    hint: 'kube-proxy sets these at start: something reset them (a tuning daemon, a sysctl.d file). Set them back and find what changed them.',
+    explains: ['POSTROUTING'],
+    modes: ['ipvs'],
+  },
+  {
+    code: 'KPD-IPVS-SCHEDULER',
+    severity: 'warning',
+    family: 'rules',
+    title: 'Virtual server scheduler or persistence differs from what kube-proxy and the Service ask',
+    hint: "Compare kube-proxy's ipvs.scheduler and the Service's sessionAffinity with `ipvsadm -Ln`; restart kube-proxy on the node.",
+    explains: [],
+    modes: ['ipvs'],
+  },
+  {
+    code: 'KPD-MASQ-MISSING',
+    severity: 'error',
+    family: 'rules',
+    title: 'Masquerade mark or MASQUERADE rule missing',
+    hint: 'Without it, NodePort/external traffic to other nodes and hairpin traffic lose their replies. Restart kube-proxy; check masqueradeBit in its config.',
+    explains: ['POSTROUTING'],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-HAIRPIN-OFF',
+    severity: 'error',
+    family: 'hairpin',
+    title: "Hairpin is off on a backend Pod's bridge port",
+    hint: 'Run the kubelet with --hairpin-mode=hairpin-veth (or promiscuous-bridge), or set it on the port: echo 1 > /sys/class/net/BRIDGE/brif/PORT/hairpin_mode',
+    explains: ['bridge/hairpin'],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-HAIRPIN-UNMAPPED',
+    severity: 'warning',
+    family: 'hairpin',
+    title: 'Bridge ports with hairpin off on a node hosting backends; which pod is behind them is unknown',
+    hint: "Find the pod behind each port (ip neigh, bridge fdb) and check the kubelet's --hairpin-mode.",
+    explains: ['bridge/hairpin'],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-PATH-UNDECIDED',
+    severity: 'warning',
+    family: 'path',
+    title: 'A rule on the path could not be evaluated',
+    hint: 'The tracer never guesses: read the rule named and decide by hand; report it so the tracer learns it.',
+    explains: ['unknown'],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-NODE-DIVERGES',
+    severity: 'warning',
+    family: 'kube-proxy',
+    title: 'This node programs a different endpoint set than the other nodes',
+    hint: 'A stuck or crashed kube-proxy on this node: compare its logs and sync metrics with a healthy node, then restart it.',
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-DNS-NO-ANSWER',
+    severity: 'error',
+    family: 'dns',
+    title: "The Service's name does not resolve to its ClusterIP through cluster DNS",
+    hint: 'Check the DNS Pods and their logs; from a pod: nslookup NAME.NAMESPACE.svc.cluster.local',
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-PATH-BROKEN',
+    severity: 'error',
+    family: 'path',
+    title: 'The packet path breaks at a rule no other finding explains (often a CNI, firewall or NetworkPolicy rule)',
+    hint: 'Read the rule named in the evidence; `kproxy-doctor svc … --explain` or `kproxy-doctor trace` shows the whole walk.',
+    explains: ['filter'],
+    modes: ALL_MODES,
+  },
+]
+
+const BY_CODE = new Map(CATALOGUE.map((e) => [e.code, e]))
+
+/** The catalogue row of a code; a code missing from the catalogue is a programming error. */
+export function codeEntry(code: string): CodeEntry {
+  const entry = BY_CODE.get(code)
+  if (!entry) throw new Error(`finding code ${code} is not in the catalogue`)
+  return entry
+}
+
+export function isKnownCode(code: string): boolean {
+  return BY_CODE.has(code)
+}
+
+/** The codes whose findings explain a path that breaks at `step`. */
+export function codesExplaining(step: Step): string[] {
+  return CATALOGUE.filter((e) => e.explains.includes(step)).map((e) => e.code)
+}

@@ -24,6 +24,14 @@ export interface OfflineOptions {
   strictARP?: boolean
   /** Changes to the web Service (e.g. externalTrafficPolicy). */
   web?: Partial<LabService>
+  /** Hand edits of a node's generated iptables-save text (a rule added, changed or removed). */
+  editDump?: Record<string, (text: string) => string>
+  /** Hand edits of a node's bridge-state text (hairpin, links, neighbours, fdb). */
+  editNetwork?: Record<string, (text: string) => string>
+  /** Changes to the API objects as read (a Service field, the DNS Service, kube-proxy's Pods or configuration). */
+  editCluster?: (cluster: ClusterState) => void
+  /** Replaces what was read on a node (kube-proxy's status, an unreadable node). */
+  editObservation?: Record<string, (obs: NodeObservation) => NodeObservation>
 }
 
 /** The lab's cluster as the doctor would read it, built in memory: API objects plus each node's dumps. */
@@ -47,9 +55,10 @@ export function offlineCluster(opts: OfflineOptions = {}): {cluster: ClusterStat
   const observations = NODES.map((node): NodeObservation => {
     const ipvsFaults = opts.ipvs?.[node.name]
     const ipvsTexts = ipvsFaults ? kubeProxyIpvsTexts(node, [WEB, DNS], pods, ipvsFaults) : undefined
-    const text = opts.dumpFor?.[node.name] ?? ipvsTexts?.iptablesSave ?? kubeProxyRules(node, [WEB, DNS], pods, opts.faults?.[node.name] ?? {})
+    const generated = opts.dumpFor?.[node.name] ?? ipvsTexts?.iptablesSave ?? kubeProxyRules(node, [WEB, DNS], pods, opts.faults?.[node.name] ?? {})
+    const text = opts.editDump?.[node.name]?.(generated) ?? generated
     const local = pods.filter((p) => p.node === node.name)
-    const network = [
+    const networkText = [
       '## hairpin',
       ...local.map((p) => `/sys/class/net/cbr0/brif/v${p.name}/hairpin_mode ${opts.hairpinOff?.includes(p.name) ? 0 : 1}`),
       '## links',
@@ -59,8 +68,9 @@ export function offlineCluster(opts: OfflineOptions = {}): {cluster: ClusterStat
       '## fdb',
       ...local.map((p, i) => `02:00:00:00:01:${(i + 16).toString(16)} dev v${p.name} master cbr0`),
     ].join('\n')
+    const network = opts.editNetwork?.[node.name]?.(networkText) ?? networkText
     const dns = opts.dns?.[node.name] ?? {addresses: [WEB.clusterIP]}
-    return {
+    const obs: NodeObservation = {
       name: node.name,
       reachable: true,
       ...(ipvsTexts
@@ -78,6 +88,8 @@ export function offlineCluster(opts: OfflineOptions = {}): {cluster: ClusterStat
       network: parseBridgeState(network),
       dns: {name: 'web.shop.svc.cluster.local', server: DNS.clusterIP, method: 'test', rcode: dns.rcode ?? (dns.error ? undefined : 'NOERROR'), ...dns},
     }
+    return opts.editObservation?.[node.name]?.(obs) ?? obs
   })
+  opts.editCluster?.(cluster)
   return {cluster, observations}
 }

@@ -54,7 +54,8 @@ export function serviceObject(s: LabService) {
 }
 
 export function endpointSliceObject(s: LabService, pods: LabPod[]) {
-  const selected = pods.filter((p) => selects(s, p))
+  // As the EndpointSlice controller does: a Pod on which no port of the Service resolves gets no endpoint.
+  const selected = pods.filter((p) => selects(s, p) && s.ports.some((sp) => endpointPort(sp, p) > 0))
   return {
     metadata: {
       name: `${s.name}-abc12`,

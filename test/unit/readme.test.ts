@@ -2,6 +2,8 @@ import assert from 'node:assert/strict'
 import {readFileSync} from 'node:fs'
 import {test} from 'node:test'
 import {CHECKS} from '../../src/checks/index.js'
+import {CATALOGUE} from '../../src/checks/catalogue.js'
+import {withCodesTable} from '../tools/codes-table.js'
 
 const readme = readFileSync('README.md', 'utf8')
 
@@ -14,6 +16,15 @@ test('the README opens with exactly two commands, and CI runs the second', () =>
   assert.ok(readFileSync('.ci/run', 'utf8').includes(commands[1]), '.ci/run runs the README test command')
 })
 
-test('every finding code is documented in the README', () => {
-  for (const c of CHECKS) assert.ok(readme.includes(`| \`${c.meta.code}\` | ${c.meta.severity} |`), `${c.meta.code} missing from the README table`)
+test('the README code table is the one generated from the catalogue (npm run codes:readme)', () => {
+  assert.equal(readme, withCodesTable(readme), 'README.md and src/checks/catalogue.ts differ: run npm run codes:readme')
+})
+
+test('every check takes its code from the catalogue, and every catalogue code has a check', () => {
+  assert.deepEqual(CHECKS.map((c) => c.meta.code).sort(), CATALOGUE.map((e) => e.code).sort())
+  for (const c of CHECKS)
+    assert.equal(
+      c.meta,
+      CATALOGUE.find((e) => e.code === c.meta.code),
+    )
 })

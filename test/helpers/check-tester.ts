@@ -1,0 +1,45 @@
+import assert from 'node:assert/strict'
+import {describe, test} from 'node:test'
+import {diagnose, type DiagnoseOptions} from '../../src/diagnosis/diagnose.js'
+import {offlineCluster, type OfflineOptions} from './offline-cluster.js'
+
+/** One expected finding: code, node ("-" when cluster-wide), severity. */
+type Expected = [code: string, node: string, severity: 'error' | 'warning' | 'info']
+
+export interface CheckCase {
+  name: string
+  /** The cluster and nodes as read, built from the lab's healthy state. */
+  state: OfflineOptions
+  options?: DiagnoseOptions
+  /** EVERY finding the whole diagnosis must produce: one more or one fewer fails the case. */
+  findings: Expected[]
+}
+
+/** Codes seen firing in any case run so far in this process. */
+export const firedCodes = new Set<string>()
+
+const key = (e: Expected) => e.join(' ')
+
+/**
+ * ESLint's RuleTester, for checks: each case is a state of the cluster and the exact list of findings the full
+ * diagnosis gives for it, so a check that starts firing where it should not fails someone's case.
+ */
+export function checkTester(title: string, cases: CheckCase[]): void {
+  describe(title, () => {
+    for (const c of cases) {
+      test(c.name, () => {
+        const {cluster, observations} = offlineCluster(c.state)
+        const findings = diagnose(cluster, observations, c.options).findings
+        for (const f of findings) firedCodes.add(f.code)
+        const got = findings
+          .map((f): Expected => [f.code, f.node ?? '-', f.severity])
+          .map(key)
+          .sort()
+        if (process.env.KPD_PRINT_FINDINGS)
+          console.log(`## ${c.name}\n${JSON.stringify(findings.map((f) => [f.code, f.node ?? '-', f.severity]))}\n${findings.map((f) => `   ${f.code} ${f.node}: ${f.message}`).join('\n')}`)
+        assert.deepEqual(got, c.findings.map(key).sort())
+        for (const f of findings) assert.ok(f.message.length > 0 && f.hint.length > 0, `${f.code} needs a message and a hint`)
+      })
+    }
+  })
+}

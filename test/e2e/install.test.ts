@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import {execFileSync, spawnSync} from 'node:child_process'
 import {cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, symlinkSync} from 'node:fs'
 import {tmpdir} from 'node:os'
-import {join, resolve} from 'node:path'
+import {dirname, join, resolve} from 'node:path'
 import {after, before, test} from 'node:test'
 
 // Packs the working tree as `npm pack` would for a release (prepack builds), installs the tarball globally into a
@@ -70,6 +70,16 @@ test('npm i -g: the installed kproxy-doctor diagnoses the bundled broken example
 
 test('npx (npm exec) runs the tarball without installing it globally', () => {
   const r = run('npm', ['exec', '--prefer-offline', '--yes', `--package=${tarball}`, '--', 'kproxy-doctor', 'svc', 'web', '-n', 'shop', '--snapshot', join(repo, 'examples/broken-cluster')])
+  assert.equal(r.code, 1, r.stderr)
+  assert.match(r.stdout, /^✗ shop\/web: .* breaks at DNAT on node-b/)
+})
+
+test('the installed package is a kubectl plugin: kubectl finds it on PATH and runs it', () => {
+  const env = {PATH: [join(prefix, 'bin'), dirname(process.execPath), '/usr/bin', '/bin'].join(':'), HOME: tmp}
+  const list = run('/usr/bin/kubectl', ['plugin', 'list'], env)
+  assert.match(list.stdout, new RegExp(`${join(prefix, 'bin/kubectl-kproxy_doctor')}\\n`))
+  const installed = join(prefix, 'lib/node_modules/kproxy-doctor')
+  const r = run('/usr/bin/kubectl', ['kproxy-doctor', 'svc', 'web', '-n', 'shop', '--snapshot', join(installed, 'examples/broken-cluster')], env)
   assert.equal(r.code, 1, r.stderr)
   assert.match(r.stdout, /^✗ shop\/web: .* breaks at DNAT on node-b/)
 })

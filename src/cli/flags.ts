@@ -5,9 +5,13 @@ const CLUSTER = 'CLUSTER'
 const NODES = 'NODES'
 
 /** Where the cluster is: the Kubernetes API (kubectl's spellings, so the kubectl plugin can hand them on). */
+const CONTEXT = {description: 'kubeconfig context to use', helpGroup: CLUSTER}
+const KUBECONFIG = {description: 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)', helpGroup: CLUSTER}
+const SSH_CONFIG = {description: 'OpenSSH client config mapping node names to hosts (default ~/.ssh/config)', helpGroup: NODES}
+
 export const kubeFlags = {
-  context: Flags.string({description: 'kubeconfig context to use', helpGroup: CLUSTER}),
-  kubeconfig: Flags.string({description: 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)', helpGroup: CLUSTER}),
+  context: Flags.string(CONTEXT),
+  kubeconfig: Flags.string(KUBECONFIG),
 }
 
 export const namespaceFlag = {
@@ -16,7 +20,7 @@ export const namespaceFlag = {
 
 /** How nodes are reached over SSH. */
 export const sshFlags = {
-  'ssh-config': Flags.string({description: 'OpenSSH client config mapping node names to hosts (default ~/.ssh/config)', helpGroup: NODES}),
+  'ssh-config': Flags.string(SSH_CONFIG),
   timeout: Flags.integer({description: 'seconds allowed for each API call and each SSH step', default: 20, min: 1, helpGroup: NODES}),
   'insecure-ignore-host-key': Flags.boolean({description: 'do not check SSH host keys against known_hosts (prints a warning)', default: false, helpGroup: NODES}),
 }
@@ -30,6 +34,18 @@ export const nodeSelectionFlags = {
 
 /** Flags shared by the commands that read a cluster and its nodes. */
 export const clusterFlags = {...namespaceFlag, ...kubeFlags, ...sshFlags, ...nodeSelectionFlags}
+
+/** Flags for reading one node live (`trace --node`): given without it, they are an error, not ignored. */
+export const nodeReadFlags = {
+  context: Flags.string({...CONTEXT, dependsOn: ['node']}),
+  kubeconfig: Flags.string({...KUBECONFIG, dependsOn: ['node']}),
+  'ssh-config': Flags.string({...SSH_CONFIG, dependsOn: ['node']}),
+  timeout: sshFlags.timeout,
+  'insecure-ignore-host-key': sshFlags['insecure-ignore-host-key'],
+}
+
+/** The flags a walk of a dump file would ignore (oclif skips defaulted flags when checking exclusivity). */
+export const NODE_READ_ONLY_FLAGS = ['node', ...Object.keys(nodeReadFlags)]
 
 /** The flags that only matter when the cluster is read live: an error next to `--snapshot`, which would ignore them. */
 export const LIVE_ONLY_FLAGS = ['context', 'kubeconfig', 'ssh-config', 'timeout', 'insecure-ignore-host-key', 'all-nodes', 'concurrency']

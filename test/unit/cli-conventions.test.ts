@@ -12,7 +12,8 @@ const version = JSON.parse(readFileSync('package.json', 'utf8')).version
 
 /** The flags listed in one command's help, by long name. */
 function helpFlags(help: string): string[] {
-  return [...help.matchAll(/^\s+(?:-\w, )?--([a-z-]+)/gm)].map((m) => m[1]).sort()
+  const sectionsWithFlags = help.slice(help.search(/^[A-Z ]*FLAGS$/m)).split(/^(?:EXAMPLES|DESCRIPTION)$/m)[0]
+  return [...sectionsWithFlags.matchAll(/^\s+(?:-\w, )?--([a-z-]+)/gm)].map((m) => m[1]).sort()
 }
 
 test('help, help svc and --help everywhere', async () => {
@@ -119,4 +120,35 @@ test('zsh completion: a compdef script that loads the same completion through ba
   assert.match(zsh.stdout, /bashcompinit && bashcompinit\n/)
   assert.ok(zsh.stdout.endsWith(bash.stdout))
   assert.equal((await runCli(['completion', 'fish'])).code, 2)
+})
+
+test('trace lists only the flags it honours; the live-read flags without --node are an error', async () => {
+  const help = (await runCli(['trace', '--help'])).stdout
+  assert.deepEqual(helpFlags(help), [
+    'context',
+    'dport',
+    'dst',
+    'in-iface',
+    'insecure-ignore-host-key',
+    'ipset-save',
+    'iptables-save',
+    'kubeconfig',
+    'nft',
+    'node',
+    'node-ip',
+    'out-iface',
+    'output',
+    'proto',
+    'sport',
+    'src',
+    'ssh-config',
+    'timeout',
+  ])
+  const walk = ['trace', '--iptables-save', 'examples/broken-cluster/nodes/node-b/iptables-save.txt', '--src', '10.244.2.100', '--dst', '10.96.10.10', '--dport', '80']
+  assert.equal((await runCli(walk)).code, 0)
+  for (const extra of [['--context', 'prod'], ['--kubeconfig', '/k'], ['--ssh-config', '/s'], ['--timeout', '3'], ['--insecure-ignore-host-key'], ['-n', 'shop'], ['--nodes', 'a']]) {
+    const r = await runCli([...walk, ...extra])
+    assert.equal(r.code, 2, extra.join(' '))
+  }
+  assert.equal((await runCli(['trace', '--node', 'node-b', '--ipset-save', '/f', '--src', '1.1.1.1', '--dst', '2.2.2.2', '--dport', '1'])).code, 2)
 })

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict'
 import {execFileSync, spawnSync} from 'node:child_process'
-import {cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, symlinkSync} from 'node:fs'
+import {cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {dirname, join, resolve} from 'node:path'
 import {after, before, test} from 'node:test'
 
-// Packs the working tree as `npm pack` would for a release (prepack builds), installs the tarball globally into a
+// Packs the working tree as `npm pack` would for a release (prepack cleans dist/ and builds), installs the tarball globally into a
 // temporary prefix from the npm cache only (--offline), and runs what a user would run.
 const repo = resolve('.')
 const tmp = mkdtempSync(join(tmpdir(), 'kpd-install-'))
@@ -30,6 +30,9 @@ before(() => {
     if (existsSync(join(repo, entry))) cpSync(join(repo, entry), join(src, entry), {recursive: true})
   }
   symlinkSync(realpathSync(join(repo, 'node_modules')), join(src, 'node_modules'))
+  // A compiled command whose source is gone must not ship (oclif would still list it): prepack starts from an empty dist/.
+  mkdirSync(join(src, 'dist/src/commands'), {recursive: true})
+  writeFileSync(join(src, 'dist/src/commands/removed.js'), 'export default class Removed {}\n')
   mkdirSync(join(tmp, 'out'))
   npm(['pack', '--pack-destination', join(tmp, 'out')], src)
   tarball = join(
@@ -56,6 +59,7 @@ test('the packed tarball holds the compiled CLI, its examples and nothing from d
     assert.ok(files.includes(wanted), `${wanted} in the tarball`)
   const unwanted = files.filter((f) => /^package\/(src|test|bench|dist\/test|dist\/bench|scripts|node_modules|\.ci)\//.test(f) || f.endsWith('.ts'))
   assert.deepEqual(unwanted, [])
+  assert.ok(!files.includes('package/dist/src/commands/removed.js'), 'a stale compiled file is not packed')
 })
 
 test('npm i -g: the installed kproxy-doctor diagnoses the bundled broken example', () => {

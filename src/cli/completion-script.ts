@@ -37,11 +37,13 @@ export function bashCompletion(bin: string, commands: CompletableCommand[]): str
   })
   return `# bash completion for ${bin}: source <(${bin} completion bash)
 ${fn}() {
-  local cur="\${COMP_WORDS[COMP_CWORD]}" prev="\${COMP_WORDS[COMP_CWORD-1]}"
-  local typed="" i
+  # \${array[@]:i:1} is word i counted from 0 in bash and in zsh (whose plain subscripts count from 1).
+  local cur="\${COMP_WORDS[@]:$COMP_CWORD:1}" prev="\${COMP_WORDS[@]:$((COMP_CWORD - 1)):1}"
+  local typed="" word i
   for ((i = 1; i < COMP_CWORD; i++)); do
-    [[ "\${COMP_WORDS[i]}" == -* ]] && break
-    typed="\${typed:+$typed }\${COMP_WORDS[i]}"
+    word="\${COMP_WORDS[@]:$i:1}"
+    [[ "$word" == -* ]] && break
+    typed="\${typed:+$typed }$word"
   done
   COMPREPLY=()
   case "$typed" in

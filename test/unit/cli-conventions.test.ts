@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import {execFile} from 'node:child_process'
-import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {after, test} from 'node:test'
@@ -152,3 +152,27 @@ test('trace lists only the flags it honours; the live-read flags without --node 
   }
   assert.equal((await runCli(['trace', '--node', 'node-b', '--ipset-save', '/f', '--src', '1.1.1.1', '--dst', '2.2.2.2', '--dport', '1'])).code, 2)
 })
+
+function zshComplete(script: string, words: string[]): Promise<string[]> {
+  const file = join(tmp, 'completion.zsh')
+  writeFileSync(file, script)
+  // COMP_WORDS/COMP_CWORD as zsh's bashcompinit sets them (COMP_CWORD counts from 0); outside a completion widget its
+  // compgen does not filter by the typed prefix (the widget does), so this checks which words are offered.
+  const program = `source ${file}; print -r -- "\${_comps[kproxy-doctor]}"; COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _kproxy_doctor_complete; print -l -- "\${COMPREPLY[@]}"`
+  return new Promise((done, fail) =>
+    execFile('zsh', ['-f', '-c', program], {encoding: 'utf8', env: {...process.env, HOME: tmp}}, (err, stdout) => (err ? fail(err) : done(stdout.split('\n').filter(Boolean)))),
+  )
+}
+
+test(
+  'zsh completion runs in a real zsh: registered for kproxy-doctor, the words of the command typed',
+  {skip: !existsSync('/usr/bin/zsh') && !existsSync('/bin/zsh') && 'zsh is not installed'},
+  async () => {
+    const script = (await runCli(['completion', 'zsh'])).stdout
+    const values = await zshComplete(script, ['kproxy-doctor', 'svc', 'web', '-o', ''])
+    assert.deepEqual(values, ['_bash_complete -o default -F _kproxy_doctor_complete', 'table', 'json', 'yaml'])
+    assert.deepEqual((await zshComplete(script, ['kproxy-doctor', 'collect', ''])).slice(1), ['svc'])
+    const svcFlags = (await zshComplete(script, ['kproxy-doctor', 'svc', 'web', '--'])).slice(1)
+    assert.ok(svcFlags.includes('--snapshot') && svcFlags.includes('--quiet') && !svcFlags.includes('--out'), svcFlags.join(' '))
+  },
+)

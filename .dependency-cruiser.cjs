@@ -1,9 +1,9 @@
 /**
  * Layer rules: each layer may import only the layers below it (src/errors.ts from anywhere).
- *   commands -> report, cli -> diagnosis -> checks -> model -> trace | cluster | node -> parse -> net
+ *   commands -> cli -> report -> diagnosis -> checks -> model -> trace | cluster | node -> parse -> net
  * Siblings on one level (trace, cluster, node) do not import each other.
  */
-const layers = [['commands'], ['report', 'cli'], ['diagnosis'], ['checks'], ['model'], ['trace', 'cluster', 'node'], ['parse'], ['net']]
+const layers = [['commands'], ['cli'], ['report'], ['diagnosis'], ['checks'], ['model'], ['trace', 'cluster', 'node'], ['parse'], ['net']]
 
 const folder = (names) => `^src/(${names.join('|')})/`
 const forbidden = []

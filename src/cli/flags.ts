@@ -1,18 +1,54 @@
 import {Flags} from '@oclif/core'
 import type {LiveOptions} from '../diagnosis/gather.js'
 
-/** Flags shared by the commands that read a cluster and its nodes. */
-export const clusterFlags = {
-  namespace: Flags.string({char: 'n', description: "namespace of the Service (default: the context's namespace, else default)"}),
-  context: Flags.string({description: 'kubeconfig context to use'}),
-  kubeconfig: Flags.string({description: 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)'}),
-  'ssh-config': Flags.string({description: 'OpenSSH client config mapping node names to hosts (default ~/.ssh/config)'}),
-  nodes: Flags.string({description: 'read only these nodes (comma-separated)'}),
-  'all-nodes': Flags.boolean({description: 'read every node, even on clusters over 50 nodes', default: false}),
-  timeout: Flags.integer({description: 'seconds allowed for each API call and each SSH step', default: 20, min: 1}),
-  concurrency: Flags.integer({description: 'nodes read at once', default: 8, min: 1, max: 64}),
-  'insecure-ignore-host-key': Flags.boolean({description: 'do not check SSH host keys against known_hosts (prints a warning)', default: false}),
+const CLUSTER = 'CLUSTER'
+const NODES = 'NODES'
+
+/** Where the cluster is: the Kubernetes API (kubectl's spellings, so the kubectl plugin can hand them on). */
+const CONTEXT = {description: 'kubeconfig context to use', helpGroup: CLUSTER}
+const KUBECONFIG = {description: 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)', helpGroup: CLUSTER}
+const SSH_CONFIG = {description: 'OpenSSH client config mapping node names to hosts (default ~/.ssh/config)', helpGroup: NODES}
+
+const kubeFlags = {
+  context: Flags.string(CONTEXT),
+  kubeconfig: Flags.string(KUBECONFIG),
 }
+
+const namespaceFlag = {
+  namespace: Flags.string({char: 'n', description: "namespace of the Service (default: the context's namespace, else default)", helpGroup: CLUSTER}),
+}
+
+/** How nodes are reached over SSH. */
+const sshFlags = {
+  'ssh-config': Flags.string(SSH_CONFIG),
+  timeout: Flags.integer({description: 'seconds allowed for each API call and each SSH step', default: 20, min: 1, helpGroup: NODES}),
+  'insecure-ignore-host-key': Flags.boolean({description: 'do not check SSH host keys against known_hosts (prints a warning)', default: false, helpGroup: NODES}),
+}
+
+/** Which nodes are read. */
+const nodeSelectionFlags = {
+  nodes: Flags.string({description: 'read only these nodes (comma-separated)', helpGroup: NODES, exclusive: ['all-nodes']}),
+  'all-nodes': Flags.boolean({description: 'read every node, even on clusters over 50 nodes', default: false, helpGroup: NODES}),
+  concurrency: Flags.integer({description: 'nodes read at once', default: 8, min: 1, max: 64, helpGroup: NODES}),
+}
+
+/** Flags shared by the commands that read a cluster and its nodes. */
+export const clusterFlags = {...namespaceFlag, ...kubeFlags, ...sshFlags, ...nodeSelectionFlags}
+
+/** Flags for reading one node live (`trace --node`): given without it, they are an error, not ignored. */
+export const nodeReadFlags = {
+  context: Flags.string({...CONTEXT, dependsOn: ['node']}),
+  kubeconfig: Flags.string({...KUBECONFIG, dependsOn: ['node']}),
+  'ssh-config': Flags.string({...SSH_CONFIG, dependsOn: ['node']}),
+  timeout: sshFlags.timeout,
+  'insecure-ignore-host-key': sshFlags['insecure-ignore-host-key'],
+}
+
+/** The flags a walk of a dump file would ignore (oclif skips defaulted flags when checking exclusivity). */
+export const NODE_READ_ONLY_FLAGS = ['node', ...Object.keys(nodeReadFlags)]
+
+/** The flags that only matter when the cluster is read live: an error next to `--snapshot`, which would ignore them. */
+export const LIVE_ONLY_FLAGS = ['context', 'kubeconfig', 'ssh-config', 'timeout', 'insecure-ignore-host-key', 'all-nodes', 'concurrency']
 
 export function splitList(v: string | undefined): string[] | undefined {
   return v
@@ -23,12 +59,6 @@ export function splitList(v: string | undefined): string[] | undefined {
     : undefined
 }
 
-/** Prints a one-line error and sets exit code 2: the diagnosis could not be made. */
-export function failWith(err: unknown): void {
-  const message = err instanceof Error ? err.message : String(err)
-  process.stderr.write(`kproxy-doctor: ${message.split('\n')[0]}\n`)
-  process.exitCode = 2
-}
 
 /** The live-read options every cluster command takes from its flags. */
 export function liveOptions(

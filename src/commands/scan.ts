@@ -1,5 +1,6 @@
-import {Command, Flags} from '@oclif/core'
-import {clusterFlags, failWith, liveOptions, splitList} from '../cli/flags.js'
+import {Flags} from '@oclif/core'
+import {DoctorCommand} from '../cli/base-command.js'
+import {clusterFlags, liveOptions, splitList} from '../cli/flags.js'
 import {checkIgnoreCodes} from '../diagnosis/diagnose.js'
 import {scanLive, scanSnapshot, type ScanTarget} from '../diagnosis/scan.js'
 import type {ProxyMode} from '../model/choose-mode.js'
@@ -8,7 +9,7 @@ import {renderJunit} from '../report/junit.js'
 import {renderScanHuman} from '../report/scan-human.js'
 import {buildScanReport, scanExitCode, type FailOn} from '../report/scan-report.js'
 
-export default class Scan extends Command {
+export default class Scan extends DoctorCommand {
   static override summary = 'Diagnose every Service of a namespace (or the cluster) in one run, each node read once: for CI smoke checks'
   static override examples = [
     '<%= config.bin %> scan -n shop',
@@ -30,30 +31,26 @@ export default class Scan extends Command {
 
   async run(): Promise<void> {
     const {flags} = await this.parse(Scan)
-    try {
-      const failOn = flags['fail-on'] as FailOn
-      checkIgnoreCodes(splitList(flags.ignore))
-      const diagnoseOptions = {ignore: splitList(flags.ignore), proxyMode: flags['proxy-mode'] as ProxyMode | undefined}
-      const namespace = flags['all-namespaces'] ? undefined : (flags.namespace ?? (flags.snapshot ? 'default' : undefined))
-      const target: ScanTarget = {namespace, selector: flags.selector, services: splitList(flags.services)}
-      let result
-      if (flags.snapshot) result = await scanSnapshot(flags.snapshot, target, {...diagnoseOptions, nodes: splitList(flags.nodes)})
-      else {
-        const live = liveOptions('', flags)
-        const {loadKubeConfig} = await import('../cluster/live-source.js')
-        if (!flags['all-namespaces'] && !flags.namespace) target.namespace = loadKubeConfig(live).namespace
-        result = await scanLive({...live, ...target, ...diagnoseOptions})
-      }
-      for (const w of result.warnings) process.stderr.write(`kproxy-doctor: warning: ${w}\n`)
-      if (!result.observations.some((o) => o.reachable)) process.stderr.write(`kproxy-doctor: warning: no node could be read: ${result.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}\n`)
-      const scope = target.namespace === undefined ? 'all namespaces' : `namespace ${target.namespace}`
-      const report = buildScanReport(result, scope, failOn)
-      if (flags.output === 'json') process.stdout.write(JSON.stringify(report, null, 2) + '\n')
-      else if (flags.output === 'junit') process.stdout.write(renderJunit(report, failOn))
-      else process.stdout.write(renderScanHuman(report, makeChalk(process.stdout)) + '\n')
-      process.exitCode = scanExitCode(report)
-    } catch (e) {
-      failWith(e)
+    const failOn = flags['fail-on'] as FailOn
+    checkIgnoreCodes(splitList(flags.ignore))
+    const diagnoseOptions = {ignore: splitList(flags.ignore), proxyMode: flags['proxy-mode'] as ProxyMode | undefined}
+    const namespace = flags['all-namespaces'] ? undefined : (flags.namespace ?? (flags.snapshot ? 'default' : undefined))
+    const target: ScanTarget = {namespace, selector: flags.selector, services: splitList(flags.services)}
+    let result
+    if (flags.snapshot) result = await scanSnapshot(flags.snapshot, target, {...diagnoseOptions, nodes: splitList(flags.nodes)})
+    else {
+      const live = liveOptions('', flags)
+      const {loadKubeConfig} = await import('../cluster/live-source.js')
+      if (!flags['all-namespaces'] && !flags.namespace) target.namespace = loadKubeConfig(live).namespace
+      result = await scanLive({...live, ...target, ...diagnoseOptions})
     }
+    for (const w of result.warnings) process.stderr.write(`kproxy-doctor: warning: ${w}\n`)
+    if (!result.observations.some((o) => o.reachable)) process.stderr.write(`kproxy-doctor: warning: no node could be read: ${result.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}\n`)
+    const scope = target.namespace === undefined ? 'all namespaces' : `namespace ${target.namespace}`
+    const report = buildScanReport(result, scope, failOn)
+    if (flags.output === 'json') process.stdout.write(JSON.stringify(report, null, 2) + '\n')
+    else if (flags.output === 'junit') process.stdout.write(renderJunit(report, failOn))
+    else process.stdout.write(renderScanHuman(report, makeChalk(process.stdout)) + '\n')
+    process.exitCode = scanExitCode(report)
   }
 }

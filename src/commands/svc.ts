@@ -1,14 +1,23 @@
-import {Args, Command, Flags} from '@oclif/core'
-import {clusterFlags, failWith, liveOptions, splitList} from '../cli/flags.js'
+import {Args, Flags} from '@oclif/core'
+import {DoctorCommand} from '../cli/base-command.js'
+import {clusterFlags, LIVE_ONLY_FLAGS, liveOptions, splitList} from '../cli/flags.js'
 import {checkIgnoreCodes, diagnose} from '../diagnosis/diagnose.js'
 import type {ProxyMode} from '../model/choose-mode.js'
 import {gatherLive, gatherSnapshot} from '../diagnosis/gather.js'
 import {DiagnosisError} from '../errors.js'
-import {makeChalk, renderHuman} from '../report/human.js'
+import {serialize} from '../report/document.js'
+import {makeChalk, renderHeadline, renderHuman} from '../report/human.js'
 import {buildReport, exitCode} from '../report/report.js'
 
-export default class Svc extends Command {
+const OUTPUT = 'OUTPUT'
+const DIAGNOSIS = 'DIAGNOSIS'
+
+export default class Svc extends DoctorCommand {
   static override summary = 'Diagnose one Service: where its packet path breaks, on which node, and what to run next'
+  static override usage = [
+    'svc NAME [-n NAMESPACE] [--context CTX] [--kubeconfig FILE] [--ssh-config FILE] [--nodes a,b | --all-nodes] [-o table|json|yaml] [-q | --explain]',
+    'svc NAME [-n NAMESPACE] --snapshot DIR [--nodes a,b] [-o table|json|yaml] [-q | --explain]',
+  ]
   static override examples = [
     '<%= config.bin %> svc web -n shop',
     '<%= config.bin %> svc web -n shop -o json --nodes node-a,node-b',
@@ -17,28 +26,36 @@ export default class Svc extends Command {
   static override args = {name: Args.string({required: true, description: 'Service name'})}
   static override flags = {
     ...clusterFlags,
-    output: Flags.string({char: 'o', options: ['table', 'json'], default: 'table', description: 'output format'}),
-    snapshot: Flags.string({description: 'diagnose a recorded bundle (see `collect svc`) instead of a live cluster'}),
-    explain: Flags.boolean({description: 'show the rule-by-rule trace behind each broken path', default: false}),
-    ignore: Flags.string({description: 'finding codes to silence (comma-separated)'}),
-    'proxy-mode': Flags.string({options: ['iptables', 'nftables', 'ipvs'], description: 'judge every node in this kube-proxy mode, whatever kube-proxy and the rules say'}),
+    output: Flags.string({char: 'o', options: ['table', 'json', 'yaml'], default: 'table', description: 'output format', helpGroup: OUTPUT}),
+    quiet: Flags.boolean({char: 'q', description: 'print only the headline (the exit code tells the rest)', default: false, helpGroup: OUTPUT, exclusive: ['explain']}),
+    explain: Flags.boolean({description: 'show the rule-by-rule trace behind each broken path', default: false, helpGroup: OUTPUT}),
+    snapshot: Flags.string({description: 'diagnose a recorded bundle (see `collect svc`) instead of a live cluster', helpGroup: 'CLUSTER', exclusive: LIVE_ONLY_FLAGS}),
+    ignore: Flags.string({description: 'finding codes to silence (comma-separated)', helpGroup: DIAGNOSIS}),
+    'proxy-mode': Flags.string({options: ['iptables', 'nftables', 'ipvs'], description: 'judge every node in this kube-proxy mode, whatever kube-proxy and the rules say', helpGroup: DIAGNOSIS}),
   }
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(Svc)
-    try {
-      checkIgnoreCodes(splitList(flags.ignore))
-      const g = flags.snapshot ? await gatherSnapshot(flags.snapshot, flags.namespace ?? 'default', args.name, splitList(flags.nodes)) : await gatherLive(liveOptions(args.name, flags))
-      for (const w of g.warnings) process.stderr.write(`kproxy-doctor: warning: ${w}\n`)
-      const d = diagnose(g.cluster, g.observations, {ignore: splitList(flags.ignore), proxyMode: flags['proxy-mode'] as ProxyMode | undefined})
-      if (d.context.nodes.length === 0 && d.context.unsupported.length === 0 && !d.context.service.notProxied)
-        throw new DiagnosisError(`no node could be read: ${g.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}`)
-      const report = buildReport(d, {explain: flags.explain, notes: g.selectionNote ? [g.selectionNote] : []})
-      if (flags.output === 'json') process.stdout.write(JSON.stringify(report, null, 2) + '\n')
-      else process.stdout.write(renderHuman(report, makeChalk(process.stdout)) + '\n')
-      process.exitCode = exitCode(report)
-    } catch (e) {
-      failWith(e)
-    }
+    if (flags.quiet && flags.output !== 'table') throw new DiagnosisError(`--quiet prints only the headline of the table: it cannot be combined with -o ${flags.output}`)
+    checkIgnoreCodes(splitList(flags.ignore))
+    const g = flags.snapshot ? await gatherSnapshot(flags.snapshot, flags.namespace ?? 'default', args.name, splitList(flags.nodes)) : await gatherLive(liveOptions(args.name, flags))
+    for (const w of g.warnings) process.stderr.write(`kproxy-doctor: warning: ${w}\n`)
+    const d = diagnose(g.cluster, g.observations, {ignore: splitList(flags.ignore), proxyMode: flags['proxy-mode'] as ProxyMode | undefined})
+    if (d.context.nodes.length === 0 && d.context.unsupported.length === 0 && !d.context.service.notProxied)
+      throw new DiagnosisError(`no node could be read: ${g.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}`)
+    const context = flags.snapshot ? null : await currentContext(flags)
+    const report = buildReport(d, {explain: flags.explain, notes: g.selectionNote ? [g.selectionNote] : [], meta: {toolVersion: this.config.version, time: new Date().toISOString(), context}})
+    const c = makeChalk(process.stdout)
+    if (flags.output === 'json' || flags.output === 'yaml') process.stdout.write(serialize(report, flags.output))
+    else if (flags.quiet) process.stdout.write(renderHeadline(report, c) + '\n')
+    else process.stdout.write(renderHuman(report, c) + '\n')
+    process.exitCode = exitCode(report)
   }
+}
+
+/** The context the live read used: --context, else the kubeconfig's current one. */
+async function currentContext(flags: {kubeconfig?: string; context?: string}): Promise<string | null> {
+  if (flags.context) return flags.context
+  const {loadKubeConfig} = await import('../cluster/live-source.js')
+  return loadKubeConfig(flags).kc.getCurrentContext() || null
 }

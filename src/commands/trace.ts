@@ -1,5 +1,6 @@
-import {Command, Flags} from '@oclif/core'
-import {clusterFlags, failWith} from '../cli/flags.js'
+import {Flags} from '@oclif/core'
+import {DoctorCommand} from '../cli/base-command.js'
+import {NODE_READ_ONLY_FLAGS, nodeReadFlags} from '../cli/flags.js'
 import {readNodeLive} from '../diagnosis/gather.js'
 import {DiagnosisError} from '../errors.js'
 import {BufferSource, FileSource, type DumpSource} from '../parse/dump-source.js'
@@ -17,8 +18,13 @@ import {NftTracer} from '../trace/nft-tracer.js'
 import {IpvsTracer} from '../trace/ipvs-tracer.js'
 import type {NodeObservation} from '../node/bundle.js'
 
-export default class Trace extends Command {
+export default class Trace extends DoctorCommand {
   static override summary = "Walk one new connection through a node's rules, rule by rule, as netfilter would"
+  static override usage = [
+    'trace --iptables-save FILE|- --src IP --dst IP --dport PORT [--ipset-save FILE] [--node-ip IP]... [--proto tcp|udp|sctp] [--sport PORT] [--in-iface IF] [--out-iface IF] [-o table|json]',
+    'trace --nft FILE|- --src IP --dst IP --dport PORT [--node-ip IP]... [-o table|json]',
+    'trace --node NAME --src IP --dst IP --dport PORT [--context CTX] [--kubeconfig FILE] [--ssh-config FILE] [--timeout SECONDS] [-o table|json]',
+  ]
   static override examples = [
     '<%= config.bin %> trace --iptables-save node-b.txt --src 10.0.3.7 --dst 10.200.0.12 --dport 30080 --node-ip 10.200.0.12',
     'ssh node-b sudo iptables-save | <%= config.bin %> trace --iptables-save - --src 10.244.1.5 --dst 10.96.10.10 --dport 80 -o json',
@@ -26,9 +32,9 @@ export default class Trace extends Command {
     'ssh node-c sudo nft list ruleset | <%= config.bin %> trace --nft - --src 10.244.1.5 --dst 10.96.10.10 --dport 80',
   ]
   static override flags = {
-    'iptables-save': Flags.string({description: 'iptables-save dump to walk ("-" reads stdin)', exclusive: ['node', 'nft']}),
-    nft: Flags.string({description: '`nft list ruleset` text or `nft -j list ruleset` JSON to walk ("-" reads stdin)', exclusive: ['node']}),
-    'ipset-save': Flags.string({description: '`ipset save` output, for -m set matches'}),
+    'iptables-save': Flags.string({description: 'iptables-save dump to walk ("-" reads stdin)', exclusive: [...NODE_READ_ONLY_FLAGS, 'nft']}),
+    nft: Flags.string({description: '`nft list ruleset` text or `nft -j list ruleset` JSON to walk ("-" reads stdin)', exclusive: NODE_READ_ONLY_FLAGS}),
+    'ipset-save': Flags.string({description: '`ipset save` output, for -m set matches', exclusive: ['node']}),
     node: Flags.string({description: 'read the dump live from this node over SSH (addresses from the cluster)'}),
     src: Flags.string({required: true, description: 'source address of the packet'}),
     dst: Flags.string({required: true, description: 'destination address'}),
@@ -39,7 +45,7 @@ export default class Trace extends Command {
     'in-iface': Flags.string({description: 'interface the packet arrives on, for -i matches'}),
     'out-iface': Flags.string({description: 'interface it leaves by, for -o matches'}),
     output: Flags.string({char: 'o', options: ['table', 'json'], default: 'table'}),
-    ...clusterFlags,
+    ...nodeReadFlags,
   }
 
   async run(): Promise<void> {
@@ -100,8 +106,6 @@ export default class Trace extends Command {
         process.stdout.write(`${renderTraceTree(result, c)}\n\n${renderTraceSummary(result, c)}\n`)
       }
       process.exitCode = 0
-    } catch (e) {
-      failWith(e)
     } finally {
       dump?.close()
       closeLive?.()

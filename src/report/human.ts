@@ -4,17 +4,24 @@ import type {Report} from './report.js'
 import {ENTRIES} from '../model/paths.js'
 import {renderTraceTree} from './trace-tree.js'
 
+/** FORCE_COLOR (any value but 0/false) turns colours on even into a pipe, as in Node itself; else NO_COLOR or a non-terminal turns them off. */
 export function makeChalk(stream: NodeJS.WriteStream): ChalkInstance {
+  const force = process.env.FORCE_COLOR
+  if (force !== undefined && force !== '0' && force !== 'false') return new Chalk({level: 1})
   const off = !!process.env.NO_COLOR || !stream.isTTY
   return new Chalk({level: off ? 0 : 1})
 }
 
 const SEVERITY_MARK = {error: '✗', warning: '!', info: 'i'} as const
 
+/** The first line of the report: the verdict and where the path breaks. */
+export function renderHeadline(r: Report, c: ChalkInstance): string {
+  return r.summary.startsWith('✓') ? c.green(r.summary) : r.summary.startsWith('✗') ? c.red.bold(r.summary) : c.yellow(r.summary)
+}
+
 export function renderHuman(r: Report, c: ChalkInstance): string {
   const lines: string[] = []
-  const head = r.summary.startsWith('✓') ? c.green(r.summary) : r.summary.startsWith('✗') ? c.red.bold(r.summary) : c.yellow(r.summary)
-  lines.push(head)
+  lines.push(renderHeadline(r, c))
   if (r.next) lines.push(`  ${c.bold('next:')} ${r.next}`)
   lines.push('')
   const s = r.service

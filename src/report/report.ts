@@ -3,9 +3,17 @@ import type {Diagnosis} from '../diagnosis/diagnose.js'
 import {codesExplaining} from '../checks/catalogue.js'
 import {ENTRIES} from '../model/paths.js'
 import type {TraceResult} from '../trace/types.js'
+import {API_VERSION, type DocumentMeta} from './document.js'
 
 /** The JSON contract (README "JSON output"). The human report is rendered from this same object. */
 export interface Report {
+  apiVersion: typeof API_VERSION
+  kind: 'ServiceReport'
+  toolVersion: string
+  /** When the report was made (ISO 8601, UTC). */
+  time: string
+  /** The kubeconfig context read; null for a snapshot. */
+  context: string | null
   service: {namespace: string; name: string; type: string; clusterIP: string | null; ports: Array<{name: string; port: number; targetPort: string; protocol: string; nodePort: number | null}>}
   ok: boolean
   summary: string
@@ -23,6 +31,7 @@ export interface Report {
 }
 
 export interface ReportOptions {
+  meta?: DocumentMeta
   explain?: boolean
   notes?: string[]
 }
@@ -56,7 +65,13 @@ export function buildReport(d: Diagnosis, opts: ReportOptions = {}): Report {
   const expected = d.context.service
   const endpoints = expected.ports[0]?.allEndpoints ?? []
   const {summary, next} = firstLine(d, d.findings)
+  const meta = opts.meta ?? {toolVersion: 'unknown', time: new Date().toISOString(), context: null}
   return {
+    apiVersion: API_VERSION,
+    kind: 'ServiceReport',
+    toolVersion: meta.toolVersion,
+    time: meta.time,
+    context: meta.context,
     service: {
       namespace: expected.namespace,
       name: expected.name,

@@ -49,6 +49,10 @@ for (const command of [
     try {
       await withSilentServer(async (url) => {
         const args = command.map((a) => (a === 'OUT' ? join(dir, 'bundle') : a))
+        // What starting the CLI costs on this machine right now, so that only the wait for the API is judged.
+        const startupStarted = Date.now()
+        await runCli(['--version'])
+        const startup = Date.now() - startupStarted
         const started = Date.now()
         const r = await runCli([...args, '--kubeconfig', kubeconfig(dir, url), '--timeout', '1'], {}, 15_000)
         const elapsed = Date.now() - started
@@ -56,7 +60,7 @@ for (const command of [
         assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
         assert.match(r.stderr, /^kproxy-doctor: the API server https:\/\/REDACTED@127\.0\.0\.1:\d+\/? did not answer get services within 1s$/m)
         assert.ok(!(r.stdout + r.stderr).includes('s3cret'), 'the password in the server URL is never printed')
-        assert.ok(elapsed < 1000 + 1000 + 1500, `exited after ${elapsed} ms (deadline 1 s, plus process start)`)
+        assert.ok(elapsed - startup < 1000 + 1000, `exited ${elapsed - startup} ms after starting (deadline 1 s; process start ${startup} ms)`)
       })
     } finally {
       rmSync(dir, {recursive: true, force: true})

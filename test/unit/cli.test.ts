@@ -74,7 +74,7 @@ test('one-line errors with exit 2: unknown Service, unreachable API, unknown con
   const ctx = await runCli(['svc', 'web', '--kubeconfig', kc, '--context', 'prod'])
   assert.equal(ctx.code, 2)
   assert.match(ctx.stderr, /context "prod" not found in kubeconfig \(known: x\)/)
-  const bad = await runCli(['svc', 'web', '-o', 'yaml', '--snapshot', 'examples/healthy-cluster'])
+  const bad = await runCli(['svc', 'web', '-o', 'xml', '--snapshot', 'examples/healthy-cluster'])
   assert.equal(bad.code, 2)
 })
 

@@ -1,8 +1,9 @@
-import {Args, Command, Flags} from '@oclif/core'
-import {clusterFlags, failWith, liveOptions} from '../../cli/flags.js'
+import {Args, Flags} from '@oclif/core'
+import {DoctorCommand} from '../../cli/base-command.js'
+import {clusterFlags, liveOptions} from '../../cli/flags.js'
 import {gatherLive} from '../../diagnosis/gather.js'
 
-export default class CollectSvc extends Command {
+export default class CollectSvc extends DoctorCommand {
   static override summary = 'Record what `svc` reads (API objects and node dumps) as a bundle for --snapshot'
   static override examples = ['<%= config.bin %> collect svc web -n shop --out ./web-bundle']
   static override args = {name: Args.string({required: true, description: 'Service name'})}
@@ -13,13 +14,9 @@ export default class CollectSvc extends Command {
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(CollectSvc)
-    try {
-      const g = await gatherLive({...liveOptions(args.name, flags), outDir: flags.out})
-      const bad = g.observations.filter((o) => !o.reachable)
-      process.stdout.write(`wrote ${flags.out}: ${g.observations.length - bad.length} node(s) read${bad.length ? `, ${bad.length} not (${bad.map((o) => o.name).join(', ')})` : ''}\n`)
-      process.stdout.write(`diagnose it with: kproxy-doctor svc ${args.name} -n ${g.namespace} --snapshot ${flags.out}\n`)
-    } catch (e) {
-      failWith(e)
-    }
+    const g = await gatherLive({...liveOptions(args.name, flags), outDir: flags.out})
+    const bad = g.observations.filter((o) => !o.reachable)
+    process.stdout.write(`wrote ${flags.out}: ${g.observations.length - bad.length} node(s) read${bad.length ? `, ${bad.length} not (${bad.map((o) => o.name).join(', ')})` : ''}\n`)
+    process.stdout.write(`diagnose it with: kproxy-doctor svc ${args.name} -n ${g.namespace} --snapshot ${flags.out}\n`)
   }
 }

@@ -1,0 +1,11 @@
+import {DoctorCommand} from '../cli/base-command.js'
+
+export default class Version extends DoctorCommand {
+  static override summary = 'Print the version (the same line as --version)'
+  static override examples = ['<%= config.bin %> version']
+
+  async run(): Promise<void> {
+    await this.parse(Version)
+    process.stdout.write(`${this.config.userAgent}\n`)
+  }
+}

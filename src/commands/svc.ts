@@ -1,7 +1,7 @@
 import {Args, Command, Flags} from '@oclif/core'
 import {clusterFlags, failWith, liveOptions, splitList} from '../cli/flags.js'
 import {checkIgnoreCodes, diagnose} from '../diagnosis/diagnose.js'
-import type {ProxyMode} from '../model/choose-mode.js'
+import type {ProxyMode} from '../model/modes/index.js'
 import {gatherLive, gatherSnapshot} from '../diagnosis/gather.js'
 import {DiagnosisError} from '../errors.js'
 import {makeChalk, renderHuman} from '../report/human.js'

@@ -1,4 +1,4 @@
-import type {ProxyMode} from '../model/choose-mode.js'
+import type {ProxyMode} from '../model/modes/index.js'
 import type {Step} from '../model/paths.js'
 
 /** What a CI reader groups findings by: from the Service's own objects to the packet path. */

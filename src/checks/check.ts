@@ -3,7 +3,7 @@ import type {CodeEntry} from './catalogue.js'
 import type {NodeObservation} from '../node/bundle.js'
 import type {ExpectedService} from '../model/expected.js'
 import type {Dataplane, NodeInfrastructure, ProgrammedPort} from '../model/dataplane.js'
-import type {ModeChoice} from '../model/choose-mode.js'
+import type {ModeChoice} from '../model/modes/index.js'
 import type {PathResult} from '../model/paths.js'
 
 type Severity = CodeEntry['severity']

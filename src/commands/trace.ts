@@ -15,8 +15,8 @@ import type {Protocol, Tracer} from '../trace/types.js'
 import type {NftRuleset} from '../parse/nft-ruleset.js'
 import {parseNftDump} from '../parse/nft-dump.js'
 import {NftTracer} from '../trace/nft-tracer.js'
-import {IpvsTracer} from '../trace/ipvs-tracer.js'
 import type {NodeObservation} from '../node/bundle.js'
+import {chooseMode} from '../model/modes/index.js'
 
 export default class Trace extends DoctorCommand {
   static override summary = "Walk one new connection through a node's rules, rule by rule, as netfilter would"
@@ -69,7 +69,7 @@ export default class Trace extends DoctorCommand {
         })
         closeLive = live.close
         localAddresses = [...localAddresses, ...live.addresses]
-        tracer = nodeTracer(live.obs, localAddresses)
+        tracer = nodeTracer(live.obs, localAddresses, flags.dst.includes(':') ? 'ip6' : 'ip')
       } else if (flags.nft) {
         const file = flags.nft
         let rs: NftRuleset
@@ -121,13 +121,9 @@ function parseDump(source: DumpSource, name: string): IptablesSave {
   }
 }
 
-/** For --node: walk the rules of the mode the node runs (kube-proxy's word first, else the rules present). */
-function nodeTracer(obs: NodeObservation, localAddresses: string[]): Tracer {
-  const mode = obs.kubeProxy?.proxyMode
-  if (obs.ipvs && obs.iptables && (mode === 'ipvs' || (!mode && obs.iptables.hasChain('nat', 'KUBE-NODE-PORT'))))
-    return new IpvsTracer(obs.iptables, obs.ipvs.virtualServers, {localAddresses, vips: obs.ipvs.vips ?? [], ipsets: obs.ipvs.ipsets})
-  const nftKube = !!obs.nft?.table('ip kube-proxy')
-  if (obs.nft && (mode === 'nftables' || (!mode && nftKube && !obs.iptables?.hasChain('nat', 'KUBE-SERVICES')))) return new NftTracer(obs.nft, {localAddresses})
-  if (!obs.iptables) throw new DiagnosisError(`${obs.name}: no iptables dump was read`)
-  return new IptablesTracer(obs.iptables, {localAddresses, ipsets: obs.ipvs?.ipsets})
+/** For --node: walk the rules of the mode the node runs, decided as `svc` decides it (without the cluster's configuration). */
+function nodeTracer(obs: NodeObservation, localAddresses: string[], family: 'ip' | 'ip6'): Tracer {
+  const choice = chooseMode(obs, {family, nodeAddress: localAddresses[0]}, undefined)
+  if (!choice) throw new DiagnosisError(`${obs.name}: the rules of its kube-proxy mode could not be read`)
+  return choice.dataplane.tracer(localAddresses)
 }

@@ -4,7 +4,7 @@ import {codesExplaining, isKnownCode} from '../checks/catalogue.js'
 import {DiagnosisError} from '../errors.js'
 import {toFinding, type CheckContext, type Finding, type NodeView} from '../checks/check.js'
 import {expectedService} from '../model/expected.js'
-import {chooseMode, looksLikeIpvs, type ProxyMode} from '../model/choose-mode.js'
+import {chooseMode, decideMode, type NodeFacts, type ProxyMode} from '../model/modes/index.js'
 import type {NodeObservation} from '../node/bundle.js'
 import {tracePaths, type PathResult} from '../model/paths.js'
 import {nodeAddress} from './node-address.js'
@@ -36,10 +36,12 @@ export function diagnose(cluster: ClusterState, observations: NodeObservation[],
   for (const obs of observations) {
     if (!obs.reachable) continue
     const k8sNode = cluster.nodes.find((n) => n.metadata?.name === obs.name)
-    const choice = chooseMode(obs, cluster, k8sNode ? nodeAddress(k8sNode) : undefined, opts.proxyMode)
+    const facts: NodeFacts = {family: (cluster.service.spec?.clusterIP ?? '').includes(':') ? 'ip6' : 'ip', nodeAddress: k8sNode ? nodeAddress(k8sNode) : undefined}
+    const configured = {mode: cluster.proxyConfig.mode, source: cluster.proxyConfig.source}
+    const choice = chooseMode(obs, facts, configured, opts.proxyMode)
     if (!choice) {
-      const ipvs = looksLikeIpvs(obs, cluster)
-      if (ipvs) unsupported.push({node: obs.name, mode: 'ipvs', source: `${ipvs}; but no ipvsadm output was read`})
+      const decision = decideMode(obs, facts, configured, opts.proxyMode)
+      if (decision.mode === 'ipvs') unsupported.push({node: obs.name, mode: 'ipvs', source: `${decision.source}; but no ipvsadm output was read`})
       continue
     }
     const expected = expectedService(cluster, obs.name)

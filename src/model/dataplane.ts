@@ -10,16 +10,26 @@ export interface ProgrammedRule {
   target?: string
 }
 
+/** The address a packet is sent to: a Pod's (or other endpoint's) IP and port. */
+interface Backend {
+  ip: string
+  /** undefined when the DNAT keeps the packet's port. */
+  port?: number
+  /** "ip:port" ("[ip]:port" for IPv6), as kube-proxy writes it. */
+  address: string
+}
+
 /** An endpoint jump of a service chain, and what its endpoint chain does. */
 export interface ProgrammedEndpoint {
   jump: ProgrammedRule
-  sepChain: string
+  /** This mode's name for the endpoint: iptables KUBE-SEP-…, nftables endpoint-…, IPVS "RS ip:port". */
+  chain: string
   /** The share of new connections this jump takes at its position (statistic probability, numgen 1/n, …). */
   probability: number
+  /** The rule that sends the packet to the backend (DNAT, dnat to, the real server line). */
   dnatRule?: ProgrammedRule
-  dnatTo?: string
-  dnatIp?: string
-  dnatPort?: number
+  /** Where the packet goes; undefined when the endpoint has no DNAT. */
+  backend?: Backend
   /** The endpoint chain marks traffic from the endpoint itself for masquerade (hairpin). */
   hairpinMasq: boolean
   /** IPVS: the real server's weight (probabilities then follow the scheduler, not the statistic chain). */

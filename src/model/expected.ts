@@ -1,13 +1,12 @@
 import type {V1Service} from '@kubernetes/client-node'
 import type {ClusterState} from '../cluster/types.js'
 import {joinHostPort} from '../net/host-port.js'
-import {endpointChainName, nftServicePortBase, serviceChainNames, servicePortName, type ServiceChainNames} from './chain-names.js'
+import {servicePortName} from './chain-names.js'
 import {categorizeEndpoints, endpointsForPort, type EndpointInfo} from './endpoints.js'
 
 export interface ExpectedEndpoint extends EndpointInfo {
   /** "ip:port" as kube-proxy writes it in DNAT and comments. */
   address: string
-  sepChain: string
 }
 
 /** What kube-proxy should program on one node for one service port. */
@@ -16,19 +15,19 @@ export interface ExpectedPort {
   clusterIP: string
   portName: string
   svcPortName: string
+  /** The Service this port belongs to: each mode derives its own chain names from it. */
+  serviceNamespace: string
+  serviceName: string
   protocol: 'tcp' | 'udp' | 'sctp'
   port: number
   targetPort: string
   nodePort?: number
-  chains: ServiceChainNames
-  /** nftables mode's "ns/name/proto/portName", the base of its chain names. */
-  nftBase: string
   allEndpoints: ExpectedEndpoint[]
   hasEndpoints: boolean
-  /** Endpoints reached from a ClusterIP (ITP), and the chain that holds them. */
-  internal: {chain: string; endpoints: ExpectedEndpoint[]; local: boolean}
-  /** Endpoints reached from NodePort/LB/externalIP (ETP), and the chain that holds them. */
-  external: {chain: string; endpoints: ExpectedEndpoint[]; local: boolean}
+  /** Endpoints reached from a ClusterIP (internalTrafficPolicy), local ones only when the policy is Local. */
+  internal: {endpoints: ExpectedEndpoint[]; local: boolean}
+  /** Endpoints reached from NodePort/LB/externalIP (externalTrafficPolicy), local ones only when the policy is Local. */
+  external: {endpoints: ExpectedEndpoint[]; local: boolean}
   clusterEndpoints: ExpectedEndpoint[]
   localEndpoints: ExpectedEndpoint[]
   /** Every endpoint that gets a KUBE-SEP chain on this node. */
@@ -101,11 +100,7 @@ export function expectedService(cluster: ClusterState, nodeName: string): Expect
   const ports = (svc.spec?.ports ?? []).map((p): ExpectedPort => {
     const protocol = (p.protocol ?? 'TCP').toLowerCase() as ExpectedPort['protocol']
     const spn = servicePortName(namespace, name, p.name)
-    const chains = serviceChainNames(spn, protocol)
-    const toExpected = (e: EndpointInfo): ExpectedEndpoint => {
-      const address = joinHostPort(e.ip, e.port)
-      return {...e, address, sepChain: endpointChainName(spn, protocol, address)}
-    }
+    const toExpected = (e: EndpointInfo): ExpectedEndpoint => ({...e, address: joinHostPort(e.ip, e.port)})
     const all = endpointsForPort(cluster.slices, p, family).map(toExpected)
     const byAddress = new Map(all.map((e) => [e.address, e]))
     const pick = (list: EndpointInfo[]) => list.map((e) => byAddress.get(joinHostPort(e.ip, e.port))!)
@@ -117,16 +112,16 @@ export function expectedService(cluster: ClusterState, nodeName: string): Expect
       clusterIP,
       portName: p.name ?? '',
       svcPortName: spn,
+      serviceNamespace: namespace,
+      serviceName: name,
       protocol,
       port: p.port,
       targetPort: String(p.targetPort ?? p.port),
       nodePort: p.nodePort || undefined,
-      chains,
-      nftBase: nftServicePortBase(namespace, name, protocol, p.name),
       allEndpoints: all,
       hasEndpoints: cat.hasAny,
-      internal: policy.internalLocal ? {chain: chains.svl, endpoints: localEndpoints, local: true} : {chain: chains.svc, endpoints: clusterEndpoints, local: false},
-      external: policy.externalLocal ? {chain: chains.svl, endpoints: localEndpoints, local: true} : {chain: chains.svc, endpoints: clusterEndpoints, local: false},
+      internal: policy.internalLocal ? {endpoints: localEndpoints, local: true} : {endpoints: clusterEndpoints, local: false},
+      external: policy.externalLocal ? {endpoints: localEndpoints, local: true} : {endpoints: clusterEndpoints, local: false},
       clusterEndpoints,
       localEndpoints: usesLocalChain ? localEndpoints : [],
       reachable: pick(cat.allReachable),

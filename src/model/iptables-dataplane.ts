@@ -2,6 +2,7 @@ import type {IptablesSave} from '../parse/iptables-save.js'
 import {destinationPort, findOption, targetOption, type ParsedRule} from '../parse/iptables-rule.js'
 import {IptablesTracer, splitAddr} from '../trace/iptables-tracer.js'
 import type {ExpectedPort, ExpectedService} from './expected.js'
+import {endpointChainName, serviceChainNames} from './chain-names.js'
 import type {ChainNames, Dataplane, ModeVocabulary, NodeInfrastructure, ProgrammedEndpoint, ProgrammedPort} from './dataplane.js'
 
 function jumpsTo(dump: IptablesSave, table: string, chain: string, target: string): ParsedRule | undefined {
@@ -44,20 +45,18 @@ function readEndpoints(dump: IptablesSave, chain: string): ProgrammedEndpoint[] 
     .rules('nat', chain)
     .filter((r) => r.target?.startsWith('KUBE-SEP-') && !findOption(r, 'recent', '--rcheck'))
     .map((jump) => {
-      const sepChain = jump.target!
-      const sepRules = dump.rules('nat', sepChain)
+      const chain = jump.target!
+      const sepRules = dump.rules('nat', chain)
       const dnatRule = sepRules.find((r) => r.target === 'DNAT')
       const dnatTo = dnatRule ? targetOption(dnatRule, '--to-destination') : undefined
       const parsed = dnatTo ? splitAddr(dnatTo) : undefined
       const dnatIp = parsed?.ip
       return {
         jump,
-        sepChain,
+        chain,
         probability: probabilityOf(jump),
         dnatRule,
-        dnatTo,
-        dnatIp,
-        dnatPort: parsed?.port,
+        backend: parsed && dnatTo ? {ip: parsed.ip, port: parsed.port, address: dnatTo} : undefined,
         hairpinMasq: sepRules.some((r) => r.target === 'KUBE-MARK-MASQ' && dnatIp !== undefined && findOption(r, '', 's')?.values[0]?.split('/')[0] === dnatIp),
       }
     })
@@ -72,7 +71,8 @@ function readProgrammed(dump: IptablesSave, svc: ExpectedService): ProgrammedPor
   return svc.ports.map((port) => {
     const ip = svc.clusterIP!
     const clusterIPRule = natServices.find((r) => matchesServiceIp(r, ip, port.protocol, port.port))
-    const chain = clusterIPRule?.target?.startsWith('KUBE-SV') ? clusterIPRule.target : port.internal.chain
+    const want = names(port)
+    const chain = clusterIPRule?.target?.startsWith('KUBE-SV') ? clusterIPRule.target : want.internal
     const externalRules = new Map<string, ParsedRule>()
     for (const extIp of [...svc.externalIPs, ...svc.loadBalancerIPs]) {
       const r = natServices.find((x) => matchesServiceIp(x, extIp, port.protocol, port.port))
@@ -88,8 +88,8 @@ function readProgrammed(dump: IptablesSave, svc: ExpectedService): ProgrammedPor
       chain,
       chainExists: dump.hasChain('nat', chain),
       endpoints: readEndpoints(dump, chain),
-      ...(port.external.chain !== chain && port.usesExternalChain ? {external: {chain: port.external.chain, endpoints: readEndpoints(dump, port.external.chain)}} : {}),
-      want: names(port),
+      ...(want.externalPolicy !== chain && port.usesExternalChain ? {external: {chain: want.externalPolicy, endpoints: readEndpoints(dump, want.externalPolicy)}} : {}),
+      want,
       affinity: readAffinity(dump, chain),
     }
   })
@@ -114,7 +114,13 @@ const VOCABULARY: ModeVocabulary = {
 }
 
 function names(port: ExpectedPort): ChainNames {
-  return {internal: port.internal.chain, external: port.chains.ext, externalPolicy: port.external.chain, endpoint: (ep) => ep.sepChain}
+  const chains = serviceChainNames(port.svcPortName, port.protocol)
+  return {
+    internal: port.internal.local ? chains.svl : chains.svc,
+    external: chains.ext,
+    externalPolicy: port.external.local ? chains.svl : chains.svc,
+    endpoint: (ep) => endpointChainName(port.svcPortName, port.protocol, ep.address),
+  }
 }
 
 export function iptablesDataplane(dump: IptablesSave): Dataplane {

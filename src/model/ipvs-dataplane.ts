@@ -41,13 +41,11 @@ export function ipvsDataplane(dump: IptablesSave, ipvs: IpvsState, nodeAddress: 
       const local = port.allEndpoints.find((e) => e.ip === r.address)?.nodeName === nodeName
       return {
         jump: rule(r, `RS ${address}`),
-        sepChain: `RS ${address}`,
+        chain: `RS ${address}`,
         probability: conditional,
         weight: r.weight,
         dnatRule: rule(r, address),
-        dnatTo: address,
-        dnatIp: r.address,
-        dnatPort: r.port,
+        backend: {ip: r.address, port: r.port, address},
         hairpinMasq: !local || ipvs.ipsets.has('KUBE-LOOP-BACK', `${r.address},${port.protocol}:${r.port},${r.address}`),
       }
     })

@@ -1,7 +1,7 @@
 import {parseElements, type NftChain, type NftRuleset, type NftSet, type NftTable} from '../parse/nft-ruleset.js'
 import {NftTracer, nftTokens} from '../trace/nft-tracer.js'
 import {splitAddr} from '../trace/iptables-tracer.js'
-import {nftEndpointChainName, nftServiceChainNames} from './chain-names.js'
+import {nftEndpointChainName, nftServiceChainNames, nftServicePortBase} from './chain-names.js'
 import type {ChainNames, Dataplane, ModeVocabulary, NodeInfrastructure, ProgrammedEndpoint, ProgrammedPort, ProgrammedRule} from './dataplane.js'
 import type {ExpectedPort, ExpectedService} from './expected.js'
 
@@ -17,12 +17,13 @@ const VOCABULARY: ModeVocabulary = {
 }
 
 function names(port: ExpectedPort): ChainNames {
-  const n = nftServiceChainNames(port.nftBase)
+  const base = nftServicePortBase(port.serviceNamespace, port.serviceName, port.protocol, port.portName)
+  const n = nftServiceChainNames(base)
   return {
     internal: port.internal.local ? n.local : n.service,
     external: n.external,
     externalPolicy: port.external.local ? n.local : n.service,
-    endpoint: (ep) => nftEndpointChainName(port.nftBase, ep.ip, ep.port),
+    endpoint: (ep) => nftEndpointChainName(base, ep.ip, ep.port),
   }
 }
 
@@ -74,20 +75,18 @@ function readEndpoints(t: NftTable, chainName: string): ProgrammedEndpoint[] {
   })
 }
 
-function endpointOf(t: NftTable, jump: ProgrammedRule, sepChain: string, probability: number): ProgrammedEndpoint {
-  const dnatRule = findRule(t, sepChain, (x) => /\bdnat\b/.test(x))
+function endpointOf(t: NftTable, jump: ProgrammedRule, chain: string, probability: number): ProgrammedEndpoint {
+  const dnatRule = findRule(t, chain, (x) => /\bdnat\b/.test(x))
   const to = dnatRule ? /\bto\s+(\S+)/.exec(dnatRule.text)?.[1] : undefined
   const addr = to ? splitAddr(to) : undefined
   const ip = addr?.ip
   return {
-    jump: {...jump, target: sepChain},
-    sepChain,
+    jump: {...jump, target: chain},
+    chain,
     probability,
     dnatRule,
-    dnatTo: to,
-    dnatIp: ip,
-    dnatPort: addr?.port,
-    hairpinMasq: !!ip && !!findRule(t, sepChain, (x) => x.includes(`ip saddr ${ip} `) && /jump mark-for-masquerade/.test(x)),
+    backend: addr && to ? {ip: addr.ip, port: addr.port, address: to} : undefined,
+    hairpinMasq: !!ip && !!findRule(t, chain, (x) => x.includes(`ip saddr ${ip} `) && /jump mark-for-masquerade/.test(x)),
   }
 }
 

@@ -219,7 +219,7 @@ function judge(trace: TraceResult, port: ExpectedPort, expected: ExpectedEndpoin
     return {
       ok: false,
       breaksAt: 'KUBE-SVC',
-      detail: `endpoint ${missing.map((e) => `${e.address}${e.podName ? ` (${e.podName})` : ''}`).join(', ')} is never chosen: missing from ${opts.chain ?? port.internal.chain}`,
+      detail: `endpoint ${missing.map((e) => `${e.address}${e.podName ? ` (${e.podName})` : ''}`).join(', ')} is never chosen: missing from ${opts.chain ?? 'its service chain'}`,
     }
   return {ok: true, breaksAt: null, detail: `reaches ${expected.length} endpoint(s): ${trace.destinations.join(', ')}`}
 }

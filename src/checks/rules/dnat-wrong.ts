@@ -12,16 +12,16 @@ export const dnatWrong: Check = {
         const bySep = new Map(p.expected.allEndpoints.map((e) => [p.want.endpoint(e), e]))
         for (const {endpoints} of endpointChains(p))
           for (const prog of endpoints) {
-            if (!prog.dnatTo) continue
-            const owner = bySep.get(prog.sepChain)
-            const sameIp = prog.dnatIp ? byIp.get(prog.dnatIp) : undefined
+            if (!prog.backend?.address) continue
+            const owner = bySep.get(prog.chain)
+            const sameIp = prog.backend?.ip ? byIp.get(prog.backend?.ip) : undefined
             const expected = owner ?? sameIp
-            if (!expected || expected.address === prog.dnatTo) continue
+            if (!expected || expected.address === prog.backend?.address) continue
             out.push({
               node: n.name,
-              message: `${n.name}: ${prog.sepChain} DNATs to ${prog.dnatTo}, but the endpoint${expected.podName ? ` (pod ${expected.podName})` : ''} is ${expected.address} (targetPort ${p.expected.targetPort})`,
+              message: `${n.name}: ${prog.chain} DNATs to ${prog.backend?.address}, but the endpoint${expected.podName ? ` (pod ${expected.podName})` : ''} is ${expected.address} (targetPort ${p.expected.targetPort})`,
               evidence: prog.dnatRule ? [`${prog.dnatRule.table} line ${prog.dnatRule.line}: ${prog.dnatRule.text}`] : [],
-              hint: n.dataplane.show(n.name, prog.sepChain),
+              hint: n.dataplane.show(n.name, prog.chain),
             })
           }
       }

@@ -10,17 +10,17 @@ export const endpointMissing: Check = {
       for (const p of n.programmed) {
         for (const c of endpointChains(p)) {
           if (c.chain === p.chain && (!p.clusterIPRule || p.clusterIPRule.target !== p.chain)) continue
-          const bySep = new Map(c.endpoints.map((e) => [e.sepChain, e]))
+          const bySep = new Map(c.endpoints.map((e) => [e.chain, e]))
           for (const ep of c.expected) {
-            const prog = bySep.get(p.want.endpoint(ep)) ?? c.endpoints.find((x) => x.dnatTo === ep.address)
+            const prog = bySep.get(p.want.endpoint(ep)) ?? c.endpoints.find((x) => x.backend?.address === ep.address)
             const who = `${ep.address}${ep.podName ? ` (pod ${ep.podName}${ep.nodeName ? ` on ${ep.nodeName}` : ''})` : ''}`
             if (!prog) out.push({node: n.name, message: `${n.name}: endpoint ${who} of ${p.expected.svcPortName} is missing from ${c.chain}`, hint: n.dataplane.show(n.name, c.chain)})
             else if (!prog.dnatRule)
               out.push({
                 node: n.name,
-                message: `${n.name}: ${prog.sepChain} (endpoint ${who}) has no DNAT rule: the jump falls through, the endpoint gets no traffic from this node`,
+                message: `${n.name}: ${prog.chain} (endpoint ${who}) has no DNAT rule: the jump falls through, the endpoint gets no traffic from this node`,
                 evidence: [`${prog.jump.table} line ${prog.jump.line}: ${prog.jump.text}`],
-                hint: n.dataplane.show(n.name, prog.sepChain),
+                hint: n.dataplane.show(n.name, prog.chain),
               })
           }
         }

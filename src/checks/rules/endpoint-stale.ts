@@ -12,14 +12,14 @@ export const endpointStale: Check = {
         const known = new Set(p.expected.allEndpoints.map((e) => e.ip))
         for (const {chain, endpoints} of endpointChains(p))
           for (const prog of endpoints) {
-            if (!prog.dnatIp || known.has(prog.dnatIp)) continue
-            const pod = podByIp(ctx.cluster.pods, prog.dnatIp)
+            if (!prog.backend?.ip || known.has(prog.backend?.ip)) continue
+            const pod = podByIp(ctx.cluster.pods, prog.backend?.ip)
             const owner = pod ? `owned by pod ${pod.metadata?.name}, which this Service does not select` : `in no EndpointSlice and owned by no Pod in ${ctx.service.namespace}`
             out.push({
               node: n.name,
-              message: `${n.name}: ${chain} sends ${Math.round(prog.probability * 100) === 100 ? 'the remaining' : 'some'} traffic to ${prog.dnatTo}, ${owner}`,
+              message: `${n.name}: ${chain} sends ${Math.round(prog.probability * 100) === 100 ? 'the remaining' : 'some'} traffic to ${prog.backend?.address}, ${owner}`,
               evidence: [`${prog.jump.table} line ${prog.jump.line}: ${prog.jump.text}`, ...(prog.dnatRule ? [`${prog.dnatRule.table} line ${prog.dnatRule.line}: ${prog.dnatRule.text}`] : [])],
-              hint: n.dataplane.show(n.name, prog.sepChain),
+              hint: n.dataplane.show(n.name, prog.chain),
             })
           }
       }

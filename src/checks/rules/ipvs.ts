@@ -13,11 +13,11 @@ export const ipvsWeightZero: Check = {
     for (const n of ipvsNodes(ctx.nodes)) {
       for (const p of n.programmed) {
         for (const e of p.endpoints) {
-          const ep = p.expected.allEndpoints.find((x) => x.address === e.dnatTo)
+          const ep = p.expected.allEndpoints.find((x) => x.address === e.backend?.address)
           if (e.weight === 0 && ep?.ready && !ep.terminating)
             out.push({
               node: n.name,
-              message: `${n.name}: real server ${e.dnatTo}${ep.podName ? ` (pod ${ep.podName})` : ''} of ${p.chain.replace(/^VS /, '')} has weight 0 although the endpoint is ready: it gets no new connections`,
+              message: `${n.name}: real server ${e.backend?.address}${ep.podName ? ` (pod ${ep.podName})` : ''} of ${p.chain.replace(/^VS /, '')} has weight 0 although the endpoint is ready: it gets no new connections`,
               evidence: [`ipvs line ${e.jump.line}: ${e.jump.text}`],
               hint: n.dataplane.show(n.name, p.chain),
             })

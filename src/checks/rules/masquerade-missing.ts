@@ -28,9 +28,9 @@ export const masqueradeMissing: Check = {
           if (e.dnatRule && !e.hairpinMasq)
             out.push({
               node: n.name,
-              message: `${n.name}: ${e.sepChain} does not mark traffic from ${e.dnatIp} for masquerade: the pod ${e.dnatTo} cannot reach itself through the Service`,
+              message: `${n.name}: ${e.chain} does not mark traffic from ${e.backend?.ip} for masquerade: the pod ${e.backend?.address} cannot reach itself through the Service`,
               evidence: [`${e.dnatRule.table} line ${e.dnatRule.line}: ${e.dnatRule.text}`],
-              hint: n.dataplane.show(n.name, e.sepChain),
+              hint: n.dataplane.show(n.name, e.chain),
             })
     }
     return out

@@ -15,7 +15,7 @@ export const nodeDiverges: Check = {
         const p = n.programmed[i]
         if (!p) continue
         const wanted = signature(p.expected.internal.endpoints.map((e) => e.address))
-        groups.set(wanted, [...(groups.get(wanted) ?? []), {node: n.name, sig: signature(p.endpoints.map((e) => e.dnatTo ?? '?'))}])
+        groups.set(wanted, [...(groups.get(wanted) ?? []), {node: n.name, sig: signature(p.endpoints.map((e) => e.backend?.address ?? '?'))}])
       }
       for (const [wanted, members] of groups) {
         const sigs = new Map<string, string[]>()

@@ -318,7 +318,7 @@ export class NftTracer {
       if (!set) throw new Unknown(`set ${spec} is not in the ruleset`)
       return set.elements.some((e) => e.key.every((k, n) => matchOne(sel[n], actual[n]!, k)))
     }
-    if (spec.startsWith('{')) return splitTop(spec.slice(1, -1), ',').some((el) => splitTop(el, ' . ').every((k, n) => matchOne(sel[n], actual[n]!, k)))
+    if (spec.startsWith('{')) return parseElements(spec.slice(1, -1)).some((el) => el.key.every((k, n) => matchOne(sel[n], actual[n]!, k)))
     if (sel.length > 1) return splitTop(spec, ' . ').every((k, n) => matchOne(sel[n], actual[n]!, k))
     return matchOne(sel[0], actual[0]!, spec)
   }

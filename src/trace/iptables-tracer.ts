@@ -1,7 +1,7 @@
 import type {IptablesSave} from '../parse/iptables-save.js'
 import type {ParsedRule, RuleOption} from '../parse/iptables-rule.js'
 import type {IpsetState} from '../parse/ipset-save.js'
-import {cidrContains, isMulticast, parseCidr, parseIp} from '../net/address.js'
+import {cidrContains, familyOf, isMulticast, parseCidr, parseIp} from '../net/address.js'
 import {summarize, type Packet, type TraceOutcome, type TraceResult} from './types.js'
 import {finish, isLocalAddress, startState, walkChain, WalkBudget, walkHooks, withStep as addStep, type ChainEnd, type ChainSource, type RuleOutcome, type WalkState as State} from './walk.js'
 
@@ -45,6 +45,12 @@ export class IptablesTracer implements ChainSource<Chain> {
     this.packet = packet
     const budget = new WalkBudget()
     const done: TraceOutcome[] = []
+    const packetFamily = familyOf(packet.dst)
+    const dumpFamily = this.dump.addressFamily()
+    if (packetFamily !== undefined && dumpFamily !== undefined && packetFamily !== dumpFamily) {
+      const reason = `the packet is IPv${packetFamily} but the dump's rules are IPv${dumpFamily}: give the ${packetFamily === 6 ? 'ip6tables-save' : 'iptables-save'} output for this packet`
+      return summarize([finish(startState(packet), 'UNKNOWN', reason)])
+    }
     const localOrigin = this.opts.locallyGenerated || this.isLocal(packet.src)
     const runHook = (hook: string, live: State[]): State[] => {
       let current = live
@@ -86,6 +92,7 @@ export class IptablesTracer implements ChainSource<Chain> {
   evaluate(chain: Chain, index: number, input: State): Outcome[] {
     const rule = chain.rules[index]
     let state = input
+    if (rule.unparsable !== undefined) return [{state: withStep(state, rule), action: {kind: 'end', end: 'UNKNOWN', reason: `rule not understood (${rule.unparsable}): ${rule.text}`}}]
     if (quickMiss(rule, state)) return [{state, action: NEXT}]
     // A walk that meets -m recent is session-affine: later packets from this client may stick elsewhere.
     if (!state.sticky && rule.matches.some((m) => m.module === 'recent')) state = {...state, sticky: true}
@@ -280,7 +287,7 @@ function quickMiss(rule: ParsedRule, s: State): boolean {
   const own = rule.matches[0]
   if (!own || own.module !== '') return false
   for (const o of own.options) {
-    if (o.name === 'd' && !o.negated && o.values[0].endsWith('/32') && o.values[0].slice(0, -3) !== s.dst) return true
+    if (o.name === 'd' && !o.negated && o.values[0].endsWith('/32') && o.values[0].slice(0, -3) !== s.dst && parseIp(o.values[0].slice(0, -3)) !== undefined) return true
   }
   return false
 }

@@ -3,13 +3,13 @@ import {DoctorCommand} from '../cli/base-command.js'
 import {NODE_READ_ONLY_FLAGS, nodeReadFlags} from '../cli/flags.js'
 import {readNodeLive} from '../diagnosis/gather.js'
 import {DiagnosisError} from '../errors.js'
-import {BufferSource, FileSource, type DumpSource} from '../parse/dump-source.js'
+import {BufferSource, FileSource, MAX_STREAMED_DUMP_BYTES, readDumpBytes, type DumpSource} from '../parse/dump-source.js'
 import {IptablesSave} from '../parse/iptables-save.js'
 import {IpsetState} from '../parse/ipset-save.js'
-import {readFileSync} from 'node:fs'
 import {makeChalk} from '../report/human.js'
 import {renderTraceSummary, renderTraceTree} from '../report/trace-tree.js'
-import {parseIp} from '../net/address.js'
+import {familyOf, parseIp} from '../net/address.js'
+import {parseIpvsadm} from '../parse/ipvsadm.js'
 import {IptablesTracer} from '../trace/iptables-tracer.js'
 import type {Protocol, Tracer} from '../trace/types.js'
 import type {NftRuleset} from '../parse/nft-ruleset.js'
@@ -17,6 +17,7 @@ import {parseNftDump} from '../parse/nft-dump.js'
 import {NftTracer} from '../trace/nft-tracer.js'
 import type {NodeObservation} from '../node/bundle.js'
 import {chooseMode} from '../model/modes/index.js'
+import {IpvsTracer} from '../trace/ipvs-tracer.js'
 
 export default class Trace extends DoctorCommand {
   static override summary = "Walk one new connection through a node's rules, rule by rule, as netfilter would"
@@ -35,6 +36,7 @@ export default class Trace extends DoctorCommand {
     'iptables-save': Flags.string({description: 'iptables-save dump to walk ("-" reads stdin)', exclusive: [...NODE_READ_ONLY_FLAGS, 'nft']}),
     nft: Flags.string({description: '`nft list ruleset` text or `nft -j list ruleset` JSON to walk ("-" reads stdin)', exclusive: NODE_READ_ONLY_FLAGS}),
     'ipset-save': Flags.string({description: '`ipset save` output, for -m set matches', exclusive: ['node']}),
+    ipvsadm: Flags.string({description: '`ipvsadm -Sn` or `ipvsadm -Ln` output: trace an IPVS node (with --iptables-save for its iptables glue)', exclusive: [...NODE_READ_ONLY_FLAGS, 'nft']}),
     node: Flags.string({description: 'read the dump live from this node over SSH (addresses from the cluster)'}),
     src: Flags.string({required: true, description: 'source address of the packet'}),
     dst: Flags.string({required: true, description: 'destination address'}),
@@ -58,6 +60,8 @@ export default class Trace extends DoctorCommand {
       for (const [name, ip] of [['--src', flags.src], ['--dst', flags.dst], ...(flags['node-ip'] ?? []).map((x) => ['--node-ip', x])]) {
         if (!parseIp(ip)) throw new DiagnosisError(`${name} ${ip} is not an IP address`)
       }
+      if (familyOf(flags.src) !== familyOf(flags.dst)) throw new DiagnosisError(`--src ${flags.src} and --dst ${flags.dst} are of different address families`)
+      if (flags.ipvsadm && !flags['iptables-save']) throw new DiagnosisError('--ipvsadm needs --iptables-save too: IPVS nodes still run the iptables glue first')
       let localAddresses = flags['node-ip'] ?? []
       if (flags.node) {
         const live = await readNodeLive(flags.node, {
@@ -74,7 +78,7 @@ export default class Trace extends DoctorCommand {
         const file = flags.nft
         let rs: NftRuleset
         try {
-          rs = parseNftDump(readFileSync(file === '-' ? 0 : file, 'utf8'))
+          rs = parseNftDump(readDumpBytes(file).toString('utf8'))
         } catch (e) {
           throw new DiagnosisError(`${file === '-' ? 'stdin' : file}: ${(e as Error).message}`)
         }
@@ -84,19 +88,32 @@ export default class Trace extends DoctorCommand {
         if (!file) throw new DiagnosisError('give --iptables-save FILE, --nft FILE (or - for stdin) or --node NAME')
         let source: DumpSource
         try {
-          source = file === '-' ? new BufferSource(readFileSync(0)) : new FileSource(file)
+          source = file === '-' ? new BufferSource(readDumpBytes('-', MAX_STREAMED_DUMP_BYTES)) : new FileSource(file)
         } catch (e) {
           throw new DiagnosisError(`cannot read ${file}: ${(e as Error).message}`)
         }
+        if (source.size > MAX_STREAMED_DUMP_BYTES) throw new DiagnosisError(`${file} is larger than ${MAX_STREAMED_DUMP_BYTES / 2 ** 30} GiB: not a dump this tool reads`)
         dump = parseDump(source, file)
       }
       let ipsets: IpsetState | undefined
       if (flags['ipset-save']) {
         try {
-          ipsets = IpsetState.parse(readFileSync(flags['ipset-save'], 'utf8'))
+          ipsets = IpsetState.parse(readDumpBytes(flags['ipset-save']).toString('utf8'))
         } catch (e) {
           throw new DiagnosisError(`${flags['ipset-save']}: ${(e as Error).message}`)
         }
+      }
+      if (flags.ipvsadm && dump) {
+        let servers
+        try {
+          servers = parseIpvsadm(readDumpBytes(flags.ipvsadm).toString('utf8'))
+        } catch (e) {
+          throw new DiagnosisError(`${flags.ipvsadm === '-' ? 'stdin' : flags.ipvsadm}: ${(e as Error).message}`)
+        }
+        if (servers.length === 0) throw new DiagnosisError(`${flags.ipvsadm}: no virtual server in the ipvsadm output`)
+        // kube-proxy binds every virtual server address except the node's own (NodePorts) to kube-ipvs0.
+        const vips = [...new Set(servers.map((v) => v.address).filter((a) => parseIp(a) && !localAddresses.includes(a)))]
+        tracer = new IpvsTracer(dump, servers, {localAddresses, vips, ipsets: ipsets ?? IpsetState.parse('')})
       }
       tracer ??= nftRules ? new NftTracer(nftRules, {localAddresses}) : new IptablesTracer(dump!, {localAddresses, ipsets})
       const result = tracer.trace({src: flags.src, dst: flags.dst, dport: flags.dport, sport: flags.sport, proto: flags.proto as Protocol, inIface: flags['in-iface'], outIface: flags['out-iface']})
@@ -115,7 +132,7 @@ export default class Trace extends DoctorCommand {
 
 function parseDump(source: DumpSource, name: string): IptablesSave {
   try {
-    return IptablesSave.parse(source)
+    return IptablesSave.parse(source, {requireTables: true})
   } catch (e) {
     throw new DiagnosisError(`${name === '-' ? 'stdin' : name}: ${(e as Error).message}`)
   }

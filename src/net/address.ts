@@ -44,6 +44,11 @@ export function parseIp(text: string): ParsedIp | undefined {
   return parsed ?? undefined
 }
 
+/** The family of an address; undefined when it is not one. */
+export function familyOf(ip: string): Family | undefined {
+  return parseIp(ip)?.family
+}
+
 /** An address's canonical text (IPv4-mapped IPv6 as IPv4), or the input unchanged when it is not an address. */
 export function canonicalIp(ip: string): string {
   return parseIp(ip)?.text ?? ip
@@ -86,7 +91,7 @@ function prefixOfMask(mask: bigint, width: number): number | undefined {
   return /^1*0*$/.test(bin) ? bits : undefined
 }
 
-function cidrContains(cidr: Cidr, ip: string): boolean {
+export function cidrContains(cidr: Cidr, ip: string): boolean {
   const parsed = parseIp(ip)
   if (!parsed || parsed.family !== cidr.family) return false
   const shift = BigInt(WIDTH[cidr.family] - cidr.bits)

@@ -56,3 +56,39 @@ export class BufferSource implements DumpSource {
   }
   close(): void {}
 }
+
+/** Largest dump read whole into memory (nft text or JSON, ipvsadm, ipset): far above any real node's output. */
+const MAX_TEXT_DUMP_BYTES = 512 << 20
+/** Largest iptables-save file indexed (it is streamed, not held in memory). */
+export const MAX_STREAMED_DUMP_BYTES = 4 * 2 ** 30
+
+class InputTooLargeError extends Error {}
+
+/** Reads a whole dump ("-" is stdin), refusing one larger than `maxBytes` with a clear message. */
+export function readDumpBytes(file: string, maxBytes = MAX_TEXT_DUMP_BYTES): Buffer {
+  const name = file === '-' ? 'stdin' : file
+  const fd = file === '-' ? 0 : openSync(file, 'r')
+  try {
+    if (file !== '-' && fstatSync(fd).size > maxBytes) throw new InputTooLargeError(`${name} is larger than ${Math.round(maxBytes / 2 ** 20)} MiB: not a dump this tool reads`)
+    const parts: Buffer[] = []
+    let total = 0
+    const chunk = Buffer.allocUnsafe(1 << 20)
+    for (;;) {
+      let n: number
+      try {
+        n = readSync(fd, chunk, 0, chunk.length, null)
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'EAGAIN') continue
+        if ((e as NodeJS.ErrnoException).code === 'EOF') break
+        throw e
+      }
+      if (n <= 0) break
+      total += n
+      if (total > maxBytes) throw new InputTooLargeError(`${name} is larger than ${Math.round(maxBytes / 2 ** 20)} MiB: not a dump this tool reads`)
+      parts.push(Buffer.from(chunk.subarray(0, n)))
+    }
+    return Buffer.concat(parts)
+  } finally {
+    if (file !== '-') closeSync(fd)
+  }
+}

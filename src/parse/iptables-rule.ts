@@ -21,6 +21,8 @@ export interface ParsedRule {
   /** -g (goto) rather than -j (jump). */
   isGoto: boolean
   targetOptions: RuleOption[]
+  /** Why the rule could not be read (then it matches nothing and has no target): the tracer makes it UNKNOWN. */
+  unparsable?: string
 }
 
 class RuleSyntaxError extends Error {}

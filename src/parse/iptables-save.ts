@@ -19,6 +19,14 @@ export interface RawRule {
 }
 
 const POLICIES = ['-', 'ACCEPT', 'DROP', 'RETURN', 'QUEUE']
+/** Longest line read; iptables-save lines are far shorter, so a longer one is not a dump (or a corrupt one). */
+const UNSUPPORTED_REVISION = '[unsupported revision]'
+const MAX_LINE_BYTES = 1 << 20
+
+export interface IptablesParseOptions {
+  /** Refuse a dump with no table at all (what a failed `ssh node sudo iptables-save` pipes in). */
+  requireTables?: boolean
+}
 const NL = 10
 const CR = 13
 const SPACE = 32
@@ -37,10 +45,33 @@ export class IptablesSave {
 
   private constructor(readonly source: DumpSource) {}
 
-  static parse(source: DumpSource): IptablesSave {
+  static parse(source: DumpSource, opts: IptablesParseOptions = {}): IptablesSave {
     const dump = new IptablesSave(source)
     dump.index()
+    if (opts.requireTables && dump.tableOrder.length === 0)
+      throw new DumpParseError(0, source.size === 0 ? 'the input is empty: no iptables-save output was read' : 'no "*table" line: not iptables-save output')
     return dump
+  }
+
+  private addressFamilyCache: 4 | 6 | undefined | null = null
+
+  /** The family of the addresses the rules name (4 for iptables-save, 6 for ip6tables-save); undefined when none do. */
+  addressFamily(): 4 | 6 | undefined {
+    if (this.addressFamilyCache !== null) return this.addressFamilyCache
+    let found: 4 | 6 | undefined
+    outer: for (const table of this.tableOrder) {
+      for (const chain of this.chainNames(table)) {
+        for (const r of this.rawRules(table, chain)) {
+          const m = / (?:-[sd]|--to-destination) !?\s*([0-9a-fA-F:.[\]]+)/.exec(r.text)
+          if (m) {
+            found = m[1].includes(':') && !/^\d+\.\d+\.\d+\.\d+:/.test(m[1]) ? 6 : 4
+            break outer
+          }
+        }
+      }
+    }
+    this.addressFamilyCache = found
+    return found
   }
 
   tableNames(): string[] {
@@ -97,7 +128,11 @@ export class IptablesSave {
     const key = `${table}\0${chain}`
     const cached = this.parsedCache.get(key)
     if (cached) return cached
-    const parsed = this.rawRules(table, chain).map((r) => {
+    const parsed = this.rawRules(table, chain).map((r): ParsedRule => {
+      // iptables-nft prints a rule whose match revision it does not know with this marker: the rule is real, only
+      // unreadable here, so only the branches that reach it are UNKNOWN. Any other broken line is a broken dump.
+      if (r.text.includes(UNSUPPORTED_REVISION))
+        return {table: r.table, chain, line: r.line, text: r.text, matches: [], isGoto: false, targetOptions: [], unparsable: `iptables-nft printed it as ${UNSUPPORTED_REVISION}`}
       try {
         return parseRule(r.table, r.line, r.text)
       } catch (e) {
@@ -117,8 +152,10 @@ export class IptablesSave {
     let lineNo = 0
     let table: ChainIndex | undefined
     let tableName = ''
+    let tableLine = 0
     const handleLine = (buf: Buffer, start: number, end: number, fileOffset: number, nextOffset: number) => {
       lineNo++
+      if (end - start > MAX_LINE_BYTES) throw new DumpParseError(lineNo, `line longer than ${MAX_LINE_BYTES} bytes: not iptables-save output`)
       let e = end
       if (e > start && buf[e - 1] === CR) e--
       if (e === start) return
@@ -129,6 +166,8 @@ export class IptablesSave {
         const nameStart = start + 3
         let nameEnd = nameStart
         while (nameEnd < e && buf[nameEnd] !== SPACE) nameEnd++
+        const runTogether = findRunTogether(buf, nameEnd, e)
+        if (runTogether >= 0) throw new DumpParseError(lineNo, `two rules run together on one line (a second "-A" at column ${runTogether - start + 1}); iptables-restore would refuse it`)
         const id = table.idFromBytes(buf, nameStart, nameEnd)
         table.addRule(id, fileOffset, nextOffset, lineNo)
       } else if (c === 0x3a /* : */) {
@@ -140,7 +179,9 @@ export class IptablesSave {
         const id = table.idFromBytes(buf, start + 1, nameEnd)
         table.declare(id, lineNo, code < 0 ? 0 : code)
       } else if (c === 0x2a /* * */) {
+        if (table) throw new DumpParseError(lineNo, `table ${tableName} (line ${tableLine}) has no COMMIT before the next "*table" line: cut-off dump?`)
         tableName = buf.toString('latin1', start + 1, e).trim()
+        tableLine = lineNo
         if (!/^[a-z_]+$/.test(tableName)) throw new DumpParseError(lineNo, `bad table name "${tableName}"`)
         table = this.tables.get(tableName)
         if (!table) {
@@ -176,9 +217,21 @@ export class IptablesSave {
       const b: Buffer = carry
       handleLine(b, 0, b.length, this.source.size - b.length, this.source.size)
     }
+    if (table) throw new DumpParseError(lineNo, `table ${tableName} (line ${tableLine}) never ends with COMMIT: the dump is cut off`)
     // An empty dump (no tables at all) is what a node without iptables rules prints, e.g. one in nftables mode.
     this.lineCount = lineNo
   }
+}
+
+/** Where a second " -A " or " --append " starts outside quotes in buf[from, end), or -1. */
+function findRunTogether(buf: Buffer, from: number, end: number): number {
+  let quoted = false
+  for (let i = from; i < end; i++) {
+    const c = buf[i]
+    if (c === 0x22 /* " */ && buf[i - 1] !== 0x5c /* \ */) quoted = !quoted
+    else if (!quoted && c === 0x2d && buf[i - 1] === SPACE && buf[i + 1] === 0x41 && (buf[i + 2] === SPACE || i + 2 === end)) return i
+  }
+  return -1
 }
 
 function clip(buf: Buffer, start: number, end: number): string {

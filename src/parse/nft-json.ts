@@ -105,11 +105,30 @@ function statement(e: J): string {
   return `json-${k}`
 }
 
-function elementsOf(elem: J[] | undefined, isMap: boolean): NftSet['elements'] {
-  return (elem ?? []).map((x) => {
+/** A set element as nft prints it in JSON: a bare value, or {"elem": {"val": …, "comment": …, "timeout": …}}. */
+function element(x: J): {parts: string[]; comment?: string} {
+  let val = x
+  let comment: string | undefined
+  if (isObj(x) && isObj(x.elem)) {
+    val = x.elem.val
+    if (typeof x.elem.comment === 'string') comment = x.elem.comment
+  }
+  const parts = isObj(val) && Array.isArray(val.concat) ? val.concat.map(value) : [value(val)]
+  return comment === undefined ? {parts} : {parts, comment}
+}
+
+function elementsOf(elem: J, isMap: boolean, where: string): NftSet['elements'] {
+  if (elem === undefined) return []
+  if (!Array.isArray(elem)) throw new NftParseError(1, `${where}: "elem" is not a list`)
+  return elem.map((x) => {
+    if (isMap && !(Array.isArray(x) && x.length === 2)) throw new NftParseError(1, `${where}: map element is not a [key, value] pair`)
     const [key, val] = isMap && Array.isArray(x) ? [x[0], x[1]] : [x, undefined]
-    const parts = isObj(key) && 'concat' in key ? (key.concat as J[]).map(value) : [value(key)]
-    return {key: parts, value: val === undefined ? undefined : verdict(val)}
+    const {parts, comment} = element(key)
+    const out: NftSet['elements'][number] = {key: parts}
+    if (val !== undefined)
+      out.value = isObj(val) && ('jump' in val || 'goto' in val || Object.keys(val).length === 1) && !('concat' in val) && !('prefix' in val) && !('range' in val) ? verdict(val) : value(val)
+    if (comment !== undefined) out.comment = comment
+    return out
   })
 }
 
@@ -147,7 +166,7 @@ export function nftRulesetFromJson(text: string): NftRuleset {
         name: String(body.name),
         line: Number(body.handle ?? i + 1),
         isMap: kind === 'map',
-        elements: elementsOf(body.elem as J[] | undefined, kind === 'map'),
+        elements: elementsOf(body.elem, kind === 'map', `${kind} ${String(body.name)}`),
       })
     } else if (kind === 'rule') {
       const t = table(body.family, body.table)

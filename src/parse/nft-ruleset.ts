@@ -1,3 +1,7 @@
+import {NftElementError, parseElements, type NftElement} from './nft-elements.js'
+
+export {parseElements, type NftElement}
+
 /** `nft list ruleset` text, parsed into tables, base chains, regular chains, sets and maps. Rule text is kept whole. */
 export interface NftRule {
   table: string
@@ -20,8 +24,8 @@ export interface NftSet {
   name: string
   line: number
   isMap: boolean
-  /** Each element: its key parts (split on " . ") and, for maps, the value text. */
-  elements: Array<{key: string[]; value?: string}>
+  /** Each element: its key parts (split on " . "), for maps the value text, and its comment. */
+  elements: NftElement[]
 }
 
 export interface NftTable {
@@ -75,13 +79,6 @@ export function splitTop(text: string, sep: string): string[] {
   return out.map((s) => s.trim()).filter((s) => s !== '')
 }
 
-export function parseElements(body: string): Array<{key: string[]; value?: string}> {
-  return splitTop(body, ',').map((el) => {
-    const [key, value] = splitTop(el, ' : ')
-    return {key: splitTop(key, ' . '), value}
-  })
-}
-
 export class NftRuleset {
   readonly tables: NftTable[] = []
 
@@ -98,9 +95,15 @@ export class NftRuleset {
       // A statement continues while its braces are open (multi-line element lists, anonymous sets).
       let depth = braceDelta(line)
       const opensBlock = /^(table|chain|set|map)\s/.test(line) && line.endsWith('{')
-      while (!opensBlock && depth > 0 && i + 1 < lines.length) {
-        line += ' ' + lines[++i].trim()
-        depth = braceDelta(line)
+      if (!opensBlock && depth > 0) {
+        const parts = [line]
+        while (depth > 0 && i + 1 < lines.length) {
+          const next = lines[++i].trim()
+          parts.push(next)
+          depth += braceDelta(next)
+        }
+        if (depth > 0) throw new NftParseError(lineNo, `"{" opened here is never closed (cut-off ruleset?)`)
+        line = parts.join(' ')
       }
       if (line === '}') {
         if (set) set = undefined
@@ -119,7 +122,14 @@ export class NftRuleset {
       }
       if (set) {
         m = /^elements\s*=\s*\{(.*)\}$/.exec(line)
-        if (m) set.elements.push(...parseElements(m[1]))
+        if (m) {
+          try {
+            for (const el of parseElements(m[1])) set.elements.push(el)
+          } catch (e) {
+            if (e instanceof NftElementError) throw new NftParseError(lineNo, `${e.message} in ${set.isMap ? 'map' : 'set'} ${set.name}`)
+            throw e
+          }
+        }
         continue
       }
       if (chain) {

@@ -1,9 +1,11 @@
 import type {IptablesSave} from '../parse/iptables-save.js'
 import type {ParsedRule, RuleOption} from '../parse/iptables-rule.js'
 import type {IpsetState} from '../parse/ipset-save.js'
-import {inCidr, isMulticast, parseIp} from '../net/address.js'
+import {cidrContains, familyOf, isMulticast, parseCidr, parseIp} from '../net/address.js'
 import {summarize, type Packet, type TraceOutcome, type TraceResult} from './types.js'
-import {finish, isLocalAddress, MAX_BRANCHES, MAX_DEPTH, startState, walkHooks, withStep as addStep, type Branch, type WalkState as State} from './walk.js'
+import {finish, isLocalAddress, startState, walkChain, WalkBudget, walkHooks, withStep as addStep, type ChainEnd, type ChainSource, type RuleOutcome, type WalkState as State} from './walk.js'
+
+const NEXT = {kind: 'next'} as const
 
 export interface TraceOptions {
   /** The node's own addresses: decide addrtype LOCAL and whether the packet is locally generated. */
@@ -18,9 +20,19 @@ type MatchResult = boolean | {probability: number} | {unknown: string}
 const PROTO_NUMBERS: Record<string, string> = {'6': 'tcp', '17': 'udp', '132': 'sctp'}
 
 /** Walks one NEW packet through an iptables-save dump the way netfilter would, following every probabilistic branch. */
-export class IptablesTracer {
+interface Chain {
+  table: string
+  name: string
+  rules: ParsedRule[]
+}
+
+type Outcome = RuleOutcome<Chain>
+
+/** Walks one NEW packet through an iptables-save dump the way netfilter would, following every probabilistic branch. */
+export class IptablesTracer implements ChainSource<Chain> {
   private local: Set<string>
-  private branches = 0
+  private packet!: Packet
+  private readonly chains = new Map<string, Chain>()
 
   constructor(
     private readonly dump: IptablesSave,
@@ -30,17 +42,25 @@ export class IptablesTracer {
   }
 
   trace(packet: Packet): TraceResult {
-    this.branches = 0
+    this.packet = packet
+    const budget = new WalkBudget()
     const done: TraceOutcome[] = []
+    const packetFamily = familyOf(packet.dst)
+    const dumpFamily = this.dump.addressFamily()
+    if (packetFamily !== undefined && dumpFamily !== undefined && packetFamily !== dumpFamily) {
+      const reason = `the packet is IPv${packetFamily} but the dump's rules are IPv${dumpFamily}: give the ${packetFamily === 6 ? 'ip6tables-save' : 'iptables-save'} output for this packet`
+      return summarize([finish(startState(packet), 'UNKNOWN', reason)])
+    }
     const localOrigin = this.opts.locallyGenerated || this.isLocal(packet.src)
     const runHook = (hook: string, live: State[]): State[] => {
       let current = live
       for (const table of HOOK_TABLES[hook]) {
-        const chain = hook.toUpperCase()
-        if (!this.dump.hasChain(table, chain)) continue
+        const chainName = hook.toUpperCase()
+        if (!this.dump.hasChain(table, chainName)) continue
+        const chain = this.chain(table, chainName)
         const next: State[] = []
         for (const s of current) {
-          for (const b of this.runChain(table, chain, s, 0, packet)) {
+          for (const b of walkChain(this, chain, s, budget)) {
             if (b.end === 'ACCEPT' || b.end === 'RETURN') next.push(b.state)
             else done.push(finish(b.state, b.end, b.reason))
           }
@@ -53,71 +73,87 @@ export class IptablesTracer {
     return summarize(done)
   }
 
+  ruleCount(chain: Chain): number {
+    return chain.rules.length
+  }
+
+  describe(chain: Chain, index: number): string {
+    const rule = chain.rules[index]
+    return rule ? `${chain.table}/${chain.name} line ${rule.line}` : `${chain.table}/${chain.name}`
+  }
+
+  fallOff(chain: Chain): ChainEnd {
+    const policy = this.dump.policy(chain.table, chain.name)
+    if (policy === 'DROP') return 'DROP'
+    if (policy === 'ACCEPT') return 'ACCEPT'
+    return 'RETURN'
+  }
+
+  evaluate(chain: Chain, index: number, input: State): Outcome[] {
+    const rule = chain.rules[index]
+    let state = input
+    if (rule.unparsable !== undefined) return [{state: withStep(state, rule), action: {kind: 'end', end: 'UNKNOWN', reason: `rule not understood (${rule.unparsable}): ${rule.text}`}}]
+    if (quickMiss(rule, state)) return [{state, action: NEXT}]
+    // A walk that meets -m recent is session-affine: later packets from this client may stick elsewhere.
+    if (!state.sticky && rule.matches.some((m) => m.module === 'recent')) state = {...state, sticky: true}
+    const m = this.matches(rule, state, this.packet)
+    if (m === false) return [{state, action: NEXT}]
+    if (typeof m === 'object' && 'unknown' in m) return [{state: withStep(state, rule), action: {kind: 'end', end: 'UNKNOWN', reason: m.unknown}}]
+    if (typeof m === 'object' && 'probability' in m) {
+      const out: Outcome[] = []
+      if (m.probability > 0) out.push(this.applyTarget(chain, rule, {...state, probability: state.probability * m.probability}))
+      if (m.probability < 1) out.push({state: {...state, probability: state.probability * (1 - m.probability)}, action: NEXT})
+      return out
+    }
+    return [this.applyTarget(chain, rule, state)]
+  }
+
   private isLocal(ip: string): boolean {
     return isLocalAddress(this.local, ip)
   }
 
-  private runChain(table: string, chain: string, state: State, depth: number, packet: Packet): Branch[] {
-    if (depth > MAX_DEPTH) return [{state, end: 'UNKNOWN', reason: `jumps nest deeper than ${MAX_DEPTH} chains at ${table}/${chain} (a loop?)`}]
-    const rules = this.dump.rules(table, chain)
-    return this.runFrom(table, chain, rules, 0, state, depth, packet)
-  }
-
-  private runFrom(table: string, chain: string, rules: ParsedRule[], from: number, state: State, depth: number, packet: Packet): Branch[] {
-    for (let i = from; i < rules.length; i++) {
-      const rule = rules[i]
-      if (quickMiss(rule, state)) continue
-      // A walk that meets -m recent is session-affine: later packets from this client may stick elsewhere.
-      if (!state.sticky && rule.matches.some((m) => m.module === 'recent')) state = {...state, sticky: true}
-      const m = this.matches(rule, state, packet)
-      if (m === false) continue
-      if (typeof m === 'object' && 'unknown' in m) return [{state: withStep(state, rule), end: 'UNKNOWN', reason: m.unknown}]
-      if (typeof m === 'object' && 'probability' in m) {
-        if (++this.branches > MAX_BRANCHES) return [{state, end: 'UNKNOWN', reason: `more than ${MAX_BRANCHES} probabilistic branches`}]
-        const taken = {...state, probability: state.probability * m.probability}
-        const skipped = {...state, probability: state.probability * (1 - m.probability)}
-        const out = m.probability > 0 ? this.applyTarget(table, chain, rules, i, rule, taken, depth, packet) : []
-        if (m.probability < 1) out.push(...this.runFrom(table, chain, rules, i + 1, skipped, depth, packet))
-        return out
-      }
-      return this.applyTarget(table, chain, rules, i, rule, state, depth, packet)
+  private chain(table: string, name: string): Chain {
+    const key = `${table}\0${name}`
+    let c = this.chains.get(key)
+    if (!c) {
+      c = {table, name, rules: this.dump.rules(table, name)}
+      this.chains.set(key, c)
     }
-    const policy = this.dump.policy(table, chain)
-    if (policy === 'DROP') return [{state, end: 'DROP'}]
-    if (policy === 'ACCEPT') return [{state, end: 'ACCEPT'}]
-    return [{state, end: 'RETURN'}]
+    return c
   }
 
-  private applyTarget(table: string, chain: string, rules: ParsedRule[], i: number, rule: ParsedRule, state: State, depth: number, packet: Packet): Branch[] {
+  private applyTarget(chain: Chain, rule: ParsedRule, state: State): Outcome {
     const s = withStep(state, rule)
     const target = rule.target
-    if (!target) return this.runFrom(table, chain, rules, i + 1, s, depth, packet)
+    const end = (e: 'ACCEPT' | 'DROP' | 'REJECT', st: State = s): Outcome => ({state: st, action: {kind: 'end', end: e}})
+    const unknown = (reason: string): Outcome => ({state: s, action: {kind: 'end', end: 'UNKNOWN', reason}})
+    if (!target) return {state: s, action: NEXT}
     switch (target) {
       case 'ACCEPT':
-        return [{state: s, end: 'ACCEPT'}]
       case 'DROP':
-        return [{state: s, end: 'DROP'}]
       case 'REJECT':
-        return [{state: s, end: 'REJECT'}]
+        return end(target)
       case 'RETURN':
-        return [{state: s, end: 'RETURN'}]
+        return {state: s, action: {kind: 'return'}}
       case 'DNAT': {
         const to = rule.targetOptions.find((o) => o.name === '--to-destination')?.values[0]
         const parsed = to ? splitAddr(to) : undefined
-        if (!parsed) return [{state: s, end: 'UNKNOWN', reason: `DNAT without a usable --to-destination: ${rule.text}`}]
-        return [{state: {...s, dst: parsed.ip || s.dst, dport: parsed.port ?? s.dport, dnatted: true}, end: 'ACCEPT'}]
+        if (!parsed || (parsed.ip !== '' && !parseIp(parsed.ip))) return unknown(`DNAT without a usable --to-destination: ${rule.text}`)
+        return end('ACCEPT', {...s, dst: parsed.ip || s.dst, dport: parsed.port ?? s.dport, dnatted: true})
       }
       case 'MASQUERADE':
       case 'SNAT':
-        return [{state: {...s, masquerade: true}, end: 'ACCEPT'}]
+        return end('ACCEPT', {...s, masquerade: true})
       case 'REDIRECT': {
         const port = rule.targetOptions.find((o) => o.name === '--to-ports')?.values[0]
-        return [{state: {...s, dst: '127.0.0.1', dport: port ? Number(port.split('-')[0]) : s.dport, dnatted: true}, end: 'ACCEPT'}]
+        const first = port === undefined ? s.dport : parsePort(port.split('-')[0])
+        if (first === undefined) return unknown(`REDIRECT --to-ports not understood: ${rule.text}`)
+        return end('ACCEPT', {...s, dst: '127.0.0.1', dport: first, dnatted: true})
       }
       case 'MARK': {
         const mark = applyMark(s.mark, rule.targetOptions)
-        if (mark === undefined) return [{state: s, end: 'UNKNOWN', reason: `MARK options not understood: ${rule.text}`}]
-        return this.runFrom(table, chain, rules, i + 1, {...s, mark}, depth, packet)
+        if (mark === undefined) return unknown(`MARK options not understood: ${rule.text}`)
+        return {state: {...s, mark}, action: NEXT}
       }
       case 'LOG':
       case 'NFLOG':
@@ -128,16 +164,10 @@ export class IptablesTracer {
       case 'NOTRACK':
       case 'CHECKSUM':
       case 'TCPMSS':
-        return this.runFrom(table, chain, rules, i + 1, s, depth, packet)
+        return {state: s, action: NEXT}
     }
-    if (!this.dump.hasChain(table, target)) return [{state: s, end: 'UNKNOWN', reason: `target ${target} is not a chain of table ${table} nor a target the tracer knows`}]
-    const out: Branch[] = []
-    for (const b of this.runChain(table, target, s, depth + 1, packet)) {
-      if (b.end !== 'RETURN') out.push(b)
-      else if (rule.isGoto) out.push(b)
-      else out.push(...this.runFrom(table, chain, rules, i + 1, b.state, depth, packet))
-    }
-    return out
+    if (!this.dump.hasChain(chain.table, target)) return unknown(`target ${target} is not a chain of table ${chain.table} nor a target the tracer knows`)
+    return {state: s, action: {kind: rule.isGoto ? 'goto' : 'jump', chain: this.chain(chain.table, target)}}
   }
 
   private matches(rule: ParsedRule, s: State, packet: Packet): MatchResult {
@@ -165,9 +195,11 @@ export class IptablesTracer {
       case '':
         switch (o.name) {
           case 's':
-            return inCidr(v, s.src)
-          case 'd':
-            return inCidr(v, s.dst)
+          case 'd': {
+            const cidr = parseCidr(v)
+            if (!cidr) return unknown(`-${o.name} ${v} is not an address or CIDR`)
+            return cidrContains(cidr, o.name === 's' ? s.src : s.dst)
+          }
           case 'p': {
             const p = PROTO_NUMBERS[v] ?? v.toLowerCase()
             return p === 'all' || p === '0' || p === packet.proto
@@ -183,23 +215,32 @@ export class IptablesTracer {
       case 'tcp':
       case 'udp':
       case 'sctp':
-        if (o.name === '--dport' || o.name === '--destination-port') return portIn(v, s.dport)
-        if (o.name === '--sport' || o.name === '--source-port') return portIn(v, packet.sport)
-        if (o.name === '--syn') return true
-        if (o.name === '--tcp-flags') return tcpFlags(o.values)
+        if (o.name === '--syn') return o.values.length === 0 ? true : unknown(`--syn takes no value`)
+        if (o.name === '--tcp-flags')
+          return o.values.length === 2 ? (tcpFlags(o.values) ?? unknown(`--tcp-flags ${o.values.join(' ')} not understood`)) : unknown('--tcp-flags needs a mask and a flag list')
+        if (o.values.length !== 1) return unknown(`${o.name} needs exactly one value`)
+        if (o.name === '--dport' || o.name === '--destination-port') return portIn(v, s.dport) ?? unknown(`port ${v} is not a port or port range`)
+        if (o.name === '--sport' || o.name === '--source-port') return portIn(v, packet.sport) ?? unknown(`port ${v} is not a port or port range`)
         return unknown(`option ${o.name} of -m ${module}`)
-      case 'multiport':
-        if (o.name === '--dports' || o.name === '--destination-ports') return v.split(',').some((p) => portIn(p, s.dport))
-        if (o.name === '--sports' || o.name === '--source-ports') return v.split(',').some((p) => portIn(p, packet.sport))
-        if (o.name === '--ports') return v.split(',').some((p) => portIn(p, s.dport) || portIn(p, packet.sport))
+      case 'multiport': {
+        if (o.values.length !== 1) return unknown(`${o.name} needs exactly one value`)
+        const ports = v.split(',')
+        const check = (port: number) => ports.map((p) => portIn(p, port))
+        const dst = check(s.dport)
+        const src = check(packet.sport)
+        if (dst.some((x) => x === undefined)) return unknown(`port list ${v} not understood`)
+        if (o.name === '--dports' || o.name === '--destination-ports') return dst.some((x) => x)
+        if (o.name === '--sports' || o.name === '--source-ports') return src.some((x) => x)
+        if (o.name === '--ports') return dst.some((x) => x) || src.some((x) => x)
         return unknown(`option ${o.name} of -m multiport`)
+      }
       case 'comment':
         return !o.negated
       case 'statistic':
         if (o.name === '--mode') return v === 'random' ? !o.negated : unknown('statistic mode other than random')
         if (o.name === '--probability') {
-          const p = Number(v)
-          if (!(p >= 0 && p <= 1)) return unknown(`probability ${v}`)
+          const p = /^\d*\.?\d+(e-?\d+)?$/.test(v) ? Number(v) : NaN
+          if (o.values.length !== 1 || !(p >= 0 && p <= 1)) return unknown(`probability ${v}`)
           return {probability: o.negated ? 1 - p : p}
         }
         return unknown(`option ${o.name} of -m statistic`)
@@ -219,9 +260,11 @@ export class IptablesTracer {
         return unknown(`option ${o.name} of -m addrtype`)
       case 'mark': {
         if (o.name !== '--mark') return unknown(`option ${o.name} of -m mark`)
-        const [value, mask] = v.split('/').map((x) => Number(x))
-        const m = mask === undefined || Number.isNaN(mask) ? 0xffffffff : mask
-        return (s.mark & m) >>> 0 === value >>> 0
+        const [valueText, maskText, extra] = v.split('/')
+        const value = parseU32(valueText)
+        const mask = maskText === undefined ? 0xffffffff : parseU32(maskText)
+        if (o.values.length !== 1 || value === undefined || mask === undefined || extra !== undefined) return unknown(`mark ${o.values.join(' ')} is not VALUE[/MASK]`)
+        return (s.mark & mask) >>> 0 === value
       }
       case 'set': {
         if (o.name !== '--match-set') return unknown(`option ${o.name} of -m set`)
@@ -244,7 +287,7 @@ function quickMiss(rule: ParsedRule, s: State): boolean {
   const own = rule.matches[0]
   if (!own || own.module !== '') return false
   for (const o of own.options) {
-    if (o.name === 'd' && !o.negated && o.values[0].endsWith('/32') && o.values[0].slice(0, -3) !== s.dst) return true
+    if (o.name === 'd' && !o.negated && o.values[0].endsWith('/32') && o.values[0].slice(0, -3) !== s.dst && parseIp(o.values[0].slice(0, -3)) !== undefined) return true
   }
   return false
 }
@@ -266,18 +309,40 @@ function ifaceMatch(pattern: string, iface: string): boolean {
   return pattern.endsWith('+') ? iface.startsWith(pattern.slice(0, -1)) : iface === pattern
 }
 
-function portIn(spec: string, port: number): boolean {
-  const [lo, hi] = spec.split(':')
-  const low = lo === '' ? 0 : Number(lo)
-  const high = hi === undefined ? low : hi === '' ? 65535 : Number(hi)
+/** A port number 0-65535 written in decimal; undefined otherwise. */
+function parsePort(text: string): number | undefined {
+  if (!/^\d{1,5}$/.test(text)) return undefined
+  const n = Number(text)
+  return n <= 65535 ? n : undefined
+}
+
+/** A 32-bit value in decimal or 0x hex (a mark, a mask); undefined otherwise. */
+function parseU32(text: string | undefined): number | undefined {
+  if (text === undefined || !/^(0x[0-9a-fA-F]{1,8}|\d{1,10})$/.test(text)) return undefined
+  const n = Number(text)
+  return n <= 0xffffffff ? n >>> 0 : undefined
+}
+
+/** Whether port lies in "N", "LO:HI", "LO:" or ":HI"; undefined when the spec is not one of those. */
+function portIn(spec: string, port: number): boolean | undefined {
+  const [lo, hi, extra] = spec.split(':')
+  if (extra !== undefined) return undefined
+  const low = lo === '' && hi !== undefined ? 0 : parsePort(lo)
+  const high = hi === undefined ? low : hi === '' ? 65535 : parsePort(hi)
+  if (low === undefined || high === undefined) return undefined
   return port >= low && port <= high
 }
 
-function tcpFlags(values: string[]): boolean {
+const TCP_FLAGS = ['FIN', 'SYN', 'RST', 'PSH', 'ACK', 'URG', 'ECE', 'CWR']
+
+/** A NEW connection's first packet carries SYN only. */
+function tcpFlags(values: string[]): boolean | undefined {
   const [mask, comp] = values
   const set = new Set(['SYN'])
-  const maskFlags = mask === 'ALL' ? ['FIN', 'SYN', 'RST', 'PSH', 'ACK', 'URG'] : mask.split(',')
-  const compFlags = comp === 'NONE' ? [] : comp === 'ALL' ? maskFlags : comp.split(',')
+  const list = (text: string) => (text === 'ALL' ? TCP_FLAGS : text === 'NONE' ? [] : text.split(','))
+  const maskFlags = list(mask)
+  const compFlags = list(comp)
+  if ([...maskFlags, ...compFlags].some((f) => !TCP_FLAGS.includes(f))) return undefined
   return maskFlags.every((f) => set.has(f) === compFlags.includes(f))
 }
 
@@ -299,10 +364,10 @@ function addrType(type: string, ip: string, local: boolean): boolean {
 
 function applyMark(mark: number, options: RuleOption[]): number | undefined {
   for (const o of options) {
-    const [a, b] = (o.values[0] ?? '').split('/')
-    const value = Number(a) >>> 0
-    const mask = b === undefined ? 0xffffffff : Number(b) >>> 0
-    if (Number.isNaN(value) || Number.isNaN(mask)) return undefined
+    const [a, b, extra] = (o.values[0] ?? '').split('/')
+    const value = parseU32(a)
+    const mask = b === undefined ? 0xffffffff : parseU32(b)
+    if (o.values.length !== 1 || value === undefined || mask === undefined || extra !== undefined) return undefined
     switch (o.name) {
       case '--set-xmark':
         return ((mark & ~mask) ^ value) >>> 0

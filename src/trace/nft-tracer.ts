@@ -1,7 +1,21 @@
-import {parseElements, splitTop, type NftChain, type NftRule, type NftRuleset, type NftTable} from '../parse/nft-ruleset.js'
+import {parseElements, splitTop, type NftChain, type NftElement, type NftRule, type NftRuleset, type NftTable} from '../parse/nft-ruleset.js'
 import {inCidr, parseIp} from '../net/address.js'
 import {summarize, type Packet, type TraceOutcome, type TraceResult} from './types.js'
-import {finish, isLocalAddress, MAX_BRANCHES, MAX_DEPTH, startState, walkHooks, withStep, type Branch, type WalkState as State} from './walk.js'
+import {
+  finish,
+  isLocalAddress,
+  MAX_BRANCHES,
+  startState,
+  walkChain,
+  WalkBudget,
+  walkHooks,
+  withStep,
+  type ChainEnd,
+  type ChainSource,
+  type RuleAction,
+  type RuleOutcome,
+  type WalkState as State,
+} from './walk.js'
 import {splitAddr} from './iptables-tracer.js'
 
 export interface NftTraceOptions {
@@ -49,9 +63,11 @@ export function nftTokens(text: string): string[] {
 }
 
 /** Walks one NEW packet through an `nft list ruleset` the way the kernel would: base chains by hook and priority. */
-export class NftTracer {
+export class NftTracer implements ChainSource<NftChain> {
   private local: Set<string>
-  private branches = 0
+  private packet!: Packet
+  private readonly tokenCache = new WeakMap<NftRule, string[]>()
+  private readonly inlineCache = new Map<string, NftElement[]>()
 
   constructor(
     private readonly rs: NftRuleset,
@@ -61,7 +77,8 @@ export class NftTracer {
   }
 
   trace(packet: Packet): TraceResult {
-    this.branches = 0
+    this.packet = packet
+    const budget = new WalkBudget()
     const done: TraceOutcome[] = []
     const families = packet.dst.includes(':') ? ['ip6', 'inet'] : ['ip', 'inet']
     const runHook = (hook: string, live: State[]): State[] => {
@@ -74,7 +91,7 @@ export class NftTracer {
             next.push(s)
             continue
           }
-          for (const b of this.runChain(chain, s, 0, packet)) {
+          for (const b of walkChain(this, chain, s, budget)) {
             if (b.end === 'ACCEPT' || b.end === 'RETURN') {
               next.push(b.state)
               if (chain.base!.type === 'nat' && (b.state.dnatted !== s.dnatted || b.state.masquerade !== s.masquerade)) natDone.add(b.state)
@@ -94,63 +111,72 @@ export class NftTracer {
     return this.rs.table(chain.table)!
   }
 
-  private runChain(chain: NftChain, state: State, depth: number, packet: Packet): Branch[] {
-    if (depth > MAX_DEPTH) return [{state, end: 'UNKNOWN', reason: `jumps nest deeper than ${MAX_DEPTH} chains at ${chain.name} (a loop?)`}]
-    return this.runFrom(chain, 0, state, depth, packet)
-  }
-
-  private runFrom(chain: NftChain, from: number, state: State, depth: number, packet: Packet): Branch[] {
-    for (let i = from; i < chain.rules.length; i++) {
-      const rule = chain.rules[i]
-      let outcomes: Array<{state: State; verdict?: Verdict; probability: number}>
-      try {
-        outcomes = this.evalRule(rule, state, packet)
-      } catch (e) {
-        if (e instanceof Unknown) return [{state: step(state, rule), end: 'UNKNOWN', reason: `${e.message}: ${rule.text}`}]
-        throw e
-      }
-      const results: Branch[] = []
-      let continues = false
-      for (const o of outcomes) {
-        if (!o.verdict || o.verdict.kind === 'continue') {
-          if (o.state === state && outcomes.length === 1) {
-            continues = true
-            break
-          }
-          results.push(...this.runFrom(chain, i + 1, o.state, depth, packet))
-          continue
-        }
-        results.push(...this.applyVerdict(chain, i, o.verdict, o.state, depth, packet))
-      }
-      if (continues) continue
-      return results
+  private tokensOf(rule: NftRule): string[] {
+    let toks = this.tokenCache.get(rule)
+    if (!toks) {
+      toks = nftTokens(rule.text)
+      this.tokenCache.set(rule, toks)
     }
-    if (chain.base) return [{state, end: chain.base.policy === 'drop' ? 'DROP' : 'ACCEPT'}]
-    return [{state, end: 'RETURN'}]
+    return toks
   }
 
-  private applyVerdict(chain: NftChain, i: number, v: Verdict, s: State, depth: number, packet: Packet): Branch[] {
+  /** The elements of an inline `{ … }` set or map, parsed once per distinct text. */
+  private elementsOf(braced: string): NftElement[] {
+    let els = this.inlineCache.get(braced)
+    if (!els) {
+      try {
+        els = parseElements(braced.slice(1, -1))
+      } catch (e) {
+        throw new Unknown((e as Error).message)
+      }
+      if (this.inlineCache.size > 10_000) this.inlineCache.clear()
+      this.inlineCache.set(braced, els)
+    }
+    return els
+  }
+
+  ruleCount(chain: NftChain): number {
+    return chain.rules.length
+  }
+
+  describe(chain: NftChain, index: number): string {
+    const rule = chain.rules[index]
+    return rule ? `${chain.table}/${chain.name} rule ${index + 1} (line ${rule.line})` : `${chain.table}/${chain.name}`
+  }
+
+  fallOff(chain: NftChain): ChainEnd {
+    if (chain.base) return chain.base.policy === 'drop' ? 'DROP' : 'ACCEPT'
+    return 'RETURN'
+  }
+
+  evaluate(chain: NftChain, index: number, state: State): Array<RuleOutcome<NftChain>> {
+    const rule = chain.rules[index]
+    let outcomes: Array<{state: State; verdict?: Verdict; probability: number}>
+    try {
+      outcomes = this.evalRule(rule, state, this.packet)
+    } catch (e) {
+      if (e instanceof Unknown) return [{state: step(state, rule), action: {kind: 'end', end: 'UNKNOWN', reason: `${e.message}: ${rule.text}`}}]
+      throw e
+    }
+    return outcomes.map((o) => ({state: o.state, action: this.action(chain, o.verdict)}))
+  }
+
+  private action(chain: NftChain, v: Verdict | undefined): RuleAction<NftChain> {
+    if (!v || v.kind === 'continue') return {kind: 'next'}
     switch (v.kind) {
       case 'accept':
-        return [{state: s, end: 'ACCEPT'}]
+        return {kind: 'end', end: 'ACCEPT'}
       case 'drop':
-        return [{state: s, end: 'DROP'}]
+        return {kind: 'end', end: 'DROP'}
       case 'reject':
-        return [{state: s, end: 'REJECT'}]
+        return {kind: 'end', end: 'REJECT'}
       case 'return':
-        return [{state: s, end: 'RETURN'}]
-      case 'continue':
-        return this.runFrom(chain, i + 1, s, depth, packet)
+        return {kind: 'return'}
     }
+    if (v.kind !== 'jump' && v.kind !== 'goto') return {kind: 'end', end: 'UNKNOWN', reason: `verdict ${v.kind} not understood`}
     const target = this.tableOf(chain).chains.get(v.target)
-    if (!target) return [{state: s, end: 'UNKNOWN', reason: `${v.kind} to chain ${v.target}, which table ${chain.table} does not have`}]
-    const out: Branch[] = []
-    for (const b of this.runChain(target, s, depth + 1, packet)) {
-      if (b.end !== 'RETURN') out.push(b)
-      else if (v.kind === 'goto') out.push(b)
-      else out.push(...this.runFrom(chain, i + 1, b.state, depth, packet))
-    }
-    return out
+    if (!target) return {kind: 'end', end: 'UNKNOWN', reason: `${v.kind} to chain ${v.target}, which table ${chain.table} does not have`}
+    return {kind: v.kind, chain: target}
   }
 
   /**
@@ -158,7 +184,7 @@ export class NftTracer {
    * verdict), or a verdict with the state its statements left (several ways for numgen).
    */
   private evalRule(rule: NftRule, input: State, packet: Packet): Array<{state: State; verdict?: Verdict; probability: number}> {
-    const toks = nftTokens(rule.text)
+    const toks = this.tokensOf(rule)
     let s = input
     let i = 0
     const noMatch = [{state: input, probability: 1}]
@@ -213,19 +239,18 @@ export class NftTracer {
           offset = Number(toks[j + 1])
           j += 2
         }
+        if (!Number.isSafeInteger(n) || n < 1 || n > MAX_BRANCHES || !Number.isSafeInteger(offset) || offset < 0) throw new Unknown(`numgen modulus ${toks[i + 3]} / offset ${offset} not usable`)
         if (toks[j] !== 'vmap' || !toks[j + 1]?.startsWith('{')) throw new Unknown('numgen without an inline vmap')
-        if (++this.branches > MAX_BRANCHES) throw new Unknown(`more than ${MAX_BRANCHES} probabilistic branches`)
-        const map = parseElements(toks[j + 1].slice(1, -1))
+        const slots = numgenSlots(this.elementsOf(toks[j + 1]), offset, n)
         const base = matched()
         const out: Array<{state: State; verdict?: Verdict; probability: number}> = []
         let missing = 0
-        for (let k = offset; k < offset + n; k++) {
-          const el = map.find((e) => numberIn(e.key[0], k))
-          if (!el) {
+        for (const value of slots) {
+          if (value === undefined) {
             missing++
             continue
           }
-          out.push({state: {...base, probability: base.probability / n}, verdict: parseVerdict(el.value ?? ''), probability: 1 / n})
+          out.push({state: {...base, probability: base.probability / n}, verdict: parseVerdict(value), probability: 1 / n})
         }
         if (missing > 0) out.push({state: {...input, probability: (input.probability * missing) / n}, probability: missing / n})
         return out
@@ -318,7 +343,7 @@ export class NftTracer {
       if (!set) throw new Unknown(`set ${spec} is not in the ruleset`)
       return set.elements.some((e) => e.key.every((k, n) => matchOne(sel[n], actual[n]!, k)))
     }
-    if (spec.startsWith('{')) return splitTop(spec.slice(1, -1), ',').some((el) => splitTop(el, ' . ').every((k, n) => matchOne(sel[n], actual[n]!, k)))
+    if (spec.startsWith('{')) return this.elementsOf(spec).some((el) => el.key.every((k, n) => matchOne(sel[n], actual[n]!, k)))
     if (sel.length > 1) return splitTop(spec, ' . ').every((k, n) => matchOne(sel[n], actual[n]!, k))
     return matchOne(sel[0], actual[0]!, spec)
   }
@@ -330,7 +355,7 @@ export class NftTracer {
       const set = this.rs.table(rule.table)?.sets.get(spec.slice(1))
       if (!set) throw new Unknown(`map ${spec} is not in the ruleset`)
       elements = set.elements
-    } else if (spec.startsWith('{')) elements = parseElements(spec.slice(1, -1))
+    } else if (spec.startsWith('{')) elements = this.elementsOf(spec)
     else throw new Unknown(`vmap "${spec}" not understood`)
     return elements.find((e) => e.key.every((k, n) => matchOne(sel[n], actual[n]!, k)))?.value
   }
@@ -351,9 +376,17 @@ function parseVerdict(text: string): Verdict {
   throw new Unknown(`verdict "${text}" not understood`)
 }
 
-function numberIn(spec: string, n: number): boolean {
-  const [a, b] = spec.split('-').map(Number)
-  return b === undefined ? a === n : n >= a && n <= b
+/** For each numgen result offset..offset+n-1, the value of the first element whose key ("N" or "LO-HI") holds it. */
+function numgenSlots(elements: NftElement[], offset: number, n: number): Array<string | undefined> {
+  const slots = new Array<string | undefined>(n).fill(undefined)
+  for (const e of elements) {
+    const m = /^(\d+)(?:-(\d+))?$/.exec(e.key[0] ?? '')
+    if (!m || e.key.length !== 1 || e.value === undefined) throw new Unknown(`numgen map element "${e.key.join(' . ')}" not understood`)
+    const lo = Math.max(Number(m[1]), offset)
+    const hi = Math.min(m[2] === undefined ? Number(m[1]) : Number(m[2]), offset + n - 1)
+    for (let k = lo; k <= hi; k++) if (slots[k - offset] === undefined) slots[k - offset] = e.value
+  }
+  return slots
 }
 
 const SELECTORS = [

@@ -11,10 +11,30 @@ export interface WalkState {
   dnatted: boolean
   masquerade: boolean
   probability: number
-  steps: TraceStep[]
+  /** The rules passed so far, newest first, shared between branches (copying an array per step is quadratic). */
+  steps: StepList | undefined
   sticky: boolean
   inIface?: string
   outIface?: string
+}
+
+interface StepList {
+  step: TraceStep
+  previous: StepList | undefined
+  length: number
+}
+
+/** A trace keeps at most this many of its last steps (a budget-stopped walk can pass millions of rules). */
+const MAX_STEPS_SHOWN = 10_000
+
+function stepsOf(list: StepList | undefined): TraceStep[] {
+  const total = list?.length ?? 0
+  const kept = Math.min(total, MAX_STEPS_SHOWN)
+  const out = new Array<TraceStep>(kept)
+  let node = list
+  for (let i = kept - 1; i >= 0 && node; i--, node = node.previous) out[i] = node.step
+  if (total > kept) out.unshift({table: '', chain: '…', line: 0, rule: `${total - kept} earlier steps not shown`})
+  return out
 }
 
 export type ChainEnd = 'ACCEPT' | 'RETURN' | 'DROP' | 'REJECT' | 'UNKNOWN'
@@ -25,8 +45,8 @@ export interface Branch {
   reason?: string
 }
 
-export const MAX_DEPTH = 64
-export const MAX_BRANCHES = 4096
+const MAX_DEPTH = 64
+export const MAX_BRANCHES = 65_536
 
 export function startState(packet: Packet): WalkState {
   return {
@@ -37,7 +57,7 @@ export function startState(packet: Packet): WalkState {
     dnatted: false,
     masquerade: false,
     probability: 1,
-    steps: [],
+    steps: undefined,
     sticky: false,
     inIface: packet.inIface,
     outIface: packet.outIface,
@@ -45,12 +65,12 @@ export function startState(packet: Packet): WalkState {
 }
 
 export function withStep(s: WalkState, step: TraceStep): WalkState {
-  return {...s, steps: [...s.steps, step]}
+  return {...s, steps: {step, previous: s.steps, length: (s.steps?.length ?? 0) + 1}}
 }
 
 export function finish(s: WalkState, end: ChainEnd, reason?: string): TraceOutcome {
   const verdict: Verdict = end === 'ACCEPT' || end === 'RETURN' ? (s.dnatted ? 'DNAT' : 'ACCEPT') : end
-  const out: TraceOutcome = {verdict, destination: s.dnatted ? joinHostPort(s.dst, s.dport) : null, masquerade: s.masquerade, probability: s.probability, steps: s.steps}
+  const out: TraceOutcome = {verdict, destination: s.dnatted ? joinHostPort(s.dst, s.dport) : null, masquerade: s.masquerade, probability: s.probability, steps: stepsOf(s.steps)}
   if (reason) out.reason = reason
   if (s.sticky) out.sticky = true
   return out
@@ -85,4 +105,121 @@ export function walkHooks(localOrigin: boolean, isLocal: (ip: string) => boolean
     ),
   )
   return [...forwarded, ...delivered]
+}
+
+/** What one rule does to one branch of the walk. */
+export type RuleAction<C> = {kind: 'next'} | {kind: 'end'; end: 'ACCEPT' | 'DROP' | 'REJECT' | 'UNKNOWN'; reason?: string} | {kind: 'return'} | {kind: 'jump' | 'goto'; chain: C}
+
+export interface RuleOutcome<C> {
+  state: WalkState
+  action: RuleAction<C>
+}
+
+/** A backend's view of its chains, for the walker. */
+export interface ChainSource<C> {
+  ruleCount(chain: C): number
+  /** One or more ways the rule at `index` can go (several for a probabilistic rule). */
+  evaluate(chain: C, index: number, state: WalkState): Array<RuleOutcome<C>>
+  /** How a chain ends when the walk falls off it (or RETURNs from it) at the bottom of the call stack. */
+  fallOff(chain: C, state: WalkState): ChainEnd
+  describe(chain: C, index: number): string
+}
+
+/** How much one trace may do: rule evaluations and branches, shared by every hook and chain of the trace. */
+export class WalkBudget {
+  evaluations = 0
+  branches = 0
+  constructor(
+    readonly maxEvaluations = MAX_EVALUATIONS,
+    readonly maxBranches = MAX_BRANCHES,
+  ) {}
+  exhausted(): boolean {
+    return this.evaluations >= this.maxEvaluations || this.branches >= this.maxBranches
+  }
+  stopReason(where: string): string {
+    return this.branches >= this.maxBranches
+      ? `stopped at ${where}: more than ${this.maxBranches} branches (the walk's budget); this branch was not followed further`
+      : `stopped at ${where}: ${this.maxEvaluations} rule evaluations (the walk's budget) used up; this branch was not followed further`
+  }
+}
+
+const MAX_EVALUATIONS = 2_000_000
+
+interface Frame<C> {
+  chain: C
+  index: number
+  /** The chain whose policy applies when this bottom frame ends (a goto from a base chain keeps the base chain's). */
+  policyOf: C
+}
+
+/**
+ * Walks one branch from `start` to every end it can reach, without recursion: each branch carries its own call
+ * stack of (chain, next rule) frames, and a probabilistic rule forks the branch. Bounded by `budget`; a branch that
+ * runs it out ends UNKNOWN, naming where it stopped.
+ */
+export function walkChain<C>(source: ChainSource<C>, start: C, first: WalkState, budget: WalkBudget): Branch[] {
+  const out: Branch[] = []
+  const pending: Array<{state: WalkState; frames: Array<Frame<C>>; action?: RuleAction<C>; at?: string}> = [{state: first, frames: [{chain: start, index: 0, policyOf: start}]}]
+  while (pending.length > 0) {
+    const thread = pending.pop()!
+    let state = thread.state
+    let action = thread.action
+    let at = thread.at ?? ''
+    const frames = thread.frames
+    for (;;) {
+      if (action) {
+        const top = frames[frames.length - 1]
+        const a = action
+        action = undefined
+        if (a.kind === 'next') continue
+        if (a.kind === 'end') {
+          out.push(a.reason === undefined ? {state, end: a.end} : {state, end: a.end, reason: a.reason})
+          break
+        }
+        if (a.kind === 'return') {
+          if (frames.length === 1) {
+            out.push({state, end: source.fallOff(top.policyOf, state)})
+            break
+          }
+          frames.pop()
+          continue
+        }
+        if (a.kind === 'goto') {
+          frames[frames.length - 1] = {chain: a.chain, index: 0, policyOf: top.policyOf}
+          continue
+        }
+        if (frames.length > MAX_DEPTH) {
+          out.push({state, end: 'UNKNOWN', reason: `jumps nest deeper than ${MAX_DEPTH} chains at ${at} (a loop?)`})
+          break
+        }
+        frames.push({chain: a.chain, index: 0, policyOf: a.chain})
+        continue
+      }
+      const top = frames[frames.length - 1]
+      if (top.index >= source.ruleCount(top.chain)) {
+        if (frames.length === 1) {
+          out.push({state, end: source.fallOff(top.policyOf, state)})
+          break
+        }
+        frames.pop()
+        continue
+      }
+      if (budget.exhausted()) {
+        out.push({state, end: 'UNKNOWN', reason: budget.stopReason(source.describe(top.chain, top.index))})
+        break
+      }
+      budget.evaluations++
+      const index = top.index++
+      const outcomes = source.evaluate(top.chain, index, state)
+      if (outcomes.length === 0) continue
+      at = source.describe(top.chain, index)
+      for (let k = outcomes.length - 1; k >= 1; k--) {
+        budget.branches++
+        pending.push({state: outcomes[k].state, frames: frames.map((f) => ({...f})), action: outcomes[k].action, at})
+      }
+      state = outcomes[0].state
+      action = outcomes[0].action
+    }
+  }
+  return out
 }

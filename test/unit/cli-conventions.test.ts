@@ -132,6 +132,7 @@ test('trace lists only the flags it honours; the live-read flags without --node 
     'insecure-ignore-host-key',
     'ipset-save',
     'iptables-save',
+    'ipvsadm',
     'kubeconfig',
     'nft',
     'node',

@@ -1,0 +1,106 @@
+/**
+ * The element list of an nftables set or map, as `nft list ruleset` prints it and as it appears inline in a rule:
+ * `10.96.7.7 . tcp . 80 comment "shop/web:http" : goto svc-x, 10.0.0.0/8 timeout 1h expires 59m counter packets 0 bytes 0`.
+ * Read in one pass over the text: element comments, timeouts, expiry and counters are attributes, never part of the key.
+ */
+export interface NftElement {
+  /** The key parts, split on " . " (one part for a plain set). */
+  key: string[]
+  /** For maps: the value text, e.g. "goto reject-chain", "drop", "10.244.1.5 . 8080". */
+  value?: string
+  comment?: string
+}
+
+export class NftElementError extends Error {}
+
+/** Words of one element, quoted strings kept whole (quotes included). */
+function words(text: string): string[] {
+  const out: string[] = []
+  let i = 0
+  const n = text.length
+  while (i < n) {
+    const ch = text.charCodeAt(i)
+    if (ch === 32 || ch === 9 || ch === 10 || ch === 13) {
+      i++
+      continue
+    }
+    const start = i
+    if (text[i] === '"') {
+      const end = text.indexOf('"', i + 1)
+      if (end < 0) throw new NftElementError(`unterminated quote in element "${text.slice(0, 80)}"`)
+      i = end + 1
+    } else while (i < n && !/\s/.test(text[i])) i++
+    out.push(text.slice(start, i))
+  }
+  return out
+}
+
+const SKIP_ONE = new Set(['timeout', 'expires'])
+
+function parseOne(text: string): NftElement {
+  const ws = words(text)
+  const key: string[] = []
+  let pendingKey: string[] = []
+  let comment: string | undefined
+  let value: string | undefined
+  let i = 0
+  const flushKey = () => {
+    if (pendingKey.length > 0) key.push(pendingKey.join(' '))
+    pendingKey = []
+  }
+  while (i < ws.length) {
+    const w = ws[i]
+    if (w === 'comment') {
+      const c = ws[i + 1]
+      if (c === undefined) throw new NftElementError(`element comment without text in "${text.slice(0, 80)}"`)
+      comment = c.replace(/^"(.*)"$/s, '$1')
+      i += 2
+    } else if (SKIP_ONE.has(w)) i += 2
+    else if (w === 'counter') {
+      i++
+      while (ws[i] === 'packets' || ws[i] === 'bytes') i += 2
+    } else if (w === '.') {
+      flushKey()
+      i++
+    } else if (w === ':') {
+      flushKey()
+      value = ws.slice(i + 1).join(' ')
+      if (value === '') throw new NftElementError(`map element without a value in "${text.slice(0, 80)}"`)
+      break
+    } else {
+      pendingKey.push(w)
+      i++
+    }
+  }
+  flushKey()
+  if (key.length === 0) throw new NftElementError(`element without a key in "${text.slice(0, 80)}"`)
+  const el: NftElement = {key}
+  if (value !== undefined) el.value = value
+  if (comment !== undefined) el.comment = comment
+  return el
+}
+
+/** Parses the inside of `{ … }`: elements separated by commas outside quotes and nested braces. */
+export function parseElements(body: string): NftElement[] {
+  const out: NftElement[] = []
+  let depth = 0
+  let start = 0
+  const n = body.length
+  for (let i = 0; i < n; i++) {
+    const ch = body[i]
+    if (ch === '"') {
+      const end = body.indexOf('"', i + 1)
+      if (end < 0) throw new NftElementError(`unterminated quote in element list "${body.slice(i, i + 80)}"`)
+      i = end
+    } else if (ch === '{') depth++
+    else if (ch === '}') depth--
+    else if (ch === ',' && depth === 0) {
+      const piece = body.slice(start, i)
+      if (piece.trim() !== '') out.push(parseOne(piece))
+      start = i + 1
+    }
+  }
+  const last = body.slice(start)
+  if (last.trim() !== '') out.push(parseOne(last))
+  return out
+}

@@ -293,7 +293,7 @@ describe('svc against the netns lab', {skip: why}, () => {
   })
 
   test('DNS down: the name does not resolve, KPD-DNS-NO-ANSWER on every node', async () => {
-    lab.stopDns()
+    await lab.stopDns()
     try {
       const dig = tryRun('ip', ['netns', 'exec', lab.podNs('client-a'), 'socat', '-T1', '-u', 'TCP:10.96.0.10:53,connect-timeout=1', 'STDOUT'], undefined, 5000)
       assert.notEqual(dig.code, 0, 'nothing answers on the DNS Service')

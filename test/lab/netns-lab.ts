@@ -249,9 +249,19 @@ export class NetnsLab {
     this.procs.push(this.dnsProc)
   }
 
-  stopDns(): void {
-    this.dnsProc?.kill('SIGTERM')
+  /** Stops the DNS server and waits until it has exited (bounded), so that nothing answers on port 53 afterwards. */
+  async stopDns(): Promise<void> {
+    const proc = this.dnsProc
     this.dnsProc = undefined
+    if (!proc || proc.exitCode !== null) return
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 5000)
+      proc.once('exit', () => {
+        clearTimeout(timer)
+        resolve()
+      })
+      proc.kill('SIGTERM')
+    })
   }
 
   /** (Re)loads a node's rules from the lab's state, with the given faults. */

@@ -21,6 +21,7 @@ declare module 'ws' {
     on(event: 'close', listener: (code: number, reason: Buffer) => void): this
     on(event: 'error', listener: (err: Error) => void): this
     on(event: 'unexpected-response', listener: (req: ClientRequest, res: IncomingMessage) => void): this
+    off(event: string, listener: (...args: never[]) => void): this
   }
 
   interface ServerOptions {

@@ -149,6 +149,35 @@ describe('test API server: pods/exec and pods/portforward over WebSocket', {skip
     )
   })
 
+  test('pods create can be denied; deleting a pod ends the processes exec started in it', async () => {
+    const core = kc.makeApiClient(CoreV1Api)
+    const body = {metadata: {name: 'kpd-debug-x'}, spec: {nodeName: 'node-a', hostNetwork: true, containers: [{name: 'debug', image: 'busybox'}]}}
+    lab.api.opts.forbidden = new Set(['create pods kube-system'])
+    try {
+      await assert.rejects(
+        core.createNamespacedPod({namespace: 'kube-system', body}),
+        (e: {code?: number; body?: unknown}) => e.code === 403 && /cannot create resource \\"pods\\"/.test(JSON.stringify(e.body)),
+      )
+    } finally {
+      lab.api.opts.forbidden = undefined
+    }
+    assert.equal(lab.api.createdPods.length, 0)
+    await core.createNamespacedPod({namespace: 'kube-system', body})
+    for (let i = 0; i < 50 && (lab.api.createdPods[0]?.status as {phase?: string} | undefined)?.phase !== 'Running'; i++) await new Promise((r) => setTimeout(r, 50))
+    const closed = new Promise<number>((resolve, reject) => {
+      new Exec(kc)
+        .exec('kube-system', 'kpd-debug-x', 'debug', ['sleep', '30'], null, null, null, false)
+        .then((ws) => (ws as unknown as {on(e: 'close', l: () => void): void}).on('close', () => resolve(Date.now())))
+        .catch(reject)
+    })
+    await new Promise((r) => setTimeout(r, 200))
+    assert.equal(lab.api.streams.children.size, 1)
+    const deletedAt = Date.now()
+    await core.deleteNamespacedPod({namespace: 'kube-system', name: 'kpd-debug-x'})
+    assert.ok((await closed) - deletedAt < 2000)
+    assert.equal(lab.api.streams.children.size, 0)
+  })
+
   test('kubectl exec (WebSocket by default) prints the output and passes the exit code on', async () => {
     const version = await runAsync('kubectl', ['version', '--client', '-o', 'json'])
     const minor = Number((JSON.parse(version.stdout) as {clientVersion: {minor: string}}).clientVersion.minor.replace(/\D/g, ''))

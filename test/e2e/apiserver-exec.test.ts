@@ -156,7 +156,8 @@ describe('test API server: pods/exec and pods/portforward over WebSocket', {skip
     try {
       await assert.rejects(
         core.createNamespacedPod({namespace: 'kube-system', body}),
-        (e: {code?: number; body?: unknown}) => e.code === 403 && /cannot create resource \\"pods\\"/.test(JSON.stringify(e.body)),
+        (e: {code?: number; body?: unknown}) =>
+          e.code === 403 && /cannot create resource "pods" in API group "" in the namespace "kube-system"/.test((JSON.parse(String(e.body)) as {message: string}).message),
       )
     } finally {
       lab.api.opts.forbidden = undefined

@@ -1,13 +1,19 @@
 import {createServer, type Server} from 'node:https'
 import type {IncomingMessage, ServerResponse} from 'node:http'
+import {randomUUID} from 'node:crypto'
 import {mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
+import type {Duplex} from 'node:stream'
+import {WebSocketServer} from 'ws'
+import {EXEC_PROTOCOLS, PORT_FORWARD_PROTOCOLS, runExecSession, runHungSession, runPortForwardSession, type PodSandbox, type StreamTracker} from './apiserver-streams.js'
 import {run} from './sh.js'
 
 /**
  * A Kubernetes API server for tests: real HTTPS on loopback, bearer-token auth, discovery documents, get and list
  * with label and field selectors, and 401/403/404 answered with Status objects the way kube-apiserver answers them.
+ * Pods can be created and deleted, and pods/exec and pods/portforward speak the WebSocket channel protocols
+ * (see apiserver-streams.ts) inside the network namespace `podSandbox` names for the pod.
  */
 interface ResourceDef {
   group: string
@@ -27,7 +33,21 @@ const RESOURCES: Record<string, ResourceDef> = {
   endpointslices: {group: 'discovery.k8s.io', version: 'v1', kind: 'EndpointSlice', namespaced: true},
 }
 
-type Obj = {metadata?: {name?: string; namespace?: string; labels?: Record<string, string>}; [k: string]: unknown}
+type Obj = {metadata?: {name?: string; generateName?: string; namespace?: string; labels?: Record<string, string>; [k: string]: unknown}; [k: string]: unknown}
+
+/** One request as the API server's audit log would see it. */
+export interface ApiRequest {
+  method: string
+  /** The Kubernetes verb: get, list, create, delete. */
+  verb: string
+  path: string
+  namespace?: string
+  resource?: string
+  name?: string
+  subresource?: string
+  /** Query parameters as sent (command=, container=, ports=, ...), repeated keys in order. */
+  query: [string, string][]
+}
 
 export interface ApiServerOptions {
   token: string
@@ -35,6 +55,15 @@ export interface ApiServerOptions {
   forbidden?: Set<string>
   /** Serve no discovery.k8s.io group (a cluster before EndpointSlices). */
   withoutEndpointSlices?: boolean
+  /**
+   * Where a pod's exec and port-forward run: a network namespace the test created. A pod without one is answered
+   * as a pod whose container is not running (exec never touches the host's own namespace).
+   */
+  podSandbox?: (pod: Obj) => PodSandbox | undefined
+  /** "namespace/name" of pods whose exec is accepted and then never answered. */
+  hungExec?: Set<string>
+  /** How long a created pod stays Pending before it runs (default 100 ms); `Infinity` keeps it Pending. */
+  podStartMs?: number
 }
 
 export class LabApiServer {
@@ -44,6 +73,13 @@ export class LabApiServer {
   readonly dir = mkdtempSync(join(tmpdir(), 'kpd-api-'))
   caPem = ''
   requests: string[] = []
+  /** Every request, parsed (tests read which verbs and subresources were called). */
+  readonly requestLog: ApiRequest[] = []
+  /** Pods created through the API (kept apart from the published fixtures, which `set` replaces). */
+  readonly createdPods: Obj[] = []
+  readonly streams: StreamTracker = {children: new Set(), sockets: new Set(), resizes: []}
+  private readonly wss = new WebSocketServer({noServer: true, handleProtocols: (offered, req) => this.pickProtocol(offered, req)})
+  private readonly timers = new Set<NodeJS.Timeout>()
 
   constructor(public opts: ApiServerOptions) {}
 
@@ -75,11 +111,16 @@ export class LabApiServer {
     ])
     this.caPem = readFileSync(cert, 'utf8')
     this.server = createServer({key: readFileSync(key), cert: readFileSync(cert)}, (req, res) => this.handle(req, res))
+    this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.handleUpgrade(req, socket, head))
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve))
     this.port = (this.server!.address() as {port: number}).port
   }
 
   stop(): Promise<void> {
+    for (const t of this.timers) clearTimeout(t)
+    for (const ws of this.streams.sockets) ws.terminate()
+    for (const child of this.streams.children) child.kill('SIGKILL')
+    this.server?.closeAllConnections()
     return new Promise((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()))
   }
 
@@ -123,41 +164,78 @@ current-context: lab
   }
 
   private status(res: ServerResponse, code: number, reason: string, message: string, details?: Record<string, string>): void {
-    this.send(res, code, {kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, ...(details ? {details} : {}), code})
+    this.send(res, code, this.statusBody(code, reason, message, details))
+  }
+
+  /** Parses a request into the audit log's terms and records it. */
+  private record(req: IncomingMessage): ApiRequest {
+    const url = new URL(req.url ?? '/', this.url)
+    this.requests.push(`${req.method} ${url.pathname}${url.search}`)
+    const path = url.pathname.replace(/\/$/, '')
+    const m = /^\/(?:api\/v1|apis\/[^/]+\/[^/]+)(?:\/namespaces\/([^/]+))?\/([^/]+)(?:\/([^/]+))?(?:\/([^/]+))?$/.exec(path)
+    const [, namespace, resource, name, subresource] = m ?? []
+    const method = req.method ?? 'GET'
+    const verb = method === 'POST' ? 'create' : method === 'DELETE' ? 'delete' : method === 'PUT' ? 'update' : method === 'PATCH' ? 'patch' : name ? 'get' : 'list'
+    const entry: ApiRequest = {method, verb, path, namespace, resource, name, subresource, query: [...url.searchParams.entries()]}
+    this.requestLog.push(entry)
+    return entry
+  }
+
+  /** The 403 kube-apiserver gives when RBAC denies `verb` on `resource` (e.g. "pods/exec"), or undefined. */
+  private denial(verb: string, resource: string, group: string, namespace: string | undefined, name: string | undefined) {
+    const f = this.opts.forbidden
+    if (!f || !(f.has(`${verb} ${resource} ${namespace ?? ''}`) || f.has(`${verb} ${resource} *`))) return undefined
+    const [base] = resource.split('/')
+    const gr = group ? `${base}.${group}` : base
+    const where = namespace ? ` in the namespace "${namespace}"` : ' at the cluster scope'
+    return this.statusBody(403, 'Forbidden', `${gr}${name ? ` "${name}"` : ''} is forbidden: User "kpd-lab" cannot ${verb} resource "${resource}" in API group "${group}"${where}`, {
+      kind: base,
+      ...(name ? {name} : {}),
+    })
+  }
+
+  private statusBody(code: number, reason: string, message: string, details?: Record<string, string>) {
+    return {kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, ...(details ? {details} : {}), code}
+  }
+
+  private pods(): Obj[] {
+    return [...(this.objects.get('pods') ?? []), ...this.createdPods]
+  }
+
+  private findPod(namespace: string | undefined, name: string | undefined): Obj | undefined {
+    return this.pods().find((o) => o.metadata?.namespace === namespace && o.metadata?.name === name)
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
+    const r = this.record(req)
     const url = new URL(req.url ?? '/', this.url)
-    this.requests.push(`${req.method} ${url.pathname}${url.search}`)
     if (req.headers.authorization !== `Bearer ${this.opts.token}`) return this.status(res, 401, 'Unauthorized', 'Unauthorized')
-    if (req.method !== 'GET') return this.status(res, 405, 'MethodNotAllowed', 'the test API server is read-only')
-    const p = url.pathname.replace(/\/$/, '')
-    if (p === '/version') return this.send(res, 200, {major: '1', minor: '33', gitVersion: 'v1.33.0-kpd-lab', platform: 'linux/amd64'})
-    if (p === '/api') return this.send(res, 200, {kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{clientCIDR: '0.0.0.0/0', serverAddress: `127.0.0.1:${this.port}`}]})
-    if (p === '/apis') {
-      const groups = this.opts.withoutEndpointSlices
-        ? []
-        : [{name: 'discovery.k8s.io', versions: [{groupVersion: 'discovery.k8s.io/v1', version: 'v1'}], preferredVersion: {groupVersion: 'discovery.k8s.io/v1', version: 'v1'}}]
-      return this.send(res, 200, {kind: 'APIGroupList', apiVersion: 'v1', groups})
+    const p = r.path
+    if (req.method === 'GET') {
+      if (p === '/version') return this.send(res, 200, {major: '1', minor: '33', gitVersion: 'v1.33.0-kpd-lab', platform: 'linux/amd64'})
+      if (p === '/api') return this.send(res, 200, {kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{clientCIDR: '0.0.0.0/0', serverAddress: `127.0.0.1:${this.port}`}]})
+      if (p === '/apis') {
+        const groups = this.opts.withoutEndpointSlices
+          ? []
+          : [{name: 'discovery.k8s.io', versions: [{groupVersion: 'discovery.k8s.io/v1', version: 'v1'}], preferredVersion: {groupVersion: 'discovery.k8s.io/v1', version: 'v1'}}]
+        return this.send(res, 200, {kind: 'APIGroupList', apiVersion: 'v1', groups})
+      }
+      if (p === '/api/v1') return this.send(res, 200, this.resourceList('v1', ''))
+      if (p === '/apis/discovery.k8s.io/v1' && !this.opts.withoutEndpointSlices) return this.send(res, 200, this.resourceList('discovery.k8s.io/v1', 'discovery.k8s.io'))
     }
-    if (p === '/api/v1') return this.send(res, 200, this.resourceList('v1', ''))
-    if (p === '/apis/discovery.k8s.io/v1' && !this.opts.withoutEndpointSlices) return this.send(res, 200, this.resourceList('discovery.k8s.io/v1', 'discovery.k8s.io'))
-    const m = /^\/(?:api\/v1|apis\/([^/]+)\/([^/]+))(?:\/namespaces\/([^/]+))?\/([^/]+)(?:\/([^/]+))?$/.exec(p)
+    const m = /^\/(?:api\/v1|apis\/([^/]+)\/([^/]+))(?:\/namespaces\/([^/]+))?\/([^/]+)(?:\/([^/]+))?(?:\/(exec|portforward))?$/.exec(p)
     if (!m) return this.status(res, 404, 'NotFound', 'the server could not find the requested resource')
-    const [, group = '', , namespace, resource, name] = m
+    const [, group = '', , namespace, resource, name, subresource] = m
     const def = RESOURCES[resource]
     if (!def || def.group !== group || (group === 'discovery.k8s.io' && this.opts.withoutEndpointSlices)) return this.status(res, 404, 'NotFound', 'the server could not find the requested resource')
+    if (subresource) return this.status(res, 400, 'BadRequest', 'Upgrade request required')
+    if (req.method === 'POST' && resource === 'pods' && namespace && !name) return void this.createPod(req, res, namespace)
+    if (req.method === 'DELETE' && resource === 'pods' && namespace && name) return this.deletePod(res, namespace, name)
+    if (req.method !== 'GET') return this.status(res, 405, 'MethodNotAllowed', `the test API server does not ${r.verb} ${resource}`)
     const verb = name ? 'get' : 'list'
-    const f = this.opts.forbidden
-    if (f && (f.has(`${verb} ${resource} ${namespace ?? ''}`) || f.has(`${verb} ${resource} *`))) {
-      const gr = group ? `${resource}.${group}` : resource
-      const where = namespace ? ` in the namespace "${namespace}"` : ' at the cluster scope'
-      return this.status(res, 403, 'Forbidden', `${gr}${name ? ` "${name}"` : ''} is forbidden: User "kpd-lab" cannot ${verb} resource "${resource}" in API group "${group}"${where}`, {
-        kind: resource,
-        ...(name ? {name} : {}),
-      })
-    }
-    let items = (this.objects.get(resource) ?? []).filter((o) => !def.namespaced || !namespace || o.metadata?.namespace === namespace)
+    const denied = this.denial(verb, resource, group, namespace, name)
+    if (denied) return this.send(res, 403, denied)
+    let items = (resource === 'pods' ? this.pods() : (this.objects.get(resource) ?? [])).filter((o) => !def.namespaced || !namespace || o.metadata?.namespace === namespace)
     const apiVersion = group ? `${group}/${def.version}` : def.version
     if (name) {
       const found = items.find((o) => o.metadata?.name === name)
@@ -171,6 +249,119 @@ current-context: lab
     this.send(res, 200, {apiVersion, kind: `${def.kind}List`, metadata: {resourceVersion: '1'}, items})
   }
 
+  private async createPod(req: IncomingMessage, res: ServerResponse, namespace: string): Promise<void> {
+    const chunks: Buffer[] = []
+    for await (const c of req) chunks.push(c as Buffer)
+    let pod: Obj
+    try {
+      pod = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Obj
+    } catch {
+      return this.status(res, 400, 'BadRequest', 'the body of the request was in an unknown format')
+    }
+    const meta = pod.metadata ?? {}
+    const name = meta.name ?? (meta.generateName ? meta.generateName + randomUUID().slice(0, 5) : undefined)
+    if (!name) return this.status(res, 422, 'Invalid', 'Pod "" is invalid: metadata.name: Required value: name or generateName is required')
+    const denied = this.denial('create', 'pods', '', namespace, undefined)
+    if (denied) return this.send(res, 403, denied)
+    if (this.findPod(namespace, name)) return this.status(res, 409, 'AlreadyExists', `pods "${name}" already exists`, {name, kind: 'pods'})
+    const created: Obj = {
+      ...pod,
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {...meta, name, namespace, uid: randomUUID(), resourceVersion: '2', creationTimestamp: new Date().toISOString()},
+      status: {phase: 'Pending', conditions: [{type: 'PodScheduled', status: 'True'}]},
+    }
+    this.createdPods.push(created)
+    const startMs = this.opts.podStartMs ?? 100
+    if (Number.isFinite(startMs)) {
+      const timer = setTimeout(() => {
+        this.timers.delete(timer)
+        const containers = ((created.spec as {containers?: {name: string; image?: string}[]} | undefined)?.containers ?? []).map((c) => ({
+          name: c.name,
+          image: c.image ?? '',
+          imageID: '',
+          ready: true,
+          restartCount: 0,
+          state: {running: {startedAt: new Date().toISOString()}},
+        }))
+        created.status = {
+          phase: 'Running',
+          conditions: [
+            {type: 'PodScheduled', status: 'True'},
+            {type: 'Ready', status: 'True'},
+          ],
+          containerStatuses: containers,
+        }
+      }, startMs)
+      this.timers.add(timer)
+    }
+    this.send(res, 201, created)
+  }
+
+  private deletePod(res: ServerResponse, namespace: string, name: string): void {
+    const denied = this.denial('delete', 'pods', '', namespace, name)
+    if (denied) return this.send(res, 403, denied)
+    const i = this.createdPods.findIndex((o) => o.metadata?.namespace === namespace && o.metadata?.name === name)
+    if (i < 0) return this.status(res, 404, 'NotFound', `pods "${name}" not found`, {name, kind: 'pods'})
+    const [pod] = this.createdPods.splice(i, 1)
+    for (const child of [...this.streams.children]) if (this.podOfChild.get(child) === pod) child.kill('SIGKILL')
+    this.send(res, 200, {...pod, metadata: {...pod.metadata, deletionTimestamp: new Date().toISOString(), deletionGracePeriodSeconds: 0}})
+  }
+
+  private readonly podOfChild = new WeakMap<object, Obj>()
+
+  private pickProtocol(offered: Set<string>, req: IncomingMessage): string | false {
+    const supported = /\/portforward(\?|$)/.test(req.url ?? '') ? PORT_FORWARD_PROTOCOLS : EXEC_PROTOCOLS
+    return supported.find((p) => offered.has(p)) ?? false
+  }
+
+  /** Refuses an upgrade with a plain HTTP answer carrying a Status, as kube-apiserver does before switching protocols. */
+  private refuseUpgrade(socket: Duplex, code: number, body: object): void {
+    const text = JSON.stringify(body)
+    const reason = {400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found'}[code] ?? 'Error'
+    socket.end(`HTTP/1.1 ${code} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`)
+  }
+
+  private handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    socket.on('error', () => {})
+    const r = this.record(req)
+    if (req.headers.authorization !== `Bearer ${this.opts.token}`) return this.refuseUpgrade(socket, 401, this.statusBody(401, 'Unauthorized', 'Unauthorized'))
+    const {namespace, resource, name, subresource} = r
+    if (resource !== 'pods' || !namespace || !name || (subresource !== 'exec' && subresource !== 'portforward'))
+      return this.refuseUpgrade(socket, 404, this.statusBody(404, 'NotFound', 'the server could not find the requested resource'))
+    if (!/websocket/i.test(String(req.headers.upgrade ?? '')))
+      return this.refuseUpgrade(socket, 400, this.statusBody(400, 'BadRequest', `the test API server speaks only WebSocket, not ${req.headers.upgrade}`))
+    const offered = String(req.headers['sec-websocket-protocol'] ?? '')
+    if (/SPDY\/3\.1\+portforward/.test(offered))
+      return this.refuseUpgrade(socket, 400, this.statusBody(400, 'BadRequest', 'the test API server does not tunnel SPDY (kubectl port-forward); it speaks v4.channel.k8s.io'))
+    const denied = this.denial('create', `pods/${subresource}`, '', namespace, name)
+    if (denied) return this.refuseUpgrade(socket, 403, denied)
+    const pod = this.findPod(namespace, name)
+    if (!pod) return this.refuseUpgrade(socket, 404, this.statusBody(404, 'NotFound', `pods "${name}" not found`, {name, kind: 'pods'}))
+    const podLabel = `${namespace}/${name}`
+    const query = new URLSearchParams(r.query)
+    const containers = ((pod.spec as {containers?: {name: string}[]} | undefined)?.containers ?? []).map((c) => c.name)
+    const container = query.get('container') || containers[0]
+    if (subresource === 'exec' && !containers.includes(container)) return this.refuseUpgrade(socket, 400, this.statusBody(400, 'BadRequest', `container ${container} is not valid for pod ${name}`))
+    const sandbox = (pod.status as {phase?: string} | undefined)?.phase === 'Running' ? this.opts.podSandbox?.(pod) : undefined
+    if (!sandbox) return this.refuseUpgrade(socket, 400, this.statusBody(400, 'BadRequest', `unable to upgrade connection: container not found ("${container}")`))
+    const argv = query.getAll('command')
+    if (subresource === 'exec' && argv.length === 0) return this.refuseUpgrade(socket, 400, this.statusBody(400, 'BadRequest', 'you must specify at least one command for the container'))
+    const ports = query
+      .getAll('ports')
+      .flatMap((v) => v.split(','))
+      .map(Number)
+    if (subresource === 'portforward' && (ports.length === 0 || ports.some((n) => !Number.isInteger(n) || n < 1 || n > 65535)))
+      return this.refuseUpgrade(socket, 400, this.statusBody(400, 'BadRequest', 'query parameter "port" is required and must be a port number'))
+    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      const before = new Set(this.streams.children)
+      if (subresource === 'portforward') runPortForwardSession(ws, ports, sandbox, podLabel, this.streams)
+      else if (this.opts.hungExec?.has(podLabel)) runHungSession(ws, this.streams)
+      else runExecSession(ws, argv, sandbox, query.get('stdin') === 'true', this.streams)
+      for (const child of this.streams.children) if (!before.has(child)) this.podOfChild.set(child, pod)
+    })
+  }
+
   private resourceList(groupVersion: string, group: string) {
     return {
       kind: 'APIResourceList',
@@ -178,7 +369,22 @@ current-context: lab
       groupVersion,
       resources: Object.entries(RESOURCES)
         .filter(([, d]) => d.group === group)
-        .map(([name, d]) => ({name, singularName: d.kind.toLowerCase(), namespaced: d.namespaced, kind: d.kind, verbs: ['get', 'list'], ...(d.shortNames ? {shortNames: d.shortNames} : {})})),
+        .flatMap(([name, d]) => [
+          {
+            name,
+            singularName: d.kind.toLowerCase(),
+            namespaced: d.namespaced,
+            kind: d.kind,
+            verbs: name === 'pods' ? ['create', 'delete', 'get', 'list'] : ['get', 'list'],
+            ...(d.shortNames ? {shortNames: d.shortNames} : {}),
+          },
+          ...(name === 'pods'
+            ? [
+                {name: 'pods/exec', singularName: '', namespaced: true, kind: 'PodExecOptions', verbs: ['create', 'get']},
+                {name: 'pods/portforward', singularName: '', namespaced: true, kind: 'PodPortForwardOptions', verbs: ['create', 'get']},
+              ]
+            : []),
+        ]),
     }
   }
 }

@@ -29,6 +29,7 @@ export async function openPortForward(kubeConfig: KubeConfig, namespace: string,
   let opened!: () => void
   const firstFrame = new Promise<void>((resolve) => (opened = resolve))
   const early: Buffer[] = []
+  // eslint-disable-next-line prefer-const -- assigned once the tunnel exists; the frame handler registered before reads it
   let duplex: Duplex | undefined
   const onFrame = (channel: number, data: Buffer) => {
     if (channel !== DATA && channel !== ERROR) return

@@ -55,7 +55,6 @@ export default class Trace extends DoctorCommand {
     let dump: IptablesSave | undefined
     let nftRules: NftRuleset | undefined
     let tracer: Tracer | undefined
-    let closeLive: (() => void) | undefined
     try {
       for (const [name, ip] of [['--src', flags.src], ['--dst', flags.dst], ...(flags['node-ip'] ?? []).map((x) => ['--node-ip', x])]) {
         if (!parseIp(ip)) throw new DiagnosisError(`${name} ${ip} is not an IP address`)
@@ -71,7 +70,6 @@ export default class Trace extends DoctorCommand {
           insecureIgnoreHostKey: flags['insecure-ignore-host-key'],
           timeoutMs: flags.timeout * 1000,
         })
-        closeLive = live.close
         localAddresses = [...localAddresses, ...live.addresses]
         tracer = nodeTracer(live.obs, localAddresses, flags.dst.includes(':') ? 'ip6' : 'ip')
       } else if (flags.nft) {
@@ -125,7 +123,6 @@ export default class Trace extends DoctorCommand {
       process.exitCode = 0
     } finally {
       dump?.close()
-      closeLive?.()
     }
   }
 }

@@ -1,14 +1,13 @@
-import {existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
-import {tmpdir} from 'node:os'
+import {existsSync, lstatSync, readdirSync} from 'node:fs'
 import {join} from 'node:path'
 import {readClusterState} from '../cluster/read-cluster.js'
-import {MANIFEST_FILE, SNAPSHOT_FILES, SnapshotClusterSource, type SnapshotManifest} from '../cluster/snapshot-source.js'
+import {SnapshotClusterSource} from '../cluster/snapshot-source.js'
 import type {ClusterState} from '../cluster/types.js'
 import type {V1Node} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
-import {readNodeBundle, type NodeObservation} from '../node/bundle.js'
-import {loadSshConfig, resolveHost} from '../node/ssh-config.js'
+import {readNodeBundle, type NodeObservation, type NodeRecording} from '../node/bundle.js'
 import {mapBounded, selectNodes} from '../node/select-nodes.js'
+import {transportConnector, type NodeConnector} from '../node/transports.js'
 import {nodeAddress} from './node-address.js'
 import {isNodeName} from '../model/names.js'
 
@@ -30,11 +29,15 @@ export interface LiveOptions {
   insecureIgnoreHostKey: boolean
   timeoutMs: number
   concurrency: number
-  /** Keep the bundle here (collect); otherwise a temporary folder removed afterwards. */
-  outDir?: string
 }
 
-const NODES_DIR = 'nodes'
+export interface GatheredLive extends Gathered {
+  namespace: string
+  /** Each node's raw reads by node name, for `collect` to write as a bundle. */
+  recordings: Map<string, NodeRecording>
+}
+
+export const NODES_DIR = 'nodes'
 
 /** The API client and SSH are loaded only for live reads: offline diagnosis starts faster without them. */
 async function liveModules() {
@@ -42,7 +45,15 @@ async function liveModules() {
   return {LiveClusterSource, loadKubeConfig, collectNode}
 }
 
-export async function gatherLive(opts: LiveOptions): Promise<Gathered & {namespace: string}> {
+async function sshConnector(opts: {sshConfig?: string; insecureIgnoreHostKey: boolean; timeoutMs: number}): Promise<NodeConnector> {
+  try {
+    return await transportConnector('ssh', opts)
+  } catch (e) {
+    throw new DiagnosisError((e as Error).message)
+  }
+}
+
+export async function gatherLive(opts: LiveOptions): Promise<GatheredLive> {
   const {LiveClusterSource, loadKubeConfig} = await liveModules()
   const {kc, namespace: ctxNamespace} = loadKubeConfig(opts)
   const namespace = opts.namespace ?? ctxNamespace
@@ -52,51 +63,28 @@ export async function gatherLive(opts: LiveOptions): Promise<Gathered & {namespa
   const selection = selectNodes(cluster.nodes, endpointNodes, {only: opts.nodes, all: opts.allNodes})
   const dnsIP = cluster.dns.service?.spec?.clusterIP
   const dns = dnsIP && dnsIP !== 'None' ? {name: `${opts.name}.${namespace}.svc.${cluster.clusterDomain}`, server: dnsIP} : undefined
-  const observations = await readNodesLive(cluster.nodes, selection.names, opts, dns, opts.outDir)
-  if (opts.outDir) {
-    writeClusterBundle(opts.outDir, cluster)
-    writeManifest(opts.outDir, {
-      apiVersion: 'kproxy-doctor/v1',
-      kind: 'Bundle',
-      services: [`${namespace}/${opts.name}`],
-      recordedAt: new Date().toISOString(),
-      ...(opts.context ? {context: opts.context} : {}),
-      nodes: observations.map((o) => ({name: o.name, read: o.reachable, ...(o.error ? {error: o.error} : {})})),
-    })
-  }
-  return {cluster, observations, selectionNote: selection.note, warnings: hostKeyWarnings(opts), namespace}
+  const {observations, recordings} = await readNodesLive(cluster.nodes, selection.names, opts, dns)
+  return {cluster, observations, recordings, selectionNote: selection.note, warnings: hostKeyWarnings(opts), namespace}
 }
 
 export function hostKeyWarnings(opts: {insecureIgnoreHostKey: boolean}): string[] {
   return opts.insecureIgnoreHostKey ? ['host keys are NOT checked (--insecure-ignore-host-key): a man-in-the-middle would go unnoticed'] : []
 }
 
-/** Reads the named nodes live, at most `concurrency` at once; each node's failure stays on that node. */
+/** Reads the named nodes live, at most `concurrency` at once, kept in memory; each node's failure stays on that node. */
 export async function readNodesLive(
   nodes: V1Node[],
   names: string[],
   opts: Pick<LiveOptions, 'sshConfig' | 'insecureIgnoreHostKey' | 'timeoutMs' | 'concurrency'>,
   dns: {name: string; server: string} | undefined,
-  outDir?: string,
-): Promise<NodeObservation[]> {
+): Promise<{observations: NodeObservation[]; recordings: Map<string, NodeRecording>}> {
   const {collectNode} = await liveModules()
-  let blocks
-  try {
-    blocks = loadSshConfig(opts.sshConfig)
-  } catch (e) {
-    throw new DiagnosisError((e as Error).message)
-  }
-  const bundle = outDir ?? mkdtempSync(join(tmpdir(), 'kproxy-doctor-'))
-  try {
-    await mapBounded(names, opts.concurrency, async (name) => {
-      const node = nodes.find((n) => n.metadata?.name === name)
-      const host = resolveHost(blocks, name, (node && nodeAddress(node)) ?? name)
-      await collectNode(host, join(bundle, NODES_DIR, name), {insecureIgnoreHostKey: opts.insecureIgnoreHostKey, timeoutMs: opts.timeoutMs}, dns)
-    })
-    return names.map((n) => readNodeBundle(join(bundle, NODES_DIR, n), n))
-  } finally {
-    if (!outDir) rmSync(bundle, {recursive: true, force: true})
-  }
+  const connect = await sshConnector(opts)
+  const collected = await mapBounded(names, opts.concurrency, (name) => {
+    const node = nodes.find((n) => n.metadata?.name === name)
+    return collectNode(name, () => connect({name, address: node && nodeAddress(node)}), {timeoutMs: opts.timeoutMs, dns})
+  })
+  return {observations: collected.map((c) => c.observation), recordings: new Map(names.map((n, i) => [n, collected[i].recording]))}
 }
 
 export async function gatherSnapshot(dir: string, namespace: string, name: string, only?: string[]): Promise<Gathered> {
@@ -123,31 +111,6 @@ export function readSnapshotNodes(dir: string, only?: string[]): NodeObservation
   })
 }
 
-function list(kind: string, items: unknown[]) {
-  return JSON.stringify({apiVersion: 'v1', kind: 'List', items}, null, 2) + '\n'
-}
-
-/** Writes the API objects of a diagnosis as a snapshot bundle (one List file per kind). */
-function writeClusterBundle(dir: string, cluster: ClusterState): void {
-  mkdirSync(dir, {recursive: true})
-  const services = [cluster.service, ...(cluster.dns.service ? [cluster.dns.service] : [])]
-  writeFileSync(join(dir, SNAPSHOT_FILES.services), list('Service', services))
-  writeFileSync(join(dir, SNAPSHOT_FILES.endpointslices), list('EndpointSlice', [...cluster.slices, ...cluster.dns.slices]))
-  writeFileSync(join(dir, SNAPSHOT_FILES.pods), list('Pod', [...cluster.pods, ...cluster.kubeProxyPods.filter((p) => !cluster.pods.includes(p))]))
-  writeFileSync(join(dir, SNAPSHOT_FILES.nodes), list('Node', cluster.nodes))
-  writeFileSync(
-    join(dir, SNAPSHOT_FILES.configmaps),
-    list(
-      'ConfigMap',
-      [cluster.proxyConfigMap, cluster.corednsConfigMap].filter((c) => c !== undefined),
-    ),
-  )
-}
-
-function writeManifest(dir: string, manifest: SnapshotManifest): void {
-  writeFileSync(join(dir, MANIFEST_FILE), JSON.stringify(manifest, null, 2) + '\n')
-}
-
 export interface NodeLiveOptions {
   kubeconfig?: string
   context?: string
@@ -156,29 +119,16 @@ export interface NodeLiveOptions {
   timeoutMs: number
 }
 
-/** One node's dumps, read live over SSH, with the node's addresses from the cluster; `close` removes them. */
-export async function readNodeLive(name: string, opts: NodeLiveOptions): Promise<{obs: NodeObservation; addresses: string[]; close(): void}> {
+/** One node's reads, live over SSH and kept in memory, with the node's addresses from the cluster. */
+export async function readNodeLive(name: string, opts: NodeLiveOptions): Promise<{obs: NodeObservation; addresses: string[]}> {
   const {LiveClusterSource, loadKubeConfig, collectNode} = await liveModules()
   const {kc} = loadKubeConfig(opts)
   const nodes = await new LiveClusterSource(kc, opts.timeoutMs).listNodes()
   const node = nodes.find((n) => n.metadata?.name === name)
   if (!node) throw new DiagnosisError(`node "${name}" not found in the cluster`)
-  let blocks
-  try {
-    blocks = loadSshConfig(opts.sshConfig)
-  } catch (e) {
-    throw new DiagnosisError((e as Error).message)
-  }
-  const dir = mkdtempSync(join(tmpdir(), 'kproxy-doctor-'))
-  const close = () => rmSync(dir, {recursive: true, force: true})
-  try {
-    await collectNode(resolveHost(blocks, name, nodeAddress(node) ?? name), dir, {insecureIgnoreHostKey: opts.insecureIgnoreHostKey, timeoutMs: opts.timeoutMs})
-    const obs = readNodeBundle(dir, name)
-    if (!obs.reachable) throw new DiagnosisError(`${name}: ${obs.error ?? 'unreadable'}`)
-    const addresses = (node.status?.addresses ?? []).filter((a) => a.type === 'InternalIP' || a.type === 'ExternalIP').map((a) => a.address)
-    return {obs, addresses, close}
-  } catch (e) {
-    close()
-    throw e
-  }
+  const connect = await sshConnector(opts)
+  const {observation: obs} = await collectNode(name, () => connect({name, address: nodeAddress(node)}), {timeoutMs: opts.timeoutMs})
+  if (!obs.reachable) throw new DiagnosisError(`${name}: ${obs.error ?? 'unreadable'}`)
+  const addresses = (node.status?.addresses ?? []).filter((a) => a.type === 'InternalIP' || a.type === 'ExternalIP').map((a) => a.address)
+  return {obs, addresses}
 }

@@ -56,7 +56,7 @@ export async function scanLive(opts: ScanLiveOptions): Promise<ScanResult> {
   const endpointNodes = new Set(states.flatMap((s) => (s.state ? s.state.slices.flatMap((sl) => (sl.endpoints ?? []).map((e) => e.nodeName ?? '')) : [])))
   const selection = selectNodes(nodes, endpointNodes, {only: opts.nodes, all: opts.allNodes})
   const dns = dnsSelfLookup(states.find((s) => s.state)?.state)
-  const observations = await readNodesLive(nodes, selection.names, opts, dns)
+  const {observations} = await readNodesLive(nodes, selection.names, opts, dns)
   return {outcomes: judge(states, observations, opts), observations, selectionNote: selection.note, warnings: hostKeyWarnings(opts), notes: SCAN_NOTES}
 }
 

@@ -1,6 +1,6 @@
-import {existsSync, readFileSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
-import {FileSource} from '../parse/dump-source.js'
+import {BufferSource} from '../parse/dump-source.js'
 import {IptablesSave} from '../parse/iptables-save.js'
 import {parseBridgeState, type BridgeState} from '../parse/bridge-state.js'
 import type {NftRuleset} from '../parse/nft-ruleset.js'
@@ -9,6 +9,7 @@ import type {DnsAnswer} from './dns-probe.js'
 import type {KubeProxyStatus} from '../parse/kube-proxy-status.js'
 import {IpsetState} from '../parse/ipset-save.js'
 import {parseDeviceAddresses, parseIpvsadm, parseSysctl, type VirtualServer} from '../parse/ipvsadm.js'
+import type {NodeCommand} from './node-commands.js'
 
 /** The files one node's folder of a bundle holds. */
 export const NODE_FILES = {
@@ -25,6 +26,25 @@ export const NODE_FILES = {
   kubeProxy: 'kube-proxy.json',
   error: 'error.txt',
 } as const
+
+export type NodeFile = (typeof NODE_FILES)[keyof typeof NODE_FILES]
+
+/** The file that records each command's raw output (both nft forms share one file; the content tells them apart). */
+export const RECORDED_AS: Partial<Record<NodeCommand, NodeFile>> = {
+  iptablesSave: NODE_FILES.iptablesSave,
+  nftRulesetJson: NODE_FILES.nftRuleset,
+  nftRuleset: NODE_FILES.nftRuleset,
+  iptablesLegacySave: NODE_FILES.iptablesLegacySave,
+  iptablesNftSave: NODE_FILES.iptablesNftSave,
+  ipvsadm: NODE_FILES.ipvsadm,
+  ipsetSave: NODE_FILES.ipset,
+  kubeIpvs0: NODE_FILES.kubeIpvs0,
+  sysctls: NODE_FILES.sysctl,
+  network: NODE_FILES.network,
+}
+
+/** One node's raw reads, in memory, by bundle file name: what `collect` writes and `--snapshot` reads back. */
+export type NodeRecording = Map<NodeFile, Buffer>
 
 export interface IpvsState {
   virtualServers: VirtualServer[]
@@ -49,24 +69,35 @@ export interface NodeObservation {
   kubeProxy?: KubeProxyStatus
 }
 
-export function writeNodeError(dir: string, message: string): void {
-  writeFileSync(join(dir, NODE_FILES.error), message.split('\n')[0] + '\n')
+/** The recording of a node that could not be read: its first error line. */
+export function errorRecording(message: string): NodeRecording {
+  return new Map([[NODE_FILES.error, Buffer.from(message.split('\n')[0] + '\n')]])
 }
 
-/** Reads a node's folder (written live by collect-node.ts, or shipped in a snapshot). */
-export function readNodeBundle(dir: string, name: string): NodeObservation {
-  const file = (f: string) => join(dir, f)
-  if (!existsSync(dir)) return {name, reachable: false, error: 'not in the snapshot'}
-  if (existsSync(file(NODE_FILES.error))) return {name, reachable: false, error: readFileSync(file(NODE_FILES.error), 'utf8').trim()}
+function parseJson<T>(buf: Buffer | undefined): T | undefined {
+  if (!buf) return undefined
+  try {
+    return JSON.parse(buf.toString('utf8')) as T
+  } catch {
+    return undefined
+  }
+}
+
+/** Parses one node's recording (read live by collect-node.ts, or loaded from a snapshot folder). */
+export function parseNodeRecording(name: string, rec: NodeRecording): NodeObservation {
+  const text = (f: NodeFile) => rec.get(f)?.toString('utf8')
+  const error = text(NODE_FILES.error)
+  if (error !== undefined) return {name, reachable: false, error: error.trim()}
   const obs: NodeObservation = {name, reachable: true}
   try {
-    if (existsSync(file(NODE_FILES.iptablesSave))) obs.iptables = IptablesSave.parse(new FileSource(file(NODE_FILES.iptablesSave)))
+    const save = rec.get(NODE_FILES.iptablesSave)
+    if (save) obs.iptables = IptablesSave.parse(new BufferSource(save))
   } catch (e) {
     return {name, reachable: false, error: `${NODE_FILES.iptablesSave} unreadable: ${(e as Error).message}`}
   }
   try {
-    const nftFile = file(NODE_FILES.nftRuleset)
-    if (existsSync(nftFile) && readFileSync(nftFile, 'utf8').trim() !== '') obs.nft = parseNftDump(readFileSync(nftFile, 'utf8'))
+    const nft = text(NODE_FILES.nftRuleset)
+    if (nft !== undefined && nft.trim() !== '') obs.nft = parseNftDump(nft)
   } catch (e) {
     return {name, reachable: false, error: `${NODE_FILES.nftRuleset} unreadable: ${(e as Error).message}`}
   }
@@ -75,39 +106,54 @@ export function readNodeBundle(dir: string, name: string): NodeObservation {
     ['nft', NODE_FILES.iptablesNftSave],
   ] as const) {
     try {
-      if (existsSync(file(f)) && readFileSync(file(f)).length > 0) (obs.backends ??= []).push({backend, dump: IptablesSave.parse(new FileSource(file(f)))})
+      const dump = rec.get(f)
+      if (dump && dump.length > 0) (obs.backends ??= []).push({backend, dump: IptablesSave.parse(new BufferSource(dump))})
     } catch {
       // An unreadable extra backend dump only loses the leftover check.
     }
   }
-  if (existsSync(file(NODE_FILES.ipvsadm))) {
+  if (rec.has(NODE_FILES.ipvsadm)) {
     try {
-      const read = (f: string) => (existsSync(file(f)) ? readFileSync(file(f), 'utf8') : '')
+      const kubeIpvs0 = text(NODE_FILES.kubeIpvs0)
       obs.ipvs = {
-        virtualServers: parseIpvsadm(read(NODE_FILES.ipvsadm)),
-        ipsets: IpsetState.parse(read(NODE_FILES.ipset)),
-        vips: existsSync(file(NODE_FILES.kubeIpvs0)) ? parseDeviceAddresses(read(NODE_FILES.kubeIpvs0)) : undefined,
-        sysctls: parseSysctl(read(NODE_FILES.sysctl)),
+        virtualServers: parseIpvsadm(text(NODE_FILES.ipvsadm) ?? ''),
+        ipsets: IpsetState.parse(text(NODE_FILES.ipset) ?? ''),
+        vips: kubeIpvs0 !== undefined ? parseDeviceAddresses(kubeIpvs0) : undefined,
+        sysctls: parseSysctl(text(NODE_FILES.sysctl) ?? ''),
       }
     } catch (e) {
       return {name, reachable: false, error: `IPVS dumps unreadable: ${(e as Error).message}`}
     }
   }
   if (!obs.iptables && !obs.nft) return {name, reachable: false, error: `neither ${NODE_FILES.iptablesSave} nor ${NODE_FILES.nftRuleset} is there`}
-  if (existsSync(file(NODE_FILES.network))) obs.network = parseBridgeState(readFileSync(file(NODE_FILES.network), 'utf8'))
-  if (existsSync(file(NODE_FILES.kubeProxy))) {
-    try {
-      obs.kubeProxy = JSON.parse(readFileSync(file(NODE_FILES.kubeProxy), 'utf8')) as KubeProxyStatus
-    } catch {
-      obs.kubeProxy = undefined
-    }
-  }
-  if (existsSync(file(NODE_FILES.dns))) {
-    try {
-      obs.dns = JSON.parse(readFileSync(file(NODE_FILES.dns), 'utf8')) as DnsAnswer
-    } catch {
-      obs.dns = undefined
-    }
-  }
+  const network = text(NODE_FILES.network)
+  if (network !== undefined) obs.network = parseBridgeState(network)
+  obs.kubeProxy = parseJson<KubeProxyStatus>(rec.get(NODE_FILES.kubeProxy))
+  obs.dns = parseJson<DnsAnswer>(rec.get(NODE_FILES.dns))
+  if (!obs.kubeProxy) delete obs.kubeProxy
+  if (!obs.dns) delete obs.dns
   return obs
+}
+
+/** Loads a node's folder of a bundle into memory (only the files a bundle holds). */
+export function loadNodeRecording(dir: string): NodeRecording | undefined {
+  if (!existsSync(dir)) return undefined
+  const rec: NodeRecording = new Map()
+  for (const f of Object.values(NODE_FILES)) {
+    const path = join(dir, f)
+    if (existsSync(path)) rec.set(f, readFileSync(path))
+  }
+  return rec
+}
+
+/** Reads a node's folder of a snapshot bundle. */
+export function readNodeBundle(dir: string, name: string): NodeObservation {
+  const rec = loadNodeRecording(dir)
+  return rec ? parseNodeRecording(name, rec) : {name, reachable: false, error: 'not in the snapshot'}
+}
+
+/** Writes a node's recording as its folder of a bundle. */
+export function writeNodeRecording(dir: string, rec: NodeRecording): void {
+  mkdirSync(dir, {recursive: true})
+  for (const [f, content] of rec) writeFileSync(join(dir, f), content, {mode: 0o600})
 }

@@ -1,92 +1,99 @@
-import {closeSync, mkdirSync, openSync, writeFileSync, writeSync} from 'node:fs'
-import {join} from 'node:path'
-import {NODE_FILES, writeNodeError} from './bundle.js'
+import {errorRecording, NODE_FILES, parseNodeRecording, RECORDED_AS, type NodeObservation, type NodeRecording} from './bundle.js'
 import {parseLookupOutput, queryOverStream, type DnsAnswer} from './dns-probe.js'
-import {httpGetOnNode} from './http-over-ssh.js'
+import {httpGetOnNode} from './http-on-node.js'
 import {parseHealthz, parseMetrics, type KubeProxyStatus} from '../parse/kube-proxy-status.js'
-import {commandLine, dnsLookupCommand} from './node-commands.js'
-import type {SshHostConfig} from './ssh-config.js'
-import {SshSession, type SshOptions} from './ssh-session.js'
+import {tcpOpener, type NodeAccess, type RunResult} from './node-access.js'
+import type {NodeCommand} from './node-commands.js'
 
-export interface DnsQuestion {
+interface DnsQuestion {
   name: string
   server: string
 }
 
-/** Reads one node over SSH into dir (iptables-save.txt, network.txt, dns.json), or writes error.txt. Never throws. */
-export async function collectNode(host: SshHostConfig, dir: string, opts: SshOptions, dns?: DnsQuestion): Promise<void> {
-  mkdirSync(dir, {recursive: true})
-  let session: SshSession | undefined
+export interface CollectOptions {
+  /** Per operation; the whole node gets three times this. */
+  timeoutMs: number
+  dns?: DnsQuestion
+}
+
+/** One node's reads: the raw outputs (what `collect` writes) and what they parse to (what `svc` judges). */
+export interface NodeCollection {
+  observation: NodeObservation
+  recording: NodeRecording
+}
+
+/** Reads one node through whatever transport `connect` opens; every read stays in memory. Never throws. */
+export async function collectNode(name: string, connect: () => Promise<NodeAccess>, opts: CollectOptions): Promise<NodeCollection> {
+  let access: NodeAccess | undefined
   let timer: NodeJS.Timeout | undefined
+  const deadlineMs = opts.timeoutMs * 3
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`node did not answer within ${(opts.timeoutMs * 3) / 1000}s`)), opts.timeoutMs * 3)
+    timer = setTimeout(() => reject(new Error(`node did not answer within ${deadlineMs / 1000}s`)), deadlineMs)
   })
+  let recording: NodeRecording
   try {
-    await Promise.race([
+    recording = await Promise.race([
       (async () => {
-        session = await SshSession.connect(host, opts)
-        await readAll(session, dir, dns)
+        access = await connect()
+        return readAll(access, opts)
       })(),
       deadline,
     ])
   } catch (e) {
-    writeNodeError(dir, (e as Error).message)
+    recording = errorRecording((e as Error).message)
   } finally {
     clearTimeout(timer)
-    session?.close()
+    access?.close()
   }
+  return {observation: parseNodeRecording(name, recording), recording}
 }
 
-async function readAll(session: SshSession, dir: string, dns?: DnsQuestion): Promise<void> {
-  const uid = await session.exec(commandLine('uid', false))
-  const isRoot = uid.stdout.toString().trim() === '0'
-  const path = join(dir, NODE_FILES.iptablesSave)
-  const fd = openSync(path, 'w', 0o600)
-  let res
-  try {
-    res = await session.exec(commandLine('iptablesSave', isRoot), (chunk) => writeSync(fd, chunk))
-  } finally {
-    closeSync(fd)
-  }
-  if (res.code !== 0) {
-    if (/password is required|a terminal is required/.test(res.stderr)) throw new Error('sudo on the node wants a password: allow "sudo -n iptables-save" for the SSH user, or log in as root')
-    throw new Error(`iptables-save exited ${res.code}: ${res.stderr.trim().split('\n')[0] || 'no message'}`)
+const ranOk = (r: RunResult): r is Extract<RunResult, {kind: 'ran'}> => r.kind === 'ran' && r.code === 0
+
+async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRecording> {
+  const rec: NodeRecording = new Map()
+  const record = (cmd: NodeCommand, out: Buffer) => rec.set(RECORDED_AS[cmd]!, out)
+  const save = await access.run('iptablesSave')
+  if (save.kind === 'ran') {
+    if (save.code !== 0) {
+      if (/password is required|a terminal is required/.test(save.stderr)) throw new Error('sudo on the node wants a password: allow "sudo -n iptables-save" for the SSH user, or log in as root')
+      throw new Error(`iptables-save exited ${save.code}: ${save.stderr.trim().split('\n')[0] || 'no message'}`)
+    }
+    record('iptablesSave', save.stdout)
   }
   // nftables: kube-proxy's nftables mode, and leftovers of it; a node without nft simply has none.
   // JSON first (the stable machine format); the text form where this nft has no -j.
-  let nft = await session.exec(commandLine('nftRulesetJson', isRoot))
-  if (nft.code !== 0 || !nft.stdout.toString().trimStart().startsWith('{')) nft = await session.exec(commandLine('nftRuleset', isRoot))
-  if (nft.code === 0) writeFileSync(join(dir, NODE_FILES.nftRuleset), nft.stdout)
-  for (const [cmd, file] of [
-    ['iptablesLegacySave', NODE_FILES.iptablesLegacySave],
-    ['iptablesNftSave', NODE_FILES.iptablesNftSave],
-  ] as const) {
-    const r = await session.exec(commandLine(cmd, isRoot))
-    if (r.code === 0 && r.stdout.length > 0) writeFileSync(join(dir, file), r.stdout)
+  const json = await access.run('nftRulesetJson')
+  if (ranOk(json) && json.stdout.toString('utf8', 0, 64).trimStart().startsWith('{')) record('nftRulesetJson', json.stdout)
+  else {
+    const text = await access.run('nftRuleset')
+    if (ranOk(text)) record('nftRuleset', text.stdout)
   }
-  // IPVS mode: written only where ipvsadm answers (IPVS nodes); the rest goes with it.
-  const ipvs = await session.exec(commandLine('ipvsadm', isRoot))
-  if (ipvs.code === 0) {
-    writeFileSync(join(dir, NODE_FILES.ipvsadm), ipvs.stdout)
-    for (const [cmd, file] of [
-      ['ipsetSave', NODE_FILES.ipset],
-      ['kubeIpvs0', NODE_FILES.kubeIpvs0],
-      ['sysctls', NODE_FILES.sysctl],
-    ] as const) {
-      const r = await session.exec(commandLine(cmd, isRoot))
-      if (r.stdout.length > 0) writeFileSync(join(dir, file), r.stdout)
+  for (const cmd of ['iptablesLegacySave', 'iptablesNftSave'] as const) {
+    const r = await access.run(cmd)
+    if (ranOk(r) && r.stdout.length > 0) record(cmd, r.stdout)
+  }
+  // IPVS mode: recorded only where ipvsadm answers (IPVS nodes); the rest goes with it.
+  const ipvs = await access.run('ipvsadm')
+  if (ranOk(ipvs)) {
+    record('ipvsadm', ipvs.stdout)
+    for (const cmd of ['ipsetSave', 'kubeIpvs0', 'sysctls'] as const) {
+      const r = await access.run(cmd)
+      if (r.kind === 'ran' && r.stdout.length > 0) record(cmd, r.stdout)
     }
   }
-  const net = await session.exec(commandLine('network', isRoot))
-  writeFileSync(join(dir, NODE_FILES.network), net.stdout)
-  if (dns) writeFileSync(join(dir, NODE_FILES.dns), JSON.stringify(await askDns(session, dns), null, 2) + '\n')
-  writeFileSync(join(dir, NODE_FILES.kubeProxy), JSON.stringify(await askKubeProxy(session), null, 2) + '\n')
+  const net = await access.run('network')
+  if (net.kind === 'ran') record('network', net.stdout)
+  const json2 = (v: unknown) => Buffer.from(JSON.stringify(v, null, 2) + '\n')
+  if (opts.dns) rec.set(NODE_FILES.dns, json2(await askDns(access, opts.dns, opts.timeoutMs)))
+  rec.set(NODE_FILES.kubeProxy, json2(await askKubeProxy(access, opts.timeoutMs)))
+  return rec
 }
 
 /** kube-proxy's own view: /proxyMode and /metrics on 127.0.0.1:10249, /healthz on :10256 (the defaults). */
-async function askKubeProxy(session: SshSession): Promise<KubeProxyStatus> {
+async function askKubeProxy(access: NodeAccess, timeoutMs: number): Promise<KubeProxyStatus> {
   const out: KubeProxyStatus = {}
-  const get = (port: number, path: string) => httpGetOnNode(session, port, path, 3000)
+  const get = (port: number, path: string) => httpGetOnNode(tcpOpener(access, timeoutMs), port, path, 3000)
   try {
     const r = await get(10249, '/proxyMode')
     if (r.status === 200) out.proxyMode = r.body.trim()
@@ -110,22 +117,21 @@ async function askKubeProxy(session: SshSession): Promise<KubeProxyStatus> {
   return out
 }
 
-async function askDns(session: SshSession, q: DnsQuestion): Promise<DnsAnswer> {
+async function askDns(access: NodeAccess, q: DnsQuestion, timeoutMs: number): Promise<DnsAnswer> {
   const base = {name: q.name, server: q.server}
-  let forwardError: string
-  try {
-    const stream = await session.forward(q.server, 53)
+  const method = `DNS over TCP through ${access.describe().tcpVia}`
+  const opened = await access.openTcp(q.server, 53, timeoutMs)
+  if (opened.kind === 'open') {
     try {
-      const r = await queryOverStream(stream, q.name, 3000)
-      return {...base, ...r, method: 'DNS over TCP through an SSH port forward'}
+      const r = await queryOverStream(opened.stream, q.name, 3000)
+      return {...base, ...r, method}
     } catch (e) {
-      return {...base, addresses: [], method: 'DNS over TCP through an SSH port forward', error: (e as Error).message}
+      return {...base, addresses: [], method, error: (e as Error).message}
     }
-  } catch (e) {
-    forwardError = (e as Error).message
   }
-  const r = await session.exec(dnsLookupCommand(q.name, q.server))
-  if (r.code === 127) return {...base, addresses: [], method: 'none', error: `${forwardError}; and the node has neither dig nor nslookup: run "nslookup ${q.name} ${q.server}" there by hand`}
+  const r = await access.run('dnsLookup', q)
+  if (r.kind === 'not-recorded') return {...base, addresses: [], method: 'none', error: `${opened.reason}; and ${r.what}`}
+  if (r.code === 127) return {...base, addresses: [], method: 'none', error: `${opened.reason}; and the node has neither dig nor nslookup: run "nslookup ${q.name} ${q.server}" there by hand`}
   const addresses = parseLookupOutput(r.stdout.toString())
   return {...base, addresses, method: 'dig/nslookup on the node', error: addresses.length === 0 ? r.stderr.trim().split('\n')[0] || 'no answer' : undefined}
 }

@@ -3,6 +3,7 @@ import ssh2 from 'ssh2'
 import type {ClientChannel} from 'ssh2'
 import {checkKnownHosts, knownHostsName} from './known-hosts.js'
 import type {SshHostConfig} from './ssh-config.js'
+import type {CommandLine} from './node-commands.js'
 
 export interface SshOptions {
   /** Skip host key checking (only with the explicit flag). */
@@ -79,8 +80,8 @@ export class SshSession {
     })
   }
 
-  /** Runs a command string; callers pass only allow-listed commands (see node-commands.ts). */
-  exec(command: string, onStdout?: (chunk: Buffer) => void): Promise<ExecResult> {
+  /** Runs an allow-listed command line (built only by node-commands.ts from a key). */
+  exec(command: CommandLine, onStdout?: (chunk: Buffer) => void): Promise<ExecResult> {
     return new Promise((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined
       this.client.exec(command, (err, stream) => {

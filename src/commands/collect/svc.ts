@@ -2,6 +2,7 @@ import {Args, Flags} from '@oclif/core'
 import {DoctorCommand} from '../../cli/base-command.js'
 import {clusterFlags, liveOptions} from '../../cli/flags.js'
 import {gatherLive} from '../../diagnosis/gather.js'
+import {writeBundle} from '../../diagnosis/write-bundle.js'
 
 export default class CollectSvc extends DoctorCommand {
   static override summary = 'Record what `svc` reads (API objects and node dumps) as a bundle for --snapshot'
@@ -14,7 +15,8 @@ export default class CollectSvc extends DoctorCommand {
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(CollectSvc)
-    const g = await gatherLive({...liveOptions(args.name, flags), outDir: flags.out})
+    const g = await gatherLive(liveOptions(args.name, flags))
+    writeBundle(flags.out, g.cluster, g.recordings, {namespace: g.namespace, name: args.name, context: flags.context, observations: g.observations})
     const bad = g.observations.filter((o) => !o.reachable)
     process.stdout.write(`wrote ${flags.out}: ${g.observations.length - bad.length} node(s) read${bad.length ? `, ${bad.length} not (${bad.map((o) => o.name).join(', ')})` : ''}\n`)
     process.stdout.write(`diagnose it with: kproxy-doctor svc ${args.name} -n ${g.namespace} --snapshot ${flags.out}\n`)

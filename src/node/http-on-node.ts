@@ -1,13 +1,13 @@
-import type {SshSession} from './ssh-session.js'
+import type {OpenTcp} from './tcp-probe.js'
 
 export interface HttpAnswer {
   status: number
   body: string
 }
 
-/** A plain HTTP/1.0 GET to 127.0.0.1:port on the node, through an SSH port forward: nothing to install there. */
-export async function httpGetOnNode(session: SshSession, port: number, path: string, timeoutMs: number): Promise<HttpAnswer> {
-  const stream = await session.forward('127.0.0.1', port)
+/** A plain HTTP/1.0 GET to 127.0.0.1:port on the node, over a stream the node opens: nothing to install there. */
+export async function httpGetOnNode(open: OpenTcp, port: number, path: string, timeoutMs: number): Promise<HttpAnswer> {
+  const stream = await open('127.0.0.1', port)
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
     let size = 0

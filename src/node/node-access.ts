@@ -1,0 +1,61 @@
+import type {Duplex} from 'node:stream'
+import type {ArgsOf, NodeCommandKey} from './node-commands.js'
+
+/** An allow-listed command that ran on the node (whatever its exit code). */
+interface CommandRan {
+  kind: 'ran'
+  code: number | null
+  stdout: Buffer
+  stderr: string
+}
+
+/** The transport has no output for this read (a snapshot that did not record it): nothing was learnt. */
+interface NotRecorded {
+  kind: 'not-recorded'
+  what: string
+}
+
+export type RunResult = CommandRan | NotRecorded
+
+/** Why a TCP stream from the node was not opened; `not-probed` means the transport itself would not try. */
+interface TcpRefusal {
+  kind: 'refused'
+  outcome: 'refused' | 'unreachable' | 'timeout' | 'not-probed'
+  reason: string
+}
+
+export type TcpOpen = {kind: 'open'; stream: Duplex} | TcpRefusal
+
+export type FileRead = {kind: 'read'; content: Buffer} | {kind: 'missing'; reason: string} | NotRecorded
+
+export interface TransportDescription {
+  /** Registry name of the transport (see transports.ts). */
+  transport: string
+  /** Where it reads the node: user@host:port, a bundle folder, … */
+  address: string
+  /** How openTcp reaches from the node, for the report: "an SSH port forward", … */
+  tcpVia: string
+}
+
+/**
+ * How the doctor reaches one node, read-only. Every command is a key of the allow-list in node-commands.ts (a free
+ * string does not type-check and is refused at run time); arguments are validated inside the transport.
+ */
+export interface NodeAccess {
+  run<K extends NodeCommandKey>(key: K, ...args: ArgsOf<K>): Promise<RunResult>
+  /** A TCP connection that originates on the node. */
+  openTcp(host: string, port: number, timeoutMs: number): Promise<TcpOpen>
+  /** An allow-listed kernel file (/proc/sys/…, /sys/class/net/…). */
+  readFile(path: string): Promise<FileRead>
+  describe(): TransportDescription
+  close(): void
+}
+
+/** The OpenTcp shape tcp-probe.ts and the HTTP/DNS helpers use: a refusal becomes an error carrying its reason. */
+export function tcpOpener(access: NodeAccess, timeoutMs: number): (host: string, port: number) => Promise<Duplex> {
+  return async (host, port) => {
+    const r = await access.openTcp(host, port, timeoutMs)
+    if (r.kind === 'open') return r.stream
+    throw new Error(r.reason)
+  }
+}

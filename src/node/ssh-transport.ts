@@ -1,0 +1,67 @@
+import type {Duplex} from 'node:stream'
+import {buildCommandLine, isNodeCommandKey, isReadableNodeFile, readFileCommand, type ArgsOf, type CommandLine, type NodeCommandKey} from './node-commands.js'
+import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription} from './node-access.js'
+import type {ExecResult} from './ssh-session.js'
+import {classifyOpenError} from './tcp-probe.js'
+
+/** What the SSH transport needs of a session (SshSession; a stand-in in tests). */
+export interface SshChannel {
+  readonly host: {hostName: string; port: number; user?: string}
+  exec(command: CommandLine): Promise<ExecResult>
+  forward(ip: string, port: number): Promise<Duplex>
+  close(): void
+}
+
+/** NodeAccess over one SSH connection: exec for allow-listed commands, direct-tcpip for streams from the node. */
+export class SshNodeAccess implements NodeAccess {
+  private isRoot?: Promise<boolean>
+
+  constructor(private readonly session: SshChannel) {}
+
+  /** `sudo -n` is needed unless the login is root; asked once per connection. */
+  private root(): Promise<boolean> {
+    this.isRoot ??= this.session.exec(buildCommandLine('uid', true)).then((r) => r.stdout.toString().trim() === '0')
+    return this.isRoot
+  }
+
+  async run<K extends NodeCommandKey>(key: K, ...args: ArgsOf<K>): Promise<RunResult> {
+    if (!isNodeCommandKey(key)) throw new Error(`"${String(key)}" is not an allow-listed node command: not run`)
+    const line = buildCommandLine(key, await this.root(), ...args)
+    const r = await this.session.exec(line)
+    return {kind: 'ran', ...r}
+  }
+
+  async openTcp(host: string, port: number, timeoutMs: number): Promise<TcpOpen> {
+    let timer: NodeJS.Timeout | undefined
+    const pending = this.session.forward(host, port)
+    try {
+      const r = await Promise.race([pending, new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)))])
+      if (r !== 'timeout') return {kind: 'open', stream: r}
+      pending.then(
+        (s) => s.destroy(),
+        () => undefined,
+      )
+      return {kind: 'refused', outcome: 'timeout', reason: `port forward to ${host}:${port} timed out after ${timeoutMs / 1000}s`}
+    } catch (e) {
+      const reason = (e as Error).message
+      return {kind: 'refused', outcome: classifyOpenError(e as Error), reason}
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+  async readFile(path: string): Promise<FileRead> {
+    if (!isReadableNodeFile(path)) throw new Error(`refusing to read "${path}" on a node: not an allow-listed file`)
+    const r = await this.session.exec(readFileCommand(path))
+    return r.code === 0 ? {kind: 'read', content: r.stdout} : {kind: 'missing', reason: r.stderr.trim().split('\n')[0] || `cat exited ${r.code}`}
+  }
+
+  describe(): TransportDescription {
+    const h = this.session.host
+    return {transport: 'ssh', address: `${h.user ? `${h.user}@` : ''}${h.hostName}:${h.port}`, tcpVia: 'an SSH port forward'}
+  }
+
+  close(): void {
+    this.session.close()
+  }
+}

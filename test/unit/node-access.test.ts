@@ -1,0 +1,179 @@
+import assert from 'node:assert/strict'
+import {mkdtempSync, readdirSync, readFileSync, rmSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {Duplex} from 'node:stream'
+import {test} from 'node:test'
+import {readNodeBundle, writeNodeRecording} from '../../src/node/bundle.js'
+import {collectNode} from '../../src/node/collect-node.js'
+import type {FileRead, NodeAccess, RunResult, TcpOpen} from '../../src/node/node-access.js'
+import type {ArgsOf, CommandLine, NodeCommandKey} from '../../src/node/node-commands.js'
+import {SnapshotNodeAccess} from '../../src/node/snapshot-transport.js'
+import {SshNodeAccess, type SshChannel} from '../../src/node/ssh-transport.js'
+import type {ExecResult} from '../../src/node/ssh-session.js'
+import {kubeProxyRules} from '../lab/kube-proxy-rules.js'
+import {DNS, NODES, WEB, labPods} from '../lab/lab-cluster.js'
+
+const IPTABLES_SAVE = kubeProxyRules(NODES[0], [WEB, DNS], labPods(), {})
+
+/** A stream standing in for a TCP connection from the node: answers each request with `reply(request)`. */
+function answeringStream(reply: (request: string) => Buffer): Duplex {
+  let request = ''
+  const stream: Duplex = new Duplex({
+    read() {},
+    write(chunk, _enc, done) {
+      request += chunk.toString()
+      done()
+    },
+    final(done) {
+      stream.push(reply(request))
+      stream.push(null)
+      done()
+    },
+  })
+  return stream
+}
+
+/** A node held in memory: outputs by command key, HTTP answers by port, no SSH anywhere. */
+class FakeNode implements NodeAccess {
+  readonly ran: string[] = []
+  closed = false
+  constructor(
+    private readonly outputs: Partial<Record<NodeCommandKey, {code: number; stdout: string; stderr?: string}>>,
+    /** Bodies by "port path"; a path not listed is a 404. */
+    private readonly http: Record<string, string> = {},
+  ) {}
+  async run<K extends NodeCommandKey>(key: K, ..._args: ArgsOf<K>): Promise<RunResult> {
+    this.ran.push(key)
+    const o = this.outputs[key]
+    return o ? {kind: 'ran', code: o.code, stdout: Buffer.from(o.stdout), stderr: o.stderr ?? ''} : {kind: 'ran', code: 127, stdout: Buffer.alloc(0), stderr: 'command not found'}
+  }
+  async openTcp(host: string, port: number): Promise<TcpOpen> {
+    if (host !== '127.0.0.1' || !Object.keys(this.http).some((k) => k.startsWith(`${port} `))) return {kind: 'refused', outcome: 'refused', reason: `connect ${host}:${port}: Connection refused`}
+    return {
+      kind: 'open',
+      stream: answeringStream((request) => {
+        const body = this.http[`${port} ${request.split(' ')[1]}`]
+        return Buffer.from(body === undefined ? 'HTTP/1.0 404 Not Found\r\n\r\n' : `HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n${body}`)
+      }),
+    }
+  }
+  async readFile(): Promise<FileRead> {
+    return {kind: 'missing', reason: 'no such file'}
+  }
+  describe() {
+    return {transport: 'fake', address: 'memory', tcpVia: 'a fake stream'}
+  }
+  close() {
+    this.closed = true
+  }
+}
+
+test('collectNode reads a node through any NodeAccess, in memory: parsed dumps, kube-proxy status, DNS fallback, raw recording', async () => {
+  const node = new FakeNode(
+    {
+      iptablesSave: {code: 0, stdout: IPTABLES_SAVE},
+      nftRulesetJson: {code: 1, stdout: '', stderr: 'nft: command not found'},
+      nftRuleset: {code: 1, stdout: ''},
+      network: {code: 0, stdout: '## hairpin\n/sys/class/net/cbr0/brif/vweb-1/hairpin_mode 1\n## links\n## neigh\n## fdb\n'},
+      dnsLookup: {code: 0, stdout: `${WEB.clusterIP}\n`},
+    },
+    {'10249 /proxyMode': 'iptables'},
+  )
+  const {observation, recording} = await collectNode('node-a', async () => node, {timeoutMs: 2000, dns: {name: 'web.shop.svc.cluster.local', server: DNS.clusterIP}})
+  assert.equal(observation.reachable, true, observation.error)
+  assert.ok(observation.iptables?.hasChain('nat', 'KUBE-SERVICES'))
+  assert.equal(observation.nft, undefined)
+  assert.equal(observation.ipvs, undefined, 'ipvsadm did not answer: no IPVS reads')
+  assert.equal(observation.kubeProxy?.proxyMode, 'iptables')
+  assert.equal(observation.kubeProxy?.metricsError, 'HTTP 404')
+  assert.match(observation.kubeProxy?.healthzError ?? '', /127\.0\.0\.1:10256: Connection refused/)
+  assert.deepEqual(observation.dns?.addresses, [WEB.clusterIP])
+  assert.equal(observation.dns?.method, 'dig/nslookup on the node')
+  assert.deepEqual(
+    observation.network?.ports.map((p) => [p.port, p.hairpin]),
+    [['vweb-1', true]],
+  )
+  assert.deepEqual(node.ran, ['iptablesSave', 'nftRulesetJson', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave', 'ipvsadm', 'network', 'dnsLookup'])
+  assert.equal(node.closed, true)
+  assert.deepEqual([...recording.keys()].sort(), ['dns.json', 'iptables-save.txt', 'kube-proxy.json', 'network.txt'])
+  assert.equal(recording.get('iptables-save.txt')?.toString(), IPTABLES_SAVE)
+
+  // The same bytes written as a bundle folder read back the same way, and the snapshot transport serves them by key.
+  const dir = mkdtempSync(join(tmpdir(), 'kpd-access-'))
+  try {
+    writeNodeRecording(dir, recording)
+    assert.deepEqual(readdirSync(dir).sort(), ['dns.json', 'iptables-save.txt', 'kube-proxy.json', 'network.txt'])
+    const back = readNodeBundle(dir, 'node-a')
+    assert.equal(back.reachable, true)
+    assert.deepEqual(back.iptables?.chainNames('nat'), observation.iptables?.chainNames('nat'))
+    assert.deepEqual(back.dns, observation.dns)
+    assert.deepEqual(back.kubeProxy, observation.kubeProxy)
+    const snap = SnapshotNodeAccess.fromFolder(dir)
+    const save = await snap.run('iptablesSave')
+    assert.equal(save.kind === 'ran' && save.stdout.toString(), readFileSync(join(dir, 'iptables-save.txt'), 'utf8'))
+    assert.deepEqual(await snap.run('ipvsadm'), {kind: 'not-recorded', what: `ipvsadm is not recorded in ${dir}`})
+    assert.equal((await snap.run('nftRulesetJson')).kind, 'not-recorded')
+    assert.equal((await snap.openTcp('127.0.0.1', 10249)).kind, 'refused')
+    assert.equal((await snap.readFile('/proc/sys/net/ipv4/ip_forward')).kind, 'not-recorded')
+    await assert.rejects(snap.readFile('/etc/shadow'), /not an allow-listed file/)
+    const again = await collectNode('node-a', async () => snap, {timeoutMs: 2000})
+    assert.equal(again.observation.reachable, true)
+    assert.equal(again.recording.get('iptables-save.txt')?.toString(), IPTABLES_SAVE)
+  } finally {
+    rmSync(dir, {recursive: true, force: true})
+  }
+})
+
+test('collectNode: a sudo password prompt, a failing connect and a node that never answers are one error line each', async () => {
+  const sudo = new FakeNode({iptablesSave: {code: 1, stdout: '', stderr: 'sudo: a password is required\n'}})
+  const a = await collectNode('node-a', async () => sudo, {timeoutMs: 1000})
+  assert.deepEqual([a.observation.reachable, a.observation.error], [false, 'sudo on the node wants a password: allow "sudo -n iptables-save" for the SSH user, or log in as root'])
+  assert.deepEqual([...a.recording.keys()], ['error.txt'])
+  assert.deepEqual(sudo.ran, ['iptablesSave'])
+  const refused = await collectNode('node-b', () => Promise.reject(new Error('SSH to 10.0.0.2:22 failed: connect ECONNREFUSED\nsecond line')), {timeoutMs: 1000})
+  assert.equal(refused.observation.error, 'SSH to 10.0.0.2:22 failed: connect ECONNREFUSED')
+  const hung = await collectNode('node-c', () => new Promise<NodeAccess>(() => undefined), {timeoutMs: 20})
+  assert.equal(hung.observation.error, 'node did not answer within 0.06s')
+})
+
+/** An SSH session stand-in that records every command line it is asked to run. */
+function recordingSession(uid: string): SshChannel & {lines: string[]} {
+  const lines: string[] = []
+  return {
+    lines,
+    host: {hostName: '10.0.0.7', port: 2222, user: 'ops'},
+    async exec(command: CommandLine): Promise<ExecResult> {
+      lines.push(command)
+      return {code: 0, stdout: Buffer.from(command === 'id -u' ? `${uid}\n` : 'out'), stderr: ''}
+    },
+    forward: () => Promise.reject(new Error('(SSH) Channel open failure: administratively prohibited: open failed')),
+    close() {},
+  }
+}
+
+test('ssh transport: only allow-list keys reach exec (refused by the type checker and at run time); sudo -n when not root', async () => {
+  const session = recordingSession('1000')
+  const access = new SshNodeAccess(session)
+  // @ts-expect-error a free command string is not a key of the allow-list
+  await assert.rejects(access.run('rm -rf /'), /"rm -rf \/" is not an allow-listed node command/)
+  // @ts-expect-error neither is a plain word outside it
+  await assert.rejects(access.run('shutdown'), /not an allow-listed node command/)
+  await assert.rejects((access.run as (key: string) => Promise<RunResult>)('toString'), /not an allow-listed node command/)
+  assert.deepEqual(session.lines, [], 'nothing reached the SSH exec')
+  await access.run('iptablesSave')
+  await access.run('network')
+  await assert.rejects(access.run('dnsLookup', {name: 'web; reboot', server: '10.96.0.10'}), /refusing to build a DNS command/)
+  await assert.rejects(access.readFile('/proc/sys/../../etc/shadow'), /not an allow-listed file/)
+  await access.readFile('/proc/sys/net/ipv4/ip_forward')
+  assert.deepEqual(session.lines.slice(0, 2), ['id -u', 'sudo -n iptables-save'])
+  assert.equal(session.lines.length, 4)
+  assert.match(session.lines[2], /^echo '## hairpin'/)
+  assert.equal(session.lines[3], "cat -- '/proc/sys/net/ipv4/ip_forward'")
+  const open = await access.openTcp('10.96.0.10', 53, 1000)
+  assert.deepEqual(open.kind === 'refused' && open.outcome, 'not-probed')
+  assert.deepEqual(access.describe(), {transport: 'ssh', address: 'ops@10.0.0.7:2222', tcpVia: 'an SSH port forward'})
+  const root = recordingSession('0')
+  await new SshNodeAccess(root).run('ipvsadm')
+  assert.deepEqual(root.lines, ['id -u', 'ipvsadm -Sn'])
+})

@@ -25,7 +25,7 @@ function groupOf(path: string): string {
 }
 
 /** The resource as RBAC names it: "pods", or "pods/exec" for a subresource. */
-export function rbacResource(r: ApiRequest): string | undefined {
+function rbacResource(r: ApiRequest): string | undefined {
   if (!r.resource) return undefined
   return r.subresource ? `${r.resource}/${r.subresource}` : r.resource
 }

@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 import {DoctorCommand} from '../cli/base-command.js'
+import {ignoreFlags, ignoreRules} from '../cli/ignore-config.js'
 import {clusterFlags, liveOptions, splitList} from '../cli/flags.js'
-import {checkIgnoreCodes} from '../diagnosis/diagnose.js'
 import {scanLive, scanSnapshot, type ScanTarget} from '../diagnosis/scan.js'
 import type {ProxyMode} from '../model/modes/index.js'
 import {makeChalk} from '../report/human.js'
@@ -25,15 +25,15 @@ export default class Scan extends DoctorCommand {
     output: Flags.string({char: 'o', options: ['table', 'json', 'junit'], default: 'table', description: 'output format'}),
     'fail-on': Flags.string({options: ['error', 'warning'], default: 'error', description: 'exit 1 when a Service has a finding of this severity or worse'}),
     snapshot: Flags.string({description: 'scan a recorded bundle instead of a live cluster'}),
-    ignore: Flags.string({description: 'finding codes to silence (comma-separated)'}),
+    ...ignoreFlags,
     'proxy-mode': Flags.string({options: ['iptables', 'nftables', 'ipvs'], description: 'judge every node in this kube-proxy mode, whatever kube-proxy and the rules say'}),
   }
 
   async run(): Promise<void> {
     const {flags} = await this.parse(Scan)
     const failOn = flags['fail-on'] as FailOn
-    checkIgnoreCodes(splitList(flags.ignore))
-    const diagnoseOptions = {ignore: splitList(flags.ignore), proxyMode: flags['proxy-mode'] as ProxyMode | undefined}
+    const ignore = ignoreRules(flags)
+    const diagnoseOptions = {ignore, proxyMode: flags['proxy-mode'] as ProxyMode | undefined}
     const namespace = flags['all-namespaces'] ? undefined : (flags.namespace ?? (flags.snapshot ? 'default' : undefined))
     const target: ScanTarget = {namespace, selector: flags.selector, services: splitList(flags.services)}
     let result

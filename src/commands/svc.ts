@@ -1,7 +1,8 @@
 import {Args, Flags} from '@oclif/core'
 import {DoctorCommand} from '../cli/base-command.js'
+import {ignoreFlags, ignoreRules} from '../cli/ignore-config.js'
 import {clusterFlags, LIVE_ONLY_FLAGS, liveOptions, splitList} from '../cli/flags.js'
-import {checkIgnoreCodes, diagnose} from '../diagnosis/diagnose.js'
+import {diagnose} from '../diagnosis/diagnose.js'
 import type {ProxyMode} from '../model/modes/index.js'
 import {gatherLive, gatherSnapshot} from '../diagnosis/gather.js'
 import {DiagnosisError} from '../errors.js'
@@ -30,17 +31,17 @@ export default class Svc extends DoctorCommand {
     quiet: Flags.boolean({char: 'q', description: 'print only the headline (the exit code tells the rest)', default: false, helpGroup: OUTPUT, exclusive: ['explain']}),
     explain: Flags.boolean({description: 'show the rule-by-rule trace behind each broken path', default: false, helpGroup: OUTPUT}),
     snapshot: Flags.string({description: 'diagnose a recorded bundle (see `collect svc`) instead of a live cluster', helpGroup: 'CLUSTER', exclusive: LIVE_ONLY_FLAGS}),
-    ignore: Flags.string({description: 'finding codes to silence (comma-separated)', helpGroup: DIAGNOSIS}),
+    ...ignoreFlags,
     'proxy-mode': Flags.string({options: ['iptables', 'nftables', 'ipvs'], description: 'judge every node in this kube-proxy mode, whatever kube-proxy and the rules say', helpGroup: DIAGNOSIS}),
   }
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(Svc)
     if (flags.quiet && flags.output !== 'table') throw new DiagnosisError(`--quiet prints only the headline of the table: it cannot be combined with -o ${flags.output}`)
-    checkIgnoreCodes(splitList(flags.ignore))
+    const ignore = ignoreRules(flags)
     const g = flags.snapshot ? await gatherSnapshot(flags.snapshot, flags.namespace ?? 'default', args.name, splitList(flags.nodes)) : await gatherLive(liveOptions(args.name, flags))
     for (const w of g.warnings) process.stderr.write(`kproxy-doctor: warning: ${w}\n`)
-    const d = diagnose(g.cluster, g.observations, {ignore: splitList(flags.ignore), proxyMode: flags['proxy-mode'] as ProxyMode | undefined})
+    const d = diagnose(g.cluster, g.observations, {ignore, proxyMode: flags['proxy-mode'] as ProxyMode | undefined})
     if (d.context.nodes.length === 0 && d.context.unsupported.length === 0 && !d.context.service.notProxied)
       throw new DiagnosisError(`no node could be read: ${g.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}`)
     const context = flags.snapshot ? null : await currentContext(flags)

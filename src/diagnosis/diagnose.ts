@@ -1,20 +1,20 @@
 import type {ClusterState} from '../cluster/types.js'
 import {CHECKS} from '../checks/index.js'
-import {codesExplaining, isKnownCode} from '../checks/catalogue.js'
-import {DiagnosisError} from '../errors.js'
+import {codesExplaining} from '../checks/catalogue.js'
 import {toFinding, type CheckContext, type Finding, type NodeView} from '../checks/check.js'
 import {expectedService} from '../model/expected.js'
 import {chooseMode, decideMode, type NodeFacts, type ProxyMode} from '../model/modes/index.js'
 import type {NodeObservation} from '../node/bundle.js'
 import {tracePaths, type PathResult} from '../model/paths.js'
+import {silencingRule, type IgnoreRule} from './ignore-rules.js'
 import {nodeAddress} from './node-address.js'
 
 export interface Diagnosis {
   cluster: ClusterState
   context: CheckContext
   findings: Finding[]
-  /** Findings the user silenced: counted and shown on request, never in `findings`. */
-  ignored: Finding[]
+  /** Findings the user silenced, each with the rule that did: counted and shown on request, never in `findings`. */
+  ignored: Array<Finding & {ignoredBy: IgnoreRule}>
   paths: PathResult[]
   /** Broken paths whose only explanation was silenced, with the code that explained them. */
   ignoredBreaks: Map<PathResult, string>
@@ -22,8 +22,8 @@ export interface Diagnosis {
 }
 
 export interface DiagnoseOptions {
-  /** Finding codes to leave out (silenced by the user). */
-  ignore?: string[]
+  /** What the user silenced (`--ignore` codes and the config file's scoped rules, checked against the catalogue). */
+  ignore?: IgnoreRule[]
   /** --proxy-mode: trust this mode over what the node's rules say. */
   proxyMode?: ProxyMode
 }
@@ -72,9 +72,16 @@ export function diagnose(cluster: ClusterState, observations: NodeObservation[],
   const context: CheckContext = {cluster, service: expectedService(cluster, ''), nodes, observations, paths, unsupported, findings: []}
   // Silenced checks still run: what they find explains its path step, so the generic path-broken finding stays quiet too.
   for (const c of CHECKS) context.findings.push(...c.run(context).map((d) => toFinding(c.meta, d)))
-  const ignore = new Set(opts.ignore ?? [])
-  const findings = context.findings.filter((f) => !ignore.has(f.code))
-  const ignored = context.findings.filter((f) => ignore.has(f.code))
+  const rules = opts.ignore ?? []
+  const namespace = cluster.service.metadata?.namespace ?? ''
+  const name = cluster.service.metadata?.name ?? ''
+  const findings: Finding[] = []
+  const ignored: Diagnosis['ignored'] = []
+  for (const f of context.findings) {
+    const rule = silencingRule(rules, f, namespace, name)
+    if (rule) ignored.push({...f, ignoredBy: rule})
+    else findings.push(f)
+  }
   const ignoredBreaks = new Map<PathResult, string>()
   for (const p of paths) {
     if (p.ok !== false || p.breaksAt === null) continue
@@ -84,10 +91,4 @@ export function diagnose(cluster: ClusterState, observations: NodeObservation[],
     if (silenced && !findings.some(explained)) ignoredBreaks.set(p, silenced.code)
   }
   return {cluster, context, findings, ignored, paths, ignoredBreaks, ok: !findings.some((f) => f.severity === 'error')}
-}
-
-/** Refuses --ignore codes the catalogue does not have: a typo must not silence nothing quietly. */
-export function checkIgnoreCodes(codes: string[] | undefined): void {
-  const unknown = (codes ?? []).filter((c) => !isKnownCode(c))
-  if (unknown.length > 0) throw new DiagnosisError(`--ignore: unknown finding code(s) ${unknown.join(', ')} (see the README's code table)`)
 }

@@ -23,8 +23,8 @@ export interface Report {
   findings: Finding[]
   nodes: Array<{name: string; reachable: boolean; error: string | null; mode: string | null; modeSource: string | null}>
   paths: Array<{node: string; entry: string; port: string; ok: boolean | null; breaksAt: string | null; detail: string; ignoredBy: string | null; trace?: TraceResult}>
-  /** Findings silenced by --ignore, with their code and node. */
-  ignored: Array<{code: string; node: string | null}>
+  /** Findings silenced by --ignore or the config file: code, node, and the rule's source and reason. */
+  ignored: Array<{code: string; node: string | null; source: string; reason: string | null}>
   /** The Service's name asked of cluster DNS from each node. */
   dns: Array<{node: string; name: string; server: string; addresses: string[]; rcode: string | null; method: string; error: string | null}>
   notes: string[]
@@ -55,7 +55,7 @@ function firstLine(d: Diagnosis, findings: Finding[]): {summary: string; next: s
   if (svc.notProxied) return {summary: `✓ ${id}: ${svc.notProxied}`, next: null}
   if (readable === 0) return {summary: `? ${id}: no node could be read, the packet path is unchecked`, next: findings[0]?.hint ?? null}
   const silenced = [...new Set(d.ignoredBreaks.values())]
-  const works = silenced.length > 0 ? `every traced path works on ${readable} node(s) except breaks silenced by --ignore ${silenced.join(', ')}` : `every traced path works on ${readable} node(s)`
+  const works = silenced.length > 0 ? `every traced path works on ${readable} node(s) except breaks silenced by ignore rules (${silenced.join(', ')})` : `every traced path works on ${readable} node(s)`
   const ignoredCount = d.ignored.length > 0 ? `, ${d.ignored.length} ignored` : ''
   return {summary: `✓ ${id}: ${works}${warnings ? `, ${warnings} warning(s)` : ''}${ignoredCount}`, next: null}
 }
@@ -99,7 +99,7 @@ export function buildReport(d: Diagnosis, opts: ReportOptions = {}): Report {
       ignoredBy: d.ignoredBreaks.get(p) ?? null,
       ...(opts.explain ? {trace: p.trace} : {}),
     })),
-    ignored: d.ignored.map((f) => ({code: f.code, node: f.node})),
+    ignored: d.ignored.map((f) => ({code: f.code, node: f.node, source: f.ignoredBy.source, reason: f.ignoredBy.reason ?? null})),
     dns: d.context.observations.flatMap((o) =>
       o.dns ? [{node: o.name, name: o.dns.name, server: o.dns.server, addresses: o.dns.addresses, rcode: o.dns.rcode ?? null, method: o.dns.method, error: o.dns.error ?? null}] : [],
     ),

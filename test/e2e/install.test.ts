@@ -17,8 +17,8 @@ function npm(args: string[], cwd: string): string {
   return execFileSync('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], {cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 240_000})
 }
 
-function run(file: string, args: string[], env: Record<string, string> = {}, cwd = tmp) {
-  const r = spawnSync(file, args, {cwd, encoding: 'utf8', timeout: 60_000, env: {...process.env, NO_COLOR: '1', ...env}})
+function run(file: string, args: string[], env: Record<string, string> = {}, cwd = tmp, timeout = 60_000) {
+  const r = spawnSync(file, args, {cwd, encoding: 'utf8', timeout, env: {...process.env, NO_COLOR: '1', ...env}})
   return {code: r.status, stdout: r.stdout, stderr: r.stderr}
 }
 
@@ -73,9 +73,9 @@ test('npm i -g: the installed kproxy-doctor diagnoses the bundled broken example
 })
 
 test('npx (npm exec) runs the tarball without installing it globally', () => {
-  const r = run('npm', ['exec', '--prefer-offline', '--yes', `--package=${tarball}`, '--', 'kproxy-doctor', 'svc', 'web', '-n', 'shop', '--snapshot', join(repo, 'examples/broken-cluster')])
+  const r = run('npm', ['exec', '--prefer-offline', '--yes', `--package=${tarball}`, '--', 'kproxy-doctor', 'svc', 'web', '-n', 'shop', '--snapshot', join(repo, 'examples/broken-cluster')], {}, tmp, 240_000)
   assert.equal(r.code, 1, r.stderr)
-  assert.match(r.stdout, /^✗ shop\/web: .* breaks at DNAT on node-b/)
+  assert.match(r.stdout, /^✗ shop\/web: .* breaks at DNAT on node-b/, `stdout was empty; npm exec said:\n${r.stderr}`)
 })
 
 test('the installed package is a kubectl plugin: kubectl finds it on PATH and runs it', () => {

@@ -54,13 +54,15 @@ for (const command of [
         await runCli(['--version'])
         const startup = Date.now() - startupStarted
         const started = Date.now()
-        const r = await runCli([...args, '--kubeconfig', kubeconfig(dir, url), '--timeout', '1'], {}, 15_000)
+        // A process that never exits is killed at 120 s and fails below (code -1); a slow machine is not a hang.
+        const r = await runCli([...args, '--kubeconfig', kubeconfig(dir, url), '--timeout', '1'], {}, 120_000)
         const elapsed = Date.now() - started
         assert.equal(r.code, 2, r.stderr)
         assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
         assert.match(r.stderr, /^kproxy-doctor: the API server https:\/\/REDACTED@127\.0\.0\.1:\d+\/? did not answer get services within 1s$/m)
         assert.ok(!(r.stdout + r.stderr).includes('s3cret'), 'the password in the server URL is never printed')
-        assert.ok(elapsed - startup < 1000 + 1000, `exited ${elapsed - startup} ms after starting (deadline 1 s; process start ${startup} ms)`)
+        // The deadline plus a second, plus again what starting took when the machine is slow (the run starts twice as much).
+        assert.ok(elapsed - startup < 1000 + Math.max(1000, startup), `exited ${elapsed - startup} ms after starting (deadline 1 s; process start ${startup} ms)`)
       })
     } finally {
       rmSync(dir, {recursive: true, force: true})

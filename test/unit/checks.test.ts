@@ -3,6 +3,7 @@ import {test} from 'node:test'
 import type {V1Pod} from '@kubernetes/client-node'
 import {CATALOGUE} from '../../src/checks/catalogue.js'
 import {diagnose} from '../../src/diagnosis/diagnose.js'
+import {rulesFromCodes} from '../../src/diagnosis/ignore-rules.js'
 import type {NodeObservation} from '../../src/node/bundle.js'
 import {DNS, NODES, WEB, labPods} from '../lab/lab-cluster.js'
 import {kubeProxyNftRules} from '../lab/kube-proxy-nft.js'
@@ -337,7 +338,7 @@ checkTester('the bridge and the whole path (hairpin.ts, path-verdicts.ts)', [
 
 test('--ignore: a silenced code also silences the generic path finding for its step', () => {
   const {cluster, observations} = offlineCluster({hairpinOff: ['web-b1']})
-  const d = diagnose(cluster, observations, {ignore: ['KPD-HAIRPIN-OFF']})
+  const d = diagnose(cluster, observations, {ignore: rulesFromCodes(['KPD-HAIRPIN-OFF'])})
   assert.deepEqual(d.findings, [])
   assert.deepEqual(
     d.ignored.map((f) => `${f.code} ${f.node}`),

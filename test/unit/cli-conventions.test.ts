@@ -39,6 +39,7 @@ test('svc help groups its flags and lists exactly the flags svc honours', async 
   assert.deepEqual(helpFlags(help), [
     'all-nodes',
     'concurrency',
+    'config',
     'context',
     'explain',
     'ignore',

@@ -23,6 +23,7 @@ import {DumpParseError, IptablesSave} from '../../src/parse/iptables-save.js'
 import {IpvsParseError, parseDeviceAddresses, parseIpvsadm} from '../../src/parse/ipvsadm.js'
 import {parseMetrics} from '../../src/parse/kube-proxy-status.js'
 import {parseNftDump} from '../../src/parse/nft-dump.js'
+import {normaliseIptablesPaste, normaliseNftPaste} from '../../src/parse/paste-normalise.js'
 import {NftParseError} from '../../src/parse/nft-ruleset.js'
 import {parseSysctl, SysctlParseError} from '../../src/parse/sysctl.js'
 import {IptablesTracer} from '../../src/trace/iptables-tracer.js'
@@ -98,6 +99,7 @@ const iptablesDumps = [...examples(/^iptables.*save\.txt$/)]
 const nftDumps = [...examples(/^nft-ruleset\.txt$/), ...fixtures('test/fixtures/nft', /\.(nft|txt|json)$/)]
 const nftText = nftDumps.filter((t) => !t.trimStart().startsWith('{'))
 const nftJson = nftDumps.filter((t) => t.trimStart().startsWith('{'))
+const pastes = fixtures('test/fixtures/pastes', /\.(txt|md)$/)
 const ipvsadmDumps = examples(/^ipvsadm\.txt$/)
 const ipsetDumps = examples(/^ipset\.txt$/)
 const networkDumps = examples(/^network\.txt$/)
@@ -111,6 +113,16 @@ const TARGETS: Target[] = [
     name: 'iptables-save + tracer',
     input: (r) => mutate(r.pick(iptablesDumps), r),
     run: (text) => traceAll(new IptablesTracer(parseIptables(text), {localAddresses: [NODE_IP], ipsets: IpsetState.parse(ipsetDumps[0])})),
+  },
+  {
+    name: 'pasted rules, normalised + tracer',
+    input: (r) => mutate(r.pick([...pastes, ...iptablesDumps]), r),
+    run: (text) => {
+      if (text.includes('table ip')) return void parseNftDump(normaliseNftPaste(text).text)
+      const paste = normaliseIptablesPaste(text, 4)
+      for (const n of [0, 1, 1e9]) assert.ok(Number.isInteger(paste.originalLine(n)))
+      traceAll(new IptablesTracer(parseIptables(paste.text), {localAddresses: [NODE_IP]}))
+    },
   },
   {
     name: 'iptables jump graph + tracer',

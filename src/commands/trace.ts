@@ -4,14 +4,15 @@ import {NODE_READ_ONLY_FLAGS, nodeReadFlags} from '../cli/flags.js'
 import {readNodeLive} from '../diagnosis/gather.js'
 import {DiagnosisError} from '../errors.js'
 import {BufferSource, FileSource, MAX_STREAMED_DUMP_BYTES, readDumpBytes, type DumpSource} from '../parse/dump-source.js'
-import {IptablesSave} from '../parse/iptables-save.js'
+import {DumpParseError, IptablesSave} from '../parse/iptables-save.js'
+import {normaliseIptablesPaste, normaliseNftPaste, type NormalisedPaste} from '../parse/paste-normalise.js'
 import {IpsetState} from '../parse/ipset-save.js'
 import {makeChalk} from '../report/human.js'
 import {renderTraceSummary, renderTraceTree} from '../report/trace-tree.js'
 import {familyOf, parseIp} from '../net/address.js'
 import {parseIpvsadm} from '../parse/ipvsadm.js'
 import {IptablesTracer} from '../trace/iptables-tracer.js'
-import type {Protocol, Tracer} from '../trace/types.js'
+import type {Protocol, TraceResult, Tracer} from '../trace/types.js'
 import type {NftRuleset} from '../parse/nft-ruleset.js'
 import {parseNftDump} from '../parse/nft-dump.js'
 import {NftTracer} from '../trace/nft-tracer.js'
@@ -55,6 +56,7 @@ export default class Trace extends DoctorCommand {
     let dump: IptablesSave | undefined
     let nftRules: NftRuleset | undefined
     let tracer: Tracer | undefined
+    let paste: NormalisedPaste | undefined
     try {
       for (const [name, ip] of [['--src', flags.src], ['--dst', flags.dst], ...(flags['node-ip'] ?? []).map((x) => ['--node-ip', x])]) {
         if (!parseIp(ip)) throw new DiagnosisError(`${name} ${ip} is not an IP address`)
@@ -76,7 +78,8 @@ export default class Trace extends DoctorCommand {
         const file = flags.nft
         let rs: NftRuleset
         try {
-          rs = parseNftDump(readDumpBytes(file).toString('utf8'))
+          paste = normaliseNftPaste(readDumpBytes(file).toString('utf8'))
+          rs = parseNftDump(paste.text)
         } catch (e) {
           throw new DiagnosisError(`${file === '-' ? 'stdin' : file}: ${(e as Error).message}`)
         }
@@ -91,7 +94,18 @@ export default class Trace extends DoctorCommand {
           throw new DiagnosisError(`cannot read ${file}: ${(e as Error).message}`)
         }
         if (source.size > MAX_STREAMED_DUMP_BYTES) throw new DiagnosisError(`${file} is larger than ${MAX_STREAMED_DUMP_BYTES / 2 ** 30} GiB: not a dump this tool reads`)
-        dump = parseDump(source, file)
+        // Pastes are small; a dump too large to be one is streamed as iptables-save, as the node printed it.
+        if (source.size <= MAX_PASTE_BYTES) {
+          const text = source.read(0, source.size).toString('latin1')
+          source.close()
+          try {
+            paste = normaliseIptablesPaste(text, familyOf(flags.dst))
+          } catch (e) {
+            throw new DiagnosisError(`${file === '-' ? 'stdin' : file}: ${(e as Error).message}`)
+          }
+          source = new BufferSource(Buffer.from(paste.text, 'latin1'))
+        }
+        dump = parseDump(source, file, paste)
       }
       let ipsets: IpsetState | undefined
       if (flags['ipset-save']) {
@@ -114,11 +128,22 @@ export default class Trace extends DoctorCommand {
         tracer = new IpvsTracer(dump, servers, {localAddresses, vips, ipsets: ipsets ?? IpsetState.parse('')})
       }
       tracer ??= nftRules ? new NftTracer(nftRules, {localAddresses}) : new IptablesTracer(dump!, {localAddresses, ipsets})
-      const result = tracer.trace({src: flags.src, dst: flags.dst, dport: flags.dport, sport: flags.sport, proto: flags.proto as Protocol, inIface: flags['in-iface'], outIface: flags['out-iface']})
-      if (flags.output === 'json') process.stdout.write(JSON.stringify(result, null, 2) + '\n')
+      const packet = {src: flags.src, dst: flags.dst, dport: flags.dport, sport: flags.sport, proto: flags.proto as Protocol, inIface: flags['in-iface'], outIface: flags['out-iface']}
+      let result: TraceResult
+      try {
+        result = tracer.trace(packet)
+      } catch (e) {
+        // Rules are parsed when the walk reaches them: a broken one surfaces here.
+        if (e instanceof DumpParseError) throw new DiagnosisError(`${flags['iptables-save'] === '-' ? 'stdin' : flags['iptables-save']}: ${inputLineError(e, paste).message}`)
+        throw e
+      }
+      if (paste && dump) result = withInputLines(result, paste, new Set(dump.tableNames()))
+      const notes = paste?.notes ?? []
+      if (flags.output === 'json') process.stdout.write(JSON.stringify({...result, notes}, null, 2) + '\n')
       else {
         const c = makeChalk(process.stdout)
-        process.stdout.write(`${renderTraceTree(result, c)}\n\n${renderTraceSummary(result, c)}\n`)
+        const assumed = notes.map((n) => `note: ${n}\n`).join('')
+        process.stdout.write(`${assumed}${assumed ? '\n' : ''}${renderTraceTree(result, c)}\n\n${renderTraceSummary(result, c)}\n`)
       }
       process.exitCode = 0
     } finally {
@@ -127,12 +152,27 @@ export default class Trace extends DoctorCommand {
   }
 }
 
-function parseDump(source: DumpSource, name: string): IptablesSave {
+/** Inputs up to this size are read whole and normalised as pastes; larger ones are streamed as iptables-save. */
+const MAX_PASTE_BYTES = 64 << 20
+
+function parseDump(source: DumpSource, name: string, paste: NormalisedPaste | undefined): IptablesSave {
   try {
     return IptablesSave.parse(source, {requireTables: true})
   } catch (e) {
-    throw new DiagnosisError(`${name === '-' ? 'stdin' : name}: ${(e as Error).message}`)
+    throw new DiagnosisError(`${name === '-' ? 'stdin' : name}: ${(e instanceof DumpParseError ? inputLineError(e, paste) : (e as Error)).message}`)
   }
+}
+
+/** The error with the line of the input, not of the normalised text. */
+function inputLineError(e: DumpParseError, paste: NormalisedPaste | undefined): DumpParseError {
+  if (!paste || e.line <= 0) return e
+  const line = paste.originalLine(e.line)
+  return line > 0 ? new DumpParseError(line, e.reason) : new DumpParseError(0, `${e.reason} (in a line the normaliser added)`)
+}
+
+/** Trace steps name the input's lines; a line the normaliser added (a hook to the entry chain) is line 0. */
+function withInputLines(result: TraceResult, paste: NormalisedPaste, tables: Set<string>): TraceResult {
+  return {...result, outcomes: result.outcomes.map((o) => ({...o, steps: o.steps.map((s) => (tables.has(s.table) && s.line > 0 ? {...s, line: paste.originalLine(s.line)} : s))}))}
 }
 
 /** For --node: walk the rules of the mode the node runs, decided as `svc` decides it (without the cluster's configuration). */

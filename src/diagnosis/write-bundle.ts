@@ -1,5 +1,6 @@
-import {mkdirSync, writeFileSync} from 'node:fs'
-import {join} from 'node:path'
+import {lstatSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmdirSync, rmSync, writeFileSync} from 'node:fs'
+import {basename, dirname, join, resolve} from 'node:path'
+import type {V1ConfigMap, V1EndpointSlice, V1Node, V1Pod, V1Service} from '@kubernetes/client-node'
 import {MANIFEST_FILE, SNAPSHOT_FILES, type SnapshotManifest} from '../cluster/snapshot-source.js'
 import type {ClusterState} from '../cluster/types.js'
 import {DiagnosisError} from '../errors.js'
@@ -14,27 +15,135 @@ export interface BundleSubject {
   observations: NodeObservation[]
 }
 
-function list(kind: string, items: unknown[]) {
+export interface BundleWriteOptions {
+  /** Replace a folder that is not empty (it is swapped out whole, never written into). */
+  force?: boolean
+}
+
+function list(items: unknown[]) {
   return JSON.stringify({apiVersion: 'v1', kind: 'List', items}, null, 2) + '\n'
 }
 
-/** Writes what a diagnosis read as a snapshot bundle: one List file per API kind, one folder per node. */
-export function writeBundle(dir: string, cluster: ClusterState, recordings: Map<string, NodeRecording>, subject: BundleSubject): void {
-  mkdirSync(dir, {recursive: true})
+/** kubectl's copy of the last applied object: it can hold whatever the manifest held, Secrets' values included. */
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration'
+
+type Meta = NonNullable<V1Pod['metadata']>
+
+/** A Pod's identity and ownership; its annotations are left out (nothing the diagnosis reads is there). */
+function podMetadata(m: Meta | undefined): Meta {
+  return {
+    name: m?.name,
+    namespace: m?.namespace,
+    uid: m?.uid,
+    labels: m?.labels,
+    ...(m?.ownerReferences ? {ownerReferences: m.ownerReferences} : {}),
+    ...(m?.creationTimestamp ? {creationTimestamp: m.creationTimestamp} : {}),
+    ...(m?.deletionTimestamp ? {deletionTimestamp: m.deletionTimestamp} : {}),
+  }
+}
+
+/** What the diagnosis reads of a Pod: where it runs, its addresses, ports and health. Never env, command, volumes. */
+function podFields(p: V1Pod): V1Pod {
+  const containers = (p.spec?.containers ?? []).map((c) => ({name: c.name, ...(c.ports ? {ports: c.ports} : {})}))
+  const s = p.status
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: podMetadata(p.metadata),
+    spec: {containers, ...(p.spec?.nodeName ? {nodeName: p.spec.nodeName} : {}), ...(p.spec?.hostNetwork ? {hostNetwork: true} : {})},
+    status: {
+      phase: s?.phase,
+      podIP: s?.podIP,
+      podIPs: s?.podIPs,
+      hostIP: s?.hostIP,
+      conditions: s?.conditions,
+      containerStatuses: s?.containerStatuses?.map((c) => ({
+        name: c.name,
+        ready: c.ready,
+        restartCount: c.restartCount,
+        image: c.image,
+        imageID: c.imageID,
+        state: c.state,
+        lastState: c.lastState,
+        started: c.started,
+      })),
+      startTime: s?.startTime,
+    },
+  }
+}
+
+/** Other objects whole, less what only the API server's bookkeeping or kubectl needs (managedFields, last-applied). */
+function withoutBookkeeping<T extends {metadata?: Meta}>(o: T): T {
+  const {managedFields: _managedFields, annotations, ...meta} = o.metadata ?? {}
+  const kept = Object.entries(annotations ?? {}).filter(([k]) => k !== LAST_APPLIED)
+  return {...o, metadata: {...meta, ...(kept.length > 0 ? {annotations: Object.fromEntries(kept)} : {})}}
+}
+
+/**
+ * Refuses an --out that is a symbolic link, not a folder, or (without `force`) a folder with anything in it: a bundle
+ * is never written into place, so no stale file from an earlier run can give a false finding later.
+ */
+export function checkBundleOut(out: string, force: boolean): 'absent' | 'empty' | 'replace' {
+  let stat
+  try {
+    stat = lstatSync(out)
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return 'absent'
+    throw new DiagnosisError(`cannot use --out ${out}: ${(e as Error).message}`)
+  }
+  if (stat.isSymbolicLink()) throw new DiagnosisError(`--out ${out} is a symbolic link: a bundle is written only to a real folder (links are not followed)`)
+  if (!stat.isDirectory()) throw new DiagnosisError(`--out ${out} exists and is not a folder`)
+  if (readdirSync(out).length === 0) return 'empty'
+  if (!force) throw new DiagnosisError(`--out ${out} is not empty: give a new folder, or --force to replace it`)
+  return 'replace'
+}
+
+/**
+ * Writes what a diagnosis read as a snapshot bundle (one List file per API kind, one folder per node), built in a
+ * temporary sibling folder (0700, files 0600) and renamed into place whole.
+ */
+export function writeBundle(out: string, cluster: ClusterState, recordings: Map<string, NodeRecording>, subject: BundleSubject, opts: BundleWriteOptions = {}): void {
   for (const name of recordings.keys()) if (!isNodeName(name)) throw new DiagnosisError(`refusing to write a bundle folder for node "${name}": not a Kubernetes node name`)
-  for (const [name, rec] of recordings) writeNodeRecording(join(dir, NODES_DIR, name), rec)
-  const services = [cluster.service, ...(cluster.dns.service ? [cluster.dns.service] : [])]
-  writeFileSync(join(dir, SNAPSHOT_FILES.services), list('Service', services))
-  writeFileSync(join(dir, SNAPSHOT_FILES.endpointslices), list('EndpointSlice', [...cluster.slices, ...cluster.dns.slices]))
-  writeFileSync(join(dir, SNAPSHOT_FILES.pods), list('Pod', [...cluster.pods, ...cluster.kubeProxyPods.filter((p) => !cluster.pods.includes(p))]))
-  writeFileSync(join(dir, SNAPSHOT_FILES.nodes), list('Node', cluster.nodes))
-  writeFileSync(
-    join(dir, SNAPSHOT_FILES.configmaps),
-    list(
-      'ConfigMap',
-      [cluster.proxyConfigMap, cluster.corednsConfigMap].filter((c) => c !== undefined),
-    ),
-  )
+  const state = checkBundleOut(out, opts.force ?? false)
+  const target = resolve(out)
+  let building: string
+  try {
+    building = mkdtempSync(join(dirname(target), `.${basename(target)}.kpd-tmp-`))
+  } catch (e) {
+    throw new DiagnosisError(`cannot create a folder next to ${out}: ${(e as Error).message}`)
+  }
+  try {
+    writeContent(building, cluster, recordings, subject)
+    if (state === 'empty') rmdirSync(target)
+    if (state === 'replace') {
+      const old = `${building}.old`
+      renameSync(target, old)
+      renameSync(building, target)
+      rmSync(old, {recursive: true, force: true})
+    } else renameSync(building, target)
+  } catch (e) {
+    rmSync(building, {recursive: true, force: true})
+    throw e instanceof DiagnosisError ? e : new DiagnosisError(`cannot write the bundle ${out}: ${(e as Error).message}`)
+  }
+}
+
+function writeContent(dir: string, cluster: ClusterState, recordings: Map<string, NodeRecording>, subject: BundleSubject): void {
+  // O_EXCL: a file is only ever created, never opened through something already there.
+  const write = (file: string, text: string) => writeFileSync(join(dir, file), text, {mode: 0o600, flag: 'wx'})
+  mkdirSync(join(dir, NODES_DIR), {mode: 0o700})
+  for (const [name, rec] of recordings) {
+    mkdirSync(join(dir, NODES_DIR, name), {mode: 0o700})
+    writeNodeRecording(join(dir, NODES_DIR, name), rec)
+  }
+  const services: V1Service[] = [cluster.service, ...(cluster.dns.service ? [cluster.dns.service] : [])]
+  write(SNAPSHOT_FILES.services, list(services.map(withoutBookkeeping)))
+  const slices: V1EndpointSlice[] = [...cluster.slices, ...cluster.dns.slices]
+  write(SNAPSHOT_FILES.endpointslices, list(slices.map(withoutBookkeeping)))
+  const pods: V1Pod[] = [...cluster.pods, ...cluster.kubeProxyPods.filter((p) => !cluster.pods.includes(p))]
+  write(SNAPSHOT_FILES.pods, list(pods.map(podFields)))
+  write(SNAPSHOT_FILES.nodes, list((cluster.nodes as V1Node[]).map(withoutBookkeeping)))
+  const configMaps = [cluster.proxyConfigMap, cluster.corednsConfigMap].filter((c): c is V1ConfigMap => c !== undefined)
+  write(SNAPSHOT_FILES.configmaps, list(configMaps.map(withoutBookkeeping)))
   const manifest: SnapshotManifest = {
     apiVersion: 'kproxy-doctor/v1',
     kind: 'Bundle',
@@ -43,5 +152,5 @@ export function writeBundle(dir: string, cluster: ClusterState, recordings: Map<
     ...(subject.context ? {context: subject.context} : {}),
     nodes: subject.observations.map((o) => ({name: o.name, read: o.reachable, ...(o.error ? {error: o.error} : {})})),
   }
-  writeFileSync(join(dir, MANIFEST_FILE), JSON.stringify(manifest, null, 2) + '\n')
+  write(MANIFEST_FILE, JSON.stringify(manifest, null, 2) + '\n')
 }

@@ -3,7 +3,8 @@ import {existsSync, readFileSync} from 'node:fs'
 import {globToRegExp} from './ssh-config.js'
 
 export interface KnownHostsResult {
-  status: 'match' | 'mismatch' | 'unknown'
+  /** revoked: the key is listed under @revoked, which refuses it whatever other lines say. */
+  status: 'match' | 'mismatch' | 'unknown' | 'revoked'
   file?: string
 }
 
@@ -21,9 +22,16 @@ function patternMatches(pattern: string, name: string): boolean {
   return globToRegExp(pattern).test(name)
 }
 
-/** Checks a host's raw public key blob against known_hosts files. */
-export function checkKnownHosts(files: string[], name: string, keyBlob: Buffer): KnownHostsResult {
-  let sawHost: string | undefined
+interface KnownKey {
+  file: string
+  revoked: boolean
+  type: string
+  blob: Buffer
+}
+
+/** The keys known_hosts lists for `name` (host keys and @revoked ones; @cert-authority lines are not host keys). */
+function keysFor(files: string[], name: string): KnownKey[] {
+  const out: KnownKey[] = []
   for (const file of files) {
     if (!existsSync(file)) continue
     for (const raw of readFileSync(file, 'utf8').split('\n')) {
@@ -35,10 +43,42 @@ export function checkKnownHosts(files: string[], name: string, keyBlob: Buffer):
       const patterns = fields[0].split(',')
       const negated = patterns.some((p) => p.startsWith('!') && patternMatches(p.slice(1), name))
       if (negated || !patterns.some((p) => !p.startsWith('!') && patternMatches(p, name))) continue
-      if (marker === '@revoked') continue
-      sawHost = file
-      if (Buffer.from(fields[2], 'base64').equals(keyBlob)) return {status: 'match', file}
+      out.push({file, revoked: marker === '@revoked', type: fields[1], blob: Buffer.from(fields[2], 'base64')})
     }
   }
-  return sawHost ? {status: 'mismatch', file: sawHost} : {status: 'unknown'}
+  return out
+}
+
+/** Checks a host's raw public key blob against known_hosts files. */
+export function checkKnownHosts(files: string[], name: string, keyBlob: Buffer): KnownHostsResult {
+  const keys = keysFor(files, name)
+  const revoked = keys.find((k) => k.revoked && k.blob.equals(keyBlob))
+  if (revoked) return {status: 'revoked', file: revoked.file}
+  const current = keys.filter((k) => !k.revoked)
+  const match = current.find((k) => k.blob.equals(keyBlob))
+  if (match) return {status: 'match', file: match.file}
+  return current.length > 0 ? {status: 'mismatch', file: current[0].file} : {status: 'unknown'}
+}
+
+/** ssh2's host key algorithms for each known_hosts key type, in ssh2's own order of preference. */
+const ALGORITHMS_BY_KEY_TYPE: Array<[string, string[]]> = [
+  ['ssh-ed25519', ['ssh-ed25519']],
+  ['ecdsa-sha2-nistp256', ['ecdsa-sha2-nistp256']],
+  ['ecdsa-sha2-nistp384', ['ecdsa-sha2-nistp384']],
+  ['ecdsa-sha2-nistp521', ['ecdsa-sha2-nistp521']],
+  ['ssh-rsa', ['rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa']],
+  ['ssh-dss', ['ssh-dss']],
+]
+
+/**
+ * The host key algorithms to offer a host, from the key types known_hosts holds for it (as OpenSSH does): a server
+ * that has an ed25519 and an RSA key, known only by its RSA key, must be asked for its RSA key, or its ed25519 key
+ * (which ssh2 prefers) would look like a changed key. undefined when known_hosts has no key for the host.
+ */
+export function hostKeyAlgorithms(files: string[], name: string): string[] | undefined {
+  const keys = keysFor(files, name)
+  const revoked = keys.filter((k) => k.revoked)
+  const types = new Set(keys.filter((k) => !revoked.some((r) => r.blob.equals(k.blob))).map((k) => k.type))
+  const algorithms = ALGORITHMS_BY_KEY_TYPE.filter(([type]) => types.has(type)).flatMap(([, names]) => names)
+  return algorithms.length > 0 ? algorithms : undefined
 }

@@ -8,6 +8,9 @@ export interface IpsetPacket {
   sport: number
 }
 
+/** `ipset save` text that is not ipset output; the message names the line. */
+export class IpsetParseError extends Error {}
+
 interface IpsetDef {
   name: string
   type: string
@@ -29,9 +32,9 @@ export class IpsetState {
       if (words[0] === 'create' && words.length >= 3) state.sets.set(words[1], {name: words[1], type: words[2], members: []})
       else if (words[0] === 'add' && words.length >= 3) {
         const set = state.sets.get(words[1])
-        if (!set) throw new Error(`line ${i + 1}: add to undeclared set ${words[1]}`)
+        if (!set) throw new IpsetParseError(`line ${i + 1}: add to undeclared set ${words[1]}`)
         set.members.push(words[2])
-      } else throw new Error(`line ${i + 1}: not ipset save output: "${line.slice(0, 60)}"`)
+      } else throw new IpsetParseError(`line ${i + 1}: not ipset save output: "${line.slice(0, 60)}"`)
     }
     return state
   }

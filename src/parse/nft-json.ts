@@ -9,6 +9,24 @@ type J = unknown
 type Obj = Record<string, unknown>
 
 const isObj = (x: J): x is Obj => typeof x === 'object' && x !== null && !Array.isArray(x)
+const list = (x: J): J[] => (Array.isArray(x) ? x : [])
+
+/** Deeper than anything nft prints (a rule's expressions nest about 8 levels): more is not nft's output. */
+const MAX_NESTING = 64
+
+/** How deep `root` nests, counted without recursion (a hostile document can nest far deeper than the stack). */
+function nestingDepth(root: J): number {
+  let deepest = 0
+  const stack: Array<[J, number]> = [[root, 0]]
+  while (stack.length > 0) {
+    const [x, depth] = stack.pop()!
+    if (depth > deepest) deepest = depth
+    if (depth > MAX_NESTING) break
+    if (Array.isArray(x)) for (const y of x) stack.push([y, depth + 1])
+    else if (isObj(x)) for (const y of Object.values(x)) stack.push([y, depth + 1])
+  }
+  return deepest
+}
 
 function hex(n: J): string {
   return typeof n === 'number' ? `0x${n.toString(16).padStart(8, '0')}` : value(n)
@@ -21,7 +39,7 @@ function value(e: J): string {
   if (Array.isArray(e)) return `{ ${e.map(value).join(', ')} }`
   if (!isObj(e)) return String(e)
   const [k, v] = Object.entries(e)[0] ?? ['', undefined]
-  const o = (v ?? {}) as Obj
+  const o = (isObj(v) ? v : {}) as Obj
   switch (k) {
     case 'payload':
       return `${o.protocol} ${o.field}`
@@ -34,19 +52,21 @@ function value(e: J): string {
     case '&':
     case '|':
     case '^': {
-      const [a, b] = v as J[]
+      const [a, b] = list(v)
       return `${value(a)} ${k} ${hex(b)}`
     }
     case 'concat':
-      return (v as J[]).map(value).join(' . ')
+      return list(v).map(value).join(' . ')
     case 'prefix':
       return `${o.addr}/${o.len}`
     case 'range': {
-      const [a, b] = v as J[]
+      const [a, b] = list(v)
       return `${value(a)}-${value(b)}`
     }
     case 'set':
-      return `{ ${(v as J[]).map((x) => (Array.isArray(x) ? `${value(x[0])} : ${verdict(x[1])}` : value(x))).join(', ')} }`
+      return `{ ${list(v)
+        .map((x) => (Array.isArray(x) ? `${value(x[0])} : ${verdict(x[1])}` : value(x)))
+        .join(', ')} }`
     case 'numgen':
       return `numgen ${o.mode} mod ${o.mod}${o.offset ? ` offset ${o.offset}` : ''}`
     case 'elem':
@@ -57,16 +77,16 @@ function value(e: J): string {
 
 function verdict(e: J): string {
   if (!isObj(e)) return String(e)
-  const [k, v] = Object.entries(e)[0]
-  if (k === 'jump' || k === 'goto') return `${k} ${(v as Obj).target}`
+  const [k, v] = Object.entries(e)[0] ?? ['json-empty', undefined]
+  if (k === 'jump' || k === 'goto') return `${k} ${isObj(v) ? String(v.target) : 'json-no-target'}`
   return k
 }
 
 /** One statement of a rule. */
 function statement(e: J): string {
   if (!isObj(e)) return `json-${String(e)}`
-  const [k, v] = Object.entries(e)[0]
-  const o = (v ?? {}) as Obj
+  const [k, v] = Object.entries(e)[0] ?? ['empty', undefined]
+  const o = (isObj(v) ? v : {}) as Obj
   switch (k) {
     case 'match': {
       const op = o.op === '==' || o.op === 'in' ? '' : `${o.op} `
@@ -139,7 +159,8 @@ export function nftRulesetFromJson(text: string): NftRuleset {
   } catch (e) {
     throw new NftParseError(1, `not JSON: ${(e as Error).message}`)
   }
-  if (!Array.isArray(doc.nftables)) throw new NftParseError(1, 'no "nftables" array: not `nft -j list ruleset` output')
+  if (!isObj(doc) || !Array.isArray(doc.nftables)) throw new NftParseError(1, 'no "nftables" array: not `nft -j list ruleset` output')
+  if (nestingDepth(doc) > MAX_NESTING) throw new NftParseError(1, `nested deeper than ${MAX_NESTING} levels: not \`nft -j list ruleset\` output`)
   const rs = new NftRuleset()
   const table = (family: J, name: J): NftTable => {
     const id = `${family} ${name}`
@@ -152,7 +173,22 @@ export function nftRulesetFromJson(text: string): NftRuleset {
   }
   for (const [i, item] of doc.nftables.entries()) {
     if (!isObj(item)) continue
-    const [kind, body] = Object.entries(item)[0] as [string, Obj]
+    const [kind, body] = Object.entries(item)[0] ?? ['', undefined]
+    if (!isObj(body)) throw new NftParseError(i + 1, `item ${i + 1} of the "nftables" array is not {"KIND": {...}}`)
+    try {
+      readItem(rs, table, kind, body, i)
+    } catch (e) {
+      // A value of a shape nft never prints (e.g. an object where a name belongs) cannot be turned into text.
+      if (e instanceof TypeError) throw new NftParseError(i + 1, `item ${i + 1} (a "${kind}") holds a value of the wrong shape: ${e.message}`)
+      throw e
+    }
+  }
+  if (rs.tables.length === 0) throw new NftParseError(1, 'no table in the JSON ruleset')
+  return rs
+}
+
+function readItem(rs: NftRuleset, table: (family: J, name: J) => NftTable, kind: string, body: Obj, i: number): void {
+  {
     if (kind === 'table') table(body.family, body.name)
     else if (kind === 'chain') {
       const t = table(body.family, body.table)
@@ -172,10 +208,9 @@ export function nftRulesetFromJson(text: string): NftRuleset {
       const t = table(body.family, body.table)
       const chain = t.chains.get(String(body.chain))
       if (!chain) throw new NftParseError(i + 1, `rule for unknown chain ${String(body.chain)}`)
-      const text = ((body.expr as J[]) ?? []).map(statement).join(' ')
+      if (body.expr !== undefined && !Array.isArray(body.expr)) throw new NftParseError(i + 1, `item ${i + 1}: the rule's "expr" is not a list`)
+      const text = list(body.expr).map(statement).join(' ')
       chain.rules.push({table: t.id, chain: chain.name, line: Number(body.handle ?? i + 1), text})
     }
   }
-  if (rs.tables.length === 0) throw new NftParseError(1, 'no table in the JSON ruleset')
-  return rs
 }

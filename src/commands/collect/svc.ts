@@ -2,7 +2,7 @@ import {Args, Flags} from '@oclif/core'
 import {DoctorCommand} from '../../cli/base-command.js'
 import {clusterFlags, liveOptions} from '../../cli/flags.js'
 import {gatherLive} from '../../diagnosis/gather.js'
-import {writeBundle} from '../../diagnosis/write-bundle.js'
+import {checkBundleOut, writeBundle} from '../../diagnosis/write-bundle.js'
 
 export default class CollectSvc extends DoctorCommand {
   static override summary = 'Record what `svc` reads (API objects and node dumps) as a bundle for --snapshot'
@@ -10,13 +10,16 @@ export default class CollectSvc extends DoctorCommand {
   static override args = {name: Args.string({required: true, description: 'Service name'})}
   static override flags = {
     ...clusterFlags,
-    out: Flags.string({required: true, description: 'folder to write the bundle to'}),
+    out: Flags.string({required: true, description: 'new folder to write the bundle to (built beside it, then renamed into place)'}),
+    force: Flags.boolean({default: false, description: 'replace --out even when it is not empty'}),
   }
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(CollectSvc)
+    // Refuse an unusable --out before spending a minute reading the cluster and its nodes.
+    checkBundleOut(flags.out, flags.force)
     const g = await gatherLive(liveOptions(args.name, flags))
-    writeBundle(flags.out, g.cluster, g.recordings, {namespace: g.namespace, name: args.name, context: flags.context, observations: g.observations})
+    writeBundle(flags.out, g.cluster, g.recordings, {namespace: g.namespace, name: args.name, context: flags.context, observations: g.observations}, {force: flags.force})
     const bad = g.observations.filter((o) => !o.reachable)
     process.stdout.write(`wrote ${flags.out}: ${g.observations.length - bad.length} node(s) read${bad.length ? `, ${bad.length} not (${bad.map((o) => o.name).join(', ')})` : ''}\n`)
     process.stdout.write(`diagnose it with: kproxy-doctor svc ${args.name} -n ${g.namespace} --snapshot ${flags.out}\n`)

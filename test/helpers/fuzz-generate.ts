@@ -1,0 +1,74 @@
+import type {Prng} from './fuzz-mutate.js'
+
+/**
+ * Random rule graphs for the fuzz test, of two kinds:
+ * - diamonds: jumps and gotos go only to later chains, often two paths to one chain, with probabilistic splits;
+ * - loops: each chain has exactly one jump, to any chain (itself included), so the walk runs into a cycle.
+ * Not a cycle with two jumps or a split on its lap (it doubles the walk per lap until the tracer's budget stops it,
+ * which takes seconds, or for nft exhausts memory), nor a goto cycle (no jump depth grows, so only the 2,000,000
+ * evaluation budget stops it: 14 s per packet): those are the todo tests in fuzz.test.ts.
+ */
+interface GraphShape {
+  loop: boolean
+  chains: string[]
+}
+
+function shape(r: Prng, prefix: string): GraphShape {
+  return {loop: r.chance(0.5), chains: Array.from({length: 2 + r.int(7)}, (_, i) => `${prefix}${i}`)}
+}
+
+/** The chain rule `k` of chain `i` jumps to, or undefined when that rule does not jump. */
+function jumpTarget(r: Prng, g: GraphShape, i: number, k: number): string | undefined {
+  if (g.loop) return k === 0 ? r.pick(g.chains) : undefined
+  if (i === g.chains.length - 1 || r.chance(0.4)) return undefined
+  return g.chains[Math.min(g.chains.length - 1, i + 1 + r.int(3))]
+}
+
+export function randomIptablesGraph(r: Prng): string {
+  const g = shape(r, 'KUBE-G')
+  const lines = ['*nat', ':PREROUTING ACCEPT [0:0]', ':INPUT ACCEPT [0:0]', ':OUTPUT ACCEPT [0:0]', ':POSTROUTING ACCEPT [0:0]', ...g.chains.map((c) => `:${c} - [0:0]`)]
+  lines.push('-A PREROUTING -j KUBE-G0', '-A OUTPUT -j KUBE-G0', '-A POSTROUTING -m mark --mark 0x4000/0x4000 -j MASQUERADE')
+  for (const [i, chain] of g.chains.entries()) {
+    const rules: string[] = []
+    for (let k = 0, n = 1 + r.int(3); k < n; k++) {
+      const match = r.pick([
+        '',
+        '-d 10.96.10.10/32 ',
+        '-p tcp -m tcp --dport 80 ',
+        ...(g.loop ? [] : ['-m statistic --mode random --probability 0.50000000000 ']),
+        '! -s 10.244.0.0/16 ',
+        '-m mark --mark 0x4000/0x4000 ',
+      ])
+      const to = jumpTarget(r, g, i, k)
+      const target = to
+        ? `-${g.loop ? 'j' : r.pick(['j', 'g'])} ${to}`
+        : r.pick(['-j RETURN', '-j MARK --set-xmark 0x4000/0x4000', `-j DNAT --to-destination 10.244.${r.int(3)}.${r.int(255)}:8080`, '-j DROP', '-j ACCEPT'])
+      rules.push(`-A ${chain} ${match}${target}`)
+    }
+    lines.push(...(r.chance(0.5) ? rules.reverse() : rules))
+  }
+  lines.push('COMMIT', '')
+  return lines.join('\n')
+}
+
+export function randomNftGraph(r: Prng): string {
+  const g = shape(r, 'g')
+  const lines = ['table ip kube-proxy {', '\tchain nat-prerouting {', '\t\ttype nat hook prerouting priority dstnat; policy accept;', '\t\tjump g0', '\t}']
+  lines.push('\tchain nat-output {', '\t\ttype nat hook output priority -100; policy accept;', '\t\tjump g0', '\t}')
+  for (const [i, chain] of g.chains.entries()) {
+    lines.push(`\tchain ${chain} {`)
+    const rules: string[] = []
+    for (let k = 0, n = 1 + r.int(3); k < n; k++) {
+      const match = r.pick(['', 'ip daddr 10.96.10.10 ', 'meta l4proto tcp tcp dport 80 ', 'ip saddr != 10.244.0.0/16 ', 'meta mark & 0x00004000 == 0x00004000 '])
+      const to = jumpTarget(r, g, i, k)
+      const other = jumpTarget(r, {...g, loop: false}, i, k) ?? to
+      const action = to
+        ? r.pick([`jump ${to}`, ...(g.loop ? [] : [`goto ${to}`]), ...(g.loop || !other ? [] : [`numgen random mod 2 vmap { 0 : goto ${to}, 1 : jump ${other} }`])])
+        : r.pick(['return', 'meta mark set meta mark | 0x00004000', `meta l4proto tcp dnat to 10.244.${r.int(3)}.${r.int(255)}:8080`, 'drop', 'counter packets 0 bytes 0'])
+      rules.push(`\t\t${match}${action}`)
+    }
+    lines.push(...(r.chance(0.5) ? rules.reverse() : rules), '\t}')
+  }
+  lines.push('}', '')
+  return lines.join('\n')
+}

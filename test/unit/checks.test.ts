@@ -7,8 +7,10 @@ import type {NodeObservation} from '../../src/node/bundle.js'
 import {DNS, NODES, WEB, labPods} from '../lab/lab-cluster.js'
 import {kubeProxyNftRules} from '../lab/kube-proxy-nft.js'
 import {parseNftDump} from '../../src/parse/nft-dump.js'
+import {BufferSource} from '../../src/parse/dump-source.js'
+import {IptablesSave} from '../../src/parse/iptables-save.js'
 import {kubeProxyPodObject} from '../lab/fixtures.js'
-import {offlineCluster} from '../helpers/offline-cluster.js'
+import {offlineCluster, type OfflineOptions} from '../helpers/offline-cluster.js'
 import {checkTester, firedCodes} from '../helpers/check-tester.js'
 
 const notReady = (...names: string[]) => labPods().map((p) => (names.includes(p.name) ? {...p, ready: false} : p))
@@ -45,6 +47,17 @@ const calicoDrop = (ip: string) => ({
   forward: ['-A FORWARD -m comment --comment "policy engine: forward hook" -j cali-FORWARD'],
   rules: [`-A cali-FORWARD -d ${ip}/32 -m comment --comment "policy engine: default deny ingress" -m conntrack --ctstate NEW -j DROP`],
 })
+/** Both nodes in kube-proxy's nftables mode (as configured), node-b's ruleset with `extraOnB` appended. */
+const nftablesLab = (extraOnB = ''): OfflineOptions => {
+  const nftNode = (index: number, extra: string) => (obs: NodeObservation) => ({
+    ...obs,
+    iptables: IptablesSave.parse(new BufferSource(Buffer.from(''))),
+    nft: parseNftDump(kubeProxyNftRules(NODES[index], [WEB, DNS], labPods()) + extra),
+  })
+  return {editCluster: (c) => void (c.proxyConfig.mode = 'nftables'), editObservation: {'node-a': nftNode(0, ''), 'node-b': nftNode(1, extraOnB)}}
+}
+const nftForwardChain = (table: string, policy: 'accept' | 'drop', rules: string[] = []) =>
+  `\ntable ${table} {\n  chain forward {\n    type filter hook forward priority filter; policy ${policy};\n${rules.map((r) => `    ${r}\n`).join('')}  }\n}\n`
 const FIRST_FORWARD_RULE = '-A FORWARD -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall"'
 const STALE_REJECT = '-A KUBE-SERVICES -d 10.96.10.10/32 -p tcp -m comment --comment "shop/web:http has no endpoints" -m tcp --dport 80 -j REJECT --reject-with icmp-port-unreachable'
 const kubeProxyStatus = (status: NodeObservation['kubeProxy']) => (obs: NodeObservation) => ({...obs, kubeProxy: status})
@@ -390,6 +403,21 @@ checkTester('the filter path and chains kube-proxy does not own (filter-drop.ts)
   {
     name: "a Calico chain in node-b's FORWARD drops web-b2",
     state: {editDump: {'node-b': withFilter(calicoDrop('10.244.2.11'))}},
+    findings: [['KPD-FILTER-DROP', 'node-b', 'error']],
+  },
+  {
+    name: 'nftables mode on both nodes, a pod-CIDR accept in another table',
+    state: nftablesLab(nftForwardChain('inet filter', 'drop', ['ip saddr 10.244.0.0/16 accept', 'ip daddr 10.244.0.0/16 accept'])),
+    findings: [],
+  },
+  {
+    name: "nftables mode: a Calico table's forward chain drops web-b2 on node-b",
+    state: nftablesLab(nftForwardChain('inet calico', 'accept', ['ip daddr 10.244.2.11 ct state new drop'])),
+    findings: [['KPD-FILTER-DROP', 'node-b', 'error']],
+  },
+  {
+    name: "nftables mode: another table's forward chain with policy drop on node-b",
+    state: nftablesLab(nftForwardChain('inet filter', 'drop')),
     findings: [['KPD-FILTER-DROP', 'node-b', 'error']],
   },
   {

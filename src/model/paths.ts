@@ -277,6 +277,12 @@ export interface EndpointHalf {
   trace: TraceResult
 }
 
+/**
+ * At most this many distinct second-half walks per Service (a few per source node and endpoint): each walk crosses
+ * the endpoint node's whole nat PREROUTING, so a Service with thousands of endpoints on many nodes must stay bounded.
+ */
+const MAX_ENDPOINT_HALVES = 2_000
+
 /** A read node, as the first or second node of a path. */
 export interface PathNode extends RouterInputs {
   node: string
@@ -316,6 +322,7 @@ export function traceEndpointHalves(paths: PathResult[], nodes: PathNode[], endp
       const key = `${target.node} ${packet.proto} ${src} ${endpoint.address}`
       let trace = walks.get(key)
       if (!trace) {
+        if (walks.size >= MAX_ENDPOINT_HALVES) return out
         trace = tracer.trace(packet)
         walks.set(key, trace)
       }

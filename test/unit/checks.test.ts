@@ -396,6 +396,19 @@ checkTester('the filter path and chains kube-proxy does not own (filter-drop.ts)
     findings: [['KPD-FILTER-DROP', 'node-a', 'error']],
   },
   {
+    name: "a Calico rule on node-b dropping only node-a's pods: seen only in the second half of node-a's paths, reported on node-b",
+    state: {
+      editDump: {
+        'node-b': withFilter({
+          chains: ['cali-FORWARD'],
+          forward: ['-A FORWARD -j cali-FORWARD'],
+          rules: ['-A cali-FORWARD -s 10.244.1.0/24 -d 10.244.2.11/32 -m conntrack --ctstate NEW -j DROP'],
+        }),
+      },
+    },
+    findings: [['KPD-FILTER-DROP', 'node-b', 'error']],
+  },
+  {
     name: 'FORWARD policy DROP with no Docker chain',
     state: {editDump: {'node-b': withFilter({forwardPolicy: 'DROP'})}},
     findings: [['KPD-FILTER-DROP', 'node-b', 'error']],

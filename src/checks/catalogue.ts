@@ -368,6 +368,15 @@ export const CATALOGUE: readonly CodeEntry[] = [
     explains: ['filter'],
     modes: ALL_MODES,
   },
+  {
+    code: 'KPD-FILTER-DROP',
+    severity: 'error',
+    family: 'path',
+    title: "A chain kube-proxy does not own (Docker's, a CNI's, a policy engine's, a hand-written one) or a built-in chain's DROP policy drops the Service's traffic",
+    hint: 'Read the chain named in the message with the command given; find out who added the rule (or set the policy) before changing it.',
+    explains: ['filter'],
+    modes: ['iptables', 'nftables'],
+  },
 ]
 
 const BY_CODE = new Map(CATALOGUE.map((e) => [e.code, e]))

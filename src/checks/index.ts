@@ -13,6 +13,7 @@ import {nodePortMissing} from './rules/nodeport-missing.js'
 import {nodeUnreadable} from './rules/node-unreadable.js'
 import {notProxied} from './rules/not-proxied.js'
 import {pathBroken, pathUndecided} from './rules/path-verdicts.js'
+import {filterDrop} from './rules/filter-drop.js'
 import {probabilityWrong} from './rules/probability-wrong.js'
 import {affinityMismatch} from './rules/affinity.js'
 import {proxyPodDown, proxyStuck, proxySyncFailures, proxyUnhealthy} from './rules/kube-proxy-health.js'
@@ -62,6 +63,7 @@ export const CHECKS: Check[] = [
   pathUndecided,
   nodeDiverges,
   dnsNoAnswer,
+  filterDrop,
   // Last: it reads the findings above.
   pathBroken,
 ]

@@ -1,4 +1,4 @@
-import type {Tracer} from '../trace/types.js'
+import type {RouteGuess, Tracer} from '../trace/types.js'
 import type {ExpectedEndpoint, ExpectedPort, ExpectedService} from './expected.js'
 
 /** A rule, map element or other line of a node's dump that stands as evidence. */
@@ -113,7 +113,8 @@ export interface Dataplane {
   names(port: ExpectedPort): ChainNames
   infrastructure(): NodeInfrastructure
   programmed(svc: ExpectedService): ProgrammedPort[]
-  tracer(localAddresses: string[], locallyGenerated?: boolean): Tracer
+  /** `route`: where the node sends a forwarded packet, for output-interface matches (FORWARD, POSTROUTING). */
+  tracer(localAddresses: string[], locallyGenerated?: boolean, route?: (dst: string) => RouteGuess): Tracer
   /** The command a person runs to see `pattern` in this node's rules. */
   show(node: string, pattern: string): string
 }

@@ -129,7 +129,7 @@ export function iptablesDataplane(dump: IptablesSave): Dataplane {
     names,
     infrastructure: () => readInfrastructure(dump),
     programmed: (svc) => readProgrammed(dump, svc),
-    tracer: (localAddresses, locallyGenerated) => new IptablesTracer(dump, {localAddresses, locallyGenerated}),
+    tracer: (localAddresses, locallyGenerated, route) => new IptablesTracer(dump, {localAddresses, locallyGenerated, route}),
     show: (node, pattern) => `ssh ${node} sudo iptables-save | grep -- '${pattern}'`,
   }
 }

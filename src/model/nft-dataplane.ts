@@ -143,7 +143,7 @@ export function nftDataplane(rs: NftRuleset, family: 'ip' | 'ip6' = 'ip'): Datap
     names,
     infrastructure: () => readInfrastructure(table),
     programmed: (svc) => readProgrammed(table, svc),
-    tracer: (localAddresses, locallyGenerated) => new NftTracer(rs, {localAddresses, locallyGenerated}),
+    tracer: (localAddresses, locallyGenerated, route) => new NftTracer(rs, {localAddresses, locallyGenerated, route}),
     show: (node, pattern) => `ssh ${node} sudo nft list table ${family} kube-proxy | grep -- '${pattern}'`,
   }
 }

@@ -2,8 +2,8 @@ import type {V1Node} from '@kubernetes/client-node'
 import type {ExpectedEndpoint, ExpectedPort, ExpectedService} from './expected.js'
 import type {BridgeState} from '../parse/bridge-state.js'
 import type {Dataplane, ModeVocabulary} from './dataplane.js'
-import {addressInCidr, cidrSize, parseCidr} from '../net/address.js'
-import type {Packet, TraceOutcome, TraceResult} from '../trace/types.js'
+import {addressInCidr, cidrContains, cidrSize, parseCidr} from '../net/address.js'
+import type {Packet, RouteGuess, TraceOutcome, TraceResult, Tracer} from '../trace/types.js'
 
 export type Entry = 'pod→ClusterIP' | 'node→ClusterIP' | 'outside→NodePort' | 'outside→LoadBalancer' | 'outside→externalIP' | 'pod→itself'
 
@@ -52,6 +52,44 @@ function clientPodIp(inputs: PathInputs, avoid: Set<string>): string | undefined
   return inputs.podIPsOnNode.find((ip) => !avoid.has(ip))
 }
 
+/** Docker's default bridge carries Docker's own subnet: never the way to, or from, another node's pods. */
+const DOCKER_BRIDGE = 'docker0'
+
+/** A node as the router of a packet: its pod CIDR, its pods and its bridges (for interface matches). */
+interface RouterInputs {
+  k8sNode?: V1Node
+  network?: BridgeState
+  podIPsOnNode: string[]
+}
+
+/** Interfaces a packet to or from another node never uses here: loopback, the pod bridges and their ports, Docker's bridge. */
+function nodeLocalInterfaces(r: RouterInputs): ReadonlySet<string> {
+  const out = new Set(['lo', DOCKER_BRIDGE])
+  for (const p of r.network?.ports ?? []) out.add(p.bridge).add(p.port)
+  return out
+}
+
+function isPodOfNode(r: RouterInputs, ip: string): boolean {
+  if (r.podIPsOnNode.includes(ip)) return true
+  const cidr = r.k8sNode?.spec?.podCIDR ? parseCidr(r.k8sNode.spec.podCIDR) : undefined
+  return !!cidr && cidrContains(cidr, ip)
+}
+
+/**
+ * Where the node routes a forwarded packet, from what was read (no route table): a pod of this node is behind its
+ * bridge; anything else leaves by an interface that is none of the node-local ones.
+ */
+function routeGuess(r: RouterInputs): (dst: string) => RouteGuess {
+  const local = nodeLocalInterfaces(r)
+  const bridges = new Set((r.network?.ports ?? []).map((p) => p.bridge))
+  return (dst) => {
+    if (!isPodOfNode(r, dst)) return {outNotVia: local}
+    const port = r.network?.portOfIp.get(dst)
+    const bridge = port ? r.network!.ports.find((p) => p.port === port)?.bridge : bridges.size === 1 ? [...bridges][0] : undefined
+    return bridge ? {outIface: bridge} : {}
+  }
+}
+
 function portLabel(p: ExpectedPort): string {
   return p.portName || String(p.port)
 }
@@ -60,8 +98,9 @@ export function tracePaths(inputs: PathInputs): PathResult[] {
   const svc = inputs.expected
   if (svc.notProxied || !svc.clusterIP) return []
   const local = inputs.address ? [inputs.address] : []
-  const tracer = inputs.dataplane.tracer(local)
-  const localTracer = inputs.dataplane.tracer(local, true)
+  const route = routeGuess(inputs)
+  const tracer = inputs.dataplane.tracer(local, false, route)
+  const localTracer = inputs.dataplane.tracer(local, true, route)
   const bridge = inputs.network && new Set(inputs.network.ports.map((p) => p.bridge)).size === 1 ? inputs.network.ports[0].bridge : undefined
   const out: PathResult[] = []
   for (const port of svc.ports) {
@@ -72,6 +111,7 @@ export function tracePaths(inputs: PathInputs): PathResult[] {
       out.push({node: inputs.node, entry, port: portLabel(port), packet, trace, ...judge(trace, port, expected, {chain: names.internal, ...judgeOpts, endpointChain: names.endpoint}, inputs)})
     }
     const proto = port.protocol
+    const fromOutside = {inNotVia: nodeLocalInterfaces(inputs)}
     const client = clientPodIp(inputs, backends)
     if (client) {
       run('pod→ClusterIP', {src: client, dst: svc.clusterIP, proto, dport: port.port, sport: 40000, inIface: bridge}, port.internal.endpoints, {hook: 'PREROUTING', needMasq: svc.masqueradeAll})
@@ -79,7 +119,7 @@ export function tracePaths(inputs: PathInputs): PathResult[] {
     if (inputs.address) {
       run('node→ClusterIP', {src: inputs.address, dst: svc.clusterIP, proto, dport: port.port, sport: 40001}, port.internal.endpoints, {hook: 'OUTPUT', needMasq: false}, true)
       if (port.nodePort)
-        run('outside→NodePort', {src: OUTSIDE_CLIENT, dst: inputs.address, proto, dport: port.nodePort, sport: 40002}, port.external.endpoints, {
+        run('outside→NodePort', {src: OUTSIDE_CLIENT, dst: inputs.address, proto, dport: port.nodePort, sport: 40002, ...fromOutside}, port.external.endpoints, {
           hook: 'PREROUTING',
           needMasq: !port.external.local,
           nodePort: true,
@@ -87,13 +127,13 @@ export function tracePaths(inputs: PathInputs): PathResult[] {
         })
     }
     if (svc.loadBalancerIPs[0])
-      run('outside→LoadBalancer', {src: OUTSIDE_CLIENT, dst: svc.loadBalancerIPs[0], proto, dport: port.port, sport: 40003}, port.external.endpoints, {
+      run('outside→LoadBalancer', {src: OUTSIDE_CLIENT, dst: svc.loadBalancerIPs[0], proto, dport: port.port, sport: 40003, ...fromOutside}, port.external.endpoints, {
         hook: 'PREROUTING',
         needMasq: !port.external.local,
         chain: names.externalPolicy,
       })
     if (svc.externalIPs[0])
-      run('outside→externalIP', {src: OUTSIDE_CLIENT, dst: svc.externalIPs[0], proto, dport: port.port, sport: 40004}, port.external.endpoints, {
+      run('outside→externalIP', {src: OUTSIDE_CLIENT, dst: svc.externalIPs[0], proto, dport: port.port, sport: 40004, ...fromOutside}, port.external.endpoints, {
         hook: 'PREROUTING',
         needMasq: !port.external.local,
         chain: names.externalPolicy,
@@ -129,6 +169,7 @@ function pct(p: number): string {
 }
 
 function terminalRule(o: TraceOutcome): string {
+  if (o.policy) return `the ${o.verdict} policy of ${o.policy.table} ${o.policy.chain} (no rule accepted the packet)`
   const last = o.steps[o.steps.length - 1]
   return last ? `${last.table} ${last.chain} line ${last.line}: ${last.rule}` : 'the chain policy'
 }
@@ -157,10 +198,10 @@ function judgeOutcome(o: TraceOutcome, port: ExpectedPort, expected: Set<string>
   if (o.verdict === 'REJECT' || o.verdict === 'DROP') {
     if (!sawService) {
       const last = o.steps[o.steps.length - 1]
-      const kubeRule = last && (/^KUBE-/.test(last.chain) || v.isNatTable(last.table))
+      const kubeRule = !o.policy && last && (/^KUBE-/.test(last.chain) || v.isNatTable(last.table))
       return {ok: false, breaksAt: kubeRule ? (opts.nodePort ? 'KUBE-NODEPORTS' : 'KUBE-SERVICES') : 'filter', detail: `${o.verdict} by ${terminalRule(o)}`}
     }
-    return {ok: false, breaksAt: 'filter', detail: `${share} of new connections: ${o.verdict} by ${terminalRule(o)}`}
+    return {ok: false, breaksAt: 'filter', detail: `${share} of new connections${o.destination ? ` (to ${o.destination})` : ''}: ${o.verdict} by ${terminalRule(o)}`}
   }
   if (!sawService) {
     const at: Step = opts.nodePort ? (nat.has(nodePortsChain) || v.mode === 'nftables' ? 'KUBE-NODEPORTS' : 'KUBE-SERVICES') : 'KUBE-SERVICES'
@@ -222,4 +263,71 @@ function judge(trace: TraceResult, port: ExpectedPort, expected: ExpectedEndpoin
       detail: `endpoint ${missing.map((e) => `${e.address}${e.podName ? ` (${e.podName})` : ''}`).join(', ')} is never chosen: missing from ${opts.chain ?? 'its service chain'}`,
     }
   return {ok: true, breaksAt: null, detail: `reaches ${expected.length} endpoint(s): ${trace.destinations.join(', ')}`}
+}
+
+/** The second half of a path whose endpoint is on another node: the packet as it arrives there, and its walk. */
+export interface EndpointHalf {
+  path: PathResult
+  /** The node that hosts the endpoint. */
+  node: string
+  endpoint: ExpectedEndpoint
+  /** The share of the path's new connections that take this half. */
+  probability: number
+  packet: Packet
+  trace: TraceResult
+}
+
+/**
+ * At most this many distinct second-half walks per Service (a few per source node and endpoint): each walk crosses
+ * the endpoint node's whole nat PREROUTING, so a Service with thousands of endpoints on many nodes must stay bounded.
+ */
+const MAX_ENDPOINT_HALVES = 2_000
+
+/** A read node, as the first or second node of a path. */
+export interface PathNode extends RouterInputs {
+  node: string
+  address?: string
+  dataplane: Dataplane
+}
+
+/**
+ * For every path that DNATs to an endpoint on another read node, walks the packet as that node receives it: from the
+ * source node (the client's address, or the source node's own when it masqueraded), already DNATed, through the
+ * endpoint node's PREROUTING, FORWARD and POSTROUTING to the pod's bridge.
+ */
+export function traceEndpointHalves(paths: PathResult[], nodes: PathNode[], endpoints: ExpectedEndpoint[]): EndpointHalf[] {
+  const endpointAt = new Map(endpoints.map((e) => [e.address, e]))
+  const nodeNamed = new Map(nodes.map((n) => [n.node, n]))
+  const tracers = new Map<string, Tracer>()
+  const walks = new Map<string, TraceResult>()
+  const out: EndpointHalf[] = []
+  for (const path of paths) {
+    const shares = new Map<ExpectedEndpoint, {probability: number; src: string}>()
+    for (const o of path.trace.outcomes) {
+      const endpoint = o.verdict === 'DNAT' && o.destination ? endpointAt.get(o.destination) : undefined
+      if (!endpoint?.nodeName || endpoint.nodeName === path.node || !nodeNamed.has(endpoint.nodeName)) continue
+      const src = o.masquerade ? nodeNamed.get(path.node)?.address : path.packet.src
+      if (!src) continue
+      const seen = shares.get(endpoint)
+      shares.set(endpoint, {probability: (seen?.probability ?? 0) + o.probability, src})
+    }
+    for (const [endpoint, {probability, src}] of shares) {
+      const target = nodeNamed.get(endpoint.nodeName!)!
+      let tracer = tracers.get(target.node)
+      if (!tracer) {
+        tracer = target.dataplane.tracer(target.address ? [target.address] : [], false, routeGuess(target))
+        tracers.set(target.node, tracer)
+      }
+      const packet: Packet = {src, dst: endpoint.ip, proto: path.packet.proto, dport: endpoint.port, sport: path.packet.sport, inNotVia: nodeLocalInterfaces(target)}
+      const key = `${target.node} ${packet.proto} ${src} ${endpoint.address}`
+      let trace = walks.get(key)
+      if (!trace) {
+        if (walks.size >= MAX_ENDPOINT_HALVES) return out
+        trace = tracer.trace(packet)
+        walks.set(key, trace)
+      }
+      out.push({path, node: target.node, endpoint, probability, packet, trace})
+    }
+  }
+  return out
 }

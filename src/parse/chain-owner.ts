@@ -27,6 +27,21 @@ export function chainOwner(name: string): ChainOwner {
   return PREFIXES.find(([prefix]) => name.startsWith(prefix))?.[1] ?? 'hand-written'
 }
 
+/** nftables tables named by their owner (iptables-nft's own tables, `ip filter` and the like, keep iptables' chain names). */
+const NFT_TABLES: Record<string, ChainOwner> = {'kube-proxy': 'kube-proxy', calico: 'Calico', cilium: 'Cilium', antrea: 'Antrea', 'kube-router': 'kube-router', flannel: 'Flannel'}
+const IPTABLES_TABLES = new Set(['raw', 'mangle', 'nat', 'filter', 'security'])
+
+/**
+ * Who owns the chain a trace step is in: by chain name in an iptables table (`filter`) or in one of iptables-nft's
+ * tables (`ip filter`); by table name in any other nftables table (`ip kube-proxy`, `inet calico`); a table nobody
+ * names is hand-written.
+ */
+export function stepChainOwner(table: string, chain: string): ChainOwner {
+  const tableName = table.split(' ').pop()!
+  if (IPTABLES_TABLES.has(tableName)) return chainOwner(chain)
+  return NFT_TABLES[tableName] ?? 'hand-written'
+}
+
 export interface ChainSummary {
   chain: string
   /** ACCEPT/DROP for built-in chains, '-' for user chains. */

@@ -46,7 +46,7 @@ export function renderTraceTree(t: TraceResult, c: ChalkInstance): string {
 function outcomeLine(o: TraceOutcome, c: ChalkInstance): string {
   const share = `${Math.round(o.probability * 10000) / 100}%`
   const color = o.verdict === 'DNAT' || o.verdict === 'ACCEPT' ? c.green : o.verdict === 'UNKNOWN' ? c.yellow : c.red
-  return `${color(o.verdict)}${o.destination ? ` → ${o.destination}` : ''}${o.masquerade ? ' (masqueraded)' : ''} ${c.dim(share)}${o.sticky ? c.dim(' (session affinity: later packets from this client stick)') : ''}${o.reason ? ' ' + c.yellow(o.reason) : ''}`
+  return `${color(o.verdict)}${o.destination ? ` → ${o.destination}` : ''}${o.masquerade ? ' (masqueraded)' : ''} ${c.dim(share)}${o.sticky ? c.dim(' (session affinity: later packets from this client stick)') : ''}${o.policy ? ' ' + c.red(`(the policy of ${o.policy.table}/${o.policy.chain})`) : ''}${o.reason ? ' ' + c.yellow(o.reason) : ''}`
 }
 
 export function renderTraceSummary(t: TraceResult, c: ChalkInstance): string {

@@ -2,8 +2,21 @@ import type {IptablesSave} from '../parse/iptables-save.js'
 import type {ParsedRule, RuleOption} from '../parse/iptables-rule.js'
 import type {IpsetState} from '../parse/ipset-save.js'
 import {cidrContains, familyOf, isMulticast, parseCidr, parseIp} from '../net/address.js'
-import {summarize, type Packet, type TraceOutcome, type TraceResult} from './types.js'
-import {finish, isLocalAddress, startState, walkChain, WalkBudget, walkHooks, withStep as addStep, type ChainEnd, type ChainSource, type RuleOutcome, type WalkState as State} from './walk.js'
+import {summarize, type Packet, type RouteGuess, type TraceOutcome, type TraceResult} from './types.js'
+import {
+  finish,
+  interfaceMatches,
+  isLocalAddress,
+  startState,
+  walkChain,
+  WalkBudget,
+  walkHooks,
+  withStep as addStep,
+  type ChainEnd,
+  type ChainSource,
+  type RuleOutcome,
+  type WalkState as State,
+} from './walk.js'
 
 const NEXT = {kind: 'next'} as const
 
@@ -13,6 +26,8 @@ export interface TraceOptions {
   ipsets?: IpsetState
   /** Force the locally generated (OUTPUT) path, whatever the source address. */
   locallyGenerated?: boolean
+  /** The node's routing decision for a forwarded packet (after DNAT), where the packet does not name its output interface. */
+  route?: (dst: string) => RouteGuess
 }
 
 type MatchResult = boolean | {probability: number} | {unknown: string}
@@ -62,14 +77,14 @@ export class IptablesTracer implements ChainSource<Chain> {
         for (const s of current) {
           for (const b of walkChain(this, chain, s, budget)) {
             if (b.end === 'ACCEPT' || b.end === 'RETURN') next.push(b.state)
-            else done.push(finish(b.state, b.end, b.reason))
+            else done.push(finish(b.state, b.end, b.reason, b.policyOf && {table: b.policyOf.table, chain: b.policyOf.name}))
           }
         }
         current = next
       }
       return current
     }
-    for (const s of walkHooks(localOrigin, (ip) => this.isLocal(ip), startState(packet), runHook)) done.push(finish(s, 'ACCEPT'))
+    for (const s of walkHooks(localOrigin, (ip) => this.isLocal(ip), startState(packet), runHook, this.opts.route)) done.push(finish(s, 'ACCEPT'))
     return summarize(done)
   }
 
@@ -205,9 +220,9 @@ export class IptablesTracer implements ChainSource<Chain> {
             return p === 'all' || p === '0' || p === packet.proto
           }
           case 'i':
-            return s.inIface === undefined ? unknown(`the outcome depends on the input interface (${v}), unknown here`) : ifaceMatch(v, s.inIface)
+            return interfaceMatches(v, s.inIface, s.inNotVia, '+') ?? unknown(`the outcome depends on the input interface (${v}), unknown here`)
           case 'o':
-            return s.outIface === undefined ? unknown(`the outcome depends on the output interface (${v}), unknown here`) : ifaceMatch(v, s.outIface)
+            return interfaceMatches(v, s.outIface, s.outNotVia, '+') ?? unknown(`the outcome depends on the output interface (${v}), unknown here`)
           case 'f':
             return false
         }
@@ -303,10 +318,6 @@ const HOOK_TABLES: Record<string, string[]> = {
   forward: ['mangle', 'filter'],
   output: ['raw', 'mangle', 'nat', 'filter'],
   postrouting: ['mangle', 'nat'],
-}
-
-function ifaceMatch(pattern: string, iface: string): boolean {
-  return pattern.endsWith('+') ? iface.startsWith(pattern.slice(0, -1)) : iface === pattern
 }
 
 /** A port number 0-65535 written in decimal; undefined otherwise. */

@@ -1,6 +1,6 @@
 import {parseElements, splitTop, type NftChain, type NftElement, type NftRule, type NftRuleset, type NftTable} from '../parse/nft-ruleset.js'
 import {inCidr, parseIp} from '../net/address.js'
-import {summarize, type Packet, type TraceOutcome, type TraceResult} from './types.js'
+import {summarize, type Packet, type RouteGuess, type TraceOutcome, type TraceResult} from './types.js'
 import {
   finish,
   isLocalAddress,
@@ -21,6 +21,8 @@ import {splitAddr} from './iptables-tracer.js'
 export interface NftTraceOptions {
   localAddresses: string[]
   locallyGenerated?: boolean
+  /** The node's routing decision for a forwarded packet (after DNAT), where the packet does not name its output interface. */
+  route?: (dst: string) => RouteGuess
 }
 
 type Verdict = {kind: 'accept' | 'drop' | 'reject' | 'return' | 'continue'} | {kind: 'jump' | 'goto'; target: string}
@@ -95,7 +97,7 @@ export class NftTracer implements ChainSource<NftChain> {
             if (b.end === 'ACCEPT' || b.end === 'RETURN') {
               next.push(b.state)
               if (chain.base!.type === 'nat' && (b.state.dnatted !== s.dnatted || b.state.masquerade !== s.masquerade)) natDone.add(b.state)
-            } else done.push(finish(b.state, b.end, b.reason))
+            } else done.push(finish(b.state, b.end, b.reason, b.policyOf && {table: b.policyOf.table, chain: b.policyOf.name}))
           }
         }
         current = next
@@ -103,7 +105,7 @@ export class NftTracer implements ChainSource<NftChain> {
       return current
     }
     const localOrigin = this.opts.locallyGenerated || isLocalAddress(this.local, packet.src)
-    for (const s of walkHooks(localOrigin, (ip) => isLocalAddress(this.local, ip), startState(packet), runHook)) done.push(finish(s, 'ACCEPT'))
+    for (const s of walkHooks(localOrigin, (ip) => isLocalAddress(this.local, ip), startState(packet), runHook, this.opts.route)) done.push(finish(s, 'ACCEPT'))
     return summarize(done)
   }
 

@@ -10,6 +10,14 @@ export interface Packet {
   inIface?: string
   /** Interface it leaves by (FORWARD, OUTPUT, POSTROUTING); unknown when undefined. */
   outIface?: string
+  /** When inIface is unknown: interfaces it is known not to arrive on (a packet from another node never comes from a local pod bridge). */
+  inNotVia?: ReadonlySet<string>
+}
+
+/** Where the node routes a forwarded packet: the interface, or when that is unknown the interfaces it cannot be. */
+export interface RouteGuess {
+  outIface?: string
+  outNotVia?: ReadonlySet<string>
 }
 
 export type Verdict = 'DNAT' | 'ACCEPT' | 'REJECT' | 'DROP' | 'UNKNOWN'
@@ -31,6 +39,8 @@ export interface TraceOutcome {
   reason?: string
   /** A -m recent rule was passed: later packets from this client stick to the same backend. */
   sticky?: boolean
+  /** The verdict is a built-in (base) chain's policy, not a rule: the chain whose policy it is. */
+  policy?: {table: string; chain: string}
 }
 
 export interface TraceResult {

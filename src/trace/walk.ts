@@ -1,6 +1,6 @@
 import {isLoopback} from '../net/address.js'
 import {joinHostPort} from '../net/host-port.js'
-import type {Packet, TraceOutcome, TraceStep, Verdict} from './types.js'
+import type {Packet, RouteGuess, TraceOutcome, TraceStep, Verdict} from './types.js'
 
 /** One branch of a packet's walk: where it is headed now, its mark, and how it got there. */
 export interface WalkState {
@@ -16,6 +16,9 @@ export interface WalkState {
   sticky: boolean
   inIface?: string
   outIface?: string
+  /** When inIface/outIface is unknown: interfaces the packet is known not to use. */
+  inNotVia?: ReadonlySet<string>
+  outNotVia?: ReadonlySet<string>
 }
 
 interface StepList {
@@ -39,10 +42,12 @@ function stepsOf(list: StepList | undefined): TraceStep[] {
 
 export type ChainEnd = 'ACCEPT' | 'RETURN' | 'DROP' | 'REJECT' | 'UNKNOWN'
 
-export interface Branch {
+export interface Branch<C = unknown> {
   state: WalkState
   end: ChainEnd
   reason?: string
+  /** Set when the end is the policy of this base chain (the walk fell off it). */
+  policyOf?: C
 }
 
 const MAX_DEPTH = 64
@@ -61,6 +66,7 @@ export function startState(packet: Packet): WalkState {
     sticky: false,
     inIface: packet.inIface,
     outIface: packet.outIface,
+    ...(packet.inIface === undefined && packet.inNotVia ? {inNotVia: packet.inNotVia} : {}),
   }
 }
 
@@ -68,12 +74,33 @@ export function withStep(s: WalkState, step: TraceStep): WalkState {
   return {...s, steps: {step, previous: s.steps, length: (s.steps?.length ?? 0) + 1}}
 }
 
-export function finish(s: WalkState, end: ChainEnd, reason?: string): TraceOutcome {
+export function finish(s: WalkState, end: ChainEnd, reason?: string, policy?: {table: string; chain: string}): TraceOutcome {
   const verdict: Verdict = end === 'ACCEPT' || end === 'RETURN' ? (s.dnatted ? 'DNAT' : 'ACCEPT') : end
   const out: TraceOutcome = {verdict, destination: s.dnatted ? joinHostPort(s.dst, s.dport) : null, masquerade: s.masquerade, probability: s.probability, steps: stepsOf(s.steps)}
   if (reason) out.reason = reason
   if (s.sticky) out.sticky = true
+  if (policy && (end === 'DROP' || end === 'REJECT')) out.policy = policy
   return out
+}
+
+/**
+ * Whether an interface match (`-i`/`-o`, `iifname`/`oifname`; a trailing `+` or `*` is a prefix) holds: the
+ * interface when known; false when it is unknown but the pattern names one the packet is known not to use; else
+ * undefined (undecided).
+ */
+export function interfaceMatches(pattern: string, actual: string | undefined, notVia: ReadonlySet<string> | undefined, wildcard: '+' | '*'): boolean | undefined {
+  const prefix = pattern.endsWith(wildcard) ? pattern.slice(0, -1) : undefined
+  if (actual !== undefined) return prefix === undefined ? actual === pattern : actual.startsWith(prefix)
+  if (prefix === undefined && notVia?.has(pattern)) return false
+  return undefined
+}
+
+/** After routing: a forwarded branch whose output interface was not given takes the route's. */
+function routed(s: WalkState, route: ((dst: string) => RouteGuess) | undefined): WalkState {
+  if (!route || s.outIface !== undefined) return s
+  const r = route(s.dst)
+  if (r.outIface !== undefined) return {...s, outIface: r.outIface}
+  return r.outNotVia ? {...s, outNotVia: r.outNotVia} : s
 }
 
 export function isLocalAddress(local: Set<string>, ip: string): boolean {
@@ -85,7 +112,13 @@ export function isLocalAddress(local: Set<string>, ip: string): boolean {
  * when it stays on the node); one from outside goes PREROUTING → INPUT, or PREROUTING → FORWARD → POSTROUTING.
  * `runHook` runs every chain of one hook over the live branches and returns those still going.
  */
-export function walkHooks(localOrigin: boolean, isLocal: (ip: string) => boolean, first: WalkState, runHook: (hook: string, live: WalkState[]) => WalkState[]): WalkState[] {
+export function walkHooks(
+  localOrigin: boolean,
+  isLocal: (ip: string) => boolean,
+  first: WalkState,
+  runHook: (hook: string, live: WalkState[]) => WalkState[],
+  route?: (dst: string) => RouteGuess,
+): WalkState[] {
   let live = [first]
   if (localOrigin) {
     live = runHook('postrouting', runHook('output', live))
@@ -101,7 +134,7 @@ export function walkHooks(localOrigin: boolean, isLocal: (ip: string) => boolean
     'postrouting',
     runHook(
       'forward',
-      live.filter((s) => !isLocal(s.dst)),
+      live.filter((s) => !isLocal(s.dst)).map((s) => routed(s, route)),
     ),
   )
   return [...forwarded, ...delivered]
@@ -157,8 +190,8 @@ interface Frame<C> {
  * stack of (chain, next rule) frames, and a probabilistic rule forks the branch. Bounded by `budget`; a branch that
  * runs it out ends UNKNOWN, naming where it stopped.
  */
-export function walkChain<C>(source: ChainSource<C>, start: C, first: WalkState, budget: WalkBudget): Branch[] {
-  const out: Branch[] = []
+export function walkChain<C>(source: ChainSource<C>, start: C, first: WalkState, budget: WalkBudget): Array<Branch<C>> {
+  const out: Array<Branch<C>> = []
   const pending: Array<{state: WalkState; frames: Array<Frame<C>>; action?: RuleAction<C>; at?: string}> = [{state: first, frames: [{chain: start, index: 0, policyOf: start}]}]
   while (pending.length > 0) {
     const thread = pending.pop()!
@@ -178,7 +211,7 @@ export function walkChain<C>(source: ChainSource<C>, start: C, first: WalkState,
         }
         if (a.kind === 'return') {
           if (frames.length === 1) {
-            out.push({state, end: source.fallOff(top.policyOf, state)})
+            out.push({state, end: source.fallOff(top.policyOf, state), policyOf: top.policyOf})
             break
           }
           frames.pop()
@@ -198,7 +231,7 @@ export function walkChain<C>(source: ChainSource<C>, start: C, first: WalkState,
       const top = frames[frames.length - 1]
       if (top.index >= source.ruleCount(top.chain)) {
         if (frames.length === 1) {
-          out.push({state, end: source.fallOff(top.policyOf, state)})
+          out.push({state, end: source.fallOff(top.policyOf, state), policyOf: top.policyOf})
           break
         }
         frames.pop()

@@ -5,6 +5,8 @@ import {BufferSource} from '../../src/parse/dump-source.js'
 import {IptablesSave} from '../../src/parse/iptables-save.js'
 import {IptablesTracer, type TraceOptions} from '../../src/trace/iptables-tracer.js'
 import type {Packet} from '../../src/trace/types.js'
+import {Chalk} from 'chalk'
+import {renderTraceTree} from '../../src/report/trace-tree.js'
 
 const NODE = '192.168.1.10'
 
@@ -160,5 +162,92 @@ describe('iptables tracer', () => {
     const r = trace(dump(['-A PREROUTING -j A', '-A A -j B', '-A B -j A']), pkt())
     assert.equal(r.verdict, 'UNKNOWN')
     assert.match(r.outcomes[0].reason!, /loop/)
+  })
+})
+
+describe('iptables tracer: the filter path (raw, mangle, filter; every chain, whoever owns it)', () => {
+  const FORWARD_NEW = '-A FORWARD -m conntrack --ctstate NEW -j KUBE-SERVICES'
+  const share = (r: ReturnType<typeof trace>, verdict: string) => r.outcomes.filter((o) => o.verdict === verdict).reduce((a, o) => a + o.probability, 0)
+
+  test("the DNATed packet crosses filter FORWARD: another owner's chain drops only the endpoint it names", () => {
+    const r = trace(dump(KUBE, ['-A FORWARD -j cali-FORWARD', FORWARD_NEW, '-A cali-FORWARD -d 10.244.2.5/32 -m conntrack --ctstate NEW -j DROP']), pkt())
+    const dropped = r.outcomes.filter((o) => o.verdict === 'DROP')
+    assert.deepEqual(
+      dropped.map((o) => [o.destination, o.steps.at(-1)!.chain, o.steps.at(-1)!.rule, o.policy]),
+      [['10.244.2.5:8080', 'cali-FORWARD', '-A cali-FORWARD -d 10.244.2.5/32 -m conntrack --ctstate NEW -j DROP', undefined]],
+    )
+    assert.ok(Math.abs(share(r, 'DNAT') - 2 / 3) < 1e-6)
+  })
+
+  test("a base chain's DROP policy is the verdict's origin (policy), unless a rule of any chain accepts first", () => {
+    const docker = ['-A FORWARD -j DOCKER-USER', '-A DOCKER-USER -j RETURN', FORWARD_NEW]
+    const r = trace(dump(KUBE, docker, 'ACCEPT', 'DROP'), pkt())
+    assert.equal(r.verdict, 'DROP')
+    assert.ok(r.outcomes.every((o) => o.policy?.table === 'filter' && o.policy.chain === 'FORWARD'))
+    const accepted = trace(dump(KUBE, ['-A FORWARD -j DOCKER-USER', '-A DOCKER-USER -s 10.244.0.0/16 -j ACCEPT', '-A DOCKER-USER -j RETURN', FORWARD_NEW], 'ACCEPT', 'DROP'), pkt())
+    assert.equal(accepted.verdict, 'DNAT')
+    assert.ok(accepted.outcomes.every((o) => o.policy === undefined))
+  })
+
+  test('raw PREROUTING and mangle FORWARD are walked where the dump has them', () => {
+    const withTables = (raw: string[], mangle: string[]) =>
+      IptablesSave.parse(
+        new BufferSource(
+          Buffer.from(
+            [
+              '*raw',
+              ':PREROUTING ACCEPT [0:0]',
+              ':OUTPUT ACCEPT [0:0]',
+              ...raw,
+              'COMMIT',
+              '*mangle',
+              ':PREROUTING ACCEPT [0:0]',
+              ':FORWARD ACCEPT [0:0]',
+              ...mangle,
+              'COMMIT',
+              '*nat',
+              ':PREROUTING ACCEPT [0:0]',
+              'COMMIT',
+              '',
+            ].join('\n'),
+          ),
+        ),
+      )
+    const raw = trace(withTables(['-A PREROUTING -s 10.244.1.5/32 -j DROP'], []), pkt({dst: '10.244.2.5'}))
+    assert.deepEqual([raw.verdict, raw.outcomes[0].steps.at(-1)!.table], ['DROP', 'raw'])
+    const mangle = trace(withTables([], ['-A FORWARD -d 10.244.2.5/32 -j DROP']), pkt({dst: '10.244.2.5'}))
+    assert.deepEqual([mangle.verdict, mangle.outcomes[0].steps.at(-1)!.table], ['DROP', 'mangle'])
+    assert.equal(trace(withTables([], ['-A FORWARD -d 10.244.2.5/32 -j DROP']), pkt({dst: '10.244.2.6'})).verdict, 'ACCEPT')
+  })
+
+  test('the route after DNAT decides -o: a local pod leaves by its bridge, another node is reached by none of the node-local interfaces', () => {
+    const route = (dst: string) => (dst.startsWith('10.244.1.') ? {outIface: 'cbr0'} : {outNotVia: new Set(['lo', 'cbr0', 'docker0'])})
+    const d = dump(KUBE, ['-A FORWARD -o docker0 -j DROP', '-A FORWARD -o cbr0 -j ACCEPT', '-A FORWARD -o eth0 -j ACCEPT'], 'ACCEPT', 'DROP')
+    const r = trace(d, pkt({outIface: undefined}), {route})
+    const byDestination = new Map(r.outcomes.map((o) => [o.destination, o]))
+    assert.deepEqual([...byDestination].map(([dst, o]) => [dst, o.verdict]).sort(), [
+      ['10.244.1.5:8080', 'DNAT'],
+      ['10.244.2.5:8080', 'UNKNOWN'],
+      ['10.244.3.5:8080', 'UNKNOWN'],
+    ])
+    assert.match(byDestination.get('10.244.2.5:8080')!.reason!, /output interface \(eth0\)/, '-o docker0 was decided (false); -o eth0 is what the route cannot tell')
+    assert.equal(trace(d, pkt({outIface: undefined})).verdict, 'UNKNOWN', 'without a route -o docker0 is undecided')
+  })
+
+  test('an input interface known not to be used: -i docker0 is false for a packet from another node, undecided without that knowledge', () => {
+    const d = dump([], ['-A FORWARD -i docker0 ! -o docker0 -j ACCEPT'], 'ACCEPT', 'DROP')
+    const fromNode = pkt({src: '10.200.0.12', dst: '10.244.1.5', inIface: undefined, outIface: 'cbr0', inNotVia: new Set(['lo', 'cbr0', 'docker0'])})
+    const r = trace(d, fromNode)
+    assert.deepEqual([r.verdict, r.outcomes[0].policy], ['DROP', {table: 'filter', chain: 'FORWARD'}])
+    assert.equal(renderTraceTree(r, new Chalk({level: 0})), '└─ DROP 100% (the policy of filter/FORWARD)', '--explain says the policy dropped it')
+    assert.equal(trace(d, {...fromNode, inNotVia: undefined}).verdict, 'UNKNOWN')
+  })
+
+  test('filter OUTPUT for the node itself, filter INPUT for a packet to the node', () => {
+    const d = dump(KUBE, ['-A OUTPUT -j SITE-EGRESS', '-A SITE-EGRESS -d 10.244.0.0/16 -j REJECT', '-A INPUT -p tcp -m tcp --dport 22 -j DROP'])
+    const out = trace(d, pkt({src: NODE, inIface: undefined}), {locallyGenerated: true})
+    assert.deepEqual([out.verdict, out.outcomes[0].steps.at(-1)!.chain], ['REJECT', 'SITE-EGRESS'])
+    const input = trace(d, pkt({dst: NODE, dport: 22}))
+    assert.deepEqual([input.verdict, input.outcomes[0].steps.at(-1)!.chain], ['DROP', 'INPUT'])
   })
 })

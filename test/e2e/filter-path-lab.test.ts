@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict'
+import {describe, test} from 'node:test'
+import {labUnavailable} from '../helpers/lab-guard.js'
+import {withLab} from '../helpers/lab-suite.js'
+import {runCli, type CliResult} from '../helpers/run-cli.js'
+import type {NetnsLab} from '../lab/netns-lab.js'
+
+/**
+ * The filter path, diagnosed end to end over the lab's real sshd: other owners' chains and policies in filter FORWARD
+ * (faults (e) and (f) of packet-path-lab.test.ts, where real traffic proves them) are named on the node that drops.
+ */
+const why = labUnavailable()
+if (why) {
+  process.stderr.write(`\n!!! e2e lab cannot run here: ${why} !!!\n\n`)
+  if (process.env.CI) test('e2e lab can run in CI', () => assert.fail(`the e2e lab cannot run: ${why}`))
+}
+
+const CLUSTER_IP = '10.96.10.10'
+const WEB_B1 = '10.244.2.10'
+const WEB_B2 = '10.244.2.11'
+
+interface JsonFinding {
+  code: string
+  severity: string
+  node: string | null
+  message: string
+  hint: string
+  evidence: string[]
+}
+
+describe('svc diagnoses drops in chains kube-proxy does not own (netns lab, real sshd)', {skip: why}, () => {
+  let lab: NetnsLab
+  withLab((l) => (lab = l))
+
+  const doctor = (): Promise<CliResult> => runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json'])
+  const findings = (r: CliResult): JsonFinding[] => r.json?.findings ?? []
+  /** Every error and warning as "CODE node", sorted: the exact set, so a new false positive fails. */
+  const problems = (r: CliResult) =>
+    findings(r)
+      .filter((f) => f.severity !== 'info')
+      .map((f) => `${f.code} ${f.node ?? '-'}`)
+      .sort()
+  const failures = (answers: string[]) => answers.filter((a) => a === '').length
+
+  test('healthy lab: no filter finding, every path ✓', async () => {
+    assert.equal(failures(lab.sample(lab.podNs('client-a'), CLUSTER_IP, 80, 6)), 0)
+    const r = await doctor()
+    assert.equal(r.code, 0, r.stdout + r.stderr)
+    assert.deepEqual(problems(r), [])
+  })
+
+  test("(e) Docker's FORWARD policy DROP on node-a: KPD-FILTER-DROP on node-a, naming the policy, for node-a's paths and node-b's halves arriving there", async () => {
+    lab.setForeignRules('node-a', {docker: true})
+    try {
+      assert.equal(failures(lab.sample(lab.podNs('client-a'), CLUSTER_IP, 80, 3)), 3, 'the fault really breaks connections')
+      const r = await doctor()
+      assert.equal(r.code, 1, r.stdout + r.stderr)
+      // Cluster DNS runs on node-a: node-b's queries, DNATed to it, cross node-a's FORWARD too (a true finding).
+      assert.deepEqual(problems(r), ['KPD-DNS-NO-ANSWER node-b', 'KPD-FILTER-DROP node-a'])
+      const f = findings(r).find((x) => x.code === 'KPD-FILTER-DROP')!
+      assert.match(f.message, /^node-a: new connections to .*10\.244\.2\.10:8080 \(web-b1\).* are dropped by the DROP policy of filter FORWARD/)
+      assert.match(f.message, /entry points: pod→ClusterIP \(http\)/)
+      assert.match(f.message, /node-b's pod→ClusterIP \(http\), arriving DNATed/, "the second half of node-b's path, to web-a1, crosses node-a")
+      assert.deepEqual(f.evidence, ["filter: :FORWARD DROP (the chain's policy)"])
+      assert.match(f.hint, /^Docker set this policy/)
+      assert.match(f.hint, /See: ssh node-a 'sudo iptables -t filter -L FORWARD -v -n --line-numbers'$/)
+      const broken = r.json.paths.filter((p: {ok: boolean}) => p.ok === false).map((p: {node: string; entry: string; breaksAt: string}) => `${p.node} ${p.entry} ${p.breaksAt}`)
+      assert.deepEqual(broken.sort(), ['node-a pod→ClusterIP filter', 'node-a pod→itself filter'])
+    } finally {
+      lab.setForeignRules('node-a', undefined)
+    }
+  })
+
+  test("(f) a Calico chain in node-b's FORWARD drops web-b2: KPD-FILTER-DROP on node-b (not node-a), with the rule, its chain and owner", async () => {
+    lab.setForeignRules('node-b', {policyChain: {name: 'cali-FORWARD', dropTo: [WEB_B2]}})
+    try {
+      assert.equal(lab.probe(lab.podNs('client-a'), WEB_B2, 8080, 1).kind, 'timeout', 'the fault really breaks connections')
+      assert.equal(lab.probe(lab.podNs('client-a'), WEB_B1, 8080, 1).kind, 'answer')
+      const r = await doctor()
+      assert.equal(r.code, 1, r.stdout + r.stderr)
+      assert.deepEqual(problems(r), ['KPD-FILTER-DROP node-b'])
+      const f = findings(r).find((x) => x.code === 'KPD-FILTER-DROP')!
+      assert.match(f.message, /^node-b: new connections to 10\.244\.2\.11:8080 \(web-b2\) are dropped by filter cali-FORWARD line \d+, a Calico chain; entry points: /)
+      assert.match(f.message, /node-a's pod→ClusterIP \(http\), arriving DNATed/)
+      assert.equal(f.evidence.length, 1)
+      assert.match(f.evidence[0], /^filter line \d+: -A cali-FORWARD -d 10\.244\.2\.11\/32 .*-j DROP$/)
+      assert.match(f.hint, /^Calico drops it, usually for a NetworkPolicy/)
+      assert.match(f.hint, /See: ssh node-b 'sudo iptables -t filter -L cali-FORWARD -v -n --line-numbers'$/)
+    } finally {
+      lab.setForeignRules('node-b', undefined)
+    }
+    const r = await doctor()
+    assert.deepEqual(problems(r), [], 'the healthy lab again')
+  })
+})

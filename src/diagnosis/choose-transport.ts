@@ -2,6 +2,7 @@ import type {KubeConfig} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
 import type {NodeCollection} from '../node/collect-node.js'
 import type {NodeAccess} from '../node/node-access.js'
+import {mapBounded} from '../node/select-nodes.js'
 import {sshConfigNames, transportConnector, transportNotes, TransportUnavailable, type NodeConnector, type TransportName} from '../node/transports.js'
 
 /** `--via`: how nodes are read. `auto`: SSH where the SSH config names the node, else kube-proxy's Pod, else API-only. */
@@ -133,7 +134,7 @@ export async function readNodesThrough(targets: Array<{name: string; address?: s
         else {
           collected.set(target.name, result)
           const why = via === 'kube-proxy' ? '--via kube-proxy' : `kube-proxy's Pod runs on ${target.name} and exec into it is allowed`
-          const notRead = [...notes.missingTools.map((t) => `${t} not in the kube-proxy image${MISSING_EFFECT[t] ?? ''}`), ...notes.forbidden]
+          const notRead = [...notes.missingTools, ...notes.forbidden]
           readVia.set(target.name, {transport: 'kube-proxy', address: opened.describe().address, why, notUsed, notRead})
           return
         }
@@ -142,21 +143,8 @@ export async function readNodesThrough(targets: Array<{name: string; address?: s
     readVia.set(target.name, {transport: null, address: null, why: `API-only: ${notUsed.map((n) => `${n.transport}: ${n.reason}`).join('; ')}`, notUsed, notRead: []})
   }
 
-  let next = 0
-  const worker = async () => {
-    while (next < targets.length) await readOne(targets[next++])
-  }
-  await Promise.all(Array.from({length: Math.max(1, Math.min(concurrency, targets.length))}, worker))
+  await mapBounded(targets, Math.max(1, concurrency), readOne)
   return {collected, readVia, warnings: [...warnings]}
-}
-
-/** What each program's absence costs, for the report (the doctor reads around it where it can). */
-const MISSING_EFFECT: Record<string, string> = {
-  ipvsadm: ': IPVS state read from /proc/net/ip_vs instead',
-  sysctl: ': sysctls read from /proc/sys instead',
-  ip: ': kube-ipvs0 addresses, links and neighbours not read (pod-to-bridge-port mapping for hairpin checks)',
-  bridge: ': the bridge FDB not read (pod-to-bridge-port mapping for hairpin checks)',
-  nslookup: ': DNS from the node not asked',
 }
 
 async function sshConnectorOrFail(connector: (name: TransportName) => Promise<NodeConnector>): Promise<NodeConnector> {

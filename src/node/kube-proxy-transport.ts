@@ -28,6 +28,15 @@ const PATHS_PER_EXEC = 60
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1'])
 
+/** What each program's absence costs, for the report (the reads go around it where they can). */
+const MISSING_EFFECT: Record<string, string> = {
+  ipvsadm: ': IPVS state read from /proc/net/ip_vs instead',
+  sysctl: ': sysctls read from /proc/sys instead',
+  ip: ': kube-ipvs0 addresses, links and neighbours not read (the pod-to-bridge-port mapping of the hairpin check)',
+  bridge: ': the bridge FDB not read (the pod-to-bridge-port mapping of the hairpin check)',
+  nslookup: ': DNS from the node not asked',
+}
+
 type Missing = {kind: 'missing'; tool: string}
 
 /**
@@ -38,7 +47,8 @@ type Missing = {kind: 'missing'; tool: string}
  * ip6tables*, nft, ipset, cat, grep, and not ip, bridge, ipvsadm, sysctl, dig or nslookup.
  */
 export class KubeProxyNodeAccess implements NodeAccess {
-  private readonly missing = new Set<string>()
+  /** Program the image lacks → what its absence cost (filled in by the read that missed it). */
+  private readonly missing = new Map<string, string>()
   private readonly refusals = new Set<string>()
 
   constructor(
@@ -47,9 +57,9 @@ export class KubeProxyNodeAccess implements NodeAccess {
     private readonly timeoutMs: number,
   ) {}
 
-  /** Programs the image lacked, in the order they were missed. */
+  /** One line per program the image lacked, with what was read instead or not at all. */
   missingTools(): string[] {
-    return [...this.missing]
+    return [...this.missing].map(([tool, effect]) => `${tool} not in the kube-proxy image${effect}`)
   }
 
   /** The RBAC refusals met (one clear line each: the verb and resource needed). */
@@ -62,7 +72,7 @@ export class KubeProxyNodeAccess implements NodeAccess {
       return await execInPod(this.kubeConfig, this.pod.namespace, this.pod.name, this.pod.container, argv, {timeoutMs: this.timeoutMs})
     } catch (e) {
       if (e instanceof KubeCommandNotFoundError) {
-        this.missing.add(argv[0])
+        if (!this.missing.has(argv[0])) this.missing.set(argv[0], MISSING_EFFECT[argv[0]] ?? '')
         return {kind: 'missing', tool: argv[0]}
       }
       if (e instanceof KubeForbiddenError) throw new Error(this.refused(e))
@@ -104,7 +114,10 @@ export class KubeProxyNodeAccess implements NodeAccess {
     if (!('kind' in r)) return ran(r)
     const proc = await this.exec(['cat', '/proc/net/ip_vs'])
     if ('kind' in proc) return this.notInImage('ipvsadm', ' (nor cat, to read /proc/net/ip_vs)')
-    if (proc.exitCode !== 0) return {kind: 'ran', code: proc.exitCode, stdout: Buffer.alloc(0), stderr: proc.stderr}
+    if (proc.exitCode !== 0) {
+      this.missing.set('ipvsadm', ': no /proc/net/ip_vs either (the kernel has no IPVS table: IPVS is not in use)')
+      return {kind: 'ran', code: proc.exitCode, stdout: Buffer.alloc(0), stderr: proc.stderr}
+    }
     return {kind: 'ran', code: 0, stdout: Buffer.from(procIpVsAsIpvsadm(proc.stdout)), stderr: ''}
   }
 

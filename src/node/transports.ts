@@ -77,7 +77,7 @@ const TRANSPORTS = {
         found = await podOn(target.name)
       } catch (e) {
         if (e instanceof KubeForbiddenError) throw new TransportUnavailable(`RBAC forbids ${e.verb} on ${e.resource} in namespace "${e.namespace}" (403): needed to find kube-proxy's Pods`)
-        throw e
+        throw new TransportUnavailable(`kube-proxy's Pods could not be listed: ${(e as Error).message}`)
       }
       if (found.kind === 'none') throw new TransportUnavailable(found.reason)
       return new KubeProxyNodeAccess(kubeConfig, found.pod, opts.timeoutMs)

@@ -6,7 +6,7 @@ const NODE_CHECKS = "rules, packet paths, hairpin, kube-proxy's /healthz and /me
 
 /** The note listing the nodes left API-only and why; undefined when every node was read (or tried). */
 export function apiOnlyNote(readVia: Map<string, NodeReadVia>): string | undefined {
-  const apiOnly = [...readVia].filter(([, v]) => v.transport === null)
+  const apiOnly = [...readVia].filter(([, v]) => v.transport === null).sort(([a], [b]) => a.localeCompare(b))
   if (apiOnly.length === 0) return undefined
   const reasons = [...new Set(apiOnly.map(([, v]) => v.why))]
   return `node checks not done (${NODE_CHECKS}) on ${apiOnly.map(([name]) => name).join(', ')}: ${reasons.join(' / ')}; the API-side checks ran`
@@ -19,7 +19,8 @@ export function renderReadVia(readVia: Map<string, NodeReadVia>, order: string[]
     const v = readVia.get(name)
     if (!v) continue
     const way = v.transport ? `${v.transport}${v.address ? ` (${v.address})` : ''}` : 'not read (API-only)'
-    const notUsed = v.notUsed.length > 0 ? `; not used: ${v.notUsed.map((n) => `${n.transport} (${n.reason})`).join(', ')}` : ''
+    // An API-only node's reason already names every way that was not used.
+    const notUsed = v.transport && v.notUsed.length > 0 ? `; not used: ${v.notUsed.map((n) => `${n.transport} (${n.reason})`).join(', ')}` : ''
     lines.push(printable(`  ${name}: ${way}: ${v.why}${notUsed}`))
     for (const what of v.notRead) lines.push(printable(`    not read: ${what}`))
   }

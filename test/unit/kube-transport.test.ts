@@ -8,6 +8,9 @@ import {parseBridgeState} from '../../src/parse/bridge-state.js'
 import {procIpVsAsIpvsadm} from '../../src/node/kube/proc-ip-vs.js'
 import {hairpinLines, interfacesOfProcNetDev} from '../../src/node/kube/sysfs-bridges.js'
 import {sshConfigNames} from '../../src/node/transports.js'
+import type {NodeReadVia} from '../../src/diagnosis/choose-transport.js'
+import {withReadVia} from '../../src/report/document.js'
+import {apiOnlyNote, renderReadVia} from '../../src/report/read-via.js'
 
 test('/proc/net/ip_vs (hex addresses and ports) reads as ipvsadm -Ln: virtual servers, schedulers, persistence, real servers and weights', () => {
   const proc = [
@@ -72,4 +75,43 @@ test('auto picks SSH only for nodes a Host pattern names (a bare Host * holds de
   } finally {
     rmSync(dir, {recursive: true, force: true})
   }
+})
+
+test('read-via in the report: every node says how it was read; API-only nodes are listed, in order, with the note and the human block', () => {
+  const readVia = new Map<string, NodeReadVia>([
+    ['node-b', {transport: null, address: null, why: 'API-only (--via none)', notUsed: [{transport: 'ssh', reason: '--via none'}], notRead: []}],
+    [
+      'node-a',
+      {
+        transport: 'kube-proxy',
+        address: 'pod kube-system/kube-proxy-ax7k2',
+        why: "kube-proxy's Pod runs on node-a and exec into it is allowed",
+        notUsed: [{transport: 'ssh', reason: 'no Host entry for node-a in ~/.ssh/config'}],
+        notRead: ['ip not in the kube-proxy image'],
+      },
+    ],
+  ])
+  const report = {kind: 'ServiceReport', nodes: [{name: 'node-a', reachable: true, error: null, mode: 'iptables', modeSource: 'x'}]}
+  const out = withReadVia(report, readVia, ['node-a', 'node-b'])
+  assert.deepEqual(out, {
+    kind: 'ServiceReport',
+    nodes: [
+      {name: 'node-a', reachable: true, error: null, mode: 'iptables', modeSource: 'x', readVia: readVia.get('node-a')},
+      {name: 'node-b', reachable: false, error: 'not read: API-only (--via none)', mode: null, modeSource: null, readVia: readVia.get('node-b')},
+    ],
+  })
+  assert.equal(
+    apiOnlyNote(readVia),
+    "node checks not done (rules, packet paths, hairpin, kube-proxy's /healthz and /metrics, DNS from the node) on node-b: API-only (--via none); the API-side checks ran",
+  )
+  assert.equal(apiOnlyNote(new Map([['node-a', readVia.get('node-a')!]])), undefined)
+  assert.equal(
+    renderReadVia(readVia, ['node-a', 'node-b']),
+    [
+      'Nodes read via:',
+      "  node-a: kube-proxy (pod kube-system/kube-proxy-ax7k2): kube-proxy's Pod runs on node-a and exec into it is allowed; not used: ssh (no Host entry for node-a in ~/.ssh/config)",
+      '    not read: ip not in the kube-proxy image',
+      '  node-b: not read (API-only): API-only (--via none)',
+    ].join('\n'),
+  )
 })

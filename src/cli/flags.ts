@@ -1,5 +1,6 @@
 import {Flags} from '@oclif/core'
 import type {LiveOptions} from '../diagnosis/gather.js'
+import {VIA, type Via} from '../diagnosis/choose-transport.js'
 
 const CLUSTER = 'CLUSTER'
 const NODES = 'NODES'
@@ -25,6 +26,18 @@ const sshFlags = {
   'insecure-ignore-host-key': Flags.boolean({description: 'do not check SSH host keys against known_hosts (prints a warning)', default: false, helpGroup: NODES}),
 }
 
+/** Which way nodes are read: SSH, kube-proxy's own Pod (pods/exec, pods/portforward), or not at all. */
+const viaFlags = {
+  via: Flags.string({
+    options: [...VIA],
+    default: 'auto',
+    description: "how nodes are read: auto = SSH where the SSH config names the node, else kube-proxy's Pod on it, else API-only",
+    helpGroup: NODES,
+  }),
+  'kube-proxy-namespace': Flags.string({description: "namespace of kube-proxy's Pods (the kube-proxy transport)", default: 'kube-system', helpGroup: NODES}),
+  'kube-proxy-selector': Flags.string({description: "label selector of kube-proxy's Pods (the kube-proxy transport)", default: 'k8s-app=kube-proxy', helpGroup: NODES}),
+}
+
 /** Which nodes are read. */
 const nodeSelectionFlags = {
   nodes: Flags.string({description: 'read only these nodes (comma-separated)', helpGroup: NODES, exclusive: ['all-nodes']}),
@@ -33,7 +46,7 @@ const nodeSelectionFlags = {
 }
 
 /** Flags shared by the commands that read a cluster and its nodes. */
-export const clusterFlags = {...namespaceFlag, ...kubeFlags, ...sshFlags, ...nodeSelectionFlags}
+export const clusterFlags = {...namespaceFlag, ...kubeFlags, ...sshFlags, ...viaFlags, ...nodeSelectionFlags}
 
 /** Flags for reading one node live (`trace --node`): given without it, they are an error, not ignored. */
 export const nodeReadFlags = {
@@ -48,7 +61,7 @@ export const nodeReadFlags = {
 export const NODE_READ_ONLY_FLAGS = ['node', ...Object.keys(nodeReadFlags)]
 
 /** The flags that only matter when the cluster is read live: an error next to `--snapshot`, which would ignore them. */
-export const LIVE_ONLY_FLAGS = ['context', 'kubeconfig', 'ssh-config', 'timeout', 'insecure-ignore-host-key', 'all-nodes', 'concurrency']
+export const LIVE_ONLY_FLAGS = ['context', 'kubeconfig', 'ssh-config', 'timeout', 'insecure-ignore-host-key', 'all-nodes', 'concurrency', 'via', 'kube-proxy-namespace', 'kube-proxy-selector']
 
 export function splitList(v: string | undefined): string[] | undefined {
   return v
@@ -58,7 +71,6 @@ export function splitList(v: string | undefined): string[] | undefined {
         .filter(Boolean)
     : undefined
 }
-
 
 /** The live-read options every cluster command takes from its flags. */
 export function liveOptions(
@@ -73,6 +85,9 @@ export function liveOptions(
     'insecure-ignore-host-key': boolean
     timeout: number
     concurrency: number
+    via?: string
+    'kube-proxy-namespace'?: string
+    'kube-proxy-selector'?: string
   },
 ): LiveOptions {
   return {
@@ -86,5 +101,8 @@ export function liveOptions(
     insecureIgnoreHostKey: flags['insecure-ignore-host-key'],
     timeoutMs: flags.timeout * 1000,
     concurrency: flags.concurrency,
+    via: flags.via as Via | undefined,
+    kubeProxyNamespace: flags['kube-proxy-namespace'],
+    kubeProxySelector: flags['kube-proxy-selector'],
   }
 }

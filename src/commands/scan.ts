@@ -45,7 +45,9 @@ export default class Scan extends DoctorCommand {
       result = await scanLive({...live, ...target, ...diagnoseOptions})
     }
     for (const w of result.warnings) process.stderr.write(`kproxy-doctor: warning: ${w}\n`)
-    if (!result.observations.some((o) => o.reachable)) process.stderr.write(`kproxy-doctor: warning: no node could be read: ${result.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}\n`)
+    // Nodes left API-only (--via none, no way in) have no observation: only nodes that were tried and failed warn here.
+    if (result.observations.length > 0 && !result.observations.some((o) => o.reachable))
+      process.stderr.write(`kproxy-doctor: warning: no node could be read: ${result.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}\n`)
     const scope = target.namespace === undefined ? 'all namespaces' : `namespace ${target.namespace}`
     const report = buildScanReport(result, scope, failOn)
     if (flags.output === 'json') process.stdout.write(JSON.stringify(report, null, 2) + '\n')

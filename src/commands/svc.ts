@@ -4,9 +4,10 @@ import {ignoreFlags, ignoreRules} from '../cli/ignore-config.js'
 import {clusterFlags, LIVE_ONLY_FLAGS, liveOptions, splitList} from '../cli/flags.js'
 import {diagnose} from '../diagnosis/diagnose.js'
 import type {ProxyMode} from '../model/modes/index.js'
-import {gatherLive, gatherSnapshot} from '../diagnosis/gather.js'
+import {gatherLive, gatherSnapshot, type GatheredLive} from '../diagnosis/gather.js'
 import {DiagnosisError} from '../errors.js'
-import {serialize} from '../report/document.js'
+import {serialize, withReadVia} from '../report/document.js'
+import {apiOnlyNote, renderReadVia} from '../report/read-via.js'
 import {makeChalk, renderHeadline, renderHuman} from '../report/human.js'
 import {buildReport, exitCode} from '../report/report.js'
 
@@ -42,14 +43,20 @@ export default class Svc extends DoctorCommand {
     const g = flags.snapshot ? await gatherSnapshot(flags.snapshot, flags.namespace ?? 'default', args.name, splitList(flags.nodes)) : await gatherLive(liveOptions(args.name, flags))
     for (const w of g.warnings) process.stderr.write(`kproxy-doctor: warning: ${w}\n`)
     const d = diagnose(g.cluster, g.observations, {ignore, proxyMode: flags['proxy-mode'] as ProxyMode | undefined})
-    if (d.context.nodes.length === 0 && d.context.unsupported.length === 0 && !d.context.service.notProxied)
+    const readVia = 'readVia' in g ? (g as GatheredLive).readVia : undefined
+    // Exit 2 only when every node was tried and failed; nodes left API-only (no way in, --via none) still get a report.
+    const apiOnly = readVia ? [...readVia.values()].some((v) => v.transport === null) : false
+    if (d.context.nodes.length === 0 && d.context.unsupported.length === 0 && !d.context.service.notProxied && !apiOnly)
       throw new DiagnosisError(`no node could be read: ${g.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}`)
     const context = flags.snapshot ? null : await currentContext(flags)
-    const report = buildReport(d, {explain: flags.explain, notes: g.selectionNote ? [g.selectionNote] : [], meta: {toolVersion: this.config.version, time: new Date().toISOString(), context}})
+    const notes = [g.selectionNote, readVia && apiOnlyNote(readVia)].filter((n): n is string => !!n)
+    const built = buildReport(d, {explain: flags.explain, notes, meta: {toolVersion: this.config.version, time: new Date().toISOString(), context}})
+    const order = readVia ? [...g.observations.map((o) => o.name), ...readVia.keys()].sort() : []
+    const report = readVia ? withReadVia(built, readVia, order) : built
     const c = makeChalk(process.stdout)
     if (flags.output === 'json' || flags.output === 'yaml') process.stdout.write(serialize(report, flags.output))
     else if (flags.quiet) process.stdout.write(renderHeadline(report, c) + '\n')
-    else process.stdout.write(renderHuman(report, c) + '\n')
+    else process.stdout.write(renderHuman(report, c) + '\n' + (readVia ? '\n' + renderReadVia(readVia, [...new Set(order)]) + '\n' : ''))
     process.exitCode = exitCode(report)
   }
 }

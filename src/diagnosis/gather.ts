@@ -5,9 +5,10 @@ import {SnapshotClusterSource} from '../cluster/snapshot-source.js'
 import type {ClusterState} from '../cluster/types.js'
 import type {V1Node} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
-import {readNodeBundle, type NodeObservation, type NodeRecording} from '../node/bundle.js'
-import {mapBounded, selectNodes} from '../node/select-nodes.js'
+import {errorRecording, readNodeBundle, type NodeObservation, type NodeRecording} from '../node/bundle.js'
+import {selectNodes} from '../node/select-nodes.js'
 import {transportConnector, type NodeConnector} from '../node/transports.js'
+import {readNodesThrough, type NodeReadVia, type Via} from './choose-transport.js'
 import {nodeAddress} from './node-address.js'
 import {isNodeName} from '../model/names.js'
 
@@ -29,12 +30,18 @@ export interface LiveOptions {
   insecureIgnoreHostKey: boolean
   timeoutMs: number
   concurrency: number
+  /** --via, and which Pods are kube-proxy's (for the kube-proxy transport). */
+  via?: Via
+  kubeProxyNamespace?: string
+  kubeProxySelector?: string
 }
 
 export interface GatheredLive extends Gathered {
   namespace: string
   /** Each node's raw reads by node name, for `collect` to write as a bundle. */
   recordings: Map<string, NodeRecording>
+  /** How each selected node was read, or why it was left API-only. */
+  readVia: Map<string, NodeReadVia>
 }
 
 export const NODES_DIR = 'nodes'
@@ -63,28 +70,37 @@ export async function gatherLive(opts: LiveOptions): Promise<GatheredLive> {
   const selection = selectNodes(cluster.nodes, endpointNodes, {only: opts.nodes, all: opts.allNodes})
   const dnsIP = cluster.dns.service?.spec?.clusterIP
   const dns = dnsIP && dnsIP !== 'None' ? {name: `${opts.name}.${namespace}.svc.${cluster.clusterDomain}`, server: dnsIP} : undefined
-  const {observations, recordings} = await readNodesLive(cluster.nodes, selection.names, opts, dns)
-  return {cluster, observations, recordings, selectionNote: selection.note, warnings: hostKeyWarnings(opts), namespace}
+  const {observations, recordings, readVia, warnings} = await readNodesLive(cluster.nodes, selection.names, opts, dns)
+  return {cluster, observations, recordings, readVia, selectionNote: selection.note, warnings: [...hostKeyWarnings(opts), ...warnings], namespace}
 }
 
 export function hostKeyWarnings(opts: {insecureIgnoreHostKey: boolean}): string[] {
   return opts.insecureIgnoreHostKey ? ['host keys are NOT checked (--insecure-ignore-host-key): a man-in-the-middle would go unnoticed'] : []
 }
 
-/** Reads the named nodes live, at most `concurrency` at once, kept in memory; each node's failure stays on that node. */
+/**
+ * Reads the named nodes live, at most `concurrency` at once, kept in memory; each node's failure stays on that node.
+ * Nodes left API-only (--via none, or no way in) have no observation; `readVia` says why.
+ */
 export async function readNodesLive(
   nodes: V1Node[],
   names: string[],
-  opts: Pick<LiveOptions, 'sshConfig' | 'insecureIgnoreHostKey' | 'timeoutMs' | 'concurrency'>,
+  opts: Pick<LiveOptions, 'sshConfig' | 'insecureIgnoreHostKey' | 'timeoutMs' | 'concurrency' | 'kubeconfig' | 'context' | 'via' | 'kubeProxyNamespace' | 'kubeProxySelector'>,
   dns: {name: string; server: string} | undefined,
-): Promise<{observations: NodeObservation[]; recordings: Map<string, NodeRecording>}> {
-  const {collectNode} = await liveModules()
-  const connect = await sshConnector(opts)
-  const collected = await mapBounded(names, opts.concurrency, (name) => {
+): Promise<{observations: NodeObservation[]; recordings: Map<string, NodeRecording>; readVia: Map<string, NodeReadVia>; warnings: string[]}> {
+  const {collectNode, loadKubeConfig} = await liveModules()
+  const targets = names.map((name) => {
     const node = nodes.find((n) => n.metadata?.name === name)
-    return collectNode(name, () => connect({name, address: node && nodeAddress(node)}), {timeoutMs: opts.timeoutMs, dns})
+    return {name, address: node && nodeAddress(node)}
   })
-  return {observations: collected.map((c) => c.observation), recordings: new Map(names.map((n, i) => [n, collected[i].recording]))}
+  const reads = await readNodesThrough(targets, {...opts, kubeConfig: () => loadKubeConfig(opts).kc}, opts.concurrency, (name, connect) => collectNode(name, connect, {timeoutMs: opts.timeoutMs, dns}))
+  const read = names.filter((n) => reads.collected.has(n))
+  return {
+    observations: read.map((n) => reads.collected.get(n)!.observation),
+    recordings: new Map(names.map((n) => [n, reads.collected.get(n)?.recording ?? errorRecording(`not read: ${reads.readVia.get(n)?.why ?? 'API-only'}`)])),
+    readVia: reads.readVia,
+    warnings: reads.warnings,
+  }
 }
 
 export async function gatherSnapshot(dir: string, namespace: string, name: string, only?: string[]): Promise<Gathered> {

@@ -1,5 +1,7 @@
 import {join} from 'node:path'
+import type {KubeConfig} from '@kubernetes/client-node'
 import type {NodeAccess} from './node-access.js'
+import type {PodSelector} from './kube/find-pod.js'
 
 /** DNS-1123 subdomain: what Kubernetes allows in a node name, and so nothing that climbs out of a folder. */
 const NODE_NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/
@@ -18,6 +20,24 @@ export interface TransportOptions {
   insecureIgnoreHostKey?: boolean
   /** snapshot: the bundle's folder of node folders. */
   nodesDir?: string
+  /** kube-proxy: the cluster's credentials and which Pods are kube-proxy's. */
+  kube?: {kubeConfig: KubeConfig; pods: PodSelector}
+}
+
+/** This way in does not exist for the node (no Pod there, RBAC refuses): nothing was tried on the node itself. */
+export class TransportUnavailable extends Error {
+  override name = 'TransportUnavailable'
+}
+
+/** What a transport could not read on a node, and the refusals it met (the kube-proxy transport keeps both). */
+interface TransportNotes {
+  missingTools(): string[]
+  forbidden(): string[]
+}
+
+export function transportNotes(access: NodeAccess): {missingTools: string[]; forbidden: string[]} {
+  const notes = access as Partial<TransportNotes>
+  return {missingTools: notes.missingTools?.() ?? [], forbidden: notes.forbidden?.() ?? []}
 }
 
 /** Opens one node's access; made once per run from the options (config files are read once). */
@@ -46,10 +66,42 @@ const TRANSPORTS = {
       return SnapshotNodeAccess.fromFolder(join(nodesDir, target.name))
     }
   },
+  'kube-proxy': async (opts: TransportOptions): Promise<NodeConnector> => {
+    const [{podsByNode}, {KubeProxyNodeAccess}, {KubeForbiddenError}] = await Promise.all([import('./kube/find-pod.js'), import('./kube-proxy-transport.js'), import('./kube/kube-stream-errors.js')])
+    if (!opts.kube) throw new Error('the kube-proxy transport needs the kubeconfig')
+    const {kubeConfig, pods} = opts.kube
+    const podOn = podsByNode(kubeConfig, pods, opts.timeoutMs)
+    return async (target) => {
+      let found
+      try {
+        found = await podOn(target.name)
+      } catch (e) {
+        if (e instanceof KubeForbiddenError) throw new TransportUnavailable(`RBAC forbids ${e.verb} on ${e.resource} in namespace "${e.namespace}" (403): needed to find kube-proxy's Pods`)
+        throw new TransportUnavailable(`kube-proxy's Pods could not be listed: ${(e as Error).message}`)
+      }
+      if (found.kind === 'none') throw new TransportUnavailable(found.reason)
+      return new KubeProxyNodeAccess(kubeConfig, found.pod, opts.timeoutMs)
+    }
+  },
 } satisfies Record<string, TransportFactory>
 
 export type TransportName = keyof typeof TRANSPORTS
 
 export function transportConnector(name: TransportName, opts: TransportOptions): Promise<NodeConnector> {
   return TRANSPORTS[name](opts)
+}
+
+/**
+ * Whether the OpenSSH config names a node: a Host pattern other than a bare `*` matches its name (a `Host *` block
+ * holds defaults, not a way to the node). A config file given explicitly must exist.
+ */
+export async function sshConfigNames(sshConfig: string | undefined): Promise<(node: string) => boolean> {
+  const {loadSshConfig, globToRegExp} = await import('./ssh-config.js')
+  const blocks = loadSshConfig(sshConfig).slice(1)
+  return (node) =>
+    blocks.some((b) => {
+      const positive = b.patterns.filter((p) => !p.startsWith('!') && p !== '*')
+      const excluded = b.patterns.some((p) => p.startsWith('!') && globToRegExp(p.slice(1)).test(node))
+      return !excluded && positive.some((p) => globToRegExp(p).test(node))
+    })
 }

@@ -1,4 +1,5 @@
 import {stringify} from 'yaml'
+import type {NodeReadVia} from '../diagnosis/choose-transport.js'
 
 /** The version of the JSON/YAML contract (README "JSON output"): fields are only ever added within one version. */
 export const API_VERSION = 'kproxy-doctor/v1'
@@ -27,4 +28,25 @@ export function errorDocument(message: string, meta: Omit<DocumentMeta, 'context
 
 export function serialize(document: object, format: 'json' | 'yaml'): string {
   return format === 'json' ? JSON.stringify(document, null, 2) + '\n' : stringify(document, {lineWidth: 0})
+}
+
+/** A report node as `nodes[]` of the JSON contract holds it, before the read-via field is added. */
+interface ReportNode {
+  name: string
+  reachable: boolean
+  error: string | null
+  mode: string | null
+  modeSource: string | null
+}
+
+/**
+ * Adds `readVia` (how each node was read, or why not, and why the other ways were not used) to every node of a
+ * report, and lists the nodes left API-only (not read, so not in the diagnosis) with the reason, in `order`.
+ */
+export function withReadVia<T extends {nodes: ReportNode[]}>(report: T, readVia: Map<string, NodeReadVia>, order: string[]): T {
+  const known = new Set(report.nodes.map((n) => n.name))
+  const apiOnly = [...readVia].filter(([name, v]) => v.transport === null && !known.has(name)).map(([name, v]) => ({name, reachable: false, error: `not read: ${v.why}`, mode: null, modeSource: null}))
+  const rank = (name: string) => (order.includes(name) ? order.indexOf(name) : order.length)
+  const nodes = [...report.nodes, ...apiOnly].sort((a, b) => rank(a.name) - rank(b.name)).map((n) => ({...n, ...(readVia.has(n.name) ? {readVia: readVia.get(n.name)} : {})}))
+  return {...report, nodes}
 }

@@ -44,6 +44,8 @@ test('svc help groups its flags and lists exactly the flags svc honours', async 
     'explain',
     'ignore',
     'insecure-ignore-host-key',
+    'kube-proxy-namespace',
+    'kube-proxy-selector',
     'kubeconfig',
     'namespace',
     'nodes',
@@ -53,6 +55,7 @@ test('svc help groups its flags and lists exactly the flags svc honours', async 
     'snapshot',
     'ssh-config',
     'timeout',
+    'via',
   ])
 })
 

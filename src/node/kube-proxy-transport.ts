@@ -1,0 +1,203 @@
+import type {KubeConfig} from '@kubernetes/client-node'
+import {dnsLookupCommand, isNodeCommandKey, isReadableNodeFile, NODE_COMMANDS, type ArgsOf, type NodeCommand, type NodeCommandKey} from './node-commands.js'
+import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription} from './node-access.js'
+import {execInPod, type ExecResult} from './kube/exec-in-pod.js'
+import type {PodRef} from './kube/find-pod.js'
+import {KubeCommandNotFoundError, KubeForbiddenError, KubePortForwardError, KubeTimeoutError} from './kube/kube-stream-errors.js'
+import {openPortForward} from './kube/port-forward.js'
+import {hairpinLines, interfacesOfProcNetDev} from './kube/sysfs-bridges.js'
+import {procIpVsAsIpvsadm} from './kube/proc-ip-vs.js'
+
+/** argv for each allow-listed key that maps to one program (no shell in the kube-proxy image, none used anyway). */
+const ARGV: Partial<Record<NodeCommand, string[]>> = {
+  uid: ['id', '-u'],
+  iptablesSave: ['iptables-save'],
+  nftRulesetJson: ['nft', '-j', 'list', 'ruleset'],
+  nftRuleset: ['nft', 'list', 'ruleset'],
+  iptablesLegacySave: ['iptables-legacy-save'],
+  iptablesNftSave: ['iptables-nft-save'],
+  ipsetSave: ['ipset', 'save'],
+  kubeIpvs0: ['ip', '-o', 'addr', 'show', 'dev', 'kube-ipvs0'],
+}
+
+/** The sysctl names of the allow-listed `sysctls` key, read one by one from /proc/sys where `sysctl` is absent. */
+const SYSCTL_NAMES = NODE_COMMANDS.sysctls.split(' ').slice(1)
+
+/** Interfaces are read in batches so that one exec's URL (argv travels in the query) stays short. */
+const PATHS_PER_EXEC = 60
+
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1'])
+
+/** What each program's absence costs, for the report (the reads go around it where they can). */
+const MISSING_EFFECT: Record<string, string> = {
+  ipvsadm: ': IPVS state read from /proc/net/ip_vs instead',
+  sysctl: ': sysctls read from /proc/sys instead',
+  ip: ': kube-ipvs0 addresses, links and neighbours not read (the pod-to-bridge-port mapping of the hairpin check)',
+  bridge: ': the bridge FDB not read (the pod-to-bridge-port mapping of the hairpin check)',
+  nslookup: ': DNS from the node not asked',
+}
+
+type Missing = {kind: 'missing'; tool: string}
+
+/**
+ * NodeAccess through kube-proxy's own Pod on the node: the allow-listed reads run as argv (never a shell) through
+ * pods/exec in its container, which shares the node's network namespace (hostNetwork) and so sees the node's rules;
+ * TCP to the node's loopback (kube-proxy's /healthz, /metrics, /proxyMode) goes through pods/portforward. A program
+ * the image lacks is remembered and reported, never fatal: kube-proxy's images (distroless-iptables) ship iptables*,
+ * ip6tables*, nft, ipset, cat, grep, and not ip, bridge, ipvsadm, sysctl, dig or nslookup.
+ */
+export class KubeProxyNodeAccess implements NodeAccess {
+  /** Program the image lacks → what its absence cost (filled in by the read that missed it). */
+  private readonly missing = new Map<string, string>()
+  private readonly refusals = new Set<string>()
+
+  constructor(
+    private readonly kubeConfig: KubeConfig,
+    private readonly pod: PodRef,
+    private readonly timeoutMs: number,
+  ) {}
+
+  /** One line per program the image lacked, with what was read instead or not at all. */
+  missingTools(): string[] {
+    return [...this.missing].map(([tool, effect]) => `${tool} not in the kube-proxy image${effect}`)
+  }
+
+  /** The RBAC refusals met (one clear line each: the verb and resource needed). */
+  forbidden(): string[] {
+    return [...this.refusals]
+  }
+
+  private async exec(argv: string[]): Promise<ExecResult | Missing> {
+    try {
+      return await execInPod(this.kubeConfig, this.pod.namespace, this.pod.name, this.pod.container, argv, {timeoutMs: this.timeoutMs})
+    } catch (e) {
+      if (e instanceof KubeCommandNotFoundError) {
+        if (!this.missing.has(argv[0])) this.missing.set(argv[0], MISSING_EFFECT[argv[0]] ?? '')
+        return {kind: 'missing', tool: argv[0]}
+      }
+      if (e instanceof KubeForbiddenError) throw new Error(this.refused(e))
+      if (e instanceof KubeTimeoutError) throw new Error(`${argv[0]} in kube-proxy's Pod ${this.podName()} did not finish within ${this.timeoutMs / 1000}s`)
+      throw e
+    }
+  }
+
+  private refused(e: KubeForbiddenError): string {
+    const line = `RBAC forbids ${e.verb} on ${e.resource} in namespace "${e.namespace}" (403): needed to read nodes through kube-proxy's Pods`
+    this.refusals.add(line)
+    return line
+  }
+
+  private podName(): string {
+    return `${this.pod.namespace}/${this.pod.name}`
+  }
+
+  private notInImage(tool: string, what = ''): RunResult {
+    return {kind: 'not-recorded', what: `${tool} not in the kube-proxy image${what}`}
+  }
+
+  async run<K extends NodeCommandKey>(key: K, ...args: ArgsOf<K>): Promise<RunResult> {
+    if (!isNodeCommandKey(key)) throw new Error(`"${String(key)}" is not an allow-listed node command: not run`)
+    if (key === 'dnsLookup') return this.dnsLookup(args[0] as {name: string; server: string})
+    if (key === 'ipvsadm') return this.ipvsadm()
+    if (key === 'sysctls') return this.sysctls()
+    if (key === 'network') return this.network()
+    const argv = ARGV[key as NodeCommand]
+    if (!argv) throw new Error(`node command ${key} has no argv form for the kube-proxy transport`)
+    const r = await this.exec(argv)
+    if ('kind' in r) return this.notInImage(r.tool)
+    return ran(r)
+  }
+
+  /** `ipvsadm -Sn` where the image has it; else the kernel's own table, /proc/net/ip_vs, written as `ipvsadm -Ln`. */
+  private async ipvsadm(): Promise<RunResult> {
+    const r = await this.exec(['ipvsadm', '-Sn'])
+    if (!('kind' in r)) return ran(r)
+    const proc = await this.exec(['cat', '/proc/net/ip_vs'])
+    if ('kind' in proc) return this.notInImage('ipvsadm', ' (nor cat, to read /proc/net/ip_vs)')
+    if (proc.exitCode !== 0) {
+      this.missing.set('ipvsadm', ': no /proc/net/ip_vs either (the kernel has no IPVS table: IPVS is not in use)')
+      return {kind: 'ran', code: proc.exitCode, stdout: Buffer.alloc(0), stderr: proc.stderr}
+    }
+    return {kind: 'ran', code: 0, stdout: Buffer.from(procIpVsAsIpvsadm(proc.stdout)), stderr: ''}
+  }
+
+  /** `sysctl NAME…` where the image has it; else each /proc/sys file, written as `NAME = VALUE` lines. */
+  private async sysctls(): Promise<RunResult> {
+    const r = await this.exec(['sysctl', ...SYSCTL_NAMES])
+    if (!('kind' in r)) return ran(r)
+    const lines: string[] = []
+    for (const name of SYSCTL_NAMES) {
+      const file = await this.readFile(`/proc/sys/${name.replaceAll('.', '/')}`)
+      if (file.kind === 'read') lines.push(`${name} = ${file.content.toString('utf8').trim()}`)
+    }
+    return {kind: 'ran', code: 0, stdout: Buffer.from(lines.map((l) => l + '\n').join('')), stderr: ''}
+  }
+
+  /**
+   * The `network` sections (see node-commands.ts) without a shell: hairpin flags from sysfs for every interface in
+   * /proc/net/dev (grep -H labels each value with its file), then `ip` and `bridge` where the image has them.
+   */
+  private async network(): Promise<RunResult> {
+    const out: string[] = ['## hairpin']
+    const dev = await this.exec(['cat', '/proc/net/dev'])
+    if ('kind' in dev) return this.notInImage('cat', ': bridge ports and hairpin flags not read')
+    const paths = interfacesOfProcNetDev(dev.stdout).flatMap((i) => [`/sys/class/net/${i}/brport/hairpin_mode`, `/sys/class/net/${i}/brport/bridge/uevent`])
+    const labelled: string[] = []
+    for (let i = 0; i < paths.length; i += PATHS_PER_EXEC) {
+      const r = await this.exec(['grep', '-H', '', ...paths.slice(i, i + PATHS_PER_EXEC)])
+      if ('kind' in r) return this.notInImage('grep', ': bridge ports and hairpin flags not read')
+      labelled.push(r.stdout)
+    }
+    out.push(...hairpinLines(labelled.join('\n')))
+    for (const [section, argv] of [
+      ['links', ['ip', '-o', 'link', 'show']],
+      ['neigh', ['ip', 'neigh', 'show']],
+      ['fdb', ['bridge', 'fdb', 'show']],
+    ] as const) {
+      const r = await this.exec([...argv])
+      out.push(`## ${section}`)
+      if (!('kind' in r) && r.exitCode === 0) out.push(r.stdout.trimEnd())
+    }
+    return {kind: 'ran', code: 0, stdout: Buffer.from(out.filter((l) => l !== '').join('\n') + '\n'), stderr: ''}
+  }
+
+  /** dig, else nslookup (by argv, as dnsLookupCommand's shell form does); exit 127 when the image has neither. */
+  private async dnsLookup(q: {name: string; server: string}): Promise<RunResult> {
+    dnsLookupCommand(q.name, q.server) // validates the name and the server (its shell form is not used here)
+    const dig = await this.exec(['dig', '+short', '+tcp', '+time=2', '+tries=1', q.name, 'A', `@${q.server}`])
+    if (!('kind' in dig)) return ran(dig)
+    const nslookup = await this.exec(['nslookup', '-vc', '-timeout=2', q.name, q.server])
+    if (!('kind' in nslookup)) return ran(nslookup)
+    return {kind: 'ran', code: 127, stdout: Buffer.alloc(0), stderr: 'dig and nslookup are not in the kube-proxy image'}
+  }
+
+  /** Only the node's loopback: the kubelet dials localhost inside the Pod's (here: the node's) network namespace. */
+  async openTcp(host: string, port: number, timeoutMs: number): Promise<TcpOpen> {
+    if (!LOOPBACK.has(host)) return {kind: 'refused', outcome: 'not-probed', reason: `a port-forward to kube-proxy's Pod reaches only the node's loopback, not ${host}:${port}`}
+    try {
+      return {kind: 'open', stream: await openPortForward(this.kubeConfig, this.pod.namespace, this.pod.name, port, {timeoutMs})}
+    } catch (e) {
+      if (e instanceof KubeForbiddenError) return {kind: 'refused', outcome: 'not-probed', reason: this.refused(e)}
+      if (e instanceof KubeTimeoutError) return {kind: 'refused', outcome: 'timeout', reason: `port-forward to ${host}:${port} through ${this.podName()} timed out after ${timeoutMs / 1000}s`}
+      if (e instanceof KubePortForwardError) return {kind: 'refused', outcome: e.refused ? 'refused' : 'not-probed', reason: e.message}
+      return {kind: 'refused', outcome: 'not-probed', reason: (e as Error).message}
+    }
+  }
+
+  async readFile(path: string): Promise<FileRead> {
+    if (!isReadableNodeFile(path)) throw new Error(`refusing to read "${path}" on a node: not an allow-listed file`)
+    const r = await this.exec(['cat', '--', path])
+    if ('kind' in r) return {kind: 'not-recorded', what: `cat not in the kube-proxy image (${path} not read)`}
+    return r.exitCode === 0 ? {kind: 'read', content: Buffer.from(r.stdout)} : {kind: 'missing', reason: r.stderr.trim().split('\n')[0] || `cat exited ${r.exitCode}`}
+  }
+
+  describe(): TransportDescription {
+    return {transport: 'kube-proxy', address: `pod ${this.podName()}`, tcpVia: `a port-forward to kube-proxy's Pod ${this.podName()}`}
+  }
+
+  close(): void {}
+}
+
+function ran(r: ExecResult): RunResult {
+  return {kind: 'ran', code: r.exitCode, stdout: Buffer.from(r.stdout), stderr: r.stderr}
+}

@@ -1,0 +1,67 @@
+import {ApiException, CoreV1Api, Observable, type KubeConfig, type V1Pod} from '@kubernetes/client-node'
+import type {ConfigurationOptions, ObservableMiddleware, RequestContext, ResponseContext} from '@kubernetes/client-node'
+import {KubeForbiddenError, KubeStreamError, KubeTimeoutError} from './kube-stream-errors.js'
+
+/** Which Pods are kube-proxy's: the DaemonSet's namespace and label selector (configurable; kubeadm's by default). */
+export interface PodSelector {
+  namespace: string
+  labelSelector: string
+}
+
+/** A Pod to exec into or port-forward to, and the container to use. */
+export interface PodRef {
+  namespace: string
+  name: string
+  container: string
+}
+
+/** Why a node has no usable Pod: none scheduled there, or one that is not running. */
+export type PodOnNode = {kind: 'found'; pod: PodRef} | {kind: 'none'; reason: string}
+
+/**
+ * Lists the selected Pods once (one API call, bounded by `timeoutMs`) and answers, per node, which of them runs there
+ * (by spec.nodeName). A 403 is a KubeForbiddenError naming "list pods".
+ */
+export function podsByNode(kubeConfig: KubeConfig, selector: PodSelector, timeoutMs: number): (node: string) => Promise<PodOnNode> {
+  let listing: Promise<V1Pod[]> | undefined
+  return async (node) => {
+    listing ??= listPods(kubeConfig, selector, timeoutMs)
+    const pods = (await listing).filter((p) => p.spec?.nodeName === node)
+    const where = `${selector.namespace} -l ${selector.labelSelector}`
+    if (pods.length === 0) return {kind: 'none', reason: `no Pod of ${where} runs on ${node}`}
+    const running = pods.find((p) => p.status?.phase === 'Running' && !p.metadata?.deletionTimestamp)
+    if (!running) return {kind: 'none', reason: `the Pod ${selector.namespace}/${pods[0].metadata?.name} on ${node} is ${pods[0].status?.phase ?? 'not running'}`}
+    const containers = running.spec?.containers ?? []
+    const container = containers.find((c) => c.name === 'kube-proxy')?.name ?? containers[0]?.name
+    if (!container) return {kind: 'none', reason: `the Pod ${selector.namespace}/${running.metadata?.name} has no container`}
+    return {kind: 'found', pod: {namespace: selector.namespace, name: running.metadata?.name ?? '', container}}
+  }
+}
+
+async function listPods(kubeConfig: KubeConfig, selector: PodSelector, timeoutMs: number): Promise<V1Pod[]> {
+  const deadline = new AbortController()
+  const timer = setTimeout(() => deadline.abort(), timeoutMs)
+  const what = `list pods in ${selector.namespace} -l ${selector.labelSelector}`
+  try {
+    const core = kubeConfig.makeApiClient(CoreV1Api)
+    return (await core.listNamespacedPod({namespace: selector.namespace, labelSelector: selector.labelSelector}, abortableBy(deadline.signal))).items
+  } catch (e) {
+    if (deadline.signal.aborted) throw new KubeTimeoutError(what, timeoutMs)
+    if (e instanceof ApiException && e.code === 403) throw new KubeForbiddenError('list', 'pods', selector.namespace, String(e.body ?? ''))
+    if (e instanceof ApiException) throw new KubeStreamError(`${what} failed with HTTP ${e.code}`, e.code)
+    throw new KubeStreamError(`${what} failed: ${(e as Error).message}`)
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+function abortableBy(signal: AbortSignal): ConfigurationOptions<ObservableMiddleware> {
+  const middleware: ObservableMiddleware = {
+    pre: (context: RequestContext) => {
+      context.setSignal(signal)
+      return new Observable(Promise.resolve(context))
+    },
+    post: (response: ResponseContext) => new Observable(Promise.resolve(response)),
+  }
+  return {middleware: [middleware], middlewareMergeStrategy: 'append'}
+}

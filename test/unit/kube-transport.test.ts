@@ -1,0 +1,117 @@
+import assert from 'node:assert/strict'
+import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {test} from 'node:test'
+import {parseIpvsadm} from '../../src/parse/ipvsadm.js'
+import {parseBridgeState} from '../../src/parse/bridge-state.js'
+import {procIpVsAsIpvsadm} from '../../src/node/kube/proc-ip-vs.js'
+import {hairpinLines, interfacesOfProcNetDev} from '../../src/node/kube/sysfs-bridges.js'
+import {sshConfigNames} from '../../src/node/transports.js'
+import type {NodeReadVia} from '../../src/diagnosis/choose-transport.js'
+import {withReadVia} from '../../src/report/document.js'
+import {apiOnlyNote, renderReadVia} from '../../src/report/read-via.js'
+
+test('/proc/net/ip_vs (hex addresses and ports) reads as ipvsadm -Ln: virtual servers, schedulers, persistence, real servers and weights', () => {
+  const proc = [
+    'IP Virtual Server version 1.2.1 (size=4096)',
+    'Prot LocalAddress:Port Scheduler Flags',
+    '  -> RemoteAddress:Port Forward Weight ActiveConn InActConn',
+    'TCP  0A600A0A:0050 rr ',
+    '  -> 0AF4020B:1F90      Masq    0      0          0         ',
+    '  -> 0AF4010A:1F90      Masq    1      2          5         ',
+    'UDP  0A60000A:0035 rr persistent 10800 FFFFFFFF',
+    '  -> 0AF40135:0035      Masq    1      0          0         ',
+    'TCP  [fd00:0000:0000:0000:0000:0000:0000:000a]:01BB sh ',
+    '  -> [fd00:0000:0000:0000:0000:0000:0001:0002]:1F90      Masq    1      0          0         ',
+    'garbage line',
+  ].join('\n')
+  const text = procIpVsAsIpvsadm(proc)
+  const vs = parseIpvsadm(text)
+  assert.deepEqual(
+    vs.map((v) => `${v.proto} ${v.address}:${v.port} ${v.scheduler} ${v.persistent ?? '-'} ${v.reals.map((r) => `${r.address}:${r.port}/${r.forward}/${r.weight}`).join(',')}`),
+    ['tcp 10.96.10.10:80 rr - 10.244.2.11:8080/Masq/0,10.244.1.10:8080/Masq/1', 'udp 10.96.0.10:53 rr 10800 10.244.1.53:53/Masq/1', 'tcp fd00::a:443 sh - fd00::1:2:8080/Masq/1'],
+  )
+})
+
+test('sysfs bridge ports: interfaces from /proc/net/dev, hairpin flags labelled by grep -H, as the network read writes them', () => {
+  const dev = [
+    'Inter-|   Receive                                                |  Transmit',
+    ' face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed',
+    '    lo:    1234      10    0    0    0     0          0         0     1234      10    0    0    0     0       0          0',
+    '  cbr0:       0       0    0    0    0     0          0         0        0       0    0    0    0     0       0          0',
+    'vethweba1:       0       0    0    0    0     0          0         0        0       0    0    0    0     0       0          0',
+    '../x: 0 0',
+  ].join('\n')
+  assert.deepEqual(interfacesOfProcNetDev(dev), ['lo', 'cbr0', 'vethweba1'])
+  const grep = [
+    '/sys/class/net/vethweba1/brport/hairpin_mode:0',
+    '/sys/class/net/vethweba1/brport/bridge/uevent:DEVTYPE=bridge',
+    '/sys/class/net/vethweba1/brport/bridge/uevent:INTERFACE=cbr0',
+    '/sys/class/net/vethweba1/brport/bridge/uevent:IFINDEX=3',
+    '/sys/class/net/vethclient/brport/hairpin_mode:1',
+    '/sys/class/net/vethclient/brport/bridge/uevent:INTERFACE=cbr0',
+    '/sys/class/net/orphan/brport/hairpin_mode:1',
+  ].join('\n')
+  const lines = hairpinLines(grep)
+  assert.deepEqual(lines, ['/sys/class/net/cbr0/brif/vethweba1/hairpin_mode 0', '/sys/class/net/cbr0/brif/vethclient/hairpin_mode 1'])
+  assert.deepEqual(parseBridgeState(['## hairpin', ...lines].join('\n')).ports, [
+    {bridge: 'cbr0', port: 'vethweba1', hairpin: false},
+    {bridge: 'cbr0', port: 'vethclient', hairpin: true},
+  ])
+})
+
+test('auto picks SSH only for nodes a Host pattern names (a bare Host * holds defaults); a missing explicit config is an error', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kpd-sshnames-'))
+  try {
+    const cfg = join(dir, 'config')
+    writeFileSync(cfg, 'ServerAliveInterval 30\nHost *\n  User admin\nHost node-a worker-* !worker-9\n  Port 2222\nMatch host x\n  Port 1\n')
+    const names = await sshConfigNames(cfg)
+    assert.deepEqual(
+      ['node-a', 'node-b', 'worker-1', 'worker-9'].map((n) => `${n} ${names(n)}`),
+      ['node-a true', 'node-b false', 'worker-1 true', 'worker-9 false'],
+    )
+    await assert.rejects(sshConfigNames(join(dir, 'nope')), /SSH config .*nope does not exist/)
+  } finally {
+    rmSync(dir, {recursive: true, force: true})
+  }
+})
+
+test('read-via in the report: every node says how it was read; API-only nodes are listed, in order, with the note and the human block', () => {
+  const readVia = new Map<string, NodeReadVia>([
+    ['node-b', {transport: null, address: null, why: 'API-only (--via none)', notUsed: [{transport: 'ssh', reason: '--via none'}], notRead: []}],
+    [
+      'node-a',
+      {
+        transport: 'kube-proxy',
+        address: 'pod kube-system/kube-proxy-ax7k2',
+        why: "kube-proxy's Pod runs on node-a and exec into it is allowed",
+        notUsed: [{transport: 'ssh', reason: 'no Host entry for node-a in ~/.ssh/config'}],
+        notRead: ['ip not in the kube-proxy image'],
+      },
+    ],
+  ])
+  const report = {kind: 'ServiceReport', nodes: [{name: 'node-a', reachable: true, error: null, mode: 'iptables', modeSource: 'x'}]}
+  const out = withReadVia(report, readVia, ['node-a', 'node-b'])
+  assert.deepEqual(out, {
+    kind: 'ServiceReport',
+    nodes: [
+      {name: 'node-a', reachable: true, error: null, mode: 'iptables', modeSource: 'x', readVia: readVia.get('node-a')},
+      {name: 'node-b', reachable: false, error: 'not read: API-only (--via none)', mode: null, modeSource: null, readVia: readVia.get('node-b')},
+    ],
+  })
+  assert.equal(
+    apiOnlyNote(readVia),
+    "node checks not done (rules, packet paths, hairpin, kube-proxy's /healthz and /metrics, DNS from the node) on node-b: API-only (--via none); the API-side checks ran",
+  )
+  assert.equal(apiOnlyNote(new Map([['node-a', readVia.get('node-a')!]])), undefined)
+  assert.equal(
+    renderReadVia(readVia, ['node-a', 'node-b']),
+    [
+      'Nodes read via:',
+      "  node-a: kube-proxy (pod kube-system/kube-proxy-ax7k2): kube-proxy's Pod runs on node-a and exec into it is allowed; not used: ssh (no Host entry for node-a in ~/.ssh/config)",
+      '    not read: ip not in the kube-proxy image',
+      '  node-b: not read (API-only): API-only (--via none)',
+    ].join('\n'),
+  )
+})

@@ -9,6 +9,8 @@ import {readNodeBundle, type NodeObservation, type NodeRecording} from '../node/
 import {mapBounded, selectNodes} from '../node/select-nodes.js'
 import {transportConnector, type NodeConnector} from '../node/transports.js'
 import {nodeAddress} from './node-address.js'
+import {probeNodes} from './probe-stage.js'
+import type {ProbeRun} from '../node/tcp-probe.js'
 import {isNodeName} from '../model/names.js'
 
 export interface Gathered {
@@ -16,6 +18,8 @@ export interface Gathered {
   observations: NodeObservation[]
   selectionNote?: string
   warnings: string[]
+  /** The live probe stage, when it was asked for. */
+  probes?: ProbeRun
 }
 
 export interface LiveOptions {
@@ -29,6 +33,8 @@ export interface LiveOptions {
   insecureIgnoreHostKey: boolean
   timeoutMs: number
   concurrency: number
+  /** Live probes from each node after it is read (svc); off unless asked. */
+  probe?: boolean
 }
 
 export interface GatheredLive extends Gathered {
@@ -64,7 +70,8 @@ export async function gatherLive(opts: LiveOptions): Promise<GatheredLive> {
   const dnsIP = cluster.dns.service?.spec?.clusterIP
   const dns = dnsIP && dnsIP !== 'None' ? {name: `${opts.name}.${namespace}.svc.${cluster.clusterDomain}`, server: dnsIP} : undefined
   const {observations, recordings} = await readNodesLive(cluster.nodes, selection.names, opts, dns)
-  return {cluster, observations, recordings, selectionNote: selection.note, warnings: hostKeyWarnings(opts), namespace}
+  const probes = opts.probe ? await probeNodes(cluster, observations, await sshConnector(opts), opts) : undefined
+  return {cluster, observations, recordings, selectionNote: selection.note, warnings: hostKeyWarnings(opts), namespace, probes}
 }
 
 export function hostKeyWarnings(opts: {insecureIgnoreHostKey: boolean}): string[] {

@@ -377,6 +377,42 @@ export const CATALOGUE: readonly CodeEntry[] = [
     explains: ['filter'],
     modes: ['iptables', 'nftables'],
   },
+  {
+    code: 'KPD-BACKEND-REFUSED',
+    severity: 'error',
+    family: 'endpoints',
+    title: 'A ready endpoint does not accept connections on its port from any node (live probe)',
+    hint: "The Pod is Ready but does not serve its targetPort: check what it listens on and what its readiness probe checks (kubectl -n NS get pod POD -o jsonpath='{.spec.containers[*].readinessProbe}').",
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-ENDPOINT-CROSS-NODE',
+    severity: 'error',
+    family: 'path',
+    title: 'An endpoint answers from its own node but not from another node (live probe)',
+    hint: "The path between the two nodes breaks: on the probing node its route to the pod network (ip route get POD-IP); on the endpoint's node ip_forward, filter FORWARD and the pod's bridge port.",
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-VIP-FAILS',
+    severity: 'error',
+    family: 'path',
+    title: 'A Service address fails from a node while its endpoints answer from that node (live probe)',
+    hint: 'The rules read say it works: look at conntrack entries for the address (conntrack -L -d ADDRESS) and run the diagnosis again (kube-proxy may have rewritten the rules).',
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-PROBE-CONTRADICTS',
+    severity: 'error',
+    family: 'path',
+    title: 'A live probe contradicts the static diagnosis',
+    hint: "Run the diagnosis again; if it persists, compare the node's rules with the walk (kproxy-doctor svc … --explain) and report the rule the tracer misreads.",
+    explains: [],
+    modes: ALL_MODES,
+  },
 ]
 
 const BY_CODE = new Map(CATALOGUE.map((e) => [e.code, e]))

@@ -23,6 +23,10 @@ import {rejectStale} from './rules/reject-stale.js'
 import {selectorNoPods} from './rules/selector-no-pods.js'
 import {targetPortNotExposed, targetPortUndeclared} from './rules/target-port.js'
 import {serviceRuleMissing} from './rules/service-rule-missing.js'
+import {vipFails} from './rules/vip-fails.js'
+import {endpointCrossNode} from './rules/endpoint-cross-node.js'
+import {backendRefused} from './rules/backend-refused.js'
+import {probeContradicts} from './rules/probe-contradicts.js'
 
 /** Every check, in the order findings are listed: cluster facts first, then the packet path from hook to pod. */
 export const CHECKS: Check[] = [
@@ -66,4 +70,10 @@ export const CHECKS: Check[] = [
   filterDrop,
   // Last: it reads the findings above.
   pathBroken,
+  // Live probes, in the order a connection meets their faults: the source node's dataplane, the way to the
+  // endpoint's node, the backend; then what contradicts the static diagnosis.
+  vipFails,
+  endpointCrossNode,
+  backendRefused,
+  probeContradicts,
 ]

@@ -45,6 +45,16 @@ const nodeSelectionFlags = {
   concurrency: Flags.integer({description: 'nodes read at once', default: 8, min: 1, max: 64, helpGroup: NODES}),
 }
 
+/** Live probes from each node (svc): on by default, `--no-probe` gives the static diagnosis only. */
+export const probeFlags = {
+  probe: Flags.boolean({
+    description: 'open connect-and-close TCP probes from each node to the ClusterIP, NodePort and each endpoint (--no-probe: static diagnosis only)',
+    default: true,
+    allowNo: true,
+    helpGroup: NODES,
+  }),
+}
+
 /** Flags shared by the commands that read a cluster and its nodes. */
 export const clusterFlags = {...namespaceFlag, ...kubeFlags, ...sshFlags, ...viaFlags, ...nodeSelectionFlags}
 

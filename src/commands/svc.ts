@@ -1,10 +1,11 @@
 import {Args, Flags} from '@oclif/core'
 import {DoctorCommand} from '../cli/base-command.js'
 import {ignoreFlags, ignoreRules} from '../cli/ignore-config.js'
-import {clusterFlags, LIVE_ONLY_FLAGS, liveOptions, splitList} from '../cli/flags.js'
+import {clusterFlags, LIVE_ONLY_FLAGS, liveOptions, probeFlags, splitList} from '../cli/flags.js'
 import {diagnose} from '../diagnosis/diagnose.js'
 import type {ProxyMode} from '../model/modes/index.js'
 import {gatherLive, gatherSnapshot, type GatheredLive} from '../diagnosis/gather.js'
+import {PROBES_OFF, PROBES_SNAPSHOT} from '../diagnosis/probe-stage.js'
 import {DiagnosisError} from '../errors.js'
 import {serialize, withReadVia} from '../report/document.js'
 import {apiOnlyNote, renderReadVia} from '../report/read-via.js'
@@ -17,7 +18,7 @@ const DIAGNOSIS = 'DIAGNOSIS'
 export default class Svc extends DoctorCommand {
   static override summary = 'Diagnose one Service: where its packet path breaks, on which node, and what to run next'
   static override usage = [
-    'svc NAME [-n NAMESPACE] [--context CTX] [--kubeconfig FILE] [--ssh-config FILE] [--nodes a,b | --all-nodes] [-o table|json|yaml] [-q | --explain]',
+    'svc NAME [-n NAMESPACE] [--context CTX] [--kubeconfig FILE] [--ssh-config FILE] [--nodes a,b | --all-nodes] [--no-probe] [-o table|json|yaml] [-q | --explain]',
     'svc NAME [-n NAMESPACE] --snapshot DIR [--nodes a,b] [-o table|json|yaml] [-q | --explain]',
   ]
   static override examples = [
@@ -28,6 +29,7 @@ export default class Svc extends DoctorCommand {
   static override args = {name: Args.string({required: true, description: 'Service name'})}
   static override flags = {
     ...clusterFlags,
+    ...probeFlags,
     output: Flags.string({char: 'o', options: ['table', 'json', 'yaml'], default: 'table', description: 'output format', helpGroup: OUTPUT}),
     quiet: Flags.boolean({char: 'q', description: 'print only the headline (the exit code tells the rest)', default: false, helpGroup: OUTPUT, exclusive: ['explain']}),
     explain: Flags.boolean({description: 'show the rule-by-rule trace behind each broken path', default: false, helpGroup: OUTPUT}),
@@ -40,9 +42,12 @@ export default class Svc extends DoctorCommand {
     const {args, flags} = await this.parse(Svc)
     if (flags.quiet && flags.output !== 'table') throw new DiagnosisError(`--quiet prints only the headline of the table: it cannot be combined with -o ${flags.output}`)
     const ignore = ignoreRules(flags)
-    const g = flags.snapshot ? await gatherSnapshot(flags.snapshot, flags.namespace ?? 'default', args.name, splitList(flags.nodes)) : await gatherLive(liveOptions(args.name, flags))
+    const g = flags.snapshot
+      ? await gatherSnapshot(flags.snapshot, flags.namespace ?? 'default', args.name, splitList(flags.nodes))
+      : await gatherLive({...liveOptions(args.name, flags), probe: flags.probe})
     for (const w of g.warnings) process.stderr.write(`kproxy-doctor: warning: ${w}\n`)
-    const d = diagnose(g.cluster, g.observations, {ignore, proxyMode: flags['proxy-mode'] as ProxyMode | undefined})
+    const probes = flags.snapshot ? PROBES_SNAPSHOT : ((g as GatheredLive).probes ?? PROBES_OFF)
+    const d = diagnose(g.cluster, g.observations, {ignore, proxyMode: flags['proxy-mode'] as ProxyMode | undefined, probes})
     const readVia = 'readVia' in g ? (g as GatheredLive).readVia : undefined
     // Exit 2 only when every node was tried and failed; nodes left API-only (no way in, --via none) still get a report.
     const apiOnly = readVia ? [...readVia.values()].some((v) => v.transport === null) : false

@@ -8,6 +8,8 @@ import type {NodeObservation} from '../node/bundle.js'
 import {tracePaths, type PathResult} from '../model/paths.js'
 import {silencingRule, type IgnoreRule} from './ignore-rules.js'
 import {nodeAddress} from './node-address.js'
+import type {ProbeRun} from '../node/tcp-probe.js'
+import type {ProbeAware} from '../checks/rules/probe-evidence.js'
 
 export interface Diagnosis {
   cluster: ClusterState
@@ -18,6 +20,8 @@ export interface Diagnosis {
   paths: PathResult[]
   /** Broken paths whose only explanation was silenced, with the code that explained them. */
   ignoredBreaks: Map<PathResult, string>
+  /** The live probes the checks used, or why there were none. */
+  probes: ProbeRun
   ok: boolean
 }
 
@@ -26,7 +30,11 @@ export interface DiagnoseOptions {
   ignore?: IgnoreRule[]
   /** --proxy-mode: trust this mode over what the node's rules say. */
   proxyMode?: ProxyMode
+  /** The live probe stage's results (svc); without it the diagnosis is static. */
+  probes?: ProbeRun
 }
+
+const PROBES_NOT_RUN: ProbeRun = {ran: false, reason: 'live probes were not run'}
 
 /** Model, trace, check: the one engine behind `svc`, live or from a snapshot. */
 export function diagnose(cluster: ClusterState, observations: NodeObservation[], opts: DiagnoseOptions = {}): Diagnosis {
@@ -69,7 +77,8 @@ export function diagnose(cluster: ClusterState, observations: NodeObservation[],
       }),
     )
   }
-  const context: CheckContext = {cluster, service: expectedService(cluster, ''), nodes, observations, paths, unsupported, findings: []}
+  const probes = opts.probes ?? PROBES_NOT_RUN
+  const context: CheckContext & ProbeAware = {cluster, service: expectedService(cluster, ''), nodes, observations, paths, unsupported, findings: [], probes}
   // Silenced checks still run: what they find explains its path step, so the generic path-broken finding stays quiet too.
   for (const c of CHECKS) context.findings.push(...c.run(context).map((d) => toFinding(c.meta, d)))
   const rules = opts.ignore ?? []
@@ -90,5 +99,5 @@ export function diagnose(cluster: ClusterState, observations: NodeObservation[],
     const silenced = ignored.find(explained)
     if (silenced && !findings.some(explained)) ignoredBreaks.set(p, silenced.code)
   }
-  return {cluster, context, findings, ignored, paths, ignoredBreaks, ok: !findings.some((f) => f.severity === 'error')}
+  return {cluster, context, findings, ignored, paths, ignoredBreaks, probes, ok: !findings.some((f) => f.severity === 'error')}
 }

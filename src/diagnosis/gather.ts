@@ -10,6 +10,8 @@ import {selectNodes} from '../node/select-nodes.js'
 import {transportConnector, type NodeConnector} from '../node/transports.js'
 import {readNodesThrough, type NodeReadVia, type Via} from './choose-transport.js'
 import {nodeAddress} from './node-address.js'
+import {probeNodes} from './probe-stage.js'
+import type {ProbeRun} from '../node/tcp-probe.js'
 import {isNodeName} from '../model/names.js'
 
 export interface Gathered {
@@ -17,6 +19,8 @@ export interface Gathered {
   observations: NodeObservation[]
   selectionNote?: string
   warnings: string[]
+  /** The live probe stage, when it was asked for. */
+  probes?: ProbeRun
 }
 
 export interface LiveOptions {
@@ -34,6 +38,8 @@ export interface LiveOptions {
   via?: Via
   kubeProxyNamespace?: string
   kubeProxySelector?: string
+  /** Live probes from each node after it is read (svc); off unless asked. */
+  probe?: boolean
 }
 
 export interface GatheredLive extends Gathered {
@@ -71,7 +77,23 @@ export async function gatherLive(opts: LiveOptions): Promise<GatheredLive> {
   const dnsIP = cluster.dns.service?.spec?.clusterIP
   const dns = dnsIP && dnsIP !== 'None' ? {name: `${opts.name}.${namespace}.svc.${cluster.clusterDomain}`, server: dnsIP} : undefined
   const {observations, recordings, readVia, warnings} = await readNodesLive(cluster.nodes, selection.names, opts, dns)
-  return {cluster, observations, recordings, readVia, selectionNote: selection.note, warnings: [...hostKeyWarnings(opts), ...warnings], namespace}
+  const probes = opts.probe ? await probeNodes(cluster, observations, await probeConnector(readVia, opts), opts) : undefined
+  return {cluster, observations, recordings, readVia, selectionNote: selection.note, warnings: [...hostKeyWarnings(opts), ...warnings], namespace, probes}
+}
+
+/**
+ * How probes reach each node: over SSH for the nodes SSH read. A node read through kube-proxy's Pod is not probed
+ * (a port-forward reaches only the node's loopback, not the Service's or the endpoints' addresses): its probe entry
+ * says so.
+ */
+async function probeConnector(readVia: Map<string, NodeReadVia>, opts: {sshConfig?: string; insecureIgnoreHostKey: boolean; timeoutMs: number}): Promise<NodeConnector> {
+  const viaSsh = [...readVia.values()].some((v) => v.transport === 'ssh')
+  const ssh = viaSsh ? await sshConnector(opts) : undefined
+  return async (target) => {
+    const via = readVia.get(target.name)
+    if (via?.transport === 'ssh' && ssh) return ssh(target)
+    throw new Error(`not probed: read through ${via?.transport ?? 'no transport'}, which cannot open connections from the node to other addresses`)
+  }
 }
 
 export function hostKeyWarnings(opts: {insecureIgnoreHostKey: boolean}): string[] {

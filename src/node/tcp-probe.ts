@@ -1,4 +1,5 @@
 import type {Duplex} from 'node:stream'
+import type {NodeAccess} from './node-access.js'
 
 /** Opens a TCP connection that originates on the node (an SSH direct-tcpip channel, a port-forward, …). */
 export type OpenTcp = (host: string, port: number) => Promise<Duplex>
@@ -8,10 +9,12 @@ export type ProbeOutcome = 'connected' | 'refused' | 'timeout' | 'unreachable' |
 export interface ProbeTarget {
   host: string
   port: number
+  /** Attempts for this target; ProbeOptions.attempts when unset. */
+  attempts?: number
 }
 
-export interface ProbeTally {
-  target: ProbeTarget
+export interface ProbeTally<T extends ProbeTarget = ProbeTarget> {
+  target: T
   attempts: number
   connected: number
   refused: number
@@ -21,10 +24,59 @@ export interface ProbeTally {
   notProbed?: string
 }
 
+/** What a probe of a Service is aimed at: one of its addresses, or one endpoint directly. */
+export interface ServiceProbeTarget extends ProbeTarget {
+  kind: 'ClusterIP' | 'NodePort' | 'endpoint'
+  /** The service port's name, else its number (as paths name it). */
+  servicePort: string
+  /** For an endpoint: the Pod behind it and the node that hosts it, where the EndpointSlice says. */
+  pod?: string
+  podNode?: string
+}
+
+/** One node's probes: what it reached, or why it could not probe at all. */
+export interface NodeProbes {
+  node: string
+  /** How the connections left the node ("an SSH port forward"). */
+  via: string
+  /** The node could not be reached for probing (nothing was learnt). */
+  error?: string
+  tallies: Array<ProbeTally<ServiceProbeTarget>>
+}
+
+export interface ProbeSettings {
+  vipAttempts: number
+  endpointAttempts: number
+  timeoutMs: number
+  concurrency: number
+}
+
+/** The probe stage of one diagnosis: run (with each node's results), or not run and why. */
+export type ProbeRun = {ran: true; settings: ProbeSettings; nodes: NodeProbes[]; notes: string[]} | {ran: false; reason: string}
+
 export interface ProbeOptions {
   attempts: number
   timeoutMs: number
   concurrency: number
+}
+
+/** A transport's typed refusal (NodeAccess.openTcp), kept typed so a timeout is not mistaken for "not probed". */
+class OpenRefusal extends Error {
+  constructor(
+    readonly outcome: Exclude<ProbeOutcome, 'connected'>,
+    reason: string,
+  ) {
+    super(reason)
+  }
+}
+
+/** The OpenTcp of a node's access for probes: each refusal keeps the outcome the transport gave it. */
+export function probeOpener(access: NodeAccess, timeoutMs: number): OpenTcp {
+  return async (host, port) => {
+    const r = await access.openTcp(host, port, timeoutMs)
+    if (r.kind === 'open') return r.stream
+    throw new OpenRefusal(r.outcome, r.reason)
+  }
 }
 
 /** How a transport's refusal reads: the peer's RST, no route, or a transport that will not forward at all. */
@@ -51,6 +103,7 @@ async function attempt(open: OpenTcp, t: ProbeTarget, timeoutMs: number): Promis
     r.destroy()
     return {outcome: 'connected'}
   } catch (e) {
+    if (e instanceof OpenRefusal) return {outcome: e.outcome, why: e.message}
     return {outcome: classifyOpenError(e as Error), why: (e as Error).message}
   } finally {
     clearTimeout(timer)
@@ -61,11 +114,11 @@ async function attempt(open: OpenTcp, t: ProbeTarget, timeoutMs: number): Promis
  * Connect-and-close probes, `attempts` per target (enough to see one bad endpoint among several behind a VIP), with
  * at most `concurrency` connections in flight. Stops probing a target early when the transport refuses to forward.
  */
-export async function probeTargets(open: OpenTcp, targets: ProbeTarget[], opts: ProbeOptions): Promise<ProbeTally[]> {
-  const tallies: ProbeTally[] = targets.map((target) => ({target, attempts: 0, connected: 0, refused: 0, timedOut: 0, unreachable: 0}))
+export async function probeTargets<T extends ProbeTarget>(open: OpenTcp, targets: T[], opts: ProbeOptions): Promise<Array<ProbeTally<T>>> {
+  const tallies: Array<ProbeTally<T>> = targets.map((target) => ({target, attempts: 0, connected: 0, refused: 0, timedOut: 0, unreachable: 0}))
   const queue: Array<() => Promise<void>> = []
   for (const tally of tallies)
-    for (let i = 0; i < opts.attempts; i++)
+    for (let i = 0; i < (tally.target.attempts ?? opts.attempts); i++)
       queue.push(async () => {
         if (tally.notProbed) return
         const r = await attempt(open, tally.target, opts.timeoutMs)

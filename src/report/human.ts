@@ -1,6 +1,6 @@
 import {Chalk, type ChalkInstance} from 'chalk'
 import Table from 'cli-table3'
-import type {Report} from './report.js'
+import type {ProbeReport, Report} from './report.js'
 import {ENTRIES} from '../model/paths.js'
 import {renderTraceTree} from './trace-tree.js'
 
@@ -57,6 +57,7 @@ export function renderHuman(r: Report, c: ChalkInstance): string {
     }
     lines.push(table.toString())
   }
+  lines.push(...renderProbes(r.probes, c))
   const count = (sev: string) => r.findings.filter((f) => f.severity === sev).length
   lines.push('')
   lines.push(c.bold(`Findings: ${count('error')} error(s), ${count('warning')} warning(s), ${count('info')} info`))
@@ -74,4 +75,86 @@ export function renderHuman(r: Report, c: ChalkInstance): string {
     lines.push(renderTraceTree(p.trace!, c))
   }
   return lines.join('\n')
+}
+
+type ProbeTarget = ProbeReport['nodes'][number]['targets'][number]
+
+/** Beyond this many endpoints the probe table lists only the failing ones, in one column. */
+const ENDPOINT_COLUMNS = 6
+
+function probeCell(t: ProbeTarget | undefined, c: ChalkInstance): string {
+  if (!t) return c.dim('–')
+  if (t.notProbed !== null) return c.yellow('– not probed')
+  const why = [
+    [t.refused, 'refused'],
+    [t.timedOut, 'timed out'],
+    [t.unreachable, 'unreachable'],
+  ]
+    .filter(([n]) => (n as number) > 0)
+    .map(([n, w]) => `${n} ${w}`)
+  if (t.connected === t.attempts) return c.green(`✓ ${t.connected}/${t.attempts}`)
+  return c.red(`✗ ${t.connected}/${t.attempts} (${why.join(', ')})`)
+}
+
+const endpointLabel = (t: ProbeTarget) => t.pod ?? t.address
+
+/** The live probes at a glance: per node (and port), the ClusterIP, the NodePort and each endpoint, ✓/✗ with counts. */
+function renderProbes(p: ProbeReport, c: ChalkInstance): string[] {
+  if (!p.ran) return [c.dim(`Probes: ${p.note ?? 'not run'}`)]
+  const s = p.settings!
+  const via = [...new Set(p.nodes.filter((n) => !n.error).map((n) => n.via))].join(', ') || 'the node'
+  const lines = ['', c.bold(`Probes`) + ` from each node through ${via}: connect and close, ${s.vipAttempts} per Service address, ${s.endpointAttempts} per endpoint, ${s.timeoutMs / 1000} s timeout`]
+  const all = p.nodes.flatMap((n) => n.targets)
+  if (all.length === 0 && p.nodes.every((n) => !n.error)) return [...lines, c.dim('  nothing to probe (no TCP port with an address)')]
+  const ports = [...new Set(all.map((t) => t.port))]
+  const endpoints = [...new Map(all.filter((t) => t.kind === 'endpoint').map((t) => [t.address, t])).values()]
+  const perEndpoint = endpoints.length <= ENDPOINT_COLUMNS
+  const head = [
+    'node',
+    ...(ports.length > 1 ? ['port'] : []),
+    'ClusterIP',
+    ...(all.some((t) => t.kind === 'NodePort') ? ['NodePort'] : []),
+    ...(perEndpoint ? endpoints.map(endpointLabel) : ['endpoints']),
+  ]
+  const table = new Table({head, style: {head: [], border: []}})
+  for (const n of p.nodes) {
+    if (n.error) {
+      table.push([n.node, {colSpan: head.length - 1, content: c.yellow(`not probed: ${n.error}`)}])
+      continue
+    }
+    for (const port of ports) {
+      const mine = n.targets.filter((t) => t.port === port)
+      const eps = mine.filter((t) => t.kind === 'endpoint')
+      const failing = eps.filter((t) => t.notProbed === null && t.connected < t.attempts)
+      const summary =
+        failing.length === 0 ? c.green(`✓ ${eps.length} of ${eps.length} answer`) : c.red(`✗ ${failing.map((t) => `${endpointLabel(t)} ${probeCell(t, new Chalk({level: 0})).slice(2)}`).join(', ')}`)
+      table.push([
+        n.node,
+        ...(ports.length > 1 ? [port] : []),
+        probeCell(
+          mine.find((t) => t.kind === 'ClusterIP'),
+          c,
+        ),
+        ...(head.includes('NodePort')
+          ? [
+              probeCell(
+                mine.find((t) => t.kind === 'NodePort'),
+                c,
+              ),
+            ]
+          : []),
+        ...(perEndpoint
+          ? endpoints.map((e) =>
+              probeCell(
+                eps.find((t) => t.address === e.address),
+                c,
+              ),
+            )
+          : [summary]),
+      ])
+    }
+  }
+  lines.push(table.toString())
+  for (const note of p.notes) lines.push(c.yellow(`note: ${note}`))
+  return lines
 }

@@ -4,6 +4,8 @@ import {codesExplaining} from '../checks/catalogue.js'
 import {ENTRIES} from '../model/paths.js'
 import type {TraceResult} from '../trace/types.js'
 import {API_VERSION, type DocumentMeta} from './document.js'
+import {joinHostPort} from '../net/host-port.js'
+import type {ProbeRun} from '../node/tcp-probe.js'
 
 /** The JSON contract (README "JSON output"). The human report is rendered from this same object. */
 export interface Report {
@@ -25,10 +27,76 @@ export interface Report {
   paths: Array<{node: string; entry: string; port: string; ok: boolean | null; breaksAt: string | null; detail: string; ignoredBy: string | null; trace?: TraceResult}>
   /** Findings silenced by --ignore or the config file: code, node, and the rule's source and reason. */
   ignored: Array<{code: string; node: string | null; source: string; reason: string | null}>
+  /** Live probes from each node (connect-and-close), or why none were made. */
+  probes: ProbeReport
   /** The Service's name asked of cluster DNS from each node. */
   dns: Array<{node: string; name: string; server: string; addresses: string[]; rcode: string | null; method: string; error: string | null}>
   notes: string[]
 }
+
+export interface ProbeReport {
+  ran: boolean
+  /** Why probes were not made (--no-probe, a snapshot), else null. */
+  note: string | null
+  settings: {vipAttempts: number; endpointAttempts: number; timeoutMs: number; concurrency: number} | null
+  nodes: Array<{
+    node: string
+    via: string
+    /** The node could not be reached for probing. */
+    error: string | null
+    targets: Array<{
+      kind: 'ClusterIP' | 'NodePort' | 'endpoint'
+      port: string
+      address: string
+      pod: string | null
+      podNode: string | null
+      attempts: number
+      connected: number
+      refused: number
+      timedOut: number
+      unreachable: number
+      /** The transport would not open connections (e.g. sshd forbids forwarding): nothing was learnt. */
+      notProbed: string | null
+    }>
+  }>
+  notes: string[]
+}
+
+function probeReport(run: ProbeRun): ProbeReport {
+  if (!run.ran) return {ran: false, note: run.reason, settings: null, nodes: [], notes: []}
+  return {
+    ran: true,
+    note: null,
+    settings: {...run.settings},
+    nodes: run.nodes.map((n) => ({
+      node: n.node,
+      via: n.via,
+      error: n.error ?? null,
+      targets: n.tallies.map((t) => ({
+        kind: t.target.kind,
+        port: t.target.servicePort,
+        address: joinHostPort(t.target.host, t.target.port),
+        pod: t.target.pod ?? null,
+        podNode: t.target.podNode ?? null,
+        attempts: t.attempts,
+        connected: t.connected,
+        refused: t.refused,
+        timedOut: t.timedOut,
+        unreachable: t.unreachable,
+        notProbed: t.notProbed ?? null,
+      })),
+    })),
+    notes: run.notes,
+  }
+}
+
+/** Where each live-probe finding says the path breaks, in the order a connection meets them. */
+const PROBE_PLACES: Array<[code: string, place: (f: Finding) => string]> = [
+  ['KPD-VIP-FAILS', (f) => `breaks in ${f.node}'s Service dataplane (live probe)`],
+  ['KPD-ENDPOINT-CROSS-NODE', (f) => `breaks between ${f.node} and the endpoint's node (live probe)`],
+  ['KPD-BACKEND-REFUSED', () => 'breaks at the backend (live probe)'],
+  ['KPD-PROBE-CONTRADICTS', () => 'a live probe contradicts the static diagnosis'],
+]
 
 export interface ReportOptions {
   meta?: DocumentMeta
@@ -49,6 +117,10 @@ function firstLine(d: Diagnosis, findings: Finding[]): {summary: string; next: s
     const f = errors.find((x) => x.node === broken.node && explaining.includes(x.code)) ?? errors.find((x) => x.node === broken.node) ?? errors[0]
     return {summary: `✗ ${id}: ${broken.entry} (${broken.port}) breaks at ${broken.breaksAt} on ${broken.node}: ${broken.detail}`, next: f?.hint ?? null}
   }
+  for (const [code, place] of PROBE_PLACES) {
+    const f = errors.find((x) => x.code === code)
+    if (f) return {summary: `✗ ${id}: ${place(f)}: ${f.message}`, next: f.hint}
+  }
   if (errors[0]) return {summary: `✗ ${id}: ${errors[0].message}`, next: errors[0].hint}
   const readable = d.context.nodes.length
   const warnings = findings.filter((f) => f.severity === 'warning').length
@@ -57,7 +129,16 @@ function firstLine(d: Diagnosis, findings: Finding[]): {summary: string; next: s
   const silenced = [...new Set(d.ignoredBreaks.values())]
   const works = silenced.length > 0 ? `every traced path works on ${readable} node(s) except breaks silenced by ignore rules (${silenced.join(', ')})` : `every traced path works on ${readable} node(s)`
   const ignoredCount = d.ignored.length > 0 ? `, ${d.ignored.length} ignored` : ''
-  return {summary: `✓ ${id}: ${works}${warnings ? `, ${warnings} warning(s)` : ''}${ignoredCount}`, next: null}
+  return {summary: `✓ ${id}: ${works}${probesAnswered(d)}${warnings ? `, ${warnings} warning(s)` : ''}${ignoredCount}`, next: null}
+}
+
+/** ", every live probe connected (N targets from M nodes)" when probes ran and all connected. */
+function probesAnswered(d: Diagnosis): string {
+  if (!d.probes.ran) return ''
+  const tallies = d.probes.nodes.flatMap((n) => n.tallies).filter((t) => t.attempts > 0)
+  const nodes = d.probes.nodes.filter((n) => n.tallies.some((t) => t.attempts > 0)).length
+  if (tallies.length === 0 || tallies.some((t) => t.connected < t.attempts)) return ''
+  return `, every live probe connected (${tallies.length} targets from ${nodes} node(s))`
 }
 
 export function buildReport(d: Diagnosis, opts: ReportOptions = {}): Report {
@@ -100,6 +181,7 @@ export function buildReport(d: Diagnosis, opts: ReportOptions = {}): Report {
       ...(opts.explain ? {trace: p.trace} : {}),
     })),
     ignored: d.ignored.map((f) => ({code: f.code, node: f.node, source: f.ignoredBy.source, reason: f.ignoredBy.reason ?? null})),
+    probes: probeReport(d.probes),
     dns: d.context.observations.flatMap((o) =>
       o.dns ? [{node: o.name, name: o.dns.name, server: o.dns.server, addresses: o.dns.addresses, rcode: o.dns.rcode ?? null, method: o.dns.method, error: o.dns.error ?? null}] : [],
     ),

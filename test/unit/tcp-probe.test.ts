@@ -2,7 +2,11 @@ import {test} from 'node:test'
 import assert from 'node:assert/strict'
 import {connect, createServer, type AddressInfo, type Server} from 'node:net'
 import type {Duplex} from 'node:stream'
-import {classifyOpenError, probeTargets, type OpenTcp} from '../../src/node/tcp-probe.js'
+import {classifyOpenError, probeOpener, probeTargets, type OpenTcp} from '../../src/node/tcp-probe.js'
+import type {NodeAccess, TcpOpen} from '../../src/node/node-access.js'
+import {planProbes} from '../../src/diagnosis/probe-plan.js'
+import {offlineCluster} from '../helpers/offline-cluster.js'
+import {labPods} from '../lab/lab-cluster.js'
 
 /** A real TCP connect from this process, standing in for a connection the node's transport opens. */
 const openLocal: OpenTcp = (host, port) =>
@@ -55,4 +59,43 @@ test('probe errors are classified by what the peer said', () => {
   assert.equal(classifyOpenError(new Error('connect ECONNREFUSED 127.0.0.1:9')), 'refused')
   assert.equal(classifyOpenError(new Error('(SSH) Channel open failure: No route to host')), 'unreachable')
   assert.equal(classifyOpenError(new Error('(SSH) Channel open failure: open failed')), 'not-probed')
+})
+
+test('probes through a NodeAccess keep its typed outcome: a timed-out port forward is a timeout, not "not probed"', async () => {
+  const outcomes: Record<string, TcpOpen> = {
+    '10.0.0.1:80': {kind: 'refused', outcome: 'timeout', reason: 'port forward to 10.0.0.1:80 timed out after 1.5s'},
+    '10.0.0.2:80': {kind: 'refused', outcome: 'refused', reason: '(SSH) Channel open failure: Connection refused'},
+    '10.0.0.3:80': {kind: 'refused', outcome: 'not-probed', reason: 'administratively prohibited'},
+  }
+  const access = {openTcp: async (host: string, port: number) => outcomes[`${host}:${port}`]} as unknown as NodeAccess
+  const tallies = await probeTargets(
+    probeOpener(access, 1500),
+    ['10.0.0.1', '10.0.0.2', '10.0.0.3'].map((host) => ({host, port: 80, attempts: 2})),
+    {attempts: 5, timeoutMs: 2000, concurrency: 2},
+  )
+  assert.deepEqual(
+    tallies.map((t) => [t.target.host, t.attempts, t.connected, t.refused, t.timedOut, t.notProbed ?? null]),
+    [
+      ['10.0.0.1', 2, 0, 0, 2, null],
+      ['10.0.0.2', 2, 0, 2, 0, null],
+      ['10.0.0.3', 0, 0, 0, 0, 'administratively prohibited'],
+    ],
+  )
+})
+
+test('the probe plan: per TCP port the ClusterIP, the NodePort on the node own address, each ready endpoint; none for UDP', () => {
+  const {cluster} = offlineCluster({pods: labPods().map((p) => (p.name === 'web-b1' ? {...p, ready: false} : p))})
+  const plan = planProbes(cluster, 'node-a')
+  assert.deepEqual(
+    plan.targets.map((t) => [t.kind, `${t.host}:${t.port}`, t.attempts, t.servicePort, t.pod ?? null, t.podNode ?? null]),
+    [
+      ['ClusterIP', '10.96.10.10:80', 8, 'http', null, null],
+      ['NodePort', '10.200.0.11:30080', 8, 'http', null, null],
+      ['endpoint', '10.244.1.10:8080', 3, 'http', 'web-a1', 'node-a'],
+      ['endpoint', '10.244.2.11:8080', 3, 'http', 'web-b2', 'node-b'],
+    ],
+  )
+  assert.deepEqual(plan.notes, [])
+  cluster.service.spec!.ports![0].protocol = 'UDP'
+  assert.deepEqual(planProbes(cluster, 'node-a').targets, [])
 })

@@ -22,6 +22,11 @@ import {rejectStale} from './rules/reject-stale.js'
 import {selectorNoPods} from './rules/selector-no-pods.js'
 import {targetPortNotExposed, targetPortUndeclared} from './rules/target-port.js'
 import {serviceRuleMissing} from './rules/service-rule-missing.js'
+import {nodeForwardingOff} from './rules/node-forwarding.js'
+import {bridgeNetfilterOff} from './rules/bridge-netfilter.js'
+import {routeMissing} from './rules/route-missing.js'
+import {conntrackStale} from './rules/conntrack-stale.js'
+import {conntrackFull} from './rules/conntrack-full.js'
 
 /** Every check, in the order findings are listed: cluster facts first, then the packet path from hook to pod. */
 export const CHECKS: Check[] = [
@@ -62,6 +67,11 @@ export const CHECKS: Check[] = [
   pathUndecided,
   nodeDiverges,
   dnsNoAnswer,
+  nodeForwardingOff,
+  bridgeNetfilterOff,
+  routeMissing,
+  conntrackStale,
+  conntrackFull,
   // Last: it reads the findings above.
   pathBroken,
 ]

@@ -8,6 +8,7 @@ import {DiagnosisError} from '../errors.js'
 import {readNodeBundle, type NodeObservation, type NodeRecording} from '../node/bundle.js'
 import {mapBounded, selectNodes} from '../node/select-nodes.js'
 import {transportConnector, type NodeConnector} from '../node/transports.js'
+import type {PathTargets} from '../node/collect-node.js'
 import {nodeAddress} from './node-address.js'
 import {isNodeName} from '../model/names.js'
 
@@ -63,8 +64,19 @@ export async function gatherLive(opts: LiveOptions): Promise<GatheredLive> {
   const selection = selectNodes(cluster.nodes, endpointNodes, {only: opts.nodes, all: opts.allNodes})
   const dnsIP = cluster.dns.service?.spec?.clusterIP
   const dns = dnsIP && dnsIP !== 'None' ? {name: `${opts.name}.${namespace}.svc.${cluster.clusterDomain}`, server: dnsIP} : undefined
-  const {observations, recordings} = await readNodesLive(cluster.nodes, selection.names, opts, dns)
+  const {observations, recordings} = await readNodesLive(cluster.nodes, selection.names, opts, dns, pathTargets(cluster))
   return {cluster, observations, recordings, selectionNote: selection.note, warnings: hostKeyWarnings(opts), namespace}
+}
+
+/** What the packet-path reads look at: the endpoints' addresses, and each ClusterIP with each port protocol. */
+function pathTargets(cluster: ClusterState): PathTargets {
+  const spec = cluster.service.spec
+  const clusterIPs = (spec?.clusterIPs ?? (spec?.clusterIP ? [spec.clusterIP] : [])).filter((ip) => ip !== 'None')
+  const protocols = [...new Set((spec?.ports ?? []).map((p) => (p.protocol ?? 'TCP').toLowerCase()))].filter((p) => p === 'tcp' || p === 'udp' || p === 'sctp').sort()
+  return {
+    endpointAddresses: cluster.slices.flatMap((s) => (s.endpoints ?? []).flatMap((e) => e.addresses ?? [])),
+    serviceAddresses: clusterIPs.flatMap((address) => protocols.map((protocol) => ({address, protocol}))),
+  }
 }
 
 export function hostKeyWarnings(opts: {insecureIgnoreHostKey: boolean}): string[] {
@@ -77,12 +89,13 @@ export async function readNodesLive(
   names: string[],
   opts: Pick<LiveOptions, 'sshConfig' | 'insecureIgnoreHostKey' | 'timeoutMs' | 'concurrency'>,
   dns: {name: string; server: string} | undefined,
+  path?: PathTargets,
 ): Promise<{observations: NodeObservation[]; recordings: Map<string, NodeRecording>}> {
   const {collectNode} = await liveModules()
   const connect = await sshConnector(opts)
   const collected = await mapBounded(names, opts.concurrency, (name) => {
     const node = nodes.find((n) => n.metadata?.name === name)
-    return collectNode(name, () => connect({name, address: node && nodeAddress(node)}), {timeoutMs: opts.timeoutMs, dns})
+    return collectNode(name, () => connect({name, address: node && nodeAddress(node)}), {timeoutMs: opts.timeoutMs, dns, path})
   })
   return {observations: collected.map((c) => c.observation), recordings: new Map(names.map((n, i) => [n, collected[i].recording]))}
 }

@@ -66,7 +66,7 @@ export function readFileCommand(path: string): CommandLine {
 }
 
 /** The kernel settings the packet path depends on: forwarding, bridge netfilter, the conntrack table, rp_filter, route_localnet. */
-export const PATH_SYSCTLS = [
+const PATH_SYSCTLS = [
   'net.ipv4.ip_forward',
   'net.bridge.bridge-nf-call-iptables',
   'net.netfilter.nf_conntrack_count',

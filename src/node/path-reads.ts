@@ -22,17 +22,17 @@ export interface RawPathReads {
 }
 
 /** One read's outcome: its parsed value, or why it was not read (tool missing, command failed, output unparsable). */
-export type NodeRead<T> = {status: 'read'; value: T} | {status: 'not-read'; reason: string}
+type NodeRead<T> = {status: 'read'; value: T} | {status: 'not-read'; reason: string}
 
 /** `ip route get ADDR`: the route the kernel picks, or the kind of route that refuses the address. */
 export type RouteAnswer = {kind: 'route'; route: Route} | {kind: 'no-route'; type: 'none' | 'unreachable' | 'blackhole' | 'prohibit'; message: string}
 
-export interface RouteLookup {
+interface RouteLookup {
   address: string
   result: NodeRead<RouteAnswer>
 }
 
-export interface ConntrackRead {
+interface ConntrackRead {
   protocol: ConntrackProtocol
   /** The original destination asked for (a ClusterIP of the Service). */
   address: string

@@ -120,7 +120,14 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
     lab.staleDnsConntrack('client-a', stalePort, '10.244.1.54')
     try {
       assert.deepEqual(lab.dnsQuery('client-a', WEB_NAME, stalePort), [], 'queries from the stale port get no answer')
-      const r = await svc('kube-dns', 'kube-system')
+      // The client keeps asking, as resolvers do: each query refreshes the UNREPLIED entry (30 s UDP timeout) while svc runs.
+      const keepAsking = setInterval(() => lab.dnsQuery('client-a', WEB_NAME, stalePort), 5000)
+      let r: CliResult
+      try {
+        r = await svc('kube-dns', 'kube-system')
+      } finally {
+        clearInterval(keepAsking)
+      }
       assert.deepEqual(problems(r), [...problems(healthy), 'KPD-CONNTRACK-STALE node-a'].sort(), r.stdout + r.stderr)
       const f = finding(r, 'KPD-CONNTRACK-STALE')
       assert.equal(

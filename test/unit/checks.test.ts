@@ -344,6 +344,8 @@ interface PathFaults {
   /** The route table without node-b's pod CIDR (`missing`), or with it as another route type. */
   podRoute?: 'missing' | 'unreachable'
   conntrack?: string[]
+  /** Entries of `conntrack -L -p udp -d 10.96.10.10` (the web Service made UDP in those cases). */
+  udp?: string[]
   conntrackMissing?: boolean
 }
 const ok = (stdout: string) => ({code: 0, stdout, stderr: ''})
@@ -402,9 +404,16 @@ function pathReads(node: 'node-a' | 'node-b', f: PathFaults = {}): RawPathReads 
               ].join('\n'),
             )),
       },
+      {
+        protocol: 'udp',
+        address: WEB.clusterIP,
+        ...ok(['udp      17 25 src=10.244.1.100 dst=10.96.10.10 sport=40001 dport=80 src=10.244.2.11 dst=10.244.1.100 sport=8080 dport=40001 mark=0 use=1', ...(f.udp ?? []), ''].join('\n')),
+      },
     ],
   }
 }
+const UDP_WEB = {ports: [{...WEB.ports[0], protocol: 'UDP' as const, targetPort: 8080}]}
+const STALE_UDP = 'udp      17 28 src=10.244.1.100 dst=10.96.10.10 sport=40053 dport=80 [UNREPLIED] src=10.244.2.7 dst=10.244.1.100 sport=8080 dport=40053 mark=0 use=1'
 const withPath = (faults: Partial<Record<'node-a' | 'node-b', PathFaults>> = {}) => ({
   editObservation: Object.fromEntries(
     (['node-a', 'node-b'] as const).map((node) => [node, (obs: NodeObservation): NodeObservation => ({...obs, path: interpretPathReads(pathReads(node, faults[node]))})]),
@@ -433,8 +442,15 @@ checkTester('the node under the path: forwarding, bridge netfilter, routes, conn
     state: {...withPath({'node-a': {podRoute: 'missing'}}), editCluster: (c) => c.nodes.forEach((n) => void (n.spec = {}))},
     findings: [],
   },
-  {name: 'an ESTABLISHED TCP entry DNATed to an address that is no endpoint', state: withPath({'node-a': {conntrack: [STALE_TCP]}}), findings: [['KPD-CONNTRACK-STALE', 'node-a', 'error']]},
-  {name: 'a TIME_WAIT TCP entry to an old address: harmless', state: withPath({'node-a': {conntrack: [STALE_TCP.replace('86000 ESTABLISHED', '100 TIME_WAIT')]}}), findings: []},
+  {name: 'a UDP Service with healthy conntrack entries', state: {...withPath(), web: UDP_WEB}, findings: []},
+  {name: 'a UDP entry DNATed to an address that is no endpoint', state: {...withPath({'node-a': {udp: [STALE_UDP]}}), web: UDP_WEB}, findings: [['KPD-CONNTRACK-STALE', 'node-a', 'error']]},
+  {
+    name: 'a UDP entry DNATed to an endpoint IP on a port it no longer has',
+    state: {...withPath({'node-b': {udp: [STALE_UDP.replace('src=10.244.2.7 ', 'src=10.244.2.10 ').replace('sport=8080', 'sport=9090')]}}), web: UDP_WEB},
+    findings: [['KPD-CONNTRACK-STALE', 'node-b', 'error']],
+  },
+  {name: 'a TCP entry to an old address: a new connection takes a new entry, not judged', state: withPath({'node-a': {conntrack: [STALE_TCP]}}), findings: []},
+  {name: 'a UDP entry for a port the Service does not have (TCP Service): not judged', state: withPath({'node-a': {udp: [STALE_UDP]}}), findings: []},
   {name: 'conntrack not installed on node-b: not read, no finding, no crash', state: withPath({'node-b': {conntrackMissing: true}}), findings: []},
   {name: 'conntrack table 91% full on node-b', state: withPath({'node-b': {sysctl: {'net.netfilter.nf_conntrack_count': '240000'}}}), findings: [['KPD-CONNTRACK-FULL', 'node-b', 'warning']]},
   {name: 'conntrack table 89% full: below the 90% threshold', state: withPath({'node-b': {sysctl: {'net.netfilter.nf_conntrack_count': '233300'}}}), findings: []},
@@ -477,13 +493,13 @@ test('node path findings: exact messages and next steps', () => {
     'node-a',
     'node-a: no working route to node-b\'s pod CIDR 10.244.2.0/24: the route is unreachable ("RTNETLINK answers: No route to host"), so node-a cannot reach endpoints 10.244.2.10 (pod web-b1), 10.244.2.11 (pod web-b2) on node-b',
   ])
-  assert.deepEqual(findings({'node-a': {conntrack: [STALE_TCP]}}), [
+  assert.deepEqual(findings({'node-a': {udp: [STALE_UDP, STALE_UDP.replace(/40053/g, '40054')]}}, {web: UDP_WEB}), [
     [
       'KPD-CONNTRACK-STALE',
       'node-a',
-      'node-a: 1 conntrack entry for shop/web:http (TCP 10.96.10.10:80) still DNAT to 10.244.2.7:8080, which is no endpoint of the Service: 10.244.1.100:51010 get no answer',
-      'ssh node-a sudo conntrack -D -p tcp --orig-dst 10.96.10.10 --orig-port-dst 80 --reply-src 10.244.2.7',
-      [`conntrack: ${STALE_TCP}`],
+      'node-a: 2 conntrack entries for shop/web:http (UDP 10.96.10.10:80) still DNAT to 10.244.2.7:8080, which is no endpoint of the Service: 10.244.1.100:40053, 10.244.1.100:40054 get no answer (each new packet refreshes a UDP entry, so a client that keeps asking from the same port never recovers)',
+      'ssh node-a sudo conntrack -D -p udp --orig-dst 10.96.10.10 --orig-port-dst 80 --reply-src 10.244.2.7',
+      [`conntrack: ${STALE_UDP}`, `conntrack: ${STALE_UDP.replace(/40053/g, '40054')}`],
     ],
   ])
   assert.deepEqual(findings({'node-b': {sysctl: {'net.netfilter.nf_conntrack_count': '240000'}}}), [

@@ -5,8 +5,11 @@ import {canonicalIp, familyOf} from '../../net/address.js'
 import {joinHostPort} from '../../net/host-port.js'
 import type {ConntrackEntry} from '../../parse/conntrack.js'
 
-/** TCP states of a flow that still carries packets: a closing or closed flow to a gone backend harms nobody. */
-const LIVE_TCP_STATES = new Set(['SYN_SENT', 'SYN_RECV', 'ESTABLISHED'])
+/**
+ * UDP and SCTP only: a client that keeps its source port keeps hitting the old entry. A new TCP connection takes a new
+ * source port and a new entry, so an old TCP entry harms only its own connection (already failing, or closing).
+ */
+const STICKY_PROTOCOLS = new Set(['udp', 'sctp'])
 
 interface StaleGroup {
   node: string
@@ -30,7 +33,7 @@ export const conntrackStale: Check = {
         for (const entry of read.result.value) {
           const dnat = entry.dnatTarget
           if (!dnat || canonicalIp(entry.original.dst) !== canonicalIp(read.address)) continue
-          if (read.protocol === 'tcp' && !LIVE_TCP_STATES.has(entry.state ?? '')) continue
+          if (!STICKY_PROTOCOLS.has(read.protocol)) continue
           const port = ctx.service.ports.find((p) => p.protocol === read.protocol && p.port === entry.original.dport)
           if (!port) continue
           const current = new Set(port.allEndpoints.map((e) => joinHostPort(e.ip, e.port)))

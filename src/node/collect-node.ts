@@ -79,6 +79,9 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
     }
     record('iptablesSave', save.stdout)
   }
+  // The path reads run on their own SSH channels alongside the dumps: a node's whole read keeps to its deadline.
+  const pathReads = opts.path ? readPath(access, opts.path) : undefined
+  pathReads?.catch(() => undefined)
   // nftables: kube-proxy's nftables mode, and leftovers of it; a node without nft simply has none.
   // JSON first (the stable machine format); the text form where this nft has no -j.
   const json = await access.run('nftRulesetJson')
@@ -103,7 +106,7 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
   const net = await access.run('network')
   if (net.kind === 'ran') record('network', net.stdout)
   const json2 = (v: unknown) => Buffer.from(JSON.stringify(v, null, 2) + '\n')
-  if (opts.path) rec.set(NODE_FILES.pathReads, json2(await readPath(access, opts.path)))
+  if (pathReads) rec.set(NODE_FILES.pathReads, json2(await pathReads))
   if (opts.dns) rec.set(NODE_FILES.dns, json2(await askDns(access, opts.dns, opts.timeoutMs)))
   rec.set(NODE_FILES.kubeProxy, json2(await askKubeProxy(access, opts.timeoutMs)))
   return rec

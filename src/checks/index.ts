@@ -27,6 +27,11 @@ import {vipFails} from './rules/vip-fails.js'
 import {endpointCrossNode} from './rules/endpoint-cross-node.js'
 import {backendRefused} from './rules/backend-refused.js'
 import {probeContradicts} from './rules/probe-contradicts.js'
+import {nodeForwardingOff} from './rules/node-forwarding.js'
+import {bridgeNetfilterOff} from './rules/bridge-netfilter.js'
+import {routeMissing} from './rules/route-missing.js'
+import {conntrackStale} from './rules/conntrack-stale.js'
+import {conntrackFull} from './rules/conntrack-full.js'
 
 /** Every check, in the order findings are listed: cluster facts first, then the packet path from hook to pod. */
 export const CHECKS: Check[] = [
@@ -68,6 +73,11 @@ export const CHECKS: Check[] = [
   nodeDiverges,
   dnsNoAnswer,
   filterDrop,
+  nodeForwardingOff,
+  bridgeNetfilterOff,
+  routeMissing,
+  conntrackStale,
+  conntrackFull,
   // Last: it reads the findings above.
   pathBroken,
   // Live probes, in the order a connection meets their faults: the source node's dataplane, the way to the

@@ -9,6 +9,7 @@ import {errorRecording, readNodeBundle, type NodeObservation, type NodeRecording
 import {selectNodes} from '../node/select-nodes.js'
 import {transportConnector, type NodeConnector} from '../node/transports.js'
 import {readNodesThrough, type NodeReadVia, type Via} from './choose-transport.js'
+import type {PathTargets} from '../node/collect-node.js'
 import {nodeAddress} from './node-address.js'
 import {probeNodes} from './probe-stage.js'
 import type {ProbeRun} from '../node/tcp-probe.js'
@@ -76,7 +77,7 @@ export async function gatherLive(opts: LiveOptions): Promise<GatheredLive> {
   const selection = selectNodes(cluster.nodes, endpointNodes, {only: opts.nodes, all: opts.allNodes})
   const dnsIP = cluster.dns.service?.spec?.clusterIP
   const dns = dnsIP && dnsIP !== 'None' ? {name: `${opts.name}.${namespace}.svc.${cluster.clusterDomain}`, server: dnsIP} : undefined
-  const {observations, recordings, readVia, warnings} = await readNodesLive(cluster.nodes, selection.names, opts, dns)
+  const {observations, recordings, readVia, warnings} = await readNodesLive(cluster.nodes, selection.names, opts, dns, pathTargets(cluster))
   const probes = opts.probe ? await probeNodes(cluster, observations, await probeConnector(readVia, opts), opts) : undefined
   return {cluster, observations, recordings, readVia, selectionNote: selection.note, warnings: [...hostKeyWarnings(opts), ...warnings], namespace, probes}
 }
@@ -96,6 +97,17 @@ async function probeConnector(readVia: Map<string, NodeReadVia>, opts: {sshConfi
   }
 }
 
+/** What the packet-path reads look at: the endpoints' addresses, and each ClusterIP with each port protocol. */
+function pathTargets(cluster: ClusterState): PathTargets {
+  const spec = cluster.service.spec
+  const clusterIPs = (spec?.clusterIPs ?? (spec?.clusterIP ? [spec.clusterIP] : [])).filter((ip) => ip !== 'None')
+  const protocols = [...new Set((spec?.ports ?? []).map((p) => (p.protocol ?? 'TCP').toLowerCase()))].filter((p) => p === 'tcp' || p === 'udp' || p === 'sctp').sort()
+  return {
+    endpointAddresses: cluster.slices.flatMap((s) => (s.endpoints ?? []).flatMap((e) => e.addresses ?? [])),
+    serviceAddresses: clusterIPs.flatMap((address) => protocols.map((protocol) => ({address, protocol}))),
+  }
+}
+
 export function hostKeyWarnings(opts: {insecureIgnoreHostKey: boolean}): string[] {
   return opts.insecureIgnoreHostKey ? ['host keys are NOT checked (--insecure-ignore-host-key): a man-in-the-middle would go unnoticed'] : []
 }
@@ -109,13 +121,14 @@ export async function readNodesLive(
   names: string[],
   opts: Pick<LiveOptions, 'sshConfig' | 'insecureIgnoreHostKey' | 'timeoutMs' | 'concurrency' | 'kubeconfig' | 'context' | 'via' | 'kubeProxyNamespace' | 'kubeProxySelector'>,
   dns: {name: string; server: string} | undefined,
+  path?: PathTargets,
 ): Promise<{observations: NodeObservation[]; recordings: Map<string, NodeRecording>; readVia: Map<string, NodeReadVia>; warnings: string[]}> {
   const {collectNode, loadKubeConfig} = await liveModules()
   const targets = names.map((name) => {
     const node = nodes.find((n) => n.metadata?.name === name)
     return {name, address: node && nodeAddress(node)}
   })
-  const reads = await readNodesThrough(targets, {...opts, kubeConfig: () => loadKubeConfig(opts).kc}, opts.concurrency, (name, connect) => collectNode(name, connect, {timeoutMs: opts.timeoutMs, dns}))
+  const reads = await readNodesThrough(targets, {...opts, kubeConfig: () => loadKubeConfig(opts).kc}, opts.concurrency, (name, connect) => collectNode(name, connect, {timeoutMs: opts.timeoutMs, dns, path}))
   const read = names.filter((n) => reads.collected.has(n))
   return {
     observations: read.map((n) => reads.collected.get(n)!.observation),

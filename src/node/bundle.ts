@@ -10,6 +10,7 @@ import type {KubeProxyStatus} from '../parse/kube-proxy-status.js'
 import {IpsetState} from '../parse/ipset-save.js'
 import {parseDeviceAddresses, parseIpvsadm, parseSysctl, type VirtualServer} from '../parse/ipvsadm.js'
 import type {NodeCommand} from './node-commands.js'
+import {interpretPathReads, type PathObservation, type RawPathReads} from './path-reads.js'
 
 /** The files one node's folder of a bundle holds. */
 export const NODE_FILES = {
@@ -24,6 +25,8 @@ export const NODE_FILES = {
   network: 'network.txt',
   dns: 'dns.json',
   kubeProxy: 'kube-proxy.json',
+  /** Packet-path reads (sysctls, routes, route lookups, conntrack), raw, with exit codes and stderr. */
+  pathReads: 'path-reads.json',
   error: 'error.txt',
 } as const
 
@@ -67,6 +70,8 @@ export interface NodeObservation {
   network?: BridgeState
   dns?: DnsAnswer
   kubeProxy?: KubeProxyStatus
+  /** Forwarding sysctls, routes to the endpoints, conntrack entries for the Service's addresses. */
+  path?: PathObservation
 }
 
 /** The recording of a node that could not be read: its first error line. */
@@ -130,6 +135,8 @@ export function parseNodeRecording(name: string, rec: NodeRecording): NodeObserv
   if (network !== undefined) obs.network = parseBridgeState(network)
   obs.kubeProxy = parseJson<KubeProxyStatus>(rec.get(NODE_FILES.kubeProxy))
   obs.dns = parseJson<DnsAnswer>(rec.get(NODE_FILES.dns))
+  const pathReads = parseJson<RawPathReads>(rec.get(NODE_FILES.pathReads))
+  if (pathReads && Array.isArray(pathReads.routeGet) && Array.isArray(pathReads.conntrack)) obs.path = interpretPathReads(pathReads)
   if (!obs.kubeProxy) delete obs.kubeProxy
   if (!obs.dns) delete obs.dns
   return obs

@@ -3,18 +3,36 @@ import {parseLookupOutput, queryOverStream, type DnsAnswer} from './dns-probe.js
 import {httpGetOnNode} from './http-on-node.js'
 import {parseHealthz, parseMetrics, type KubeProxyStatus} from '../parse/kube-proxy-status.js'
 import {tcpOpener, type NodeAccess, type RunResult} from './node-access.js'
-import type {NodeCommand} from './node-commands.js'
+import {isInterfaceName, type ConntrackProtocol, type NodeCommand} from './node-commands.js'
+import {parseIp} from '../net/address.js'
+import {parseRouteGet} from '../parse/ip-route.js'
+import type {RawCommandOutput, RawPathReads} from './path-reads.js'
+import {mapBounded} from './select-nodes.js'
 
 interface DnsQuestion {
   name: string
   server: string
 }
 
+/** The Service's addresses the packet-path reads look at. */
+export interface PathTargets {
+  /** Endpoint IPs: `ip route get` for each. */
+  endpointAddresses: string[]
+  /** ClusterIPs with the protocols of the Service's ports: `conntrack -L -p PROTOCOL -d ADDRESS` for each pair. */
+  serviceAddresses: Array<{address: string; protocol: ConntrackProtocol}>
+}
+
 export interface CollectOptions {
   /** Per operation; the whole node gets three times this. */
   timeoutMs: number
   dns?: DnsQuestion
+  /** When given, the packet-path reads (sysctls, routes, conntrack) are made for these addresses. */
+  path?: PathTargets
 }
+
+/** Route lookups per node: every endpoint of a big Service, bounded for a huge one (the rest is said to be skipped). */
+const MAX_ROUTE_LOOKUPS = 256
+const LOOKUP_CONCURRENCY = 4
 
 /** One node's reads: the raw outputs (what `collect` writes) and what they parse to (what `svc` judges). */
 export interface NodeCollection {
@@ -61,6 +79,9 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
     }
     record('iptablesSave', save.stdout)
   }
+  // The path reads run on their own SSH channels alongside the dumps: a node's whole read keeps to its deadline.
+  const pathReads = opts.path ? readPath(access, opts.path) : undefined
+  pathReads?.catch(() => undefined)
   // nftables: kube-proxy's nftables mode, and leftovers of it; a node without nft simply has none.
   // JSON first (the stable machine format); the text form where this nft has no -j.
   const json = await access.run('nftRulesetJson')
@@ -85,9 +106,52 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
   const net = await access.run('network')
   if (net.kind === 'ran') record('network', net.stdout)
   const json2 = (v: unknown) => Buffer.from(JSON.stringify(v, null, 2) + '\n')
+  if (pathReads) rec.set(NODE_FILES.pathReads, json2(await pathReads))
   if (opts.dns) rec.set(NODE_FILES.dns, json2(await askDns(access, opts.dns, opts.timeoutMs)))
   rec.set(NODE_FILES.kubeProxy, json2(await askKubeProxy(access, opts.timeoutMs)))
   return rec
+}
+
+function raw(r: RunResult): RawCommandOutput {
+  if (r.kind === 'not-recorded') return {code: null, stdout: '', stderr: '', notRead: r.what}
+  return {code: r.code, stdout: r.stdout.toString('utf8'), stderr: r.stderr}
+}
+
+/** Distinct valid addresses in their canonical spelling, in first-seen order. */
+function distinctAddresses(list: string[]): string[] {
+  return [...new Set(list.map((a) => parseIp(a)?.text).filter((a): a is string => a !== undefined))]
+}
+
+/** The route table, the route to each endpoint, the sysctls of the interfaces those routes use, conntrack for the Service's addresses. */
+async function readPath(access: NodeAccess, targets: PathTargets): Promise<RawPathReads> {
+  const out: RawPathReads = {routeGet: [], conntrack: []}
+  out.routeTable = raw(await access.run('routeTable'))
+  const endpoints = distinctAddresses(targets.endpointAddresses)
+  const looked = endpoints.slice(0, MAX_ROUTE_LOOKUPS)
+  if (endpoints.length > looked.length)
+    out.skipped = [`ip route get: ${endpoints.length - looked.length} of ${endpoints.length} endpoint addresses not looked up (at most ${MAX_ROUTE_LOOKUPS} per node)`]
+  const interfaces = new Set<string>()
+  out.routeGet = await mapBounded(looked, LOOKUP_CONCURRENCY, async (address) => {
+    const r = raw(await access.run('routeGet', {address}))
+    if (r.code === 0) {
+      try {
+        const dev = parseRouteGet(r.stdout).dev
+        if (dev && isInterfaceName(dev)) interfaces.add(dev)
+      } catch {
+        // Recorded raw: the parse failure is reported for this lookup.
+      }
+    }
+    return {address, ...r}
+  })
+  out.sysctls = raw(await access.run('pathSysctls', {interfaces: [...interfaces].sort()}))
+  const seen = new Set<string>()
+  for (const {address, protocol} of targets.serviceAddresses) {
+    const ip = parseIp(address)?.text
+    if (!ip || seen.has(`${protocol} ${ip}`)) continue
+    seen.add(`${protocol} ${ip}`)
+    out.conntrack.push({protocol, address: ip, ...raw(await access.run('conntrackList', {protocol, address: ip}))})
+  }
+  return out
 }
 
 /** kube-proxy's own view: /proxyMode and /metrics on 127.0.0.1:10249, /healthz on :10256 (the defaults). */

@@ -1,3 +1,5 @@
+import {parseIp} from '../net/address.js'
+
 /**
  * The only commands the doctor runs on a node. All are read-only; none is built from user input.
  * `sudo -n` is prefixed when the SSH user is not root, so a password prompt fails at once instead of hanging.
@@ -24,6 +26,7 @@ export const NODE_COMMANDS = {
     'bridge fdb show 2>/dev/null',
     'true',
   ].join('; '),
+  routeTable: 'ip route show',
 } as const
 
 export type NodeCommand = keyof typeof NODE_COMMANDS
@@ -62,9 +65,75 @@ export function readFileCommand(path: string): CommandLine {
   return `cat -- '${path}'` as CommandLine
 }
 
+/** The kernel settings the packet path depends on: forwarding, bridge netfilter, the conntrack table, rp_filter, route_localnet. */
+const PATH_SYSCTLS = [
+  'net.ipv4.ip_forward',
+  'net.bridge.bridge-nf-call-iptables',
+  'net.netfilter.nf_conntrack_count',
+  'net.netfilter.nf_conntrack_max',
+  'net.ipv4.conf.all.rp_filter',
+  'net.ipv4.conf.all.route_localnet',
+] as const
+
+export const CONNTRACK_PROTOCOLS = ['tcp', 'udp', 'sctp'] as const
+export type ConntrackProtocol = (typeof CONNTRACK_PROTOCOLS)[number]
+
+/** Single-quotes a word for a POSIX shell; the values are validated first, this is a second wall. */
+function quote(word: string): string {
+  return `'${word.replaceAll("'", `'\\''`)}'`
+}
+
+/** A bare IPv4 or IPv6 address in its canonical spelling; anything else (a CIDR, a name, brackets) throws. */
+function ipArgument(text: string): string {
+  const ip = typeof text === 'string' && !text.startsWith('[') ? parseIp(text) : undefined
+  if (!ip) throw new Error(`refusing to build a node command: ${JSON.stringify(text)} is not an IP address`)
+  return ip.text
+}
+
+/** Linux's rule for interface names (dev_valid_name): 1-15 bytes, not "." or "..", no "/", ":", whitespace or control characters. */
+export function isInterfaceName(name: string): boolean {
+  return (
+    typeof name === 'string' &&
+    Buffer.byteLength(name) >= 1 &&
+    Buffer.byteLength(name) <= 15 &&
+    name !== '.' &&
+    name !== '..' &&
+    !/[/:\s'"\\]/.test(name) &&
+    [...name].every((c) => c.charCodeAt(0) > 0x1f && c.charCodeAt(0) !== 0x7f)
+  )
+}
+
+/** sysctl's spelling of a per-interface key: dots in an interface name become slashes. */
+function interfaceSysctls(iface: string): string[] {
+  if (!isInterfaceName(iface)) throw new Error(`refusing to build a node command: ${JSON.stringify(iface)} is not an interface name`)
+  const key = iface.replaceAll('.', '/')
+  return [`net.ipv4.conf.${key}.rp_filter`, `net.ipv4.conf.${key}.route_localnet`]
+}
+
+/** Without -e on purpose: a missing key (br_netfilter not loaded) is said on stderr and the other keys still print. */
+function pathSysctlsCommand(interfaces: string[]): CommandLine {
+  return ['sysctl', ...[...PATH_SYSCTLS, ...interfaces.flatMap(interfaceSysctls)].map(quote)].join(' ') as CommandLine
+}
+
+function routeGetCommand(address: string): CommandLine {
+  return `ip -o route get ${quote(ipArgument(address))}` as CommandLine
+}
+
+function conntrackListCommand(protocol: ConntrackProtocol, address: string, isRoot: boolean): CommandLine {
+  if (!(CONNTRACK_PROTOCOLS as readonly string[]).includes(protocol)) throw new Error(`refusing to build a node command: ${JSON.stringify(protocol)} is not a conntrack protocol`)
+  const line = `conntrack -L -p ${quote(protocol)} -d ${quote(ipArgument(address))}`
+  return (isRoot ? line : `sudo -n ${line}`) as CommandLine
+}
+
 /** Commands that take validated arguments, and the arguments each takes. */
 interface NodeQueryArgs {
   dnsLookup: {name: string; server: string}
+  /** The path sysctls, plus rp_filter and route_localnet of these interfaces. */
+  pathSysctls: {interfaces: string[]}
+  /** `ip -o route get ADDRESS`: the route the kernel picks for an endpoint. */
+  routeGet: {address: string}
+  /** `conntrack -L -p PROTOCOL -d ADDRESS`: the entries whose original destination is a Service address. */
+  conntrackList: {protocol: ConntrackProtocol; address: string}
 }
 type NodeQuery = keyof NodeQueryArgs
 
@@ -73,8 +142,11 @@ export type NodeCommandKey = NodeCommand | NodeQuery
 
 export type ArgsOf<K extends NodeCommandKey> = K extends NodeQuery ? [args: NodeQueryArgs[K]] : []
 
-const QUERIES: {[K in NodeQuery]: (args: NodeQueryArgs[K]) => CommandLine} = {
+const QUERIES: {[K in NodeQuery]: (args: NodeQueryArgs[K], isRoot: boolean) => CommandLine} = {
   dnsLookup: (a) => dnsLookupCommand(a.name, a.server),
+  pathSysctls: (a) => pathSysctlsCommand(a.interfaces),
+  routeGet: (a) => routeGetCommand(a.address),
+  conntrackList: (a, isRoot) => conntrackListCommand(a.protocol, a.address, isRoot),
 }
 
 export function isNodeCommandKey(key: unknown): key is NodeCommandKey {
@@ -87,7 +159,12 @@ export function buildCommandLine<K extends NodeCommandKey>(key: K, isRoot: boole
   if (Object.hasOwn(QUERIES, key)) {
     const a = args[0]
     if (a === undefined || typeof a !== 'object') throw new Error(`node command ${key} needs its arguments`)
-    return QUERIES[key as NodeQuery](a as NodeQueryArgs[NodeQuery])
+    return (QUERIES[key as NodeQuery] as (args: unknown, isRoot: boolean) => CommandLine)(a, isRoot)
   }
   return commandLine(key as NodeCommand, isRoot)
+}
+
+/** Whether a command's failure says the tool is not on the node (the shell's 127, or sudo's "command not found"). */
+export function toolMissing(result: {code: number | null; stderr: string}): boolean {
+  return result.code === 127 || /command not found|sudo: \S+: not found/.test(result.stderr)
 }

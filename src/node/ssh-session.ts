@@ -40,15 +40,29 @@ export class SshSession {
     if (process.env.SSH_AUTH_SOCK && !host.identitiesOnly) auth.push({type: 'agent', username, agent: process.env.SSH_AUTH_SOCK})
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
-        client.end()
+        clearTimeout(connectTimer)
+        client.destroy()
         reject(new SshError(`SSH to ${host.hostName}:${host.port} timed out after ${opts.timeoutMs / 1000}s`))
       }, opts.timeoutMs)
+      // OpenSSH's ConnectTimeout bounds the TCP connect and the SSH banner/key exchange, not the login after it.
+      const connectSeconds = host.connectTimeoutSeconds
+      const connectTimer =
+        connectSeconds !== undefined && connectSeconds > 0 && connectSeconds * 1000 < opts.timeoutMs
+          ? setTimeout(() => {
+              clearTimeout(timer)
+              client.destroy()
+              reject(new SshError(`SSH to ${host.hostName}:${host.port}: no SSH handshake within ${connectSeconds}s (ConnectTimeout)`))
+            }, connectSeconds * 1000)
+          : undefined
+      client.on('handshake', () => clearTimeout(connectTimer))
       client.on('ready', () => {
         clearTimeout(timer)
+        clearTimeout(connectTimer)
         resolve(new SshSession(client, host, opts.timeoutMs))
       })
       client.on('error', (err: Error & {level?: string}) => {
         clearTimeout(timer)
+        clearTimeout(connectTimer)
         if (hostKeyProblem) reject(new SshError(hostKeyProblem))
         else if (err.level === 'client-authentication')
           reject(new SshError(`SSH login as ${username}@${host.hostName}:${host.port} refused (tried ${auth.length} key(s)${auth.length === 0 ? ': no IdentityFile found' : ''})`))
@@ -56,6 +70,7 @@ export class SshSession {
       })
       if (auth.length === 0) {
         clearTimeout(timer)
+        clearTimeout(connectTimer)
         reject(new SshError(`no SSH key for ${host.alias}: none of ${host.identityFiles.join(', ')} exists and no ssh-agent`))
         return
       }

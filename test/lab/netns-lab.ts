@@ -1,6 +1,6 @@
 import type {ChildProcess} from 'node:child_process'
 import {randomBytes} from 'node:crypto'
-import {mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {createServer} from 'node:net'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -368,6 +368,8 @@ export class NetnsLab {
         'UsePAM no',
         'StrictModes no',
         `AllowTcpForwarding ${forwarding ? 'yes' : 'no'}`,
+        // Every command a client sends goes through the logging wrapper first (port forwards are not commands).
+        `ForceCommand ${this.commandLogger} ${node.name}`,
         'LogLevel ERROR',
         '',
       ].join('\n'),
@@ -390,7 +392,32 @@ export class NetnsLab {
     throw new Error(`sshd on ${nodeName} did not come back`)
   }
 
+  private get commandLogger(): string {
+    return join(this.dir, 'log-command.sh')
+  }
+
+  /** The commands each node's sshd was asked to run, one per line, in arrival order. */
+  commandLog(nodeName: string): string[] {
+    const file = join(this.dir, `commands-${nodeName}.log`)
+    return existsSync(file) ? readFileSync(file, 'utf8').split('\n').slice(0, -1) : []
+  }
+
+  clearCommandLogs(): void {
+    for (const node of NODES) rmSync(join(this.dir, `commands-${node.name}.log`), {force: true})
+  }
+
   private async startSsh(): Promise<void> {
+    writeFileSync(
+      this.commandLogger,
+      [
+        '#!/bin/sh',
+        `printf '%s\\n' "$SSH_ORIGINAL_COMMAND" >> ${this.dir}/commands-"$1".log`,
+        'if [ -z "${SSH_ORIGINAL_COMMAND+set}" ]; then exec "${SHELL:-/bin/sh}" -l; fi',
+        'exec "${SHELL:-/bin/sh}" -c "$SSH_ORIGINAL_COMMAND"',
+        '',
+      ].join('\n'),
+      {mode: 0o755},
+    )
     const key = join(this.dir, 'id_ed25519')
     run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', key])
     writeFileSync(join(this.dir, 'authorized_keys'), readFileSync(`${key}.pub`))

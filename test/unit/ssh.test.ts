@@ -83,6 +83,7 @@ test('node commands: read-only allow-list; sudo -n only where root is needed; DN
     'network',
     'nftRuleset',
     'nftRulesetJson',
+    'routeTable',
     'sysctls',
     'uid',
   ])

@@ -1,0 +1,41 @@
+import type {Check, FindingDraft} from '../check.js'
+import {codeEntry} from '../catalogue.js'
+import {renderArgv} from '../../model/shell.js'
+import {forwardingSettings} from '../../parse/sysctl.js'
+
+const KEY = 'net.bridge.bridge-nf-call-iptables'
+
+/** Fires where it breaks this Service: on a node that hosts one of its endpoints (a pod there may be DNATed to it). */
+export const bridgeNetfilterOff: Check = {
+  meta: codeEntry('KPD-BRIDGE-NF-OFF'),
+  run(ctx) {
+    const out: FindingDraft[] = []
+    for (const obs of ctx.observations) {
+      const sysctls = obs.reachable ? obs.path?.sysctls : undefined
+      if (sysctls?.status !== 'read') continue
+      const settings = forwardingSettings(sysctls.value)
+      const notLoaded = settings.brNetfilterLoaded === false
+      if (!notLoaded && settings.bridgeNfCallIptables !== false) continue
+      const local = [
+        ...new Map(
+          ctx.service.ports
+            .flatMap((p) => p.allEndpoints)
+            .filter((e) => e.nodeName === obs.name)
+            .map((e) => [e.ip, e]),
+        ).values(),
+      ]
+      if (local.length === 0) continue
+      const backends = local.map((e) => `${e.ip} (pod ${e.podName ?? '?'})`).join(', ')
+      const what = notLoaded ? `br_netfilter is not loaded (no ${KEY})` : `${KEY} = 0`
+      out.push({
+        node: obs.name,
+        message: `${obs.name}: ${what}: packets between pods on one bridge skip iptables, so a pod on ${obs.name} whose connection to ${ctx.service.namespace}/${ctx.service.name} is DNATed to ${backends} on the same node gets replies that are not un-NATed, and the connection fails`,
+        evidence: [notLoaded ? `sysctl: cannot stat /proc/sys/${KEY.replaceAll('.', '/')}` : `sysctl ${KEY} = ${sysctls.value.values.get(KEY)}`],
+        hint: notLoaded
+          ? `${renderArgv(['ssh', obs.name, 'sudo', 'modprobe', 'br_netfilter'])} && ${renderArgv(['ssh', obs.name, 'sudo', 'sysctl', '-w', `${KEY}=1`])}`
+          : renderArgv(['ssh', obs.name, 'sudo', 'sysctl', '-w', `${KEY}=1`]),
+      })
+    }
+    return out
+  },
+}

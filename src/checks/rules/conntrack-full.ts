@@ -1,0 +1,27 @@
+import type {Check, FindingDraft} from '../check.js'
+import {codeEntry} from '../catalogue.js'
+import {renderArgv} from '../../model/shell.js'
+import {conntrackTableUsage} from '../../parse/sysctl.js'
+
+/** Warned from this share of nf_conntrack_max on: busy nodes sit far below it, and a burst fills the rest quickly. */
+const FULL_FRACTION = 0.9
+
+export const conntrackFull: Check = {
+  meta: codeEntry('KPD-CONNTRACK-FULL'),
+  run(ctx) {
+    const out: FindingDraft[] = []
+    for (const obs of ctx.observations) {
+      const sysctls = obs.reachable ? obs.path?.sysctls : undefined
+      const usage = sysctls?.status === 'read' ? conntrackTableUsage(sysctls.value) : undefined
+      if (!usage || usage.fraction < FULL_FRACTION) continue
+      const percent = Math.floor(usage.fraction * 100)
+      out.push({
+        node: obs.name,
+        message: `${obs.name}: the conntrack table is ${percent}% full (nf_conntrack_count ${usage.count} of nf_conntrack_max ${usage.max}; warned from ${FULL_FRACTION * 100}%): when it is full the kernel drops the packets of new connections ("nf_conntrack: table full, dropping packet")`,
+        evidence: [`sysctl net.netfilter.nf_conntrack_count = ${usage.count}`, `sysctl net.netfilter.nf_conntrack_max = ${usage.max}`],
+        hint: `${renderArgv(['ssh', obs.name, 'sudo', 'conntrack', '-S'])}   # then raise it: sysctl -w net.netfilter.nf_conntrack_max=${usage.max * 2} (or kube-proxy's conntrack.maxPerCore)`,
+      })
+    }
+    return out
+  },
+}

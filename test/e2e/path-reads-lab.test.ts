@@ -1,0 +1,199 @@
+import assert from 'node:assert/strict'
+import {mkdtempSync, rmSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {describe, test} from 'node:test'
+import {labUnavailable} from '../helpers/lab-guard.js'
+import {withLab} from '../helpers/lab-suite.js'
+import {runCli, type CliResult} from '../helpers/run-cli.js'
+import type {NetnsLab} from '../lab/netns-lab.js'
+import {tryRun} from '../lab/sh.js'
+
+/**
+ * The packet-path faults of the lab (proven with real traffic in packet-path-lab.test.ts), diagnosed end to end: `svc`
+ * over the real sshd reads the node (sysctls, routes, conntrack) and names the fault on the right node with its code.
+ */
+const why = labUnavailable()
+if (why) {
+  process.stderr.write(`\n!!! e2e lab cannot run here: ${why} !!!\n\n`)
+  if (process.env.CI) test('e2e lab can run in CI', () => assert.fail(`the e2e lab cannot run: ${why}`))
+}
+
+const CLUSTER_IP = '10.96.10.10'
+const WEB_B1 = '10.244.2.10'
+const WEB_NAME = 'web.shop.svc.cluster.local'
+const PATH_CODES = ['KPD-NODE-FORWARDING-OFF', 'KPD-BRIDGE-NF-OFF', 'KPD-ROUTE-MISSING', 'KPD-CONNTRACK-STALE', 'KPD-CONNTRACK-FULL']
+
+interface Finding {
+  code: string
+  node: string | null
+  severity: string
+  message: string
+  hint: string
+}
+
+describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
+  let lab: NetnsLab
+  withLab((l) => (lab = l))
+
+  const svc = (name: string, namespace: string, ...extra: string[]): Promise<CliResult> =>
+    runCli(['svc', name, '-n', namespace, '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json', ...extra], {}, 150_000)
+  const web = (...extra: string[]) => svc('web', 'shop', ...extra)
+  /** Every error and warning, as "CODE node", sorted. */
+  const problems = (r: CliResult): string[] =>
+    (r.json?.findings ?? [])
+      .filter((f: Finding) => f.severity !== 'info')
+      .map((f: Finding) => `${f.code} ${f.node ?? '-'}`)
+      .sort()
+  const finding = (r: CliResult, code: string): Finding => r.json.findings.find((f: Finding) => f.code === code)
+  const failures = (answers: string[]) => answers.filter((a) => a === '').length
+  const direct = (fromPod: string, ip: string, port = 8080) => lab.probe(lab.podNs(fromPod), ip, port, 1).kind
+
+  test('healthy lab: svc web and svc kube-dns have none of the node path findings', async () => {
+    await lab.clearPathFaults()
+    const r = await web()
+    assert.equal(r.code, 0, r.stdout + r.stderr)
+    assert.deepEqual(problems(r), [])
+    const dns = await svc('kube-dns', 'kube-system')
+    assert.deepEqual(
+      problems(dns).filter((p) => PATH_CODES.includes(p.split(' ')[0])),
+      [],
+      dns.stdout + dns.stderr,
+    )
+  })
+
+  test("(c) net.ipv4.ip_forward=0 on node-a: KPD-NODE-FORWARDING-OFF on node-a, and node-b's DNS through node-a fails", async () => {
+    lab.setSysctl('node-a', 'net.ipv4.ip_forward', '0')
+    try {
+      assert.equal(failures(lab.sample(lab.podNs('client-a'), CLUSTER_IP, 80, 3)), 3, 'the fault breaks real traffic')
+      const r = await web()
+      assert.equal(r.code, 1, r.stdout + r.stderr)
+      // node-b's DNS question goes to CoreDNS on node-a, which no longer forwards it: a true consequence, said too.
+      assert.deepEqual(problems(r), ['KPD-DNS-NO-ANSWER node-b', 'KPD-NODE-FORWARDING-OFF node-a'])
+      assert.equal(finding(r, 'KPD-NODE-FORWARDING-OFF').hint.split('   #')[0], 'ssh node-a sudo sysctl -w net.ipv4.ip_forward=1')
+    } finally {
+      lab.setSysctl('node-a', 'net.ipv4.ip_forward', '1')
+    }
+  })
+
+  test('(d) bridge-nf-call-iptables=0 on node-a: KPD-BRIDGE-NF-OFF on node-a naming web-a1, and nothing else', async () => {
+    lab.clearFaults()
+    lab.setSysctl('node-a', 'net.bridge.bridge-nf-call-iptables', '0')
+    try {
+      const answers = lab.sample(lab.podNs('client-a'), CLUSTER_IP, 80, 18)
+      assert.ok(!answers.includes('web-a1') && failures(answers) > 0, `the fault breaks real traffic: ${answers}`)
+      const r = await web()
+      assert.equal(r.code, 1, r.stdout + r.stderr)
+      assert.deepEqual(problems(r), ['KPD-BRIDGE-NF-OFF node-a'])
+      assert.match(finding(r, 'KPD-BRIDGE-NF-OFF').message, /DNATed to 10\.244\.1\.10 \(pod web-a1\) on the same node/)
+    } finally {
+      lab.setSysctl('node-a', 'net.bridge.bridge-nf-call-iptables', '1')
+      lab.clearFaults()
+    }
+  })
+
+  for (const kind of ['missing', 'unreachable', 'blackhole'] as const) {
+    test(`(g) node-a's route to node-b's pod CIDR ${kind}: KPD-ROUTE-MISSING on node-a naming both node-b endpoints, and nothing else`, async () => {
+      lab.breakPodRoute('node-a', 'node-b', kind)
+      try {
+        assert.notEqual(direct('client-a', WEB_B1), 'answer', 'the fault breaks real traffic')
+        const r = await web()
+        assert.equal(r.code, 1, r.stdout + r.stderr)
+        assert.deepEqual(problems(r), ['KPD-ROUTE-MISSING node-a'])
+        const f = finding(r, 'KPD-ROUTE-MISSING')
+        assert.match(
+          f.message,
+          /^node-a: no working route to node-b's pod CIDR 10\.244\.2\.0\/24: .*, so node-a cannot reach endpoints 10\.244\.2\.10 \(pod web-b1\), 10\.244\.2\.11 \(pod web-b2\) on node-b$/,
+        )
+        assert.match(f.message, kind === 'missing' ? /only the default route matches \(via 10\.200\.0\.1 dev eth0\), not a route to node-b \(10\.200\.0\.12\)/ : new RegExp(`the route is ${kind} `))
+      } finally {
+        lab.restorePodRoute('node-a', 'node-b')
+      }
+      assert.equal(direct('client-a', WEB_B1), 'answer')
+    })
+  }
+
+  test('(b) a stale UDP conntrack entry for cluster DNS on node-a: KPD-CONNTRACK-STALE on node-a; its conntrack -D fix works', async () => {
+    const stalePort = 40053
+    lab.clearFaults()
+    const healthy = await svc('kube-dns', 'kube-system')
+    lab.staleDnsConntrack('client-a', stalePort, '10.244.1.54')
+    try {
+      assert.deepEqual(lab.dnsQuery('client-a', WEB_NAME, stalePort), [], 'queries from the stale port get no answer')
+      // The client keeps asking, as resolvers do: each query refreshes the UNREPLIED entry (30 s UDP timeout) while svc runs.
+      const keepAsking = setInterval(() => lab.dnsQuery('client-a', WEB_NAME, stalePort), 5000)
+      let r: CliResult
+      try {
+        r = await svc('kube-dns', 'kube-system')
+      } finally {
+        clearInterval(keepAsking)
+      }
+      assert.deepEqual(problems(r), [...problems(healthy), 'KPD-CONNTRACK-STALE node-a'].sort(), r.stdout + r.stderr)
+      const f = finding(r, 'KPD-CONNTRACK-STALE')
+      assert.equal(
+        f.message,
+        `node-a: 1 conntrack entry for kube-system/kube-dns:dns (UDP 10.96.0.10:53) still DNAT to 10.244.1.54:53, which is no endpoint of the Service: 10.244.1.100:${stalePort} get no answer (each new packet refreshes a UDP entry, so a client that keeps asking from the same port never recovers)`,
+      )
+      assert.equal(f.hint, 'ssh node-a sudo conntrack -D -p udp --orig-dst 10.96.0.10 --orig-port-dst 53 --reply-src 10.244.1.54')
+      // The printed fix, run on the node (the lab logs in as root: the words after sudo).
+      const fix = f.hint.split(' ').slice(3)
+      assert.equal(tryRun('ip', ['netns', 'exec', lab.nodeNs('node-a'), ...fix]).code, 0)
+      assert.deepEqual(lab.dnsQuery('client-a', WEB_NAME, stalePort), [CLUSTER_IP], 'after the fix the port works again')
+      const after = await svc('kube-dns', 'kube-system')
+      assert.deepEqual(problems(after), problems(healthy))
+    } finally {
+      lab.clearFaults()
+    }
+  })
+
+  test('collect then svc --snapshot gives the same path findings as the live run', async () => {
+    lab.breakPodRoute('node-a', 'node-b', 'unreachable')
+    lab.setSysctl('node-b', 'net.ipv4.ip_forward', '0')
+    const dir = mkdtempSync(join(tmpdir(), 'kpd-path-'))
+    try {
+      const live = await web()
+      assert.deepEqual(problems(live), ['KPD-NODE-FORWARDING-OFF node-b', 'KPD-ROUTE-MISSING node-a'])
+      const out = join(dir, 'bundle')
+      const c = await runCli(['collect', 'svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '--out', out], {}, 150_000)
+      assert.equal(c.code, 0, c.stdout + c.stderr)
+      const offline = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', out, '-o', 'json'])
+      const messages = (r: CliResult) => r.json.findings.map((f: Finding) => [f.code, f.node, f.message, f.hint])
+      assert.deepEqual(messages(offline), messages(live))
+    } finally {
+      lab.restorePodRoute('node-a', 'node-b')
+      lab.setSysctl('node-b', 'net.ipv4.ip_forward', '1')
+      rmSync(dir, {recursive: true, force: true})
+    }
+  })
+
+  test('nftables mode: (c) and (g) give the same node findings', async () => {
+    const baseline = await (async () => {
+      lab.setMode('node-a', 'nftables')
+      lab.setMode('node-b', 'nftables')
+      return problems(await web())
+    })()
+    try {
+      assert.deepEqual(
+        baseline.filter((p) => PATH_CODES.includes(p.split(' ')[0])),
+        [],
+      )
+      lab.setSysctl('node-a', 'net.ipv4.ip_forward', '0')
+      try {
+        assert.equal(failures(lab.sample(lab.podNs('client-a'), CLUSTER_IP, 80, 3)), 3, 'the fault breaks real traffic')
+        assert.deepEqual(problems(await web()), [...baseline, 'KPD-DNS-NO-ANSWER node-b', 'KPD-NODE-FORWARDING-OFF node-a'].sort())
+      } finally {
+        lab.setSysctl('node-a', 'net.ipv4.ip_forward', '1')
+      }
+      lab.breakPodRoute('node-a', 'node-b', 'missing')
+      try {
+        assert.notEqual(direct('client-a', WEB_B1), 'answer', 'the fault breaks real traffic')
+        assert.deepEqual(problems(await web()), [...baseline, 'KPD-ROUTE-MISSING node-a'].sort())
+      } finally {
+        lab.restorePodRoute('node-a', 'node-b')
+      }
+    } finally {
+      lab.setMode('node-a', 'iptables')
+      lab.setMode('node-b', 'iptables')
+    }
+  })
+})

@@ -1,12 +1,13 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {quoteWord} from '../../model/shell.js'
-import {answered, describeTally, endpointName, endpointProbes, endpointVerdict, failed, probesRan} from './probe-evidence.js'
+import {answered, describeTally, endpointName, endpointProbes, endpointVerdict, failed, probesRan, staticCause} from './probe-evidence.js'
 
 /**
  * An endpoint that answers from its own node but not from another: the path between the two nodes breaks, on the
  * probing node (its route to the pod network, filter OUTPUT) or on the endpoint's node (ip_forward, filter FORWARD,
- * the pod's bridge port). One finding per failing node.
+ * the pod's bridge port). One finding per failing node, unless a static finding (forwarding off, a missing route, a
+ * drop) on either node already names the cause: the probe table still shows the failure.
  */
 export const endpointCrossNode: Check = {
   meta: codeEntry('KPD-ENDPOINT-CROSS-NODE'),
@@ -20,7 +21,7 @@ export const endpointCrossNode: Check = {
       const own = e.byNode.find((b) => b.node === t.podNode && answered(b.tally))!
       const podNode = ctx.cluster.nodes.find((n) => n.metadata?.name === t.podNode)
       const podCidr = podNode?.spec?.podCIDR
-      for (const b of e.byNode.filter((x) => failed(x.tally)))
+      for (const b of e.byNode.filter((x) => failed(x.tally) && !staticCause(ctx, [x.node, t.podNode!], t.host)))
         out.push({
           node: b.node,
           message:

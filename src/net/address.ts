@@ -26,8 +26,12 @@ function toBigInt(bytes: number[]): bigint {
 
 const ipCache = new Map<string, ParsedIp | null>()
 
-/** Parses an IPv4 or IPv6 address (brackets allowed); undefined when it is not one. Cached: tracers ask often. */
+/**
+ * Parses an IPv4 or IPv6 address (brackets allowed); undefined when it is not one. Cached: tracers ask often.
+ * Values from a snapshot's JSON are typed only by what the file holds: anything that is not a string is no address.
+ */
 export function parseIp(text: string): ParsedIp | undefined {
+  if (typeof text !== 'string') return undefined
   const hit = ipCache.get(text)
   if (hit !== undefined) return hit ?? undefined
   let parsed: ParsedIp | null = null
@@ -58,6 +62,7 @@ const cidrCache = new Map<string, Cidr | null>()
 
 /** `a.b.c.d/nn`, `a.b.c.d/255.255.0.0`, `x::/nn` or a bare address (a host prefix); undefined when malformed. */
 export function parseCidr(text: string): Cidr | undefined {
+  if (typeof text !== 'string') return undefined
   const hit = cidrCache.get(text)
   if (hit !== undefined) return hit ?? undefined
   let out: Cidr | null = null

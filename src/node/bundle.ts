@@ -1,6 +1,7 @@
-import {existsSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {BufferSource} from '../parse/dump-source.js'
+import {readRegularFile} from '../parse/regular-file.js'
 import {IptablesSave} from '../parse/iptables-save.js'
 import {parseBridgeState, type BridgeState} from '../parse/bridge-state.js'
 import type {NftRuleset} from '../parse/nft-ruleset.js'
@@ -88,6 +89,36 @@ function parseJson<T>(buf: Buffer | undefined): T | undefined {
   }
 }
 
+/** A recorded JSON file is used only in the shape this tool writes it; anything else counts as not recorded. */
+function shaped<T>(value: T | undefined, is: (v: unknown) => boolean): T | undefined {
+  return value !== undefined && is(value) ? value : undefined
+}
+
+const optional = (v: unknown, type: 'string' | 'number' | 'boolean') => v === undefined || typeof v === type
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+function isDnsAnswer(v: unknown): boolean {
+  return (
+    isRecord(v) &&
+    typeof v.name === 'string' &&
+    typeof v.server === 'string' &&
+    typeof v.method === 'string' &&
+    Array.isArray(v.addresses) &&
+    v.addresses.every((a) => typeof a === 'string') &&
+    optional(v.rcode, 'string') &&
+    optional(v.error, 'string')
+  )
+}
+
+function isKubeProxyStatus(v: unknown): boolean {
+  if (!isRecord(v)) return false
+  const h = v.healthz
+  const healthzOk = h === undefined || (isRecord(h) && typeof h.status === 'number' && optional(h.lastUpdated, 'string') && optional(h.currentTime, 'string') && optional(h.nodeEligible, 'boolean'))
+  const m = v.metrics
+  const metricsOk = m === undefined || (isRecord(m) && Object.values(m).every((x) => typeof x === 'number'))
+  return healthzOk && metricsOk && ['proxyMode', 'proxyModeError', 'healthzError', 'metricsError'].every((k) => optional(v[k], 'string'))
+}
+
 /** Parses one node's recording (read live by collect-node.ts, or loaded from a snapshot folder). */
 export function parseNodeRecording(name: string, rec: NodeRecording): NodeObservation {
   const text = (f: NodeFile) => rec.get(f)?.toString('utf8')
@@ -133,8 +164,8 @@ export function parseNodeRecording(name: string, rec: NodeRecording): NodeObserv
   if (!obs.iptables && !obs.nft) return {name, reachable: false, error: `neither ${NODE_FILES.iptablesSave} nor ${NODE_FILES.nftRuleset} is there`}
   const network = text(NODE_FILES.network)
   if (network !== undefined) obs.network = parseBridgeState(network)
-  obs.kubeProxy = parseJson<KubeProxyStatus>(rec.get(NODE_FILES.kubeProxy))
-  obs.dns = parseJson<DnsAnswer>(rec.get(NODE_FILES.dns))
+  obs.kubeProxy = shaped(parseJson<KubeProxyStatus>(rec.get(NODE_FILES.kubeProxy)), isKubeProxyStatus)
+  obs.dns = shaped(parseJson<DnsAnswer>(rec.get(NODE_FILES.dns)), isDnsAnswer)
   const pathReads = parseJson<RawPathReads>(rec.get(NODE_FILES.pathReads))
   if (pathReads && Array.isArray(pathReads.routeGet) && Array.isArray(pathReads.conntrack)) obs.path = interpretPathReads(pathReads)
   if (!obs.kubeProxy) delete obs.kubeProxy
@@ -148,7 +179,13 @@ export function loadNodeRecording(dir: string): NodeRecording | undefined {
   const rec: NodeRecording = new Map()
   for (const f of Object.values(NODE_FILES)) {
     const path = join(dir, f)
-    if (existsSync(path)) rec.set(f, readFileSync(path))
+    if (!existsSync(path)) continue
+    try {
+      rec.set(f, readRegularFile(path))
+    } catch (e) {
+      // A symlink, FIFO or device in a bundle: that node is unreadable, named with the file; no byte of it is read.
+      return errorRecording(`${f}: ${(e as Error).message}`)
+    }
   }
   return rec
 }

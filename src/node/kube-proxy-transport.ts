@@ -1,5 +1,5 @@
 import type {KubeConfig} from '@kubernetes/client-node'
-import {dnsLookupCommand, isNodeCommandKey, isReadableNodeFile, NODE_COMMANDS, type ArgsOf, type NodeCommand, type NodeCommandKey} from './node-commands.js'
+import {dnsLookupCommand, isNodeCommandKey, isReadableNodeFile, NODE_COMMANDS, pathSysctlNames, QUERY_ARGV, type ArgsOf, type NodeCommand, type NodeCommandKey} from './node-commands.js'
 import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription} from './node-access.js'
 import {execInPod, type ExecResult} from './kube/exec-in-pod.js'
 import type {PodRef} from './kube/find-pod.js'
@@ -18,6 +18,7 @@ const ARGV: Partial<Record<NodeCommand, string[]>> = {
   iptablesNftSave: ['iptables-nft-save'],
   ipsetSave: ['ipset', 'save'],
   kubeIpvs0: ['ip', '-o', 'addr', 'show', 'dev', 'kube-ipvs0'],
+  routeTable: ['ip', 'route', 'show'],
 }
 
 /** The sysctl names of the allow-listed `sysctls` key, read one by one from /proc/sys where `sysctl` is absent. */
@@ -101,8 +102,15 @@ export class KubeProxyNodeAccess implements NodeAccess {
     if (key === 'ipvsadm') return this.ipvsadm()
     if (key === 'sysctls') return this.sysctls()
     if (key === 'network') return this.network()
+    if (key === 'pathSysctls') return this.sysctlsOf(pathSysctlNames((args[0] as {interfaces: string[]}).interfaces))
+    if (key === 'routeGet') return this.runArgv(QUERY_ARGV.routeGet(args[0] as {address: string}))
+    if (key === 'conntrackList') return this.runArgv(QUERY_ARGV.conntrackList(args[0] as Parameters<typeof QUERY_ARGV.conntrackList>[0]))
     const argv = ARGV[key as NodeCommand]
     if (!argv) throw new Error(`node command ${key} has no argv form for the kube-proxy transport`)
+    return this.runArgv(argv)
+  }
+
+  private async runArgv(argv: string[]): Promise<RunResult> {
     const r = await this.exec(argv)
     if ('kind' in r) return this.notInImage(r.tool)
     return ran(r)
@@ -122,11 +130,16 @@ export class KubeProxyNodeAccess implements NodeAccess {
   }
 
   /** `sysctl NAME…` where the image has it; else each /proc/sys file, written as `NAME = VALUE` lines. */
-  private async sysctls(): Promise<RunResult> {
-    const r = await this.exec(['sysctl', ...SYSCTL_NAMES])
+  private sysctls(): Promise<RunResult> {
+    return this.sysctlsOf(SYSCTL_NAMES)
+  }
+
+  /** `sysctl NAME…` where the image has it; else each /proc/sys file (a missing key is left out, as sysctl says on stderr). */
+  private async sysctlsOf(names: string[]): Promise<RunResult> {
+    const r = await this.exec(['sysctl', ...names])
     if (!('kind' in r)) return ran(r)
     const lines: string[] = []
-    for (const name of SYSCTL_NAMES) {
+    for (const name of names) {
       const file = await this.readFile(`/proc/sys/${name.replaceAll('.', '/')}`)
       if (file.kind === 'read') lines.push(`${name} = ${file.content.toString('utf8').trim()}`)
     }

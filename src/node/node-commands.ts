@@ -110,9 +110,28 @@ function interfaceSysctls(iface: string): string[] {
   return [`net.ipv4.conf.${key}.rp_filter`, `net.ipv4.conf.${key}.route_localnet`]
 }
 
+/** The sysctl keys the `pathSysctls` query reads for these interfaces (validated). */
+export function pathSysctlNames(interfaces: string[]): string[] {
+  return [...PATH_SYSCTLS, ...interfaces.flatMap(interfaceSysctls)]
+}
+
 /** Without -e on purpose: a missing key (br_netfilter not loaded) is said on stderr and the other keys still print. */
 function pathSysctlsCommand(interfaces: string[]): CommandLine {
-  return ['sysctl', ...[...PATH_SYSCTLS, ...interfaces.flatMap(interfaceSysctls)].map(quote)].join(' ') as CommandLine
+  return ['sysctl', ...pathSysctlNames(interfaces).map(quote)].join(' ') as CommandLine
+}
+
+function conntrackProtocol(protocol: ConntrackProtocol): ConntrackProtocol {
+  if (!(CONNTRACK_PROTOCOLS as readonly string[]).includes(protocol)) throw new Error(`refusing to build a node command: ${JSON.stringify(protocol)} is not a conntrack protocol`)
+  return protocol
+}
+
+/**
+ * The argv of the queries that run one program, for transports that run programs without a shell (kube-proxy's Pod).
+ * The same validation as the shell forms below.
+ */
+export const QUERY_ARGV = {
+  routeGet: (a: {address: string}) => ['ip', '-o', 'route', 'get', ipArgument(a.address)],
+  conntrackList: (a: {protocol: ConntrackProtocol; address: string}) => ['conntrack', '-L', '-p', conntrackProtocol(a.protocol), '-d', ipArgument(a.address)],
 }
 
 function routeGetCommand(address: string): CommandLine {
@@ -120,8 +139,7 @@ function routeGetCommand(address: string): CommandLine {
 }
 
 function conntrackListCommand(protocol: ConntrackProtocol, address: string, isRoot: boolean): CommandLine {
-  if (!(CONNTRACK_PROTOCOLS as readonly string[]).includes(protocol)) throw new Error(`refusing to build a node command: ${JSON.stringify(protocol)} is not a conntrack protocol`)
-  const line = `conntrack -L -p ${quote(protocol)} -d ${quote(ipArgument(address))}`
+  const line = `conntrack -L -p ${quote(conntrackProtocol(protocol))} -d ${quote(ipArgument(address))}`
   return (isRoot ? line : `sudo -n ${line}`) as CommandLine
 }
 

@@ -18,7 +18,7 @@ export interface OfflineOptions {
   pods?: LabPod[]
   /** Replace a node's dump text entirely. */
   dumpFor?: Record<string, string>
-  dns?: Record<string, {addresses: string[]; error?: string; rcode?: string}>
+  dns?: Record<string, {addresses: string[]; error?: string; rcode?: string; method?: string}>
   /** Nodes in IPVS mode, with their faults; `list` reads `ipvsadm -Ln` instead of `-Sn`. */
   ipvs?: Record<string, IpvsFaults & {list?: boolean}>
   strictARP?: boolean

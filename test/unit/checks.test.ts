@@ -120,6 +120,12 @@ checkTester('cluster DNS (dns.ts)', [
   {name: 'DNS pods not ready', state: {pods: notReady('coredns-a')}, findings: [['KPD-DNS-NO-ENDPOINTS', '-', 'error']]},
   {name: 'NXDOMAIN on one node', state: {dns: {'node-b': {addresses: [], rcode: 'NXDOMAIN'}}}, findings: [['KPD-DNS-NO-ANSWER', 'node-b', 'error']]},
   {name: 'the wrong address on one node', state: {dns: {'node-a': {addresses: ['10.96.99.99']}}}, findings: [['KPD-DNS-NO-ANSWER', 'node-a', 'error']]},
+  {name: 'the query failed on one node', state: {dns: {'node-a': {addresses: [], error: 'connection refused'}}}, findings: [['KPD-DNS-NO-ANSWER', 'node-a', 'error']]},
+  {
+    name: 'not asked on one node (no TCP to the server from the node, no dig there): no verdict',
+    state: {dns: {'node-a': {addresses: [], method: 'none', error: 'port forward refused; and the node has neither dig nor nslookup'}}},
+    findings: [],
+  },
 ])
 
 checkTester('nodes and kube-proxy (node-unreadable, proxy-mode, kube-proxy-health, node-diverges)', [

@@ -70,3 +70,18 @@ test('snapshot: a Service the bundle was not recorded for is exit 2 naming what 
   assert.equal(r.code, 2)
   assert.equal(r.stderr, `kproxy-doctor: snapshot ${EXAMPLE} was recorded for shop/web, not kube-system/kube-dns\n`)
 })
+
+test("snapshot: a symbolic link inside a node's folder makes that node unreadable, named, and the other node is still diagnosed", async () => {
+  await withBundle(async (bundle, dir) => {
+    const secret = join(dir, 'hostname')
+    writeFileSync(secret, 'very-secret-host\n')
+    const dump = join(bundle, 'nodes', 'node-b', 'iptables-save.txt')
+    unlinkSync(dump)
+    symlinkSync(secret, dump)
+    const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', bundle, '-o', 'json'])
+    const nodeB = r.json.nodes.find((n: {name: string}) => n.name === 'node-b')
+    assert.deepEqual(nodeB, {name: 'node-b', reachable: false, error: `iptables-save.txt: ${dump} is a symbolic link: a bundle holds only regular files`, mode: null, modeSource: null})
+    assert.equal(r.json.nodes.find((n: {name: string}) => n.name === 'node-a').reachable, true)
+    assert.ok(!(r.stdout + r.stderr).includes('very-secret'))
+  })
+})

@@ -26,6 +26,9 @@ export const dnsNoEndpoints: Check = {
   },
 }
 
+/** DnsAnswer.method when the question could not be put to the server from the node. */
+const NOT_ASKED = 'none'
+
 export const dnsNoAnswer: Check = {
   meta: codeEntry('KPD-DNS-NO-ANSWER'),
   run(ctx) {
@@ -36,6 +39,9 @@ export const dnsNoAnswer: Check = {
       const d = o.dns
       // A node's DNS answer is for one name: a recorded answer for another Service says nothing about this one.
       if (!o.reachable || !d || !d.name.startsWith(`${ctx.service.name}.${ctx.service.namespace}.svc.`)) continue
+      // Not asked at all (no way to open TCP to the server from the node, and no dig/nslookup there, as in kube-proxy's
+      // image): nothing was learnt about DNS, so no verdict; the report's DNS section says why it was not asked.
+      if (d.method === NOT_ASKED) continue
       const cmd = `ssh ${o.name} dig +tcp ${d.name} @${d.server}`
       if (d.error) out.push({node: o.name, message: `${o.name}: asking ${d.server} for ${d.name} failed: ${d.error}`, evidence: [`method: ${d.method}`], hint: cmd})
       else if (d.rcode && d.rcode !== 'NOERROR') out.push({node: o.name, message: `${o.name}: ${d.server} answers ${d.rcode} for ${d.name}`, hint: cmd})

@@ -1,6 +1,7 @@
 import {Flags} from '@oclif/core'
 import type {LiveOptions} from '../diagnosis/gather.js'
 import {VIA, type Via} from '../diagnosis/choose-transport.js'
+import {stderrLog} from './verbose-log.js'
 
 const CLUSTER = 'CLUSTER'
 const NODES = 'NODES'
@@ -55,8 +56,23 @@ export const probeFlags = {
   }),
 }
 
+/** -v/--verbose: what the run does, on stderr (the top-level `kproxy-doctor -v` stays the version). */
+const verboseFlags = {
+  verbose: Flags.boolean({
+    char: 'v',
+    description: 'print on stderr every API request, every node command with its transport and duration, each mode decision and each ignored finding',
+    default: false,
+    helpGroup: 'OUTPUT',
+  }),
+}
+
+/** The --verbose sink, when asked for. */
+export function verboseLog(flags: {verbose?: boolean}): ((line: string) => void) | undefined {
+  return flags.verbose ? stderrLog() : undefined
+}
+
 /** Flags shared by the commands that read a cluster and its nodes. */
-export const clusterFlags = {...namespaceFlag, ...kubeFlags, ...sshFlags, ...viaFlags, ...nodeSelectionFlags}
+export const clusterFlags = {...namespaceFlag, ...kubeFlags, ...sshFlags, ...viaFlags, ...nodeSelectionFlags, ...verboseFlags}
 
 /** Flags for reading one node live (`trace --node`): given without it, they are an error, not ignored. */
 export const nodeReadFlags = {
@@ -99,6 +115,7 @@ export function liveOptions(
     'kube-proxy-namespace'?: string
     'kube-proxy-selector'?: string
   },
+  log?: (line: string) => void,
 ): LiveOptions {
   return {
     name,
@@ -114,5 +131,6 @@ export function liveOptions(
     via: flags.via as Via | undefined,
     kubeProxyNamespace: flags['kube-proxy-namespace'],
     kubeProxySelector: flags['kube-proxy-selector'],
+    log,
   }
 }

@@ -44,6 +44,8 @@ export class LiveClusterSource implements ClusterSource {
   constructor(
     kc: KubeConfig,
     private readonly timeoutMs: number,
+    /** --verbose: one line per API request with its outcome and duration. */
+    private readonly log?: (line: string) => void,
   ) {
     this.core = kc.makeApiClient(CoreV1Api)
     this.discovery = kc.makeApiClient(DiscoveryV1Api)
@@ -114,9 +116,15 @@ export class LiveClusterSource implements ClusterSource {
     const deadline = new AbortController()
     const timer = setTimeout(() => deadline.abort(), this.timeoutMs)
     const options = abortableBy(deadline.signal)
+    const startedAt = performance.now()
+    const request = `API ${verb} ${resource}${namespace ? ` -n ${namespace}` : ''}`
+    const took = () => `${((performance.now() - startedAt) / 1000).toFixed(2)}s`
     try {
-      return await fn(options)
+      const result = await fn(options)
+      this.log?.(`${request} → ok in ${took()}`)
+      return result
     } catch (e) {
+      this.log?.(`${request} → ${e instanceof ApiException ? `HTTP ${e.code}` : deadline.signal.aborted ? 'no answer' : 'failed'} in ${took()}`)
       if (deadline.signal.aborted) throw new DiagnosisError(`the API server ${this.server} did not answer ${verb} ${resource} within ${this.timeoutMs / 1000}s`)
       const where = namespace ? ` in namespace "${namespace}"` : ''
       if (e instanceof ApiException) {

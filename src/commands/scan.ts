@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 import {DoctorCommand} from '../cli/base-command.js'
 import {ignoreFlags, ignoreRules} from '../cli/ignore-config.js'
-import {clusterFlags, liveOptions, splitList} from '../cli/flags.js'
+import {clusterFlags, liveOptions, splitList, verboseLog} from '../cli/flags.js'
 import {scanLive, scanSnapshot, type ScanTarget} from '../diagnosis/scan.js'
 import type {ProxyMode} from '../model/modes/index.js'
 import {makeChalk} from '../report/human.js'
@@ -33,13 +33,14 @@ export default class Scan extends DoctorCommand {
     const {flags} = await this.parse(Scan)
     const failOn = flags['fail-on'] as FailOn
     const ignore = ignoreRules(flags)
-    const diagnoseOptions = {ignore, proxyMode: flags['proxy-mode'] as ProxyMode | undefined}
+    const log = verboseLog(flags)
+    const diagnoseOptions = {ignore, proxyMode: flags['proxy-mode'] as ProxyMode | undefined, log}
     const namespace = flags['all-namespaces'] ? undefined : (flags.namespace ?? (flags.snapshot ? 'default' : undefined))
     const target: ScanTarget = {namespace, selector: flags.selector, services: splitList(flags.services)}
     let result
     if (flags.snapshot) result = await scanSnapshot(flags.snapshot, target, {...diagnoseOptions, nodes: splitList(flags.nodes)})
     else {
-      const live = liveOptions('', flags)
+      const live = liveOptions('', flags, log)
       const {loadKubeConfig} = await import('../cluster/live-source.js')
       if (!flags['all-namespaces'] && !flags.namespace) target.namespace = loadKubeConfig(live).namespace
       result = await scanLive({...live, ...target, ...diagnoseOptions})

@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 import {DoctorCommand} from '../cli/base-command.js'
 import {ignoreFlags, ignoreRules} from '../cli/ignore-config.js'
-import {clusterFlags, LIVE_ONLY_FLAGS, liveOptions, probeFlags, splitList} from '../cli/flags.js'
+import {clusterFlags, LIVE_ONLY_FLAGS, liveOptions, probeFlags, splitList, verboseLog} from '../cli/flags.js'
 import {diagnose} from '../diagnosis/diagnose.js'
 import type {ProxyMode} from '../model/modes/index.js'
 import {gatherLive, gatherSnapshot, type GatheredLive} from '../diagnosis/gather.js'
@@ -42,12 +42,13 @@ export default class Svc extends DoctorCommand {
     const {args, flags} = await this.parse(Svc)
     if (flags.quiet && flags.output !== 'table') throw new DiagnosisError(`--quiet prints only the headline of the table: it cannot be combined with -o ${flags.output}`)
     const ignore = ignoreRules(flags)
+    const log = verboseLog(flags)
     const g = flags.snapshot
       ? await gatherSnapshot(flags.snapshot, flags.namespace ?? 'default', args.name, splitList(flags.nodes))
-      : await gatherLive({...liveOptions(args.name, flags), probe: flags.probe})
+      : await gatherLive({...liveOptions(args.name, flags, log), probe: flags.probe})
     for (const w of g.warnings) process.stderr.write(`kproxy-doctor: warning: ${w}\n`)
     const probes = flags.snapshot ? PROBES_SNAPSHOT : ((g as GatheredLive).probes ?? PROBES_OFF)
-    const d = diagnose(g.cluster, g.observations, {ignore, proxyMode: flags['proxy-mode'] as ProxyMode | undefined, probes})
+    const d = diagnose(g.cluster, g.observations, {ignore, proxyMode: flags['proxy-mode'] as ProxyMode | undefined, probes, log})
     const readVia = 'readVia' in g ? (g as GatheredLive).readVia : undefined
     // Exit 2 only when every node was tried and failed; nodes left API-only (no way in, --via none) still get a report.
     const apiOnly = readVia ? [...readVia.values()].some((v) => v.transport === null) : false

@@ -4,6 +4,7 @@ import type {NodeCollection} from '../node/collect-node.js'
 import type {NodeAccess} from '../node/node-access.js'
 import {mapBounded} from '../node/select-nodes.js'
 import {sshConfigNames, transportConnector, transportNotes, TransportUnavailable, type NodeConnector, type TransportName} from '../node/transports.js'
+import type {VerboseLog} from '../node/logged-access.js'
 
 /** `--via`: how nodes are read. `auto`: SSH where the SSH config names the node, else kube-proxy's Pod, else API-only. */
 export const VIA = ['auto', 'ssh', 'kube-proxy', 'debug-pod', 'none'] as const
@@ -31,6 +32,7 @@ export interface TransportChoiceOptions {
   kubeConfig?: () => KubeConfig
   kubeProxyNamespace?: string
   kubeProxySelector?: string
+  log?: VerboseLog
 }
 
 export interface NodeReads {
@@ -62,6 +64,7 @@ export async function readNodesThrough(targets: Array<{name: string; address?: s
         sshConfig: opts.sshConfig,
         insecureIgnoreHostKey: opts.insecureIgnoreHostKey,
         timeoutMs: opts.timeoutMs,
+        log: opts.log,
         kube: opts.kubeConfig
           ? {kubeConfig: opts.kubeConfig(), pods: {namespace: opts.kubeProxyNamespace ?? DEFAULT_KUBE_PROXY_NAMESPACE, labelSelector: opts.kubeProxySelector ?? DEFAULT_KUBE_PROXY_SELECTOR}}
           : undefined,

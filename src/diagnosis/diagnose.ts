@@ -32,6 +32,8 @@ export interface DiagnoseOptions {
   proxyMode?: ProxyMode
   /** The live probe stage's results (svc); without it the diagnosis is static. */
   probes?: ProbeRun
+  /** --verbose: each node's mode decision and each silenced finding. */
+  log?: (line: string) => void
 }
 
 const PROBES_NOT_RUN: ProbeRun = {ran: false, reason: 'live probes were not run'}
@@ -49,9 +51,11 @@ export function diagnose(cluster: ClusterState, observations: NodeObservation[],
     const choice = chooseMode(obs, facts, configured, opts.proxyMode)
     if (!choice) {
       const decision = decideMode(obs, facts, configured, opts.proxyMode)
+      opts.log?.(`${obs.name}: proxy mode ${decision.mode} (${decision.source}): its data was not read, so its rules are not judged`)
       if (decision.mode === 'ipvs') unsupported.push({node: obs.name, mode: 'ipvs', source: `${decision.source}; but no ipvsadm output was read`})
       continue
     }
+    opts.log?.(`${obs.name}: proxy mode ${choice.mode} (${choice.source})${choice.leftovers.length > 0 ? `; also found: ${choice.leftovers.join('; ')}` : ''}`)
     const expected = expectedService(cluster, obs.name)
     const dataplane = choice.dataplane
     const view: NodeView = {
@@ -88,8 +92,10 @@ export function diagnose(cluster: ClusterState, observations: NodeObservation[],
   const ignored: Diagnosis['ignored'] = []
   for (const f of context.findings) {
     const rule = silencingRule(rules, f, namespace, name)
-    if (rule) ignored.push({...f, ignoredBy: rule})
-    else findings.push(f)
+    if (rule) {
+      ignored.push({...f, ignoredBy: rule})
+      opts.log?.(`ignored ${f.code}${f.node ? ` [${f.node}]` : ''} (${rule.source}${rule.reason ? `: ${rule.reason}` : ''}): ${f.message}`)
+    } else findings.push(f)
   }
   const ignoredBreaks = new Map<PathResult, string>()
   for (const p of paths) {

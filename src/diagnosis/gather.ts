@@ -14,6 +14,7 @@ import {nodeAddress} from './node-address.js'
 import {probeNodes} from './probe-stage.js'
 import type {ProbeRun} from '../node/tcp-probe.js'
 import {isNodeName} from '../model/names.js'
+import type {VerboseLog} from '../node/logged-access.js'
 
 export interface Gathered {
   cluster: ClusterState
@@ -41,6 +42,8 @@ export interface LiveOptions {
   kubeProxySelector?: string
   /** Live probes from each node after it is read (svc); off unless asked. */
   probe?: boolean
+  /** --verbose: every API request and node operation, on stderr. */
+  log?: VerboseLog
 }
 
 export interface GatheredLive extends Gathered {
@@ -59,7 +62,7 @@ async function liveModules() {
   return {LiveClusterSource, loadKubeConfig, collectNode}
 }
 
-async function sshConnector(opts: {sshConfig?: string; insecureIgnoreHostKey: boolean; timeoutMs: number}): Promise<NodeConnector> {
+async function sshConnector(opts: {sshConfig?: string; insecureIgnoreHostKey: boolean; timeoutMs: number; log?: VerboseLog}): Promise<NodeConnector> {
   try {
     return await transportConnector('ssh', opts)
   } catch (e) {
@@ -71,7 +74,7 @@ export async function gatherLive(opts: LiveOptions): Promise<GatheredLive> {
   const {LiveClusterSource, loadKubeConfig} = await liveModules()
   const {kc, namespace: ctxNamespace} = loadKubeConfig(opts)
   const namespace = opts.namespace ?? ctxNamespace
-  const source = new LiveClusterSource(kc, opts.timeoutMs)
+  const source = new LiveClusterSource(kc, opts.timeoutMs, opts.log)
   const cluster = await readClusterState(source, namespace, opts.name)
   const endpointNodes = new Set(cluster.slices.flatMap((s) => (s.endpoints ?? []).map((e) => e.nodeName ?? '')))
   const selection = selectNodes(cluster.nodes, endpointNodes, {only: opts.nodes, all: opts.allNodes})
@@ -87,7 +90,7 @@ export async function gatherLive(opts: LiveOptions): Promise<GatheredLive> {
  * (a port-forward reaches only the node's loopback, not the Service's or the endpoints' addresses): its probe entry
  * says so.
  */
-async function probeConnector(readVia: Map<string, NodeReadVia>, opts: {sshConfig?: string; insecureIgnoreHostKey: boolean; timeoutMs: number}): Promise<NodeConnector> {
+async function probeConnector(readVia: Map<string, NodeReadVia>, opts: {sshConfig?: string; insecureIgnoreHostKey: boolean; timeoutMs: number; log?: VerboseLog}): Promise<NodeConnector> {
   const viaSsh = [...readVia.values()].some((v) => v.transport === 'ssh')
   const ssh = viaSsh ? await sshConnector(opts) : undefined
   return async (target) => {
@@ -119,7 +122,7 @@ export function hostKeyWarnings(opts: {insecureIgnoreHostKey: boolean}): string[
 export async function readNodesLive(
   nodes: V1Node[],
   names: string[],
-  opts: Pick<LiveOptions, 'sshConfig' | 'insecureIgnoreHostKey' | 'timeoutMs' | 'concurrency' | 'kubeconfig' | 'context' | 'via' | 'kubeProxyNamespace' | 'kubeProxySelector'>,
+  opts: Pick<LiveOptions, 'sshConfig' | 'insecureIgnoreHostKey' | 'timeoutMs' | 'concurrency' | 'kubeconfig' | 'context' | 'via' | 'kubeProxyNamespace' | 'kubeProxySelector' | 'log'>,
   dns: {name: string; server: string} | undefined,
   path?: PathTargets,
 ): Promise<{observations: NodeObservation[]; recordings: Map<string, NodeRecording>; readVia: Map<string, NodeReadVia>; warnings: string[]}> {
@@ -128,7 +131,9 @@ export async function readNodesLive(
     const node = nodes.find((n) => n.metadata?.name === name)
     return {name, address: node && nodeAddress(node)}
   })
-  const reads = await readNodesThrough(targets, {...opts, kubeConfig: () => loadKubeConfig(opts).kc}, opts.concurrency, (name, connect) => collectNode(name, connect, {timeoutMs: opts.timeoutMs, dns, path}))
+  const reads = await readNodesThrough(targets, {...opts, kubeConfig: () => loadKubeConfig(opts).kc}, opts.concurrency, (name, connect) =>
+    collectNode(name, connect, {timeoutMs: opts.timeoutMs, dns, path}),
+  )
   const read = names.filter((n) => reads.collected.has(n))
   return {
     observations: read.map((n) => reads.collected.get(n)!.observation),

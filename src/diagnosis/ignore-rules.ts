@@ -31,9 +31,6 @@ export function checkIgnoreRules(rules: IgnoreRule[]): void {
 export function silencingRule(rules: IgnoreRule[], finding: Finding, namespace: string, service: string): IgnoreRule | undefined {
   return rules.find(
     (r) =>
-      r.code === finding.code &&
-      (r.namespace === undefined || r.namespace === namespace) &&
-      (r.service === undefined || r.service === service) &&
-      (r.node === undefined || r.node === finding.node),
+      r.code === finding.code && (r.namespace === undefined || r.namespace === namespace) && (r.service === undefined || r.service === service) && (r.node === undefined || r.node === finding.node),
   )
 }

@@ -50,7 +50,7 @@ export type ScanLiveOptions = Omit<LiveOptions, 'name' | 'outDir' | 'namespace'>
 export async function scanLive(opts: ScanLiveOptions): Promise<ScanResult> {
   const [{LiveClusterSource, loadKubeConfig}] = await Promise.all([import('../cluster/live-source.js')])
   const {kc} = loadKubeConfig(opts)
-  const source = new CachedClusterSource(new LiveClusterSource(kc, opts.timeoutMs))
+  const source = new CachedClusterSource(new LiveClusterSource(kc, opts.timeoutMs, opts.log))
   const states = await readStates(source, opts)
   const nodes = await source.listNodes()
   const endpointNodes = new Set(states.flatMap((s) => (s.state ? s.state.slices.flatMap((sl) => (sl.endpoints ?? []).map((e) => e.nodeName ?? '')) : [])))

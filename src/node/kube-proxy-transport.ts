@@ -33,7 +33,7 @@ const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1'])
 const MISSING_EFFECT: Record<string, string> = {
   ipvsadm: ': IPVS state read from /proc/net/ip_vs instead',
   sysctl: ': sysctls read from /proc/sys instead',
-  ip: ': kube-ipvs0 addresses, links and neighbours not read (the pod-to-bridge-port mapping of the hairpin check)',
+  ip: ": kube-ipvs0 addresses, links, neighbours and routes not read (the hairpin check's pod-to-bridge-port mapping, the route checks)",
   bridge: ': the bridge FDB not read (the pod-to-bridge-port mapping of the hairpin check)',
   nslookup: ': DNS from the node not asked',
 }

@@ -125,7 +125,9 @@ export class SshSession {
       const timer = setTimeout(() => reject(new SshError(`port forward to ${ip}:${port} timed out`)), this.timeoutMs)
       this.client.forwardOut('127.0.0.1', 0, ip, port, (err, stream) => {
         clearTimeout(timer)
-        if (err) reject(new SshError(`the node's sshd refused a port forward to ${ip}:${port}: ${err.message}`))
+        // RFC 4254 reason 1: sshd itself will not forward (AllowTcpForwarding, PermitOpen), which says nothing about ip:port.
+        if (err && (err as Error & {reason?: unknown}).reason === 1) reject(new SshError(`the node's sshd does not allow port forwarding to ${ip}:${port} (administratively prohibited)`))
+        else if (err) reject(new SshError(`port forward from the node to ${ip}:${port} failed: ${err.message}`))
         else resolve(stream)
       })
     })

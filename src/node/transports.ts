@@ -2,6 +2,7 @@ import {join} from 'node:path'
 import type {KubeConfig} from '@kubernetes/client-node'
 import type {NodeAccess} from './node-access.js'
 import type {PodSelector} from './kube/find-pod.js'
+import {loggedAccess, type VerboseLog} from './logged-access.js'
 
 /** DNS-1123 subdomain: what Kubernetes allows in a node name, and so nothing that climbs out of a folder. */
 const NODE_NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/
@@ -22,6 +23,8 @@ export interface TransportOptions {
   nodesDir?: string
   /** kube-proxy: the cluster's credentials and which Pods are kube-proxy's. */
   kube?: {kubeConfig: KubeConfig; pods: PodSelector}
+  /** --verbose: every command, stream and file read on a node, with its transport and duration. */
+  log?: VerboseLog
 }
 
 /** This way in does not exist for the node (no Pod there, RBAC refuses): nothing was tried on the node itself. */
@@ -87,8 +90,21 @@ const TRANSPORTS = {
 
 export type TransportName = keyof typeof TRANSPORTS
 
-export function transportConnector(name: TransportName, opts: TransportOptions): Promise<NodeConnector> {
-  return TRANSPORTS[name](opts)
+export async function transportConnector(name: TransportName, opts: TransportOptions): Promise<NodeConnector> {
+  const connect = await TRANSPORTS[name](opts)
+  const log = opts.log
+  if (!log) return connect
+  return async (target) => {
+    const startedAt = performance.now()
+    try {
+      const access = await connect(target)
+      log(`${target.name} [${name} ${access.describe().address}] connected in ${((performance.now() - startedAt) / 1000).toFixed(2)}s`)
+      return loggedAccess(access, target.name, log)
+    } catch (e) {
+      log(`${target.name} [${name}] not connected after ${((performance.now() - startedAt) / 1000).toFixed(2)}s: ${(e as Error).message}`)
+      throw e
+    }
+  }
 }
 
 /**

@@ -100,9 +100,10 @@ describe("svc reads nodes through kube-proxy's Pods (pods/exec, pods/portforward
       assert.ok(findings(r).includes('KPD-SEP-MISSING@node-b'), JSON.stringify(findings(r)))
       assert.ok(!findings(r).some((f: string) => f.endsWith('@node-a') && !f.startsWith('KPD-NODE-DIVERGES')), JSON.stringify(findings(r)))
       const notRead = node(r, 'node-a').readVia.notRead
-      assert.deepEqual(notRead.map((l: string) => l.split(' ')[0]).sort(), ['bridge', 'ip', 'ipvsadm'])
+      assert.deepEqual(notRead.map((l: string) => l.split(' ')[0]).sort(), ['bridge', 'ip', 'ipvsadm', 'sysctl'])
       assert.ok(notRead.includes(NO_IPVS), notRead.join('\n'))
-      assert.ok(notRead.includes('ip not in the kube-proxy image: kube-ipvs0 addresses, links and neighbours not read (the pod-to-bridge-port mapping of the hairpin check)'))
+      assert.ok(notRead.includes('sysctl not in the kube-proxy image: sysctls read from /proc/sys instead'), notRead.join('\n'))
+      assert.ok(notRead.includes("ip not in the kube-proxy image: kube-ipvs0 addresses, links, neighbours and routes not read (the hairpin check's pod-to-bridge-port mapping, the route checks)"))
       assert.equal(node(r, 'node-a').reachable, true)
     } finally {
       lab.api.opts.podSandbox = labPodSandbox(lab, LAB_IMAGE)

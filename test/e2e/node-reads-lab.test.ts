@@ -54,6 +54,32 @@ describe('node reads against the netns lab: what is sent to the node, and what c
     for (const node of ['node-a', 'node-b']) assert.deepEqual([...lab.commandLog(node)].sort(), expectedCommands(node), `commands sent to ${node}`)
   })
 
+  test('--verbose: stderr names every API request, every node command with its transport and duration, each mode decision; stdout stays one JSON document', async () => {
+    lab.clearCommandLogs()
+    const r = await runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json', '--verbose'])
+    assert.equal(r.code, 0, r.stdout + r.stderr)
+    assert.equal(JSON.parse(r.stdout).kind, 'ServiceReport')
+    const lines = r.stderr.split('\n').filter((l) => l.startsWith('kproxy-doctor: +'))
+    for (const request of ['API get services -n shop', 'API list endpointslices.discovery.k8s.io -n shop', 'API list pods -n shop', 'API list nodes'])
+      assert.ok(
+        lines.some((l) => new RegExp(`\\+\\d+\\.\\d\\ds ${request.replaceAll('.', '\\.')} → ok in \\d+\\.\\d\\ds$`).test(l)),
+        `${request} in:\n${r.stderr}`,
+      )
+    for (const node of ['node-a', 'node-b']) {
+      const runs = lines.filter((l) => l.includes(` ${node} [ssh `) && / run [a-zA-Z]+/.test(l))
+      assert.equal(runs.length, lab.commandLog(node).length, `one verbose line per command sshd received on ${node}:\n${runs.join('\n')}`)
+      for (const l of runs) assert.match(l, / → exit \d+, \d+ (B|KiB) in \d+\.\d\ds$/)
+      assert.ok(
+        lines.some((l) => l.includes(`${node}: proxy mode iptables (${JSON.parse(r.stdout).nodes.find((n: {name: string}) => n.name === node).modeSource})`)),
+        r.stderr,
+      )
+      assert.ok(
+        lines.some((l) => l.includes(` ${node} [ssh `) && l.includes(` tcp ${CLUSTER_IP}:80 → open in `)),
+        `the ClusterIP probe from ${node}:\n${r.stderr}`,
+      )
+    }
+  })
+
   test('collect records the path reads; real traffic leaves conntrack entries DNATed to the endpoints; an unreachable route is read as such', async () => {
     const answers = lab.sample(lab.podNs('client-a'), CLUSTER_IP, 80, 4)
     assert.ok(

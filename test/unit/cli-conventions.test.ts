@@ -55,8 +55,27 @@ test('svc help groups its flags and lists exactly the flags svc honours', async 
     'snapshot',
     'ssh-config',
     'timeout',
+    'verbose',
     'via',
   ])
+})
+
+test('-v/--verbose: the mode decision and each ignored finding on stderr; stdout is the same report', async () => {
+  const base = ['svc', 'web', '-n', 'shop', '--snapshot', 'examples/broken-cluster', '-o', 'json', '--ignore', 'KPD-HAIRPIN-OFF']
+  const quiet = await runCli(base)
+  const verbose = await runCli([...base, '-v'])
+  assert.equal(verbose.code, quiet.code)
+  const withoutTime = (out: string) => out.replace(/"time": "[^"]*"/, '')
+  assert.equal(withoutTime(verbose.stdout), withoutTime(quiet.stdout))
+  assert.equal(quiet.stderr, '')
+  const lines = verbose.stderr
+    .trimEnd()
+    .split('\n')
+    .map((l) => l.replace(/^kproxy-doctor: \+\d+\.\d\ds /, ''))
+  const nodes = JSON.parse(quiet.stdout).nodes as Array<{name: string; modeSource: string}>
+  const unsilenced = JSON.parse((await runCli(base.slice(0, -2))).stdout).findings as Array<{code: string; message: string}>
+  const hairpin = unsilenced.find((f) => f.code === 'KPD-HAIRPIN-OFF')!
+  assert.deepEqual(lines, [...nodes.map((n) => `${n.name}: proxy mode iptables (${n.modeSource})`), `ignored KPD-HAIRPIN-OFF [node-a] (--ignore): ${hairpin.message}`])
 })
 
 test('version, --version: the same line; -v is not taken by the version', async () => {

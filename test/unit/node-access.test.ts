@@ -9,6 +9,7 @@ import {collectNode} from '../../src/node/collect-node.js'
 import type {FileRead, NodeAccess, RunResult, TcpOpen} from '../../src/node/node-access.js'
 import type {ArgsOf, CommandLine, NodeCommandKey} from '../../src/node/node-commands.js'
 import {SnapshotNodeAccess} from '../../src/node/snapshot-transport.js'
+import {loggedAccess} from '../../src/node/logged-access.js'
 import {SshNodeAccess, type SshChannel} from '../../src/node/ssh-transport.js'
 import type {ExecResult} from '../../src/node/ssh-session.js'
 import {kubeProxyRules} from '../lab/kube-proxy-rules.js'
@@ -177,3 +178,39 @@ test('ssh transport: only allow-list keys reach exec (refused by the type checke
   await new SshNodeAccess(root).run('ipvsadm')
   assert.deepEqual(root.lines, ['id -u', 'ipvsadm -Sn'])
 })
+
+test('loggedAccess: one line per command, stream and file read with the transport, outcome and duration; results unchanged', async () => {
+  const dir = 'examples/broken-cluster/nodes/node-a'
+  const plain = SnapshotNodeAccess.fromFolder(dir)
+  const lines: string[] = []
+  const logged = loggedAccess(SnapshotNodeAccess.fromFolder(dir), 'node-a', (l) => lines.push(l))
+  const [a, b] = [await plain.run('iptablesSave'), await logged.run('iptablesSave')]
+  assert.deepEqual(b, a)
+  assert.equal(a.kind, 'ran')
+  await logged.run('ipvsadm')
+  await logged.readFile('/proc/sys/net/ipv4/ip_forward')
+  await logged.openTcp('10.96.10.10', 80, 1000)
+  const where = `node-a [snapshot ${plain.describe().address}]`
+  const size = a.kind === 'ran' ? a.stdout.length : 0
+  assert.deepEqual(
+    lines.map((l) => l.replace(/ in \d+\.\d\ds$/, '')),
+    [
+      `${where} run iptablesSave → exit 0, ${size < 10_240 ? `${size} B` : `${Math.round(size / 1024)} KiB`}`,
+      `${where} run ipvsadm → ${describeRun(await plain.run('ipvsadm'))}`,
+      `${where} read /proc/sys/net/ipv4/ip_forward → ${describeFile(await plain.readFile('/proc/sys/net/ipv4/ip_forward'))}`,
+      `${where} tcp 10.96.10.10:80 → ${describeTcp(await (plain as NodeAccess).openTcp('10.96.10.10', 80, 1000))}`,
+    ],
+  )
+})
+
+function describeRun(r: RunResult): string {
+  return r.kind === 'ran' ? `exit ${r.code}, ${r.stdout.length} B` : `not recorded (${r.what})`
+}
+
+function describeFile(r: FileRead): string {
+  return r.kind === 'read' ? `${r.content.length} B` : r.kind === 'missing' ? `missing: ${r.reason}` : `not recorded (${r.what})`
+}
+
+function describeTcp(r: TcpOpen): string {
+  return r.kind === 'open' ? 'open' : `${r.outcome}: ${r.reason}`
+}

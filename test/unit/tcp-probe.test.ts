@@ -59,6 +59,8 @@ test('probe errors are classified by what the peer said', () => {
   assert.equal(classifyOpenError(new Error('connect ECONNREFUSED 127.0.0.1:9')), 'refused')
   assert.equal(classifyOpenError(new Error('(SSH) Channel open failure: No route to host')), 'unreachable')
   assert.equal(classifyOpenError(new Error('(SSH) Channel open failure: open failed')), 'not-probed')
+  assert.equal(classifyOpenError(new Error("the node's sshd does not allow port forwarding to 10.0.0.1:80 (administratively prohibited)")), 'not-probed')
+  assert.equal(classifyOpenError(new Error('port forward from the node to 10.0.0.1:80 failed: (SSH) Channel open failure: Connection refused')), 'refused')
 })
 
 test('probes through a NodeAccess keep its typed outcome: a timed-out port forward is a timeout, not "not probed"', async () => {

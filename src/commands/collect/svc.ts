@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 import {DoctorCommand} from '../../cli/base-command.js'
-import {clusterFlags, liveOptions} from '../../cli/flags.js'
+import {clusterFlags, liveOptions, verboseLog} from '../../cli/flags.js'
 import {gatherLive} from '../../diagnosis/gather.js'
 import {checkBundleOut, writeBundle} from '../../diagnosis/write-bundle.js'
 
@@ -18,7 +18,7 @@ export default class CollectSvc extends DoctorCommand {
     const {args, flags} = await this.parse(CollectSvc)
     // Refuse an unusable --out before spending a minute reading the cluster and its nodes.
     checkBundleOut(flags.out, flags.force)
-    const g = await gatherLive(liveOptions(args.name, flags))
+    const g = await gatherLive(liveOptions(args.name, flags, verboseLog(flags)))
     writeBundle(flags.out, g.cluster, g.recordings, {namespace: g.namespace, name: args.name, context: flags.context, observations: g.observations}, {force: flags.force})
     const bad = g.observations.filter((o) => !o.reachable)
     process.stdout.write(`wrote ${flags.out}: ${g.observations.length - bad.length} node(s) read${bad.length ? `, ${bad.length} not (${bad.map((o) => o.name).join(', ')})` : ''}\n`)

@@ -55,6 +55,14 @@ export const probeFlags = {
   }),
 }
 
+/** `--fail-on` (svc, scan): what exits 1 besides an error finding; checked by report/report.ts parseFailOn. */
+export const failOnFlag = {
+  'fail-on': Flags.string({
+    default: 'error',
+    description: 'exit 1 on: error (an error finding, always), warning (a warning too), skipped (a required check that could not run); comma list, e.g. warning,skipped',
+  }),
+}
+
 /** Flags shared by the commands that read a cluster and its nodes. */
 export const clusterFlags = {...namespaceFlag, ...kubeFlags, ...sshFlags, ...viaFlags, ...nodeSelectionFlags}
 

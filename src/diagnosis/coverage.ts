@@ -21,7 +21,7 @@ const PATH_READ_CODES = [...SYSCTL_CODES, ...ROUTE_CODES, ...CONNTRACK_CODES]
 const RULE_CODES = CATALOGUE.filter((e) => NODE_SIDE_FAMILIES.has(e.family) && !PROBE_CODES.includes(e.code) && !PATH_READ_CODES.includes(e.code)).map((e) => e.code)
 const HAIRPIN_CODES = CATALOGUE.filter((e) => e.family === 'hairpin').map((e) => e.code)
 
-export const COVERAGE_CHECKS = {
+const COVERAGE_CHECKS = {
   /** Everything read on the node: rules, packet paths, kube-proxy's endpoints, DNS from the node, probes. */
   'node-read': [...RULE_CODES, ...PATH_READ_CODES, ...HEALTH_CODES, ...METRICS_CODES, ...DNS_CODES, ...PROBE_CODES],
   /** The node's rules judged in its proxy mode, and the paths traced through them. */

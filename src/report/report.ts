@@ -215,7 +215,7 @@ export interface FailOn {
   skipped: boolean
 }
 
-export const DEFAULT_FAIL_ON: FailOn = {severity: 'error', skipped: false}
+const DEFAULT_FAIL_ON: FailOn = {severity: 'error', skipped: false}
 
 /** `--fail-on error|warning|skipped`, or a comma list of them (`warning,skipped`); a string is the error message. */
 export function parseFailOn(value: string): FailOn | string {

@@ -60,6 +60,7 @@ export const failOnFlag = {
   'fail-on': Flags.string({
     default: 'error',
     description: 'exit 1 on: error (an error finding, always), warning (a warning too), skipped (a required check that could not run); comma list, e.g. warning,skipped',
+    helpGroup: 'DIAGNOSIS',
   }),
 }
 

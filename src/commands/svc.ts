@@ -52,10 +52,9 @@ export default class Svc extends DoctorCommand {
     const probes = flags.snapshot ? PROBES_SNAPSHOT : ((g as GatheredLive).probes ?? PROBES_OFF)
     const readVia = 'readVia' in g ? (g as GatheredLive).readVia : undefined
     const d = diagnose(g.cluster, g.observations, {ignore, proxyMode: flags['proxy-mode'] as ProxyMode | undefined, probes, readVia})
-    // Exit 2 only when every node was tried and failed; nodes left API-only (no way in, --via none) still get a report.
-    const apiOnly = readVia ? [...readVia.values()].some((v) => v.transport === null) : false
-    if (d.context.nodes.length === 0 && d.context.unsupported.length === 0 && !d.context.service.notProxied && !apiOnly)
-      throw new DiagnosisError(`no node could be read: ${g.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}`)
+    // No node read: the API-side checks still ran and are reported; every node is in notChecked (required when tried).
+    if (g.observations.length > 0 && !g.observations.some((o) => o.reachable))
+      process.stderr.write(`kproxy-doctor: warning: no node could be read: ${g.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}\n`)
     const context = flags.snapshot ? null : await currentContext(flags)
     const notes = [g.selectionNote, readVia && apiOnlyNote(readVia)].filter((n): n is string => !!n)
     const built = buildReport(d, {explain: flags.explain, notes, meta: {toolVersion: this.config.version, time: new Date().toISOString(), context}})

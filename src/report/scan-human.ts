@@ -6,7 +6,7 @@ const SEVERITY_MARK = {error: '✗', warning: '!', info: 'i'} as const
 
 /** The scan for people: the verdict, one row per Service, then the findings by Service and code, nodes listed once. */
 export function renderScanHuman(r: ScanReport, c: ChalkInstance): string {
-  const lines: string[] = [r.ok ? c.green(r.summary) : c.red.bold(r.summary), '']
+  const lines: string[] = [r.summary.startsWith('✓') ? c.green(r.summary) : r.summary.startsWith('?') ? c.yellow(r.summary) : c.red.bold(r.summary), '']
   const readable = r.nodes.filter((n) => n.reachable).length
   const table = new Table({head: ['Service', 'type', 'endpoints', 'worst finding', 'nodes'], style: {head: [], border: []}})
   for (const s of r.services) {

@@ -1,6 +1,7 @@
 import type {ChalkInstance} from 'chalk'
 import Table from 'cli-table3'
 import {groupFindings, worstFinding, type ScanReport} from './scan-report.js'
+import {renderNotChecked} from './coverage-human.js'
 
 const SEVERITY_MARK = {error: '✗', warning: '!', info: 'i'} as const
 
@@ -34,6 +35,9 @@ export function renderScanHuman(r: ScanReport, c: ChalkInstance): string {
     lines.push('', c.bold('Skipped'))
     for (const s of r.skipped) lines.push(`  ${s.namespace}/${s.name}: ${s.reason}`)
   }
+  // What could not be checked is about nodes, not Services: each entry once, whichever Services it was found for.
+  const notChecked = [...new Map(r.services.flatMap((s) => s.notChecked).map((n) => [JSON.stringify([n.node, n.check, n.reason, n.required]), n])).values()]
+  lines.push(...renderNotChecked({notChecked}, c))
   for (const n of r.notes) lines.push(c.dim(`note: ${n}`))
   return lines.join('\n')
 }

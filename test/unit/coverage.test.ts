@@ -9,6 +9,7 @@ import {buildReport, exitCode, parseFailOn, type Report} from '../../src/report/
 import {renderNotChecked} from '../../src/report/coverage-human.js'
 import {buildScanReport} from '../../src/report/scan-report.js'
 import {renderJunit} from '../../src/report/junit.js'
+import {renderScanHuman} from '../../src/report/scan-human.js'
 import {offlineCluster, type OfflineOptions} from '../helpers/offline-cluster.js'
 import {runCli} from '../helpers/run-cli.js'
 
@@ -244,6 +245,12 @@ describe('human and JUnit rendering of checks not run', () => {
       ),
       skippedXml,
     )
+    const human = renderScanHuman(lenient, plain).split('\n')
+    assert.deepEqual(human.slice(human.indexOf('Not checked (1 required, 1 not required):')), [
+      'Not checked (1 required, 1 not required):',
+      '  ? dns-from-node (KPD-DNS-NO-ANSWER) on node-a: web.shop.svc.cluster.local not asked of 10.96.0.10: no way',
+      `  - live-probes (KPD-VIP-FAILS, KPD-ENDPOINT-CROSS-NODE, KPD-BACKEND-REFUSED, KPD-PROBE-CONTRADICTS): ${PROBES_OFF_ROW[3]} (not required)`,
+    ])
     const strict = buildScanReport(scan, 'namespace shop', {severity: 'error', skipped: true})
     assert.equal(strict.ok, false)
     assert.equal(strict.summary, '✗ namespace shop: 1 of 1 diagnosed Services are broken or have checks that could not run (0 skipped; 2 of 2 nodes read)')

@@ -71,6 +71,15 @@ export function verboseLog(flags: {verbose?: boolean}): ((line: string) => void)
   return flags.verbose ? stderrLog() : undefined
 }
 
+/** `--fail-on` (svc, scan): what exits 1 besides an error finding; checked by report/report.ts parseFailOn. */
+export const failOnFlag = {
+  'fail-on': Flags.string({
+    default: 'error',
+    description: 'exit 1 on: error (an error finding, always), warning (a warning too), skipped (a required check that could not run); comma list, e.g. warning,skipped',
+    helpGroup: 'DIAGNOSIS',
+  }),
+}
+
 /** Flags shared by the commands that read a cluster and its nodes. */
 export const clusterFlags = {...namespaceFlag, ...kubeFlags, ...sshFlags, ...viaFlags, ...nodeSelectionFlags, ...verboseFlags}
 

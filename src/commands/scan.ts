@@ -1,13 +1,15 @@
 import {Flags} from '@oclif/core'
 import {DoctorCommand} from '../cli/base-command.js'
 import {ignoreFlags, ignoreRules} from '../cli/ignore-config.js'
-import {clusterFlags, liveOptions, splitList, verboseLog} from '../cli/flags.js'
+import {clusterFlags, failOnFlag, liveOptions, splitList, verboseLog} from '../cli/flags.js'
 import {scanLive, scanSnapshot, type ScanTarget} from '../diagnosis/scan.js'
 import type {ProxyMode} from '../model/modes/index.js'
 import {makeChalk} from '../report/human.js'
 import {renderJunit} from '../report/junit.js'
 import {renderScanHuman} from '../report/scan-human.js'
-import {buildScanReport, scanExitCode, type FailOn} from '../report/scan-report.js'
+import {parseFailOn} from '../report/report.js'
+import {buildScanReport, scanExitCode} from '../report/scan-report.js'
+import {DiagnosisError} from '../errors.js'
 
 export default class Scan extends DoctorCommand {
   static override summary = 'Diagnose every Service of a namespace (or the cluster) in one run, each node read once: for CI smoke checks'
@@ -15,6 +17,7 @@ export default class Scan extends DoctorCommand {
     '<%= config.bin %> scan -n shop',
     '<%= config.bin %> scan -A -o junit > kproxy-doctor.xml',
     '<%= config.bin %> scan -n shop -l tier=frontend --fail-on warning',
+    '<%= config.bin %> scan -A --fail-on error,skipped -o junit',
     '<%= config.bin %> scan -n shop --snapshot examples/broken-cluster',
   ]
   static override flags = {
@@ -23,7 +26,7 @@ export default class Scan extends DoctorCommand {
     selector: Flags.string({char: 'l', description: 'only Services with these labels (kubectl label selector syntax)'}),
     services: Flags.string({description: 'only these Services (comma-separated names)'}),
     output: Flags.string({char: 'o', options: ['table', 'json', 'junit'], default: 'table', description: 'output format'}),
-    'fail-on': Flags.string({options: ['error', 'warning'], default: 'error', description: 'exit 1 when a Service has a finding of this severity or worse'}),
+    ...failOnFlag,
     snapshot: Flags.string({description: 'scan a recorded bundle instead of a live cluster'}),
     ...ignoreFlags,
     'proxy-mode': Flags.string({options: ['iptables', 'nftables', 'ipvs'], description: 'judge every node in this kube-proxy mode, whatever kube-proxy and the rules say'}),
@@ -31,7 +34,8 @@ export default class Scan extends DoctorCommand {
 
   async run(): Promise<void> {
     const {flags} = await this.parse(Scan)
-    const failOn = flags['fail-on'] as FailOn
+    const failOn = parseFailOn(flags['fail-on'])
+    if (typeof failOn === 'string') throw new DiagnosisError(failOn)
     const ignore = ignoreRules(flags)
     const log = verboseLog(flags)
     const diagnoseOptions = {ignore, proxyMode: flags['proxy-mode'] as ProxyMode | undefined, log}

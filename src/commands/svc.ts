@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 import {DoctorCommand} from '../cli/base-command.js'
 import {ignoreFlags, ignoreRules} from '../cli/ignore-config.js'
-import {clusterFlags, LIVE_ONLY_FLAGS, liveOptions, probeFlags, splitList, verboseLog} from '../cli/flags.js'
+import {clusterFlags, failOnFlag, LIVE_ONLY_FLAGS, liveOptions, probeFlags, splitList, verboseLog} from '../cli/flags.js'
 import {diagnose} from '../diagnosis/diagnose.js'
 import type {ProxyMode} from '../model/modes/index.js'
 import {gatherLive, gatherSnapshot, type GatheredLive} from '../diagnosis/gather.js'
@@ -10,7 +10,7 @@ import {DiagnosisError} from '../errors.js'
 import {serialize, withReadVia} from '../report/document.js'
 import {apiOnlyNote, renderReadVia} from '../report/read-via.js'
 import {makeChalk, renderHeadline, renderHuman} from '../report/human.js'
-import {buildReport, exitCode} from '../report/report.js'
+import {buildReport, exitCode, parseFailOn} from '../report/report.js'
 
 const OUTPUT = 'OUTPUT'
 const DIAGNOSIS = 'DIAGNOSIS'
@@ -18,7 +18,7 @@ const DIAGNOSIS = 'DIAGNOSIS'
 export default class Svc extends DoctorCommand {
   static override summary = 'Diagnose one Service: where its packet path breaks, on which node, and what to run next'
   static override usage = [
-    'svc NAME [-n NAMESPACE] [--context CTX] [--kubeconfig FILE] [--ssh-config FILE] [--nodes a,b | --all-nodes] [--no-probe] [-o table|json|yaml] [-q | --explain]',
+    'svc NAME [-n NAMESPACE] [--context CTX] [--kubeconfig FILE] [--ssh-config FILE] [--nodes a,b | --all-nodes] [--no-probe] [--fail-on error|warning|skipped,…] [-o table|json|yaml] [-q | --explain]',
     'svc NAME [-n NAMESPACE] --snapshot DIR [--nodes a,b] [-o table|json|yaml] [-q | --explain]',
   ]
   static override examples = [
@@ -35,6 +35,7 @@ export default class Svc extends DoctorCommand {
     explain: Flags.boolean({description: 'show the rule-by-rule trace behind each broken path', default: false, helpGroup: OUTPUT}),
     snapshot: Flags.string({description: 'diagnose a recorded bundle (see `collect svc`) instead of a live cluster', helpGroup: 'CLUSTER', exclusive: LIVE_ONLY_FLAGS}),
     ...ignoreFlags,
+    ...failOnFlag,
     'proxy-mode': Flags.string({options: ['iptables', 'nftables', 'ipvs'], description: 'judge every node in this kube-proxy mode, whatever kube-proxy and the rules say', helpGroup: DIAGNOSIS}),
   }
 
@@ -43,17 +44,18 @@ export default class Svc extends DoctorCommand {
     if (flags.quiet && flags.output !== 'table') throw new DiagnosisError(`--quiet prints only the headline of the table: it cannot be combined with -o ${flags.output}`)
     const ignore = ignoreRules(flags)
     const log = verboseLog(flags)
+    const failOn = parseFailOn(flags['fail-on'])
+    if (typeof failOn === 'string') throw new DiagnosisError(failOn)
     const g = flags.snapshot
       ? await gatherSnapshot(flags.snapshot, flags.namespace ?? 'default', args.name, splitList(flags.nodes))
       : await gatherLive({...liveOptions(args.name, flags, log), probe: flags.probe})
     for (const w of g.warnings) process.stderr.write(`kproxy-doctor: warning: ${w}\n`)
     const probes = flags.snapshot ? PROBES_SNAPSHOT : ((g as GatheredLive).probes ?? PROBES_OFF)
-    const d = diagnose(g.cluster, g.observations, {ignore, proxyMode: flags['proxy-mode'] as ProxyMode | undefined, probes, log})
     const readVia = 'readVia' in g ? (g as GatheredLive).readVia : undefined
-    // Exit 2 only when every node was tried and failed; nodes left API-only (no way in, --via none) still get a report.
-    const apiOnly = readVia ? [...readVia.values()].some((v) => v.transport === null) : false
-    if (d.context.nodes.length === 0 && d.context.unsupported.length === 0 && !d.context.service.notProxied && !apiOnly)
-      throw new DiagnosisError(`no node could be read: ${g.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}`)
+    const d = diagnose(g.cluster, g.observations, {ignore, proxyMode: flags['proxy-mode'] as ProxyMode | undefined, probes, readVia, log})
+    // No node read: the API-side checks still ran and are reported; every node is in notChecked (required when tried).
+    if (g.observations.length > 0 && !g.observations.some((o) => o.reachable))
+      process.stderr.write(`kproxy-doctor: warning: no node could be read: ${g.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}\n`)
     const context = flags.snapshot ? null : await currentContext(flags)
     const notes = [g.selectionNote, readVia && apiOnlyNote(readVia)].filter((n): n is string => !!n)
     const built = buildReport(d, {explain: flags.explain, notes, meta: {toolVersion: this.config.version, time: new Date().toISOString(), context}})
@@ -63,7 +65,7 @@ export default class Svc extends DoctorCommand {
     if (flags.output === 'json' || flags.output === 'yaml') process.stdout.write(serialize(report, flags.output))
     else if (flags.quiet) process.stdout.write(renderHeadline(report, c) + '\n')
     else process.stdout.write(renderHuman(report, c) + '\n' + (readVia ? '\n' + renderReadVia(readVia, [...new Set(order)]) + '\n' : ''))
-    process.exitCode = exitCode(report)
+    process.exitCode = exitCode(report, failOn)
   }
 }
 

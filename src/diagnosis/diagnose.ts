@@ -10,6 +10,8 @@ import {silencingRule, type IgnoreRule} from './ignore-rules.js'
 import {nodeAddress} from './node-address.js'
 import type {ProbeRun} from '../node/tcp-probe.js'
 import type {ProbeAware} from '../checks/rules/probe-evidence.js'
+import type {NodeReadVia} from './choose-transport.js'
+import {notChecked, type NotChecked} from './coverage.js'
 
 export interface Diagnosis {
   cluster: ClusterState
@@ -22,6 +24,8 @@ export interface Diagnosis {
   ignoredBreaks: Map<PathResult, string>
   /** The live probes the checks used, or why there were none. */
   probes: ProbeRun
+  /** Every check that could not run, per node, with the reason and whether the run was expected to make it. */
+  notChecked: NotChecked[]
   ok: boolean
 }
 
@@ -34,6 +38,8 @@ export interface DiagnoseOptions {
   probes?: ProbeRun
   /** --verbose: each node's mode decision and each silenced finding. */
   log?: (line: string) => void
+  /** How each selected node was read live, or why it was left API-only (for what was not checked). */
+  readVia?: Map<string, NodeReadVia>
 }
 
 const PROBES_NOT_RUN: ProbeRun = {ran: false, reason: 'live probes were not run'}
@@ -105,5 +111,6 @@ export function diagnose(cluster: ClusterState, observations: NodeObservation[],
     const silenced = ignored.find(explained)
     if (silenced && !findings.some(explained)) ignoredBreaks.set(p, silenced.code)
   }
-  return {cluster, context, findings, ignored, paths, ignoredBreaks, probes, ok: !findings.some((f) => f.severity === 'error')}
+  const skipped = notChecked({context, probes, readVia: opts.readVia})
+  return {cluster, context, findings, ignored, paths, ignoredBreaks, probes, notChecked: skipped, ok: !findings.some((f) => f.severity === 'error')}
 }

@@ -56,8 +56,8 @@ export async function scanLive(opts: ScanLiveOptions): Promise<ScanResult> {
   const endpointNodes = new Set(states.flatMap((s) => (s.state ? s.state.slices.flatMap((sl) => (sl.endpoints ?? []).map((e) => e.nodeName ?? '')) : [])))
   const selection = selectNodes(nodes, endpointNodes, {only: opts.nodes, all: opts.allNodes})
   const dns = dnsSelfLookup(states.find((s) => s.state)?.state)
-  const {observations} = await readNodesLive(nodes, selection.names, opts, dns)
-  return {outcomes: judge(states, observations, opts), observations, selectionNote: selection.note, warnings: hostKeyWarnings(opts), notes: SCAN_NOTES}
+  const {observations, readVia} = await readNodesLive(nodes, selection.names, opts, dns)
+  return {outcomes: judge(states, observations, {...opts, readVia}), observations, selectionNote: selection.note, warnings: hostKeyWarnings(opts), notes: SCAN_NOTES}
 }
 
 /** Every matching Service recorded in a snapshot bundle. */

@@ -3,6 +3,7 @@ import Table from 'cli-table3'
 import type {ProbeReport, Report} from './report.js'
 import {ENTRIES} from '../model/paths.js'
 import {renderTraceTree} from './trace-tree.js'
+import {renderNotChecked} from './coverage-human.js'
 
 /** FORCE_COLOR (any value but 0/false) turns colours on even into a pipe, as in Node itself; else NO_COLOR or a non-terminal turns them off. */
 export function makeChalk(stream: NodeJS.WriteStream): ChalkInstance {
@@ -58,6 +59,7 @@ export function renderHuman(r: Report, c: ChalkInstance): string {
     lines.push(table.toString())
   }
   lines.push(...renderProbes(r.probes, c))
+  lines.push(...renderNotChecked(r, c))
   const count = (sev: string) => r.findings.filter((f) => f.severity === sev).length
   lines.push('')
   lines.push(c.bold(`Findings: ${count('error')} error(s), ${count('warning')} warning(s), ${count('info')} info`))

@@ -1,5 +1,6 @@
 import {CATALOGUE, codeEntry} from '../checks/catalogue.js'
-import {groupFindings, type FailOn, type ScanReport} from './scan-report.js'
+import type {FailOn} from './report.js'
+import {groupFindings, type ScanReport} from './scan-report.js'
 
 const FAMILIES = [...new Set(CATALOGUE.map((e) => e.family))]
 const checkFamily = (code: string) => codeEntry(code).family
@@ -16,10 +17,11 @@ function xml(text: string): string {
 
 /**
  * JUnit XML for CI: one testsuite per Service, one testcase per check family; a family fails when it has a finding at
- * or above --fail-on, carrying the findings' text. Skipped Services are one skipped testcase with the reason.
+ * or above --fail-on, carrying the findings' text. Skipped Services are one skipped testcase with the reason. Required
+ * checks that could not run are one more testcase, "not checked": skipped, or a failure with `--fail-on skipped`.
  */
 export function renderJunit(r: ScanReport, failOn: FailOn): string {
-  const fails = (severity: string) => severity === 'error' || (failOn === 'warning' && severity === 'warning')
+  const fails = (severity: string) => severity === 'error' || (failOn.severity === 'warning' && severity === 'warning')
   const suites: string[] = []
   let total = 0
   let failures = 0
@@ -39,10 +41,22 @@ export function renderJunit(r: ScanReport, failOn: FailOn): string {
             : ''
       return {failed: failing.length > 0, xml: `    <testcase classname="${xml(id)}" name="${xml(family)}">${body}</testcase>`}
     })
+    const notRun = s.notChecked.filter((n) => n.required)
+    let suiteSkipped = 0
+    if (notRun.length > 0) {
+      const text = notRun.map((n) => `${n.node ?? 'all nodes'}: ${n.check}: ${n.reason}`).join('\n')
+      const message = `${notRun.length} check(s) could not run`
+      if (failOn.skipped) cases.push({failed: true, xml: `    <testcase classname="${xml(id)}" name="not checked"><failure type="skipped" message="${xml(message)}">${xml(text)}</failure></testcase>`})
+      else {
+        suiteSkipped = 1
+        cases.push({failed: false, xml: `    <testcase classname="${xml(id)}" name="not checked"><skipped message="${xml(message)}"/><system-out>${xml(text)}</system-out></testcase>`})
+      }
+    }
     const suiteFailures = cases.filter((c) => c.failed).length
     total += cases.length
     failures += suiteFailures
-    suites.push(`  <testsuite name="${xml(id)}" tests="${cases.length}" failures="${suiteFailures}" errors="0" skipped="0">\n${cases.map((c) => c.xml).join('\n')}\n  </testsuite>`)
+    skippedTotal += suiteSkipped
+    suites.push(`  <testsuite name="${xml(id)}" tests="${cases.length}" failures="${suiteFailures}" errors="0" skipped="${suiteSkipped}">\n${cases.map((c) => c.xml).join('\n')}\n  </testsuite>`)
   }
   for (const s of r.skipped) {
     const id = `${s.namespace}/${s.name}`

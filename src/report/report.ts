@@ -6,6 +6,7 @@ import type {TraceResult} from '../trace/types.js'
 import {API_VERSION, type DocumentMeta} from './document.js'
 import {joinHostPort} from '../net/host-port.js'
 import type {ProbeRun} from '../node/tcp-probe.js'
+import type {NotChecked} from '../diagnosis/coverage.js'
 
 /** The JSON contract (README "JSON output"). The human report is rendered from this same object. */
 export interface Report {
@@ -31,6 +32,11 @@ export interface Report {
   probes: ProbeReport
   /** The Service's name asked of cluster DNS from each node. */
   dns: Array<{node: string; name: string; server: string; addresses: string[]; rcode: string | null; method: string; error: string | null}>
+  /**
+   * Every check that could not run, per node (null: the whole run), with the codes it would have produced and why;
+   * `required` ones keep the headline from saying ✓ and fail `--fail-on skipped`.
+   */
+  notChecked: NotChecked[]
   notes: string[]
 }
 
@@ -126,6 +132,11 @@ function firstLine(d: Diagnosis, findings: Finding[]): {summary: string; next: s
   const warnings = findings.filter((f) => f.severity === 'warning').length
   if (svc.notProxied) return {summary: `✓ ${id}: ${svc.notProxied}`, next: null}
   if (readable === 0) return {summary: `? ${id}: no node could be read, the packet path is unchecked`, next: findings[0]?.hint ?? null}
+  const required = d.notChecked.filter((n) => n.required).length
+  if (required > 0) {
+    const also = [warnings ? `${warnings} warning(s)` : '', d.ignored.length > 0 ? `${d.ignored.length} ignored` : ''].filter(Boolean)
+    return {summary: `? ${id}: no fault found in what was checked, but ${required} check(s) could not run (see Not checked)${also.length ? `; ${also.join(', ')}` : ''}`, next: findings[0]?.hint ?? null}
+  }
   const silenced = [...new Set(d.ignoredBreaks.values())]
   const works = silenced.length > 0 ? `every traced path works on ${readable} node(s) except breaks silenced by ignore rules (${silenced.join(', ')})` : `every traced path works on ${readable} node(s)`
   const ignoredCount = d.ignored.length > 0 ? `, ${d.ignored.length} ignored` : ''
@@ -185,11 +196,38 @@ export function buildReport(d: Diagnosis, opts: ReportOptions = {}): Report {
     dns: d.context.observations.flatMap((o) =>
       o.dns ? [{node: o.name, name: o.dns.name, server: o.dns.server, addresses: o.dns.addresses, rcode: o.dns.rcode ?? null, method: o.dns.method, error: o.dns.error ?? null}] : [],
     ),
+    notChecked: d.notChecked,
     notes: opts.notes ?? [],
   }
 }
 
-/** 0: no error finding; 1: at least one. (2 is for a diagnosis that could not be made, see errors.ts.) */
-export function exitCode(r: Report): number {
-  return r.ok ? 0 : 1
+/**
+ * 0: nothing --fail-on names; 1: an error finding (always), a warning with `warning`, a required check that could not
+ * run with `skipped`. (2 is for a diagnosis that could not be made, see errors.ts.)
+ */
+export function exitCode(r: Report, failOn: FailOn = DEFAULT_FAIL_ON): number {
+  return fails(r, failOn) ? 1 : 0
+}
+
+/** What makes a Service fail a run (`--fail-on`): findings of this severity or worse, and, with `skipped`, required checks not made. */
+export interface FailOn {
+  severity: 'error' | 'warning'
+  skipped: boolean
+}
+
+const DEFAULT_FAIL_ON: FailOn = {severity: 'error', skipped: false}
+
+/** `--fail-on error|warning|skipped`, or a comma list of them (`warning,skipped`); a string is the error message. */
+export function parseFailOn(value: string): FailOn | string {
+  const words = value.split(',').map((w) => w.trim()).filter(Boolean)
+  const bad = words.find((w) => w !== 'error' && w !== 'warning' && w !== 'skipped')
+  if (bad !== undefined || words.length === 0) return `--fail-on takes error, warning, skipped or a comma list of them (got "${value}")`
+  return {severity: words.includes('warning') ? 'warning' : 'error', skipped: words.includes('skipped')}
+}
+
+/** Whether one Service's report fails the run under --fail-on. */
+export function fails(r: Report, failOn: FailOn): boolean {
+  if (!r.ok) return true
+  if (failOn.severity === 'warning' && r.findings.some((f) => f.severity === 'warning')) return true
+  return failOn.skipped && r.notChecked.some((n) => n.required)
 }

@@ -1,12 +1,13 @@
 import type {ChalkInstance} from 'chalk'
 import Table from 'cli-table3'
 import {groupFindings, worstFinding, type ScanReport} from './scan-report.js'
+import {renderNotChecked} from './coverage-human.js'
 
 const SEVERITY_MARK = {error: '✗', warning: '!', info: 'i'} as const
 
 /** The scan for people: the verdict, one row per Service, then the findings by Service and code, nodes listed once. */
 export function renderScanHuman(r: ScanReport, c: ChalkInstance): string {
-  const lines: string[] = [r.ok ? c.green(r.summary) : c.red.bold(r.summary), '']
+  const lines: string[] = [r.summary.startsWith('✓') ? c.green(r.summary) : r.summary.startsWith('?') ? c.yellow(r.summary) : c.red.bold(r.summary), '']
   const readable = r.nodes.filter((n) => n.reachable).length
   const table = new Table({head: ['Service', 'type', 'endpoints', 'worst finding', 'nodes'], style: {head: [], border: []}})
   for (const s of r.services) {
@@ -34,6 +35,9 @@ export function renderScanHuman(r: ScanReport, c: ChalkInstance): string {
     lines.push('', c.bold('Skipped'))
     for (const s of r.skipped) lines.push(`  ${s.namespace}/${s.name}: ${s.reason}`)
   }
+  // What could not be checked is about nodes, not Services: each entry once, whichever Services it was found for.
+  const notChecked = [...new Map(r.services.flatMap((s) => s.notChecked).map((n) => [JSON.stringify([n.node, n.check, n.reason, n.required]), n])).values()]
+  lines.push(...renderNotChecked({notChecked}, c))
   for (const n of r.notes) lines.push(c.dim(`note: ${n}`))
   return lines.join('\n')
 }

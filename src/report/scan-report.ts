@@ -1,15 +1,13 @@
 import type {Finding} from '../checks/check.js'
 import type {ScanResult} from '../diagnosis/scan.js'
-import {buildReport, type Report} from './report.js'
-
-export type FailOn = 'error' | 'warning'
+import {buildReport, fails, type FailOn, type Report} from './report.js'
 
 /** The JSON contract of `scan -o json`: per Service the same shape as `svc -o json`. */
 export interface ScanReport {
   kind: 'ScanReport'
   ok: boolean
   summary: string
-  counts: {services: number; diagnosed: number; skipped: number; withErrors: number; withWarnings: number}
+  counts: {services: number; diagnosed: number; skipped: number; withErrors: number; withWarnings: number; withChecksNotRun: number}
   services: Report[]
   skipped: Array<{namespace: string; name: string; type: string; reason: string}>
   nodes: Array<{name: string; reachable: boolean; error: string | null}>
@@ -32,16 +30,22 @@ export function buildScanReport(scan: ScanResult, scope: string, failOn: FailOn)
   const skipped = scan.outcomes.flatMap((o) => (o.skipped ? [{namespace: o.namespace, name: o.name, type: o.type, reason: o.skipped}] : []))
   const withErrors = services.filter((s) => s.findings.some((f) => f.severity === 'error')).length
   const withWarnings = services.filter((s) => s.findings.some((f) => f.severity === 'warning')).length
-  const failing = failOn === 'warning' ? services.filter((s) => s.findings.some((f) => f.severity !== 'info')).length : withErrors
+  const withChecksNotRun = services.filter((s) => s.notChecked.some((n) => n.required)).length
+  const failing = services.filter((s) => fails(s, failOn)).length
   const readable = scan.observations.filter((o) => o.reachable).length
-  const mark = failing > 0 ? '✗' : '✓'
+  const mark = failing > 0 ? '✗' : withChecksNotRun > 0 ? '?' : '✓'
+  const what = [failOn.severity === 'warning' ? 'have errors or warnings' : 'are broken', ...(failOn.skipped ? ['have checks that could not run'] : [])].join(' or ')
   const verdict =
-    failing > 0 ? `${failing} of ${services.length} diagnosed Services ${failOn === 'warning' ? 'have errors or warnings' : 'are broken'}` : `all ${services.length} diagnosed Services work`
+    failing > 0
+      ? `${failing} of ${services.length} diagnosed Services ${what}`
+      : withChecksNotRun > 0
+        ? `no fault found in what was checked, but ${withChecksNotRun} of ${services.length} diagnosed Services have checks that could not run (see Not checked)`
+        : `all ${services.length} diagnosed Services work`
   return {
     kind: 'ScanReport',
     ok: failing === 0,
     summary: `${mark} ${scope}: ${verdict} (${skipped.length} skipped; ${readable} of ${scan.observations.length} nodes read)`,
-    counts: {services: scan.outcomes.length, diagnosed: services.length, skipped: skipped.length, withErrors, withWarnings},
+    counts: {services: scan.outcomes.length, diagnosed: services.length, skipped: skipped.length, withErrors, withWarnings, withChecksNotRun},
     services,
     skipped,
     nodes: scan.observations.map((o) => ({name: o.name, reachable: o.reachable, error: o.error ?? null})),

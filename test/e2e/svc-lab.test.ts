@@ -60,6 +60,11 @@ describe('svc against the netns lab', {skip: why}, () => {
     assert.deepEqual(codes(r), [])
     assert.equal(r.json.ok, true)
     assert.match(r.json.summary, /^✓ shop\/web/)
+    // Read over SSH with probes: every check the run was expected to make was made.
+    assert.deepEqual(
+      r.json.notChecked.filter((n: {required: boolean}) => n.required),
+      [],
+    )
     assert.ok(r.json.paths.length >= 8)
     assert.ok(
       r.json.paths.every((p: {ok: boolean}) => p.ok === true),
@@ -391,14 +396,25 @@ describe('svc against the netns lab', {skip: why}, () => {
     }
   })
 
-  test('unknown host key is refused unless --insecure-ignore-host-key, which warns', async () => {
+  test('unknown host key is refused unless --insecure-ignore-host-key, which warns; the API-side checks are still reported', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'kpd-kh-'))
     try {
       const cfg = join(dir, 'ssh_config')
       writeFileSync(cfg, (await import('node:fs')).readFileSync(lab.sshConfigPath, 'utf8').replaceAll(join(lab.dir, 'known_hosts'), join(dir, 'empty_known_hosts')))
       const refused = await runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', cfg, '-o', 'json'])
-      assert.equal(refused.code, 2, 'no node readable: the diagnosis cannot be made')
-      assert.match(refused.stderr, /not in known_hosts/)
+      // No node readable: the API-side checks are still reported, every node listed as not checked (required).
+      assert.equal(refused.code, 0, refused.stderr)
+      assert.match(refused.stderr, /warning: no node could be read: .*not in known_hosts/)
+      assert.equal(refused.json.summary, '? shop/web: no node could be read, the packet path is unchecked')
+      assert.deepEqual(
+        refused.json.notChecked.filter((n: {check: string}) => n.check === 'node-read').map((n: {node: string; required: boolean}) => [n.node, n.required]),
+        [
+          ['node-a', true],
+          ['node-b', true],
+        ],
+      )
+      const strict = await runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', cfg, '--fail-on', 'skipped'])
+      assert.equal(strict.code, 1, 'required checks not made fail --fail-on skipped')
       const forced = await runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', cfg, '-o', 'json', '--insecure-ignore-host-key'])
       assert.equal(forced.code, 0)
       assert.match(forced.stderr, /warning: host keys are NOT checked/)

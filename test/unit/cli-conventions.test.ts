@@ -42,6 +42,7 @@ test('svc help groups its flags and lists exactly the flags svc honours', async 
     'config',
     'context',
     'explain',
+    'fail-on',
     'ignore',
     'insecure-ignore-host-key',
     'kube-proxy-namespace',

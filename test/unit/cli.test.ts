@@ -45,7 +45,7 @@ test('--explain shows the walk behind a broken path', async () => {
   assert.match(r.stdout, /DNAT → 10\.244\.2\.7:8080/)
 })
 
-test('a garbage dump makes that node unreadable with the line; no readable node is exit 2', async () => {
+test('a garbage dump makes that node unreadable with the line; with no readable node the API-side checks are still reported', async () => {
   const dir = join(tmp, 'garbage')
   cpSync('examples/healthy-cluster', dir, {recursive: true})
   writeFileSync(join(dir, 'nodes/node-b/iptables-save.txt'), '*nat\n:PREROUTING ACCEPT [0:0]\nthis is not a rule\nCOMMIT\n')
@@ -54,9 +54,24 @@ test('a garbage dump makes that node unreadable with the line; no readable node 
   const b = one.json.nodes.find((n: {name: string}) => n.name === 'node-b')
   assert.match(b.error, /line 3: not iptables-save output/)
   writeFileSync(join(dir, 'nodes/node-a/iptables-save.txt'), '<html>oops</html>\n')
-  const none = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', dir])
-  assert.equal(none.code, 2)
-  assert.match(none.stderr, /^kproxy-doctor: no node could be read: node-a: .*line 1/)
+  const none = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', dir, '-o', 'json'])
+  assert.equal(none.code, 0)
+  assert.match(none.stderr, /^kproxy-doctor: warning: no node could be read: node-a: .*line 1/)
+  assert.equal(none.json.summary, '? shop/web: no node could be read, the packet path is unchecked')
+  assert.deepEqual(
+    none.json.notChecked.map((n: {node: string; check: string; required: boolean}) => [n.node, n.check, n.required]),
+    [
+      ['node-a', 'node-read', true],
+      ['node-b', 'node-read', true],
+      [null, 'live-probes', false],
+    ],
+  )
+  assert.deepEqual(
+    none.json.findings.map((f: {code: string; node: string}) => `${f.code}@${f.node}`),
+    ['KPD-NODE-UNREADABLE@node-a', 'KPD-NODE-UNREADABLE@node-b'],
+  )
+  const strict = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', dir, '--fail-on', 'skipped'])
+  assert.equal(strict.code, 1)
 })
 
 test('one-line errors with exit 2: unknown Service, unreachable API, unknown context, bad flags', async () => {

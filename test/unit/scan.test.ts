@@ -60,7 +60,7 @@ test('scan: every Service of the namespace with the same checks as svc, exact fi
     assert.equal(r.code, 1, r.stderr)
     assert.equal(r.json.kind, 'ScanReport')
     assert.equal(r.json.ok, false)
-    assert.deepEqual(r.json.counts, {services: 4, diagnosed: 2, skipped: 2, withErrors: 2, withWarnings: 2})
+    assert.deepEqual(r.json.counts, {services: 4, diagnosed: 2, skipped: 2, withErrors: 2, withWarnings: 2, withChecksNotRun: 0})
     assert.deepEqual(findingsOf(r.json), [
       {service: 'shop/empty', code: 'KPD-PROXY-SYNC-FAILURES', node: 'node-a'},
       {service: 'shop/empty', code: 'KPD-PROXY-SYNC-FAILURES', node: 'node-b'},

@@ -1,0 +1,132 @@
+import {CATALOGUE} from '../checks/catalogue.js'
+import type {CheckContext} from '../checks/check.js'
+import type {NodeObservation} from '../node/bundle.js'
+import type {ProbeRun} from '../node/tcp-probe.js'
+import type {NodeReadVia} from './choose-transport.js'
+
+/**
+ * The checks a run can fail to make, each with the finding codes it would have produced. `required` on a
+ * NotChecked entry says whether the run was expected to make it (see notChecked below): a required check that
+ * could not run keeps the headline from saying ✓, and `--fail-on skipped` fails on it.
+ */
+const NODE_SIDE_FAMILIES = new Set(['rules', 'hairpin', 'path'])
+const PROBE_CODES = ['KPD-VIP-FAILS', 'KPD-ENDPOINT-CROSS-NODE', 'KPD-BACKEND-REFUSED', 'KPD-PROBE-CONTRADICTS']
+const HEALTH_CODES = ['KPD-PROXY-UNHEALTHY']
+const METRICS_CODES = ['KPD-PROXY-STUCK', 'KPD-PROXY-SYNC-FAILURES']
+const DNS_CODES = ['KPD-DNS-NO-ANSWER']
+const SYSCTL_CODES = ['KPD-NODE-FORWARDING-OFF', 'KPD-BRIDGE-NF-OFF']
+const ROUTE_CODES = ['KPD-ROUTE-MISSING']
+const CONNTRACK_CODES = ['KPD-CONNTRACK-STALE', 'KPD-CONNTRACK-FULL']
+const PATH_READ_CODES = [...SYSCTL_CODES, ...ROUTE_CODES, ...CONNTRACK_CODES]
+const RULE_CODES = CATALOGUE.filter((e) => NODE_SIDE_FAMILIES.has(e.family) && !PROBE_CODES.includes(e.code) && !PATH_READ_CODES.includes(e.code)).map((e) => e.code)
+const HAIRPIN_CODES = CATALOGUE.filter((e) => e.family === 'hairpin').map((e) => e.code)
+
+const COVERAGE_CHECKS = {
+  /** Everything read on the node: rules, packet paths, kube-proxy's endpoints, DNS from the node, probes. */
+  'node-read': [...RULE_CODES, ...PATH_READ_CODES, ...HEALTH_CODES, ...METRICS_CODES, ...DNS_CODES, ...PROBE_CODES],
+  /** The node's rules judged in its proxy mode, and the paths traced through them. */
+  'proxy-rules': RULE_CODES,
+  sysctls: SYSCTL_CODES,
+  routes: ROUTE_CODES,
+  conntrack: CONNTRACK_CODES,
+  /** The packet-path reads as a whole (sysctls, routes, conntrack). */
+  'path-reads': PATH_READ_CODES,
+  'kube-proxy-healthz': HEALTH_CODES,
+  'kube-proxy-metrics': METRICS_CODES,
+  'dns-from-node': DNS_CODES,
+  /** The pod-to-bridge-port mapping the hairpin checks use. */
+  hairpin: HAIRPIN_CODES,
+  'live-probes': PROBE_CODES,
+} as const
+
+type CoverageCheck = keyof typeof COVERAGE_CHECKS
+
+/** One check that could not run: where (null: the whole run), which, the codes it would have given, and why. */
+export interface NotChecked {
+  node: string | null
+  check: CoverageCheck
+  codes: string[]
+  reason: string
+  /** The run was expected to make it (not something the user opted out of, nor the nature of the input). */
+  required: boolean
+}
+
+export interface CoverageInputs {
+  context: Pick<CheckContext, 'observations' | 'unsupported' | 'service'>
+  probes: ProbeRun
+  /** How each selected node was read live, or why it was left API-only; absent for a snapshot. */
+  readVia?: Map<string, NodeReadVia>
+}
+
+const entry = (node: string | null, check: CoverageCheck, reason: string, required: boolean): NotChecked => ({node, check, codes: [...COVERAGE_CHECKS[check]], reason, required})
+
+/**
+ * Every check the run could not make, per node, with the reason. Required: a check the run was expected to make and
+ * could not (node unreadable, no way in, RBAC denial, tool missing, read failed, endpoint not answering, DNS not
+ * asked, mode not judged). Not required: what the user opted out of (--via none, --no-probe) or what the input cannot
+ * give by nature (a snapshot opens no connection; kube-proxy's Pod cannot open TCP to other addresses; a scan makes
+ * no packet-path reads and no probes; lookups over the per-node cap).
+ */
+export function notChecked(inputs: CoverageInputs): NotChecked[] {
+  const out: NotChecked[] = []
+  const {context, probes, readVia} = inputs
+  const notProxied = !!context.service.notProxied
+  for (const [name, via] of [...(readVia ?? new Map<string, NodeReadVia>())].sort(([a], [b]) => a.localeCompare(b))) {
+    if (via.transport === null) out.push(entry(name, 'node-read', `not read: ${via.why}`, via.why !== 'API-only (--via none)'))
+  }
+  for (const o of [...context.observations].sort((a, b) => a.name.localeCompare(b.name))) {
+    if (!o.reachable) {
+      out.push(entry(o.name, 'node-read', `not read: ${o.error ?? 'unreadable'}`, true))
+      continue
+    }
+    if (notProxied) continue
+    out.push(...nodeGaps(o, readVia?.get(o.name), `${context.service.name}.${context.service.namespace}.svc.`))
+  }
+  for (const u of context.unsupported) out.push(entry(u.node, 'proxy-rules', `${u.mode} rules not judged: ${u.source}`, true))
+  if (!notProxied) out.push(...probeGaps(probes))
+  return out
+}
+
+/** What a read node could not give: its transport's missing tools, path reads, kube-proxy's endpoints, DNS. */
+function nodeGaps(o: NodeObservation, via: NodeReadVia | undefined, dnsPrefix: string): NotChecked[] {
+  const out: NotChecked[] = []
+  // A node's DNS answer is for one name (a scan asks the DNS Service's own): only this Service's counts.
+  const dns = o.dns?.name.startsWith(dnsPrefix) ? o.dns : undefined
+  // A tool the transport went around ("… read from /proc/… instead") cost nothing.
+  for (const what of via?.notRead ?? []) {
+    if (/ instead$/.test(what)) continue
+    const check: CoverageCheck = /hairpin/.test(what) ? 'hairpin' : /DNS/.test(what) ? 'dns-from-node' : /sysctl/.test(what) ? 'sysctls' : 'node-read'
+    if (check === 'dns-from-node' && dns?.method === 'none') continue
+    out.push(entry(o.name, check, what, true))
+  }
+  const path = o.path
+  if (!path) out.push(entry(o.name, 'path-reads', 'no packet-path reads were made or recorded for this node (a scan does not make them; an older bundle has no path-reads.json)', false))
+  else {
+    if (path.sysctls?.status === 'not-read') out.push(entry(o.name, 'sysctls', path.sysctls.reason, true))
+    if (path.routeTable?.status === 'not-read') out.push(entry(o.name, 'routes', path.routeTable.reason, true))
+    for (const l of path.routeLookups) if (l.result.status === 'not-read') out.push(entry(o.name, 'routes', l.result.reason, true))
+    for (const c of path.conntrack) if (c.result.status === 'not-read') out.push(entry(o.name, 'conntrack', c.result.reason, true))
+    for (const s of path.skipped) out.push(entry(o.name, 'routes', s, false))
+  }
+  const kp = o.kubeProxy
+  if (kp?.healthzError) out.push(entry(o.name, 'kube-proxy-healthz', `kube-proxy's /healthz did not answer: ${kp.healthzError}`, true))
+  if (kp?.metricsError) out.push(entry(o.name, 'kube-proxy-metrics', `kube-proxy's /metrics did not answer: ${kp.metricsError}`, true))
+  if (dns?.method === 'none') out.push(entry(o.name, 'dns-from-node', `${dns.name} not asked of ${dns.server}: ${dns.error ?? 'no way to ask'}`, true))
+  return out
+}
+
+/**
+ * Probes not run at all (always the user's choice or the input's nature: --no-probe, a snapshot, a scan), a node not
+ * probed, a target the transport would not open.
+ */
+function probeGaps(probes: ProbeRun): NotChecked[] {
+  if (!probes.ran) return [entry(null, 'live-probes', probes.reason, false)]
+  const out: NotChecked[] = []
+  for (const n of [...probes.nodes].sort((a, b) => a.node.localeCompare(b.node))) {
+    // A node read through kube-proxy's Pod cannot open TCP to other addresses by nature: listed, not required.
+    if (n.error) out.push(entry(n.node, 'live-probes', n.error, !/^not probed: read through /.test(n.error)))
+    const refused = [...new Set(n.tallies.flatMap((t) => (t.notProbed ? [t.notProbed] : [])))]
+    for (const why of refused) out.push(entry(n.node, 'live-probes', `some targets not probed: ${why}`, true))
+  }
+  return out
+}

@@ -1,0 +1,261 @@
+import assert from 'node:assert/strict'
+import {describe, test} from 'node:test'
+import {Chalk} from 'chalk'
+import {diagnose, type DiagnoseOptions} from '../../src/diagnosis/diagnose.js'
+import type {NodeReadVia} from '../../src/diagnosis/choose-transport.js'
+import {PROBES_OFF} from '../../src/diagnosis/probe-stage.js'
+import type {NodeObservation} from '../../src/node/bundle.js'
+import {buildReport, exitCode, parseFailOn, type Report} from '../../src/report/report.js'
+import {renderNotChecked} from '../../src/report/coverage-human.js'
+import {buildScanReport} from '../../src/report/scan-report.js'
+import {renderJunit} from '../../src/report/junit.js'
+import {renderScanHuman} from '../../src/report/scan-human.js'
+import {offlineCluster, type OfflineOptions} from '../helpers/offline-cluster.js'
+import {runCli} from '../helpers/run-cli.js'
+
+/** Every node read in full: packet-path reads made (empty), so only what a case changes is not checked. */
+const fullyRead = (obs: NodeObservation): NodeObservation => ({...obs, path: obs.path ?? {routeLookups: [], conntrack: [], skipped: []}})
+
+function report(state: OfflineOptions = {}, options: DiagnoseOptions = {}): Report {
+  const edits = state.editObservation ?? {}
+  const editObservation = Object.fromEntries(['node-a', 'node-b'].map((n) => [n, (o: NodeObservation) => (edits[n] ?? ((x: NodeObservation) => x))(fullyRead(o))]))
+  const {cluster, observations} = offlineCluster({...state, editObservation})
+  return buildReport(diagnose(cluster, observations, {probes: PROBES_OFF, ...options}))
+}
+
+/** node, check, required, reason: what a user reads in the JSON (the codes are the check's, asserted once below). */
+const rows = (r: Report) => r.notChecked.map((n) => [n.node ?? '-', n.check, n.required, n.reason])
+
+const PROBES_OFF_ROW = ['-', 'live-probes', false, 'live probes are off (--no-probe): the diagnosis is static only']
+const plain = new Chalk({level: 0})
+
+describe('notChecked: what could not be checked, per node, with the reason', () => {
+  test('every node read in full with --no-probe: only the probes are listed, not required; the headline stays ✓ and exit 0 even with --fail-on skipped', () => {
+    const r = report()
+    assert.deepEqual(rows(r), [PROBES_OFF_ROW])
+    assert.deepEqual(r.notChecked[0].codes, ['KPD-VIP-FAILS', 'KPD-ENDPOINT-CROSS-NODE', 'KPD-BACKEND-REFUSED', 'KPD-PROBE-CONTRADICTS'])
+    assert.equal(r.summary, '✓ shop/web: every traced path works on 2 node(s)')
+    assert.equal(exitCode(r, {severity: 'error', skipped: true}), 0)
+  })
+
+  test('a node that could not be read: required; the headline says ? and how many checks did not run; exit 0, or 1 with --fail-on skipped', () => {
+    const r = report({editObservation: {'node-b': () => ({name: 'node-b', reachable: false, error: 'ssh: connect ECONNREFUSED 10.200.0.12:22'})}})
+    assert.deepEqual(rows(r), [['node-b', 'node-read', true, 'not read: ssh: connect ECONNREFUSED 10.200.0.12:22'], PROBES_OFF_ROW])
+    assert.ok(r.notChecked[0].codes.includes('KPD-SEP-MISSING') && r.notChecked[0].codes.includes('KPD-DNS-NO-ANSWER') && !r.notChecked[0].codes.includes('KPD-SELECTOR-NO-PODS'))
+    assert.equal(r.summary, '? shop/web: no fault found in what was checked, but 1 check(s) could not run (see Not checked); 1 warning(s)')
+    assert.equal(r.ok, true)
+    assert.equal(exitCode(r), 0)
+    assert.equal(exitCode(r, {severity: 'error', skipped: true}), 1)
+  })
+
+  test('an error finding still decides the headline (✗) when checks were also skipped', () => {
+    const r = report({
+      faults: {'node-a': {dropDnatFor: '10.244.1.10'}},
+      editObservation: {'node-b': () => ({name: 'node-b', reachable: false, error: 'timed out'})},
+    })
+    assert.match(r.summary, /^✗ shop\/web: /)
+    assert.deepEqual(rows(r), [['node-b', 'node-read', true, 'not read: timed out'], PROBES_OFF_ROW])
+  })
+
+  test('a DNS question that could not be asked from a node: required, no DNS finding', () => {
+    const error = 'no TCP to the server; and the node has neither dig nor nslookup'
+    const r = report({dns: {'node-a': {addresses: [], method: 'none', error}}})
+    assert.deepEqual(rows(r), [['node-a', 'dns-from-node', true, `web.shop.svc.cluster.local not asked of 10.96.0.10: ${error}`], PROBES_OFF_ROW])
+    assert.deepEqual(r.notChecked[0].codes, ['KPD-DNS-NO-ANSWER'])
+    assert.deepEqual(r.findings, [])
+    assert.equal(r.summary, '? shop/web: no fault found in what was checked, but 1 check(s) could not run (see Not checked)')
+  })
+
+  test("kube-proxy's /healthz and /metrics not answering, path reads that failed and lookups over the cap", () => {
+    const r = report({
+      editObservation: {
+        'node-a': (o) => ({
+          ...o,
+          kubeProxy: {proxyMode: 'iptables', healthzError: 'connect ECONNREFUSED 127.0.0.1:10256', metricsError: 'HTTP 403'},
+          path: {
+            sysctls: {status: 'not-read', reason: 'sysctl: not available on the node (sh: sysctl: not found)'},
+            routeLookups: [{address: '10.244.2.10', result: {status: 'not-read', reason: 'ip route get 10.244.2.10: exited 2: Error'}}],
+            conntrack: [{protocol: 'tcp', address: '10.96.10.10', result: {status: 'not-read', reason: 'conntrack -L -p tcp -d 10.96.10.10: exited 1: Operation not permitted'}}],
+            skipped: ['ip route get: 2 of 66 endpoint addresses not looked up (at most 64 per node)'],
+          },
+        }),
+      },
+    })
+    assert.deepEqual(rows(r), [
+      ['node-a', 'sysctls', true, 'sysctl: not available on the node (sh: sysctl: not found)'],
+      ['node-a', 'routes', true, 'ip route get 10.244.2.10: exited 2: Error'],
+      ['node-a', 'conntrack', true, 'conntrack -L -p tcp -d 10.96.10.10: exited 1: Operation not permitted'],
+      ['node-a', 'routes', false, 'ip route get: 2 of 66 endpoint addresses not looked up (at most 64 per node)'],
+      ['node-a', 'kube-proxy-healthz', true, "kube-proxy's /healthz did not answer: connect ECONNREFUSED 127.0.0.1:10256"],
+      ['node-a', 'kube-proxy-metrics', true, "kube-proxy's /metrics did not answer: HTTP 403"],
+      PROBES_OFF_ROW,
+    ])
+    assert.equal(r.summary, '? shop/web: no fault found in what was checked, but 5 check(s) could not run (see Not checked)')
+  })
+
+  test('a node in IPVS mode whose ipvsadm output was not read: its rules not judged, required', () => {
+    const r = report({editObservation: {'node-b': (o) => ({...o, kubeProxy: {proxyMode: 'ipvs'}})}})
+    const unsupported = r.notChecked.filter((n) => n.check === 'proxy-rules')
+    assert.deepEqual(
+      unsupported.map((n) => [n.node, n.required]),
+      [['node-b', true]],
+    )
+    assert.match(unsupported[0].reason, /^ipvs rules not judged: .*but no ipvsadm output was read$/)
+    assert.ok(unsupported[0].codes.includes('KPD-SVC-RULE-MISSING') && !unsupported[0].codes.includes('KPD-ROUTE-MISSING'))
+  })
+
+  test('--via none: every node API-only, listed but not required; RBAC or no way in: required', () => {
+    const via = (why: string): NodeReadVia => ({transport: null, address: null, why, notUsed: [], notRead: []})
+    const {cluster} = offlineCluster()
+    const none = buildReport(
+      diagnose(cluster, [], {
+        probes: PROBES_OFF,
+        readVia: new Map([
+          ['node-b', via('API-only (--via none)')],
+          ['node-a', via('API-only (--via none)')],
+        ]),
+      }),
+    )
+    assert.deepEqual(rows(none), [['node-a', 'node-read', false, 'not read: API-only (--via none)'], ['node-b', 'node-read', false, 'not read: API-only (--via none)'], PROBES_OFF_ROW])
+    assert.equal(none.summary, '? shop/web: no node could be read, the packet path is unchecked')
+    assert.equal(exitCode(none, {severity: 'error', skipped: true}), 0)
+    const rbac = 'API-only: ssh: no Host entry for node-a in ~/.ssh/config; kube-proxy: RBAC forbids list on pods in namespace "kube-system" (403): needed to find kube-proxy\'s Pods'
+    const denied = buildReport(diagnose(cluster, [], {probes: PROBES_OFF, readVia: new Map([['node-a', via(rbac)]])}))
+    assert.deepEqual(rows(denied), [['node-a', 'node-read', true, `not read: ${rbac}`], PROBES_OFF_ROW])
+    assert.equal(exitCode(denied, {severity: 'error', skipped: true}), 1)
+  })
+
+  test("tools missing from kube-proxy's image: what was gone around is not listed, what was lost is", () => {
+    const readVia = (name: string): NodeReadVia => ({
+      transport: 'kube-proxy',
+      address: `kube-system/kube-proxy-${name}`,
+      why: 'test',
+      notUsed: [],
+      notRead: [
+        'ipvsadm not in the kube-proxy image: IPVS state read from /proc/net/ip_vs instead',
+        'bridge not in the kube-proxy image: the bridge FDB not read (the pod-to-bridge-port mapping of the hairpin check)',
+      ],
+    })
+    const r = report({}, {readVia: new Map([['node-a', readVia('node-a')]])})
+    assert.deepEqual(rows(r), [['node-a', 'hairpin', true, 'bridge not in the kube-proxy image: the bridge FDB not read (the pod-to-bridge-port mapping of the hairpin check)'], PROBES_OFF_ROW])
+    assert.deepEqual(r.notChecked[0].codes, ['KPD-HAIRPIN-OFF', 'KPD-HAIRPIN-UNMAPPED'])
+  })
+
+  test('probes that ran: a node read through kube-proxy is listed (not required), an SSH node that refused probes is required', () => {
+    const settings = {vipAttempts: 8, endpointAttempts: 3, timeoutMs: 1500, concurrency: 8}
+    const r = report(
+      {},
+      {
+        probes: {
+          ran: true,
+          settings,
+          notes: [],
+          nodes: [
+            {node: 'node-b', via: 'nothing', error: 'not probed: read through kube-proxy, which cannot open connections from the node to other addresses', tallies: []},
+            {node: 'node-a', via: 'nothing', error: 'ssh: connect ECONNREFUSED', tallies: []},
+          ],
+        },
+      },
+    )
+    assert.deepEqual(rows(r), [
+      ['node-a', 'live-probes', true, 'ssh: connect ECONNREFUSED'],
+      ['node-b', 'live-probes', false, 'not probed: read through kube-proxy, which cannot open connections from the node to other addresses'],
+    ])
+  })
+})
+
+describe('--fail-on', () => {
+  test('error, warning, skipped, or a comma list; anything else names the accepted words', () => {
+    assert.deepEqual(parseFailOn('error'), {severity: 'error', skipped: false})
+    assert.deepEqual(parseFailOn('warning'), {severity: 'warning', skipped: false})
+    assert.deepEqual(parseFailOn('skipped'), {severity: 'error', skipped: true})
+    assert.deepEqual(parseFailOn('warning, skipped'), {severity: 'warning', skipped: true})
+    assert.equal(parseFailOn('warnings'), '--fail-on takes error, warning, skipped or a comma list of them (got "warnings")')
+    assert.equal(parseFailOn(','), '--fail-on takes error, warning, skipped or a comma list of them (got ",")')
+  })
+
+  test('svc and scan refuse an unknown --fail-on word with exit 2; the healthy snapshot passes --fail-on skipped', async () => {
+    const bad = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/healthy-cluster', '--fail-on', 'skip'])
+    assert.equal(bad.code, 2)
+    assert.match(bad.stderr, /--fail-on takes error, warning, skipped or a comma list of them \(got "skip"\)/)
+    const scanBad = await runCli(['scan', '-n', 'shop', '--snapshot', 'examples/healthy-cluster', '--fail-on', 'info'])
+    assert.equal(scanBad.code, 2)
+    const ok = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/healthy-cluster', '--fail-on', 'warning,skipped', '-o', 'json'])
+    assert.equal(ok.code, 0, ok.stderr)
+    assert.equal(ok.json.summary, '✓ shop/web: every traced path works on 2 node(s)')
+  })
+})
+
+describe('a snapshot: the probes and the packet-path reads it does not hold are listed, not required', () => {
+  test('healthy example: JSON notChecked exactly, headline ✓, the human "Not checked" section groups the nodes', async () => {
+    const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/healthy-cluster', '-o', 'json'])
+    assert.equal(r.code, 0)
+    const pathReason = 'no packet-path reads were made or recorded for this node (a scan does not make them; an older bundle has no path-reads.json)'
+    const probeReason = 'live probes are not run from a snapshot (it opens no connection): the diagnosis is static only'
+    assert.deepEqual(rows(r.json), [
+      ['node-a', 'path-reads', false, pathReason],
+      ['node-b', 'path-reads', false, pathReason],
+      ['-', 'live-probes', false, probeReason],
+    ])
+    assert.equal(r.json.summary, '✓ shop/web: every traced path works on 2 node(s)')
+    const human = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/healthy-cluster'])
+    const section = human.stdout.slice(human.stdout.indexOf('Not checked'), human.stdout.indexOf('\n\nFindings'))
+    assert.equal(
+      section,
+      [
+        'Not checked (0 required, 3 not required):',
+        `  - path-reads on node-a, node-b: ${pathReason} (not required)`,
+        `  - live-probes (KPD-VIP-FAILS, KPD-ENDPOINT-CROSS-NODE, KPD-BACKEND-REFUSED, KPD-PROBE-CONTRADICTS): ${probeReason} (not required)`,
+      ].join('\n'),
+    )
+  })
+})
+
+describe('human and JUnit rendering of checks not run', () => {
+  const r = report({
+    dns: {'node-a': {addresses: [], method: 'none', error: 'no way'}, 'node-b': {addresses: [], method: 'none', error: 'no way'}},
+    editObservation: {'node-a': (o) => ({...o, kubeProxy: {healthzError: 'refused'}})},
+  })
+
+  test('required first, one line per reason with its nodes (in the order met); nothing when every check ran', () => {
+    assert.deepEqual(renderNotChecked(r, plain), [
+      '',
+      'Not checked (3 required, 1 not required):',
+      "  ? kube-proxy-healthz (KPD-PROXY-UNHEALTHY) on node-a: kube-proxy's /healthz did not answer: refused",
+      '  ? dns-from-node (KPD-DNS-NO-ANSWER) on node-a, node-b: web.shop.svc.cluster.local not asked of 10.96.0.10: no way',
+      `  - live-probes (KPD-VIP-FAILS, KPD-ENDPOINT-CROSS-NODE, KPD-BACKEND-REFUSED, KPD-PROBE-CONTRADICTS): ${PROBES_OFF_ROW[3]} (not required)`,
+    ])
+    assert.deepEqual(renderNotChecked({notChecked: []}, plain), [])
+  })
+
+  test('JUnit: a "not checked" testcase, skipped by default, a failure with --fail-on skipped; the scan headline says ? or ✗', () => {
+    const {cluster, observations} = offlineCluster({
+      dns: {'node-a': {addresses: [], method: 'none', error: 'no way'}},
+      editObservation: {'node-a': fullyRead, 'node-b': fullyRead},
+    })
+    const scan = {outcomes: [{namespace: 'shop', name: 'web', type: 'NodePort', diagnosis: diagnose(cluster, observations, {probes: PROBES_OFF})}], observations, warnings: [], notes: []}
+    const lenient = buildScanReport(scan, 'namespace shop', {severity: 'error', skipped: false})
+    assert.equal(lenient.ok, true)
+    assert.equal(lenient.summary, '? namespace shop: no fault found in what was checked, but 1 of 1 diagnosed Services have checks that could not run (see Not checked) (0 skipped; 2 of 2 nodes read)')
+    const skippedXml = renderJunit(lenient, {severity: 'error', skipped: false})
+    assert.match(skippedXml, /<testsuite name="shop\/web" tests="8" failures="0" errors="0" skipped="1">/)
+    assert.ok(
+      skippedXml.includes(
+        '<testcase classname="shop/web" name="not checked"><skipped message="1 check(s) could not run"/><system-out>node-a: dns-from-node: web.shop.svc.cluster.local not asked of 10.96.0.10: no way</system-out></testcase>',
+      ),
+      skippedXml,
+    )
+    const human = renderScanHuman(lenient, plain).split('\n')
+    assert.deepEqual(human.slice(human.indexOf('Not checked (1 required, 1 not required):')), [
+      'Not checked (1 required, 1 not required):',
+      '  ? dns-from-node (KPD-DNS-NO-ANSWER) on node-a: web.shop.svc.cluster.local not asked of 10.96.0.10: no way',
+      `  - live-probes (KPD-VIP-FAILS, KPD-ENDPOINT-CROSS-NODE, KPD-BACKEND-REFUSED, KPD-PROBE-CONTRADICTS): ${PROBES_OFF_ROW[3]} (not required)`,
+    ])
+    const strict = buildScanReport(scan, 'namespace shop', {severity: 'error', skipped: true})
+    assert.equal(strict.ok, false)
+    assert.equal(strict.summary, '✗ namespace shop: 1 of 1 diagnosed Services are broken or have checks that could not run (0 skipped; 2 of 2 nodes read)')
+    const failedXml = renderJunit(strict, {severity: 'error', skipped: true})
+    assert.match(failedXml, /<testsuites name="kproxy-doctor scan" tests="8" failures="1" errors="0" skipped="0">/)
+    assert.ok(failedXml.includes('<testcase classname="shop/web" name="not checked"><failure type="skipped" message="1 check(s) could not run">'), failedXml)
+  })
+})

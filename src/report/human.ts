@@ -27,7 +27,7 @@ interface FindingLine {
 }
 
 /** A message without its leading "NODE: " (the node is listed before it); another mention of a grouped node reads "each node". */
-function groupFindingsByText(findings: Report['findings']): FindingLine[] {
+export function groupFindingsByText(findings: Report['findings']): FindingLine[] {
   const out: FindingLine[] = []
   const byKey = new Map<string, FindingLine>()
   for (const f of findings) {
@@ -155,10 +155,10 @@ function renderWalks(r: Report, c: ChalkInstance, width: number): string[] {
     const bad = badOutcomes(p)
     // When the walk marks the breaking step with why, the heading need not say it again.
     const why = bad.length > 0 ? /, which is (.*)$/.exec(p.detail)?.[1] : undefined
-    const which = ps.length > 1 ? ` at one step (the walk of ${p.entry})` : ''
+    const which = ps.length > 1 ? ` at one step (the walk of ${p.entry} shown)` : ''
     lines.push('', ...wrapProse(`${c.bold(`${p.node} ${ps.map((x) => x.entry).join(', ')} (${p.port})`)}: ${status}${which}${why ? '' : `: ${p.detail}`}`, width, '', '    '))
-    if (p.ok === false && bad.length === 0) {
-      // The rules are not where it breaks (hairpin, an endpoint never chosen): where each outcome ends is enough.
+    if (p.breaksAt === 'bridge/hairpin') {
+      // The rules are not where it breaks: where each outcome ends is enough.
       const ends = t.outcomes.map((o) => `${Math.round(o.probability * 1000) / 10}% ${outcomeText(o, c)}`).join(', ')
       lines.push(...wrapProse(`the rules: ${ends}`, width, '  ', '    '))
       continue

@@ -1,6 +1,6 @@
 import type {ChalkInstance} from 'chalk'
-import {groupFindings, worstFinding, type ScanReport} from './scan-report.js'
-import {renderNextStep} from './human.js'
+import {worstFinding, type ScanReport} from './scan-report.js'
+import {groupFindingsByText, renderNextStep} from './human.js'
 import {fittingTable, wrapProse, type Cell} from './width.js'
 
 const SEVERITY_MARK = {error: '✗', warning: '!', info: 'i'} as const
@@ -29,14 +29,14 @@ export function renderScanHuman(r: ScanReport, c: ChalkInstance, width = Number.
     }
   for (const n of r.nodes.filter((x) => !x.reachable)) lines.push(...wrapProse(c.yellow(`node ${n.name} not read: ${n.error ?? '?'}`), width, '', '  '))
   for (const s of r.services) {
-    const groups = groupFindings(s.findings)
+    const groups = groupFindingsByText(s.findings)
     if (groups.length === 0) continue
     lines.push('', c.bold(`${s.service.namespace}/${s.service.name}`))
-    for (const g of groups) {
-      const color = g.severity === 'error' ? c.red : g.severity === 'warning' ? c.yellow : c.cyan
-      const where = g.nodes.length === 0 ? '' : g.nodes.length === 1 ? ` [${g.nodes[0]}]` : ` [on ${g.nodes.length} of ${readable} nodes: ${g.nodes.join(', ')}]`
-      lines.push(...wrapProse(`${color(`${SEVERITY_MARK[g.severity]} ${g.code}`)}${where} ${g.message}`, width, '  ', '      '))
-      lines.push(...renderNextStep('next:', g.hint, width, '      ', c))
+    for (const {finding: f, nodes, message} of groups) {
+      const color = f.severity === 'error' ? c.red : f.severity === 'warning' ? c.yellow : c.cyan
+      const where = nodes.length === 0 ? '' : nodes.length === 1 ? ` [${nodes[0]}]` : ` [on ${nodes.length} of ${readable} nodes: ${nodes.join(', ')}]`
+      lines.push(...wrapProse(`${color(`${SEVERITY_MARK[f.severity]} ${f.code}`)}${where} ${message}`, width, '  ', '      '))
+      lines.push(...renderNextStep('next:', f.hint, width, '      ', c))
     }
   }
   if (r.skipped.length > 0) {

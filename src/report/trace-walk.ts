@@ -27,6 +27,9 @@ function target(s: TraceStep): string | undefined {
   return /(?:^|\s)-[jg]\s+(\S+)/.exec(s.rule)?.[1] ?? /\b(?:jump|goto)\s+(\S+)/.exec(s.rule)?.[1]
 }
 
+/** A rule's line after its chain: `:12`, or ` line 12` when the chain's name has a colon (an IPVS virtual server). */
+const at = (s: TraceStep) => (s.chain.includes(':') ? ` line ${s.line}` : `:${s.line}`)
+
 /** Steps in one text: a jump followed by the rule it reached, and consecutive rules of one chain, are one segment. */
 function segments(steps: TraceStep[], prevTable: {table?: string}): string[] {
   const out: string[] = []
@@ -36,12 +39,12 @@ function segments(steps: TraceStep[], prevTable: {table?: string}): string[] {
     const sameChain = last && last.table === s.table && last.chain === s.chain
     const followsJump = last && last.table === s.table && target(last) === s.chain
     const text = shortRule(s)
-    if (last && followsJump) cur += `:${s.line} ${text}`
-    else if (last && sameChain) cur += `; :${s.line} ${text}`
+    if (last && followsJump) cur += `${at(s)} ${text}`
+    else if (last && sameChain) cur += `; ${at(s)} ${text}`
     else {
       if (cur) out.push(cur)
       const table = prevTable.table === s.table ? '' : `${s.table}/`
-      cur = `${table}${s.chain}:${s.line} ${text}`
+      cur = `${table}${s.chain}${at(s)} ${text}`
     }
     prevTable.table = s.table
     last = s

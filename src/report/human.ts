@@ -190,13 +190,14 @@ export function renderHuman(r: Report, c: ChalkInstance, width = Number.POSITIVE
   lines.push(...renderProbes(r.probes, c, width))
   const count = (sev: string) => r.findings.filter((f) => f.severity === sev).length
   lines.push('')
-  lines.push(c.bold(`Findings: ${count('error')} error(s), ${count('warning')} warning(s), ${count('info')} info`))
+  lines.push(...wrapProse(`Findings: ${count('error')} error(s), ${count('warning')} warning(s), ${count('info')} info`, width, '', '  ').map((l) => c.bold(l)))
   for (const {finding: f, nodes, message} of groupFindingsByText(r.findings)) {
     const mark = SEVERITY_MARK[f.severity]
     const color = f.severity === 'error' ? c.red : f.severity === 'warning' ? c.yellow : c.cyan
     lines.push(...wrapProse(`${color(`${mark} ${f.code}`)}${nodes.length > 0 ? ` [${nodes.join(', ')}]` : ''} ${message}`, width, '', '    '))
     for (const e of f.evidence) lines.push(...wrapVerbatim(e, width, '    evidence: ', '        ').map((l) => c.dim(l)))
     lines.push(...renderNextStep('fix:', f.hint, width, '    ', c))
+    if (nodes.length > 1 && f.node && f.hint.includes(f.node)) lines.push(...wrapProse(c.dim(`(likewise on ${nodes.slice(1).join(', ')})`), width, '         ', '         '))
   }
   lines.push(...renderWalks(r, c, width))
   return lines.join('\n')

@@ -32,11 +32,15 @@ export function widest(text: string): number {
  */
 export function wrapProse(text: string, width: number, first = '', hang = first + '  '): string[] {
   if (!Number.isFinite(width) || displayWidth(first + text) <= width) return [first + text]
-  const room = Math.max(width - Math.max(displayWidth(first), displayWidth(hang)), 20)
-  return wrapAnsi(text, room, {hard: true, trim: true})
-    .split('\n')
-    .map((l, i) => (i === 0 ? first : hang) + l)
+  const room = Math.max(width - displayWidth(hang), 20)
+  // A first line with a wider start than the others: a placeholder glued to the first word takes the difference.
+  const extra = Math.max(0, Math.min(displayWidth(first) - displayWidth(hang), room - 10))
+  const lines = wrapAnsi(PAD.repeat(extra) + text, room, {hard: true, trim: true}).split('\n')
+  return lines.map((l, i) => (i === 0 ? first + l.slice(extra) : hang + l))
 }
+
+/** A placeholder character: neither space nor control, so wrap-ansi neither breaks at it nor trims it. */
+const PAD = 'x'
 
 /** A rule or other verbatim line: cut anywhere, continuation lines indented by `hang`. */
 export function wrapVerbatim(text: string, width: number, first: string, hang: string): string[] {

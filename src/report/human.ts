@@ -95,15 +95,10 @@ function renderPathTable(r: Report, c: ChalkInstance, width: number): string[] {
     n.reachable ? [n.name, n.mode ?? '?', ...entries.map((e) => pathCell(r, n.name, e, c))] : [n.name, {colSpan: Math.max(entries.length, 1) + 1, content: c.yellow(`not read: ${n.error ?? '?'}`)}],
   )
   const short = entries.map((e) => SHORT_ENTRY[e] ?? e)
-  const legend = SHORT_LEGEND.split(', ').filter((l) => short.some((s) => s.includes(l.split(' ')[0]))).join(', ')
-  const table = fittingTable(
-    [
-      {head: ['node', 'mode', ...entries]},
-      {head: ['node', 'mode', ...short], legend},
-    ],
-    rows,
-    width,
-  )
+  const legend = SHORT_LEGEND.split(', ')
+    .filter((l) => short.some((s) => s.includes(l.split(' ')[0])))
+    .join(', ')
+  const table = fittingTable([{head: ['node', 'mode', ...entries]}, {head: ['node', 'mode', ...short], legend}], rows, width)
   if (table) return table
   const lines: string[] = []
   for (const n of r.nodes) {
@@ -229,7 +224,15 @@ function renderProbes(p: ProbeReport, c: ChalkInstance, width: number): string[]
   if (!p.ran) return wrapProse(`Probes: ${p.note ?? 'not run'}`, width, '', '  ').map((l) => c.dim(l))
   const s = p.settings!
   const via = [...new Set(p.nodes.filter((n) => !n.error).map((n) => n.via))].join(', ') || 'the node'
-  const lines = ['', ...wrapProse(c.bold(`Probes`) + ` from each node through ${via}: connect and close, ${s.vipAttempts} per Service address, ${s.endpointAttempts} per endpoint, ${s.timeoutMs / 1000} s timeout`, width, '', '  ')]
+  const lines = [
+    '',
+    ...wrapProse(
+      c.bold(`Probes`) + ` from each node through ${via}: connect and close, ${s.vipAttempts} per Service address, ${s.endpointAttempts} per endpoint, ${s.timeoutMs / 1000} s timeout`,
+      width,
+      '',
+      '  ',
+    ),
+  ]
   const all = p.nodes.flatMap((n) => n.targets)
   if (all.length === 0 && p.nodes.every((n) => !n.error)) return [...lines, c.dim('  nothing to probe (no TCP port with an address)')]
   const ports = [...new Set(all.map((t) => t.port))]

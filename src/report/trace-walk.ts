@@ -5,7 +5,7 @@ import {wrapProse, wrapVerbatim} from './width.js'
 const key = (s: TraceStep) => `${s.table}\0${s.chain}\0${s.line}`
 
 /** What a rule matches and where it sends the packet, without what does not matter to the walk (comments, -m loads, the chain name). */
-export function shortRule(s: TraceStep): string {
+function shortRule(s: TraceStep): string {
   let r = s.rule
     .replace(/^-[AI]\s+\S+\s*/, '')
     .replace(/-m comment --comment ("(?:[^"\\]|\\.)*"|\S+)\s*/g, '')
@@ -109,7 +109,8 @@ export function renderWalk(t: TraceResult, c: ChalkInstance, width: number, opts
   }
   for (const seg of segments(os[0].steps.slice(single ? k : os[0].steps.length - s), tables)) numbered(String(++n), seg)
   const sameEnd = os.every((o) => o.verdict === os[0].verdict && o.masquerade === os[0].masquerade && !o.reason && !o.policy && !o.sticky)
-  if (!single && s > 0 && sameEnd) lines.push(`${indent}  ⇒   all ${c.green(os[0].verdict)}${os[0].verdict === 'DNAT' ? " to their branch's destination" : ''}${os[0].masquerade ? ', masqueraded' : ''}`)
+  if (!single && s > 0 && sameEnd)
+    lines.push(`${indent}  ⇒   all ${c.green(os[0].verdict)}${os[0].verdict === 'DNAT' ? " to their branch's destination" : ''}${os[0].masquerade ? ', masqueraded' : ''}`)
   else if (single || s > 0) {
     const ends = os.map((o) => `${single ? '' : `${share(o)} `}${outcomeText(o, c)}${opts.bad?.(o) ? ' ' + c.red('✗') : ''}`)
     lines.push(...wrapProse(ends.join(', '), width, `${indent}  ⇒   `, `${indent}      `))

@@ -17,12 +17,12 @@ export function outputWidth(stream: {isTTY?: boolean; columns?: number}, env: No
 const MIN_WIDTH = 40
 
 /** Columns a string takes on a terminal: ANSI escapes count 0, ✓ ✗ → count 1, wide CJK 2. */
-export function displayWidth(s: string): number {
+function displayWidth(s: string): number {
   return stringWidth(s)
 }
 
 /** The widest line of a block. */
-export function widest(text: string): number {
+function widest(text: string): number {
   return Math.max(0, ...text.split('\n').map(displayWidth))
 }
 

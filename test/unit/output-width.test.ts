@@ -74,7 +74,14 @@ test('--explain on the broken example: under 60 lines at 80 columns, numbered, t
 test('a table that does not fit becomes one line per node, nothing lost', async () => {
   const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/broken-cluster'], {COLUMNS: '40'})
   // A word longer than the line (a path, a chain name) is left whole.
-  assertFits(r.stdout.split('\n').filter((l) => !/^\s+\S+( \\)?$/.test(l)).join('\n'), 40, 'COLUMNS=40')
+  assertFits(
+    r.stdout
+      .split('\n')
+      .filter((l) => !/^\s+\S+( \\)?$/.test(l))
+      .join('\n'),
+    40,
+    'COLUMNS=40',
+  )
   const text = joined(r.stdout)
   assert.ok(text.includes('node-a (iptables): ✓ pod→ClusterIP, ✓ node→ClusterIP, ✓ outside→NodePort, ✗ pod→itself at bridge/hairpin'))
   assert.ok(text.includes('node-b (iptables): ✗ pod→ClusterIP at DNAT, ✗ node→ClusterIP at DNAT, ✗ outside→NodePort at DNAT, ✗ pod→itself at DNAT'))

@@ -5,6 +5,7 @@ import {clusterFlags, failOnFlag, liveOptions, splitList, verboseLog} from '../c
 import {scanLive, scanSnapshot, type ScanTarget} from '../diagnosis/scan.js'
 import type {ProxyMode} from '../model/modes/index.js'
 import {makeChalk} from '../report/human.js'
+import {outputWidth} from '../report/width.js'
 import {renderJunit} from '../report/junit.js'
 import {renderScanHuman} from '../report/scan-human.js'
 import {parseFailOn} from '../report/report.js'
@@ -57,7 +58,7 @@ export default class Scan extends DoctorCommand {
     const report = buildScanReport(result, scope, failOn)
     if (flags.output === 'json') process.stdout.write(JSON.stringify(report, null, 2) + '\n')
     else if (flags.output === 'junit') process.stdout.write(renderJunit(report, failOn))
-    else process.stdout.write(renderScanHuman(report, makeChalk(process.stdout)) + '\n')
+    else process.stdout.write(renderScanHuman(report, makeChalk(process.stdout), outputWidth(process.stdout)) + '\n')
     process.exitCode = scanExitCode(report)
   }
 }

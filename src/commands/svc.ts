@@ -10,6 +10,7 @@ import {DiagnosisError} from '../errors.js'
 import {serialize, withReadVia} from '../report/document.js'
 import {apiOnlyNote, renderReadVia} from '../report/read-via.js'
 import {makeChalk, renderHeadline, renderHuman} from '../report/human.js'
+import {outputWidth, wrapProse} from '../report/width.js'
 import {buildReport, exitCode, parseFailOn} from '../report/report.js'
 
 const OUTPUT = 'OUTPUT'
@@ -62,9 +63,10 @@ export default class Svc extends DoctorCommand {
     const order = readVia ? [...g.observations.map((o) => o.name), ...readVia.keys()].sort() : []
     const report = readVia ? withReadVia(built, readVia, order) : built
     const c = makeChalk(process.stdout)
+    const width = outputWidth(process.stdout)
     if (flags.output === 'json' || flags.output === 'yaml') process.stdout.write(serialize(report, flags.output))
-    else if (flags.quiet) process.stdout.write(renderHeadline(report, c) + '\n')
-    else process.stdout.write(renderHuman(report, c) + '\n' + (readVia ? '\n' + renderReadVia(readVia, [...new Set(order)]) + '\n' : ''))
+    else if (flags.quiet) process.stdout.write(wrapProse(renderHeadline(report, c), width, '', '  ').join('\n') + '\n')
+    else process.stdout.write(renderHuman(report, c, width) + '\n' + (readVia ? '\n' + renderReadVia(readVia, [...new Set(order)], width) + '\n' : ''))
     process.exitCode = exitCode(report, failOn)
   }
 }

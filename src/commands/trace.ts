@@ -8,7 +8,8 @@ import {DumpParseError, IptablesSave} from '../parse/iptables-save.js'
 import {normaliseIptablesPaste, normaliseNftPaste, type NormalisedPaste} from '../parse/paste-normalise.js'
 import {IpsetState} from '../parse/ipset-save.js'
 import {makeChalk} from '../report/human.js'
-import {renderTraceSummary, renderTraceTree} from '../report/trace-tree.js'
+import {renderTraceSummary, renderWalk} from '../report/trace-walk.js'
+import {outputWidth, wrapProse} from '../report/width.js'
 import {familyOf, parseIp} from '../net/address.js'
 import {parseIpvsadm} from '../parse/ipvsadm.js'
 import {IptablesTracer} from '../trace/iptables-tracer.js'
@@ -142,8 +143,9 @@ export default class Trace extends DoctorCommand {
       if (flags.output === 'json') process.stdout.write(JSON.stringify({...result, notes}, null, 2) + '\n')
       else {
         const c = makeChalk(process.stdout)
-        const assumed = notes.map((n) => `note: ${n}\n`).join('')
-        process.stdout.write(`${assumed}${assumed ? '\n' : ''}${renderTraceTree(result, c)}\n\n${renderTraceSummary(result, c)}\n`)
+        const width = outputWidth(process.stdout)
+        const assumed = notes.flatMap((n) => wrapProse(`note: ${n}`, width, '', '  ')).join('\n')
+        process.stdout.write(`${assumed}${assumed ? '\n\n' : ''}${renderWalk(result, c, width).join('\n')}\n\n${renderTraceSummary(result, c, width)}\n`)
       }
       process.exitCode = 0
     } finally {

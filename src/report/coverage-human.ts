@@ -1,6 +1,7 @@
 import type {ChalkInstance} from 'chalk'
 import type {Report} from './report.js'
 import {printable} from './printable.js'
+import {wrapProse} from './width.js'
 
 /** Codes are named after a check when they are this few; "node-read" and the like would list dozens. */
 const MAX_CODES_SHOWN = 4
@@ -10,7 +11,7 @@ const MAX_CODES_SHOWN = 4
  * shown once with the nodes listed. `?` marks a required check (the headline cannot say ✓), `-` one the user opted
  * out of or the input cannot give. Nothing when every check ran.
  */
-export function renderNotChecked(r: Pick<Report, 'notChecked'>, c: ChalkInstance): string[] {
+export function renderNotChecked(r: Pick<Report, 'notChecked'>, c: ChalkInstance, width = Number.POSITIVE_INFINITY): string[] {
   if (r.notChecked.length === 0) return []
   const groups = new Map<string, {check: string; codes: string[]; reason: string; required: boolean; nodes: string[]}>()
   for (const n of r.notChecked) {
@@ -25,7 +26,8 @@ export function renderNotChecked(r: Pick<Report, 'notChecked'>, c: ChalkInstance
     const codes = g.codes.length > 0 && g.codes.length <= MAX_CODES_SHOWN ? ` (${g.codes.join(', ')})` : ''
     const where = g.nodes.length > 0 ? ` on ${g.nodes.join(', ')}` : ''
     const text = printable(`${g.check}${codes}${where}: ${g.reason}`)
-    lines.push(g.required ? c.yellow(`  ? ${text}`) : c.dim(`  - ${text} (not required)`))
+    const wrapped = g.required ? wrapProse(text, width, '  ? ', '    ') : wrapProse(`${text} (not required)`, width, '  - ', '    ')
+    lines.push(...wrapped.map((l) => (g.required ? c.yellow(l) : c.dim(l))))
   }
   return lines
 }

@@ -1,9 +1,9 @@
 import {Chalk, type ChalkInstance} from 'chalk'
-import Table from 'cli-table3'
 import type {ProbeReport, Report} from './report.js'
 import {ENTRIES} from '../model/paths.js'
-import {renderTraceTree} from './trace-tree.js'
 import {renderNotChecked} from './coverage-human.js'
+import {outcomeText, renderWalk} from './trace-walk.js'
+import {fittingTable, type Cell, wrapCommand, wrapProse, wrapVerbatim} from './width.js'
 
 /** FORCE_COLOR (any value but 0/false) turns colours on even into a pipe, as in Node itself; else NO_COLOR or a non-terminal turns them off. */
 export function makeChalk(stream: NodeJS.WriteStream): ChalkInstance {
@@ -20,62 +20,183 @@ export function renderHeadline(r: Report, c: ChalkInstance): string {
   return r.summary.startsWith('✓') ? c.green(r.summary) : r.summary.startsWith('✗') ? c.red.bold(r.summary) : c.yellow(r.summary)
 }
 
-export function renderHuman(r: Report, c: ChalkInstance): string {
+/** Findings of one code whose messages, evidence and hints differ only by the node's name: printed once, the nodes listed. */
+interface FindingLine {
+  finding: Report['findings'][number]
+  nodes: string[]
+  message: string
+}
+
+/** A message without its leading "NODE: " (the node is listed before it); another mention of a grouped node reads "each node". */
+export function groupFindingsByText(findings: Report['findings']): FindingLine[] {
+  const out: FindingLine[] = []
+  const byKey = new Map<string, FindingLine>()
+  for (const f of findings) {
+    const node = f.node
+    const generic = (t: string) => (node ? t.split(node).join('\0') : t)
+    const k = [f.code, f.severity, generic(f.message), ...f.evidence.map(generic), generic(f.hint)].join('\u0001')
+    const prev = node ? byKey.get(k) : undefined
+    if (prev) {
+      prev.nodes.push(node!)
+      continue
+    }
+    const line = {finding: f, nodes: node ? [node] : [], message: f.message}
+    if (node) byKey.set(k, line)
+    out.push(line)
+  }
+  for (const l of out) {
+    const node = l.finding.node
+    if (node && l.message.startsWith(`${node}: `)) l.message = l.message.slice(node.length + 2)
+    if (node && l.nodes.length > 1) l.message = l.message.split(node).join('each node')
+  }
+  return out
+}
+
+/** Words a command starts with; a hint starting otherwise (a capital letter) is prose. */
+const PROSE = /^[A-Z]/
+
+/**
+ * One `fix:` / `next:` line. A command wraps only between words outside quotes, each line ending in ` \`, so the
+ * lines paste into a shell as the same command; prose wraps with a hanging indent.
+ */
+export function renderNextStep(label: string, hint: string, width: number, indent: string, c: ChalkInstance): string[] {
+  const first = `${indent}${c.bold(label)} `
+  const hang = ' '.repeat(indent.length + label.length + 1)
+  return PROSE.test(hint) ? wrapProse(hint, width, first, hang) : wrapCommand(hint, width, first, hang + '  ')
+}
+
+/** Short entry names for a narrow table, with the legend that says what they stand for. */
+const SHORT_ENTRY: Record<string, string> = {
+  'pod→ClusterIP': 'pod→CIP',
+  'node→ClusterIP': 'node→CIP',
+  'outside→NodePort': 'out→NP',
+  'outside→LoadBalancer': 'out→LB',
+  'outside→externalIP': 'out→extIP',
+  'pod→itself': 'pod→self',
+}
+const SHORT_LEGEND = 'CIP ClusterIP, NP NodePort, LB LoadBalancer, extIP externalIP, out outside'
+
+/** What a path does, in a table cell or a list: ✓, ✗ STEP (port), ? STEP, – by design. */
+function pathCell(r: Report, node: string, e: string, c: ChalkInstance): string {
+  const ps = r.paths.filter((p) => p.node === node && p.entry === e)
+  if (ps.length === 0) return c.dim('–')
+  const bad = ps.find((p) => p.ok === false)
+  if (bad?.ignoredBy) return c.yellow(`✗ ${bad.breaksAt} (ignored)`)
+  if (bad) return c.red(`✗ ${bad.breaksAt}${r.service.ports.length > 1 ? ` (${bad.port})` : ''}`)
+  const undecided = ps.find((p) => p.ok === null && p.breaksAt !== null)
+  if (undecided) return c.yellow(`? ${undecided.breaksAt}`)
+  if (ps.every((p) => p.ok === null)) return c.dim('– by design')
+  return c.green('✓')
+}
+
+/** The per-node table of paths, or when it does not fit the width, one block per node. */
+function renderPathTable(r: Report, c: ChalkInstance, width: number): string[] {
+  const entries = ENTRIES.filter((e) => r.paths.some((p) => p.entry === e))
+  const rows = r.nodes.map((n) =>
+    n.reachable ? [n.name, n.mode ?? '?', ...entries.map((e) => pathCell(r, n.name, e, c))] : [n.name, {colSpan: Math.max(entries.length, 1) + 1, content: c.yellow(`not read: ${n.error ?? '?'}`)}],
+  )
+  const short = entries.map((e) => SHORT_ENTRY[e] ?? e)
+  const legend = SHORT_LEGEND.split(', ')
+    .filter((l) => short.some((s) => s.includes(l.split(' ')[0])))
+    .join(', ')
+  const table = fittingTable([{head: ['node', 'mode', ...entries]}, {head: ['node', 'mode', ...short], legend}], rows, width)
+  if (table) return table
   const lines: string[] = []
-  lines.push(renderHeadline(r, c))
-  if (r.next) lines.push(`  ${c.bold('next:')} ${r.next}`)
+  for (const n of r.nodes) {
+    if (!n.reachable) {
+      lines.push(...wrapProse(c.yellow(`not read: ${n.error ?? '?'}`), width, `${n.name}: `, '    '))
+      continue
+    }
+    const cells = entries.map((e) => {
+      const cell = pathCell(r, n.name, e, c)
+      const [mark, ...rest] = cell.split(' ')
+      return rest.length === 0 ? `${mark} ${e}` : `${mark} ${e} at ${rest.join(' ')}`
+    })
+    lines.push(...wrapProse(cells.join(', '), width, `${n.name} (${n.mode ?? '?'}): `, '    '))
+  }
+  return lines
+}
+
+type PathLine = Report['paths'][number]
+type Outcome = NonNullable<PathLine['trace']>['outcomes'][number]
+
+/** The outcomes where a path breaks: a verdict that is no DNAT or ACCEPT, or the destination its judgement names. */
+function badOutcomes(p: PathLine): Outcome[] {
+  return p.ok === false && p.trace ? p.trace.outcomes.filter((o) => isBad(p, o)) : []
+}
+const isBad = (p: PathLine, o: Outcome) => (o.verdict !== 'DNAT' && o.verdict !== 'ACCEPT') || (!!o.destination && p.detail.includes(o.destination))
+
+/** Where a broken outcome breaks: the rule that sent it to its destination, else its last rule. */
+function breakingStep(o: Outcome): string {
+  const s = (o.destination && o.steps.find((x) => x.rule.includes(o.destination!))) || o.steps[o.steps.length - 1]
+  return s ? `${s.table}/${s.chain}:${s.line}` : 'policy'
+}
+
+/**
+ * The walks behind the paths that do not work, flat and numbered. Paths of one node that break at the same step are
+ * walked once (the first of them), the others named in its heading.
+ */
+function renderWalks(r: Report, c: ChalkInstance, width: number): string[] {
+  const groups = new Map<string, PathLine[]>()
+  for (const p of r.paths.filter((x) => x.trace && x.ok !== true)) {
+    const bad = badOutcomes(p)
+    const k = `${p.node}\0${p.port}\0${p.breaksAt}\0${bad.length > 0 ? bad.map(breakingStep).join(',') : p.detail}`
+    groups.set(k, [...(groups.get(k) ?? []), p])
+  }
+  const lines: string[] = []
+  for (const [, ps] of groups) {
+    const p = ps[0]
+    const t = p.trace!
+    const status = p.ok === false ? c.red(`✗ ${p.breaksAt}`) : c.yellow(`? ${p.breaksAt ?? ''}`.trim())
+    const bad = badOutcomes(p)
+    // When the walk marks the breaking step with why, the heading need not say it again.
+    const why = bad.length > 0 ? /, which is (.*)$/.exec(p.detail)?.[1] : undefined
+    const which = ps.length > 1 ? ` at one step (the walk of ${p.entry} shown)` : ''
+    lines.push('', ...wrapProse(`${c.bold(`${p.node} ${ps.map((x) => x.entry).join(', ')} (${p.port})`)}: ${status}${which}${why ? '' : `: ${p.detail}`}`, width, '', '    '))
+    if (p.breaksAt === 'bridge/hairpin') {
+      // The rules are not where it breaks: where each outcome ends is enough.
+      const ends = t.outcomes.map((o) => `${Math.round(o.probability * 1000) / 10}% ${outcomeText(o, c)}`).join(', ')
+      lines.push(...wrapProse(`the rules: ${ends}`, width, '  ', '    '))
+      continue
+    }
+    lines.push(...renderWalk(t, c, width, {bad: p.ok === false ? (o) => isBad(p, o) : undefined, why: why ?? `breaks at ${p.breaksAt}`}))
+  }
+  if (lines.length > 0) lines.splice(1, 0, c.bold('Walks') + c.dim(' (short rules; the full ones: -o json --explain)'))
+  return lines
+}
+
+export function renderHuman(r: Report, c: ChalkInstance, width = Number.POSITIVE_INFINITY): string {
+  const lines: string[] = []
+  lines.push(...wrapProse(renderHeadline(r, c), width, '', '  '))
+  if (r.next) lines.push(...renderNextStep('next:', r.next, width, '  ', c))
   lines.push('')
   const s = r.service
   const ports = s.ports.map((p) => `${p.name ? p.name + ' ' : ''}${p.port}→${p.targetPort}/${p.protocol}${p.nodePort ? ` (NodePort ${p.nodePort})` : ''}`).join(', ')
-  lines.push(`${c.bold('Service')} ${s.namespace}/${s.name}  ${s.type} ${s.clusterIP ?? ''}  ports ${ports || 'none'}`)
+  lines.push(...wrapProse(`${c.bold('Service')} ${s.namespace}/${s.name}  ${s.type} ${s.clusterIP ?? ''}  ports ${ports || 'none'}`, width, '', '  '))
   lines.push(
-    `${c.bold('Endpoints')} ${r.endpoints.ready} ready, ${r.endpoints.notReady} not ready (from ${r.endpoints.source})   ${c.bold('kube-proxy')} ${r.proxy.mode}, mark ${r.proxy.masqueradeMark} (${r.proxy.source})`,
+    ...wrapProse(
+      `${c.bold('Endpoints')} ${r.endpoints.ready} ready, ${r.endpoints.notReady} not ready (from ${r.endpoints.source})   ${c.bold('kube-proxy')} ${r.proxy.mode}, mark ${r.proxy.masqueradeMark} (${r.proxy.source})`,
+      width,
+      '',
+      '  ',
+    ),
   )
-  for (const n of r.notes) lines.push(c.yellow(`note: ${n}`))
-  const entries = ENTRIES.filter((e) => r.paths.some((p) => p.entry === e))
-  if (r.nodes.length > 0) {
-    const table = new Table({head: ['node', 'mode', ...entries], style: {head: [], border: []}})
-    for (const n of r.nodes) {
-      if (!n.reachable) {
-        table.push([n.name, {colSpan: Math.max(entries.length, 1) + 1, content: c.yellow(`not read: ${n.error ?? '?'}`)}])
-        continue
-      }
-      table.push([
-        n.name,
-        n.mode ?? '?',
-        ...entries.map((e) => {
-          const ps = r.paths.filter((p) => p.node === n.name && p.entry === e)
-          if (ps.length === 0) return c.dim('–')
-          const bad = ps.find((p) => p.ok === false)
-          if (bad?.ignoredBy) return c.yellow(`✗ ${bad.breaksAt} (ignored)`)
-          if (bad) return c.red(`✗ ${bad.breaksAt}${s.ports.length > 1 ? ` (${bad.port})` : ''}`)
-          const undecided = ps.find((p) => p.ok === null && p.breaksAt !== null)
-          if (undecided) return c.yellow(`? ${undecided.breaksAt}`)
-          if (ps.every((p) => p.ok === null)) return c.dim('– by design')
-          return c.green('✓')
-        }),
-      ])
-    }
-    lines.push(table.toString())
-  }
-  lines.push(...renderProbes(r.probes, c))
-  lines.push(...renderNotChecked(r, c))
+  for (const n of r.notes) lines.push(...wrapProse(c.yellow(`note: ${n}`), width, '', '  '))
+  if (r.nodes.length > 0) lines.push(...renderPathTable(r, c, width))
+  lines.push(...renderProbes(r.probes, c, width))
+  lines.push(...renderNotChecked(r, c, width))
   const count = (sev: string) => r.findings.filter((f) => f.severity === sev).length
   lines.push('')
-  lines.push(c.bold(`Findings: ${count('error')} error(s), ${count('warning')} warning(s), ${count('info')} info`))
-  for (const f of r.findings) {
+  lines.push(...wrapProse(`Findings: ${count('error')} error(s), ${count('warning')} warning(s), ${count('info')} info`, width, '', '  ').map((l) => c.bold(l)))
+  for (const {finding: f, nodes, message} of groupFindingsByText(r.findings)) {
     const mark = SEVERITY_MARK[f.severity]
     const color = f.severity === 'error' ? c.red : f.severity === 'warning' ? c.yellow : c.cyan
-    lines.push(`${color(`${mark} ${f.code}`)}${f.node ? ` [${f.node}]` : ''} ${f.message}`)
-    for (const e of f.evidence) lines.push(c.dim(`    evidence: ${e}`))
-    lines.push(`    ${c.bold('fix:')} ${f.hint}`)
+    lines.push(...wrapProse(`${color(`${mark} ${f.code}`)}${nodes.length > 0 ? ` [${nodes.join(', ')}]` : ''} ${message}`, width, '', '    '))
+    for (const e of f.evidence) lines.push(...wrapVerbatim(e, width, '    evidence: ', '        ').map((l) => c.dim(l)))
+    lines.push(...renderNextStep('fix:', f.hint, width, '    ', c))
+    if (nodes.length > 1 && f.node && f.hint.includes(f.node)) lines.push(...wrapProse(c.dim(`(likewise on ${nodes.slice(1).join(', ')})`), width, '         ', '         '))
   }
-  const traced = r.paths.filter((p) => p.trace && p.ok !== true)
-  for (const p of traced) {
-    lines.push('')
-    lines.push(c.bold(`Trace ${p.node} ${p.entry} (${p.port}):`))
-    lines.push(renderTraceTree(p.trace!, c))
-  }
+  lines.push(...renderWalks(r, c, width))
   return lines.join('\n')
 }
 
@@ -101,11 +222,19 @@ function probeCell(t: ProbeTarget | undefined, c: ChalkInstance): string {
 const endpointLabel = (t: ProbeTarget) => t.pod ?? t.address
 
 /** The live probes at a glance: per node (and port), the ClusterIP, the NodePort and each endpoint, ✓/✗ with counts. */
-function renderProbes(p: ProbeReport, c: ChalkInstance): string[] {
-  if (!p.ran) return [c.dim(`Probes: ${p.note ?? 'not run'}`)]
+function renderProbes(p: ProbeReport, c: ChalkInstance, width: number): string[] {
+  if (!p.ran) return wrapProse(`Probes: ${p.note ?? 'not run'}`, width, '', '  ').map((l) => c.dim(l))
   const s = p.settings!
   const via = [...new Set(p.nodes.filter((n) => !n.error).map((n) => n.via))].join(', ') || 'the node'
-  const lines = ['', c.bold(`Probes`) + ` from each node through ${via}: connect and close, ${s.vipAttempts} per Service address, ${s.endpointAttempts} per endpoint, ${s.timeoutMs / 1000} s timeout`]
+  const lines = [
+    '',
+    ...wrapProse(
+      c.bold(`Probes`) + ` from each node through ${via}: connect and close, ${s.vipAttempts} per Service address, ${s.endpointAttempts} per endpoint, ${s.timeoutMs / 1000} s timeout`,
+      width,
+      '',
+      '  ',
+    ),
+  ]
   const all = p.nodes.flatMap((n) => n.targets)
   if (all.length === 0 && p.nodes.every((n) => !n.error)) return [...lines, c.dim('  nothing to probe (no TCP port with an address)')]
   const ports = [...new Set(all.map((t) => t.port))]
@@ -118,7 +247,7 @@ function renderProbes(p: ProbeReport, c: ChalkInstance): string[] {
     ...(all.some((t) => t.kind === 'NodePort') ? ['NodePort'] : []),
     ...(perEndpoint ? endpoints.map(endpointLabel) : ['endpoints']),
   ]
-  const table = new Table({head, style: {head: [], border: []}})
+  const table: Cell[][] = []
   for (const n of p.nodes) {
     if (n.error) {
       table.push([n.node, {colSpan: head.length - 1, content: c.yellow(`not probed: ${n.error}`)}])
@@ -156,7 +285,14 @@ function renderProbes(p: ProbeReport, c: ChalkInstance): string[] {
       ])
     }
   }
-  lines.push(table.toString())
-  for (const note of p.notes) lines.push(c.yellow(`note: ${note}`))
+  const fitted = fittingTable([{head}], table, width)
+  if (fitted) lines.push(...fitted)
+  else
+    for (const row of table) {
+      // One line per node (and port): each column's heading before its cell.
+      const cells = row.slice(1).map((cell, i) => (typeof cell === 'string' ? `${head[i + 1]} ${cell}` : cell.content))
+      lines.push(...wrapProse(cells.join(', '), width, `${String(row[0])}: `, '    '))
+    }
+  for (const note of p.notes) lines.push(...wrapProse(c.yellow(`note: ${note}`), width, '', '  '))
   return lines
 }

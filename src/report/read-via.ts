@@ -1,5 +1,6 @@
 import type {NodeReadVia} from '../diagnosis/choose-transport.js'
 import {printable} from './printable.js'
+import {wrapProse} from './width.js'
 
 /** What is not checked on a node that was not read: everything but the API-side checks. */
 const NODE_CHECKS = "rules, packet paths, hairpin, kube-proxy's /healthz and /metrics, DNS from the node"
@@ -13,7 +14,7 @@ export function apiOnlyNote(readVia: Map<string, NodeReadVia>): string | undefin
 }
 
 /** The human report's "Nodes read via" block: per node, the way in, why, the ways not used, and what was not read. */
-export function renderReadVia(readVia: Map<string, NodeReadVia>, order: string[]): string {
+export function renderReadVia(readVia: Map<string, NodeReadVia>, order: string[], width = Number.POSITIVE_INFINITY): string {
   const lines = ['Nodes read via:']
   for (const name of order) {
     const v = readVia.get(name)
@@ -21,8 +22,8 @@ export function renderReadVia(readVia: Map<string, NodeReadVia>, order: string[]
     const way = v.transport ? `${v.transport}${v.address ? ` (${v.address})` : ''}` : 'not read (API-only)'
     // An API-only node's reason already names every way that was not used.
     const notUsed = v.transport && v.notUsed.length > 0 ? `; not used: ${v.notUsed.map((n) => `${n.transport} (${n.reason})`).join(', ')}` : ''
-    lines.push(printable(`  ${name}: ${way}: ${v.why}${notUsed}`))
-    for (const what of v.notRead) lines.push(printable(`    not read: ${what}`))
+    lines.push(...wrapProse(printable(`${name}: ${way}: ${v.why}${notUsed}`), width, '  ', '      '))
+    for (const what of v.notRead) lines.push(...wrapProse(printable(`not read: ${what}`), width, '    ', '      '))
   }
   return lines.join('\n')
 }

@@ -14,12 +14,13 @@ export interface CliResult {
 }
 
 /**
- * Runs kproxy-doctor as a user would (a separate process), without blocking this process' event loop. Every JSON
+ * Runs kproxy-doctor as a user would (a separate process), without blocking this process' event loop. Without
+ * COLUMNS in `env` the output is not wrapped (as in a pipe), whatever the calling shell exported. Every JSON
  * document `svc` or `trace` prints is checked against schema/report.schema.json: a mismatch fails the calling test.
  */
 export function runCli(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000, stdin?: string, cwd?: string): Promise<CliResult> {
   return new Promise((resolveResult, rejectResult) => {
-    const child = execFile(process.execPath, [BIN, ...args], {encoding: 'utf8', timeout: timeoutMs, cwd, env: {...process.env, NO_COLOR: '1', ...env}, maxBuffer: 64 << 20}, (err, stdout, stderr) => {
+    const child = execFile(process.execPath, [BIN, ...args], {encoding: 'utf8', timeout: timeoutMs, cwd, env: {...process.env, NO_COLOR: '1', COLUMNS: '', ...env}, maxBuffer: 64 << 20}, (err, stdout, stderr) => {
       const code = err ? (typeof (err as {code?: unknown}).code === 'number' ? (err as {code: number}).code : -1) : 0
       let json
       if (args.some((a) => a === 'json' || a === '-ojson' || a === '--output=json')) {

@@ -41,8 +41,8 @@ test('the IPVS example (recorded ipvsadm/ipset output): weight stuck at 0 found 
 
 test('--explain shows the walk behind a broken path', async () => {
   const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/broken-cluster', '--explain'])
-  assert.match(r.stdout, /Trace node-b pod→ClusterIP \(http\):/)
-  assert.match(r.stdout, /DNAT → 10\.244\.2\.7:8080/)
+  assert.match(r.stdout, /^node-b pod→ClusterIP, node→ClusterIP, outside→NodePort, pod→itself \(http\): ✗ DNAT/m)
+  assert.match(r.stdout, /^✗ 2c +33\.3% :73 → KUBE-SEP-DYSIX5QMVXZZP7LU:59 → DNAT 10\.244\.2\.7:8080 ✗ not a ready endpoint$/m)
 })
 
 test('a garbage dump makes that node unreadable with the line; with no readable node the API-side checks are still reported', async () => {

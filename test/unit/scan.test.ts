@@ -101,7 +101,7 @@ test('scan: the human report has one row per Service and the findings grouped by
     assert.match(r.stdout, /│ shop\/empty +│ ClusterIP +│ 0 ready +│ ✗ KPD-SELECTOR-NO-PODS +│ cluster +│/)
     assert.match(r.stdout, /│ shop\/web +│ NodePort +│ 3 ready +│ ✗ KPD-SEP-MISSING +│ 1 of 2 +│/)
     assert.match(r.stdout, /│ shop\/db +│ ClusterIP +│ – +│ skipped +│/)
-    assert.match(r.stdout, /^ {2}! KPD-PROXY-SYNC-FAILURES \[on 2 of 2 nodes: node-a, node-b\] kube-proxy on node-a counts 2 iptables_restore_failures_total$/m)
+    assert.match(r.stdout, /^ {2}! KPD-PROXY-SYNC-FAILURES \[on 2 of 2 nodes: node-a, node-b\] kube-proxy on each node counts 2 iptables_restore_failures_total$/m)
     assert.equal(r.stdout.match(/KPD-PROXY-SYNC-FAILURES \[/g)?.length, 2, 'one line per Service for a code found on many nodes')
     assert.match(r.stdout, /^ {2}shop\/payments: ExternalName Service/m)
   } finally {

@@ -6,7 +6,7 @@ import {IptablesSave} from '../../src/parse/iptables-save.js'
 import {IptablesTracer, type TraceOptions} from '../../src/trace/iptables-tracer.js'
 import type {Packet} from '../../src/trace/types.js'
 import {Chalk} from 'chalk'
-import {renderTraceTree} from '../../src/report/trace-tree.js'
+import {renderWalk} from '../../src/report/trace-walk.js'
 
 const NODE = '192.168.1.10'
 
@@ -239,7 +239,7 @@ describe('iptables tracer: the filter path (raw, mangle, filter; every chain, wh
     const fromNode = pkt({src: '10.200.0.12', dst: '10.244.1.5', inIface: undefined, outIface: 'cbr0', inNotVia: new Set(['lo', 'cbr0', 'docker0'])})
     const r = trace(d, fromNode)
     assert.deepEqual([r.verdict, r.outcomes[0].policy], ['DROP', {table: 'filter', chain: 'FORWARD'}])
-    assert.equal(renderTraceTree(r, new Chalk({level: 0})), '└─ DROP 100% (the policy of filter/FORWARD)', '--explain says the policy dropped it')
+    assert.equal(renderWalk(r, new Chalk({level: 0}), 80).join('\n'), '  ⇒   DROP (the policy of filter/FORWARD)', '--explain says the policy dropped it')
     assert.equal(trace(d, {...fromNode, inNotVia: undefined}).verdict, 'UNKNOWN')
   })
 

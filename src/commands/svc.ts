@@ -47,7 +47,7 @@ export default class Svc extends DoctorCommand {
       : await gatherLive({...liveOptions(args.name, flags), probe: flags.probe})
     for (const w of g.warnings) process.stderr.write(`kproxy-doctor: warning: ${w}\n`)
     const probes = flags.snapshot ? PROBES_SNAPSHOT : ((g as GatheredLive).probes ?? PROBES_OFF)
-    const d = diagnose(g.cluster, g.observations, {ignore, proxyMode: flags['proxy-mode'] as ProxyMode | undefined, probes})
+    const d = diagnose(g.cluster, g.observations, {ignore, proxyMode: flags['proxy-mode'] as ProxyMode | undefined, probes, reach: g.reach})
     const readVia = 'readVia' in g ? (g as GatheredLive).readVia : undefined
     // Exit 2 only when every node was tried and failed; nodes left API-only (no way in, --via none) still get a report.
     const apiOnly = readVia ? [...readVia.values()].some((v) => v.transport === null) : false

@@ -3,6 +3,7 @@ import Table from 'cli-table3'
 import type {ProbeReport, Report} from './report.js'
 import {ENTRIES} from '../model/paths.js'
 import {renderTraceTree} from './trace-tree.js'
+import {fixLines} from './fix-lines.js'
 
 /** FORCE_COLOR (any value but 0/false) turns colours on even into a pipe, as in Node itself; else NO_COLOR or a non-terminal turns them off. */
 export function makeChalk(stream: NodeJS.WriteStream): ChalkInstance {
@@ -22,7 +23,7 @@ export function renderHeadline(r: Report, c: ChalkInstance): string {
 export function renderHuman(r: Report, c: ChalkInstance): string {
   const lines: string[] = []
   lines.push(renderHeadline(r, c))
-  if (r.next) lines.push(`  ${c.bold('next:')} ${r.next}`)
+  lines.push(...fixLines(r.next, 'next', '  ', c))
   lines.push('')
   const s = r.service
   const ports = s.ports.map((p) => `${p.name ? p.name + ' ' : ''}${p.port}→${p.targetPort}/${p.protocol}${p.nodePort ? ` (NodePort ${p.nodePort})` : ''}`).join(', ')
@@ -66,7 +67,7 @@ export function renderHuman(r: Report, c: ChalkInstance): string {
     const color = f.severity === 'error' ? c.red : f.severity === 'warning' ? c.yellow : c.cyan
     lines.push(`${color(`${mark} ${f.code}`)}${f.node ? ` [${f.node}]` : ''} ${f.message}`)
     for (const e of f.evidence) lines.push(c.dim(`    evidence: ${e}`))
-    lines.push(`    ${c.bold('fix:')} ${f.hint}`)
+    lines.push(...fixLines(f, 'fix', '    ', c))
   }
   const traced = r.paths.filter((p) => p.trace && p.ok !== true)
   for (const p of traced) {

@@ -1,6 +1,7 @@
 import type {ChalkInstance} from 'chalk'
 import Table from 'cli-table3'
 import {groupFindings, worstFinding, type ScanReport} from './scan-report.js'
+import {fixLines} from './fix-lines.js'
 
 const SEVERITY_MARK = {error: '✗', warning: '!', info: 'i'} as const
 
@@ -27,7 +28,7 @@ export function renderScanHuman(r: ScanReport, c: ChalkInstance): string {
       const color = g.severity === 'error' ? c.red : g.severity === 'warning' ? c.yellow : c.cyan
       const where = g.nodes.length === 0 ? '' : g.nodes.length === 1 ? ` [${g.nodes[0]}]` : ` [on ${g.nodes.length} of ${readable} nodes: ${g.nodes.join(', ')}]`
       lines.push(`  ${color(`${SEVERITY_MARK[g.severity]} ${g.code}`)}${where} ${g.message}`)
-      lines.push(`      ${c.bold('next:')} ${g.hint}`)
+      lines.push(...fixLines(g, 'next', '      ', c))
     }
   }
   if (r.skipped.length > 0) {

@@ -38,7 +38,7 @@ export function checkTester(title: string, cases: CheckCase[]): void {
         if (process.env.KPD_PRINT_FINDINGS)
           console.log(`## ${c.name}\n${JSON.stringify(findings.map((f) => [f.code, f.node ?? '-', f.severity]))}\n${findings.map((f) => `   ${f.code} ${f.node}: ${f.message}`).join('\n')}`)
         assert.deepEqual(got, c.findings.map(key).sort())
-        for (const f of findings) assert.ok(f.message.length > 0 && f.hint.length > 0, `${f.code} needs a message and a hint`)
+        for (const f of findings) assert.ok(f.message.length > 0 && (f.command !== null || f.text !== null), `${f.code} needs a message and a command or a text`)
       })
     }
   })

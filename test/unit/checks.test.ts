@@ -573,7 +573,7 @@ checkTester('the node under the path: forwarding, bridge netfilter, routes, conn
 test('node path findings: exact messages and next steps', () => {
   const findings = (faults: Parameters<typeof withPath>[0], extra = {}) => {
     const {cluster, observations} = offlineCluster({...withPath(faults), ...extra})
-    return diagnose(cluster, observations).findings.map((f) => [f.code, f.node, f.message, f.hint, f.evidence])
+    return diagnose(cluster, observations).findings.map((f) => [f.code, f.node, f.message, f.command, f.text, f.evidence])
   }
   assert.deepEqual(findings({'node-a': {sysctl: {'net.ipv4.ip_forward': '0'}}}), [
     [

@@ -1,5 +1,6 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
+import {nodeCommand} from '../../model/reach.js'
 
 export const dnsServiceMissing: Check = {
   meta: codeEntry('KPD-DNS-SERVICE-MISSING'),
@@ -42,10 +43,10 @@ export const dnsNoAnswer: Check = {
       // Not asked at all (no way to open TCP to the server from the node, and no dig/nslookup there, as in kube-proxy's
       // image): nothing was learnt about DNS, so no verdict; the report's DNS section says why it was not asked.
       if (d.method === NOT_ASKED) continue
-      const cmd = `ssh ${o.name} dig +tcp ${d.name} @${d.server}`
-      if (d.error) out.push({node: o.name, message: `${o.name}: asking ${d.server} for ${d.name} failed: ${d.error}`, evidence: [`method: ${d.method}`], hint: cmd})
-      else if (d.rcode && d.rcode !== 'NOERROR') out.push({node: o.name, message: `${o.name}: ${d.server} answers ${d.rcode} for ${d.name}`, hint: cmd})
-      else if (!d.addresses.includes(clusterIP)) out.push({node: o.name, message: `${o.name}: ${d.name} resolves to ${d.addresses.join(', ') || 'nothing'}, not the ClusterIP ${clusterIP}`, hint: cmd})
+      const cmd = nodeCommand(ctx.reach, o.name, {argv: ['dig', '+tcp', d.name, `@${d.server}`]}, [d.name, d.server])
+      if (d.error) out.push({node: o.name, message: `${o.name}: asking ${d.server} for ${d.name} failed: ${d.error}`, evidence: [`method: ${d.method}`], command: cmd})
+      else if (d.rcode && d.rcode !== 'NOERROR') out.push({node: o.name, message: `${o.name}: ${d.server} answers ${d.rcode} for ${d.name}`, command: cmd})
+      else if (!d.addresses.includes(clusterIP)) out.push({node: o.name, message: `${o.name}: ${d.name} resolves to ${d.addresses.join(', ') || 'nothing'}, not the ClusterIP ${clusterIP}`, command: cmd})
     }
     return out
   },

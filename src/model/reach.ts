@@ -37,7 +37,7 @@ export const DEFAULT_REACH: Reach = {kubectl: ['kubectl'], node: (name) => ({via
  */
 const PLAIN = /^[A-Za-z0-9][A-Za-z0-9._:/@%+=,-]*$/
 
-export function plainNames(...names: Array<string | number | undefined | null>): boolean {
+function plainNames(...names: Array<string | number | undefined | null>): boolean {
   return names.every((n) => n !== undefined && n !== null && PLAIN.test(String(n)))
 }
 

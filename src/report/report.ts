@@ -38,7 +38,7 @@ export interface Report {
 /** A finding's fix: a command that runs as printed (`command`, its argv stages in `argv`) and/or prose (`text`). */
 export type NextStep = Pick<Finding, 'command' | 'argv' | 'text'>
 
-export function nextStep(f: NextStep | undefined): NextStep | null {
+function nextStep(f: NextStep | undefined): NextStep | null {
   return f ? {command: f.command, argv: f.argv, text: f.text} : null
 }
 

@@ -8,6 +8,7 @@ import {cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {after, test} from 'node:test'
+import {CATALOGUE} from '../../src/checks/catalogue.js'
 import {diagnose} from '../../src/diagnosis/diagnose.js'
 import {liveReach, snapshotReach} from '../../src/diagnosis/reach.js'
 import type {NodeReadVia} from '../../src/diagnosis/choose-transport.js'
@@ -109,4 +110,11 @@ test('a name outside the characters Kubernetes and the kernel allow: no command 
   assertPastes(renderCommand(c), c, 'jsonpath')
   const s = nodeCommand(DEFAULT_REACH, 'node-a', {argv: ['cat', '/sys/class/net/cbr0/brif/veth 1/hairpin_mode']})!
   assertPastes(renderCommand(s), s, 'remote word with a space')
+})
+
+test("each catalogue entry's generic text is prose: a sentence, not a command line", () => {
+  for (const e of CATALOGUE) {
+    assert.ok(!/^(kubectl|ssh|sudo|iptables|ip6?tables-save|nft|ip|ipvsadm|ipset|conntrack|sysctl|curl|dig)\s/.test(e.hint), `${e.code}: ${e.hint}`)
+    assert.ok(!/<[A-Za-z]|\bPOD\b|;\s*(kubectl|ssh)\b/.test(e.hint), `${e.code}: ${e.hint}`)
+  }
 })

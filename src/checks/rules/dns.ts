@@ -1,6 +1,6 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
-import {nodeCommand} from '../../model/reach.js'
+import {kubectlCommand, nodeCommand} from '../../model/reach.js'
 
 export const dnsServiceMissing: Check = {
   meta: codeEntry('KPD-DNS-SERVICE-MISSING'),
@@ -13,6 +13,8 @@ export const dnsServiceMissing: Check = {
             message: ctx.cluster.dns.error
               ? `the cluster DNS Service could not be read: ${ctx.cluster.dns.error}`
               : 'no cluster DNS Service in kube-system (looked for kube-dns, coredns): names of Services do not resolve',
+            command: kubectlCommand(ctx.reach, 'kube-system', ['get', 'svc', '-l', 'k8s-app=kube-dns']),
+            text: 'Redeploy CoreDNS if it is gone.',
           },
         ],
 }
@@ -23,7 +25,16 @@ export const dnsNoEndpoints: Check = {
     const dns = ctx.cluster.dns
     if (!dns.service) return []
     const ready = dns.slices.flatMap((s) => s.endpoints ?? []).filter((e) => e.conditions?.ready ?? true)
-    return ready.length > 0 ? [] : [{node: null, message: `cluster DNS Service kube-system/${dns.service.metadata?.name} has no ready endpoints: no name resolves in the cluster`}]
+    return ready.length > 0
+      ? []
+      : [
+          {
+            node: null,
+            message: `cluster DNS Service kube-system/${dns.service.metadata?.name} has no ready endpoints: no name resolves in the cluster`,
+            command: kubectlCommand(ctx.reach, 'kube-system', ['get', 'pods', '-l', 'k8s-app=kube-dns']),
+            text: 'Then read their events (kubectl describe) and logs.',
+          },
+        ]
   },
 }
 

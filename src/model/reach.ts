@@ -28,6 +28,12 @@ export interface NodeRead {
   filter?: string[]
 }
 
+/**
+ * The programs kube-proxy's image (distroless-iptables) ships: a command through its Pod runs only these (no ip,
+ * bridge, sysctl, curl, dig, ipvsadm there).
+ */
+const IN_KUBE_PROXY_IMAGE = /^(ip6?tables(-legacy|-nft)?(-save)?|nft|ipset|conntrack|cat|grep)$/
+
 /** Without flags: kubectl's current context, `ssh NODE` with the user's SSH config. */
 export const DEFAULT_REACH: Reach = {kubectl: ['kubectl'], node: (name) => ({via: 'ssh', ssh: ['ssh', name]})}
 
@@ -57,6 +63,6 @@ export function nodeCommand(reach: Reach, node: string, read: NodeRead, names: A
   const way = reach.node(node)
   const filter = read.filter ? [read.filter] : []
   if (way.via === 'ssh') return [[...way.ssh, ...(read.sudo ? ['sudo', ...read.argv] : read.argv).map(quoteWord)], ...filter]
-  if (way.via === 'kube-proxy') return [[...reach.kubectl, '-n', way.namespace, 'exec', way.pod, '--', ...read.argv], ...filter]
+  if (way.via === 'kube-proxy') return IN_KUBE_PROXY_IMAGE.test(read.argv[0]) ? [[...reach.kubectl, '-n', way.namespace, 'exec', way.pod, '--', ...read.argv], ...filter] : undefined
   return undefined
 }

@@ -118,3 +118,12 @@ test("each catalogue entry's generic text is prose: a sentence, not a command li
     assert.ok(!/<[A-Za-z]|\bPOD\b|;\s*(kubectl|ssh)\b/.test(e.hint), `${e.code}: ${e.hint}`)
   }
 })
+
+test("through kube-proxy's Pod, only what its image ships: iptables-save yes, ip route no (prose instead)", () => {
+  const reach = {kubectl: ['kubectl'], node: () => ({via: 'kube-proxy' as const, namespace: 'kube-system', pod: 'kube-proxy-bx7k2'})}
+  assert.deepEqual(nodeCommand(reach, 'node-b', {argv: ['iptables-save'], sudo: true, filter: ['grep', '--', 'KUBE-SVC-X']}), [
+    ['kubectl', '-n', 'kube-system', 'exec', 'kube-proxy-bx7k2', '--', 'iptables-save'],
+    ['grep', '--', 'KUBE-SVC-X'],
+  ])
+  assert.equal(nodeCommand(reach, 'node-b', {argv: ['ip', 'route', 'get', '10.244.2.10']}), undefined)
+})

@@ -5,6 +5,8 @@ import type {ExpectedService} from '../model/expected.js'
 import type {Dataplane, NodeInfrastructure, ProgrammedPort} from '../model/dataplane.js'
 import type {ModeChoice} from '../model/modes/index.js'
 import type {PathResult} from '../model/paths.js'
+import type {Reach} from '../model/reach.js'
+import {renderCommand, type Command} from '../model/shell.js'
 
 type Severity = CodeEntry['severity']
 
@@ -14,14 +16,21 @@ export interface Finding {
   title: string
   node: string | null
   message: string
-  hint: string
+  /** The command to paste, exactly as printed (`fix:`), or null; its argv stages in `argv`. */
+  command: string | null
+  argv: Command | null
+  /** Prose: what to do or look at, on its own line; null when the command says it all. */
+  text: string | null
   evidence: string[]
 }
 
 export interface FindingDraft {
   node: string | null
   message: string
-  hint?: string
+  /** A command built with the context's `reach` (never a formatted string); undefined when it cannot be built. */
+  command?: Command
+  /** Prose, never a command to paste; defaults to the catalogue's text when there is no command either. */
+  text?: string
   evidence?: string[]
 }
 
@@ -47,6 +56,8 @@ export interface CheckContext {
   paths: PathResult[]
   /** Findings of the checks that ran before this one (checks run in CHECKS order). */
   findings: Finding[]
+  /** How the user reaches the cluster and each node: rules build their commands with it (model/reach.ts). */
+  reach: Reach
   /** Readable nodes in a proxy mode the doctor cannot diagnose yet (their rules are not judged). */
   unsupported: Array<{node: string; mode: string; source: string}>
 }
@@ -63,7 +74,9 @@ export function toFinding(meta: CodeEntry, d: FindingDraft): Finding {
     title: meta.title,
     node: d.node,
     message: d.message,
-    hint: d.hint ?? meta.hint,
+    command: d.command ? renderCommand(d.command) : null,
+    argv: d.command ?? null,
+    text: d.text ?? (d.command ? null : meta.hint),
     evidence: d.evidence ?? [],
   }
 }

@@ -53,7 +53,7 @@ export default class Svc extends DoctorCommand {
     for (const w of g.warnings) process.stderr.write(`kproxy-doctor: warning: ${w}\n`)
     const probes = flags.snapshot ? PROBES_SNAPSHOT : ((g as GatheredLive).probes ?? PROBES_OFF)
     const readVia = 'readVia' in g ? (g as GatheredLive).readVia : undefined
-    const d = diagnose(g.cluster, g.observations, {ignore, proxyMode: flags['proxy-mode'] as ProxyMode | undefined, probes, readVia, log})
+    const d = diagnose(g.cluster, g.observations, {ignore, proxyMode: flags['proxy-mode'] as ProxyMode | undefined, probes, readVia, log, reach: g.reach})
     // No node read: the API-side checks still ran and are reported; every node is in notChecked (required when tried).
     if (g.observations.length > 0 && !g.observations.some((o) => o.reachable))
       process.stderr.write(`kproxy-doctor: warning: no node could be read: ${g.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}\n`)

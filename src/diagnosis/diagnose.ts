@@ -9,6 +9,7 @@ import {tracePaths, type PathResult} from '../model/paths.js'
 import {silencingRule, type IgnoreRule} from './ignore-rules.js'
 import {nodeAddress} from './node-address.js'
 import type {ProbeRun} from '../node/tcp-probe.js'
+import {DEFAULT_REACH, type Reach} from '../model/reach.js'
 import type {ProbeAware} from '../checks/rules/probe-evidence.js'
 import type {NodeReadVia} from './choose-transport.js'
 import {notChecked, type NotChecked} from './coverage.js'
@@ -40,6 +41,8 @@ export interface DiagnoseOptions {
   log?: (line: string) => void
   /** How each selected node was read live, or why it was left API-only (for what was not checked). */
   readVia?: Map<string, NodeReadVia>
+  /** How the user reaches the cluster and the nodes (their flags, the way each node was read): for printed commands. */
+  reach?: Reach
 }
 
 const PROBES_NOT_RUN: ProbeRun = {ran: false, reason: 'live probes were not run'}
@@ -88,7 +91,7 @@ export function diagnose(cluster: ClusterState, observations: NodeObservation[],
     )
   }
   const probes = opts.probes ?? PROBES_NOT_RUN
-  const context: CheckContext & ProbeAware = {cluster, service: expectedService(cluster, ''), nodes, observations, paths, unsupported, findings: [], probes}
+  const context: CheckContext & ProbeAware = {cluster, service: expectedService(cluster, ''), nodes, observations, paths, unsupported, findings: [], probes, reach: opts.reach ?? DEFAULT_REACH}
   // Silenced checks still run: what they find explains its path step, so the generic path-broken finding stays quiet too.
   for (const c of CHECKS) context.findings.push(...c.run(context).map((d) => toFinding(c.meta, d)))
   const rules = opts.ignore ?? []

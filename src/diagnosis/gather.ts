@@ -15,6 +15,8 @@ import {probeNodes} from './probe-stage.js'
 import type {ProbeRun} from '../node/tcp-probe.js'
 import {isNodeName} from '../model/names.js'
 import type {VerboseLog} from '../node/logged-access.js'
+import type {Reach} from '../model/reach.js'
+import {liveReach, snapshotReach} from './reach.js'
 
 export interface Gathered {
   cluster: ClusterState
@@ -23,6 +25,8 @@ export interface Gathered {
   warnings: string[]
   /** The live probe stage, when it was asked for. */
   probes?: ProbeRun
+  /** How the user reaches the cluster and each node, for the commands the report prints. */
+  reach: Reach
 }
 
 export interface LiveOptions {
@@ -82,7 +86,8 @@ export async function gatherLive(opts: LiveOptions): Promise<GatheredLive> {
   const dns = dnsIP && dnsIP !== 'None' ? {name: `${opts.name}.${namespace}.svc.${cluster.clusterDomain}`, server: dnsIP} : undefined
   const {observations, recordings, readVia, warnings} = await readNodesLive(cluster.nodes, selection.names, opts, dns, pathTargets(cluster))
   const probes = opts.probe ? await probeNodes(cluster, observations, await probeConnector(readVia, opts), opts) : undefined
-  return {cluster, observations, recordings, readVia, selectionNote: selection.note, warnings: [...hostKeyWarnings(opts), ...warnings], namespace, probes}
+  const reach = await liveReach(opts, readVia, cluster.nodes)
+  return {cluster, observations, recordings, readVia, selectionNote: selection.note, warnings: [...hostKeyWarnings(opts), ...warnings], namespace, probes, reach}
 }
 
 /**
@@ -147,7 +152,7 @@ export async function gatherSnapshot(dir: string, namespace: string, name: strin
   const source = new SnapshotClusterSource(dir)
   source.requireRecorded(namespace, name)
   const cluster = await readClusterState(source, namespace, name)
-  return {cluster, observations: readSnapshotNodes(dir, only), warnings: []}
+  return {cluster, observations: readSnapshotNodes(dir, only), warnings: [], reach: snapshotReach(source.manifest()?.context)}
 }
 
 /** The nodes recorded in a snapshot (or only those named). */

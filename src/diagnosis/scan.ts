@@ -11,6 +11,7 @@ import type {NodeObservation} from '../node/bundle.js'
 import {selectNodes} from '../node/select-nodes.js'
 import {diagnose, type DiagnoseOptions, type Diagnosis} from './diagnose.js'
 import {hostKeyWarnings, readNodesLive, readSnapshotNodes, type LiveOptions} from './gather.js'
+import {liveReach, snapshotReach} from './reach.js'
 
 export interface ScanTarget {
   /** One namespace, or every namespace when undefined (-A). */
@@ -57,7 +58,8 @@ export async function scanLive(opts: ScanLiveOptions): Promise<ScanResult> {
   const selection = selectNodes(nodes, endpointNodes, {only: opts.nodes, all: opts.allNodes})
   const dns = dnsSelfLookup(states.find((s) => s.state)?.state)
   const {observations, readVia} = await readNodesLive(nodes, selection.names, opts, dns)
-  return {outcomes: judge(states, observations, {...opts, readVia}), observations, selectionNote: selection.note, warnings: hostKeyWarnings(opts), notes: SCAN_NOTES}
+  const reach = await liveReach(opts, readVia, nodes)
+  return {outcomes: judge(states, observations, {...opts, readVia, reach}), observations, selectionNote: selection.note, warnings: hostKeyWarnings(opts), notes: SCAN_NOTES}
 }
 
 /** Every matching Service recorded in a snapshot bundle. */
@@ -67,7 +69,7 @@ export async function scanSnapshot(dir: string, target: ScanTarget, opts: Diagno
   const source = new CachedClusterSource(snapshot)
   const states = await readStates(source, target, recorded)
   const observations = readSnapshotNodes(dir, opts.nodes)
-  return {outcomes: judge(states, observations, opts), observations, warnings: [], notes: SCAN_NOTES}
+  return {outcomes: judge(states, observations, {...opts, reach: snapshotReach(snapshot.manifest()?.context)}), observations, warnings: [], notes: SCAN_NOTES}
 }
 
 interface ServiceState {

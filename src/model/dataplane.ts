@@ -1,5 +1,6 @@
 import type {RouteGuess, Tracer} from '../trace/types.js'
 import type {ExpectedEndpoint, ExpectedPort, ExpectedService} from './expected.js'
+import type {NodeRead} from './reach.js'
 
 /** A rule, map element or other line of a node's dump that stands as evidence. */
 export interface ProgrammedRule {
@@ -115,6 +116,6 @@ export interface Dataplane {
   programmed(svc: ExpectedService): ProgrammedPort[]
   /** `route`: where the node sends a forwarded packet, for output-interface matches (FORWARD, POSTROUTING). */
   tracer(localAddresses: string[], locallyGenerated?: boolean, route?: (dst: string) => RouteGuess): Tracer
-  /** The command a person runs to see `pattern` in this node's rules. */
-  show(node: string, pattern: string): string
+  /** What a person runs on the node to see `pattern` in its rules (checks turn it into a command with `nodeCommand`). */
+  show(pattern: string): NodeRead
 }

@@ -130,6 +130,6 @@ export function iptablesDataplane(dump: IptablesSave): Dataplane {
     infrastructure: () => readInfrastructure(dump),
     programmed: (svc) => readProgrammed(dump, svc),
     tracer: (localAddresses, locallyGenerated, route) => new IptablesTracer(dump, {localAddresses, locallyGenerated, route}),
-    show: (node, pattern) => `ssh ${node} sudo iptables-save | grep -- '${pattern}'`,
+    show: (pattern) => ({argv: ['iptables-save'], sudo: true, filter: ['grep', '--', pattern]}),
   }
 }

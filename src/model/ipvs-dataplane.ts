@@ -88,6 +88,6 @@ export function ipvsDataplane(dump: IptablesSave, ipvs: IpvsState, nodeAddress: 
     infrastructure,
     programmed,
     tracer: (localAddresses, locallyGenerated) => new IpvsTracer(dump, ipvs.virtualServers, {localAddresses, vips: ipvs.vips ?? [], ipsets: ipvs.ipsets, locallyGenerated}),
-    show: (node, pattern) => `ssh ${node} sudo ipvsadm -Ln | grep -A4 -- '${pattern.replace(/^(VS|RS) /, '').replace(/^(TCP|UDP|SCTP) /, '')}'`,
+    show: (pattern) => ({argv: ['ipvsadm', '-Ln'], sudo: true, filter: ['grep', '-A4', '--', pattern.replace(/^(VS|RS) /, '').replace(/^(TCP|UDP|SCTP) /, '')]}),
   }
 }

@@ -144,6 +144,6 @@ export function nftDataplane(rs: NftRuleset, family: 'ip' | 'ip6' = 'ip'): Datap
     infrastructure: () => readInfrastructure(table),
     programmed: (svc) => readProgrammed(table, svc),
     tracer: (localAddresses, locallyGenerated, route) => new NftTracer(rs, {localAddresses, locallyGenerated, route}),
-    show: (node, pattern) => `ssh ${node} sudo nft list table ${family} kube-proxy | grep -- '${pattern}'`,
+    show: (pattern) => ({argv: ['nft', 'list', 'table', family, 'kube-proxy'], sudo: true, filter: ['grep', '--', pattern]}),
   }
 }

@@ -27,3 +27,11 @@ export function renderPipeline(stages: string[][]): string {
 export function sshArgv(sshPrefix: string[], remote: string[]): string[] {
   return [...sshPrefix, renderArgv(remote)]
 }
+
+/** A command a person pastes: a pipeline of argv stages (usually one). Rendered only by `renderCommand`. */
+export type Command = string[][]
+
+/** The one rendering of a printed command: each word quoted, stages joined by `|`. */
+export function renderCommand(command: Command): string {
+  return renderPipeline(command)
+}

@@ -2,8 +2,9 @@ import {Chalk, type ChalkInstance} from 'chalk'
 import type {ProbeReport, Report} from './report.js'
 import {ENTRIES} from '../model/paths.js'
 import {renderNotChecked} from './coverage-human.js'
+import {fixLines} from './fix-lines.js'
 import {outcomeText, renderWalk} from './trace-walk.js'
-import {fittingTable, type Cell, wrapCommand, wrapProse, wrapVerbatim} from './width.js'
+import {fittingTable, type Cell, wrapProse, wrapVerbatim} from './width.js'
 
 /** FORCE_COLOR (any value but 0/false) turns colours on even into a pipe, as in Node itself; else NO_COLOR or a non-terminal turns them off. */
 export function makeChalk(stream: NodeJS.WriteStream): ChalkInstance {
@@ -34,7 +35,7 @@ export function groupFindingsByText(findings: Report['findings']): FindingLine[]
   for (const f of findings) {
     const node = f.node
     const generic = (t: string) => (node ? t.split(node).join('\0') : t)
-    const k = [f.code, f.severity, generic(f.message), ...f.evidence.map(generic), generic(f.hint)].join('\u0001')
+    const k = [f.code, f.severity, generic(f.message), ...f.evidence.map(generic), generic(f.command ?? ''), generic(f.text ?? '')].join('\u0001')
     const prev = node ? byKey.get(k) : undefined
     if (prev) {
       prev.nodes.push(node!)
@@ -50,19 +51,6 @@ export function groupFindingsByText(findings: Report['findings']): FindingLine[]
     if (node && l.nodes.length > 1) l.message = l.message.split(node).join('each node')
   }
   return out
-}
-
-/** Words a command starts with; a hint starting otherwise (a capital letter) is prose. */
-const PROSE = /^[A-Z]/
-
-/**
- * One `fix:` / `next:` line. A command wraps only between words outside quotes, each line ending in ` \`, so the
- * lines paste into a shell as the same command; prose wraps with a hanging indent.
- */
-export function renderNextStep(label: string, hint: string, width: number, indent: string, c: ChalkInstance): string[] {
-  const first = `${indent}${c.bold(label)} `
-  const hang = ' '.repeat(indent.length + label.length + 1)
-  return PROSE.test(hint) ? wrapProse(hint, width, first, hang) : wrapCommand(hint, width, first, hang + '  ')
 }
 
 /** Short entry names for a narrow table, with the legend that says what they stand for. */
@@ -168,7 +156,7 @@ function renderWalks(r: Report, c: ChalkInstance, width: number): string[] {
 export function renderHuman(r: Report, c: ChalkInstance, width = Number.POSITIVE_INFINITY): string {
   const lines: string[] = []
   lines.push(...wrapProse(renderHeadline(r, c), width, '', '  '))
-  if (r.next) lines.push(...renderNextStep('next:', r.next, width, '  ', c))
+  lines.push(...fixLines(r.next, 'next', '  ', c, width))
   lines.push('')
   const s = r.service
   const ports = s.ports.map((p) => `${p.name ? p.name + ' ' : ''}${p.port}→${p.targetPort}/${p.protocol}${p.nodePort ? ` (NodePort ${p.nodePort})` : ''}`).join(', ')
@@ -193,8 +181,8 @@ export function renderHuman(r: Report, c: ChalkInstance, width = Number.POSITIVE
     const color = f.severity === 'error' ? c.red : f.severity === 'warning' ? c.yellow : c.cyan
     lines.push(...wrapProse(`${color(`${mark} ${f.code}`)}${nodes.length > 0 ? ` [${nodes.join(', ')}]` : ''} ${message}`, width, '', '    '))
     for (const e of f.evidence) lines.push(...wrapVerbatim(e, width, '    evidence: ', '        ').map((l) => c.dim(l)))
-    lines.push(...renderNextStep('fix:', f.hint, width, '    ', c))
-    if (nodes.length > 1 && f.node && f.hint.includes(f.node)) lines.push(...wrapProse(c.dim(`(likewise on ${nodes.slice(1).join(', ')})`), width, '         ', '         '))
+    lines.push(...fixLines(f, 'fix', '    ', c, width))
+    if (nodes.length > 1 && f.node && (f.command ?? '').includes(f.node)) lines.push(...wrapProse(c.dim(`(likewise on ${nodes.slice(1).join(', ')})`), width, '         ', '         '))
   }
   lines.push(...renderWalks(r, c, width))
   return lines.join('\n')

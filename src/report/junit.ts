@@ -1,6 +1,7 @@
 import {CATALOGUE, codeEntry} from '../checks/catalogue.js'
 import type {FailOn} from './report.js'
 import {groupFindings, type ScanReport} from './scan-report.js'
+import {fixText} from './fix-lines.js'
 
 const FAMILIES = [...new Set(CATALOGUE.map((e) => e.family))]
 const checkFamily = (code: string) => codeEntry(code).family
@@ -32,7 +33,7 @@ export function renderJunit(r: ScanReport, failOn: FailOn): string {
     const cases = FAMILIES.map((family) => {
       const found = groups.filter((g) => checkFamily(g.code) === family)
       const failing = found.filter((g) => fails(g.severity))
-      const text = found.map((g) => `${g.severity} ${g.code}: ${g.message}${g.nodes.length ? ` [nodes: ${g.nodes.join(', ')}]` : ''}\nnext: ${g.hint}`).join('\n\n')
+      const text = found.map((g) => `${g.severity} ${g.code}: ${g.message}${g.nodes.length ? ` [nodes: ${g.nodes.join(', ')}]` : ''}\n${fixText(g, 'next')}`).join('\n\n')
       const body =
         failing.length > 0
           ? `<failure type="${xml(failing[0].code)}" message="${xml(failing.map((g) => g.code).join(', '))}">${xml(text)}</failure>`

@@ -20,7 +20,8 @@ export interface Report {
   service: {namespace: string; name: string; type: string; clusterIP: string | null; ports: Array<{name: string; port: number; targetPort: string; protocol: string; nodePort: number | null}>}
   ok: boolean
   summary: string
-  next: string | null
+  /** What to run or do first: the headline finding's command (the exact line, and its argv) and prose. */
+  next: NextStep | null
   proxy: {mode: string; source: string; masqueradeMark: string}
   endpoints: {ready: number; notReady: number; source: string}
   findings: Finding[]
@@ -38,6 +39,13 @@ export interface Report {
    */
   notChecked: NotChecked[]
   notes: string[]
+}
+
+/** A finding's fix: a command that runs as printed (`command`, its argv stages in `argv`) and/or prose (`text`). */
+export type NextStep = Pick<Finding, 'command' | 'argv' | 'text'>
+
+function nextStep(f: NextStep | undefined): NextStep | null {
+  return f ? {command: f.command, argv: f.argv, text: f.text} : null
 }
 
 export interface ProbeReport {
@@ -110,32 +118,32 @@ export interface ReportOptions {
   notes?: string[]
 }
 
-function firstLine(d: Diagnosis, findings: Finding[]): {summary: string; next: string | null} {
+function firstLine(d: Diagnosis, findings: Finding[]): {summary: string; next: NextStep | null} {
   const svc = d.context.service
   const id = `${svc.namespace}/${svc.name}`
   const errors = findings.filter((f) => f.severity === 'error')
   const clusterError = errors.find((f) => f.node === null)
-  if (clusterError) return {summary: `✗ ${id}: ${clusterError.message}`, next: clusterError.hint}
+  if (clusterError) return {summary: `✗ ${id}: ${clusterError.message}`, next: nextStep(clusterError)}
   const order = (e: string) => ENTRIES.indexOf(e as never)
   const broken = d.paths.filter((p) => p.ok === false && !d.ignoredBreaks.has(p)).sort((a, b) => order(a.entry) - order(b.entry))[0]
   if (broken) {
     const explaining = codesExplaining(broken.breaksAt ?? 'unknown')
     const f = errors.find((x) => x.node === broken.node && explaining.includes(x.code)) ?? errors.find((x) => x.node === broken.node) ?? errors[0]
-    return {summary: `✗ ${id}: ${broken.entry} (${broken.port}) breaks at ${broken.breaksAt} on ${broken.node}: ${broken.detail}`, next: f?.hint ?? null}
+    return {summary: `✗ ${id}: ${broken.entry} (${broken.port}) breaks at ${broken.breaksAt} on ${broken.node}: ${broken.detail}`, next: nextStep(f)}
   }
   for (const [code, place] of PROBE_PLACES) {
     const f = errors.find((x) => x.code === code)
-    if (f) return {summary: `✗ ${id}: ${place(f)}: ${f.message}`, next: f.hint}
+    if (f) return {summary: `✗ ${id}: ${place(f)}: ${f.message}`, next: nextStep(f)}
   }
-  if (errors[0]) return {summary: `✗ ${id}: ${errors[0].message}`, next: errors[0].hint}
+  if (errors[0]) return {summary: `✗ ${id}: ${errors[0].message}`, next: nextStep(errors[0])}
   const readable = d.context.nodes.length
   const warnings = findings.filter((f) => f.severity === 'warning').length
   if (svc.notProxied) return {summary: `✓ ${id}: ${svc.notProxied}`, next: null}
-  if (readable === 0) return {summary: `? ${id}: no node could be read, the packet path is unchecked`, next: findings[0]?.hint ?? null}
+  if (readable === 0) return {summary: `? ${id}: no node could be read, the packet path is unchecked`, next: nextStep(findings[0])}
   const required = d.notChecked.filter((n) => n.required).length
   if (required > 0) {
     const also = [warnings ? `${warnings} warning(s)` : '', d.ignored.length > 0 ? `${d.ignored.length} ignored` : ''].filter(Boolean)
-    return {summary: `? ${id}: no fault found in what was checked, but ${required} check(s) could not run (see Not checked)${also.length ? `; ${also.join(', ')}` : ''}`, next: findings[0]?.hint ?? null}
+    return {summary: `? ${id}: no fault found in what was checked, but ${required} check(s) could not run (see Not checked)${also.length ? `; ${also.join(', ')}` : ''}`, next: nextStep(findings[0])}
   }
   const silenced = [...new Set(d.ignoredBreaks.values())]
   const works = silenced.length > 0 ? `every traced path works on ${readable} node(s) except breaks silenced by ignore rules (${silenced.join(', ')})` : `every traced path works on ${readable} node(s)`

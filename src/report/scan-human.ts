@@ -1,6 +1,7 @@
 import type {ChalkInstance} from 'chalk'
 import {worstFinding, type ScanReport} from './scan-report.js'
-import {groupFindingsByText, renderNextStep} from './human.js'
+import {groupFindingsByText} from './human.js'
+import {fixLines} from './fix-lines.js'
 import {fittingTable, wrapProse, type Cell} from './width.js'
 import {renderNotChecked} from './coverage-human.js'
 
@@ -37,7 +38,7 @@ export function renderScanHuman(r: ScanReport, c: ChalkInstance, width = Number.
       const color = f.severity === 'error' ? c.red : f.severity === 'warning' ? c.yellow : c.cyan
       const where = nodes.length === 0 ? '' : nodes.length === 1 ? ` [${nodes[0]}]` : ` [on ${nodes.length} of ${readable} nodes: ${nodes.join(', ')}]`
       lines.push(...wrapProse(`${color(`${SEVERITY_MARK[f.severity]} ${f.code}`)}${where} ${message}`, width, '  ', '      '))
-      lines.push(...renderNextStep('next:', f.hint, width, '      ', c))
+      lines.push(...fixLines(f, 'next', '      ', c, width))
     }
   }
   if (r.skipped.length > 0) {

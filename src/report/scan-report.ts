@@ -1,6 +1,7 @@
 import type {Finding} from '../checks/check.js'
 import type {ScanResult} from '../diagnosis/scan.js'
 import {buildReport, fails, type FailOn, type Report} from './report.js'
+import type {Command} from '../model/shell.js'
 
 /** The JSON contract of `scan -o json`: per Service the same shape as `svc -o json`. */
 export interface ScanReport {
@@ -19,9 +20,11 @@ export interface FindingGroup {
   code: string
   severity: Finding['severity']
   title: string
-  /** The first finding's message and hint: the others differ only by node. */
+  /** The first finding's message and fix: the others differ only by node. */
   message: string
-  hint: string
+  command: string | null
+  argv: Command | null
+  text: string | null
   nodes: string[]
 }
 
@@ -59,7 +62,7 @@ export function groupFindings(findings: Finding[]): FindingGroup[] {
     const group = groups.get(f.code)
     if (group) {
       if (f.node && !group.nodes.includes(f.node)) group.nodes.push(f.node)
-    } else groups.set(f.code, {code: f.code, severity: f.severity, title: f.title, message: f.message, hint: f.hint, nodes: f.node ? [f.node] : []})
+    } else groups.set(f.code, {code: f.code, severity: f.severity, title: f.title, message: f.message, command: f.command, argv: f.argv, text: f.text, nodes: f.node ? [f.node] : []})
   }
   return [...groups.values()]
 }

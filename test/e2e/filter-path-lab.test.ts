@@ -24,7 +24,9 @@ interface JsonFinding {
   severity: string
   node: string | null
   message: string
-  hint: string
+  command: string | null
+  argv: string[][] | null
+  text: string | null
   evidence: string[]
 }
 
@@ -62,8 +64,8 @@ describe('svc diagnoses drops in chains kube-proxy does not own (netns lab, real
       assert.match(f.message, /entry points: pod→ClusterIP \(http\)/)
       assert.match(f.message, /node-b's pod→ClusterIP \(http\), arriving DNATed/, "the second half of node-b's path, to web-a1, crosses node-a")
       assert.deepEqual(f.evidence, ["filter: :FORWARD DROP (the chain's policy)"])
-      assert.match(f.hint, /^Docker set this policy/)
-      assert.match(f.hint, /See: ssh node-a 'sudo iptables -t filter -L FORWARD -v -n --line-numbers'$/)
+      assert.match(f.text!, /^Docker set this policy/)
+      assert.deepEqual(f.argv, [['ssh', '-F', lab.sshConfigPath, 'node-a', 'sudo', 'iptables', '-t', 'filter', '-L', 'FORWARD', '-v', '-n', '--line-numbers']])
       const broken = r.json.paths.filter((p: {ok: boolean}) => p.ok === false).map((p: {node: string; entry: string; breaksAt: string}) => `${p.node} ${p.entry} ${p.breaksAt}`)
       assert.deepEqual(broken.sort(), ['node-a pod→ClusterIP filter', 'node-a pod→itself filter'])
     } finally {
@@ -84,8 +86,8 @@ describe('svc diagnoses drops in chains kube-proxy does not own (netns lab, real
       assert.match(f.message, /node-a's pod→ClusterIP \(http\), arriving DNATed/)
       assert.equal(f.evidence.length, 1)
       assert.match(f.evidence[0], /^filter line \d+: -A cali-FORWARD -d 10\.244\.2\.11\/32 .*-j DROP$/)
-      assert.match(f.hint, /^Calico drops it, usually for a NetworkPolicy/)
-      assert.match(f.hint, /See: ssh node-b 'sudo iptables -t filter -L cali-FORWARD -v -n --line-numbers'$/)
+      assert.match(f.text!, /^Calico drops it, usually for a NetworkPolicy/)
+      assert.deepEqual(f.argv, [['ssh', '-F', lab.sshConfigPath, 'node-b', 'sudo', 'iptables', '-t', 'filter', '-L', 'cali-FORWARD', '-v', '-n', '--line-numbers']])
     } finally {
       lab.setForeignRules('node-b', undefined)
     }

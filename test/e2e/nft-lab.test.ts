@@ -45,7 +45,7 @@ describe('svc against a lab node in nftables mode', {skip: why}, () => {
       const r = await doctor()
       assert.equal(r.code, 1)
       assert.ok(codes(r, 'node-b').includes('KPD-SEP-MISSING'), JSON.stringify(r.json.findings))
-      assert.match(r.json.findings.find((f: {code: string}) => f.code === 'KPD-SEP-MISSING').hint, /nft list table ip kube-proxy/)
+      assert.match(r.json.findings.find((f: {code: string}) => f.code === 'KPD-SEP-MISSING').command, /nft list table ip kube-proxy/)
       assert.deepEqual(codes(r, 'node-a'), [])
     } finally {
       lab.clearFaults()

@@ -29,7 +29,9 @@ interface Finding {
   node: string | null
   severity: string
   message: string
-  hint: string
+  command: string | null
+  argv: string[][] | null
+  text: string | null
 }
 
 describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
@@ -70,7 +72,7 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
       assert.equal(r.code, 1, r.stdout + r.stderr)
       // node-b's DNS question goes to CoreDNS on node-a, which no longer forwards it: a true consequence, said too.
       assert.deepEqual(problems(r), ['KPD-DNS-NO-ANSWER node-b', 'KPD-NODE-FORWARDING-OFF node-a'])
-      assert.equal(finding(r, 'KPD-NODE-FORWARDING-OFF').hint.split('   #')[0], 'ssh node-a sudo sysctl -w net.ipv4.ip_forward=1')
+      assert.deepEqual(finding(r, 'KPD-NODE-FORWARDING-OFF').argv, [['ssh', '-F', lab.sshConfigPath, 'node-a', 'sudo', 'sysctl', '-w', 'net.ipv4.ip_forward=1']])
     } finally {
       lab.setSysctl('node-a', 'net.ipv4.ip_forward', '1')
     }
@@ -134,9 +136,9 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
         f.message,
         `node-a: 1 conntrack entry for kube-system/kube-dns:dns (UDP 10.96.0.10:53) still DNAT to 10.244.1.54:53, which is no endpoint of the Service: 10.244.1.100:${stalePort} get no answer (each new packet refreshes a UDP entry, so a client that keeps asking from the same port never recovers)`,
       )
-      assert.equal(f.hint, 'ssh node-a sudo conntrack -D -p udp --orig-dst 10.96.0.10 --orig-port-dst 53 --reply-src 10.244.1.54')
+      assert.deepEqual(f.argv, [['ssh', '-F', lab.sshConfigPath, 'node-a', 'sudo', 'conntrack', '-D', '-p', 'udp', '--orig-dst', '10.96.0.10', '--orig-port-dst', '53', '--reply-src', '10.244.1.54']])
       // The printed fix, run on the node (the lab logs in as root: the words after sudo).
-      const fix = f.hint.split(' ').slice(3)
+      const fix = f.argv![0].slice(5)
       assert.equal(tryRun('ip', ['netns', 'exec', lab.nodeNs('node-a'), ...fix]).code, 0)
       assert.deepEqual(lab.dnsQuery('client-a', WEB_NAME, stalePort), [CLUSTER_IP], 'after the fix the port works again')
       const after = await svc('kube-dns', 'kube-system')
@@ -157,7 +159,9 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
       const c = await runCli(['collect', 'svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '--out', out], {}, 150_000)
       assert.equal(c.code, 0, c.stdout + c.stderr)
       const offline = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', out, '-o', 'json'])
-      const messages = (r: CliResult) => r.json.findings.map((f: Finding) => [f.code, f.node, f.message, f.hint])
+      // The same fixes, but the live run's ssh repeats --ssh-config (-F FILE) and a snapshot's cannot know it.
+      const withoutF = (argv: string[][] | null) => argv?.map((s) => (s[0] === 'ssh' && s[1] === '-F' ? ['ssh', ...s.slice(3)] : s)) ?? null
+      const messages = (r: CliResult) => r.json.findings.map((f: Finding) => [f.code, f.node, f.message, withoutF(f.argv), f.text])
       assert.deepEqual(messages(offline), messages(live))
     } finally {
       lab.restorePodRoute('node-a', 'node-b')

@@ -97,7 +97,8 @@ describe('live probes against the netns lab', {skip: why}, () => {
           '(node-a 0/3 connected (3 refused), node-b 0/3 connected (3 refused)); its spec declares containerPort 8080/TCP "http"',
       )
       assert.match(r.json.summary, /^✗ shop\/web: breaks at the backend \(live probe\): endpoint 10\.244\.2\.11:8080 \(pod web-b2 on node-b\)/)
-      assert.match(r.json.next, /kubectl -n shop get pod web-b2 -o jsonpath='\{\.spec\.containers\[\*\]\.readinessProbe\}'/)
+      assert.match(r.json.next.command, /^kubectl .*-n shop get pod web-b2 -o 'jsonpath=\{\.spec\.containers\[\*\]\.readinessProbe\}'$/)
+      assert.match(r.json.next.text, /^Check what web-b2 listens on/)
       for (const node of ['node-a', 'node-b']) {
         const b2 = targets(r, node).find((t) => t.pod === 'web-b2')!
         assert.deepEqual([b2.attempts, b2.connected, b2.refused, b2.timedOut], [3, 0, 3, 0], node)

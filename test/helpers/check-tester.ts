@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import {describe, test} from 'node:test'
 import {diagnose, type DiagnoseOptions} from '../../src/diagnosis/diagnose.js'
 import {offlineCluster, type OfflineOptions} from './offline-cluster.js'
+import {assertPastes} from './command-pastes.js'
 
 /** One expected finding: code, node ("-" when cluster-wide), severity. */
 type Expected = [code: string, node: string, severity: 'error' | 'warning' | 'info']
@@ -13,6 +14,8 @@ export interface CheckCase {
   options?: DiagnoseOptions
   /** EVERY finding the whole diagnosis must produce: one more or one fewer fails the case. */
   findings: Expected[]
+  /** The exact fix of some findings, keyed "CODE node" ("-" when cluster-wide): the command's argv stages and the prose. */
+  fixes?: Record<string, {argv: string[][] | null; text: string | null}>
 }
 
 /** Codes seen firing in any case run so far in this process. */
@@ -38,7 +41,16 @@ export function checkTester(title: string, cases: CheckCase[]): void {
         if (process.env.KPD_PRINT_FINDINGS)
           console.log(`## ${c.name}\n${JSON.stringify(findings.map((f) => [f.code, f.node ?? '-', f.severity]))}\n${findings.map((f) => `   ${f.code} ${f.node}: ${f.message}`).join('\n')}`)
         assert.deepEqual(got, c.findings.map(key).sort())
-        for (const f of findings) assert.ok(f.message.length > 0 && f.hint.length > 0, `${f.code} needs a message and a hint`)
+        for (const f of findings) {
+          assert.ok(f.message.length > 0 && (f.command !== null || f.text !== null), `${f.code} needs a message and a command or a text`)
+          assert.equal(f.command === null, f.argv === null, `${f.code}: command and argv go together`)
+          if (f.command !== null) assertPastes(f.command, f.argv!, `${c.name}: ${f.code}`)
+        }
+        for (const [key, fix] of Object.entries(c.fixes ?? {})) {
+          const f = findings.find((x) => `${x.code} ${x.node ?? '-'}` === key)
+          assert.ok(f, `no finding ${key}`)
+          assert.deepEqual({argv: f.argv, text: f.text}, fix, key)
+        }
       })
     }
   })

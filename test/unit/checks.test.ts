@@ -98,9 +98,19 @@ checkTester('a healthy lab', [
 
 checkTester('the Service and its endpoints (not-proxied, selector-no-pods, no-ready-endpoints, target-port, endpoint-not-ready)', [
   {name: 'headless Service: nothing to judge, said so', state: {editCluster: (c) => void (c.service.spec!.clusterIP = 'None')}, findings: [['KPD-NOT-PROXIED', '-', 'info']]},
-  {name: 'selector matches nothing', state: {pods: labPods().map((p) => (p.kind === 'web' ? {...p, labels: {app: 'webb'}} : p))}, findings: [['KPD-SELECTOR-NO-PODS', '-', 'error']]},
+  {
+    name: 'selector matches nothing',
+    state: {pods: labPods().map((p) => (p.kind === 'web' ? {...p, labels: {app: 'webb'}} : p))},
+    findings: [['KPD-SELECTOR-NO-PODS', '-', 'error']],
+    fixes: {'KPD-SELECTOR-NO-PODS -': {argv: [['kubectl', '-n', 'shop', 'get', 'pods', '--show-labels']], text: "Compare the Pods' labels with the selector app=web."}},
+  },
   {name: 'all backends not ready', state: {pods: notReady('web-a1', 'web-b1', 'web-b2')}, findings: [['KPD-NO-READY-ENDPOINTS', '-', 'error']]},
-  {name: 'one backend not ready', state: {pods: notReady('web-b2')}, findings: [['KPD-ENDPOINT-NOT-READY', 'node-b', 'warning']]},
+  {
+    name: 'one backend not ready',
+    state: {pods: notReady('web-b2')},
+    findings: [['KPD-ENDPOINT-NOT-READY', 'node-b', 'warning']],
+    fixes: {'KPD-ENDPOINT-NOT-READY node-b': {argv: [['kubectl', '-n', 'shop', 'describe', 'pod', 'web-b2']], text: null}},
+  },
   {name: 'named targetPort missing on one pod', state: {pods: labPods().map((p) => (p.name === 'web-a1' ? {...p, portName: 'web'} : p))}, findings: [['KPD-TARGETPORT-NOT-EXPOSED', '-', 'error']]},
   {
     name: 'numeric targetPort one pod does not declare',
@@ -133,6 +143,7 @@ checkTester('nodes and kube-proxy (node-unreadable, proxy-mode, kube-proxy-healt
     name: 'one node unreadable',
     state: {editObservation: {'node-b': (o) => ({name: o.name, reachable: false, error: 'ssh: connect to host 10.200.0.12 port 22: Connection refused'})}},
     findings: [['KPD-NODE-UNREADABLE', 'node-b', 'warning']],
+    fixes: {'KPD-NODE-UNREADABLE node-b': {argv: [['ssh', 'node-b', 'sudo', 'iptables-save'], ['head']], text: 'Run it by hand to see why the doctor could not read the node.'}},
   },
   {name: 'IPVS node without ipvsadm output', state: {dumpFor: {'node-b': IPVS_GLUE}}, findings: [['KPD-MODE-UNSUPPORTED', 'node-b', 'warning']]},
   {
@@ -202,6 +213,7 @@ checkTester("kube-proxy's rules (hook, service rule, reject, nodeport, endpoints
       ['KPD-SEP-MISSING', 'node-a', 'error'],
       ['KPD-NODE-DIVERGES', 'node-a', 'warning'],
     ],
+    fixes: {'KPD-SEP-MISSING node-a': {argv: [['ssh', 'node-a', 'sudo', 'iptables-save'], ['grep', '--', 'KUBE-SVC-67NZLRHBNDSAWJRO']], text: null}},
   },
   {
     name: 'externalTrafficPolicy Local: a local endpoint missing from KUBE-SVL',
@@ -364,7 +376,17 @@ checkTester('IPVS (ipvs.ts and the mode-neutral rule checks on IPVS nodes)', [
 ])
 
 checkTester('the bridge and the whole path (hairpin.ts, path-verdicts.ts)', [
-  {name: 'hairpin off on a backend port', state: {hairpinOff: ['web-b1']}, findings: [['KPD-HAIRPIN-OFF', 'node-b', 'error']]},
+  {
+    name: 'hairpin off on a backend port',
+    state: {hairpinOff: ['web-b1']},
+    findings: [['KPD-HAIRPIN-OFF', 'node-b', 'error']],
+    fixes: {
+      'KPD-HAIRPIN-OFF node-b': {
+        argv: [['ssh', 'node-b', 'cat', '/sys/class/net/cbr0/brif/vweb-b1/hairpin_mode']],
+        text: "Check the kubelet's --hairpin-mode (hairpin-veth or promiscuous-bridge) and the CNI's hairpinMode.",
+      },
+    },
+  },
   {
     name: 'hairpin off on a port no pod could be matched to',
     state: {hairpinOff: ['web-b1'], editNetwork: {'node-b': (t) => t.replace(/## neigh[\s\S]*$/, '## neigh\n## fdb\n')}},
@@ -566,21 +588,32 @@ checkTester('the node under the path: forwarding, bridge netfilter, routes, conn
   {name: 'a TCP entry to an old address: a new connection takes a new entry, not judged', state: withPath({'node-a': {conntrack: [STALE_TCP]}}), findings: []},
   {name: 'a UDP entry for a port the Service does not have (TCP Service): not judged', state: withPath({'node-a': {udp: [STALE_UDP]}}), findings: []},
   {name: 'conntrack not installed on node-b: not read, no finding, no crash', state: withPath({'node-b': {conntrackMissing: true}}), findings: []},
-  {name: 'conntrack table 91% full on node-b', state: withPath({'node-b': {sysctl: {'net.netfilter.nf_conntrack_count': '240000'}}}), findings: [['KPD-CONNTRACK-FULL', 'node-b', 'warning']]},
+  {
+    name: 'conntrack table 91% full on node-b',
+    state: withPath({'node-b': {sysctl: {'net.netfilter.nf_conntrack_count': '240000'}}}),
+    findings: [['KPD-CONNTRACK-FULL', 'node-b', 'warning']],
+    fixes: {
+      'KPD-CONNTRACK-FULL node-b': {
+        argv: [['ssh', 'node-b', 'sudo', 'conntrack', '-S']],
+        text: "Then raise the limit: net.netfilter.nf_conntrack_max=524288 with sysctl -w on node-b, or kube-proxy's conntrack.maxPerCore.",
+      },
+    },
+  },
   {name: 'conntrack table 89% full: below the 90% threshold', state: withPath({'node-b': {sysctl: {'net.netfilter.nf_conntrack_count': '233300'}}}), findings: []},
 ])
 
 test('node path findings: exact messages and next steps', () => {
   const findings = (faults: Parameters<typeof withPath>[0], extra = {}) => {
     const {cluster, observations} = offlineCluster({...withPath(faults), ...extra})
-    return diagnose(cluster, observations).findings.map((f) => [f.code, f.node, f.message, f.hint, f.evidence])
+    return diagnose(cluster, observations).findings.map((f) => [f.code, f.node, f.message, f.command, f.text, f.evidence])
   }
   assert.deepEqual(findings({'node-a': {sysctl: {'net.ipv4.ip_forward': '0'}}}), [
     [
       'KPD-NODE-FORWARDING-OFF',
       'node-a',
       'node-a: net.ipv4.ip_forward = 0: the node forwards no packet, so its pods reach no Service and no pod on another node, pods on other nodes cannot reach its pods, and NodePorts on node-a reach no endpoint',
-      'ssh node-a sudo sysctl -w net.ipv4.ip_forward=1   # then find what set it to 0: grep -r ip_forward /etc/sysctl.conf /etc/sysctl.d',
+      'ssh node-a sudo sysctl -w net.ipv4.ip_forward=1',
+      'Then find what set it to 0 (ip_forward in /etc/sysctl.conf and /etc/sysctl.d).',
       ['sysctl net.ipv4.ip_forward = 0'],
     ],
   ])
@@ -589,7 +622,8 @@ test('node path findings: exact messages and next steps', () => {
       'KPD-BRIDGE-NF-OFF',
       'node-b',
       'node-b: br_netfilter is not loaded (no net.bridge.bridge-nf-call-iptables): packets between pods on one bridge skip iptables, so a pod on node-b whose connection to shop/web is DNATed to 10.244.2.10 (pod web-b1), 10.244.2.11 (pod web-b2) on the same node gets replies that are not un-NATed, and the connection fails',
-      'ssh node-b sudo modprobe br_netfilter && ssh node-b sudo sysctl -w net.bridge.bridge-nf-call-iptables=1',
+      'ssh node-b sudo modprobe br_netfilter',
+      'Then set net.bridge.bridge-nf-call-iptables=1 (sysctl -w on node-b), and load br_netfilter at boot (/etc/modules-load.d).',
       ['sysctl: cannot stat /proc/sys/net/bridge/bridge-nf-call-iptables'],
     ],
   ])
@@ -598,7 +632,8 @@ test('node path findings: exact messages and next steps', () => {
       'KPD-ROUTE-MISSING',
       'node-a',
       "node-a: no working route to node-b's pod CIDR 10.244.2.0/24: only the default route matches (via 10.200.0.1 dev eth0), not a route to node-b (10.200.0.12), so node-a cannot reach endpoints 10.244.2.10 (pod web-b1), 10.244.2.11 (pod web-b2) on node-b",
-      "ssh node-a ip route get 10.244.2.10   # expected: via node-b (10.200.0.12) or the CNI's tunnel; restart the CNI agent on node-a, or by hand: ip route replace 10.244.2.0/24 via 10.200.0.12",
+      'ssh node-a ip route get 10.244.2.10',
+      "Expected: via node-b (10.200.0.12) or the CNI's tunnel. Restart the CNI agent on node-a, or add the route by hand (ip route replace 10.244.2.0/24 via 10.200.0.12).",
       ['ip route get 10.244.2.10: 10.244.2.10 via 10.200.0.1 dev eth0 src 10.200.0.11 uid 0', 'ip route get 10.244.2.11: 10.244.2.11 via 10.200.0.1 dev eth0 src 10.200.0.11 uid 0'],
     ],
   ])
@@ -613,6 +648,7 @@ test('node path findings: exact messages and next steps', () => {
       'node-a',
       'node-a: 2 conntrack entries for shop/web:http (UDP 10.96.10.10:80) still DNAT to 10.244.2.7:8080, which is no endpoint of the Service: 10.244.1.100:40053, 10.244.1.100:40054 get no answer (each new packet refreshes a UDP entry, so a client that keeps asking from the same port never recovers)',
       'ssh node-a sudo conntrack -D -p udp --orig-dst 10.96.10.10 --orig-port-dst 80 --reply-src 10.244.2.7',
+      null,
       [`conntrack: ${STALE_UDP}`, `conntrack: ${STALE_UDP.replace(/40053/g, '40054')}`],
     ],
   ])
@@ -621,7 +657,8 @@ test('node path findings: exact messages and next steps', () => {
       'KPD-CONNTRACK-FULL',
       'node-b',
       'node-b: the conntrack table is 91% full (nf_conntrack_count 240000 of nf_conntrack_max 262144; warned from 90%): when it is full the kernel drops the packets of new connections ("nf_conntrack: table full, dropping packet")',
-      "ssh node-b sudo conntrack -S   # then raise it: sysctl -w net.netfilter.nf_conntrack_max=524288 (or kube-proxy's conntrack.maxPerCore)",
+      'ssh node-b sudo conntrack -S',
+      "Then raise the limit: net.netfilter.nf_conntrack_max=524288 with sysctl -w on node-b, or kube-proxy's conntrack.maxPerCore.",
       ['sysctl net.netfilter.nf_conntrack_count = 240000', 'sysctl net.netfilter.nf_conntrack_max = 262144'],
     ],
   ])

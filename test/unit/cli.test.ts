@@ -34,7 +34,7 @@ test('the IPVS example (recorded ipvsadm/ipset output): weight stuck at 0 found 
     r.json.nodes.map((n: {mode: string}) => n.mode),
     ['ipvs', 'ipvs'],
   )
-  assert.match(r.json.next, /ipvsadm -Ln/)
+  assert.match(r.json.next.command, /ipvsadm -Ln/)
   const forced = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/ipvs-cluster', '-o', 'json', '--proxy-mode', 'iptables'])
   assert.ok(forced.json.nodes.every((n: {modeSource: string}) => n.modeSource === '--proxy-mode'))
 })

@@ -81,7 +81,7 @@ describe('IPVS mode (recorded ipvsadm, ipset, ip addr, sysctl output)', () => {
         assert.equal(p.breaksAt, c.breaks[1], p.detail)
       }
       for (const f of d.findings.filter((x) => x.node === 'node-b' && x.severity === 'error'))
-        assert.ok(f.evidence.length > 0 || /ipvsadm|ipset|kube-ipvs0|sysctl/.test(f.hint), `${f.code} shows its evidence or where to look`)
+        assert.ok(f.evidence.length > 0 || /ipvsadm|ipset|kube-ipvs0|sysctl/.test(f.command ?? ''), `${f.code} shows its evidence or where to look`)
     })
   }
 })

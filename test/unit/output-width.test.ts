@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import {spawnSync} from 'node:child_process'
 import {Chalk} from 'chalk'
 import stringWidth from 'string-width'
-import {renderNextStep} from '../../src/report/human.js'
+import {fixLines} from '../../src/report/fix-lines.js'
 import {outputWidth, wrapCommand, wrapProse} from '../../src/report/width.js'
 import {runCli} from '../helpers/run-cli.js'
 
@@ -119,7 +119,7 @@ test('a wrapped command pastes into bash as the same command', () => {
   ]
   for (const cmd of commands) {
     for (const width of [40, 60, 80]) {
-      const lines = renderNextStep('fix:', cmd, width, '    ', c)
+      const lines = fixLines({command: cmd, argv: null, text: null}, 'fix', '    ', c, width)
       // Only a line holding one word (a quoted one may hold spaces) longer than the width may pass it.
       const oneWord = (l: string) => /^(?:[^\s'"]+|'[^']*'|"[^"]*")(?: \\)?$/.test(l.trim())
       for (const l of lines) assert.ok(stringWidth(l) <= width || oneWord(l), `${width}: ${l}`)
@@ -135,7 +135,7 @@ test('findings that differ only by the node are shown once with the nodes listed
   const {renderHuman} = await import('../../src/report/human.js')
   const r = (await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/broken-cluster', '-o', 'json'])).json
   const f = r.findings.find((x: {code: string}) => x.code === 'KPD-SEP-MISSING')
-  const twice = {...r, findings: [f, {...f, node: 'node-a', message: f.message.split('node-b').join('node-a'), hint: f.hint.split('node-b').join('node-a')}]}
+  const twice = {...r, findings: [f, {...f, node: 'node-a', message: f.message.split('node-b').join('node-a'), command: f.command.split('node-b').join('node-a')}]}
   const text = renderHuman(twice, new Chalk({level: 0}), 80)
   assert.equal(text.split('KPD-SEP-MISSING').length, 2, text)
   assert.match(text, /✗ KPD-SEP-MISSING \[node-b, node-a\] endpoint 10\.244\.2\.11:8080 \(pod web-b2 on\s+each node\)/)

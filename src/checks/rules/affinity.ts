@@ -1,5 +1,6 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
+import {nodeCommand} from '../../model/reach.js'
 
 export const affinityMismatch: Check = {
   meta: codeEntry('KPD-AFFINITY-MISMATCH'),
@@ -15,12 +16,12 @@ export const affinityMismatch: Check = {
           out.push({
             node: n.name,
             message: `${n.name}: the Service asks for ClientIP affinity (${want}s) but ${p.chain} has no affinity rule: clients are spread over every backend`,
-            hint: n.dataplane.show(n.name, p.chain),
+            command: nodeCommand(ctx.reach, n.name, n.dataplane.show(p.chain), p.chain.split(' ')),
           })
         else if (want === undefined && got)
-          out.push({node: n.name, message: `${n.name}: ${p.chain} keeps clients on one backend but the Service has no session affinity`, evidence, hint: n.dataplane.show(n.name, p.chain)})
+          out.push({node: n.name, message: `${n.name}: ${p.chain} keeps clients on one backend but the Service has no session affinity`, evidence, command: nodeCommand(ctx.reach, n.name, n.dataplane.show(p.chain), p.chain.split(' '))})
         else if (want !== undefined && p.affinity.seconds !== undefined && p.affinity.seconds !== want)
-          out.push({node: n.name, message: `${n.name}: ${p.chain} keeps clients ${p.affinity.seconds}s, the Service asks for ${want}s`, evidence, hint: n.dataplane.show(n.name, p.chain)})
+          out.push({node: n.name, message: `${n.name}: ${p.chain} keeps clients ${p.affinity.seconds}s, the Service asks for ${want}s`, evidence, command: nodeCommand(ctx.reach, n.name, n.dataplane.show(p.chain), p.chain.split(' '))})
       }
     }
     return out

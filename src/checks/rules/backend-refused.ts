@@ -1,7 +1,7 @@
 import type {V1Pod} from '@kubernetes/client-node'
 import type {Check, CheckContext, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
-import {quoteWord} from '../../model/shell.js'
+import {kubectlCommand} from '../../model/reach.js'
 import {describeTally, endpointName, endpointProbes, endpointVerdict, failureVerb, probesRan} from './probe-evidence.js'
 
 /** "containerPort 8080/TCP "http"", what the Pod's spec declares, for the reader to compare with the port probed. */
@@ -34,9 +34,8 @@ export const backendRefused: Check = {
         message:
           `${endpointName(t)} of ${ctx.service.namespace}/${ctx.service.name}:${t.servicePort} is Ready but ${failureVerb(e.byNode.map((b) => b.tally))} on port ${t.port} from every node that probed it (${from}); ` +
           `${declaredPorts(pod)}${ownProbed ? '' : `; its own node ${t.podNode} was not probed, so a fault on that node's side is not ruled out`}`,
-        hint: t.pod
-          ? `Check what ${t.pod} listens on and what its readiness probe checks (a probe on another port keeps it Ready): kubectl -n ${quoteWord(ctx.service.namespace)} get pod ${quoteWord(t.pod)} -o jsonpath='{.spec.containers[*].readinessProbe}'; kubectl -n ${quoteWord(ctx.service.namespace)} logs ${quoteWord(t.pod)}`
-          : undefined,
+        command: t.pod ? kubectlCommand(ctx.reach, ctx.service.namespace, ['get', 'pod', t.pod, '-o', 'jsonpath={.spec.containers[*].readinessProbe}'], [t.pod]) : undefined,
+        text: t.pod ? `Check what ${t.pod} listens on and what its readiness probe checks (a probe on another port keeps it Ready), and read its logs.` : undefined,
       })
     }
     return out

@@ -1,6 +1,6 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
-import {renderArgv} from '../../model/shell.js'
+import {nodeCommand} from '../../model/reach.js'
 import {forwardingSettings} from '../../parse/sysctl.js'
 
 const KEY = 'net.bridge.bridge-nf-call-iptables'
@@ -31,9 +31,8 @@ export const bridgeNetfilterOff: Check = {
         node: obs.name,
         message: `${obs.name}: ${what}: packets between pods on one bridge skip iptables, so a pod on ${obs.name} whose connection to ${ctx.service.namespace}/${ctx.service.name} is DNATed to ${backends} on the same node gets replies that are not un-NATed, and the connection fails`,
         evidence: [notLoaded ? `sysctl: cannot stat /proc/sys/${KEY.replaceAll('.', '/')}` : `sysctl ${KEY} = ${sysctls.value.values.get(KEY)}`],
-        hint: notLoaded
-          ? `${renderArgv(['ssh', obs.name, 'sudo', 'modprobe', 'br_netfilter'])} && ${renderArgv(['ssh', obs.name, 'sudo', 'sysctl', '-w', `${KEY}=1`])}`
-          : renderArgv(['ssh', obs.name, 'sudo', 'sysctl', '-w', `${KEY}=1`]),
+        command: notLoaded ? nodeCommand(ctx.reach, obs.name, {argv: ['modprobe', 'br_netfilter'], sudo: true}) : nodeCommand(ctx.reach, obs.name, {argv: ['sysctl', '-w', `${KEY}=1`], sudo: true}),
+        text: notLoaded ? `Then set ${KEY}=1 (sysctl -w on ${obs.name}), and load br_netfilter at boot (/etc/modules-load.d).` : `Make it persistent in /etc/sysctl.d on ${obs.name}.`,
       })
     }
     return out

@@ -1,6 +1,6 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
-import {renderArgv} from '../../model/shell.js'
+import {nodeCommand} from '../../model/reach.js'
 import {conntrackTableUsage} from '../../parse/sysctl.js'
 
 /** Warned from this share of nf_conntrack_max on: busy nodes sit far below it, and a burst fills the rest quickly. */
@@ -19,7 +19,8 @@ export const conntrackFull: Check = {
         node: obs.name,
         message: `${obs.name}: the conntrack table is ${percent}% full (nf_conntrack_count ${usage.count} of nf_conntrack_max ${usage.max}; warned from ${FULL_FRACTION * 100}%): when it is full the kernel drops the packets of new connections ("nf_conntrack: table full, dropping packet")`,
         evidence: [`sysctl net.netfilter.nf_conntrack_count = ${usage.count}`, `sysctl net.netfilter.nf_conntrack_max = ${usage.max}`],
-        hint: `${renderArgv(['ssh', obs.name, 'sudo', 'conntrack', '-S'])}   # then raise it: sysctl -w net.netfilter.nf_conntrack_max=${usage.max * 2} (or kube-proxy's conntrack.maxPerCore)`,
+        command: nodeCommand(ctx.reach, obs.name, {argv: ['conntrack', '-S'], sudo: true}),
+        text: `Then raise the limit: net.netfilter.nf_conntrack_max=${usage.max * 2} with sysctl -w on ${obs.name}, or kube-proxy's conntrack.maxPerCore.`,
       })
     }
     return out

@@ -1,6 +1,6 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
-import {renderArgv} from '../../model/shell.js'
+import {nodeCommand} from '../../model/reach.js'
 import {canonicalIp, familyOf} from '../../net/address.js'
 import {joinHostPort} from '../../net/host-port.js'
 import type {ConntrackEntry} from '../../parse/conntrack.js'
@@ -65,7 +65,7 @@ export const conntrackStale: Check = {
         node: g.node,
         message: `${g.node}: ${count} for ${ctx.service.namespace}/${ctx.service.name}:${g.portName} (${proto} ${joinHostPort(g.serviceAddress, g.servicePort)}) still DNAT to ${g.target}, which is no endpoint of the Service: ${clients.slice(0, 4).join(', ')}${clients.length > 4 ? ` and ${clients.length - 4} more` : ''} get no answer${g.protocol === 'udp' ? ' (each new packet refreshes a UDP entry, so a client that keeps asking from the same port never recovers)' : ''}`,
         evidence: g.entries.slice(0, 4).map((e) => `conntrack: ${e.text}`),
-        hint: renderArgv(['ssh', g.node, 'sudo', 'conntrack', '-D', ...family, '-p', g.protocol, '--orig-dst', g.serviceAddress, '--orig-port-dst', String(g.servicePort), '--reply-src', g.targetIp]),
+        command: nodeCommand(ctx.reach, g.node, {argv: ['conntrack', '-D', ...family, '-p', g.protocol, '--orig-dst', g.serviceAddress, '--orig-port-dst', String(g.servicePort), '--reply-src', g.targetIp], sudo: true}, [g.protocol, g.serviceAddress, g.targetIp]),
       })
     }
     return out

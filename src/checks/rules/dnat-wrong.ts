@@ -1,5 +1,6 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
+import {nodeCommand} from '../../model/reach.js'
 import {endpointChains} from '../../model/dataplane.js'
 
 export const dnatWrong: Check = {
@@ -21,7 +22,7 @@ export const dnatWrong: Check = {
               node: n.name,
               message: `${n.name}: ${prog.chain} DNATs to ${prog.backend?.address}, but the endpoint${expected.podName ? ` (pod ${expected.podName})` : ''} is ${expected.address} (targetPort ${p.expected.targetPort})`,
               evidence: prog.dnatRule ? [`${prog.dnatRule.table} line ${prog.dnatRule.line}: ${prog.dnatRule.text}`] : [],
-              hint: n.dataplane.show(n.name, prog.chain),
+              command: nodeCommand(ctx.reach, n.name, n.dataplane.show(prog.chain), prog.chain.split(' ')),
             })
           }
       }

@@ -1,5 +1,6 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
+import {kubectlCommand, nodeCommand} from '../../model/reach.js'
 
 export const dnsServiceMissing: Check = {
   meta: codeEntry('KPD-DNS-SERVICE-MISSING'),
@@ -12,6 +13,8 @@ export const dnsServiceMissing: Check = {
             message: ctx.cluster.dns.error
               ? `the cluster DNS Service could not be read: ${ctx.cluster.dns.error}`
               : 'no cluster DNS Service in kube-system (looked for kube-dns, coredns): names of Services do not resolve',
+            command: kubectlCommand(ctx.reach, 'kube-system', ['get', 'svc', '-l', 'k8s-app=kube-dns']),
+            text: 'Redeploy CoreDNS if it is gone.',
           },
         ],
 }
@@ -22,7 +25,16 @@ export const dnsNoEndpoints: Check = {
     const dns = ctx.cluster.dns
     if (!dns.service) return []
     const ready = dns.slices.flatMap((s) => s.endpoints ?? []).filter((e) => e.conditions?.ready ?? true)
-    return ready.length > 0 ? [] : [{node: null, message: `cluster DNS Service kube-system/${dns.service.metadata?.name} has no ready endpoints: no name resolves in the cluster`}]
+    return ready.length > 0
+      ? []
+      : [
+          {
+            node: null,
+            message: `cluster DNS Service kube-system/${dns.service.metadata?.name} has no ready endpoints: no name resolves in the cluster`,
+            command: kubectlCommand(ctx.reach, 'kube-system', ['get', 'pods', '-l', 'k8s-app=kube-dns']),
+            text: 'Then read their events (kubectl describe) and logs.',
+          },
+        ]
   },
 }
 
@@ -42,10 +54,10 @@ export const dnsNoAnswer: Check = {
       // Not asked at all (no way to open TCP to the server from the node, and no dig/nslookup there, as in kube-proxy's
       // image): nothing was learnt about DNS, so no verdict; the report's DNS section says why it was not asked.
       if (d.method === NOT_ASKED) continue
-      const cmd = `ssh ${o.name} dig +tcp ${d.name} @${d.server}`
-      if (d.error) out.push({node: o.name, message: `${o.name}: asking ${d.server} for ${d.name} failed: ${d.error}`, evidence: [`method: ${d.method}`], hint: cmd})
-      else if (d.rcode && d.rcode !== 'NOERROR') out.push({node: o.name, message: `${o.name}: ${d.server} answers ${d.rcode} for ${d.name}`, hint: cmd})
-      else if (!d.addresses.includes(clusterIP)) out.push({node: o.name, message: `${o.name}: ${d.name} resolves to ${d.addresses.join(', ') || 'nothing'}, not the ClusterIP ${clusterIP}`, hint: cmd})
+      const cmd = nodeCommand(ctx.reach, o.name, {argv: ['dig', '+tcp', d.name, `@${d.server}`]}, [d.name, d.server])
+      if (d.error) out.push({node: o.name, message: `${o.name}: asking ${d.server} for ${d.name} failed: ${d.error}`, evidence: [`method: ${d.method}`], command: cmd})
+      else if (d.rcode && d.rcode !== 'NOERROR') out.push({node: o.name, message: `${o.name}: ${d.server} answers ${d.rcode} for ${d.name}`, command: cmd})
+      else if (!d.addresses.includes(clusterIP)) out.push({node: o.name, message: `${o.name}: ${d.name} resolves to ${d.addresses.join(', ') || 'nothing'}, not the ClusterIP ${clusterIP}`, command: cmd})
     }
     return out
   },

@@ -1,6 +1,6 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
-import {quoteWord} from '../../model/shell.js'
+import {nodeCommand} from '../../model/reach.js'
 import {answered, describeTally, endpointName, endpointProbes, endpointVerdict, failed, probesRan, staticCause} from './probe-evidence.js'
 
 /**
@@ -27,7 +27,8 @@ export const endpointCrossNode: Check = {
           message:
             `${endpointName(t)} answers from ${t.podNode} (${describeTally(own.tally)}) but not from ${b.node} (${describeTally(b.tally)}): ` +
             `the path from ${b.node} to ${t.podNode}'s pods breaks (on ${b.node}: its route to ${podCidr ?? t.host}, filter OUTPUT; on ${t.podNode}: ip_forward, filter FORWARD, the pod's bridge port)`,
-          hint: `ssh ${quoteWord(b.node)} ip route get ${quoteWord(t.host)}; ssh ${quoteWord(t.podNode!)} sudo iptables-save -t filter`,
+          command: nodeCommand(ctx.reach, b.node, {argv: ['ip', 'route', 'get', t.host]}, [t.host]),
+          text: `Then look at ${t.podNode}'s filter table (iptables-save -t filter on that node), its ip_forward and the pod's bridge port.`,
         })
     }
     return out

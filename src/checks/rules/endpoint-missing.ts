@@ -1,5 +1,6 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
+import {nodeCommand} from '../../model/reach.js'
 import {endpointChains} from '../../model/dataplane.js'
 
 export const endpointMissing: Check = {
@@ -14,13 +15,13 @@ export const endpointMissing: Check = {
           for (const ep of c.expected) {
             const prog = bySep.get(p.want.endpoint(ep)) ?? c.endpoints.find((x) => x.backend?.address === ep.address)
             const who = `${ep.address}${ep.podName ? ` (pod ${ep.podName}${ep.nodeName ? ` on ${ep.nodeName}` : ''})` : ''}`
-            if (!prog) out.push({node: n.name, message: `${n.name}: endpoint ${who} of ${p.expected.svcPortName} is missing from ${c.chain}`, hint: n.dataplane.show(n.name, c.chain)})
+            if (!prog) out.push({node: n.name, message: `${n.name}: endpoint ${who} of ${p.expected.svcPortName} is missing from ${c.chain}`, command: nodeCommand(ctx.reach, n.name, n.dataplane.show(c.chain), c.chain.split(' '))})
             else if (!prog.dnatRule)
               out.push({
                 node: n.name,
                 message: `${n.name}: ${prog.chain} (endpoint ${who}) has no DNAT rule: the jump falls through, the endpoint gets no traffic from this node`,
                 evidence: [`${prog.jump.table} line ${prog.jump.line}: ${prog.jump.text}`],
-                hint: n.dataplane.show(n.name, prog.chain),
+                command: nodeCommand(ctx.reach, n.name, n.dataplane.show(prog.chain), prog.chain.split(' ')),
               })
           }
         }

@@ -1,6 +1,7 @@
 import {notReadyReason, podByIp} from '../../cluster/pod-status.js'
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
+import {kubectlCommand} from '../../model/reach.js'
 
 export const endpointNotReady: Check = {
   meta: codeEntry('KPD-ENDPOINT-NOT-READY'),
@@ -17,7 +18,7 @@ export const endpointNotReady: Check = {
         out.push({
           node: e.nodeName ?? null,
           message: `endpoint ${e.address}${e.podName ? ` (pod ${e.podName})` : ''} is not ready: ${reason}`,
-          hint: `kubectl -n ${ctx.service.namespace} describe pod ${e.podName ?? pod?.metadata?.name ?? '<pod>'}`,
+          command: e.podName ?? pod?.metadata?.name ? kubectlCommand(ctx.reach, ctx.service.namespace, ['describe', 'pod', (e.podName ?? pod?.metadata?.name)!], [e.podName ?? pod?.metadata?.name]) : undefined,
         })
       }
     }

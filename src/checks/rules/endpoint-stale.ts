@@ -1,6 +1,7 @@
 import {podByIp} from '../../cluster/pod-status.js'
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
+import {nodeCommand} from '../../model/reach.js'
 import {endpointChains} from '../../model/dataplane.js'
 
 export const endpointStale: Check = {
@@ -19,7 +20,7 @@ export const endpointStale: Check = {
               node: n.name,
               message: `${n.name}: ${chain} sends ${Math.round(prog.probability * 100) === 100 ? 'the remaining' : 'some'} traffic to ${prog.backend?.address}, ${owner}`,
               evidence: [`${prog.jump.table} line ${prog.jump.line}: ${prog.jump.text}`, ...(prog.dnatRule ? [`${prog.dnatRule.table} line ${prog.dnatRule.line}: ${prog.dnatRule.text}`] : [])],
-              hint: n.dataplane.show(n.name, prog.chain),
+              command: nodeCommand(ctx.reach, n.name, n.dataplane.show(prog.chain), prog.chain.split(' ')),
             })
           }
       }

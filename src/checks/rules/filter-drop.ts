@@ -2,7 +2,8 @@ import type {Check, CheckContext, FindingDraft, NodeView} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {stepChainOwner, tableChains, type ChainOwner} from '../../parse/chain-owner.js'
 import {traceEndpointHalves, type PathNode} from '../../model/paths.js'
-import {renderArgv, sshArgv} from '../../model/shell.js'
+import type {Command} from '../../model/shell.js'
+import {nodeCommand} from '../../model/reach.js'
 import type {TraceOutcome} from '../../trace/types.js'
 
 /** Owners whose drops other codes judge: kube-proxy's own rules and kubelet's KUBE-FIREWALL. */
@@ -35,12 +36,12 @@ function dropSite(o: TraceOutcome): DropSite | undefined {
 }
 
 /** The command that shows the chain with its policy, counters and rule numbers. */
-function showChain(node: NodeView, site: DropSite): string {
+function showChain(ctx: CheckContext, node: NodeView, site: DropSite): Command | undefined {
   if (node.dataplane.vocab.mode === 'nftables') {
     const [family, table] = site.table.includes(' ') ? site.table.split(' ') : ['ip', site.table]
-    return renderArgv(sshArgv(['ssh', node.name], ['sudo', 'nft', '-a', 'list', 'chain', family, table, site.chain]))
+    return nodeCommand(ctx.reach, node.name, {argv: ['nft', '-a', 'list', 'chain', family, table, site.chain], sudo: true}, [family, table, site.chain])
   }
-  return renderArgv(sshArgv(['ssh', node.name], ['sudo', 'iptables', '-t', site.table, '-L', site.chain, '-v', '-n', '--line-numbers']))
+  return nodeCommand(ctx.reach, node.name, {argv: ['iptables', '-t', site.table, '-L', site.chain, '-v', '-n', '--line-numbers'], sudo: true}, [site.table, site.chain])
 }
 
 function hasDockerChains(node: NodeView): boolean {
@@ -56,15 +57,14 @@ function where(site: DropSite): string {
 }
 
 function nextStep(d: Dropped): string {
-  const show = showChain(d.node, d.site)
   if (!d.site.rule) {
     if (hasDockerChains(d.node))
-      return `Docker set this policy when it started: accept the pod traffic in DOCKER-USER (the chain Docker leaves to you) or run dockerd with --iptables=false on Kubernetes nodes. See: ${show}`
-    return `Accept the pod traffic before the policy (the CNI usually adds such rules) or set the policy back to ACCEPT. See: ${show}`
+      return 'Docker set this policy when it started: accept the pod traffic in DOCKER-USER (the chain Docker leaves to you) or run dockerd with --iptables=false on Kubernetes nodes.'
+    return 'Accept the pod traffic before the policy (the CNI usually adds such rules) or set the policy back to ACCEPT.'
   }
   if (POLICY_ENGINES.has(d.site.owner))
-    return `${d.site.owner} drops it, usually for a NetworkPolicy: kubectl get networkpolicy -A (and ${d.site.owner}'s own policy objects) for one that selects the destination Pods. See: ${show}`
-  return `Find out who added the rule (Docker, a firewall script, configuration management) before removing it. See: ${show}`
+    return `${d.site.owner} drops it, usually for a NetworkPolicy: look for one that selects the destination Pods (kubectl get networkpolicy -A, and ${d.site.owner}'s own policy objects).`
+  return 'Find out who added the rule (Docker, a firewall script, configuration management) before removing it.'
 }
 
 /**
@@ -99,7 +99,8 @@ export const filterDrop: Check = {
         node: d.node.name,
         message: `${d.node.name}: new connections to ${destinations.join(', ')} are ${d.site.verdict === 'DROP' ? 'dropped' : 'rejected'} by ${where(d.site)}; entry points: ${[...d.entries].join('; ')}`,
         evidence: [d.site.rule ? `${d.site.table} line ${d.site.rule.line}: ${d.site.rule.text}` : `${d.site.table}: :${d.site.chain} ${d.site.verdict} (the chain's policy)`],
-        hint: nextStep(d),
+        command: showChain(ctx, d.node, d.site),
+        text: nextStep(d),
       }
     })
   },

@@ -1,5 +1,6 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
+import {nodeCommand} from '../../model/reach.js'
 
 export const hairpinOff: Check = {
   meta: codeEntry('KPD-HAIRPIN-OFF'),
@@ -20,7 +21,8 @@ export const hairpinOff: Check = {
             node: n.name,
             message: `${n.name}: pod ${e.podName ?? e.ip} sits on ${bp.bridge} port ${bp.port} with hairpin_mode 0 (bridge not promiscuous): it cannot reach itself through the Service`,
             evidence: [`/sys/class/net/${bp.bridge}/brif/${bp.port}/hairpin_mode = 0`],
-            hint: `ssh ${n.name} cat /sys/class/net/${bp.bridge}/brif/${bp.port}/hairpin_mode; check the kubelet's --hairpin-mode`,
+            command: nodeCommand(ctx.reach, n.name, {argv: ['cat', `/sys/class/net/${bp.bridge}/brif/${bp.port}/hairpin_mode`]}, [bp.bridge, bp.port]),
+            text: "Check the kubelet's --hairpin-mode (hairpin-veth or promiscuous-bridge) and the CNI's hairpinMode.",
           })
         }
       }
@@ -49,7 +51,8 @@ export const hairpinUnmapped: Check = {
           .map((p) => `${p.bridge}/${p.port}`)
           .join(', ')}) and ${unmapped.map((e) => e.podName ?? e.ip).join(', ')} could not be matched to a port: if one of them sits there, it cannot reach itself through the Service`,
         evidence: off.slice(0, 4).map((p) => `/sys/class/net/${p.bridge}/brif/${p.port}/hairpin_mode = 0`),
-        hint: `ssh ${n.name} 'ip neigh; bridge fdb show | grep -v permanent'   # map pod IP → MAC → port`,
+        command: nodeCommand(ctx.reach, n.name, {argv: ['bridge', 'fdb', 'show'], filter: ['grep', '-v', 'permanent']}),
+        text: 'Map each pod IP to its MAC (ip neigh on the node) and the MAC to its bridge port (bridge fdb show).',
       })
     }
     return out

@@ -1,6 +1,7 @@
 import {vsKey} from '../../parse/ipvsadm.js'
 import type {Check, FindingDraft, NodeView} from '../check.js'
 import {codeEntry} from '../catalogue.js'
+import {nodeCommand} from '../../model/reach.js'
 
 function ipvsNodes(views: NodeView[]) {
   return views.filter((n) => n.mode.mode === 'ipvs' && n.obs.ipvs)
@@ -19,7 +20,7 @@ export const ipvsWeightZero: Check = {
               node: n.name,
               message: `${n.name}: real server ${e.backend?.address}${ep.podName ? ` (pod ${ep.podName})` : ''} of ${p.chain.replace(/^VS /, '')} has weight 0 although the endpoint is ready: it gets no new connections`,
               evidence: [`ipvs line ${e.jump.line}: ${e.jump.text}`],
-              hint: n.dataplane.show(n.name, p.chain),
+              command: nodeCommand(ctx.reach, n.name, n.dataplane.show(p.chain), p.chain.split(' ')),
             })
         }
       }
@@ -37,7 +38,7 @@ export const ipvsVipUnbound: Check = {
       if (!vips) continue
       for (const ip of [n.expected.clusterIP!, ...n.expected.externalIPs, ...n.expected.loadBalancerIPs]) {
         if (!vips.includes(ip))
-          out.push({node: n.name, message: `${n.name}: ${ip} is not on kube-ipvs0 (it holds ${vips.length} address(es))`, hint: `ssh ${n.name} ip -o addr show dev kube-ipvs0 | grep -w ${ip}`})
+          out.push({node: n.name, message: `${n.name}: ${ip} is not on kube-ipvs0 (it holds ${vips.length} address(es))`, command: nodeCommand(ctx.reach, n.name, {argv: ['ip', '-o', 'addr', 'show', 'dev', 'kube-ipvs0']})})
       }
     }
     return out
@@ -58,9 +59,9 @@ export const ipvsIpsetMissing: Check = {
         for (const ip of svc.loadBalancerIPs) want.push(['KUBE-LOAD-BALANCER', `${ip},${p.protocol}:${p.port}`, 'LoadBalancer traffic is not handled'])
         if (p.nodePort && (p.protocol === 'tcp' || p.protocol === 'udp')) want.push([`KUBE-NODE-PORT-${p.protocol.toUpperCase()}`, String(p.nodePort), 'NodePort traffic is not marked for masquerade'])
         for (const [set, member, effect] of want) {
-          if (!sets.sets.has(set)) out.push({node: n.name, message: `${n.name}: ipset ${set} does not exist: ${effect}`, hint: `ssh ${n.name} sudo ipset list -n`})
+          if (!sets.sets.has(set)) out.push({node: n.name, message: `${n.name}: ipset ${set} does not exist: ${effect}`, command: nodeCommand(ctx.reach, n.name, {argv: ['ipset', 'list', '-n'], sudo: true})})
           else if (!sets.has(set, member))
-            out.push({node: n.name, message: `${n.name}: ipset ${set} lacks ${member} (${p.svcPortName}): ${effect}`, hint: `ssh ${n.name} sudo ipset list ${set} | grep -- '${member.split(',')[0]}'`})
+            out.push({node: n.name, message: `${n.name}: ipset ${set} lacks ${member} (${p.svcPortName}): ${effect}`, command: nodeCommand(ctx.reach, n.name, {argv: ['ipset', 'list', set], sudo: true, filter: ['grep', '--', member.split(',')[0]]}, [set, member.split(',')[0]])})
         }
       }
     }
@@ -85,7 +86,7 @@ export const ipvsSysctl: Check = {
       const got = n.obs.ipvs!.sysctls
       if (Object.keys(got).length === 0) continue
       for (const [key, value, effect] of want) {
-        if (got[key] !== value) out.push({node: n.name, message: `${n.name}: ${key} = ${got[key] ?? 'missing'}, expected ${value}: ${effect}`, hint: `ssh ${n.name} sysctl ${key}`})
+        if (got[key] !== value) out.push({node: n.name, message: `${n.name}: ${key} = ${got[key] ?? 'missing'}, expected ${value}: ${effect}`, command: nodeCommand(ctx.reach, n.name, {argv: ['sysctl', key]}, [key])})
       }
     }
     return out

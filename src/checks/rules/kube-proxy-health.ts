@@ -2,6 +2,7 @@ import {notReadyReason, isPodReady} from '../../cluster/pod-status.js'
 import type {NodeObservation} from '../../node/bundle.js'
 import type {Check, CheckContext, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
+import {kubectlCommand, nodeCommand} from '../../model/reach.js'
 
 /** Seconds between two instants, for "last good sync N s ago". */
 function ago(then: number, now: number): string {
@@ -25,7 +26,7 @@ export const proxyUnhealthy: Check = {
       out.push({
         node: n.name,
         message: `kube-proxy on ${n.name} answers /healthz with ${h.status}${h.nodeEligible === false ? ' (node not eligible: being deleted or tainted for deletion)' : ''}${last}: the rules on this node may be stale`,
-        hint: `ssh ${n.name} curl -s 127.0.0.1:10256/healthz; kubectl -n kube-system logs -l k8s-app=kube-proxy --field-selector spec.nodeName=${n.name}`,
+        command: kubectlCommand(ctx.reach, 'kube-system', ['logs', '-l', 'k8s-app=kube-proxy', '--field-selector', `spec.nodeName=${n.name}`], [n.name]),
       })
     }
     return out
@@ -47,7 +48,8 @@ export const proxyStuck: Check = {
         node: n.name,
         message: `kube-proxy on ${n.name} has had a sync queued for ${ago(queued, nodeNow(n))}, but its last successful sync was ${ago(last, nodeNow(n))} ago: its rules are stale`,
         evidence: [`kubeproxy_sync_proxy_rules_last_timestamp_seconds ${last}`, `kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds ${queued}`],
-        hint: `ssh ${n.name} curl -s 127.0.0.1:10249/metrics | grep sync_proxy_rules; then restart kube-proxy on ${n.name}`,
+        command: nodeCommand(ctx.reach, n.name, {argv: ['curl', '-s', '127.0.0.1:10249/metrics'], filter: ['grep', 'sync_proxy_rules']}),
+        text: `Then restart kube-proxy on ${n.name}.`,
       })
     }
     return out
@@ -87,7 +89,8 @@ export const proxyPodDown: Check = {
         out.push({
           node: o.name,
           message: `no kube-proxy Pod on ${o.name} (the other nodes have one): nothing keeps its rules up to date`,
-          hint: `kubectl -n kube-system get ds kube-proxy -o wide; kubectl describe node ${o.name} | grep -i taint`,
+          command: kubectlCommand(ctx.reach, null, ['describe', 'node', o.name], [o.name]),
+          text: `Compare the node's taints with the kube-proxy DaemonSet's tolerations (kubectl -n kube-system get ds -o wide).`,
         })
         continue
       }
@@ -96,7 +99,8 @@ export const proxyPodDown: Check = {
       out.push({
         node: o.name,
         message: `kube-proxy Pod ${pod.metadata?.name} on ${o.name} is not ready: ${notReadyReason(pod)}${restarts ? ` (${restarts} restarts)` : ''}: the node's rules are not being kept up to date`,
-        hint: `kubectl -n kube-system describe pod ${pod.metadata?.name}; kubectl -n kube-system logs ${pod.metadata?.name} --previous`,
+        command: kubectlCommand(ctx.reach, 'kube-system', ['describe', 'pod', pod.metadata?.name ?? ''], [pod.metadata?.name]),
+        text: `Then read its logs, and those of its previous run (kubectl logs --previous).`,
       })
     }
     return out

@@ -1,5 +1,6 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
+import {nodeCommand} from '../../model/reach.js'
 
 export const masqueradeMissing: Check = {
   meta: codeEntry('KPD-MASQ-MISSING'),
@@ -11,18 +12,18 @@ export const masqueradeMissing: Check = {
       if (!n.infra.hasServicesChain) continue
       const i = n.infra
       const v = n.dataplane.vocab
-      if (!i.markMasqRule) out.push({node: n.name, message: `${n.name}: ${v.markChain} does not set the masquerade mark ${hex}`, hint: n.dataplane.show(n.name, v.markChain)})
+      if (!i.markMasqRule) out.push({node: n.name, message: `${n.name}: ${v.markChain} does not set the masquerade mark ${hex}`, command: nodeCommand(ctx.reach, n.name, n.dataplane.show(v.markChain), [v.markChain])})
       else if (i.markMasqValue !== want)
         out.push({
           node: n.name,
           message: `${n.name}: ${v.markChain} sets mark 0x${(i.markMasqValue ?? 0).toString(16)}, expected ${hex} (masqueradeBit ${Math.log2(want)})`,
           evidence: [`${i.markMasqRule.table} line ${i.markMasqRule.line}: ${i.markMasqRule.text}`],
-          hint: n.dataplane.show(n.name, v.markChain),
+          command: nodeCommand(ctx.reach, n.name, n.dataplane.show(v.markChain), [v.markChain]),
         })
       if (!i.masqueradeRule)
-        out.push({node: n.name, message: `${n.name}: ${v.masqChain} has no masquerade rule: marked traffic leaves with its original source`, hint: n.dataplane.show(n.name, v.masqChain)})
+        out.push({node: n.name, message: `${n.name}: ${v.masqChain} has no masquerade rule: marked traffic leaves with its original source`, command: nodeCommand(ctx.reach, n.name, n.dataplane.show(v.masqChain), [v.masqChain])})
       else if (i.postroutingMark !== undefined && i.postroutingMark !== want)
-        out.push({node: n.name, message: `${n.name}: ${v.masqChain} tests mark 0x${i.postroutingMark.toString(16)}, expected ${hex}`, hint: n.dataplane.show(n.name, v.masqChain)})
+        out.push({node: n.name, message: `${n.name}: ${v.masqChain} tests mark 0x${i.postroutingMark.toString(16)}, expected ${hex}`, command: nodeCommand(ctx.reach, n.name, n.dataplane.show(v.masqChain), [v.masqChain])})
       for (const p of n.programmed)
         for (const e of p.endpoints)
           if (e.dnatRule && !e.hairpinMasq)
@@ -30,7 +31,7 @@ export const masqueradeMissing: Check = {
               node: n.name,
               message: `${n.name}: ${e.chain} does not mark traffic from ${e.backend?.ip} for masquerade: the pod ${e.backend?.address} cannot reach itself through the Service`,
               evidence: [`${e.dnatRule.table} line ${e.dnatRule.line}: ${e.dnatRule.text}`],
-              hint: n.dataplane.show(n.name, e.chain),
+              command: nodeCommand(ctx.reach, n.name, n.dataplane.show(e.chain), e.chain.split(' ')),
             })
     }
     return out

@@ -1,6 +1,7 @@
 import {notReadyReason, podByIp} from '../../cluster/pod-status.js'
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
+import {kubectlCommand} from '../../model/reach.js'
 import {selectedPods} from './selector-no-pods.js'
 
 export const noReadyEndpoints: Check = {
@@ -26,7 +27,9 @@ export const noReadyEndpoints: Check = {
         node: null,
         message,
         evidence,
-        hint: `kubectl -n ${ns} get endpointslices -l kubernetes.io/service-name=${svc.name} -o wide; kubectl -n ${ns} describe pod ${p.allEndpoints[0]?.podName ?? '<pod>'}`,
+        command: p.allEndpoints[0]?.podName
+          ? kubectlCommand(ctx.reach, ns, ['describe', 'pod', p.allEndpoints[0].podName], [p.allEndpoints[0].podName])
+          : kubectlCommand(ctx.reach, ns, ['get', 'endpointslices', '-l', `kubernetes.io/service-name=${svc.name}`, '-o', 'wide'], [svc.name]),
       })
     }
     return out

@@ -1,6 +1,6 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
-import {renderArgv} from '../../model/shell.js'
+import {nodeCommand} from '../../model/reach.js'
 import {forwardingSettings} from '../../parse/sysctl.js'
 
 export const nodeForwardingOff: Check = {
@@ -14,7 +14,8 @@ export const nodeForwardingOff: Check = {
         node: obs.name,
         message: `${obs.name}: net.ipv4.ip_forward = 0: the node forwards no packet, so its pods reach no Service and no pod on another node, pods on other nodes cannot reach its pods, and NodePorts on ${obs.name} reach no endpoint`,
         evidence: [`sysctl net.ipv4.ip_forward = ${sysctls.value.values.get('net.ipv4.ip_forward')}`],
-        hint: `${renderArgv(['ssh', obs.name, 'sudo', 'sysctl', '-w', 'net.ipv4.ip_forward=1'])}   # then find what set it to 0: grep -r ip_forward /etc/sysctl.conf /etc/sysctl.d`,
+        command: nodeCommand(ctx.reach, obs.name, {argv: ['sysctl', '-w', 'net.ipv4.ip_forward=1'], sudo: true}),
+        text: 'Then find what set it to 0 (ip_forward in /etc/sysctl.conf and /etc/sysctl.d).',
       })
     }
     return out

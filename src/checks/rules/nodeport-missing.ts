@@ -1,5 +1,6 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
+import {nodeCommand} from '../../model/reach.js'
 
 export const nodePortMissing: Check = {
   meta: codeEntry('KPD-NODEPORT-MISSING'),
@@ -12,7 +13,7 @@ export const nodePortMissing: Check = {
         out.push({
           node: n.name,
           message: `${n.name}: ${n.dataplane.vocab.services} has no jump to ${n.dataplane.vocab.nodePorts}: no NodePort works on this node`,
-          hint: n.dataplane.show(n.name, n.dataplane.vocab.nodePorts.split(' ').pop()!),
+          command: nodeCommand(ctx.reach, n.name, n.dataplane.show(n.dataplane.vocab.nodePorts.split(' ').pop()!), n.dataplane.vocab.nodePorts.split(' ').pop()!.split(' ')),
         })
       for (const p of n.programmed) {
         const e = p.expected
@@ -21,14 +22,14 @@ export const nodePortMissing: Check = {
           out.push({
             node: n.name,
             message: `${n.name}: node port ${e.nodePort}/${e.protocol} of ${e.svcPortName} is missing from ${n.dataplane.vocab.nodePorts}`,
-            hint: n.dataplane.show(n.name, String(e.nodePort)),
+            command: nodeCommand(ctx.reach, n.name, n.dataplane.show(String(e.nodePort)), [String(e.nodePort)]),
           })
         else if (p.nodePortRule.target !== p.want.external)
           out.push({
             node: n.name,
             message: `${n.name}: node port ${e.nodePort} jumps to ${p.nodePortRule.target}, expected ${p.want.external}`,
             evidence: [`${p.nodePortRule.table} line ${p.nodePortRule.line}: ${p.nodePortRule.text}`],
-            hint: n.dataplane.show(n.name, String(e.nodePort)),
+            command: nodeCommand(ctx.reach, n.name, n.dataplane.show(String(e.nodePort)), [String(e.nodePort)]),
           })
       }
     }

@@ -1,5 +1,6 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
+import {nodeCommand} from '../../model/reach.js'
 import {endpointChains} from '../../model/dataplane.js'
 
 // kube-proxy writes %0.10f and iptables-save prints 11 decimals: compare with a tolerance.
@@ -20,7 +21,7 @@ export const probabilityWrong: Check = {
                 node: n.name,
                 message: `${n.name}: rule ${i + 1} of ${eps.length} in ${chain} has probability ${e.probability.toFixed(5)}, expected ${want.toFixed(5)} (1/${eps.length - i})`,
                 evidence: [`${e.jump.table} line ${e.jump.line}: ${e.jump.text}`],
-                hint: n.dataplane.show(n.name, chain),
+                command: nodeCommand(ctx.reach, n.name, n.dataplane.show(chain), chain.split(' ')),
               })
           })
         }

@@ -21,7 +21,7 @@ export const probeContradicts: Check = {
         out.push({
           node: n.node,
           message: `${n.node}: the static trace says no new connection to ${addressOf(t.target)} (${t.target.servicePort}) from ${n.node} works (${path.entry}: ${path.breaksAt ? `breaks at ${path.breaksAt}: ` : ''}${path.detail}), but the live probe got ${describeTally(t)}`,
-          hint: `Run the diagnosis again: kube-proxy may have rewritten the rules since they were read. If it persists, compare the node's rules with the walk (kproxy-doctor svc … --explain) and report the rule the tracer misreads.`,
+          text: `Run the diagnosis again: kube-proxy may have rewritten the rules since they were read. If it persists, compare the node's rules with the walk (kproxy-doctor svc … --explain) and report the rule the tracer misreads.`,
         })
       }
     for (const e of endpointProbes(run)) {
@@ -35,7 +35,7 @@ export const probeContradicts: Check = {
         message:
           `${endpointName(e.target)} fails from ${failing.map((b) => `${b.node} (${describeTally(b.tally)})`).join(', ')} ` +
           `but answers from ${answering.length ? answering.map((b) => `${b.node} (${describeTally(b.tally)})`).join(', ') : 'no node fully'}${ownNote}: neither a backend fault nor a path between nodes explains it`,
-        hint: `Probe it again by hand from each node (ssh NODE nc -zv -w 2 ${e.target.host} ${e.target.port}): an intermittent backend, or a filter rule on ${own ?? 'its node'} that treats sources differently.`,
+        text: `Probe it again by hand from each node (nc -zv -w 2 ${e.target.host} ${e.target.port}): an intermittent backend, or a filter rule on ${own ?? 'its node'} that treats sources differently.`,
       })
     }
     return out

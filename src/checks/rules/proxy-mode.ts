@@ -1,5 +1,6 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
+import {nodeCommand} from '../../model/reach.js'
 
 const USERSPACE_CHAINS = ['KUBE-PORTALS-CONTAINER', 'KUBE-PORTALS-HOST', 'KUBE-NODEPORT-CONTAINER', 'KUBE-NODEPORT-HOST']
 
@@ -43,7 +44,8 @@ export const modeLeftover: Check = {
         out.push({
           node: n.name,
           message: `${n.name}: iptables-${b.backend} also holds kube-proxy rules (nat KUBE-SERVICES, ${b.dump.ruleCount('nat', 'KUBE-SERVICES')} rules) while iptables-save shows the ${main} backend: both rewrite packets`,
-          hint: `ssh ${n.name} sudo iptables-${b.backend}-save -t nat | grep -c KUBE-SEP   # then flush the unused backend's KUBE-* chains`,
+          command: nodeCommand(ctx.reach, n.name, {argv: [`iptables-${b.backend}-save`, '-t', 'nat'], sudo: true, filter: ['grep', '-c', 'KUBE-SEP']}),
+          text: "Then flush the unused backend's KUBE-* chains.",
         })
       }
     }
@@ -57,6 +59,6 @@ export const modeUnsupported: Check = {
     ctx.unsupported.map((u) => ({
       node: u.node,
       message: `${u.node} runs kube-proxy in ${u.mode} mode (${u.source}): its rules were not judged; cluster-wide checks (endpoints, DNS, kube-proxy health) still ran`,
-      hint: `ssh ${u.node} sudo ipvsadm -Ln | grep -A5 ${ctx.service.clusterIP ?? ''}`,
+      command: ctx.service.clusterIP ? nodeCommand(ctx.reach, u.node, {argv: ['ipvsadm', '-Ln'], sudo: true, filter: ['grep', '-A5', '--', ctx.service.clusterIP]}, [ctx.service.clusterIP]) : undefined,
     })),
 }

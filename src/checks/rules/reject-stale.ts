@@ -1,5 +1,6 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
+import {nodeCommand} from '../../model/reach.js'
 
 export const rejectStale: Check = {
   meta: codeEntry('KPD-REJECT-STALE'),
@@ -13,7 +14,7 @@ export const rejectStale: Check = {
             node: n.name,
             message: `${n.name}: ${r.table} ${r.target?.toUpperCase()}s ${n.expected.clusterIP}:${p.expected.port} although ${p.expected.internal.endpoints.length} endpoint(s) are ready`,
             evidence: [`${r.table} line ${r.line}: ${r.text}`],
-            hint: n.dataplane.show(n.name, n.expected.clusterIP!),
+            command: nodeCommand(ctx.reach, n.name, n.dataplane.show(n.expected.clusterIP!), [n.expected.clusterIP!]),
           })
         const np = p.nodePortFilterRule
         if (np && p.expected.external.endpoints.length > 0)
@@ -21,7 +22,7 @@ export const rejectStale: Check = {
             node: n.name,
             message: `${n.name}: ${np.table} ${np.target?.toUpperCase()}s node port ${p.expected.nodePort} although endpoints are ready`,
             evidence: [`${np.table} line ${np.line}: ${np.text}`],
-            hint: n.dataplane.show(n.name, `--dport ${p.expected.nodePort}`),
+            command: nodeCommand(ctx.reach, n.name, n.dataplane.show(`--dport ${p.expected.nodePort}`), [p.expected.nodePort]),
           })
       }
     }

@@ -1,8 +1,8 @@
 import type {V1Node} from '@kubernetes/client-node'
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
+import {nodeCommand} from '../../model/reach.js'
 import type {ExpectedEndpoint} from '../../model/expected.js'
-import {renderArgv} from '../../model/shell.js'
 import {canonicalIp, inCidr} from '../../net/address.js'
 import type {Route} from '../../parse/ip-route.js'
 import type {RouteAnswer} from '../../node/path-reads.js'
@@ -63,7 +63,8 @@ export const routeMissing: Check = {
           node: obs.name,
           message: `${obs.name}: no working route to ${cidr}: ${g.reason}, so ${obs.name} cannot reach endpoint${g.endpoints.length > 1 ? 's' : ''} ${listed} on ${g.home}`,
           evidence: g.evidence.slice(0, 4),
-          hint: `${renderArgv(['ssh', obs.name, 'ip', 'route', 'get', g.endpoints[0].ip])}   # expected: via ${g.home}${gateway ? ` (${gateway})` : ''} or the CNI's tunnel; restart the CNI agent on ${obs.name}${g.cidr && gateway ? `, or by hand: ip route replace ${g.cidr} via ${gateway}` : ''}`,
+          command: nodeCommand(ctx.reach, obs.name, {argv: ['ip', 'route', 'get', g.endpoints[0].ip]}, [g.endpoints[0].ip]),
+          text: `Expected: via ${g.home}${gateway ? ` (${gateway})` : ''} or the CNI's tunnel. Restart the CNI agent on ${obs.name}${g.cidr && gateway ? `, or add the route by hand (ip route replace ${g.cidr} via ${gateway})` : ''}.`,
         })
       }
     }

@@ -2,6 +2,7 @@ import {selectorMatches} from '../../cluster/pod-status.js'
 import {editDistance} from '../../cluster/similar-names.js'
 import type {Check, CheckContext} from '../check.js'
 import {codeEntry} from '../catalogue.js'
+import {kubectlCommand} from '../../model/reach.js'
 
 export function selectedPods(ctx: CheckContext) {
   const selector = ctx.cluster.service.spec?.selector ?? {}
@@ -44,7 +45,8 @@ export const selectorNoPods: Check = {
         node: null,
         message: `selector ${text} matches no Pod in namespace ${ctx.service.namespace}${near.length > 0 ? `; close: ${near.join('; ')}` : ''}`,
         evidence: near,
-        hint: `kubectl -n ${ctx.service.namespace} get pods --show-labels | grep -v '${Object.values(selector)[0]}'   # compare with: ${text}`,
+        command: kubectlCommand(ctx.reach, ctx.service.namespace, ['get', 'pods', '--show-labels']),
+        text: `Compare the Pods' labels with the selector ${text}.`,
       },
     ]
   },

@@ -1,5 +1,6 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
+import {nodeCommand} from '../../model/reach.js'
 
 export const serviceRuleMissing: Check = {
   meta: codeEntry('KPD-SVC-RULE-MISSING'),
@@ -13,19 +14,19 @@ export const serviceRuleMissing: Check = {
         const where = `${svc.clusterIP}:${e.port}/${e.protocol}`
         if (e.internal.endpoints.length > 0) {
           if (!p.clusterIPRule)
-            out.push({node: n.name, message: `${n.name}: no ${n.dataplane.vocab.services} entry for ${e.svcPortName} cluster IP ${where}`, hint: n.dataplane.show(n.name, svc.clusterIP!)})
+            out.push({node: n.name, message: `${n.name}: no ${n.dataplane.vocab.services} entry for ${e.svcPortName} cluster IP ${where}`, command: nodeCommand(ctx.reach, n.name, n.dataplane.show(svc.clusterIP!), [svc.clusterIP!])})
           else if (p.clusterIPRule.target !== p.want.internal)
             out.push({
               node: n.name,
               message: `${n.name}: ${where} jumps to ${p.clusterIPRule.target}, expected ${p.want.internal}`,
               evidence: [`${p.clusterIPRule.table} line ${p.clusterIPRule.line}: ${p.clusterIPRule.text}`],
-              hint: n.dataplane.show(n.name, svc.clusterIP!),
+              command: nodeCommand(ctx.reach, n.name, n.dataplane.show(svc.clusterIP!), [svc.clusterIP!]),
             })
         }
         if (e.hasEndpoints) {
           for (const ip of [...svc.externalIPs, ...svc.loadBalancerIPs]) {
             if (!p.externalRules.has(ip))
-              out.push({node: n.name, message: `${n.name}: no ${n.dataplane.vocab.services} entry for ${e.svcPortName} at ${ip}:${e.port}`, hint: n.dataplane.show(n.name, ip)})
+              out.push({node: n.name, message: `${n.name}: no ${n.dataplane.vocab.services} entry for ${e.svcPortName} at ${ip}:${e.port}`, command: nodeCommand(ctx.reach, n.name, n.dataplane.show(ip), [ip])})
           }
         }
       }

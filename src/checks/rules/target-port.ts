@@ -1,6 +1,7 @@
 import type {V1Pod} from '@kubernetes/client-node'
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
+import {kubectlCommand} from '../../model/reach.js'
 import {selectedPods} from './selector-no-pods.js'
 
 function containerPorts(pod: V1Pod) {
@@ -45,7 +46,7 @@ export const targetPortUndeclared: Check = {
             .slice(0, 3)
             .map((p) => p.metadata?.name)
             .join(', ')})`,
-          hint: `kubectl -n ${ctx.service.namespace} get pod ${lacking[0].metadata?.name} -o jsonpath='{.spec.containers[*].ports}'`,
+          command: kubectlCommand(ctx.reach, ctx.service.namespace, ['get', 'pod', lacking[0].metadata?.name ?? '', '-o', 'jsonpath={.spec.containers[*].ports}'], [lacking[0].metadata?.name]),
         })
     }
     return out

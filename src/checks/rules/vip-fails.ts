@@ -1,6 +1,6 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
-import {quoteWord} from '../../model/shell.js'
+import {nodeCommand} from '../../model/reach.js'
 import {addressOf, answered, describeTally, endpointsBehind, failed, probesRan, staticExpectsFailure, staticPathFor} from './probe-evidence.js'
 
 /**
@@ -33,7 +33,8 @@ export const vipFails: Check = {
           message:
             `${n.node}: ${what} from ${n.node}: ${describeTally(t)}, while ${everyAnswers ? 'every endpoint behind it answers' : 'endpoints behind it answer'} from ${n.node} directly (${endpoints}); ` +
             `${path ? `the static trace of ${path.entry} says it works` : 'its rules were not traced'}: the node's Service dataplane breaks where the rules read do not show`,
-          hint: `ssh ${quoteWord(n.node)} sudo conntrack -L -d ${quoteWord(t.target.host)}; then run the diagnosis again (kube-proxy may have rewritten the rules since they were read)`,
+          command: nodeCommand(ctx.reach, n.node, {argv: ['conntrack', '-L', '-d', t.target.host], sudo: true}, [t.target.host]),
+          text: 'Then run the diagnosis again: kube-proxy may have rewritten the rules since they were read.',
         })
       }
     return out

@@ -115,5 +115,6 @@ export function diagnose(cluster: ClusterState, observations: NodeObservation[],
     if (silenced && !findings.some(explained)) ignoredBreaks.set(p, silenced.code)
   }
   const skipped = notChecked({context, probes, readVia: opts.readVia})
+  for (const n of skipped) opts.log?.(`not checked${n.required ? '' : ' (not required)'}: ${n.check}${n.node ? ` on ${n.node}` : ''}: ${n.reason}`)
   return {cluster, context, findings, ignored, paths, ignoredBreaks, probes, notChecked: skipped, ok: !findings.some((f) => f.severity === 'error')}
 }

@@ -20,14 +20,23 @@ export function renderNotChecked(r: Pick<Report, 'notChecked'>, c: ChalkInstance
     if (n.node !== null && !group.nodes.includes(n.node)) group.nodes.push(n.node)
     groups.set(key, group)
   }
-  const required = r.notChecked.filter((n) => n.required).length
-  const lines = ['', c.bold('Not checked') + ` (${required} required, ${r.notChecked.length - required} not required):`]
-  for (const g of [...groups.values()].sort((a, b) => Number(b.required) - Number(a.required))) {
-    const codes = g.codes.length > 0 && g.codes.length <= MAX_CODES_SHOWN ? ` (${g.codes.join(', ')})` : ''
-    const where = g.nodes.length > 0 ? ` on ${g.nodes.join(', ')}` : ''
-    const text = printable(`${g.check}${codes}${where}: ${g.reason}`)
-    const wrapped = g.required ? wrapProse(text, width, '  ? ', '    ') : wrapProse(`${text} (not required)`, width, '  - ', '    ')
-    lines.push(...wrapped.map((l) => (g.required ? c.yellow(l) : c.dim(l))))
+  const all = [...groups.values()]
+  const required = all.filter((g) => g.required)
+  const optional = all.filter((g) => !g.required)
+  const lines: string[] = []
+  if (required.length > 0) {
+    lines.push('', c.bold('Not checked') + ` (${r.notChecked.filter((n) => n.required).length} required):`)
+    for (const g of required) {
+      const codes = g.codes.length > 0 && g.codes.length <= MAX_CODES_SHOWN ? ` (${g.codes.join(', ')})` : ''
+      const where = g.nodes.length > 0 ? ` on ${g.nodes.join(', ')}` : ''
+      lines.push(...wrapProse(printable(`${g.check}${codes}${where}: ${g.reason}`), width, '  ? ', '    ').map((l) => c.yellow(l)))
+    }
+  }
+  // What the user opted out of, or the input cannot give, is one line: the reasons are in -o json and --verbose.
+  if (optional.length > 0) {
+    const list = optional.map((g) => `${g.check}${g.nodes.length > 0 ? ` on ${g.nodes.join(', ')}` : ''}`).join('; ')
+    const text = printable(`${required.length > 0 ? '  - also' : 'Not checked'} by choice or for lack of input (not required): ${list}`)
+    lines.push(...wrapProse(text, width, '', required.length > 0 ? '    ' : '  ').map((l) => c.dim(l)))
   }
   return lines
 }

@@ -175,7 +175,8 @@ export function renderHuman(r: Report, c: ChalkInstance, width = Number.POSITIVE
   lines.push(...renderNotChecked(r, c, width))
   const count = (sev: string) => r.findings.filter((f) => f.severity === sev).length
   lines.push('')
-  lines.push(...wrapProse(`Findings: ${count('error')} error(s), ${count('warning')} warning(s), ${count('info')} info`, width, '', '  ').map((l) => c.bold(l)))
+  const ignored = r.ignored.length > 0 ? `, ${r.ignored.length} ignored (${r.ignored.map((i) => `${i.code}${i.node ? ` [${i.node}]` : ''}`).join(', ')})` : ''
+  lines.push(...wrapProse(`Findings: ${count('error')} error(s), ${count('warning')} warning(s), ${count('info')} info${ignored}`, width, '', '  ').map((l) => c.bold(l)))
   for (const {finding: f, nodes, message} of groupFindingsByText(r.findings)) {
     const mark = SEVERITY_MARK[f.severity]
     const color = f.severity === 'error' ? c.red : f.severity === 'warning' ? c.yellow : c.cyan

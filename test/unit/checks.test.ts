@@ -383,7 +383,7 @@ checkTester('the bridge and the whole path (hairpin.ts, path-verdicts.ts)', [
     fixes: {
       'KPD-HAIRPIN-OFF node-b': {
         argv: [['ssh', 'node-b', 'cat', '/sys/class/net/cbr0/brif/vweb-b1/hairpin_mode']],
-        text: "Check the kubelet's --hairpin-mode (hairpin-veth or promiscuous-bridge) and the CNI's hairpinMode.",
+        text: "Check the kubelet's --hairpin-mode and the CNI's hairpinMode.",
       },
     },
   },
@@ -743,6 +743,15 @@ checkTester('live probes (vip-fails, endpoint-cross-node, backend-refused, probe
     findings: [
       ['KPD-BACKEND-REFUSED', 'node-b', 'error'],
       ['KPD-VIP-FAILS', 'node-a', 'error'],
+    ],
+  },
+  {
+    name: "node-a's ClusterIP 0/3 while two of three endpoints fail from node-a: chance explains it ((2/3)^3), no VIP finding",
+    state: {},
+    options: probed({}, {'node-a 10.244.2.10:8080': [0, 0, 3], 'node-a 10.244.2.11:8080': [0, 0, 3], 'node-a 10.96.10.10:80': [0, 0, 3]}),
+    findings: [
+      ['KPD-ENDPOINT-CROSS-NODE', 'node-a', 'error'],
+      ['KPD-ENDPOINT-CROSS-NODE', 'node-a', 'error'],
     ],
   },
   {

@@ -55,6 +55,7 @@ test('.kproxy-doctor.yaml in the working directory is read without --config; sil
   const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', EXAMPLE], {}, 60_000, undefined, cwd)
   assert.equal(r.code, 0, r.stdout + r.stderr)
   assert.match(r.stdout.split('\n')[0], /^✓ shop\/web: .*, 1 warning\(s\), 3 ignored$/)
+  assert.ok(r.stdout.split('\n').includes('Findings: 0 error(s), 1 warning(s), 0 info, 3 ignored (KPD-SEP-MISSING [node-b], KPD-SEP-STALE [node-b], KPD-HAIRPIN-OFF [node-a])'), r.stdout)
 })
 
 test('a bad config file is one line naming the file and entry, exit 2', async () => {

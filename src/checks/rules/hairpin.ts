@@ -22,7 +22,7 @@ export const hairpinOff: Check = {
             message: `${n.name}: pod ${e.podName ?? e.ip} sits on ${bp.bridge} port ${bp.port} with hairpin_mode 0 (bridge not promiscuous): it cannot reach itself through the Service`,
             evidence: [`/sys/class/net/${bp.bridge}/brif/${bp.port}/hairpin_mode = 0`],
             command: nodeCommand(ctx.reach, n.name, {argv: ['cat', `/sys/class/net/${bp.bridge}/brif/${bp.port}/hairpin_mode`]}, [bp.bridge, bp.port]),
-            text: "Check the kubelet's --hairpin-mode (hairpin-veth or promiscuous-bridge) and the CNI's hairpinMode.",
+            text: "Check the kubelet's --hairpin-mode and the CNI's hairpinMode.",
           })
         }
       }

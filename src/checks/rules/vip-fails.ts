@@ -3,6 +3,9 @@ import {codeEntry} from '../catalogue.js'
 import {nodeCommand} from '../../model/reach.js'
 import {addressOf, answered, describeTally, endpointsBehind, failed, probesRan, staticExpectsFailure, staticPathFor} from './probe-evidence.js'
 
+/** Below this probability, every probe missing the endpoints that answer is not taken for bad luck. */
+const CHANCE = 0.01
+
 /**
  * A Service address (ClusterIP, or the NodePort on the node's own address) that fails from a node while the static
  * trace of that node says it works and the endpoints behind it answer from that node directly: the break is in the
@@ -24,7 +27,10 @@ export const vipFails: Check = {
         const direct = n.tallies.filter((x) => x.target.kind === 'endpoint' && behind.has(addressOf(x.target)) && x.attempts > 0)
         if (direct.length === 0) continue
         const everyAnswers = direct.every(answered)
-        const noneThrough = t.connected === 0 && direct.some(answered)
+        // Nothing through the address while some endpoints answer is a dataplane fault only when landing every attempt
+        // on the endpoints that do not answer is too unlikely to be chance (kube-proxy picks endpoints at random).
+        const silentShare = direct.filter((x) => !answered(x)).length / direct.length
+        const noneThrough = t.connected === 0 && direct.some(answered) && silentShare ** t.attempts < CHANCE
         if (!everyAnswers && !noneThrough) continue
         const what = `${t.target.kind} ${addressOf(t.target)} (${t.target.servicePort})`
         const endpoints = direct.map((x) => `${addressOf(x.target)} ${x.connected}/${x.attempts}`).join(', ')

@@ -2,6 +2,7 @@ import {Flags} from '@oclif/core'
 import {DoctorCommand} from '../cli/base-command.js'
 import {ignoreFlags, ignoreRules} from '../cli/ignore-config.js'
 import {clusterFlags, failOnFlag, liveOptions, splitList, verboseLog} from '../cli/flags.js'
+import {progressReporter} from '../cli/progress.js'
 import {scanLive, scanSnapshot, type ScanTarget} from '../diagnosis/scan.js'
 import type {ProxyMode} from '../model/modes/index.js'
 import {makeChalk} from '../report/human.js'
@@ -42,13 +43,20 @@ export default class Scan extends DoctorCommand {
     const diagnoseOptions = {ignore, proxyMode: flags['proxy-mode'] as ProxyMode | undefined, log}
     const namespace = flags['all-namespaces'] ? undefined : (flags.namespace ?? (flags.snapshot ? 'default' : undefined))
     const target: ScanTarget = {namespace, selector: flags.selector, services: splitList(flags.services)}
+    // The progress line (a terminal only) is cleared before anything else is printed, an error line included.
+    const progress = progressReporter(flags)
+    const onProgress = progress?.onProgress
     let result
-    if (flags.snapshot) result = await scanSnapshot(flags.snapshot, target, {...diagnoseOptions, nodes: splitList(flags.nodes)})
-    else {
-      const live = liveOptions('', flags, log)
-      const {loadKubeConfig} = await import('../cluster/live-source.js')
-      if (!flags['all-namespaces'] && !flags.namespace) target.namespace = loadKubeConfig(live).namespace
-      result = await scanLive({...live, ...target, ...diagnoseOptions})
+    try {
+      if (flags.snapshot) result = await scanSnapshot(flags.snapshot, target, {...diagnoseOptions, nodes: splitList(flags.nodes), onProgress})
+      else {
+        const live = liveOptions('', flags, log)
+        const {loadKubeConfig} = await import('../cluster/live-source.js')
+        if (!flags['all-namespaces'] && !flags.namespace) target.namespace = loadKubeConfig(live).namespace
+        result = await scanLive({...live, ...target, ...diagnoseOptions, onProgress})
+      }
+    } finally {
+      progress?.done()
     }
     for (const w of result.warnings) process.stderr.write(`kproxy-doctor: warning: ${w}\n`)
     // Nodes left API-only (--via none, no way in) have no observation: only nodes that were tried and failed warn here.

@@ -2,6 +2,7 @@ import {Args, Flags} from '@oclif/core'
 import {DoctorCommand} from '../cli/base-command.js'
 import {ignoreFlags, ignoreRules} from '../cli/ignore-config.js'
 import {clusterFlags, failOnFlag, LIVE_ONLY_FLAGS, liveOptions, probeFlags, splitList, verboseLog} from '../cli/flags.js'
+import {progressReporter} from '../cli/progress.js'
 import {diagnose} from '../diagnosis/diagnose.js'
 import type {ProxyMode} from '../model/modes/index.js'
 import {gatherLive, gatherSnapshot, type GatheredLive} from '../diagnosis/gather.js'
@@ -47,9 +48,16 @@ export default class Svc extends DoctorCommand {
     const log = verboseLog(flags)
     const failOn = parseFailOn(flags['fail-on'])
     if (typeof failOn === 'string') throw new DiagnosisError(failOn)
-    const g = flags.snapshot
-      ? await gatherSnapshot(flags.snapshot, flags.namespace ?? 'default', args.name, splitList(flags.nodes))
-      : await gatherLive({...liveOptions(args.name, flags, log), probe: flags.probe})
+    // Nodes read live show a progress line in a terminal, cleared before anything else is printed.
+    const progress = flags.snapshot ? undefined : progressReporter(flags)
+    let g
+    try {
+      g = flags.snapshot
+        ? await gatherSnapshot(flags.snapshot, flags.namespace ?? 'default', args.name, splitList(flags.nodes))
+        : await gatherLive({...liveOptions(args.name, flags, log), probe: flags.probe, onProgress: progress?.onProgress})
+    } finally {
+      progress?.done()
+    }
     for (const w of g.warnings) process.stderr.write(`kproxy-doctor: warning: ${w}\n`)
     const probes = flags.snapshot ? PROBES_SNAPSHOT : ((g as GatheredLive).probes ?? PROBES_OFF)
     const readVia = 'readVia' in g ? (g as GatheredLive).readVia : undefined

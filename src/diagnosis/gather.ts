@@ -48,7 +48,15 @@ export interface LiveOptions {
   probe?: boolean
   /** --verbose: every API request and node operation, on stderr. */
   log?: VerboseLog
+  /** What the run has done so far (nodes read, Services diagnosed), for a progress line; never written anywhere here. */
+  onProgress?: (e: ProgressEvent) => void
 }
+
+/** A step of a long run, reported through `onProgress`: the cli layer decides whether and how to show it. */
+export type ProgressEvent =
+  | {kind: 'node-read-started'; node: string; total: number}
+  | {kind: 'node-read-finished'; node: string; ms: number; ok: boolean}
+  | {kind: 'service-diagnosed'; service: string; index: number; total: number}
 
 export interface GatheredLive extends Gathered {
   namespace: string
@@ -127,7 +135,7 @@ export function hostKeyWarnings(opts: {insecureIgnoreHostKey: boolean}): string[
 export async function readNodesLive(
   nodes: V1Node[],
   names: string[],
-  opts: Pick<LiveOptions, 'sshConfig' | 'insecureIgnoreHostKey' | 'timeoutMs' | 'concurrency' | 'kubeconfig' | 'context' | 'via' | 'kubeProxyNamespace' | 'kubeProxySelector' | 'log'>,
+  opts: Pick<LiveOptions, 'sshConfig' | 'insecureIgnoreHostKey' | 'timeoutMs' | 'concurrency' | 'kubeconfig' | 'context' | 'via' | 'kubeProxyNamespace' | 'kubeProxySelector' | 'log' | 'onProgress'>,
   dns: {name: string; server: string} | undefined,
   path?: PathTargets,
 ): Promise<{observations: NodeObservation[]; recordings: Map<string, NodeRecording>; readVia: Map<string, NodeReadVia>; warnings: string[]}> {
@@ -136,9 +144,14 @@ export async function readNodesLive(
     const node = nodes.find((n) => n.metadata?.name === name)
     return {name, address: node && nodeAddress(node)}
   })
-  const reads = await readNodesThrough(targets, {...opts, kubeConfig: () => loadKubeConfig(opts).kc}, opts.concurrency, (name, connect) =>
-    collectNode(name, connect, {timeoutMs: opts.timeoutMs, dns, path}),
-  )
+  const progress = opts.onProgress
+  const reads = await readNodesThrough(targets, {...opts, kubeConfig: () => loadKubeConfig(opts).kc}, opts.concurrency, async (name, connect) => {
+    const startedAt = performance.now()
+    progress?.({kind: 'node-read-started', node: name, total: names.length})
+    const collection = await collectNode(name, connect, {timeoutMs: opts.timeoutMs, dns, path})
+    progress?.({kind: 'node-read-finished', node: name, ms: performance.now() - startedAt, ok: collection.observation.reachable})
+    return collection
+  })
   const read = names.filter((n) => reads.collected.has(n))
   return {
     observations: read.map((n) => reads.collected.get(n)!.observation),

@@ -10,7 +10,7 @@ import {notProxiedReason} from '../model/expected.js'
 import type {NodeObservation} from '../node/bundle.js'
 import {selectNodes} from '../node/select-nodes.js'
 import {diagnose, type DiagnoseOptions, type Diagnosis} from './diagnose.js'
-import {hostKeyWarnings, readNodesLive, readSnapshotNodes, type LiveOptions} from './gather.js'
+import {hostKeyWarnings, readNodesLive, readSnapshotNodes, type LiveOptions, type ProgressEvent} from './gather.js'
 import {liveReach, snapshotReach} from './reach.js'
 
 export interface ScanTarget {
@@ -59,17 +59,17 @@ export async function scanLive(opts: ScanLiveOptions): Promise<ScanResult> {
   const dns = dnsSelfLookup(states.find((s) => s.state)?.state)
   const {observations, readVia} = await readNodesLive(nodes, selection.names, opts, dns)
   const reach = await liveReach(opts, readVia, nodes)
-  return {outcomes: judge(states, observations, {...opts, readVia, reach}), observations, selectionNote: selection.note, warnings: hostKeyWarnings(opts), notes: SCAN_NOTES}
+  return {outcomes: judge(states, observations, {...opts, readVia, reach}, opts.onProgress), observations, selectionNote: selection.note, warnings: hostKeyWarnings(opts), notes: SCAN_NOTES}
 }
 
 /** Every matching Service recorded in a snapshot bundle. */
-export async function scanSnapshot(dir: string, target: ScanTarget, opts: DiagnoseOptions & {nodes?: string[]} = {}): Promise<ScanResult> {
+export async function scanSnapshot(dir: string, target: ScanTarget, opts: DiagnoseOptions & {nodes?: string[]; onProgress?: (e: ProgressEvent) => void} = {}): Promise<ScanResult> {
   const snapshot = new SnapshotClusterSource(dir)
   const recorded = snapshot.manifest()?.services
   const source = new CachedClusterSource(snapshot)
   const states = await readStates(source, target, recorded)
   const observations = readSnapshotNodes(dir, opts.nodes)
-  return {outcomes: judge(states, observations, {...opts, reach: snapshotReach(snapshot.manifest()?.context)}), observations, warnings: [], notes: SCAN_NOTES}
+  return {outcomes: judge(states, observations, {...opts, reach: snapshotReach(snapshot.manifest()?.context)}, opts.onProgress), observations, warnings: [], notes: SCAN_NOTES}
 }
 
 interface ServiceState {
@@ -102,14 +102,27 @@ async function readStates(source: ClusterSource, target: ScanTarget, recorded?: 
   )
 }
 
-function judge(states: ServiceState[], observations: NodeObservation[], opts: DiagnoseOptions): ServiceOutcome[] {
-  return states.map(({service, state, unreadable}) => {
+function judge(states: ServiceState[], observations: NodeObservation[], opts: DiagnoseOptions, onProgress?: (e: ProgressEvent) => void): ServiceOutcome[] {
+  return states.map(({service, state, unreadable}, i) => {
     const base = {namespace: service.metadata?.namespace ?? '', name: service.metadata?.name ?? '', type: service.spec?.type ?? 'ClusterIP'}
-    const reason = notProxiedReason(service)
-    if (reason) return {...base, skipped: reason}
-    if (!state) return {...base, skipped: `not diagnosed: ${unreadable ?? 'unreadable'}`}
-    return {...base, diagnosis: diagnose(state, observations, opts)}
+    const outcome = judgeOne(base, service, state, unreadable, observations, opts)
+    onProgress?.({kind: 'service-diagnosed', service: `${base.namespace}/${base.name}`, index: i + 1, total: states.length})
+    return outcome
   })
+}
+
+function judgeOne(
+  base: Omit<ServiceOutcome, 'skipped' | 'diagnosis'>,
+  service: V1Service,
+  state: ClusterState | undefined,
+  unreadable: string | undefined,
+  observations: NodeObservation[],
+  opts: DiagnoseOptions,
+): ServiceOutcome {
+  const reason = notProxiedReason(service)
+  if (reason) return {...base, skipped: reason}
+  if (!state) return {...base, skipped: `not diagnosed: ${unreadable ?? 'unreadable'}`}
+  return {...base, diagnosis: diagnose(state, observations, opts)}
 }
 
 /** The cluster DNS Service's own name, asked from each node once. */

@@ -1,6 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 import {DoctorCommand} from '../../cli/base-command.js'
 import {clusterFlags, liveOptions, verboseLog} from '../../cli/flags.js'
+import {progressReporter} from '../../cli/progress.js'
 import {gatherLive} from '../../diagnosis/gather.js'
 import {checkBundleOut, writeBundle} from '../../diagnosis/write-bundle.js'
 
@@ -18,7 +19,13 @@ export default class CollectSvc extends DoctorCommand {
     const {args, flags} = await this.parse(CollectSvc)
     // Refuse an unusable --out before spending a minute reading the cluster and its nodes.
     checkBundleOut(flags.out, flags.force)
-    const g = await gatherLive(liveOptions(args.name, flags, verboseLog(flags)))
+    const progress = progressReporter(flags)
+    let g
+    try {
+      g = await gatherLive({...liveOptions(args.name, flags, verboseLog(flags)), onProgress: progress?.onProgress})
+    } finally {
+      progress?.done()
+    }
     writeBundle(flags.out, g.cluster, g.recordings, {namespace: g.namespace, name: args.name, context: flags.context, observations: g.observations}, {force: flags.force})
     const bad = g.observations.filter((o) => !o.reachable)
     process.stdout.write(`wrote ${flags.out}: ${g.observations.length - bad.length} node(s) read${bad.length ? `, ${bad.length} not (${bad.map((o) => o.name).join(', ')})` : ''}\n`)

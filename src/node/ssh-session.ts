@@ -126,7 +126,8 @@ export class SshSession {
       this.client.forwardOut('127.0.0.1', 0, ip, port, (err, stream) => {
         clearTimeout(timer)
         // RFC 4254 reason 1: sshd itself will not forward (AllowTcpForwarding, PermitOpen), which says nothing about ip:port.
-        if (err && (err as Error & {reason?: unknown}).reason === 1) reject(new SshError(`the node's sshd does not allow port forwarding to ${ip}:${port} (administratively prohibited)`))
+        if (err && (err as Error & {reason?: unknown}).reason === 1)
+          reject(new SshError(`the node's sshd would not open a connection to ${ip}:${port} (administratively prohibited: forwarding is off, or its connect() failed at once)`))
         else if (err) reject(new SshError(`port forward from the node to ${ip}:${port} failed: ${err.message}`))
         else resolve(stream)
       })

@@ -116,16 +116,25 @@ async function attempt(open: OpenTcp, t: ProbeTarget, timeoutMs: number): Promis
  */
 export async function probeTargets<T extends ProbeTarget>(open: OpenTcp, targets: T[], opts: ProbeOptions): Promise<Array<ProbeTally<T>>> {
   const tallies: Array<ProbeTally<T>> = targets.map((target) => ({target, attempts: 0, connected: 0, refused: 0, timedOut: 0, unreachable: 0}))
+  // OpenSSH answers "administratively prohibited" both when forwarding is off and when its connect() fails at once
+  // (no route, an unreachable or blackhole route): which one it was is known only once the run is over.
+  const prohibited = new Map<ProbeTally<T>, {count: number; why: string}>()
+  let forwardsWork = false
   const queue: Array<() => Promise<void>> = []
   for (const tally of tallies)
     for (let i = 0; i < (tally.target.attempts ?? opts.attempts); i++)
       queue.push(async () => {
         if (tally.notProbed) return
         const r = await attempt(open, tally.target, opts.timeoutMs)
+        if (r.outcome === 'not-probed' && r.why && AMBIGUOUS_REFUSAL.test(r.why)) {
+          prohibited.set(tally, {count: (prohibited.get(tally)?.count ?? 0) + 1, why: r.why})
+          return
+        }
         if (r.outcome === 'not-probed') {
           tally.notProbed = r.why ?? 'the transport would not open the connection'
           return
         }
+        forwardsWork = true
         tally.attempts++
         if (r.outcome === 'connected') tally.connected++
         else if (r.outcome === 'refused') tally.refused++
@@ -137,5 +146,17 @@ export async function probeTargets<T extends ProbeTarget>(open: OpenTcp, targets
     while (next < queue.length) await queue[next++]()
   }
   await Promise.all(Array.from({length: Math.max(1, Math.min(opts.concurrency, queue.length))}, worker))
+  for (const [tally, {count, why}] of prohibited) {
+    if (tally.notProbed) continue
+    // Other connections through the same transport were opened (or answered): forwarding is on, so the node's
+    // connect() to this target failed at once.
+    if (forwardsWork) {
+      tally.attempts += count
+      tally.unreachable += count
+    } else tally.notProbed = why
+  }
   return tallies
 }
+
+/** A transport refusal that may be a policy or a failed connect (see probeTargets). */
+const AMBIGUOUS_REFUSAL = /administratively prohibited|open failed/i

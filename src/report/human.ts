@@ -3,7 +3,7 @@ import type {ProbeReport, Report} from './report.js'
 import {ENTRIES} from '../model/paths.js'
 import {renderNotChecked} from './coverage-human.js'
 import {fixLines} from './fix-lines.js'
-import {outcomeText, renderWalk} from './trace-walk.js'
+import {renderWalk} from './trace-walk.js'
 import {fittingTable, type Cell, wrapProse, wrapVerbatim} from './width.js'
 
 /** FORCE_COLOR (any value but 0/false) turns colours on even into a pipe, as in Node itself; else NO_COLOR or a non-terminal turns them off. */
@@ -141,12 +141,8 @@ function renderWalks(r: Report, c: ChalkInstance, width: number): string[] {
     const why = bad.length > 0 ? /, which is (.*)$/.exec(p.detail)?.[1] : undefined
     const which = ps.length > 1 ? ` at one step (the walk of ${p.entry} shown)` : ''
     lines.push('', ...wrapProse(`${c.bold(`${p.node} ${ps.map((x) => x.entry).join(', ')} (${p.port})`)}: ${status}${which}${why ? '' : `: ${p.detail}`}`, width, '', '    '))
-    if (p.breaksAt === 'bridge/hairpin') {
-      // The rules are not where it breaks: where each outcome ends is enough.
-      const ends = t.outcomes.map((o) => `${Math.round(o.probability * 1000) / 10}% ${outcomeText(o, c)}`).join(', ')
-      lines.push(...wrapProse(`the rules: ${ends}`, width, '  ', '    '))
-      continue
-    }
+    // The rules are not where a hairpin path breaks: the heading (which backend, which bridge port) says it all.
+    if (p.breaksAt === 'bridge/hairpin') continue
     lines.push(...renderWalk(t, c, width, {bad: p.ok === false ? (o) => isBad(p, o) : undefined, why: why ?? `breaks at ${p.breaksAt}`}))
   }
   if (lines.length > 0) lines.splice(1, 0, c.bold('Walks') + c.dim(' (short rules; the full ones: -o json --explain)'))

@@ -58,7 +58,7 @@ function share(o: TraceOutcome): string {
 }
 
 /** Where an outcome ends: its verdict, destination and what else a reader must know. */
-export function outcomeText(o: TraceOutcome, c: ChalkInstance): string {
+function outcomeText(o: TraceOutcome, c: ChalkInstance): string {
   const color = o.verdict === 'DNAT' || o.verdict === 'ACCEPT' ? c.green : o.verdict === 'UNKNOWN' ? c.yellow : c.red
   return `${color(o.verdict)}${o.destination ? ` ${o.destination}` : ''}${o.masquerade ? ' (masqueraded)' : ''}${o.sticky ? c.dim(' (session affinity: later packets from this client stick)') : ''}${o.policy ? ' ' + c.red(`(the policy of ${o.policy.table}/${o.policy.chain})`) : ''}${o.reason ? ' ' + c.yellow(o.reason) : ''}`
 }

@@ -200,10 +200,7 @@ describe('a snapshot: the probes and the packet-path reads it does not hold are 
     assert.equal(r.json.summary, '✓ shop/web: every traced path works on 2 node(s)')
     const human = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/healthy-cluster'])
     const section = human.stdout.slice(human.stdout.indexOf('Not checked'), human.stdout.indexOf('\n\nFindings'))
-    assert.equal(
-      section,
-      'Not checked by choice or for lack of input (not required): path-reads on node-a, node-b; live-probes',
-    )
+    assert.equal(section, 'Not checked by choice or for lack of input (not required): path-reads on node-a, node-b; live-probes')
   })
 })
 

@@ -39,7 +39,10 @@ test('scoped ignore rules silence only the findings in their scope', () => {
 
 test('a config file scopes ignores: JSON lists each silenced finding with its rule and reason; exit code follows what is left', async () => {
   const config = join(dir, 'scoped.yaml')
-  writeFileSync(config, 'ignore:\n  - code: KPD-HAIRPIN-OFF\n    namespace: shop\n    service: web\n    node: node-a\n    reason: the CNI sets hairpin itself (OPS-1)\n  - code: KPD-SEP-STALE\n    node: node-a\n')
+  writeFileSync(
+    config,
+    'ignore:\n  - code: KPD-HAIRPIN-OFF\n    namespace: shop\n    service: web\n    node: node-a\n    reason: the CNI sets hairpin itself (OPS-1)\n  - code: KPD-SEP-STALE\n    node: node-a\n',
+  )
   const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', EXAMPLE, '--config', config, '-o', 'json'])
   assert.equal(r.code, 1, r.stderr)
   assert.deepEqual(

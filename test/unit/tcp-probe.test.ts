@@ -59,11 +59,14 @@ test('probe errors are classified by what the peer said', () => {
   assert.equal(classifyOpenError(new Error('connect ECONNREFUSED 127.0.0.1:9')), 'refused')
   assert.equal(classifyOpenError(new Error('(SSH) Channel open failure: No route to host')), 'unreachable')
   assert.equal(classifyOpenError(new Error('(SSH) Channel open failure: open failed')), 'not-probed')
-  assert.equal(classifyOpenError(new Error("the node's sshd does not allow port forwarding to 10.0.0.1:80 (administratively prohibited)")), 'not-probed')
+  assert.equal(
+    classifyOpenError(new Error("the node's sshd would not open a connection to 10.0.0.1:80 (administratively prohibited: forwarding is off, or its connect() failed at once)")),
+    'not-probed',
+  )
   assert.equal(classifyOpenError(new Error('port forward from the node to 10.0.0.1:80 failed: (SSH) Channel open failure: Connection refused')), 'refused')
 })
 
-test('probes through a NodeAccess keep its typed outcome: a timed-out port forward is a timeout, not "not probed"', async () => {
+test('probes through a NodeAccess keep its typed outcome: a timed-out port forward is a timeout, not "not probed"; "prohibited" is unreachable once other forwards worked', async () => {
   const outcomes: Record<string, TcpOpen> = {
     '10.0.0.1:80': {kind: 'refused', outcome: 'timeout', reason: 'port forward to 10.0.0.1:80 timed out after 1.5s'},
     '10.0.0.2:80': {kind: 'refused', outcome: 'refused', reason: '(SSH) Channel open failure: Connection refused'},
@@ -80,8 +83,15 @@ test('probes through a NodeAccess keep its typed outcome: a timed-out port forwa
     [
       ['10.0.0.1', 2, 0, 0, 2, null],
       ['10.0.0.2', 2, 0, 2, 0, null],
-      ['10.0.0.3', 0, 0, 0, 0, 'administratively prohibited'],
+      ['10.0.0.3', 2, 0, 0, 0, null],
     ],
+  )
+  assert.equal(tallies[2].unreachable, 2, 'other forwards worked: the prohibited one is a connect() that failed at once')
+  const alone = await probeTargets(probeOpener(access, 1500), [{host: '10.0.0.3', port: 80, attempts: 2}], {attempts: 5, timeoutMs: 2000, concurrency: 2})
+  assert.deepEqual(
+    alone.map((t) => [t.attempts, t.unreachable, t.notProbed ?? null]),
+    [[0, 0, 'administratively prohibited']],
+    'nothing forwarded at all: forwarding may be off, nothing was learnt',
   )
 })
 

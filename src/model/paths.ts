@@ -404,7 +404,7 @@ export function followEndpoints(paths: PathResult[], nodes: PathNode[], endpoint
     }
     path.remote = [...shares]
       .map(([e, share]): RemoteHalf => {
-        const base = {endpoint: e.address, pod: e.podName ?? null, node: e.nodeName!, share}
+        const base = {endpoint: e.address, pod: e.podName ?? null, node: e.nodeName!, share: Math.round(share * 10_000) / 10_000}
         const h = halves.get(`${i} ${e.address}`)
         if (!h) {
           const why = vocab.has(e.nodeName!) ? 'its half was not traced (too many endpoint halves, or no source address for the masqueraded packet)' : `${e.nodeName}'s rules were not read`
@@ -416,7 +416,7 @@ export function followEndpoints(paths: PathResult[], nodes: PathNode[], endpoint
     if (path.ok !== true) continue
     const worst = path.remote
       .filter((r) => r.followed && r.ok !== true)
-      .sort((a, b) => rank(a.breaksAt) - rank(b.breaksAt) || (a.ok === false ? 0 : 1) - (b.ok === false ? 0 : 1) || b.share - a.share)[0]
+      .sort((a, b) => rank(a.breaksAt) - rank(b.breaksAt) || b.share - a.share)[0]
     if (worst) Object.assign(path, {ok: worst.ok, breaksAt: worst.breaksAt, breaksOn: worst.node, detail: worst.detail})
   }
 }

@@ -32,5 +32,20 @@ export const pathBroken: Check = {
 
 export const pathUndecided: Check = {
   meta: codeEntry('KPD-PATH-UNDECIDED'),
-  run: (ctx) => ctx.paths.filter((p) => p.ok === null && p.breaksAt === 'unknown').map((p) => ({node: at(p), message: `${at(p)}: ${from(p)}${p.entry} (${p.port}): ${p.detail}`})),
+  run(ctx) {
+    const undecided = ctx.paths.filter((p) => p.ok === null && p.breaksAt === 'unknown')
+    const own = undecided.filter((p) => at(p) === p.node).map((p) => ({node: p.node, message: `${p.node}: ${p.entry} (${p.port}): ${p.detail}`}))
+    // Second halves the endpoint's node cannot decide: once per node and reason (one rule there undecides every half).
+    const halves = new Map<string, PathResult[]>()
+    for (const p of undecided.filter((x) => at(x) !== x.node)) {
+      const why = p.remote.find((h) => h.node === at(p) && h.breaksAt === 'unknown')?.detail.replace(/^.*?where the walk cannot tell: /, '') ?? p.detail
+      const k = `${at(p)}\0${why}`
+      halves.set(k, [...(halves.get(k) ?? []), p])
+    }
+    const remote = [...halves].map(([k, ps]) => ({
+      node: at(ps[0]),
+      message: `${at(ps[0])}: the second half of ${ps.map((p) => `${p.node}'s ${p.entry} (${p.port})`).join(', ')}, arriving DNATed, cannot be decided: ${k.split('\0')[1]}`,
+    }))
+    return [...own, ...remote]
+  },
 }

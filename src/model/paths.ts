@@ -320,6 +320,18 @@ export interface PathNode extends RouterInputs {
  * endpoint node's PREROUTING, FORWARD and POSTROUTING to the pod's bridge.
  */
 export function traceEndpointHalves(paths: PathResult[], nodes: PathNode[], endpoints: ExpectedEndpoint[]): EndpointHalf[] {
+  // The report (followEndpoints) and the checks (filter-drop) ask for the same halves: walk them once.
+  const key = `${nodes.map((n) => n.node).join(' ')}\0${endpoints.map((e) => e.address).join(' ')}`
+  const seen = walked.get(paths)
+  if (seen?.key === key) return seen.halves
+  const halves = walkEndpointHalves(paths, nodes, endpoints)
+  walked.set(paths, {key, halves})
+  return halves
+}
+
+const walked = new WeakMap<PathResult[], {key: string; halves: EndpointHalf[]}>()
+
+function walkEndpointHalves(paths: PathResult[], nodes: PathNode[], endpoints: ExpectedEndpoint[]): EndpointHalf[] {
   const endpointAt = new Map(endpoints.map((e) => [e.address, e]))
   const nodeNamed = new Map(nodes.map((n) => [n.node, n]))
   const tracers = new Map<string, Tracer>()
@@ -376,7 +388,11 @@ function judgeHalf(h: EndpointHalf, v: ModeVocabulary): Judgement {
     let j: Judgement | undefined
     if (o.verdict === 'UNKNOWN') j = {ok: null, breaksAt: 'unknown', detail: `${share} of new connections go to ${to}, where the walk cannot tell: ${o.reason}`}
     else if (o.verdict === 'DROP' || o.verdict === 'REJECT')
-      j = {ok: false, breaksAt: halfDropStep(o, v), detail: `${share} of new connections go to ${to}, which ${o.verdict === 'DROP' ? 'drops' : 'rejects'} them (arriving DNATed): ${o.verdict} by ${terminalRule(o)}`}
+      j = {
+        ok: false,
+        breaksAt: halfDropStep(o, v),
+        detail: `${share} of new connections go to ${to}, which ${o.verdict === 'DROP' ? 'drops' : 'rejects'} them (arriving DNATed): ${o.verdict} by ${terminalRule(o)}`,
+      }
     else if (o.verdict === 'DNAT' && o.destination !== h.endpoint.address)
       j = {ok: false, breaksAt: 'DNAT', detail: `${share} of new connections go to ${to}, which translates them again, to ${o.destination}`}
     if (j && (!worst || rank(j.breaksAt) < rank(worst.breaksAt))) worst = j
@@ -414,9 +430,7 @@ export function followEndpoints(paths: PathResult[], nodes: PathNode[], endpoint
       })
       .sort((a, b) => a.node.localeCompare(b.node) || a.endpoint.localeCompare(b.endpoint))
     if (path.ok !== true) continue
-    const worst = path.remote
-      .filter((r) => r.followed && r.ok !== true)
-      .sort((a, b) => rank(a.breaksAt) - rank(b.breaksAt) || b.share - a.share)[0]
+    const worst = path.remote.filter((r) => r.followed && r.ok !== true).sort((a, b) => rank(a.breaksAt) - rank(b.breaksAt) || b.share - a.share)[0]
     if (worst) Object.assign(path, {ok: worst.ok, breaksAt: worst.breaksAt, breaksOn: worst.node, detail: worst.detail})
   }
 }

@@ -164,7 +164,9 @@ function firstLine(d: Diagnosis, findings: Finding[]): {summary: string; next: N
     return {summary: `? ${id}: no fault found in what was checked, but ${required} check(s) could not run (see Not checked)${also.length ? `; ${also.join(', ')}` : ''}`, next: nextStep(findings[0])}
   }
   const silenced = [...new Set(d.ignoredBreaks.values())]
-  const works = silenced.length > 0 ? `every traced path works on ${readable} node(s) except breaks silenced by ignore rules (${silenced.join(', ')})` : `every traced path works on ${readable} node(s)`
+  const unfollowed = [...new Set(d.paths.flatMap((p) => p.remote.filter((h) => !h.followed).map((h) => h.node)))].sort()
+  const halves = unfollowed.length > 0 ? ` (the second halves on ${unfollowed.join(', ')} not followed: not read)` : ''
+  const works = silenced.length > 0 ? `every traced path works on ${readable} node(s)${halves} except breaks silenced by ignore rules (${silenced.join(', ')})` : `every traced path works on ${readable} node(s)${halves}`
   const ignoredCount = d.ignored.length > 0 ? `, ${d.ignored.length} ignored` : ''
   return {summary: `✓ ${id}: ${works}${probesAnswered(d)}${warnings ? `, ${warnings} warning(s)` : ''}${ignoredCount}`, next: null}
 }

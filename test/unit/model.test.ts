@@ -127,7 +127,10 @@ test("paths across two nodes: node-b's FORWARD drops web-b2, so node-a's pod→C
   assert.ok(row?.includes('✗ filter@node-b'), wide.join('\n'))
   // In 80 columns the cells do not fit: one line per node, within the width.
   const narrow = renderHuman(r, new Chalk({level: 0}), 80).split('\n')
-  assert.ok(narrow.some((l) => l.startsWith('node-a (iptables): ✗ pod→ClusterIP at filter@node-b,')), narrow.join('\n'))
+  assert.ok(
+    narrow.some((l) => l.startsWith('node-a (iptables): ✗ pod→ClusterIP at filter@node-b,')),
+    narrow.join('\n'),
+  )
   assert.ok(narrow.every((l) => l.length <= 80))
 })
 
@@ -175,4 +178,15 @@ test('paths across two nodes: an endpoint on a node that was not read is not fol
   // Four "? not followed" cells do not fit 80 columns: one line per node.
   const row = human.find((l) => l.startsWith('node-a (iptables): '))
   assert.ok(row?.includes('? pod→ClusterIP not followed') && !row.includes('✓'), human.join('\n'))
+})
+
+test('paths across two nodes: only node-a read (a node selection), the headline says which halves were not followed', () => {
+  const {cluster, observations} = offlineCluster({})
+  const d = diagnose(
+    cluster,
+    observations.filter((o) => o.name === 'node-a'),
+  )
+  const r = buildReport(d, {meta: {toolVersion: 't', time: 't', context: null}})
+  assert.ok(r.paths.every((p) => p.ok === true && p.remote.every((h) => !h.followed && h.node === 'node-b')))
+  assert.match(r.summary, /^. shop\/web: .*\(the second halves on node-b not followed: not read\)/)
 })

@@ -5,7 +5,8 @@ import {toFinding, type CheckContext, type Finding, type NodeView} from '../chec
 import {expectedService} from '../model/expected.js'
 import {chooseMode, decideMode, type NodeFacts, type ProxyMode} from '../model/modes/index.js'
 import type {NodeObservation} from '../node/bundle.js'
-import {tracePaths, type PathResult} from '../model/paths.js'
+import {followEndpoints, tracePaths, type PathResult} from '../model/paths.js'
+import {pathNodes} from '../checks/rules/filter-drop.js'
 import {silencingRule, type IgnoreRule} from './ignore-rules.js'
 import {nodeAddress} from './node-address.js'
 import type {ProbeRun} from '../node/tcp-probe.js'
@@ -92,6 +93,12 @@ export function diagnose(cluster: ClusterState, observations: NodeObservation[],
   }
   const probes = opts.probes ?? PROBES_NOT_RUN
   const context: CheckContext & ProbeAware = {cluster, service: expectedService(cluster, ''), nodes, observations, paths, unsupported, findings: [], probes, reach: opts.reach ?? DEFAULT_REACH}
+  // One path across two nodes: each remote endpoint's half, judged on its node, before the checks read the paths.
+  followEndpoints(
+    paths,
+    pathNodes(context),
+    context.service.ports.flatMap((port) => port.allEndpoints),
+  )
   // Silenced checks still run: what they find explains its path step, so the generic path-broken finding stays quiet too.
   for (const c of CHECKS) context.findings.push(...c.run(context).map((d) => toFinding(c.meta, d)))
   const rules = opts.ignore ?? []
@@ -110,7 +117,7 @@ export function diagnose(cluster: ClusterState, observations: NodeObservation[],
   for (const p of paths) {
     if (p.ok !== false || p.breaksAt === null) continue
     const explaining = codesExplaining(p.breaksAt)
-    const explained = (f: Finding) => f.severity === 'error' && (f.node === p.node || f.node === null) && explaining.includes(f.code)
+    const explained = (f: Finding) => f.severity === 'error' && (f.node === (p.breaksOn ?? p.node) || f.node === null) && explaining.includes(f.code)
     const silenced = ignored.find(explained)
     if (silenced && !findings.some(explained)) ignoredBreaks.set(p, silenced.code)
   }

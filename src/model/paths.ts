@@ -20,9 +20,32 @@ export interface PathResult {
   /** null when the tracer could not decide (a rule it cannot evaluate). */
   ok: boolean | null
   breaksAt: Step | null
+  /**
+   * The node where the path breaks (or cannot be decided): its own node, or the node of an endpoint it sends to when
+   * only that endpoint's half breaks; null when breaksAt is.
+   */
+  breaksOn: string | null
   detail: string
+  /** The second halves, one per endpoint on another node the path DNATs to (see followEndpoints). */
+  remote: RemoteHalf[]
   packet: Packet
   trace: TraceResult
+}
+
+/** What the endpoint's node does with a path's packets to one endpoint it hosts: the second half of the path. */
+export interface RemoteHalf {
+  /** The endpoint, host:port. */
+  endpoint: string
+  pod: string | null
+  /** The node that hosts the endpoint. */
+  node: string
+  /** The share of the path's new connections sent to this endpoint (0..1). */
+  share: number
+  /** false: the half was not traced (its node's rules were not read); ok and breaksAt are then null. */
+  followed: boolean
+  ok: boolean | null
+  breaksAt: Step | null
+  detail: string
 }
 
 /** A stand-in address outside the cluster, from TEST-NET-3 (RFC 5737): never sent to, only traced. */
@@ -108,7 +131,8 @@ export function tracePaths(inputs: PathInputs): PathResult[] {
     const names = inputs.dataplane.names(port)
     const run = (entry: Entry, packet: Packet, expected: ExpectedEndpoint[], judgeOpts: Omit<JudgeOptions, 'endpointChain'>, locallyGenerated = false) => {
       const trace = (locallyGenerated ? localTracer : tracer).trace(packet)
-      out.push({node: inputs.node, entry, port: portLabel(port), packet, trace, ...judge(trace, port, expected, {chain: names.internal, ...judgeOpts, endpointChain: names.endpoint}, inputs)})
+      const j = judge(trace, port, expected, {chain: names.internal, ...judgeOpts, endpointChain: names.endpoint}, inputs)
+      out.push({node: inputs.node, entry, port: portLabel(port), packet, trace, ...j, breaksOn: j.breaksAt === null ? null : inputs.node, remote: []})
     }
     const proto = port.protocol
     const fromOutside = {inNotVia: nodeLocalInterfaces(inputs)}
@@ -296,6 +320,18 @@ export interface PathNode extends RouterInputs {
  * endpoint node's PREROUTING, FORWARD and POSTROUTING to the pod's bridge.
  */
 export function traceEndpointHalves(paths: PathResult[], nodes: PathNode[], endpoints: ExpectedEndpoint[]): EndpointHalf[] {
+  // The report (followEndpoints) and the checks (filter-drop) ask for the same halves: walk them once.
+  const key = `${nodes.map((n) => n.node).join(' ')}\0${endpoints.map((e) => e.address).join(' ')}`
+  const seen = walked.get(paths)
+  if (seen?.key === key) return seen.halves
+  const halves = walkEndpointHalves(paths, nodes, endpoints)
+  walked.set(paths, {key, halves})
+  return halves
+}
+
+const walked = new WeakMap<PathResult[], {key: string; halves: EndpointHalf[]}>()
+
+function walkEndpointHalves(paths: PathResult[], nodes: PathNode[], endpoints: ExpectedEndpoint[]): EndpointHalf[] {
   const endpointAt = new Map(endpoints.map((e) => [e.address, e]))
   const nodeNamed = new Map(nodes.map((n) => [n.node, n]))
   const tracers = new Map<string, Tracer>()
@@ -330,4 +366,71 @@ export function traceEndpointHalves(paths: PathResult[], nodes: PathNode[], endp
     }
   }
   return out
+}
+
+/** Where a second half is dropped: a nat (or other mangling) hook's chain, else the filter path. */
+function halfDropStep(o: TraceOutcome, v: ModeVocabulary): Step {
+  const site = o.policy ?? o.steps.at(-1)
+  if (!site || !v.isNatTable(site.table)) return 'filter'
+  return /POSTROUTING|postrouting/.test(site.chain) ? 'POSTROUTING' : 'PREROUTING'
+}
+
+function endpointText(e: ExpectedEndpoint, node: string): string {
+  return `${e.address}${e.podName ? ` (${e.podName})` : ''} on ${node}`
+}
+
+/** The verdict of one second half: the first place it breaks (in step order), else where it arrives. */
+function judgeHalf(h: EndpointHalf, v: ModeVocabulary): Judgement {
+  let worst: Judgement | undefined
+  const to = endpointText(h.endpoint, h.node)
+  for (const o of h.trace.outcomes) {
+    const share = pct(h.probability * o.probability)
+    let j: Judgement | undefined
+    if (o.verdict === 'UNKNOWN') j = {ok: null, breaksAt: 'unknown', detail: `${share} of new connections go to ${to}, where the walk cannot tell: ${o.reason}`}
+    else if (o.verdict === 'DROP' || o.verdict === 'REJECT')
+      j = {
+        ok: false,
+        breaksAt: halfDropStep(o, v),
+        detail: `${share} of new connections go to ${to}, which ${o.verdict === 'DROP' ? 'drops' : 'rejects'} them (arriving DNATed): ${o.verdict} by ${terminalRule(o)}`,
+      }
+    else if (o.verdict === 'DNAT' && o.destination !== h.endpoint.address)
+      j = {ok: false, breaksAt: 'DNAT', detail: `${share} of new connections go to ${to}, which translates them again, to ${o.destination}`}
+    if (j && (!worst || rank(j.breaksAt) < rank(worst.breaksAt))) worst = j
+  }
+  return worst ?? {ok: true, breaksAt: null, detail: `${pct(h.probability)} of new connections go to ${to}, which forwards them to the pod`}
+}
+
+/**
+ * Makes each path one path across two nodes: for every endpoint on another node it DNATs to, the verdict of that
+ * endpoint's half on its node (`remote`), or "not followed" when that node was not read. A path that works on its own
+ * node but whose half breaks takes the half's verdict: the first break in step order (then the largest share), with
+ * `breaksOn` naming the endpoint's node. A break on the path's own node comes first and is kept.
+ */
+export function followEndpoints(paths: PathResult[], nodes: PathNode[], endpoints: ExpectedEndpoint[]): void {
+  const vocab = new Map(nodes.map((n) => [n.node, n.dataplane.vocab]))
+  const endpointAt = new Map(endpoints.map((e) => [e.address, e]))
+  const halves = new Map<string, EndpointHalf>()
+  const paths0 = new Map(paths.map((p, i) => [p, i]))
+  for (const h of traceEndpointHalves(paths, nodes, endpoints)) halves.set(`${paths0.get(h.path)} ${h.endpoint.address}`, h)
+  for (const [path, i] of paths0) {
+    const shares = new Map<ExpectedEndpoint, number>()
+    for (const o of path.trace.outcomes) {
+      const e = o.verdict === 'DNAT' && o.destination ? endpointAt.get(o.destination) : undefined
+      if (e?.nodeName && e.nodeName !== path.node) shares.set(e, (shares.get(e) ?? 0) + o.probability)
+    }
+    path.remote = [...shares]
+      .map(([e, share]): RemoteHalf => {
+        const base = {endpoint: e.address, pod: e.podName ?? null, node: e.nodeName!, share: Math.round(share * 10_000) / 10_000}
+        const h = halves.get(`${i} ${e.address}`)
+        if (!h) {
+          const why = vocab.has(e.nodeName!) ? 'its half was not traced (too many endpoint halves, or no source address for the masqueraded packet)' : `${e.nodeName}'s rules were not read`
+          return {...base, followed: false, ok: null, breaksAt: null, detail: `not followed: ${why}`}
+        }
+        return {...base, followed: true, ...judgeHalf(h, vocab.get(h.node)!)}
+      })
+      .sort((a, b) => a.node.localeCompare(b.node) || a.endpoint.localeCompare(b.endpoint))
+    if (path.ok !== true) continue
+    const worst = path.remote.filter((r) => r.followed && r.ok !== true).sort((a, b) => rank(a.breaksAt) - rank(b.breaksAt) || b.share - a.share)[0]
+    if (worst) Object.assign(path, {ok: worst.ok, breaksAt: worst.breaksAt, breaksOn: worst.node, detail: worst.detail})
+  }
 }

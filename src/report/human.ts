@@ -64,16 +64,25 @@ const SHORT_ENTRY: Record<string, string> = {
 }
 const SHORT_LEGEND = 'CIP ClusterIP, NP NodePort, LB LoadBalancer, extIP externalIP, out outside'
 
+const NOT_FOLLOWED = 'not followed'
+
+/** The step where a path breaks, with "@NODE" when that is an endpoint's node, not the path's own. */
+function where(p: Report['paths'][number]): string {
+  return p.breaksOn && p.breaksOn !== p.node ? `${p.breaksAt}@${p.breaksOn}` : `${p.breaksAt}`
+}
+
 /** What a path does, in a table cell or a list: ✓, ✗ STEP (port), ? STEP, – by design. */
 function pathCell(r: Report, node: string, e: string, c: ChalkInstance): string {
   const ps = r.paths.filter((p) => p.node === node && p.entry === e)
   if (ps.length === 0) return c.dim('–')
   const bad = ps.find((p) => p.ok === false)
-  if (bad?.ignoredBy) return c.yellow(`✗ ${bad.breaksAt} (ignored)`)
-  if (bad) return c.red(`✗ ${bad.breaksAt}${r.service.ports.length > 1 ? ` (${bad.port})` : ''}`)
+  if (bad?.ignoredBy) return c.yellow(`✗ ${where(bad)} (ignored)`)
+  if (bad) return c.red(`✗ ${where(bad)}${r.service.ports.length > 1 ? ` (${bad.port})` : ''}`)
   const undecided = ps.find((p) => p.ok === null && p.breaksAt !== null)
-  if (undecided) return c.yellow(`? ${undecided.breaksAt}`)
+  if (undecided) return c.yellow(`? ${where(undecided)}`)
   if (ps.every((p) => p.ok === null)) return c.dim('– by design')
+  // The second half on an endpoint's node that was not read: the path is not known to work.
+  if (ps.some((p) => p.remote.some((h) => !h.followed))) return c.yellow(`? ${NOT_FOLLOWED}`)
   return c.green('✓')
 }
 
@@ -98,7 +107,7 @@ function renderPathTable(r: Report, c: ChalkInstance, width: number): string[] {
     const cells = entries.map((e) => {
       const cell = pathCell(r, n.name, e, c)
       const [mark, ...rest] = cell.split(' ')
-      return rest.length === 0 ? `${mark} ${e}` : `${mark} ${e} at ${rest.join(' ')}`
+      return rest.length === 0 ? `${mark} ${e}` : rest.join(' ').includes(NOT_FOLLOWED) ? `${mark} ${e} ${rest.join(' ')}` : `${mark} ${e} at ${rest.join(' ')}`
     })
     lines.push(...wrapProse(cells.join(', '), width, `${n.name} (${n.mode ?? '?'}): `, '    '))
   }
@@ -128,14 +137,14 @@ function renderWalks(r: Report, c: ChalkInstance, width: number): string[] {
   const groups = new Map<string, PathLine[]>()
   for (const p of r.paths.filter((x) => x.trace && x.ok !== true)) {
     const bad = badOutcomes(p)
-    const k = `${p.node}\0${p.port}\0${p.breaksAt}\0${bad.length > 0 ? bad.map(breakingStep).join(',') : p.detail}`
+    const k = `${p.node}\0${p.port}\0${where(p)}\0${bad.length > 0 ? bad.map(breakingStep).join(',') : p.detail}`
     groups.set(k, [...(groups.get(k) ?? []), p])
   }
   const lines: string[] = []
   for (const [, ps] of groups) {
     const p = ps[0]
     const t = p.trace!
-    const status = p.ok === false ? c.red(`✗ ${p.breaksAt}`) : c.yellow(`? ${p.breaksAt ?? ''}`.trim())
+    const status = p.ok === false ? c.red(`✗ ${where(p)}`) : c.yellow(`? ${p.breaksAt === null ? '' : where(p)}`.trim())
     const bad = badOutcomes(p)
     // When the walk marks the breaking step with why, the heading need not say it again.
     const why = bad.length > 0 ? /, which is (.*)$/.exec(p.detail)?.[1] : undefined
@@ -143,7 +152,7 @@ function renderWalks(r: Report, c: ChalkInstance, width: number): string[] {
     lines.push('', ...wrapProse(`${c.bold(`${p.node} ${ps.map((x) => x.entry).join(', ')} (${p.port})`)}: ${status}${which}${why ? '' : `: ${p.detail}`}`, width, '', '    '))
     // The rules are not where a hairpin path breaks: the heading (which backend, which bridge port) says it all.
     if (p.breaksAt === 'bridge/hairpin') continue
-    lines.push(...renderWalk(t, c, width, {bad: p.ok === false ? (o) => isBad(p, o) : undefined, why: why ?? `breaks at ${p.breaksAt}`}))
+    lines.push(...renderWalk(t, c, width, {bad: p.ok === false ? (o) => isBad(p, o) : undefined, why: why ?? `breaks at ${where(p)}`}))
   }
   if (lines.length > 0) lines.splice(1, 0, c.bold('Walks') + c.dim(' (short rules; the full ones: -o json --explain)'))
   return lines

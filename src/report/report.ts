@@ -1,7 +1,7 @@
 import type {Finding} from '../checks/check.js'
 import type {Diagnosis} from '../diagnosis/diagnose.js'
 import {codesExplaining} from '../checks/catalogue.js'
-import {ENTRIES} from '../model/paths.js'
+import {ENTRIES, type RemoteHalf} from '../model/paths.js'
 import type {TraceResult} from '../trace/types.js'
 import {API_VERSION, type DocumentMeta} from './document.js'
 import {joinHostPort} from '../net/host-port.js'
@@ -26,7 +26,23 @@ export interface Report {
   endpoints: {ready: number; notReady: number; source: string}
   findings: Finding[]
   nodes: Array<{name: string; reachable: boolean; error: string | null; mode: string | null; modeSource: string | null}>
-  paths: Array<{node: string; entry: string; port: string; ok: boolean | null; breaksAt: string | null; detail: string; ignoredBy: string | null; trace?: TraceResult}>
+  /**
+   * Each entry point per node, as one path across two nodes: `remote` holds the second half on the node of each
+   * endpoint on another node; `ok`/`breaksAt`/`breaksOn` give the first break across both (README "Paths").
+   */
+  paths: Array<{
+    node: string
+    entry: string
+    port: string
+    ok: boolean | null
+    breaksAt: string | null
+    /** The node where it breaks: `node`, or an endpoint's node when only that half breaks; null when breaksAt is. */
+    breaksOn: string | null
+    detail: string
+    remote: RemoteHalf[]
+    ignoredBy: string | null
+    trace?: TraceResult
+  }>
   /** Findings silenced by --ignore or the config file: code, node, and the rule's source and reason. */
   ignored: Array<{code: string; node: string | null; source: string; reason: string | null}>
   /** Live probes from each node (connect-and-close), or why none were made. */
@@ -128,8 +144,10 @@ function firstLine(d: Diagnosis, findings: Finding[]): {summary: string; next: N
   const broken = d.paths.filter((p) => p.ok === false && !d.ignoredBreaks.has(p)).sort((a, b) => order(a.entry) - order(b.entry))[0]
   if (broken) {
     const explaining = codesExplaining(broken.breaksAt ?? 'unknown')
-    const f = errors.find((x) => x.node === broken.node && explaining.includes(x.code)) ?? errors.find((x) => x.node === broken.node) ?? errors[0]
-    return {summary: `✗ ${id}: ${broken.entry} (${broken.port}) breaks at ${broken.breaksAt} on ${broken.node}: ${broken.detail}`, next: nextStep(f)}
+    const on = broken.breaksOn ?? broken.node
+    const f = errors.find((x) => x.node === on && explaining.includes(x.code)) ?? errors.find((x) => x.node === on) ?? errors[0]
+    const from = on === broken.node ? '' : ` from ${broken.node}`
+    return {summary: `✗ ${id}: ${broken.entry} (${broken.port})${from} breaks at ${broken.breaksAt} on ${on}: ${broken.detail}`, next: nextStep(f)}
   }
   for (const [code, place] of PROBE_PLACES) {
     const f = errors.find((x) => x.code === code)
@@ -146,7 +164,9 @@ function firstLine(d: Diagnosis, findings: Finding[]): {summary: string; next: N
     return {summary: `? ${id}: no fault found in what was checked, but ${required} check(s) could not run (see Not checked)${also.length ? `; ${also.join(', ')}` : ''}`, next: nextStep(findings[0])}
   }
   const silenced = [...new Set(d.ignoredBreaks.values())]
-  const works = silenced.length > 0 ? `every traced path works on ${readable} node(s) except breaks silenced by ignore rules (${silenced.join(', ')})` : `every traced path works on ${readable} node(s)`
+  const unfollowed = [...new Set(d.paths.flatMap((p) => p.remote.filter((h) => !h.followed).map((h) => h.node)))].sort()
+  const halves = unfollowed.length > 0 ? ` (the second halves on ${unfollowed.join(', ')} not followed: not read)` : ''
+  const works = silenced.length > 0 ? `every traced path works on ${readable} node(s)${halves} except breaks silenced by ignore rules (${silenced.join(', ')})` : `every traced path works on ${readable} node(s)${halves}`
   const ignoredCount = d.ignored.length > 0 ? `, ${d.ignored.length} ignored` : ''
   return {summary: `✓ ${id}: ${works}${probesAnswered(d)}${warnings ? `, ${warnings} warning(s)` : ''}${ignoredCount}`, next: null}
 }
@@ -195,7 +215,9 @@ export function buildReport(d: Diagnosis, opts: ReportOptions = {}): Report {
       port: p.port,
       ok: p.ok,
       breaksAt: p.breaksAt,
+      breaksOn: p.breaksOn,
       detail: p.detail,
+      remote: p.remote.map((h) => ({...h})),
       ignoredBy: d.ignoredBreaks.get(p) ?? null,
       ...(opts.explain ? {trace: p.trace} : {}),
     })),

@@ -66,8 +66,23 @@ describe('svc diagnoses drops in chains kube-proxy does not own (netns lab, real
       assert.deepEqual(f.evidence, ["filter: :FORWARD DROP (the chain's policy)"])
       assert.match(f.text!, /^Docker set this policy/)
       assert.deepEqual(f.argv, [['ssh', '-F', lab.sshConfigPath, 'node-a', 'sudo', 'iptables', '-t', 'filter', '-L', 'FORWARD', '-v', '-n', '--line-numbers']])
-      const broken = r.json.paths.filter((p: {ok: boolean}) => p.ok === false).map((p: {node: string; entry: string; breaksAt: string}) => `${p.node} ${p.entry} ${p.breaksAt}`)
-      assert.deepEqual(broken.sort(), ['node-a pod→ClusterIP filter', 'node-a pod→itself filter'])
+      const broken = r.json.paths
+        .filter((p: {ok: boolean}) => p.ok === false)
+        .map((p: {node: string; entry: string; breaksAt: string; breaksOn: string}) => `${p.node} ${p.entry} ${p.breaksAt} on ${p.breaksOn}`)
+      // node-b's paths that send a share to web-a1 break there too: in their second half, on node-a (one path across two nodes).
+      assert.deepEqual(broken.sort(), [
+        'node-a pod→ClusterIP filter on node-a',
+        'node-a pod→itself filter on node-a',
+        'node-b node→ClusterIP filter on node-a',
+        'node-b outside→NodePort filter on node-a',
+        'node-b pod→ClusterIP filter on node-a',
+        'node-b pod→itself filter on node-a',
+      ])
+      const half = r.json.paths.find((p: {node: string; entry: string}) => p.node === 'node-b' && p.entry === 'pod→ClusterIP')
+      assert.deepEqual(
+        half.remote.map((h: {endpoint: string; node: string; ok: boolean; breaksAt: string}) => `${h.endpoint} ${h.node} ${h.ok} ${h.breaksAt}`),
+        ['10.244.1.10:8080 node-a false filter'],
+      )
     } finally {
       lab.setForeignRules('node-a', undefined)
     }
@@ -81,6 +96,9 @@ describe('svc diagnoses drops in chains kube-proxy does not own (netns lab, real
       const r = await doctor()
       assert.equal(r.code, 1, r.stdout + r.stderr)
       assert.deepEqual(problems(r), ['KPD-FILTER-DROP node-b'])
+      // node-a's pod→ClusterIP works on node-a; the share it sends to web-b2 breaks on node-b.
+      const a = r.json.paths.find((p: {node: string; entry: string}) => p.node === 'node-a' && p.entry === 'pod→ClusterIP')
+      assert.deepEqual([a.ok, a.breaksAt, a.breaksOn], [false, 'filter', 'node-b'])
       const f = findings(r).find((x) => x.code === 'KPD-FILTER-DROP')!
       assert.match(f.message, /^node-b: new connections to 10\.244\.2\.11:8080 \(web-b2\) are dropped by filter cali-FORWARD line \d+, a Calico chain; entry points: /)
       assert.match(f.message, /node-a's pod→ClusterIP \(http\), arriving DNATed/)

@@ -418,6 +418,8 @@ checkTester('the bridge and the whole path (hairpin.ts, path-verdicts.ts)', [
       ['KPD-PATH-UNDECIDED', 'node-a', 'warning'],
       ['KPD-PATH-UNDECIDED', 'node-a', 'warning'],
       ['KPD-PATH-UNDECIDED', 'node-a', 'warning'],
+      // node-b's paths to web-a1 cross node-a's nat PREROUTING too: one warning for all their second halves.
+      ['KPD-PATH-UNDECIDED', 'node-a', 'warning'],
     ],
   },
 ])

@@ -106,7 +106,8 @@ export const filterDrop: Check = {
   },
 }
 
-function pathNodes(ctx: CheckContext): PathNode[] {
+/** The read nodes, as first or second nodes of a path. */
+export function pathNodes(ctx: Pick<CheckContext, 'nodes' | 'cluster'>): PathNode[] {
   return ctx.nodes.map((n) => ({
     node: n.name,
     address: n.address,

@@ -121,7 +121,7 @@ export class KubeProxyNodeAccess implements NodeAccess {
 
   /** The node's /var/lib/cni is not mounted in kube-proxy's Pod (its own filesystem would answer): not read, and said. */
   private cniResults(): RunResult {
-    const what = "the CNI result cache (/var/lib/cni/results) is not mounted in kube-proxy's Pod"
+    const what = "/var/lib/cni/results (the CNI result cache) is not mounted in kube-proxy's Pod"
     this.notMounted.add(`${what}: pods mapped to bridge ports through fdb and neighbour entries only (they expire on idle Pods)`)
     return {kind: 'not-recorded', what}
   }

@@ -12,7 +12,7 @@ import {parseIp} from '../net/address.js'
 export const CNI_RESULTS_DIR = '/var/lib/cni/results'
 
 /** One cache file as read: the pod's addresses and the host-side interfaces of that attachment. */
-export interface CniAttachment {
+interface CniAttachment {
   file: string
   containerId: string
   network: string

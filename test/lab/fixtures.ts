@@ -152,5 +152,12 @@ export function cniCacheFile(p: LabPod, gateway: string, network = 'cbr0'): {nam
 
 /** What `grep -r -H -s . /var/lib/cni/results` prints for these cache files. */
 export function cniCacheGrep(files: Array<{name: string; json: string}>): string {
-  return files.map((f) => f.json.split('\n').map((line) => `/var/lib/cni/results/${f.name}:${line}\n`).join('')).join('')
+  return files
+    .map((f) =>
+      f.json
+        .split('\n')
+        .map((line) => `/var/lib/cni/results/${f.name}:${line}\n`)
+        .join(''),
+    )
+    .join('')
 }

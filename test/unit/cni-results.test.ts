@@ -103,10 +103,13 @@ test('mapping: the cache maps an idle pod (no fdb) to its bridge port; the fdb m
   const state = parseBridgeState(NETWORK(['vweb-b1', 'vweb-b2']).replace('## fdb', '10.244.2.11 dev cni0 lladdr 02:00:00:00:01:11 REACHABLE\n## fdb\n02:00:00:00:01:11 dev vweb-b2 master cni0'))
   const files = [cniCacheFile(webB1, '10.244.2.1')]
   const mapped = withCniResults(state, parseCniResults(cniCacheGrep(files)))
-  assert.deepEqual([...mapped.portOfIp], [
-    ['10.244.2.11', 'vweb-b2'],
-    ['10.244.2.10', 'vweb-b1'],
-  ])
+  assert.deepEqual(
+    [...mapped.portOfIp],
+    [
+      ['10.244.2.11', 'vweb-b2'],
+      ['10.244.2.10', 'vweb-b1'],
+    ],
+  )
   assert.equal(mapped.mappedBy.get('10.244.2.10'), `10.244.2.10 → vweb-b1: CNI result cache (${DIR}/${files[0].name})`)
   assert.equal(mapped.mappedBy.get('10.244.2.11'), '10.244.2.11 → vweb-b2: neighbour entry (MAC 02:00:00:00:01:11) and bridge fdb')
   // A stale file claiming the same address on another port: neither wins.
@@ -141,7 +144,10 @@ test('an idle backend with hairpin off, mapped through the cache: KPD-HAIRPIN-OF
   )
   // With the fdb (a busy pod), the evidence says the fdb mapped it.
   const busy = offlineCluster({hairpinOff: ['web-b1']})
-  assert.deepEqual(diagnose(busy.cluster, busy.observations).findings.find((x) => x.code === 'KPD-HAIRPIN-OFF')?.evidence?.[1], 'pod 10.244.2.10 → vweb-b1: neighbour entry (MAC 02:00:00:00:01:10) and bridge fdb')
+  assert.deepEqual(
+    diagnose(busy.cluster, busy.observations).findings.find((x) => x.code === 'KPD-HAIRPIN-OFF')?.evidence?.[1],
+    'pod 10.244.2.10 → vweb-b1: neighbour entry (MAC 02:00:00:00:01:10) and bridge fdb',
+  )
 })
 
 test('snapshot: collect records cni-results.txt; the bundle and the snapshot transport give it back', async () => {

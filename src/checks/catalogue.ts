@@ -328,7 +328,7 @@ export const CATALOGUE: readonly CodeEntry[] = [
     severity: 'warning',
     family: 'hairpin',
     title: 'Bridge ports with hairpin off on a node hosting backends; which pod is behind them is unknown',
-    hint: "Find the pod behind each port (ip neigh, bridge fdb) and check the kubelet's --hairpin-mode.",
+    hint: "Find the pod behind each port (the CNI result cache in /var/lib/cni/results, as root; else ip neigh and bridge fdb) and check the kubelet's --hairpin-mode.",
     explains: ['bridge/hairpin'],
     modes: ALL_MODES,
   },

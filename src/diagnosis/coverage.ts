@@ -92,9 +92,11 @@ function nodeGaps(o: NodeObservation, via: NodeReadVia | undefined, dnsPrefix: s
   const out: NotChecked[] = []
   // A node's DNS answer is for one name (a scan asks the DNS Service's own): only this Service's counts.
   const dns = o.dns?.name.startsWith(dnsPrefix) ? o.dns : undefined
-  // A tool the transport went around ("… read from /proc/… instead") cost nothing.
+  // A tool the transport went around ("… read from /proc/… instead") cost nothing. Without the CNI result cache the
+  // hairpin check still maps pods through the FDB; a backend left unmapped on a port with hairpin off is a finding
+  // (KPD-HAIRPIN-UNMAPPED, its evidence says the cache was not read), so the cache alone is no gap.
   for (const what of via?.notRead ?? []) {
-    if (/ instead$/.test(what)) continue
+    if (/ instead$/.test(what) || what.startsWith('/var/lib/cni/results ')) continue
     const check: CoverageCheck = /hairpin/.test(what) ? 'hairpin' : /DNS/.test(what) ? 'dns-from-node' : /sysctl/.test(what) ? 'sysctls' : 'node-read'
     if (check === 'dns-from-node' && dns?.method === 'none') continue
     out.push(entry(o.name, check, what, true))

@@ -3,7 +3,8 @@ import {join} from 'node:path'
 import {BufferSource} from '../parse/dump-source.js'
 import {readRegularFile} from '../parse/regular-file.js'
 import {IptablesSave} from '../parse/iptables-save.js'
-import {parseBridgeState, type BridgeState} from '../parse/bridge-state.js'
+import {parseBridgeState, withCniResults, type BridgeState} from '../parse/bridge-state.js'
+import {parseCniResults} from '../parse/cni-results.js'
 import type {NftRuleset} from '../parse/nft-ruleset.js'
 import {parseNftDump} from '../parse/nft-dump.js'
 import type {DnsAnswer} from './dns-probe.js'
@@ -24,6 +25,8 @@ export const NODE_FILES = {
   kubeIpvs0: 'kube-ipvs0.txt',
   sysctl: 'sysctl.txt',
   network: 'network.txt',
+  /** libcni's result cache as `grep -r -H` printed it (pod IP → host veth). */
+  cniResults: 'cni-results.txt',
   dns: 'dns.json',
   kubeProxy: 'kube-proxy.json',
   /** Packet-path reads (sysctls, routes, route lookups, conntrack), raw, with exit codes and stderr. */
@@ -45,6 +48,7 @@ export const RECORDED_AS: Partial<Record<NodeCommand, NodeFile>> = {
   kubeIpvs0: NODE_FILES.kubeIpvs0,
   sysctls: NODE_FILES.sysctl,
   network: NODE_FILES.network,
+  cniResults: NODE_FILES.cniResults,
 }
 
 /** One node's raw reads, in memory, by bundle file name: what `collect` writes and `--snapshot` reads back. */
@@ -163,7 +167,11 @@ export function parseNodeRecording(name: string, rec: NodeRecording): NodeObserv
   }
   if (!obs.iptables && !obs.nft) return {name, reachable: false, error: `neither ${NODE_FILES.iptablesSave} nor ${NODE_FILES.nftRuleset} is there`}
   const network = text(NODE_FILES.network)
-  if (network !== undefined) obs.network = parseBridgeState(network)
+  if (network !== undefined) {
+    const cni = text(NODE_FILES.cniResults)
+    const bridges = parseBridgeState(network)
+    obs.network = cni !== undefined ? withCniResults(bridges, parseCniResults(cni)) : {...bridges, cniNotes: ['CNI result cache (/var/lib/cni/results) not read']}
+  }
   obs.kubeProxy = shaped(parseJson<KubeProxyStatus>(rec.get(NODE_FILES.kubeProxy)), isKubeProxyStatus)
   obs.dns = shaped(parseJson<DnsAnswer>(rec.get(NODE_FILES.dns)), isDnsAnswer)
   const pathReads = parseJson<RawPathReads>(rec.get(NODE_FILES.pathReads))

@@ -104,7 +104,12 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
     }
   }
   const net = await access.run('network')
-  if (net.kind === 'ran') record('network', net.stdout)
+  if (net.kind === 'ran') {
+    record('network', net.stdout)
+    // grep: 0 lines found, 1 an empty cache; 2 (no such folder, no sudo) leaves it unrecorded, as not read.
+    const cni = await access.run('cniResults')
+    if (cni.kind === 'ran' && (cni.code === 0 || cni.code === 1)) record('cniResults', cni.stdout)
+  }
   const json2 = (v: unknown) => Buffer.from(JSON.stringify(v, null, 2) + '\n')
   if (pathReads) rec.set(NODE_FILES.pathReads, json2(await pathReads))
   if (opts.dns) rec.set(NODE_FILES.dns, json2(await askDns(access, opts.dns, opts.timeoutMs)))

@@ -51,6 +51,8 @@ export class KubeProxyNodeAccess implements NodeAccess {
   /** Program the image lacks → what its absence cost (filled in by the read that missed it). */
   private readonly missing = new Map<string, string>()
   private readonly refusals = new Set<string>()
+  /** Node files the Pod does not see (its mounts are not the node's), with what that cost. */
+  private readonly notMounted = new Set<string>()
 
   constructor(
     private readonly kubeConfig: KubeConfig,
@@ -60,7 +62,7 @@ export class KubeProxyNodeAccess implements NodeAccess {
 
   /** One line per program the image lacked, with what was read instead or not at all. */
   missingTools(): string[] {
-    return [...this.missing].map(([tool, effect]) => `${tool} not in the kube-proxy image${effect}`)
+    return [...[...this.missing].map(([tool, effect]) => `${tool} not in the kube-proxy image${effect}`), ...this.notMounted]
   }
 
   /** The RBAC refusals met (one clear line each: the verb and resource needed). */
@@ -102,6 +104,7 @@ export class KubeProxyNodeAccess implements NodeAccess {
     if (key === 'ipvsadm') return this.ipvsadm()
     if (key === 'sysctls') return this.sysctls()
     if (key === 'network') return this.network()
+    if (key === 'cniResults') return this.cniResults()
     if (key === 'pathSysctls') return this.sysctlsOf(pathSysctlNames((args[0] as {interfaces: string[]}).interfaces))
     if (key === 'routeGet') return this.runArgv(QUERY_ARGV.routeGet(args[0] as {address: string}))
     if (key === 'conntrackList') return this.runArgv(QUERY_ARGV.conntrackList(args[0] as Parameters<typeof QUERY_ARGV.conntrackList>[0]))
@@ -114,6 +117,13 @@ export class KubeProxyNodeAccess implements NodeAccess {
     const r = await this.exec(argv)
     if ('kind' in r) return this.notInImage(r.tool)
     return ran(r)
+  }
+
+  /** The node's /var/lib/cni is not mounted in kube-proxy's Pod (its own filesystem would answer): not read, and said. */
+  private cniResults(): RunResult {
+    const what = "/var/lib/cni/results (the CNI result cache) is not mounted in kube-proxy's Pod"
+    this.notMounted.add(`${what}: pods mapped to bridge ports through fdb and neighbour entries only (they expire on idle Pods)`)
+    return {kind: 'not-recorded', what}
   }
 
   /** `ipvsadm -Sn` where the image has it; else the kernel's own table, /proc/net/ip_vs, written as `ipvsadm -Ln`. */

@@ -27,11 +27,16 @@ export const NODE_COMMANDS = {
     'true',
   ].join('; '),
   routeTable: 'ip route show',
+  /**
+   * libcni's result cache (root-only: 0700/0600), every file as `PATH:LINE` lines: pod IP → host veth for the hairpin
+   * check, there for idle Pods too. One program, fixed arguments; -r follows no symlink inside; -s: no folder, no output.
+   */
+  cniResults: 'grep -r -H -s . /var/lib/cni/results',
 } as const
 
 export type NodeCommand = keyof typeof NODE_COMMANDS
 
-const NEEDS_ROOT: ReadonlySet<NodeCommand> = new Set(['iptablesSave', 'nftRulesetJson', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave', 'ipvsadm', 'ipsetSave'])
+const NEEDS_ROOT: ReadonlySet<NodeCommand> = new Set(['iptablesSave', 'nftRulesetJson', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave', 'ipvsadm', 'ipsetSave', 'cniResults'])
 
 declare const allowListed: unique symbol
 /** A command line built here from an allow-list key: the only thing a transport's exec accepts. */

@@ -1,3 +1,5 @@
+import {CNI_RESULTS_DIR, type CniResults} from './cni-results.js'
+
 /** Bridge ports, their hairpin flags, and which pod IP sits behind which port, from the node's `network` output. */
 interface BridgePort {
   bridge: string
@@ -8,8 +10,15 @@ interface BridgePort {
 export interface BridgeState {
   ports: BridgePort[]
   promiscuousBridges: Set<string>
-  /** pod IP → bridge port, through the neighbour table (IP → MAC) and the bridge FDB (MAC → port). */
+  /**
+   * pod IP → bridge port: through the CNI result cache (pod IP → host veth, see cni-results.ts) where it was read,
+   * else through the neighbour table (IP → MAC) and the bridge FDB (MAC → port), whose entries expire on idle Pods.
+   */
   portOfIp: Map<string, string>
+  /** pod IP → how its port was found (one evidence line). */
+  mappedBy: Map<string, string>
+  /** Why the CNI result cache mapped no pod or skipped files (not read, unreadable files, ambiguous addresses). */
+  cniNotes?: string[]
 }
 
 export function parseBridgeState(text: string): BridgeState {
@@ -45,9 +54,45 @@ export function parseBridgeState(text: string): BridgeState {
     if (m && portNames.has(m[2]) && !/\bpermanent\b/.test(line)) portOfMac.set(m[1], m[2])
   }
   const portOfIp = new Map<string, string>()
+  const mappedBy = new Map<string, string>()
   for (const [ip, mac] of macOfIp) {
     const port = portOfMac.get(mac)
-    if (port) portOfIp.set(ip, port)
+    if (port) {
+      portOfIp.set(ip, port)
+      mappedBy.set(ip, `${ip} → ${port}: neighbour entry (MAC ${mac}) and bridge fdb`)
+    }
   }
-  return {ports, promiscuousBridges, portOfIp}
+  return {ports, promiscuousBridges, portOfIp, mappedBy}
+}
+
+/**
+ * The bridge state with each pod IP the CNI result cache names mapped to its host-side veth (when that veth is a
+ * port of a bridge here); the FDB mapping stays for the addresses the cache does not settle. An address claimed by
+ * two attachments on two different ports (a stale file) is left to the FDB.
+ */
+export function withCniResults(state: BridgeState, cni: CniResults): BridgeState {
+  const portNames = new Set(state.ports.map((p) => p.port))
+  const claims = new Map<string, Map<string, string>>()
+  for (const a of cni.attachments) {
+    const veths = a.hostInterfaces.filter((i) => portNames.has(i))
+    if (veths.length !== 1) continue
+    for (const ip of a.podIps) {
+      const byPort = claims.get(ip) ?? new Map<string, string>()
+      claims.set(ip, byPort)
+      byPort.set(veths[0], a.file)
+    }
+  }
+  const portOfIp = new Map(state.portOfIp)
+  const mappedBy = new Map(state.mappedBy)
+  const notes = cni.ignored.map((i) => `CNI result cache: ${i.file} skipped: ${i.reason}`)
+  for (const [ip, byPort] of claims) {
+    if (byPort.size !== 1) {
+      notes.push(`CNI result cache: ${ip} is claimed by ${[...byPort.values()].join(', ')} (a stale file?): left to the fdb`)
+      continue
+    }
+    const [[port, file]] = [...byPort]
+    portOfIp.set(ip, port)
+    mappedBy.set(ip, `${ip} → ${port}: CNI result cache (${CNI_RESULTS_DIR}/${file})`)
+  }
+  return {...state, portOfIp, mappedBy, ...(notes.length > 0 ? {cniNotes: notes} : {})}
 }

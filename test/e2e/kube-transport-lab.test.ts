@@ -21,6 +21,7 @@ const NOT_IN_KUBE_PROXY_IMAGE = ['ip', 'bridge', 'ipvsadm', 'sysctl']
 /** The lab's stand-in image: the host's programs, never ipvsadm (whether the host has one or not). */
 const LAB_IMAGE = {'kube-proxy-': ['ipvsadm']}
 const NO_IPVS = 'ipvsadm not in the kube-proxy image: no /proc/net/ip_vs either (the kernel has no IPVS table: IPVS is not in use)'
+const NO_CNI_CACHE = "/var/lib/cni/results (the CNI result cache) is not mounted in kube-proxy's Pod: pods mapped to bridge ports through fdb and neighbour entries only (they expire on idle Pods)"
 
 describe("svc reads nodes through kube-proxy's Pods (pods/exec, pods/portforward), with no SSH configuration", {skip: why}, () => {
   let lab: NetnsLab
@@ -52,7 +53,7 @@ describe("svc reads nodes through kube-proxy's Pods (pods/exec, pods/portforward
         address: KUBE_PROXY_POD[name],
         why: `kube-proxy's Pod runs on ${name} and exec into it is allowed`,
         notUsed: [{transport: 'ssh', reason: `no Host entry for ${name} in ~/.ssh/config`}],
-        notRead: [NO_IPVS],
+        notRead: [NO_IPVS, NO_CNI_CACHE],
       })
     }
     assert.ok(r.json.paths.length >= 8 && r.json.paths.every((p: {ok: boolean}) => p.ok === true), JSON.stringify(r.json.paths))
@@ -100,7 +101,7 @@ describe("svc reads nodes through kube-proxy's Pods (pods/exec, pods/portforward
       assert.ok(findings(r).includes('KPD-SEP-MISSING@node-b'), JSON.stringify(findings(r)))
       assert.ok(!findings(r).some((f: string) => f.endsWith('@node-a') && !f.startsWith('KPD-NODE-DIVERGES')), JSON.stringify(findings(r)))
       const notRead = node(r, 'node-a').readVia.notRead
-      assert.deepEqual(notRead.map((l: string) => l.split(' ')[0]).sort(), ['bridge', 'ip', 'ipvsadm', 'sysctl'])
+      assert.deepEqual(notRead.map((l: string) => l.split(' ')[0]).sort(), ['/var/lib/cni/results', 'bridge', 'ip', 'ipvsadm', 'sysctl'])
       assert.ok(notRead.includes(NO_IPVS), notRead.join('\n'))
       assert.ok(notRead.includes('sysctl not in the kube-proxy image: sysctls read from /proc/sys instead'), notRead.join('\n'))
       assert.ok(notRead.includes("ip not in the kube-proxy image: kube-ipvs0 addresses, links, neighbours and routes not read (the hairpin check's pod-to-bridge-port mapping, the route checks)"))

@@ -40,6 +40,7 @@ describe('node reads against the netns lab: what is sent to the node, and what c
       line('ipvsadm', true),
       ...(ipvs.code === 0 ? [line('ipsetSave', true), line('kubeIpvs0', true), line('sysctls', true)] : []),
       line('network', true),
+      line('cniResults', true),
       line('routeTable', true),
       ...ENDPOINTS.map((address) => line('routeGet', true, {address})),
       line('pathSysctls', true, {interfaces: ['cbr0', 'eth0']}),

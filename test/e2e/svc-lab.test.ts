@@ -218,6 +218,26 @@ describe('svc against the netns lab', {skip: why}, () => {
     assert.ok(lab.sample(lab.podNs('web-a1'), CLUSTER_IP, 80, 24).includes('web-a1'), 'with hairpin back on, web-a1 reaches itself')
   })
 
+  test('hairpin off on an idle web-a1 (no FDB entry for its port): the CNI result cache still maps it, KPD-HAIRPIN-OFF', async () => {
+    lab.setHairpin('web-a1', false)
+    lab.forgetPod('web-a1', true)
+    try {
+      const r = await doctor()
+      assert.equal(r.code, 1)
+      const f = r.json.findings.find((x: {code: string}) => x.code === 'KPD-HAIRPIN-OFF')
+      assert.equal(f?.node, 'node-a', JSON.stringify(r.json.findings))
+      assert.match(f.message, /pod web-a1 sits on cbr0 port vweb-a1 with hairpin_mode 0/)
+      assert.ok(
+        f.evidence.some((e: string) => /^pod 10\.244\.1\.10 → vweb-a1: CNI result cache \(\/var\/lib\/cni\/results\/cbr0-[0-9a-f]{64}-eth0\)$/.test(e)),
+        f.evidence.join('\n'),
+      )
+      assert.equal(r.json.findings.filter((x: {code: string}) => x.code === 'KPD-HAIRPIN-UNMAPPED').length, 0)
+    } finally {
+      lab.forgetPod('web-a1', false)
+      lab.setHairpin('web-a1', true)
+    }
+  })
+
   test('KUBE-SERVICES unhooked from PREROUTING on node-a: pods on node-a cannot use the Service, KPD-HOOK-MISSING', async () => {
     lab.applyRules('node-a', {unhookPrerouting: true})
     try {

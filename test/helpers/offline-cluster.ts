@@ -1,10 +1,11 @@
 import type {ClusterState} from '../../src/cluster/types.js'
 import {parseKubeProxyConfig} from '../../src/cluster/kube-proxy-config.js'
 import type {NodeObservation} from '../../src/node/bundle.js'
-import {parseBridgeState} from '../../src/parse/bridge-state.js'
+import {parseBridgeState, withCniResults} from '../../src/parse/bridge-state.js'
+import {parseCniResults} from '../../src/parse/cni-results.js'
 import {BufferSource} from '../../src/parse/dump-source.js'
 import {IptablesSave} from '../../src/parse/iptables-save.js'
-import {endpointSliceObject, kubeProxyConfigMap, nodeObject, podObject, serviceObject} from '../lab/fixtures.js'
+import {cniCacheFile, cniCacheGrep, endpointSliceObject, kubeProxyConfigMap, nodeObject, podObject, serviceObject} from '../lab/fixtures.js'
 import {kubeProxyRules, type RuleFaults} from '../lab/kube-proxy-rules.js'
 import {kubeProxyIpvsTexts, type IpvsFaults} from '../lab/kube-proxy-ipvs.js'
 import {IpsetState} from '../../src/parse/ipset-save.js'
@@ -28,6 +29,8 @@ export interface OfflineOptions {
   editDump?: Record<string, (text: string) => string>
   /** Hand edits of a node's bridge-state text (hairpin, links, neighbours, fdb). */
   editNetwork?: Record<string, (text: string) => string>
+  /** Nodes whose CNI result cache was read: the lab's files for the node's pods (grep output), through this edit. */
+  cniCache?: Record<string, (text: string) => string>
   /** Changes to the API objects as read (a Service field, the DNS Service, kube-proxy's Pods or configuration). */
   editCluster?: (cluster: ClusterState) => void
   /** Replaces what was read on a node (kube-proxy's status, an unreadable node). */
@@ -69,6 +72,8 @@ export function offlineCluster(opts: OfflineOptions = {}): {cluster: ClusterStat
       ...local.map((p, i) => `02:00:00:00:01:${(i + 16).toString(16)} dev v${p.name} master cbr0`),
     ].join('\n')
     const network = opts.editNetwork?.[node.name]?.(networkText) ?? networkText
+    const cniEdit = opts.cniCache?.[node.name]
+    const cniText = cniEdit?.(cniCacheGrep(local.map((p) => cniCacheFile(p, node.gateway))))
     const dns = opts.dns?.[node.name] ?? {addresses: [WEB.clusterIP]}
     const obs: NodeObservation = {
       name: node.name,
@@ -85,7 +90,7 @@ export function offlineCluster(opts: OfflineOptions = {}): {cluster: ClusterStat
           }
         : {}),
       iptables: IptablesSave.parse(new BufferSource(Buffer.from(text))),
-      network: parseBridgeState(network),
+      network: cniText !== undefined ? withCniResults(parseBridgeState(network), parseCniResults(cniText)) : parseBridgeState(network),
       dns: {name: 'web.shop.svc.cluster.local', server: DNS.clusterIP, method: 'test', rcode: dns.rcode ?? (dns.error ? undefined : 'NOERROR'), ...dns},
     }
     return opts.editObservation?.[node.name]?.(obs) ?? obs

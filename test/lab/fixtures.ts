@@ -107,3 +107,57 @@ export function kubeProxyPodObject(node: string, ready: boolean) {
     },
   }
 }
+
+/** A pod's container ID in the lab (64 hex digits, as containerd's). */
+function containerId(p: LabPod): string {
+  return Buffer.from(`sandbox-${p.name}`).toString('hex').padEnd(64, '0').slice(0, 64)
+}
+
+/**
+ * libcni's cache file for a pod attached by the bridge plugin (as containerd writes it for kubenet/flannel):
+ * `/var/lib/cni/results/<network>-<containerID>-eth0`, one line of JSON; the bridge and the host veth have no
+ * `sandbox`, the pod's eth0 has its netns; `ips[].interface` is the index of eth0.
+ */
+export function cniCacheFile(p: LabPod, gateway: string, network = 'cbr0'): {name: string; json: string} {
+  const id = containerId(p)
+  const netns = `/var/run/netns/cni-${id.slice(0, 8)}-${id.slice(8, 12)}`
+  const result = {
+    cniVersion: '1.0.0',
+    interfaces: [
+      {name: 'cbr0', mac: '02:00:00:00:00:01'},
+      {name: `v${p.name}`.slice(0, 15), mac: '02:00:00:00:02:01'},
+      {name: 'eth0', mac: '02:00:00:00:03:01', sandbox: netns},
+    ],
+    ips: [{address: `${p.ip}/24`, gateway, interface: 2}],
+    routes: [{dst: '0.0.0.0/0', gw: gateway}],
+    dns: {},
+  }
+  const config = Buffer.from(JSON.stringify({cniVersion: '1.0.0', name: network, plugins: [{type: 'bridge', bridge: 'cbr0', hairpinMode: true}]})).toString('base64')
+  const cached = {
+    kind: 'cniCacheV1',
+    containerId: id,
+    config,
+    ifName: 'eth0',
+    networkName: network,
+    netns,
+    cniArgs: [
+      ['K8S_POD_NAMESPACE', p.namespace],
+      ['K8S_POD_NAME', p.name],
+      ['K8S_POD_INFRA_CONTAINER_ID', id],
+    ],
+    result,
+  }
+  return {name: `${network}-${id}-eth0`, json: JSON.stringify(cached)}
+}
+
+/** What `grep -r -H -s . /var/lib/cni/results` prints for these cache files. */
+export function cniCacheGrep(files: Array<{name: string; json: string}>): string {
+  return files
+    .map((f) =>
+      f.json
+        .split('\n')
+        .map((line) => `/var/lib/cni/results/${f.name}:${line}\n`)
+        .join(''),
+    )
+    .join('')
+}

@@ -5,7 +5,7 @@ import {createServer} from 'node:net'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {LabApiServer} from './apiserver.js'
-import {endpointSliceObject, kubeProxyConfigMap, kubeProxyPodObject, nodeObject, podObject, serviceObject} from './fixtures.js'
+import {cniCacheFile, endpointSliceObject, kubeProxyConfigMap, kubeProxyPodObject, nodeObject, podObject, serviceObject} from './fixtures.js'
 import {kubeProxyRules, type RuleFaults} from './kube-proxy-rules.js'
 import {kubeProxyNftRules} from './kube-proxy-nft.js'
 import {DNS, NODES, OUTSIDE_IP, SERVICES, labPods, type LabNode, type LabPod, type LabService} from './lab-cluster.js'
@@ -113,6 +113,11 @@ export class NetnsLab {
     run('ip', ['-n', ns, 'route', 'add', 'default', 'via', node.gateway])
     run('ip', ['-n', this.nodeNs(node), 'link', 'set', port, 'master', 'cbr0', 'up'])
     this.setHairpin(pod.name, true)
+    // libcni's result cache, as containerd would leave it for this pod (the node's sshd sees the folder as /var/lib/cni/results).
+    const cache = this.cniResultsDir(node)
+    mkdirSync(cache, {recursive: true, mode: 0o700})
+    const file = cniCacheFile(pod, node.gateway)
+    writeFileSync(join(cache, file.name), file.json, {mode: 0o600})
     if (pod.kind === 'web') this.startWebServer(pod, pod.port)
   }
 
@@ -211,6 +216,27 @@ export class NetnsLab {
     }
     for (const pod of this.pods.filter((p) => p.kind === 'web')) await this.listenOn(pod.name, pod.port)
     this.clearFaults()
+  }
+
+  /** The lab's stand-in for a node's /var/lib/cni/results (bind-mounted there for that node's sshd only). */
+  private cniResultsDir(node: LabNode): string {
+    return join(this.dir, `cni-results-${node.key}`)
+  }
+
+  /** Fault switch: the port stops learning and its FDB and neighbour entries go, as on an idle Pod whose entries expired. */
+  forgetPod(podName: string, forget: boolean): void {
+    const pod = this.pods.find((p) => p.name === podName)!
+    const ns = this.nodeNs(pod.node)
+    inNs(ns, 'bridge', ['link', 'set', 'dev', this.bridgePort(pod.name), 'learning', forget ? 'off' : 'on'])
+    if (forget) {
+      const learned = tryRun('ip', ['netns', 'exec', ns, 'bridge', 'fdb', 'show', 'dev', this.bridgePort(pod.name)]).stdout.split('\n')
+      for (const mac of learned
+        .filter((l) => !/permanent/.test(l))
+        .map((l) => /^([0-9a-f:]{17}) /.exec(l)?.[1])
+        .filter((m) => m !== undefined))
+        tryRun('ip', ['netns', 'exec', ns, 'bridge', 'fdb', 'del', mac, 'dev', this.bridgePort(pod.name), 'master'])
+      tryRun('ip', ['netns', 'exec', ns, 'ip', 'neigh', 'flush', 'dev', 'cbr0'])
+    }
   }
 
   bridgePort(pod: string): string {
@@ -374,7 +400,11 @@ export class NetnsLab {
         '',
       ].join('\n'),
     )
-    const proc = startDaemon('ip', ['netns', 'exec', this.nodeNs(node), '/usr/sbin/sshd', '-D', '-e', '-f', cfg], this.logs)
+    // `ip netns exec` runs sshd in its own mount namespace (a slave of the host's): the bind mount of the lab's cache
+    // folder over /var/lib/cni/results is seen by this node's sshd and its commands only, and the tool reads the real
+    // path. The mount point is created on the host when missing (an empty folder, left in place: another lab may use it).
+    const start = 'mkdir -p /var/lib/cni/results && mount --bind "$1" /var/lib/cni/results || echo "lab: no CNI result cache for this node" >&2; exec /usr/sbin/sshd -D -e -f "$2"'
+    const proc = startDaemon('ip', ['netns', 'exec', this.nodeNs(node), 'sh', '-c', start, 'lab-sshd', this.cniResultsDir(node), cfg], this.logs)
     this.sshd.set(node.name, proc)
     this.procs.push(proc)
   }

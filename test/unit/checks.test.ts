@@ -401,6 +401,35 @@ checkTester('the bridge and the whole path (hairpin.ts, path-verdicts.ts)', [
     findings: [['KPD-HAIRPIN-UNMAPPED', 'node-b', 'warning']],
   },
   {
+    name: 'hairpin off on an idle backend (no fdb or neighbour entry) mapped through the CNI result cache: an error',
+    state: {hairpinOff: ['web-b1'], editNetwork: {'node-b': (t) => t.replace(/## neigh[\s\S]*$/, '## neigh\n## fdb\n')}, cniCache: {'node-b': (t) => t}},
+    findings: [['KPD-HAIRPIN-OFF', 'node-b', 'error']],
+    fixes: {
+      'KPD-HAIRPIN-OFF node-b': {
+        argv: [['ssh', 'node-b', 'cat', '/sys/class/net/cbr0/brif/vweb-b1/hairpin_mode']],
+        text: "Check the kubelet's --hairpin-mode (hairpin-veth or promiscuous-bridge) and the CNI's hairpinMode.",
+      },
+    },
+  },
+  {
+    name: 'hairpin off, no fdb, and a CNI result cache that is truncated: the file is skipped, the warning stays',
+    state: {
+      hairpinOff: ['web-b1'],
+      editNetwork: {'node-b': (t) => t.replace(/## neigh[\s\S]*$/, '## neigh\n## fdb\n')},
+      cniCache: {'node-b': (t) => t.split('\n').map((l) => l.slice(0, 200)).join('\n')},
+    },
+    findings: [['KPD-HAIRPIN-UNMAPPED', 'node-b', 'warning']],
+  },
+  {
+    name: 'hairpin off on the bridge port of a pod the cache maps, bridge promiscuous: nothing',
+    state: {
+      hairpinOff: ['web-b1'],
+      cniCache: {'node-b': (t) => t},
+      editNetwork: {'node-b': (t) => t.replace('<BROADCAST,MULTICAST,UP,LOWER_UP>', '<BROADCAST,MULTICAST,PROMISC,UP,LOWER_UP>').replace(/## neigh[\s\S]*$/, '## neigh\n## fdb\n')},
+    },
+    findings: [],
+  },
+  {
     name: 'a DROP added directly to filter FORWARD: a specific finding, not the generic path-broken one',
     state: {editDump: {'node-a': insertBefore(FIRST_FORWARD_RULE, '-A FORWARD -d 10.244.2.10/32 -j DROP')}},
     findings: [['KPD-FILTER-DROP', 'node-a', 'error']],

@@ -134,6 +134,7 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
       notRead: [
         'ipvsadm not in the kube-proxy image: IPVS state read from /proc/net/ip_vs instead',
         'bridge not in the kube-proxy image: the bridge FDB not read (the pod-to-bridge-port mapping of the hairpin check)',
+        "/var/lib/cni/results (the CNI result cache) is not mounted in kube-proxy's Pod: pods mapped to bridge ports through fdb and neighbour entries only (they expire on idle Pods)",
       ],
     })
     const r = report({}, {readVia: new Map([['node-a', readVia('node-a')]])})

@@ -77,6 +77,8 @@ test('collectNode reads a node through any NodeAccess, in memory: parsed dumps, 
       nftRulesetJson: {code: 1, stdout: '', stderr: 'nft: command not found'},
       nftRuleset: {code: 1, stdout: ''},
       network: {code: 0, stdout: '## hairpin\n/sys/class/net/cbr0/brif/vweb-1/hairpin_mode 1\n## links\n## neigh\n## fdb\n'},
+      // grep's exit 1: an empty cache folder (recorded: read, nothing in it).
+      cniResults: {code: 1, stdout: ''},
       dnsLookup: {code: 0, stdout: `${WEB.clusterIP}\n`},
     },
     {'10249 /proxyMode': 'iptables'},
@@ -95,16 +97,16 @@ test('collectNode reads a node through any NodeAccess, in memory: parsed dumps, 
     observation.network?.ports.map((p) => [p.port, p.hairpin]),
     [['vweb-1', true]],
   )
-  assert.deepEqual(node.ran, ['iptablesSave', 'nftRulesetJson', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave', 'ipvsadm', 'network', 'dnsLookup'])
+  assert.deepEqual(node.ran, ['iptablesSave', 'nftRulesetJson', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave', 'ipvsadm', 'network', 'cniResults', 'dnsLookup'])
   assert.equal(node.closed, true)
-  assert.deepEqual([...recording.keys()].sort(), ['dns.json', 'iptables-save.txt', 'kube-proxy.json', 'network.txt'])
+  assert.deepEqual([...recording.keys()].sort(), ['cni-results.txt', 'dns.json', 'iptables-save.txt', 'kube-proxy.json', 'network.txt'])
   assert.equal(recording.get('iptables-save.txt')?.toString(), IPTABLES_SAVE)
 
   // The same bytes written as a bundle folder read back the same way, and the snapshot transport serves them by key.
   const dir = mkdtempSync(join(tmpdir(), 'kpd-access-'))
   try {
     writeNodeRecording(dir, recording)
-    assert.deepEqual(readdirSync(dir).sort(), ['dns.json', 'iptables-save.txt', 'kube-proxy.json', 'network.txt'])
+    assert.deepEqual(readdirSync(dir).sort(), ['cni-results.txt', 'dns.json', 'iptables-save.txt', 'kube-proxy.json', 'network.txt'])
     const back = readNodeBundle(dir, 'node-a')
     assert.equal(back.reachable, true)
     assert.deepEqual(back.iptables?.chainNames('nat'), observation.iptables?.chainNames('nat'))

@@ -59,7 +59,7 @@ export function parseBridgeState(text: string): BridgeState {
     const port = portOfMac.get(mac)
     if (port) {
       portOfIp.set(ip, port)
-      mappedBy.set(ip, `${ip} → ${port}: neighbour entry (MAC ${mac}) and bridge fdb`)
+      mappedBy.set(ip, `${ip} → ${port}: neighbour + fdb (MAC ${mac})`)
     }
   }
   return {ports, promiscuousBridges, portOfIp, mappedBy}

@@ -35,7 +35,7 @@ export function renderNotChecked(r: Pick<Report, 'notChecked'>, c: ChalkInstance
   // What the user opted out of, or the input cannot give, is one line: the reasons are in -o json and --verbose.
   if (optional.length > 0) {
     const list = optional.map((g) => `${g.check}${g.nodes.length > 0 ? ` on ${g.nodes.join(', ')}` : ''}`).join('; ')
-    const text = printable(`${required.length > 0 ? '  - also' : 'Not checked'} by choice or for lack of input (not required): ${list}`)
+    const text = printable(`${required.length > 0 ? '  - also not checked' : 'Not checked'} (not required): ${list}`)
     lines.push(...wrapProse(text, width, '', required.length > 0 ? '    ' : '  ').map((l) => c.dim(l)))
   }
   return lines

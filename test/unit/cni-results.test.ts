@@ -113,7 +113,7 @@ test('mapping: the cache maps an idle pod (no fdb) to its bridge port; the fdb m
     ],
   )
   assert.equal(mapped.mappedBy.get('10.244.2.10'), `10.244.2.10 → vweb-b1: CNI result cache (${DIR}/${files[0].name})`)
-  assert.equal(mapped.mappedBy.get('10.244.2.11'), '10.244.2.11 → vweb-b2: neighbour entry (MAC 02:00:00:00:01:11) and bridge fdb')
+  assert.equal(mapped.mappedBy.get('10.244.2.11'), '10.244.2.11 → vweb-b2: neighbour + fdb (MAC 02:00:00:00:01:11)')
   // A stale file claiming the same address on another port: neither wins.
   const stale = {...cniCacheFile({...webB2, ip: webB1.ip}, '10.244.2.1'), name: 'cbr0-stale-eth0'}
   const contested = withCniResults(state, parseCniResults(cniCacheGrep([...files, stale])))
@@ -148,7 +148,7 @@ test('an idle backend with hairpin off, mapped through the cache: KPD-HAIRPIN-OF
   const busy = offlineCluster({hairpinOff: ['web-b1']})
   assert.deepEqual(
     diagnose(busy.cluster, busy.observations).findings.find((x) => x.code === 'KPD-HAIRPIN-OFF')?.evidence?.[1],
-    'pod 10.244.2.10 → vweb-b1: neighbour entry (MAC 02:00:00:00:01:10) and bridge fdb',
+    'pod 10.244.2.10 → vweb-b1: neighbour + fdb (MAC 02:00:00:00:01:10)',
   )
 })
 

@@ -201,7 +201,7 @@ describe('a snapshot: the probes and the packet-path reads it does not hold are 
     assert.equal(r.json.summary, '✓ shop/web: every traced path works on 2 node(s)')
     const human = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/healthy-cluster'])
     const section = human.stdout.slice(human.stdout.indexOf('Not checked'), human.stdout.indexOf('\n\nFindings'))
-    assert.equal(section, 'Not checked by choice or for lack of input (not required): path-reads on node-a, node-b; live-probes')
+    assert.equal(section, 'Not checked (not required): path-reads on node-a, node-b; live-probes')
   })
 })
 
@@ -217,7 +217,7 @@ describe('human and JUnit rendering of checks not run', () => {
       'Not checked (3 required):',
       "  ? kube-proxy-healthz (KPD-PROXY-UNHEALTHY) on node-a: kube-proxy's /healthz did not answer: refused",
       '  ? dns-from-node (KPD-DNS-NO-ANSWER) on node-a, node-b: web.shop.svc.cluster.local not asked of 10.96.0.10: no way',
-      '  - also by choice or for lack of input (not required): live-probes',
+      '  - also not checked (not required): live-probes',
     ])
     assert.deepEqual(renderNotChecked({notChecked: []}, plain), [])
   })
@@ -243,7 +243,7 @@ describe('human and JUnit rendering of checks not run', () => {
     assert.deepEqual(human.slice(human.indexOf('Not checked (1 required):')), [
       'Not checked (1 required):',
       '  ? dns-from-node (KPD-DNS-NO-ANSWER) on node-a: web.shop.svc.cluster.local not asked of 10.96.0.10: no way',
-      '  - also by choice or for lack of input (not required): live-probes',
+      '  - also not checked (not required): live-probes',
     ])
     const strict = buildScanReport(scan, 'namespace shop', {severity: 'error', skipped: true})
     assert.equal(strict.ok, false)

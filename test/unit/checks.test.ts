@@ -407,7 +407,7 @@ checkTester('the bridge and the whole path (hairpin.ts, path-verdicts.ts)', [
     fixes: {
       'KPD-HAIRPIN-OFF node-b': {
         argv: [['ssh', 'node-b', 'cat', '/sys/class/net/cbr0/brif/vweb-b1/hairpin_mode']],
-        text: "Check the kubelet's --hairpin-mode (hairpin-veth or promiscuous-bridge) and the CNI's hairpinMode.",
+        text: "Check the kubelet's --hairpin-mode and the CNI's hairpinMode.",
       },
     },
   },
@@ -416,7 +416,13 @@ checkTester('the bridge and the whole path (hairpin.ts, path-verdicts.ts)', [
     state: {
       hairpinOff: ['web-b1'],
       editNetwork: {'node-b': (t) => t.replace(/## neigh[\s\S]*$/, '## neigh\n## fdb\n')},
-      cniCache: {'node-b': (t) => t.split('\n').map((l) => l.slice(0, 200)).join('\n')},
+      cniCache: {
+        'node-b': (t) =>
+          t
+            .split('\n')
+            .map((l) => l.slice(0, 200))
+            .join('\n'),
+      },
     },
     findings: [['KPD-HAIRPIN-UNMAPPED', 'node-b', 'warning']],
   },

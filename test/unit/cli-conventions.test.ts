@@ -61,7 +61,7 @@ test('svc help groups its flags and lists exactly the flags svc honours', async 
   ])
 })
 
-test('-v/--verbose: the mode decision and each ignored finding on stderr; stdout is the same report', async () => {
+test('-v/--verbose: the mode decision, each ignored finding and each check not run on stderr; stdout is the same report', async () => {
   const base = ['svc', 'web', '-n', 'shop', '--snapshot', 'examples/broken-cluster', '-o', 'json', '--ignore', 'KPD-HAIRPIN-OFF']
   const quiet = await runCli(base)
   const verbose = await runCli([...base, '-v'])
@@ -76,7 +76,13 @@ test('-v/--verbose: the mode decision and each ignored finding on stderr; stdout
   const nodes = JSON.parse(quiet.stdout).nodes as Array<{name: string; modeSource: string}>
   const unsilenced = JSON.parse((await runCli(base.slice(0, -2))).stdout).findings as Array<{code: string; message: string}>
   const hairpin = unsilenced.find((f) => f.code === 'KPD-HAIRPIN-OFF')!
-  assert.deepEqual(lines, [...nodes.map((n) => `${n.name}: proxy mode iptables (${n.modeSource})`), `ignored KPD-HAIRPIN-OFF [node-a] (--ignore): ${hairpin.message}`])
+  assert.deepEqual(lines, [
+    ...nodes.map((n) => `${n.name}: proxy mode iptables (${n.modeSource})`),
+    `ignored KPD-HAIRPIN-OFF [node-a] (--ignore): ${hairpin.message}`,
+    ...(JSON.parse(quiet.stdout).notChecked as Array<{node: string | null; check: string; reason: string; required: boolean}>).map(
+      (n) => `not checked${n.required ? '' : ' (not required)'}: ${n.check}${n.node ? ` on ${n.node}` : ''}: ${n.reason}`,
+    ),
+  ])
 })
 
 test('version, --version: the same line; -v is not taken by the version', async () => {

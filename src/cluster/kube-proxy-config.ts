@@ -1,4 +1,4 @@
-import {loadYaml} from '@kubernetes/client-node'
+import {parse as parseYaml} from 'yaml'
 import {DEFAULT_MASQUERADE_BIT, type KubeProxyConfig} from './types.js'
 
 interface KubeProxyConfiguration {
@@ -12,7 +12,7 @@ interface KubeProxyConfiguration {
 export function parseKubeProxyConfig(yaml: string, source: string): KubeProxyConfig {
   let doc: KubeProxyConfiguration
   try {
-    doc = (loadYaml<KubeProxyConfiguration>(yaml) ?? {}) as KubeProxyConfiguration
+    doc = (parseYaml(yaml) ?? {}) as KubeProxyConfiguration
   } catch (e) {
     return defaultKubeProxyConfig(`${source} is not valid YAML: ${(e as Error).message.split('\n')[0]}`)
   }

@@ -60,6 +60,19 @@ export interface ProbeOptions {
   concurrency: number
 }
 
+/** How the failed attempts of a tally failed: "3 refused", "1 timed out"… (none when every attempt connected). */
+export function failureParts(t: Pick<ProbeTally, 'refused' | 'timedOut' | 'unreachable'>): string[] {
+  return (
+    [
+      [t.refused, 'refused'],
+      [t.timedOut, 'timed out'],
+      [t.unreachable, 'unreachable'],
+    ] as const
+  )
+    .filter(([n]) => n > 0)
+    .map(([n, w]) => `${n} ${w}`)
+}
+
 /** A transport's typed refusal (NodeAccess.openTcp), kept typed so a timeout is not mistaken for "not probed". */
 class OpenRefusal extends Error {
   constructor(

@@ -1,6 +1,7 @@
 import {Chalk, type ChalkInstance} from 'chalk'
 import type {ProbeReport, Report} from './report.js'
 import {ENTRIES} from '../model/paths.js'
+import {failureParts} from '../node/tcp-probe.js'
 import {renderNotChecked} from './coverage-human.js'
 import {fixLines} from './fix-lines.js'
 import {renderWalk} from './trace-walk.js'
@@ -202,13 +203,7 @@ const ENDPOINT_COLUMNS = 6
 function probeCell(t: ProbeTarget | undefined, c: ChalkInstance): string {
   if (!t) return c.dim('–')
   if (t.notProbed !== null) return c.yellow('– not probed')
-  const why = [
-    [t.refused, 'refused'],
-    [t.timedOut, 'timed out'],
-    [t.unreachable, 'unreachable'],
-  ]
-    .filter(([n]) => (n as number) > 0)
-    .map(([n, w]) => `${n} ${w}`)
+  const why = failureParts(t)
   if (t.connected === t.attempts) return c.green(`✓ ${t.connected}/${t.attempts}`)
   return c.red(`✗ ${t.connected}/${t.attempts} (${why.join(', ')})`)
 }

@@ -1,7 +1,7 @@
 import type {CheckContext} from '../check.js'
 import type {Entry, PathResult} from '../../model/paths.js'
 import {joinHostPort} from '../../net/host-port.js'
-import type {ProbeRun, ProbeTally, ServiceProbeTarget} from '../../node/tcp-probe.js'
+import {failureParts, type ProbeRun, type ProbeTally, type ServiceProbeTarget} from '../../node/tcp-probe.js'
 
 /** A check context that carries the live probe stage (diagnose.ts adds it). */
 export interface ProbeAware {
@@ -23,13 +23,7 @@ export const answered = (t: Tally) => probed(t) && t.connected === t.attempts
 
 /** "0/3 connected (3 refused)", "8/8 connected". */
 export function describeTally(t: Tally): string {
-  const why = [
-    [t.refused, 'refused'],
-    [t.timedOut, 'timed out'],
-    [t.unreachable, 'unreachable'],
-  ]
-    .filter(([n]) => (n as number) > 0)
-    .map(([n, w]) => `${n} ${w}`)
+  const why = failureParts(t)
   return `${t.connected}/${t.attempts} connected${why.length ? ` (${why.join(', ')})` : ''}`
 }
 
@@ -118,11 +112,5 @@ const PER_ADDRESS_CAUSES = new Set(['KPD-ROUTE-MISSING', 'KPD-FILTER-DROP'])
 /** The static finding (on one of `nodes`) that explains a failed probe to `address`, if an earlier check made one. */
 export function staticCause(ctx: CheckContext, nodes: string[], address: string) {
   const named = (message: string) => message.split(/[^0-9A-Fa-f.:]+/).some((w) => w.replace(/[.:]+$/, '') === address || w.startsWith(`${address}:`))
-  return ctx.findings.find(
-    (f) =>
-      f.severity === 'error' &&
-      f.node !== null &&
-      nodes.includes(f.node) &&
-      (NODE_WIDE_CAUSES.has(f.code) || (PER_ADDRESS_CAUSES.has(f.code) && named(f.message))),
-  )
+  return ctx.findings.find((f) => f.severity === 'error' && f.node !== null && nodes.includes(f.node) && (NODE_WIDE_CAUSES.has(f.code) || (PER_ADDRESS_CAUSES.has(f.code) && named(f.message))))
 }

@@ -106,6 +106,7 @@ export async function readNodesThrough(targets: Array<{name: string; address?: s
       const connect = await sshConnectorOrFail(connector)
       let access: NodeAccess | undefined
       collected.set(target.name, await collect(target.name, async () => (access = await connect(target))))
+      if (access) for (const line of transportNotes(access).warnings) warnings.add(`${target.name}: ${line}`)
       const why = via === 'ssh' ? '--via ssh' : `${sshConfigName} has a Host entry for ${target.name}`
       const address = access?.describe().address ?? null
       readVia.set(target.name, {

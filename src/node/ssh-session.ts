@@ -1,7 +1,7 @@
 import {existsSync, readFileSync} from 'node:fs'
 import ssh2 from 'ssh2'
 import type {ClientChannel} from 'ssh2'
-import {checkKnownHosts, knownHostsName} from './known-hosts.js'
+import {checkKnownHosts, hostKeyAlgorithms, knownHostsName, type KnownHostsResult} from './known-hosts.js'
 import type {SshHostConfig} from './ssh-config.js'
 import type {CommandLine} from './node-commands.js'
 
@@ -25,12 +25,15 @@ export class SshSession {
     private readonly client: ssh2.Client,
     readonly host: SshHostConfig,
     private readonly timeoutMs: number,
+    /** Said on stderr: this host's key was accepted without being checked, and why. */
+    readonly hostKeyWarning?: string,
   ) {}
 
   static connect(host: SshHostConfig, opts: SshOptions): Promise<SshSession> {
     const client = new ssh2.Client()
     const keyName = host.hostKeyAlias ?? knownHostsName(host.hostName, host.port)
-    const strictOff = opts.insecureIgnoreHostKey
+    const policy = hostKeyPolicy(host, opts)
+    let hostKeyWarning: string | undefined
     let hostKeyProblem: string | undefined
     const username = host.user ?? process.env.USER ?? 'root'
     const auth: Array<Record<string, unknown>> = []
@@ -38,6 +41,7 @@ export class SshSession {
       if (existsSync(file)) auth.push({type: 'publickey', username, key: readFileSync(file)})
     }
     if (process.env.SSH_AUTH_SOCK && !host.identitiesOnly) auth.push({type: 'agent', username, agent: process.env.SSH_AUTH_SOCK})
+    const serverHostKey = hostKeyAlgorithms(host.userKnownHostsFiles, keyName)
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         clearTimeout(connectTimer)
@@ -58,7 +62,7 @@ export class SshSession {
       client.on('ready', () => {
         clearTimeout(timer)
         clearTimeout(connectTimer)
-        resolve(new SshSession(client, host, opts.timeoutMs))
+        resolve(new SshSession(client, host, opts.timeoutMs, hostKeyWarning))
       })
       client.on('error', (err: Error & {level?: string}) => {
         clearTimeout(timer)
@@ -81,15 +85,14 @@ export class SshSession {
         readyTimeout: opts.timeoutMs,
         keepaliveInterval: 5000,
         authHandler: auth as never,
+        // Offer only the key types known_hosts holds for the host, as OpenSSH does: a node known by its RSA key must be
+        // asked for that key, or ssh2's preferred ed25519 key would look like a changed key.
+        ...(serverHostKey ? {algorithms: {serverHostKey: serverHostKey as never}} : {}),
         hostVerifier: (key: Buffer) => {
-          if (strictOff || host.strictHostKeyChecking === 'no' || host.strictHostKeyChecking === 'off') return true
-          const r = checkKnownHosts(host.userKnownHostsFiles, keyName, key)
-          if (r.status === 'match') return true
-          hostKeyProblem =
-            r.status === 'mismatch'
-              ? `host key of ${keyName} does not match ${r.file}: refusing to connect (possible man-in-the-middle)`
-              : `host key of ${keyName} is not in known_hosts (${host.userKnownHostsFiles.join(', ') || 'none'}): add it (ssh-keyscan) or pass --insecure-ignore-host-key`
-          return false
+          const verdict = judgeHostKey(policy, checkKnownHosts(host.userKnownHostsFiles, keyName, key), keyName, host.userKnownHostsFiles)
+          if (verdict.accept) hostKeyWarning = verdict.warning
+          else hostKeyProblem = verdict.problem
+          return verdict.accept
         },
       })
     })
@@ -137,4 +140,29 @@ export class SshSession {
   close(): void {
     this.client.end()
   }
+}
+
+/**
+ * How strictly a host key is checked. `off`: --insecure-ignore-host-key (said once per run by the caller).
+ * `accept-unknown`: StrictHostKeyChecking no/off/accept-new in the SSH config: a key known_hosts does not list is
+ * accepted with a warning; a changed key is still refused (OpenSSH would connect with a warning; a doctor that reads
+ * a node's rules has no reason to). `strict`: everything else. A @revoked key is refused whatever the policy.
+ */
+type HostKeyPolicy = 'off' | 'accept-unknown' | 'strict'
+
+function hostKeyPolicy(host: SshHostConfig, opts: SshOptions): HostKeyPolicy {
+  if (opts.insecureIgnoreHostKey) return 'off'
+  return ['no', 'off', 'accept-new'].includes(host.strictHostKeyChecking ?? '') ? 'accept-unknown' : 'strict'
+}
+
+type HostKeyVerdict = {accept: true; warning?: string} | {accept: false; problem: string}
+
+function judgeHostKey(policy: HostKeyPolicy, known: KnownHostsResult, keyName: string, files: string[]): HostKeyVerdict {
+  if (known.status === 'revoked') return {accept: false, problem: `host key of ${keyName} is marked @revoked in ${known.file}: refusing to connect`}
+  if (known.status === 'match') return {accept: true}
+  if (policy === 'off') return {accept: true}
+  if (known.status === 'mismatch') return {accept: false, problem: `host key of ${keyName} does not match ${known.file}: refusing to connect (possible man-in-the-middle)`}
+  if (policy === 'accept-unknown')
+    return {accept: true, warning: `host key of ${keyName} is not in known_hosts and was accepted unchecked (StrictHostKeyChecking in the SSH config): a man-in-the-middle would go unnoticed`}
+  return {accept: false, problem: `host key of ${keyName} is not in known_hosts (${files.join(', ') || 'none'}): add it (ssh-keyscan) or pass --insecure-ignore-host-key`}
 }

@@ -7,6 +7,7 @@ import {classifyOpenError} from './tcp-probe.js'
 /** What the SSH transport needs of a session (SshSession; a stand-in in tests). */
 export interface SshChannel {
   readonly host: {hostName: string; port: number; user?: string}
+  readonly hostKeyWarning?: string
   exec(command: CommandLine): Promise<ExecResult>
   forward(ip: string, port: number): Promise<Duplex>
   close(): void
@@ -54,6 +55,11 @@ export class SshNodeAccess implements NodeAccess {
     if (!isReadableNodeFile(path)) throw new Error(`refusing to read "${path}" on a node: not an allow-listed file`)
     const r = await this.session.exec(readFileCommand(path))
     return r.code === 0 ? {kind: 'read', content: r.stdout} : {kind: 'missing', reason: r.stderr.trim().split('\n')[0] || `cat exited ${r.code}`}
+  }
+
+  /** What the run must say on stderr about this connection (a host key accepted unchecked). */
+  warnings(): string[] {
+    return this.session.hostKeyWarning ? [this.session.hostKeyWarning] : []
   }
 
   describe(): TransportDescription {

@@ -32,15 +32,19 @@ export class TransportUnavailable extends Error {
   override name = 'TransportUnavailable'
 }
 
-/** What a transport could not read on a node, and the refusals it met (the kube-proxy transport keeps both). */
+/**
+ * What a transport could not read on a node, the refusals it met (the kube-proxy transport keeps both), and what the
+ * run must warn about (ssh: a host key accepted unchecked).
+ */
 interface TransportNotes {
   missingTools(): string[]
   forbidden(): string[]
+  warnings(): string[]
 }
 
-export function transportNotes(access: NodeAccess): {missingTools: string[]; forbidden: string[]} {
+export function transportNotes(access: NodeAccess): {missingTools: string[]; forbidden: string[]; warnings: string[]} {
   const notes = access as Partial<TransportNotes>
-  return {missingTools: notes.missingTools?.() ?? [], forbidden: notes.forbidden?.() ?? []}
+  return {missingTools: notes.missingTools?.() ?? [], forbidden: notes.forbidden?.() ?? [], warnings: notes.warnings?.() ?? []}
 }
 
 /** Opens one node's access; made once per run from the options (config files are read once). */

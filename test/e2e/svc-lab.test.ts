@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {describe, test} from 'node:test'
@@ -420,7 +420,7 @@ describe('svc against the netns lab', {skip: why}, () => {
     const dir = mkdtempSync(join(tmpdir(), 'kpd-kh-'))
     try {
       const cfg = join(dir, 'ssh_config')
-      writeFileSync(cfg, (await import('node:fs')).readFileSync(lab.sshConfigPath, 'utf8').replaceAll(join(lab.dir, 'known_hosts'), join(dir, 'empty_known_hosts')))
+      writeFileSync(cfg, readFileSync(lab.sshConfigPath, 'utf8').replaceAll(join(lab.dir, 'known_hosts'), join(dir, 'empty_known_hosts')))
       const refused = await runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', cfg, '-o', 'json'])
       // No node readable: the API-side checks are still reported, every node listed as not checked (required).
       assert.equal(refused.code, 0, refused.stderr)
@@ -438,6 +438,19 @@ describe('svc against the netns lab', {skip: why}, () => {
       const forced = await runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', cfg, '-o', 'json', '--insecure-ignore-host-key'])
       assert.equal(forced.code, 0)
       assert.match(forced.stderr, /warning: host keys are NOT checked/)
+      // Checking turned off by the SSH config, not the flag: the unknown keys are accepted, and each is said.
+      const lenientCfg = join(dir, 'ssh_config_lenient')
+      writeFileSync(lenientCfg, `StrictHostKeyChecking no\n${readFileSync(cfg, 'utf8')}`)
+      const lenient = await runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lenientCfg, '-o', 'json'])
+      assert.equal(lenient.code, 0, lenient.stderr)
+      assert.deepEqual(
+        lenient.stderr.split('\n').filter((l) => /accepted unchecked/.test(l)).map((l) => l.replace(/\[127\.0\.0\.1\]:\d+/, 'ADDRESS')).sort(),
+        ['node-a', 'node-b'].map(
+          (n) =>
+            `kproxy-doctor: warning: ${n}: host key of ${n === 'node-a' ? 'ADDRESS' : 'node-b'} is not in known_hosts and was accepted unchecked (StrictHostKeyChecking in the SSH config): a man-in-the-middle would go unnoticed`,
+        ),
+      )
+      assert.ok(lenient.json.summary.startsWith('✓'), lenient.json.summary)
     } finally {
       rmSync(dir, {recursive: true, force: true})
     }

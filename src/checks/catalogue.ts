@@ -423,6 +423,15 @@ export const CATALOGUE: readonly CodeEntry[] = [
     modes: ALL_MODES,
   },
   {
+    code: 'KPD-ROUTE-LOCALNET-OFF',
+    severity: 'warning',
+    family: 'path',
+    title: 'NodePorts on 127.0.0.1 fail on a node: route_localnet is off',
+    hint: 'Set net.ipv4.conf.all.route_localnet=1 (kube-proxy sets it at start when localhost NodePorts are on) and find what reset it; or turn localhost NodePorts off in kube-proxy (iptables.localhostNodePorts: false).',
+    explains: [],
+    modes: ['iptables'],
+  },
+  {
     code: 'KPD-BRIDGE-NF-OFF',
     severity: 'error',
     family: 'path',

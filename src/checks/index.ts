@@ -29,6 +29,7 @@ import {backendRefused} from './rules/backend-refused.js'
 import {probeContradicts} from './rules/probe-contradicts.js'
 import {nodeForwardingOff} from './rules/node-forwarding.js'
 import {bridgeNetfilterOff} from './rules/bridge-netfilter.js'
+import {routeLocalnetOff} from './rules/route-localnet.js'
 import {routeMissing} from './rules/route-missing.js'
 import {conntrackStale} from './rules/conntrack-stale.js'
 import {conntrackFull} from './rules/conntrack-full.js'
@@ -75,6 +76,7 @@ export const CHECKS: Check[] = [
   filterDrop,
   nodeForwardingOff,
   bridgeNetfilterOff,
+  routeLocalnetOff,
   routeMissing,
   conntrackStale,
   conntrackFull,

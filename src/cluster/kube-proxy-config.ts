@@ -1,10 +1,12 @@
 import {parse as parseYaml} from 'yaml'
+import {inCidr} from '../net/address.js'
 import {DEFAULT_MASQUERADE_BIT, type KubeProxyConfig} from './types.js'
 
 interface KubeProxyConfiguration {
   mode?: unknown
   clusterCIDR?: unknown
-  iptables?: {masqueradeBit?: unknown; masqueradeAll?: unknown}
+  nodePortAddresses?: unknown
+  iptables?: {masqueradeBit?: unknown; masqueradeAll?: unknown; localhostNodePorts?: unknown}
   ipvs?: {scheduler?: unknown; strictARP?: unknown}
 }
 
@@ -17,12 +19,13 @@ export function parseKubeProxyConfig(yaml: string, source: string): KubeProxyCon
     return defaultKubeProxyConfig(`${source} is not valid YAML: ${(e as Error).message.split('\n')[0]}`)
   }
   if (typeof doc !== 'object' || Array.isArray(doc)) return defaultKubeProxyConfig(`${source} is not a KubeProxyConfiguration`)
-  const config: KubeProxyConfig = {mode: text(doc.mode) ?? '', masqueradeBit: DEFAULT_MASQUERADE_BIT, masqueradeAll: false, source}
+  const config: KubeProxyConfig = {mode: text(doc.mode) ?? '', masqueradeBit: DEFAULT_MASQUERADE_BIT, masqueradeAll: false, localhostNodePorts: true, source}
   const clusterCIDR = text(doc.clusterCIDR)
   if (clusterCIDR) config.clusterCIDR = clusterCIDR
   const bit = doc.iptables?.masqueradeBit
   if (typeof bit === 'number' && Number.isInteger(bit) && bit >= 0 && bit <= 31) config.masqueradeBit = bit
   if (doc.iptables?.masqueradeAll === true) config.masqueradeAll = true
+  if (doc.iptables?.localhostNodePorts === false || !nodePortsOnLoopback(doc.nodePortAddresses)) config.localhostNodePorts = false
   const scheduler = text(doc.ipvs?.scheduler)
   if (scheduler) config.ipvsScheduler = scheduler
   if (typeof doc.ipvs?.strictARP === 'boolean') config.ipvsStrictARP = doc.ipvs.strictARP
@@ -30,7 +33,13 @@ export function parseKubeProxyConfig(yaml: string, source: string): KubeProxyCon
 }
 
 export function defaultKubeProxyConfig(reason: string): KubeProxyConfig {
-  return {mode: '', masqueradeBit: DEFAULT_MASQUERADE_BIT, masqueradeAll: false, source: `defaults (${reason})`}
+  return {mode: '', masqueradeBit: DEFAULT_MASQUERADE_BIT, masqueradeAll: false, localhostNodePorts: true, source: `defaults (${reason})`}
+}
+
+/** nodePortAddresses unset or empty means every local address; otherwise a CIDR must hold 127.0.0.1 ("primary" does not). */
+function nodePortsOnLoopback(addresses: unknown): boolean {
+  if (!Array.isArray(addresses) || addresses.length === 0) return true
+  return addresses.some((a) => typeof a === 'string' && inCidr(a, '127.0.0.1'))
 }
 
 function text(value: unknown): string | undefined {

@@ -6,6 +6,11 @@ export interface KubeProxyConfig {
   clusterCIDR?: string
   masqueradeBit: number
   masqueradeAll: boolean
+  /**
+   * iptables mode, IPv4: NodePorts answer on 127.0.0.1 too (iptables.localhostNodePorts, default true, and
+   * nodePortAddresses empty or holding a 127.0.0.0/8 address); kube-proxy then sets conf.all.route_localnet=1.
+   */
+  localhostNodePorts: boolean
   /** IPVS mode: the scheduler (default rr) and strictARP. */
   ipvsScheduler?: string
   ipvsStrictARP?: boolean

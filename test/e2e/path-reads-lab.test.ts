@@ -94,6 +94,26 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
     }
   })
 
+  test('(k) route_localnet=0 on node-b: 127.0.0.1:30080 on node-b fails, its own address still answers; KPD-ROUTE-LOCALNET-OFF on node-b, and nothing else', async () => {
+    lab.clearFaults()
+    const localhost = () => lab.sample(lab.nodeNs('node-b'), '127.0.0.1', 30080, 6)
+    assert.equal(failures(localhost()), 0, 'healthy: localhost NodePorts answer (route_localnet=1, as kube-proxy sets it)')
+    lab.setSysctl('node-b', 'net.ipv4.conf.all.route_localnet', '0')
+    try {
+      assert.equal(failures(localhost()), 6, 'the fault breaks real traffic to 127.0.0.1:30080')
+      assert.equal(failures(lab.sample(lab.nodeNs('node-b'), '10.200.0.12', 30080, 6)), 0, "the node's own address still answers")
+      const r = await web()
+      assert.equal(r.code, 0, r.stdout + r.stderr)
+      assert.deepEqual(problems(r), ['KPD-ROUTE-LOCALNET-OFF node-b'])
+      const f = finding(r, 'KPD-ROUTE-LOCALNET-OFF')
+      assert.match(f.message, /^node-b: route_localnet is off on cbr0, eth0: connections to 127\.0\.0\.1:30080 \(localhost NodePorts of shop\/web\) on node-b fail/)
+      assert.deepEqual(f.argv, [['ssh', '-F', lab.sshConfigPath, 'node-b', 'sudo', 'sysctl', '-w', 'net.ipv4.conf.all.route_localnet=1']])
+    } finally {
+      lab.setSysctl('node-b', 'net.ipv4.conf.all.route_localnet', '1')
+    }
+    assert.equal(failures(localhost()), 0, 'fixed by the printed command')
+  })
+
   for (const kind of ['missing', 'unreachable', 'blackhole'] as const) {
     test(`(g) node-a's route to node-b's pod CIDR ${kind}: KPD-ROUTE-MISSING on node-a naming both node-b endpoints, and nothing else`, async () => {
       lab.breakPodRoute('node-a', 'node-b', kind)

@@ -81,6 +81,8 @@ export class NetnsLab {
     for (const node of NODES) {
       const ns = this.addNs(node.name)
       inNs(ns, 'sysctl', ['-qw', 'net.ipv4.ip_forward=1'])
+      // What kube-proxy sets at start in iptables mode for NodePorts on 127.0.0.1 (localhostNodePorts).
+      inNs(ns, 'sysctl', ['-qw', 'net.ipv4.conf.all.route_localnet=1'])
       // REJECT answers with ICMP, which the kernel rate-limits per peer: turn that off so every rejected try shows.
       inNs(ns, 'sysctl', ['-qw', 'net.ipv4.icmp_ratelimit=0'])
       attach(ns, 'eth0', `u${node.key}`, `${node.ip}/24`)

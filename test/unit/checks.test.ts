@@ -616,6 +616,26 @@ checkTester('the node under the path: forwarding, bridge netfilter, routes, conn
     state: {...withPath({'node-a': {sysctl: {'net.bridge.bridge-nf-call-iptables': '0'}}}), pods: labPods().filter((p) => p.name !== 'web-a1')},
     findings: [],
   },
+  {
+    name: 'route_localnet=0 on node-b: its localhost NodePort 127.0.0.1:30080 fails',
+    state: withPath({'node-b': {sysctl: {'net.ipv4.conf.all.route_localnet': '0'}}}),
+    findings: [['KPD-ROUTE-LOCALNET-OFF', 'node-b', 'warning']],
+  },
+  {
+    name: 'route_localnet=0 on conf.all but 1 on the interfaces the endpoint routes use: no finding',
+    state: withPath({'node-b': {sysctl: {'net.ipv4.conf.all.route_localnet': '0', 'net.ipv4.conf.cbr0.route_localnet': '1', 'net.ipv4.conf.eth0.route_localnet': '1'}}}),
+    findings: [],
+  },
+  {
+    name: 'route_localnet=0 where kube-proxy has localhost NodePorts off: not judged',
+    state: {...withPath({'node-b': {sysctl: {'net.ipv4.conf.all.route_localnet': '0'}}}), editCluster: (c) => void (c.proxyConfig.localhostNodePorts = false)},
+    findings: [],
+  },
+  {
+    name: 'route_localnet=0 for a Service without NodePorts: not judged',
+    state: {...withPath({'node-b': {sysctl: {'net.ipv4.conf.all.route_localnet': '0'}}}), web: {type: 'ClusterIP', ports: [{...WEB.ports[0], nodePort: undefined}]}},
+    findings: [],
+  },
   {name: "node-a's route to node-b's pod CIDR deleted: the default route takes it", state: withPath({'node-a': {podRoute: 'missing'}}), findings: [['KPD-ROUTE-MISSING', 'node-a', 'error']]},
   {name: "node-a's route to node-b's pod CIDR unreachable", state: withPath({'node-a': {podRoute: 'unreachable'}}), findings: [['KPD-ROUTE-MISSING', 'node-a', 'error']]},
   {
@@ -670,6 +690,16 @@ test('node path findings: exact messages and next steps', () => {
       'ssh node-b sudo modprobe br_netfilter',
       'Then set net.bridge.bridge-nf-call-iptables=1 (sysctl -w on node-b), and load br_netfilter at boot (/etc/modules-load.d).',
       ['sysctl: cannot stat /proc/sys/net/bridge/bridge-nf-call-iptables'],
+    ],
+  ])
+  assert.deepEqual(findings({'node-b': {sysctl: {'net.ipv4.conf.all.route_localnet': '0'}}}), [
+    [
+      'KPD-ROUTE-LOCALNET-OFF',
+      'node-b',
+      'node-b: route_localnet is off on cbr0, eth0: connections to 127.0.0.1:30080 (localhost NodePorts of shop/web) on node-b fail: the kernel drops a packet from 127.0.0.1 routed to endpoint 10.244.2.10, 10.244.2.11 (out of cbr0); 10.244.1.10 (out of eth0) as a martian',
+      'ssh node-b sudo sysctl -w net.ipv4.conf.all.route_localnet=1',
+      "kube-proxy sets it only when it starts: find what reset it on node-b (a sysctl.d file re-applied, a hardening script). To turn localhost NodePorts off instead, set iptables.localhostNodePorts: false in kube-proxy's configuration.",
+      ['sysctl net.ipv4.conf.all.route_localnet = 0'],
     ],
   ])
   assert.deepEqual(findings({'node-a': {podRoute: 'missing'}}), [

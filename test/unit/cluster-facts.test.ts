@@ -49,8 +49,14 @@ test('kube-proxy configuration: read with a YAML loader (flow style, quotes, com
     'kind: KubeProxyConfiguration\nmode: "ipvs" # comment\nclusterCIDR: 10.244.0.0/16\niptables: {masqueradeBit: 15, masqueradeAll: true}\nipvs:\n  scheduler: lc\n  strictARP: true\n',
     'cm',
   )
-  assert.deepEqual(flow, {mode: 'ipvs', clusterCIDR: '10.244.0.0/16', masqueradeBit: 15, masqueradeAll: true, ipvsScheduler: 'lc', ipvsStrictARP: true, source: 'cm'})
-  assert.deepEqual(parseKubeProxyConfig('iptables:\n  masqueradeBit: 99\n', 'cm'), {mode: '', masqueradeBit: 14, masqueradeAll: false, source: 'cm'})
+  assert.deepEqual(flow, {mode: 'ipvs', clusterCIDR: '10.244.0.0/16', masqueradeBit: 15, masqueradeAll: true, localhostNodePorts: true, ipvsScheduler: 'lc', ipvsStrictARP: true, source: 'cm'})
+  assert.deepEqual(parseKubeProxyConfig('iptables:\n  masqueradeBit: 99\n', 'cm'), {mode: '', masqueradeBit: 14, masqueradeAll: false, localhostNodePorts: true, source: 'cm'})
+  // Localhost NodePorts: on by default; off by iptables.localhostNodePorts or nodePortAddresses without 127.0.0.0/8.
+  const localhost = (yaml: string) => parseKubeProxyConfig(yaml, 'cm').localhostNodePorts
+  assert.deepEqual(
+    ['', 'iptables: {localhostNodePorts: false}\n', 'nodePortAddresses: []\n', 'nodePortAddresses: [127.0.0.0/8]\n', 'nodePortAddresses: [10.0.0.0/8]\n', 'nodePortAddresses: [primary]\n', 'nodePortAddresses: [10.0.0.0/8, 127.0.0.1/32]\n'].map(localhost),
+    [true, false, true, true, false, false, true],
+  )
   const broken = parseKubeProxyConfig('mode: [unclosed\n', 'cm')
   assert.equal(broken.mode, '')
   assert.match(broken.source, /^defaults \(cm is not valid YAML: /)

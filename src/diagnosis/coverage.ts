@@ -14,7 +14,7 @@ const PROBE_CODES = ['KPD-VIP-FAILS', 'KPD-ENDPOINT-CROSS-NODE', 'KPD-BACKEND-RE
 const HEALTH_CODES = ['KPD-PROXY-UNHEALTHY']
 const METRICS_CODES = ['KPD-PROXY-STUCK', 'KPD-PROXY-SYNC-FAILURES']
 const DNS_CODES = ['KPD-DNS-NO-ANSWER']
-const SYSCTL_CODES = ['KPD-NODE-FORWARDING-OFF', 'KPD-BRIDGE-NF-OFF']
+const SYSCTL_CODES = ['KPD-NODE-FORWARDING-OFF', 'KPD-BRIDGE-NF-OFF', 'KPD-ROUTE-LOCALNET-OFF']
 const ROUTE_CODES = ['KPD-ROUTE-MISSING']
 const CONNTRACK_CODES = ['KPD-CONNTRACK-STALE', 'KPD-CONNTRACK-FULL']
 const PATH_READ_CODES = [...SYSCTL_CODES, ...ROUTE_CODES, ...CONNTRACK_CODES]
@@ -65,7 +65,7 @@ const entry = (node: string | null, check: CoverageCheck, reason: string, requir
  * could not (node unreadable, no way in, RBAC denial, tool missing, read failed, endpoint not answering, DNS not
  * asked, mode not judged). Not required: what the user opted out of (--via none, --no-probe) or what the input cannot
  * give by nature (a snapshot opens no connection; kube-proxy's Pod cannot open TCP to other addresses; a scan makes
- * no packet-path reads and no probes; lookups over the per-node cap).
+ * no probes; lookups over the per-node cap).
  */
 export function notChecked(inputs: CoverageInputs): NotChecked[] {
   const out: NotChecked[] = []
@@ -102,7 +102,7 @@ function nodeGaps(o: NodeObservation, via: NodeReadVia | undefined, dnsPrefix: s
     out.push(entry(o.name, check, what, true))
   }
   const path = o.path
-  if (!path) out.push(entry(o.name, 'path-reads', 'no packet-path reads were made or recorded for this node (a scan does not make them; an older bundle has no path-reads.json)', false))
+  if (!path) out.push(entry(o.name, 'path-reads', 'no packet-path reads were recorded for this node (an older bundle has no path-reads.json)', false))
   else {
     if (path.sysctls?.status === 'not-read') out.push(entry(o.name, 'sysctls', path.sysctls.reason, true))
     if (path.routeTable?.status === 'not-read') out.push(entry(o.name, 'routes', path.routeTable.reason, true))

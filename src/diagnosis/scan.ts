@@ -8,6 +8,7 @@ import type {ClusterState} from '../cluster/types.js'
 import {DiagnosisError} from '../errors.js'
 import {notProxiedReason} from '../model/expected.js'
 import type {NodeObservation} from '../node/bundle.js'
+import type {PathTargets} from '../node/collect-node.js'
 import {selectNodes} from '../node/select-nodes.js'
 import {diagnose, type DiagnoseOptions, type Diagnosis} from './diagnose.js'
 import {hostKeyWarnings, readNodesLive, readSnapshotNodes, type LiveOptions, type ProgressEvent} from './gather.js'
@@ -57,7 +58,7 @@ export async function scanLive(opts: ScanLiveOptions): Promise<ScanResult> {
   const endpointNodes = new Set(states.flatMap((s) => (s.state ? s.state.slices.flatMap((sl) => (sl.endpoints ?? []).map((e) => e.nodeName ?? '')) : [])))
   const selection = selectNodes(nodes, endpointNodes, {only: opts.nodes, all: opts.allNodes})
   const dns = dnsSelfLookup(states.find((s) => s.state)?.state)
-  const {observations, readVia, warnings} = await readNodesLive(nodes, selection.names, opts, dns)
+  const {observations, readVia, warnings} = await readNodesLive(nodes, selection.names, opts, dns, scanPathTargets(states))
   const reach = await liveReach(opts, readVia, nodes)
   return {outcomes: judge(states, observations, {...opts, readVia, reach}, opts.onProgress), observations, selectionNote: selection.note, warnings: [...hostKeyWarnings(opts), ...warnings], notes: SCAN_NOTES}
 }
@@ -123,6 +124,24 @@ function judgeOne(
   if (reason) return {...base, skipped: reason}
   if (!state) return {...base, skipped: `not diagnosed: ${unreadable ?? 'unreadable'}`}
   return {...base, diagnosis: diagnose(state, observations, opts)}
+}
+
+/**
+ * The packet-path reads of a scan, made once per node for every Service: the sysctls and routes of every endpoint
+ * (the per-node cap of route lookups applies; the rest are listed as skipped), and conntrack only for the UDP and SCTP
+ * ClusterIPs: a TCP entry to an old address is never judged (a new connection takes a new entry), so reading conntrack
+ * for each TCP Service would cost one read per Service and find nothing.
+ */
+function scanPathTargets(states: ServiceState[]): PathTargets {
+  const diagnosed = states.flatMap((s) => (s.state ? [s.state] : []))
+  const endpointAddresses = [...new Set(diagnosed.flatMap((c) => c.slices.flatMap((sl) => (sl.endpoints ?? []).flatMap((e) => e.addresses ?? []))))].sort()
+  const serviceAddresses = diagnosed.flatMap((c) => {
+    const spec = c.service.spec
+    const ips = (spec?.clusterIPs ?? (spec?.clusterIP ? [spec.clusterIP] : [])).filter((ip) => ip !== 'None')
+    const protocols = [...new Set((spec?.ports ?? []).map((p) => (p.protocol ?? 'TCP').toLowerCase()))].filter((p) => p === 'udp' || p === 'sctp').sort() as Array<'udp' | 'sctp'>
+    return ips.flatMap((address) => protocols.map((protocol) => ({address, protocol})))
+  })
+  return {endpointAddresses, serviceAddresses}
 }
 
 /** The cluster DNS Service's own name, asked from each node once. */

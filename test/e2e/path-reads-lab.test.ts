@@ -114,6 +114,43 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
     assert.equal(failures(localhost()), 0, 'fixed by the printed command')
   })
 
+  test('scan live: the packet-path reads are made once per node for every Service; ip_forward=0 and a stale DNS entry are found on node-a for the Services they break', async () => {
+    lab.clearFaults()
+    const scan = (...extra: string[]) => runCli(['scan', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json', ...extra], {}, 150_000)
+    const scanned = (r: CliResult) =>
+      (r.json?.services ?? [])
+        .flatMap((s: {service: {namespace: string; name: string}; findings: Finding[]}) =>
+          s.findings.filter((f) => f.severity !== 'info').map((f) => `${s.service.namespace}/${s.service.name} ${f.code} ${f.node ?? '-'}`),
+        )
+        .sort()
+    const healthy = await scan('-A')
+    assert.equal(healthy.code, 0, healthy.stdout + healthy.stderr)
+    assert.deepEqual(scanned(healthy), [])
+    const pathGaps = (r: CliResult) =>
+      r.json.services.flatMap((s: {notChecked: Array<{check: string; node: string | null}>}) => s.notChecked.filter((n) => ['path-reads', 'sysctls', 'routes', 'conntrack'].includes(n.check)))
+    assert.deepEqual(pathGaps(healthy), [], 'every path read was made')
+    const stalePort = 40054
+    lab.staleDnsConntrack('client-a', stalePort, '10.244.1.54')
+    lab.setSysctl('node-a', 'net.ipv4.ip_forward', '0')
+    const keepAsking = setInterval(() => lab.dnsQuery('client-a', WEB_NAME, stalePort), 5000)
+    try {
+      const r = await scan('-A')
+      assert.equal(r.code, 1, r.stdout + r.stderr)
+      const found = scanned(r)
+      for (const expected of ['kube-system/kube-dns KPD-CONNTRACK-STALE node-a', 'kube-system/kube-dns KPD-NODE-FORWARDING-OFF node-a', 'shop/web KPD-NODE-FORWARDING-OFF node-a'])
+        assert.ok(found.includes(expected), `${expected} in ${found.join('; ')}`)
+      assert.deepEqual(
+        found.filter((f: string) => !/ KPD-DNS-NO-ANSWER /.test(f)),
+        ['kube-system/kube-dns KPD-CONNTRACK-STALE node-a', 'kube-system/kube-dns KPD-NODE-FORWARDING-OFF node-a', 'shop/web KPD-NODE-FORWARDING-OFF node-a'],
+        'and nothing else (node-b cannot ask DNS through node-a: a true consequence)',
+      )
+    } finally {
+      clearInterval(keepAsking)
+      lab.setSysctl('node-a', 'net.ipv4.ip_forward', '1')
+      lab.clearFaults()
+    }
+  })
+
   for (const kind of ['missing', 'unreachable', 'blackhole'] as const) {
     test(`(g) node-a's route to node-b's pod CIDR ${kind}: KPD-ROUTE-MISSING on node-a naming both node-b endpoints, and nothing else`, async () => {
       lab.breakPodRoute('node-a', 'node-b', kind)

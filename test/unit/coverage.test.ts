@@ -191,7 +191,7 @@ describe('a snapshot: the probes and the packet-path reads it does not hold are 
   test('healthy example: JSON notChecked exactly, headline ✓, the human "Not checked" section groups the nodes', async () => {
     const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/healthy-cluster', '-o', 'json'])
     assert.equal(r.code, 0)
-    const pathReason = 'no packet-path reads were made or recorded for this node (a scan does not make them; an older bundle has no path-reads.json)'
+    const pathReason = 'no packet-path reads were recorded for this node (an older bundle has no path-reads.json)'
     const probeReason = 'live probes are not run from a snapshot (it opens no connection): the diagnosis is static only'
     assert.deepEqual(rows(r.json), [
       ['node-a', 'path-reads', false, pathReason],

@@ -46,6 +46,8 @@ export interface RemoteHalf {
   ok: boolean | null
   breaksAt: Step | null
   detail: string
+  /** The walk of the half on the endpoint's node (when followed), for --explain. */
+  trace?: TraceResult
 }
 
 /** A stand-in address outside the cluster, from TEST-NET-3 (RFC 5737): never sent to, only traced. */
@@ -426,7 +428,7 @@ export function followEndpoints(paths: PathResult[], nodes: PathNode[], endpoint
           const why = vocab.has(e.nodeName!) ? 'its half was not traced (too many endpoint halves, or no source address for the masqueraded packet)' : `${e.nodeName}'s rules were not read`
           return {...base, followed: false, ok: null, breaksAt: null, detail: `not followed: ${why}`}
         }
-        return {...base, followed: true, ...judgeHalf(h, vocab.get(h.node)!)}
+        return {...base, followed: true, ...judgeHalf(h, vocab.get(h.node)!), trace: h.trace}
       })
       .sort((a, b) => a.node.localeCompare(b.node) || a.endpoint.localeCompare(b.endpoint))
     if (path.ok !== true) continue

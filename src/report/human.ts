@@ -153,6 +153,15 @@ function renderWalks(r: Report, c: ChalkInstance, width: number): string[] {
     lines.push('', ...wrapProse(`${c.bold(`${p.node} ${ps.map((x) => x.entry).join(', ')} (${p.port})`)}: ${status}${which}${why ? '' : `: ${p.detail}`}`, width, '', '    '))
     // The rules are not where a hairpin path breaks: the heading (which backend, which bridge port) says it all.
     if (p.breaksAt === 'bridge/hairpin') continue
+    const half = p.breaksOn && p.breaksOn !== p.node ? p.remote.find((h) => h.node === p.breaksOn && h.ok !== true && h.trace) : undefined
+    if (half?.trace) {
+      // Its own node forwards it: the walk that matters is the endpoint's half, where it breaks.
+      const endpoint = half.endpoint.replace(/:\d+$/, '')
+      const badHalf = (o: Outcome) => (o.verdict !== 'DNAT' && o.verdict !== 'ACCEPT') || (!!o.destination && o.destination !== endpoint && o.destination !== half.endpoint)
+      lines.push(...wrapProse(c.dim(`on ${half.node}, arriving DNATed to ${half.endpoint}${half.pod ? ` (${half.pod})` : ''} from ${p.node}:`), width, '  ', '    '))
+      lines.push(...renderWalk(half.trace, c, width, {bad: badHalf, why: `breaks at ${where(p)}`, indent: '  '}))
+      continue
+    }
     lines.push(...renderWalk(t, c, width, {bad: p.ok === false ? (o) => isBad(p, o) : undefined, why: why ?? `breaks at ${where(p)}`}))
   }
   if (lines.length > 0) lines.splice(1, 0, c.bold('Walks') + c.dim(' (short rules; the full ones: -o json --explain)'))

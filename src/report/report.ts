@@ -217,7 +217,7 @@ export function buildReport(d: Diagnosis, opts: ReportOptions = {}): Report {
       breaksAt: p.breaksAt,
       breaksOn: p.breaksOn,
       detail: p.detail,
-      remote: p.remote.map((h) => ({...h})),
+      remote: p.remote.map(({trace, ...h}) => ({...h, ...(opts.explain && trace ? {trace} : {})})),
       ignoredBy: d.ignoredBreaks.get(p) ?? null,
       ...(opts.explain ? {trace: p.trace} : {}),
     })),

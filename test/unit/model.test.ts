@@ -81,7 +81,7 @@ const diagnosed = (state: OfflineOptions) => {
 }
 const path = (d: Diagnosis, node: string, entry: string) => {
   const p = d.paths.find((x) => x.node === node && x.entry === entry)!
-  return {ok: p.ok, breaksAt: p.breaksAt, breaksOn: p.breaksOn, detail: p.detail, remote: p.remote}
+  return {ok: p.ok, breaksAt: p.breaksAt, breaksOn: p.breaksOn, detail: p.detail, remote: p.remote.map(({trace: _trace, ...h}) => h)}
 }
 /** A Calico chain in node-b's FORWARD dropping new connections to web-b2 (10.244.2.11). */
 const calicoDropsWebB2 = (text: string) =>
@@ -132,6 +132,23 @@ test("paths across two nodes: node-b's FORWARD drops web-b2, so node-a's pod→C
     narrow.join('\n'),
   )
   assert.ok(narrow.every((l) => l.length <= 80))
+  // --explain: node-a's walk is the half on node-b where it breaks (its own half forwards it), the drop marked ✗.
+  const explained = renderHuman(buildReport(d, {meta: {toolVersion: 't', time: 't', context: null}, explain: true}), new Chalk({level: 0}), 200).split('\n')
+  const at = explained.findIndex((l) => l.startsWith('node-a pod→ClusterIP'))
+  assert.ok(at > 0, explained.join('\n'))
+  const walk = explained.slice(at, explained.indexOf('', at) === -1 ? undefined : explained.indexOf('', at))
+  const half = walk.indexOf('  on node-b, arriving DNATed to 10.244.2.11:8080 (web-b2) from node-a:')
+  assert.deepEqual(walk.slice(half + 1), ['    1   nat/PREROUTING:46 → KUBE-SERVICES', '    2   filter/FORWARD:15 → cali-FORWARD:25 -d 10.244.2.11/32 → DROP', '    ⇒   DROP ✗'], walk.join('\n'))
+  assert.ok(!walk.some((l) => /KUBE-SVC-/.test(l)), 'the first half (node-a\'s DNAT) is not walked again')
+  const json = buildReport(d, {meta: {toolVersion: 't', time: 't', context: null}, explain: true}).paths.find((p) => p.node === 'node-a' && p.entry === 'pod→ClusterIP')!
+  assert.deepEqual(
+    json.remote.map((h) => [h.endpoint, h.trace?.verdict]),
+    [
+      ['10.244.2.10:8080', 'ACCEPT'],
+      ['10.244.2.11:8080', 'DROP'],
+    ],
+  )
+  assert.ok(buildReport(d, {meta: {toolVersion: 't', time: 't', context: null}}).paths.every((p) => p.remote.every((h) => !('trace' in h))), 'no walk without --explain')
 })
 
 test('paths across two nodes: healthy, both halves ✓, the JSON shape exact', () => {

@@ -6,6 +6,8 @@ import {parseIp} from '../net/address.js'
  */
 export const NODE_COMMANDS = {
   uid: 'id -u',
+  /** Whether the dumps can come back compressed (the SSH transport asks once per node). */
+  hasGzip: 'command -v gzip',
   iptablesSave: 'iptables-save',
   nftRulesetJson: 'nft -j list ruleset',
   nftRuleset: 'nft list ruleset',
@@ -35,6 +37,32 @@ export const NODE_COMMANDS = {
 } as const
 
 export type NodeCommand = keyof typeof NODE_COMMANDS
+
+/** The dumps, large and text: compressed on the wire where the node has gzip (see compressedCommandLine). */
+const COMPRESSIBLE: ReadonlySet<NodeCommandKey> = new Set<NodeCommandKey>(['iptablesSave', 'nftRulesetJson', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave', 'ipvsadm', 'ipsetSave'])
+
+export function isCompressible(key: NodeCommandKey): boolean {
+  return COMPRESSIBLE.has(key)
+}
+
+/** What follows a compressed command's own output inside the stream: its exit status (the pipeline's is gzip's). */
+const EXIT_TRAILER = '\n#kpd-exit '
+
+/**
+ * An allow-listed line whose output goes through `gzip -1` (kube-proxy's dumps shrink about 5×), its exit status
+ * appended inside the compressed stream, after a newline, so the output itself comes back byte for byte.
+ */
+export function compressedCommandLine(line: CommandLine): CommandLine {
+  return `{ ${line}; printf '${EXIT_TRAILER.replace('\n', '\\n')}%d\\n' "$?"; } | gzip -1` as CommandLine
+}
+
+/** Undoes compressedCommandLine: the output and the command's exit status (null when the stream was cut short). */
+export function splitCompressedOutput(plain: Buffer): {code: number | null; stdout: Buffer} {
+  const at = plain.lastIndexOf(EXIT_TRAILER)
+  const m = at >= 0 ? /^(\d+)\n$/.exec(plain.subarray(at + EXIT_TRAILER.length).toString('latin1')) : null
+  if (!m) return {code: null, stdout: plain}
+  return {code: Number(m[1]), stdout: plain.subarray(0, at)}
+}
 
 const NEEDS_ROOT: ReadonlySet<NodeCommand> = new Set(['iptablesSave', 'nftRulesetJson', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave', 'ipvsadm', 'ipsetSave', 'cniResults'])
 

@@ -14,6 +14,8 @@ export interface SshHostConfig {
   hostKeyAlias?: string
   identitiesOnly: boolean
   connectTimeoutSeconds?: number
+  /** Compression yes: the dumps come back through gzip -1 where the node has it (see ssh-transport.ts). */
+  compression?: boolean
 }
 
 interface Block {
@@ -106,6 +108,7 @@ export function resolveHost(blocks: Block[], alias: string, fallbackHostName: st
     hostKeyAlias: get('hostkeyalias'),
     identitiesOnly: get('identitiesonly')?.toLowerCase() === 'yes',
     connectTimeoutSeconds: get('connecttimeout') ? Number(get('connecttimeout')) : undefined,
+    compression: get('compression')?.toLowerCase() === 'yes',
   }
 }
 

@@ -9,7 +9,7 @@ import {runCli} from '../helpers/run-cli.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
 import {tryRun} from '../lab/sh.js'
 import {readNodeBundle} from '../../src/node/bundle.js'
-import {buildCommandLine} from '../../src/node/node-commands.js'
+import {buildCommandLine, compressedCommandLine} from '../../src/node/node-commands.js'
 
 const why = labUnavailable()
 if (why) {
@@ -30,15 +30,18 @@ describe('node reads against the netns lab: what is sent to the node, and what c
     const nftJson = tryRun('ip', ['netns', 'exec', ns, 'nft', '-j', 'list', 'ruleset'])
     const ipvs = tryRun('ip', ['netns', 'exec', ns, 'ipvsadm', '-Sn'])
     const line = buildCommandLine
+    // The lab's nodes have gzip; node-a's SSH config says Compression yes: its dumps come compressed.
+    const gz = (key: Parameters<typeof buildCommandLine>[0]) => (nodeName === 'node-a' ? compressedCommandLine(line(key as 'uid', true)) : line(key as 'uid', true))
     return [
       line('uid', true),
-      line('iptablesSave', true),
-      line('nftRulesetJson', true),
-      ...(nftJson.code === 0 && nftJson.stdout.trimStart().startsWith('{') ? [] : [line('nftRuleset', true)]),
-      line('iptablesLegacySave', true),
-      line('iptablesNftSave', true),
-      line('ipvsadm', true),
-      ...(ipvs.code === 0 ? [line('ipsetSave', true), line('kubeIpvs0', true), line('sysctls', true)] : []),
+      ...(nodeName === 'node-a' ? [line('hasGzip', true)] : []),
+      gz('iptablesSave'),
+      gz('nftRulesetJson'),
+      ...(nftJson.code === 0 && nftJson.stdout.trimStart().startsWith('{') ? [] : [gz('nftRuleset')]),
+      gz('iptablesLegacySave'),
+      gz('iptablesNftSave'),
+      gz('ipvsadm'),
+      ...(ipvs.code === 0 ? [gz('ipsetSave'), line('kubeIpvs0', true), line('sysctls', true)] : []),
       line('network', true),
       line('cniResults', true),
       line('routeTable', true),
@@ -69,7 +72,7 @@ describe('node reads against the netns lab: what is sent to the node, and what c
     for (const node of ['node-a', 'node-b']) {
       const runs = lines.filter((l) => l.includes(` ${node} [ssh `) && / run [a-zA-Z]+/.test(l))
       // `uid` is the SSH session's own question at login (is sudo needed?), not a read of the node.
-      assert.equal(runs.length, lab.commandLog(node).filter((c) => c !== buildCommandLine('uid', true)).length, `one verbose line per command sshd received on ${node}:\n${runs.join('\n')}`)
+      assert.equal(runs.length, lab.commandLog(node).filter((c) => c !== buildCommandLine('uid', true) && c !== buildCommandLine('hasGzip', true)).length, `one verbose line per command sshd received on ${node}:\n${runs.join('\n')}`)
       for (const l of runs) assert.match(l, / → exit \d+, \d+ (B|KiB) in \d+\.\d\ds$/)
       assert.ok(
         lines.some((l) => l.includes(`${node}: proxy mode iptables (${JSON.parse(r.stdout).nodes.find((n: {name: string}) => n.name === node).modeSource})`)),

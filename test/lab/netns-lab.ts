@@ -476,6 +476,8 @@ export class NetnsLab {
         `  UserKnownHostsFile ${join(this.dir, 'known_hosts')}`,
         '  IdentitiesOnly yes',
         ...(node.key === 'a' ? [] : [`  HostKeyAlias ${node.name}`]),
+        // node-a's dumps come back through gzip (OpenSSH's knob for slow links), node-b's plain: every lab run reads both ways.
+        ...(node.key === 'a' ? ['  Compression yes'] : []),
         '',
       )
     }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
-import {mkdtempSync, readdirSync, readFileSync, rmSync} from 'node:fs'
+import {spawnSync} from 'node:child_process'
+import {mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {Duplex} from 'node:stream'
@@ -179,6 +180,67 @@ test('ssh transport: only allow-list keys reach exec (refused by the type checke
   const root = recordingSession('0')
   await new SshNodeAccess(root).run('ipvsadm')
   assert.deepEqual(root.lines, ['id -u', 'ipvsadm -Sn'])
+})
+
+/**
+ * A session that runs each line with the real shell and the real gzip of this machine, with the dump programs
+ * replaced by scripts in a folder put first on PATH (they print a fixed dump and exit with a chosen status).
+ */
+function shellSession(bin: string): SshChannel & {lines: string[]} {
+  const lines: string[] = []
+  return {
+    lines,
+    host: {hostName: '10.0.0.7', port: 22, compression: true},
+    exec(command: CommandLine): Promise<ExecResult> {
+      lines.push(command)
+      const r = spawnSync('sh', ['-c', command], {env: {...process.env, PATH: `${bin}:${process.env.PATH}`}, maxBuffer: 1 << 28})
+      return Promise.resolve({code: r.status, stdout: r.stdout, stderr: r.stderr.toString()})
+    },
+    forward: () => Promise.reject(new Error('no forwarding here')),
+    close() {},
+  }
+}
+
+test('ssh transport with Compression yes: dumps come back through gzip where the node has it, byte for byte, with the command\'s own exit status', async () => {
+  const bin = mkdtempSync(join(tmpdir(), 'kpd-gzip-'))
+  try {
+    // A 2 MB dump without a final newline, that ends in text that looks like the trailer; and a failing read.
+    const dump = `*nat\n${'-A KUBE-SERVICES -d 10.96.0.1/32 -p tcp -m tcp --dport 443 -j KUBE-SVC-NPX46M4PTMTKRN6Y\n'.repeat(24_000)}#kpd-exit 7`
+    writeFileSync(join(bin, 'dump.txt'), dump)
+    writeFileSync(join(bin, 'iptables-save'), `#!/bin/sh\ncat '${join(bin, 'dump.txt')}'\n`, {mode: 0o755})
+    writeFileSync(join(bin, 'ipvsadm'), '#!/bin/sh\necho "Can\'t initialize ipvs: Protocol not available" >&2\nexit 2\n', {mode: 0o755})
+    const session = shellSession(bin)
+    const access = new SshNodeAccess(session)
+    const save = await access.run('iptablesSave')
+    assert.ok(save.kind === 'ran')
+    assert.equal(save.code, 0)
+    assert.equal(save.stdout.toString(), dump, 'the dump, exact')
+    const ipvs = await access.run('ipvsadm')
+    assert.deepEqual(ipvs.kind === 'ran' && [ipvs.code, ipvs.stdout.length, ipvs.stderr.trim()], [2, 0, "Can't initialize ipvs: Protocol not available"])
+    const net = await access.run('routeTable')
+    assert.ok(net.kind === 'ran' && net.code !== null, 'a small read is not compressed')
+    assert.deepEqual(session.lines.slice(0, 3), ['id -u', 'command -v gzip', `{ ${process.getuid?.() === 0 ? '' : 'sudo -n '}iptables-save; printf '\\n#kpd-exit %d\\n' "$?"; } | gzip -1`])
+    assert.equal(session.lines[4], 'ip route show')
+    // Compression yes on a node without gzip: asked once, then plain.
+    const noGzip = {...shellSession(bin), host: {hostName: '10.0.0.7', port: 22, compression: true}}
+    const exec = noGzip.exec
+    noGzip.exec = (command: CommandLine) => {
+      if (command !== 'command -v gzip') return exec(command)
+      noGzip.lines.push(command)
+      return Promise.resolve({code: 1, stdout: Buffer.alloc(0), stderr: ''})
+    }
+    const withoutGzip = new SshNodeAccess(noGzip)
+    assert.equal(((await withoutGzip.run('iptablesSave')) as {stdout: Buffer}).stdout.toString(), dump)
+    await withoutGzip.run('ipvsadm')
+    assert.deepEqual(noGzip.lines.slice(-3), ['command -v gzip', process.getuid?.() === 0 ? 'iptables-save' : 'sudo -n iptables-save', 'ipvsadm -Sn'])
+    // Without Compression yes (OpenSSH's default), the same dump comes plain and gzip is not even asked about.
+    const plainSession = {...shellSession(bin), host: {hostName: '10.0.0.7', port: 22}}
+    const plainSave = await new SshNodeAccess(plainSession).run('iptablesSave')
+    assert.equal(plainSave.kind === 'ran' && plainSave.stdout.toString(), dump)
+    assert.deepEqual(plainSession.lines, ['id -u', process.getuid?.() === 0 ? 'iptables-save' : 'sudo -n iptables-save'])
+  } finally {
+    rmSync(bin, {recursive: true, force: true})
+  }
 })
 
 test('loggedAccess: one line per command, stream and file read with the transport, outcome and duration; results unchanged', async () => {

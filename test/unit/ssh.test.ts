@@ -20,6 +20,7 @@ Host node-* !node-9
 Host node-1
   HostName override.example
   Port 22
+  Compression yes
 Host *
   User fallback
   IdentityFile /etc/ssh/extra_key
@@ -37,10 +38,12 @@ test('ssh config: first value wins, IdentityFile accumulates, negated patterns, 
   assert.equal(n1.identitiesOnly, true)
   assert.equal(n1.strictHostKeyChecking, 'no')
   assert.deepEqual(n1.userKnownHostsFiles, ['/tmp/kh1', '/tmp/kh2'])
+  assert.equal(n1.compression, true)
   const n9 = resolveHost(blocks, 'node-9', '192.168.1.9')
   assert.equal(n9.hostName, '192.168.1.9', 'no HostName: the node address is used')
   assert.equal(n9.user, 'fallback')
   assert.equal(n9.port, 22)
+  assert.equal(n9.compression, false, "OpenSSH's default: no compression")
 })
 
 test('known_hosts: plain, [host]:port, hashed entries, mismatch and unknown', () => {

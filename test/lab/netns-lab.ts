@@ -1,7 +1,6 @@
 import type {ChildProcess} from 'node:child_process'
 import {randomBytes} from 'node:crypto'
 import {existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
-import {createServer} from 'node:net'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {LabApiServer} from './apiserver.js'
@@ -13,6 +12,7 @@ import {inNs, run, sleep, startDaemon, tryRun} from './sh.js'
 import type {FakeKubeProxyState} from './fake-kube-proxy.js'
 import {foreignFilterRules, type ForeignFilterRules} from './foreign-rules.js'
 import {fileURLToPath} from 'node:url'
+import {freePort} from '../helpers/free-port.js'
 
 const LAB_TOKEN = 'kpd-lab-token-' + randomBytes(6).toString('hex')
 
@@ -366,16 +366,6 @@ export class NetnsLab {
     )
   }
 
-  private async freePort(): Promise<number> {
-    return new Promise((resolve) => {
-      const s = createServer()
-      s.listen(0, '127.0.0.1', () => {
-        const port = (s.address() as {port: number}).port
-        s.close(() => resolve(port))
-      })
-    })
-  }
-
   private readonly sshd = new Map<string, ChildProcess>()
 
   /** (Re)starts a node's sshd, inside the node's namespace; `forwarding` false refuses port forwards. */
@@ -459,7 +449,7 @@ export class NetnsLab {
       const hostKey = join(this.dir, `hostkey-${node.key}`)
       run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', hostKey])
       this.startSshd(node, true)
-      const port = await this.freePort()
+      const port = await freePort()
       this.sshPorts.set(node.name, port)
       const relay = join(this.dir, `relay-${node.key}.sh`)
       writeFileSync(relay, `#!/bin/sh\nexec ip netns exec ${this.nodeNs(node)} socat STDIO TCP:127.0.0.1:22\n`, {mode: 0o755})

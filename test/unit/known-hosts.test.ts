@@ -5,12 +5,12 @@
 import assert from 'node:assert/strict'
 import {spawn, spawnSync} from 'node:child_process'
 import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
-import {createServer} from 'node:net'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {test} from 'node:test'
 import ssh2 from 'ssh2'
 import {checkKnownHosts, hostKeyAlgorithms, knownHostsName} from '../../src/node/known-hosts.js'
+import {freePort} from '../helpers/free-port.js'
 
 const blob = (pub: string) => Buffer.from(pub.trim().split(/\s+/)[1], 'base64')
 
@@ -41,16 +41,6 @@ test('known_hosts: a @revoked key is refused even where another line lists it; r
     rmSync(dir, {recursive: true, force: true})
   }
 })
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as {port: number}).port
-      s.close(() => resolve(port))
-    })
-    s.on('error', reject)
-  })
-}
 
 /** The host key a real sshd presents when offered `algorithms` (undefined: ssh2's defaults). Only the handshake runs. */
 function presentedKey(port: number, algorithms: string[] | undefined): Promise<Buffer> {

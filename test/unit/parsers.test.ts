@@ -11,7 +11,7 @@ test('kube-proxy config: mode, clusterCIDR, masquerade settings; defaults when a
     'apiVersion: kubeproxy.config.k8s.io/v1alpha1\nclusterCIDR: "10.244.0.0/16"\niptables:\n  masqueradeAll: true\n  masqueradeBit: 15  # custom\nipvs:\n  masqueradeBit: 3\nmode: ipvs\n',
     'cm',
   )
-  assert.deepEqual(c, {mode: 'ipvs', clusterCIDR: '10.244.0.0/16', masqueradeBit: 15, masqueradeAll: true, source: 'cm'})
+  assert.deepEqual(c, {mode: 'ipvs', clusterCIDR: '10.244.0.0/16', masqueradeBit: 15, masqueradeAll: true, localhostNodePorts: true, source: 'cm'})
   const d = parseKubeProxyConfig('kind: KubeProxyConfiguration\nmode: ""\n', 'cm')
   assert.equal(d.mode, '')
   assert.equal(d.masqueradeBit, 14)

@@ -6,7 +6,6 @@
 import assert from 'node:assert/strict'
 import {spawn, spawnSync, type ChildProcess} from 'node:child_process'
 import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
-import {createServer} from 'node:net'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {after, before, test} from 'node:test'
@@ -14,6 +13,7 @@ import ssh2 from 'ssh2'
 import {knownHostsName} from '../../src/node/known-hosts.js'
 import type {SshHostConfig} from '../../src/node/ssh-config.js'
 import {SshSession} from '../../src/node/ssh-session.js'
+import {freePort} from '../helpers/free-port.js'
 
 const sshdPath = spawnSync('sh', ['-c', 'command -v sshd || ls /usr/sbin/sshd'], {encoding: 'utf8'}).stdout.trim().split('\n')[0]
 const asRoot = process.getuid?.() === 0
@@ -29,16 +29,6 @@ function keygen(dir: string, name: string, type: 'ed25519' | 'rsa'): Pair {
   const path = join(dir, name)
   writeFileSync(path, pair.private, {mode: 0o600})
   return {path, pub: pair.public.trim().split(/\s+/).slice(0, 2).join(' ')}
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as {port: number}).port
-      s.close(() => resolve(port))
-    })
-    s.on('error', reject)
-  })
 }
 
 let dir = ''

@@ -57,9 +57,15 @@ export async function scanLive(opts: ScanLiveOptions): Promise<ScanResult> {
   const endpointNodes = new Set(states.flatMap((s) => (s.state ? s.state.slices.flatMap((sl) => (sl.endpoints ?? []).map((e) => e.nodeName ?? '')) : [])))
   const selection = selectNodes(nodes, endpointNodes, {only: opts.nodes, all: opts.allNodes})
   const dns = dnsSelfLookup(states.find((s) => s.state)?.state)
-  const {observations, readVia} = await readNodesLive(nodes, selection.names, opts, dns)
+  const {observations, readVia, warnings} = await readNodesLive(nodes, selection.names, opts, dns)
   const reach = await liveReach(opts, readVia, nodes)
-  return {outcomes: judge(states, observations, {...opts, readVia, reach}, opts.onProgress), observations, selectionNote: selection.note, warnings: hostKeyWarnings(opts), notes: SCAN_NOTES}
+  return {
+    outcomes: judge(states, observations, {...opts, readVia, reach}, opts.onProgress),
+    observations,
+    selectionNote: selection.note,
+    warnings: [...hostKeyWarnings(opts), ...warnings],
+    notes: SCAN_NOTES,
+  }
 }
 
 /** Every matching Service recorded in a snapshot bundle. */

@@ -184,6 +184,7 @@ export async function readNodesThrough(targets: Array<{name: string; address?: s
     } catch (e) {
       if (!(e instanceof TransportUnavailable)) throw e
       if (/^(RBAC|the API server) forbids/.test(e.message)) warnings.add(e.message)
+      if (e.leftover) warnings.add(e.leftover)
       readVia.set(target.name, {transport: null, address: null, why: `API-only: debug-pod: ${e.message}`, notUsed: [...notUsed, {transport: 'debug-pod', reason: e.message}], notRead: []})
       return
     }

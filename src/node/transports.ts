@@ -31,6 +31,13 @@ export interface TransportOptions {
 /** This way in does not exist for the node (no Pod there, RBAC refuses): nothing was tried on the node itself. */
 export class TransportUnavailable extends Error {
   override name = 'TransportUnavailable'
+  constructor(
+    message: string,
+    /** What the attempt left in the cluster and could not remove (a debug Pod), with the command that removes it. */
+    readonly leftover?: string,
+  ) {
+    super(message)
+  }
 }
 
 /**
@@ -135,7 +142,7 @@ const TRANSPORTS = {
           const quoted = by === 'RBAC forbids' ? '' : `: ${statusText(e.serverMessage)}`
           throw new TransportUnavailable(`${by} ${e.verb} on ${e.resource} in namespace "${e.namespace}" (403${quoted}): needed to create the debug Pods`)
         }
-        throw new TransportUnavailable((e as Error).message)
+        throw new TransportUnavailable((e as Error).message, (e as {leftover?: string}).leftover)
       }
       const made = pod
       return new PodExecNodeAccess(kubeConfig, made, opts.timeoutMs, {

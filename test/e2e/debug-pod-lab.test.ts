@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
-import {spawn} from 'node:child_process'
+import {execFile, spawn} from 'node:child_process'
+import {promisify} from 'node:util'
 import {mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {dirname, join, resolve} from 'node:path'
@@ -224,6 +225,34 @@ describe('svc --via debug-pod: a short-lived privileged Pod on each node, read t
     } finally {
       lab.api.opts.podStartMs = undefined
     }
+  })
+
+  test('a Pod that cannot be deleted: one warning per Pod with the kubectl command that removes it, which does; the documented cleanup removes any', async () => {
+    lab.api.opts.forbidden = new Set(['delete pods kube-system'])
+    let r: CliResult
+    try {
+      r = await viaDebugPod('--timeout', '3')
+    } finally {
+      lab.api.opts.forbidden = undefined
+    }
+    assert.equal(r.code, 0, r.stderr)
+    const id = runId(r)
+    const warnings = r.stderr.split('\n').filter((l) => l.includes('warning'))
+    assert.deepEqual(
+      warnings,
+      ['node-a', 'node-b'].map(
+        (n) =>
+          `kproxy-doctor: warning: the debug Pod kube-system/kproxy-doctor-${id}-${n} on ${n} was not deleted (RBAC forbids delete on pods in namespace "kube-system" (403)): delete it with: kubectl --kubeconfig ${lab.kubeconfigPath} delete pod -n kube-system kproxy-doctor-${id}-${n}`,
+      ),
+    )
+    assert.deepEqual(leftBehind().sort(), [`kproxy-doctor-${id}-node-a`, `kproxy-doctor-${id}-node-b`])
+    const run = promisify(execFile)
+    const printed = warnings[0].split(': delete it with: ')[1].split(' ')
+    await run(printed[0], printed.slice(1))
+    assert.deepEqual(leftBehind(), [`kproxy-doctor-${id}-node-b`], 'the printed command removes its Pod')
+    const cleanup = 'kubectl delete pod -A -l app.kubernetes.io/managed-by=kproxy-doctor'.split(' ')
+    await run(cleanup[0], ['--kubeconfig', lab.kubeconfigPath, ...cleanup.slice(1)])
+    assert.deepEqual(leftBehind(), [], 'the documented cleanup removes the rest')
   })
 
   test('SIGINT mid-run: the CLI deletes its debug Pods before it exits (130)', async () => {

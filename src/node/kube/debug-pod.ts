@@ -142,7 +142,8 @@ export class DebugPods {
 
   /**
    * Creates the node's debug Pod and waits until its container runs (within the timeout). On any failure the Pod is
-   * deleted and the error thrown names why (a 403 is a KubeForbiddenError for "create pods").
+   * deleted and the error thrown names why (a 403 is a KubeForbiddenError for "create pods"); its `leftover` is the
+   * line to print when that deletion failed.
    */
   async start(node: string, image: string): Promise<PodRef> {
     const pod = debugPodSpec(this.settings, node, image, this.timeoutMs)
@@ -160,14 +161,14 @@ export class DebugPods {
     } catch (e) {
       // Refused (403, 422…): nothing was made. Cut short: it may exist, so it is deleted like any other.
       if (!(e instanceof KubeTimeoutError)) untrack(name)
-      else await this.remove(ref, node)
+      else Object.assign(e, {leftover: await this.remove(ref, node)})
       throw e
     }
     try {
       await this.waitRunning(ref)
     } catch (e) {
       const leftover = await this.remove(ref, node)
-      throw new KubeStreamError(`${(e as Error).message}${leftover ? `; ${leftover}` : ''}`)
+      throw Object.assign(new KubeStreamError((e as Error).message), {leftover})
     }
     return ref
   }

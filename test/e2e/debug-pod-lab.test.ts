@@ -237,7 +237,11 @@ describe('svc --via debug-pod: a short-lived privileged Pod on each node, read t
     }
     assert.equal(r.code, 0, r.stderr)
     const id = runId(r)
-    const warnings = r.stderr.split('\n').filter((l) => l.includes('warning'))
+    // The nodes are read at once: their lines come in the order their reads end.
+    const warnings = r.stderr
+      .split('\n')
+      .filter((l) => l.includes('warning'))
+      .sort()
     assert.deepEqual(
       warnings,
       ['node-a', 'node-b'].map(
@@ -246,13 +250,18 @@ describe('svc --via debug-pod: a short-lived privileged Pod on each node, read t
       ),
     )
     assert.deepEqual(leftBehind().sort(), [`kproxy-doctor-${id}-node-a`, `kproxy-doctor-${id}-node-b`])
-    const run = promisify(execFile)
-    const printed = warnings[0].split(': delete it with: ')[1].split(' ')
-    await run(printed[0], printed.slice(1))
-    assert.deepEqual(leftBehind(), [`kproxy-doctor-${id}-node-b`], 'the printed command removes its Pod')
-    const cleanup = 'kubectl delete pod -A -l app.kubernetes.io/managed-by=kproxy-doctor'.split(' ')
-    await run(cleanup[0], ['--kubeconfig', lab.kubeconfigPath, ...cleanup.slice(1)])
-    assert.deepEqual(leftBehind(), [], 'the documented cleanup removes the rest')
+    try {
+      const run = promisify(execFile)
+      const printed = warnings[0].split(': delete it with: ')[1].split(' ')
+      await run(printed[0], printed.slice(1))
+      assert.deepEqual(leftBehind(), [`kproxy-doctor-${id}-node-b`], 'the printed command removes its Pod')
+      const cleanup = 'kubectl delete pod -A -l app.kubernetes.io/managed-by=kproxy-doctor'.split(' ')
+      await run(cleanup[0], ['--kubeconfig', lab.kubeconfigPath, ...cleanup.slice(1)])
+      assert.deepEqual(leftBehind(), [], 'the documented cleanup removes the rest')
+    } finally {
+      // Whatever failed above, the next tests start without this test's Pods.
+      for (let i = lab.api.createdPods.length - 1; i >= 0; i--) if ((lab.api.createdPods[i] as Pod).metadata?.labels?.['kproxy-doctor/run'] === id) lab.api.createdPods.splice(i, 1)
+    }
   })
 
   test('SIGINT mid-run: the CLI deletes its debug Pods before it exits (130)', async () => {

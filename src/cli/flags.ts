@@ -27,16 +27,19 @@ const sshFlags = {
   'insecure-ignore-host-key': Flags.boolean({description: 'do not check SSH host keys against known_hosts (prints a warning)', default: false, helpGroup: NODES}),
 }
 
-/** Which way nodes are read: SSH, kube-proxy's own Pod (pods/exec, pods/portforward), or not at all. */
+/** Which way nodes are read: SSH, kube-proxy's own Pod (pods/exec, pods/portforward), a debug Pod, or not at all. */
 const viaFlags = {
   via: Flags.string({
     options: [...VIA],
     default: 'auto',
-    description: "how nodes are read: auto = SSH where the SSH config names the node, else kube-proxy's Pod on it, else API-only",
+    description:
+      "how nodes are read: auto = SSH where the SSH config names the node, else kube-proxy's Pod on it, else API-only; debug-pod (never picked by auto) creates a privileged Pod on each node and deletes it",
     helpGroup: NODES,
   }),
   'kube-proxy-namespace': Flags.string({description: "namespace of kube-proxy's Pods (the kube-proxy transport)", default: 'kube-system', helpGroup: NODES}),
   'kube-proxy-selector': Flags.string({description: "label selector of kube-proxy's Pods (the kube-proxy transport)", default: 'k8s-app=kube-proxy', helpGroup: NODES}),
+  'debug-image': Flags.string({description: "image of the debug Pods (--via debug-pod; default: kube-proxy's, which the nodes already have)", helpGroup: NODES}),
+  'debug-namespace': Flags.string({description: 'namespace the debug Pods are created in (--via debug-pod; default kube-system)', helpGroup: NODES}),
 }
 
 /** Which nodes are read. */
@@ -96,7 +99,20 @@ export const nodeReadFlags = {
 export const NODE_READ_ONLY_FLAGS = ['node', ...Object.keys(nodeReadFlags)]
 
 /** The flags that only matter when the cluster is read live: an error next to `--snapshot`, which would ignore them. */
-export const LIVE_ONLY_FLAGS = ['context', 'kubeconfig', 'ssh-config', 'timeout', 'insecure-ignore-host-key', 'all-nodes', 'concurrency', 'via', 'kube-proxy-namespace', 'kube-proxy-selector']
+export const LIVE_ONLY_FLAGS = [
+  'context',
+  'kubeconfig',
+  'ssh-config',
+  'timeout',
+  'insecure-ignore-host-key',
+  'all-nodes',
+  'concurrency',
+  'via',
+  'kube-proxy-namespace',
+  'kube-proxy-selector',
+  'debug-image',
+  'debug-namespace',
+]
 
 export function splitList(v: string | undefined): string[] | undefined {
   return v
@@ -123,6 +139,8 @@ export function liveOptions(
     via?: string
     'kube-proxy-namespace'?: string
     'kube-proxy-selector'?: string
+    'debug-image'?: string
+    'debug-namespace'?: string
   },
   log?: (line: string) => void,
 ): LiveOptions {
@@ -140,6 +158,9 @@ export function liveOptions(
     via: flags.via as Via | undefined,
     kubeProxyNamespace: flags['kube-proxy-namespace'],
     kubeProxySelector: flags['kube-proxy-selector'],
+    debugImage: flags['debug-image'],
+    debugNamespace: flags['debug-namespace'],
+    announce: (line) => process.stderr.write(`kproxy-doctor: ${line}\n`),
     log,
   }
 }

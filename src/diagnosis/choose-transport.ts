@@ -1,3 +1,4 @@
+import {randomBytes} from 'node:crypto'
 import type {KubeConfig} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
 import type {NodeCollection} from '../node/collect-node.js'
@@ -5,8 +6,13 @@ import type {NodeAccess} from '../node/node-access.js'
 import {mapBounded} from '../node/select-nodes.js'
 import {sshConfigNames, transportConnector, transportNotes, TransportUnavailable, type NodeConnector, type TransportName} from '../node/transports.js'
 import type {VerboseLog} from '../node/logged-access.js'
+import {LEFTOVER_CLEANUP, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL} from '../node/kube/debug-pod-labels.js'
+import {HOST_ROOT} from '../node/node-commands.js'
 
-/** `--via`: how nodes are read. `auto`: SSH where the SSH config names the node, else kube-proxy's Pod, else API-only. */
+/**
+ * `--via`: how nodes are read. `auto`: SSH where the SSH config names the node, else kube-proxy's Pod, else API-only.
+ * `debug-pod` (a Pod the doctor creates on each node) is never picked by auto: it writes to the cluster.
+ */
 export const VIA = ['auto', 'ssh', 'kube-proxy', 'debug-pod', 'none'] as const
 export type Via = (typeof VIA)[number]
 
@@ -32,6 +38,14 @@ export interface TransportChoiceOptions {
   kubeConfig?: () => KubeConfig
   kubeProxyNamespace?: string
   kubeProxySelector?: string
+  /** --debug-image (default: kube-proxy's) and --debug-namespace (default kube-system), for --via debug-pod. */
+  debugImage?: string
+  debugNamespace?: string
+  /** The user's --kubeconfig and --context, repeated in the command that deletes a debug Pod left behind. */
+  kubeconfig?: string
+  context?: string
+  /** Says, before anything is created, what the run will create in the cluster (stderr). */
+  announce?: (line: string) => void
   log?: VerboseLog
 }
 
@@ -47,6 +61,7 @@ type Collect = (name: string, connect: () => Promise<NodeAccess>) => Promise<Nod
 
 const DEFAULT_KUBE_PROXY_NAMESPACE = 'kube-system'
 const DEFAULT_KUBE_PROXY_SELECTOR = 'k8s-app=kube-proxy'
+const DEFAULT_DEBUG_NAMESPACE = 'kube-system'
 
 /**
  * Picks each node's way in and reads it through `collect`. SSH is used where asked (or, with auto, where the SSH
@@ -55,7 +70,9 @@ const DEFAULT_KUBE_PROXY_SELECTOR = 'k8s-app=kube-proxy'
  */
 export async function readNodesThrough(targets: Array<{name: string; address?: string}>, opts: TransportChoiceOptions, concurrency: number, collect: Collect): Promise<NodeReads> {
   const via = opts.via ?? 'auto'
-  if (via === 'debug-pod') throw new DiagnosisError('--via debug-pod is not available in this version: use --via kube-proxy, ssh or none')
+  if (via !== 'debug-pod' && (opts.debugImage !== undefined || opts.debugNamespace !== undefined))
+    throw new DiagnosisError(`--debug-image and --debug-namespace are used only with --via debug-pod (this run: --via ${via})`)
+  const debug = via === 'debug-pod' ? debugSettings(opts) : undefined
   const connectors = new Map<TransportName, Promise<NodeConnector>>()
   const connector = (name: TransportName) => {
     let c = connectors.get(name)
@@ -66,7 +83,7 @@ export async function readNodesThrough(targets: Array<{name: string; address?: s
         timeoutMs: opts.timeoutMs,
         log: opts.log,
         kube: opts.kubeConfig
-          ? {kubeConfig: opts.kubeConfig(), pods: {namespace: opts.kubeProxyNamespace ?? DEFAULT_KUBE_PROXY_NAMESPACE, labelSelector: opts.kubeProxySelector ?? DEFAULT_KUBE_PROXY_SELECTOR}}
+          ? {kubeConfig: opts.kubeConfig(), pods: {namespace: opts.kubeProxyNamespace ?? DEFAULT_KUBE_PROXY_NAMESPACE, labelSelector: opts.kubeProxySelector ?? DEFAULT_KUBE_PROXY_SELECTOR}, debug}
           : undefined,
       })
       connectors.set(name, c)
@@ -86,8 +103,17 @@ export async function readNodesThrough(targets: Array<{name: string; address?: s
   const collected = new Map<string, NodeCollection>()
   const readVia = new Map<string, NodeReadVia>()
 
+  if (debug && targets.length > 0) {
+    const image = debug.image ? `image ${debug.image}` : "kube-proxy's image, already on the node"
+    opts.announce?.(
+      `--via debug-pod: creating a privileged Pod (hostNetwork, hostPID, the node's / read-only at ${HOST_ROOT}; ${image}) in namespace "${debug.namespace}" on ${targets.map((t) => t.name).join(', ')}; each is deleted once its node is read`,
+    )
+    opts.announce?.(`the Pods are labelled ${MANAGED_BY_LABEL}=${MANAGED_BY},${RUN_LABEL}=${debug.runId}; leftovers, if any: ${LEFTOVER_CLEANUP}`)
+  }
+
   const readOne = async (target: {name: string; address?: string}) => {
     const notUsed: NodeReadVia['notUsed'] = []
+    if (via === 'debug-pod') return readThroughDebugPod(target)
     if (via === 'none') {
       readVia.set(target.name, {
         transport: null,
@@ -147,6 +173,37 @@ export async function readNodesThrough(targets: Array<{name: string; address?: s
     readVia.set(target.name, {transport: null, address: null, why: `API-only: ${notUsed.map((n) => `${n.transport}: ${n.reason}`).join('; ')}`, notUsed, notRead: []})
   }
 
+  /** The debug Pod is the only way tried: without it the node is API-only, and the run goes on with the other nodes. */
+  const readThroughDebugPod = async (target: {name: string; address?: string}) => {
+    const notUsed: NodeReadVia['notUsed'] = [
+      {transport: 'ssh', reason: '--via debug-pod'},
+      {transport: 'kube-proxy', reason: '--via debug-pod'},
+    ]
+    let access: NodeAccess
+    try {
+      access = await (await connector('debug-pod'))(target)
+    } catch (e) {
+      if (!(e instanceof TransportUnavailable)) throw e
+      if (/^(RBAC|the API server) forbids/.test(e.message)) warnings.add(e.message)
+      if (e.leftover) warnings.add(e.leftover)
+      readVia.set(target.name, {transport: null, address: null, why: `API-only: debug-pod: ${e.message}`, notUsed: [...notUsed, {transport: 'debug-pod', reason: e.message}], notRead: []})
+      return
+    }
+    const opened = access
+    // collect closes the access: the Pod is deleted (or said not to be) before this returns.
+    const result = await collect(target.name, async () => opened)
+    const notes = transportNotes(opened)
+    for (const line of [...notes.forbidden, ...notes.leftovers]) warnings.add(line)
+    const execRefused = !result.observation.reachable && notes.forbidden.find((l) => /pods\/exec/.test(l))
+    if (execRefused) {
+      readVia.set(target.name, {transport: null, address: null, why: `API-only: debug-pod: ${execRefused}`, notUsed: [...notUsed, {transport: 'debug-pod', reason: execRefused}], notRead: []})
+      return
+    }
+    collected.set(target.name, result)
+    const why = `--via debug-pod${notes.origin ? ` (${notes.origin})` : ''}`
+    readVia.set(target.name, {transport: 'debug-pod', address: opened.describe().address, why, notUsed, notRead: [...notes.missingTools, ...notes.forbidden]})
+  }
+
   await mapBounded(targets, Math.max(1, concurrency), readOne)
   return {collected, readVia, warnings: [...warnings]}
 }
@@ -156,5 +213,15 @@ async function sshConnectorOrFail(connector: (name: TransportName) => Promise<No
     return await connector('ssh')
   } catch (e) {
     throw new DiagnosisError((e as Error).message)
+  }
+}
+
+/** This run's debug Pod settings: the namespace, a fresh run id, and kubectl as the user runs it. */
+function debugSettings(opts: TransportChoiceOptions) {
+  return {
+    namespace: opts.debugNamespace ?? DEFAULT_DEBUG_NAMESPACE,
+    runId: randomBytes(3).toString('hex'),
+    kubectl: ['kubectl', ...(opts.kubeconfig ? ['--kubeconfig', opts.kubeconfig] : []), ...(opts.context ? ['--context', opts.context] : [])],
+    image: opts.debugImage,
   }
 }

@@ -125,7 +125,7 @@ function probeGaps(probes: ProbeRun): NotChecked[] {
   if (!probes.ran) return [entry(null, 'live-probes', probes.reason, false)]
   const out: NotChecked[] = []
   for (const n of [...probes.nodes].sort((a, b) => a.node.localeCompare(b.node))) {
-    // A node read through kube-proxy's Pod cannot open TCP to other addresses by nature: listed, not required.
+    // A node read through kube-proxy's Pod or a debug Pod cannot open TCP to other addresses by nature: listed, not required.
     if (n.error) out.push(entry(n.node, 'live-probes', n.error, !/^not probed: read through /.test(n.error)))
     const refused = [...new Set(n.tallies.flatMap((t) => (t.notProbed ? [t.notProbed] : [])))]
     for (const why of refused) out.push(entry(n.node, 'live-probes', `some targets not probed: ${why}`, true))

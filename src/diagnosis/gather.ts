@@ -44,6 +44,11 @@ export interface LiveOptions {
   via?: Via
   kubeProxyNamespace?: string
   kubeProxySelector?: string
+  /** --debug-image and --debug-namespace (--via debug-pod). */
+  debugImage?: string
+  debugNamespace?: string
+  /** What the run will create in the cluster, said before it does (stderr). */
+  announce?: (line: string) => void
   /** Live probes from each node after it is read (svc); off unless asked. */
   probe?: boolean
   /** --verbose: every API request and node operation, on stderr. */
@@ -99,9 +104,9 @@ export async function gatherLive(opts: LiveOptions): Promise<GatheredLive> {
 }
 
 /**
- * How probes reach each node: over SSH for the nodes SSH read. A node read through kube-proxy's Pod is not probed
- * (a port-forward reaches only the node's loopback, not the Service's or the endpoints' addresses): its probe entry
- * says so.
+ * How probes reach each node: over SSH for the nodes SSH read. A node read through kube-proxy's Pod or a debug Pod is
+ * not probed (a port-forward reaches only the node's loopback, not the Service's or the endpoints' addresses; the debug
+ * Pod is gone by then): its probe entry says so.
  */
 async function probeConnector(readVia: Map<string, NodeReadVia>, opts: {sshConfig?: string; insecureIgnoreHostKey: boolean; timeoutMs: number; log?: VerboseLog}): Promise<NodeConnector> {
   const viaSsh = [...readVia.values()].some((v) => v.transport === 'ssh')
@@ -135,7 +140,23 @@ export function hostKeyWarnings(opts: {insecureIgnoreHostKey: boolean}): string[
 export async function readNodesLive(
   nodes: V1Node[],
   names: string[],
-  opts: Pick<LiveOptions, 'sshConfig' | 'insecureIgnoreHostKey' | 'timeoutMs' | 'concurrency' | 'kubeconfig' | 'context' | 'via' | 'kubeProxyNamespace' | 'kubeProxySelector' | 'log' | 'onProgress'>,
+  opts: Pick<
+    LiveOptions,
+    | 'sshConfig'
+    | 'insecureIgnoreHostKey'
+    | 'timeoutMs'
+    | 'concurrency'
+    | 'kubeconfig'
+    | 'context'
+    | 'via'
+    | 'kubeProxyNamespace'
+    | 'kubeProxySelector'
+    | 'debugImage'
+    | 'debugNamespace'
+    | 'announce'
+    | 'log'
+    | 'onProgress'
+  >,
   dns: {name: string; server: string} | undefined,
   path?: PathTargets,
 ): Promise<{observations: NodeObservation[]; recordings: Map<string, NodeRecording>; readVia: Map<string, NodeReadVia>; warnings: string[]}> {

@@ -32,7 +32,7 @@ export async function probeNodes(cluster: ClusterState, observations: NodeObserv
       const tallies = await probeTargets(probeOpener(access, settings.timeoutMs), plan.targets, {attempts: settings.vipAttempts, timeoutMs: settings.timeoutMs, concurrency: settings.concurrency})
       return {node: name, via: access.describe().tcpVia, tallies}
     } finally {
-      access.close()
+      await access.close()
     }
   })
   return {ran: true, settings, nodes, notes: [...notes]}

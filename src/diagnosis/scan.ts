@@ -60,7 +60,13 @@ export async function scanLive(opts: ScanLiveOptions): Promise<ScanResult> {
   const dns = dnsSelfLookup(states.find((s) => s.state)?.state)
   const {observations, readVia, warnings} = await readNodesLive(nodes, selection.names, opts, dns, scanPathTargets(states))
   const reach = await liveReach(opts, readVia, nodes)
-  return {outcomes: judge(states, observations, {...opts, readVia, reach}, opts.onProgress), observations, selectionNote: selection.note, warnings: [...hostKeyWarnings(opts), ...warnings], notes: SCAN_NOTES}
+  return {
+    outcomes: judge(states, observations, {...opts, readVia, reach}, opts.onProgress),
+    observations,
+    selectionNote: selection.note,
+    warnings: [...hostKeyWarnings(opts), ...warnings],
+    notes: SCAN_NOTES,
+  }
 }
 
 /** Every matching Service recorded in a snapshot bundle. */

@@ -61,7 +61,7 @@ export async function collectNode(name: string, connect: () => Promise<NodeAcces
     recording = errorRecording((e as Error).message)
   } finally {
     clearTimeout(timer)
-    access?.close()
+    await access?.close()
   }
   return {observation: parseNodeRecording(name, recording), recording}
 }

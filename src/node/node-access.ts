@@ -48,7 +48,8 @@ export interface NodeAccess {
   /** An allow-listed kernel file (/proc/sys/…, /sys/class/net/…). */
   readFile(path: string): Promise<FileRead>
   describe(): TransportDescription
-  close(): void
+  /** Ends the access; a transport that made something on the node's behalf (the debug Pod) removes it before resolving. */
+  close(): void | Promise<void>
 }
 
 /** The OpenTcp shape tcp-probe.ts and the HTTP/DNS helpers use: a refusal becomes an error carrying its reason. */

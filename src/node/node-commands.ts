@@ -167,6 +167,35 @@ export const QUERY_ARGV = {
   conntrackList: (a: {protocol: ConntrackProtocol; address: string}) => ['conntrack', '-L', '-p', conntrackProtocol(a.protocol), '-d', ipArgument(a.address)],
 }
 
+/**
+ * The argv of each allow-listed key that maps to one program, for transports that exec without a shell (a Pod on the
+ * node): the same programs and arguments as NODE_COMMANDS, as separate words.
+ */
+export const COMMAND_ARGV: Partial<Record<NodeCommand, readonly string[]>> = {
+  uid: ['id', '-u'],
+  iptablesSave: ['iptables-save'],
+  nftRulesetJson: ['nft', '-j', 'list', 'ruleset'],
+  nftRuleset: ['nft', 'list', 'ruleset'],
+  iptablesLegacySave: ['iptables-legacy-save'],
+  iptablesNftSave: ['iptables-nft-save'],
+  ipsetSave: ['ipset', 'save'],
+  kubeIpvs0: ['ip', '-o', 'addr', 'show', 'dev', 'kube-ipvs0'],
+  routeTable: ['ip', 'route', 'show'],
+  cniResults: ['grep', '-r', '-H', '-s', '.', '/var/lib/cni/results'],
+}
+
+/** Where the debug Pod mounts the node's root filesystem (read-only). */
+export const HOST_ROOT = '/host'
+
+/**
+ * The node's own program instead of the image's: `chroot /host ARGV…` (the debug Pod's read-only mount of the node's
+ * root). Only argv built in this file goes through it (the transports pass what COMMAND_ARGV and QUERY_ARGV gave).
+ */
+export function onNodeRoot(argv: readonly string[]): string[] {
+  if (argv.length === 0 || argv[0] === 'chroot') throw new Error('refusing to build a chroot command for an empty or nested command')
+  return ['chroot', HOST_ROOT, ...argv]
+}
+
 function routeGetCommand(address: string): CommandLine {
   return `ip -o route get ${quote(ipArgument(address))}` as CommandLine
 }

@@ -2,6 +2,7 @@ import {join} from 'node:path'
 import type {KubeConfig} from '@kubernetes/client-node'
 import type {NodeAccess} from './node-access.js'
 import type {PodSelector} from './kube/find-pod.js'
+import type {DebugPodSettings} from './kube/debug-pod.js'
 import {loggedAccess, type VerboseLog} from './logged-access.js'
 
 /** DNS-1123 subdomain: what Kubernetes allows in a node name, and so nothing that climbs out of a folder. */
@@ -21,8 +22,8 @@ export interface TransportOptions {
   insecureIgnoreHostKey?: boolean
   /** snapshot: the bundle's folder of node folders. */
   nodesDir?: string
-  /** kube-proxy: the cluster's credentials and which Pods are kube-proxy's. */
-  kube?: {kubeConfig: KubeConfig; pods: PodSelector}
+  /** kube-proxy, debug-pod: the cluster's credentials and which Pods are kube-proxy's. */
+  kube?: {kubeConfig: KubeConfig; pods: PodSelector; debug?: DebugPodSettings & {image?: string}}
   /** --verbose: every command, stream and file read on a node, with its transport and duration. */
   log?: VerboseLog
 }
@@ -30,21 +31,31 @@ export interface TransportOptions {
 /** This way in does not exist for the node (no Pod there, RBAC refuses): nothing was tried on the node itself. */
 export class TransportUnavailable extends Error {
   override name = 'TransportUnavailable'
+  constructor(
+    message: string,
+    /** What the attempt left in the cluster and could not remove (a debug Pod), with the command that removes it. */
+    readonly leftover?: string,
+  ) {
+    super(message)
+  }
 }
 
 /**
- * What a transport could not read on a node, the refusals it met (the kube-proxy transport keeps both), and what the
- * run must warn about (ssh: a host key accepted unchecked).
+ * What a transport could not read on a node, the refusals it met (the Pod transports keep both), what it could not
+ * clean up once closed (a debug Pod not deleted: the line says how to delete it), and what the run must warn about
+ * (ssh: a host key accepted unchecked).
  */
 interface TransportNotes {
   missingTools(): string[]
   forbidden(): string[]
   warnings(): string[]
+  leftovers(): string[]
+  origin(): string | undefined
 }
 
-export function transportNotes(access: NodeAccess): {missingTools: string[]; forbidden: string[]; warnings: string[]} {
+export function transportNotes(access: NodeAccess): {missingTools: string[]; forbidden: string[]; warnings: string[]; leftovers: string[]; origin?: string} {
   const notes = access as Partial<TransportNotes>
-  return {missingTools: notes.missingTools?.() ?? [], forbidden: notes.forbidden?.() ?? [], warnings: notes.warnings?.() ?? []}
+  return {missingTools: notes.missingTools?.() ?? [], forbidden: notes.forbidden?.() ?? [], warnings: notes.warnings?.() ?? [], leftovers: notes.leftovers?.() ?? [], origin: notes.origin?.()}
 }
 
 /** Opens one node's access; made once per run from the options (config files are read once). */
@@ -74,7 +85,7 @@ const TRANSPORTS = {
     }
   },
   'kube-proxy': async (opts: TransportOptions): Promise<NodeConnector> => {
-    const [{podsByNode}, {KubeProxyNodeAccess}, {KubeForbiddenError}] = await Promise.all([import('./kube/find-pod.js'), import('./kube-proxy-transport.js'), import('./kube/kube-stream-errors.js')])
+    const [{podsByNode}, {PodExecNodeAccess}, {KubeForbiddenError}] = await Promise.all([import('./kube/find-pod.js'), import('./pod-exec-transport.js'), import('./kube/kube-stream-errors.js')])
     if (!opts.kube) throw new Error('the kube-proxy transport needs the kubeconfig')
     const {kubeConfig, pods} = opts.kube
     const podOn = podsByNode(kubeConfig, pods, opts.timeoutMs)
@@ -87,12 +98,80 @@ const TRANSPORTS = {
         throw new TransportUnavailable(`kube-proxy's Pods could not be listed: ${(e as Error).message}`)
       }
       if (found.kind === 'none') throw new TransportUnavailable(found.reason)
-      return new KubeProxyNodeAccess(kubeConfig, found.pod, opts.timeoutMs)
+      return new PodExecNodeAccess(kubeConfig, found.pod, opts.timeoutMs)
+    }
+  },
+  /**
+   * A short-lived privileged Pod made on each node (node/kube/debug-pod.ts), then read as kube-proxy's Pod is: the
+   * same engine, another way to get the Pod. Closing the access deletes the Pod. Opt-in only: it writes to the cluster.
+   */
+  'debug-pod': async (opts: TransportOptions): Promise<NodeConnector> => {
+    const [{kubeProxyImages}, {PodExecNodeAccess}, {KubeForbiddenError}, {DebugPods}] = await Promise.all([
+      import('./kube/find-pod.js'),
+      import('./pod-exec-transport.js'),
+      import('./kube/kube-stream-errors.js'),
+      import('./kube/debug-pod.js'),
+    ])
+    if (!opts.kube?.debug) throw new Error('the debug-pod transport needs the kubeconfig and a namespace')
+    const {kubeConfig, pods, debug} = opts.kube
+    const imageOn = kubeProxyImages(kubeConfig, pods, opts.timeoutMs)
+    const debugPods = new DebugPods(kubeConfig, debug, opts.timeoutMs)
+    return async (target) => {
+      let image = debug.image
+      let origin = '--debug-image'
+      if (!image) {
+        let found
+        try {
+          found = await imageOn(target.name)
+        } catch (e) {
+          if (e instanceof KubeForbiddenError)
+            throw new TransportUnavailable(
+              `RBAC forbids ${e.verb} on ${e.resource} in namespace "${e.namespace}" (403): needed to find kube-proxy's image for the debug Pods (--debug-image names one)`,
+            )
+          throw new TransportUnavailable(`kube-proxy's Pods could not be listed for their image: ${(e as Error).message}`)
+        }
+        if ('reason' in found) throw new TransportUnavailable(found.reason)
+        image = found.image
+        origin = found.where
+      }
+      let pod
+      try {
+        pod = await debugPods.start(target.name, image)
+      } catch (e) {
+        if (e instanceof KubeForbiddenError) {
+          // RBAC words its 403 "cannot VERB resource"; anything else (an admission policy) is quoted.
+          const by = /cannot \S+ resource/.test(e.serverMessage) ? 'RBAC forbids' : 'the API server forbids'
+          const quoted = by === 'RBAC forbids' ? '' : `: ${statusText(e.serverMessage)}`
+          throw new TransportUnavailable(`${by} ${e.verb} on ${e.resource} in namespace "${e.namespace}" (403${quoted}): needed to create the debug Pods`)
+        }
+        throw new TransportUnavailable((e as Error).message, (e as {leftover?: string}).leftover)
+      }
+      const made = pod
+      return new PodExecNodeAccess(kubeConfig, made, opts.timeoutMs, {
+        transport: 'debug-pod',
+        pod: 'the debug Pod',
+        image: "the debug Pod's image",
+        purpose: 'read nodes through debug Pods',
+        nodeRoot: true,
+        origin: `image ${image}, ${origin}`,
+        release: () => debugPods.remove(made, target.name),
+      })
     }
   },
 } satisfies Record<string, TransportFactory>
 
 export type TransportName = keyof typeof TRANSPORTS
+
+/** The message of a Status body (JSON text or an object), cut to one short line. */
+function statusText(body: string): string {
+  let message = body
+  try {
+    message = (JSON.parse(body) as {message?: string}).message ?? body
+  } catch {
+    // not JSON: the text itself
+  }
+  return message.replace(/\s+/g, ' ').slice(0, 200)
+}
 
 export async function transportConnector(name: TransportName, opts: TransportOptions): Promise<NodeConnector> {
   const connect = await TRANSPORTS[name](opts)

@@ -117,15 +117,28 @@ describe('test API server: pods/exec and pods/portforward over WebSocket', {skip
     assert.match(text, /"nodeEligible":true/)
   })
 
-  test('a debug pod is created, runs in its node, and is deleted', async () => {
+  test('a debug pod is created, runs in its node, and is deleted; one that is not what the doctor promises is refused (422)', async () => {
     const core = kc.makeApiClient(CoreV1Api)
-    const created = await core.createNamespacedPod({
-      namespace: 'kube-system',
-      body: {
-        metadata: {generateName: 'kpd-debug-', labels: {'app.kubernetes.io/managed-by': 'kproxy-doctor'}},
-        spec: {nodeName: 'node-b', hostNetwork: true, containers: [{name: 'debug', image: 'registry.k8s.io/kube-proxy:v1.33.0'}]},
+    const body = {
+      metadata: {generateName: 'kpd-debug-', labels: {'app.kubernetes.io/managed-by': 'kproxy-doctor', 'kproxy-doctor/run': 'abc123'}},
+      spec: {
+        nodeName: 'node-b',
+        hostNetwork: true,
+        hostPID: true,
+        tolerations: [{operator: 'Exists'}],
+        containers: [{name: 'debug', image: 'registry.k8s.io/kube-proxy:v1.33.0', securityContext: {privileged: true}, volumeMounts: [{name: 'root', mountPath: '/host', readOnly: true}]}],
+        volumes: [{name: 'root', hostPath: {path: '/'}}],
       },
-    })
+    }
+    const writable = structuredClone(body)
+    writable.spec.containers[0].volumeMounts[0].readOnly = false
+    writable.spec.hostPID = false
+    await assert.rejects(
+      core.createNamespacedPod({namespace: 'kube-system', body: writable}),
+      (e: {code?: number; body?: unknown}) =>
+        e.code === 422 && /spec\.hostPID must be true; the node's \/ at \/host must be read-only$/.test((JSON.parse(String(e.body)) as {message: string}).message),
+    )
+    const created = await core.createNamespacedPod({namespace: 'kube-system', body})
     const name = created.metadata!.name!
     assert.match(name, /^kpd-debug-/)
     let phase = created.status?.phase
@@ -145,7 +158,14 @@ describe('test API server: pods/exec and pods/portforward over WebSocket', {skip
     await assert.rejects(core.readNamespacedPod({namespace: 'kube-system', name}), /404|not found/i)
     assert.deepEqual(
       lab.api.requestLog.filter((e) => e.name === name || (e.verb === 'create' && e.resource === 'pods')).map((e) => `${e.verb} ${e.resource}${e.subresource ? '/' + e.subresource : ''}`),
-      ['create pods', ...Array(lab.api.requestLog.filter((e) => e.name === name && e.verb === 'get' && !e.subresource).length - 1).fill('get pods'), 'get pods/exec', 'delete pods', 'get pods'],
+      [
+        'create pods',
+        'create pods',
+        ...Array(lab.api.requestLog.filter((e) => e.name === name && e.verb === 'get' && !e.subresource).length - 1).fill('get pods'),
+        'get pods/exec',
+        'delete pods',
+        'get pods',
+      ],
     )
   })
 

@@ -7,12 +7,14 @@ import {labUnavailable} from '../helpers/lab-guard.js'
 import {withLab} from '../helpers/lab-suite.js'
 import {allowingRule, grants, grantUsed, readRoleRules} from '../helpers/rbac.js'
 import {runCli} from '../helpers/run-cli.js'
+import {labPodSandbox} from '../lab/apiserver-sandboxes.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
 
 const why = labUnavailable()
 if (why && process.env.CI) test('e2e lab can run in CI', () => assert.fail(`the e2e lab cannot run: ${why}`))
 
 const ROLE = 'deploy/rbac/kproxy-doctor-read.yaml'
+const DEBUG_POD_ROLE = 'deploy/rbac/kproxy-doctor-debug-pod.yaml'
 
 type Slice = {
   metadata?: {namespace?: string; labels?: Record<string, string>}
@@ -23,8 +25,7 @@ type Slice = {
 /** The Endpoints objects an older cluster would serve for the lab's EndpointSlices (the endpoints controller's shape). */
 function endpointsFromSlices(slices: Slice[]) {
   return slices.map((s) => {
-    const address = (ready: boolean) =>
-      (s.endpoints ?? []).filter((e) => (e.conditions?.ready ?? false) === ready).map((e) => ({ip: e.addresses[0], nodeName: e.nodeName, targetRef: e.targetRef}))
+    const address = (ready: boolean) => (s.endpoints ?? []).filter((e) => (e.conditions?.ready ?? false) === ready).map((e) => ({ip: e.addresses[0], nodeName: e.nodeName, targetRef: e.targetRef}))
     return {
       metadata: {name: s.metadata?.labels?.['kubernetes.io/service-name'], namespace: s.metadata?.namespace},
       subsets: [{addresses: address(true), notReadyAddresses: address(false), ports: s.ports}],
@@ -73,10 +74,50 @@ describe('the documented ClusterRole', {skip: why}, () => {
     assert.ok(log.length > 0)
     const denied = log.filter((r) => allowingRule(rules, r) === undefined).map((r) => `${r.verb} ${r.path}`)
     assert.deepEqual([...new Set(denied)], [], 'requests the ClusterRole does not allow')
-    const used = new Set(log.flatMap((r) => {
-      const rule = allowingRule(rules, r)
-      return rule && rule !== 'discovery' ? [grantUsed(rule, r)] : []
-    }))
-    assert.deepEqual(grants(rules).filter((g) => !used.has(g)), [], 'grants no command used')
+    const used = new Set(
+      log.flatMap((r) => {
+        const rule = allowingRule(rules, r)
+        return rule && rule !== 'discovery' ? [grantUsed(rule, r)] : []
+      }),
+    )
+    assert.deepEqual(
+      grants(rules).filter((g) => !used.has(g)),
+      [],
+      'grants no command used',
+    )
+  })
+
+  test('--via debug-pod: the ClusterRole plus the debug-pod Role allow every request, each Role grant is used, all in kube-system', async () => {
+    const read = readRoleRules(ROLE)
+    const debug = readRoleRules(DEBUG_POD_ROLE)
+    lab.api.opts.podSandbox = labPodSandbox(lab)
+    try {
+      lab.api.requestLog.length = 0
+      const r = await runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--via', 'debug-pod'])
+      assert.equal(r.code, 0, r.stdout + r.stderr)
+    } finally {
+      lab.api.opts.podSandbox = undefined
+    }
+    const log = lab.api.requestLog
+    const denied = log.filter((r) => allowingRule(read, r) === undefined && (r.namespace !== 'kube-system' || allowingRule(debug, r) === undefined)).map((r) => `${r.verb} ${r.path}`)
+    assert.deepEqual([...new Set(denied)], [], 'requests the two roles do not allow')
+    const used = new Set(
+      log.flatMap((r) =>
+        allowingRule(read, r) === undefined && r.namespace === 'kube-system'
+          ? [
+              grantUsed(
+                debug.find((rule) => allowingRule([rule], r))!,
+                r,
+              ),
+            ]
+          : [],
+      ),
+    )
+    // create on pods/exec and pods/portforward is for 1.35's WebSocket check: the lab, as older servers, authorises get.
+    assert.deepEqual(
+      grants(debug).filter((g) => !used.has(g) && !/^create pods\/(exec|portforward) /.test(g)),
+      [],
+      'grants no debug-pod run used',
+    )
   })
 })

@@ -26,6 +26,11 @@ const CLOSE = 255
 export interface PodSandbox {
   netns: string
   missingCommands?: string[]
+  /**
+   * The pod's hostPath mounts, mount path → host path. `chroot MOUNT PROGRAM…` runs `chroot HOSTPATH PROGRAM…`: the
+   * lab's node has the host's root filesystem, so a debug pod's `chroot /host ip …` runs the host's own ip.
+   */
+  hostMounts?: Record<string, string>
 }
 
 export interface StreamTracker {
@@ -81,7 +86,9 @@ export function runExecSession(ws: WebSocket, argv: string[], sandbox: PodSandbo
     ws.close(1000)
     return
   }
-  const child = spawn('ip', ['netns', 'exec', sandbox.netns, ...argv], {stdio: ['pipe', 'pipe', 'pipe']})
+  const mounted = argv[0] === 'chroot' && argv[1] !== undefined ? sandbox.hostMounts?.[argv[1]] : undefined
+  const command = mounted ? ['chroot', mounted, ...argv.slice(2)] : argv
+  const child = spawn('ip', ['netns', 'exec', sandbox.netns, ...command], {stdio: ['pipe', 'pipe', 'pipe']})
   track(tracker, ws, child)
   if (!wantsStdin) child.stdin.end()
   child.stdin.on('error', () => {})

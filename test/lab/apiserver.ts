@@ -62,6 +62,13 @@ export interface ApiServerOptions {
   podSandbox?: (pod: Obj) => PodSandbox | undefined
   /** "namespace/name" of pods whose exec is accepted and then never answered. */
   hungExec?: Set<string>
+  /** Pods whose exec is accepted and then never answered, by what the pod is (a debug pod on a node, …). */
+  hungExecOf?: (pod: Obj) => boolean
+  /**
+   * Nodes on which creating a pod is refused with a 403 (as an RBAC denial words it): a policy that differs per node,
+   * for tests of one node refused while the others are read.
+   */
+  forbidPodsOn?: Set<string>
   /** How long a created pod stays Pending before it runs (default 100 ms); `Infinity` keeps it Pending. */
   podStartMs?: number
 }
@@ -75,8 +82,10 @@ export class LabApiServer {
   requests: string[] = []
   /** Every request, parsed (tests read which verbs and subresources were called). */
   readonly requestLog: ApiRequest[] = []
-  /** Pods created through the API (kept apart from the published fixtures, which `set` replaces). */
+  /** Pods created through the API and not deleted (kept apart from the published fixtures, which `set` replaces). */
   readonly createdPods: Obj[] = []
+  /** Every pod the API accepted to create, as sent (deleted or not). */
+  readonly podsEverCreated: Obj[] = []
   readonly streams: StreamTracker = {children: new Set(), sockets: new Set(), resizes: []}
   private readonly wss = new WebSocketServer({noServer: true, handleProtocols: (offered, req) => this.pickProtocol(offered, req)})
   private readonly timers = new Set<NodeJS.Timeout>()
@@ -182,9 +191,9 @@ current-context: lab
   }
 
   /** The 403 kube-apiserver gives when RBAC denies `verb` on `resource` (e.g. "pods/exec"), or undefined. */
-  private denial(verb: string, resource: string, group: string, namespace: string | undefined, name: string | undefined) {
+  private denial(verb: string, resource: string, group: string, namespace: string | undefined, name: string | undefined, always = false) {
     const f = this.opts.forbidden
-    if (!f || !(f.has(`${verb} ${resource} ${namespace ?? ''}`) || f.has(`${verb} ${resource} *`))) return undefined
+    if (!always && (!f || !(f.has(`${verb} ${resource} ${namespace ?? ''}`) || f.has(`${verb} ${resource} *`)))) return undefined
     const [base] = resource.split('/')
     const gr = group ? `${base}.${group}` : base
     const where = namespace ? ` in the namespace "${namespace}"` : ' at the cluster scope'
@@ -261,8 +270,12 @@ current-context: lab
     const meta = pod.metadata ?? {}
     const name = meta.name ?? (meta.generateName ? meta.generateName + randomUUID().slice(0, 5) : undefined)
     if (!name) return this.status(res, 422, 'Invalid', 'Pod "" is invalid: metadata.name: Required value: name or generateName is required')
-    const denied = this.denial('create', 'pods', '', namespace, undefined)
+    const nodeName = (pod.spec as {nodeName?: string} | undefined)?.nodeName
+    const denied =
+      this.denial('create', 'pods', '', namespace, undefined) ?? (nodeName && this.opts.forbidPodsOn?.has(nodeName) ? this.denial('create', 'pods', '', namespace, undefined, true) : undefined)
     if (denied) return this.send(res, 403, denied)
+    const invalid = meta.labels?.['app.kubernetes.io/managed-by'] === 'kproxy-doctor' ? this.debugPodViolations(pod) : []
+    if (invalid.length > 0) return this.status(res, 422, 'Invalid', `Pod "${name}" is invalid for a kproxy-doctor debug pod: ${invalid.join('; ')}`, {name, kind: 'Pod'})
     if (this.findPod(namespace, name)) return this.status(res, 409, 'AlreadyExists', `pods "${name}" already exists`, {name, kind: 'pods'})
     const created: Obj = {
       ...pod,
@@ -272,6 +285,7 @@ current-context: lab
       status: {phase: 'Pending', conditions: [{type: 'PodScheduled', status: 'True'}]},
     }
     this.createdPods.push(created)
+    this.podsEverCreated.push(structuredClone(pod))
     const startMs = this.opts.podStartMs ?? 100
     if (Number.isFinite(startMs)) {
       const timer = setTimeout(() => {
@@ -296,6 +310,40 @@ current-context: lab
       this.timers.add(timer)
     }
     this.send(res, 201, created)
+  }
+
+  /**
+   * What a debug pod must be (the doctor's promise, checked here on every create): pinned to a known node, in its
+   * network and PID namespaces, one privileged container, tolerating every taint, the node's / mounted read-only,
+   * labelled for its run.
+   */
+  private debugPodViolations(pod: Obj): string[] {
+    type Spec = {
+      nodeName?: string
+      hostNetwork?: boolean
+      hostPID?: boolean
+      tolerations?: Record<string, unknown>[]
+      volumes?: {name: string; hostPath?: {path?: string}}[]
+      containers?: {image?: string; securityContext?: {privileged?: boolean}; volumeMounts?: {name: string; mountPath: string; readOnly?: boolean}[]}[]
+    }
+    const spec = (pod.spec ?? {}) as Spec
+    const out: string[] = []
+    const nodes = (this.objects.get('nodes') ?? []).map((n) => n.metadata?.name)
+    if (!spec.nodeName || !nodes.includes(spec.nodeName)) out.push(`spec.nodeName: ${JSON.stringify(spec.nodeName)} is not a node`)
+    if (spec.hostNetwork !== true) out.push('spec.hostNetwork must be true')
+    if (spec.hostPID !== true) out.push('spec.hostPID must be true')
+    if (!(spec.tolerations ?? []).some((t) => t.operator === 'Exists' && t.key === undefined && t.effect === undefined)) out.push('spec.tolerations must hold {operator: Exists}')
+    const containers = spec.containers ?? []
+    if (containers.length !== 1) out.push('one container')
+    const c = containers[0]
+    if (!c?.image) out.push('containers[0].image is required')
+    if (c?.securityContext?.privileged !== true) out.push('containers[0].securityContext.privileged must be true')
+    const root = (spec.volumes ?? []).find((v) => v.hostPath?.path === '/')
+    const mount = root && c?.volumeMounts?.find((m) => m.name === root.name)
+    if (!mount) out.push("the node's / (a hostPath volume) must be mounted")
+    else if (mount.readOnly !== true) out.push(`the node's / at ${mount.mountPath} must be read-only`)
+    if (!pod.metadata?.labels?.['kproxy-doctor/run']) out.push('metadata.labels needs kproxy-doctor/run')
+    return out
   }
 
   private deletePod(res: ServerResponse, namespace: string, name: string): void {
@@ -356,7 +404,7 @@ current-context: lab
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       const before = new Set(this.streams.children)
       if (subresource === 'portforward') runPortForwardSession(ws, ports, sandbox, podLabel, this.streams)
-      else if (this.opts.hungExec?.has(podLabel)) runHungSession(ws, this.streams)
+      else if (this.opts.hungExec?.has(podLabel) || this.opts.hungExecOf?.(pod)) runHungSession(ws, this.streams)
       else runExecSession(ws, argv, sandbox, query.get('stdin') === 'true', this.streams)
       for (const child of this.streams.children) if (!before.has(child)) this.podOfChild.set(child, pod)
     })

@@ -41,6 +41,8 @@ test('svc help groups its flags and lists exactly the flags svc honours', async 
     'concurrency',
     'config',
     'context',
+    'debug-image',
+    'debug-namespace',
     'explain',
     'fail-on',
     'ignore',
@@ -108,7 +110,7 @@ test('a mistyped command gets one line with the closest command and exit 2', asy
 
 test('a flag that --snapshot would ignore is an error, as are other conflicting flags', async () => {
   const snap = ['svc', 'web', '-n', 'shop', '--snapshot', 'examples/healthy-cluster']
-  for (const extra of [['--context', 'prod'], ['--kubeconfig', '/k'], ['--ssh-config', '/s'], ['--timeout', '3'], ['--all-nodes'], ['--concurrency', '2'], ['--insecure-ignore-host-key']]) {
+  for (const extra of [['--context', 'prod'], ['--kubeconfig', '/k'], ['--ssh-config', '/s'], ['--timeout', '3'], ['--all-nodes'], ['--concurrency', '2'], ['--insecure-ignore-host-key'], ['--debug-image', 'busybox']]) {
     const r = await runCli([...snap, ...extra])
     assert.equal(r.code, 2, extra.join(' '))
     assert.equal(r.stderr, `kproxy-doctor: ${extra[0]}${extra[1] ? `=${extra[1]}` : '=true'} cannot also be provided when using --snapshot\n`)

@@ -11,7 +11,7 @@ import {parseCniResults} from '../../src/parse/cni-results.js'
 import {parseBridgeState, withCniResults} from '../../src/parse/bridge-state.js'
 import {NODE_FILES, parseNodeRecording, readNodeBundle, writeNodeRecording, type NodeRecording} from '../../src/node/bundle.js'
 import {SnapshotNodeAccess} from '../../src/node/snapshot-transport.js'
-import {KubeProxyNodeAccess} from '../../src/node/kube-proxy-transport.js'
+import {PodExecNodeAccess} from '../../src/node/pod-exec-transport.js'
 import type {KubeConfig} from '@kubernetes/client-node'
 import {buildCommandLine} from '../../src/node/node-commands.js'
 import {diagnose} from '../../src/diagnosis/diagnose.js'
@@ -175,7 +175,7 @@ test('snapshot: collect records cni-results.txt; the bundle and the snapshot tra
 })
 
 test("kube-proxy's Pod: the cache is not read (the node's /var/lib/cni is not mounted there), no exec is made, and it is listed as not read", async () => {
-  const access = new KubeProxyNodeAccess(undefined as unknown as KubeConfig, {namespace: 'kube-system', name: 'kube-proxy-a', container: 'kube-proxy'}, 1000)
+  const access = new PodExecNodeAccess(undefined as unknown as KubeConfig, {namespace: 'kube-system', name: 'kube-proxy-a', container: 'kube-proxy'}, 1000)
   const r = await access.run('cniResults')
   assert.deepEqual(r, {kind: 'not-recorded', what: "/var/lib/cni/results (the CNI result cache) is not mounted in kube-proxy's Pod"})
   assert.deepEqual(access.missingTools(), [

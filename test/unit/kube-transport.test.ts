@@ -8,6 +8,7 @@ import {parseBridgeState} from '../../src/parse/bridge-state.js'
 import {procIpVsAsIpvsadm} from '../../src/node/kube/proc-ip-vs.js'
 import {hairpinLines, interfacesOfProcNetDev} from '../../src/node/kube/sysfs-bridges.js'
 import {sshConfigNames} from '../../src/node/transports.js'
+import {COMMAND_ARGV, NODE_COMMANDS, onNodeRoot, QUERY_ARGV} from '../../src/node/node-commands.js'
 import type {NodeReadVia} from '../../src/diagnosis/choose-transport.js'
 import {withReadVia} from '../../src/report/document.js'
 import {apiOnlyNote, renderReadVia} from '../../src/report/read-via.js'
@@ -114,4 +115,15 @@ test('read-via in the report: every node says how it was read; API-only nodes ar
       '  node-b: not read (API-only): API-only (--via none)',
     ].join('\n'),
   )
+})
+
+test('the Pod transports run the same programs as the shell forms: each argv is its NODE_COMMANDS line, word for word', () => {
+  for (const [key, argv] of Object.entries(COMMAND_ARGV)) assert.equal(argv!.join(' '), NODE_COMMANDS[key as keyof typeof NODE_COMMANDS], key)
+})
+
+test("the debug Pod's way to the node's own programs: chroot /host before an allow-listed argv, never around nothing or another chroot", () => {
+  assert.deepEqual(onNodeRoot(COMMAND_ARGV.routeTable!), ['chroot', '/host', 'ip', 'route', 'show'])
+  assert.deepEqual(onNodeRoot(QUERY_ARGV.routeGet({address: '10.0.0.1'})), ['chroot', '/host', 'ip', '-o', 'route', 'get', '10.0.0.1'])
+  assert.throws(() => onNodeRoot([]), /refusing/)
+  assert.throws(() => onNodeRoot(['chroot', '/', 'sh']), /refusing/)
 })

@@ -13,6 +13,8 @@ export interface PodRef {
   namespace: string
   name: string
   container: string
+  /** The container's image (the debug Pod reuses kube-proxy's: the node has it already). */
+  image?: string
 }
 
 /** Why a node has no usable Pod: none scheduled there, or one that is not running. */
@@ -34,7 +36,29 @@ export function podsByNode(kubeConfig: KubeConfig, selector: PodSelector, timeou
     const containers = running.spec?.containers ?? []
     const container = containers.find((c) => c.name === 'kube-proxy')?.name ?? containers[0]?.name
     if (!container) return {kind: 'none', reason: `the Pod ${selector.namespace}/${running.metadata?.name} has no container`}
-    return {kind: 'found', pod: {namespace: selector.namespace, name: running.metadata?.name ?? '', container}}
+    const image = containers.find((c) => c.name === container)?.image
+    return {kind: 'found', pod: {namespace: selector.namespace, name: running.metadata?.name ?? '', container, ...(image ? {image} : {})}}
+  }
+}
+
+/**
+ * The image of kube-proxy's container, per node, for the debug Pod (so the node already has it): the selected Pod on
+ * that node whatever its state (a crash-looping kube-proxy still has its image there), else the first Pod listed (the
+ * DaemonSet's image). One list call, as podsByNode; a 403 is a KubeForbiddenError naming "list pods".
+ */
+export function kubeProxyImages(kubeConfig: KubeConfig, selector: PodSelector, timeoutMs: number): (node: string) => Promise<{image: string; where: string} | {reason: string}> {
+  let listing: Promise<V1Pod[]> | undefined
+  const imageOf = (p: V1Pod) => {
+    const containers = p.spec?.containers ?? []
+    return (containers.find((c) => c.name === 'kube-proxy') ?? containers[0])?.image
+  }
+  return async (node) => {
+    listing ??= listPods(kubeConfig, selector, timeoutMs)
+    const pods = (await listing).filter((p) => imageOf(p))
+    const here = pods.find((p) => p.spec?.nodeName === node)
+    if (here) return {image: imageOf(here)!, where: `kube-proxy's, from ${selector.namespace}/${here.metadata?.name}`}
+    if (pods[0]) return {image: imageOf(pods[0])!, where: `kube-proxy's, from ${selector.namespace}/${pods[0].metadata?.name} (none runs on ${node}: the image may be pulled)`}
+    return {reason: `no Pod of ${selector.namespace} -l ${selector.labelSelector} to take kube-proxy's image from: give one with --debug-image`}
   }
 }
 
@@ -55,7 +79,7 @@ async function listPods(kubeConfig: KubeConfig, selector: PodSelector, timeoutMs
   }
 }
 
-function abortableBy(signal: AbortSignal): ConfigurationOptions<ObservableMiddleware> {
+export function abortableBy(signal: AbortSignal): ConfigurationOptions<ObservableMiddleware> {
   const middleware: ObservableMiddleware = {
     pre: (context: RequestContext) => {
       context.setSignal(signal)

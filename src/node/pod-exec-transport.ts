@@ -1,5 +1,17 @@
 import type {KubeConfig} from '@kubernetes/client-node'
-import {dnsLookupCommand, isNodeCommandKey, isReadableNodeFile, NODE_COMMANDS, pathSysctlNames, QUERY_ARGV, type ArgsOf, type NodeCommand, type NodeCommandKey} from './node-commands.js'
+import {
+  COMMAND_ARGV,
+  dnsLookupCommand,
+  isNodeCommandKey,
+  isReadableNodeFile,
+  NODE_COMMANDS,
+  onNodeRoot,
+  pathSysctlNames,
+  QUERY_ARGV,
+  type ArgsOf,
+  type NodeCommand,
+  type NodeCommandKey,
+} from './node-commands.js'
 import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription} from './node-access.js'
 import {execInPod, type ExecResult} from './kube/exec-in-pod.js'
 import type {PodRef} from './kube/find-pod.js'
@@ -7,19 +19,6 @@ import {KubeCommandNotFoundError, KubeForbiddenError, KubePortForwardError, Kube
 import {openPortForward} from './kube/port-forward.js'
 import {hairpinLines, interfacesOfProcNetDev} from './kube/sysfs-bridges.js'
 import {procIpVsAsIpvsadm} from './kube/proc-ip-vs.js'
-
-/** argv for each allow-listed key that maps to one program (no shell in the kube-proxy image, none used anyway). */
-const ARGV: Partial<Record<NodeCommand, string[]>> = {
-  uid: ['id', '-u'],
-  iptablesSave: ['iptables-save'],
-  nftRulesetJson: ['nft', '-j', 'list', 'ruleset'],
-  nftRuleset: ['nft', 'list', 'ruleset'],
-  iptablesLegacySave: ['iptables-legacy-save'],
-  iptablesNftSave: ['iptables-nft-save'],
-  ipsetSave: ['ipset', 'save'],
-  kubeIpvs0: ['ip', '-o', 'addr', 'show', 'dev', 'kube-ipvs0'],
-  routeTable: ['ip', 'route', 'show'],
-}
 
 /** The sysctl names of the allow-listed `sysctls` key, read one by one from /proc/sys where `sysctl` is absent. */
 const SYSCTL_NAMES = NODE_COMMANDS.sysctls.split(' ').slice(1)
@@ -40,29 +39,75 @@ const MISSING_EFFECT: Record<string, string> = {
 
 type Missing = {kind: 'missing'; tool: string}
 
+/** Which host-network Pod on the node is exec'ed into, in the report's words, and what closing the access does. */
+export interface PodKind {
+  transport: 'kube-proxy' | 'debug-pod'
+  /** "kube-proxy's Pod", "the debug Pod". */
+  pod: string
+  /** "the kube-proxy image", "the debug image (busybox:1.36)". */
+  image: string
+  /** What exec is needed for, in an RBAC refusal: "read nodes through kube-proxy's Pods". */
+  purpose: string
+  /**
+   * The Pod mounts the node's root at HOST_ROOT (the debug Pod): a program its image lacks runs as the node's own,
+   * `chroot /host PROGRAM…` (when the image has chroot), and the CNI result cache is read that way.
+   */
+  nodeRoot: boolean
+  /** Where the Pod's image comes from, for the report ("image registry.k8s.io/kube-proxy:v1.33.0, kube-proxy's …"). */
+  origin?: string
+  /** Runs once when the access is closed (the debug Pod is deleted); resolves to a line when it failed (never rejects). */
+  release?: () => Promise<string | undefined>
+}
+
+const KUBE_PROXY_POD: PodKind = {transport: 'kube-proxy', pod: "kube-proxy's Pod", image: 'the kube-proxy image', purpose: "read nodes through kube-proxy's Pods", nodeRoot: false}
+
 /**
- * NodeAccess through kube-proxy's own Pod on the node: the allow-listed reads run as argv (never a shell) through
- * pods/exec in its container, which shares the node's network namespace (hostNetwork) and so sees the node's rules;
- * TCP to the node's loopback (kube-proxy's /healthz, /metrics, /proxyMode) goes through pods/portforward. A program
- * the image lacks is remembered and reported, never fatal: kube-proxy's images (distroless-iptables) ship iptables*,
- * ip6tables*, nft, ipset, cat, grep, and not ip, bridge, ipvsadm, sysctl, dig or nslookup.
+ * NodeAccess through a host-network Pod on the node (kube-proxy's own, or the debug Pod): the allow-listed reads run as
+ * argv (never a shell) through pods/exec in its container, which shares the node's network namespace (hostNetwork)
+ * and so sees the node's rules; TCP to the node's loopback (kube-proxy's /healthz, /metrics, /proxyMode) goes through
+ * pods/portforward. A program the image lacks is remembered and reported, never fatal: kube-proxy's images
+ * (distroless-iptables) ship iptables*, ip6tables*, nft, ipset, cat, grep, and not ip, bridge, ipvsadm, sysctl, dig or
+ * nslookup. In the debug Pod such a program runs as the node's own through `chroot /host` where the image has chroot.
  */
-export class KubeProxyNodeAccess implements NodeAccess {
+export class PodExecNodeAccess implements NodeAccess {
   /** Program the image lacks → what its absence cost (filled in by the read that missed it). */
   private readonly missing = new Map<string, string>()
   private readonly refusals = new Set<string>()
   /** Node files the Pod does not see (its mounts are not the node's), with what that cost. */
   private readonly notMounted = new Set<string>()
+  /** Programs the node lacks too (`chroot /host PROGRAM` exited 127), and whether the image has no chroot at all. */
+  private readonly notOnNode = new Set<string>()
+  private noChroot = false
+  private released?: Promise<void>
+  private leftover?: string
 
   constructor(
     private readonly kubeConfig: KubeConfig,
     private readonly pod: PodRef,
     private readonly timeoutMs: number,
+    private readonly kind: PodKind = KUBE_PROXY_POD,
   ) {}
 
   /** One line per program the image lacked, with what was read instead or not at all. */
   missingTools(): string[] {
-    return [...[...this.missing].map(([tool, effect]) => `${tool} not in the kube-proxy image${effect}`), ...this.notMounted]
+    return [...[...this.missing].map(([tool, effect]) => `${tool} ${this.absentFrom(tool)}${effect}`), ...this.notMounted]
+  }
+
+  /** Where a program was looked for: the image, and in the debug Pod the node too (or why not). */
+  private absentFrom(tool: string): string {
+    if (!this.kind.nodeRoot) return `not in ${this.kind.image}`
+    if (this.noChroot) return `not in ${this.kind.image} (which has no chroot to run the node's)`
+    return this.notOnNode.has(tool) ? `neither in ${this.kind.image} nor on the node` : `not in ${this.kind.image}`
+  }
+
+  /** Where the Pod's image comes from (the debug Pod), for the report. */
+  origin(): string | undefined {
+    return this.kind.origin
+  }
+
+  /** The line saying the debug Pod could not be deleted (and how to delete it), once the access is closed. */
+  leftovers(): string[] {
+    return this.leftover ? [this.leftover] : []
   }
 
   /** The RBAC refusals met (one clear line each: the verb and resource needed). */
@@ -70,22 +115,35 @@ export class KubeProxyNodeAccess implements NodeAccess {
     return [...this.refusals]
   }
 
-  private async exec(argv: string[]): Promise<ExecResult | Missing> {
+  /** argv in the image; where the image lacks the program and the Pod has the node's root, the node's own program. */
+  private async exec(argv: readonly string[]): Promise<ExecResult | Missing> {
+    const r = await this.execRaw(argv)
+    if (!('kind' in r) || !this.kind.nodeRoot || this.noChroot) return this.noted(r)
+    const onNode = await this.execRaw(onNodeRoot(argv))
+    if ('kind' in onNode) this.noChroot = true
+    else if (onNode.exitCode === 127) this.notOnNode.add(argv[0])
+    else return onNode
+    return this.noted(r)
+  }
+
+  private noted(r: ExecResult | Missing): ExecResult | Missing {
+    if ('kind' in r && !this.missing.has(r.tool)) this.missing.set(r.tool, MISSING_EFFECT[r.tool] ?? '')
+    return r
+  }
+
+  private async execRaw(argv: readonly string[]): Promise<ExecResult | Missing> {
     try {
-      return await execInPod(this.kubeConfig, this.pod.namespace, this.pod.name, this.pod.container, argv, {timeoutMs: this.timeoutMs})
+      return await execInPod(this.kubeConfig, this.pod.namespace, this.pod.name, this.pod.container, [...argv], {timeoutMs: this.timeoutMs})
     } catch (e) {
-      if (e instanceof KubeCommandNotFoundError) {
-        if (!this.missing.has(argv[0])) this.missing.set(argv[0], MISSING_EFFECT[argv[0]] ?? '')
-        return {kind: 'missing', tool: argv[0]}
-      }
+      if (e instanceof KubeCommandNotFoundError) return {kind: 'missing', tool: argv[0]}
       if (e instanceof KubeForbiddenError) throw new Error(this.refused(e))
-      if (e instanceof KubeTimeoutError) throw new Error(`${argv[0]} in kube-proxy's Pod ${this.podName()} did not finish within ${this.timeoutMs / 1000}s`)
+      if (e instanceof KubeTimeoutError) throw new Error(`${argv[argv[0] === 'chroot' ? 2 : 0]} in ${this.kind.pod} ${this.podName()} did not finish within ${this.timeoutMs / 1000}s`)
       throw e
     }
   }
 
   private refused(e: KubeForbiddenError): string {
-    const line = `RBAC forbids ${e.verb} on ${e.resource} in namespace "${e.namespace}" (403): needed to read nodes through kube-proxy's Pods`
+    const line = `RBAC forbids ${e.verb} on ${e.resource} in namespace "${e.namespace}" (403): needed to ${this.kind.purpose}`
     this.refusals.add(line)
     return line
   }
@@ -95,7 +153,7 @@ export class KubeProxyNodeAccess implements NodeAccess {
   }
 
   private notInImage(tool: string, what = ''): RunResult {
-    return {kind: 'not-recorded', what: `${tool} not in the kube-proxy image${what}`}
+    return {kind: 'not-recorded', what: `${tool} ${this.absentFrom(tool)}${what}`}
   }
 
   async run<K extends NodeCommandKey>(key: K, ...args: ArgsOf<K>): Promise<RunResult> {
@@ -108,20 +166,30 @@ export class KubeProxyNodeAccess implements NodeAccess {
     if (key === 'pathSysctls') return this.sysctlsOf(pathSysctlNames((args[0] as {interfaces: string[]}).interfaces))
     if (key === 'routeGet') return this.runArgv(QUERY_ARGV.routeGet(args[0] as {address: string}))
     if (key === 'conntrackList') return this.runArgv(QUERY_ARGV.conntrackList(args[0] as Parameters<typeof QUERY_ARGV.conntrackList>[0]))
-    const argv = ARGV[key as NodeCommand]
-    if (!argv) throw new Error(`node command ${key} has no argv form for the kube-proxy transport`)
+    const argv = COMMAND_ARGV[key as NodeCommand]
+    if (!argv) throw new Error(`node command ${key} has no argv form for the ${this.kind.transport} transport`)
     return this.runArgv(argv)
   }
 
-  private async runArgv(argv: string[]): Promise<RunResult> {
+  private async runArgv(argv: readonly string[]): Promise<RunResult> {
     const r = await this.exec(argv)
     if ('kind' in r) return this.notInImage(r.tool)
     return ran(r)
   }
 
-  /** The node's /var/lib/cni is not mounted in kube-proxy's Pod (its own filesystem would answer): not read, and said. */
-  private cniResults(): RunResult {
-    const what = "/var/lib/cni/results (the CNI result cache) is not mounted in kube-proxy's Pod"
+  /**
+   * The node's /var/lib/cni is not the Pod's (its own filesystem would answer): in the debug Pod it is read through
+   * `chroot /host` (the node's grep on the node's folder); in kube-proxy's Pod, or without chroot, not read, and said.
+   */
+  private async cniResults(): Promise<RunResult> {
+    if (this.kind.nodeRoot && !this.noChroot) {
+      const r = await this.execRaw(onNodeRoot(COMMAND_ARGV.cniResults!))
+      if (!('kind' in r)) return ran(r)
+      this.noChroot = true
+    }
+    const what = this.kind.nodeRoot
+      ? `/var/lib/cni/results (the CNI result cache) not read: ${this.kind.image} has no chroot to reach the node's`
+      : `/var/lib/cni/results (the CNI result cache) is not mounted in ${this.kind.pod}`
     this.notMounted.add(`${what}: pods mapped to bridge ports through fdb and neighbour entries only (they expire on idle Pods)`)
     return {kind: 'not-recorded', what}
   }
@@ -191,12 +259,12 @@ export class KubeProxyNodeAccess implements NodeAccess {
     if (!('kind' in dig)) return ran(dig)
     const nslookup = await this.exec(['nslookup', '-vc', '-timeout=2', q.name, q.server])
     if (!('kind' in nslookup)) return ran(nslookup)
-    return {kind: 'ran', code: 127, stdout: Buffer.alloc(0), stderr: 'dig and nslookup are not in the kube-proxy image'}
+    return {kind: 'ran', code: 127, stdout: Buffer.alloc(0), stderr: `dig and nslookup are ${this.absentFrom('nslookup')}`}
   }
 
   /** Only the node's loopback: the kubelet dials localhost inside the Pod's (here: the node's) network namespace. */
   async openTcp(host: string, port: number, timeoutMs: number): Promise<TcpOpen> {
-    if (!LOOPBACK.has(host)) return {kind: 'refused', outcome: 'not-probed', reason: `a port-forward to kube-proxy's Pod reaches only the node's loopback, not ${host}:${port}`}
+    if (!LOOPBACK.has(host)) return {kind: 'refused', outcome: 'not-probed', reason: `a port-forward to ${this.kind.pod} reaches only the node's loopback, not ${host}:${port}`}
     try {
       return {kind: 'open', stream: await openPortForward(this.kubeConfig, this.pod.namespace, this.pod.name, port, {timeoutMs})}
     } catch (e) {
@@ -210,15 +278,21 @@ export class KubeProxyNodeAccess implements NodeAccess {
   async readFile(path: string): Promise<FileRead> {
     if (!isReadableNodeFile(path)) throw new Error(`refusing to read "${path}" on a node: not an allow-listed file`)
     const r = await this.exec(['cat', '--', path])
-    if ('kind' in r) return {kind: 'not-recorded', what: `cat not in the kube-proxy image (${path} not read)`}
+    if ('kind' in r) return {kind: 'not-recorded', what: `cat ${this.absentFrom('cat')} (${path} not read)`}
     return r.exitCode === 0 ? {kind: 'read', content: Buffer.from(r.stdout)} : {kind: 'missing', reason: r.stderr.trim().split('\n')[0] || `cat exited ${r.exitCode}`}
   }
 
   describe(): TransportDescription {
-    return {transport: 'kube-proxy', address: `pod ${this.podName()}`, tcpVia: `a port-forward to kube-proxy's Pod ${this.podName()}`}
+    return {transport: this.kind.transport, address: `pod ${this.podName()}`, tcpVia: `a port-forward to ${this.kind.pod} ${this.podName()}`}
   }
 
-  close(): void {}
+  /** Releases the Pod (deletes the debug Pod) once; later calls wait for the same release. */
+  close(): Promise<void> {
+    this.released ??= (this.kind.release?.() ?? Promise.resolve(undefined)).then((line) => {
+      this.leftover = line
+    })
+    return this.released
+  }
 }
 
 function ran(r: ExecResult): RunResult {

@@ -56,6 +56,8 @@ export interface CoverageInputs {
   probes: ProbeRun
   /** How each selected node was read live, or why it was left API-only; absent for a snapshot. */
   readVia?: Map<string, NodeReadVia>
+  /** A family of a dual-stack Service whose rules were not read or not judged on a node, and why. */
+  familiesNotJudged?: Array<{node: string; reason: string}>
 }
 
 const entry = (node: string | null, check: CoverageCheck, reason: string, required: boolean): NotChecked => ({node, check, codes: [...COVERAGE_CHECKS[check]], reason, required})
@@ -83,6 +85,7 @@ export function notChecked(inputs: CoverageInputs): NotChecked[] {
     out.push(...nodeGaps(o, readVia?.get(o.name), `${context.service.name}.${context.service.namespace}.svc.`))
   }
   for (const u of context.unsupported) out.push(entry(u.node, 'proxy-rules', `${u.mode} rules not judged: ${u.source}`, true))
+  if (!notProxied) for (const f of inputs.familiesNotJudged ?? []) out.push(entry(f.node, 'proxy-rules', f.reason, true))
   if (!notProxied) out.push(...probeGaps(probes))
   return out
 }

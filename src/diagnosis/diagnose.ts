@@ -2,7 +2,7 @@ import type {ClusterState} from '../cluster/types.js'
 import {CHECKS} from '../checks/index.js'
 import {codesExplaining} from '../checks/catalogue.js'
 import {toFinding, type CheckContext, type Finding, type NodeView} from '../checks/check.js'
-import {expectedService} from '../model/expected.js'
+import {expectedService, serviceFamilies} from '../model/expected.js'
 import {chooseMode, decideMode, type NodeFacts, type ProxyMode} from '../model/modes/index.js'
 import type {NodeObservation} from '../node/bundle.js'
 import {followEndpoints, tracePaths, type PathResult} from '../model/paths.js'
@@ -121,7 +121,15 @@ export function diagnose(cluster: ClusterState, observations: NodeObservation[],
     const silenced = ignored.find(explained)
     if (silenced && !findings.some(explained)) ignoredBreaks.set(p, silenced.code)
   }
-  const skipped = notChecked({context, probes, readVia: opts.readVia})
+  // Only the primary family (spec.clusterIP) is judged: every other family of a dual-stack Service is said to be unchecked.
+  const familiesNotJudged = serviceFamilies(cluster.service)
+    .slice(1)
+    .flatMap(({family, clusterIP}) =>
+      observations
+        .filter((o) => o.reachable)
+        .map((o) => ({node: o.name, reason: `${family} rules not read (${family === 'IPv6' ? 'ip6tables-save' : 'iptables-save'}): ${family} ClusterIP ${clusterIP} not judged`})),
+    )
+  const skipped = notChecked({context, probes, readVia: opts.readVia, familiesNotJudged})
   for (const n of skipped) opts.log?.(`not checked${n.required ? '' : ' (not required)'}: ${n.check}${n.node ? ` on ${n.node}` : ''}: ${n.reason}`)
   return {cluster, context, findings, ignored, paths, ignoredBreaks, probes, notChecked: skipped, ok: !findings.some((f) => f.severity === 'error')}
 }

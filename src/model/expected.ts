@@ -1,5 +1,6 @@
 import type {V1Service} from '@kubernetes/client-node'
 import type {ClusterState} from '../cluster/types.js'
+import {familyOf as addressFamily} from '../net/address.js'
 import {joinHostPort} from '../net/host-port.js'
 import {servicePortName} from './chain-names.js'
 import {categorizeEndpoints, endpointsForPort, type EndpointInfo} from './endpoints.js'
@@ -62,8 +63,25 @@ export function notProxiedReason(svc: V1Service): string | undefined {
   return undefined
 }
 
-function familyOf(ip: string): 'IPv4' | 'IPv6' {
-  return ip.includes(':') ? 'IPv6' : 'IPv4'
+export type IpFamily = 'IPv4' | 'IPv6'
+
+function familyOf(ip: string): IpFamily {
+  return addressFamily(ip) === 6 ? 'IPv6' : 'IPv4'
+}
+
+/**
+ * The Service's address families, each with its ClusterIP, the primary (spec.clusterIP) first: spec.clusterIPs, else
+ * spec.clusterIP. A dual-stack Service has one of each; kube-proxy programs each family in its own tables.
+ */
+export function serviceFamilies(svc: V1Service): Array<{family: IpFamily; clusterIP: string}> {
+  const primary = svc.spec?.clusterIP
+  if (!primary || primary === 'None' || addressFamily(primary) === undefined) return []
+  const out = [{family: familyOf(primary), clusterIP: primary}]
+  for (const ip of svc.spec?.clusterIPs ?? []) {
+    if (typeof ip !== 'string' || addressFamily(ip) === undefined) continue
+    if (!out.some((f) => f.family === familyOf(ip))) out.push({family: familyOf(ip), clusterIP: ip})
+  }
+  return out
 }
 
 /** kube-proxy's desired state for one Service on the node `nodeName`. */

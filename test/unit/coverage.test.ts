@@ -104,6 +104,16 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
     assert.ok(unsupported[0].codes.includes('KPD-SVC-RULE-MISSING') && !unsupported[0].codes.includes('KPD-ROUTE-MISSING'))
   })
 
+  test('a dual-stack Service whose IPv6 rules were not read: one required entry per node, so the headline is ? and not ✓', () => {
+    const r = report({dualStack: true})
+    const reason = 'IPv6 rules not read (ip6tables-save): IPv6 ClusterIP fd00:10:96::10:10 not judged'
+    assert.deepEqual(rows(r), [['node-a', 'proxy-rules', true, reason], ['node-b', 'proxy-rules', true, reason], PROBES_OFF_ROW])
+    assert.ok(r.notChecked[0].codes.includes('KPD-SEP-MISSING'))
+    assert.deepEqual(r.findings, [])
+    assert.equal(r.summary, '? shop/web: no fault found in what was checked, but 2 check(s) could not run (see Not checked)')
+    assert.equal(exitCode(r, {severity: 'error', skipped: true}), 1)
+  })
+
   test('--via none: every node API-only, listed but not required; RBAC or no way in: required', () => {
     const via = (why: string): NodeReadVia => ({transport: null, address: null, why, notUsed: [], notRead: []})
     const {cluster} = offlineCluster()

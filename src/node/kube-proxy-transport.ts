@@ -12,6 +12,7 @@ import {procIpVsAsIpvsadm} from './kube/proc-ip-vs.js'
 const ARGV: Partial<Record<NodeCommand, string[]>> = {
   uid: ['id', '-u'],
   iptablesSave: ['iptables-save'],
+  ip6tablesSave: ['ip6tables-save'],
   nftRulesetJson: ['nft', '-j', 'list', 'ruleset'],
   nftRuleset: ['nft', 'list', 'ruleset'],
   iptablesLegacySave: ['iptables-legacy-save'],

@@ -7,6 +7,8 @@ import {parseIp} from '../net/address.js'
 export const NODE_COMMANDS = {
   uid: 'id -u',
   iptablesSave: 'iptables-save',
+  /** IPv6 rules (dual-stack and IPv6 Services): the same backend as iptables-save. */
+  ip6tablesSave: 'ip6tables-save',
   nftRulesetJson: 'nft -j list ruleset',
   nftRuleset: 'nft list ruleset',
   iptablesLegacySave: 'iptables-legacy-save',
@@ -36,7 +38,7 @@ export const NODE_COMMANDS = {
 
 export type NodeCommand = keyof typeof NODE_COMMANDS
 
-const NEEDS_ROOT: ReadonlySet<NodeCommand> = new Set(['iptablesSave', 'nftRulesetJson', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave', 'ipvsadm', 'ipsetSave', 'cniResults'])
+const NEEDS_ROOT: ReadonlySet<NodeCommand> = new Set(['iptablesSave', 'ip6tablesSave', 'nftRulesetJson', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave', 'ipvsadm', 'ipsetSave', 'cniResults'])
 
 declare const allowListed: unique symbol
 /** A command line built here from an allow-list key: the only thing a transport's exec accepts. */

@@ -33,6 +33,7 @@ describe('node reads against the netns lab: what is sent to the node, and what c
     return [
       line('uid', true),
       line('iptablesSave', true),
+      line('ip6tablesSave', true),
       line('nftRulesetJson', true),
       ...(nftJson.code === 0 && nftJson.stdout.trimStart().startsWith('{') ? [] : [line('nftRuleset', true)]),
       line('iptablesLegacySave', true),

@@ -84,8 +84,11 @@ export function serviceFamilies(svc: V1Service): Array<{family: IpFamily; cluste
   return out
 }
 
-/** kube-proxy's desired state for one Service on the node `nodeName`. */
-export function expectedService(cluster: ClusterState, nodeName: string): ExpectedService {
+/**
+ * kube-proxy's desired state for one Service on the node `nodeName`, for one of its address families (default: the
+ * primary, spec.clusterIP's): that family's ClusterIP, externalIPs, LoadBalancer IPs and EndpointSlices.
+ */
+export function expectedService(cluster: ClusterState, nodeName: string, ipFamily?: IpFamily): ExpectedService {
   const svc = cluster.service
   const namespace = svc.metadata?.namespace ?? 'default'
   const name = svc.metadata?.name ?? ''
@@ -102,7 +105,7 @@ export function expectedService(cluster: ClusterState, nodeName: string): Expect
   }
   const reason = notProxiedReason(svc)
   if (reason) return {...base, notProxied: reason}
-  const clusterIP = svc.spec!.clusterIP!
+  const clusterIP = serviceFamilies(svc).find((f) => f.family === ipFamily)?.clusterIP ?? svc.spec!.clusterIP!
   const family = familyOf(clusterIP)
   const externalIPs = (svc.spec?.externalIPs ?? []).filter((ip) => familyOf(ip) === family)
   const loadBalancerIPs =

@@ -15,6 +15,8 @@ import {DNS, NODES as LAB_NODES, WEB as LAB_WEB, dualStackNode, dualStackPods, d
 export interface OfflineOptions {
   /** A dual-stack cluster: the web Service, its Pods and the nodes get IPv6 addresses too, and an IPv6 EndpointSlice. */
   dualStack?: boolean
+  /** Dual-stack: faults in a node's IPv6 rules (ip6tables-save), addresses in them IPv6. */
+  faults6?: Record<string, RuleFaults>
   faults?: Record<string, RuleFaults>
   /** Pods whose bridge port has hairpin off. */
   hairpinOff?: string[]
@@ -93,6 +95,7 @@ export function offlineCluster(opts: OfflineOptions = {}): {cluster: ClusterStat
           }
         : {}),
       iptables: IptablesSave.parse(new BufferSource(Buffer.from(text))),
+      ...(opts.dualStack && !ipvsTexts ? {ip6tables: IptablesSave.parse(new BufferSource(Buffer.from(kubeProxyRules(node, [WEB, DNS], pods, opts.faults6?.[node.name] ?? {}, 6))))} : {}),
       network: cniText !== undefined ? withCniResults(parseBridgeState(network), parseCniResults(cniText)) : parseBridgeState(network),
       dns: {name: 'web.shop.svc.cluster.local', server: DNS.clusterIP, method: 'test', rcode: dns.rcode ?? (dns.error ? undefined : 'NOERROR'), ...dns},
     }

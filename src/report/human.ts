@@ -168,7 +168,7 @@ export function renderHuman(r: Report, c: ChalkInstance, width = Number.POSITIVE
   lines.push('')
   const s = r.service
   const ports = s.ports.map((p) => `${p.name ? p.name + ' ' : ''}${p.port}→${p.targetPort}/${p.protocol}${p.nodePort ? ` (NodePort ${p.nodePort})` : ''}`).join(', ')
-  lines.push(...wrapProse(`${c.bold('Service')} ${s.namespace}/${s.name}  ${s.type} ${s.clusterIP ?? ''}  ports ${ports || 'none'}`, width, '', '  '))
+  lines.push(...wrapProse(`${c.bold('Service')} ${s.namespace}/${s.name}  ${s.type} ${(s.clusterIPs ?? []).length > 1 ? s.clusterIPs.join(', ') : (s.clusterIP ?? '')}  ports ${ports || 'none'}`, width, '', '  '))
   lines.push(
     ...wrapProse(
       `${c.bold('Endpoints')} ${r.endpoints.ready} ready, ${r.endpoints.notReady} not ready (from ${r.endpoints.source})   ${c.bold('kube-proxy')} ${r.proxy.mode}, mark ${r.proxy.masqueradeMark} (${r.proxy.source})`,

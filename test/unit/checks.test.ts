@@ -13,6 +13,8 @@ import {IptablesSave} from '../../src/parse/iptables-save.js'
 import {kubeProxyPodObject} from '../lab/fixtures.js'
 import {offlineCluster, type OfflineOptions} from '../helpers/offline-cluster.js'
 import {buildReport} from '../../src/report/report.js'
+import {renderHuman} from '../../src/report/human.js'
+import {Chalk} from 'chalk'
 import {PROBES_OFF} from '../../src/diagnosis/probe-stage.js'
 import {checkTester, firedCodes} from '../helpers/check-tester.js'
 import type {DiagnoseOptions} from '../../src/diagnosis/diagnose.js'
@@ -256,6 +258,10 @@ describe('dual-stack: what the user reads names the family and the address', () 
       ['node-b', 'pod→itself', 'IPv6', '[fd00:10:96::10:10]:80', false],
     ])
     assert.deepEqual(r.notChecked.filter((n) => n.required), [])
+    const human = renderHuman(r, new Chalk({level: 0}), 120).split('\n')
+    assert.ok(human.includes('Service shop/web  NodePort 10.96.10.10, fd00:10:96::10:10  ports http 80→http/TCP (NodePort 30080)'), human.join('\n'))
+    const nodeB = human.find((l) => /^\W*node-b\b/.test(l))
+    assert.equal(nodeB?.match(/✗ KUBE-SEP IPv6/g)?.length, 4, human.join('\n'))
   })
 })
 

@@ -56,6 +56,10 @@ export interface CoverageInputs {
   probes: ProbeRun
   /** How each selected node was read live, or why it was left API-only; absent for a snapshot. */
   readVia?: Map<string, NodeReadVia>
+  /** A family of a dual-stack Service whose rules were not read or not judged on a node, and why. */
+  familiesNotJudged?: Array<{node: string; reason: string}>
+  /** The families of a dual-stack Service other than the primary: the probes and path reads cover the primary only. */
+  otherFamilies?: string[]
 }
 
 const entry = (node: string | null, check: CoverageCheck, reason: string, required: boolean): NotChecked => ({node, check, codes: [...COVERAGE_CHECKS[check]], reason, required})
@@ -81,9 +85,13 @@ export function notChecked(inputs: CoverageInputs): NotChecked[] {
     }
     if (notProxied) continue
     out.push(...nodeGaps(o, readVia?.get(o.name), `${context.service.name}.${context.service.namespace}.svc.`))
+    for (const family of inputs.otherFamilies ?? [])
+      if (o.path) out.push(entry(o.name, 'routes', `${family} endpoints and ClusterIP: no route lookups or conntrack reads (made for the primary family only)`, false))
   }
   for (const u of context.unsupported) out.push(entry(u.node, 'proxy-rules', `${u.mode} rules not judged: ${u.source}`, true))
+  if (!notProxied) for (const f of inputs.familiesNotJudged ?? []) out.push(entry(f.node, 'proxy-rules', f.reason, true))
   if (!notProxied) out.push(...probeGaps(probes))
+  if (!notProxied && probes.ran) for (const family of inputs.otherFamilies ?? []) out.push(entry(null, 'live-probes', `${family} addresses not probed (probes cover the primary family only)`, false))
   return out
 }
 

@@ -2,10 +2,10 @@ import type {ClusterState} from '../cluster/types.js'
 import {CHECKS} from '../checks/index.js'
 import {codesExplaining} from '../checks/catalogue.js'
 import {toFinding, type CheckContext, type Finding, type NodeView} from '../checks/check.js'
-import {expectedService} from '../model/expected.js'
-import {chooseMode, decideMode, type NodeFacts, type ProxyMode} from '../model/modes/index.js'
+import {expectedService, serviceFamilies, type IpFamily} from '../model/expected.js'
+import {chooseMode, decideMode, type NodeFacts, type ProxyMode, type TableFamily} from '../model/modes/index.js'
 import type {NodeObservation} from '../node/bundle.js'
-import {followEndpoints, tracePaths, type PathResult} from '../model/paths.js'
+import {followEndpoints, podIPsOn, tracePaths, type PathResult} from '../model/paths.js'
 import {pathNodes} from '../checks/rules/filter-drop.js'
 import {silencingRule, type IgnoreRule} from './ignore-rules.js'
 import {nodeAddress} from './node-address.js'
@@ -48,30 +48,52 @@ export interface DiagnoseOptions {
 
 const PROBES_NOT_RUN: ProbeRun = {ran: false, reason: 'live probes were not run'}
 
-/** Model, trace, check: the one engine behind `svc`, live or from a snapshot. */
-export function diagnose(cluster: ClusterState, observations: NodeObservation[], opts: DiagnoseOptions = {}): Diagnosis {
+/** One address family's half of a diagnosis: its nodes' dataplanes, paths and findings, and what it could not judge. */
+interface FamilyRun {
+  context: CheckContext & ProbeAware
+  notJudged: Array<{node: string; reason: string}>
+}
+
+/** Why a node's rules of one family were not judged, when its mode's data for that family was not read. */
+function notJudgedReason(family: IpFamily, mode: ProxyMode, source: string): string {
+  if (mode === 'ipvs' && family === 'IPv6') return `IPv6 rules not judged: the node runs IPVS mode (${source}), whose IPv6 virtual servers are not judged yet`
+  if (mode === 'nftables') return `${family} rules not read (nft list ruleset)`
+  return `${family} rules not read (${family === 'IPv6' ? 'ip6tables-save' : 'iptables-save'})`
+}
+
+/**
+ * Model, trace and check one address family of the Service on every read node: the family's expected state
+ * (ClusterIP, externalIPs, LB IPs, EndpointSlices), the family's rules (iptables-save or ip6tables-save, nft table
+ * ip or ip6), the node's address of that family for NodePorts.
+ */
+function diagnoseFamily(cluster: ClusterState, observations: NodeObservation[], opts: DiagnoseOptions, family: IpFamily | undefined, label: string, probes: ProbeRun): FamilyRun {
   const nodes: NodeView[] = []
   const paths: PathResult[] = []
   const unsupported: CheckContext['unsupported'] = []
+  const notJudged: FamilyRun['notJudged'] = []
+  const tableFamily: TableFamily = family === 'IPv6' ? 'ip6' : 'ip'
+  const addressFamily = family === 'IPv6' ? 6 : family === 'IPv4' ? 4 : undefined
   for (const obs of observations) {
     if (!obs.reachable) continue
     const k8sNode = cluster.nodes.find((n) => n.metadata?.name === obs.name)
-    const facts: NodeFacts = {family: (cluster.service.spec?.clusterIP ?? '').includes(':') ? 'ip6' : 'ip', nodeAddress: k8sNode ? nodeAddress(k8sNode) : undefined}
+    const address = k8sNode ? nodeAddress(k8sNode, addressFamily) : undefined
+    const facts: NodeFacts = {family: tableFamily, nodeAddress: address}
     const configured = {mode: cluster.proxyConfig.mode, source: cluster.proxyConfig.source}
     const choice = chooseMode(obs, facts, configured, opts.proxyMode)
     if (!choice) {
       const decision = decideMode(obs, facts, configured, opts.proxyMode)
-      opts.log?.(`${obs.name}: proxy mode ${decision.mode} (${decision.source}): its data was not read, so its rules are not judged`)
-      if (decision.mode === 'ipvs') unsupported.push({node: obs.name, mode: 'ipvs', source: `${decision.source}; but no ipvsadm output was read`})
+      opts.log?.(`${obs.name}${label}: proxy mode ${decision.mode} (${decision.source}): its data was not read, so its rules are not judged`)
+      if (decision.mode === 'ipvs' && tableFamily === 'ip') unsupported.push({node: obs.name, mode: 'ipvs', source: `${decision.source}; but no ipvsadm output was read`})
+      else if (family) notJudged.push({node: obs.name, reason: notJudgedReason(family, decision.mode, decision.source)})
       continue
     }
-    opts.log?.(`${obs.name}: proxy mode ${choice.mode} (${choice.source})${choice.leftovers.length > 0 ? `; also found: ${choice.leftovers.join('; ')}` : ''}`)
-    const expected = expectedService(cluster, obs.name)
+    opts.log?.(`${obs.name}${label}: proxy mode ${choice.mode} (${choice.source})${choice.leftovers.length > 0 ? `; also found: ${choice.leftovers.join('; ')}` : ''}`)
+    const expected = expectedService(cluster, obs.name, family)
     const dataplane = choice.dataplane
     const view: NodeView = {
       name: obs.name,
       mode: choice,
-      address: k8sNode ? nodeAddress(k8sNode) : undefined,
+      address,
       obs,
       dataplane,
       expected,
@@ -87,12 +109,11 @@ export function diagnose(cluster: ClusterState, observations: NodeObservation[],
         dataplane,
         expected,
         network: obs.network,
-        podIPsOnNode: cluster.pods.filter((p) => p.spec?.nodeName === obs.name && p.status?.podIP).map((p) => p.status!.podIP!),
+        podIPsOnNode: podIPsOn(cluster.pods, obs.name),
       }),
     )
   }
-  const probes = opts.probes ?? PROBES_NOT_RUN
-  const context: CheckContext & ProbeAware = {cluster, service: expectedService(cluster, ''), nodes, observations, paths, unsupported, findings: [], probes, reach: opts.reach ?? DEFAULT_REACH}
+  const context: CheckContext & ProbeAware = {cluster, service: expectedService(cluster, '', family), nodes, observations, paths, unsupported, findings: [], probes, reach: opts.reach ?? DEFAULT_REACH}
   // One path across two nodes: each remote endpoint's half, judged on its node, before the checks read the paths.
   followEndpoints(
     paths,
@@ -101,12 +122,58 @@ export function diagnose(cluster: ClusterState, observations: NodeObservation[],
   )
   // Silenced checks still run: what they find explains its path step, so the generic path-broken finding stays quiet too.
   for (const c of CHECKS) context.findings.push(...c.run(context).map((d) => toFinding(c.meta, d)))
+  return {context, notJudged}
+}
+
+const findingKey = (f: Finding) => `${f.code}\0${f.node ?? ''}\0${f.message}\0${f.command ?? ''}`
+
+/**
+ * The findings of every family as one list: a finding every family gives alike (a cluster fact, a node setting: the
+ * same message and fix) once and as it is; one that only some families give says which ("node-b (IPv6): …"), so the two halves of a dual-stack
+ * Service are told apart.
+ */
+function mergeFamilies(runs: Array<{family: IpFamily | undefined; findings: Finding[]}>): Finding[] {
+  if (runs.length === 1) return runs[0].findings
+  const keys = runs.map((r) => new Set(r.findings.map(findingKey)))
+  const out: Finding[] = []
+  runs.forEach((r, i) => {
+    for (const f of r.findings) {
+      const everywhere = keys.every((k) => k.has(findingKey(f)))
+      if (everywhere && i > 0) continue
+      out.push(everywhere ? f : {...f, message: labelled(f, r.family!)})
+    }
+  })
+  return out
+}
+
+function labelled(f: Finding, family: IpFamily): string {
+  return f.node && f.message.startsWith(`${f.node}: `) ? `${f.node} (${family}): ${f.message.slice(f.node.length + 2)}` : `${family}: ${f.message}`
+}
+
+/**
+ * Model, trace, check: the one engine behind `svc`, live or from a snapshot. A dual-stack Service is judged once per
+ * family (spec.clusterIPs), each family against its own rules; the findings and paths of all families make one report.
+ */
+export function diagnose(cluster: ClusterState, observations: NodeObservation[], opts: DiagnoseOptions = {}): Diagnosis {
+  const probes = opts.probes ?? PROBES_NOT_RUN
+  const families = serviceFamilies(cluster.service)
+  const dualStack = families.length > 1
+  // The primary family (spec.clusterIP's) carries the cluster-wide facts, the live probes and the coverage; the others
+  // add what differs for their addresses (a finding both families give alike is listed once).
+  const runs = (families.length > 0 ? families : [undefined]).map((f, i) =>
+    diagnoseFamily(cluster, observations, opts, f?.family, dualStack && f ? ` (${f.family})` : '', i === 0 ? probes : {ran: false, reason: `live probes are run for the ${families[0].family} family only`}),
+  )
+  const context = runs[0].context
+  const paths = runs.flatMap((r) => r.context.paths)
+  const all = mergeFamilies(
+    runs.map((r, i) => ({family: families[i]?.family, findings: r.context.findings})),
+  )
   const rules = opts.ignore ?? []
   const namespace = cluster.service.metadata?.namespace ?? ''
   const name = cluster.service.metadata?.name ?? ''
   const findings: Finding[] = []
   const ignored: Diagnosis['ignored'] = []
-  for (const f of context.findings) {
+  for (const f of all) {
     const rule = silencingRule(rules, f, namespace, name)
     if (rule) {
       ignored.push({...f, ignoredBy: rule})
@@ -121,7 +188,8 @@ export function diagnose(cluster: ClusterState, observations: NodeObservation[],
     const silenced = ignored.find(explained)
     if (silenced && !findings.some(explained)) ignoredBreaks.set(p, silenced.code)
   }
-  const skipped = notChecked({context, probes, readVia: opts.readVia})
+  const familiesNotJudged = runs.flatMap((r) => r.notJudged)
+  const skipped = notChecked({context, probes, readVia: opts.readVia, familiesNotJudged, otherFamilies: families.slice(1).map((f) => f.family)})
   for (const n of skipped) opts.log?.(`not checked${n.required ? '' : ' (not required)'}: ${n.check}${n.node ? ` on ${n.node}` : ''}: ${n.reason}`)
   return {cluster, context, findings, ignored, paths, ignoredBreaks, probes, notChecked: skipped, ok: !findings.some((f) => f.severity === 'error')}
 }

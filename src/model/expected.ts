@@ -1,5 +1,6 @@
 import type {V1Service} from '@kubernetes/client-node'
 import type {ClusterState} from '../cluster/types.js'
+import {familyOf as addressFamily} from '../net/address.js'
 import {joinHostPort} from '../net/host-port.js'
 import {servicePortName} from './chain-names.js'
 import {categorizeEndpoints, endpointsForPort, type EndpointInfo} from './endpoints.js'
@@ -62,12 +63,32 @@ export function notProxiedReason(svc: V1Service): string | undefined {
   return undefined
 }
 
-function familyOf(ip: string): 'IPv4' | 'IPv6' {
-  return ip.includes(':') ? 'IPv6' : 'IPv4'
+export type IpFamily = 'IPv4' | 'IPv6'
+
+function familyOf(ip: string): IpFamily {
+  return addressFamily(ip) === 6 ? 'IPv6' : 'IPv4'
 }
 
-/** kube-proxy's desired state for one Service on the node `nodeName`. */
-export function expectedService(cluster: ClusterState, nodeName: string): ExpectedService {
+/**
+ * The Service's address families, each with its ClusterIP, the primary (spec.clusterIP) first: spec.clusterIPs, else
+ * spec.clusterIP. A dual-stack Service has one of each; kube-proxy programs each family in its own tables.
+ */
+export function serviceFamilies(svc: V1Service): Array<{family: IpFamily; clusterIP: string}> {
+  const primary = svc.spec?.clusterIP
+  if (!primary || primary === 'None' || addressFamily(primary) === undefined) return []
+  const out = [{family: familyOf(primary), clusterIP: primary}]
+  for (const ip of svc.spec?.clusterIPs ?? []) {
+    if (typeof ip !== 'string' || addressFamily(ip) === undefined) continue
+    if (!out.some((f) => f.family === familyOf(ip))) out.push({family: familyOf(ip), clusterIP: ip})
+  }
+  return out
+}
+
+/**
+ * kube-proxy's desired state for one Service on the node `nodeName`, for one of its address families (default: the
+ * primary, spec.clusterIP's): that family's ClusterIP, externalIPs, LoadBalancer IPs and EndpointSlices.
+ */
+export function expectedService(cluster: ClusterState, nodeName: string, ipFamily?: IpFamily): ExpectedService {
   const svc = cluster.service
   const namespace = svc.metadata?.namespace ?? 'default'
   const name = svc.metadata?.name ?? ''
@@ -84,7 +105,7 @@ export function expectedService(cluster: ClusterState, nodeName: string): Expect
   }
   const reason = notProxiedReason(svc)
   if (reason) return {...base, notProxied: reason}
-  const clusterIP = svc.spec!.clusterIP!
+  const clusterIP = serviceFamilies(svc).find((f) => f.family === ipFamily)?.clusterIP ?? svc.spec!.clusterIP!
   const family = familyOf(clusterIP)
   const externalIPs = (svc.spec?.externalIPs ?? []).filter((ip) => familyOf(ip) === family)
   const loadBalancerIPs =

@@ -123,13 +123,14 @@ function names(port: ExpectedPort): ChainNames {
   }
 }
 
-export function iptablesDataplane(dump: IptablesSave): Dataplane {
+/** kube-proxy's iptables mode on one node, for one family: `dump` is iptables-save's (ip) or ip6tables-save's (ip6). */
+export function iptablesDataplane(dump: IptablesSave, family: 'ip' | 'ip6' = 'ip'): Dataplane {
   return {
     vocab: VOCABULARY,
     names,
     infrastructure: () => readInfrastructure(dump),
     programmed: (svc) => readProgrammed(dump, svc),
     tracer: (localAddresses, locallyGenerated, route) => new IptablesTracer(dump, {localAddresses, locallyGenerated, route}),
-    show: (pattern) => ({argv: ['iptables-save'], sudo: true, filter: ['grep', '--', pattern]}),
+    show: (pattern) => ({argv: [family === 'ip6' ? 'ip6tables-save' : 'iptables-save'], sudo: true, filter: ['grep', '--', pattern]}),
   }
 }

@@ -1,8 +1,8 @@
-import type {V1Node} from '@kubernetes/client-node'
+import type {V1Node, V1Pod} from '@kubernetes/client-node'
 import type {ExpectedEndpoint, ExpectedPort, ExpectedService} from './expected.js'
 import type {BridgeState} from '../parse/bridge-state.js'
 import type {Dataplane, ModeVocabulary} from './dataplane.js'
-import {addressInCidr, cidrContains, cidrSize, parseCidr} from '../net/address.js'
+import {addressInCidr, cidrContains, cidrSize, familyOf, parseCidr} from '../net/address.js'
 import type {Packet, RouteGuess, TraceOutcome, TraceResult, Tracer} from '../trace/types.js'
 
 export type Entry = 'pod→ClusterIP' | 'node→ClusterIP' | 'outside→NodePort' | 'outside→LoadBalancer' | 'outside→externalIP' | 'pod→itself'
@@ -51,7 +51,20 @@ export interface RemoteHalf {
 }
 
 /** A stand-in address outside the cluster, from TEST-NET-3 (RFC 5737): never sent to, only traced. */
+/** A client outside the cluster (documentation addresses), of the packet's family. */
 const OUTSIDE_CLIENT = '203.0.113.10'
+const OUTSIDE_CLIENT6 = '2001:db8::10'
+
+/** Every address (each family: status.podIPs, else status.podIP) of the Pods on a node. */
+export function podIPsOn(pods: V1Pod[], nodeName: string): string[] {
+  return pods.filter((p) => p.spec?.nodeName === nodeName).flatMap((p) => (p.status?.podIPs?.length ? p.status.podIPs.map((i) => i.ip) : p.status?.podIP ? [p.status.podIP] : []))
+}
+
+/** The node's pod CIDRs (spec.podCIDRs, else spec.podCIDR), parsed. */
+function podCidrs(node: V1Node | undefined) {
+  const list = node?.spec?.podCIDRs?.length ? node.spec.podCIDRs : node?.spec?.podCIDR ? [node.spec.podCIDR] : []
+  return list.map((c) => parseCidr(c)).filter((c) => c !== undefined)
+}
 
 export interface PathInputs {
   node: string
@@ -64,9 +77,8 @@ export interface PathInputs {
   podIPsOnNode: string[]
 }
 
-function clientPodIp(inputs: PathInputs, avoid: Set<string>): string | undefined {
-  const cidr = inputs.k8sNode?.spec?.podCIDR
-  const parsed = cidr ? parseCidr(cidr) : undefined
+function clientPodIp(inputs: PathInputs, avoid: Set<string>, family: 4 | 6 | undefined): string | undefined {
+  const parsed = podCidrs(inputs.k8sNode).find((c) => c.family === family)
   if (parsed) {
     const top = Math.min(254, cidrSize(parsed) - 2)
     for (let offset = top; offset > 1; offset--) {
@@ -74,7 +86,7 @@ function clientPodIp(inputs: PathInputs, avoid: Set<string>): string | undefined
       if (!avoid.has(ip)) return ip
     }
   }
-  return inputs.podIPsOnNode.find((ip) => !avoid.has(ip))
+  return inputs.podIPsOnNode.find((ip) => !avoid.has(ip) && familyOf(ip) === family)
 }
 
 /** Docker's default bridge carries Docker's own subnet: never the way to, or from, another node's pods. */
@@ -96,8 +108,7 @@ function nodeLocalInterfaces(r: RouterInputs): ReadonlySet<string> {
 
 function isPodOfNode(r: RouterInputs, ip: string): boolean {
   if (r.podIPsOnNode.includes(ip)) return true
-  const cidr = r.k8sNode?.spec?.podCIDR ? parseCidr(r.k8sNode.spec.podCIDR) : undefined
-  return !!cidr && cidrContains(cidr, ip)
+  return podCidrs(r.k8sNode).some((cidr) => cidrContains(cidr, ip))
 }
 
 /**
@@ -128,6 +139,7 @@ export function tracePaths(inputs: PathInputs): PathResult[] {
   const localTracer = inputs.dataplane.tracer(local, true, route)
   const bridge = inputs.network && new Set(inputs.network.ports.map((p) => p.bridge)).size === 1 ? inputs.network.ports[0].bridge : undefined
   const out: PathResult[] = []
+  const OUTSIDE = familyOf(svc.clusterIP) === 6 ? OUTSIDE_CLIENT6 : OUTSIDE_CLIENT
   for (const port of svc.ports) {
     const backends = new Set(port.allEndpoints.map((e) => e.ip))
     const names = inputs.dataplane.names(port)
@@ -138,14 +150,14 @@ export function tracePaths(inputs: PathInputs): PathResult[] {
     }
     const proto = port.protocol
     const fromOutside = {inNotVia: nodeLocalInterfaces(inputs)}
-    const client = clientPodIp(inputs, backends)
+    const client = clientPodIp(inputs, backends, familyOf(svc.clusterIP))
     if (client) {
       run('pod→ClusterIP', {src: client, dst: svc.clusterIP, proto, dport: port.port, sport: 40000, inIface: bridge}, port.internal.endpoints, {hook: 'PREROUTING', needMasq: svc.masqueradeAll})
     }
     if (inputs.address) {
       run('node→ClusterIP', {src: inputs.address, dst: svc.clusterIP, proto, dport: port.port, sport: 40001}, port.internal.endpoints, {hook: 'OUTPUT', needMasq: false}, true)
       if (port.nodePort)
-        run('outside→NodePort', {src: OUTSIDE_CLIENT, dst: inputs.address, proto, dport: port.nodePort, sport: 40002, ...fromOutside}, port.external.endpoints, {
+        run('outside→NodePort', {src: OUTSIDE, dst: inputs.address, proto, dport: port.nodePort, sport: 40002, ...fromOutside}, port.external.endpoints, {
           hook: 'PREROUTING',
           needMasq: !port.external.local,
           nodePort: true,
@@ -153,13 +165,13 @@ export function tracePaths(inputs: PathInputs): PathResult[] {
         })
     }
     if (svc.loadBalancerIPs[0])
-      run('outside→LoadBalancer', {src: OUTSIDE_CLIENT, dst: svc.loadBalancerIPs[0], proto, dport: port.port, sport: 40003, ...fromOutside}, port.external.endpoints, {
+      run('outside→LoadBalancer', {src: OUTSIDE, dst: svc.loadBalancerIPs[0], proto, dport: port.port, sport: 40003, ...fromOutside}, port.external.endpoints, {
         hook: 'PREROUTING',
         needMasq: !port.external.local,
         chain: names.externalPolicy,
       })
     if (svc.externalIPs[0])
-      run('outside→externalIP', {src: OUTSIDE_CLIENT, dst: svc.externalIPs[0], proto, dport: port.port, sport: 40004, ...fromOutside}, port.external.endpoints, {
+      run('outside→externalIP', {src: OUTSIDE, dst: svc.externalIPs[0], proto, dport: port.port, sport: 40004, ...fromOutside}, port.external.endpoints, {
         hook: 'PREROUTING',
         needMasq: !port.external.local,
         chain: names.externalPolicy,

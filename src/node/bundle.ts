@@ -17,6 +17,7 @@ import {interpretPathReads, type PathObservation, type RawPathReads} from './pat
 /** The files one node's folder of a bundle holds. */
 export const NODE_FILES = {
   iptablesSave: 'iptables-save.txt',
+  ip6tablesSave: 'ip6tables-save.txt',
   nftRuleset: 'nft-ruleset.txt',
   iptablesLegacySave: 'iptables-legacy-save.txt',
   iptablesNftSave: 'iptables-nft-save.txt',
@@ -39,6 +40,7 @@ export type NodeFile = (typeof NODE_FILES)[keyof typeof NODE_FILES]
 /** The file that records each command's raw output (both nft forms share one file; the content tells them apart). */
 export const RECORDED_AS: Partial<Record<NodeCommand, NodeFile>> = {
   iptablesSave: NODE_FILES.iptablesSave,
+  ip6tablesSave: NODE_FILES.ip6tablesSave,
   nftRulesetJson: NODE_FILES.nftRuleset,
   nftRuleset: NODE_FILES.nftRuleset,
   iptablesLegacySave: NODE_FILES.iptablesLegacySave,
@@ -67,6 +69,8 @@ export interface NodeObservation {
   reachable: boolean
   error?: string
   iptables?: IptablesSave
+  /** ip6tables-save: the IPv6 rules of a Service's IPv6 family (iptables and IPVS modes); undefined when not read. */
+  ip6tables?: IptablesSave
   nft?: NftRuleset
   /** The two iptables backends read one by one, where the node has both tools: leftovers hide in the unused one. */
   backends?: Array<{backend: 'legacy' | 'nft'; dump: IptablesSave}>
@@ -134,6 +138,12 @@ export function parseNodeRecording(name: string, rec: NodeRecording): NodeObserv
     if (save) obs.iptables = IptablesSave.parse(new BufferSource(save))
   } catch (e) {
     return {name, reachable: false, error: `${NODE_FILES.iptablesSave} unreadable: ${(e as Error).message}`}
+  }
+  try {
+    const save6 = rec.get(NODE_FILES.ip6tablesSave)
+    if (save6) obs.ip6tables = IptablesSave.parse(new BufferSource(save6))
+  } catch {
+    // Unreadable IPv6 rules leave the node's IPv6 family unjudged, said in what was not checked.
   }
   try {
     const nft = text(NODE_FILES.nftRuleset)

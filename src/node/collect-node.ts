@@ -79,6 +79,9 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
     }
     record('iptablesSave', save.stdout)
   }
+  // IPv6 rules: recorded where ip6tables-save answers; a node without it has its IPv6 family said to be unchecked.
+  const save6 = await access.run('ip6tablesSave')
+  if (ranOk(save6)) record('ip6tablesSave', save6.stdout)
   // The path reads run on their own SSH channels alongside the dumps: a node's whole read keeps to its deadline.
   const pathReads = opts.path ? readPath(access, opts.path) : undefined
   pathReads?.catch(() => undefined)

@@ -78,7 +78,9 @@ function pathCell(r: Report, node: string, e: string, c: ChalkInstance): string 
   if (ps.length === 0) return c.dim('–')
   const bad = ps.find((p) => p.ok === false)
   if (bad?.ignoredBy) return c.yellow(`✗ ${where(bad)} (ignored)`)
-  if (bad) return c.red(`✗ ${where(bad)}${r.service.ports.length > 1 ? ` (${bad.port})` : ''}`)
+  // A dual-stack Service: the family of the broken path, when the other family's works.
+  const fam = bad && new Set(ps.map((p) => p.family)).size > 1 ? ` ${bad.family}` : ''
+  if (bad) return c.red(`✗ ${where(bad)}${r.service.ports.length > 1 ? ` (${bad.port})` : ''}${fam}`)
   const undecided = ps.find((p) => p.ok === null && p.breaksAt !== null)
   if (undecided) return c.yellow(`? ${where(undecided)}`)
   if (ps.every((p) => p.ok === null)) return c.dim('– by design')
@@ -175,7 +177,7 @@ export function renderHuman(r: Report, c: ChalkInstance, width = Number.POSITIVE
   lines.push('')
   const s = r.service
   const ports = s.ports.map((p) => `${p.name ? p.name + ' ' : ''}${p.port}→${p.targetPort}/${p.protocol}${p.nodePort ? ` (NodePort ${p.nodePort})` : ''}`).join(', ')
-  lines.push(...wrapProse(`${c.bold('Service')} ${s.namespace}/${s.name}  ${s.type} ${s.clusterIP ?? ''}  ports ${ports || 'none'}`, width, '', '  '))
+  lines.push(...wrapProse(`${c.bold('Service')} ${s.namespace}/${s.name}  ${s.type} ${(s.clusterIPs ?? []).length > 1 ? s.clusterIPs.join(', ') : (s.clusterIP ?? '')}  ports ${ports || 'none'}`, width, '', '  '))
   lines.push(
     ...wrapProse(
       `${c.bold('Endpoints')} ${r.endpoints.ready} ready, ${r.endpoints.notReady} not ready (from ${r.endpoints.source})   ${c.bold('kube-proxy')} ${r.proxy.mode}, mark ${r.proxy.masqueradeMark} (${r.proxy.source})`,

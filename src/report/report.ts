@@ -1,7 +1,9 @@
 import type {Finding} from '../checks/check.js'
 import type {Diagnosis} from '../diagnosis/diagnose.js'
 import {codesExplaining} from '../checks/catalogue.js'
-import {ENTRIES, type RemoteHalf} from '../model/paths.js'
+import {ENTRIES, type PathResult, type RemoteHalf} from '../model/paths.js'
+import {serviceFamilies} from '../model/expected.js'
+import {familyOf} from '../net/address.js'
 import type {TraceResult} from '../trace/types.js'
 import {API_VERSION, type DocumentMeta} from './document.js'
 import {joinHostPort} from '../net/host-port.js'
@@ -17,7 +19,14 @@ export interface Report {
   time: string
   /** The kubeconfig context read; null for a snapshot. */
   context: string | null
-  service: {namespace: string; name: string; type: string; clusterIP: string | null; ports: Array<{name: string; port: number; targetPort: string; protocol: string; nodePort: number | null}>}
+  service: {
+    namespace: string
+    name: string
+    type: string
+    clusterIP: string | null
+    /** Every ClusterIP (spec.clusterIPs), one per address family, the primary first; each family is judged. */
+    clusterIPs: string[]
+    ports: Array<{name: string; port: number; targetPort: string; protocol: string; nodePort: number | null}>}
   ok: boolean
   summary: string
   /** What to run or do first: the headline finding's command (the exact line, and its argv) and prose. */
@@ -36,6 +45,10 @@ export interface Report {
     port: string
     ok: boolean | null
     breaksAt: string | null
+    /** The address family of the path's packet (a dual-stack Service has paths of both). */
+    family: 'IPv4' | 'IPv6'
+    /** Where the path's packet is sent: the ClusterIP, node address, LB or external IP, host:port. */
+    destination: string
     /** The node where it breaks: `node`, or an endpoint's node when only that half breaks; null when breaksAt is. */
     breaksOn: string | null
     detail: string
@@ -147,7 +160,9 @@ function firstLine(d: Diagnosis, findings: Finding[]): {summary: string; next: N
     const on = broken.breaksOn ?? broken.node
     const f = errors.find((x) => x.node === on && explaining.includes(x.code)) ?? errors.find((x) => x.node === on) ?? errors[0]
     const from = on === broken.node ? '' : ` from ${broken.node}`
-    return {summary: `✗ ${id}: ${broken.entry} (${broken.port})${from} breaks at ${broken.breaksAt} on ${on}: ${broken.detail}`, next: nextStep(f)}
+    // A dual-stack Service: which family's path, by its destination.
+    const to = serviceFamilies(d.cluster.service).length > 1 ? ` to ${joinHostPort(broken.packet.dst, broken.packet.dport)}` : ''
+    return {summary: `✗ ${id}: ${broken.entry}${to} (${broken.port})${from} breaks at ${broken.breaksAt} on ${on}: ${broken.detail}`, next: nextStep(f)}
   }
   for (const [code, place] of PROBE_PLACES) {
     const f = errors.find((x) => x.code === code)
@@ -180,6 +195,8 @@ function probesAnswered(d: Diagnosis): string {
   return `, every live probe connected (${tallies.length} targets from ${nodes} node(s))`
 }
 
+const pathFamily = (p: PathResult): 'IPv4' | 'IPv6' => (familyOf(p.packet.dst) === 6 ? 'IPv6' : 'IPv4')
+
 export function buildReport(d: Diagnosis, opts: ReportOptions = {}): Report {
   const svc = d.cluster.service
   const expected = d.context.service
@@ -197,6 +214,7 @@ export function buildReport(d: Diagnosis, opts: ReportOptions = {}): Report {
       name: expected.name,
       type: svc.spec?.type ?? 'ClusterIP',
       clusterIP: expected.clusterIP ?? null,
+      clusterIPs: serviceFamilies(svc).map((f) => f.clusterIP),
       ports: (svc.spec?.ports ?? []).map((p) => ({name: p.name ?? '', port: p.port, targetPort: String(p.targetPort ?? p.port), protocol: p.protocol ?? 'TCP', nodePort: p.nodePort ?? null})),
     },
     ok: d.ok,
@@ -215,6 +233,8 @@ export function buildReport(d: Diagnosis, opts: ReportOptions = {}): Report {
       port: p.port,
       ok: p.ok,
       breaksAt: p.breaksAt,
+      family: pathFamily(p),
+      destination: joinHostPort(p.packet.dst, p.packet.dport),
       breaksOn: p.breaksOn,
       detail: p.detail,
       remote: p.remote.map(({trace, ...h}) => ({...h, ...(opts.explain && trace ? {trace} : {})})),

@@ -36,6 +36,7 @@ describe('node reads against the netns lab: what is sent to the node, and what c
       line('uid', true),
       ...(nodeName === 'node-a' ? [line('hasGzip', true)] : []),
       gz('iptablesSave'),
+      gz('ip6tablesSave'),
       gz('nftRulesetJson'),
       ...(nftJson.code === 0 && nftJson.stdout.trimStart().startsWith('{') ? [] : [gz('nftRuleset')]),
       gz('iptablesLegacySave'),

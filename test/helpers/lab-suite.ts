@@ -5,7 +5,7 @@ import {NetnsLab} from '../lab/netns-lab.js'
  * Brings a lab up before the suite's tests and always down after them, also on SIGINT/SIGTERM, so no namespace or
  * process outlives the run. `ready` receives the lab once it is up (and may prepare it).
  */
-export function withLab(ready: (lab: NetnsLab) => void): void {
+export function withLab(ready: (lab: NetnsLab) => void, opts: {dualStack?: boolean} = {}): void {
   let lab: NetnsLab | undefined
   const onSignal = () => {
     lab?.down()
@@ -14,7 +14,7 @@ export function withLab(ready: (lab: NetnsLab) => void): void {
   before(async () => {
     process.once('SIGINT', onSignal)
     process.once('SIGTERM', onSignal)
-    lab = new NetnsLab()
+    lab = new NetnsLab(opts)
     try {
       await lab.up()
       ready(lab)

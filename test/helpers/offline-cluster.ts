@@ -10,9 +10,13 @@ import {kubeProxyRules, type RuleFaults} from '../lab/kube-proxy-rules.js'
 import {kubeProxyIpvsTexts, type IpvsFaults} from '../lab/kube-proxy-ipvs.js'
 import {IpsetState} from '../../src/parse/ipset-save.js'
 import {parseDeviceAddresses, parseIpvsadm, parseSysctl} from '../../src/parse/ipvsadm.js'
-import {DNS, NODES, WEB as LAB_WEB, labPods, type LabPod, type LabService} from '../lab/lab-cluster.js'
+import {DNS, NODES as LAB_NODES, WEB as LAB_WEB, dualStackNode, dualStackPods, dualStackService, labPods, type LabPod, type LabService} from '../lab/lab-cluster.js'
 
 export interface OfflineOptions {
+  /** A dual-stack cluster: the web Service, its Pods and the nodes get IPv6 addresses too, and an IPv6 EndpointSlice. */
+  dualStack?: boolean
+  /** Dual-stack: faults in a node's IPv6 rules (ip6tables-save), addresses in them IPv6. */
+  faults6?: Record<string, RuleFaults>
   faults?: Record<string, RuleFaults>
   /** Pods whose bridge port has hairpin off. */
   hairpinOff?: string[]
@@ -39,12 +43,13 @@ export interface OfflineOptions {
 
 /** The lab's cluster as the doctor would read it, built in memory: API objects plus each node's dumps. */
 export function offlineCluster(opts: OfflineOptions = {}): {cluster: ClusterState; observations: NodeObservation[]} {
-  const pods = opts.pods ?? labPods()
-  const WEB = {...LAB_WEB, ...opts.web}
+  const pods = opts.pods ?? (opts.dualStack ? dualStackPods(labPods()) : labPods())
+  const WEB = {...(opts.dualStack ? dualStackService(LAB_WEB) : LAB_WEB), ...opts.web}
+  const NODES = opts.dualStack ? LAB_NODES.map(dualStackNode) : LAB_NODES
   // The fixtures are plain JSON shaped like the API's objects.
   const cluster = {
     service: serviceObject(WEB),
-    slices: [endpointSliceObject(WEB, pods)],
+    slices: [endpointSliceObject(WEB, pods), ...(WEB.clusterIP6 ? [endpointSliceObject(WEB, pods, 6)] : [])],
     endpointsSource: 'EndpointSlice',
     pods: pods.filter((p) => p.namespace === 'shop').map(podObject),
     nodes: NODES.map(nodeObject),
@@ -90,6 +95,7 @@ export function offlineCluster(opts: OfflineOptions = {}): {cluster: ClusterStat
           }
         : {}),
       iptables: IptablesSave.parse(new BufferSource(Buffer.from(text))),
+      ...(opts.dualStack && !ipvsTexts ? {ip6tables: IptablesSave.parse(new BufferSource(Buffer.from(kubeProxyRules(node, [WEB, DNS], pods, opts.faults6?.[node.name] ?? {}, 6))))} : {}),
       network: cniText !== undefined ? withCniResults(parseBridgeState(network), parseCniResults(cniText)) : parseBridgeState(network),
       dns: {name: 'web.shop.svc.cluster.local', server: DNS.clusterIP, method: 'test', rcode: dns.rcode ?? (dns.error ? undefined : 'NOERROR'), ...dns},
     }

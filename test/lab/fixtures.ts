@@ -1,14 +1,15 @@
-import {CLUSTER_CIDR, endpointPort, selects, type LabNode, type LabPod, type LabService} from './lab-cluster.js'
+import {CLUSTER_CIDR, endpointPort, familyView, selects, type LabNode, type LabPod, type LabService} from './lab-cluster.js'
 
 const created = '2026-11-01T00:00:00Z'
 
 export function nodeObject(n: LabNode) {
   return {
     metadata: {name: n.name, labels: {'kubernetes.io/hostname': n.name}, creationTimestamp: created},
-    spec: {podCIDR: n.podCIDR, podCIDRs: [n.podCIDR]},
+    spec: {podCIDR: n.podCIDR, podCIDRs: [n.podCIDR, ...(n.podCIDR6 ? [n.podCIDR6] : [])]},
     status: {
       addresses: [
         {type: 'InternalIP', address: n.ip},
+        ...(n.ip6 ? [{type: 'InternalIP', address: n.ip6}] : []),
         {type: 'Hostname', address: n.name},
       ],
       conditions: [{type: 'Ready', status: 'True', reason: 'KubeletReady'}],
@@ -27,7 +28,7 @@ export function podObject(p: LabPod) {
     status: {
       phase: 'Running',
       podIP: p.ip,
-      podIPs: [{ip: p.ip}],
+      podIPs: [{ip: p.ip}, ...(p.ip6 ? [{ip: p.ip6}] : [])],
       conditions: [{type: 'Ready', status: ready, ...(p.ready ? {} : {reason: 'ContainersNotReady', message: `containers with unready status: [${p.kind}]`})}],
       containerStatuses: [{name: p.kind, ready: p.ready, restartCount: 0, image: `lab/${p.kind}`, imageID: '', started: true, state: {running: {startedAt: created}}}],
     },
@@ -40,30 +41,34 @@ export function serviceObject(s: LabService) {
     spec: {
       type: s.type,
       clusterIP: s.clusterIP,
-      clusterIPs: [s.clusterIP],
+      clusterIPs: [s.clusterIP, ...(s.clusterIP6 ? [s.clusterIP6] : [])],
       selector: s.selector,
       ports: s.ports.map((p) => ({name: p.name, port: p.port, targetPort: p.targetPort, protocol: p.protocol, ...(p.nodePort ? {nodePort: p.nodePort} : {})})),
       sessionAffinity: s.affinitySeconds ? 'ClientIP' : 'None',
       ...(s.affinitySeconds ? {sessionAffinityConfig: {clientIP: {timeoutSeconds: s.affinitySeconds}}} : {}),
       externalTrafficPolicy: s.type === 'NodePort' ? (s.externalTrafficPolicy ?? 'Cluster') : undefined,
       internalTrafficPolicy: 'Cluster',
-      ipFamilies: ['IPv4'],
+      ipFamilies: s.clusterIP6 ? ['IPv4', 'IPv6'] : ['IPv4'],
+      ipFamilyPolicy: s.clusterIP6 ? 'RequireDualStack' : 'SingleStack',
     },
     status: {loadBalancer: {}},
   }
 }
 
-export function endpointSliceObject(s: LabService, pods: LabPod[]) {
+/** The Service's EndpointSlice of one address family (IPv6: its Pods' IPv6 addresses, as the controller writes a second slice). */
+export function endpointSliceObject(svc: LabService, allPods: LabPod[], family: 4 | 6 = 4) {
+  const {pods} = familyView(family, [svc], allPods)
+  const s = svc
   // As the EndpointSlice controller does: a Pod on which no port of the Service resolves gets no endpoint.
   const selected = pods.filter((p) => selects(s, p) && s.ports.some((sp) => endpointPort(sp, p) > 0))
   return {
     metadata: {
-      name: `${s.name}-abc12`,
+      name: family === 6 ? `${s.name}-v6d34` : `${s.name}-abc12`,
       namespace: s.namespace,
       labels: {'kubernetes.io/service-name': s.name, 'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io'},
       creationTimestamp: created,
     },
-    addressType: 'IPv4',
+    addressType: family === 6 ? 'IPv6' : 'IPv4',
     endpoints: selected.map((p) => ({
       addresses: [p.ip],
       conditions: {ready: p.ready, serving: p.ready, terminating: false},

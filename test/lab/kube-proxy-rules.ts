@@ -1,5 +1,5 @@
 import {endpointChainName, serviceChainNames, servicePortName} from '../../src/model/chain-names.js'
-import {CLUSTER_CIDR, labEndpoints, type LabNode, type LabPod, type LabService} from './lab-cluster.js'
+import {CLUSTER_CIDR, CLUSTER_CIDR6, familyView, labEndpoints, type LabNode, type LabPod, type LabService} from './lab-cluster.js'
 
 /** Ways to break one node's rules, as a stuck kube-proxy or a hand edit would. */
 export interface RuleFaults {
@@ -20,8 +20,18 @@ export interface RuleFaults {
 
 const q = (s: string) => `"${s}"`
 
-/** The iptables-restore input kube-proxy (1.28+, iptables mode) would write on `node` for the lab's Services. */
-export function kubeProxyRules(node: LabNode, services: LabService[], pods: LabPod[], faults: RuleFaults = {}): string {
+/**
+ * The iptables-restore input kube-proxy (1.28+, iptables mode) would write on `node` for the lab's Services; with
+ * family 6 the ip6tables-restore input for their IPv6 ClusterIPs and the Pods' IPv6 addresses (same chain names:
+ * kube-proxy hashes the service port name, and the endpoint as "[ip]:port").
+ */
+export function kubeProxyRules(node: LabNode, allServices: LabService[], allPods: LabPod[], faults: RuleFaults = {}, family: 4 | 6 = 4): string {
+  const {services, pods} = familyView(family, allServices, allPods)
+  const host = family === 6 ? '/128' : '/32'
+  const clusterCidr = family === 6 ? CLUSTER_CIDR6 : CLUSTER_CIDR
+  const hostPort = (ip: string, port: number) => (family === 6 ? `[${ip}]:${port}` : `${ip}:${port}`)
+  const mask = family === 6 ? 'ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff' : '255.255.255.255'
+  const rejectWith = family === 6 ? 'icmp6-port-unreachable' : 'icmp-port-unreachable'
   const filter: string[] = []
   const nat: string[] = []
   const natChains = new Set<string>()
@@ -33,26 +43,26 @@ export function kubeProxyRules(node: LabNode, services: LabService[], pods: LabP
       const eps = labEndpoints(svc, sp, pods, {omit: faults.omitEndpoint, stale: svc === services[0] ? faults.staleEndpoint : undefined})
       const etpLocal = svc.externalTrafficPolicy === 'Local' && !!sp.nodePort
       const localEps = eps.filter((e) => e.node === node.name)
-      const match = `-d ${svc.clusterIP}/32 -p ${proto} -m comment --comment ${q(`${spn} cluster IP`)} -m ${proto} --dport ${sp.port}`
+      const match = `-d ${svc.clusterIP}${host} -p ${proto} -m comment --comment ${q(`${spn} cluster IP`)} -m ${proto} --dport ${sp.port}`
       if (eps.length === 0) {
         filter.push(
-          `-A KUBE-SERVICES ${match} -j REJECT --reject-with icmp-port-unreachable`.replace(`-m comment --comment ${q(`${spn} cluster IP`)}`, `-m comment --comment ${q(`${spn} has no endpoints`)}`),
+          `-A KUBE-SERVICES ${match} -j REJECT --reject-with ${rejectWith}`.replace(`-m comment --comment ${q(`${spn} cluster IP`)}`, `-m comment --comment ${q(`${spn} has no endpoints`)}`),
         )
         if (sp.nodePort)
           filter.push(
-            `-A KUBE-EXTERNAL-SERVICES -p ${proto} -m comment --comment ${q(`${spn} has no endpoints`)} -m addrtype --dst-type LOCAL -m ${proto} --dport ${sp.nodePort} -j REJECT --reject-with icmp-port-unreachable`,
+            `-A KUBE-EXTERNAL-SERVICES -p ${proto} -m comment --comment ${q(`${spn} has no endpoints`)} -m addrtype --dst-type LOCAL -m ${proto} --dport ${sp.nodePort} -j REJECT --reject-with ${rejectWith}`,
           )
         continue
       }
       nat.push(`-A KUBE-SERVICES ${match} -j ${chains.svc}`)
       natChains.add(chains.svc)
-      nat.push(`-A ${chains.svc} ! -s ${CLUSTER_CIDR} ${match} -j KUBE-MARK-MASQ`)
+      nat.push(`-A ${chains.svc} ! -s ${clusterCidr} ${match} -j KUBE-MARK-MASQ`)
       if (sp.nodePort && !faults.omitNodePorts) {
         natChains.add(chains.ext)
         nat.push(`-A KUBE-NODEPORTS -p ${proto} -m comment --comment ${q(spn)} -m ${proto} --dport ${sp.nodePort} -j ${chains.ext}`)
         if (etpLocal) {
           // externalTrafficPolicy: Local keeps the client's address: only this node's endpoints, no masquerade.
-          nat.push(`-A ${chains.ext} -s ${CLUSTER_CIDR} -m comment --comment ${q(`pod traffic for ${spn} external destinations`)} -j ${chains.svc}`)
+          nat.push(`-A ${chains.ext} -s ${clusterCidr} -m comment --comment ${q(`pod traffic for ${spn} external destinations`)} -j ${chains.svc}`)
           nat.push(`-A ${chains.ext} -m comment --comment ${q(`masquerade LOCAL traffic for ${spn} external destinations`)} -m addrtype --src-type LOCAL -j KUBE-MARK-MASQ`)
           nat.push(`-A ${chains.ext} -m comment --comment ${q(`route LOCAL traffic for ${spn} external destinations`)} -m addrtype --src-type LOCAL -j ${chains.svc}`)
           if (localEps.length > 0) nat.push(`-A ${chains.ext} -j ${chains.svl}`)
@@ -65,7 +75,7 @@ export function kubeProxyRules(node: LabNode, services: LabService[], pods: LabP
         filter.push(`-A KUBE-EXTERNAL-SERVICES -p ${proto} -m comment --comment ${q(`${spn} has no local endpoints`)} -m addrtype --dst-type LOCAL -m ${proto} --dport ${sp.nodePort} -j DROP`)
       const jumps = (chain: string, list: typeof eps) =>
         list.forEach((ep, i) => {
-          const addr = `${ep.ip}:${ep.port}`
+          const addr = hostPort(ep.ip, ep.port)
           const prob = i < list.length - 1 ? ` -m statistic --mode random --probability ${(1 / (list.length - i)).toFixed(10)}` : ''
           nat.push(`-A ${chain} -m comment --comment ${q(`${spn} -> ${addr}`)}${prob} -j ${endpointChainName(spn, proto, addr)}`)
         })
@@ -76,19 +86,19 @@ export function kubeProxyRules(node: LabNode, services: LabService[], pods: LabP
       // ClientIP affinity: a client seen recently goes back to its endpoint before any random choice.
       if (svc.affinitySeconds && !faults.omitAffinity)
         for (const ep of eps) {
-          const sep = endpointChainName(spn, proto, `${ep.ip}:${ep.port}`)
+          const sep = endpointChainName(spn, proto, hostPort(ep.ip, ep.port))
           nat.push(
-            `-A ${chains.svc} -m comment --comment ${q(`${spn} -> ${ep.ip}:${ep.port}`)} -m recent --rcheck --seconds ${svc.affinitySeconds} --reap --name ${sep} --mask 255.255.255.255 --rsource -j ${sep}`,
+            `-A ${chains.svc} -m comment --comment ${q(`${spn} -> ${hostPort(ep.ip, ep.port)}`)} -m recent --rcheck --seconds ${svc.affinitySeconds} --reap --name ${sep} --mask ${mask} --rsource -j ${sep}`,
           )
         }
       jumps(chains.svc, eps)
       eps.forEach((ep) => {
-        const addr = `${ep.ip}:${ep.port}`
+        const addr = hostPort(ep.ip, ep.port)
         const sep = endpointChainName(spn, proto, addr)
         natChains.add(sep)
-        nat.push(`-A ${sep} -s ${ep.ip}/32 -m comment --comment ${q(spn)} -j KUBE-MARK-MASQ`)
-        const to = faults.wrongPortFor?.ip === ep.ip ? `${ep.ip}:${faults.wrongPortFor.port}` : addr
-        const affinity = svc.affinitySeconds && !faults.omitAffinity ? ` -m recent --set --name ${sep} --mask 255.255.255.255 --rsource` : ''
+        nat.push(`-A ${sep} -s ${ep.ip}${host} -m comment --comment ${q(spn)} -j KUBE-MARK-MASQ`)
+        const to = faults.wrongPortFor?.ip === ep.ip ? hostPort(ep.ip, faults.wrongPortFor.port) : addr
+        const affinity = svc.affinitySeconds && !faults.omitAffinity ? ` -m recent --set --name ${sep} --mask ${mask} --rsource` : ''
         if (faults.dropDnatFor !== ep.ip) nat.push(`-A ${sep} -p ${proto} -m comment --comment ${q(spn)}${affinity} -m ${proto} -j DNAT --to-destination ${to}`)
       })
     }

@@ -7,6 +7,10 @@ export interface LabNode {
   ip: string
   podCIDR: string
   gateway: string
+  /** Dual-stack: the node's IPv6 InternalIP, pod CIDR and bridge address. */
+  ip6?: string
+  podCIDR6?: string
+  gateway6?: string
 }
 
 export interface LabPod {
@@ -14,6 +18,8 @@ export interface LabPod {
   namespace: string
   node: string
   ip: string
+  /** Dual-stack: the pod's IPv6 address. */
+  ip6?: string
   labels: Record<string, string>
   port: number
   portName: string
@@ -35,6 +41,8 @@ export interface LabService {
   namespace: string
   name: string
   clusterIP: string
+  /** Dual-stack (ipFamilies IPv4, IPv6): the IPv6 ClusterIP. */
+  clusterIP6?: string
   type: 'ClusterIP' | 'NodePort'
   selector: Record<string, string>
   ports: LabServicePort[]
@@ -50,6 +58,42 @@ export const NODES: LabNode[] = [
 
 export const OUTSIDE_IP = '10.200.0.100'
 export const CLUSTER_CIDR = '10.244.0.0/16'
+
+/**
+ * The lab's IPv6 twin of an IPv4 address (unique local addresses, never routed off the lab): 10.244.1.10 →
+ * fd00:10:244:1::10, 10.200.0.11 → fd00:10:200::11, 10.96.10.10 → fd00:10:96::10:10.
+ */
+function v6Of(ip: string): string {
+  const [a, b, c, d] = ip.split('.')
+  if (a === '10' && b === '244') return `fd00:10:244:${c}::${d}`
+  if (a === '10' && b === '96') return `fd00:10:96::${c === '0' ? '' : `${c}:`}${d}`
+  return `fd00:${a}:${b}::${c === '0' ? '' : `${c}:`}${d}`
+}
+export const CLUSTER_CIDR6 = 'fd00:10:244::/56'
+
+/** The node with its IPv6 addresses too (a dual-stack cluster). */
+export function dualStackNode(n: LabNode): LabNode {
+  return {...n, ip6: v6Of(n.ip), podCIDR6: `${v6Of(n.gateway).replace(/::1$/, '::')}/64`, gateway6: v6Of(n.gateway)}
+}
+
+/** The pods with an IPv6 address each too. */
+export function dualStackPods(pods: LabPod[]): LabPod[] {
+  return pods.map((p) => ({...p, ip6: v6Of(p.ip)}))
+}
+
+/** The Service with an IPv6 ClusterIP too (ipFamilyPolicy RequireDualStack, ipFamilies IPv4, IPv6). */
+export function dualStackService(s: LabService): LabService {
+  return {...s, clusterIP6: v6Of(s.clusterIP)}
+}
+
+/** The family-6 view of the lab: each Service's and Pod's IPv6 address in place of its IPv4 one (those without one left out). */
+export function familyView(family: 4 | 6, services: LabService[], pods: LabPod[]): {services: LabService[]; pods: LabPod[]} {
+  if (family === 4) return {services, pods}
+  return {
+    services: services.filter((s) => s.clusterIP6).map((s) => ({...s, clusterIP: s.clusterIP6!})),
+    pods: pods.filter((p) => p.ip6).map((p) => ({...p, ip: p.ip6!})),
+  }
+}
 
 export function labPods(): LabPod[] {
   return [

@@ -7,7 +7,7 @@ import {LabApiServer} from './apiserver.js'
 import {cniCacheFile, endpointSliceObject, kubeProxyConfigMap, kubeProxyPodObject, nodeObject, podObject, serviceObject} from './fixtures.js'
 import {kubeProxyRules, type RuleFaults} from './kube-proxy-rules.js'
 import {kubeProxyNftRules} from './kube-proxy-nft.js'
-import {DNS, NODES, OUTSIDE_IP, SERVICES, labPods, type LabNode, type LabPod, type LabService} from './lab-cluster.js'
+import {DNS, NODES, OUTSIDE_IP, SERVICES, dualStackNode, dualStackPods, dualStackService, labPods, type LabNode, type LabPod, type LabService} from './lab-cluster.js'
 import {inNs, run, sleep, startDaemon, tryRun} from './sh.js'
 import type {FakeKubeProxyState} from './fake-kube-proxy.js'
 import {foreignFilterRules, type ForeignFilterRules} from './foreign-rules.js'
@@ -26,9 +26,16 @@ export class NetnsLab {
   readonly dir = mkdtempSync(join(tmpdir(), 'kpd-lab-'))
   readonly namespaces: string[] = []
   readonly procs: ChildProcess[] = []
-  readonly pods: LabPod[] = labPods()
+  readonly pods: LabPod[]
   /** The Services the rules are written for (the web Service first); tests may change their policies. */
-  readonly services: LabService[] = SERVICES.map((s) => ({...s}))
+  readonly services: LabService[]
+  /**
+   * Dual-stack (IPv4 and IPv6): the web Service has an IPv6 ClusterIP too, nodes and pods IPv6 addresses (unique local,
+   * inside the lab's namespaces only), each node ip6tables rules as well, and the web pods serve on IPv6 too.
+   */
+  readonly dualStack: boolean
+  /** Faults in each node's IPv6 rules (ip6tables), for a dual-stack lab. */
+  readonly faults6 = new Map<string, RuleFaults>()
   readonly api = new LabApiServer({token: LAB_TOKEN})
   readonly sshPorts = new Map<string, number>()
   readonly faults = new Map<string, RuleFaults>()
@@ -47,6 +54,17 @@ export class NetnsLab {
   /** Rules of other owners (Docker, a policy engine) loaded next to kube-proxy's, per node. */
   readonly foreignRules = new Map<string, ForeignFilterRules>()
 
+  constructor(opts: {dualStack?: boolean} = {}) {
+    this.dualStack = !!opts.dualStack
+    this.pods = this.dualStack ? dualStackPods(labPods()) : labPods()
+    this.services = SERVICES.map((s) => (this.dualStack && s === SERVICES[0] ? dualStackService(s) : {...s}))
+  }
+
+  /** A node as the API shows it: with its IPv6 addresses in a dual-stack lab. */
+  node(node: LabNode): LabNode {
+    return this.dualStack ? dualStackNode(node) : node
+  }
+
   ns(name: string): string {
     return `${this.id}-${name}`
   }
@@ -63,6 +81,8 @@ export class NetnsLab {
     const full = this.ns(name)
     run('ip', ['netns', 'add', full])
     this.namespaces.push(full)
+    // IPv6 addresses usable at once (no duplicate address detection delay), in this namespace only.
+    if (this.dualStack) inNs(full, 'sysctl', ['-qw', 'net.ipv6.conf.all.accept_dad=0', 'net.ipv6.conf.default.accept_dad=0'])
     inNs(full, 'ip', ['link', 'set', 'lo', 'up'])
     return full
   }
@@ -91,9 +111,19 @@ export class NetnsLab {
       run('ip', ['-n', ns, 'link', 'set', 'cbr0', 'up'])
       run('ip', ['-n', ns, 'route', 'add', 'default', 'via', '10.200.0.1', 'onlink', 'dev', 'eth0'])
       for (const other of NODES.filter((o) => o !== node)) run('ip', ['-n', ns, 'route', 'add', other.podCIDR, 'via', other.ip])
+      if (this.dualStack) {
+        const v6 = dualStackNode(node)
+        inNs(ns, 'sysctl', ['-qw', 'net.ipv6.conf.all.forwarding=1'])
+        run('ip', ['-n', ns, '-6', 'addr', 'add', `${v6.ip6}/64`, 'dev', 'eth0', 'nodad'])
+        run('ip', ['-n', ns, '-6', 'addr', 'add', `${v6.gateway6}/64`, 'dev', 'cbr0', 'nodad'])
+        for (const other of NODES.filter((o) => o !== node).map(dualStackNode)) run('ip', ['-n', ns, '-6', 'route', 'add', other.podCIDR6!, 'via', other.ip6!])
+        // As the IPv4 default route: Service addresses (no route of their own) must route before OUTPUT's DNAT.
+        run('ip', ['-n', ns, '-6', 'route', 'add', 'default', 'dev', 'eth0'])
+      }
     }
     const ext = this.addNs('outside')
     attach(ext, 'eth0', 'uext', `${OUTSIDE_IP}/24`)
+    if (this.dualStack) run('ip', ['-n', ext, '-6', 'addr', 'add', 'fd00:10:200::100/64', 'dev', 'eth0', 'nodad'])
     for (const pod of this.pods) this.addPod(pod)
     for (const node of NODES) this.applyRules(node.name)
     this.startDns()
@@ -113,6 +143,10 @@ export class NetnsLab {
     run('ip', ['-n', ns, 'addr', 'add', `${pod.ip}/24`, 'dev', 'eth0'])
     run('ip', ['-n', ns, 'link', 'set', 'eth0', 'up'])
     run('ip', ['-n', ns, 'route', 'add', 'default', 'via', node.gateway])
+    if (pod.ip6) {
+      run('ip', ['-n', ns, '-6', 'addr', 'add', `${pod.ip6}/64`, 'dev', 'eth0', 'nodad'])
+      run('ip', ['-n', ns, '-6', 'route', 'add', 'default', 'via', dualStackNode(node).gateway6!])
+    }
     run('ip', ['-n', this.nodeNs(node), 'link', 'set', port, 'master', 'cbr0', 'up'])
     this.setHairpin(pod.name, true)
     // libcni's result cache, as containerd would leave it for this pod (the node's sshd sees the folder as /var/lib/cni/results).
@@ -128,6 +162,10 @@ export class NetnsLab {
     const proc = startDaemon('ip', ['netns', 'exec', this.podNs(pod), 'socat', `TCP-LISTEN:${port},reuseaddr,fork`, `SYSTEM:echo ${pod.reply} $SOCAT_PEERADDR`], this.logs)
     this.webServers.set(pod.name, proc)
     this.procs.push(proc)
+    if (pod.ip6) {
+      const six = startDaemon('ip', ['netns', 'exec', this.podNs(pod), 'socat', `TCP6-LISTEN:${port},reuseaddr,fork,ipv6only=1`, `SYSTEM:echo ${pod.reply} $SOCAT_PEERADDR`], this.logs)
+      this.procs.push(six)
+    }
   }
 
   /**
@@ -293,8 +331,9 @@ export class NetnsLab {
   }
 
   /** (Re)loads a node's rules from the lab's state, with the given faults. */
-  applyRules(nodeName: string, faults: RuleFaults = this.faults.get(nodeName) ?? {}): void {
+  applyRules(nodeName: string, faults: RuleFaults = this.faults.get(nodeName) ?? {}, faults6: RuleFaults = this.faults6.get(nodeName) ?? {}): void {
     this.faults.set(nodeName, faults)
+    this.faults6.set(nodeName, faults6)
     const node = NODES.find((n) => n.name === nodeName)!
     const ns = this.nodeNs(node)
     if (this.modes.get(nodeName) === 'nftables') {
@@ -304,11 +343,13 @@ export class NetnsLab {
     } else {
       if (!this.keepLeftovers) tryRun('ip', ['netns', 'exec', ns, 'nft', 'delete', 'table', 'ip', 'kube-proxy'])
       inNs(ns, 'iptables-restore', [], kubeProxyRules(node, this.services, this.pods, faults))
+      if (this.dualStack) inNs(ns, 'ip6tables-restore', [], kubeProxyRules(node, this.services, this.pods, faults6, 6))
     }
     const foreign = this.foreignRules.get(nodeName)
     if (foreign) inNs(ns, 'iptables-restore', ['--noflush'], foreignFilterRules(foreign))
     // Old connections keep their old NAT decision: start every scenario from a clean table, as a reboot would.
     tryRun('ip', ['netns', 'exec', this.nodeNs(node), 'conntrack', '-F'])
+    if (this.dualStack) tryRun('ip', ['netns', 'exec', this.nodeNs(node), 'conntrack', '-F', '-f', 'ipv6'])
   }
 
   setMode(nodeName: string, mode: 'iptables' | 'nftables'): void {
@@ -341,7 +382,7 @@ export class NetnsLab {
   }
 
   clearFaults(): void {
-    for (const node of NODES) this.applyRules(node.name, {})
+    for (const node of NODES) this.applyRules(node.name, {}, {})
   }
 
   setPodReady(name: string, ready: boolean): void {
@@ -352,12 +393,15 @@ export class NetnsLab {
 
   /** Serves the lab's current state from the API server. */
   publish(): void {
-    this.api.set('nodes', NODES.map(nodeObject))
+    this.api.set(
+      'nodes',
+      NODES.map((n) => nodeObject(this.node(n))),
+    )
     this.api.set('pods', [...this.pods.map(podObject), ...NODES.map((n) => kubeProxyPodObject(n.name, this.kubeProxyPodReady.get(n.name) ?? true))])
     this.api.set('services', this.services.map(serviceObject))
     this.api.set(
       'endpointslices',
-      this.services.map((s) => endpointSliceObject(s, this.pods)),
+      this.services.flatMap((s) => [endpointSliceObject(s, this.pods), ...(s.clusterIP6 ? [endpointSliceObject(s, this.pods, 6)] : [])]),
     )
     this.api.set('configmaps', [kubeProxyConfigMap()])
     this.api.set(
@@ -497,7 +541,7 @@ export class NetnsLab {
 
   /** One TCP connection, classified: an answer, refused at once (RST or ICMP unreachable), or nothing in time. */
   probe(fromNs: string, ip: string, port: number, timeoutS: number): {kind: 'answer'; text: string} | {kind: 'refused' | 'timeout'} {
-    const r = tryRun('ip', ['netns', 'exec', fromNs, 'socat', `-T${timeoutS}`, '-u', `TCP:${ip}:${port},connect-timeout=${timeoutS}`, 'STDOUT'], undefined, (timeoutS + 3) * 1000)
+    const r = tryRun('ip', ['netns', 'exec', fromNs, 'socat', `-T${timeoutS}`, '-u', `TCP:${ip.includes(':') ? `[${ip}]` : ip}:${port},connect-timeout=${timeoutS}`, 'STDOUT'], undefined, (timeoutS + 3) * 1000)
     if (r.code === 0 && r.stdout.trim()) return {kind: 'answer', text: r.stdout.trim()}
     return /refused/i.test(r.stderr) ? {kind: 'refused'} : {kind: 'timeout'}
   }

@@ -1,17 +1,21 @@
 import assert from 'node:assert/strict'
-import {test} from 'node:test'
+import {describe, test} from 'node:test'
 import type {V1Pod} from '@kubernetes/client-node'
 import {CATALOGUE} from '../../src/checks/catalogue.js'
 import {diagnose} from '../../src/diagnosis/diagnose.js'
 import {rulesFromCodes} from '../../src/diagnosis/ignore-rules.js'
 import type {NodeObservation} from '../../src/node/bundle.js'
-import {DNS, NODES, WEB, labPods} from '../lab/lab-cluster.js'
+import {DNS, NODES, WEB, dualStackPods, labPods} from '../lab/lab-cluster.js'
 import {kubeProxyNftRules} from '../lab/kube-proxy-nft.js'
 import {parseNftDump} from '../../src/parse/nft-dump.js'
 import {BufferSource} from '../../src/parse/dump-source.js'
 import {IptablesSave} from '../../src/parse/iptables-save.js'
 import {kubeProxyPodObject} from '../lab/fixtures.js'
 import {offlineCluster, type OfflineOptions} from '../helpers/offline-cluster.js'
+import {buildReport} from '../../src/report/report.js'
+import {renderHuman} from '../../src/report/human.js'
+import {Chalk} from 'chalk'
+import {PROBES_OFF} from '../../src/diagnosis/probe-stage.js'
 import {checkTester, firedCodes} from '../helpers/check-tester.js'
 import type {DiagnoseOptions} from '../../src/diagnosis/diagnose.js'
 import {planProbes, PROBE_SETTINGS} from '../../src/diagnosis/probe-plan.js'
@@ -189,6 +193,77 @@ checkTester('nodes and kube-proxy (node-unreadable, proxy-mode, kube-proxy-healt
     ],
   },
 ])
+
+checkTester('dual-stack: each family of the Service judged against its own rules (iptables-save for IPv4, ip6tables-save for IPv6)', [
+  {name: 'healthy dual-stack Service: both families programmed', state: {dualStack: true}, findings: []},
+  {
+    name: 'IPv6 half broken: DNAT deleted from an IPv6 endpoint chain, IPv4 intact',
+    state: {dualStack: true, faults6: {'node-b': {dropDnatFor: 'fd00:10:244:2::10'}}},
+    findings: [
+      ['KPD-SEP-MISSING', 'node-b', 'error'],
+      ['KPD-NODE-DIVERGES', 'node-b', 'warning'],
+    ],
+    fixes: {'KPD-SEP-MISSING node-b': {argv: [['ssh', 'node-b', 'sudo', 'ip6tables-save'], ['grep', '--', 'KUBE-SEP-3EIK7ZMJLCQCLWUX']], text: null}},
+  },
+  {name: 'IPv6 NodePorts missing on one node', state: {dualStack: true, faults6: {'node-a': {omitNodePorts: true}}}, findings: [['KPD-NODEPORT-MISSING', 'node-a', 'error']]},
+  {
+    name: 'IPv4 half broken, IPv6 intact',
+    state: {dualStack: true, faults: {'node-b': {dropDnatFor: '10.244.1.10'}}},
+    findings: [
+      ['KPD-SEP-MISSING', 'node-b', 'error'],
+      ['KPD-NODE-DIVERGES', 'node-b', 'warning'],
+    ],
+    fixes: {'KPD-SEP-MISSING node-b': {argv: [['ssh', 'node-b', 'sudo', 'iptables-save'], ['grep', '--', 'KUBE-SEP-FZQ6KZLGXRSKN2AD']], text: null}},
+  },
+  {
+    name: 'the same hook missing in both families: one finding per family, each with its own tool',
+    state: {dualStack: true, faults: {'node-b': {unhookPrerouting: true}}, faults6: {'node-b': {unhookPrerouting: true}}},
+    findings: [
+      ['KPD-HOOK-MISSING', 'node-b', 'error'],
+      ['KPD-HOOK-MISSING', 'node-b', 'error'],
+    ],
+  },
+  {
+    name: 'one backend not ready: a cluster fact per family (its IPv4 and IPv6 endpoints)',
+    state: {dualStack: true, pods: dualStackPods(notReady('web-b2'))},
+    findings: [
+      ['KPD-ENDPOINT-NOT-READY', 'node-b', 'warning'],
+      ['KPD-ENDPOINT-NOT-READY', 'node-b', 'warning'],
+    ],
+  },
+])
+
+describe('dual-stack: what the user reads names the family and the address', () => {
+  test('an IPv6-only fault: the headline names the IPv6 path and address, the findings say (IPv6), IPv4 paths still work', () => {
+    const {cluster, observations} = offlineCluster({dualStack: true, faults6: {'node-b': {dropDnatFor: 'fd00:10:244:2::10'}}})
+    const r = buildReport(diagnose(cluster, observations, {probes: PROBES_OFF}))
+    assert.equal(
+      r.summary,
+      '✗ shop/web: pod→ClusterIP to [fd00:10:96::10:10]:80 (http) breaks at KUBE-SEP on node-b: KUBE-SEP-3EIK7ZMJLCQCLWUX (endpoint [fd00:10:244:2::10]:8080, web-b1) has no DNAT rule: the jump falls through and the endpoint never gets traffic',
+    )
+    assert.deepEqual(r.service.clusterIPs, ['10.96.10.10', 'fd00:10:96::10:10'])
+    assert.equal(
+      r.findings[0].message,
+      'node-b (IPv6): KUBE-SEP-3EIK7ZMJLCQCLWUX (endpoint [fd00:10:244:2::10]:8080 (pod web-b1 on node-b)) has no DNAT rule: the jump falls through, the endpoint gets no traffic from this node',
+    )
+    const row = (p: (typeof r.paths)[number]) => [p.node, p.entry, p.family, p.destination, p.ok]
+    assert.deepEqual(r.paths.filter((p) => p.node === 'node-b').map(row), [
+      ['node-b', 'pod→ClusterIP', 'IPv4', '10.96.10.10:80', true],
+      ['node-b', 'node→ClusterIP', 'IPv4', '10.96.10.10:80', true],
+      ['node-b', 'outside→NodePort', 'IPv4', '10.200.0.12:30080', true],
+      ['node-b', 'pod→itself', 'IPv4', '10.96.10.10:80', true],
+      ['node-b', 'pod→ClusterIP', 'IPv6', '[fd00:10:96::10:10]:80', false],
+      ['node-b', 'node→ClusterIP', 'IPv6', '[fd00:10:96::10:10]:80', false],
+      ['node-b', 'outside→NodePort', 'IPv6', '[fd00:10:200::12]:30080', false],
+      ['node-b', 'pod→itself', 'IPv6', '[fd00:10:96::10:10]:80', false],
+    ])
+    assert.deepEqual(r.notChecked.filter((n) => n.required), [])
+    const human = renderHuman(r, new Chalk({level: 0}), 120).split('\n')
+    assert.ok(human.includes('Service shop/web  NodePort 10.96.10.10, fd00:10:96::10:10  ports http 80→http/TCP (NodePort 30080)'), human.join('\n'))
+    const nodeB = human.find((l) => /^\W*node-b\b/.test(l))
+    assert.equal(nodeB?.match(/✗ KUBE-SEP IPv6/g)?.length, 4, human.join('\n'))
+  })
+})
 
 checkTester("kube-proxy's rules (hook, service rule, reject, nodeport, endpoints, DNAT, probability, affinity, masquerade)", [
   {name: 'PREROUTING unhooked', state: {faults: {'node-b': {unhookPrerouting: true}}}, findings: [['KPD-HOOK-MISSING', 'node-b', 'error']]},

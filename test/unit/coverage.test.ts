@@ -104,6 +104,29 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
     assert.ok(unsupported[0].codes.includes('KPD-SVC-RULE-MISSING') && !unsupported[0].codes.includes('KPD-ROUTE-MISSING'))
   })
 
+  test('a dual-stack Service: both families judged when both were read (✓); a node whose ip6tables-save was not read is a required entry, so the headline is ? and not ✓', () => {
+    const whole = report({dualStack: true})
+    const paths = 'IPv6 endpoints and ClusterIP: no route lookups or conntrack reads (made for the primary family only)'
+    assert.deepEqual(rows(whole), [['node-a', 'routes', false, paths], ['node-b', 'routes', false, paths], PROBES_OFF_ROW])
+    assert.equal(whole.summary, '✓ shop/web: every traced path works on 2 node(s)')
+    const r = report({dualStack: true, editObservation: {'node-b': (o) => ({...o, ip6tables: undefined})}})
+    assert.deepEqual(rows(r), [['node-a', 'routes', false, paths], ['node-b', 'routes', false, paths], ['node-b', 'proxy-rules', true, 'IPv6 rules not read (ip6tables-save)'], PROBES_OFF_ROW])
+    assert.ok(r.notChecked[2].codes.includes('KPD-SEP-MISSING'))
+    assert.deepEqual(r.findings, [])
+    assert.equal(r.summary, '? shop/web: no fault found in what was checked, but 1 check(s) could not run (see Not checked)')
+    assert.equal(exitCode(r, {severity: 'error', skipped: true}), 1)
+  })
+
+  test('a dual-stack Service on IPVS nodes: the IPv6 family is not judged yet, and says so', () => {
+    const r = report({dualStack: true, ipvs: {'node-a': {}, 'node-b': {}}})
+    assert.deepEqual(rows(r).filter(([, check]) => check !== 'routes'), [
+      ['node-a', 'proxy-rules', true, "IPv6 rules not judged: the node runs IPVS mode (kube-proxy's /proxyMode on the node), whose IPv6 virtual servers are not judged yet"],
+      ['node-b', 'proxy-rules', true, "IPv6 rules not judged: the node runs IPVS mode (kube-proxy's /proxyMode on the node), whose IPv6 virtual servers are not judged yet"],
+      PROBES_OFF_ROW,
+    ])
+    assert.match(r.summary, /^\? shop\/web: /)
+  })
+
   test('--via none: every node API-only, listed but not required; RBAC or no way in: required', () => {
     const via = (why: string): NodeReadVia => ({transport: null, address: null, why, notUsed: [], notRead: []})
     const {cluster} = offlineCluster()

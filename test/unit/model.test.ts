@@ -162,6 +162,8 @@ test('paths across two nodes: healthy, both halves ✓, the JSON shape exact', (
       port: 'http',
       ok: true,
       breaksAt: null,
+      family: 'IPv4',
+      destination: '10.96.10.10:80',
       breaksOn: null,
       detail: 'reaches 3 endpoint(s): 10.244.1.10:8080, 10.244.2.10:8080, 10.244.2.11:8080',
       remote: [healthyHalf('10.244.2.10', 'web-b1', 'node-b'), healthyHalf('10.244.2.11', 'web-b2', 'node-b')],

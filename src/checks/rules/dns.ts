@@ -1,6 +1,7 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {kubectlCommand, nodeCommand} from '../../model/reach.js'
+import {familyOf} from '../../net/address.js'
 
 export const dnsServiceMissing: Check = {
   meta: codeEntry('KPD-DNS-SERVICE-MISSING'),
@@ -57,6 +58,8 @@ export const dnsNoAnswer: Check = {
       const cmd = nodeCommand(ctx.reach, o.name, {argv: ['dig', '+tcp', d.name, `@${d.server}`]}, [d.name, d.server])
       if (d.error) out.push({node: o.name, message: `${o.name}: asking ${d.server} for ${d.name} failed: ${d.error}`, evidence: [`method: ${d.method}`], command: cmd})
       else if (d.rcode && d.rcode !== 'NOERROR') out.push({node: o.name, message: `${o.name}: ${d.server} answers ${d.rcode} for ${d.name}`, command: cmd})
+      // The node asks for A records: an IPv6 ClusterIP is judged only against IPv6 addresses in the answer (AAAA).
+      else if (familyOf(clusterIP) === 6 && !d.addresses.some((a) => familyOf(a) === 6)) continue
       else if (!d.addresses.includes(clusterIP)) out.push({node: o.name, message: `${o.name}: ${d.name} resolves to ${d.addresses.join(', ') || 'nothing'}, not the ClusterIP ${clusterIP}`, command: cmd})
     }
     return out

@@ -1,9 +1,10 @@
 import type {Check, CheckContext, FindingDraft, NodeView} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {stepChainOwner, tableChains, type ChainOwner} from '../../parse/chain-owner.js'
-import {traceEndpointHalves, type PathNode} from '../../model/paths.js'
+import {podIPsOn, traceEndpointHalves, type PathNode} from '../../model/paths.js'
 import type {Command} from '../../model/shell.js'
 import {nodeCommand} from '../../model/reach.js'
+import {familyOf} from '../../net/address.js'
 import type {TraceOutcome} from '../../trace/types.js'
 
 /** Owners whose drops other codes judge: kube-proxy's own rules and kubelet's KUBE-FIREWALL. */
@@ -41,7 +42,8 @@ function showChain(ctx: CheckContext, node: NodeView, site: DropSite): Command |
     const [family, table] = site.table.includes(' ') ? site.table.split(' ') : ['ip', site.table]
     return nodeCommand(ctx.reach, node.name, {argv: ['nft', '-a', 'list', 'chain', family, table, site.chain], sudo: true}, [family, table, site.chain])
   }
-  return nodeCommand(ctx.reach, node.name, {argv: ['iptables', '-t', site.table, '-L', site.chain, '-v', '-n', '--line-numbers'], sudo: true}, [site.table, site.chain])
+  const tool = familyOf(node.expected.clusterIP ?? '') === 6 ? 'ip6tables' : 'iptables'
+  return nodeCommand(ctx.reach, node.name, {argv: [tool, '-t', site.table, '-L', site.chain, '-v', '-n', '--line-numbers'], sudo: true}, [site.table, site.chain])
 }
 
 function hasDockerChains(node: NodeView): boolean {
@@ -114,6 +116,6 @@ export function pathNodes(ctx: Pick<CheckContext, 'nodes' | 'cluster'>): PathNod
     dataplane: n.dataplane,
     k8sNode: ctx.cluster.nodes.find((k) => k.metadata?.name === n.name),
     network: n.obs.network,
-    podIPsOnNode: ctx.cluster.pods.filter((p) => p.spec?.nodeName === n.name && p.status?.podIP).map((p) => p.status!.podIP!),
+    podIPsOnNode: podIPsOn(ctx.cluster.pods, n.name),
   }))
 }

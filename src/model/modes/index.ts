@@ -5,7 +5,7 @@ import {ipvsMode} from './ipvs.js'
 import type {NodeFacts, ProxyMode, ProxyModeAdapter} from './mode.js'
 import {nftablesMode} from './nftables.js'
 
-export type {NodeFacts, ProxyMode} from './mode.js'
+export type {NodeFacts, ProxyMode, TableFamily} from './mode.js'
 
 /** Every mode the doctor judges, in the order their rules are recognised (IPVS's glue looks like iptables rules). */
 const PROXY_MODES: readonly ProxyModeAdapter[] = [ipvsMode, nftablesMode, iptablesMode]
@@ -37,7 +37,7 @@ const adapter = (mode: ProxyMode) => PROXY_MODES.find((m) => m.mode === mode)!
  * first, then the one mode whose rules are there); kube-proxy's configuration; iptables, kube-proxy's default.
  */
 export function decideMode(obs: NodeObservation, facts: NodeFacts, configured: {mode: string; source: string} | undefined, override?: ProxyMode): ModeDecision {
-  const decided = (mode: ProxyMode, source: string): ModeDecision => ({mode, source, unreadable: !adapter(mode).readable(obs)})
+  const decided = (mode: ProxyMode, source: string): ModeDecision => ({mode, source, unreadable: !adapter(mode).readable(obs, facts)})
   if (override) return decided(override, '--proxy-mode')
   const reported = obs.kubeProxy?.proxyMode
   if (reported && isProxyMode(reported)) return decided(reported, "kube-proxy's /proxyMode on the node")

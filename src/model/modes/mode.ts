@@ -3,8 +3,8 @@ import type {Dataplane} from '../dataplane.js'
 
 export type ProxyMode = 'iptables' | 'nftables' | 'ipvs'
 
-/** The address family of the Service being judged: nftables keeps one kube-proxy table per family. */
-type TableFamily = 'ip' | 'ip6'
+/** The address family being judged: nftables keeps one kube-proxy table per family, iptables one dump per family. */
+export type TableFamily = 'ip' | 'ip6'
 
 export interface NodeFacts {
   family: TableFamily
@@ -21,8 +21,8 @@ export interface ProxyModeAdapter {
   mode: ProxyMode
   /** Evidence on the node that kube-proxy runs this mode, as a reason for the report; undefined when there is none. */
   recognise(obs: NodeObservation, facts: NodeFacts): string | undefined
-  /** What was read is enough to build this mode's dataplane. */
-  readable(obs: NodeObservation): boolean
+  /** What was read is enough to build this mode's dataplane for the family of `facts`. */
+  readable(obs: NodeObservation, facts: NodeFacts): boolean
   dataplane(obs: NodeObservation, facts: NodeFacts): Dataplane
   /** This mode's rules left behind on a node that runs `running`, described; undefined when there are none. */
   leftovers(obs: NodeObservation, facts: NodeFacts, running: ProxyMode): string | undefined

@@ -5,13 +5,13 @@ import {KubeConfig} from '@kubernetes/client-node'
 import {execInPod} from '../../src/node/kube/exec-in-pod.js'
 import {openPortForward} from '../../src/node/kube/port-forward.js'
 import {KubeAbortedError, KubeCommandNotFoundError, KubeForbiddenError, KubeNotFoundError, KubePortForwardError, KubeTimeoutError} from '../../src/node/kube/kube-stream-errors.js'
-import {labUnavailable} from '../helpers/lab-guard.js'
+import {labGuard} from '../helpers/lab-guard.js'
 import {withLab} from '../helpers/lab-suite.js'
 import {labPodSandbox} from '../lab/apiserver-sandboxes.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
 import {sleep} from '../lab/sh.js'
 
-const why = labUnavailable()
+const why = labGuard()
 const NS = 'kube-system'
 const KUBE_PROXY_A = 'kube-proxy-ax7k2'
 const KUBE_PROXY_B = 'kube-proxy-bx7k2'

@@ -2,13 +2,13 @@ import assert from 'node:assert/strict'
 import {describe, test} from 'node:test'
 import {PassThrough, Readable} from 'node:stream'
 import {CoreV1Api, Exec, KubeConfig, PortForward, type V1Status} from '@kubernetes/client-node'
-import {labUnavailable} from '../helpers/lab-guard.js'
+import {labGuard} from '../helpers/lab-guard.js'
 import {withLab} from '../helpers/lab-suite.js'
 import {labPodSandbox} from '../lab/apiserver-sandboxes.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
 import {runAsync} from '../lab/sh.js'
 
-const why = labUnavailable()
+const why = labGuard()
 const KUBE_PROXY_A = 'kube-proxy-ax7k2'
 
 /** Runs one command through @kubernetes/client-node's own Exec and collects what it hands back. */

@@ -6,17 +6,13 @@ import {tmpdir} from 'node:os'
 import {dirname, join, resolve} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {after, describe, test} from 'node:test'
-import {labUnavailable} from '../helpers/lab-guard.js'
+import {labGuard} from '../helpers/lab-guard.js'
 import {withLab} from '../helpers/lab-suite.js'
 import {runCli, type CliResult} from '../helpers/run-cli.js'
 import {labPodSandbox} from '../lab/apiserver-sandboxes.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
 
-const why = labUnavailable()
-if (why) {
-  process.stderr.write(`\n!!! e2e lab cannot run here: ${why} !!!\n\n`)
-  if (process.env.CI) test('e2e lab can run in CI', () => assert.fail(`the e2e lab cannot run: ${why}`))
-}
+const why = labGuard()
 
 const BIN = resolve(dirname(fileURLToPath(import.meta.url)), '../../../bin/run.js')
 const KUBE_PROXY_IMAGE = 'registry.k8s.io/kube-proxy:v1.33.0'

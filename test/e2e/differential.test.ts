@@ -7,7 +7,7 @@ import {nftRulesetFromJson} from '../../src/parse/nft-json.js'
 import {IptablesTracer} from '../../src/trace/iptables-tracer.js'
 import {NftTracer} from '../../src/trace/nft-tracer.js'
 import type {Packet, TraceResult} from '../../src/trace/types.js'
-import {labUnavailable} from '../helpers/lab-guard.js'
+import {labGuard} from '../helpers/lab-guard.js'
 import type {RuleFaults} from '../lab/kube-proxy-rules.js'
 import {NODES, OUTSIDE_IP} from '../lab/lab-cluster.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
@@ -21,7 +21,7 @@ import {inNs} from '../lab/sh.js'
  * tracer predicted, every predicted backend with at least a 20% share must be reached, and the source address the backend saw must
  * show masquerading exactly when the tracer says so.
  */
-const why = labUnavailable()
+const why = labGuard()
 const RULE_SETS = Number(process.env.KPD_DIFF_RULE_SETS ?? 24)
 const MAX_TRIES = 40
 const NODE_A = NODES[0]

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import {describe, test} from 'node:test'
-import {labUnavailable} from '../helpers/lab-guard.js'
+import {labGuard} from '../helpers/lab-guard.js'
 import {withLab} from '../helpers/lab-suite.js'
 import {runCli, type CliResult} from '../helpers/run-cli.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
@@ -9,11 +9,7 @@ import type {NetnsLab} from '../lab/netns-lab.js'
  * The filter path, diagnosed end to end over the lab's real sshd: other owners' chains and policies in filter FORWARD
  * (faults (e) and (f) of packet-path-lab.test.ts, where real traffic proves them) are named on the node that drops.
  */
-const why = labUnavailable()
-if (why) {
-  process.stderr.write(`\n!!! e2e lab cannot run here: ${why} !!!\n\n`)
-  if (process.env.CI) test('e2e lab can run in CI', () => assert.fail(`the e2e lab cannot run: ${why}`))
-}
+const why = labGuard()
 
 const CLUSTER_IP = '10.96.10.10'
 const WEB_B1 = '10.244.2.10'

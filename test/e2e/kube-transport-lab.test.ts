@@ -3,17 +3,13 @@ import {mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {after, describe, test} from 'node:test'
-import {labUnavailable} from '../helpers/lab-guard.js'
+import {labGuard} from '../helpers/lab-guard.js'
 import {withLab} from '../helpers/lab-suite.js'
 import {runCli, type CliResult} from '../helpers/run-cli.js'
 import {labPodSandbox} from '../lab/apiserver-sandboxes.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
 
-const why = labUnavailable()
-if (why) {
-  process.stderr.write(`\n!!! e2e lab cannot run here: ${why} !!!\n\n`)
-  if (process.env.CI) test('e2e lab can run in CI', () => assert.fail(`the e2e lab cannot run: ${why}`))
-}
+const why = labGuard()
 
 const KUBE_PROXY_POD = {'node-a': 'pod kube-system/kube-proxy-ax7k2', 'node-b': 'pod kube-system/kube-proxy-bx7k2'}
 /** What kube-proxy's images (distroless-iptables) lack of the programs the doctor reads with. */

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict'
 import {describe, test} from 'node:test'
-import {labUnavailable} from '../helpers/lab-guard.js'
+import {labGuard} from '../helpers/lab-guard.js'
 import {runCli, type CliResult} from '../helpers/run-cli.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
 import {withLab} from '../helpers/lab-suite.js'
 
-const why = labUnavailable()
+const why = labGuard()
 const CLUSTER_IP = '10.96.10.10'
 const NODE_B = '10.200.0.12'
 

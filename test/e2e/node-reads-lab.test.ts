@@ -3,7 +3,7 @@ import {mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {describe, test} from 'node:test'
-import {labUnavailable} from '../helpers/lab-guard.js'
+import {labGuard} from '../helpers/lab-guard.js'
 import {withLab} from '../helpers/lab-suite.js'
 import {runCli} from '../helpers/run-cli.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
@@ -11,11 +11,7 @@ import {tryRun} from '../lab/sh.js'
 import {readNodeBundle} from '../../src/node/bundle.js'
 import {buildCommandLine, compressedCommandLine} from '../../src/node/node-commands.js'
 
-const why = labUnavailable()
-if (why) {
-  process.stderr.write(`\n!!! e2e lab cannot run here: ${why} !!!\n\n`)
-  if (process.env.CI) test('e2e lab can run in CI', () => assert.fail(`the e2e lab cannot run: ${why}`))
-}
+const why = labGuard()
 
 const CLUSTER_IP = '10.96.10.10'
 const ENDPOINTS = ['10.244.1.10', '10.244.2.10', '10.244.2.11']

@@ -6,7 +6,7 @@ import {BufferSource} from '../../src/parse/dump-source.js'
 import {IptablesSave} from '../../src/parse/iptables-save.js'
 import {parseRouteGet, parseRouteTable, routeGetFailure} from '../../src/parse/ip-route.js'
 import {conntrackTableUsage, forwardingSettings, parseSysctl} from '../../src/parse/sysctl.js'
-import {labUnavailable} from '../helpers/lab-guard.js'
+import {labGuard} from '../helpers/lab-guard.js'
 import {withLab} from '../helpers/lab-suite.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
 import {tryRun} from '../lab/sh.js'
@@ -16,11 +16,7 @@ import {tryRun} from '../lab/sh.js'
  * breaks connections, the healthy lab (before and after) does not. Each test also reads the node the way the doctor
  * will (the same commands, run in the node's namespace) and shows which read reveals the fault.
  */
-const why = labUnavailable()
-if (why) {
-  process.stderr.write(`\n!!! e2e lab cannot run here: ${why} !!!\n\n`)
-  if (process.env.CI) test('e2e lab can run in CI', () => assert.fail(`the e2e lab cannot run: ${why}`))
-}
+const why = labGuard()
 
 const CLUSTER_IP = '10.96.10.10'
 const DNS_IP = '10.96.0.10'

@@ -60,7 +60,7 @@ export class ChainIndex {
     this.rLine = new Uint32Array(n)
     this.pool = new Uint8Array(n * 32)
     let slotCount = 1024
-    while (slotCount < 2 * n) slotCount *= 2
+    while (slotCount * 3 < 4 * n) slotCount *= 2
     this.slots = new Int32Array(2 * slotCount)
   }
 
@@ -196,7 +196,7 @@ export class ChainIndex {
     this.poolUsed += len
     this.slots[2 * slot] = id + 1
     this.slots[2 * slot + 1] = h
-    if (this.count * 4 > this.slots.length) this.rehash()
+    if (this.count * 8 > this.slots.length * 3) this.rehash()
     return id
   }
 
@@ -210,7 +210,7 @@ export class ChainIndex {
     this.rLine = grow(this.rLine, n)
   }
 
-  /** Doubles the slot table (kept at most half full). */
+  /** Doubles the slot table (kept at most three quarters full). */
   private rehash(): void {
     const old = this.slots
     const slots = new Int32Array(old.length * 2)

@@ -52,6 +52,8 @@ export class IptablesTracer implements ChainSource<Chain> {
   private local: Set<string>
   private packet!: Packet
   private readonly chains = new Map<string, Chain>()
+  private passedState: State | undefined
+  private passedOutcome: Outcome[] = []
 
   constructor(
     private readonly dump: IptablesSave,
@@ -115,10 +117,10 @@ export class IptablesTracer implements ChainSource<Chain> {
     // Most of a huge KUBE-SERVICES chain opens with another Service's -d: seen in the text, without parsing the rule.
     let lead = chain.lead[index]
     if (lead === undefined) lead = chain.lead[index] = leadingQuickDestination(rule.text)
-    if (lead !== null && lead !== state.dst) return [{state, action: NEXT}]
+    if (lead !== null && lead !== state.dst) return this.passed(state)
     let quick = chain.quick[index]
     if (quick === undefined) quick = chain.quick[index] = quickDestinations(rule)
-    if (quick !== null && quickMiss(quick, state.dst)) return [{state, action: NEXT}]
+    if (quick !== null && quickMiss(quick, state.dst)) return this.passed(state)
     // A walk that meets -m recent is session-affine: later packets from this client may stick elsewhere.
     if (!state.sticky && rule.matches.some((m) => m.module === 'recent')) state = {...state, sticky: true}
     const m = this.matches(rule, state, this.packet)
@@ -131,6 +133,15 @@ export class IptablesTracer implements ChainSource<Chain> {
       return out
     }
     return [this.applyTarget(chain, rule, state)]
+  }
+
+  /** The outcome of a rule the state passes unchanged: one per state, shared by the run of rules it passes (the walker only reads it). */
+  private passed(state: State): Outcome[] {
+    if (this.passedState !== state) {
+      this.passedState = state
+      this.passedOutcome = [{state, action: NEXT}]
+    }
+    return this.passedOutcome
   }
 
   private isLocal(ip: string): boolean {

@@ -1,9 +1,13 @@
 import {existsSync, readFileSync} from 'node:fs'
 import {Flags} from '@oclif/core'
-import {parse} from 'yaml'
+import {createRequire} from 'node:module'
+import type * as Yaml from 'yaml'
 import {DiagnosisError} from '../errors.js'
 import {checkIgnoreRules, rulesFromCodes, type IgnoreRule} from '../diagnosis/ignore-rules.js'
 import {splitList} from './flags.js'
+
+/** yaml, loaded when a config file is read. */
+const loadModule = createRequire(import.meta.url)
 
 /** Read from the working directory when `--config` is not given and the file exists. */
 const DEFAULT_CONFIG_FILE = '.kproxy-doctor.yaml'
@@ -37,6 +41,7 @@ function loadIgnoreConfig(path: string | undefined): IgnoreRule[] {
   if (!path && !existsSync(file)) return []
   let doc: unknown
   try {
+    const {parse} = loadModule('yaml') as typeof Yaml
     doc = parse(readFileSync(file, 'utf8'))
   } catch (e) {
     throw new DiagnosisError(`config ${file}: ${(e as Error).message.split('\n')[0]}`)

@@ -1,6 +1,10 @@
-import {parse as parseYaml} from 'yaml'
+import {createRequire} from 'node:module'
+import type * as Yaml from 'yaml'
 import {inCidr} from '../net/address.js'
 import {DEFAULT_MASQUERADE_BIT, type KubeProxyConfig} from './types.js'
+
+/** yaml, loaded when a configuration is read: most runs (a snapshot without the ConfigMap, -o json) never need it. */
+const loadModule = createRequire(import.meta.url)
 
 interface KubeProxyConfiguration {
   mode?: unknown
@@ -14,7 +18,8 @@ interface KubeProxyConfiguration {
 export function parseKubeProxyConfig(yaml: string, source: string): KubeProxyConfig {
   let doc: KubeProxyConfiguration
   try {
-    doc = (parseYaml(yaml) ?? {}) as KubeProxyConfiguration
+    const {parse} = loadModule('yaml') as typeof Yaml
+    doc = (parse(yaml) ?? {}) as KubeProxyConfiguration
   } catch (e) {
     return defaultKubeProxyConfig(`${source} is not valid YAML: ${(e as Error).message.split('\n')[0]}`)
   }

@@ -1,7 +1,6 @@
 import {Flags} from '@oclif/core'
 import {DoctorCommand} from '../cli/base-command.js'
 import {NODE_READ_ONLY_FLAGS, nodeReadFlags} from '../cli/flags.js'
-import {readNodeLive} from '../diagnosis/gather.js'
 import {DiagnosisError} from '../errors.js'
 import {BufferSource, FileSource, MAX_STREAMED_DUMP_BYTES, readDumpBytes, type DumpSource} from '../parse/dump-source.js'
 import {DumpParseError, IptablesSave} from '../parse/iptables-save.js'
@@ -66,6 +65,8 @@ export default class Trace extends DoctorCommand {
       if (flags.ipvsadm && !flags['iptables-save']) throw new DiagnosisError('--ipvsadm needs --iptables-save too: IPVS nodes still run the iptables glue first')
       let localAddresses = flags['node-ip'] ?? []
       if (flags.node) {
+        // Loaded only here: reading a node live pulls in the cluster and node access a file trace never uses.
+        const {readNodeLive} = await import('../diagnosis/gather.js')
         const live = await readNodeLive(flags.node, {
           kubeconfig: flags.kubeconfig,
           context: flags.context,

@@ -30,6 +30,9 @@ export function readInfrastructure(dump: IptablesSave): NodeInfrastructure {
 }
 
 function matchesServiceIp(rule: ParsedRule, ip: string, protocol: string, port: number): boolean {
+  // Unquoted, each word of a rule is in its text as written: a text without the address cannot have it as -d (and a
+  // long KUBE-SERVICES is then scanned without parsing its rules).
+  if (!rule.text.includes(ip) && !rule.text.includes('"')) return false
   const d = findOption(rule, '', 'd')
   const p = findOption(rule, '', 'p')
   return !!d && !d.negated && (d.values[0] === ip || d.values[0] === `${ip}/32` || d.values[0] === `${ip}/128`) && p?.values[0] === protocol && destinationPort(rule) === String(port)

@@ -29,6 +29,23 @@ class RuleSyntaxError extends Error {}
 
 /** Splits a rule line the way iptables-save quotes it: double quotes group words, \" and \\ escape. */
 export function tokenize(text: string): string[] {
+  // Most rules (all of a big cluster's: kube-proxy drops comments there) have no quote and no tab: words between spaces.
+  if (text.indexOf('"') < 0 && text.indexOf('\t') < 0) {
+    const out: string[] = []
+    const n = text.length
+    let i = 0
+    while (i < n) {
+      if (text.charCodeAt(i) === 32) {
+        i++
+        continue
+      }
+      let j = text.indexOf(' ', i)
+      if (j < 0) j = n
+      out.push(text.slice(i, j))
+      i = j + 1
+    }
+    return out
+  }
   const out: string[] = []
   let i = 0
   const n = text.length
@@ -70,7 +87,9 @@ const OWN_OPTIONS: Record<string, string> = {
 }
 
 function isOption(tok: string): boolean {
-  return tok.length > 1 && tok[0] === '-' && !/^-\d/.test(tok)
+  if (tok.length < 2 || tok.charCodeAt(0) !== 45 /* - */) return false
+  const c = tok.charCodeAt(1)
+  return c < 48 || c > 57
 }
 
 /** Parses "-A CHAIN ..." (the leading "-A CHAIN" included). */
@@ -120,6 +139,35 @@ export function parseRule(table: string, line: number, text: string): ParsedRule
   }
   if (own.options.length > 0) rule.matches.unshift(own)
   return rule
+}
+
+/** The next word of an unquoted rule text at or after `from`: [start, end), or undefined at the end. */
+function wordAt(text: string, from: number): [number, number] | undefined {
+  let i = from
+  while (i < text.length && text.charCodeAt(i) === 32) i++
+  if (i >= text.length) return undefined
+  const end = text.indexOf(' ', i)
+  return [i, end < 0 ? text.length : end]
+}
+
+const DESTINATION_OPTIONS = new Set(['-d', '--destination', '--dst'])
+
+/**
+ * The value of the -d that opens a rule ("-A CHAIN -d VALUE ..."), read from the text without parsing it: what
+ * parseRule gives as the rule's first own option (d, not negated, values[0]). Undefined when the rule does not open
+ * so, or has quotes or tabs (then parse it).
+ */
+export function leadingDestination(text: string): string | undefined {
+  if (text.indexOf('"') >= 0 || text.indexOf('\t') >= 0) return undefined
+  const a = wordAt(text, 0)
+  if (!a || text.slice(a[0], a[1]) !== '-A') return undefined
+  const chain = wordAt(text, a[1])
+  const option = chain && wordAt(text, chain[1])
+  if (!option || !DESTINATION_OPTIONS.has(text.slice(option[0], option[1]))) return undefined
+  const value = wordAt(text, option[1])
+  if (!value) return undefined
+  const v = text.slice(value[0], value[1])
+  return isOption(v) || v === '!' ? undefined : v
 }
 
 export function findOption(rule: ParsedRule, module: string, ...names: string[]): RuleOption | undefined {

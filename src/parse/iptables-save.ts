@@ -1,4 +1,4 @@
-import {ChainIndex, NOT_FOUND} from './chain-index.js'
+import {ChainIndex, FNV_OFFSET, FNV_PRIME, NOT_FOUND} from './chain-index.js'
 import type {DumpSource} from './dump-source.js'
 import {parseRule, type ParsedRule} from './iptables-rule.js'
 
@@ -60,9 +60,11 @@ export class IptablesSave {
     if (this.addressFamilyCache !== null) return this.addressFamilyCache
     let found: 4 | 6 | undefined
     outer: for (const table of this.tableOrder) {
-      for (const chain of this.chainNames(table)) {
-        for (const r of this.rawRules(table, chain)) {
-          const m = / (?:-[sd]|--to-destination) !?\s*([0-9a-fA-F:.[\]]+)/.exec(r.text)
+      const t = this.tables.get(table)!
+      for (const id of t.ids()) {
+        for (const seg of t.segments(id)) {
+          // A segment holds whole rule lines, each starting "-A": no match runs from one line into the next.
+          const m = ADDRESS_IN_RULE.exec(this.source.read(seg.start, seg.end).toString('latin1'))
           if (m) {
             found = m[1].includes(':') && !/^\d+\.\d+\.\d+\.\d+:/.test(m[1]) ? 6 : 4
             break outer
@@ -128,17 +130,32 @@ export class IptablesSave {
     const key = `${table}\0${chain}`
     const cached = this.parsedCache.get(key)
     if (cached) return cached
-    const parsed = this.rawRules(table, chain).map((r): ParsedRule => {
-      // iptables-nft prints a rule whose match revision it does not know with this marker: the rule is real, only
-      // unreadable here, so only the branches that reach it are UNKNOWN. Any other broken line is a broken dump.
-      if (r.text.includes(UNSUPPORTED_REVISION))
-        return {table: r.table, chain, line: r.line, text: r.text, matches: [], isGoto: false, targetOptions: [], unparsable: `iptables-nft printed it as ${UNSUPPORTED_REVISION}`}
-      try {
-        return parseRule(r.table, r.line, r.text)
-      } catch (e) {
-        throw new DumpParseError(r.line, (e as Error).message)
+    const t = this.tables.get(table)
+    const id = t?.find(chain) ?? NOT_FOUND
+    const parsed: ParsedRule[] = []
+    if (t && id !== NOT_FOUND) {
+      // Every rule is parsed here (a broken one is refused now, naming its line), but a long chain keeps only what
+      // its callers scan it for (text, target) and parses a rule again when one reads the rest.
+      const lazy = t.ruleCount(id) > LAZY_CHAIN_RULES
+      // As rawRules reads them, without an object per line on the way.
+      for (const seg of t.segments(id)) {
+        const text = this.source.read(seg.start, seg.end).toString('latin1')
+        let line = seg.firstLine
+        let pos = 0
+        while (pos < text.length) {
+          let nl = text.indexOf('\n', pos)
+          if (nl < 0) nl = text.length
+          const e = nl > pos && text.charCodeAt(nl - 1) === 13 ? nl - 1 : nl
+          if (e > pos) {
+            const ruleText = text.slice(pos, e)
+            const rule = parseLine(table, chain, line, ruleText)
+            parsed.push(lazy && rule.unparsable === undefined ? new LazyRule(table, line, ruleText, rule.target, rule.isGoto) : rule)
+            line++
+          }
+          pos = nl + 1
+        }
       }
-    })
+    }
     this.parsedCache.set(key, parsed)
     return parsed
   }
@@ -148,79 +165,246 @@ export class IptablesSave {
   }
 
   private index(): void {
-    let carry: Buffer | undefined
-    let lineNo = 0
-    let table: ChainIndex | undefined
-    let tableName = ''
-    let tableLine = 0
-    const handleLine = (buf: Buffer, start: number, end: number, fileOffset: number, nextOffset: number) => {
-      lineNo++
-      if (end - start > MAX_LINE_BYTES) throw new DumpParseError(lineNo, `line longer than ${MAX_LINE_BYTES} bytes: not iptables-save output`)
-      let e = end
-      if (e > start && buf[e - 1] === CR) e--
-      if (e === start) return
-      const c = buf[start]
-      if (c === 0x2d /* - */) {
-        if (buf[start + 1] !== 0x41 /* A */ || buf[start + 2] !== SPACE) throw new DumpParseError(lineNo, `expected "-A CHAIN ..." but found "${clip(buf, start, e)}"`)
-        if (!table) throw new DumpParseError(lineNo, 'rule before any "*table" line')
-        const nameStart = start + 3
-        let nameEnd = nameStart
-        while (nameEnd < e && buf[nameEnd] !== SPACE) nameEnd++
-        const runTogether = findRunTogether(buf, nameEnd, e)
-        if (runTogether >= 0) throw new DumpParseError(lineNo, `two rules run together on one line (a second "-A" at column ${runTogether - start + 1}); iptables-restore would refuse it`)
-        const id = table.idFromBytes(buf, nameStart, nameEnd)
-        table.addRule(id, fileOffset, nextOffset, lineNo)
-      } else if (c === 0x3a /* : */) {
-        if (!table) throw new DumpParseError(lineNo, 'chain declaration before any "*table" line')
-        let nameEnd = start + 1
-        while (nameEnd < e && buf[nameEnd] !== SPACE) nameEnd++
-        const policyText = buf.toString('latin1', nameEnd + 1, Math.min(e, nameEnd + 8)).split(' ')[0]
-        const code = POLICIES.indexOf(policyText)
-        const id = table.idFromBytes(buf, start + 1, nameEnd)
-        table.declare(id, lineNo, code < 0 ? 0 : code)
-      } else if (c === 0x2a /* * */) {
-        if (table) throw new DumpParseError(lineNo, `table ${tableName} (line ${tableLine}) has no COMMIT before the next "*table" line: cut-off dump?`)
-        tableName = buf.toString('latin1', start + 1, e).trim()
-        tableLine = lineNo
-        if (!/^[a-z_]+$/.test(tableName)) throw new DumpParseError(lineNo, `bad table name "${tableName}"`)
-        table = this.tables.get(tableName)
-        if (!table) {
-          table = new ChainIndex()
-          this.tables.set(tableName, table)
-          this.tableOrder.push(tableName)
-        }
-      } else if (c === 0x23 /* # */) {
-        if (this.backend === 'unknown') {
-          const text = buf.toString('latin1', start, Math.min(e, start + 120))
-          if (/iptables-nft-save|nf_tables/.test(text)) this.backend = 'nft'
-          else if (/iptables-(legacy-)?save/.test(text)) this.backend = 'legacy'
-        }
-      } else if (c === 0x43 /* C */ && buf.toString('latin1', start, e).trim() === 'COMMIT') {
-        table = undefined
-      } else {
-        throw new DumpParseError(lineNo, `not iptables-save output: "${clip(buf, start, e)}"`)
-      }
-    }
-    this.source.chunks((chunk, base) => {
-      const buf = carry ? Buffer.concat([carry, chunk]) : chunk
-      const bufBase = carry ? base - carry.length : base
-      let pos = 0
-      for (;;) {
-        const nl = buf.indexOf(NL, pos)
-        if (nl < 0) break
-        handleLine(buf, pos, nl, bufBase + pos, bufBase + nl + 1)
-        pos = nl + 1
-      }
-      carry = pos < buf.length ? Buffer.from(buf.subarray(pos)) : undefined
-    })
-    if (carry && carry.length > 0) {
-      const b: Buffer = carry
-      handleLine(b, 0, b.length, this.source.size - b.length, this.source.size)
-    }
-    if (table) throw new DumpParseError(lineNo, `table ${tableName} (line ${tableLine}) never ends with COMMIT: the dump is cut off`)
+    const scan = new IndexScan(this.tables, this.tableOrder, Math.ceil(this.source.size / 256))
+    this.source.chunks((chunk, base) => scan.chunk(chunk, base))
+    scan.end(this.source.size)
+    if (scan.backend !== 'unknown') this.backend = scan.backend
     // An empty dump (no tables at all) is what a node without iptables rules prints, e.g. one in nftables mode.
-    this.lineCount = lineNo
+    this.lineCount = scan.lineNo
   }
+}
+
+const ADDRESS_IN_RULE = / (?:-[sd]|--to-destination) !?\s*([0-9a-fA-F:.[\]]+)/
+
+/** Chains with more rules than this are kept as LazyRules (KUBE-SERVICES of a big cluster: tens of thousands). */
+const LAZY_CHAIN_RULES = 256
+
+/**
+ * A rule of a long chain, already parsed once (so known to parse): keeps its text and target, and parses again
+ * (once) when its matches or target options are read, which for a long chain is for the few rules a caller looks at.
+ */
+class LazyRule implements ParsedRule {
+  private parsed: ParsedRule | undefined
+  constructor(
+    readonly table: string,
+    readonly line: number,
+    readonly text: string,
+    readonly target: string | undefined,
+    readonly isGoto: boolean,
+  ) {}
+
+  get chain(): string {
+    return this.full().chain
+  }
+
+  get matches(): ParsedRule['matches'] {
+    return this.full().matches
+  }
+
+  get targetOptions(): ParsedRule['targetOptions'] {
+    return this.full().targetOptions
+  }
+
+  get unparsable(): string | undefined {
+    return undefined
+  }
+
+  private full(): ParsedRule {
+    return (this.parsed ??= parseRule(this.table, this.line, this.text))
+  }
+}
+
+function parseLine(table: string, chain: string, line: number, text: string): ParsedRule {
+  // iptables-nft prints a rule whose match revision it does not know with this marker: the rule is real, only
+  // unreadable here, so only the branches that reach it are UNKNOWN. Any other broken line is a broken dump.
+  if (text.includes(UNSUPPORTED_REVISION)) return {table, chain, line, text, matches: [], isGoto: false, targetOptions: [], unparsable: `iptables-nft printed it as ${UNSUPPORTED_REVISION}`}
+  try {
+    return parseRule(table, line, text)
+  } catch (e) {
+    throw new DumpParseError(line, (e as Error).message)
+  }
+}
+
+/** A second rule run together on one line always holds this; the exact check (findRunTogether) runs only where it does. */
+const RUN_TOGETHER_HINT = Buffer.from(' -A', 'latin1')
+const POLICY_BYTES = POLICIES.map((p) => Buffer.from(p, 'latin1'))
+
+/**
+ * The one pass over a dump's bytes that indexes it: every line is checked (what it is, its length, a second rule run
+ * into it), but a rule line costs no string and no object: its chain is found by comparing its name with the previous
+ * rule's (a chain's rules are consecutive) and only else hashed.
+ */
+class IndexScan {
+  lineNo = 0
+  backend: 'legacy' | 'nft' | 'unknown' = 'unknown'
+  private table: ChainIndex | undefined
+  private tableName = ''
+  private tableLine = 0
+  /** The previous rule line's chain in `table` (-1: none). */
+  private lastId = -1
+  /** A line that began in the previous chunk. */
+  private carry: Buffer | undefined
+  /** In `hintBuf`: where RUN_TOGETHER_HINT occurs next at or after the last position asked for; -1 for nowhere. */
+  private hintBuf: Buffer | undefined
+  private hintAt = -1
+
+  constructor(
+    private readonly tables: Map<string, ChainIndex>,
+    private readonly tableOrder: string[],
+    /** Room each table reserves up front (kube-proxy dumps hold a chain per ~300 bytes). */
+    private readonly expectedChains: number,
+  ) {}
+
+  chunk(chunk: Buffer, base: number): void {
+    let pos = 0
+    if (this.carry) {
+      const nl = chunk.indexOf(NL)
+      if (nl < 0) {
+        this.carry = Buffer.concat([this.carry, chunk])
+        // A line already over the cap is refused now, not after reading the rest of it.
+        if (this.carry.length > MAX_LINE_BYTES) throw new DumpParseError(this.lineNo + 1, `line longer than ${MAX_LINE_BYTES} bytes: not iptables-save output`)
+        return
+      }
+      const line = Buffer.concat([this.carry, chunk.subarray(0, nl + 1)])
+      this.carry = undefined
+      this.line(line, 0, line.length - 1, base - (line.length - nl - 1), base + nl + 1)
+      pos = nl + 1
+    }
+    for (;;) {
+      const nl = chunk.indexOf(NL, pos)
+      if (nl < 0) break
+      this.line(chunk, pos, nl, base + pos, base + nl + 1)
+      pos = nl + 1
+    }
+    if (pos < chunk.length) {
+      this.carry = Buffer.from(chunk.subarray(pos))
+      if (this.carry.length > MAX_LINE_BYTES) throw new DumpParseError(this.lineNo + 1, `line longer than ${MAX_LINE_BYTES} bytes: not iptables-save output`)
+    }
+  }
+
+  end(size: number): void {
+    const b = this.carry
+    if (b && b.length > 0) this.line(b, 0, b.length, size - b.length, size)
+    this.carry = undefined
+    if (this.table) throw new DumpParseError(this.lineNo, `table ${this.tableName} (line ${this.tableLine}) never ends with COMMIT: the dump is cut off`)
+  }
+
+  /** The line buf[start, end) (end: its newline, or the end of the dump), at fileOffset; the next line starts at nextOffset. */
+  private line(buf: Buffer, start: number, end: number, fileOffset: number, nextOffset: number): void {
+    const lineNo = ++this.lineNo
+    if (end - start > MAX_LINE_BYTES) throw new DumpParseError(lineNo, `line longer than ${MAX_LINE_BYTES} bytes: not iptables-save output`)
+    let e = end
+    if (e > start && buf[e - 1] === CR) e--
+    if (e === start) return
+    const c = buf[start]
+    if (c === 0x2d /* - */) this.rule(buf, start, e, fileOffset, nextOffset, lineNo)
+    else if (c === 0x3a /* : */) this.declaration(buf, start, e, lineNo)
+    else if (c === 0x2a /* * */) {
+      if (this.table) throw new DumpParseError(lineNo, `table ${this.tableName} (line ${this.tableLine}) has no COMMIT before the next "*table" line: cut-off dump?`)
+      this.tableName = buf.toString('latin1', start + 1, e).trim()
+      this.tableLine = lineNo
+      if (!/^[a-z_]+$/.test(this.tableName)) throw new DumpParseError(lineNo, `bad table name "${this.tableName}"`)
+      let table = this.tables.get(this.tableName)
+      if (!table) {
+        table = new ChainIndex(this.expectedChains)
+        this.tables.set(this.tableName, table)
+        this.tableOrder.push(this.tableName)
+      }
+      this.table = table
+      this.lastId = -1
+    } else if (c === 0x23 /* # */) {
+      if (this.backend === 'unknown') {
+        const text = buf.toString('latin1', start, Math.min(e, start + 120))
+        if (/iptables-nft-save|nf_tables/.test(text)) this.backend = 'nft'
+        else if (/iptables-(legacy-)?save/.test(text)) this.backend = 'legacy'
+      }
+    } else if (c === 0x43 /* C */ && buf.toString('latin1', start, e).trim() === 'COMMIT') {
+      this.table = undefined
+      this.lastId = -1
+    } else {
+      throw new DumpParseError(lineNo, `not iptables-save output: "${clip(buf, start, e)}"`)
+    }
+  }
+
+  private rule(buf: Buffer, start: number, e: number, fileOffset: number, nextOffset: number, lineNo: number): void {
+    if (buf[start + 1] !== 0x41 /* A */ || buf[start + 2] !== SPACE) throw new DumpParseError(lineNo, `expected "-A CHAIN ..." but found "${clip(buf, start, e)}"`)
+    const table = this.table
+    if (!table) throw new DumpParseError(lineNo, 'rule before any "*table" line')
+    const nameStart = start + 3
+    // Most lines name the chain of the previous rule line, or the chain declared right after it (iptables-save prints
+    // each chain's rules in the order it declared the chains): those are checked first, then the name is looked up.
+    let id = this.knownChain(table, buf, nameStart, e)
+    let nameEnd: number
+    if (id >= 0) nameEnd = nameStart + table.nameLength(id)
+    else {
+      let h = FNV_OFFSET
+      nameEnd = nameStart
+      while (nameEnd < e) {
+        const b = buf[nameEnd]
+        if (b === SPACE) break
+        h = Math.imul(h ^ b, FNV_PRIME)
+        nameEnd++
+      }
+      id = table.idFromHashed(buf, nameStart, nameEnd, h | 0)
+    }
+    this.lastId = id
+    if (this.hintBefore(buf, nameEnd - 1, e)) {
+      const runTogether = findRunTogether(buf, nameEnd, e)
+      if (runTogether >= 0) throw new DumpParseError(lineNo, `two rules run together on one line (a second "-A" at column ${runTogether - start + 1}); iptables-restore would refuse it`)
+    }
+    table.addRule(id, fileOffset, nextOffset, lineNo)
+  }
+
+  /** The previous rule's chain or one of the two declared after it, when the line at nameStart names it; else -1. */
+  private knownChain(table: ChainIndex, buf: Buffer, nameStart: number, e: number): number {
+    for (let id = this.lastId; id >= 0 && id <= this.lastId + 2; id++) {
+      const len = table.nameLength(id)
+      if (len < 0 || nameStart + len > e) continue
+      if ((nameStart + len === e || buf[nameStart + len] === SPACE) && table.nameAt(id, buf, nameStart)) return id
+    }
+    return -1
+  }
+
+  private declaration(buf: Buffer, start: number, e: number, lineNo: number): void {
+    const table = this.table
+    if (!table) throw new DumpParseError(lineNo, 'chain declaration before any "*table" line')
+    let h = FNV_OFFSET
+    let nameEnd = start + 1
+    while (nameEnd < e) {
+      const b = buf[nameEnd]
+      if (b === SPACE) break
+      h = Math.imul(h ^ b, FNV_PRIME)
+      nameEnd++
+    }
+    const id = table.idFromHashed(buf, start + 1, nameEnd, h | 0)
+    table.declare(id, policyCode(buf, nameEnd + 1, Math.min(e, nameEnd + 8)))
+  }
+
+  /** Whether RUN_TOGETHER_HINT starts in buf[from, end). Lines are asked for in order: the search resumes, never repeats. */
+  private hintBefore(buf: Buffer, from: number, end: number): boolean {
+    if (buf !== this.hintBuf || (this.hintAt >= 0 && this.hintAt < from)) {
+      this.hintBuf = buf
+      this.hintAt = buf.indexOf(RUN_TOGETHER_HINT, from)
+    }
+    return this.hintAt >= 0 && this.hintAt < end
+  }
+}
+
+function sameBytes(buf: Buffer, start: number, name: Uint8Array, len: number): boolean {
+  for (let i = 0; i < len; i++) if (buf[start + i] !== name[i]) return false
+  return true
+}
+
+/** The policy of a chain declaration: the word at buf[start, end) up to a space, as an index of POLICIES (0 when none). */
+function policyCode(buf: Buffer, start: number, end: number): number {
+  let wordEnd = start
+  while (wordEnd < end && buf[wordEnd] !== SPACE) wordEnd++
+  const len = wordEnd - start
+  for (let code = 0; code < POLICY_BYTES.length; code++) {
+    const p = POLICY_BYTES[code]
+    if (p.length === len && sameBytes(buf, start, p, len)) return code
+  }
+  return 0
 }
 
 /** Where a second " -A " or " --append " starts outside quotes in buf[from, end), or -1. */

@@ -1,4 +1,5 @@
-import {stringify} from 'yaml'
+import {createRequire} from 'node:module'
+import type * as Yaml from 'yaml'
 import type {NodeReadVia} from '../diagnosis/choose-transport.js'
 
 /** The version of the JSON/YAML contract (README "JSON output"): fields are only ever added within one version. */
@@ -26,8 +27,13 @@ export function errorDocument(message: string, meta: Omit<DocumentMeta, 'context
   return {apiVersion: API_VERSION, kind: 'Error', toolVersion: meta.toolVersion, time: meta.time, ok: false, exitCode: 2, error: message}
 }
 
+/** yaml, loaded for -o yaml only. */
+const loadModule = createRequire(import.meta.url)
+
 export function serialize(document: object, format: 'json' | 'yaml'): string {
-  return format === 'json' ? JSON.stringify(document, null, 2) + '\n' : stringify(document, {lineWidth: 0})
+  if (format === 'json') return JSON.stringify(document, null, 2) + '\n'
+  const {stringify} = loadModule('yaml') as typeof Yaml
+  return stringify(document, {lineWidth: 0})
 }
 
 /** A report node as `nodes[]` of the JSON contract holds it, before the read-via field is added. */

@@ -1,5 +1,5 @@
 import type {IptablesSave} from '../parse/iptables-save.js'
-import type {ParsedRule, RuleOption} from '../parse/iptables-rule.js'
+import {leadingDestination, type ParsedRule, type RuleOption} from '../parse/iptables-rule.js'
 import type {IpsetState} from '../parse/ipset-save.js'
 import {cidrContains, familyOf, isMulticast, parseCidr, parseIp} from '../net/address.js'
 import {summarize, type Packet, type RouteGuess, type TraceOutcome, type TraceResult} from './types.js'
@@ -39,6 +39,10 @@ interface Chain {
   table: string
   name: string
   rules: ParsedRule[]
+  /** Per rule, once asked: the /32 destination its text opens with (leadingQuickDestination), null for none. */
+  lead: Array<string | null | undefined>
+  /** Per rule, once asked: the /32 destinations its quick test compares (quickDestinations). */
+  quick: Array<QuickDestinations | undefined>
 }
 
 type Outcome = RuleOutcome<Chain>
@@ -48,6 +52,8 @@ export class IptablesTracer implements ChainSource<Chain> {
   private local: Set<string>
   private packet!: Packet
   private readonly chains = new Map<string, Chain>()
+  private passedState: State | undefined
+  private passedOutcome: Outcome[] = []
 
   constructor(
     private readonly dump: IptablesSave,
@@ -108,7 +114,13 @@ export class IptablesTracer implements ChainSource<Chain> {
     const rule = chain.rules[index]
     let state = input
     if (rule.unparsable !== undefined) return [{state: withStep(state, rule), action: {kind: 'end', end: 'UNKNOWN', reason: `rule not understood (${rule.unparsable}): ${rule.text}`}}]
-    if (quickMiss(rule, state)) return [{state, action: NEXT}]
+    // Most of a huge KUBE-SERVICES chain opens with another Service's -d: seen in the text, without parsing the rule.
+    let lead = chain.lead[index]
+    if (lead === undefined) lead = chain.lead[index] = leadingQuickDestination(rule.text)
+    if (lead !== null && lead !== state.dst) return this.passed(state)
+    let quick = chain.quick[index]
+    if (quick === undefined) quick = chain.quick[index] = quickDestinations(rule)
+    if (quick !== null && quickMiss(quick, state.dst)) return this.passed(state)
     // A walk that meets -m recent is session-affine: later packets from this client may stick elsewhere.
     if (!state.sticky && rule.matches.some((m) => m.module === 'recent')) state = {...state, sticky: true}
     const m = this.matches(rule, state, this.packet)
@@ -123,6 +135,15 @@ export class IptablesTracer implements ChainSource<Chain> {
     return [this.applyTarget(chain, rule, state)]
   }
 
+  /** The outcome of a rule the state passes unchanged: one per state, shared by the run of rules it passes (the walker only reads it). */
+  private passed(state: State): Outcome[] {
+    if (this.passedState !== state) {
+      this.passedState = state
+      this.passedOutcome = [{state, action: NEXT}]
+    }
+    return this.passedOutcome
+  }
+
   private isLocal(ip: string): boolean {
     return isLocalAddress(this.local, ip)
   }
@@ -131,7 +152,7 @@ export class IptablesTracer implements ChainSource<Chain> {
     const key = `${table}\0${name}`
     let c = this.chains.get(key)
     if (!c) {
-      c = {table, name, rules: this.dump.rules(table, name)}
+      c = {table, name, rules: this.dump.rules(table, name), lead: [], quick: []}
       this.chains.set(key, c)
     }
     return c
@@ -297,12 +318,59 @@ export class IptablesTracer implements ChainSource<Chain> {
 
 const KNOWN_MODULES = new Set(['tcp', 'udp', 'sctp', 'multiport', 'comment', 'statistic', 'recent', 'conntrack', 'state', 'addrtype', 'mark', 'set', 'icmp', 'icmp6'])
 
+/** A rule's own non-negated -d ADDRESS/32 values (ADDRESS an address), or null for none. */
+type QuickDestinations = string | string[] | null
+
 /** Cheap test on the rule's -d before anything else: most of a huge KUBE-SERVICES chain is other Services' IPs. */
-function quickMiss(rule: ParsedRule, s: State): boolean {
+function quickDestinations(rule: ParsedRule): QuickDestinations {
   const own = rule.matches[0]
-  if (!own || own.module !== '') return false
+  if (!own || own.module !== '') return null
+  let found: QuickDestinations = null
   for (const o of own.options) {
-    if (o.name === 'd' && !o.negated && o.values[0].endsWith('/32') && o.values[0].slice(0, -3) !== s.dst && parseIp(o.values[0].slice(0, -3)) !== undefined) return true
+    const v = o.values[0]
+    if (o.name !== 'd' || o.negated || v === undefined || !v.endsWith('/32')) continue
+    const ip = v.slice(0, -3)
+    if (!isPlainIPv4(ip) && parseIp(ip) === undefined) continue
+    found = found === null ? ip : typeof found === 'string' ? [found, ip] : [...found, ip]
+  }
+  return found
+}
+
+/** The address of a "-d ADDRESS/32" the rule's text opens with (the first of quickDestinations), or null. */
+function leadingQuickDestination(text: string): string | null {
+  const v = leadingDestination(text)
+  if (v === undefined || !v.endsWith('/32')) return null
+  const ip = v.slice(0, -3)
+  return isPlainIPv4(ip) || parseIp(ip) !== undefined ? ip : null
+}
+
+/** Whether the rule cannot match a packet to dst: one of its /32 destinations is another address. */
+function quickMiss(quick: string | string[], dst: string): boolean {
+  return typeof quick === 'string' ? quick !== dst : quick.some((ip) => ip !== dst)
+}
+
+/** Dotted decimal without leading zeros, each part at most 255: an address parseIp reads (checked without it). */
+function isPlainIPv4(text: string): boolean {
+  let parts = 0
+  let i = 0
+  const n = text.length
+  while (i < n) {
+    const first = text.charCodeAt(i)
+    if (first < 48 || first > 57) return false
+    let value = first - 48
+    let j = i + 1
+    while (j < n && j - i < 3) {
+      const c = text.charCodeAt(j)
+      if (c < 48 || c > 57) break
+      if (value === 0) return false
+      value = value * 10 + c - 48
+      j++
+    }
+    if (value > 255) return false
+    parts++
+    if (j === n) return parts === 4
+    if (text.charCodeAt(j) !== 46 || parts === 4) return false
+    i = j + 1
   }
   return false
 }

@@ -197,7 +197,11 @@ export function walkChain<C>(source: ChainSource<C>, start: C, first: WalkState,
     const thread = pending.pop()!
     let state = thread.state
     let action = thread.action
-    let at = thread.at ?? ''
+    // Where the last rule evaluated sits, described only when a message or a fork needs it.
+    const at = thread.at ?? ''
+    let atChain: C | undefined
+    let atIndex = 0
+    const where = () => (atChain === undefined ? at : source.describe(atChain, atIndex))
     const frames = thread.frames
     for (;;) {
       if (action) {
@@ -222,7 +226,7 @@ export function walkChain<C>(source: ChainSource<C>, start: C, first: WalkState,
           continue
         }
         if (frames.length > MAX_DEPTH) {
-          out.push({state, end: 'UNKNOWN', reason: `jumps nest deeper than ${MAX_DEPTH} chains at ${at} (a loop?)`})
+          out.push({state, end: 'UNKNOWN', reason: `jumps nest deeper than ${MAX_DEPTH} chains at ${where()} (a loop?)`})
           break
         }
         frames.push({chain: a.chain, index: 0, policyOf: a.chain})
@@ -245,10 +249,11 @@ export function walkChain<C>(source: ChainSource<C>, start: C, first: WalkState,
       const index = top.index++
       const outcomes = source.evaluate(top.chain, index, state)
       if (outcomes.length === 0) continue
-      at = source.describe(top.chain, index)
+      atChain = top.chain
+      atIndex = index
       for (let k = outcomes.length - 1; k >= 1; k--) {
         budget.branches++
-        pending.push({state: outcomes[k].state, frames: frames.map((f) => ({...f})), action: outcomes[k].action, at})
+        pending.push({state: outcomes[k].state, frames: frames.map((f) => ({...f})), action: outcomes[k].action, at: where()})
       }
       state = outcomes[0].state
       action = outcomes[0].action

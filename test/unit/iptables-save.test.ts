@@ -133,3 +133,30 @@ test('dumps larger than one read chunk are indexed across chunk boundaries', () 
     rmSync(dir, {recursive: true, force: true})
   }
 })
+
+test('a long chain (read lazily) gives each rule as parseRule does, and a broken rule anywhere in it is refused', () => {
+  const rules: string[] = []
+  for (let i = 0; i < 600; i++) rules.push(`-A KUBE-SERVICES -d 10.96.${i >> 8}.${i & 255}/32 -p tcp -m tcp --dport 80 -j KUBE-SVC-${i}`)
+  rules.push('-A KUBE-SERVICES -m comment --comment "kubernetes service nodeports" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS')
+  const text = (body: string[]) => ['*nat', ':KUBE-SERVICES - [0:0]', ...body, 'COMMIT', ''].join('\n')
+  const got = parse(text(rules)).rules('nat', 'KUBE-SERVICES')
+  assert.equal(got.length, 601)
+  got.forEach((r, i) => {
+    const want = parseRule('nat', i + 3, rules[i])
+    const fields = (x: typeof r) => ({
+      table: x.table,
+      chain: x.chain,
+      line: x.line,
+      text: x.text,
+      matches: x.matches,
+      target: x.target,
+      isGoto: x.isGoto,
+      targetOptions: x.targetOptions,
+      unparsable: x.unparsable,
+    })
+    assert.deepEqual(fields(r), fields(want))
+  })
+  const broken = [...rules.slice(0, 599), '-A KUBE-SERVICES -m comment --comment "unterminated -j X', ...rules.slice(599)]
+  const d = parse(text(broken))
+  assert.throws(() => d.rules('nat', 'KUBE-SERVICES'), /line 602: unterminated quote/)
+})

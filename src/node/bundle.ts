@@ -1,7 +1,7 @@
 import {existsSync, mkdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
-import {BufferSource} from '../parse/dump-source.js'
-import {readRegularFile} from '../parse/regular-file.js'
+import {BufferSource, type DumpSource} from '../parse/dump-source.js'
+import {openRegularFile, readRegularFile} from '../parse/regular-file.js'
 import {IptablesSave} from '../parse/iptables-save.js'
 import {parseBridgeState, withCniResults, type BridgeState} from '../parse/bridge-state.js'
 import {parseCniResults} from '../parse/cni-results.js'
@@ -128,20 +128,24 @@ function isKubeProxyStatus(v: unknown): boolean {
 }
 
 /** Parses one node's recording (read live by collect-node.ts, or loaded from a snapshot folder). */
-export function parseNodeRecording(name: string, rec: NodeRecording): NodeObservation {
+export function parseNodeRecording(name: string, rec: NodeRecording, onDisk: Map<NodeFile, DumpSource> = new Map()): NodeObservation {
   const text = (f: NodeFile) => rec.get(f)?.toString('utf8')
+  const dump = (f: NodeFile): DumpSource | undefined => {
+    const bytes = rec.get(f)
+    return onDisk.get(f) ?? (bytes ? new BufferSource(bytes) : undefined)
+  }
   const error = text(NODE_FILES.error)
   if (error !== undefined) return {name, reachable: false, error: error.trim()}
   const obs: NodeObservation = {name, reachable: true}
   try {
-    const save = rec.get(NODE_FILES.iptablesSave)
-    if (save) obs.iptables = IptablesSave.parse(new BufferSource(save))
+    const save = dump(NODE_FILES.iptablesSave)
+    if (save) obs.iptables = IptablesSave.parse(save)
   } catch (e) {
     return {name, reachable: false, error: `${NODE_FILES.iptablesSave} unreadable: ${(e as Error).message}`}
   }
   try {
-    const save6 = rec.get(NODE_FILES.ip6tablesSave)
-    if (save6) obs.ip6tables = IptablesSave.parse(new BufferSource(save6))
+    const save6 = dump(NODE_FILES.ip6tablesSave)
+    if (save6) obs.ip6tables = IptablesSave.parse(save6)
   } catch {
     // Unreadable IPv6 rules leave the node's IPv6 family unjudged, said in what was not checked.
   }
@@ -156,8 +160,8 @@ export function parseNodeRecording(name: string, rec: NodeRecording): NodeObserv
     ['nft', NODE_FILES.iptablesNftSave],
   ] as const) {
     try {
-      const dump = rec.get(f)
-      if (dump && dump.length > 0) (obs.backends ??= []).push({backend, dump: IptablesSave.parse(new BufferSource(dump))})
+      const source = dump(f)
+      if (source && source.size > 0) (obs.backends ??= []).push({backend, dump: IptablesSave.parse(source)})
     } catch {
       // An unreadable extra backend dump only loses the leftover check.
     }
@@ -191,27 +195,45 @@ export function parseNodeRecording(name: string, rec: NodeRecording): NodeObserv
   return obs
 }
 
+/** The iptables dumps of a snapshot: left on disk when large and read chain by chain as the diagnosis asks. */
+const DUMPS_ON_DISK: ReadonlySet<NodeFile> = new Set([NODE_FILES.iptablesSave, NODE_FILES.ip6tablesSave, NODE_FILES.iptablesLegacySave, NODE_FILES.iptablesNftSave])
+const ON_DISK_OVER_BYTES = 8 << 20
+
 /** Loads a node's folder of a bundle into memory (only the files a bundle holds). */
 export function loadNodeRecording(dir: string): NodeRecording | undefined {
+  return loadNodeFiles(dir, false)?.rec
+}
+
+function loadNodeFiles(dir: string, largeDumpsOnDisk: boolean): {rec: NodeRecording; onDisk: Map<NodeFile, DumpSource>} | undefined {
   if (!existsSync(dir)) return undefined
   const rec: NodeRecording = new Map()
+  const onDisk = new Map<NodeFile, DumpSource>()
   for (const f of Object.values(NODE_FILES)) {
     const path = join(dir, f)
     if (!existsSync(path)) continue
     try {
+      if (largeDumpsOnDisk && DUMPS_ON_DISK.has(f)) {
+        const source = openRegularFile(path)
+        if (source.size > ON_DISK_OVER_BYTES) {
+          onDisk.set(f, source)
+          continue
+        }
+        source.close()
+      }
       rec.set(f, readRegularFile(path))
     } catch (e) {
       // A symlink, FIFO or device in a bundle: that node is unreadable, named with the file; no byte of it is read.
-      return errorRecording(`${f}: ${(e as Error).message}`)
+      for (const source of onDisk.values()) source.close()
+      return {rec: errorRecording(`${f}: ${(e as Error).message}`), onDisk: new Map()}
     }
   }
-  return rec
+  return {rec, onDisk}
 }
 
-/** Reads a node's folder of a snapshot bundle. */
+/** Reads a node's folder of a snapshot bundle; a large iptables dump is not loaded whole (see DUMPS_ON_DISK). */
 export function readNodeBundle(dir: string, name: string): NodeObservation {
-  const rec = loadNodeRecording(dir)
-  return rec ? parseNodeRecording(name, rec) : {name, reachable: false, error: 'not in the snapshot'}
+  const files = loadNodeFiles(dir, true)
+  return files ? parseNodeRecording(name, files.rec, files.onDisk) : {name, reachable: false, error: 'not in the snapshot'}
 }
 
 /** Writes a node's recording as its folder of a bundle. */

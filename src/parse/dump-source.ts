@@ -14,8 +14,12 @@ const CHUNK = 4 << 20
 export class FileSource implements DumpSource {
   readonly size: number
   private fd: number
-  constructor(readonly path: string) {
-    this.fd = openSync(path, 'r')
+  /** `fd`: a descriptor already opened (and checked) for `path`, which the source then owns. */
+  constructor(
+    readonly path: string,
+    fd?: number,
+  ) {
+    this.fd = fd ?? openSync(path, 'r')
     this.size = fstatSync(this.fd).size
   }
   read(start: number, end: number): Buffer {

@@ -1,4 +1,4 @@
-import {closeSync, mkdirSync, openSync, writeFileSync, writeSync} from 'node:fs'
+import {closeSync, linkSync, mkdirSync, openSync, writeFileSync, writeSync} from 'node:fs'
 import {join} from 'node:path'
 import {endpointChainName, serviceChainNames, servicePortName} from '../src/model/chain-names.js'
 
@@ -6,6 +6,16 @@ export const ENDPOINTS_PER_SERVICE = 10
 const NODE = {name: 'bench-node', ip: '10.250.0.1', podCIDR: '10.128.0.0/24'}
 
 const svcName = (i: number) => `svc-${i}`
+const DNS_SERVICE = {
+  metadata: {name: 'kube-dns', namespace: 'kube-system'},
+  spec: {type: 'ClusterIP', clusterIP: '10.96.0.10', selector: {'k8s-app': 'kube-dns'}, ports: [{name: 'dns-tcp', port: 53, protocol: 'TCP'}]},
+}
+const DNS_SLICE = {
+  metadata: {name: 'kube-dns-x', namespace: 'kube-system', labels: {'kubernetes.io/service-name': 'kube-dns'}},
+  addressType: 'IPv4',
+  endpoints: [{addresses: ['10.129.255.53'], conditions: {ready: true}, nodeName: NODE.name}],
+  ports: [{name: 'dns-tcp', port: 53, protocol: 'TCP'}],
+}
 const clusterIP = (i: number) => `10.96.${(i >> 8) & 255}.${i & 255}`.replace(/^10\.96/, `10.${96 + (i >> 16)}`)
 const podIP = (i: number, e: number) => {
   const n = i * ENDPOINTS_PER_SERVICE + e
@@ -14,10 +24,12 @@ const podIP = (i: number, e: number) => {
 
 /**
  * Writes a kube-proxy-shaped iptables-save dump with `services` Services × 10 endpoints in namespace "bench",
- * plus a snapshot bundle around it diagnosing svc-(services/2). Returns the bundle folder.
+ * plus a snapshot bundle around it diagnosing svc-(services/2). Returns the bundle folder. `scan`: the bundle holds
+ * every Service (their EndpointSlices and Pods, the endpoints spread over `scan.nodes` nodes, each node with the
+ * same dump, as kube-proxy programs every node alike), for `scan -n bench`.
  */
-export function generateBundle(dir: string, services: number): {bundle: string; dump: string; target: string} {
-  const bundle = join(dir, `bundle-${services}`)
+export function generateBundle(dir: string, services: number, scan?: {nodes: number}): {bundle: string; dump: string; target: string} {
+  const bundle = join(dir, scan ? `scan-bundle-${services}` : `bundle-${services}`)
   const nodeDir = join(bundle, 'nodes', NODE.name)
   mkdirSync(nodeDir, {recursive: true})
   const dump = join(nodeDir, 'iptables-save.txt')
@@ -79,16 +91,20 @@ export function generateBundle(dir: string, services: number): {bundle: string; 
   closeSync(fd)
   const t = services >> 1
   const target = svcName(t)
-  const list = (items: unknown[]) => JSON.stringify({apiVersion: 'v1', kind: 'List', items})
-  const dns = {
-    metadata: {name: 'kube-dns', namespace: 'kube-system'},
-    spec: {type: 'ClusterIP', clusterIP: '10.96.0.10', selector: {'k8s-app': 'kube-dns'}, ports: [{name: 'dns-tcp', port: 53, protocol: 'TCP'}]},
+  if (scan) {
+    writeScanCluster(bundle, services, scan.nodes)
+    for (let k = 1; k < scan.nodes; k++) {
+      mkdirSync(join(bundle, 'nodes', nodeName(k)), {recursive: true})
+      linkSync(dump, join(bundle, 'nodes', nodeName(k), 'iptables-save.txt'))
+    }
+    return {bundle, dump, target}
   }
+  const list = (items: unknown[]) => JSON.stringify({apiVersion: 'v1', kind: 'List', items})
   writeFileSync(
     join(bundle, 'services.json'),
     list([
       {metadata: {name: target, namespace: 'bench'}, spec: {type: 'ClusterIP', clusterIP: clusterIP(t), selector: {app: target}, ports: [{name: 'http', port: 80, targetPort: 8080, protocol: 'TCP'}]}},
-      dns,
+      DNS_SERVICE,
     ]),
   )
   writeFileSync(
@@ -105,12 +121,7 @@ export function generateBundle(dir: string, services: number): {bundle: string; 
         })),
         ports: [{name: 'http', port: 8080, protocol: 'TCP'}],
       },
-      {
-        metadata: {name: 'kube-dns-x', namespace: 'kube-system', labels: {'kubernetes.io/service-name': 'kube-dns'}},
-        addressType: 'IPv4',
-        endpoints: [{addresses: ['10.129.255.53'], conditions: {ready: true}, nodeName: NODE.name}],
-        ports: [{name: 'dns-tcp', port: 53, protocol: 'TCP'}],
-      },
+      DNS_SLICE,
     ]),
   )
   writeFileSync(
@@ -126,4 +137,49 @@ export function generateBundle(dir: string, services: number): {bundle: string; 
   writeFileSync(join(bundle, 'nodes.json'), list([{metadata: {name: NODE.name}, spec: {podCIDR: NODE.podCIDR}, status: {addresses: [{type: 'InternalIP', address: NODE.ip}]}}]))
   writeFileSync(join(bundle, 'configmaps.json'), list([]))
   return {bundle, dump, target}
+}
+
+const nodeName = (k: number) => (k === 0 ? NODE.name : `${NODE.name}-${k}`)
+
+/** The API objects of a scan bundle: every Service, its EndpointSlice and Pods, the nodes. */
+function writeScanCluster(bundle: string, services: number, nodes: number): void {
+  const list = (items: unknown[]) => JSON.stringify({apiVersion: 'v1', kind: 'List', items})
+  const all = Array.from({length: services}, (_, i) => i)
+  const home = (i: number, e: number) => nodeName((i * ENDPOINTS_PER_SERVICE + e) % nodes)
+  writeFileSync(
+    join(bundle, 'services.json'),
+    list([
+      ...all.map((i) => ({metadata: {name: svcName(i), namespace: 'bench'}, spec: {type: 'ClusterIP', clusterIP: clusterIP(i), selector: {app: svcName(i)}, ports: [{name: 'http', port: 80, targetPort: 8080, protocol: 'TCP'}]}})),
+      DNS_SERVICE,
+    ]),
+  )
+  writeFileSync(
+    join(bundle, 'endpointslices.json'),
+    list([
+      ...all.map((i) => ({
+        metadata: {name: `${svcName(i)}-x`, namespace: 'bench', labels: {'kubernetes.io/service-name': svcName(i)}},
+        addressType: 'IPv4',
+        endpoints: Array.from({length: ENDPOINTS_PER_SERVICE}, (_, e) => ({addresses: [podIP(i, e)], conditions: {ready: true}, nodeName: home(i, e), targetRef: {kind: 'Pod', name: `${svcName(i)}-${e}`}})),
+        ports: [{name: 'http', port: 8080, protocol: 'TCP'}],
+      })),
+      DNS_SLICE,
+    ]),
+  )
+  writeFileSync(
+    join(bundle, 'pods.json'),
+    list(
+      all.flatMap((i) =>
+        Array.from({length: ENDPOINTS_PER_SERVICE}, (_, e) => ({
+          metadata: {name: `${svcName(i)}-${e}`, namespace: 'bench', labels: {app: svcName(i)}},
+          spec: {nodeName: home(i, e), containers: [{name: 'c'}]},
+          status: {phase: 'Running', podIP: podIP(i, e), conditions: [{type: 'Ready', status: 'True'}]},
+        })),
+      ),
+    ),
+  )
+  writeFileSync(
+    join(bundle, 'nodes.json'),
+    list(Array.from({length: nodes}, (_, k) => ({metadata: {name: nodeName(k)}, spec: {podCIDR: NODE.podCIDR}, status: {addresses: [{type: 'InternalIP', address: `10.250.0.${k + 1}`}]}}))),
+  )
+  writeFileSync(join(bundle, 'configmaps.json'), list([]))
 }

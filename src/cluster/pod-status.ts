@@ -27,8 +27,47 @@ export function isPodReady(pod: V1Pod): boolean {
   return pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false
 }
 
-export function podByIp(pods: V1Pod[], ip: string): V1Pod | undefined {
-  return pods.find((p) => p.status?.podIP === ip || p.status?.podIPs?.some((x) => x.ip === ip))
+/**
+ * Indexes of one list of Pods, made once: a scan asks them for every Service of a namespace, so a walk over every
+ * Pod per question would make it quadratic. Keyed by the list itself (the cluster source hands the same list out).
+ */
+interface PodIndex {
+  /** The list's length when indexed: a list grown or cut since is indexed again. */
+  count: number
+  byIp: Map<string, V1Pod>
+  byLabel: Map<string, V1Pod[]>
+}
+const indexes = new WeakMap<readonly V1Pod[], PodIndex>()
+
+function indexOf(pods: readonly V1Pod[]): PodIndex {
+  let index = indexes.get(pods)
+  if (index && index.count === pods.length) return index
+  index = {count: pods.length, byIp: new Map(), byLabel: new Map()}
+  for (const p of pods) {
+    for (const ip of [p.status?.podIP, ...(p.status?.podIPs ?? []).map((x) => x.ip)]) if (ip && !index.byIp.has(ip)) index.byIp.set(ip, p)
+    for (const [k, v] of Object.entries(p.metadata?.labels ?? {})) {
+      const key = `${k}=${v}`
+      const list = index.byLabel.get(key)
+      if (list) list.push(p)
+      else index.byLabel.set(key, [p])
+    }
+  }
+  indexes.set(pods, index)
+  return index
+}
+
+/** The first Pod (in list order) with this address as status.podIP or one of status.podIPs. */
+export function podByIp(pods: readonly V1Pod[], ip: string): V1Pod | undefined {
+  return indexOf(pods).byIp.get(ip)
+}
+
+/** The Pods a selector picks, in list order; an empty selector picks every Pod. */
+export function podsSelectedBy(pods: readonly V1Pod[], selector: Record<string, string>): V1Pod[] {
+  const entries = Object.entries(selector)
+  if (entries.length === 0) return [...pods]
+  const lists = entries.map(([k, v]) => indexOf(pods).byLabel.get(`${k}=${v}`) ?? [])
+  const shortest = lists.reduce((a, b) => (b.length < a.length ? b : a))
+  return shortest.filter((p) => selectorMatches(selector, p.metadata?.labels))
 }
 
 export function selectorMatches(selector: Record<string, string>, labels: Record<string, string> | undefined): boolean {

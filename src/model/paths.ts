@@ -55,9 +55,26 @@ export interface RemoteHalf {
 const OUTSIDE_CLIENT = '203.0.113.10'
 const OUTSIDE_CLIENT6 = '2001:db8::10'
 
-/** Every address (each family: status.podIPs, else status.podIP) of the Pods on a node. */
-export function podIPsOn(pods: V1Pod[], nodeName: string): string[] {
-  return pods.filter((p) => p.spec?.nodeName === nodeName).flatMap((p) => (p.status?.podIPs?.length ? p.status.podIPs.map((i) => i.ip) : p.status?.podIP ? [p.status.podIP] : []))
+/** Pod addresses by node, worked out once per list of Pods: a scan asks it for every Service, node and family. */
+const podIPsByList = new WeakMap<readonly V1Pod[], {count: number; byNode: Map<string, ReadonlySet<string>>}>()
+
+/** Every address (each family: status.podIPs, else status.podIP) of the Pods on a node, in the order listed. */
+export function podIPsOn(pods: readonly V1Pod[], nodeName: string): ReadonlySet<string> {
+  let byNode = podIPsByList.get(pods)?.byNode
+  if (!byNode || podIPsByList.get(pods)!.count !== pods.length) {
+    const grouping = new Map<string, Set<string>>()
+    for (const p of pods) {
+      const node = p.spec?.nodeName
+      if (!node) continue
+      const ips = p.status?.podIPs?.length ? p.status.podIPs.map((i) => i.ip) : p.status?.podIP ? [p.status.podIP] : []
+      const set = grouping.get(node) ?? new Set<string>()
+      for (const ip of ips) set.add(ip)
+      grouping.set(node, set)
+    }
+    byNode = grouping
+    podIPsByList.set(pods, {count: pods.length, byNode})
+  }
+  return byNode.get(nodeName) ?? new Set()
 }
 
 /** The node's pod CIDRs (spec.podCIDRs, else spec.podCIDR), parsed. */
@@ -74,7 +91,7 @@ export interface PathInputs {
   expected: ExpectedService
   network?: BridgeState
   /** Pod IPs known on this node, to pick a client address that is not a backend. */
-  podIPsOnNode: string[]
+  podIPsOnNode: ReadonlySet<string>
 }
 
 function clientPodIp(inputs: PathInputs, avoid: Set<string>, family: 4 | 6 | undefined): string | undefined {
@@ -86,7 +103,8 @@ function clientPodIp(inputs: PathInputs, avoid: Set<string>, family: 4 | 6 | und
       if (!avoid.has(ip)) return ip
     }
   }
-  return inputs.podIPsOnNode.find((ip) => !avoid.has(ip) && familyOf(ip) === family)
+  for (const ip of inputs.podIPsOnNode) if (!avoid.has(ip) && familyOf(ip) === family) return ip
+  return undefined
 }
 
 /** Docker's default bridge carries Docker's own subnet: never the way to, or from, another node's pods. */
@@ -96,7 +114,7 @@ const DOCKER_BRIDGE = 'docker0'
 interface RouterInputs {
   k8sNode?: V1Node
   network?: BridgeState
-  podIPsOnNode: string[]
+  podIPsOnNode: ReadonlySet<string>
 }
 
 /** Interfaces a packet to or from another node never uses here: loopback, the pod bridges and their ports, Docker's bridge. */
@@ -107,7 +125,7 @@ function nodeLocalInterfaces(r: RouterInputs): ReadonlySet<string> {
 }
 
 function isPodOfNode(r: RouterInputs, ip: string): boolean {
-  if (r.podIPsOnNode.includes(ip)) return true
+  if (r.podIPsOnNode.has(ip)) return true
   return podCidrs(r.k8sNode).some((cidr) => cidrContains(cidr, ip))
 }
 

@@ -35,15 +35,32 @@ type MatchResult = boolean | {probability: number} | {unknown: string}
 const PROTO_NUMBERS: Record<string, string> = {'6': 'tcp', '17': 'udp', '132': 'sctp'}
 
 /** Walks one NEW packet through an iptables-save dump the way netfilter would, following every probabilistic branch. */
-interface Chain {
+interface Chain extends RuleFacts {
   table: string
   name: string
   rules: ParsedRule[]
+}
+
+/** What is learnt of a chain's rules once, shared by every trace of the same dump (a scan traces it per Service). */
+interface RuleFacts {
   /** Per rule, once asked: the /32 destination its text opens with (leadingQuickDestination), null for none. */
   lead: Array<string | null | undefined>
   /** Per rule, once asked: the /32 destinations its quick test compares (quickDestinations). */
   quick: Array<QuickDestinations | undefined>
+  /** For a long chain, once walked: its rules by the /32 destination they open with (see skipTo). */
+  byLead?: LeadIndex
 }
+
+/** The rules of a long chain that open with "-d ADDRESS/32", by address, and the others, each list in rule order. */
+interface LeadIndex {
+  byDst: Map<string, number[]>
+  other: number[]
+}
+
+/** Chains from this many rules are indexed by leading destination (KUBE-SERVICES of a big cluster). */
+const INDEXED_FROM = 64
+
+const factsOf = new WeakMap<ParsedRule[], RuleFacts>()
 
 type Outcome = RuleOutcome<Chain>
 
@@ -96,6 +113,33 @@ export class IptablesTracer implements ChainSource<Chain> {
 
   ruleCount(chain: Chain): number {
     return chain.rules.length
+  }
+
+  /**
+   * The next rule at or after `from` that may match: in a long chain, rules that open with another address's
+   * "-d ADDRESS/32" are skipped without a look (evaluate would pass each of them, as its first test).
+   */
+  skipTo(chain: Chain, from: number, state: State): number {
+    if (chain.rules.length < INDEXED_FROM) return from
+    const index = (chain.byLead ??= this.leadIndex(chain))
+    const own = index.byDst.get(state.dst)
+    return Math.min(firstAtOrAfter(index.other, from, chain.rules.length), own ? firstAtOrAfter(own, from, chain.rules.length) : chain.rules.length)
+  }
+
+  private leadIndex(chain: Chain): LeadIndex {
+    const byDst = new Map<string, number[]>()
+    const other: number[] = []
+    chain.rules.forEach((rule, i) => {
+      let lead = chain.lead[i]
+      if (lead === undefined) lead = chain.lead[i] = rule.unparsable !== undefined ? null : leadingQuickDestination(rule.text)
+      if (lead === null || rule.unparsable !== undefined) other.push(i)
+      else {
+        const list = byDst.get(lead)
+        if (list) list.push(i)
+        else byDst.set(lead, [i])
+      }
+    })
+    return {byDst, other}
   }
 
   describe(chain: Chain, index: number): string {
@@ -152,7 +196,10 @@ export class IptablesTracer implements ChainSource<Chain> {
     const key = `${table}\0${name}`
     let c = this.chains.get(key)
     if (!c) {
-      c = {table, name, rules: this.dump.rules(table, name), lead: [], quick: []}
+      const rules = this.dump.rules(table, name)
+      let facts = factsOf.get(rules)
+      if (!facts) factsOf.set(rules, (facts = {lead: [], quick: []}))
+      c = Object.assign(facts, {table, name, rules})
       this.chains.set(key, c)
     }
     return c
@@ -469,4 +516,16 @@ export function splitAddr(text: string): {ip: string; port?: number} | undefined
   const m = /^([\d.]*)(?:-[\d.]+)?(?::(\d+)(?:-\d+)?)?$/.exec(text)
   if (!m) return undefined
   return {ip: m[1], port: m[2] ? Number(m[2]) : undefined}
+}
+
+/** The first entry of an ascending list that is at least `from`, or `none` when there is none. */
+function firstAtOrAfter(list: number[], from: number, none: number): number {
+  let lo = 0
+  let hi = list.length
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1
+    if (list[mid] < from) lo = mid + 1
+    else hi = mid
+  }
+  return lo < list.length ? list[lo] : none
 }

@@ -151,6 +151,8 @@ export interface RuleOutcome<C> {
 /** A backend's view of its chains, for the walker. */
 export interface ChainSource<C> {
   ruleCount(chain: C): number
+  /** Optional: the next rule at or after `from` that can match `state` (the rules between would only pass it). */
+  skipTo?(chain: C, from: number, state: WalkState): number
   /** One or more ways the rule at `index` can go (several for a probabilistic rule). */
   evaluate(chain: C, index: number, state: WalkState): Array<RuleOutcome<C>>
   /** How a chain ends when the walk falls off it (or RETURNs from it) at the bottom of the call stack. */
@@ -233,6 +235,7 @@ export function walkChain<C>(source: ChainSource<C>, start: C, first: WalkState,
         continue
       }
       const top = frames[frames.length - 1]
+      if (source.skipTo) top.index = source.skipTo(top.chain, top.index, state)
       if (top.index >= source.ruleCount(top.chain)) {
         if (frames.length === 1) {
           out.push({state, end: source.fallOff(top.policyOf, state), policyOf: top.policyOf})

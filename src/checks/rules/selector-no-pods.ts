@@ -1,4 +1,4 @@
-import {selectorMatches} from '../../cluster/pod-status.js'
+import {podsSelectedBy} from '../../cluster/pod-status.js'
 import {editDistance} from '../../cluster/similar-names.js'
 import type {Check, CheckContext} from '../check.js'
 import {codeEntry} from '../catalogue.js'
@@ -6,7 +6,7 @@ import {kubectlCommand} from '../../model/reach.js'
 
 export function selectedPods(ctx: CheckContext) {
   const selector = ctx.cluster.service.spec?.selector ?? {}
-  return ctx.cluster.pods.filter((p) => selectorMatches(selector, p.metadata?.labels))
+  return podsSelectedBy(ctx.cluster.pods, selector)
 }
 
 /** Labels of Pods that almost match: same key with a close value, or a close key with the same value. */

@@ -70,6 +70,6 @@ export function podsSelectedBy(pods: readonly V1Pod[], selector: Record<string, 
   return shortest.filter((p) => selectorMatches(selector, p.metadata?.labels))
 }
 
-export function selectorMatches(selector: Record<string, string>, labels: Record<string, string> | undefined): boolean {
+function selectorMatches(selector: Record<string, string>, labels: Record<string, string> | undefined): boolean {
   return Object.entries(selector).every(([k, v]) => labels?.[k] === v)
 }

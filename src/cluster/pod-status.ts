@@ -36,14 +36,22 @@ interface PodIndex {
   count: number
   byIp: Map<string, V1Pod>
   byLabel: Map<string, V1Pod[]>
+  /** Each node's Pod addresses (status.podIPs, else status.podIP), in list order. */
+  byNode: Map<string, Set<string>>
 }
 const indexes = new WeakMap<readonly V1Pod[], PodIndex>()
 
 function indexOf(pods: readonly V1Pod[]): PodIndex {
   let index = indexes.get(pods)
   if (index && index.count === pods.length) return index
-  index = {count: pods.length, byIp: new Map(), byLabel: new Map()}
+  index = {count: pods.length, byIp: new Map(), byLabel: new Map(), byNode: new Map()}
   for (const p of pods) {
+    const node = p.spec?.nodeName
+    if (node) {
+      const set = index.byNode.get(node) ?? new Set<string>()
+      for (const ip of p.status?.podIPs?.length ? p.status.podIPs.map((i) => i.ip) : p.status?.podIP ? [p.status.podIP] : []) set.add(ip)
+      index.byNode.set(node, set)
+    }
     for (const ip of [p.status?.podIP, ...(p.status?.podIPs ?? []).map((x) => x.ip)]) if (ip && !index.byIp.has(ip)) index.byIp.set(ip, p)
     for (const [k, v] of Object.entries(p.metadata?.labels ?? {})) {
       const key = `${k}=${v}`
@@ -59,6 +67,11 @@ function indexOf(pods: readonly V1Pod[]): PodIndex {
 /** The first Pod (in list order) with this address as status.podIP or one of status.podIPs. */
 export function podByIp(pods: readonly V1Pod[], ip: string): V1Pod | undefined {
   return indexOf(pods).byIp.get(ip)
+}
+
+/** Every address (each family: status.podIPs, else status.podIP) of the Pods on a node, in list order. */
+export function podIPsOn(pods: readonly V1Pod[], nodeName: string): ReadonlySet<string> {
+  return indexOf(pods).byNode.get(nodeName) ?? new Set()
 }
 
 /** The Pods a selector picks, in list order; an empty selector picks every Pod. */

@@ -1,4 +1,4 @@
-import type {V1Node, V1Pod} from '@kubernetes/client-node'
+import type {V1Node} from '@kubernetes/client-node'
 import type {ExpectedEndpoint, ExpectedPort, ExpectedService} from './expected.js'
 import type {BridgeState} from '../parse/bridge-state.js'
 import type {Dataplane, ModeVocabulary} from './dataplane.js'
@@ -50,32 +50,9 @@ export interface RemoteHalf {
   trace?: TraceResult
 }
 
-/** A stand-in address outside the cluster, from TEST-NET-3 (RFC 5737): never sent to, only traced. */
-/** A client outside the cluster (documentation addresses), of the packet's family. */
+/** A client outside the cluster, of the packet's family: documentation addresses (RFC 5737, RFC 3849), never sent to, only traced. */
 const OUTSIDE_CLIENT = '203.0.113.10'
 const OUTSIDE_CLIENT6 = '2001:db8::10'
-
-/** Pod addresses by node, worked out once per list of Pods: a scan asks it for every Service, node and family. */
-const podIPsByList = new WeakMap<readonly V1Pod[], {count: number; byNode: Map<string, ReadonlySet<string>>}>()
-
-/** Every address (each family: status.podIPs, else status.podIP) of the Pods on a node, in the order listed. */
-export function podIPsOn(pods: readonly V1Pod[], nodeName: string): ReadonlySet<string> {
-  let byNode = podIPsByList.get(pods)?.byNode
-  if (!byNode || podIPsByList.get(pods)!.count !== pods.length) {
-    const grouping = new Map<string, Set<string>>()
-    for (const p of pods) {
-      const node = p.spec?.nodeName
-      if (!node) continue
-      const ips = p.status?.podIPs?.length ? p.status.podIPs.map((i) => i.ip) : p.status?.podIP ? [p.status.podIP] : []
-      const set = grouping.get(node) ?? new Set<string>()
-      for (const ip of ips) set.add(ip)
-      grouping.set(node, set)
-    }
-    byNode = grouping
-    podIPsByList.set(pods, {count: pods.length, byNode})
-  }
-  return byNode.get(nodeName) ?? new Set()
-}
 
 /** The node's pod CIDRs (spec.podCIDRs, else spec.podCIDR), parsed. */
 function podCidrs(node: V1Node | undefined) {

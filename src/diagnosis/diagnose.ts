@@ -57,9 +57,9 @@ interface FamilyRun {
 
 /** Why a node's rules of one family were not judged, when its mode's data for that family was not read. */
 function notJudgedReason(family: IpFamily, mode: ProxyMode, source: string): string {
-  if (mode === 'ipvs' && family === 'IPv6') return `IPv6 rules not judged: the node runs IPVS mode (${source}), whose IPv6 virtual servers are not judged yet`
   if (mode === 'nftables') return `${family} rules not read (nft list ruleset)`
-  return `${family} rules not read (${family === 'IPv6' ? 'ip6tables-save' : 'iptables-save'})`
+  const save = family === 'IPv6' ? 'ip6tables-save' : 'iptables-save'
+  return `${family} rules not read (${mode === 'ipvs' ? `ipvsadm -Ln and ${save}, for IPVS mode: ${source}` : save})`
 }
 
 /**

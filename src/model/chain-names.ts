@@ -68,8 +68,16 @@ export function nftServiceChainNames(base: string): NftServiceChainNames {
   return {service: `service-${id}`, local: `local-${id}`, external: `external-${id}`, firewall: `firewall-${id}`}
 }
 
-/** endpoint-HASH8-ns/name/proto/port__IP/PORT */
+/** endpoint-HASH8-ns/name/proto/port__IP/PORT; an IPv6 address with "." for ":" (a chain name cannot hold a colon). */
 export function nftEndpointChainName(base: string, ip: string, port: number): string {
-  const name = `${base}__${ip}/${port}`
+  const name = `${base}__${ip.replaceAll(':', '.')}/${port}`
   return `endpoint-${hash8(name)}-${name}`
+}
+
+/**
+ * IPVS mode's ipset of one family: an IPv6 set's "KUBE-" prefix becomes "KUBE-6-" (both families' sets live side by
+ * side), cut to ipset's 31 characters, as kube-proxy's NewIPSet names them.
+ */
+export function ipvsSetName(name: string, family: 4 | 6): string {
+  return family === 6 && name.startsWith('KUBE-') ? name.replace('KUBE-', 'KUBE-6-').slice(0, 31) : name
 }

@@ -6,6 +6,7 @@ import {joinHostPort} from '../net/host-port.js'
 import type {ChainNames, Dataplane, ModeVocabulary, NodeInfrastructure, ProgrammedEndpoint, ProgrammedPort, ProgrammedRule} from './dataplane.js'
 import type {ExpectedPort, ExpectedService} from './expected.js'
 import {readInfrastructure as readIptablesInfrastructure} from './iptables-dataplane.js'
+import {ipvsSetName} from './chain-names.js'
 
 const VOCABULARY: ModeVocabulary = {
   mode: 'ipvs',
@@ -22,8 +23,13 @@ function rule(v: {line: number; text: string}, target: string): ProgrammedRule {
   return {table: 'ipvs', line: v.line, text: v.text, target}
 }
 
-/** kube-proxy's IPVS mode on one node: virtual servers per service address, real servers per endpoint. */
-export function ipvsDataplane(dump: IptablesSave, ipvs: IpvsState, nodeAddress: string | undefined, nodeName: string): Dataplane {
+/**
+ * kube-proxy's IPVS mode on one node for one address family: virtual servers per service address, real servers per
+ * endpoint; `dump` is that family's iptables glue (iptables-save or ip6tables-save), whose ipsets are the family's own.
+ */
+export function ipvsDataplane(dump: IptablesSave, ipvs: IpvsState, nodeAddress: string | undefined, nodeName: string, family: 4 | 6 = 4): Dataplane {
+  const loopBack = ipvsSetName('KUBE-LOOP-BACK', family)
+  const clusterIpSet = ipvsSetName('KUBE-CLUSTER-IP', family)
   const find = (proto: string, ip: string | undefined, port: number | undefined): VirtualServer | undefined =>
     ip && port ? ipvs.virtualServers.find((v) => v.proto === proto && v.address === ip && v.port === port) : undefined
   const names = (port: ExpectedPort): ChainNames => {
@@ -46,7 +52,7 @@ export function ipvsDataplane(dump: IptablesSave, ipvs: IpvsState, nodeAddress: 
         weight: r.weight,
         dnatRule: rule(r, address),
         backend: {ip: r.address, port: r.port, address},
-        hairpinMasq: !local || ipvs.ipsets.has('KUBE-LOOP-BACK', `${r.address},${port.protocol}:${r.port},${r.address}`),
+        hairpinMasq: !local || ipvs.ipsets.has(loopBack, `${r.address},${port.protocol}:${r.port},${r.address}`),
       }
     })
   }
@@ -75,10 +81,10 @@ export function ipvsDataplane(dump: IptablesSave, ipvs: IpvsState, nodeAddress: 
     })
   const infrastructure = (): NodeInfrastructure => {
     const base = readIptablesInfrastructure(dump)
-    const accept = dump.rules('nat', 'KUBE-SERVICES').find((r) => r.target === 'ACCEPT' && r.text.includes('--match-set KUBE-CLUSTER-IP'))
+    const accept = dump.rules('nat', 'KUBE-SERVICES').find((r) => r.target === 'ACCEPT' && r.text.includes(`--match-set ${clusterIpSet} `))
     return {
       ...base,
-      hooks: [...base.hooks, {label: 'nat KUBE-SERVICES accepting KUBE-CLUSTER-IP (ClusterIP traffic handed to IPVS)', rule: accept}],
+      hooks: [...base.hooks, {label: `nat KUBE-SERVICES accepting ${clusterIpSet} (ClusterIP traffic handed to IPVS)`, rule: accept}],
       nodePortsJump: dump.rules('nat', 'KUBE-SERVICES').find((r) => r.target === 'KUBE-NODE-PORT'),
     }
   }

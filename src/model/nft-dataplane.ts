@@ -86,7 +86,7 @@ function endpointOf(t: NftTable, jump: ProgrammedRule, chain: string, probabilit
     probability,
     dnatRule,
     backend: addr && to ? {ip: addr.ip, port: addr.port, address: to} : undefined,
-    hairpinMasq: !!ip && !!findRule(t, chain, (x) => x.includes(`ip saddr ${ip} `) && /jump mark-for-masquerade/.test(x)),
+    hairpinMasq: !!ip && !!findRule(t, chain, (x) => (x.includes(`ip saddr ${ip} `) || x.includes(`ip6 saddr ${ip} `)) && /jump mark-for-masquerade/.test(x)),
   }
 }
 

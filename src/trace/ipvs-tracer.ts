@@ -6,6 +6,8 @@ import {summarize, type Packet, type TraceOutcome, type TraceResult, type TraceS
 import {joinHostPort} from '../net/host-port.js'
 import {isLocalAddress} from './walk.js'
 
+const LOOP_BACK_MATCH = /--match-set (KUBE-(?:6-)?LOOP-BACK) /
+
 export interface IpvsTraceOptions {
   localAddresses: string[]
   /** Addresses bound to kube-ipvs0: local to the node, so service traffic is delivered to IPVS. */
@@ -66,11 +68,16 @@ export class IpvsTracer implements Tracer {
   }
 
   private masqueradesMarked(): boolean {
-    return this.dump.rules('nat', 'KUBE-POSTROUTING').some((r) => r.target === 'MASQUERADE' && !r.text.includes('KUBE-LOOP-BACK'))
+    return this.dump.rules('nat', 'KUBE-POSTROUTING').some((r) => r.target === 'MASQUERADE' && !LOOP_BACK_MATCH.test(r.text))
   }
 
+  /** Hairpin traffic masqueraded by the loop-back set the MASQUERADE rule names (KUBE-LOOP-BACK; KUBE-6-LOOP-BACK in ip6tables). */
   private loopBack(ip: string, proto: string, port: number): boolean {
-    const rule = this.dump.rules('nat', 'KUBE-POSTROUTING').some((r) => r.target === 'MASQUERADE' && r.text.includes('KUBE-LOOP-BACK'))
-    return rule && this.opts.ipsets.has('KUBE-LOOP-BACK', `${ip},${proto}:${port},${ip}`)
+    const set = this.dump
+      .rules('nat', 'KUBE-POSTROUTING')
+      .filter((r) => r.target === 'MASQUERADE')
+      .map((r) => LOOP_BACK_MATCH.exec(r.text)?.[1])
+      .find((name) => name !== undefined)
+    return !!set && this.opts.ipsets.has(set, `${ip},${proto}:${port},${ip}`)
   }
 }

@@ -117,3 +117,105 @@ describe('a dual-stack Service against the netns lab: real IPv6 traffic, each fa
     }
   })
 })
+
+describe("a dual-stack Service on nodes in nftables mode: kube-proxy's `ip6 kube-proxy` table loaded with the real nft, real IPv6 traffic", {skip: why}, () => {
+  let lab: NetnsLab
+  withLab(
+    (l) => {
+      lab = l
+      for (const node of ['node-a', 'node-b']) lab.setMode(node, 'nftables')
+    },
+    {dualStack: true},
+  )
+
+  const doctor = (): Promise<CliResult> => runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json'])
+  const findings = (r: CliResult) => (r.json?.findings ?? []).map((f: FindingLine) => [f.node, f.code, f.severity, f.message])
+  const failures = (answers: string[]) => answers.filter((a) => a === '').length
+  const paths = (r: CliResult, family: string): PathLine[] => r.json.paths.filter((p: PathLine) => p.family === family)
+  // The lab's ConfigMap says iptables: both nodes running nftables is worth a warning each, and nothing more.
+  const MISMATCH = ['node-a', 'node-b'].map((n) => [n, 'KPD-MODE-MISMATCH', 'warning', `${n} runs nftables mode (kube-proxy's /proxyMode on the node) but ConfigMap kube-system/kube-proxy says mode iptables`])
+
+  test('healthy: IPv4 and IPv6 through the ip and ip6 kube-proxy tables work; svc reads both tables, every path ✓, no finding but the mode warnings, no family left unjudged', async () => {
+    for (const node of ['node-a', 'node-b']) {
+      const v6 = lab.sample(lab.nodeNs(node), CLUSTER_IP6, 80, 6)
+      assert.equal(failures(v6), 0, `IPv6 from ${node}: ${v6}`)
+      for (const a of v6) assert.ok(WEB_PODS.includes(a), `a web pod answers over IPv6: ${a}`)
+      assert.equal(failures(lab.sample(lab.nodeNs(node), CLUSTER_IP, 80, 3)), 0, `IPv4 from ${node}`)
+    }
+    assert.equal(failures(lab.sample(lab.ns('outside'), NODE_B6, 30080, 4)), 0, 'the IPv6 NodePort from outside')
+
+    const r = await doctor()
+    assert.equal(r.code, 0, r.stdout + r.stderr)
+    assert.deepEqual(findings(r), MISMATCH)
+    assert.deepEqual(
+      r.json.nodes.map((n: {name: string; mode: string}) => [n.name, n.mode]),
+      [
+        ['node-a', 'nftables'],
+        ['node-b', 'nftables'],
+      ],
+    )
+    assert.deepEqual(
+      paths(r, 'IPv6').map((p) => [p.node, p.entry, p.destination, p.ok]),
+      [
+        ['node-a', 'pod→ClusterIP', `[${CLUSTER_IP6}]:80`, true],
+        ['node-a', 'node→ClusterIP', `[${CLUSTER_IP6}]:80`, true],
+        ['node-a', 'outside→NodePort', '[fd00:10:200::11]:30080', true],
+        ['node-a', 'pod→itself', `[${CLUSTER_IP6}]:80`, true],
+        ['node-b', 'pod→ClusterIP', `[${CLUSTER_IP6}]:80`, true],
+        ['node-b', 'node→ClusterIP', `[${CLUSTER_IP6}]:80`, true],
+        ['node-b', 'outside→NodePort', `[${NODE_B6}]:30080`, true],
+        ['node-b', 'pod→itself', `[${CLUSTER_IP6}]:80`, true],
+      ],
+    )
+    assert.ok(
+      paths(r, 'IPv4').every((p) => p.ok === true),
+      'every IPv4 path works',
+    )
+    assert.deepEqual(
+      r.json.notChecked.filter((n: {reason: string}) => /rules not (read|judged)/.test(n.reason)),
+      [],
+    )
+  })
+
+  test("an endpoint chain of node-b's ip6 kube-proxy table DNATs to a wrong port: IPv6 from node-b fails, IPv4 works; svc names node-b (IPv6), KPD-DNAT-WRONG and the nft endpoint chain", async () => {
+    lab.applyRules('node-b', {}, {wrongPortFor: {ip: 'fd00:10:244:2::10', port: 9999}})
+    try {
+      assert.equal(failures(lab.sample(lab.nodeNs('node-b'), CLUSTER_IP, 80, 12)), 0, 'IPv4 from node-b still works')
+      const v6 = lab.sample(lab.nodeNs('node-b'), CLUSTER_IP6, 80, 30)
+      assert.ok(failures(v6) > 0, `IPv6 from node-b must fail sometimes: ${v6}`)
+      assert.ok(!v6.includes('web-b1'), `web-b1 never answers over IPv6 from node-b: ${v6}`)
+      assert.equal(failures(lab.sample(lab.nodeNs('node-a'), CLUSTER_IP6, 80, 6)), 0, 'IPv6 from node-a still works')
+
+      const r = await doctor()
+      assert.equal(r.code, 1, r.stdout + r.stderr)
+      assert.deepEqual(findings(r), [
+        ...MISMATCH,
+        [
+          'node-b',
+          'KPD-DNAT-WRONG',
+          'error',
+          'node-b (IPv6): endpoint-XYZSYKNH-shop/web/tcp/http__fd00.10.244.2..10/8080 DNATs to [fd00:10:244:2::10]:9999, but the endpoint (pod web-b1) is [fd00:10:244:2::10]:8080 (targetPort http)',
+        ],
+        [
+          'node-b',
+          'KPD-NODE-DIVERGES',
+          'warning',
+          'IPv6: node-b sends shop/web:http to [[fd00:10:244:1::10]:8080, [fd00:10:244:2::10]:9999, [fd00:10:244:2::11]:8080] while 1 other node(s) (node-a) send it to [[fd00:10:244:1::10]:8080, [fd00:10:244:2::10]:8080, [fd00:10:244:2::11]:8080]',
+        ],
+      ])
+      assert.match((r.json.findings[2] as {command: string}).command, /nft list table ip6 kube-proxy/)
+      assert.ok(
+        paths(r, 'IPv4').every((p) => p.ok === true),
+        'every IPv4 path still works',
+      )
+      assert.deepEqual(
+        paths(r, 'IPv6')
+          .filter((p) => p.ok === false)
+          .map((p) => p.node),
+        ['node-b', 'node-b', 'node-b', 'node-b'],
+      )
+    } finally {
+      lab.applyRules('node-b', {}, {})
+    }
+  })
+})

@@ -26,6 +26,8 @@ export interface OfflineOptions {
   dns?: Record<string, {addresses: string[]; error?: string; rcode?: string; method?: string}>
   /** Nodes in IPVS mode, with their faults; `list` reads `ipvsadm -Ln` instead of `-Sn`. */
   ipvs?: Record<string, IpvsFaults & {list?: boolean}>
+  /** Dual-stack IPVS nodes: faults in a node's IPv6 virtual servers, KUBE-6-* ipsets or ip6tables glue. */
+  ipvs6?: Record<string, IpvsFaults>
   strictARP?: boolean
   /** Changes to the web Service (e.g. externalTrafficPolicy). */
   web?: Partial<LabService>
@@ -63,6 +65,9 @@ export function offlineCluster(opts: OfflineOptions = {}): {cluster: ClusterStat
   const observations = NODES.map((node): NodeObservation => {
     const ipvsFaults = opts.ipvs?.[node.name]
     const ipvsTexts = ipvsFaults ? kubeProxyIpvsTexts(node, [WEB, DNS], pods, ipvsFaults) : undefined
+    // A dual-stack IPVS node: one ipvsadm listing, one ipset dump and one kube-ipvs0 for both families; ip6tables glue.
+    const ipvs6 = ipvsFaults && opts.dualStack ? kubeProxyIpvsTexts(node, [WEB, DNS], pods, opts.ipvs6?.[node.name] ?? {}, 6) : undefined
+    const both = (key: 'ipvsadmSave' | 'ipvsadmList' | 'ipsetSave' | 'kubeIpvs0') => (ipvsTexts?.[key] ?? '') + (ipvs6?.[key] ?? '')
     const generated = opts.dumpFor?.[node.name] ?? ipvsTexts?.iptablesSave ?? kubeProxyRules(node, [WEB, DNS], pods, opts.faults?.[node.name] ?? {})
     const text = opts.editDump?.[node.name]?.(generated) ?? generated
     const local = pods.filter((p) => p.node === node.name)
@@ -87,15 +92,15 @@ export function offlineCluster(opts: OfflineOptions = {}): {cluster: ClusterStat
         ? {
             kubeProxy: {proxyMode: 'ipvs'},
             ipvs: {
-              virtualServers: parseIpvsadm(ipvsFaults!.list ? ipvsTexts.ipvsadmList : ipvsTexts.ipvsadmSave),
-              ipsets: IpsetState.parse(ipvsTexts.ipsetSave),
-              vips: parseDeviceAddresses(ipvsTexts.kubeIpvs0),
+              virtualServers: parseIpvsadm(both(ipvsFaults!.list ? 'ipvsadmList' : 'ipvsadmSave')),
+              ipsets: IpsetState.parse(both('ipsetSave')),
+              vips: parseDeviceAddresses(both('kubeIpvs0')),
               sysctls: parseSysctl(ipvsTexts.sysctl),
             },
           }
         : {}),
       iptables: IptablesSave.parse(new BufferSource(Buffer.from(text))),
-      ...(opts.dualStack && !ipvsTexts ? {ip6tables: IptablesSave.parse(new BufferSource(Buffer.from(kubeProxyRules(node, [WEB, DNS], pods, opts.faults6?.[node.name] ?? {}, 6))))} : {}),
+      ...(opts.dualStack ? {ip6tables: IptablesSave.parse(new BufferSource(Buffer.from(ipvs6?.iptablesSave ?? kubeProxyRules(node, [WEB, DNS], pods, opts.faults6?.[node.name] ?? {}, 6))))} : {}),
       network: cniText !== undefined ? withCniResults(parseBridgeState(network), parseCniResults(cniText)) : parseBridgeState(network),
       dns: {name: 'web.shop.svc.cluster.local', server: DNS.clusterIP, method: 'test', rcode: dns.rcode ?? (dns.error ? undefined : 'NOERROR'), ...dns},
     }

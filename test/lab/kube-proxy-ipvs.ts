@@ -1,4 +1,5 @@
-import {CLUSTER_CIDR, endpointPort, selects, type LabNode, type LabPod, type LabService} from './lab-cluster.js'
+import {ipvsSetName} from '../../src/model/chain-names.js'
+import {CLUSTER_CIDR, CLUSTER_CIDR6, endpointPort, familyView, selects, type LabNode, type LabPod, type LabService} from './lab-cluster.js'
 
 /** Ways an IPVS node goes wrong. */
 export interface IpvsFaults {
@@ -23,19 +24,30 @@ export interface IpvsTexts {
   sysctl: string
 }
 
-/** What an IPVS-mode kube-proxy leaves on `node`, as the tools print it (ipvsadm -Sn and -Ln, ipset save, ip -o addr, sysctl, iptables-save). */
-export function kubeProxyIpvsTexts(node: LabNode, services: LabService[], pods: LabPod[], faults: IpvsFaults = {}): IpvsTexts {
+/** The header `ipvsadm -Ln` prints once, above every family's virtual servers. */
+export const IPVSADM_LIST_HEADER = ['IP Virtual Server version 1.2.1 (size=4096)', 'Prot LocalAddress:Port Scheduler Flags', '  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn']
+
+/**
+ * What an IPVS-mode kube-proxy leaves on `node`, as the tools print it (ipvsadm -Sn and -Ln, ipset save, ip -o addr,
+ * sysctl, iptables-save); with family 6 its IPv6 half: virtual and real servers as "[ip]:port", the KUBE-6-* ipsets
+ * (family inet6), inet6 addresses on kube-ipvs0 and the ip6tables-save glue. `ipvsadmList` has no header then.
+ */
+export function kubeProxyIpvsTexts(node: LabNode, allServices: LabService[], allPods: LabPod[], faults: IpvsFaults = {}, family: 4 | 6 = 4): IpvsTexts {
+  const {services, pods} = familyView(family, allServices, allPods)
+  const nodeIp = family === 6 ? node.ip6! : node.ip
+  const at = (ip: string, port: number) => (family === 6 ? `[${ip}]:${port}` : `${ip}:${port}`)
+  const set = (name: string) => ipvsSetName(name, family)
   const save: string[] = []
-  const list: string[] = ['IP Virtual Server version 1.2.1 (size=4096)', 'Prot LocalAddress:Port Scheduler Flags', '  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn']
+  const list: string[] = family === 6 ? [] : [...IPVSADM_LIST_HEADER]
   const sets: Record<string, string[]> = {'KUBE-CLUSTER-IP': [], 'KUBE-LOOP-BACK': [], 'KUBE-NODE-PORT-TCP': [], 'KUBE-NODE-PORT-UDP': []}
   const vips = new Set<string>()
   const flag = (proto: string) => (proto === 'udp' ? '-u' : '-t')
   const addVs = (proto: string, ip: string, port: number, reals: Array<{ip: string; port: number; weight: number}>) => {
-    save.push(`-A ${flag(proto)} ${ip}:${port} -s rr`)
-    list.push(`${proto.toUpperCase()}  ${ip}:${port} rr`)
+    save.push(`-A ${flag(proto)} ${at(ip, port)} -s rr`)
+    list.push(`${proto.toUpperCase()}  ${at(ip, port)} rr`)
     for (const r of reals) {
-      save.push(`-a ${flag(proto)} ${ip}:${port} -r ${r.ip}:${r.port} -m -w ${r.weight}`)
-      list.push(`  -> ${`${r.ip}:${r.port}`.padEnd(28)}Masq    ${r.weight}      0          0`)
+      save.push(`-a ${flag(proto)} ${at(ip, port)} -r ${at(r.ip, r.port)} -m -w ${r.weight}`)
+      list.push(`  -> ${at(r.ip, r.port).padEnd(28)}Masq    ${r.weight}      0          0`)
     }
   }
   for (const svc of services) {
@@ -49,27 +61,29 @@ export function kubeProxyIpvsTexts(node: LabNode, services: LabService[], pods: 
       sets['KUBE-CLUSTER-IP'].push(`${svc.clusterIP},${proto}:${sp.port}`)
       for (const p of eps.filter((x) => x.node === node.name)) if (!faults.omitLoopBack) sets['KUBE-LOOP-BACK'].push(`${p.ip},${proto}:${endpointPort(sp, p)},${p.ip}`)
       if (sp.nodePort) {
-        if (!faults.omitNodePortVs) addVs(proto, node.ip, sp.nodePort, reals)
+        if (!faults.omitNodePortVs) addVs(proto, nodeIp, sp.nodePort, reals)
         sets[`KUBE-NODE-PORT-${sp.protocol}`].push(String(sp.nodePort))
       }
     }
   }
   if (faults.omitIpsetMember) sets[faults.omitIpsetMember.set] = sets[faults.omitIpsetMember.set].filter((m) => m !== faults.omitIpsetMember!.member)
+  const inet = family === 6 ? 'inet6' : 'inet'
   const ipset = [
-    'create KUBE-CLUSTER-IP hash:ip,port family inet hashsize 1024 maxelem 65536 comment bucketsize 12 initval 0x1e2d3c4b',
-    ...sets['KUBE-CLUSTER-IP'].map((m) => `add KUBE-CLUSTER-IP ${m}`),
-    'create KUBE-LOOP-BACK hash:ip,port,ip family inet hashsize 1024 maxelem 65536 comment bucketsize 12 initval 0x5a6b7c8d',
-    ...sets['KUBE-LOOP-BACK'].map((m) => `add KUBE-LOOP-BACK ${m}`),
-    'create KUBE-IPVS-IPS hash:ip family inet hashsize 1024 maxelem 65536 comment bucketsize 12 initval 0x0a1b2c3d',
-    ...[...vips].map((ip) => `add KUBE-IPVS-IPS ${ip}`),
-    'create KUBE-NODE-PORT-TCP bitmap:port range 0-65535 comment',
-    ...sets['KUBE-NODE-PORT-TCP'].map((m) => `add KUBE-NODE-PORT-TCP ${m}`),
-    'create KUBE-NODE-PORT-UDP bitmap:port range 0-65535 comment',
-    ...sets['KUBE-NODE-PORT-UDP'].map((m) => `add KUBE-NODE-PORT-UDP ${m}`),
+    `create ${set('KUBE-CLUSTER-IP')} hash:ip,port family ${inet} hashsize 1024 maxelem 65536 comment bucketsize 12 initval 0x1e2d3c4b`,
+    ...sets['KUBE-CLUSTER-IP'].map((m) => `add ${set('KUBE-CLUSTER-IP')} ${m}`),
+    `create ${set('KUBE-LOOP-BACK')} hash:ip,port,ip family ${inet} hashsize 1024 maxelem 65536 comment bucketsize 12 initval 0x5a6b7c8d`,
+    ...sets['KUBE-LOOP-BACK'].map((m) => `add ${set('KUBE-LOOP-BACK')} ${m}`),
+    `create ${set('KUBE-IPVS-IPS')} hash:ip family ${inet} hashsize 1024 maxelem 65536 comment bucketsize 12 initval 0x0a1b2c3d`,
+    ...[...vips].map((ip) => `add ${set('KUBE-IPVS-IPS')} ${ip}`),
+    `create ${set('KUBE-NODE-PORT-TCP')} bitmap:port range 0-65535 comment`,
+    ...sets['KUBE-NODE-PORT-TCP'].map((m) => `add ${set('KUBE-NODE-PORT-TCP')} ${m}`),
+    `create ${set('KUBE-NODE-PORT-UDP')} bitmap:port range 0-65535 comment`,
+    ...sets['KUBE-NODE-PORT-UDP'].map((m) => `add ${set('KUBE-NODE-PORT-UDP')} ${m}`),
     '',
   ].join('\n')
   const bound = [...vips].filter((ip) => ip !== faults.unbindVip)
-  const kubeIpvs0 = bound.map((ip) => `7: kube-ipvs0    inet ${ip}/32 scope global kube-ipvs0\\       valid_lft forever preferred_lft forever`).join('\n') + '\n'
+  const kubeIpvs0 =
+    bound.map((ip) => (family === 6 ? `7: kube-ipvs0    inet6 ${ip}/128 scope global \\       valid_lft forever preferred_lft forever` : `7: kube-ipvs0    inet ${ip}/32 scope global kube-ipvs0\\       valid_lft forever preferred_lft forever`)).join('\n') + '\n'
   const sysctls = {
     'net.ipv4.ip_forward': '1',
     'net.ipv4.vs.conntrack': '1',
@@ -80,7 +94,7 @@ export function kubeProxyIpvsTexts(node: LabNode, services: LabService[], pods: 
     ...faults.sysctl,
   }
   const iptablesSave = [
-    '# Generated by iptables-nft-save v1.8.9 (nf_tables) on Sat Nov 21 12:00:00 2026',
+    `# Generated by ${family === 6 ? 'ip6tables' : 'iptables'}-nft-save v1.8.9 (nf_tables) on Sat Nov 21 12:00:00 2026`,
     '*filter',
     ':INPUT ACCEPT [0:0]',
     ':FORWARD ACCEPT [0:0]',
@@ -93,9 +107,9 @@ export function kubeProxyIpvsTexts(node: LabNode, services: LabService[], pods: 
     '-A FORWARD -m comment --comment "kubernetes forwarding rules" -j KUBE-FORWARD',
     '-A KUBE-FORWARD -m comment --comment "kubernetes forwarding rules" -m mark --mark 0x4000/0x4000 -j ACCEPT',
     '-A KUBE-FORWARD -m comment --comment "kubernetes forwarding conntrack rule" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT',
-    '-A KUBE-IPVS-FILTER -m set --match-set KUBE-CLUSTER-IP dst,dst -j RETURN',
-    '-A KUBE-IPVS-FILTER -m set --match-set KUBE-LOOP-BACK dst,dst,src -j RETURN',
-    '-A KUBE-IPVS-FILTER -m conntrack --ctstate NEW -m set --match-set KUBE-IPVS-IPS dst -j REJECT --reject-with icmp-port-unreachable',
+    `-A KUBE-IPVS-FILTER -m set --match-set ${set('KUBE-CLUSTER-IP')} dst,dst -j RETURN`,
+    `-A KUBE-IPVS-FILTER -m set --match-set ${set('KUBE-LOOP-BACK')} dst,dst,src -j RETURN`,
+    `-A KUBE-IPVS-FILTER -m conntrack --ctstate NEW -m set --match-set ${set('KUBE-IPVS-IPS')} dst -j REJECT --reject-with ${family === 6 ? 'icmp6-port-unreachable' : 'icmp-port-unreachable'}`,
     'COMMIT',
     '*nat',
     ':PREROUTING ACCEPT [0:0]',
@@ -110,14 +124,14 @@ export function kubeProxyIpvsTexts(node: LabNode, services: LabService[], pods: 
     '-A OUTPUT -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
     '-A POSTROUTING -m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING',
     '-A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000',
-    '-A KUBE-NODE-PORT -p tcp -m comment --comment "Kubernetes nodeport TCP port for masquerade purpose" -m set --match-set KUBE-NODE-PORT-TCP dst -j KUBE-MARK-MASQ',
-    '-A KUBE-POSTROUTING -m comment --comment "Kubernetes endpoints dst ip:port, source ip for solving hairpin purpose" -m set --match-set KUBE-LOOP-BACK dst,dst,src -j MASQUERADE',
+    `-A KUBE-NODE-PORT -p tcp -m comment --comment "Kubernetes nodeport TCP port for masquerade purpose" -m set --match-set ${set('KUBE-NODE-PORT-TCP')} dst -j KUBE-MARK-MASQ`,
+    `-A KUBE-POSTROUTING -m comment --comment "Kubernetes endpoints dst ip:port, source ip for solving hairpin purpose" -m set --match-set ${set('KUBE-LOOP-BACK')} dst,dst,src -j MASQUERADE`,
     '-A KUBE-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN',
     '-A KUBE-POSTROUTING -j MARK --set-xmark 0x4000/0x0',
     '-A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE --random-fully',
-    `-A KUBE-SERVICES ! -s ${CLUSTER_CIDR} -m comment --comment "Kubernetes service cluster ip + port for masquerade purpose" -m set --match-set KUBE-CLUSTER-IP dst,dst -j KUBE-MARK-MASQ`,
+    `-A KUBE-SERVICES ! -s ${family === 6 ? CLUSTER_CIDR6 : CLUSTER_CIDR} -m comment --comment "Kubernetes service cluster ip + port for masquerade purpose" -m set --match-set ${set('KUBE-CLUSTER-IP')} dst,dst -j KUBE-MARK-MASQ`,
     '-A KUBE-SERVICES -m addrtype --dst-type LOCAL -j KUBE-NODE-PORT',
-    '-A KUBE-SERVICES -m set --match-set KUBE-CLUSTER-IP dst,dst -j ACCEPT',
+    `-A KUBE-SERVICES -m set --match-set ${set('KUBE-CLUSTER-IP')} dst,dst -j ACCEPT`,
     'COMMIT',
     '',
   ].join('\n')

@@ -1,11 +1,21 @@
 import {nftEndpointChainName, nftServiceChainNames, nftServicePortBase} from '../../src/model/chain-names.js'
 import type {RuleFaults} from './kube-proxy-rules.js'
-import {CLUSTER_CIDR, labEndpoints, type LabNode, type LabPod, type LabService} from './lab-cluster.js'
+import {CLUSTER_CIDR, CLUSTER_CIDR6, familyView, labEndpoints, type LabNode, type LabPod, type LabService} from './lab-cluster.js'
 
 const elements = (items: string[]) => (items.length ? `\t\telements = { ${items.join(',\n\t\t\t')} }\n` : '')
 
-/** The `nft -f` input kube-proxy (nftables mode) would write on `node`, with the same faults as the iptables lab. */
-export function kubeProxyNftRules(node: LabNode, services: LabService[], pods: LabPod[], faults: RuleFaults = {}): string {
+/**
+ * The `nft -f` input kube-proxy (nftables mode) would write on `node`, with the same faults as the iptables lab; with
+ * family 6 its `ip6 kube-proxy` table for the Services' IPv6 ClusterIPs and the Pods' IPv6 addresses (same chain, set
+ * and map names; `ip6` matches, `ipv6_addr` keys, DNAT to "[ip]:port").
+ */
+export function kubeProxyNftRules(node: LabNode, allServices: LabService[], allPods: LabPod[], faults: RuleFaults = {}, family: 4 | 6 = 4): string {
+  const {services, pods} = familyView(family, allServices, allPods)
+  const ipX = family === 6 ? 'ip6' : 'ip'
+  const addrType = family === 6 ? 'ipv6_addr' : 'ipv4_addr'
+  const clusterCidr = family === 6 ? CLUSTER_CIDR6 : CLUSTER_CIDR
+  const nodeIp = family === 6 ? node.ip6! : node.ip
+  const hostPort = (ip: string, port: number) => (family === 6 ? `[${ip}]:${port}` : `${ip}:${port}`)
   const serviceIps: string[] = []
   const nodePorts: string[] = []
   const noEndpoints: string[] = []
@@ -32,43 +42,43 @@ export function kubeProxyNftRules(node: LabNode, services: LabService[], pods: L
           // externalTrafficPolicy: Local keeps the client's address: only this node's endpoints, no masquerade.
           const local = localEps.length > 0 ? `\t\tgoto ${names.local}\n` : ''
           chains.push(
-            `\tchain ${names.external} {\n\t\tip saddr ${CLUSTER_CIDR} goto ${names.service}\n\t\tfib saddr type local jump mark-for-masquerade\n\t\tfib saddr type local goto ${names.service}\n${local}\t}`,
+            `\tchain ${names.external} {\n\t\t${ipX} saddr ${clusterCidr} goto ${names.service}\n\t\tfib saddr type local jump mark-for-masquerade\n\t\tfib saddr type local goto ${names.service}\n${local}\t}`,
           )
           if (localEps.length > 0) chains.push(`\tchain ${names.local} {\n\t\t${dispatch(localEps)}\n\t}`)
         } else chains.push(`\tchain ${names.external} {\n\t\tjump mark-for-masquerade\n\t\tgoto ${names.service}\n\t}`)
       }
       if (etpLocal && localEps.length === 0) noEndpointNodePorts.push(`${proto} . ${sp.nodePort} : drop`)
-      chains.push(`\tchain ${names.service} {\n\t\tip daddr ${svc.clusterIP} ${proto} dport ${sp.port} ip saddr != ${CLUSTER_CIDR} jump mark-for-masquerade\n\t\t${dispatch(eps)}\n\t}`)
+      chains.push(`\tchain ${names.service} {\n\t\t${ipX} daddr ${svc.clusterIP} ${proto} dport ${sp.port} ${ipX} saddr != ${clusterCidr} jump mark-for-masquerade\n\t\t${dispatch(eps)}\n\t}`)
       for (const ep of eps) {
-        const to = faults.wrongPortFor?.ip === ep.ip ? `${ep.ip}:${faults.wrongPortFor.port}` : `${ep.ip}:${ep.port}`
+        const to = hostPort(ep.ip, faults.wrongPortFor?.ip === ep.ip ? faults.wrongPortFor.port : ep.port)
         const dnat = faults.dropDnatFor === ep.ip ? '' : `\t\tmeta l4proto ${proto} dnat to ${to}\n`
-        chains.push(`\tchain ${nftEndpointChainName(base, ep.ip, ep.port)} {\n\t\tip saddr ${ep.ip} jump mark-for-masquerade\n${dnat}\t}`)
+        chains.push(`\tchain ${nftEndpointChainName(base, ep.ip, ep.port)} {\n\t\t${ipX} saddr ${ep.ip} jump mark-for-masquerade\n${dnat}\t}`)
       }
     }
   }
   const clusterIps = [...new Set(services.map((s) => s.clusterIP))]
-  return `table ip kube-proxy {
+  return `table ${ipX} kube-proxy {
 \tcomment "rules for kube-proxy"
 \tset cluster-ips {
-\t\ttype ipv4_addr
+\t\ttype ${addrType}
 \t\tcomment "Active ClusterIPs"
 ${elements(clusterIps)}\t}
 \tset nodeport-ips {
-\t\ttype ipv4_addr
+\t\ttype ${addrType}
 \t\tcomment "IPs that accept NodePort traffic"
-${elements([node.ip])}\t}
+${elements([nodeIp])}\t}
 \tmap no-endpoint-services {
-\t\ttype ipv4_addr . inet_proto . inet_service : verdict
+\t\ttype ${addrType} . inet_proto . inet_service : verdict
 \t\tcomment "vmap to drop or reject packets to services with no endpoints"
 ${elements(noEndpoints)}\t}
 \tmap no-endpoint-nodeports {
 \t\ttype inet_proto . inet_service : verdict
 ${elements(noEndpointNodePorts)}\t}
 \tmap firewall-ips {
-\t\ttype ipv4_addr . inet_proto . inet_service : verdict
+\t\ttype ${addrType} . inet_proto . inet_service : verdict
 \t}
 \tmap service-ips {
-\t\ttype ipv4_addr . inet_proto . inet_service : verdict
+\t\ttype ${addrType} . inet_proto . inet_service : verdict
 \t\tcomment "ClusterIP, ExternalIP and LoadBalancer IP traffic"
 ${elements(serviceIps)}\t}
 \tmap service-nodeports {
@@ -110,24 +120,24 @@ ${faults.unhookPrerouting ? '' : '\t\tjump services\n'}\t}
 \t\tjump masquerading
 \t}
 \tchain nodeport-endpoints-check {
-\t\tip daddr @nodeport-ips meta l4proto . th dport vmap @no-endpoint-nodeports
+\t\t${ipX} daddr @nodeport-ips meta l4proto . th dport vmap @no-endpoint-nodeports
 \t}
 \tchain service-endpoints-check {
-\t\tip daddr . meta l4proto . th dport vmap @no-endpoint-services
+\t\t${ipX} daddr . meta l4proto . th dport vmap @no-endpoint-services
 \t}
 \tchain firewall-check {
-\t\tip daddr . meta l4proto . th dport vmap @firewall-ips
+\t\t${ipX} daddr . meta l4proto . th dport vmap @firewall-ips
 \t}
 \tchain services {
-\t\tip daddr . meta l4proto . th dport vmap @service-ips
-\t\tip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports
+\t\t${ipX} daddr . meta l4proto . th dport vmap @service-ips
+\t\t${ipX} daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports
 \t}
 \tchain masquerading {
 \t\tmeta mark & 0x00004000 == 0x00000000 return
 \t\tmeta mark set meta mark ^ 0x00004000
 ${faults.omitMasquerade ? '' : '\t\tmasquerade fully-random\n'}\t}
 \tchain cluster-ips-check {
-\t\tip daddr @cluster-ips reject comment "Reject traffic to invalid ports of ClusterIPs"
+\t\t${ipX} daddr @cluster-ips reject comment "Reject traffic to invalid ports of ClusterIPs"
 \t}
 \tchain mark-for-masquerade {
 \t\tmeta mark set meta mark | 0x00004000

@@ -336,12 +336,20 @@ export class NetnsLab {
     this.faults6.set(nodeName, faults6)
     const node = NODES.find((n) => n.name === nodeName)!
     const ns = this.nodeNs(node)
-    if (this.modes.get(nodeName) === 'nftables') {
-      if (!this.keepLeftovers) inNs(ns, 'iptables-restore', [], '*nat\nCOMMIT\n*filter\nCOMMIT\n')
+    const deleteNftTables = () => {
       tryRun('ip', ['netns', 'exec', ns, 'nft', 'delete', 'table', 'ip', 'kube-proxy'])
+      if (this.dualStack) tryRun('ip', ['netns', 'exec', ns, 'nft', 'delete', 'table', 'ip6', 'kube-proxy'])
+    }
+    if (this.modes.get(nodeName) === 'nftables') {
+      if (!this.keepLeftovers) {
+        inNs(ns, 'iptables-restore', [], '*nat\nCOMMIT\n*filter\nCOMMIT\n')
+        if (this.dualStack) inNs(ns, 'ip6tables-restore', [], '*nat\nCOMMIT\n*filter\nCOMMIT\n')
+      }
+      deleteNftTables()
       inNs(ns, 'nft', ['-f', '-'], kubeProxyNftRules(node, this.services, this.pods, faults))
+      if (this.dualStack) inNs(ns, 'nft', ['-f', '-'], kubeProxyNftRules(this.node(node), this.services, this.pods, faults6, 6))
     } else {
-      if (!this.keepLeftovers) tryRun('ip', ['netns', 'exec', ns, 'nft', 'delete', 'table', 'ip', 'kube-proxy'])
+      if (!this.keepLeftovers) deleteNftTables()
       inNs(ns, 'iptables-restore', [], kubeProxyRules(node, this.services, this.pods, faults))
       if (this.dualStack) inNs(ns, 'ip6tables-restore', [], kubeProxyRules(node, this.services, this.pods, faults6, 6))
     }

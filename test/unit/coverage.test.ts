@@ -117,14 +117,15 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
     assert.equal(exitCode(r, {severity: 'error', skipped: true}), 1)
   })
 
-  test('a dual-stack Service on IPVS nodes: the IPv6 family is not judged yet, and says so', () => {
+  test('a dual-stack Service on IPVS nodes: both families judged (IPv6 from ipvsadm and ip6tables-save); without ip6tables-save the IPv6 family is a required entry', () => {
     const r = report({dualStack: true, ipvs: {'node-a': {}, 'node-b': {}}})
-    assert.deepEqual(rows(r).filter(([, check]) => check !== 'routes'), [
-      ['node-a', 'proxy-rules', true, "IPv6 rules not judged: the node runs IPVS mode (kube-proxy's /proxyMode on the node), whose IPv6 virtual servers are not judged yet"],
-      ['node-b', 'proxy-rules', true, "IPv6 rules not judged: the node runs IPVS mode (kube-proxy's /proxyMode on the node), whose IPv6 virtual servers are not judged yet"],
+    assert.deepEqual(rows(r).filter(([, check]) => check !== 'routes'), [PROBES_OFF_ROW])
+    const unread = report({dualStack: true, ipvs: {'node-a': {}, 'node-b': {}}, editObservation: {'node-b': (o) => ({...o, ip6tables: undefined})}})
+    assert.deepEqual(rows(unread).filter(([, check]) => check !== 'routes'), [
+      ['node-b', 'proxy-rules', true, "IPv6 rules not read (ipvsadm -Ln and ip6tables-save, for IPVS mode: kube-proxy's /proxyMode on the node)"],
       PROBES_OFF_ROW,
     ])
-    assert.match(r.summary, /^\? shop\/web: /)
+    assert.match(unread.summary, /^\? shop\/web: /)
   })
 
   test('--via none: every node API-only, listed but not required; RBAC or no way in: required', () => {

@@ -4,7 +4,7 @@ import {diagnose} from '../../src/diagnosis/diagnose.js'
 import {parseDeviceAddresses, parseIpvsadm} from '../../src/parse/ipvsadm.js'
 import {offlineCluster, type OfflineOptions} from '../helpers/offline-cluster.js'
 import {kubeProxyIpvsTexts} from '../lab/kube-proxy-ipvs.js'
-import {NODES, SERVICES, labPods} from '../lab/lab-cluster.js'
+import {NODES, SERVICES, dualStackNode, dualStackPods, dualStackService, labPods} from '../lab/lab-cluster.js'
 
 const run = (opts: OfflineOptions) => {
   const {cluster, observations} = offlineCluster(opts)
@@ -82,6 +82,93 @@ describe('IPVS mode (recorded ipvsadm, ipset, ip addr, sysctl output)', () => {
       }
       for (const f of d.findings.filter((x) => x.node === 'node-b' && x.severity === 'error'))
         assert.ok(f.evidence.length > 0 || /ipvsadm|ipset|kube-ipvs0|sysctl/.test(f.command ?? ''), `${f.code} shows its evidence or where to look`)
+    })
+  }
+})
+
+describe("IPVS mode, IPv6: a dual-stack Service's IPv6 virtual servers, KUBE-6-* ipsets and ip6tables glue (recorded output)", () => {
+  const both = {'node-a': {}, 'node-b': {}}
+  const v6Path = (p: {packet: {dst: string}}) => p.packet.dst.includes(':')
+  const CLUSTER_IP6 = 'fd00:10:96::10:10'
+  const findings = (d: ReturnType<typeof run>) => d.findings.map((f) => [f.node, f.code, f.message])
+  const MISMATCH = ['node-a', 'node-b'].map((n) => [n, 'KPD-MODE-MISMATCH', `${n} runs ipvs mode (kube-proxy's /proxyMode on the node) but test says mode iptables`])
+
+  test('ipvsadm -Ln prints IPv6 virtual and real servers bracketed; -Sn gives the same; kube-ipvs0 holds the inet6 VIPs', () => {
+    const t = kubeProxyIpvsTexts(dualStackNode(NODES[1]), [dualStackService(SERVICES[0]), SERVICES[1]], dualStackPods(labPods()), {}, 6)
+    assert.match(t.ipvsadmList, /^TCP {2}\[fd00:10:96::10:10\]:80 rr\n {2}-> \[fd00:10:244:1::10\]:8080 {4}Masq {4}1 {6}0 {10}0$/m)
+    const web = parseIpvsadm(t.ipvsadmList).find((v) => v.address === CLUSTER_IP6)!
+    assert.deepEqual(
+      web.reals.map((r) => `${r.address} ${r.port} ${r.forward} ${r.weight}`),
+      ['fd00:10:244:1::10 8080 Masq 1', 'fd00:10:244:2::10 8080 Masq 1', 'fd00:10:244:2::11 8080 Masq 1'],
+    )
+    const strip = (x: ReturnType<typeof parseIpvsadm>) => x.map((v) => ({...v, line: 0, text: '', reals: v.reals.map((r) => ({...r, line: 0, text: ''}))}))
+    assert.deepEqual(strip(parseIpvsadm(t.ipvsadmList)), strip(parseIpvsadm(t.ipvsadmSave)))
+    assert.deepEqual(parseDeviceAddresses(t.kubeIpvs0), [CLUSTER_IP6])
+    assert.match(t.ipsetSave, /^create KUBE-6-CLUSTER-IP hash:ip,port family inet6 /m)
+  })
+
+  test('healthy dual-stack IPVS nodes: both families judged, every IPv6 path ✓ through an IPv6 virtual server, no proxy-rules entry in notChecked', () => {
+    const d = run({dualStack: true, ipvs: both})
+    assert.deepEqual(findings(d), MISMATCH)
+    const v6 = d.paths.filter((p) => v6Path(p))
+    assert.deepEqual(
+      v6.map((p) => [p.node, p.entry, p.ok]),
+      ['node-a', 'node-b'].flatMap((n) => ['pod→ClusterIP', 'node→ClusterIP', 'outside→NodePort', 'pod→itself'].map((e) => [n, e, true])),
+    )
+    const cluster = v6.find((p) => p.node === 'node-b' && p.entry === 'pod→ClusterIP')!
+    assert.deepEqual(cluster.trace.destinations, ['[fd00:10:244:1::10]:8080', '[fd00:10:244:2::10]:8080', '[fd00:10:244:2::11]:8080'])
+    assert.ok(cluster.trace.outcomes.every((o) => o.steps.some((s) => s.table === 'ipvs' && s.chain === `VS TCP [${CLUSTER_IP6}]:80`)))
+    const self = v6.find((p) => p.node === 'node-b' && p.entry === 'pod→itself')!
+    assert.equal(self.trace.outcomes.find((o) => o.destination === '[fd00:10:244:2::10]:8080')?.masquerade, true, 'KUBE-6-LOOP-BACK masquerades hairpin')
+    assert.deepEqual(
+      d.notChecked.filter((n) => n.check === 'proxy-rules'),
+      [],
+    )
+  })
+
+  const CASES: Array<{name: string; ipvs6: OfflineOptions['ipvs6']; expect: string[][]}> = [
+    {
+      name: "node-b's IPv6 virtual server lacks web-a1's real server",
+      ipvs6: {'node-b': {omitRealServer: 'fd00:10:244:1::10'}},
+      expect: [
+        ['node-b', 'KPD-SEP-MISSING', 'node-b (IPv6): endpoint [fd00:10:244:1::10]:8080 (pod web-a1 on node-a) of shop/web:http is missing from VS TCP [fd00:10:96::10:10]:80'],
+        ['node-b', 'KPD-SEP-MISSING', 'node-b (IPv6): endpoint [fd00:10:244:1::10]:8080 (pod web-a1 on node-a) of shop/web:http is missing from VS TCP [fd00:10:200::12]:30080'],
+        [
+          'node-b',
+          'KPD-NODE-DIVERGES',
+          'IPv6: node-b sends shop/web:http to [[fd00:10:244:2::10]:8080, [fd00:10:244:2::11]:8080] while 1 other node(s) (node-a) send it to [[fd00:10:244:1::10]:8080, [fd00:10:244:2::10]:8080, [fd00:10:244:2::11]:8080]',
+        ],
+      ],
+    },
+    {
+      name: "node-b's IPv6 real server of web-b1 on the wrong port",
+      ipvs6: {'node-b': {wrongPortFor: {ip: 'fd00:10:244:2::10', port: 9999}}},
+      // The same findings as the IPv4 case of this fault gives, each labelled (IPv6).
+      expect: [
+        ['node-b', 'KPD-SEP-MISSING', 'node-b (IPv6): endpoint [fd00:10:244:2::10]:8080 (pod web-b1 on node-b) of shop/web:http is missing from VS TCP [fd00:10:96::10:10]:80'],
+        ['node-b', 'KPD-SEP-MISSING', 'node-b (IPv6): endpoint [fd00:10:244:2::10]:8080 (pod web-b1 on node-b) of shop/web:http is missing from VS TCP [fd00:10:200::12]:30080'],
+        ['node-b', 'KPD-DNAT-WRONG', 'node-b (IPv6): RS [fd00:10:244:2::10]:9999 DNATs to [fd00:10:244:2::10]:9999, but the endpoint (pod web-b1) is [fd00:10:244:2::10]:8080 (targetPort http)'],
+        ['node-b', 'KPD-DNAT-WRONG', 'node-b (IPv6): RS [fd00:10:244:2::10]:9999 DNATs to [fd00:10:244:2::10]:9999, but the endpoint (pod web-b1) is [fd00:10:244:2::10]:8080 (targetPort http)'],
+        ['node-b', 'KPD-MASQ-MISSING', 'node-b (IPv6): RS [fd00:10:244:2::10]:9999 does not mark traffic from fd00:10:244:2::10 for masquerade: the pod [fd00:10:244:2::10]:9999 cannot reach itself through the Service'],
+        [
+          'node-b',
+          'KPD-NODE-DIVERGES',
+          'IPv6: node-b sends shop/web:http to [[fd00:10:244:1::10]:8080, [fd00:10:244:2::10]:9999, [fd00:10:244:2::11]:8080] while 1 other node(s) (node-a) send it to [[fd00:10:244:1::10]:8080, [fd00:10:244:2::10]:8080, [fd00:10:244:2::11]:8080]',
+        ],
+      ],
+    },
+    {
+      name: 'KUBE-6-CLUSTER-IP lacks the IPv6 ClusterIP',
+      ipvs6: {'node-b': {omitIpsetMember: {set: 'KUBE-CLUSTER-IP', member: `${CLUSTER_IP6},tcp:80`}}},
+      expect: [['node-b', 'KPD-IPVS-IPSET-MISSING', `node-b (IPv6): ipset KUBE-6-CLUSTER-IP lacks ${CLUSTER_IP6},tcp:80 (shop/web:http): ClusterIP traffic is not marked and accepted for IPVS`]],
+    },
+  ]
+  for (const c of CASES) {
+    test(`${c.name}: exactly that finding, for the IPv6 family only; every IPv4 path still ✓`, () => {
+      const d = run({dualStack: true, ipvs: both, ipvs6: c.ipvs6})
+      assert.deepEqual(findings(d).filter((f) => f[1] !== 'KPD-MODE-MISMATCH'), c.expect)
+      assert.ok(d.paths.filter((p) => !v6Path(p)).every((p) => p.ok))
+      assert.ok(d.paths.some((p) => v6Path(p) && p.node === 'node-b' && p.ok === false) || c.expect[0][1] === 'KPD-IPVS-IPSET-MISSING')
     })
   }
 })

@@ -2,6 +2,8 @@ import {vsKey} from '../../parse/ipvsadm.js'
 import type {Check, FindingDraft, NodeView} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {nodeCommand} from '../../model/reach.js'
+import {ipvsSetName} from '../../model/chain-names.js'
+import {familyOf} from '../../net/address.js'
 
 function ipvsNodes(views: NodeView[]) {
   return views.filter((n) => n.mode.mode === 'ipvs' && n.obs.ipvs)
@@ -52,13 +54,15 @@ export const ipvsIpsetMissing: Check = {
     for (const n of ipvsNodes(ctx.nodes)) {
       const sets = n.obs.ipvs!.ipsets
       const svc = n.expected
+      const family = familyOf(svc.clusterIP!) ?? 4
       for (const p of svc.ports) {
         if (!p.hasEndpoints) continue
         const want: Array<[string, string, string]> = [['KUBE-CLUSTER-IP', `${svc.clusterIP},${p.protocol}:${p.port}`, 'ClusterIP traffic is not marked and accepted for IPVS']]
         for (const ip of svc.externalIPs) want.push(['KUBE-EXTERNAL-IP', `${ip},${p.protocol}:${p.port}`, 'externalIP traffic is not handled'])
         for (const ip of svc.loadBalancerIPs) want.push(['KUBE-LOAD-BALANCER', `${ip},${p.protocol}:${p.port}`, 'LoadBalancer traffic is not handled'])
         if (p.nodePort && (p.protocol === 'tcp' || p.protocol === 'udp')) want.push([`KUBE-NODE-PORT-${p.protocol.toUpperCase()}`, String(p.nodePort), 'NodePort traffic is not marked for masquerade'])
-        for (const [set, member, effect] of want) {
+        for (const [name, member, effect] of want) {
+          const set = ipvsSetName(name, family)
           if (!sets.sets.has(set)) out.push({node: n.name, message: `${n.name}: ipset ${set} does not exist: ${effect}`, command: nodeCommand(ctx.reach, n.name, {argv: ['ipset', 'list', '-n'], sudo: true})})
           else if (!sets.has(set, member))
             out.push({node: n.name, message: `${n.name}: ipset ${set} lacks ${member} (${p.svcPortName}): ${effect}`, command: nodeCommand(ctx.reach, n.name, {argv: ['ipset', 'list', set], sudo: true, filter: ['grep', '--', member.split(',')[0]]}, [set, member.split(',')[0]])})

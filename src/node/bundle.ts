@@ -11,7 +11,7 @@ import type {DnsAnswer} from './dns-probe.js'
 import type {KubeProxyStatus} from '../parse/kube-proxy-status.js'
 import {IpsetState} from '../parse/ipset-save.js'
 import {parseDeviceAddresses, parseIpvsadm, parseSysctl, type VirtualServer} from '../parse/ipvsadm.js'
-import type {NodeCommand} from './node-commands.js'
+import {BACKEND_SAVES, type NodeCommand} from './node-commands.js'
 import {interpretPathReads, type PathObservation, type RawPathReads} from './path-reads.js'
 
 /** The files one node's folder of a bundle holds. */
@@ -21,6 +21,8 @@ export const NODE_FILES = {
   nftRuleset: 'nft-ruleset.txt',
   iptablesLegacySave: 'iptables-legacy-save.txt',
   iptablesNftSave: 'iptables-nft-save.txt',
+  ip6tablesLegacySave: 'ip6tables-legacy-save.txt',
+  ip6tablesNftSave: 'ip6tables-nft-save.txt',
   ipvsadm: 'ipvsadm.txt',
   ipset: 'ipset.txt',
   kubeIpvs0: 'kube-ipvs0.txt',
@@ -45,6 +47,8 @@ export const RECORDED_AS: Partial<Record<NodeCommand, NodeFile>> = {
   nftRuleset: NODE_FILES.nftRuleset,
   iptablesLegacySave: NODE_FILES.iptablesLegacySave,
   iptablesNftSave: NODE_FILES.iptablesNftSave,
+  ip6tablesLegacySave: NODE_FILES.ip6tablesLegacySave,
+  ip6tablesNftSave: NODE_FILES.ip6tablesNftSave,
   ipvsadm: NODE_FILES.ipvsadm,
   ipsetSave: NODE_FILES.ipset,
   kubeIpvs0: NODE_FILES.kubeIpvs0,
@@ -72,8 +76,8 @@ export interface NodeObservation {
   /** ip6tables-save: the IPv6 rules of a Service's IPv6 family (iptables and IPVS modes); undefined when not read. */
   ip6tables?: IptablesSave
   nft?: NftRuleset
-  /** The two iptables backends read one by one, where the node has both tools: leftovers hide in the unused one. */
-  backends?: Array<{backend: 'legacy' | 'nft'; dump: IptablesSave}>
+  /** Each family's two iptables backends read one by one, where the node has both tools: leftovers hide in the unused one. */
+  backends?: Array<{family: 4 | 6; backend: 'legacy' | 'nft'; dump: IptablesSave}>
   /** IPVS mode: virtual servers, ipsets, addresses on kube-ipvs0, the sysctls it needs. */
   ipvs?: IpvsState
   network?: BridgeState
@@ -155,13 +159,10 @@ export function parseNodeRecording(name: string, rec: NodeRecording, onDisk: Map
   } catch (e) {
     return {name, reachable: false, error: `${NODE_FILES.nftRuleset} unreadable: ${(e as Error).message}`}
   }
-  for (const [backend, f] of [
-    ['legacy', NODE_FILES.iptablesLegacySave],
-    ['nft', NODE_FILES.iptablesNftSave],
-  ] as const) {
+  for (const {family, backend, command} of BACKEND_SAVES) {
     try {
-      const source = dump(f)
-      if (source && source.size > 0) (obs.backends ??= []).push({backend, dump: IptablesSave.parse(source)})
+      const source = dump(RECORDED_AS[command]!)
+      if (source && source.size > 0) (obs.backends ??= []).push({family, backend, dump: IptablesSave.parse(source)})
     } catch {
       // An unreadable extra backend dump only loses the leftover check.
     }
@@ -196,7 +197,7 @@ export function parseNodeRecording(name: string, rec: NodeRecording, onDisk: Map
 }
 
 /** The iptables dumps of a snapshot: left on disk when large and read chain by chain as the diagnosis asks. */
-const DUMPS_ON_DISK: ReadonlySet<NodeFile> = new Set([NODE_FILES.iptablesSave, NODE_FILES.ip6tablesSave, NODE_FILES.iptablesLegacySave, NODE_FILES.iptablesNftSave])
+const DUMPS_ON_DISK: ReadonlySet<NodeFile> = new Set([NODE_FILES.iptablesSave, NODE_FILES.ip6tablesSave, ...BACKEND_SAVES.map((b) => RECORDED_AS[b.command]!)])
 const ON_DISK_OVER_BYTES = 8 << 20
 
 /** Loads a node's folder of a bundle into memory (only the files a bundle holds). */

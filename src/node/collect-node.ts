@@ -3,7 +3,7 @@ import {parseLookupOutput, queryOverStream, type DnsAnswer} from './dns-probe.js
 import {httpGetOnNode} from './http-on-node.js'
 import {parseHealthz, parseMetrics, type KubeProxyStatus} from '../parse/kube-proxy-status.js'
 import {tcpOpener, type NodeAccess, type RunResult} from './node-access.js'
-import {isInterfaceName, type ConntrackProtocol, type NodeCommand} from './node-commands.js'
+import {BACKEND_SAVES, isInterfaceName, type ConntrackProtocol, type NodeCommand} from './node-commands.js'
 import {parseIp} from '../net/address.js'
 import {parseRouteGet} from '../parse/ip-route.js'
 import type {RawCommandOutput, RawPathReads} from './path-reads.js'
@@ -93,7 +93,7 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
     const text = await access.run('nftRuleset')
     if (ranOk(text)) record('nftRuleset', text.stdout)
   }
-  for (const cmd of ['iptablesLegacySave', 'iptablesNftSave'] as const) {
+  for (const {command: cmd} of BACKEND_SAVES) {
     const r = await access.run(cmd)
     if (ranOk(r) && r.stdout.length > 0) record(cmd, r.stdout)
   }

@@ -15,6 +15,8 @@ export const NODE_COMMANDS = {
   nftRuleset: 'nft list ruleset',
   iptablesLegacySave: 'iptables-legacy-save',
   iptablesNftSave: 'iptables-nft-save',
+  ip6tablesLegacySave: 'ip6tables-legacy-save',
+  ip6tablesNftSave: 'ip6tables-nft-save',
   ipvsadm: 'ipvsadm -Sn',
   ipsetSave: 'ipset save',
   kubeIpvs0: 'ip -o addr show dev kube-ipvs0',
@@ -40,8 +42,19 @@ export const NODE_COMMANDS = {
 
 export type NodeCommand = keyof typeof NODE_COMMANDS
 
+/**
+ * Each iptables backend's own save command, per family: where a node has both backends, kube-proxy rules left in the
+ * one that iptables-save (ip6tables-save) does not show still rewrite packets.
+ */
+export const BACKEND_SAVES = [
+  {family: 4, backend: 'legacy', command: 'iptablesLegacySave'},
+  {family: 4, backend: 'nft', command: 'iptablesNftSave'},
+  {family: 6, backend: 'legacy', command: 'ip6tablesLegacySave'},
+  {family: 6, backend: 'nft', command: 'ip6tablesNftSave'},
+] as const satisfies ReadonlyArray<{family: 4 | 6; backend: 'legacy' | 'nft'; command: NodeCommand}>
+
 /** The dumps, large and text: compressed on the wire where the node has gzip (see compressedCommandLine). */
-const COMPRESSIBLE: ReadonlySet<NodeCommandKey> = new Set<NodeCommandKey>(['iptablesSave', 'ip6tablesSave', 'nftRulesetJson', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave', 'ipvsadm', 'ipsetSave'])
+const COMPRESSIBLE: ReadonlySet<NodeCommandKey> = new Set<NodeCommandKey>(['iptablesSave', 'ip6tablesSave', 'nftRulesetJson', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave', 'ip6tablesLegacySave', 'ip6tablesNftSave', 'ipvsadm', 'ipsetSave'])
 
 export function isCompressible(key: NodeCommandKey): boolean {
   return COMPRESSIBLE.has(key)
@@ -66,7 +79,7 @@ export function splitCompressedOutput(plain: Buffer): {code: number | null; stdo
   return {code: Number(m[1]), stdout: plain.subarray(0, at)}
 }
 
-const NEEDS_ROOT: ReadonlySet<NodeCommand> = new Set(['iptablesSave', 'ip6tablesSave', 'nftRulesetJson', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave', 'ipvsadm', 'ipsetSave', 'cniResults'])
+const NEEDS_ROOT: ReadonlySet<NodeCommand> = new Set(['iptablesSave', 'ip6tablesSave', 'nftRulesetJson', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave', 'ip6tablesLegacySave', 'ip6tablesNftSave', 'ipvsadm', 'ipsetSave', 'cniResults'])
 
 declare const allowListed: unique symbol
 /** A command line built here from an allow-list key: the only thing a transport's exec accepts. */
@@ -181,6 +194,8 @@ export const COMMAND_ARGV: Partial<Record<NodeCommand, readonly string[]>> = {
   nftRuleset: ['nft', 'list', 'ruleset'],
   iptablesLegacySave: ['iptables-legacy-save'],
   iptablesNftSave: ['iptables-nft-save'],
+  ip6tablesLegacySave: ['ip6tables-legacy-save'],
+  ip6tablesNftSave: ['ip6tables-nft-save'],
   ipsetSave: ['ipset', 'save'],
   kubeIpvs0: ['ip', '-o', 'addr', 'show', 'dev', 'kube-ipvs0'],
   routeTable: ['ip', 'route', 'show'],

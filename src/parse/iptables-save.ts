@@ -315,8 +315,8 @@ class IndexScan {
     } else if (c === 0x23 /* # */) {
       if (this.backend === 'unknown') {
         const text = buf.toString('latin1', start, Math.min(e, start + 120))
-        if (/iptables-nft-save|nf_tables/.test(text)) this.backend = 'nft'
-        else if (/iptables-(legacy-)?save/.test(text)) this.backend = 'legacy'
+        if (/ip6?tables-nft-save|nf_tables/.test(text)) this.backend = 'nft'
+        else if (/ip6?tables-(legacy-)?save/.test(text)) this.backend = 'legacy'
       }
     } else if (c === 0x43 /* C */ && buf.toString('latin1', start, e).trim() === 'COMMIT') {
       this.table = undefined

@@ -37,6 +37,8 @@ describe('node reads against the netns lab: what is sent to the node, and what c
       ...(nftJson.code === 0 && nftJson.stdout.trimStart().startsWith('{') ? [] : [gz('nftRuleset')]),
       gz('iptablesLegacySave'),
       gz('iptablesNftSave'),
+      gz('ip6tablesLegacySave'),
+      gz('ip6tablesNftSave'),
       gz('ipvsadm'),
       ...(ipvs.code === 0 ? [gz('ipsetSave'), line('kubeIpvs0', true), line('sysctls', true)] : []),
       line('network', true),

@@ -25,7 +25,7 @@ export interface IpvsTexts {
 }
 
 /** The header `ipvsadm -Ln` prints once, above every family's virtual servers. */
-export const IPVSADM_LIST_HEADER = ['IP Virtual Server version 1.2.1 (size=4096)', 'Prot LocalAddress:Port Scheduler Flags', '  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn']
+const IPVSADM_LIST_HEADER = ['IP Virtual Server version 1.2.1 (size=4096)', 'Prot LocalAddress:Port Scheduler Flags', '  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn']
 
 /**
  * What an IPVS-mode kube-proxy leaves on `node`, as the tools print it (ipvsadm -Sn and -Ln, ipset save, ip -o addr,

@@ -98,7 +98,7 @@ test('collectNode reads a node through any NodeAccess, in memory: parsed dumps, 
     observation.network?.ports.map((p) => [p.port, p.hairpin]),
     [['vweb-1', true]],
   )
-  assert.deepEqual(node.ran, ['iptablesSave', 'ip6tablesSave', 'nftRulesetJson', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave', 'ipvsadm', 'network', 'cniResults', 'dnsLookup'])
+  assert.deepEqual(node.ran, ['iptablesSave', 'ip6tablesSave', 'nftRulesetJson', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave', 'ip6tablesLegacySave', 'ip6tablesNftSave', 'ipvsadm', 'network', 'cniResults', 'dnsLookup'])
   assert.equal(node.closed, true)
   assert.deepEqual([...recording.keys()].sort(), ['cni-results.txt', 'dns.json', 'iptables-save.txt', 'kube-proxy.json', 'network.txt'])
   assert.equal(recording.get('iptables-save.txt')?.toString(), IPTABLES_SAVE)

@@ -79,6 +79,8 @@ test('node commands: read-only allow-list; sudo -n only where root is needed; DN
   assert.deepEqual(Object.keys(NODE_COMMANDS).sort(), [
     'cniResults',
     'hasGzip',
+    'ip6tablesLegacySave',
+    'ip6tablesNftSave',
     'ip6tablesSave',
     'ipsetSave',
     'iptablesLegacySave',

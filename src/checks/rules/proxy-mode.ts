@@ -1,6 +1,7 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {nodeCommand} from '../../model/reach.js'
+import {familyOf} from '../../net/address.js'
 
 const USERSPACE_CHAINS = ['KUBE-PORTALS-CONTAINER', 'KUBE-PORTALS-HOST', 'KUBE-NODEPORT-CONTAINER', 'KUBE-NODEPORT-HOST']
 
@@ -38,13 +39,16 @@ export const modeLeftover: Check = {
       for (const l of n.mode.leftovers) out.push({node: n.name, message: `${n.name} runs ${n.mode.mode} mode but still has ${l}`})
       const userspace = USERSPACE_CHAINS.filter((c) => n.obs.iptables?.hasChain('nat', c))
       if (userspace.length > 0) out.push({node: n.name, message: `${n.name} still has userspace-mode chains ${userspace.join(', ')} (that mode was removed in 1.26)`})
-      const main = n.obs.iptables?.backend
-      for (const b of n.obs.backends ?? []) {
+      // The family judged here: its own save command shows one backend; kube-proxy rules in the other still apply.
+      const family = familyOf(n.expected.clusterIP ?? '') ?? 4
+      const tool = family === 6 ? 'ip6tables' : 'iptables'
+      const main = (family === 6 ? n.obs.ip6tables : n.obs.iptables)?.backend
+      for (const b of (n.obs.backends ?? []).filter((x) => x.family === family)) {
         if (b.backend === main || !b.dump.hasChain('nat', 'KUBE-SERVICES')) continue
         out.push({
           node: n.name,
-          message: `${n.name}: iptables-${b.backend} also holds kube-proxy rules (nat KUBE-SERVICES, ${b.dump.ruleCount('nat', 'KUBE-SERVICES')} rules) while iptables-save shows the ${main} backend: both rewrite packets`,
-          command: nodeCommand(ctx.reach, n.name, {argv: [`iptables-${b.backend}-save`, '-t', 'nat'], sudo: true, filter: ['grep', '-c', 'KUBE-SEP']}),
+          message: `${n.name}: ${tool}-${b.backend} also holds kube-proxy rules (nat KUBE-SERVICES, ${b.dump.ruleCount('nat', 'KUBE-SERVICES')} rules) while ${tool}-save shows the ${main} backend: both rewrite packets`,
+          command: nodeCommand(ctx.reach, n.name, {argv: [`${tool}-${b.backend}-save`, '-t', 'nat'], sudo: true, filter: ['grep', '-c', 'KUBE-SEP']}),
           text: "Then flush the unused backend's KUBE-* chains.",
         })
       }

@@ -59,7 +59,7 @@ interface FamilyRun {
 function notJudgedReason(family: IpFamily, mode: ProxyMode, source: string): string {
   if (mode === 'nftables') return `${family} rules not read (nft list ruleset)`
   const save = family === 'IPv6' ? 'ip6tables-save' : 'iptables-save'
-  return `${family} rules not read (${mode === 'ipvs' ? `ipvsadm -Ln and ${save}, for IPVS mode: ${source}` : save})`
+  return `${family} rules not read (${mode === 'ipvs' ? `ipvsadm -Sn and ${save}, for IPVS mode: ${source}` : save})`
 }
 
 /**

@@ -218,4 +218,25 @@ describe("a dual-stack Service on nodes in nftables mode: kube-proxy's `ip6 kube
       lab.applyRules('node-b', {}, {})
     }
   })
+
+  test("node-b's ip6 kube-proxy service-ips map lacks the IPv6 ClusterIP: every IPv6 connection from node-b fails, IPv4 works; svc names node-b (IPv6) and the missing element", async () => {
+    lab.applyRules('node-b', {}, {omitClusterIp: true})
+    try {
+      assert.equal(failures(lab.sample(lab.nodeNs('node-b'), CLUSTER_IP, 80, 6)), 0, 'IPv4 from node-b still works')
+      const v6 = lab.sample(lab.nodeNs('node-b'), CLUSTER_IP6, 80, 6)
+      assert.equal(failures(v6), 6, `no IPv6 connection from node-b gets through: ${v6}`)
+      assert.equal(failures(lab.sample(lab.nodeNs('node-a'), CLUSTER_IP6, 80, 6)), 0, 'IPv6 from node-a still works')
+
+      const r = await doctor()
+      assert.equal(r.code, 1, r.stdout + r.stderr)
+      assert.deepEqual(findings(r), [...MISMATCH, ['node-b', 'KPD-SVC-RULE-MISSING', 'error', 'node-b (IPv6): no nftables chain services entry for shop/web:http cluster IP [fd00:10:96::10:10]:80/tcp']])
+      assert.match((r.json.findings[2] as {command: string}).command, /nft list table ip6 kube-proxy \| grep -- fd00:10:96::10:10/)
+      assert.ok(
+        paths(r, 'IPv4').every((p) => p.ok === true),
+        'every IPv4 path still works',
+      )
+    } finally {
+      lab.applyRules('node-b', {}, {})
+    }
+  })
 })

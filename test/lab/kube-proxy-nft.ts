@@ -35,7 +35,7 @@ export function kubeProxyNftRules(node: LabNode, allServices: LabService[], allP
         if (sp.nodePort) noEndpointNodePorts.push(`${proto} . ${sp.nodePort} : goto reject-chain`)
         continue
       }
-      serviceIps.push(`${svc.clusterIP} . ${proto} . ${sp.port} : goto ${names.service}`)
+      if (!(faults.omitClusterIp && svc === services[0])) serviceIps.push(`${svc.clusterIP} . ${proto} . ${sp.port} : goto ${names.service}`)
       if (sp.nodePort && !faults.omitNodePorts) {
         nodePorts.push(`${proto} . ${sp.nodePort} : goto ${names.external}`)
         if (etpLocal) {

@@ -16,6 +16,8 @@ export interface RuleFaults {
   omitAffinity?: boolean
   /** DNAT this endpoint IP to this port instead of its target port. */
   wrongPortFor?: {ip: string; port: number}
+  /** Leave the first Service's ClusterIP out of KUBE-SERVICES (nftables: of the service-ips map), as a missed update would. */
+  omitClusterIp?: boolean
 }
 
 const q = (s: string) => `"${s}"`
@@ -54,7 +56,7 @@ export function kubeProxyRules(node: LabNode, allServices: LabService[], allPods
           )
         continue
       }
-      nat.push(`-A KUBE-SERVICES ${match} -j ${chains.svc}`)
+      if (!(faults.omitClusterIp && svc === services[0])) nat.push(`-A KUBE-SERVICES ${match} -j ${chains.svc}`)
       natChains.add(chains.svc)
       nat.push(`-A ${chains.svc} ! -s ${clusterCidr} ${match} -j KUBE-MARK-MASQ`)
       if (sp.nodePort && !faults.omitNodePorts) {

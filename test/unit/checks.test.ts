@@ -6,7 +6,7 @@ import {diagnose} from '../../src/diagnosis/diagnose.js'
 import {rulesFromCodes} from '../../src/diagnosis/ignore-rules.js'
 import type {NodeObservation} from '../../src/node/bundle.js'
 import {DNS, NODES, WEB, dualStackNode, dualStackPods, dualStackService, labPods} from '../lab/lab-cluster.js'
-import {kubeProxyRules} from '../lab/kube-proxy-rules.js'
+import {kubeProxyRules, type RuleFaults} from '../lab/kube-proxy-rules.js'
 import {kubeProxyNftRules} from '../lab/kube-proxy-nft.js'
 import {parseNftDump} from '../../src/parse/nft-dump.js'
 import {BufferSource} from '../../src/parse/dump-source.js'
@@ -78,6 +78,18 @@ const nftablesLab = (extraOnB = ''): OfflineOptions => {
     nft: parseNftDump(kubeProxyNftRules(NODES[index], [WEB, DNS], labPods()) + extra),
   })
   return {editCluster: (c) => void (c.proxyConfig.mode = 'nftables'), editObservation: {'node-a': nftNode(0, ''), 'node-b': nftNode(1, extraOnB)}}
+}
+/** Both nodes in nftables mode with the web Service dual-stack: kube-proxy's `ip` and `ip6 kube-proxy` tables, node-b's IPv6 one with `faults6`. */
+const nftablesDualStack = (faults6: RuleFaults = {}): OfflineOptions => {
+  const services = [dualStackService(WEB), DNS]
+  const pods = dualStackPods(labPods())
+  const nftNode = (index: number, f6: RuleFaults) => (obs: NodeObservation) => ({
+    ...obs,
+    iptables: IptablesSave.parse(new BufferSource(Buffer.from(''))),
+    ip6tables: IptablesSave.parse(new BufferSource(Buffer.from(''))),
+    nft: parseNftDump(kubeProxyNftRules(NODES[index], services, pods) + kubeProxyNftRules(dualStackNode(NODES[index]), services, pods, f6, 6)),
+  })
+  return {dualStack: true, editCluster: (c) => void (c.proxyConfig.mode = 'nftables'), editObservation: {'node-a': nftNode(0, {}), 'node-b': nftNode(1, faults6)}}
 }
 const nftForwardChain = (table: string, policy: 'accept' | 'drop', rules: string[] = []) =>
   `\ntable ${table} {\n  chain forward {\n    type filter hook forward priority filter; policy ${policy};\n${rules.map((r) => `    ${r}\n`).join('')}  }\n}\n`
@@ -217,6 +229,16 @@ checkTester('nodes and kube-proxy (node-unreadable, proxy-mode, kube-proxy-healt
 
 checkTester('dual-stack: each family of the Service judged against its own rules (iptables-save for IPv4, ip6tables-save for IPv6)', [
   {name: 'healthy dual-stack Service: both families programmed', state: {dualStack: true}, findings: []},
+  {name: 'nftables mode, healthy dual-stack Service: the ip and ip6 kube-proxy tables both programmed', state: nftablesDualStack(), findings: []},
+  {name: "nftables mode: node-b's ip6 kube-proxy service-ips map lacks the IPv6 ClusterIP", state: nftablesDualStack({omitClusterIp: true}), findings: [['KPD-SVC-RULE-MISSING', 'node-b', 'error']]},
+  {
+    name: "nftables mode: an endpoint chain of node-b's ip6 kube-proxy table DNATs to a wrong port",
+    state: nftablesDualStack({wrongPortFor: {ip: 'fd00:10:244:2::10', port: 9999}}),
+    findings: [
+      ['KPD-DNAT-WRONG', 'node-b', 'error'],
+      ['KPD-NODE-DIVERGES', 'node-b', 'warning'],
+    ],
+  },
   {
     name: "kube-proxy's IPv6 rules in both backends of node-b: ip6tables-save shows nft, ip6tables-legacy-save still has KUBE-SERVICES; the IPv4 side has one backend",
     state: {dualStack: true, editObservation: {'node-b': legacyBackendLeftover(6)}},

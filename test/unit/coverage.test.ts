@@ -122,7 +122,7 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
     assert.deepEqual(rows(r).filter(([, check]) => check !== 'routes'), [PROBES_OFF_ROW])
     const unread = report({dualStack: true, ipvs: {'node-a': {}, 'node-b': {}}, editObservation: {'node-b': (o) => ({...o, ip6tables: undefined})}})
     assert.deepEqual(rows(unread).filter(([, check]) => check !== 'routes'), [
-      ['node-b', 'proxy-rules', true, "IPv6 rules not read (ipvsadm -Ln and ip6tables-save, for IPVS mode: kube-proxy's /proxyMode on the node)"],
+      ['node-b', 'proxy-rules', true, "IPv6 rules not read (ipvsadm -Sn and ip6tables-save, for IPVS mode: kube-proxy's /proxyMode on the node)"],
       PROBES_OFF_ROW,
     ])
     assert.match(unread.summary, /^\? shop\/web: /)

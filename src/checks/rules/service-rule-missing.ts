@@ -1,6 +1,7 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {nodeCommand} from '../../model/reach.js'
+import {joinHostPort} from '../../net/host-port.js'
 
 export const serviceRuleMissing: Check = {
   meta: codeEntry('KPD-SVC-RULE-MISSING'),
@@ -11,7 +12,7 @@ export const serviceRuleMissing: Check = {
       const svc = n.expected
       for (const p of n.programmed) {
         const e = p.expected
-        const where = `${svc.clusterIP}:${e.port}/${e.protocol}`
+        const where = `${joinHostPort(svc.clusterIP!, e.port)}/${e.protocol}`
         if (e.internal.endpoints.length > 0) {
           if (!p.clusterIPRule)
             out.push({node: n.name, message: `${n.name}: no ${n.dataplane.vocab.services} entry for ${e.svcPortName} cluster IP ${where}`, command: nodeCommand(ctx.reach, n.name, n.dataplane.show(svc.clusterIP!), [svc.clusterIP!])})

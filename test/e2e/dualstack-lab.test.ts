@@ -200,7 +200,7 @@ describe("a dual-stack Service on nodes in nftables mode: kube-proxy's `ip6 kube
           'node-b',
           'KPD-NODE-DIVERGES',
           'warning',
-          'IPv6: node-b sends shop/web:http to [[fd00:10:244:1::10]:8080, [fd00:10:244:2::10]:9999, [fd00:10:244:2::11]:8080] while 1 other node(s) (node-a) send it to [[fd00:10:244:1::10]:8080, [fd00:10:244:2::10]:8080, [fd00:10:244:2::11]:8080]',
+          'IPv6: node-b sends shop/web:http to {[fd00:10:244:1::10]:8080, [fd00:10:244:2::10]:9999, [fd00:10:244:2::11]:8080} while 1 other node(s) (node-a) send it to {[fd00:10:244:1::10]:8080, [fd00:10:244:2::10]:8080, [fd00:10:244:2::11]:8080}',
         ],
       ])
       assert.match((r.json.findings[2] as {command: string}).command, /nft list table ip6 kube-proxy/)

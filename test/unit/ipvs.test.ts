@@ -136,7 +136,7 @@ describe("IPVS mode, IPv6: a dual-stack Service's IPv6 virtual servers, KUBE-6-*
         [
           'node-b',
           'KPD-NODE-DIVERGES',
-          'IPv6: node-b sends shop/web:http to [[fd00:10:244:2::10]:8080, [fd00:10:244:2::11]:8080] while 1 other node(s) (node-a) send it to [[fd00:10:244:1::10]:8080, [fd00:10:244:2::10]:8080, [fd00:10:244:2::11]:8080]',
+          'IPv6: node-b sends shop/web:http to {[fd00:10:244:2::10]:8080, [fd00:10:244:2::11]:8080} while 1 other node(s) (node-a) send it to {[fd00:10:244:1::10]:8080, [fd00:10:244:2::10]:8080, [fd00:10:244:2::11]:8080}',
         ],
       ],
     },
@@ -153,7 +153,7 @@ describe("IPVS mode, IPv6: a dual-stack Service's IPv6 virtual servers, KUBE-6-*
         [
           'node-b',
           'KPD-NODE-DIVERGES',
-          'IPv6: node-b sends shop/web:http to [[fd00:10:244:1::10]:8080, [fd00:10:244:2::10]:9999, [fd00:10:244:2::11]:8080] while 1 other node(s) (node-a) send it to [[fd00:10:244:1::10]:8080, [fd00:10:244:2::10]:8080, [fd00:10:244:2::11]:8080]',
+          'IPv6: node-b sends shop/web:http to {[fd00:10:244:1::10]:8080, [fd00:10:244:2::10]:9999, [fd00:10:244:2::11]:8080} while 1 other node(s) (node-a) send it to {[fd00:10:244:1::10]:8080, [fd00:10:244:2::10]:8080, [fd00:10:244:2::11]:8080}',
         ],
       ],
     },

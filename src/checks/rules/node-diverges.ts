@@ -26,7 +26,7 @@ export const nodeDiverges: Check = {
         for (const [sig, nodes] of sigs) {
           if (sig === majority) continue
           for (const node of nodes)
-            out.push({node, message: `${node} sends ${port.svcPortName} to [${sig}] while ${majorityNodes.length} other node(s) (${majorityNodes.slice(0, 3).join(', ')}) send it to [${majority}]`})
+            out.push({node, message: `${node} sends ${port.svcPortName} to {${sig}} while ${majorityNodes.length} other node(s) (${majorityNodes.slice(0, 3).join(', ')}) send it to {${majority}}`})
         }
       }
     })

@@ -92,7 +92,7 @@ test('collectNode reads a node through any NodeAccess, in memory: parsed dumps, 
   assert.equal(observation.kubeProxy?.proxyMode, 'iptables')
   assert.equal(observation.kubeProxy?.metricsError, 'HTTP 404')
   assert.match(observation.kubeProxy?.healthzError ?? '', /127\.0\.0\.1:10256: Connection refused/)
-  assert.deepEqual(observation.dns?.addresses, [WEB.clusterIP])
+  assert.deepEqual(observation.dns?.answers, [{type: 'A', addresses: [WEB.clusterIP]}])
   assert.equal(observation.dns?.method, 'dig/nslookup on the node')
   assert.deepEqual(
     observation.network?.ports.map((p) => [p.port, p.hairpin]),
@@ -167,7 +167,7 @@ test('ssh transport: only allow-list keys reach exec (refused by the type checke
   assert.deepEqual(session.lines, [], 'nothing reached the SSH exec')
   await access.run('iptablesSave')
   await access.run('network')
-  await assert.rejects(access.run('dnsLookup', {name: 'web; reboot', server: '10.96.0.10'}), /refusing to build a DNS command/)
+  await assert.rejects(access.run('dnsLookup', {name: 'web; reboot', server: '10.96.0.10', type: 'A'}), /refusing to build a DNS command/)
   await assert.rejects(access.readFile('/proc/sys/../../etc/shadow'), /not an allow-listed file/)
   await access.readFile('/proc/sys/net/ipv4/ip_forward')
   assert.deepEqual(session.lines.slice(0, 2), ['id -u', 'sudo -n iptables-save'])

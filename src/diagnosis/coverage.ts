@@ -129,7 +129,8 @@ function nodeGaps(o: NodeObservation, via: NodeReadVia | undefined, dnsPrefix: s
     for (const family of families) {
       const type = family === 'IPv6' ? 'AAAA' : 'A'
       // Only a bundle recorded before AAAA questions lacks one: the nature of the input, so not required.
-      if (!dns.answers.some((a) => a.type === type)) out.push(entry(o.name, 'dns-from-node', `${family} DNS: the ${type} record of ${dns.name} was not asked of ${dns.server} (recorded by a version that asked A only)`, false))
+      if (!dns.answers.some((a) => a.type === type))
+        out.push(entry(o.name, 'dns-from-node', `${family} DNS: the ${type} record of ${dns.name} was not asked of ${dns.server} (recorded by a version that asked A only)`, false))
     }
   }
   return out

@@ -107,12 +107,7 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 
 function isDnsRecordAnswer(v: unknown): boolean {
   return (
-    isRecord(v) &&
-    (v.type === 'A' || v.type === 'AAAA') &&
-    Array.isArray(v.addresses) &&
-    v.addresses.every((a) => typeof a === 'string') &&
-    optional(v.rcode, 'string') &&
-    optional(v.error, 'string')
+    isRecord(v) && (v.type === 'A' || v.type === 'AAAA') && Array.isArray(v.addresses) && v.addresses.every((a) => typeof a === 'string') && optional(v.rcode, 'string') && optional(v.error, 'string')
   )
 }
 

@@ -223,7 +223,10 @@ async function askDns(access: NodeAccess, q: DnsQuestion, timeoutMs: number): Pr
     if (r.code === 127) return {...base, method: 'none', answers: [], error: `${fallbackWhy}; and the node has neither dig nor nslookup: run "nslookup ${q.name} ${q.server}" there by hand`}
     const addresses = parseLookupOutput(r.stdout.toString(), type)
     // dig +short prints nothing for a name without records of the type; only a failed run is an error.
-    const error = addresses.length === 0 && (r.code !== 0 || r.stderr.trim() || /;;|\*\*|server can't find/i.test(r.stdout.toString())) ? firstLine(r.stderr) || firstLine(r.stdout.toString()) || 'no answer' : undefined
+    const error =
+      addresses.length === 0 && (r.code !== 0 || r.stderr.trim() || /;;|\*\*|server can't find/i.test(r.stdout.toString()))
+        ? firstLine(r.stderr) || firstLine(r.stdout.toString()) || 'no answer'
+        : undefined
     answers.push({type, addresses, ...(error ? {error} : {})})
   }
   return {...base, method: 'dig/nslookup on the node', answers}

@@ -86,7 +86,10 @@ export function offlineCluster(opts: OfflineOptions = {}): {cluster: ClusterStat
     const cniText = cniEdit?.(cniCacheGrep(local.map((p) => cniCacheFile(p, node.gateway))))
     const dnsOpt = opts.dns?.[node.name]
     const method = dnsOpt?.method ?? 'test'
-    const rightAnswers: DnsRecordAnswer[] = [{type: 'A', addresses: [WEB.clusterIP], rcode: 'NOERROR'}, ...(WEB.clusterIP6 ? [{type: 'AAAA' as const, addresses: [WEB.clusterIP6], rcode: 'NOERROR'}] : [])]
+    const rightAnswers: DnsRecordAnswer[] = [
+      {type: 'A', addresses: [WEB.clusterIP], rcode: 'NOERROR'},
+      ...(WEB.clusterIP6 ? [{type: 'AAAA' as const, addresses: [WEB.clusterIP6], rcode: 'NOERROR'}] : []),
+    ]
     const shorthand = (d: {addresses?: string[]; error?: string; rcode?: string}): DnsRecordAnswer[] => [
       {type: 'A', addresses: d.addresses ?? [], ...(d.error ? {error: d.error} : {rcode: d.rcode ?? 'NOERROR'})},
     ]

@@ -238,12 +238,16 @@ export class NetnsLab {
     }
   }
 
-  /** One DNS query over UDP from a pod to the cluster DNS Service (from `sourcePort` when given); the addresses answered. */
-  dnsQuery(fromPod: string, name: string, sourcePort?: number): string[] {
+  /** One DNS query over UDP from a pod to the cluster DNS Service (from `sourcePort` when given); the addresses of `type` answered. */
+  dnsQuery(fromPod: string, name: string, sourcePort?: number, type: 'A' | 'AAAA' = 'A'): string[] {
     const pod = this.pods.find((p) => p.name === fromPod)!
     const bind = sourcePort ? ['-b', `${pod.ip}#${sourcePort}`] : []
-    const r = tryRun('ip', ['netns', 'exec', this.podNs(pod), 'dig', '+short', '+time=1', '+tries=1', ...bind, `@${DNS.clusterIP}`, name], undefined, 5000)
-    return r.stdout.split('\n').filter((l) => /^\d+\.\d+\.\d+\.\d+$/.test(l.trim()))
+    const r = tryRun('ip', ['netns', 'exec', this.podNs(pod), 'dig', '+short', '+time=1', '+tries=1', ...bind, `@${DNS.clusterIP}`, name, type], undefined, 5000)
+    const address = type === 'A' ? /^\d+\.\d+\.\d+\.\d+$/ : /^[0-9a-f]*:[0-9a-f:]*$/i
+    return r.stdout
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => address.test(l))
   }
 
   /** Undoes every packet-path fault switch: settings, routes, listeners, other owners' rules, conntrack. */
@@ -288,9 +292,14 @@ export class NetnsLab {
     inNs(this.nodeNs(pod.node), 'bridge', ['link', 'set', 'dev', this.bridgePort(pod.name), 'hairpin', on ? 'on' : 'off'])
   }
 
-  startDns(): void {
+  /**
+   * Starts dnsmasq as the cluster DNS: the web Service's A record (and its AAAA, dual-stack) and the DNS Service's own.
+   * `aaaa` answers the web Service's AAAA with another address (a fault: the name resolves wrong over IPv6 only).
+   */
+  startDns(opts: {aaaa?: string} = {}): void {
     const pod = this.pods.find((p) => p.kind === 'dns')!
-    const web = SERVICES[0]
+    const web = this.services[0]
+    const webV6 = opts.aaaa ?? web.clusterIP6
     this.dnsProc = startDaemon(
       'ip',
       [
@@ -307,7 +316,7 @@ export class NetnsLab {
         `--listen-address=${pod.ip}`,
         '--user=root',
         `--pid-file=${join(this.dir, 'dnsmasq.pid')}`,
-        `--host-record=${web.name}.${web.namespace}.svc.cluster.local,${web.clusterIP}`,
+        `--host-record=${web.name}.${web.namespace}.svc.cluster.local,${web.clusterIP}${webV6 ? `,${webV6}` : ''}`,
         `--host-record=${DNS.name}.${DNS.namespace}.svc.cluster.local,${DNS.clusterIP}`,
       ],
       this.logs,

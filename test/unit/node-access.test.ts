@@ -278,3 +278,27 @@ function describeFile(r: FileRead): string {
 function describeTcp(r: TcpOpen): string {
   return r.kind === 'open' ? 'open' : `${r.outcome}: ${r.reason}`
 }
+
+test('dns.json: one answer per record type; an older one (A only, at the top level) reads as its A answer, a malformed one as not recorded', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kpd-dns-'))
+  const dnsOf = (json: unknown) => {
+    writeFileSync(join(dir, 'iptables-save.txt'), IPTABLES_SAVE)
+    writeFileSync(join(dir, 'dns.json'), JSON.stringify(json))
+    return readNodeBundle(dir, 'node-a').dns
+  }
+  const base = {name: 'web.shop.svc.cluster.local', server: '10.96.0.10', method: 'DNS over TCP through an SSH port forward'}
+  try {
+    const answers = [
+      {type: 'A', rcode: 'NOERROR', addresses: ['10.96.10.10']},
+      {type: 'AAAA', addresses: [], error: 'no DNS answer within 3s'},
+    ]
+    assert.deepEqual(dnsOf({...base, answers}), {...base, answers})
+    assert.deepEqual(dnsOf({...base, rcode: 'NOERROR', addresses: ['10.96.10.10']}), {...base, answers: [{type: 'A', rcode: 'NOERROR', addresses: ['10.96.10.10']}]})
+    assert.deepEqual(dnsOf({...base, addresses: [], error: 'connection refused'}), {...base, answers: [{type: 'A', addresses: [], error: 'connection refused'}]})
+    assert.deepEqual(dnsOf({...base, method: 'none', addresses: [], error: 'no way'}), {...base, method: 'none', answers: [], error: 'no way'})
+    for (const bad of [{...base, answers: [{type: 'MX', addresses: []}]}, {...base, answers: [{type: 'A', addresses: [7]}]}, {...base}, {name: 'x', server: 1, method: 'm', addresses: []}])
+      assert.equal(dnsOf(bad), undefined, JSON.stringify(bad))
+  } finally {
+    rmSync(dir, {recursive: true, force: true})
+  }
+})

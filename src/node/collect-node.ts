@@ -134,11 +134,12 @@ function distinctAddresses(list: string[]): string[] {
   return [...new Set(list.map((a) => parseIp(a)?.text).filter((a): a is string => a !== undefined))]
 }
 
-/** The route table, the route to each endpoint, the sysctls of the interfaces those routes use, conntrack for the Service's addresses. */
+/** The route tables (IPv6's where the Service has IPv6 addresses), the route to each endpoint, the sysctls of the interfaces those routes use, conntrack for the Service's addresses. */
 async function readPath(access: NodeAccess, targets: PathTargets): Promise<RawPathReads> {
   const out: RawPathReads = {routeGet: [], conntrack: []}
   out.routeTable = raw(await access.run('routeTable'))
   const endpoints = distinctAddresses(targets.endpointAddresses)
+  if ([...endpoints, ...targets.serviceAddresses.map((s) => s.address)].some((a) => parseIp(a)?.family === 6)) out.routeTable6 = raw(await access.run('routeTable6'))
   const looked = endpoints.slice(0, MAX_ROUTE_LOOKUPS)
   if (endpoints.length > looked.length)
     out.skipped = [`ip route get: ${endpoints.length - looked.length} of ${endpoints.length} endpoint addresses not looked up (at most ${MAX_ROUTE_LOOKUPS} per node)`]

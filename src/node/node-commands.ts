@@ -31,6 +31,8 @@ export const NODE_COMMANDS = {
     'true',
   ].join('; '),
   routeTable: 'ip route show',
+  /** The IPv6 main table: read where the Service has IPv6 endpoints or an IPv6 ClusterIP. */
+  routeTable6: 'ip -6 route show',
   /**
    * libcni's result cache (root-only: 0700/0600), every file as `PATH:LINE` lines: pod IP → host veth for the hairpin
    * check, there for idle Pods too. One program, fixed arguments; -r follows no symlink inside; -s: no folder, no output.
@@ -188,6 +190,7 @@ export const COMMAND_ARGV: Partial<Record<NodeCommand, readonly string[]>> = {
   ipsetSave: ['ipset', 'save'],
   kubeIpvs0: ['ip', '-o', 'addr', 'show', 'dev', 'kube-ipvs0'],
   routeTable: ['ip', 'route', 'show'],
+  routeTable6: ['ip', '-6', 'route', 'show'],
   cniResults: ['grep', '-r', '-H', '-s', '.', '/var/lib/cni/results'],
 }
 

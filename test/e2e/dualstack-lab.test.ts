@@ -104,15 +104,11 @@ describe('a dual-stack Service against the netns lab: real IPv6 traffic, each fa
       r.json.notChecked.filter((n: {required: boolean}) => n.required),
       [],
     )
-    // What is not per family yet is said (not required): the probes and the path reads cover IPv4 only. The IPv6 DNS
-    // answer is judged, so no IPv6 dns-from-node entry.
+    // What is not per family yet is said (not required): the probes cover IPv4 only. The IPv6 DNS answer and the IPv6
+    // routes (ip -6 route show, the route to each IPv6 endpoint) are judged: no IPv6 dns-from-node or routes entry.
     assert.deepEqual(
-      r.json.notChecked.filter((n: {reason: string}) => n.reason.startsWith('IPv6')).map((n: {node: string | null; check: string}) => [n.node, n.check]),
-      [
-        ['node-a', 'routes'],
-        ['node-b', 'routes'],
-        [null, 'live-probes'],
-      ],
+      r.json.notChecked.filter((n: {reason: string}) => /IPv6/.test(n.reason)).map((n: {node: string | null; check: string}) => [n.node, n.check]),
+      [[null, 'live-probes']],
     )
   })
 
@@ -198,5 +194,31 @@ describe('a dual-stack Service against the netns lab: real IPv6 traffic, each fa
       lab.startDns()
     }
     assert.deepEqual(await askUntilUp('AAAA'), [CLUSTER_IP6], 'the right AAAA again after the fault')
+  })
+
+  test("node-a's route to node-b's IPv6 pod CIDR is unreachable: real IPv6 connections from a pod on node-a to web-b1 fail, IPv4 ones work; svc: KPD-ROUTE-MISSING on node-a for IPv6 only", async () => {
+    lab.breakPodRoute('node-a', 'node-b', 'unreachable', 6)
+    try {
+      const v6 = lab.sample(lab.podNs('client-a'), 'fd00:10:244:2::10', 8080, 3)
+      assert.equal(failures(v6), 3, `IPv6 from client-a to web-b1 fails: ${v6}`)
+      const v4 = lab.sample(lab.podNs('client-a'), '10.244.2.10', 8080, 3)
+      assert.equal(failures(v4), 0, `IPv4 from client-a to web-b1 still works: ${v4}`)
+
+      const r = await doctor()
+      assert.equal(r.code, 1, r.stdout + r.stderr)
+      assert.deepEqual(
+        errors(r).map((f) => [f.code, f.node]),
+        [['KPD-ROUTE-MISSING', 'node-a']],
+      )
+      const f = errors(r)[0] as FindingLine & {command: string}
+      assert.equal(
+        f.message,
+        `node-a (IPv6): no working route to node-b's pod CIDR fd00:10:244:2::/64: the route is unreachable ("RTNETLINK answers: No route to host"), so node-a cannot reach endpoints fd00:10:244:2::10 (pod web-b1), fd00:10:244:2::11 (pod web-b2) on node-b`,
+      )
+      assert.match(f.command, /ip route get fd00:10:244:2::10/)
+    } finally {
+      lab.restorePodRoute('node-a', 'node-b', 6)
+    }
+    assert.equal(failures(lab.sample(lab.podNs('client-a'), 'fd00:10:244:2::10', 8080, 3)), 0, 'IPv6 to web-b1 works again')
   })
 })

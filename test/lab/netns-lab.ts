@@ -193,20 +193,30 @@ export class NetnsLab {
   }
 
   /**
-   * Fault switch: takes away `fromNode`'s route to `toNode`'s pod CIDR, as a broken CNI route controller would:
-   * 'missing' deletes it (the default route then takes the traffic), the others replace it with that route type.
+   * Fault switch: takes away `fromNode`'s route to `toNode`'s pod CIDR (IPv6's with `family` 6, dual-stack), as a broken
+   * CNI route controller would: 'missing' deletes it (the default route then takes the traffic), the others replace it
+   * with that route type.
    */
-  breakPodRoute(fromNode: string, toNode: string, kind: 'missing' | 'unreachable' | 'blackhole' | 'prohibit'): void {
-    const to = NODES.find((n) => n.name === toNode)!
-    const ns = this.nodeNs(fromNode)
-    if (kind === 'missing') inNs(ns, 'ip', ['route', 'del', to.podCIDR])
-    else inNs(ns, 'ip', ['route', 'replace', kind, to.podCIDR])
+  breakPodRoute(fromNode: string, toNode: string, kind: 'missing' | 'unreachable' | 'blackhole' | 'prohibit', family: 4 | 6 = 4): void {
+    const {cidr} = this.podRoute(toNode, family)
+    const ip = ['-n', this.nodeNs(fromNode), ...(family === 6 ? ['-6'] : [])]
+    if (kind === 'missing') run('ip', [...ip, 'route', 'del', cidr])
+    else run('ip', [...ip, 'route', 'replace', kind, cidr])
   }
 
-  restorePodRoute(fromNode: string, toNode: string): void {
+  restorePodRoute(fromNode: string, toNode: string, family: 4 | 6 = 4): void {
+    const {cidr, via} = this.podRoute(toNode, family)
+    const ip = ['-n', this.nodeNs(fromNode), ...(family === 6 ? ['-6'] : [])]
+    tryRun('ip', [...ip, 'route', 'del', cidr])
+    run('ip', [...ip, 'route', 'add', cidr, 'via', via])
+  }
+
+  /** `toNode`'s pod CIDR of `family` and the node address routes to it go via. */
+  private podRoute(toNode: string, family: 4 | 6): {cidr: string; via: string} {
     const to = NODES.find((n) => n.name === toNode)!
-    tryRun('ip', ['-n', this.nodeNs(fromNode), 'route', 'del', to.podCIDR])
-    run('ip', ['-n', this.nodeNs(fromNode), 'route', 'add', to.podCIDR, 'via', to.ip])
+    if (family === 4) return {cidr: to.podCIDR, via: to.ip}
+    const v6 = dualStackNode(to)
+    return {cidr: v6.podCIDR6!, via: v6.ip6!}
   }
 
   /** Fault switch: other owners' filter rules on a node (undefined removes them); reloads the node's rules. */

@@ -90,6 +90,7 @@ test('node commands: read-only allow-list; sudo -n only where root is needed; DN
     'nftRuleset',
     'nftRulesetJson',
     'routeTable',
+    'routeTable6',
     'sysctls',
     'uid',
   ])

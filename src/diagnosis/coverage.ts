@@ -1,6 +1,7 @@
 import {CATALOGUE} from '../checks/catalogue.js'
 import type {CheckContext} from '../checks/check.js'
 import type {NodeObservation} from '../node/bundle.js'
+import {familyOf} from '../net/address.js'
 import type {ProbeRun} from '../node/tcp-probe.js'
 import type {NodeReadVia} from './choose-transport.js'
 
@@ -58,7 +59,7 @@ export interface CoverageInputs {
   readVia?: Map<string, NodeReadVia>
   /** A family of a dual-stack Service whose rules were not read or not judged on a node, and why. */
   familiesNotJudged?: Array<{node: string; reason: string}>
-  /** The families of a dual-stack Service other than the primary: the probes and path reads cover the primary only. */
+  /** The families of a dual-stack Service other than the primary: the live probes cover the primary only. */
   otherFamilies?: string[]
 }
 
@@ -75,6 +76,8 @@ export function notChecked(inputs: CoverageInputs): NotChecked[] {
   const out: NotChecked[] = []
   const {context, probes, readVia} = inputs
   const notProxied = !!context.service.notProxied
+  const primary = context.service.clusterIP ? familyOf(context.service.clusterIP) : undefined
+  const families = [...(primary ? [primary === 6 ? 'IPv6' : 'IPv4'] : []), ...(inputs.otherFamilies ?? [])]
   for (const [name, via] of [...(readVia ?? new Map<string, NodeReadVia>())].sort(([a], [b]) => a.localeCompare(b))) {
     if (via.transport === null) out.push(entry(name, 'node-read', `not read: ${via.why}`, via.why !== 'API-only (--via none)'))
   }
@@ -84,9 +87,7 @@ export function notChecked(inputs: CoverageInputs): NotChecked[] {
       continue
     }
     if (notProxied) continue
-    out.push(...nodeGaps(o, readVia?.get(o.name), `${context.service.name}.${context.service.namespace}.svc.`))
-    for (const family of inputs.otherFamilies ?? [])
-      if (o.path) out.push(entry(o.name, 'routes', `${family} endpoints and ClusterIP: no route lookups or conntrack reads (made for the primary family only)`, false))
+    out.push(...nodeGaps(o, readVia?.get(o.name), `${context.service.name}.${context.service.namespace}.svc.`, families))
   }
   for (const u of context.unsupported) out.push(entry(u.node, 'proxy-rules', `${u.mode} rules not judged: ${u.source}`, true))
   if (!notProxied) for (const f of inputs.familiesNotJudged ?? []) out.push(entry(f.node, 'proxy-rules', f.reason, true))
@@ -95,8 +96,8 @@ export function notChecked(inputs: CoverageInputs): NotChecked[] {
   return out
 }
 
-/** What a read node could not give: its transport's missing tools, path reads, kube-proxy's endpoints, DNS. */
-function nodeGaps(o: NodeObservation, via: NodeReadVia | undefined, dnsPrefix: string): NotChecked[] {
+/** What a read node could not give: its transport's missing tools, path reads, kube-proxy's endpoints, DNS per family. */
+function nodeGaps(o: NodeObservation, via: NodeReadVia | undefined, dnsPrefix: string, families: string[]): NotChecked[] {
   const out: NotChecked[] = []
   // A node's DNS answer is for one name (a scan asks the DNS Service's own): only this Service's counts.
   const dns = o.dns?.name.startsWith(dnsPrefix) ? o.dns : undefined
@@ -114,6 +115,10 @@ function nodeGaps(o: NodeObservation, via: NodeReadVia | undefined, dnsPrefix: s
   else {
     if (path.sysctls?.status === 'not-read') out.push(entry(o.name, 'sysctls', path.sysctls.reason, true))
     if (path.routeTable?.status === 'not-read') out.push(entry(o.name, 'routes', path.routeTable.reason, true))
+    if (path.routeTable6?.status === 'not-read') out.push(entry(o.name, 'routes', path.routeTable6.reason, true))
+    // Only a bundle recorded before the IPv6 table was read lacks it: the nature of the input, so not required.
+    else if (!path.routeTable6 && families.includes('IPv6'))
+      out.push(entry(o.name, 'routes', 'IPv6 route table not read (recorded by a version that read the IPv4 table only): IPv6 endpoints reached by the default route alone are not told', false))
     for (const l of path.routeLookups) if (l.result.status === 'not-read') out.push(entry(o.name, 'routes', l.result.reason, true))
     for (const c of path.conntrack) if (c.result.status === 'not-read') out.push(entry(o.name, 'conntrack', c.result.reason, true))
     for (const s of path.skipped) out.push(entry(o.name, 'routes', s, false))
@@ -122,6 +127,14 @@ function nodeGaps(o: NodeObservation, via: NodeReadVia | undefined, dnsPrefix: s
   if (kp?.healthzError) out.push(entry(o.name, 'kube-proxy-healthz', `kube-proxy's /healthz did not answer: ${kp.healthzError}`, true))
   if (kp?.metricsError) out.push(entry(o.name, 'kube-proxy-metrics', `kube-proxy's /metrics did not answer: ${kp.metricsError}`, true))
   if (dns?.method === 'none') out.push(entry(o.name, 'dns-from-node', `${dns.name} not asked of ${dns.server}: ${dns.error ?? 'no way to ask'}`, true))
+  else if (dns) {
+    for (const family of families) {
+      const type = family === 'IPv6' ? 'AAAA' : 'A'
+      // Only a bundle recorded before AAAA questions lacks one: the nature of the input, so not required.
+      if (!dns.answers.some((a) => a.type === type))
+        out.push(entry(o.name, 'dns-from-node', `${family} DNS: the ${type} record of ${dns.name} was not asked of ${dns.server} (recorded by a version that asked A only)`, false))
+    }
+  }
   return out
 }
 

@@ -9,13 +9,14 @@ import {errorRecording, readNodeBundle, type NodeObservation, type NodeRecording
 import {selectNodes} from '../node/select-nodes.js'
 import {transportConnector, type NodeConnector} from '../node/transports.js'
 import {readNodesThrough, type NodeReadVia, type Via} from './choose-transport.js'
-import type {PathTargets} from '../node/collect-node.js'
+import type {CollectOptions, PathTargets} from '../node/collect-node.js'
 import {nodeAddress} from './node-address.js'
 import {probeNodes} from './probe-stage.js'
 import type {ProbeRun} from '../node/tcp-probe.js'
 import {isNodeName} from '../model/names.js'
 import type {VerboseLog} from '../node/logged-access.js'
 import type {Reach} from '../model/reach.js'
+import {serviceFamilies} from '../model/expected.js'
 import {liveReach, snapshotReach} from './reach.js'
 
 export interface Gathered {
@@ -96,7 +97,9 @@ export async function gatherLive(opts: LiveOptions): Promise<GatheredLive> {
   const endpointNodes = new Set(cluster.slices.flatMap((s) => (s.endpoints ?? []).map((e) => e.nodeName ?? '')))
   const selection = selectNodes(cluster.nodes, endpointNodes, {only: opts.nodes, all: opts.allNodes})
   const dnsIP = cluster.dns.service?.spec?.clusterIP
-  const dns = dnsIP && dnsIP !== 'None' ? {name: `${opts.name}.${namespace}.svc.${cluster.clusterDomain}`, server: dnsIP} : undefined
+  // A record for the IPv4 ClusterIP, AAAA for the IPv6 one: each family of the Service is judged on its own answer.
+  const types = serviceFamilies(cluster.service).map((f) => (f.family === 'IPv6' ? ('AAAA' as const) : ('A' as const)))
+  const dns = dnsIP && dnsIP !== 'None' ? {name: `${opts.name}.${namespace}.svc.${cluster.clusterDomain}`, server: dnsIP, types} : undefined
   const {observations, recordings, readVia, warnings} = await readNodesLive(cluster.nodes, selection.names, opts, dns, pathTargets(cluster))
   const probes = opts.probe ? await probeNodes(cluster, observations, await probeConnector(readVia, opts), opts) : undefined
   const reach = await liveReach(opts, readVia, cluster.nodes)
@@ -157,7 +160,7 @@ export async function readNodesLive(
     | 'log'
     | 'onProgress'
   >,
-  dns: {name: string; server: string} | undefined,
+  dns: CollectOptions['dns'],
   path?: PathTargets,
 ): Promise<{observations: NodeObservation[]; recordings: Map<string, NodeRecording>; readVia: Map<string, NodeReadVia>; warnings: string[]}> {
   const {collectNode, loadKubeConfig} = await liveModules()

@@ -7,7 +7,7 @@ import {parseBridgeState, withCniResults, type BridgeState} from '../parse/bridg
 import {parseCniResults} from '../parse/cni-results.js'
 import type {NftRuleset} from '../parse/nft-ruleset.js'
 import {parseNftDump} from '../parse/nft-dump.js'
-import type {DnsAnswer} from './dns-probe.js'
+import type {DnsAnswer, DnsRecordAnswer} from './dns-probe.js'
 import type {KubeProxyStatus} from '../parse/kube-proxy-status.js'
 import {IpsetState} from '../parse/ipset-save.js'
 import {parseDeviceAddresses, parseIpvsadm, parseSysctl, type VirtualServer} from '../parse/ipvsadm.js'
@@ -109,17 +109,24 @@ function shaped<T>(value: T | undefined, is: (v: unknown) => boolean): T | undef
 const optional = (v: unknown, type: 'string' | 'number' | 'boolean') => v === undefined || typeof v === type
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 
-function isDnsAnswer(v: unknown): boolean {
+function isDnsRecordAnswer(v: unknown): boolean {
   return (
-    isRecord(v) &&
-    typeof v.name === 'string' &&
-    typeof v.server === 'string' &&
-    typeof v.method === 'string' &&
-    Array.isArray(v.addresses) &&
-    v.addresses.every((a) => typeof a === 'string') &&
-    optional(v.rcode, 'string') &&
-    optional(v.error, 'string')
+    isRecord(v) && (v.type === 'A' || v.type === 'AAAA') && Array.isArray(v.addresses) && v.addresses.every((a) => typeof a === 'string') && optional(v.rcode, 'string') && optional(v.error, 'string')
   )
+}
+
+/**
+ * A recorded dns.json as this tool reads it: one answer per record type asked. A bundle written before AAAA questions
+ * holds one A answer at the top level (rcode, addresses, error), read as that; its AAAA is not asked.
+ */
+function dnsAnswerOf(v: unknown): DnsAnswer | undefined {
+  if (!isRecord(v) || typeof v.name !== 'string' || typeof v.server !== 'string' || typeof v.method !== 'string' || !optional(v.error, 'string')) return undefined
+  const base = {name: v.name, server: v.server, method: v.method}
+  const error = v.error ? {error: v.error as string} : {}
+  if (Array.isArray(v.answers)) return v.answers.every(isDnsRecordAnswer) ? {...base, answers: v.answers as DnsRecordAnswer[], ...error} : undefined
+  if (!isDnsRecordAnswer({type: 'A', addresses: v.addresses, rcode: v.rcode})) return undefined
+  if (v.method === 'none') return {...base, answers: [], ...error}
+  return {...base, answers: [{type: 'A', addresses: v.addresses as string[], ...(v.rcode ? {rcode: v.rcode as string} : {}), ...error}]}
 }
 
 function isKubeProxyStatus(v: unknown): boolean {
@@ -188,7 +195,7 @@ export function parseNodeRecording(name: string, rec: NodeRecording, onDisk: Map
     obs.network = cni !== undefined ? withCniResults(bridges, parseCniResults(cni)) : {...bridges, cniNotes: ['CNI result cache (/var/lib/cni/results) not read']}
   }
   obs.kubeProxy = shaped(parseJson<KubeProxyStatus>(rec.get(NODE_FILES.kubeProxy)), isKubeProxyStatus)
-  obs.dns = shaped(parseJson<DnsAnswer>(rec.get(NODE_FILES.dns)), isDnsAnswer)
+  obs.dns = dnsAnswerOf(parseJson<unknown>(rec.get(NODE_FILES.dns)))
   const pathReads = parseJson<RawPathReads>(rec.get(NODE_FILES.pathReads))
   if (pathReads && Array.isArray(pathReads.routeGet) && Array.isArray(pathReads.conntrack)) obs.path = interpretPathReads(pathReads)
   if (!obs.kubeProxy) delete obs.kubeProxy

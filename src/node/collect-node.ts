@@ -1,5 +1,5 @@
 import {errorRecording, NODE_FILES, parseNodeRecording, RECORDED_AS, type NodeObservation, type NodeRecording} from './bundle.js'
-import {parseLookupOutput, queryOverStream, type DnsAnswer} from './dns-probe.js'
+import {parseLookupOutput, queryOverStream, type DnsAnswer, type DnsRecordAnswer, type DnsRecordType} from './dns-probe.js'
 import {httpGetOnNode} from './http-on-node.js'
 import {parseHealthz, parseMetrics, type KubeProxyStatus} from '../parse/kube-proxy-status.js'
 import {tcpOpener, type NodeAccess, type RunResult} from './node-access.js'
@@ -12,6 +12,8 @@ import {mapBounded} from './select-nodes.js'
 interface DnsQuestion {
   name: string
   server: string
+  /** A for an IPv4 ClusterIP, AAAA for an IPv6 one (default: A). */
+  types?: DnsRecordType[]
 }
 
 /** The Service's addresses the packet-path reads look at. */
@@ -33,6 +35,8 @@ export interface CollectOptions {
 /** Route lookups per node: every endpoint of a big Service, bounded for a huge one (the rest is said to be skipped). */
 const MAX_ROUTE_LOOKUPS = 256
 const LOOKUP_CONCURRENCY = 4
+/** How long one DNS question over TCP may wait for its answer. */
+const DNS_ANSWER_MS = 3000
 
 /** One node's reads: the raw outputs (what `collect` writes) and what they parse to (what `svc` judges). */
 export interface NodeCollection {
@@ -130,11 +134,12 @@ function distinctAddresses(list: string[]): string[] {
   return [...new Set(list.map((a) => parseIp(a)?.text).filter((a): a is string => a !== undefined))]
 }
 
-/** The route table, the route to each endpoint, the sysctls of the interfaces those routes use, conntrack for the Service's addresses. */
+/** The route tables (IPv6's where the Service has IPv6 addresses), the route to each endpoint, the sysctls of the interfaces those routes use, conntrack for the Service's addresses. */
 async function readPath(access: NodeAccess, targets: PathTargets): Promise<RawPathReads> {
   const out: RawPathReads = {routeGet: [], conntrack: []}
   out.routeTable = raw(await access.run('routeTable'))
   const endpoints = distinctAddresses(targets.endpointAddresses)
+  if ([...endpoints, ...targets.serviceAddresses.map((s) => s.address)].some((a) => parseIp(a)?.family === 6)) out.routeTable6 = raw(await access.run('routeTable6'))
   const looked = endpoints.slice(0, MAX_ROUTE_LOOKUPS)
   if (endpoints.length > looked.length)
     out.skipped = [`ip route get: ${endpoints.length - looked.length} of ${endpoints.length} endpoint addresses not looked up (at most ${MAX_ROUTE_LOOKUPS} per node)`]
@@ -189,21 +194,43 @@ async function askKubeProxy(access: NodeAccess, timeoutMs: number): Promise<Kube
   return out
 }
 
+/**
+ * Asks the DNS server for each record type over TCP through the transport (one stream per question, each bounded by
+ * its own timeout), else with dig/nslookup on the node; each type's answer or failure is recorded on its own.
+ */
 async function askDns(access: NodeAccess, q: DnsQuestion, timeoutMs: number): Promise<DnsAnswer> {
   const base = {name: q.name, server: q.server}
-  const method = `DNS over TCP through ${access.describe().tcpVia}`
-  const opened = await access.openTcp(q.server, 53, timeoutMs)
-  if (opened.kind === 'open') {
+  const types = q.types?.length ? q.types : (['A'] as DnsRecordType[])
+  const viaTcp = `DNS over TCP through ${access.describe().tcpVia}`
+  const answers: DnsRecordAnswer[] = []
+  let fallbackWhy: string | undefined
+  for (const type of types) {
+    const opened = await access.openTcp(q.server, 53, timeoutMs)
+    if (opened.kind !== 'open') {
+      fallbackWhy = opened.reason
+      break
+    }
     try {
-      const r = await queryOverStream(opened.stream, q.name, 3000)
-      return {...base, ...r, method}
+      answers.push({type, ...(await queryOverStream(opened.stream, q.name, type, DNS_ANSWER_MS))})
     } catch (e) {
-      return {...base, addresses: [], method, error: (e as Error).message}
+      answers.push({type, addresses: [], error: (e as Error).message})
     }
   }
-  const r = await access.run('dnsLookup', q)
-  if (r.kind === 'not-recorded') return {...base, addresses: [], method: 'none', error: `${opened.reason}; and ${r.what}`}
-  if (r.code === 127) return {...base, addresses: [], method: 'none', error: `${opened.reason}; and the node has neither dig nor nslookup: run "nslookup ${q.name} ${q.server}" there by hand`}
-  const addresses = parseLookupOutput(r.stdout.toString())
-  return {...base, addresses, method: 'dig/nslookup on the node', error: addresses.length === 0 ? r.stderr.trim().split('\n')[0] || 'no answer' : undefined}
+  if (fallbackWhy === undefined) return {...base, method: viaTcp, answers}
+  if (answers.length > 0) return {...base, method: viaTcp, answers: [...answers, ...types.slice(answers.length).map((type) => ({type, addresses: [], error: fallbackWhy}))]}
+  for (const type of types) {
+    const r = await access.run('dnsLookup', {name: q.name, server: q.server, type})
+    if (r.kind === 'not-recorded') return {...base, method: 'none', answers: [], error: `${fallbackWhy}; and ${r.what}`}
+    if (r.code === 127) return {...base, method: 'none', answers: [], error: `${fallbackWhy}; and the node has neither dig nor nslookup: run "nslookup ${q.name} ${q.server}" there by hand`}
+    const addresses = parseLookupOutput(r.stdout.toString(), type)
+    // dig +short prints nothing for a name without records of the type; only a failed run is an error.
+    const error =
+      addresses.length === 0 && (r.code !== 0 || r.stderr.trim() || /;;|\*\*|server can't find/i.test(r.stdout.toString()))
+        ? firstLine(r.stderr) || firstLine(r.stdout.toString()) || 'no answer'
+        : undefined
+    answers.push({type, addresses, ...(error ? {error} : {})})
+  }
+  return {...base, method: 'dig/nslookup on the node', answers}
 }
+
+const firstLine = (text: string) => text.trim().split('\n')[0] ?? ''

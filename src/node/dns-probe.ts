@@ -1,74 +1,74 @@
 import type {Duplex} from 'node:stream'
+import * as dnsPacket from 'dns-packet'
+import {parseIp} from '../net/address.js'
+
+/** A for an IPv4 ClusterIP, AAAA for an IPv6 one. */
+export type DnsRecordType = 'A' | 'AAAA'
+
+/** What the question for one record type got. */
+export interface DnsRecordAnswer {
+  type: DnsRecordType
+  /** NOERROR, NXDOMAIN, SERVFAIL, REFUSED, … */
+  rcode?: string
+  /** The addresses of this type in the answer section. */
+  addresses: string[]
+  error?: string
+}
 
 export interface DnsAnswer {
   name: string
   server: string
-  /** NOERROR, NXDOMAIN, SERVFAIL, REFUSED, … */
-  rcode?: string
-  addresses: string[]
-  /** How the query was made: "tcp via ssh forward", "dig on node", … */
+  /** How the questions were put: "DNS over TCP through an SSH port forward", "dig/nslookup on the node", "none". */
   method: string
+  /** One per record type asked, in the order asked; a type missing here was not asked (older bundles ask A only). */
+  answers: DnsRecordAnswer[]
+  /** Why nothing could be asked (method "none"). */
   error?: string
 }
 
-const RCODES = ['NOERROR', 'FORMERR', 'SERVFAIL', 'NXDOMAIN', 'NOTIMP', 'REFUSED']
+const RECORD_FAMILY: Record<DnsRecordType, 4 | 6> = {A: 4, AAAA: 6}
 
-export function buildQuery(name: string, id: number): Buffer {
-  const labels = name.split('.').filter(Boolean)
-  const qname = Buffer.concat([...labels.map((l) => Buffer.concat([Buffer.from([l.length]), Buffer.from(l, 'ascii')])), Buffer.from([0])])
-  const header = Buffer.alloc(12)
-  header.writeUInt16BE(id, 0)
-  header.writeUInt16BE(0x0100, 2) // recursion desired
-  header.writeUInt16BE(1, 4)
-  const tail = Buffer.alloc(4)
-  tail.writeUInt16BE(1, 0) // A
-  tail.writeUInt16BE(1, 2) // IN
-  return Buffer.concat([header, qname, tail])
+/** dns-packet sets the response code on the decoded header; its typings leave it out. */
+type DecodedReply = dnsPacket.DecodedPacket & {rcode?: string}
+
+export function buildQuery(name: string, type: DnsRecordType, id: number): Buffer {
+  return dnsPacket.encode({type: 'query', id, flags: dnsPacket.RECURSION_DESIRED, questions: [{type, name, class: 'IN'}]})
 }
 
-function skipName(msg: Buffer, offset: number): number {
-  let o = offset
-  for (let guard = 0; guard < 128; guard++) {
-    const len = msg[o]
-    if (len === undefined) throw new Error('truncated name')
-    if (len === 0) return o + 1
-    if ((len & 0xc0) === 0xc0) return o + 2
-    o += len + 1
+/** The reply to the query `id` for `type`: its response code and the addresses of that type (CNAMEs followed by the server). */
+export function parseResponse(msg: Buffer, type: DnsRecordType, id: number): {rcode: string; addresses: string[]} {
+  let reply: DecodedReply
+  try {
+    reply = dnsPacket.decode(msg)
+  } catch (e) {
+    throw new Error(`malformed DNS reply (${(e as Error).message})`)
   }
-  throw new Error('name too long')
+  // dns-packet reads record data past the end of a cut-off message without a word: its byte count tells.
+  if (dnsPacket.decode.bytes > msg.length) throw new Error(`malformed DNS reply (cut off: ${msg.length} of ${dnsPacket.decode.bytes} bytes)`)
+  if (reply.id !== id) throw new Error('DNS reply with a foreign id')
+  if (reply.type !== 'response') throw new Error('DNS message is not a reply')
+  if (reply.flag_tc) throw new Error('truncated DNS reply (TC set)')
+  const addresses = (reply.answers ?? []).flatMap((a) => {
+    const ip = a.type === type && typeof a.data === 'string' ? parseIp(a.data) : undefined
+    return ip?.family === RECORD_FAMILY[type] ? [ip.text] : []
+  })
+  return {rcode: reply.rcode ?? 'NOERROR', addresses}
 }
 
-export function parseResponse(msg: Buffer, id: number): {rcode: string; addresses: string[]} {
-  if (msg.length < 12) throw new Error('short DNS reply')
-  if (msg.readUInt16BE(0) !== id) throw new Error('DNS reply with a foreign id')
-  const flags = msg.readUInt16BE(2)
-  const qd = msg.readUInt16BE(4)
-  const an = msg.readUInt16BE(6)
-  let o = 12
-  for (let i = 0; i < qd; i++) o = skipName(msg, o) + 4
-  const addresses: string[] = []
-  for (let i = 0; i < an; i++) {
-    o = skipName(msg, o)
-    const type = msg.readUInt16BE(o)
-    const rdlen = msg.readUInt16BE(o + 8)
-    const data = msg.subarray(o + 10, o + 10 + rdlen)
-    if (type === 1 && rdlen === 4) addresses.push([...data].join('.'))
-    o += 10 + rdlen
-  }
-  return {rcode: RCODES[flags & 0xf] ?? `RCODE${flags & 0xf}`, addresses}
-}
-
-/** Sends one A query over a TCP stream (DNS over TCP, RFC 1035 §4.2.2) and reads the answer. */
-export function queryOverStream(stream: Duplex, name: string, timeoutMs: number): Promise<{rcode: string; addresses: string[]}> {
+/** Sends one query for `type` over a TCP stream (DNS over TCP, RFC 1035 §4.2.2) and reads the answer; the stream is closed after. */
+export function queryOverStream(stream: Duplex, name: string, type: DnsRecordType, timeoutMs: number): Promise<{rcode: string; addresses: string[]}> {
   const id = Math.floor(Math.random() * 0xffff)
-  const query = buildQuery(name, id)
+  const query = buildQuery(name, type, id)
   const framed = Buffer.alloc(2 + query.length)
   framed.writeUInt16BE(query.length, 0)
   query.copy(framed, 2)
   return new Promise((resolve, reject) => {
     let got = Buffer.alloc(0)
+    let done = false
     const timer = setTimeout(() => finish(new Error(`no DNS answer within ${timeoutMs / 1000}s`)), timeoutMs)
     const finish = (err?: Error, value?: {rcode: string; addresses: string[]}) => {
+      if (done) return
+      done = true
       clearTimeout(timer)
       stream.removeAllListeners('data')
       stream.destroy()
@@ -77,12 +77,11 @@ export function queryOverStream(stream: Duplex, name: string, timeoutMs: number)
     }
     stream.on('data', (chunk: Buffer) => {
       got = Buffer.concat([got, chunk])
-      if (got.length >= 2 && got.length >= 2 + got.readUInt16BE(0)) {
-        try {
-          finish(undefined, parseResponse(got.subarray(2, 2 + got.readUInt16BE(0)), id))
-        } catch (e) {
-          finish(e as Error)
-        }
+      if (got.length < 2 || got.length < 2 + got.readUInt16BE(0)) return
+      try {
+        finish(undefined, parseResponse(got.subarray(2, 2 + got.readUInt16BE(0)), type, id))
+      } catch (e) {
+        finish(e as Error)
       }
     })
     stream.on('error', (e: Error) => finish(e))
@@ -91,17 +90,24 @@ export function queryOverStream(stream: Duplex, name: string, timeoutMs: number)
   })
 }
 
-/** Reads the A records out of `dig +short` or `nslookup` output. */
-export function parseLookupOutput(text: string): string[] {
+/** Reads the addresses of `type` (IPv4 for A, IPv6 for AAAA) out of `dig +short` or `nslookup` output. */
+export function parseLookupOutput(text: string, type: DnsRecordType): string[] {
   const out: string[] = []
+  const ofType = (t: string) => {
+    const ip = parseIp(t)
+    return ip?.family === RECORD_FAMILY[type] ? ip.text : undefined
+  }
+  // nslookup first names the server it asked ("Server:", "Address: 10.96.0.10#53"); the answers follow "Name:".
   let pastServer = false
   for (const line of text.split('\n')) {
     const t = line.trim()
-    if (/^\d{1,3}(\.\d{1,3}){3}$/.test(t)) out.push(t)
+    const bare = ofType(t)
+    if (bare) out.push(bare)
     else if (/^Name:/.test(t)) pastServer = true
     else if (pastServer) {
-      const m = /^Address(?:\s+\d+)?:\s*(\d{1,3}(?:\.\d{1,3}){3})$/.exec(t)
-      if (m) out.push(m[1])
+      const m = /^Address(?:\s+\d+)?:\s*(\S+)(?:\s+\S+)?$/.exec(t)
+      const ip = m && ofType(m[1])
+      if (ip) out.push(ip)
     }
   }
   return out

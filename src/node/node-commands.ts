@@ -33,6 +33,8 @@ export const NODE_COMMANDS = {
     'true',
   ].join('; '),
   routeTable: 'ip route show',
+  /** The IPv6 main table: read where the Service has IPv6 endpoints or an IPv6 ClusterIP. */
+  routeTable6: 'ip -6 route show',
   /**
    * libcni's result cache (root-only: 0700/0600), every file as `PATH:LINE` lines: pod IP → host veth for the hairpin
    * check, there for idle Pods too. One program, fixed arguments; -r follows no symlink inside; -s: no folder, no output.
@@ -92,12 +94,16 @@ export function commandLine(cmd: NodeCommand, isRoot: boolean): CommandLine {
 }
 
 const DNS_NAME = /^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$/
-const IPV4 = /^\d{1,3}(\.\d{1,3}){3}$/
+const DNS_SERVER = /^[0-9a-fA-F:.]+$/
+const RECORD_TYPES: ReadonlySet<string> = new Set(['A', 'AAAA'])
 
-/** The by-hand DNS lookups, for nodes whose sshd refuses port forwarding. Arguments are validated, never shell-quoted input. */
-export function dnsLookupCommand(name: string, server: string): CommandLine {
-  if (!DNS_NAME.test(name) || !IPV4.test(server)) throw new Error(`refusing to build a DNS command for "${name}" @ "${server}"`)
-  return `if command -v dig >/dev/null; then dig +short +tcp +time=2 +tries=1 ${name} A @${server}; elif command -v nslookup >/dev/null; then nslookup -vc -timeout=2 ${name} ${server}; else echo 'kpd: no dig or nslookup' >&2; exit 127; fi` as CommandLine
+/**
+ * The by-hand DNS lookup of one record type, for nodes whose sshd refuses port forwarding. Arguments are validated,
+ * never shell-quoted input.
+ */
+export function dnsLookupCommand(name: string, server: string, type: 'A' | 'AAAA'): CommandLine {
+  if (!DNS_NAME.test(name) || !DNS_SERVER.test(server) || !parseIp(server) || !RECORD_TYPES.has(type)) throw new Error(`refusing to build a DNS command for "${name}" ${type} @ "${server}"`)
+  return `if command -v dig >/dev/null; then dig +short +tcp +time=2 +tries=1 ${name} ${type} @${server}; elif command -v nslookup >/dev/null; then nslookup -vc -timeout=2 -type=${type} ${name} ${server}; else echo 'kpd: no dig or nslookup' >&2; exit 127; fi` as CommandLine
 }
 
 /** Kernel state files a transport may read: sysctls and network device attributes, nothing else. */
@@ -199,6 +205,7 @@ export const COMMAND_ARGV: Partial<Record<NodeCommand, readonly string[]>> = {
   ipsetSave: ['ipset', 'save'],
   kubeIpvs0: ['ip', '-o', 'addr', 'show', 'dev', 'kube-ipvs0'],
   routeTable: ['ip', 'route', 'show'],
+  routeTable6: ['ip', '-6', 'route', 'show'],
   cniResults: ['grep', '-r', '-H', '-s', '.', '/var/lib/cni/results'],
 }
 
@@ -225,7 +232,7 @@ function conntrackListCommand(protocol: ConntrackProtocol, address: string, isRo
 
 /** Commands that take validated arguments, and the arguments each takes. */
 interface NodeQueryArgs {
-  dnsLookup: {name: string; server: string}
+  dnsLookup: {name: string; server: string; type: 'A' | 'AAAA'}
   /** The path sysctls, plus rp_filter and route_localnet of these interfaces. */
   pathSysctls: {interfaces: string[]}
   /** `ip -o route get ADDRESS`: the route the kernel picks for an endpoint. */
@@ -241,7 +248,7 @@ export type NodeCommandKey = NodeCommand | NodeQuery
 export type ArgsOf<K extends NodeCommandKey> = K extends NodeQuery ? [args: NodeQueryArgs[K]] : []
 
 const QUERIES: {[K in NodeQuery]: (args: NodeQueryArgs[K], isRoot: boolean) => CommandLine} = {
-  dnsLookup: (a) => dnsLookupCommand(a.name, a.server),
+  dnsLookup: (a) => dnsLookupCommand(a.name, a.server, a.type),
   pathSysctls: (a) => pathSysctlsCommand(a.interfaces),
   routeGet: (a) => routeGetCommand(a.address),
   conntrackList: (a, isRoot) => conntrackListCommand(a.protocol, a.address, isRoot),

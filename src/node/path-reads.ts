@@ -15,6 +15,8 @@ export interface RawCommandOutput {
 export interface RawPathReads {
   sysctls?: RawCommandOutput
   routeTable?: RawCommandOutput
+  /** `ip -6 route show`, where the Service has IPv6 addresses (absent from bundles recorded before it was read). */
+  routeTable6?: RawCommandOutput
   routeGet: Array<{address: string} & RawCommandOutput>
   conntrack: Array<{protocol: string; address: string} & RawCommandOutput>
   /** Lookups left out (over the per-node cap), said so that nothing is silently unchecked. */
@@ -43,6 +45,7 @@ interface ConntrackRead {
 export interface PathObservation {
   sysctls?: NodeRead<SysctlValues>
   routeTable?: NodeRead<Route[]>
+  routeTable6?: NodeRead<Route[]>
   routeLookups: RouteLookup[]
   conntrack: ConntrackRead[]
   skipped: string[]
@@ -71,11 +74,12 @@ export function interpretPathReads(raw: RawPathReads): PathObservation {
   const out: PathObservation = {routeLookups: [], conntrack: [], skipped: raw.skipped ?? []}
   // sysctl exits 1 when one key is missing and still prints the others; the missing ones are said on stderr.
   if (raw.sysctls) out.sysctls = interpret(raw.sysctls, 'sysctl', (r) => parseSysctl(`${r.stdout}\n${r.stderr.replace(/^(?!sysctl: cannot stat).*$/gm, '')}`))
-  if (raw.routeTable)
-    out.routeTable = interpret(raw.routeTable, 'ip route show', (r) => {
-      requireSuccess(r)
-      return parseRouteTable(r.stdout)
-    })
+  const table = (r: RawCommandOutput) => {
+    requireSuccess(r)
+    return parseRouteTable(r.stdout)
+  }
+  if (raw.routeTable) out.routeTable = interpret(raw.routeTable, 'ip route show', table)
+  if (raw.routeTable6) out.routeTable6 = interpret(raw.routeTable6, 'ip -6 route show', table)
   out.routeLookups = raw.routeGet.map(({address, ...r}) => ({
     address,
     result: interpret<RouteAnswer>(r, `ip route get ${address}`, (res) => {

@@ -158,7 +158,7 @@ export class PodExecNodeAccess implements NodeAccess {
 
   async run<K extends NodeCommandKey>(key: K, ...args: ArgsOf<K>): Promise<RunResult> {
     if (!isNodeCommandKey(key)) throw new Error(`"${String(key)}" is not an allow-listed node command: not run`)
-    if (key === 'dnsLookup') return this.dnsLookup(args[0] as {name: string; server: string})
+    if (key === 'dnsLookup') return this.dnsLookup(args[0] as {name: string; server: string; type: 'A' | 'AAAA'})
     if (key === 'ipvsadm') return this.ipvsadm()
     if (key === 'sysctls') return this.sysctls()
     if (key === 'network') return this.network()
@@ -253,11 +253,11 @@ export class PodExecNodeAccess implements NodeAccess {
   }
 
   /** dig, else nslookup (by argv, as dnsLookupCommand's shell form does); exit 127 when the image has neither. */
-  private async dnsLookup(q: {name: string; server: string}): Promise<RunResult> {
-    dnsLookupCommand(q.name, q.server) // validates the name and the server (its shell form is not used here)
-    const dig = await this.exec(['dig', '+short', '+tcp', '+time=2', '+tries=1', q.name, 'A', `@${q.server}`])
+  private async dnsLookup(q: {name: string; server: string; type: 'A' | 'AAAA'}): Promise<RunResult> {
+    dnsLookupCommand(q.name, q.server, q.type) // validates the name, the server and the type (its shell form is not used here)
+    const dig = await this.exec(['dig', '+short', '+tcp', '+time=2', '+tries=1', q.name, q.type, `@${q.server}`])
     if (!('kind' in dig)) return ran(dig)
-    const nslookup = await this.exec(['nslookup', '-vc', '-timeout=2', q.name, q.server])
+    const nslookup = await this.exec(['nslookup', '-vc', '-timeout=2', `-type=${q.type}`, q.name, q.server])
     if (!('kind' in nslookup)) return ran(nslookup)
     return {kind: 'ran', code: 127, stdout: Buffer.alloc(0), stderr: `dig and nslookup are ${this.absentFrom('nslookup')}`}
   }

@@ -60,8 +60,8 @@ export interface Report {
   ignored: Array<{code: string; node: string | null; source: string; reason: string | null}>
   /** Live probes from each node (connect-and-close), or why none were made. */
   probes: ProbeReport
-  /** The Service's name asked of cluster DNS from each node. */
-  dns: Array<{node: string; name: string; server: string; addresses: string[]; rcode: string | null; method: string; error: string | null}>
+  /** The Service's name asked of cluster DNS from each node: one entry per record type asked (type null: nothing could be asked). */
+  dns: Array<{node: string; name: string; server: string; type: 'A' | 'AAAA' | null; addresses: string[]; rcode: string | null; method: string; error: string | null}>
   /**
    * Every check that could not run, per node (null: the whole run), with the codes it would have produced and why;
    * `required` ones keep the headline from saying ✓ and fail `--fail-on skipped`.
@@ -243,9 +243,13 @@ export function buildReport(d: Diagnosis, opts: ReportOptions = {}): Report {
     })),
     ignored: d.ignored.map((f) => ({code: f.code, node: f.node, source: f.ignoredBy.source, reason: f.ignoredBy.reason ?? null})),
     probes: probeReport(d.probes),
-    dns: d.context.observations.flatMap((o) =>
-      o.dns ? [{node: o.name, name: o.dns.name, server: o.dns.server, addresses: o.dns.addresses, rcode: o.dns.rcode ?? null, method: o.dns.method, error: o.dns.error ?? null}] : [],
-    ),
+    dns: d.context.observations.flatMap((o): Array<Report['dns'][number]> => {
+      const q = o.dns
+      if (!q) return []
+      const base = {node: o.name, name: q.name, server: q.server, method: q.method}
+      if (q.answers.length === 0) return [{...base, type: null, addresses: [], rcode: null, error: q.error ?? null}]
+      return q.answers.map((a) => ({...base, type: a.type, addresses: a.addresses, rcode: a.rcode ?? null, error: a.error ?? null}))
+    }),
     notChecked: d.notChecked,
     notes: opts.notes ?? [],
   }

@@ -11,6 +11,8 @@ const CLUSTER_IP = '10.96.10.10'
 const CLUSTER_IP6 = 'fd00:10:96::10:10'
 const NODE_B6 = 'fd00:10:200::12'
 const WEB_PODS = ['web-a1', 'web-b1', 'web-b2']
+const WEB_NAME = 'web.shop.svc.cluster.local'
+const WRONG_AAAA = 'fd00:10:96::99:99'
 
 interface PathLine {
   node: string
@@ -18,6 +20,14 @@ interface PathLine {
   family: string
   destination: string
   ok: boolean | null
+}
+interface DnsLine {
+  node: string
+  type: string | null
+  addresses: string[]
+  rcode: string | null
+  method: string
+  error: string | null
 }
 interface FindingLine {
   code: string
@@ -34,6 +44,15 @@ describe('a dual-stack Service against the netns lab: real IPv6 traffic, each fa
   const errors = (r: CliResult): FindingLine[] => (r.json?.findings ?? []).filter((f: FindingLine) => f.severity === 'error')
   const failures = (answers: string[]) => answers.filter((a) => a === '').length
   const paths = (r: CliResult, family: string): PathLine[] => r.json.paths.filter((p: PathLine) => p.family === family)
+  const dnsRows = (r: CliResult) => (r.json.dns as DnsLine[]).map((d) => [d.node, d.type, d.addresses, d.rcode, d.error])
+  /** Real DNS queries from a pod to the DNS Service until dnsmasq (just restarted) answers the A record; bounded. */
+  const askUntilUp = async (type: 'A' | 'AAAA'): Promise<string[]> => {
+    for (let i = 0; i < 25; i++) {
+      if (lab.dnsQuery('client-a', WEB_NAME).length > 0) return lab.dnsQuery('client-a', WEB_NAME, undefined, type)
+      await new Promise((resolve) => setTimeout(resolve, 200))
+    }
+    throw new Error('dnsmasq did not answer within 5s of its restart')
+  }
 
   test('healthy: IPv4 and IPv6 connections to the ClusterIPs and the IPv6 NodePort work; svc: exit 0, no error finding, every IPv6 path traced and ✓', async () => {
     for (const node of ['node-a', 'node-b']) {
@@ -45,6 +64,11 @@ describe('a dual-stack Service against the netns lab: real IPv6 traffic, each fa
     }
     const nodePort6 = lab.sample(lab.ns('outside'), NODE_B6, 30080, 4)
     assert.equal(failures(nodePort6), 0, `the IPv6 NodePort from outside: ${nodePort6}`)
+    // Real queries from pods on both nodes to the DNS Service: the A record is the IPv4 ClusterIP, the AAAA the IPv6 one.
+    for (const pod of ['client-a', 'client-b']) {
+      assert.deepEqual(lab.dnsQuery(pod, WEB_NAME), [CLUSTER_IP], `A from ${pod}`)
+      assert.deepEqual(lab.dnsQuery(pod, WEB_NAME, undefined, 'AAAA'), [CLUSTER_IP6], `AAAA from ${pod}`)
+    }
 
     const r = await doctor()
     assert.equal(r.code, 0, r.stdout + r.stderr)
@@ -65,18 +89,26 @@ describe('a dual-stack Service against the netns lab: real IPv6 traffic, each fa
       ],
     )
     assert.equal(paths(r, 'IPv4').length, 8)
+    // Each node asked the DNS Service for both records over TCP, through its SSH port forward; each family judged right.
+    assert.deepEqual(dnsRows(r), [
+      ['node-a', 'A', [CLUSTER_IP], 'NOERROR', null],
+      ['node-a', 'AAAA', [CLUSTER_IP6], 'NOERROR', null],
+      ['node-b', 'A', [CLUSTER_IP], 'NOERROR', null],
+      ['node-b', 'AAAA', [CLUSTER_IP6], 'NOERROR', null],
+    ])
+    assert.ok(
+      (r.json.dns as DnsLine[]).every((d) => d.method === 'DNS over TCP through an SSH port forward'),
+      JSON.stringify(r.json.dns),
+    )
     assert.deepEqual(
       r.json.notChecked.filter((n: {required: boolean}) => n.required),
       [],
     )
-    // What is not per family yet is said (not required): the probes and the path reads cover IPv4 only.
+    // What is not per family yet is said (not required): the probes cover IPv4 only. The IPv6 DNS answer and the IPv6
+    // routes (ip -6 route show, the route to each IPv6 endpoint) are judged: no IPv6 dns-from-node or routes entry.
     assert.deepEqual(
-      r.json.notChecked.filter((n: {reason: string}) => n.reason.startsWith('IPv6')).map((n: {node: string | null; check: string}) => [n.node, n.check]),
-      [
-        ['node-a', 'routes'],
-        ['node-b', 'routes'],
-        [null, 'live-probes'],
-      ],
+      r.json.notChecked.filter((n: {reason: string}) => /IPv6/.test(n.reason)).map((n: {node: string | null; check: string}) => [n.node, n.check]),
+      [[null, 'live-probes']],
     )
   })
 
@@ -115,6 +147,79 @@ describe('a dual-stack Service against the netns lab: real IPv6 traffic, each fa
     } finally {
       lab.applyRules('node-b', {}, {})
     }
+  })
+
+  test("dnsmasq answers a wrong AAAA: a real AAAA query from a pod gets it, A is still right; svc: KPD-DNS-NO-ANSWER on both nodes for IPv6 only, node-b's asked with dig (its sshd refuses forwarding)", async () => {
+    await lab.stopDns()
+    lab.startDns({aaaa: WRONG_AAAA})
+    await lab.restartSshd('node-b', false)
+    try {
+      assert.deepEqual(await askUntilUp('AAAA'), [WRONG_AAAA])
+      assert.deepEqual(lab.dnsQuery('client-b', WEB_NAME, undefined, 'AAAA'), [WRONG_AAAA])
+      assert.deepEqual(lab.dnsQuery('client-b', WEB_NAME), [CLUSTER_IP])
+
+      const r = await doctor()
+      assert.equal(r.code, 1, r.stdout + r.stderr)
+      assert.deepEqual(
+        errors(r).map((f) => [f.code, f.node, f.message]),
+        [
+          ['KPD-DNS-NO-ANSWER', 'node-a', `node-a (IPv6): ${WEB_NAME} AAAA resolves to ${WRONG_AAAA}, not the ClusterIP ${CLUSTER_IP6}`],
+          ['KPD-DNS-NO-ANSWER', 'node-b', `node-b (IPv6): ${WEB_NAME} AAAA resolves to ${WRONG_AAAA}, not the ClusterIP ${CLUSTER_IP6}`],
+        ],
+      )
+      assert.deepEqual(dnsRows(r), [
+        ['node-a', 'A', [CLUSTER_IP], 'NOERROR', null],
+        ['node-a', 'AAAA', [WRONG_AAAA], 'NOERROR', null],
+        ['node-b', 'A', [CLUSTER_IP], null, null],
+        ['node-b', 'AAAA', [WRONG_AAAA], null, null],
+      ])
+      assert.deepEqual(
+        (r.json.dns as DnsLine[]).map((d) => [d.node, d.method]),
+        [
+          ['node-a', 'DNS over TCP through an SSH port forward'],
+          ['node-a', 'DNS over TCP through an SSH port forward'],
+          ['node-b', 'dig/nslookup on the node'],
+          ['node-b', 'dig/nslookup on the node'],
+        ],
+      )
+      // The finding's command asks the IPv6 family's record.
+      assert.match((errors(r)[0] as FindingLine & {command: string}).command, /dig \+tcp web\.shop\.svc\.cluster\.local AAAA @10\.96\.0\.10/)
+      assert.ok(
+        paths(r, 'IPv6').every((p) => p.ok === true),
+        'the IPv6 paths themselves still work',
+      )
+    } finally {
+      await lab.restartSshd('node-b', true)
+      await lab.stopDns()
+      lab.startDns()
+    }
+    assert.deepEqual(await askUntilUp('AAAA'), [CLUSTER_IP6], 'the right AAAA again after the fault')
+  })
+
+  test("node-a's route to node-b's IPv6 pod CIDR is unreachable: real IPv6 connections from a pod on node-a to web-b1 fail, IPv4 ones work; svc: KPD-ROUTE-MISSING on node-a for IPv6 only", async () => {
+    lab.breakPodRoute('node-a', 'node-b', 'unreachable', 6)
+    try {
+      const v6 = lab.sample(lab.podNs('client-a'), 'fd00:10:244:2::10', 8080, 3)
+      assert.equal(failures(v6), 3, `IPv6 from client-a to web-b1 fails: ${v6}`)
+      const v4 = lab.sample(lab.podNs('client-a'), '10.244.2.10', 8080, 3)
+      assert.equal(failures(v4), 0, `IPv4 from client-a to web-b1 still works: ${v4}`)
+
+      const r = await doctor()
+      assert.equal(r.code, 1, r.stdout + r.stderr)
+      assert.deepEqual(
+        errors(r).map((f) => [f.code, f.node]),
+        [['KPD-ROUTE-MISSING', 'node-a']],
+      )
+      const f = errors(r)[0] as FindingLine & {command: string}
+      assert.equal(
+        f.message,
+        `node-a (IPv6): no working route to node-b's pod CIDR fd00:10:244:2::/64: the route is unreachable ("RTNETLINK answers: No route to host"), so node-a cannot reach endpoints fd00:10:244:2::10 (pod web-b1), fd00:10:244:2::11 (pod web-b2) on node-b`,
+      )
+      assert.match(f.command, /ip route get fd00:10:244:2::10/)
+    } finally {
+      lab.restorePodRoute('node-a', 'node-b', 6)
+    }
+    assert.equal(failures(lab.sample(lab.podNs('client-a'), 'fd00:10:244:2::10', 8080, 3)), 0, 'IPv6 to web-b1 works again')
   })
 })
 

@@ -1,6 +1,7 @@
 import type {ClusterState} from '../../src/cluster/types.js'
 import {parseKubeProxyConfig} from '../../src/cluster/kube-proxy-config.js'
 import type {NodeObservation} from '../../src/node/bundle.js'
+import type {DnsRecordAnswer} from '../../src/node/dns-probe.js'
 import {parseBridgeState, withCniResults} from '../../src/parse/bridge-state.js'
 import {parseCniResults} from '../../src/parse/cni-results.js'
 import {BufferSource} from '../../src/parse/dump-source.js'
@@ -23,7 +24,11 @@ export interface OfflineOptions {
   pods?: LabPod[]
   /** Replace a node's dump text entirely. */
   dumpFor?: Record<string, string>
-  dns?: Record<string, {addresses: string[]; error?: string; rcode?: string; method?: string}>
+  /**
+   * A node's DNS answer: `answers` per record type, or the shorthand of one A answer (addresses, rcode, error); method
+   * "none" with `error`: nothing asked. Default: the right A answer, and the right AAAA one when dual-stack.
+   */
+  dns?: Record<string, {answers?: DnsRecordAnswer[]; addresses?: string[]; error?: string; rcode?: string; method?: string}>
   /** Nodes in IPVS mode, with their faults; `list` reads `ipvsadm -Ln` instead of `-Sn`. */
   ipvs?: Record<string, IpvsFaults & {list?: boolean}>
   /** Dual-stack IPVS nodes: faults in a node's IPv6 virtual servers, KUBE-6-* ipsets or ip6tables glue. */
@@ -84,7 +89,16 @@ export function offlineCluster(opts: OfflineOptions = {}): {cluster: ClusterStat
     const network = opts.editNetwork?.[node.name]?.(networkText) ?? networkText
     const cniEdit = opts.cniCache?.[node.name]
     const cniText = cniEdit?.(cniCacheGrep(local.map((p) => cniCacheFile(p, node.gateway))))
-    const dns = opts.dns?.[node.name] ?? {addresses: [WEB.clusterIP]}
+    const dnsOpt = opts.dns?.[node.name]
+    const method = dnsOpt?.method ?? 'test'
+    const rightAnswers: DnsRecordAnswer[] = [
+      {type: 'A', addresses: [WEB.clusterIP], rcode: 'NOERROR'},
+      ...(WEB.clusterIP6 ? [{type: 'AAAA' as const, addresses: [WEB.clusterIP6], rcode: 'NOERROR'}] : []),
+    ]
+    const shorthand = (d: {addresses?: string[]; error?: string; rcode?: string}): DnsRecordAnswer[] => [
+      {type: 'A', addresses: d.addresses ?? [], ...(d.error ? {error: d.error} : {rcode: d.rcode ?? 'NOERROR'})},
+    ]
+    const answers = !dnsOpt ? rightAnswers : method === 'none' ? [] : (dnsOpt.answers ?? shorthand(dnsOpt))
     const obs: NodeObservation = {
       name: node.name,
       reachable: true,
@@ -102,7 +116,7 @@ export function offlineCluster(opts: OfflineOptions = {}): {cluster: ClusterStat
       iptables: IptablesSave.parse(new BufferSource(Buffer.from(text))),
       ...(opts.dualStack ? {ip6tables: IptablesSave.parse(new BufferSource(Buffer.from(ipvs6?.iptablesSave ?? kubeProxyRules(node, [WEB, DNS], pods, opts.faults6?.[node.name] ?? {}, 6))))} : {}),
       network: cniText !== undefined ? withCniResults(parseBridgeState(network), parseCniResults(cniText)) : parseBridgeState(network),
-      dns: {name: 'web.shop.svc.cluster.local', server: DNS.clusterIP, method: 'test', rcode: dns.rcode ?? (dns.error ? undefined : 'NOERROR'), ...dns},
+      dns: {name: 'web.shop.svc.cluster.local', server: DNS.clusterIP, method, answers, ...(method === 'none' && dnsOpt?.error ? {error: dnsOpt.error} : {})},
     }
     return opts.editObservation?.[node.name]?.(obs) ?? obs
   })

@@ -193,20 +193,30 @@ export class NetnsLab {
   }
 
   /**
-   * Fault switch: takes away `fromNode`'s route to `toNode`'s pod CIDR, as a broken CNI route controller would:
-   * 'missing' deletes it (the default route then takes the traffic), the others replace it with that route type.
+   * Fault switch: takes away `fromNode`'s route to `toNode`'s pod CIDR (IPv6's with `family` 6, dual-stack), as a broken
+   * CNI route controller would: 'missing' deletes it (the default route then takes the traffic), the others replace it
+   * with that route type.
    */
-  breakPodRoute(fromNode: string, toNode: string, kind: 'missing' | 'unreachable' | 'blackhole' | 'prohibit'): void {
-    const to = NODES.find((n) => n.name === toNode)!
-    const ns = this.nodeNs(fromNode)
-    if (kind === 'missing') inNs(ns, 'ip', ['route', 'del', to.podCIDR])
-    else inNs(ns, 'ip', ['route', 'replace', kind, to.podCIDR])
+  breakPodRoute(fromNode: string, toNode: string, kind: 'missing' | 'unreachable' | 'blackhole' | 'prohibit', family: 4 | 6 = 4): void {
+    const {cidr} = this.podRoute(toNode, family)
+    const ip = ['-n', this.nodeNs(fromNode), ...(family === 6 ? ['-6'] : [])]
+    if (kind === 'missing') run('ip', [...ip, 'route', 'del', cidr])
+    else run('ip', [...ip, 'route', 'replace', kind, cidr])
   }
 
-  restorePodRoute(fromNode: string, toNode: string): void {
+  restorePodRoute(fromNode: string, toNode: string, family: 4 | 6 = 4): void {
+    const {cidr, via} = this.podRoute(toNode, family)
+    const ip = ['-n', this.nodeNs(fromNode), ...(family === 6 ? ['-6'] : [])]
+    tryRun('ip', [...ip, 'route', 'del', cidr])
+    run('ip', [...ip, 'route', 'add', cidr, 'via', via])
+  }
+
+  /** `toNode`'s pod CIDR of `family` and the node address routes to it go via. */
+  private podRoute(toNode: string, family: 4 | 6): {cidr: string; via: string} {
     const to = NODES.find((n) => n.name === toNode)!
-    tryRun('ip', ['-n', this.nodeNs(fromNode), 'route', 'del', to.podCIDR])
-    run('ip', ['-n', this.nodeNs(fromNode), 'route', 'add', to.podCIDR, 'via', to.ip])
+    if (family === 4) return {cidr: to.podCIDR, via: to.ip}
+    const v6 = dualStackNode(to)
+    return {cidr: v6.podCIDR6!, via: v6.ip6!}
   }
 
   /** Fault switch: other owners' filter rules on a node (undefined removes them); reloads the node's rules. */
@@ -238,12 +248,16 @@ export class NetnsLab {
     }
   }
 
-  /** One DNS query over UDP from a pod to the cluster DNS Service (from `sourcePort` when given); the addresses answered. */
-  dnsQuery(fromPod: string, name: string, sourcePort?: number): string[] {
+  /** One DNS query over UDP from a pod to the cluster DNS Service (from `sourcePort` when given); the addresses of `type` answered. */
+  dnsQuery(fromPod: string, name: string, sourcePort?: number, type: 'A' | 'AAAA' = 'A'): string[] {
     const pod = this.pods.find((p) => p.name === fromPod)!
     const bind = sourcePort ? ['-b', `${pod.ip}#${sourcePort}`] : []
-    const r = tryRun('ip', ['netns', 'exec', this.podNs(pod), 'dig', '+short', '+time=1', '+tries=1', ...bind, `@${DNS.clusterIP}`, name], undefined, 5000)
-    return r.stdout.split('\n').filter((l) => /^\d+\.\d+\.\d+\.\d+$/.test(l.trim()))
+    const r = tryRun('ip', ['netns', 'exec', this.podNs(pod), 'dig', '+short', '+time=1', '+tries=1', ...bind, `@${DNS.clusterIP}`, name, type], undefined, 5000)
+    const address = type === 'A' ? /^\d+\.\d+\.\d+\.\d+$/ : /^[0-9a-f]*:[0-9a-f:]*$/i
+    return r.stdout
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => address.test(l))
   }
 
   /** Undoes every packet-path fault switch: settings, routes, listeners, other owners' rules, conntrack. */
@@ -288,9 +302,14 @@ export class NetnsLab {
     inNs(this.nodeNs(pod.node), 'bridge', ['link', 'set', 'dev', this.bridgePort(pod.name), 'hairpin', on ? 'on' : 'off'])
   }
 
-  startDns(): void {
+  /**
+   * Starts dnsmasq as the cluster DNS: the web Service's A record (and its AAAA, dual-stack) and the DNS Service's own.
+   * `aaaa` answers the web Service's AAAA with another address (a fault: the name resolves wrong over IPv6 only).
+   */
+  startDns(opts: {aaaa?: string} = {}): void {
     const pod = this.pods.find((p) => p.kind === 'dns')!
-    const web = SERVICES[0]
+    const web = this.services[0]
+    const webV6 = opts.aaaa ?? web.clusterIP6
     this.dnsProc = startDaemon(
       'ip',
       [
@@ -307,7 +326,7 @@ export class NetnsLab {
         `--listen-address=${pod.ip}`,
         '--user=root',
         `--pid-file=${join(this.dir, 'dnsmasq.pid')}`,
-        `--host-record=${web.name}.${web.namespace}.svc.cluster.local,${web.clusterIP}`,
+        `--host-record=${web.name}.${web.namespace}.svc.cluster.local,${web.clusterIP}${webV6 ? `,${webV6}` : ''}`,
         `--host-record=${DNS.name}.${DNS.namespace}.svc.cluster.local,${DNS.clusterIP}`,
       ],
       this.logs,

@@ -105,8 +105,14 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
   })
 
   test('a dual-stack Service: both families judged when both were read (✓); a node whose ip6tables-save was not read is a required entry, so the headline is ? and not ✓', () => {
+    // Path reads with the IPv6 route table (as collect reads them now): every family's routes judged, nothing unchecked.
+    const withTable6 = (o: NodeObservation): NodeObservation => ({...o, path: {routeLookups: [], conntrack: [], skipped: [], routeTable6: {status: 'read', value: []}}})
+    const read = report({dualStack: true, editObservation: {'node-a': withTable6, 'node-b': withTable6}})
+    assert.deepEqual(rows(read), [PROBES_OFF_ROW])
+    assert.equal(read.summary, '✓ shop/web: every traced path works on 2 node(s)')
+    // Without it (a bundle from before it was read): said per node, not required.
     const whole = report({dualStack: true})
-    const paths = 'IPv6 endpoints and ClusterIP: no route lookups or conntrack reads (made for the primary family only)'
+    const paths = 'IPv6 route table not read (recorded by a version that read the IPv4 table only): IPv6 endpoints reached by the default route alone are not told'
     assert.deepEqual(rows(whole), [['node-a', 'routes', false, paths], ['node-b', 'routes', false, paths], PROBES_OFF_ROW])
     assert.equal(whole.summary, '✓ shop/web: every traced path works on 2 node(s)')
     const r = report({dualStack: true, editObservation: {'node-b': (o) => ({...o, ip6tables: undefined})}})

@@ -92,7 +92,7 @@ test('collectNode reads a node through any NodeAccess, in memory: parsed dumps, 
   assert.equal(observation.kubeProxy?.proxyMode, 'iptables')
   assert.equal(observation.kubeProxy?.metricsError, 'HTTP 404')
   assert.match(observation.kubeProxy?.healthzError ?? '', /127\.0\.0\.1:10256: Connection refused/)
-  assert.deepEqual(observation.dns?.addresses, [WEB.clusterIP])
+  assert.deepEqual(observation.dns?.answers, [{type: 'A', addresses: [WEB.clusterIP]}])
   assert.equal(observation.dns?.method, 'dig/nslookup on the node')
   assert.deepEqual(
     observation.network?.ports.map((p) => [p.port, p.hairpin]),
@@ -167,7 +167,7 @@ test('ssh transport: only allow-list keys reach exec (refused by the type checke
   assert.deepEqual(session.lines, [], 'nothing reached the SSH exec')
   await access.run('iptablesSave')
   await access.run('network')
-  await assert.rejects(access.run('dnsLookup', {name: 'web; reboot', server: '10.96.0.10'}), /refusing to build a DNS command/)
+  await assert.rejects(access.run('dnsLookup', {name: 'web; reboot', server: '10.96.0.10', type: 'A'}), /refusing to build a DNS command/)
   await assert.rejects(access.readFile('/proc/sys/../../etc/shadow'), /not an allow-listed file/)
   await access.readFile('/proc/sys/net/ipv4/ip_forward')
   assert.deepEqual(session.lines.slice(0, 2), ['id -u', 'sudo -n iptables-save'])
@@ -278,3 +278,27 @@ function describeFile(r: FileRead): string {
 function describeTcp(r: TcpOpen): string {
   return r.kind === 'open' ? 'open' : `${r.outcome}: ${r.reason}`
 }
+
+test('dns.json: one answer per record type; an older one (A only, at the top level) reads as its A answer, a malformed one as not recorded', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kpd-dns-'))
+  const dnsOf = (json: unknown) => {
+    writeFileSync(join(dir, 'iptables-save.txt'), IPTABLES_SAVE)
+    writeFileSync(join(dir, 'dns.json'), JSON.stringify(json))
+    return readNodeBundle(dir, 'node-a').dns
+  }
+  const base = {name: 'web.shop.svc.cluster.local', server: '10.96.0.10', method: 'DNS over TCP through an SSH port forward'}
+  try {
+    const answers = [
+      {type: 'A', rcode: 'NOERROR', addresses: ['10.96.10.10']},
+      {type: 'AAAA', addresses: [], error: 'no DNS answer within 3s'},
+    ]
+    assert.deepEqual(dnsOf({...base, answers}), {...base, answers})
+    assert.deepEqual(dnsOf({...base, rcode: 'NOERROR', addresses: ['10.96.10.10']}), {...base, answers: [{type: 'A', rcode: 'NOERROR', addresses: ['10.96.10.10']}]})
+    assert.deepEqual(dnsOf({...base, addresses: [], error: 'connection refused'}), {...base, answers: [{type: 'A', addresses: [], error: 'connection refused'}]})
+    assert.deepEqual(dnsOf({...base, method: 'none', addresses: [], error: 'no way'}), {...base, method: 'none', answers: [], error: 'no way'})
+    for (const bad of [{...base, answers: [{type: 'MX', addresses: []}]}, {...base, answers: [{type: 'A', addresses: [7]}]}, {...base}, {name: 'x', server: 1, method: 'm', addresses: []}])
+      assert.equal(dnsOf(bad), undefined, JSON.stringify(bad))
+  } finally {
+    rmSync(dir, {recursive: true, force: true})
+  }
+})

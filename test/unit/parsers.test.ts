@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import {test} from 'node:test'
 import {parseKubeProxyConfig} from '../../src/cluster/kube-proxy-config.js'
 import {editDistance, similarNames} from '../../src/cluster/similar-names.js'
+import * as dnsPacket from 'dns-packet'
 import {buildQuery, parseLookupOutput, parseResponse} from '../../src/node/dns-probe.js'
 import {parseBridgeState} from '../../src/parse/bridge-state.js'
 import {IpsetState} from '../../src/parse/ipset-save.js'
@@ -17,25 +18,46 @@ test('kube-proxy config: mode, clusterCIDR, masquerade settings; defaults when a
   assert.equal(d.masqueradeBit, 14)
 })
 
-test('DNS wire format: query and answer with name compression', () => {
-  const q = buildQuery('web.shop.svc.cluster.local', 0x1234)
-  assert.equal(q.readUInt16BE(0), 0x1234)
-  assert.equal(q.readUInt16BE(4), 1)
-  const answer = Buffer.concat([
-    Buffer.from([0x12, 0x34, 0x85, 0x80, 0, 1, 0, 2, 0, 0, 0, 0]),
-    q.subarray(12),
-    Buffer.from([0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 5, 0, 4, 10, 96, 10, 10]),
-    Buffer.from([0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 5, 0, 4, 10, 96, 10, 11]),
+test('DNS messages (dns-packet): the query asks one type of one name; replies with A and AAAA records, NXDOMAIN, a foreign id, truncation', () => {
+  const name = 'web.shop.svc.cluster.local'
+  const q = buildQuery(name, 'AAAA', 0x1234)
+  const asked = dnsPacket.decode(q)
+  assert.deepEqual([asked.id, asked.type, asked.flag_rd, asked.questions], [0x1234, 'query', true, [{name, type: 'AAAA', class: 'IN'}]])
+  assert.equal(dnsPacket.decode(buildQuery(name, 'A', 7)).questions?.[0].type, 'A')
+
+  const reply = (id: number, rcode: number, answers: dnsPacket.Answer[], flags = 0) =>
+    dnsPacket.encode({type: 'response', id, flags: dnsPacket.RECURSION_DESIRED | dnsPacket.RECURSION_AVAILABLE | flags | rcode, questions: asked.questions, answers})
+  // A server may answer a name's other records too, and a CNAME on the way: only the asked type's addresses count.
+  const both = reply(0x1234, 0, [
+    {type: 'CNAME', name, ttl: 5, data: 'web-alias.shop.svc.cluster.local'},
+    {type: 'A', name, ttl: 5, data: '10.96.10.10'},
+    {type: 'AAAA', name, ttl: 5, data: 'fd00:10:96:0:0:0:10:10'},
+    {type: 'AAAA', name, ttl: 5, data: 'fd00:10:96::10:11'},
   ])
-  assert.deepEqual(parseResponse(answer, 0x1234), {rcode: 'NOERROR', addresses: ['10.96.10.10', '10.96.10.11']})
-  const nx = Buffer.concat([Buffer.from([0x12, 0x34, 0x85, 0x83, 0, 1, 0, 0, 0, 0, 0, 0]), q.subarray(12)])
-  assert.equal(parseResponse(nx, 0x1234).rcode, 'NXDOMAIN')
-  assert.throws(() => parseResponse(answer, 0x9999), /foreign id/)
+  assert.deepEqual(parseResponse(both, 'AAAA', 0x1234), {rcode: 'NOERROR', addresses: ['fd00:10:96::10:10', 'fd00:10:96::10:11']})
+  assert.deepEqual(parseResponse(both, 'A', 0x1234), {rcode: 'NOERROR', addresses: ['10.96.10.10']})
+  // A name with an A record and no AAAA: NOERROR, no address.
+  assert.deepEqual(parseResponse(reply(0x1234, 0, []), 'AAAA', 0x1234), {rcode: 'NOERROR', addresses: []})
+  assert.deepEqual(parseResponse(reply(0x1234, 3, []), 'AAAA', 0x1234), {rcode: 'NXDOMAIN', addresses: []})
+  assert.deepEqual(parseResponse(reply(0x1234, 2, []), 'A', 0x1234), {rcode: 'SERVFAIL', addresses: []})
+  assert.throws(() => parseResponse(both, 'AAAA', 0x9999), /foreign id/)
+  assert.throws(() => parseResponse(q, 'AAAA', 0x1234), /not a reply/)
+  assert.throws(() => parseResponse(both.subarray(0, both.length - 6), 'AAAA', 0x1234), /malformed DNS reply/)
+  assert.throws(() => parseResponse(both.subarray(0, 5), 'AAAA', 0x1234), /malformed DNS reply/)
+  assert.throws(() => parseResponse(reply(0x1234, 0, [], dnsPacket.TRUNCATED_RESPONSE), 'A', 0x1234), /truncated DNS reply/)
 })
 
-test('dig +short and nslookup output', () => {
-  assert.deepEqual(parseLookupOutput('10.96.10.10\n'), ['10.96.10.10'])
-  assert.deepEqual(parseLookupOutput('Server:\t\t10.96.0.10\nAddress:\t10.96.0.10#53\n\nName:\tweb.shop.svc.cluster.local\nAddress: 10.96.10.10\n'), ['10.96.10.10'])
+test('dig +short and nslookup output: the addresses of the asked type, never the server nslookup names first', () => {
+  assert.deepEqual(parseLookupOutput('10.96.10.10\n', 'A'), ['10.96.10.10'])
+  assert.deepEqual(parseLookupOutput('10.96.10.10\n', 'AAAA'), [])
+  assert.deepEqual(parseLookupOutput('fd00:10:96::10:10\n', 'AAAA'), ['fd00:10:96::10:10'])
+  assert.deepEqual(parseLookupOutput('web-alias.shop.svc.cluster.local.\nfd00:10:96:0::10:10\n', 'AAAA'), ['fd00:10:96::10:10'])
+  assert.deepEqual(parseLookupOutput('Server:\t\t10.96.0.10\nAddress:\t10.96.0.10#53\n\nName:\tweb.shop.svc.cluster.local\nAddress: 10.96.10.10\n', 'A'), ['10.96.10.10'])
+  const v6 = 'Server:\t\tfd00:10:96::a\nAddress:\tfd00:10:96::a#53\n\nName:\tweb.shop.svc.cluster.local\nAddress: fd00:10:96::10:10\n'
+  assert.deepEqual(parseLookupOutput(v6, 'AAAA'), ['fd00:10:96::10:10'])
+  // busybox numbers its answers.
+  assert.deepEqual(parseLookupOutput('Server: 10.96.0.10\nAddress 1: 10.96.0.10 kube-dns\n\nName: web.shop\nAddress 1: fd00:10:96::10:10\n', 'AAAA'), ['fd00:10:96::10:10'])
+  assert.deepEqual(parseLookupOutput("** server can't find web.shop.svc.cluster.local: NXDOMAIN\n", 'A'), [])
 })
 
 test('bridge state: hairpin flags, promiscuous bridges, pod IP to port through neigh and fdb', () => {

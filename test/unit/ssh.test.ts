@@ -92,6 +92,7 @@ test('node commands: read-only allow-list; sudo -n only where root is needed; DN
     'nftRuleset',
     'nftRulesetJson',
     'routeTable',
+    'routeTable6',
     'sysctls',
     'uid',
   ])
@@ -99,11 +100,22 @@ test('node commands: read-only allow-list; sudo -n only where root is needed; DN
   assert.equal(commandLine('iptablesSave', true), 'iptables-save')
   assert.equal(commandLine('network', false), NODE_COMMANDS.network)
   for (const line of Object.values(NODE_COMMANDS)) assert.doesNotMatch(line, /\b(rm|mv|tee|iptables -[ADIFXNRP]|iptables-restore|ip (link|addr|route) (add|del|set)|sysctl -w|[^2]>\s*\/)/)
-  assert.match(dnsLookupCommand('web.shop.svc.cluster.local', '10.96.0.10'), /dig \+short \+tcp/)
-  for (const [name, server] of [
-    ['web; rm -rf /', '10.96.0.10'],
-    ['web.shop', '10.96.0.10; reboot'],
-    ['$(id)', '1.2.3.4'],
+  assert.match(
+    dnsLookupCommand('web.shop.svc.cluster.local', '10.96.0.10', 'A'),
+    /dig \+short \+tcp \+time=2 \+tries=1 web\.shop\.svc\.cluster\.local A @10\.96\.0\.10;.* nslookup -vc -timeout=2 -type=A web\.shop\.svc\.cluster\.local 10\.96\.0\.10;/,
+  )
+  assert.match(
+    dnsLookupCommand('web.shop.svc.cluster.local', 'fd00:10:96::a', 'AAAA'),
+    /dig \+short \+tcp \+time=2 \+tries=1 web\.shop\.svc\.cluster\.local AAAA @fd00:10:96::a;.* -type=AAAA web\.shop\.svc\.cluster\.local fd00:10:96::a;/,
+  )
+  for (const [name, server, type] of [
+    ['web; rm -rf /', '10.96.0.10', 'A'],
+    ['web.shop', '10.96.0.10; reboot', 'A'],
+    ['web.shop', 'fd00::a;id', 'AAAA'],
+    ['web.shop', '::::', 'AAAA'],
+    ['$(id)', '1.2.3.4', 'A'],
+    ['web.shop', '10.96.0.10', 'AAAA; reboot'],
+    ['web.shop', '10.96.0.10', 'MX'],
   ])
-    assert.throws(() => dnsLookupCommand(name, server))
+    assert.throws(() => dnsLookupCommand(name, server, type as 'A'), /refusing to build a DNS command/)
 })

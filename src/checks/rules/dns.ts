@@ -1,7 +1,7 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {kubectlCommand, nodeCommand} from '../../model/reach.js'
-import {familyOf} from '../../net/address.js'
+import {canonicalIp, familyOf} from '../../net/address.js'
 
 export const dnsServiceMissing: Check = {
   meta: codeEntry('KPD-DNS-SERVICE-MISSING'),
@@ -42,25 +42,32 @@ export const dnsNoEndpoints: Check = {
 /** DnsAnswer.method when the question could not be put to the server from the node. */
 const NOT_ASKED = 'none'
 
+/**
+ * Each family's ClusterIP against the answer of its own record type (A for IPv4, AAAA for IPv6): the checks run once
+ * per family, and diagnose labels a finding only one family gives with it ("node-b (IPv6): …").
+ */
 export const dnsNoAnswer: Check = {
   meta: codeEntry('KPD-DNS-NO-ANSWER'),
   run(ctx) {
     const out: FindingDraft[] = []
     const clusterIP = ctx.service.clusterIP
     if (!clusterIP || ctx.service.notProxied) return out
+    const type = familyOf(clusterIP) === 6 ? 'AAAA' : 'A'
+    const wanted = canonicalIp(clusterIP)
     for (const o of ctx.observations) {
       const d = o.dns
       // A node's DNS answer is for one name: a recorded answer for another Service says nothing about this one.
       if (!o.reachable || !d || !d.name.startsWith(`${ctx.service.name}.${ctx.service.namespace}.svc.`)) continue
       // Not asked at all (no way to open TCP to the server from the node, and no dig/nslookup there, as in kube-proxy's
-      // image): nothing was learnt about DNS, so no verdict; the report's DNS section says why it was not asked.
-      if (d.method === NOT_ASKED) continue
-      const cmd = nodeCommand(ctx.reach, o.name, {argv: ['dig', '+tcp', d.name, `@${d.server}`]}, [d.name, d.server])
-      if (d.error) out.push({node: o.name, message: `${o.name}: asking ${d.server} for ${d.name} failed: ${d.error}`, evidence: [`method: ${d.method}`], command: cmd})
-      else if (d.rcode && d.rcode !== 'NOERROR') out.push({node: o.name, message: `${o.name}: ${d.server} answers ${d.rcode} for ${d.name}`, command: cmd})
-      // The node asks for A records: an IPv6 ClusterIP is judged only against IPv6 addresses in the answer (AAAA).
-      else if (familyOf(clusterIP) === 6 && !d.addresses.some((a) => familyOf(a) === 6)) continue
-      else if (!d.addresses.includes(clusterIP)) out.push({node: o.name, message: `${o.name}: ${d.name} resolves to ${d.addresses.join(', ') || 'nothing'}, not the ClusterIP ${clusterIP}`, command: cmd})
+      // image), or this type not asked (a bundle from before AAAA questions): nothing learnt, so no verdict; the report's
+      // not-checked list says why.
+      const a = d.answers.find((x) => x.type === type)
+      if (d.method === NOT_ASKED || !a) continue
+      const cmd = nodeCommand(ctx.reach, o.name, {argv: ['dig', '+tcp', d.name, type, `@${d.server}`]}, [d.name, d.server])
+      if (a.error) out.push({node: o.name, message: `${o.name}: asking ${d.server} for the ${type} record of ${d.name} failed: ${a.error}`, evidence: [`method: ${d.method}`], command: cmd})
+      else if (a.rcode && a.rcode !== 'NOERROR') out.push({node: o.name, message: `${o.name}: ${d.server} answers ${a.rcode} for the ${type} record of ${d.name}`, command: cmd})
+      else if (!a.addresses.map(canonicalIp).includes(wanted))
+        out.push({node: o.name, message: `${o.name}: ${d.name} ${type} resolves to ${a.addresses.join(', ') || 'nothing'}, not the ClusterIP ${clusterIP}`, command: cmd})
     }
     return out
   },

@@ -3,11 +3,13 @@ import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {nodeCommand} from '../../model/reach.js'
 import type {ExpectedEndpoint} from '../../model/expected.js'
-import {canonicalIp, inCidr} from '../../net/address.js'
+import {canonicalIp, familyOf, inCidr} from '../../net/address.js'
 import type {Route} from '../../parse/ip-route.js'
 import type {RouteAnswer} from '../../node/path-reads.js'
 
 const nodeAddresses = (node: V1Node | undefined) => (node?.status?.addresses ?? []).filter((a) => a.type === 'InternalIP' || a.type === 'ExternalIP').map((a) => canonicalIp(a.address))
+/** The node address of the endpoint's family: an IPv6 pod CIDR is routed via the node's IPv6 address. */
+const sameFamily = (addresses: string[], ip: string) => addresses.find((a) => familyOf(a) === familyOf(ip))
 const podCidrs = (node: V1Node | undefined) => node?.spec?.podCIDRs ?? (node?.spec?.podCIDR ? [node.spec.podCIDR] : [])
 
 /**
@@ -27,7 +29,8 @@ function brokenRoute(answer: RouteAnswer, table: Route[] | undefined, endpointIp
   const specific = table?.some((r) => r.destination !== 'default' && inCidr(r.destination, endpointIp))
   if (!table || specific || !fallback || podCidrs(home).length === 0) return undefined
   if (route.via !== fallback.via || route.dev !== fallback.dev) return undefined
-  return `only the default route matches (${route.via ? `via ${route.via} ` : ''}dev ${route.dev}), not a route to ${home?.metadata?.name}${homeAddresses.length > 0 ? ` (${homeAddresses[0]})` : ''}`
+  const homeAddress = sameFamily(homeAddresses, endpointIp)
+  return `only the default route matches (${route.via ? `via ${route.via} ` : ''}dev ${route.dev}), not a route to ${home?.metadata?.name}${homeAddress ? ` (${homeAddress})` : ''}`
 }
 
 export const routeMissing: Check = {
@@ -38,14 +41,16 @@ export const routeMissing: Check = {
     for (const e of ctx.service.ports.flatMap((p) => p.allEndpoints)) if (!endpoints.has(canonicalIp(e.ip))) endpoints.set(canonicalIp(e.ip), e)
     for (const obs of ctx.observations) {
       if (!obs.reachable || !obs.path) continue
-      const table = obs.path.routeTable?.status === 'read' ? obs.path.routeTable.value : undefined
+      // Each endpoint against the main table of its own family: an IPv6 endpoint's default route is IPv6's.
+      const tables = {4: obs.path.routeTable, 6: obs.path.routeTable6}
       // One finding per endpoint node and reason: the endpoints behind one missing route are listed together.
       const groups = new Map<string, {home: string; reason: string; cidr?: string; endpoints: ExpectedEndpoint[]; evidence: string[]}>()
       for (const lookup of obs.path.routeLookups) {
         const endpoint = endpoints.get(canonicalIp(lookup.address))
         if (!endpoint?.nodeName || endpoint.nodeName === obs.name || lookup.result.status !== 'read') continue
         const home = ctx.cluster.nodes.find((n) => n.metadata?.name === endpoint.nodeName)
-        const reason = brokenRoute(lookup.result.value, table, endpoint.ip, home, ctx.cluster.nodes)
+        const table = tables[familyOf(endpoint.ip) ?? 4]
+        const reason = brokenRoute(lookup.result.value, table?.status === 'read' ? table.value : undefined, endpoint.ip, home, ctx.cluster.nodes)
         if (!reason) continue
         const key = `${endpoint.nodeName} ${reason}`
         const group = groups.get(key) ?? {home: endpoint.nodeName, reason, cidr: podCidrs(home).find((c) => inCidr(c, endpoint.ip)), endpoints: [], evidence: []}
@@ -58,7 +63,7 @@ export const routeMissing: Check = {
         const listed = g.endpoints.map((e) => `${e.ip} (pod ${e.podName ?? '?'})`).join(', ')
         const cidr = g.cidr ? `${g.home}'s pod CIDR ${g.cidr}` : `the pod addresses of ${g.home}`
         const home = ctx.cluster.nodes.find((n) => n.metadata?.name === g.home)
-        const gateway = nodeAddresses(home)[0]
+        const gateway = sameFamily(nodeAddresses(home), g.endpoints[0].ip)
         out.push({
           node: obs.name,
           message: `${obs.name}: no working route to ${cidr}: ${g.reason}, so ${obs.name} cannot reach endpoint${g.endpoints.length > 1 ? 's' : ''} ${listed} on ${g.home}`,

@@ -3,7 +3,7 @@ import type {ExpectedEndpoint, ExpectedPort, ExpectedService} from './expected.j
 import type {BridgeState} from '../parse/bridge-state.js'
 import type {Dataplane, ModeVocabulary} from './dataplane.js'
 import {addressInCidr, cidrContains, cidrSize, familyOf, parseCidr} from '../net/address.js'
-import type {Packet, RouteGuess, TraceOutcome, TraceResult, Tracer} from '../trace/types.js'
+import type {Packet, RouteGuess, TraceOutcome, TraceResult, TraceStep, Tracer} from '../trace/types.js'
 
 export type Entry = 'pod→ClusterIP' | 'node→ClusterIP' | 'outside→NodePort' | 'outside→LoadBalancer' | 'outside→externalIP' | 'pod→itself'
 
@@ -209,14 +209,28 @@ function terminalRule(o: TraceOutcome): string {
 
 /** The nat chains a walk entered: those whose rules matched and those jumped to (even when empty). */
 function natChainsEntered(o: TraceOutcome, v: ModeVocabulary): Set<string> {
+  const seen = enteredByOutcome.get(o)
+  if (seen?.vocab === v) return seen.chains
   const out = new Set<string>()
   for (const s of o.steps) {
     if (!v.isNatTable(s.table)) continue
     out.add(s.chain)
-    for (const m of s.rule.matchAll(/(?:\s-[jg]|\bjump|\bgoto)\s+(\S+?),?(?=\s|$)/g)) out.add(m[1])
+    for (const target of jumpTargets(s)) out.add(target)
   }
+  enteredByOutcome.set(o, {vocab: v, chains: out})
   return out
 }
+
+/** Asked of each outcome more than once (each judgement, the endpoint halves): read once. */
+const enteredByOutcome = new WeakMap<TraceOutcome, {vocab: ModeVocabulary; chains: Set<string>}>()
+
+/** The chains a step's rule jumps or goes to, read from its text once per step (a tracer shares a rule's step between walks). */
+function jumpTargets(s: TraceStep): string[] {
+  let targets = jumpsOf.get(s)
+  if (!targets) jumpsOf.set(s, (targets = [...s.rule.matchAll(/(?:\s-[jg]|\bjump|\bgoto)\s+(\S+?),?(?=\s|$)/g)].map((m) => m[1])))
+  return targets
+}
+const jumpsOf = new WeakMap<TraceStep, string[]>()
 
 function judgeOutcome(o: TraceOutcome, port: ExpectedPort, expected: Set<string>, opts: JudgeOptions, inputs: PathInputs): Judgement | undefined {
   const v = inputs.dataplane.vocab

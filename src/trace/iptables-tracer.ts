@@ -2,7 +2,7 @@ import type {IptablesSave} from '../parse/iptables-save.js'
 import {leadingDestination, type ParsedRule, type RuleOption} from '../parse/iptables-rule.js'
 import type {IpsetState} from '../parse/ipset-save.js'
 import {cidrContains, familyOf, isMulticast, parseCidr, parseIp} from '../net/address.js'
-import {summarize, type Packet, type RouteGuess, type TraceOutcome, type TraceResult} from './types.js'
+import {summarize, type Packet, type RouteGuess, type TraceOutcome, type TraceResult, type TraceStep} from './types.js'
 import {
   finish,
   interfaceMatches,
@@ -422,8 +422,13 @@ function isPlainIPv4(text: string): boolean {
   return false
 }
 
+/** One step object per rule, shared by every walk that passes it (a scan passes each rule once per Service and node). */
+const stepOf = new WeakMap<ParsedRule, TraceStep>()
+
 function withStep(s: State, rule: ParsedRule): State {
-  return addStep(s, {table: rule.table, chain: rule.chain, line: rule.line, rule: rule.text})
+  let step = stepOf.get(rule)
+  if (!step) stepOf.set(rule, (step = {table: rule.table, chain: rule.chain, line: rule.line, rule: rule.text}))
+  return addStep(s, step)
 }
 
 /** iptables tables in the order netfilter runs them at each hook. */

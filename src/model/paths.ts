@@ -2,7 +2,7 @@ import type {V1Node} from '@kubernetes/client-node'
 import type {ExpectedEndpoint, ExpectedPort, ExpectedService} from './expected.js'
 import type {BridgeState} from '../parse/bridge-state.js'
 import type {Dataplane, ModeVocabulary} from './dataplane.js'
-import {addressInCidr, cidrContains, cidrSize, familyOf, parseCidr} from '../net/address.js'
+import {addressInCidr, cidrContains, cidrSize, familyOf, parseCidr, type Cidr} from '../net/address.js'
 import type {Packet, RouteGuess, TraceOutcome, TraceResult, TraceStep, Tracer} from '../trace/types.js'
 
 export type Entry = 'pod→ClusterIP' | 'node→ClusterIP' | 'outside→NodePort' | 'outside→LoadBalancer' | 'outside→externalIP' | 'pod→itself'
@@ -55,10 +55,18 @@ const OUTSIDE_CLIENT = '203.0.113.10'
 const OUTSIDE_CLIENT6 = '2001:db8::10'
 
 /** The node's pod CIDRs (spec.podCIDRs, else spec.podCIDR), parsed. */
-function podCidrs(node: V1Node | undefined) {
-  const list = node?.spec?.podCIDRs?.length ? node.spec.podCIDRs : node?.spec?.podCIDR ? [node.spec.podCIDR] : []
-  return list.map((c) => parseCidr(c)).filter((c) => c !== undefined)
+function podCidrs(node: V1Node | undefined): Cidr[] {
+  if (!node) return []
+  const seen = podCidrsOf.get(node)
+  const list = node.spec?.podCIDRs?.length ? node.spec.podCIDRs : node.spec?.podCIDR ? [node.spec.podCIDR] : []
+  if (seen && seen.list === list) return seen.cidrs
+  const cidrs = list.map((c) => parseCidr(c)).filter((c) => c !== undefined)
+  podCidrsOf.set(node, {list, cidrs})
+  return cidrs
 }
+
+/** Asked for every packet a node routes (a scan routes thousands): parsed once per node object and list. */
+const podCidrsOf = new WeakMap<V1Node, {list: string[]; cidrs: Cidr[]}>()
 
 export interface PathInputs {
   node: string
@@ -357,7 +365,7 @@ const walked = new WeakMap<PathResult[], {key: string; halves: EndpointHalf[]}>(
 function walkEndpointHalves(paths: PathResult[], nodes: PathNode[], endpoints: ExpectedEndpoint[]): EndpointHalf[] {
   const endpointAt = new Map(endpoints.map((e) => [e.address, e]))
   const nodeNamed = new Map(nodes.map((n) => [n.node, n]))
-  const tracers = new Map<string, Tracer>()
+  const tracers = new Map<string, {tracer: Tracer; notVia: ReadonlySet<string>}>()
   const walks = new Map<string, TraceResult>()
   const out: EndpointHalf[] = []
   for (const path of paths) {
@@ -372,12 +380,13 @@ function walkEndpointHalves(paths: PathResult[], nodes: PathNode[], endpoints: E
     }
     for (const [endpoint, {probability, src}] of shares) {
       const target = nodeNamed.get(endpoint.nodeName!)!
-      let tracer = tracers.get(target.node)
-      if (!tracer) {
-        tracer = target.dataplane.tracer(target.address ? [target.address] : [], false, routeGuess(target))
-        tracers.set(target.node, tracer)
+      let at = tracers.get(target.node)
+      if (!at) {
+        at = {tracer: target.dataplane.tracer(target.address ? [target.address] : [], false, routeGuess(target)), notVia: nodeLocalInterfaces(target)}
+        tracers.set(target.node, at)
       }
-      const packet: Packet = {src, dst: endpoint.ip, proto: path.packet.proto, dport: endpoint.port, sport: path.packet.sport, inNotVia: nodeLocalInterfaces(target)}
+      const {tracer, notVia} = at
+      const packet: Packet = {src, dst: endpoint.ip, proto: path.packet.proto, dport: endpoint.port, sport: path.packet.sport, inNotVia: notVia}
       const key = `${target.node} ${packet.proto} ${src} ${endpoint.address}`
       let trace = walks.get(key)
       if (!trace) {
@@ -423,6 +432,9 @@ function judgeHalf(h: EndpointHalf, v: ModeVocabulary): Judgement {
   return worst ?? {ok: true, breaksAt: null, detail: `${pct(h.probability)} of new connections go to ${to}, which forwards them to the pod`}
 }
 
+/** localeCompare's order, one collator for all the sorts of a scan (localeCompare builds one per call). */
+const byLocale = new Intl.Collator()
+
 /**
  * Makes each path one path across two nodes: for every endpoint on another node it DNATs to, the verdict of that
  * endpoint's half on its node (`remote`), or "not followed" when that node was not read. A path that works on its own
@@ -451,7 +463,7 @@ export function followEndpoints(paths: PathResult[], nodes: PathNode[], endpoint
         }
         return {...base, followed: true, ...judgeHalf(h, vocab.get(h.node)!), trace: h.trace}
       })
-      .sort((a, b) => a.node.localeCompare(b.node) || a.endpoint.localeCompare(b.endpoint))
+      .sort((a, b) => byLocale.compare(a.node, b.node) || byLocale.compare(a.endpoint, b.endpoint))
     if (path.ok !== true) continue
     const worst = path.remote.filter((r) => r.followed && r.ok !== true).sort((a, b) => rank(a.breaksAt) - rank(b.breaksAt) || b.share - a.share)[0]
     if (worst) Object.assign(path, {ok: worst.ok, breaksAt: worst.breaksAt, breaksOn: worst.node, detail: worst.detail})

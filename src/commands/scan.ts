@@ -9,7 +9,7 @@ import {makeChalk} from '../report/human.js'
 import {outputWidth} from '../report/width.js'
 import {renderJunit} from '../report/junit.js'
 import {renderScanHuman} from '../report/scan-human.js'
-import {parseFailOn} from '../report/report.js'
+import {buildReport, parseFailOn} from '../report/report.js'
 import {buildScanReport, scanExitCode} from '../report/scan-report.js'
 import {DiagnosisError} from '../errors.js'
 
@@ -48,12 +48,12 @@ export default class Scan extends DoctorCommand {
     const onProgress = progress?.onProgress
     let result
     try {
-      if (flags.snapshot) result = await scanSnapshot(flags.snapshot, target, {...diagnoseOptions, nodes: splitList(flags.nodes), onProgress})
+      if (flags.snapshot) result = await scanSnapshot(flags.snapshot, target, buildReport, {...diagnoseOptions, nodes: splitList(flags.nodes), onProgress})
       else {
         const live = liveOptions('', flags, log)
         const {loadKubeConfig} = await import('../cluster/live-source.js')
         if (!flags['all-namespaces'] && !flags.namespace) target.namespace = loadKubeConfig(live).namespace
-        result = await scanLive({...live, ...target, ...diagnoseOptions, onProgress})
+        result = await scanLive({...live, ...target, ...diagnoseOptions, onProgress}, buildReport)
       }
     } finally {
       progress?.done()

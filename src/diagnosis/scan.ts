@@ -23,17 +23,24 @@ export interface ScanTarget {
   services?: string[]
 }
 
-interface ServiceOutcome {
+interface ServiceOutcome<R> {
   namespace: string
   name: string
   type: string
   /** Why the Service was not diagnosed: it gets no kube-proxy rules by design, or its API objects could not be read. */
   skipped?: string
-  diagnosis?: Diagnosis
+  /** What the caller keeps of the Service's diagnosis (see Summarise). */
+  diagnosis?: R
 }
 
-export interface ScanResult {
-  outcomes: ServiceOutcome[]
+/**
+ * What a scan keeps of each Service's diagnosis, made as soon as it is judged: a scan of thousands of Services must
+ * not hold every trace and node view until the end.
+ */
+export type Summarise<R> = (d: Diagnosis) => R
+
+export interface ScanResult<R> {
+  outcomes: Array<ServiceOutcome<R>>
   observations: NodeObservation[]
   selectionNote?: string
   warnings: string[]
@@ -49,7 +56,7 @@ const SCAN_NOTES = ["a scan asks cluster DNS for its own Service name from each 
 export type ScanLiveOptions = Omit<LiveOptions, 'name' | 'outDir' | 'namespace'> & ScanTarget & DiagnoseOptions
 
 /** Every matching Service of a live cluster, each node read once and shared by all of them. */
-export async function scanLive(opts: ScanLiveOptions): Promise<ScanResult> {
+export async function scanLive<R>(opts: ScanLiveOptions, summarise: Summarise<R>): Promise<ScanResult<R>> {
   const [{LiveClusterSource, loadKubeConfig}] = await Promise.all([import('../cluster/live-source.js')])
   const {kc} = loadKubeConfig(opts)
   const source = new CachedClusterSource(new LiveClusterSource(kc, opts.timeoutMs, opts.log))
@@ -61,7 +68,7 @@ export async function scanLive(opts: ScanLiveOptions): Promise<ScanResult> {
   const {observations, readVia, warnings} = await readNodesLive(nodes, selection.names, opts, dns, scanPathTargets(states))
   const reach = await liveReach(opts, readVia, nodes)
   return {
-    outcomes: judge(states, observations, {...opts, readVia, reach}, opts.onProgress),
+    outcomes: judge(states, observations, {...opts, readVia, reach}, summarise, opts.onProgress),
     observations,
     selectionNote: selection.note,
     warnings: [...hostKeyWarnings(opts), ...warnings],
@@ -70,13 +77,23 @@ export async function scanLive(opts: ScanLiveOptions): Promise<ScanResult> {
 }
 
 /** Every matching Service recorded in a snapshot bundle. */
-export async function scanSnapshot(dir: string, target: ScanTarget, opts: DiagnoseOptions & {nodes?: string[]; onProgress?: (e: ProgressEvent) => void} = {}): Promise<ScanResult> {
+export async function scanSnapshot<R>(
+  dir: string,
+  target: ScanTarget,
+  summarise: Summarise<R>,
+  opts: DiagnoseOptions & {nodes?: string[]; onProgress?: (e: ProgressEvent) => void} = {},
+): Promise<ScanResult<R>> {
   const snapshot = new SnapshotClusterSource(dir)
   const recorded = snapshot.manifest()?.services
   const source = new CachedClusterSource(snapshot)
   const states = await readStates(source, target, recorded)
   const observations = readSnapshotNodes(dir, opts.nodes)
-  return {outcomes: judge(states, observations, {...opts, reach: snapshotReach(snapshot.manifest()?.context)}, opts.onProgress), observations, warnings: [], notes: SCAN_NOTES}
+  return {
+    outcomes: judge(states, observations, {...opts, reach: snapshotReach(snapshot.manifest()?.context)}, summarise, opts.onProgress),
+    observations,
+    warnings: [],
+    notes: SCAN_NOTES,
+  }
 }
 
 interface ServiceState {
@@ -109,27 +126,28 @@ async function readStates(source: ClusterSource, target: ScanTarget, recorded?: 
   )
 }
 
-function judge(states: ServiceState[], observations: NodeObservation[], opts: DiagnoseOptions, onProgress?: (e: ProgressEvent) => void): ServiceOutcome[] {
+function judge<R>(states: ServiceState[], observations: NodeObservation[], opts: DiagnoseOptions, summarise: Summarise<R>, onProgress?: (e: ProgressEvent) => void): Array<ServiceOutcome<R>> {
   return states.map(({service, state, unreadable}, i) => {
     const base = {namespace: service.metadata?.namespace ?? '', name: service.metadata?.name ?? '', type: service.spec?.type ?? 'ClusterIP'}
-    const outcome = judgeOne(base, service, state, unreadable, observations, opts)
+    const outcome = judgeOne(base, service, state, unreadable, observations, opts, summarise)
     onProgress?.({kind: 'service-diagnosed', service: `${base.namespace}/${base.name}`, index: i + 1, total: states.length})
     return outcome
   })
 }
 
-function judgeOne(
-  base: Omit<ServiceOutcome, 'skipped' | 'diagnosis'>,
+function judgeOne<R>(
+  base: Omit<ServiceOutcome<R>, 'skipped' | 'diagnosis'>,
   service: V1Service,
   state: ClusterState | undefined,
   unreadable: string | undefined,
   observations: NodeObservation[],
   opts: DiagnoseOptions,
-): ServiceOutcome {
+  summarise: Summarise<R>,
+): ServiceOutcome<R> {
   const reason = notProxiedReason(service)
   if (reason) return {...base, skipped: reason}
   if (!state) return {...base, skipped: `not diagnosed: ${unreadable ?? 'unreadable'}`}
-  return {...base, diagnosis: diagnose(state, observations, opts)}
+  return {...base, diagnosis: summarise(diagnose(state, observations, opts))}
 }
 
 /**

@@ -21,8 +21,18 @@ export function base32(bytes: Uint8Array): string {
 }
 
 function hash16(input: string): string {
-  return base32(createHash('sha256').update(input).digest()).slice(0, 16)
+  let hash = recentHashes.get(input)
+  if (hash === undefined) {
+    hash = base32(createHash('sha256').update(input).digest()).slice(0, 16)
+    if (recentHashes.size >= RECENT_HASHES) recentHashes.clear()
+    recentHashes.set(input, hash)
+  }
+  return hash
 }
+
+/** A scan names the same Service's chains on every node and in several checks: the last few thousand names are kept. */
+const recentHashes = new Map<string, string>()
+const RECENT_HASHES = 4096
 
 /** "ns/name" or "ns/name:portName", the way kube-proxy prints a ServicePortName. */
 export function servicePortName(namespace: string, name: string, portName: string | undefined): string {

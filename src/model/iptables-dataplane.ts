@@ -1,5 +1,5 @@
 import type {IptablesSave} from '../parse/iptables-save.js'
-import {destinationPort, findOption, targetOption, type ParsedRule} from '../parse/iptables-rule.js'
+import {destinationPort, findOption, leadingDestination, targetOption, type ParsedRule} from '../parse/iptables-rule.js'
 import {IptablesTracer, splitAddr} from '../trace/iptables-tracer.js'
 import type {ExpectedPort, ExpectedService} from './expected.js'
 import {endpointChainName, serviceChainNames} from './chain-names.js'
@@ -38,6 +38,41 @@ function matchesServiceIp(rule: ParsedRule, ip: string, protocol: string, port: 
   return !!d && !d.negated && (d.values[0] === ip || d.values[0] === `${ip}/32` || d.values[0] === `${ip}/128`) && p?.values[0] === protocol && destinationPort(rule) === String(port)
 }
 
+/** A chain's rules by the -d they open with (leadingDestination), and those that open otherwise, each in rule order. */
+interface LeadingDestinations {
+  byLead: Map<string, number[]>
+  unled: number[]
+}
+const leadIndexes = new WeakMap<ParsedRule[], LeadingDestinations>()
+
+/** Chains from this many rules are indexed (KUBE-SERVICES of a big cluster, looked up once per Service). */
+const INDEXED_FROM = 64
+
+/**
+ * The first rule of `rules` for ip:port/protocol (matchesServiceIp), as a walk over them would find it: a rule that
+ * opens with another -d cannot match, so a long chain is indexed once by that -d and only the candidates are looked at.
+ */
+function serviceIpRule(rules: ParsedRule[], ip: string, protocol: string, port: number): ParsedRule | undefined {
+  if (rules.length < INDEXED_FROM) return rules.find((r) => matchesServiceIp(r, ip, protocol, port))
+  let index = leadIndexes.get(rules)
+  if (!index) {
+    index = {byLead: new Map(), unled: []}
+    for (let i = 0; i < rules.length; i++) {
+      const lead = leadingDestination(rules[i].text)
+      if (lead === undefined) index.unled.push(i)
+      else {
+        const list = index.byLead.get(lead)
+        if (list) list.push(i)
+        else index.byLead.set(lead, [i])
+      }
+    }
+    leadIndexes.set(rules, index)
+  }
+  const candidates = [index.unled, ...[ip, `${ip}/32`, `${ip}/128`].map((v) => index.byLead.get(v) ?? [])].flat().sort((a, b) => a - b)
+  for (const i of candidates) if (matchesServiceIp(rules[i], ip, protocol, port)) return rules[i]
+  return undefined
+}
+
 function probabilityOf(rule: ParsedRule): number {
   const o = findOption(rule, 'statistic', '--probability')
   return o ? Number(o.values[0]) : 1
@@ -73,18 +108,18 @@ function readProgrammed(dump: IptablesSave, svc: ExpectedService): ProgrammedPor
   const externalServices = dump.rules('filter', 'KUBE-EXTERNAL-SERVICES')
   return svc.ports.map((port) => {
     const ip = svc.clusterIP!
-    const clusterIPRule = natServices.find((r) => matchesServiceIp(r, ip, port.protocol, port.port))
+    const clusterIPRule = serviceIpRule(natServices, ip, port.protocol, port.port)
     const want = names(port)
     const chain = clusterIPRule?.target?.startsWith('KUBE-SV') ? clusterIPRule.target : want.internal
     const externalRules = new Map<string, ParsedRule>()
     for (const extIp of [...svc.externalIPs, ...svc.loadBalancerIPs]) {
-      const r = natServices.find((x) => matchesServiceIp(x, extIp, port.protocol, port.port))
+      const r = serviceIpRule(natServices, extIp, port.protocol, port.port)
       if (r) externalRules.set(extIp, r)
     }
     return {
       expected: port,
       clusterIPRule,
-      clusterIPFilterRule: filterServices.find((r) => matchesServiceIp(r, ip, port.protocol, port.port)),
+      clusterIPFilterRule: serviceIpRule(filterServices, ip, port.protocol, port.port),
       nodePortRule: port.nodePort ? nodePorts.find((r) => findOption(r, '', 'p')?.values[0] === port.protocol && destinationPort(r) === String(port.nodePort)) : undefined,
       nodePortFilterRule: port.nodePort ? externalServices.find((r) => findOption(r, '', 'p')?.values[0] === port.protocol && destinationPort(r) === String(port.nodePort)) : undefined,
       externalRules,
@@ -128,10 +163,12 @@ function names(port: ExpectedPort): ChainNames {
 
 /** kube-proxy's iptables mode on one node, for one family: `dump` is iptables-save's (ip) or ip6tables-save's (ip6). */
 export function iptablesDataplane(dump: IptablesSave, family: 'ip' | 'ip6' = 'ip'): Dataplane {
+  let infrastructure: NodeInfrastructure | undefined
   return {
     vocab: VOCABULARY,
     names,
-    infrastructure: () => readInfrastructure(dump),
+    // The node's own rules, the same for every Service (a scan asks for each).
+    infrastructure: () => (infrastructure ??= readInfrastructure(dump)),
     programmed: (svc) => readProgrammed(dump, svc),
     tracer: (localAddresses, locallyGenerated, route) => new IptablesTracer(dump, {localAddresses, locallyGenerated, route}),
     show: (pattern) => ({argv: [family === 'ip6' ? 'ip6tables-save' : 'iptables-save'], sudo: true, filter: ['grep', '--', pattern]}),

@@ -2,8 +2,8 @@ import type {V1Node} from '@kubernetes/client-node'
 import type {ExpectedEndpoint, ExpectedPort, ExpectedService} from './expected.js'
 import type {BridgeState} from '../parse/bridge-state.js'
 import type {Dataplane, ModeVocabulary} from './dataplane.js'
-import {addressInCidr, cidrContains, cidrSize, familyOf, parseCidr} from '../net/address.js'
-import type {Packet, RouteGuess, TraceOutcome, TraceResult, Tracer} from '../trace/types.js'
+import {addressInCidr, cidrContains, cidrSize, familyOf, parseCidr, type Cidr} from '../net/address.js'
+import type {Packet, RouteGuess, TraceOutcome, TraceResult, TraceStep, Tracer} from '../trace/types.js'
 
 export type Entry = 'pod→ClusterIP' | 'node→ClusterIP' | 'outside→NodePort' | 'outside→LoadBalancer' | 'outside→externalIP' | 'pod→itself'
 
@@ -55,10 +55,18 @@ const OUTSIDE_CLIENT = '203.0.113.10'
 const OUTSIDE_CLIENT6 = '2001:db8::10'
 
 /** The node's pod CIDRs (spec.podCIDRs, else spec.podCIDR), parsed. */
-function podCidrs(node: V1Node | undefined) {
-  const list = node?.spec?.podCIDRs?.length ? node.spec.podCIDRs : node?.spec?.podCIDR ? [node.spec.podCIDR] : []
-  return list.map((c) => parseCidr(c)).filter((c) => c !== undefined)
+function podCidrs(node: V1Node | undefined): Cidr[] {
+  if (!node) return []
+  const seen = podCidrsOf.get(node)
+  const list = node.spec?.podCIDRs?.length ? node.spec.podCIDRs : node.spec?.podCIDR ? [node.spec.podCIDR] : []
+  if (seen && seen.list === list) return seen.cidrs
+  const cidrs = list.map((c) => parseCidr(c)).filter((c) => c !== undefined)
+  podCidrsOf.set(node, {list, cidrs})
+  return cidrs
 }
+
+/** Asked for every packet a node routes (a scan routes thousands): parsed once per node object and list. */
+const podCidrsOf = new WeakMap<V1Node, {list: string[]; cidrs: Cidr[]}>()
 
 export interface PathInputs {
   node: string
@@ -209,14 +217,28 @@ function terminalRule(o: TraceOutcome): string {
 
 /** The nat chains a walk entered: those whose rules matched and those jumped to (even when empty). */
 function natChainsEntered(o: TraceOutcome, v: ModeVocabulary): Set<string> {
+  const seen = enteredByOutcome.get(o)
+  if (seen?.vocab === v) return seen.chains
   const out = new Set<string>()
   for (const s of o.steps) {
     if (!v.isNatTable(s.table)) continue
     out.add(s.chain)
-    for (const m of s.rule.matchAll(/(?:\s-[jg]|\bjump|\bgoto)\s+(\S+?),?(?=\s|$)/g)) out.add(m[1])
+    for (const target of jumpTargets(s)) out.add(target)
   }
+  enteredByOutcome.set(o, {vocab: v, chains: out})
   return out
 }
+
+/** Asked of each outcome more than once (each judgement, the endpoint halves): read once. */
+const enteredByOutcome = new WeakMap<TraceOutcome, {vocab: ModeVocabulary; chains: Set<string>}>()
+
+/** The chains a step's rule jumps or goes to, read from its text once per step (a tracer shares a rule's step between walks). */
+function jumpTargets(s: TraceStep): string[] {
+  let targets = jumpsOf.get(s)
+  if (!targets) jumpsOf.set(s, (targets = [...s.rule.matchAll(/(?:\s-[jg]|\bjump|\bgoto)\s+(\S+?),?(?=\s|$)/g)].map((m) => m[1])))
+  return targets
+}
+const jumpsOf = new WeakMap<TraceStep, string[]>()
 
 function judgeOutcome(o: TraceOutcome, port: ExpectedPort, expected: Set<string>, opts: JudgeOptions, inputs: PathInputs): Judgement | undefined {
   const v = inputs.dataplane.vocab
@@ -343,7 +365,7 @@ const walked = new WeakMap<PathResult[], {key: string; halves: EndpointHalf[]}>(
 function walkEndpointHalves(paths: PathResult[], nodes: PathNode[], endpoints: ExpectedEndpoint[]): EndpointHalf[] {
   const endpointAt = new Map(endpoints.map((e) => [e.address, e]))
   const nodeNamed = new Map(nodes.map((n) => [n.node, n]))
-  const tracers = new Map<string, Tracer>()
+  const tracers = new Map<string, {tracer: Tracer; notVia: ReadonlySet<string>}>()
   const walks = new Map<string, TraceResult>()
   const out: EndpointHalf[] = []
   for (const path of paths) {
@@ -358,12 +380,13 @@ function walkEndpointHalves(paths: PathResult[], nodes: PathNode[], endpoints: E
     }
     for (const [endpoint, {probability, src}] of shares) {
       const target = nodeNamed.get(endpoint.nodeName!)!
-      let tracer = tracers.get(target.node)
-      if (!tracer) {
-        tracer = target.dataplane.tracer(target.address ? [target.address] : [], false, routeGuess(target))
-        tracers.set(target.node, tracer)
+      let at = tracers.get(target.node)
+      if (!at) {
+        at = {tracer: target.dataplane.tracer(target.address ? [target.address] : [], false, routeGuess(target)), notVia: nodeLocalInterfaces(target)}
+        tracers.set(target.node, at)
       }
-      const packet: Packet = {src, dst: endpoint.ip, proto: path.packet.proto, dport: endpoint.port, sport: path.packet.sport, inNotVia: nodeLocalInterfaces(target)}
+      const {tracer, notVia} = at
+      const packet: Packet = {src, dst: endpoint.ip, proto: path.packet.proto, dport: endpoint.port, sport: path.packet.sport, inNotVia: notVia}
       const key = `${target.node} ${packet.proto} ${src} ${endpoint.address}`
       let trace = walks.get(key)
       if (!trace) {
@@ -409,6 +432,9 @@ function judgeHalf(h: EndpointHalf, v: ModeVocabulary): Judgement {
   return worst ?? {ok: true, breaksAt: null, detail: `${pct(h.probability)} of new connections go to ${to}, which forwards them to the pod`}
 }
 
+/** localeCompare's order, one collator for all the sorts of a scan (localeCompare builds one per call). */
+const byLocale = new Intl.Collator()
+
 /**
  * Makes each path one path across two nodes: for every endpoint on another node it DNATs to, the verdict of that
  * endpoint's half on its node (`remote`), or "not followed" when that node was not read. A path that works on its own
@@ -437,7 +463,7 @@ export function followEndpoints(paths: PathResult[], nodes: PathNode[], endpoint
         }
         return {...base, followed: true, ...judgeHalf(h, vocab.get(h.node)!), trace: h.trace}
       })
-      .sort((a, b) => a.node.localeCompare(b.node) || a.endpoint.localeCompare(b.endpoint))
+      .sort((a, b) => byLocale.compare(a.node, b.node) || byLocale.compare(a.endpoint, b.endpoint))
     if (path.ok !== true) continue
     const worst = path.remote.filter((r) => r.followed && r.ok !== true).sort((a, b) => rank(a.breaksAt) - rank(b.breaksAt) || b.share - a.share)[0]
     if (worst) Object.assign(path, {ok: worst.ok, breaksAt: worst.breaksAt, breaksOn: worst.node, detail: worst.detail})

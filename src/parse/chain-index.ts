@@ -84,16 +84,26 @@ export class ChainIndex {
     }
   }
 
+  /** The chain named `name` (read as latin1, as the dump is), or -1; without a buffer per call (a trace asks often). */
   find(name: string): number {
-    const bytes = Buffer.from(name, 'latin1')
-    const h = nameHash(bytes, 0, bytes.length)
+    let h = FNV_OFFSET
+    for (let i = 0; i < name.length; i++) h = Math.imul(h ^ (name.charCodeAt(i) & 0xff), FNV_PRIME)
+    h |= 0
     const slots = this.slots
     const mask = (slots.length >> 1) - 1
     for (let s = h & mask; ; s = (s + 1) & mask) {
       const entry = slots[2 * s]
       if (entry === 0) return EMPTY
-      if (slots[2 * s + 1] === h && this.sameName(entry - 1, bytes, 0, bytes.length)) return entry - 1
+      if (slots[2 * s + 1] === h && this.hasName(entry - 1, name)) return entry - 1
     }
+  }
+
+  private hasName(id: number, name: string): boolean {
+    if (this.names[2 * id + 1] !== name.length) return false
+    const pool = this.pool
+    const at = this.names[2 * id]
+    for (let i = 0; i < name.length; i++) if (pool[at + i] !== (name.charCodeAt(i) & 0xff)) return false
+    return true
   }
 
   name(id: number): string {

@@ -1,6 +1,6 @@
 import type {Finding} from '../checks/check.js'
 import type {ScanResult} from '../diagnosis/scan.js'
-import {buildReport, fails, type FailOn, type Report} from './report.js'
+import {fails, type FailOn, type Report} from './report.js'
 import type {Command} from '../model/shell.js'
 
 /** The JSON contract of `scan -o json`: per Service the same shape as `svc -o json`. */
@@ -28,8 +28,9 @@ export interface FindingGroup {
   nodes: string[]
 }
 
-export function buildScanReport(scan: ScanResult, scope: string, failOn: FailOn): ScanReport {
-  const services = scan.outcomes.flatMap((o) => (o.diagnosis ? [buildReport(o.diagnosis)] : []))
+/** The scan's report from each Service's own report (the scan keeps each as buildReport makes it). */
+export function buildScanReport(scan: ScanResult<Report>, scope: string, failOn: FailOn): ScanReport {
+  const services = scan.outcomes.flatMap((o) => (o.diagnosis ? [o.diagnosis] : []))
   const skipped = scan.outcomes.flatMap((o) => (o.skipped ? [{namespace: o.namespace, name: o.name, type: o.type, reason: o.skipped}] : []))
   const withErrors = services.filter((s) => s.findings.some((f) => f.severity === 'error')).length
   const withWarnings = services.filter((s) => s.findings.some((f) => f.severity === 'warning')).length

@@ -2,7 +2,7 @@ import type {IptablesSave} from '../parse/iptables-save.js'
 import {leadingDestination, type ParsedRule, type RuleOption} from '../parse/iptables-rule.js'
 import type {IpsetState} from '../parse/ipset-save.js'
 import {cidrContains, familyOf, isMulticast, parseCidr, parseIp} from '../net/address.js'
-import {summarize, type Packet, type RouteGuess, type TraceOutcome, type TraceResult} from './types.js'
+import {summarize, type Packet, type RouteGuess, type TraceOutcome, type TraceResult, type TraceStep} from './types.js'
 import {
   finish,
   interfaceMatches,
@@ -49,6 +49,10 @@ interface RuleFacts {
   quick: Array<QuickDestinations | undefined>
   /** For a long chain, once walked: its rules by the /32 destination they open with (see skipTo). */
   byLead?: LeadIndex
+  /** Per rule, once asked: whether it has a -m recent match (a walk that meets one is session-affine). */
+  recent: Array<boolean | undefined>
+  /** Per rule whose target is a chain, once taken: that chain; null when the table has no such chain. */
+  jumps: Array<Chain | null | undefined>
 }
 
 /** The rules of a long chain that open with "-d ADDRESS/32", by address, and the others, each list in rule order. */
@@ -61,6 +65,8 @@ interface LeadIndex {
 const INDEXED_FROM = 64
 
 const factsOf = new WeakMap<ParsedRule[], RuleFacts>()
+/** Per dump, per hook: the base chains of that hook's tables the dump has, in netfilter's order. */
+const hookChainsOf = new WeakMap<IptablesSave, Map<string, Chain[]>>()
 
 type Outcome = RuleOutcome<Chain>
 
@@ -71,6 +77,7 @@ export class IptablesTracer implements ChainSource<Chain> {
   private readonly chains = new Map<string, Chain>()
   private passedState: State | undefined
   private passedOutcome: Outcome[] = []
+  private readonly localCache = new Map<string, boolean>()
 
   constructor(
     private readonly dump: IptablesSave,
@@ -92,10 +99,7 @@ export class IptablesTracer implements ChainSource<Chain> {
     const localOrigin = this.opts.locallyGenerated || this.isLocal(packet.src)
     const runHook = (hook: string, live: State[]): State[] => {
       let current = live
-      for (const table of HOOK_TABLES[hook]) {
-        const chainName = hook.toUpperCase()
-        if (!this.dump.hasChain(table, chainName)) continue
-        const chain = this.chain(table, chainName)
+      for (const chain of this.hookChains(hook)) {
         const next: State[] = []
         for (const s of current) {
           for (const b of walkChain(this, chain, s, budget)) {
@@ -166,17 +170,17 @@ export class IptablesTracer implements ChainSource<Chain> {
     if (quick === undefined) quick = chain.quick[index] = quickDestinations(rule)
     if (quick !== null && quickMiss(quick, state.dst)) return this.passed(state)
     // A walk that meets -m recent is session-affine: later packets from this client may stick elsewhere.
-    if (!state.sticky && rule.matches.some((m) => m.module === 'recent')) state = {...state, sticky: true}
+    if (!state.sticky && (chain.recent[index] ??= rule.matches.some((m) => m.module === 'recent'))) state = {...state, sticky: true}
     const m = this.matches(rule, state, this.packet)
     if (m === false) return [{state, action: NEXT}]
     if (typeof m === 'object' && 'unknown' in m) return [{state: withStep(state, rule), action: {kind: 'end', end: 'UNKNOWN', reason: m.unknown}}]
     if (typeof m === 'object' && 'probability' in m) {
       const out: Outcome[] = []
-      if (m.probability > 0) out.push(this.applyTarget(chain, rule, {...state, probability: state.probability * m.probability}))
+      if (m.probability > 0) out.push(this.applyTarget(chain, index, {...state, probability: state.probability * m.probability}))
       if (m.probability < 1) out.push({state: {...state, probability: state.probability * (1 - m.probability)}, action: NEXT})
       return out
     }
-    return [this.applyTarget(chain, rule, state)]
+    return [this.applyTarget(chain, index, state)]
   }
 
   /** The outcome of a rule the state passes unchanged: one per state, shared by the run of rules it passes (the walker only reads it). */
@@ -189,7 +193,20 @@ export class IptablesTracer implements ChainSource<Chain> {
   }
 
   private isLocal(ip: string): boolean {
-    return isLocalAddress(this.local, ip)
+    let local = this.localCache.get(ip)
+    if (local === undefined) this.localCache.set(ip, (local = isLocalAddress(this.local, ip)))
+    return local
+  }
+
+  private hookChains(hook: string): Chain[] {
+    let byHook = hookChainsOf.get(this.dump)
+    if (!byHook) hookChainsOf.set(this.dump, (byHook = new Map()))
+    let chains = byHook.get(hook)
+    if (!chains) {
+      const name = hook.toUpperCase()
+      byHook.set(hook, (chains = HOOK_TABLES[hook].filter((table) => this.dump.hasChain(table, name)).map((table) => this.chain(table, name))))
+    }
+    return chains
   }
 
   private chain(table: string, name: string): Chain {
@@ -198,14 +215,15 @@ export class IptablesTracer implements ChainSource<Chain> {
     if (!c) {
       const rules = this.dump.rules(table, name)
       let facts = factsOf.get(rules)
-      if (!facts) factsOf.set(rules, (facts = {lead: [], quick: []}))
+      if (!facts) factsOf.set(rules, (facts = {lead: [], quick: [], recent: [], jumps: []}))
       c = Object.assign(facts, {table, name, rules})
       this.chains.set(key, c)
     }
     return c
   }
 
-  private applyTarget(chain: Chain, rule: ParsedRule, state: State): Outcome {
+  private applyTarget(chain: Chain, index: number, state: State): Outcome {
+    const rule = chain.rules[index]
     const s = withStep(state, rule)
     const target = rule.target
     const end = (e: 'ACCEPT' | 'DROP' | 'REJECT', st: State = s): Outcome => ({state: st, action: {kind: 'end', end: e}})
@@ -249,8 +267,10 @@ export class IptablesTracer implements ChainSource<Chain> {
       case 'TCPMSS':
         return {state: s, action: NEXT}
     }
-    if (!this.dump.hasChain(chain.table, target)) return unknown(`target ${target} is not a chain of table ${chain.table} nor a target the tracer knows`)
-    return {state: s, action: {kind: rule.isGoto ? 'goto' : 'jump', chain: this.chain(chain.table, target)}}
+    let next = chain.jumps[index]
+    if (next === undefined) next = chain.jumps[index] = this.dump.hasChain(chain.table, target) ? this.chain(chain.table, target) : null
+    if (next === null) return unknown(`target ${target} is not a chain of table ${chain.table} nor a target the tracer knows`)
+    return {state: s, action: {kind: rule.isGoto ? 'goto' : 'jump', chain: next}}
   }
 
   private matches(rule: ParsedRule, s: State, packet: Packet): MatchResult {
@@ -422,8 +442,13 @@ function isPlainIPv4(text: string): boolean {
   return false
 }
 
+/** One step object per rule, shared by every walk that passes it (a scan passes each rule once per Service and node). */
+const stepOf = new WeakMap<ParsedRule, TraceStep>()
+
 function withStep(s: State, rule: ParsedRule): State {
-  return addStep(s, {table: rule.table, chain: rule.chain, line: rule.line, rule: rule.text})
+  let step = stepOf.get(rule)
+  if (!step) stepOf.set(rule, (step = {table: rule.table, chain: rule.chain, line: rule.line, rule: rule.text}))
+  return addStep(s, step)
 }
 
 /** iptables tables in the order netfilter runs them at each hook. */

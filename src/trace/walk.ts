@@ -194,16 +194,15 @@ interface Frame<C> {
  */
 export function walkChain<C>(source: ChainSource<C>, start: C, first: WalkState, budget: WalkBudget): Array<Branch<C>> {
   const out: Array<Branch<C>> = []
-  const pending: Array<{state: WalkState; frames: Array<Frame<C>>; action?: RuleAction<C>; at?: string}> = [{state: first, frames: [{chain: start, index: 0, policyOf: start}]}]
+  const pending: Array<{state: WalkState; frames: Array<Frame<C>>; action?: RuleAction<C>; atChain?: C; atIndex?: number}> = [{state: first, frames: [{chain: start, index: 0, policyOf: start}]}]
   while (pending.length > 0) {
     const thread = pending.pop()!
     let state = thread.state
     let action = thread.action
-    // Where the last rule evaluated sits, described only when a message or a fork needs it.
-    const at = thread.at ?? ''
-    let atChain: C | undefined
-    let atIndex = 0
-    const where = () => (atChain === undefined ? at : source.describe(atChain, atIndex))
+    // Where the last rule evaluated sits (a fork's: where it forked), described only when a message needs it.
+    let atChain = thread.atChain
+    let atIndex = thread.atIndex ?? 0
+    const where = () => (atChain === undefined ? '' : source.describe(atChain, atIndex))
     const frames = thread.frames
     for (;;) {
       if (action) {
@@ -256,7 +255,7 @@ export function walkChain<C>(source: ChainSource<C>, start: C, first: WalkState,
       atIndex = index
       for (let k = outcomes.length - 1; k >= 1; k--) {
         budget.branches++
-        pending.push({state: outcomes[k].state, frames: frames.map((f) => ({...f})), action: outcomes[k].action, at: where()})
+        pending.push({state: outcomes[k].state, frames: frames.map((f) => ({...f})), action: outcomes[k].action, atChain, atIndex})
       }
       state = outcomes[0].state
       action = outcomes[0].action

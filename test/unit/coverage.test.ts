@@ -257,7 +257,7 @@ describe('human and JUnit rendering of checks not run', () => {
       dns: {'node-a': {addresses: [], method: 'none', error: 'no way'}},
       editObservation: {'node-a': fullyRead, 'node-b': fullyRead},
     })
-    const scan = {outcomes: [{namespace: 'shop', name: 'web', type: 'NodePort', diagnosis: diagnose(cluster, observations, {probes: PROBES_OFF})}], observations, warnings: [], notes: []}
+    const scan = {outcomes: [{namespace: 'shop', name: 'web', type: 'NodePort', diagnosis: buildReport(diagnose(cluster, observations, {probes: PROBES_OFF}))}], observations, warnings: [], notes: []}
     const lenient = buildScanReport(scan, 'namespace shop', {severity: 'error', skipped: false})
     assert.equal(lenient.ok, true)
     assert.equal(lenient.summary, '? namespace shop: no fault found in what was checked, but 1 of 1 diagnosed Services have checks that could not run (see Not checked) (0 skipped; 2 of 2 nodes read)')

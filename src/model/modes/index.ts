@@ -52,8 +52,23 @@ export function decideMode(obs: NodeObservation, facts: NodeFacts, configured: {
 
 /** The mode a node runs and its dataplane; undefined when that mode's data was not read (see decideMode). */
 export function chooseMode(obs: NodeObservation, facts: NodeFacts, configured: {mode: string; source: string} | undefined, override?: ProxyMode): ModeChoice | undefined {
+  // A scan asks this of every node for every Service: decided (and the dataplane built) once per node and question.
+  const key = JSON.stringify([facts.family, facts.nodeAddress ?? null, configured?.mode ?? null, configured?.source ?? null, override ?? null])
+  const read = [obs.iptables, obs.ip6tables, obs.nft, obs.ipvs, obs.kubeProxy?.proxyMode]
+  const byQuestion = choices.get(obs) ?? new Map<string, RememberedChoice>()
+  choices.set(obs, byQuestion)
+  const seen = byQuestion.get(key)
+  if (seen && seen.read.every((r, i) => r === read[i])) return seen.choice
   const d = decideMode(obs, facts, configured, override)
-  if (d.unreadable) return undefined
-  const leftovers = PROXY_MODES.filter((m) => m.mode !== d.mode).flatMap((m) => m.leftovers(obs, facts, d.mode) ?? [])
-  return {mode: d.mode, source: d.source, dataplane: adapter(d.mode).dataplane(obs, facts), leftovers}
+  const leftovers = d.unreadable ? [] : PROXY_MODES.filter((m) => m.mode !== d.mode).flatMap((m) => m.leftovers(obs, facts, d.mode) ?? [])
+  const choice = d.unreadable ? undefined : {mode: d.mode, source: d.source, dataplane: adapter(d.mode).dataplane(obs, facts), leftovers}
+  byQuestion.set(key, {read, choice})
+  return choice
 }
+
+/** A node's mode choice, with what it was made from (a node read again is decided again). */
+interface RememberedChoice {
+  read: unknown[]
+  choice: ModeChoice | undefined
+}
+const choices = new WeakMap<NodeObservation, Map<string, RememberedChoice>>()

@@ -1,8 +1,8 @@
 /**
  * The live part of `npm run bench` (root only): per backend the fastest exact read at 10,000 Services (live-read.ts),
  * then a live `svc` against a lab node holding 10,000 Services (its own network namespace, a real sshd in it, a lab API
- * server serving the matching objects) side by side with plain `ssh node iptables-save > /dev/null`, then the same
- * `svc` over a fleet of small nodes plus that large one. Every namespace and process it starts is removed by its id at
+ * server serving the matching objects) side by side with plain `ssh node iptables-save > /dev/null`, then `scan` of
+ * that Service over a fleet of small nodes plus that large one. Every namespace and process it starts is removed by its id at
  * the end, also on failure; traffic stays on 127.0.0.1 and inside the namespaces.
  */
 import {spawn, spawnSync, type ChildProcess} from 'node:child_process'
@@ -180,10 +180,13 @@ async function svcAndFleet(write: (text: string) => void): Promise<void> {
     write(`  kproxy-doctor svc (live, over SSH)      ${s(one.ms).padStart(9)}  ${ratio.toFixed(2)}× the plain read (best of 2)  ${ratio <= 1.3 ? 'TARGET MET' : 'TARGET MISSED'} (≤ 1.3×)\n`)
 
     // The fleet: every node read with the default concurrency; the total against the slowest single node's read.
-    const all = await doctor(lab, kubeconfig, ['svc', target, '-n', 'bench'])
-    write(`\nlive svc over a fleet: ${FLEET_NODES} small nodes (one Service's rules each, every ${BROKEN_EVERY}th without its KUBE-SERVICES rule) + the large node, default --concurrency:\n`)
+    const all = await doctor(lab, kubeconfig, ['scan', '-n', 'bench'])
+    write(
+      `\nlive scan -n bench (the one Service) over a fleet: ${FLEET_NODES} small nodes (one Service's rules each, every ${BROKEN_EVERY}th without its KUBE-SERVICES rule) + the large node, default --concurrency:\n`,
+    )
     write(`  whole run ${s(all.ms)}, ${(all.ms / one.ms).toFixed(2)}× the large node's svc alone (${s(one.ms)}), ${(all.ms / plain).toFixed(2)}× its plain read\n`)
     const grouped = all.stdout.split('\n').filter((l) => /\bon \d+ of \d+ nodes\b/.test(l))
+    write(`  ${all.stdout.split('\n')[0].trim()}\n`)
     write(grouped.length > 0 ? `  the report's node grouping:\n${grouped.map((l) => `    ${l.trim()}`).join('\n')}\n` : '  the report names no finding shared by several nodes\n')
   } finally {
     await lab.down()

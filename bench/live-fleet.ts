@@ -75,7 +75,10 @@ class BenchLab {
     const ns = `${this.id}-${key}`
     spawnSync('ip', ['netns', 'add', ns])
     this.namespaces.push(ns)
-    const up = spawnSync('ip', ['netns', 'exec', ns, 'ip', 'link', 'set', 'lo', 'up'])
+    // A node as kube-proxy wants it: forwarding on, a route to the pod network (a veth pair with both ends in the namespace: nothing leaves it).
+    const setup =
+      'ip link set lo up && ip link add pods0 type veth peer name pods1 && ip link set pods0 up && ip link set pods1 up && ip route add 10.128.0.0/10 dev pods0 && sysctl -qw net.ipv4.ip_forward=1'
+    const up = spawnSync('ip', ['netns', 'exec', ns, 'sh', '-c', setup], {encoding: 'utf8'})
     if (up.status !== 0) throw new Error(`namespace ${ns}: ${up.stderr}`)
     const load = spawnSync('ip', ['netns', 'exec', ns, 'iptables-restore'], {input: rules, encoding: 'utf8', maxBuffer: 1 << 30, timeout: 300_000})
     if (load.status !== 0) throw new Error(`iptables-restore in ${ns} failed: ${(load.stderr ?? load.error?.message ?? '').slice(0, 300)}`)
@@ -172,12 +175,16 @@ async function svcAndFleet(write: (text: string) => void): Promise<void> {
 
     // The svc goal: one live svc on the large node against the plain read of the same data over the same SSH.
     const plain = Math.min(await plainRead(lab.sshConfig, bigNode.name), await plainRead(lab.sshConfig, bigNode.name), await plainRead(lab.sshConfig, bigNode.name))
-    const svcArgs = ['svc', target, '-n', 'bench', '--nodes', bigNode.name]
+    const svcArgs = ['svc', target, '-n', 'bench', '--nodes', bigNode.name, '-o', 'json']
     const one = [await doctor(lab, kubeconfig, svcArgs), await doctor(lab, kubeconfig, svcArgs)].sort((a, b) => a.ms - b.ms)[0]
     const ratio = one.ms / plain
+    const read = (JSON.parse(one.stdout) as {nodes: Array<{name: string; reachable: boolean; error?: string}>}).nodes.find((n) => n.name === bigNode.name)
+    const unread = read?.reachable ? '' : `  (the node was NOT read: ${read?.error ?? 'no node in the report'})`
     write(`\nlive svc, one node with ${LIVE_SERVICES} Services (iptables-save: ${(big.length / 1048576).toFixed(1)} MB):\n`)
     write(`  ssh node iptables-save > /dev/null     ${s(plain).padStart(9)}  (best of 3)\n`)
-    write(`  kproxy-doctor svc (live, over SSH)      ${s(one.ms).padStart(9)}  ${ratio.toFixed(2)}× the plain read (best of 2)  ${ratio <= 1.3 ? 'TARGET MET' : 'TARGET MISSED'} (≤ 1.3×)\n`)
+    write(
+      `  kproxy-doctor svc (live, over SSH)      ${s(one.ms).padStart(9)}  ${ratio.toFixed(2)}× the plain read (best of 2)  ${ratio <= 1.3 && !unread ? 'TARGET MET' : 'TARGET MISSED'} (≤ 1.3×)${unread}\n`,
+    )
 
     // The fleet: every node read with the default concurrency; the total against the slowest single node's read.
     const all = await doctor(lab, kubeconfig, ['scan', '-n', 'bench'])
@@ -207,5 +214,9 @@ export async function liveBench(write: (text: string) => void): Promise<void> {
     write(
       `  ${b.backend.padEnd(38)} ${b.fastest ? `${b.fastest.command.padEnd(32)} ${s(b.fastest.ms).padStart(9)}  ${(b.fastest.bytes / 1048576).toFixed(1).padStart(6)} MB` : `none: ${b.error ?? 'no complete read finished'}`}\n`,
     )
-  await svcAndFleet(write)
+  try {
+    await svcAndFleet(write)
+  } catch (e) {
+    write(`live svc and fleet not measured: ${(e as Error).message}\n`)
+  }
 }

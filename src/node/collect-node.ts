@@ -85,20 +85,16 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
   // The path reads run on their own SSH channels alongside the dumps: a node's whole read keeps to its deadline.
   const pathReads = opts.path ? readPath(access, opts.path) : undefined
   pathReads?.catch(() => undefined)
+  // nftables: kube-proxy's nftables mode, and leftovers of it; a node without nft simply has none.
+  // JSON first (the stable machine format); the text form where this nft has no -j.
+  const json = await access.run('nftRulesetJson')
+  if (ranOk(json) && json.stdout.toString('utf8', 0, 64).trimStart().startsWith('{')) record('nftRulesetJson', json.stdout)
+  else {
+    const text = await access.run('nftRuleset')
+    if (ranOk(text)) record('nftRuleset', text.stdout)
+  }
   // The backend iptables-save itself is (its header says so) needs no second read: on a large node each read costs seconds.
   const saveBackend = save.kind === 'ran' ? iptablesSaveBackend(save.stdout) : undefined
-  // nftables: kube-proxy's nftables mode, and leftovers of it; a node without nft simply has none.
-  // Where iptables is the nft backend and nft holds no table but iptables' own, the ruleset is those same rules again
-  // (iptables-save has them), and at 10,000 Services nft takes longer to list them than any per-step timeout: not read.
-  if (saveBackend !== 'nft' || !(await onlyIptablesTables(access))) {
-    // JSON first (the stable machine format); the text form where this nft has no -j.
-    const json = await access.run('nftRulesetJson')
-    if (ranOk(json) && json.stdout.toString('utf8', 0, 64).trimStart().startsWith('{')) record('nftRulesetJson', json.stdout)
-    else {
-      const text = await access.run('nftRuleset')
-      if (ranOk(text)) record('nftRuleset', text.stdout)
-    }
-  }
   for (const cmd of ['iptablesLegacySave', 'iptablesNftSave'] as const) {
     if (save.kind === 'ran' && saveBackend === (cmd === 'iptablesNftSave' ? 'nft' : 'legacy')) {
       record(cmd, save.stdout)
@@ -128,21 +124,6 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
   if (opts.dns) rec.set(NODE_FILES.dns, json2(await askDns(access, opts.dns, opts.timeoutMs)))
   rec.set(NODE_FILES.kubeProxy, json2(await askKubeProxy(access, opts.timeoutMs)))
   return rec
-}
-
-/** The tables iptables-nft (and ip6tables-, arptables-, ebtables-nft) writes its rules to. */
-const IPTABLES_NFT_TABLE = /^table (ip|ip6|arp|bridge) (filter|nat|mangle|raw|security|broute)$/
-
-/** Whether `nft list tables` answers and names only iptables-nft's tables (none at all included). */
-async function onlyIptablesTables(access: NodeAccess): Promise<boolean> {
-  const r = await access.run('nftTables')
-  if (!ranOk(r)) return false
-  const tables = r.stdout
-    .toString('utf8')
-    .split('\n')
-    .map((l) => l.trim())
-    .filter(Boolean)
-  return tables.every((t) => IPTABLES_NFT_TABLE.test(t))
 }
 
 /** The backend an iptables-save dump names in its header ("v1.8.9 (nf_tables)", "(legacy)"); undefined when it names none. */

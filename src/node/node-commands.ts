@@ -11,8 +11,6 @@ export const NODE_COMMANDS = {
   iptablesSave: 'iptables-save',
   /** IPv6 rules (dual-stack and IPv6 Services): the same backend as iptables-save. */
   ip6tablesSave: 'ip6tables-save',
-  /** Which nft tables there are (one line each): cheap, read before the whole ruleset. */
-  nftTables: 'nft list tables',
   nftRulesetJson: 'nft -j list ruleset',
   nftRuleset: 'nft list ruleset',
   iptablesLegacySave: 'iptables-legacy-save',
@@ -43,16 +41,7 @@ export const NODE_COMMANDS = {
 export type NodeCommand = keyof typeof NODE_COMMANDS
 
 /** The dumps, large and text: compressed on the wire where the node has gzip (see compressedCommandLine). */
-const COMPRESSIBLE: ReadonlySet<NodeCommandKey> = new Set<NodeCommandKey>([
-  'iptablesSave',
-  'ip6tablesSave',
-  'nftRulesetJson',
-  'nftRuleset',
-  'iptablesLegacySave',
-  'iptablesNftSave',
-  'ipvsadm',
-  'ipsetSave',
-])
+const COMPRESSIBLE: ReadonlySet<NodeCommandKey> = new Set<NodeCommandKey>(['iptablesSave', 'ip6tablesSave', 'nftRulesetJson', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave', 'ipvsadm', 'ipsetSave'])
 
 export function isCompressible(key: NodeCommandKey): boolean {
   return COMPRESSIBLE.has(key)
@@ -77,18 +66,7 @@ export function splitCompressedOutput(plain: Buffer): {code: number | null; stdo
   return {code: Number(m[1]), stdout: plain.subarray(0, at)}
 }
 
-const NEEDS_ROOT: ReadonlySet<NodeCommand> = new Set([
-  'iptablesSave',
-  'ip6tablesSave',
-  'nftTables',
-  'nftRulesetJson',
-  'nftRuleset',
-  'iptablesLegacySave',
-  'iptablesNftSave',
-  'ipvsadm',
-  'ipsetSave',
-  'cniResults',
-])
+const NEEDS_ROOT: ReadonlySet<NodeCommand> = new Set(['iptablesSave', 'ip6tablesSave', 'nftRulesetJson', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave', 'ipvsadm', 'ipsetSave', 'cniResults'])
 
 declare const allowListed: unique symbol
 /** A command line built here from an allow-list key: the only thing a transport's exec accepts. */

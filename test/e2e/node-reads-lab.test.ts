@@ -25,9 +25,6 @@ describe('node reads against the netns lab: what is sent to the node, and what c
     const ns = lab.nodeNs(nodeName)
     const nftJson = tryRun('ip', ['netns', 'exec', ns, 'nft', '-j', 'list', 'ruleset'])
     const ipvs = tryRun('ip', ['netns', 'exec', ns, 'ipvsadm', '-Sn'])
-    const iptablesNft = /\(nf_tables\)/.test(tryRun('ip', ['netns', 'exec', ns, 'iptables-save']).stdout.split('\n')[0])
-    const tables = tryRun('ip', ['netns', 'exec', ns, 'nft', 'list', 'tables']).stdout.split('\n').filter(Boolean)
-    const readsNft = !iptablesNft || !tables.every((t) => /^table (ip|ip6|arp|bridge) (filter|nat|mangle|raw|security|broute)$/.test(t))
     const line = buildCommandLine
     // The lab's nodes have gzip; node-a's SSH config says Compression yes: its dumps come compressed.
     const gz = (key: Parameters<typeof buildCommandLine>[0]) => (nodeName === 'node-a' ? compressedCommandLine(line(key as 'uid', true)) : line(key as 'uid', true))
@@ -36,12 +33,11 @@ describe('node reads against the netns lab: what is sent to the node, and what c
       ...(nodeName === 'node-a' ? [line('hasGzip', true)] : []),
       gz('iptablesSave'),
       gz('ip6tablesSave'),
-      // nft's ruleset is read unless iptables is the nft backend and nft holds only iptables' own tables.
-      ...(iptablesNft ? [line('nftTables', true)] : []),
-      ...(readsNft ? [gz('nftRulesetJson'), ...(nftJson.code === 0 && nftJson.stdout.trimStart().startsWith('{') ? [] : [gz('nftRuleset')])] : []),
+      gz('nftRulesetJson'),
+      ...(nftJson.code === 0 && nftJson.stdout.trimStart().startsWith('{') ? [] : [gz('nftRuleset')]),
       gz('iptablesLegacySave'),
       // The lab's iptables-save is the nft backend's (its header says so): iptables-nft-save is not read again.
-      ...(iptablesNft ? [] : [gz('iptablesNftSave')]),
+      ...(/\(nf_tables\)/.test(tryRun('ip', ['netns', 'exec', ns, 'iptables-save']).stdout.split('\n')[0]) ? [] : [gz('iptablesNftSave')]),
       gz('ipvsadm'),
       ...(ipvs.code === 0 ? [gz('ipsetSave'), line('kubeIpvs0', true), line('sysctls', true)] : []),
       line('network', true),

@@ -89,7 +89,6 @@ test('node commands: read-only allow-list; sudo -n only where root is needed; DN
     'network',
     'nftRuleset',
     'nftRulesetJson',
-    'nftTables',
     'routeTable',
     'sysctls',
     'uid',

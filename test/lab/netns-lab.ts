@@ -12,7 +12,7 @@ import {inNs, run, sleep, startDaemon, tryRun} from './sh.js'
 import type {FakeKubeProxyState} from './fake-kube-proxy.js'
 import {foreignFilterRules, type ForeignFilterRules} from './foreign-rules.js'
 import {fileURLToPath} from 'node:url'
-import {freePort} from '../helpers/free-port.js'
+import {labClientKey, labHostKey, sshClientHost, startSshRelay, startSshdInNs, writeSshdConfig} from './lab-sshd.js'
 
 const LAB_TOKEN = 'kpd-lab-token-' + randomBytes(6).toString('hex')
 
@@ -442,32 +442,13 @@ export class NetnsLab {
   /** (Re)starts a node's sshd, inside the node's namespace; `forwarding` false refuses port forwards. */
   startSshd(node: LabNode, forwarding: boolean): void {
     this.sshd.get(node.name)?.kill('SIGKILL')
-    const cfg = join(this.dir, `sshd-${node.key}.conf`)
-    writeFileSync(
-      cfg,
-      [
-        'ListenAddress 127.0.0.1',
-        'Port 22',
-        `HostKey ${join(this.dir, `hostkey-${node.key}`)}`,
-        `PidFile ${join(this.dir, `sshd-${node.key}.pid`)}`,
-        `AuthorizedKeysFile ${join(this.dir, 'authorized_keys')}`,
-        'PermitRootLogin prohibit-password',
-        'PasswordAuthentication no',
-        'KbdInteractiveAuthentication no',
-        'UsePAM no',
-        'StrictModes no',
-        `AllowTcpForwarding ${forwarding ? 'yes' : 'no'}`,
-        // Every command a client sends goes through the logging wrapper first (port forwards are not commands).
-        `ForceCommand ${this.commandLogger} ${node.name}`,
-        'LogLevel ERROR',
-        '',
-      ].join('\n'),
-    )
+    // Every command a client sends goes through the logging wrapper first (port forwards are not commands).
+    const cfg = writeSshdConfig(this.dir, node.key, {forwarding, forceCommand: `${this.commandLogger} ${node.name}`})
     // `ip netns exec` runs sshd in its own mount namespace (a slave of the host's): the bind mount of the lab's cache
     // folder over /var/lib/cni/results is seen by this node's sshd and its commands only, and the tool reads the real
     // path. The mount point is created on the host when missing (an empty folder, left in place: another lab may use it).
-    const start = 'mkdir -p /var/lib/cni/results && mount --bind "$1" /var/lib/cni/results || echo "lab: no CNI result cache for this node" >&2; exec /usr/sbin/sshd -D -e -f "$2"'
-    const proc = startDaemon('ip', ['netns', 'exec', this.nodeNs(node), 'sh', '-c', start, 'lab-sshd', this.cniResultsDir(node), cfg], this.logs)
+    const bindCniCache = 'mkdir -p /var/lib/cni/results && mount --bind "$1" /var/lib/cni/results || echo "lab: no CNI result cache for this node" >&2'
+    const proc = startSshdInNs(this.nodeNs(node), cfg, this.logs, {script: bindCniCache, args: [this.cniResultsDir(node)]})
     this.sshd.set(node.name, proc)
     this.procs.push(proc)
   }
@@ -511,35 +492,27 @@ export class NetnsLab {
       ].join('\n'),
       {mode: 0o755},
     )
-    const key = join(this.dir, 'id_ed25519')
-    run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', key])
-    writeFileSync(join(this.dir, 'authorized_keys'), readFileSync(`${key}.pub`))
+    const key = labClientKey(this.dir)
     const known: string[] = []
     const config: string[] = []
     for (const node of NODES) {
-      const hostKey = join(this.dir, `hostkey-${node.key}`)
-      run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', hostKey])
+      const pub = labHostKey(this.dir, node.key)
       this.startSshd(node, true)
-      const port = await freePort()
+      const {port, proc} = await startSshRelay(this.dir, node.key, this.nodeNs(node), this.logs)
       this.sshPorts.set(node.name, port)
-      const relay = join(this.dir, `relay-${node.key}.sh`)
-      writeFileSync(relay, `#!/bin/sh\nexec ip netns exec ${this.nodeNs(node)} socat STDIO TCP:127.0.0.1:22\n`, {mode: 0o755})
-      this.procs.push(startDaemon('socat', [`TCP-LISTEN:${port},bind=127.0.0.1,reuseaddr,fork`, `EXEC:${relay}`], this.logs))
-      const pub = readFileSync(`${hostKey}.pub`, 'utf8').split(' ').slice(0, 2).join(' ')
+      this.procs.push(proc)
       // node-a is looked up as [127.0.0.1]:port, node-b through HostKeyAlias: both ways OpenSSH finds keys.
       known.push(node.key === 'a' ? `[127.0.0.1]:${port} ${pub}` : `${node.name} ${pub}`)
       config.push(
-        `Host ${node.name}`,
-        '  HostName 127.0.0.1',
-        `  Port ${port}`,
-        '  User root',
-        `  IdentityFile ${key}`,
-        `  UserKnownHostsFile ${join(this.dir, 'known_hosts')}`,
-        '  IdentitiesOnly yes',
-        ...(node.key === 'a' ? [] : [`  HostKeyAlias ${node.name}`]),
         // node-a's dumps come back through gzip (OpenSSH's knob for slow links), node-b's plain: every lab run reads both ways.
-        ...(node.key === 'a' ? ['  Compression yes'] : []),
-        '',
+        ...sshClientHost({
+          name: node.name,
+          port,
+          identity: key,
+          knownHosts: join(this.dir, 'known_hosts'),
+          hostKeyAlias: node.key === 'a' ? undefined : node.name,
+          compression: node.key === 'a',
+        }),
       )
     }
     writeFileSync(join(this.dir, 'known_hosts'), known.join('\n') + '\n')
@@ -568,7 +541,12 @@ export class NetnsLab {
 
   /** One TCP connection, classified: an answer, refused at once (RST or ICMP unreachable), or nothing in time. */
   probe(fromNs: string, ip: string, port: number, timeoutS: number): {kind: 'answer'; text: string} | {kind: 'refused' | 'timeout'} {
-    const r = tryRun('ip', ['netns', 'exec', fromNs, 'socat', `-T${timeoutS}`, '-u', `TCP:${ip.includes(':') ? `[${ip}]` : ip}:${port},connect-timeout=${timeoutS}`, 'STDOUT'], undefined, (timeoutS + 3) * 1000)
+    const r = tryRun(
+      'ip',
+      ['netns', 'exec', fromNs, 'socat', `-T${timeoutS}`, '-u', `TCP:${ip.includes(':') ? `[${ip}]` : ip}:${port},connect-timeout=${timeoutS}`, 'STDOUT'],
+      undefined,
+      (timeoutS + 3) * 1000,
+    )
     if (r.code === 0 && r.stdout.trim()) return {kind: 'answer', text: r.stdout.trim()}
     return /refused/i.test(r.stderr) ? {kind: 'refused'} : {kind: 'timeout'}
   }

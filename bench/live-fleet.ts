@@ -1,0 +1,222 @@
+/**
+ * The live part of `npm run bench` (root only): per backend the fastest exact read at 10,000 Services (live-read.ts),
+ * then a live `svc` against a lab node holding 10,000 Services (its own network namespace, a real sshd in it, a lab API
+ * server serving the matching objects) side by side with plain `ssh node iptables-save > /dev/null`, then `scan` of
+ * that Service over a fleet of small nodes plus that large one. Every namespace and process it starts is removed by its id at
+ * the end, also on failure; traffic stays on 127.0.0.1 and inside the namespaces.
+ */
+import {spawn, spawnSync, type ChildProcess} from 'node:child_process'
+import {randomBytes} from 'node:crypto'
+import {mkdtempSync, openSync, closeSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join, resolve} from 'node:path'
+import {LabApiServer} from '../test/lab/apiserver.js'
+import {labClientKey, labHostKey, sshClientHost, startSshRelay, startSshdInNs, writeSshdConfig} from '../test/lab/lab-sshd.js'
+import {runAsync, sleep, tryRun} from '../test/lab/sh.js'
+import {generateBundle} from './generate.js'
+import {measureLiveReads} from './live-read.js'
+
+const LIVE_SERVICES = Number(process.env.KPD_BENCH_LIVE_SERVICES ?? 10000)
+const READ_TIMEOUT_MS = Number(process.env.KPD_BENCH_LIVE_TIMEOUT ?? 100) * 1000
+const FLEET_NODES = Number(process.env.KPD_BENCH_FLEET_NODES ?? 30)
+/** Small nodes whose rules lack the diagnosed Service's entry: the report groups them ("on N of M nodes"). */
+const BROKEN_EVERY = 10
+const TOOLS = ['ip', '/usr/sbin/sshd', 'ssh', 'socat', 'iptables-restore', 'iptables-save', 'iptables-legacy-restore', 'nft']
+const cli = resolve(import.meta.dirname, '../../bin/run.js')
+
+/** Why the live part cannot run here, or undefined when it can. */
+function skipReason(): string | undefined {
+  if (process.env.KPD_BENCH_LIVE === '0') return 'KPD_BENCH_LIVE=0'
+  if (process.getuid?.() !== 0) return 'not root (it creates network namespaces; run the bench as root to measure it)'
+  const missing = TOOLS.filter((t) => spawnSync('sh', ['-c', `command -v ${t}`]).status !== 0)
+  return missing.length > 0 ? `missing ${missing.join(', ')}` : undefined
+}
+
+/** The lines of an iptables-save dump that concern one Service (its chains, its KUBE-SERVICES jump) and no other Service. */
+function oneServiceDump(dump: string, clusterIP: string, dropJump: boolean): string {
+  const lines = dump.split('\n')
+  const jump = lines.find((l) => l.startsWith(`-A KUBE-SERVICES -d ${clusterIP}/32 `))
+  const svcChain = jump?.split(' -j ')[1]
+  if (!svcChain) throw new Error(`no KUBE-SERVICES rule for ${clusterIP}`)
+  const mine = new Set([svcChain, ...lines.filter((l) => l.startsWith(`-A ${svcChain} `) && l.includes(' -j KUBE-SEP-')).map((l) => l.split(' -j ')[1])])
+  const ownedBy = (l: string) => /KUBE-(SVC|SEP)-[A-Z0-9]+/.exec(l)?.[0]
+  return lines
+    .filter((l) => {
+      if (dropJump && l === jump) return false
+      const chain = l.startsWith(':') ? l.slice(1).split(' ')[0] : l.startsWith('-A ') ? l.split(' ')[1] : undefined
+      if (chain?.startsWith('KUBE-SVC-') || chain?.startsWith('KUBE-SEP-')) return mine.has(chain)
+      if (l.startsWith('-A KUBE-SERVICES ')) return !ownedBy(l) || mine.has(ownedBy(l)!)
+      return true
+    })
+    .join('\n')
+}
+
+interface LabNodeHandle {
+  name: string
+  ns: string
+}
+
+/** The bench's lab: namespaces with rules and an sshd each, one SSH config, one API server; down() removes all of it. */
+class BenchLab {
+  readonly id = `kpb${randomBytes(2).toString('hex')}`
+  readonly dir = mkdtempSync(join(tmpdir(), 'kpd-bench-lab-'))
+  readonly api = new LabApiServer({token: `kpd-bench-${randomBytes(6).toString('hex')}`})
+  readonly namespaces: string[] = []
+  readonly procs: ChildProcess[] = []
+  readonly logs: string[] = []
+  readonly sshConfig = join(this.dir, 'ssh_config')
+  private readonly hosts: string[] = []
+  private readonly known: string[] = []
+  private clientKey = ''
+
+  async addNode(name: string, rules: string): Promise<LabNodeHandle> {
+    this.clientKey ||= labClientKey(this.dir)
+    const key = String(this.namespaces.length)
+    const ns = `${this.id}-${key}`
+    spawnSync('ip', ['netns', 'add', ns])
+    this.namespaces.push(ns)
+    // A node as kube-proxy wants it: forwarding on, a route to the pod network (a veth pair with both ends in the namespace: nothing leaves it).
+    const setup =
+      'ip link set lo up && ip link add pods0 type veth peer name pods1 && ip link set pods0 up && ip link set pods1 up && ip route add 10.128.0.0/10 dev pods0 && sysctl -qw net.ipv4.ip_forward=1'
+    const up = spawnSync('ip', ['netns', 'exec', ns, 'sh', '-c', setup], {encoding: 'utf8'})
+    if (up.status !== 0) throw new Error(`namespace ${ns}: ${up.stderr}`)
+    const load = spawnSync('ip', ['netns', 'exec', ns, 'iptables-restore'], {input: rules, encoding: 'utf8', maxBuffer: 1 << 30, timeout: 300_000})
+    if (load.status !== 0) throw new Error(`iptables-restore in ${ns} failed: ${(load.stderr ?? load.error?.message ?? '').slice(0, 300)}`)
+    const pub = labHostKey(this.dir, key)
+    this.procs.push(startSshdInNs(ns, writeSshdConfig(this.dir, key, {forwarding: true}), this.logs))
+    const relay = await startSshRelay(this.dir, key, ns, this.logs)
+    this.procs.push(relay.proc)
+    this.known.push(`${name} ${pub}`)
+    this.hosts.push(...sshClientHost({name, port: relay.port, identity: this.clientKey, knownHosts: join(this.dir, 'known_hosts'), hostKeyAlias: name}))
+    return {name, ns}
+  }
+
+  /** Writes the SSH client's files and waits (bounded) until every node's sshd answers. */
+  async sshReady(names: string[]): Promise<void> {
+    writeFileSync(join(this.dir, 'known_hosts'), this.known.join('\n') + '\n')
+    writeFileSync(this.sshConfig, this.hosts.join('\n'))
+    for (const name of names) {
+      let ok = false
+      for (let i = 0; i < 50 && !ok; i++) {
+        ok = (await runAsync('ssh', ['-F', this.sshConfig, '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=2', name, 'true'], 5000)).code === 0
+        if (!ok) await sleep(200)
+      }
+      if (!ok) throw new Error(`sshd of ${name} does not answer: ${this.logs.slice(-3).join(' | ')}`)
+    }
+  }
+
+  async down(): Promise<void> {
+    for (const p of this.procs) p.kill('SIGKILL')
+    for (const ns of this.namespaces) {
+      for (const pid of tryRun('ip', ['netns', 'pids', ns]).stdout.split('\n').filter(Boolean)) tryRun('kill', ['-9', pid])
+    }
+    for (const ns of this.namespaces) tryRun('ip', ['netns', 'del', ns])
+    await this.api.stop()
+    rmSync(this.dir, {recursive: true, force: true})
+    rmSync(this.api.dir, {recursive: true, force: true})
+  }
+}
+
+/** Wall time of `ssh NODE iptables-save > /dev/null`. */
+function plainRead(sshConfig: string, node: string): Promise<number> {
+  return new Promise((done, fail) => {
+    const devNull = openSync('/dev/null', 'w')
+    const started = performance.now()
+    const child = spawn('ssh', ['-F', sshConfig, '-o', 'BatchMode=yes', node, 'iptables-save'], {stdio: ['ignore', devNull, 'ignore']})
+    const timer = setTimeout(() => child.kill('SIGKILL'), READ_TIMEOUT_MS)
+    child.on('close', (code) => {
+      clearTimeout(timer)
+      closeSync(devNull)
+      if (code === 0) done(performance.now() - started)
+      else fail(new Error(`ssh ${node} iptables-save exited ${code}`))
+    })
+  })
+}
+
+/** One live doctor run (async: the API server answers from this process); wall time and the report. */
+async function doctor(lab: BenchLab, kubeconfig: string, args: string[]): Promise<{ms: number; code: number; stdout: string}> {
+  const started = performance.now()
+  const verbose = process.env.KPD_BENCH_VERBOSE ? ['--verbose'] : []
+  const r = await runAsync(process.execPath, [cli, ...args, '--kubeconfig', kubeconfig, '--ssh-config', lab.sshConfig, '--via', 'ssh', ...verbose], 600_000)
+  if (verbose.length > 0) process.stderr.write(r.stderr)
+  if (r.code !== 0 && r.code !== 1) throw new Error(`kproxy-doctor ${args.join(' ')} exited ${r.code}: ${r.stderr.slice(-400)}`)
+  return {ms: performance.now() - started, code: r.code, stdout: r.stdout}
+}
+
+const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`
+
+async function svcAndFleet(write: (text: string) => void): Promise<void> {
+  const outDir = resolve('bench/out')
+  const {bundle, dump, target} = generateBundle(outDir, LIVE_SERVICES)
+  const lab = new BenchLab()
+  try {
+    const big = readFileSync(dump, 'utf8')
+    const list = (file: string) => (JSON.parse(readFileSync(join(bundle, file), 'utf8')) as {items: Array<Record<string, unknown>>}).items
+    const services = list('services.json')
+    const clusterIP = (services.find((o) => (o.metadata as {name: string}).name === target)!.spec as {clusterIP: string}).clusterIP
+    const small = oneServiceDump(big, clusterIP, false)
+    const smallBroken = oneServiceDump(big, clusterIP, true)
+    const bigNode = await lab.addNode('bench-node', big)
+    const fleet: string[] = []
+    for (let k = 1; k <= FLEET_NODES; k++) fleet.push((await lab.addNode(`small-${String(k).padStart(2, '0')}`, k % BROKEN_EVERY === 0 ? smallBroken : small)).name)
+    await lab.sshReady([bigNode.name, ...fleet])
+    const nodeObject = (name: string, k: number) => ({metadata: {name}, spec: {podCIDR: `10.${129 + (k >> 8)}.${k & 255}.0/24`}, status: {addresses: [{type: 'InternalIP', address: `10.250.1.${k}`}]}})
+    lab.api.set('nodes', [...list('nodes.json'), ...fleet.map((n, k) => nodeObject(n, k + 2))])
+    lab.api.set('services', services)
+    lab.api.set('endpointslices', list('endpointslices.json'))
+    lab.api.set('pods', list('pods.json'))
+    lab.api.set('configmaps', list('configmaps.json'))
+    lab.api.set(
+      'namespaces',
+      ['bench', 'kube-system'].map((name) => ({metadata: {name}})),
+    )
+    await lab.api.start()
+    const kubeconfig = lab.api.writeKubeconfig('bench')
+
+    // The svc goal: one live svc on the large node against the plain read of the same data over the same SSH.
+    const plain = Math.min(await plainRead(lab.sshConfig, bigNode.name), await plainRead(lab.sshConfig, bigNode.name), await plainRead(lab.sshConfig, bigNode.name))
+    const svcArgs = ['svc', target, '-n', 'bench', '--nodes', bigNode.name, '-o', 'json']
+    const one = [await doctor(lab, kubeconfig, svcArgs), await doctor(lab, kubeconfig, svcArgs)].sort((a, b) => a.ms - b.ms)[0]
+    const ratio = one.ms / plain
+    const read = (JSON.parse(one.stdout) as {nodes: Array<{name: string; reachable: boolean; error?: string}>}).nodes.find((n) => n.name === bigNode.name)
+    const unread = read?.reachable ? '' : `  (the node was NOT read: ${read?.error ?? 'no node in the report'})`
+    write(`\nlive svc, one node with ${LIVE_SERVICES} Services (iptables-save: ${(big.length / 1048576).toFixed(1)} MB):\n`)
+    write(`  ssh node iptables-save > /dev/null     ${s(plain).padStart(9)}  (best of 3)\n`)
+    write(
+      `  kproxy-doctor svc (live, over SSH)      ${s(one.ms).padStart(9)}  ${ratio.toFixed(2)}× the plain read (best of 2)  ${ratio <= 1.3 && !unread ? 'TARGET MET' : 'TARGET MISSED'} (≤ 1.3×)${unread}\n`,
+    )
+
+    // The fleet: every node read with the default concurrency; the total against the slowest single node's read.
+    const all = await doctor(lab, kubeconfig, ['scan', '-n', 'bench'])
+    write(
+      `\nlive scan -n bench (the one Service) over a fleet: ${FLEET_NODES} small nodes (one Service's rules each, every ${BROKEN_EVERY}th without its KUBE-SERVICES rule) + the large node, default --concurrency:\n`,
+    )
+    write(`  whole run ${s(all.ms)}, ${(all.ms / one.ms).toFixed(2)}× the large node's svc alone (${s(one.ms)}), ${(all.ms / plain).toFixed(2)}× its plain read\n`)
+    const grouped = all.stdout.split('\n').filter((l) => /\bon \d+ of \d+ nodes\b/.test(l))
+    write(`  ${all.stdout.split('\n')[0].trim()}\n`)
+    write(grouped.length > 0 ? `  the report's node grouping:\n${grouped.map((l) => `    ${l.trim()}`).join('\n')}\n` : '  the report names no finding shared by several nodes\n')
+  } finally {
+    await lab.down()
+    if (!process.env.KPD_BENCH_KEEP) rmSync(bundle, {recursive: true, force: true})
+  }
+}
+
+/** Prints the live part, or one line saying why it was skipped. */
+export async function liveBench(write: (text: string) => void): Promise<void> {
+  const why = skipReason()
+  if (why) {
+    write(`live part skipped: ${why}\n`)
+    return
+  }
+  write(`\nlive reads at ${LIVE_SERVICES} Services × 10 endpoints, fastest exact read per backend (each read bounded at ${READ_TIMEOUT_MS / 1000} s):\n`)
+  const fastest = await measureLiveReads({services: LIVE_SERVICES, timeoutMs: READ_TIMEOUT_MS, everyForm: false, write: () => undefined})
+  for (const b of fastest)
+    write(
+      `  ${b.backend.padEnd(38)} ${b.fastest ? `${b.fastest.command.padEnd(32)} ${s(b.fastest.ms).padStart(9)}  ${(b.fastest.bytes / 1048576).toFixed(1).padStart(6)} MB` : `none: ${b.error ?? 'no complete read finished'}`}\n`,
+    )
+  try {
+    await svcAndFleet(write)
+  } catch (e) {
+    write(`live svc and fleet not measured: ${(e as Error).message}\n`)
+  }
+}

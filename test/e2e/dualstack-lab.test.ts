@@ -14,6 +14,22 @@ const WEB_PODS = ['web-a1', 'web-b1', 'web-b2']
 const WEB_NAME = 'web.shop.svc.cluster.local'
 const WRONG_AAAA = 'fd00:10:96::99:99'
 
+const paths = (r: CliResult, family: string): PathLine[] => r.json.paths.filter((p: PathLine) => p.family === family)
+
+/** Every IPv4 path works; the IPv6 paths that break are node-b's four entry points. */
+function assertOnlyIpv6BrokenOnNodeB(r: CliResult): void {
+  assert.ok(
+    paths(r, 'IPv4').every((p) => p.ok === true),
+    'every IPv4 path still works',
+  )
+  assert.deepEqual(
+    paths(r, 'IPv6')
+      .filter((p) => p.ok === false)
+      .map((p) => p.node),
+    ['node-b', 'node-b', 'node-b', 'node-b'],
+  )
+}
+
 interface PathLine {
   node: string
   entry: string
@@ -43,7 +59,6 @@ describe('a dual-stack Service against the netns lab: real IPv6 traffic, each fa
   const doctor = (...extra: string[]): Promise<CliResult> => runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json', ...extra])
   const errors = (r: CliResult): FindingLine[] => (r.json?.findings ?? []).filter((f: FindingLine) => f.severity === 'error')
   const failures = (answers: string[]) => answers.filter((a) => a === '').length
-  const paths = (r: CliResult, family: string): PathLine[] => r.json.paths.filter((p: PathLine) => p.family === family)
   const dnsRows = (r: CliResult) => (r.json.dns as DnsLine[]).map((d) => [d.node, d.type, d.addresses, d.rcode, d.error])
   /** Real DNS queries from a pod to the DNS Service until dnsmasq (just restarted) answers the A record; bounded. */
   const askUntilUp = async (type: 'A' | 'AAAA'): Promise<string[]> => {
@@ -134,16 +149,7 @@ describe('a dual-stack Service against the netns lab: real IPv6 traffic, each fa
       assert.equal(f.message, 'node-b (IPv6): KUBE-SEP-3EIK7ZMJLCQCLWUX DNATs to [fd00:10:244:2::10]:9999, but the endpoint (pod web-b1) is [fd00:10:244:2::10]:8080 (targetPort http)')
       assert.match(f.command, /ip6tables-save/)
       assert.match(r.json.summary, /^✗ shop\/web: (pod|node)→ClusterIP to \[fd00:10:96::10:10\]:80 \(http\) breaks at DNAT on node-b: 33\.3% of new connections DNAT to \[fd00:10:244:2::10\]:9999/)
-      assert.ok(
-        paths(r, 'IPv4').every((p) => p.ok === true),
-        'every IPv4 path still works',
-      )
-      assert.deepEqual(
-        paths(r, 'IPv6')
-          .filter((p) => p.ok === false)
-          .map((p) => p.node),
-        ['node-b', 'node-b', 'node-b', 'node-b'],
-      )
+      assertOnlyIpv6BrokenOnNodeB(r)
     } finally {
       lab.applyRules('node-b', {}, {})
     }
@@ -236,7 +242,6 @@ describe("a dual-stack Service on nodes in nftables mode: kube-proxy's `ip6 kube
   const doctor = (): Promise<CliResult> => runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json'])
   const findings = (r: CliResult) => (r.json?.findings ?? []).map((f: FindingLine) => [f.node, f.code, f.severity, f.message])
   const failures = (answers: string[]) => answers.filter((a) => a === '').length
-  const paths = (r: CliResult, family: string): PathLine[] => r.json.paths.filter((p: PathLine) => p.family === family)
   // The lab's ConfigMap says iptables: both nodes running nftables is worth a warning each, and nothing more.
   const MISMATCH = ['node-a', 'node-b'].map((n) => [n, 'KPD-MODE-MISMATCH', 'warning', `${n} runs nftables mode (kube-proxy's /proxyMode on the node) but ConfigMap kube-system/kube-proxy says mode iptables`])
 
@@ -309,16 +314,7 @@ describe("a dual-stack Service on nodes in nftables mode: kube-proxy's `ip6 kube
         ],
       ])
       assert.match((r.json.findings[2] as {command: string}).command, /nft list table ip6 kube-proxy/)
-      assert.ok(
-        paths(r, 'IPv4').every((p) => p.ok === true),
-        'every IPv4 path still works',
-      )
-      assert.deepEqual(
-        paths(r, 'IPv6')
-          .filter((p) => p.ok === false)
-          .map((p) => p.node),
-        ['node-b', 'node-b', 'node-b', 'node-b'],
-      )
+      assertOnlyIpv6BrokenOnNodeB(r)
     } finally {
       lab.applyRules('node-b', {}, {})
     }

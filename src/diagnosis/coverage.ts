@@ -2,6 +2,7 @@ import {CATALOGUE} from '../checks/catalogue.js'
 import type {CheckContext} from '../checks/check.js'
 import type {NodeObservation} from '../node/bundle.js'
 import {familyOf} from '../net/address.js'
+import {FORWARDING_KEYS, type SysctlValues} from '../parse/sysctl.js'
 import type {ProbeRun} from '../node/tcp-probe.js'
 import type {NodeReadVia} from './choose-transport.js'
 
@@ -96,6 +97,9 @@ export function notChecked(inputs: CoverageInputs): NotChecked[] {
   return out
 }
 
+/** Whether a sysctl read answered for the key, with a value or with its absence. */
+const knows = (s: SysctlValues, key: string) => s.values.has(key) || s.absent.has(key)
+
 /** What a read node could not give: its transport's missing tools, path reads, kube-proxy's endpoints, DNS per family. */
 function nodeGaps(o: NodeObservation, via: NodeReadVia | undefined, dnsPrefix: string, families: string[]): NotChecked[] {
   const out: NotChecked[] = []
@@ -114,6 +118,9 @@ function nodeGaps(o: NodeObservation, via: NodeReadVia | undefined, dnsPrefix: s
   if (!path) out.push(entry(o.name, 'path-reads', 'no packet-path reads were recorded for this node (an older bundle has no path-reads.json)', false))
   else {
     if (path.sysctls?.status === 'not-read') out.push(entry(o.name, 'sysctls', path.sysctls.reason, true))
+    // Only a bundle recorded before IPv6's keys were read lacks them: the nature of the input, so not required.
+    else if (path.sysctls?.status === 'read' && families.includes('IPv6') && !knows(path.sysctls.value, FORWARDING_KEYS[6].forward))
+      out.push(entry(o.name, 'sysctls', `IPv6 forwarding settings not read (${FORWARDING_KEYS[6].forward}, ${FORWARDING_KEYS[6].bridge}; recorded by a version that read IPv4's only)`, false))
     if (path.routeTable?.status === 'not-read') out.push(entry(o.name, 'routes', path.routeTable.reason, true))
     if (path.routeTable6?.status === 'not-read') out.push(entry(o.name, 'routes', path.routeTable6.reason, true))
     // Only a bundle recorded before the IPv6 table was read lacks it: the nature of the input, so not required.

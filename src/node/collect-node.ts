@@ -149,7 +149,8 @@ async function readPath(access: NodeAccess, targets: PathTargets): Promise<RawPa
   const out: RawPathReads = {routeGet: [], conntrack: []}
   out.routeTable = raw(await access.run('routeTable'))
   const endpoints = distinctAddresses(targets.endpointAddresses)
-  if ([...endpoints, ...targets.serviceAddresses.map((s) => s.address)].some((a) => parseIp(a)?.family === 6)) out.routeTable6 = raw(await access.run('routeTable6'))
+  const ipv6 = [...endpoints, ...targets.serviceAddresses.map((s) => s.address)].some((a) => parseIp(a)?.family === 6)
+  if (ipv6) out.routeTable6 = raw(await access.run('routeTable6'))
   const looked = endpoints.slice(0, MAX_ROUTE_LOOKUPS)
   if (endpoints.length > looked.length)
     out.skipped = [`ip route get: ${endpoints.length - looked.length} of ${endpoints.length} endpoint addresses not looked up (at most ${MAX_ROUTE_LOOKUPS} per node)`]
@@ -166,7 +167,7 @@ async function readPath(access: NodeAccess, targets: PathTargets): Promise<RawPa
     }
     return {address, ...r}
   })
-  out.sysctls = raw(await access.run('pathSysctls', {interfaces: [...interfaces].sort()}))
+  out.sysctls = raw(await access.run('pathSysctls', {interfaces: [...interfaces].sort(), ipv6}))
   const seen = new Set<string>()
   for (const {address, protocol} of targets.serviceAddresses) {
     const ip = parseIp(address)?.text

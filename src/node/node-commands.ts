@@ -129,6 +129,9 @@ const PATH_SYSCTLS = [
   'net.ipv4.conf.all.route_localnet',
 ] as const
 
+/** Read too where the Service has IPv6 addresses: IPv6 forwarding and bridge netfilter are settings of their own. */
+const IPV6_PATH_SYSCTLS = ['net.ipv6.conf.all.forwarding', 'net.bridge.bridge-nf-call-ip6tables'] as const
+
 export const CONNTRACK_PROTOCOLS = ['tcp', 'udp', 'sctp'] as const
 export type ConntrackProtocol = (typeof CONNTRACK_PROTOCOLS)[number]
 
@@ -165,13 +168,13 @@ function interfaceSysctls(iface: string): string[] {
 }
 
 /** The sysctl keys the `pathSysctls` query reads for these interfaces (validated). */
-export function pathSysctlNames(interfaces: string[]): string[] {
-  return [...PATH_SYSCTLS, ...interfaces.flatMap(interfaceSysctls)]
+export function pathSysctlNames(interfaces: string[], ipv6 = false): string[] {
+  return [...PATH_SYSCTLS, ...(ipv6 ? IPV6_PATH_SYSCTLS : []), ...interfaces.flatMap(interfaceSysctls)]
 }
 
 /** Without -e on purpose: a missing key (br_netfilter not loaded) is said on stderr and the other keys still print. */
-function pathSysctlsCommand(interfaces: string[]): CommandLine {
-  return ['sysctl', ...pathSysctlNames(interfaces).map(quote)].join(' ') as CommandLine
+function pathSysctlsCommand(interfaces: string[], ipv6?: boolean): CommandLine {
+  return ['sysctl', ...pathSysctlNames(interfaces, ipv6).map(quote)].join(' ') as CommandLine
 }
 
 function conntrackProtocol(protocol: ConntrackProtocol): ConntrackProtocol {
@@ -234,7 +237,7 @@ function conntrackListCommand(protocol: ConntrackProtocol, address: string, isRo
 interface NodeQueryArgs {
   dnsLookup: {name: string; server: string; type: 'A' | 'AAAA'}
   /** The path sysctls, plus rp_filter and route_localnet of these interfaces. */
-  pathSysctls: {interfaces: string[]}
+  pathSysctls: {interfaces: string[]; ipv6?: boolean}
   /** `ip -o route get ADDRESS`: the route the kernel picks for an endpoint. */
   routeGet: {address: string}
   /** `conntrack -L -p PROTOCOL -d ADDRESS`: the entries whose original destination is a Service address. */
@@ -249,7 +252,7 @@ export type ArgsOf<K extends NodeCommandKey> = K extends NodeQuery ? [args: Node
 
 const QUERIES: {[K in NodeQuery]: (args: NodeQueryArgs[K], isRoot: boolean) => CommandLine} = {
   dnsLookup: (a) => dnsLookupCommand(a.name, a.server, a.type),
-  pathSysctls: (a) => pathSysctlsCommand(a.interfaces),
+  pathSysctls: (a) => pathSysctlsCommand(a.interfaces, a.ipv6),
   routeGet: (a) => routeGetCommand(a.address),
   conntrackList: (a, isRoot) => conntrackListCommand(a.protocol, a.address, isRoot),
 }

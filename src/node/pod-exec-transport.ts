@@ -163,7 +163,10 @@ export class PodExecNodeAccess implements NodeAccess {
     if (key === 'sysctls') return this.sysctls()
     if (key === 'network') return this.network()
     if (key === 'cniResults') return this.cniResults()
-    if (key === 'pathSysctls') return this.sysctlsOf(pathSysctlNames((args[0] as {interfaces: string[]}).interfaces))
+    if (key === 'pathSysctls') {
+      const a = args[0] as {interfaces: string[]; ipv6?: boolean}
+      return this.sysctlsOf(pathSysctlNames(a.interfaces, a.ipv6))
+    }
     if (key === 'routeGet') return this.runArgv(QUERY_ARGV.routeGet(args[0] as {address: string}))
     if (key === 'conntrackList') return this.runArgv(QUERY_ARGV.conntrackList(args[0] as Parameters<typeof QUERY_ARGV.conntrackList>[0]))
     const argv = COMMAND_ARGV[key as NodeCommand]

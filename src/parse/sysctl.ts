@@ -50,7 +50,13 @@ export function parseSysctl(text: string): SysctlValues {
   return {values, absent}
 }
 
-/** The settings the packet path depends on, as the kernel applies them. undefined: not read. */
+/** The keys that say whether a node forwards a family's packets and hands bridged ones to that family's netfilter. */
+export const FORWARDING_KEYS = {
+  4: {forward: 'net.ipv4.ip_forward', bridge: 'net.bridge.bridge-nf-call-iptables'},
+  6: {forward: 'net.ipv6.conf.all.forwarding', bridge: 'net.bridge.bridge-nf-call-ip6tables'},
+} as const
+
+/** One family's settings the packet path depends on, as the kernel applies them. undefined: not read. */
 export interface ForwardingSettings {
   ipForward?: boolean
   /** undefined with `brNetfilterLoaded` false: the key is absent, so bridged traffic skips iptables entirely. */
@@ -59,16 +65,16 @@ export interface ForwardingSettings {
   brNetfilterLoaded?: boolean
 }
 
-export function forwardingSettings(s: SysctlValues): ForwardingSettings {
+export function forwardingSettings(s: SysctlValues, family: 4 | 6 = 4): ForwardingSettings {
   const flag = (key: string) => {
     const v = s.values.get(key)
     return v === undefined ? undefined : v !== '0'
   }
-  const bridgeKey = 'net.bridge.bridge-nf-call-iptables'
+  const keys = FORWARDING_KEYS[family]
   return {
-    ipForward: flag('net.ipv4.ip_forward'),
-    bridgeNfCallIptables: flag(bridgeKey),
-    brNetfilterLoaded: s.values.has(bridgeKey) ? true : s.absent.has(bridgeKey) ? false : undefined,
+    ipForward: flag(keys.forward),
+    bridgeNfCallIptables: flag(keys.bridge),
+    brNetfilterLoaded: s.values.has(keys.bridge) ? true : s.absent.has(keys.bridge) ? false : undefined,
   }
 }
 

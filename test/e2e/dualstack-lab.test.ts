@@ -227,6 +227,33 @@ describe('a dual-stack Service against the netns lab: real IPv6 traffic, each fa
     }
     assert.equal(failures(lab.sample(lab.podNs('client-a'), 'fd00:10:244:2::10', 8080, 3)), 0, 'IPv6 to web-b1 works again')
   })
+
+  test('IPv6 forwarding off on node-a, IPv4 forwarding on: real IPv6 connections from a pod on node-a to web-b1 fail, IPv4 ones work; svc: KPD-NODE-FORWARDING-OFF on node-a for IPv6 only', async () => {
+    const was = lab.setSysctl('node-a', 'net.ipv6.conf.all.forwarding', '0')
+    try {
+      const v6 = lab.sample(lab.podNs('client-a'), 'fd00:10:244:2::10', 8080, 3)
+      assert.equal(failures(v6), 3, `IPv6 from client-a to web-b1 fails: ${v6}`)
+      const v4 = lab.sample(lab.podNs('client-a'), '10.244.2.10', 8080, 3)
+      assert.equal(failures(v4), 0, `IPv4 from client-a to web-b1 still works: ${v4}`)
+
+      const r = await doctor()
+      assert.equal(r.code, 1, r.stdout + r.stderr)
+      assert.deepEqual(
+        errors(r).map((f) => [f.code, f.node, f.message]),
+        [
+          [
+            'KPD-NODE-FORWARDING-OFF',
+            'node-a',
+            'node-a (IPv6): net.ipv6.conf.all.forwarding = 0: the node forwards no IPv6 packet, so its pods reach no Service and no pod on another node, pods on other nodes cannot reach its pods, and NodePorts on node-a reach no endpoint',
+          ],
+        ],
+      )
+      assert.match((errors(r)[0] as FindingLine & {command: string}).command, /sysctl -w net\.ipv6\.conf\.all\.forwarding=1/)
+    } finally {
+      lab.setSysctl('node-a', 'net.ipv6.conf.all.forwarding', was)
+    }
+    assert.equal(failures(lab.sample(lab.podNs('client-a'), 'fd00:10:244:2::10', 8080, 3)), 0, 'IPv6 to web-b1 works again')
+  })
 })
 
 describe("a dual-stack Service on nodes in nftables mode: kube-proxy's `ip6 kube-proxy` table loaded with the real nft, real IPv6 traffic", {skip: why}, () => {

@@ -796,14 +796,17 @@ const withPath = (faults: Partial<Record<'node-a' | 'node-b', PathFaults>> = {})
 })
 const STALE_TCP = 'tcp      6 86000 ESTABLISHED src=10.244.1.100 dst=10.96.10.10 sport=51010 dport=80 src=10.244.2.7 dst=10.244.1.100 sport=8080 dport=51010 [ASSURED] mark=0 use=1'
 
+const HEALTHY_SYSCTL6 = {'net.ipv6.conf.all.forwarding': '1', 'net.bridge.bridge-nf-call-ip6tables': '1'}
+
 /**
  * A dual-stack node's path reads: the IPv4 ones healthy; the IPv6 table and lookups with node-a's route to node-b's
  * IPv6 pod CIDR `v6Route` ('missing': only the IPv6 default route matches; 'old-bundle': no IPv6 table recorded).
  */
-function dualStackPathReads(node: 'node-a' | 'node-b', v6Route: 'ok' | 'missing' | 'old-bundle' = 'ok'): RawPathReads {
+function dualStackPathReads(node: 'node-a' | 'node-b', v6Route: 'ok' | 'missing' | 'old-bundle' = 'ok', sysctl6: Record<string, string> | null = HEALTHY_SYSCTL6): RawPathReads {
   const self = dualStackNode(NODES.find((n) => n.name === node)!)
   const other = dualStackNode(NODES.find((n) => n.name !== node)!)
   const v4 = pathReads(node)
+  const sysctls = sysctl6 ? {...v4.sysctls!, stdout: v4.sysctls!.stdout + Object.entries(sysctl6).map(([k, v]) => `${k} = ${v}\n`).join('')} : v4.sysctls
   const broken = node === 'node-a' && v6Route === 'missing'
   const routeGet6 = (pod: LabPod) => {
     if (pod.node === node) return ok(`${pod.ip6} from :: dev cbr0 proto kernel src ${self.gateway6} metric 256 pref medium`)
@@ -820,16 +823,54 @@ function dualStackPathReads(node: 'node-a' | 'node-b', v6Route: 'ok' | 'missing'
   ].join('\n')
   return {
     ...v4,
+    sysctls,
     ...(v6Route === 'old-bundle' ? {} : {routeTable6: ok(table6)}),
     routeGet: [...v4.routeGet, ...webPods.map((p) => ({address: p.ip6!, ...routeGet6(p)}))],
     conntrack: [...v4.conntrack, {protocol: 'tcp', address: 'fd00:10:96::10:10', ...ok('')}],
   }
 }
-const withDualStackPath = (v6Route: 'ok' | 'missing' | 'old-bundle'): OfflineOptions => ({
+const withDualStackPath = (v6Route: 'ok' | 'missing' | 'old-bundle', sysctl6: Partial<Record<'node-a' | 'node-b', Record<string, string> | null>> = {}): OfflineOptions => ({
   dualStack: true,
   editObservation: Object.fromEntries(
-    (['node-a', 'node-b'] as const).map((node) => [node, (obs: NodeObservation): NodeObservation => ({...obs, path: interpretPathReads(dualStackPathReads(node, v6Route))})]),
+    (['node-a', 'node-b'] as const).map((node) => [
+      node,
+      (obs: NodeObservation): NodeObservation => ({...obs, path: interpretPathReads(dualStackPathReads(node, v6Route, sysctl6[node] === undefined ? HEALTHY_SYSCTL6 : sysctl6[node]))}),
+    ]),
   ),
+})
+
+describe("IPv6's own forwarding settings judged for the IPv6 family (net.ipv6.conf.all.forwarding, bridge-nf-call-ip6tables)", () => {
+  const rows = (state: OfflineOptions) => {
+    const {cluster, observations} = offlineCluster(state)
+    const d = diagnose(cluster, observations)
+    return {
+      findings: d.findings.map((f) => `${f.code} ${f.node}: ${f.message}`),
+      sysctls: d.notChecked.filter((n) => n.check === 'sysctls').map((n) => `${n.node} ${n.required}: ${n.reason}`),
+    }
+  }
+  test('both families forward: no finding, nothing unchecked', () => {
+    assert.deepEqual(rows(withDualStackPath('ok')), {findings: [], sysctls: []})
+  })
+  test('IPv6 forwarding off on node-b (ip_forward on): KPD-NODE-FORWARDING-OFF for IPv6 only, its fix sets the IPv6 key', () => {
+    const state = withDualStackPath('ok', {'node-b': {...HEALTHY_SYSCTL6, 'net.ipv6.conf.all.forwarding': '0'}})
+    assert.deepEqual(rows(state), {
+      findings: [
+        'KPD-NODE-FORWARDING-OFF node-b: node-b (IPv6): net.ipv6.conf.all.forwarding = 0: the node forwards no IPv6 packet, so its pods reach no Service and no pod on another node, pods on other nodes cannot reach its pods, and NodePorts on node-b reach no endpoint',
+      ],
+      sysctls: [],
+    })
+    const {cluster, observations} = offlineCluster(state)
+    assert.deepEqual(diagnose(cluster, observations).findings[0].argv, [['ssh', 'node-b', 'sudo', 'sysctl', '-w', 'net.ipv6.conf.all.forwarding=1']])
+  })
+  test('bridge-nf-call-ip6tables off on node-b, which hosts endpoints: KPD-BRIDGE-NF-OFF for IPv6 only', () => {
+    assert.deepEqual(rows(withDualStackPath('ok', {'node-b': {...HEALTHY_SYSCTL6, 'net.bridge.bridge-nf-call-ip6tables': '0'}})).findings, [
+      'KPD-BRIDGE-NF-OFF node-b: node-b (IPv6): net.bridge.bridge-nf-call-ip6tables = 0: packets between pods on one bridge skip ip6tables, so a pod on node-b whose connection to shop/web is DNATed to fd00:10:244:2::10 (pod web-b1), fd00:10:244:2::11 (pod web-b2) on the same node gets replies that are not un-NATed, and the connection fails',
+    ])
+  })
+  test("a bundle recorded before IPv6's keys were read: no finding, the IPv6 settings said not checked (not required) per node", () => {
+    const why = "IPv6 forwarding settings not read (net.ipv6.conf.all.forwarding, net.bridge.bridge-nf-call-ip6tables; recorded by a version that read IPv4's only)"
+    assert.deepEqual(rows(withDualStackPath('ok', {'node-a': null, 'node-b': null})), {findings: [], sysctls: [`node-a false: ${why}`, `node-b false: ${why}`]})
+  })
 })
 
 describe('the route to an IPv6 endpoint judged against the IPv6 table (ip -6 route show), per family', () => {
@@ -938,9 +979,9 @@ test('node path findings: exact messages and next steps', () => {
     [
       'KPD-NODE-FORWARDING-OFF',
       'node-a',
-      'node-a: net.ipv4.ip_forward = 0: the node forwards no packet, so its pods reach no Service and no pod on another node, pods on other nodes cannot reach its pods, and NodePorts on node-a reach no endpoint',
+      'node-a: net.ipv4.ip_forward = 0: the node forwards no IPv4 packet, so its pods reach no Service and no pod on another node, pods on other nodes cannot reach its pods, and NodePorts on node-a reach no endpoint',
       'ssh node-a sudo sysctl -w net.ipv4.ip_forward=1',
-      'Then find what set it to 0 (ip_forward in /etc/sysctl.conf and /etc/sysctl.d).',
+      'Then find what set it to 0 (net.ipv4.ip_forward in /etc/sysctl.conf and /etc/sysctl.d).',
       ['sysctl net.ipv4.ip_forward = 0'],
     ],
   ])

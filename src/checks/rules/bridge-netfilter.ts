@@ -1,19 +1,21 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {nodeCommand} from '../../model/reach.js'
-import {forwardingSettings} from '../../parse/sysctl.js'
-
-const KEY = 'net.bridge.bridge-nf-call-iptables'
+import {FORWARDING_KEYS, forwardingSettings} from '../../parse/sysctl.js'
+import {familyOf} from '../../net/address.js'
 
 /** Fires where it breaks this Service: on a node that hosts one of its endpoints (a pod there may be DNATed to it). */
 export const bridgeNetfilterOff: Check = {
   meta: codeEntry('KPD-BRIDGE-NF-OFF'),
   run(ctx) {
     const out: FindingDraft[] = []
+    // IPv6 packets between pods on one bridge go to ip6tables only with bridge-nf-call-ip6tables.
+    const family = familyOf(ctx.service.clusterIP ?? '') === 6 ? 6 : 4
+    const KEY = FORWARDING_KEYS[family].bridge
     for (const obs of ctx.observations) {
       const sysctls = obs.reachable ? obs.path?.sysctls : undefined
       if (sysctls?.status !== 'read') continue
-      const settings = forwardingSettings(sysctls.value)
+      const settings = forwardingSettings(sysctls.value, family)
       const notLoaded = settings.brNetfilterLoaded === false
       if (!notLoaded && settings.bridgeNfCallIptables !== false) continue
       const local = [
@@ -29,7 +31,7 @@ export const bridgeNetfilterOff: Check = {
       const what = notLoaded ? `br_netfilter is not loaded (no ${KEY})` : `${KEY} = 0`
       out.push({
         node: obs.name,
-        message: `${obs.name}: ${what}: packets between pods on one bridge skip iptables, so a pod on ${obs.name} whose connection to ${ctx.service.namespace}/${ctx.service.name} is DNATed to ${backends} on the same node gets replies that are not un-NATed, and the connection fails`,
+        message: `${obs.name}: ${what}: packets between pods on one bridge skip ${family === 6 ? 'ip6tables' : 'iptables'}, so a pod on ${obs.name} whose connection to ${ctx.service.namespace}/${ctx.service.name} is DNATed to ${backends} on the same node gets replies that are not un-NATed, and the connection fails`,
         evidence: [notLoaded ? `sysctl: cannot stat /proc/sys/${KEY.replaceAll('.', '/')}` : `sysctl ${KEY} = ${sysctls.value.values.get(KEY)}`],
         command: notLoaded ? nodeCommand(ctx.reach, obs.name, {argv: ['modprobe', 'br_netfilter'], sudo: true}) : nodeCommand(ctx.reach, obs.name, {argv: ['sysctl', '-w', `${KEY}=1`], sudo: true}),
         text: notLoaded ? `Then set ${KEY}=1 (sysctl -w on ${obs.name}), and load br_netfilter at boot (/etc/modules-load.d).` : `Make it persistent in /etc/sysctl.d on ${obs.name}.`,

@@ -14,6 +14,18 @@ const WEB_PODS = ['web-a1', 'web-b1', 'web-b2']
 const WEB_NAME = 'web.shop.svc.cluster.local'
 const WRONG_AAAA = 'fd00:10:96::99:99'
 
+/** The IPv6 paths of a healthy run: each node's four entry points, all ✓. */
+const EVERY_IPV6_PATH_WORKS = [
+  ['node-a', 'pod→ClusterIP', `[${CLUSTER_IP6}]:80`, true],
+  ['node-a', 'node→ClusterIP', `[${CLUSTER_IP6}]:80`, true],
+  ['node-a', 'outside→NodePort', '[fd00:10:200::11]:30080', true],
+  ['node-a', 'pod→itself', `[${CLUSTER_IP6}]:80`, true],
+  ['node-b', 'pod→ClusterIP', `[${CLUSTER_IP6}]:80`, true],
+  ['node-b', 'node→ClusterIP', `[${CLUSTER_IP6}]:80`, true],
+  ['node-b', 'outside→NodePort', `[${NODE_B6}]:30080`, true],
+  ['node-b', 'pod→itself', `[${CLUSTER_IP6}]:80`, true],
+]
+
 const paths = (r: CliResult, family: string): PathLine[] => r.json.paths.filter((p: PathLine) => p.family === family)
 
 /** Every IPv4 path works; the IPv6 paths that break are node-b's four entry points. */
@@ -92,16 +104,7 @@ describe('a dual-stack Service against the netns lab: real IPv6 traffic, each fa
     assert.match(r.json.summary, /^✓ shop\/web: every traced path works on 2 node\(s\)/)
     assert.deepEqual(
       paths(r, 'IPv6').map((p) => [p.node, p.entry, p.destination, p.ok]),
-      [
-        ['node-a', 'pod→ClusterIP', `[${CLUSTER_IP6}]:80`, true],
-        ['node-a', 'node→ClusterIP', `[${CLUSTER_IP6}]:80`, true],
-        ['node-a', 'outside→NodePort', '[fd00:10:200::11]:30080', true],
-        ['node-a', 'pod→itself', `[${CLUSTER_IP6}]:80`, true],
-        ['node-b', 'pod→ClusterIP', `[${CLUSTER_IP6}]:80`, true],
-        ['node-b', 'node→ClusterIP', `[${CLUSTER_IP6}]:80`, true],
-        ['node-b', 'outside→NodePort', `[${NODE_B6}]:30080`, true],
-        ['node-b', 'pod→itself', `[${CLUSTER_IP6}]:80`, true],
-      ],
+      EVERY_IPV6_PATH_WORKS,
     )
     assert.equal(paths(r, 'IPv4').length, 8)
     // Each node asked the DNS Service for both records over TCP, through its SSH port forward; each family judged right.
@@ -293,16 +296,7 @@ describe("a dual-stack Service on nodes in nftables mode: kube-proxy's `ip6 kube
     )
     assert.deepEqual(
       paths(r, 'IPv6').map((p) => [p.node, p.entry, p.destination, p.ok]),
-      [
-        ['node-a', 'pod→ClusterIP', `[${CLUSTER_IP6}]:80`, true],
-        ['node-a', 'node→ClusterIP', `[${CLUSTER_IP6}]:80`, true],
-        ['node-a', 'outside→NodePort', '[fd00:10:200::11]:30080', true],
-        ['node-a', 'pod→itself', `[${CLUSTER_IP6}]:80`, true],
-        ['node-b', 'pod→ClusterIP', `[${CLUSTER_IP6}]:80`, true],
-        ['node-b', 'node→ClusterIP', `[${CLUSTER_IP6}]:80`, true],
-        ['node-b', 'outside→NodePort', `[${NODE_B6}]:30080`, true],
-        ['node-b', 'pod→itself', `[${CLUSTER_IP6}]:80`, true],
-      ],
+      EVERY_IPV6_PATH_WORKS,
     )
     assert.ok(
       paths(r, 'IPv4').every((p) => p.ok === true),

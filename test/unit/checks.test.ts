@@ -839,14 +839,20 @@ const withDualStackPath = (v6Route: 'ok' | 'missing' | 'old-bundle', sysctl6: Pa
   ),
 })
 
+/** A diagnosis as lines: its findings, and what it says it did not check of one kind ("NODE REQUIRED: reason"). */
+function findingsAndUnchecked(state: OfflineOptions, check: string): {findings: string[]; unchecked: string[]} {
+  const {cluster, observations} = offlineCluster(state)
+  const d = diagnose(cluster, observations)
+  return {
+    findings: d.findings.map((f) => `${f.code} ${f.node}: ${f.message}`),
+    unchecked: d.notChecked.filter((n) => n.check === check).map((n) => `${n.node} ${n.required}: ${n.reason}`),
+  }
+}
+
 describe("IPv6's own forwarding settings judged for the IPv6 family (net.ipv6.conf.all.forwarding, bridge-nf-call-ip6tables)", () => {
   const rows = (state: OfflineOptions) => {
-    const {cluster, observations} = offlineCluster(state)
-    const d = diagnose(cluster, observations)
-    return {
-      findings: d.findings.map((f) => `${f.code} ${f.node}: ${f.message}`),
-      sysctls: d.notChecked.filter((n) => n.check === 'sysctls').map((n) => `${n.node} ${n.required}: ${n.reason}`),
-    }
+    const {findings, unchecked} = findingsAndUnchecked(state, 'sysctls')
+    return {findings, sysctls: unchecked}
   }
   test('both families forward: no finding, nothing unchecked', () => {
     assert.deepEqual(rows(withDualStackPath('ok')), {findings: [], sysctls: []})
@@ -875,12 +881,8 @@ describe("IPv6's own forwarding settings judged for the IPv6 family (net.ipv6.co
 
 describe('the route to an IPv6 endpoint judged against the IPv6 table (ip -6 route show), per family', () => {
   const routeRows = (state: OfflineOptions) => {
-    const {cluster, observations} = offlineCluster(state)
-    const d = diagnose(cluster, observations)
-    return {
-      findings: d.findings.map((f) => `${f.code} ${f.node}: ${f.message}`),
-      routes: d.notChecked.filter((n) => n.check === 'routes').map((n) => `${n.node} ${n.required}: ${n.reason}`),
-    }
+    const {findings, unchecked} = findingsAndUnchecked(state, 'routes')
+    return {findings, routes: unchecked}
   }
   test('healthy IPv4 and IPv6 routes: no finding, routes not listed as unchecked for IPv6', () => {
     assert.deepEqual(routeRows(withDualStackPath('ok')), {findings: [], routes: []})

@@ -208,12 +208,15 @@ export async function liveBench(write: (text: string) => void): Promise<void> {
     write(`live part skipped: ${why}\n`)
     return
   }
-  write(`\nlive reads at ${LIVE_SERVICES} Services × 10 endpoints, fastest exact read per backend (each read bounded at ${READ_TIMEOUT_MS / 1000} s):\n`)
-  const fastest = await measureLiveReads({services: LIVE_SERVICES, timeoutMs: READ_TIMEOUT_MS, everyForm: false, write: () => undefined})
-  for (const b of fastest)
-    write(
-      `  ${b.backend.padEnd(38)} ${b.fastest ? `${b.fastest.command.padEnd(32)} ${s(b.fastest.ms).padStart(9)}  ${(b.fastest.bytes / 1048576).toFixed(1).padStart(6)} MB` : `none: ${b.error ?? 'no complete read finished'}`}\n`,
-    )
+  if (process.env.KPD_BENCH_LIVE_READS === '0') write('\nlive reads per backend skipped (KPD_BENCH_LIVE_READS=0)\n')
+  else {
+    write(`\nlive reads at ${LIVE_SERVICES} Services × 10 endpoints, fastest exact read per backend (each read bounded at ${READ_TIMEOUT_MS / 1000} s):\n`)
+    const fastest = await measureLiveReads({services: LIVE_SERVICES, timeoutMs: READ_TIMEOUT_MS, everyForm: false, write: () => undefined})
+    for (const b of fastest)
+      write(
+        `  ${b.backend.padEnd(38)} ${b.fastest ? `${b.fastest.command.padEnd(32)} ${s(b.fastest.ms).padStart(9)}  ${(b.fastest.bytes / 1048576).toFixed(1).padStart(6)} MB` : `none: ${b.error ?? 'no complete read finished'}`}\n`,
+      )
+  }
   try {
     await svcAndFleet(write)
   } catch (e) {

@@ -141,6 +141,7 @@ export function liveOptions(
     'kube-proxy-selector'?: string
     'debug-image'?: string
     'debug-namespace'?: string
+    'proxy-mode'?: string
   },
   log?: (line: string) => void,
 ): LiveOptions {
@@ -160,6 +161,7 @@ export function liveOptions(
     kubeProxySelector: flags['kube-proxy-selector'],
     debugImage: flags['debug-image'],
     debugNamespace: flags['debug-namespace'],
+    proxyMode: flags['proxy-mode'],
     announce: (line) => process.stderr.write(`kproxy-doctor: ${line}\n`),
     log,
   }

@@ -50,6 +50,8 @@ export interface LiveOptions {
   debugNamespace?: string
   /** What the run will create in the cluster, said before it does (stderr). */
   announce?: (line: string) => void
+  /** --proxy-mode: trusted over kube-proxy's /proxyMode when deciding how much of nft to read. */
+  proxyMode?: string
   /** Live probes from each node after it is read (svc); off unless asked. */
   probe?: boolean
   /** --verbose: every API request and node operation, on stderr. */
@@ -159,6 +161,7 @@ export async function readNodesLive(
     | 'announce'
     | 'log'
     | 'onProgress'
+    | 'proxyMode'
   >,
   dns: CollectOptions['dns'],
   path?: PathTargets,
@@ -172,7 +175,7 @@ export async function readNodesLive(
   const reads = await readNodesThrough(targets, {...opts, kubeConfig: () => loadKubeConfig(opts).kc}, opts.concurrency, async (name, connect) => {
     const startedAt = performance.now()
     progress?.({kind: 'node-read-started', node: name, total: names.length})
-    const collection = await collectNode(name, connect, {timeoutMs: opts.timeoutMs, dns, path})
+    const collection = await collectNode(name, connect, {timeoutMs: opts.timeoutMs, dns, path, proxyMode: opts.proxyMode})
     progress?.({kind: 'node-read-finished', node: name, ms: performance.now() - startedAt, ok: collection.observation.reachable})
     return collection
   })

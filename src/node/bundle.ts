@@ -5,7 +5,7 @@ import {openRegularFile, readRegularFile} from '../parse/regular-file.js'
 import {IptablesSave} from '../parse/iptables-save.js'
 import {parseBridgeState, withCniResults, type BridgeState} from '../parse/bridge-state.js'
 import {parseCniResults} from '../parse/cni-results.js'
-import type {NftRuleset} from '../parse/nft-ruleset.js'
+import {NftRuleset} from '../parse/nft-ruleset.js'
 import {parseNftDump} from '../parse/nft-dump.js'
 import type {DnsAnswer, DnsRecordAnswer} from './dns-probe.js'
 import type {KubeProxyStatus} from '../parse/kube-proxy-status.js'
@@ -19,6 +19,8 @@ export const NODE_FILES = {
   iptablesSave: 'iptables-save.txt',
   ip6tablesSave: 'ip6tables-save.txt',
   nftRuleset: 'nft-ruleset.txt',
+  /** Where nftables mode does not run: kube-proxy's own nft tables only (`nft list table ip|ip6 kube-proxy`), its leftovers. */
+  nftKubeProxyTables: 'nft-kube-proxy-tables.txt',
   iptablesLegacySave: 'iptables-legacy-save.txt',
   iptablesNftSave: 'iptables-nft-save.txt',
   ip6tablesLegacySave: 'ip6tables-legacy-save.txt',
@@ -76,6 +78,8 @@ export interface NodeObservation {
   /** ip6tables-save: the IPv6 rules of a Service's IPv6 family (iptables and IPVS modes); undefined when not read. */
   ip6tables?: IptablesSave
   nft?: NftRuleset
+  /** The nft read held only kube-proxy's tables (nftables mode does not run there): other tables were not read. */
+  nftKubeProxyTablesOnly?: true
   /** Each family's two iptables backends read one by one, where the node has both tools: leftovers hide in the unused one. */
   backends?: Array<{family: 4 | 6; backend: 'legacy' | 'nft'; dump: IptablesSave}>
   /** IPVS mode: virtual servers, ipsets, addresses on kube-ipvs0, the sysctls it needs. */
@@ -165,6 +169,16 @@ export function parseNodeRecording(name: string, rec: NodeRecording, onDisk: Map
     if (nft !== undefined && nft.trim() !== '') obs.nft = parseNftDump(nft)
   } catch (e) {
     return {name, reachable: false, error: `${NODE_FILES.nftRuleset} unreadable: ${(e as Error).message}`}
+  }
+  try {
+    // No kube-proxy table in either family is an empty read, and still a read: nothing of nftables mode is left.
+    const own = obs.nft ? undefined : text(NODE_FILES.nftKubeProxyTables)
+    if (own !== undefined) {
+      obs.nft = own.trim() === '' ? new NftRuleset() : parseNftDump(own)
+      obs.nftKubeProxyTablesOnly = true
+    }
+  } catch (e) {
+    return {name, reachable: false, error: `${NODE_FILES.nftKubeProxyTables} unreadable: ${(e as Error).message}`}
   }
   for (const {family, backend, command} of BACKEND_SAVES) {
     try {

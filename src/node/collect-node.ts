@@ -3,7 +3,7 @@ import {parseLookupOutput, queryOverStream, type DnsAnswer, type DnsRecordAnswer
 import {httpGetOnNode} from './http-on-node.js'
 import {parseHealthz, parseMetrics, type KubeProxyStatus} from '../parse/kube-proxy-status.js'
 import {tcpOpener, type NodeAccess, type RunResult} from './node-access.js'
-import {BACKEND_SAVES, isInterfaceName, type ConntrackProtocol, type NodeCommand} from './node-commands.js'
+import {BACKEND_SAVES, isInterfaceName, NFT_KUBE_PROXY_FAMILIES, toolMissing, type ConntrackProtocol, type NodeCommand} from './node-commands.js'
 import {parseIp} from '../net/address.js'
 import {backendNamedBy} from '../parse/iptables-save.js'
 import {parseRouteGet} from '../parse/ip-route.js'
@@ -31,6 +31,8 @@ export interface CollectOptions {
   dns?: DnsQuestion
   /** When given, the packet-path reads (sysctls, routes, conntrack) are made for these addresses. */
   path?: PathTargets
+  /** --proxy-mode: trusted over kube-proxy's /proxyMode when deciding how much of nft to read. */
+  proxyMode?: string
 }
 
 /** Route lookups per node: every endpoint of a big Service, bounded for a huge one (the rest is said to be skipped). */
@@ -76,6 +78,8 @@ const ranOk = (r: RunResult): r is Extract<RunResult, {kind: 'ran'}> => r.kind =
 async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRecording> {
   const rec: NodeRecording = new Map()
   const record = (cmd: NodeCommand, out: Buffer) => rec.set(RECORDED_AS[cmd]!, out)
+  // kube-proxy's own view, asked first (over TCP, alongside the dumps): its mode decides how much of nft is read.
+  const kubeProxy = askKubeProxy(access, opts.timeoutMs)
   const save = await access.run('iptablesSave')
   if (save.kind === 'ran') {
     if (save.code !== 0) {
@@ -90,14 +94,15 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
   // The path reads run on their own SSH channels alongside the dumps: a node's whole read keeps to its deadline.
   const pathReads = opts.path ? readPath(access, opts.path) : undefined
   pathReads?.catch(() => undefined)
-  // nftables: kube-proxy's nftables mode, and leftovers of it; a node without nft simply has none.
-  // JSON first (the stable machine format); the text form where this nft has no -j.
-  const json = await access.run('nftRulesetJson')
-  if (ranOk(json) && json.stdout.toString('utf8', 0, 64).trimStart().startsWith('{')) record('nftRulesetJson', json.stdout)
-  else {
-    const text = await access.run('nftRuleset')
-    if (ranOk(text)) record('nftRuleset', text.stdout)
-  }
+  // nftables: kube-proxy's nftables mode, and leftovers of it; a node without nft simply has none. Listing the whole
+  // ruleset of a large iptables-nft node takes minutes (every xtables rule is translated), while kube-proxy's own
+  // tables answer at once: the whole ruleset is read only where nftables mode may run (other tables drop packets too).
+  const status = await kubeProxy
+  const mode = opts.proxyMode ?? status.proxyMode
+  const own = mode === 'nftables' ? undefined : await readKubeProxyTables(access)
+  if (own !== undefined && (mode === 'iptables' || mode === 'ipvs' || own.length === 0)) rec.set(NODE_FILES.nftKubeProxyTables, own)
+  // Where the whole ruleset cannot be listed, kube-proxy's own tables are still what was read.
+  else if (!(await readRuleset(access, record)) && own !== undefined) rec.set(NODE_FILES.nftKubeProxyTables, own)
   // A family's save whose header names its backend ("v1.8.9 (nf_tables)") is that backend's dump: not read a second
   // time (on a large node each read costs seconds).
   const saves = {4: save, 6: save6}
@@ -129,8 +134,63 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
   const json2 = (v: unknown) => Buffer.from(JSON.stringify(v, null, 2) + '\n')
   if (pathReads) rec.set(NODE_FILES.pathReads, json2(await pathReads))
   if (opts.dns) rec.set(NODE_FILES.dns, json2(await askDns(access, opts.dns, opts.timeoutMs)))
-  rec.set(NODE_FILES.kubeProxy, json2(await askKubeProxy(access, opts.timeoutMs)))
+  rec.set(NODE_FILES.kubeProxy, json2(status))
   return rec
+}
+
+const isJson = (out: Buffer) => out.toString('utf8', 0, 64).trimStart().startsWith('{')
+
+/** The whole nft ruleset: JSON first (the stable machine format); the text form where this nft has no -j. Whether it was read. */
+async function readRuleset(access: NodeAccess, record: (cmd: NodeCommand, out: Buffer) => void): Promise<boolean> {
+  const json = await access.run('nftRulesetJson')
+  if (ranOk(json) && isJson(json.stdout)) {
+    record('nftRulesetJson', json.stdout)
+    return true
+  }
+  const text = await access.run('nftRuleset')
+  if (ranOk(text)) record('nftRuleset', text.stdout)
+  return ranOk(text)
+}
+
+/** nft's answer for a table that is not there. */
+const tableAbsent = (r: RunResult) => r.kind === 'ran' && r.code !== 0 && /No such file or directory/.test(r.stderr)
+
+/**
+ * kube-proxy's tables of both families as one ruleset (JSON where this nft has -j, else text); a family without its
+ * table adds nothing. Undefined when nft could not answer (no nft, no permission): the whole ruleset is tried instead.
+ */
+async function readKubeProxyTables(access: NodeAccess): Promise<Buffer | undefined> {
+  for (const json of [true, false]) {
+    const outs: Buffer[] = []
+    let whole = true
+    for (const family of NFT_KUBE_PROXY_FAMILIES) {
+      const r = await access.run('nftKubeProxyTable', {family, json})
+      if (tableAbsent(r)) continue
+      if (r.kind === 'ran' && toolMissing(r)) return undefined
+      if (!ranOk(r) || (json && !isJson(r.stdout))) {
+        whole = false
+        break
+      }
+      outs.push(r.stdout)
+    }
+    if (whole) return json ? mergeJsonRulesets(outs) : Buffer.concat(outs)
+  }
+  return undefined
+}
+
+/** Several `nft -j` documents as one: their objects in order, the first metainfo kept. */
+function mergeJsonRulesets(outs: Buffer[]): Buffer {
+  if (outs.length <= 1) return outs[0] ?? Buffer.alloc(0)
+  const objects = outs.flatMap((out, i) => {
+    let list: unknown[]
+    try {
+      list = (JSON.parse(out.toString('utf8')) as {nftables?: unknown[]}).nftables ?? []
+    } catch (e) {
+      throw new Error(`nft -j list table answered no JSON: ${(e as Error).message}`)
+    }
+    return i === 0 ? list : list.filter((o) => !(typeof o === 'object' && o !== null && 'metainfo' in o))
+  })
+  return Buffer.from(JSON.stringify({nftables: objects}) + '\n')
 }
 
 

@@ -56,7 +56,7 @@ export const BACKEND_SAVES = [
 ] as const satisfies ReadonlyArray<{family: 4 | 6; backend: 'legacy' | 'nft'; command: NodeCommand}>
 
 /** The dumps, large and text: compressed on the wire where the node has gzip (see compressedCommandLine). */
-const COMPRESSIBLE: ReadonlySet<NodeCommandKey> = new Set<NodeCommandKey>(['iptablesSave', 'ip6tablesSave', 'nftRulesetJson', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave', 'ip6tablesLegacySave', 'ip6tablesNftSave', 'ipvsadm', 'ipsetSave'])
+const COMPRESSIBLE: ReadonlySet<NodeCommandKey> = new Set<NodeCommandKey>(['iptablesSave', 'ip6tablesSave', 'nftRulesetJson', 'nftRuleset', 'nftKubeProxyTable', 'iptablesLegacySave', 'iptablesNftSave', 'ip6tablesLegacySave', 'ip6tablesNftSave', 'ipvsadm', 'ipsetSave'])
 
 export function isCompressible(key: NodeCommandKey): boolean {
   return COMPRESSIBLE.has(key)
@@ -177,6 +177,15 @@ function pathSysctlsCommand(interfaces: string[], ipv6?: boolean): CommandLine {
   return ['sysctl', ...pathSysctlNames(interfaces, ipv6).map(quote)].join(' ') as CommandLine
 }
 
+/** The nft families kube-proxy writes its table in. */
+export const NFT_KUBE_PROXY_FAMILIES = ['ip', 'ip6'] as const
+export type NftKubeProxyFamily = (typeof NFT_KUBE_PROXY_FAMILIES)[number]
+
+function nftFamily(family: NftKubeProxyFamily): NftKubeProxyFamily {
+  if (!(NFT_KUBE_PROXY_FAMILIES as readonly string[]).includes(family)) throw new Error(`refusing to build a node command: ${JSON.stringify(family)} is not an nft family kube-proxy uses`)
+  return family
+}
+
 function conntrackProtocol(protocol: ConntrackProtocol): ConntrackProtocol {
   if (!(CONNTRACK_PROTOCOLS as readonly string[]).includes(protocol)) throw new Error(`refusing to build a node command: ${JSON.stringify(protocol)} is not a conntrack protocol`)
   return protocol
@@ -189,6 +198,7 @@ function conntrackProtocol(protocol: ConntrackProtocol): ConntrackProtocol {
 export const QUERY_ARGV = {
   routeGet: (a: {address: string}) => ['ip', '-o', 'route', 'get', ipArgument(a.address)],
   conntrackList: (a: {protocol: ConntrackProtocol; address: string}) => ['conntrack', '-L', '-p', conntrackProtocol(a.protocol), '-d', ipArgument(a.address)],
+  nftKubeProxyTable: (a: {family: NftKubeProxyFamily; json: boolean}) => ['nft', ...(a.json === true ? ['-j'] : []), 'list', 'table', nftFamily(a.family), 'kube-proxy'],
 }
 
 /**
@@ -242,6 +252,11 @@ interface NodeQueryArgs {
   routeGet: {address: string}
   /** `conntrack -L -p PROTOCOL -d ADDRESS`: the entries whose original destination is a Service address. */
   conntrackList: {protocol: ConntrackProtocol; address: string}
+  /**
+   * `nft [-j] list table FAMILY kube-proxy`: kube-proxy's own table only. On a large iptables-nft node listing the whole
+   * ruleset takes minutes (every xtables rule is translated); kube-proxy's absent table answers at once.
+   */
+  nftKubeProxyTable: {family: NftKubeProxyFamily; json: boolean}
 }
 type NodeQuery = keyof NodeQueryArgs
 
@@ -255,6 +270,7 @@ const QUERIES: {[K in NodeQuery]: (args: NodeQueryArgs[K], isRoot: boolean) => C
   pathSysctls: (a) => pathSysctlsCommand(a.interfaces, a.ipv6),
   routeGet: (a) => routeGetCommand(a.address),
   conntrackList: (a, isRoot) => conntrackListCommand(a.protocol, a.address, isRoot),
+  nftKubeProxyTable: (a, isRoot) => `${isRoot ? '' : 'sudo -n '}${QUERY_ARGV.nftKubeProxyTable(a).join(' ')}` as CommandLine,
 }
 
 export function isNodeCommandKey(key: unknown): key is NodeCommandKey {

@@ -169,6 +169,7 @@ export class PodExecNodeAccess implements NodeAccess {
     }
     if (key === 'routeGet') return this.runArgv(QUERY_ARGV.routeGet(args[0] as {address: string}))
     if (key === 'conntrackList') return this.runArgv(QUERY_ARGV.conntrackList(args[0] as Parameters<typeof QUERY_ARGV.conntrackList>[0]))
+    if (key === 'nftKubeProxyTable') return this.runArgv(QUERY_ARGV.nftKubeProxyTable(args[0] as Parameters<typeof QUERY_ARGV.nftKubeProxyTable>[0]))
     const argv = COMMAND_ARGV[key as NodeCommand]
     if (!argv) throw new Error(`node command ${key} has no argv form for the ${this.kind.transport} transport`)
     return this.runArgv(argv)

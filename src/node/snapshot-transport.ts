@@ -15,15 +15,27 @@ export class SnapshotNodeAccess implements NodeAccess {
     return new SnapshotNodeAccess(loadNodeRecording(dir) ?? new Map(), dir)
   }
 
-  async run<K extends NodeCommandKey>(key: K, ..._args: ArgsOf<K>): Promise<RunResult> {
+  async run<K extends NodeCommandKey>(key: K, ...args: ArgsOf<K>): Promise<RunResult> {
     if (!isNodeCommandKey(key)) throw new Error(`"${String(key)}" is not an allow-listed node command`)
     const notRecorded = {kind: 'not-recorded', what: `${key} is not recorded in ${this.where}`} as const
     if (this.recording.has(NODE_FILES.error)) return notRecorded
+    if (key === 'nftKubeProxyTable') return this.ownNftTables(args[0] as ArgsOf<'nftKubeProxyTable'>[0])
     const file = RECORDED_AS[key as NodeCommand]
     const out = file ? this.recording.get(file) : undefined
     if (!out) return notRecorded
     // Both nft forms land in one file: answer only for the form that was recorded.
     if ((key === 'nftRulesetJson' && !looksLikeJson(out)) || (key === 'nftRuleset' && looksLikeJson(out))) return notRecorded
+    return {kind: 'ran', code: 0, stdout: out, stderr: ''}
+  }
+
+  /**
+   * kube-proxy's tables were recorded as one file for both families: the IPv4 question answers with all of it, the IPv6
+   * one with nft's "no such table", so that reading them again gives the same ruleset.
+   */
+  private ownNftTables(a: ArgsOf<'nftKubeProxyTable'>[0]): RunResult {
+    const out = this.recording.get(NODE_FILES.nftKubeProxyTables)
+    if (!out || this.recording.has(NODE_FILES.error) || (out.length > 0 && looksLikeJson(out) !== a.json)) return {kind: 'not-recorded', what: `nft list table ${a.family} kube-proxy is not recorded in ${this.where}`}
+    if (a.family === 'ip6' || out.length === 0) return {kind: 'ran', code: 1, stdout: Buffer.alloc(0), stderr: `Error: No such file or directory\nlist table ${a.family} kube-proxy\n`}
     return {kind: 'ran', code: 0, stdout: out, stderr: ''}
   }
 

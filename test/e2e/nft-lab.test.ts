@@ -110,4 +110,24 @@ describe('svc against a lab node in nftables mode', {skip: why}, () => {
       lab.applyRules('node-b', {})
     }
   })
+
+  test("nftables table left behind on a node back in iptables mode: KPD-MODE-LEFTOVER, read from kube-proxy's own table without listing the whole ruleset", async () => {
+    lab.keepLeftovers = true
+    try {
+      lab.setMode('node-b', 'iptables')
+      assert.equal(failures(lab.sample(lab.podNs('client-b'), CLUSTER_IP, 80, 6)), 0)
+      lab.clearCommandLogs()
+      const r = await doctor()
+      assert.deepEqual(
+        r.json.findings.filter((f: {code: string}) => f.code === 'KPD-MODE-LEFTOVER').map((f: {node: string; message: string}) => [f.node, f.message]),
+        [['node-b', 'node-b runs iptables mode but still has nftables table ip kube-proxy from nftables mode']],
+      )
+      const sent = lab.commandLog('node-b')
+      assert.ok(sent.some((c) => c.includes('nft -j list table ip kube-proxy')) && sent.some((c) => c.includes('nft -j list table ip6 kube-proxy')), sent.join('\n'))
+      assert.ok(!sent.some((c) => /nft (-j )?list ruleset/.test(c)), sent.join('\n'))
+    } finally {
+      lab.keepLeftovers = false
+      lab.setMode('node-b', 'nftables')
+    }
+  })
 })

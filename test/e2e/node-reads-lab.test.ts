@@ -9,7 +9,7 @@ import {runCli} from '../helpers/run-cli.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
 import {tryRun} from '../lab/sh.js'
 import {readNodeBundle} from '../../src/node/bundle.js'
-import {buildCommandLine, compressedCommandLine} from '../../src/node/node-commands.js'
+import {buildCommandLine, compressedCommandLine, type CommandLine} from '../../src/node/node-commands.js'
 
 const why = labGuard()
 
@@ -27,15 +27,18 @@ describe('node reads against the netns lab: what is sent to the node, and what c
     const ipvs = tryRun('ip', ['netns', 'exec', ns, 'ipvsadm', '-Sn'])
     const line = buildCommandLine
     // The lab's nodes have gzip; node-a's SSH config says Compression yes: its dumps come compressed.
-    const gz = (key: Parameters<typeof buildCommandLine>[0]) => (nodeName === 'node-a' ? compressedCommandLine(line(key as 'uid', true)) : line(key as 'uid', true))
+    const gzQuery = (l: CommandLine) => (nodeName === 'node-a' ? compressedCommandLine(l) : l)
+    const gz = (key: Parameters<typeof buildCommandLine>[0]) => gzQuery(line(key as 'uid', true))
     const savesNft = (save: string) => /\(nf_tables\)/.test(tryRun('ip', ['netns', 'exec', ns, save]).stdout.split('\n')[0])
     return [
       line('uid', true),
       ...(nodeName === 'node-a' ? [line('hasGzip', true)] : []),
       gz('iptablesSave'),
       gz('ip6tablesSave'),
-      gz('nftRulesetJson'),
-      ...(nftJson.code === 0 && nftJson.stdout.trimStart().startsWith('{') ? [] : [gz('nftRuleset')]),
+      // kube-proxy (the lab's stand-in) reports iptables mode: only its own nft tables are listed, never the ruleset.
+      ...((lab.modes.get(nodeName) ?? 'iptables') === 'iptables'
+        ? (['ip', 'ip6'] as const).map((family) => gzQuery(line('nftKubeProxyTable', true, {family, json: true})))
+        : [gz('nftRulesetJson'), ...(nftJson.code === 0 && nftJson.stdout.trimStart().startsWith('{') ? [] : [gz('nftRuleset')])]),
       gz('iptablesLegacySave'),
       // The lab's saves name their backend in their header (nf_tables): that backend's save is not read again.
       ...(savesNft('iptables-save') ? [] : [gz('iptablesNftSave')]),

@@ -98,7 +98,8 @@ test('collectNode reads a node through any NodeAccess, in memory: parsed dumps, 
     observation.network?.ports.map((p) => [p.port, p.hairpin]),
     [['vweb-1', true]],
   )
-  assert.deepEqual(node.ran, ['iptablesSave', 'ip6tablesSave', 'nftRulesetJson', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave', 'ip6tablesLegacySave', 'ip6tablesNftSave', 'ipvsadm', 'network', 'cniResults', 'dnsLookup'])
+  // kube-proxy says iptables mode: only its own nft tables are asked for; a node without nft (127) is not asked again.
+  assert.deepEqual(node.ran, ['iptablesSave', 'ip6tablesSave', 'nftKubeProxyTable', 'nftRulesetJson', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave', 'ip6tablesLegacySave', 'ip6tablesNftSave', 'ipvsadm', 'network', 'cniResults', 'dnsLookup'])
   assert.equal(node.closed, true)
   assert.deepEqual([...recording.keys()].sort(), ['cni-results.txt', 'dns.json', 'iptables-save.txt', 'kube-proxy.json', 'network.txt'])
   assert.equal(recording.get('iptables-save.txt')?.toString(), IPTABLES_SAVE)
@@ -147,6 +148,100 @@ test('collectNode: the backend iptables-save names in its header is not read a s
     assert.deepEqual(saves, reread === 'both' ? ['iptablesLegacySave', 'iptablesNftSave'] : [reread], backend)
     if (backend === 'nft') assert.equal(recording.get('iptables-nft-save.txt')?.toString(), dump)
     if (backend === 'legacy') assert.equal(recording.get('iptables-legacy-save.txt')?.toString(), dump)
+  }
+})
+
+/** A node whose nft answers `list table FAMILY kube-proxy` from `tables` (JSON documents or text, by family); a family not there is nft's own error. */
+class NftTablesNode extends FakeNode {
+  readonly asked: string[] = []
+  constructor(
+    outputs: ConstructorParameters<typeof FakeNode>[0],
+    private readonly tables: {json: boolean; ip?: string; ip6?: string},
+    mode: string,
+  ) {
+    super(outputs, {'10249 /proxyMode': mode})
+  }
+  override async run<K extends NodeCommandKey>(key: K, ...args: ArgsOf<K>): Promise<RunResult> {
+    if (key !== 'nftKubeProxyTable') return super.run(key, ...args)
+    const {family, json} = args[0] as {family: 'ip' | 'ip6'; json: boolean}
+    this.asked.push(`${family}${json ? ' -j' : ''}`)
+    if (json && !this.tables.json) return {kind: 'ran', code: 1, stdout: Buffer.alloc(0), stderr: 'nft: unrecognized option -j'}
+    const table = this.tables[family]
+    if (table === undefined) return {kind: 'ran', code: 1, stdout: Buffer.alloc(0), stderr: `Error: No such file or directory\nlist table ${family} kube-proxy\n           ^^^^^^^^^^^^^\n`}
+    return {kind: 'ran', code: 0, stdout: Buffer.from(table), stderr: ''}
+  }
+}
+
+const META = {metainfo: {version: '1.0.6', release_name: 'Lester Gooch #5', json_schema_version: 1}}
+const ownTableJson = (family: 'ip' | 'ip6') =>
+  JSON.stringify({nftables: [META, {table: {family, name: 'kube-proxy', handle: 1}}, {chain: {family, table: 'kube-proxy', name: 'services', handle: 2}}]})
+
+test("collectNode: where kube-proxy reports iptables or IPVS mode only its own nft tables are listed (a large iptables-nft node's whole ruleset takes minutes); both families as one ruleset", async () => {
+  const saves = {iptablesSave: {code: 0, stdout: IPTABLES_SAVE}, nftRulesetJson: {code: 0, stdout: JSON.stringify({nftables: [META]})}}
+  for (const mode of ['iptables', 'ipvs']) {
+    // A leftover nftables-mode table in IPv4, none in IPv6: one document holding the IPv4 table, one metainfo.
+    const node = new NftTablesNode(saves, {json: true, ip: ownTableJson('ip')}, mode)
+    const {observation, recording} = await collectNode('node-a', async () => node, {timeoutMs: 2000})
+    assert.deepEqual(node.asked, ['ip -j', 'ip6 -j'], mode)
+    assert.ok(!node.ran.includes('nftRulesetJson') && !node.ran.includes('nftRuleset'), `${mode}: the whole ruleset is not listed`)
+    assert.equal(recording.has('nft-ruleset.txt'), false)
+    const doc = JSON.parse(recording.get('nft-kube-proxy-tables.txt')!.toString()) as {nftables: unknown[]}
+    assert.equal(doc.nftables.length, 3)
+    assert.ok(observation.nft?.table('ip kube-proxy')?.chains.get('services'), mode)
+    assert.equal(observation.nft?.table('ip6 kube-proxy'), undefined)
+    assert.equal(observation.nftKubeProxyTablesOnly, true)
+  }
+  // Both tables there: one document, their objects in order.
+  const both = new NftTablesNode(saves, {json: true, ip: ownTableJson('ip'), ip6: ownTableJson('ip6')}, 'iptables')
+  const two = await collectNode('node-a', async () => both, {timeoutMs: 2000})
+  assert.ok(two.observation.nft?.table('ip kube-proxy') && two.observation.nft?.table('ip6 kube-proxy'))
+  assert.equal((JSON.parse(two.recording.get('nft-kube-proxy-tables.txt')!.toString()) as {nftables: unknown[]}).nftables.filter((o) => 'metainfo' in (o as object)).length, 1)
+  // No table in either family: an empty read, still a read (nothing of nftables mode left), written and read back so.
+  const none = new NftTablesNode(saves, {json: true}, 'iptables')
+  const empty = await collectNode('node-a', async () => none, {timeoutMs: 2000})
+  assert.equal(empty.recording.get('nft-kube-proxy-tables.txt')?.length, 0)
+  assert.equal(empty.observation.nft?.tables.length, 0)
+  const dir = mkdtempSync(join(tmpdir(), 'kpd-own-tables-'))
+  try {
+    writeNodeRecording(dir, empty.recording)
+    const back = readNodeBundle(dir, 'node-a')
+    assert.equal(back.nft?.tables.length, 0)
+    assert.equal(back.nftKubeProxyTablesOnly, true)
+  } finally {
+    rmSync(dir, {recursive: true, force: true})
+  }
+  // An nft without -j: the text form of each table, concatenated.
+  const text = 'table ip kube-proxy {\n\tchain services {\n\t}\n}\n'
+  const old = new NftTablesNode(saves, {json: false, ip: text}, 'iptables')
+  const read = await collectNode('node-a', async () => old, {timeoutMs: 2000})
+  assert.deepEqual(old.asked, ['ip -j', 'ip', 'ip6'])
+  assert.equal(read.recording.get('nft-kube-proxy-tables.txt')?.toString(), text)
+  assert.ok(read.observation.nft?.table('ip kube-proxy')?.chains.get('services'))
+  // kube-proxy not answering: no kube-proxy table anywhere rules nftables mode out (the whole ruleset is not listed);
+  // a table there may be nftables mode at work, whose packets other tables drop too: the whole ruleset is read.
+  const silent = new NftTablesNode(saves, {json: true}, 'iptables')
+  const quiet = await collectNode('node-a', async () => Object.assign(silent, {openTcp: async () => ({kind: 'refused', outcome: 'refused', reason: 'refused'}) as TcpOpen}), {timeoutMs: 2000})
+  assert.deepEqual([silent.asked, silent.ran.includes('nftRulesetJson'), quiet.recording.has('nft-kube-proxy-tables.txt')], [['ip -j', 'ip6 -j'], false, true])
+  const unsure = new NftTablesNode(saves, {json: true, ip: ownTableJson('ip')}, 'iptables')
+  const full = await collectNode('node-a', async () => Object.assign(unsure, {openTcp: async () => ({kind: 'refused', outcome: 'refused', reason: 'refused'}) as TcpOpen}), {timeoutMs: 2000})
+  assert.deepEqual([unsure.ran.includes('nftRulesetJson'), full.recording.has('nft-ruleset.txt'), full.recording.has('nft-kube-proxy-tables.txt')], [true, true, false])
+  // Replayed through the snapshot transport (no kube-proxy to ask, no whole ruleset recorded): the same tables again.
+  const replayDir = mkdtempSync(join(tmpdir(), 'kpd-own-replay-'))
+  try {
+    const recorded = await collectNode('node-a', async () => new NftTablesNode(saves, {json: true, ip: ownTableJson('ip'), ip6: ownTableJson('ip6')}, 'iptables'), {timeoutMs: 2000})
+    writeNodeRecording(replayDir, recorded.recording)
+    const again = await collectNode('node-a', async () => SnapshotNodeAccess.fromFolder(replayDir), {timeoutMs: 2000})
+    assert.equal(again.recording.get('nft-kube-proxy-tables.txt')?.toString(), recorded.recording.get('nft-kube-proxy-tables.txt')?.toString())
+    assert.deepEqual(again.observation.nft?.tables.map((t) => t.id), ['ip kube-proxy', 'ip6 kube-proxy'])
+  } finally {
+    rmSync(replayDir, {recursive: true, force: true})
+  }
+  // kube-proxy in nftables mode, or --proxy-mode nftables against its word: the whole ruleset (other tables drop packets too).
+  for (const [mode, proxyMode] of [['nftables', undefined], ['iptables', 'nftables']] as const) {
+    const node = new NftTablesNode(saves, {json: true, ip: ownTableJson('ip')}, mode)
+    const {recording} = await collectNode('node-a', async () => node, {timeoutMs: 2000, proxyMode})
+    assert.deepEqual(node.asked, [], `${mode} ${proxyMode}`)
+    assert.ok(node.ran.includes('nftRulesetJson') && recording.has('nft-ruleset.txt'), `${mode} ${proxyMode}`)
   }
 })
 

@@ -27,6 +27,11 @@ test('path reads: exact command lines, sudo -n only for conntrack, arguments val
   assert.throws(() => buildCommandLine('conntrackList', true, {protocol: 'tcp', address: '10.96.0.10 -D'}), /not an IP address/)
   for (const iface of ['eth0/x', 'a'.repeat(16), '..', "x'y", 'a b', '']) assert.throws(() => buildCommandLine('pathSysctls', true, {interfaces: [iface]}), /not an interface name/, iface)
   assert.throws(() => buildCommandLine('routeGet' as NodeCommandKey, true), /needs its arguments/)
+  // kube-proxy's own nft table: a fixed table name, the family one of two words.
+  assert.equal(buildCommandLine('nftKubeProxyTable', true, {family: 'ip6', json: true}), 'nft -j list table ip6 kube-proxy')
+  assert.equal(buildCommandLine('nftKubeProxyTable', false, {family: 'ip', json: false}), 'sudo -n nft list table ip kube-proxy')
+  for (const family of ['inet', 'ip; reboot', 'ip kube-proxy; list ruleset', ''])
+    assert.throws(() => buildCommandLine('nftKubeProxyTable', true, {family: family as 'ip', json: true}), /not an nft family kube-proxy uses/, family)
 })
 
 test('path reads: a missing bridge key is br_netfilter not loaded; a missing conntrack is "not read" with the reason; refused routes are typed', () => {

@@ -23,6 +23,7 @@ function sudoCommands(): string[] {
   const lines = (Object.keys(NODE_COMMANDS) as NodeCommand[]).map((key) => buildCommandLine(key, false) as string)
   for (const protocol of ['tcp', 'udp', 'sctp'] as const)
     for (const address of ['10.96.0.10', 'fd00:10:96::a']) lines.push(buildCommandLine('conntrackList', false, {protocol, address}))
+  for (const family of ['ip', 'ip6'] as const) for (const json of [true, false]) lines.push(buildCommandLine('nftKubeProxyTable', false, {family, json}))
   return lines.filter((line) => line.startsWith('sudo -n ')).map((line) => line.slice('sudo -n '.length).replace(/'/g, ''))
 }
 

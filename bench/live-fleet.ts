@@ -69,7 +69,12 @@ class BenchLab {
   private readonly known: string[] = []
   private clientKey = ''
 
-  async addNode(name: string, rules: string): Promise<LabNodeHandle> {
+  /**
+   * A node with its rules and an sshd. `backends`: endpoint addresses that answer on `port` (a Pod namespace behind the
+   * node's pod veth, one socat listening), as a real Service's Pods do: the live probes then measure a working
+   * Service, not connect timeouts to addresses nobody holds.
+   */
+  async addNode(name: string, rules: string, backends?: {addresses: string[]; port: number; nodeIP: string}): Promise<LabNodeHandle> {
     this.clientKey ||= labClientKey(this.dir)
     const key = String(this.namespaces.length)
     const ns = `${this.id}-${key}`
@@ -80,6 +85,21 @@ class BenchLab {
       'ip link set lo up && ip link add pods0 type veth peer name pods1 && ip link set pods0 up && ip link set pods1 up && ip route add 10.128.0.0/10 dev pods0 && sysctl -qw net.ipv4.ip_forward=1'
     const up = spawnSync('ip', ['netns', 'exec', ns, 'sh', '-c', setup], {encoding: 'utf8'})
     if (up.status !== 0) throw new Error(`namespace ${ns}: ${up.stderr}`)
+    if (backends) {
+      const pods = `${ns}-pods`
+      spawnSync('ip', ['netns', 'add', pods])
+      this.namespaces.push(pods)
+      const inNode = `ip addr add ${backends.nodeIP}/32 dev pods0 && ip link set pods1 netns ${pods}`
+      const inPods = ['ip link set lo up', 'ip link set pods1 up', ...backends.addresses.map((a) => `ip addr add ${a}/32 dev pods1`), 'ip route add default dev pods1'].join(' && ')
+      for (const [where, script] of [
+        [ns, inNode],
+        [pods, inPods],
+      ] as const) {
+        const r = spawnSync('ip', ['netns', 'exec', where, 'sh', '-c', script], {encoding: 'utf8'})
+        if (r.status !== 0) throw new Error(`backends in ${where}: ${r.stderr}`)
+      }
+      this.procs.push(spawn('ip', ['netns', 'exec', pods, 'socat', `TCP-LISTEN:${backends.port},fork,reuseaddr`, 'EXEC:/bin/true'], {stdio: 'ignore'}))
+    }
     const load = spawnSync('ip', ['netns', 'exec', ns, 'iptables-restore'], {input: rules, encoding: 'utf8', maxBuffer: 1 << 30, timeout: 300_000})
     if (load.status !== 0) throw new Error(`iptables-restore in ${ns} failed: ${(load.stderr ?? load.error?.message ?? '').slice(0, 300)}`)
     const pub = labHostKey(this.dir, key)
@@ -156,7 +176,10 @@ async function svcAndFleet(write: (text: string) => void): Promise<void> {
     const clusterIP = (services.find((o) => (o.metadata as {name: string}).name === target)!.spec as {clusterIP: string}).clusterIP
     const small = oneServiceDump(big, clusterIP, false)
     const smallBroken = oneServiceDump(big, clusterIP, true)
-    const bigNode = await lab.addNode('bench-node', big)
+    const slices = list('endpointslices.json').filter((o) => (o.metadata as {labels?: Record<string, string>}).labels?.['kubernetes.io/service-name'] === target)
+    const addresses = slices.flatMap((o) => (o.endpoints as Array<{addresses: string[]}>).flatMap((e) => e.addresses))
+    const nodeIP = ((list('nodes.json')[0].status as {addresses: Array<{address: string}>}).addresses[0]).address
+    const bigNode = await lab.addNode('bench-node', big, {addresses, port: 8080, nodeIP})
     const fleet: string[] = []
     for (let k = 1; k <= FLEET_NODES; k++) fleet.push((await lab.addNode(`small-${String(k).padStart(2, '0')}`, k % BROKEN_EVERY === 0 ? smallBroken : small)).name)
     await lab.sshReady([bigNode.name, ...fleet])

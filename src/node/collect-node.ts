@@ -3,7 +3,7 @@ import {parseLookupOutput, queryOverStream, type DnsAnswer, type DnsRecordAnswer
 import {httpGetOnNode} from './http-on-node.js'
 import {parseHealthz, parseMetrics, type KubeProxyStatus} from '../parse/kube-proxy-status.js'
 import {tcpOpener, type NodeAccess, type RunResult} from './node-access.js'
-import {BACKEND_SAVES, isInterfaceName, NFT_KUBE_PROXY_FAMILIES, toolMissing, type ConntrackProtocol, type NodeCommand} from './node-commands.js'
+import {BACKEND_SAVES, buildCommandLine, DUMP_STEPS, isInterfaceName, programOf, NFT_KUBE_PROXY_FAMILIES, toolMissing, type ConntrackProtocol, type NodeCommand} from './node-commands.js'
 import {parseIp} from '../net/address.js'
 import {backendNamedBy} from '../parse/iptables-save.js'
 import {parseRouteGet} from '../parse/ip-route.js'
@@ -26,7 +26,7 @@ export interface PathTargets {
 }
 
 export interface CollectOptions {
-  /** Per operation; the whole node gets three times this. */
+  /** Per operation (a dump: DUMP_STEPS of it); the whole node gets NODE_STEPS of it. */
   timeoutMs: number
   dns?: DnsQuestion
   /** When given, the packet-path reads (sysctls, routes, conntrack) are made for these addresses. */
@@ -51,16 +51,17 @@ export interface NodeCollection {
 export async function collectNode(name: string, connect: () => Promise<NodeAccess>, opts: CollectOptions): Promise<NodeCollection> {
   let access: NodeAccess | undefined
   let timer: NodeJS.Timeout | undefined
-  const deadlineMs = opts.timeoutMs * 3
+  const deadlineMs = opts.timeoutMs * NODE_STEPS
+  const running = new Map<string, number>()
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`node did not answer within ${deadlineMs / 1000}s`)), deadlineMs)
+    timer = setTimeout(() => reject(new Error(access ? `node did not finish its reads within ${deadlineMs / 1000}s${stillRunning(running)}` : `node did not answer within ${deadlineMs / 1000}s`)), deadlineMs)
   })
   let recording: NodeRecording
   try {
     recording = await Promise.race([
       (async () => {
         access = await connect()
-        return readAll(access, opts)
+        return readAll(gated(access, COMMANDS_AT_ONCE, running), opts)
       })(),
       deadline,
     ])
@@ -78,64 +79,139 @@ const ranOk = (r: RunResult): r is Extract<RunResult, {kind: 'ran'}> => r.kind =
 async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRecording> {
   const rec: NodeRecording = new Map()
   const record = (cmd: NodeCommand, out: Buffer) => rec.set(RECORDED_AS[cmd]!, out)
-  // kube-proxy's own view, asked first (over TCP, alongside the dumps): its mode decides how much of nft is read.
+  // The reads depend on little of each other: they run at once, each on its own channel, so a node's read takes about
+  // as long as its largest dump. Through sudo the privileged ones wait for iptables-save: where sudo wants a password,
+  // one attempt fails (and is logged on the node), not ten.
+  const sudo = (await access.usesSudo?.()) ?? false
+  const save = access.run('iptablesSave')
+  const privileged = sudo
+    ? save.then((r) => {
+        if (r.kind === 'ran' && r.code !== 0) throw new Error('iptables-save failed: no other privileged read')
+      })
+    : Promise.resolve()
   const kubeProxy = askKubeProxy(access, opts.timeoutMs)
-  const save = await access.run('iptablesSave')
-  if (save.kind === 'ran') {
-    if (save.code !== 0) {
-      if (/password is required|a terminal is required/.test(save.stderr)) throw new Error('sudo on the node wants a password: allow "sudo -n iptables-save" for the SSH user, or log in as root')
-      throw new Error(`iptables-save exited ${save.code}: ${save.stderr.trim().split('\n')[0] || 'no message'}`)
-    }
-    record('iptablesSave', save.stdout)
-  }
+  const pathReads = opts.path ? readPath(access, opts.path, privileged) : undefined
+  const dns = opts.dns ? askDns(access, opts.dns, opts.timeoutMs) : undefined
+  const network = readNetwork(access, record, privileged)
   // IPv6 rules: recorded where ip6tables-save answers; a node without it has its IPv6 family said to be unchecked.
-  const save6 = await access.run('ip6tablesSave')
-  if (ranOk(save6)) record('ip6tablesSave', save6.stdout)
-  // The path reads run on their own SSH channels alongside the dumps: a node's whole read keeps to its deadline.
-  const pathReads = opts.path ? readPath(access, opts.path) : undefined
-  pathReads?.catch(() => undefined)
-  // nftables: kube-proxy's nftables mode, and leftovers of it; a node without nft simply has none. Listing the whole
-  // ruleset of a large iptables-nft node takes minutes (every xtables rule is translated), while kube-proxy's own
-  // tables answer at once: the whole ruleset is read only where nftables mode may run (other tables drop packets too).
-  const status = await kubeProxy
-  const mode = opts.proxyMode ?? status.proxyMode
+  // Each family's backend saves follow its save (its header says which backend it already is).
+  const saves6 = async () => {
+    const save6 = await access.run('ip6tablesSave')
+    if (ranOk(save6)) record('ip6tablesSave', save6.stdout)
+    await readBackendSaves(access, record, {4: await save, 6: save6})
+  }
+  const dumps = privileged.then(() => Promise.all([saves6(), readNft(access, rec, record, kubeProxy, opts), readIpvs(access, record)]))
+  // Whatever fails after the first throw is not waited for (the node's error is the first one).
+  for (const p of [privileged, pathReads, dns, network, dumps]) p?.catch(() => undefined)
+  const saved = await save
+  if (saved.kind === 'ran') {
+    if (saved.code !== 0) {
+      if (/password is required|a terminal is required/.test(saved.stderr)) throw new Error('sudo on the node wants a password: allow "sudo -n iptables-save" for the SSH user, or log in as root')
+      throw new Error(`iptables-save exited ${saved.code}: ${saved.stderr.trim().split('\n')[0] || 'no message'}`)
+    }
+    record('iptablesSave', saved.stdout)
+  }
+  await Promise.all([dumps, network])
+  const json2 = (v: unknown) => Buffer.from(JSON.stringify(v, null, 2) + '\n')
+  if (pathReads) rec.set(NODE_FILES.pathReads, json2(await pathReads))
+  if (dns) rec.set(NODE_FILES.dns, json2(await dns))
+  rec.set(NODE_FILES.kubeProxy, json2(await kubeProxy))
+  return rec
+}
+
+/**
+ * Each family's backend saves, where the node has both tools. A family's save whose header names its backend
+ * ("v1.8.9 (nf_tables)") is that backend's dump: not read a second time (on a large node each read costs seconds).
+ */
+async function readBackendSaves(access: NodeAccess, record: (cmd: NodeCommand, out: Buffer) => void, saves: Record<4 | 6, RunResult>): Promise<void> {
+  await Promise.all(
+    BACKEND_SAVES.map(async ({family, backend, command: cmd}) => {
+      const own = saves[family]
+      if (ranOk(own) && backendNamedBy(/^# Generated by .*$/m.exec(own.stdout.toString('latin1', 0, 512))?.[0] ?? '') === backend) return record(cmd, own.stdout)
+      const r = await access.run(cmd)
+      if (ranOk(r) && r.stdout.length > 0) record(cmd, r.stdout)
+    }),
+  )
+}
+
+/**
+ * Commands one node runs at once: OpenSSH allows 10 sessions per connection (MaxSessions), and a node's CPU is
+ * shared with its workloads.
+ */
+const COMMANDS_AT_ONCE = 6
+
+/** A whole node's reads may take this many steps: its largest dump (DUMP_STEPS), and the rest around it. */
+const NODE_STEPS = DUMP_STEPS + 2
+
+/** The commands running when the node's deadline passed, with how long each had run: which read was slow. */
+function stillRunning(running: Map<string, number>): string {
+  if (running.size === 0) return ''
+  const now = performance.now()
+  return ` (still running: ${[...running].map(([what, since]) => `${what} for ${((now - since) / 1000).toFixed(0)}s`).join(', ')})`
+}
+
+/**
+ * The access with at most `limit` commands running at once; the rest wait their turn (streams and files are not held
+ * back). `running` holds the commands under way, by their allow-listed form, and since when.
+ */
+function gated(access: NodeAccess, limit: number, running: Map<string, number>): NodeAccess {
+  let active = 0
+  const waiting: Array<() => void> = []
+  const run: NodeAccess['run'] = async (key, ...args) => {
+    if (active >= limit) await new Promise<void>((resolve) => waiting.push(resolve))
+    active++
+    const line: string = buildCommandLine(key, true, ...args)
+    const what = line.length <= 60 ? line : programOf(line)
+    running.set(what, performance.now())
+    try {
+      return await access.run(key, ...args)
+    } finally {
+      running.delete(what)
+      active--
+      waiting.shift()?.()
+    }
+  }
+  return {
+    run,
+    openTcp: (host, port, timeoutMs) => access.openTcp(host, port, timeoutMs),
+    readFile: (path) => access.readFile(path),
+    describe: () => access.describe(),
+    ...(access.usesSudo ? {usesSudo: () => access.usesSudo!()} : {}),
+    close: () => access.close(),
+  }
+}
+
+/**
+ * nftables: kube-proxy's nftables mode, and leftovers of it; a node without nft simply has none. Listing the whole
+ * ruleset of a large iptables-nft node takes minutes (every xtables rule is translated), while kube-proxy's own tables
+ * answer at once: the whole ruleset is read only where nftables mode may run (other tables drop packets too).
+ */
+async function readNft(access: NodeAccess, rec: NodeRecording, record: (cmd: NodeCommand, out: Buffer) => void, kubeProxy: Promise<KubeProxyStatus>, opts: CollectOptions): Promise<void> {
+  const mode = opts.proxyMode ?? (await kubeProxy).proxyMode
   const own = mode === 'nftables' ? undefined : await readKubeProxyTables(access)
   if (own !== undefined && (mode === 'iptables' || mode === 'ipvs' || own.length === 0)) rec.set(NODE_FILES.nftKubeProxyTables, own)
   // Where the whole ruleset cannot be listed, kube-proxy's own tables are still what was read.
   else if (!(await readRuleset(access, record)) && own !== undefined) rec.set(NODE_FILES.nftKubeProxyTables, own)
-  // A family's save whose header names its backend ("v1.8.9 (nf_tables)") is that backend's dump: not read a second
-  // time (on a large node each read costs seconds).
-  const saves = {4: save, 6: save6}
-  for (const {family, backend, command: cmd} of BACKEND_SAVES) {
-    const own = saves[family]
-    if (ranOk(own) && backendNamedBy(/^# Generated by .*$/m.exec(own.stdout.toString('latin1', 0, 512))?.[0] ?? '') === backend) {
-      record(cmd, own.stdout)
-      continue
-    }
-    const r = await access.run(cmd)
-    if (ranOk(r) && r.stdout.length > 0) record(cmd, r.stdout)
-  }
-  // IPVS mode: recorded only where ipvsadm answers (IPVS nodes); the rest goes with it.
+}
+
+/** IPVS mode: recorded only where ipvsadm answers (IPVS nodes); the rest goes with it. */
+async function readIpvs(access: NodeAccess, record: (cmd: NodeCommand, out: Buffer) => void): Promise<void> {
   const ipvs = await access.run('ipvsadm')
-  if (ranOk(ipvs)) {
-    record('ipvsadm', ipvs.stdout)
-    for (const cmd of ['ipsetSave', 'kubeIpvs0', 'sysctls'] as const) {
-      const r = await access.run(cmd)
-      if (r.kind === 'ran' && r.stdout.length > 0) record(cmd, r.stdout)
-    }
-  }
+  if (!ranOk(ipvs)) return
+  record('ipvsadm', ipvs.stdout)
+  for (const r of await Promise.all((['ipsetSave', 'kubeIpvs0', 'sysctls'] as const).map(async (cmd) => [cmd, await access.run(cmd)] as const)))
+    if (r[1].kind === 'ran' && r[1].stdout.length > 0) record(r[0], r[1].stdout)
+}
+
+/** Bridges, links, neighbours, the fdb; and libcni's result cache (root only: after `privileged`) where the network was read. */
+async function readNetwork(access: NodeAccess, record: (cmd: NodeCommand, out: Buffer) => void, privileged: Promise<void>): Promise<void> {
   const net = await access.run('network')
-  if (net.kind === 'ran') {
-    record('network', net.stdout)
-    // grep: 0 lines found, 1 an empty cache; 2 (no such folder, no sudo) leaves it unrecorded, as not read.
-    const cni = await access.run('cniResults')
-    if (cni.kind === 'ran' && (cni.code === 0 || cni.code === 1)) record('cniResults', cni.stdout)
-  }
-  const json2 = (v: unknown) => Buffer.from(JSON.stringify(v, null, 2) + '\n')
-  if (pathReads) rec.set(NODE_FILES.pathReads, json2(await pathReads))
-  if (opts.dns) rec.set(NODE_FILES.dns, json2(await askDns(access, opts.dns, opts.timeoutMs)))
-  rec.set(NODE_FILES.kubeProxy, json2(status))
-  return rec
+  if (net.kind !== 'ran') return
+  record('network', net.stdout)
+  await privileged
+  // grep: 0 lines found, 1 an empty cache; 2 (no such folder, no sudo) leaves it unrecorded, as not read.
+  const cni = await access.run('cniResults')
+  if (cni.kind === 'ran' && (cni.code === 0 || cni.code === 1)) record('cniResults', cni.stdout)
 }
 
 const isJson = (out: Buffer) => out.toString('utf8', 0, 64).trimStart().startsWith('{')
@@ -161,19 +237,14 @@ const tableAbsent = (r: RunResult) => r.kind === 'ran' && r.code !== 0 && /No su
  */
 async function readKubeProxyTables(access: NodeAccess): Promise<Buffer | undefined> {
   for (const json of [true, false]) {
-    const outs: Buffer[] = []
-    let whole = true
-    for (const family of NFT_KUBE_PROXY_FAMILIES) {
-      const r = await access.run('nftKubeProxyTable', {family, json})
-      if (tableAbsent(r)) continue
-      if (r.kind === 'ran' && toolMissing(r)) return undefined
-      if (!ranOk(r) || (json && !isJson(r.stdout))) {
-        whole = false
-        break
-      }
-      outs.push(r.stdout)
+    const answers = await Promise.all(NFT_KUBE_PROXY_FAMILIES.map((family) => access.run('nftKubeProxyTable', {family, json})))
+    if (answers.some((r) => r.kind === 'ran' && toolMissing(r))) return undefined
+    const tables = answers.filter((r) => !tableAbsent(r))
+    // Both families answered (a table or its absence): the read is whole.
+    if (tables.every((r) => ranOk(r) && (!json || isJson(r.stdout)))) {
+      const outs = tables.map((r) => (r as Extract<RunResult, {kind: 'ran'}>).stdout)
+      return json ? mergeJsonRulesets(outs) : Buffer.concat(outs)
     }
-    if (whole) return json ? mergeJsonRulesets(outs) : Buffer.concat(outs)
   }
   return undefined
 }
@@ -204,8 +275,8 @@ function distinctAddresses(list: string[]): string[] {
   return [...new Set(list.map((a) => parseIp(a)?.text).filter((a): a is string => a !== undefined))]
 }
 
-/** The route tables (IPv6's where the Service has IPv6 addresses), the route to each endpoint, the sysctls of the interfaces those routes use, conntrack for the Service's addresses. */
-async function readPath(access: NodeAccess, targets: PathTargets): Promise<RawPathReads> {
+/** The route tables (IPv6's where the Service has IPv6 addresses), the route to each endpoint, the sysctls of the interfaces those routes use, conntrack for the Service's addresses (after `privileged`). */
+async function readPath(access: NodeAccess, targets: PathTargets, privileged: Promise<void>): Promise<RawPathReads> {
   const out: RawPathReads = {routeGet: [], conntrack: []}
   out.routeTable = raw(await access.run('routeTable'))
   const endpoints = distinctAddresses(targets.endpointAddresses)
@@ -228,6 +299,8 @@ async function readPath(access: NodeAccess, targets: PathTargets): Promise<RawPa
     return {address, ...r}
   })
   out.sysctls = raw(await access.run('pathSysctls', {interfaces: [...interfaces].sort(), ipv6}))
+  // conntrack needs root: it waits for the first privileged read to pass.
+  await privileged
   const seen = new Set<string>()
   for (const {address, protocol} of targets.serviceAddresses) {
     const ip = parseIp(address)?.text

@@ -60,6 +60,7 @@ export function loggedAccess(access: NodeAccess, node: string, log: VerboseLog):
     openTcp: (host, port, timeoutMs) => timed(`tcp ${joinHostPort(host, port)}`, () => access.openTcp(host, port, timeoutMs), tcpOutcome),
     readFile: (path) => timed(`read ${path}`, () => access.readFile(path), fileOutcome),
     describe: () => d,
+    ...(access.usesSudo ? {usesSudo: () => access.usesSudo!()} : {}),
     close: async () => {
       const startedAt = performance.now()
       await access.close()

@@ -48,6 +48,11 @@ export interface NodeAccess {
   /** An allow-listed kernel file (/proc/sys/…, /sys/class/net/…). */
   readFile(path: string): Promise<FileRead>
   describe(): TransportDescription
+  /**
+   * Whether privileged reads go through `sudo -n` (an SSH login that is not root). Where they do, the reader runs one
+   * first: a sudo that wants a password then fails once on the node, not once per read. Absent: no sudo.
+   */
+  usesSudo?(): Promise<boolean>
   /** Ends the access; a transport that made something on the node's behalf (the debug Pod) removes it before resolving. */
   close(): void | Promise<void>
 }

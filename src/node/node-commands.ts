@@ -62,6 +62,22 @@ export function isCompressible(key: NodeCommandKey): boolean {
   return COMPRESSIBLE.has(key)
 }
 
+/**
+ * How much longer than one step a dump may take: measured at 10,000 Services, iptables-nft-save takes about 10 s and
+ * nftables mode's `nft list ruleset` about 47 s on a loaded 2-core machine (npm run bench), past the 20 s step.
+ */
+export const DUMP_STEPS = 4
+
+/** How long one command may run: the step timeout, DUMP_STEPS of it for the dumps. */
+export function commandTimeoutMs(key: NodeCommandKey, stepMs: number): number {
+  return COMPRESSIBLE.has(key) ? stepMs * DUMP_STEPS : stepMs
+}
+
+/** The program a command line runs, for messages: past `{ ` (compressed) and `sudo -n`. */
+export function programOf(line: string): string {
+  return line.replace(/^\{ /, '').replace(/^sudo -n /, '').split(' ')[0] ?? line
+}
+
 /** What follows a compressed command's own output inside the stream: its exit status (the pipeline's is gzip's). */
 const EXIT_TRAILER = '\n#kpd-exit '
 

@@ -1,6 +1,7 @@
 import type {KubeConfig} from '@kubernetes/client-node'
 import {
   COMMAND_ARGV,
+  commandTimeoutMs,
   dnsLookupCommand,
   isNodeCommandKey,
   isReadableNodeFile,
@@ -116,10 +117,10 @@ export class PodExecNodeAccess implements NodeAccess {
   }
 
   /** argv in the image; where the image lacks the program and the Pod has the node's root, the node's own program. */
-  private async exec(argv: readonly string[]): Promise<ExecResult | Missing> {
-    const r = await this.execRaw(argv)
+  private async exec(argv: readonly string[], timeoutMs = this.timeoutMs): Promise<ExecResult | Missing> {
+    const r = await this.execRaw(argv, timeoutMs)
     if (!('kind' in r) || !this.kind.nodeRoot || this.noChroot) return this.noted(r)
-    const onNode = await this.execRaw(onNodeRoot(argv))
+    const onNode = await this.execRaw(onNodeRoot(argv), timeoutMs)
     if ('kind' in onNode) this.noChroot = true
     else if (onNode.exitCode === 127) this.notOnNode.add(argv[0])
     else return onNode
@@ -131,13 +132,13 @@ export class PodExecNodeAccess implements NodeAccess {
     return r
   }
 
-  private async execRaw(argv: readonly string[]): Promise<ExecResult | Missing> {
+  private async execRaw(argv: readonly string[], timeoutMs = this.timeoutMs): Promise<ExecResult | Missing> {
     try {
-      return await execInPod(this.kubeConfig, this.pod.namespace, this.pod.name, this.pod.container, [...argv], {timeoutMs: this.timeoutMs})
+      return await execInPod(this.kubeConfig, this.pod.namespace, this.pod.name, this.pod.container, [...argv], {timeoutMs})
     } catch (e) {
       if (e instanceof KubeCommandNotFoundError) return {kind: 'missing', tool: argv[0]}
       if (e instanceof KubeForbiddenError) throw new Error(this.refused(e))
-      if (e instanceof KubeTimeoutError) throw new Error(`${argv[argv[0] === 'chroot' ? 2 : 0]} in ${this.kind.pod} ${this.podName()} did not finish within ${this.timeoutMs / 1000}s`)
+      if (e instanceof KubeTimeoutError) throw new Error(`${argv[argv[0] === 'chroot' ? 2 : 0]} in ${this.kind.pod} ${this.podName()} did not finish within ${timeoutMs / 1000}s`)
       throw e
     }
   }
@@ -169,14 +170,14 @@ export class PodExecNodeAccess implements NodeAccess {
     }
     if (key === 'routeGet') return this.runArgv(QUERY_ARGV.routeGet(args[0] as {address: string}))
     if (key === 'conntrackList') return this.runArgv(QUERY_ARGV.conntrackList(args[0] as Parameters<typeof QUERY_ARGV.conntrackList>[0]))
-    if (key === 'nftKubeProxyTable') return this.runArgv(QUERY_ARGV.nftKubeProxyTable(args[0] as Parameters<typeof QUERY_ARGV.nftKubeProxyTable>[0]))
+    if (key === 'nftKubeProxyTable') return this.runArgv(QUERY_ARGV.nftKubeProxyTable(args[0] as Parameters<typeof QUERY_ARGV.nftKubeProxyTable>[0]), commandTimeoutMs(key, this.timeoutMs))
     const argv = COMMAND_ARGV[key as NodeCommand]
     if (!argv) throw new Error(`node command ${key} has no argv form for the ${this.kind.transport} transport`)
-    return this.runArgv(argv)
+    return this.runArgv(argv, commandTimeoutMs(key, this.timeoutMs))
   }
 
-  private async runArgv(argv: readonly string[]): Promise<RunResult> {
-    const r = await this.exec(argv)
+  private async runArgv(argv: readonly string[], timeoutMs?: number): Promise<RunResult> {
+    const r = await this.exec(argv, timeoutMs)
     if ('kind' in r) return this.notInImage(r.tool)
     return ran(r)
   }
@@ -200,9 +201,9 @@ export class PodExecNodeAccess implements NodeAccess {
 
   /** `ipvsadm -Sn` where the image has it; else the kernel's own table, /proc/net/ip_vs, written as `ipvsadm -Ln`. */
   private async ipvsadm(): Promise<RunResult> {
-    const r = await this.exec(['ipvsadm', '-Sn'])
+    const r = await this.exec(['ipvsadm', '-Sn'], commandTimeoutMs('ipvsadm', this.timeoutMs))
     if (!('kind' in r)) return ran(r)
-    const proc = await this.exec(['cat', '/proc/net/ip_vs'])
+    const proc = await this.exec(['cat', '/proc/net/ip_vs'], commandTimeoutMs('ipvsadm', this.timeoutMs))
     if ('kind' in proc) return this.notInImage('ipvsadm', ' (nor cat, to read /proc/net/ip_vs)')
     if (proc.exitCode !== 0) {
       this.missing.set('ipvsadm', ': no /proc/net/ip_vs either (the kernel has no IPVS table: IPVS is not in use)')

@@ -3,7 +3,7 @@ import ssh2 from 'ssh2'
 import type {ClientChannel} from 'ssh2'
 import {checkKnownHosts, hostKeyAlgorithms, knownHostsName, type KnownHostsResult} from './known-hosts.js'
 import type {SshHostConfig} from './ssh-config.js'
-import type {CommandLine} from './node-commands.js'
+import {programOf, type CommandLine} from './node-commands.js'
 
 export interface SshOptions {
   /** Skip host key checking (only with the explicit flag). */
@@ -24,7 +24,8 @@ export class SshSession {
   private constructor(
     private readonly client: ssh2.Client,
     readonly host: SshHostConfig,
-    private readonly timeoutMs: number,
+    /** One step's timeout: each command's, unless given its own (the dumps). */
+    readonly stepMs: number,
     /** Said on stderr: this host's key was accepted without being checked, and why. */
     readonly hostKeyWarning?: string,
   ) {}
@@ -99,18 +100,18 @@ export class SshSession {
   }
 
   /** Runs an allow-listed command line (built only by node-commands.ts from a key). */
-  exec(command: CommandLine, onStdout?: (chunk: Buffer) => void): Promise<ExecResult> {
+  exec(command: CommandLine, timeoutMs = this.stepMs): Promise<ExecResult> {
     return new Promise((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined
       this.client.exec(command, (err, stream) => {
-        if (err) return reject(new SshError(`cannot run "${command.split(' ')[0]}" over SSH: ${err.message}`))
+        if (err) return reject(new SshError(`cannot run "${programOf(command)}" over SSH: ${err.message}`))
         const out: Buffer[] = []
         let stderr = ''
         timer = setTimeout(() => {
           stream.close()
-          reject(new SshError(`"${command.split(' ')[0]}" did not finish within ${this.timeoutMs / 1000}s`))
-        }, this.timeoutMs)
-        stream.on('data', (chunk: Buffer) => (onStdout ? onStdout(chunk) : out.push(chunk)))
+          reject(new SshError(`"${programOf(command)}" did not finish within ${timeoutMs / 1000}s`))
+        }, timeoutMs)
+        stream.on('data', (chunk: Buffer) => out.push(chunk))
         stream.stderr.on('data', (chunk: Buffer) => {
           if (stderr.length < 4096) stderr += chunk.toString()
         })
@@ -125,7 +126,7 @@ export class SshSession {
   /** A TCP connection opened by the node's sshd to ip:port, i.e. from inside the node. */
   forward(ip: string, port: number): Promise<ClientChannel> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new SshError(`port forward to ${ip}:${port} timed out`)), this.timeoutMs)
+      const timer = setTimeout(() => reject(new SshError(`port forward to ${ip}:${port} timed out`)), this.stepMs)
       this.client.forwardOut('127.0.0.1', 0, ip, port, (err, stream) => {
         clearTimeout(timer)
         // RFC 4254 reason 1: sshd itself will not forward (AllowTcpForwarding, PermitOpen), which says nothing about ip:port.

@@ -1,6 +1,6 @@
 import type {Duplex} from 'node:stream'
 import {gunzipSync} from 'node:zlib'
-import {buildCommandLine, compressedCommandLine, isCompressible, isNodeCommandKey, isReadableNodeFile, readFileCommand, splitCompressedOutput, type ArgsOf, type CommandLine, type NodeCommandKey} from './node-commands.js'
+import {buildCommandLine, commandTimeoutMs, compressedCommandLine, isCompressible, isNodeCommandKey, isReadableNodeFile, readFileCommand, splitCompressedOutput, type ArgsOf, type CommandLine, type NodeCommandKey} from './node-commands.js'
 import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription} from './node-access.js'
 import type {ExecResult} from './ssh-session.js'
 import {classifyOpenError} from './tcp-probe.js'
@@ -9,7 +9,9 @@ import {classifyOpenError} from './tcp-probe.js'
 export interface SshChannel {
   readonly host: {hostName: string; port: number; user?: string; compression?: boolean}
   readonly hostKeyWarning?: string
-  exec(command: CommandLine): Promise<ExecResult>
+  /** One step's timeout, where the session has one (a stand-in in tests may not). */
+  readonly stepMs?: number
+  exec(command: CommandLine, timeoutMs?: number): Promise<ExecResult>
   forward(ip: string, port: number): Promise<Duplex>
   close(): void
 }
@@ -33,13 +35,18 @@ export class SshNodeAccess implements NodeAccess {
     return this.hasGzip
   }
 
+  async usesSudo(): Promise<boolean> {
+    return !(await this.root())
+  }
+
   async run<K extends NodeCommandKey>(key: K, ...args: ArgsOf<K>): Promise<RunResult> {
     if (!isNodeCommandKey(key)) throw new Error(`"${String(key)}" is not an allow-listed node command: not run`)
     const line = buildCommandLine(key, await this.root(), ...args)
     // Compression costs the node CPU (gzip -1: about 0.3 s per 30 MB) to save wire time: worth it on a slow link, a
     // loss on a LAN, so it follows the user's OpenSSH knob for that, `Compression yes`.
-    if (!this.session.host.compression || !isCompressible(key) || !(await this.gzip())) return {kind: 'ran', ...(await this.session.exec(line))}
-    const r = await this.session.exec(compressedCommandLine(line))
+    const timeoutMs = this.session.stepMs === undefined ? undefined : commandTimeoutMs(key, this.session.stepMs)
+    if (!this.session.host.compression || !isCompressible(key) || !(await this.gzip())) return {kind: 'ran', ...(await this.session.exec(line, timeoutMs))}
+    const r = await this.session.exec(compressedCommandLine(line), timeoutMs)
     let plain: Buffer
     try {
       plain = gunzipSync(r.stdout)

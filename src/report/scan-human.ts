@@ -11,13 +11,15 @@ const SEVERITY_MARK = {error: '✗', warning: '!', info: 'i'} as const
 export function renderScanHuman(r: ScanReport, c: ChalkInstance, width = Number.POSITIVE_INFINITY): string {
   const lines: string[] = [...wrapProse(r.summary.startsWith('✓') ? c.green(r.summary) : r.summary.startsWith('?') ? c.yellow(r.summary) : c.red.bold(r.summary), width, '', '  '), '']
   const readable = r.nodes.filter((n) => n.reachable).length
+  // Out of every node asked; where some were not read, the share says how many were (the rest may be affected too).
+  const share = (affected: number, suffix = '') => `${affected} of ${r.nodes.length}${suffix}${readable === r.nodes.length ? '' : ` (${readable} read)`}`
   const head = ['Service', 'type', 'endpoints', 'worst finding', 'nodes']
   const table: Cell[][] = []
   for (const s of r.services) {
     const worst = worstFinding(s)
     const affected = worst ? new Set(s.findings.filter((f) => f.code === worst.code && f.node).map((f) => f.node)).size : 0
     const verdict = worst ? (worst.severity === 'error' ? c.red : c.yellow)(`${SEVERITY_MARK[worst.severity]} ${worst.code}`) : c.green('✓')
-    const where = !worst ? '' : affected > 0 ? `${affected} of ${readable}` : 'cluster'
+    const where = !worst ? '' : affected > 0 ? share(affected) : 'cluster'
     table.push([`${s.service.namespace}/${s.service.name}`, s.service.type, `${s.endpoints.ready} ready${s.endpoints.notReady ? `, ${s.endpoints.notReady} not` : ''}`, verdict, where])
   }
   for (const s of r.skipped) table.push([`${s.namespace}/${s.name}`, s.type, c.dim('–'), c.dim('skipped'), ''])
@@ -36,7 +38,7 @@ export function renderScanHuman(r: ScanReport, c: ChalkInstance, width = Number.
     lines.push('', c.bold(`${s.service.namespace}/${s.service.name}`))
     for (const {finding: f, nodes, message} of groups) {
       const color = f.severity === 'error' ? c.red : f.severity === 'warning' ? c.yellow : c.cyan
-      const where = nodes.length === 0 ? '' : nodes.length === 1 ? ` [${nodes[0]}]` : ` [on ${nodes.length} of ${readable} nodes: ${nodes.join(', ')}]`
+      const where = nodes.length === 0 ? '' : nodes.length === 1 ? ` [${nodes[0]}]` : ` [on ${share(nodes.length, ' nodes')}: ${nodes.join(', ')}]`
       lines.push(...wrapProse(`${color(`${SEVERITY_MARK[f.severity]} ${f.code}`)}${where} ${message}`, width, '  ', '      '))
       lines.push(...fixLines(f, 'next', '      ', c, width))
     }

@@ -98,8 +98,11 @@ test('collectNode reads a node through any NodeAccess, in memory: parsed dumps, 
     observation.network?.ports.map((p) => [p.port, p.hairpin]),
     [['vweb-1', true]],
   )
-  // kube-proxy says iptables mode: only its own nft tables are asked for; a node without nft (127) is not asked again.
-  assert.deepEqual(node.ran, ['iptablesSave', 'ip6tablesSave', 'nftKubeProxyTable', 'nftRulesetJson', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave', 'ip6tablesLegacySave', 'ip6tablesNftSave', 'ipvsadm', 'network', 'cniResults', 'dnsLookup'])
+  // kube-proxy says iptables mode: only its own nft tables are asked for; a node without nft (127) is not asked again in another form.
+  assert.deepEqual(
+    [...node.ran].sort(),
+    ['iptablesSave', 'ip6tablesSave', 'nftKubeProxyTable', 'nftKubeProxyTable', 'nftRulesetJson', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave', 'ip6tablesLegacySave', 'ip6tablesNftSave', 'ipvsadm', 'network', 'cniResults', 'dnsLookup'].sort(),
+  )
   assert.equal(node.closed, true)
   assert.deepEqual([...recording.keys()].sort(), ['cni-results.txt', 'dns.json', 'iptables-save.txt', 'kube-proxy.json', 'network.txt'])
   assert.equal(recording.get('iptables-save.txt')?.toString(), IPTABLES_SAVE)
@@ -214,7 +217,7 @@ test("collectNode: where kube-proxy reports iptables or IPVS mode only its own n
   const text = 'table ip kube-proxy {\n\tchain services {\n\t}\n}\n'
   const old = new NftTablesNode(saves, {json: false, ip: text}, 'iptables')
   const read = await collectNode('node-a', async () => old, {timeoutMs: 2000})
-  assert.deepEqual(old.asked, ['ip -j', 'ip', 'ip6'])
+  assert.deepEqual(old.asked, ['ip -j', 'ip6 -j', 'ip', 'ip6'])
   assert.equal(read.recording.get('nft-kube-proxy-tables.txt')?.toString(), text)
   assert.ok(read.observation.nft?.table('ip kube-proxy')?.chains.get('services'))
   // kube-proxy not answering: no kube-proxy table anywhere rules nftables mode out (the whole ruleset is not listed);
@@ -246,15 +249,24 @@ test("collectNode: where kube-proxy reports iptables or IPVS mode only its own n
 })
 
 test('collectNode: a sudo password prompt, a failing connect and a node that never answers are one error line each', async () => {
-  const sudo = new FakeNode({iptablesSave: {code: 1, stdout: '', stderr: 'sudo: a password is required\n'}})
+  const sudo = Object.assign(new FakeNode({iptablesSave: {code: 1, stdout: '', stderr: 'sudo: a password is required\n'}}), {usesSudo: async () => true})
   const a = await collectNode('node-a', async () => sudo, {timeoutMs: 1000})
   assert.deepEqual([a.observation.reachable, a.observation.error], [false, 'sudo on the node wants a password: allow "sudo -n iptables-save" for the SSH user, or log in as root'])
   assert.deepEqual([...a.recording.keys()], ['error.txt'])
-  assert.deepEqual(sudo.ran, ['iptablesSave'])
+  // The unprivileged network read runs alongside; no other sudo command is tried once sudo wants a password.
+  assert.deepEqual(sudo.ran, ['iptablesSave', 'network'])
   const refused = await collectNode('node-b', () => Promise.reject(new Error('SSH to 10.0.0.2:22 failed: connect ECONNREFUSED\nsecond line')), {timeoutMs: 1000})
   assert.equal(refused.observation.error, 'SSH to 10.0.0.2:22 failed: connect ECONNREFUSED')
   const hung = await collectNode('node-c', () => new Promise<NodeAccess>(() => undefined), {timeoutMs: 20})
-  assert.equal(hung.observation.error, 'node did not answer within 0.06s')
+  assert.equal(hung.observation.error, 'node did not answer within 0.12s')
+  // Connected, but a dump never ends: the deadline says which read was still running.
+  const stuck = new (class extends FakeNode {
+    override run<K extends NodeCommandKey>(key: K, ...args: ArgsOf<K>): Promise<RunResult> {
+      return key === 'iptablesSave' ? new Promise<RunResult>(() => undefined) : super.run(key, ...args)
+    }
+  })({network: {code: 0, stdout: '## hairpin\n'}})
+  const slow = await collectNode('node-d', async () => stuck, {timeoutMs: 20})
+  assert.match(slow.observation.error ?? '', /^node did not finish its reads within 0\.12s \(still running: iptables-save for 0s\)$/)
 })
 
 /** An SSH session stand-in that records every command line it is asked to run. */

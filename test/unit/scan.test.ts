@@ -1,6 +1,6 @@
 import {test} from 'node:test'
 import assert from 'node:assert/strict'
-import {cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join, resolve} from 'node:path'
 import {XMLParser, XMLValidator} from 'fast-xml-parser'
@@ -51,6 +51,23 @@ function scanBundle(dir: string): string {
   }
   return bundle
 }
+
+test('scan: where some nodes were not read, the node shares count every node asked and say how many were read', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kpd-scan-'))
+  try {
+    const bundle = scanBundle(dir)
+    mkdirSync(join(bundle, 'nodes', 'node-c'))
+    writeFileSync(join(bundle, 'nodes', 'node-c', 'error.txt'), 'SSH to 10.0.0.3:22 failed: connect ETIMEDOUT\n')
+    const r = await runCli(['scan', '-n', 'shop', '--snapshot', bundle])
+    assert.equal(r.code, 1)
+    // node-c is in no API object: no kube-proxy Pod there is its worst finding, on 1 of the 3 nodes asked.
+    assert.match(r.stdout, /│ shop\/web +│ NodePort +│ 3 ready +│ ✗ KPD-PROXY-POD-DOWN +│ 1 of 3 \(2 read\) +│/)
+    assert.match(r.stdout, /^ {2}! KPD-PROXY-SYNC-FAILURES \[on 2 of 3 nodes \(2 read\): node-a, node-b\] /m)
+    assert.match(r.stdout, /^node node-c not read: SSH to 10\.0\.0\.3:22 failed: connect ETIMEDOUT$/m)
+  } finally {
+    rmSync(dir, {recursive: true, force: true})
+  }
+})
 
 test('scan: every Service of the namespace with the same checks as svc, exact findings, skipped ones with the reason', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'kpd-scan-'))

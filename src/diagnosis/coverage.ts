@@ -60,7 +60,7 @@ export interface CoverageInputs {
   readVia?: Map<string, NodeReadVia>
   /** A family of a dual-stack Service whose rules were not read or not judged on a node, and why. */
   familiesNotJudged?: Array<{node: string; reason: string}>
-  /** The families of a dual-stack Service other than the primary: the live probes cover the primary only. */
+  /** The families of a dual-stack Service other than the primary (their DNS records, routes and sysctls are gaps of their own). */
   otherFamilies?: string[]
 }
 
@@ -93,7 +93,6 @@ export function notChecked(inputs: CoverageInputs): NotChecked[] {
   for (const u of context.unsupported) out.push(entry(u.node, 'proxy-rules', `${u.mode} rules not judged: ${u.source}`, true))
   if (!notProxied) for (const f of inputs.familiesNotJudged ?? []) out.push(entry(f.node, 'proxy-rules', f.reason, true))
   if (!notProxied) out.push(...probeGaps(probes))
-  if (!notProxied && probes.ran) for (const family of inputs.otherFamilies ?? []) out.push(entry(null, 'live-probes', `${family} addresses not probed (probes cover the primary family only)`, false))
   return out
 }
 

@@ -11,6 +11,7 @@ import {pathNodes} from '../checks/rules/filter-drop.js'
 import {silencingRule, type IgnoreRule} from './ignore-rules.js'
 import {nodeAddress} from './node-address.js'
 import type {ProbeRun} from '../node/tcp-probe.js'
+import {probesOfFamily} from './probe-plan.js'
 import {DEFAULT_REACH, type Reach} from '../model/reach.js'
 import type {ProbeAware} from '../checks/rules/probe-evidence.js'
 import type {NodeReadVia} from './choose-transport.js'
@@ -159,10 +160,10 @@ export function diagnose(cluster: ClusterState, observations: NodeObservation[],
   const probes = opts.probes ?? PROBES_NOT_RUN
   const families = serviceFamilies(cluster.service)
   const dualStack = families.length > 1
-  // The primary family (spec.clusterIP's) carries the cluster-wide facts, the live probes and the coverage; the others
-  // add what differs for their addresses (a finding both families give alike is listed once).
-  const runs = (families.length > 0 ? families : [undefined]).map((f, i) =>
-    diagnoseFamily(cluster, observations, opts, f?.family, dualStack && f ? ` (${f.family})` : '', i === 0 ? probes : {ran: false, reason: `live probes are run for the ${families[0].family} family only`}),
+  // The primary family (spec.clusterIP's) carries the cluster-wide facts and the coverage; the others add what differs
+  // for their addresses (a finding both families give alike is listed once). Each family is judged on its own probes.
+  const runs = (families.length > 0 ? families : [undefined]).map((f) =>
+    diagnoseFamily(cluster, observations, opts, f?.family, dualStack && f ? ` (${f.family})` : '', dualStack && f ? probesOfFamily(probes, f.family === 'IPv6' ? 6 : 4) : probes),
   )
   const context = runs[0].context
   const paths = runs.flatMap((r) => r.context.paths)

@@ -1,7 +1,7 @@
 import type {ClusterState} from '../cluster/types.js'
-import {expectedService} from '../model/expected.js'
+import {expectedService, serviceFamilies} from '../model/expected.js'
 import {familyOf} from '../net/address.js'
-import type {ProbeSettings, ServiceProbeTarget} from '../node/tcp-probe.js'
+import type {ProbeRun, ProbeSettings, ServiceProbeTarget} from '../node/tcp-probe.js'
 import {nodeAddress} from './node-address.js'
 
 /**
@@ -21,26 +21,36 @@ export interface ProbePlan {
 }
 
 /**
- * What one node probes for the Service: for each TCP port its ClusterIP:port, its NodePort on the node's own address,
- * and each ready endpoint's IP:port directly. UDP and SCTP ports are not probed (a connect proves nothing there).
+ * What one node probes for the Service, in every family it has (a dual-stack Service's IPv6 addresses too): for each
+ * TCP port its ClusterIP:port, its NodePort on the node's own address of that family, and each ready endpoint's
+ * IP:port directly. UDP and SCTP ports are not probed (a connect proves nothing there).
  */
 export function planProbes(cluster: ClusterState, nodeName: string, settings: ProbeSettings = PROBE_SETTINGS): ProbePlan {
-  const svc = expectedService(cluster, nodeName)
-  const notes: string[] = []
-  if (svc.notProxied || !svc.clusterIP) return {targets: [], notes}
-  const node = cluster.nodes.find((n) => n.metadata?.name === nodeName)
-  const address = node ? nodeAddress(node) : undefined
-  const family = familyOf(svc.clusterIP)
+  const families = serviceFamilies(cluster.service).map((f) => f.family)
   const targets: ServiceProbeTarget[] = []
-  for (const port of svc.ports) {
-    if (port.protocol !== 'tcp') continue
-    const servicePort = port.portName || String(port.port)
-    targets.push({kind: 'ClusterIP', host: svc.clusterIP, port: port.port, attempts: settings.vipAttempts, servicePort})
-    if (port.nodePort && address && familyOf(address) === family) targets.push({kind: 'NodePort', host: address, port: port.nodePort, attempts: settings.vipAttempts, servicePort})
-    const ready = port.allEndpoints.filter((e) => e.ready).sort((a, b) => a.address.localeCompare(b.address))
-    if (ready.length > MAX_ENDPOINTS_PER_PORT) notes.push(`port ${servicePort}: ${MAX_ENDPOINTS_PER_PORT} of its ${ready.length} ready endpoints were probed directly (the first by address)`)
-    for (const e of ready.slice(0, MAX_ENDPOINTS_PER_PORT))
-      targets.push({kind: 'endpoint', host: e.ip, port: e.port, attempts: settings.endpointAttempts, servicePort, pod: e.podName, podNode: e.nodeName})
+  const notes: string[] = []
+  for (const family of families.length > 0 ? families : [undefined]) {
+    const svc = expectedService(cluster, nodeName, family)
+    if (svc.notProxied || !svc.clusterIP) continue
+    const node = cluster.nodes.find((n) => n.metadata?.name === nodeName)
+    const address = node ? nodeAddress(node, familyOf(svc.clusterIP)) : undefined
+    const label = families.length > 1 ? ` (${family})` : ''
+    for (const port of svc.ports) {
+      if (port.protocol !== 'tcp') continue
+      const servicePort = port.portName || String(port.port)
+      targets.push({kind: 'ClusterIP', host: svc.clusterIP, port: port.port, attempts: settings.vipAttempts, servicePort})
+      if (port.nodePort && address) targets.push({kind: 'NodePort', host: address, port: port.nodePort, attempts: settings.vipAttempts, servicePort})
+      const ready = port.allEndpoints.filter((e) => e.ready).sort((a, b) => a.address.localeCompare(b.address))
+      if (ready.length > MAX_ENDPOINTS_PER_PORT) notes.push(`port ${servicePort}${label}: ${MAX_ENDPOINTS_PER_PORT} of its ${ready.length} ready endpoints were probed directly (the first by address)`)
+      for (const e of ready.slice(0, MAX_ENDPOINTS_PER_PORT))
+        targets.push({kind: 'endpoint', host: e.ip, port: e.port, attempts: settings.endpointAttempts, servicePort, pod: e.podName, podNode: e.nodeName})
+    }
   }
   return {targets, notes}
+}
+
+/** The part of a probe run that concerns one address family's targets (a dual-stack Service is judged per family). */
+export function probesOfFamily(run: ProbeRun, family: 4 | 6): ProbeRun {
+  if (!run.ran) return run
+  return {...run, nodes: run.nodes.map((n) => ({...n, tallies: n.tallies.filter((t) => familyOf(t.target.host) === family)}))}
 }

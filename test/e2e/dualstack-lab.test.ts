@@ -26,6 +26,13 @@ const EVERY_IPV6_PATH_WORKS = [
   ['node-b', 'pod→itself', `[${CLUSTER_IP6}]:80`, true],
 ]
 
+/** The live probes of a healthy run to IPv6 targets, per node: every connection opened. */
+const IPV6_ENDPOINT_PROBES = ['endpoint [fd00:10:244:1::10]:8080 3/3', 'endpoint [fd00:10:244:2::10]:8080 3/3', 'endpoint [fd00:10:244:2::11]:8080 3/3']
+const EVERY_IPV6_PROBE_ANSWERS = [
+  ['node-a', [`ClusterIP [${CLUSTER_IP6}]:80 8/8`, 'NodePort [fd00:10:200::11]:30080 8/8', ...IPV6_ENDPOINT_PROBES]],
+  ['node-b', [`ClusterIP [${CLUSTER_IP6}]:80 8/8`, `NodePort [${NODE_B6}]:30080 8/8`, ...IPV6_ENDPOINT_PROBES]],
+]
+
 const paths = (r: CliResult, family: string): PathLine[] => r.json.paths.filter((p: PathLine) => p.family === family)
 
 /** Every IPv4 path works; the IPv6 paths that break are node-b's four entry points. */
@@ -122,12 +129,17 @@ describe('a dual-stack Service against the netns lab: real IPv6 traffic, each fa
       r.json.notChecked.filter((n: {required: boolean}) => n.required),
       [],
     )
-    // What is not per family yet is said (not required): the probes cover IPv4 only. The IPv6 DNS answer and the IPv6
-    // routes (ip -6 route show, the route to each IPv6 endpoint) are judged: no IPv6 dns-from-node or routes entry.
+    // Every IPv6 part is judged: the DNS answer, the routes (ip -6 route show, the route to each IPv6 endpoint), and
+    // the live probes, which connect from each node to the IPv6 ClusterIP, NodePort and endpoints too.
     assert.deepEqual(
-      r.json.notChecked.filter((n: {reason: string}) => /IPv6/.test(n.reason)).map((n: {node: string | null; check: string}) => [n.node, n.check]),
-      [[null, 'live-probes']],
+      r.json.notChecked.filter((n: {reason: string}) => /IPv6/.test(n.reason)),
+      [],
     )
+    const probed6 = (r.json.probes.nodes as Array<{node: string; targets: Array<{kind: string; address: string; connected: number; attempts: number}>}>).map((n) => [
+      n.node,
+      n.targets.filter((t) => t.address.startsWith('[')).map((t) => `${t.kind} ${t.address} ${t.connected}/${t.attempts}`),
+    ])
+    assert.deepEqual(probed6, EVERY_IPV6_PROBE_ANSWERS)
   })
 
   test('an IPv6 endpoint chain on node-b DNATs to a wrong port: real IPv6 connections from node-b fail, IPv4 ones still work; svc names node-b, KPD-DNAT-WRONG, the IPv6 endpoint and ip6tables-save', async () => {

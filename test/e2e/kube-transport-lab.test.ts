@@ -159,7 +159,7 @@ describe("svc reads nodes through kube-proxy's Pods (pods/exec, pods/portforward
     assert.deepEqual(findings(healthy), [])
   })
 
-  test('a hung exec on node-b ends at --timeout; node-a is still diagnosed', async () => {
+  test('a hung exec on node-b ends at its timeout (a dump: 4 × --timeout); node-a is still diagnosed', async () => {
     // The machine may be loaded: the bound is a run that hangs nowhere, plus node-b's deadline (3 × --timeout) and slack.
     const baselineStarted = Date.now()
     await viaApi('--timeout', '3')
@@ -168,11 +168,12 @@ describe("svc reads nodes through kube-proxy's Pods (pods/exec, pods/portforward
     try {
       const started = Date.now()
       const r = await viaApi('--timeout', '3')
-      assert.ok(Date.now() - started < baseline + 9_000 + 10_000, `bounded: ${Date.now() - started} ms (a run without the hung exec: ${baseline} ms)`)
+      // A dump may take 4 × --timeout, the node 6 ×: bounded by the node's deadline (18 s), with room for a loaded machine.
+      assert.ok(Date.now() - started < baseline + 18_000 + 10_000, `bounded: ${Date.now() - started} ms (a run without the hung exec: ${baseline} ms)`)
       assert.equal(r.code, 0, r.stderr)
       const b = node(r, 'node-b')
       assert.equal(b.reachable, false)
-      assert.match(b.error, /iptables-save in kube-proxy's Pod kube-system\/kube-proxy-bx7k2 did not finish within 3s/)
+      assert.match(b.error, /iptables-save in kube-proxy's Pod kube-system\/kube-proxy-bx7k2 did not finish within 12s/)
       assert.equal(b.readVia.transport, 'kube-proxy')
       assert.deepEqual(findings(r), ['KPD-NODE-UNREADABLE@node-b'])
       assert.ok(r.json.paths.some((p: {node: string; ok: boolean}) => p.node === 'node-a' && p.ok))

@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict'
+import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
 import {describe, test} from 'node:test'
 import {diagnose} from '../../src/diagnosis/diagnose.js'
 import {parseDeviceAddresses, parseIpvsadm} from '../../src/parse/ipvsadm.js'
 import {offlineCluster, type OfflineOptions} from '../helpers/offline-cluster.js'
+import {runCli} from '../helpers/run-cli.js'
 import {kubeProxyIpvsTexts} from '../lab/kube-proxy-ipvs.js'
 import {NODES, SERVICES, dualStackNode, dualStackPods, dualStackService, labPods} from '../lab/lab-cluster.js'
 
@@ -105,6 +109,31 @@ describe("IPVS mode, IPv6: a dual-stack Service's IPv6 virtual servers, KUBE-6-*
     assert.deepEqual(strip(parseIpvsadm(t.ipvsadmList)), strip(parseIpvsadm(t.ipvsadmSave)))
     assert.deepEqual(parseDeviceAddresses(t.kubeIpvs0), [CLUSTER_IP6])
     assert.match(t.ipsetSave, /^create KUBE-6-CLUSTER-IP hash:ip,port family inet6 /m)
+  })
+
+  test('trace --ipvsadm of an IPv6 packet: the IPv6 virtual server, its real servers, through the ip6tables glue and KUBE-6-* ipsets', async () => {
+    const t = kubeProxyIpvsTexts(dualStackNode(NODES[1]), [dualStackService(SERVICES[0]), SERVICES[1]], dualStackPods(labPods()), {}, 6)
+    const dir = mkdtempSync(join(tmpdir(), 'kpd-ipvs6-'))
+    try {
+      for (const [file, text] of [
+        ['ip6tables-save.txt', t.iptablesSave],
+        ['ipvsadm.txt', t.ipvsadmSave],
+        ['ipset.txt', t.ipsetSave],
+      ])
+        writeFileSync(join(dir, file), text)
+      const trace = (dst: string, ...more: string[]) =>
+        runCli(['trace', '--iptables-save', join(dir, 'ip6tables-save.txt'), '--ipvsadm', join(dir, 'ipvsadm.txt'), '--ipset-save', join(dir, 'ipset.txt'), '--src', 'fd00:10:244:2::20', '--dst', dst, '--dport', '80', '-o', 'json', ...more])
+      const r = await trace(CLUSTER_IP6)
+      assert.equal(r.code, 0, r.stderr)
+      assert.equal(r.json.verdict, 'DNAT')
+      assert.deepEqual(r.json.destinations, ['[fd00:10:244:1::10]:8080', '[fd00:10:244:2::10]:8080', '[fd00:10:244:2::11]:8080'])
+      // An address no virtual server has: not translated (the glue lets it through, IPVS does not take it).
+      const none = await trace('fd00:10:96::99:99')
+      assert.equal(none.code, 0, none.stderr)
+      assert.deepEqual(none.json.destinations, [])
+    } finally {
+      rmSync(dir, {recursive: true, force: true})
+    }
   })
 
   test('healthy dual-stack IPVS nodes: both families judged, every IPv6 path ✓ through an IPv6 virtual server, no proxy-rules entry in notChecked', () => {

@@ -4,7 +4,7 @@ import {connect, createServer, type AddressInfo, type Server} from 'node:net'
 import type {Duplex} from 'node:stream'
 import {classifyOpenError, probeOpener, probeTargets, type OpenTcp} from '../../src/node/tcp-probe.js'
 import type {NodeAccess, TcpOpen} from '../../src/node/node-access.js'
-import {planProbes} from '../../src/diagnosis/probe-plan.js'
+import {planProbes, probesOfFamily} from '../../src/diagnosis/probe-plan.js'
 import {offlineCluster} from '../helpers/offline-cluster.js'
 import {labPods} from '../lab/lab-cluster.js'
 
@@ -110,4 +110,28 @@ test('the probe plan: per TCP port the ClusterIP, the NodePort on the node own a
   assert.deepEqual(plan.notes, [])
   cluster.service.spec!.ports![0].protocol = 'UDP'
   assert.deepEqual(planProbes(cluster, 'node-a').targets, [])
+})
+
+test("the probe plan of a dual-stack Service: each family's ClusterIP, the NodePort on the node's address of that family, that family's endpoints; each family judged on its own probes", () => {
+  const {cluster} = offlineCluster({dualStack: true})
+  const plan = planProbes(cluster, 'node-b')
+  assert.deepEqual(
+    plan.targets.map((t) => `${t.kind} ${t.host} ${t.port}`),
+    [
+      'ClusterIP 10.96.10.10 80',
+      'NodePort 10.200.0.12 30080',
+      'endpoint 10.244.1.10 8080',
+      'endpoint 10.244.2.10 8080',
+      'endpoint 10.244.2.11 8080',
+      'ClusterIP fd00:10:96::10:10 80',
+      'NodePort fd00:10:200::12 30080',
+      'endpoint fd00:10:244:1::10 8080',
+      'endpoint fd00:10:244:2::10 8080',
+      'endpoint fd00:10:244:2::11 8080',
+    ],
+  )
+  const tally = (host: string) => ({target: {kind: 'ClusterIP' as const, host, port: 80, servicePort: 'http'}, attempts: 8, connected: 8, refused: 0, timedOut: 0, unreachable: 0})
+  const run = {ran: true as const, settings: {vipAttempts: 8, endpointAttempts: 3, timeoutMs: 1500, concurrency: 8}, notes: [], nodes: [{node: 'node-b', via: 'x', tallies: [tally('10.96.10.10'), tally('fd00:10:96::10:10')]}]}
+  const hosts = (r: ReturnType<typeof probesOfFamily>) => (r.ran ? r.nodes.flatMap((n) => n.tallies.map((t) => t.target.host)) : [])
+  assert.deepEqual([hosts(probesOfFamily(run, 4)), hosts(probesOfFamily(run, 6))], [['10.96.10.10'], ['fd00:10:96::10:10']])
 })

@@ -23,6 +23,34 @@ test('the bundled examples: broken gives exit 1 with the first line naming node 
   assert.match(healthy.stdout, /^✓ shop\/web: every traced path works on 2 node\(s\)/)
 })
 
+test('the dual-stack example: IPv4 whole, node-b IPv6 endpoint chain DNATs to a wrong port; exactly that, read from ip6tables-save', async () => {
+  const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/dualstack-cluster', '-o', 'json'])
+  assert.equal(r.code, 1, r.stderr)
+  assert.deepEqual(r.json.service.clusterIPs, ['10.96.10.10', 'fd00:10:96::10:10'])
+  assert.deepEqual(
+    r.json.findings.map((f: {code: string; node: string; message: string}) => [f.code, f.node, f.message]),
+    [
+      ['KPD-DNAT-WRONG', 'node-b', 'node-b (IPv6): KUBE-SEP-3EIK7ZMJLCQCLWUX DNATs to [fd00:10:244:2::10]:9999, but the endpoint (pod web-b1) is [fd00:10:244:2::10]:8080 (targetPort http)'],
+      [
+        'KPD-NODE-DIVERGES',
+        'node-b',
+        'IPv6: node-b sends shop/web:http to {[fd00:10:244:1::10]:8080, [fd00:10:244:2::10]:9999, [fd00:10:244:2::11]:8080} while 1 other node(s) (node-a) send it to {[fd00:10:244:1::10]:8080, [fd00:10:244:2::10]:8080, [fd00:10:244:2::11]:8080}',
+      ],
+    ],
+  )
+  const broken = r.json.paths.filter((p: {ok: boolean}) => !p.ok).map((p: {node: string; family: string; entry: string}) => `${p.node} ${p.family} ${p.entry}`)
+  assert.deepEqual(broken, ['node-b IPv6 pod→ClusterIP', 'node-b IPv6 node→ClusterIP', 'node-b IPv6 outside→NodePort', 'node-b IPv6 pod→itself'])
+  assert.ok(r.json.paths.filter((p: {family: string}) => p.family === 'IPv4').every((p: {ok: boolean}) => p.ok))
+  assert.deepEqual(
+    r.json.notChecked.filter((n: {required: boolean}) => n.required),
+    [],
+  )
+  // The same node's IPv6 rules, traced by hand: a third of new connections to the wrong port.
+  const t = await runCli(['trace', '--iptables-save', 'examples/dualstack-cluster/nodes/node-b/ip6tables-save.txt', '--src', 'fd00:10:244:2::20', '--dst', 'fd00:10:96::10:10', '--dport', '80', '-o', 'json'])
+  assert.equal(t.code, 0, t.stderr)
+  assert.deepEqual(t.json.destinations, ['[fd00:10:244:1::10]:8080', '[fd00:10:244:2::10]:9999', '[fd00:10:244:2::11]:8080'])
+})
+
 test('the IPVS example (recorded ipvsadm/ipset output): weight stuck at 0 found on node-b', async () => {
   const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/ipvs-cluster', '-o', 'json'])
   assert.equal(r.code, 1)

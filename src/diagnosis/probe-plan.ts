@@ -29,10 +29,10 @@ export function planProbes(cluster: ClusterState, nodeName: string, settings: Pr
   const families = serviceFamilies(cluster.service).map((f) => f.family)
   const targets: ServiceProbeTarget[] = []
   const notes: string[] = []
+  const node = cluster.nodes.find((n) => n.metadata?.name === nodeName)
   for (const family of families.length > 0 ? families : [undefined]) {
     const svc = expectedService(cluster, nodeName, family)
     if (svc.notProxied || !svc.clusterIP) continue
-    const node = cluster.nodes.find((n) => n.metadata?.name === nodeName)
     const address = node ? nodeAddress(node, familyOf(svc.clusterIP)) : undefined
     const label = families.length > 1 ? ` (${family})` : ''
     for (const port of svc.ports) {

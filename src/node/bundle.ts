@@ -59,6 +59,11 @@ export const RECORDED_AS: Partial<Record<NodeCommand, NodeFile>> = {
   cniResults: NODE_FILES.cniResults,
 }
 
+/** Whether recorded nft output is `nft -j` JSON (the nft files hold either form; the content tells them apart). */
+export function isNftJson(out: Buffer): boolean {
+  return out.toString('utf8', 0, Math.min(out.length, 64)).trimStart().startsWith('{')
+}
+
 /** One node's raw reads, in memory, by bundle file name: what `collect` writes and `--snapshot` reads back. */
 export type NodeRecording = Map<NodeFile, Buffer>
 

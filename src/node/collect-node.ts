@@ -1,9 +1,9 @@
-import {errorRecording, NODE_FILES, parseNodeRecording, RECORDED_AS, type NodeObservation, type NodeRecording} from './bundle.js'
+import {errorRecording, isNftJson, NODE_FILES, parseNodeRecording, RECORDED_AS, type NodeObservation, type NodeRecording} from './bundle.js'
 import {parseLookupOutput, queryOverStream, type DnsAnswer, type DnsRecordAnswer, type DnsRecordType} from './dns-probe.js'
 import {httpGetOnNode} from './http-on-node.js'
 import {parseHealthz, parseMetrics, type KubeProxyStatus} from '../parse/kube-proxy-status.js'
 import {tcpOpener, type NodeAccess, type RunResult} from './node-access.js'
-import {BACKEND_SAVES, buildCommandLine, DUMP_STEPS, isInterfaceName, programOf, NFT_KUBE_PROXY_FAMILIES, toolMissing, type ConntrackProtocol, type NodeCommand} from './node-commands.js'
+import {BACKEND_SAVES, buildCommandLine, DUMP_STEPS, isInterfaceName, programOf, NFT_KUBE_PROXY_FAMILIES, toolMissing, type ArgsOf, type ConntrackProtocol, type NodeCommand, type NodeCommandKey} from './node-commands.js'
 import {parseIp} from '../net/address.js'
 import {backendNamedBy} from '../parse/iptables-save.js'
 import {parseRouteGet} from '../parse/ip-route.js'
@@ -52,7 +52,7 @@ export async function collectNode(name: string, connect: () => Promise<NodeAcces
   let access: NodeAccess | undefined
   let timer: NodeJS.Timeout | undefined
   const deadlineMs = opts.timeoutMs * NODE_STEPS
-  const running = new Map<string, number>()
+  const running: Running = new Set()
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(access ? `node did not finish its reads within ${deadlineMs / 1000}s${stillRunning(running)}` : `node did not answer within ${deadlineMs / 1000}s`)), deadlineMs)
   })
@@ -143,30 +143,36 @@ const COMMANDS_AT_ONCE = 6
 /** A whole node's reads may take this many steps: its largest dump (DUMP_STEPS), and the rest around it. */
 const NODE_STEPS = DUMP_STEPS + 2
 
-/** The commands running when the node's deadline passed, with how long each had run: which read was slow. */
-function stillRunning(running: Map<string, number>): string {
+/** The commands under way: each key with its arguments, and since when. */
+type Running = Set<{key: NodeCommandKey; args: unknown[]; since: number}>
+
+/** The commands running when the node's deadline passed, by their allow-listed form, with how long each had run. */
+function stillRunning(running: Running): string {
   if (running.size === 0) return ''
   const now = performance.now()
-  return ` (still running: ${[...running].map(([what, since]) => `${what} for ${((now - since) / 1000).toFixed(0)}s`).join(', ')})`
+  const named = [...running].map(({key, args, since}) => {
+    const line: string = buildCommandLine(key, true, ...(args as ArgsOf<typeof key>))
+    return `${line.length <= 60 ? line : programOf(line)} for ${((now - since) / 1000).toFixed(0)}s`
+  })
+  return ` (still running: ${named.join(', ')})`
 }
 
 /**
  * The access with at most `limit` commands running at once; the rest wait their turn (streams and files are not held
- * back). `running` holds the commands under way, by their allow-listed form, and since when.
+ * back). `running` holds the commands under way.
  */
-function gated(access: NodeAccess, limit: number, running: Map<string, number>): NodeAccess {
+function gated(access: NodeAccess, limit: number, running: Running): NodeAccess {
   let active = 0
   const waiting: Array<() => void> = []
   const run: NodeAccess['run'] = async (key, ...args) => {
     if (active >= limit) await new Promise<void>((resolve) => waiting.push(resolve))
     active++
-    const line: string = buildCommandLine(key, true, ...args)
-    const what = line.length <= 60 ? line : programOf(line)
-    running.set(what, performance.now())
+    const entry = {key, args, since: performance.now()}
+    running.add(entry)
     try {
       return await access.run(key, ...args)
     } finally {
-      running.delete(what)
+      running.delete(entry)
       active--
       waiting.shift()?.()
     }
@@ -214,12 +220,10 @@ async function readNetwork(access: NodeAccess, record: (cmd: NodeCommand, out: B
   if (cni.kind === 'ran' && (cni.code === 0 || cni.code === 1)) record('cniResults', cni.stdout)
 }
 
-const isJson = (out: Buffer) => out.toString('utf8', 0, 64).trimStart().startsWith('{')
-
 /** The whole nft ruleset: JSON first (the stable machine format); the text form where this nft has no -j. Whether it was read. */
 async function readRuleset(access: NodeAccess, record: (cmd: NodeCommand, out: Buffer) => void): Promise<boolean> {
   const json = await access.run('nftRulesetJson')
-  if (ranOk(json) && isJson(json.stdout)) {
+  if (ranOk(json) && isNftJson(json.stdout)) {
     record('nftRulesetJson', json.stdout)
     return true
   }
@@ -241,7 +245,7 @@ async function readKubeProxyTables(access: NodeAccess): Promise<Buffer | undefin
     if (answers.some((r) => r.kind === 'ran' && toolMissing(r))) return undefined
     const tables = answers.filter((r) => !tableAbsent(r))
     // Both families answered (a table or its absence): the read is whole.
-    if (tables.every((r) => ranOk(r) && (!json || isJson(r.stdout)))) {
+    if (tables.every((r) => ranOk(r) && (!json || isNftJson(r.stdout)))) {
       const outs = tables.map((r) => (r as Extract<RunResult, {kind: 'ran'}>).stdout)
       return json ? mergeJsonRulesets(outs) : Buffer.concat(outs)
     }

@@ -168,15 +168,16 @@ export class PodExecNodeAccess implements NodeAccess {
       const a = args[0] as {interfaces: string[]; ipv6?: boolean}
       return this.sysctlsOf(pathSysctlNames(a.interfaces, a.ipv6))
     }
-    if (key === 'routeGet') return this.runArgv(QUERY_ARGV.routeGet(args[0] as {address: string}))
-    if (key === 'conntrackList') return this.runArgv(QUERY_ARGV.conntrackList(args[0] as Parameters<typeof QUERY_ARGV.conntrackList>[0]))
-    if (key === 'nftKubeProxyTable') return this.runArgv(QUERY_ARGV.nftKubeProxyTable(args[0] as Parameters<typeof QUERY_ARGV.nftKubeProxyTable>[0]), commandTimeoutMs(key, this.timeoutMs))
+    const timeoutMs = commandTimeoutMs(key, this.timeoutMs)
+    if (key === 'routeGet') return this.runArgv(QUERY_ARGV.routeGet(args[0] as {address: string}), timeoutMs)
+    if (key === 'conntrackList') return this.runArgv(QUERY_ARGV.conntrackList(args[0] as Parameters<typeof QUERY_ARGV.conntrackList>[0]), timeoutMs)
+    if (key === 'nftKubeProxyTable') return this.runArgv(QUERY_ARGV.nftKubeProxyTable(args[0] as Parameters<typeof QUERY_ARGV.nftKubeProxyTable>[0]), timeoutMs)
     const argv = COMMAND_ARGV[key as NodeCommand]
     if (!argv) throw new Error(`node command ${key} has no argv form for the ${this.kind.transport} transport`)
-    return this.runArgv(argv, commandTimeoutMs(key, this.timeoutMs))
+    return this.runArgv(argv, timeoutMs)
   }
 
-  private async runArgv(argv: readonly string[], timeoutMs?: number): Promise<RunResult> {
+  private async runArgv(argv: readonly string[], timeoutMs: number): Promise<RunResult> {
     const r = await this.exec(argv, timeoutMs)
     if ('kind' in r) return this.notInImage(r.tool)
     return ran(r)
@@ -201,9 +202,10 @@ export class PodExecNodeAccess implements NodeAccess {
 
   /** `ipvsadm -Sn` where the image has it; else the kernel's own table, /proc/net/ip_vs, written as `ipvsadm -Ln`. */
   private async ipvsadm(): Promise<RunResult> {
-    const r = await this.exec(['ipvsadm', '-Sn'], commandTimeoutMs('ipvsadm', this.timeoutMs))
+    const timeoutMs = commandTimeoutMs('ipvsadm', this.timeoutMs)
+    const r = await this.exec(['ipvsadm', '-Sn'], timeoutMs)
     if (!('kind' in r)) return ran(r)
-    const proc = await this.exec(['cat', '/proc/net/ip_vs'], commandTimeoutMs('ipvsadm', this.timeoutMs))
+    const proc = await this.exec(['cat', '/proc/net/ip_vs'], timeoutMs)
     if ('kind' in proc) return this.notInImage('ipvsadm', ' (nor cat, to read /proc/net/ip_vs)')
     if (proc.exitCode !== 0) {
       this.missing.set('ipvsadm', ': no /proc/net/ip_vs either (the kernel has no IPVS table: IPVS is not in use)')

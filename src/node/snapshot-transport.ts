@@ -1,8 +1,6 @@
 import {isNodeCommandKey, isReadableNodeFile, type ArgsOf, type NodeCommand, type NodeCommandKey} from './node-commands.js'
 import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription} from './node-access.js'
-import {loadNodeRecording, NODE_FILES, RECORDED_AS, type NodeRecording} from './bundle.js'
-
-const looksLikeJson = (b: Buffer) => b.toString('utf8', 0, Math.min(b.length, 64)).trimStart().startsWith('{')
+import {isNftJson, loadNodeRecording, NODE_FILES, RECORDED_AS, type NodeRecording} from './bundle.js'
 
 /** NodeAccess over a recording (a node's folder of a bundle): outputs by command key; what was not recorded says so. */
 export class SnapshotNodeAccess implements NodeAccess {
@@ -24,7 +22,7 @@ export class SnapshotNodeAccess implements NodeAccess {
     const out = file ? this.recording.get(file) : undefined
     if (!out) return notRecorded
     // Both nft forms land in one file: answer only for the form that was recorded.
-    if ((key === 'nftRulesetJson' && !looksLikeJson(out)) || (key === 'nftRuleset' && looksLikeJson(out))) return notRecorded
+    if ((key === 'nftRulesetJson' && !isNftJson(out)) || (key === 'nftRuleset' && isNftJson(out))) return notRecorded
     return {kind: 'ran', code: 0, stdout: out, stderr: ''}
   }
 
@@ -34,7 +32,7 @@ export class SnapshotNodeAccess implements NodeAccess {
    */
   private ownNftTables(a: ArgsOf<'nftKubeProxyTable'>[0]): RunResult {
     const out = this.recording.get(NODE_FILES.nftKubeProxyTables)
-    if (!out || this.recording.has(NODE_FILES.error) || (out.length > 0 && looksLikeJson(out) !== a.json)) return {kind: 'not-recorded', what: `nft list table ${a.family} kube-proxy is not recorded in ${this.where}`}
+    if (!out || (out.length > 0 && isNftJson(out) !== a.json)) return {kind: 'not-recorded', what: `nft list table ${a.family} kube-proxy is not recorded in ${this.where}`}
     if (a.family === 'ip6' || out.length === 0) return {kind: 'ran', code: 1, stdout: Buffer.alloc(0), stderr: `Error: No such file or directory\nlist table ${a.family} kube-proxy\n`}
     return {kind: 'ran', code: 0, stdout: out, stderr: ''}
   }

@@ -79,6 +79,15 @@ describe('a dual-stack Service against the netns lab: real IPv6 traffic, each fa
   const errors = (r: CliResult): FindingLine[] => (r.json?.findings ?? []).filter((f: FindingLine) => f.severity === 'error')
   const failures = (answers: string[]) => answers.filter((a) => a === '').length
   const dnsRows = (r: CliResult) => (r.json.dns as DnsLine[]).map((d) => [d.node, d.type, d.addresses, d.rcode, d.error])
+  /** Three real connections from a pod straight to web-b1 (on node-b), over IPv4 or IPv6. */
+  const webB1From = (pod: string, family: 4 | 6) => lab.sample(lab.podNs(pod), family === 6 ? 'fd00:10:244:2::10' : '10.244.2.10', 8080, 3)
+  /** A fault on node-a's IPv6 side: from client-a every IPv6 connection to web-b1 fails, every IPv4 one works. */
+  const assertOnlyIpv6ToWebB1Fails = () => {
+    const v6 = webB1From('client-a', 6)
+    assert.equal(failures(v6), 3, `IPv6 from client-a to web-b1 fails: ${v6}`)
+    const v4 = webB1From('client-a', 4)
+    assert.equal(failures(v4), 0, `IPv4 from client-a to web-b1 still works: ${v4}`)
+  }
   /** Real DNS queries from a pod to the DNS Service until dnsmasq (just restarted) answers the A record; bounded. */
   const askUntilUp = async (type: 'A' | 'AAAA'): Promise<string[]> => {
     for (let i = 0; i < 25; i++) {
@@ -220,10 +229,7 @@ describe('a dual-stack Service against the netns lab: real IPv6 traffic, each fa
   test("node-a's route to node-b's IPv6 pod CIDR is unreachable: real IPv6 connections from a pod on node-a to web-b1 fail, IPv4 ones work; svc: KPD-ROUTE-MISSING on node-a for IPv6 only", async () => {
     lab.breakPodRoute('node-a', 'node-b', 'unreachable', 6)
     try {
-      const v6 = lab.sample(lab.podNs('client-a'), 'fd00:10:244:2::10', 8080, 3)
-      assert.equal(failures(v6), 3, `IPv6 from client-a to web-b1 fails: ${v6}`)
-      const v4 = lab.sample(lab.podNs('client-a'), '10.244.2.10', 8080, 3)
-      assert.equal(failures(v4), 0, `IPv4 from client-a to web-b1 still works: ${v4}`)
+      assertOnlyIpv6ToWebB1Fails()
 
       const r = await doctor()
       assert.equal(r.code, 1, r.stdout + r.stderr)
@@ -240,16 +246,13 @@ describe('a dual-stack Service against the netns lab: real IPv6 traffic, each fa
     } finally {
       lab.restorePodRoute('node-a', 'node-b', 6)
     }
-    assert.equal(failures(lab.sample(lab.podNs('client-a'), 'fd00:10:244:2::10', 8080, 3)), 0, 'IPv6 to web-b1 works again')
+    assert.equal(failures(webB1From('client-a', 6)), 0, 'IPv6 to web-b1 works again')
   })
 
   test('IPv6 forwarding off on node-a, IPv4 forwarding on: real IPv6 connections from a pod on node-a to web-b1 fail, IPv4 ones work; svc: KPD-NODE-FORWARDING-OFF on node-a for IPv6 only', async () => {
     const was = lab.setSysctl('node-a', 'net.ipv6.conf.all.forwarding', '0')
     try {
-      const v6 = lab.sample(lab.podNs('client-a'), 'fd00:10:244:2::10', 8080, 3)
-      assert.equal(failures(v6), 3, `IPv6 from client-a to web-b1 fails: ${v6}`)
-      const v4 = lab.sample(lab.podNs('client-a'), '10.244.2.10', 8080, 3)
-      assert.equal(failures(v4), 0, `IPv4 from client-a to web-b1 still works: ${v4}`)
+      assertOnlyIpv6ToWebB1Fails()
 
       const r = await doctor()
       assert.equal(r.code, 1, r.stdout + r.stderr)
@@ -267,7 +270,7 @@ describe('a dual-stack Service against the netns lab: real IPv6 traffic, each fa
     } finally {
       lab.setSysctl('node-a', 'net.ipv6.conf.all.forwarding', was)
     }
-    assert.equal(failures(lab.sample(lab.podNs('client-a'), 'fd00:10:244:2::10', 8080, 3)), 0, 'IPv6 to web-b1 works again')
+    assert.equal(failures(webB1From('client-a', 6)), 0, 'IPv6 to web-b1 works again')
   })
 })
 

@@ -99,6 +99,7 @@ function prefixOfMask(mask: bigint, width: number): number | undefined {
 export function cidrContains(cidr: Cidr, ip: string): boolean {
   const parsed = parseIp(ip)
   if (!parsed || parsed.family !== cidr.family) return false
+  if (cidr.bits === WIDTH[cidr.family]) return parsed.value === cidr.base
   const shift = BigInt(WIDTH[cidr.family] - cidr.bits)
   return (parsed.value >> shift) << shift === cidr.base
 }

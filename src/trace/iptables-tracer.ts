@@ -4,6 +4,7 @@ import type {IpsetState} from '../parse/ipset-save.js'
 import {cidrContains, familyOf, isMulticast, parseCidr, parseIp} from '../net/address.js'
 import {summarize, type Packet, type RouteGuess, type TraceOutcome, type TraceResult, type TraceStep} from './types.js'
 import {
+  changed,
   finish,
   interfaceMatches,
   isLocalAddress,
@@ -170,14 +171,14 @@ export class IptablesTracer implements ChainSource<Chain> {
     if (quick === undefined) quick = chain.quick[index] = quickDestinations(rule)
     if (quick !== null && quickMiss(quick, state.dst)) return this.passed(state)
     // A walk that meets -m recent is session-affine: later packets from this client may stick elsewhere.
-    if (!state.sticky && (chain.recent[index] ??= rule.matches.some((m) => m.module === 'recent'))) state = {...state, sticky: true}
+    if (!state.sticky && (chain.recent[index] ??= rule.matches.some((m) => m.module === 'recent'))) state = changed(state, {sticky: true})
     const m = this.matches(rule, state, this.packet)
     if (m === false) return [{state, action: NEXT}]
     if (typeof m === 'object' && 'unknown' in m) return [{state: withStep(state, rule), action: {kind: 'end', end: 'UNKNOWN', reason: m.unknown}}]
     if (typeof m === 'object' && 'probability' in m) {
       const out: Outcome[] = []
-      if (m.probability > 0) out.push(this.applyTarget(chain, index, {...state, probability: state.probability * m.probability}))
-      if (m.probability < 1) out.push({state: {...state, probability: state.probability * (1 - m.probability)}, action: NEXT})
+      if (m.probability > 0) out.push(this.applyTarget(chain, index, changed(state, {probability: state.probability * m.probability})))
+      if (m.probability < 1) out.push({state: changed(state, {probability: state.probability * (1 - m.probability)}), action: NEXT})
       return out
     }
     return [this.applyTarget(chain, index, state)]
@@ -192,7 +193,11 @@ export class IptablesTracer implements ChainSource<Chain> {
     return this.passedOutcome
   }
 
-  private isLocal(ip: string): boolean {
+  get ipsets(): IpsetState | undefined {
+    return this.opts.ipsets
+  }
+
+  isLocal(ip: string): boolean {
     let local = this.localCache.get(ip)
     if (local === undefined) this.localCache.set(ip, (local = isLocalAddress(this.local, ip)))
     return local
@@ -224,37 +229,44 @@ export class IptablesTracer implements ChainSource<Chain> {
 
   private applyTarget(chain: Chain, index: number, state: State): Outcome {
     const rule = chain.rules[index]
+    // A fresh copy, this rule's own: what the target changes is written to it.
     const s = withStep(state, rule)
     const target = rule.target
-    const end = (e: 'ACCEPT' | 'DROP' | 'REJECT', st: State = s): Outcome => ({state: st, action: {kind: 'end', end: e}})
-    const unknown = (reason: string): Outcome => ({state: s, action: {kind: 'end', end: 'UNKNOWN', reason}})
     if (!target) return {state: s, action: NEXT}
     switch (target) {
       case 'ACCEPT':
       case 'DROP':
       case 'REJECT':
-        return end(target)
+        return ended(s, target)
       case 'RETURN':
         return {state: s, action: {kind: 'return'}}
       case 'DNAT': {
-        const to = rule.targetOptions.find((o) => o.name === '--to-destination')?.values[0]
-        const parsed = to ? splitAddr(to) : undefined
-        if (!parsed || (parsed.ip !== '' && !parseIp(parsed.ip))) return unknown(`DNAT without a usable --to-destination: ${rule.text}`)
-        return end('ACCEPT', {...s, dst: parsed.ip || s.dst, dport: parsed.port ?? s.dport, dnatted: true})
+        let to = dnatTargetOf.get(rule)
+        if (to === undefined) dnatTargetOf.set(rule, (to = dnatTarget(rule)))
+        if (to === null) return unknownEnd(s, `DNAT without a usable --to-destination: ${rule.text}`)
+        s.dst = to.ip || s.dst
+        s.dport = to.port ?? s.dport
+        s.dnatted = true
+        return ended(s, 'ACCEPT')
       }
       case 'MASQUERADE':
       case 'SNAT':
-        return end('ACCEPT', {...s, masquerade: true})
+        s.masquerade = true
+        return ended(s, 'ACCEPT')
       case 'REDIRECT': {
         const port = rule.targetOptions.find((o) => o.name === '--to-ports')?.values[0]
         const first = port === undefined ? s.dport : parsePort(port.split('-')[0])
-        if (first === undefined) return unknown(`REDIRECT --to-ports not understood: ${rule.text}`)
-        return end('ACCEPT', {...s, dst: '127.0.0.1', dport: first, dnatted: true})
+        if (first === undefined) return unknownEnd(s, `REDIRECT --to-ports not understood: ${rule.text}`)
+        s.dst = '127.0.0.1'
+        s.dport = first
+        s.dnatted = true
+        return ended(s, 'ACCEPT')
       }
       case 'MARK': {
         const mark = applyMark(s.mark, rule.targetOptions)
-        if (mark === undefined) return unknown(`MARK options not understood: ${rule.text}`)
-        return {state: {...s, mark}, action: NEXT}
+        if (mark === undefined) return unknownEnd(s, `MARK options not understood: ${rule.text}`)
+        s.mark = mark
+        return {state: s, action: NEXT}
       }
       case 'LOG':
       case 'NFLOG':
@@ -269,118 +281,164 @@ export class IptablesTracer implements ChainSource<Chain> {
     }
     let next = chain.jumps[index]
     if (next === undefined) next = chain.jumps[index] = this.dump.hasChain(chain.table, target) ? this.chain(chain.table, target) : null
-    if (next === null) return unknown(`target ${target} is not a chain of table ${chain.table} nor a target the tracer knows`)
+    if (next === null) return unknownEnd(s, `target ${target} is not a chain of table ${chain.table} nor a target the tracer knows`)
     return {state: s, action: {kind: rule.isGoto ? 'goto' : 'jump', chain: next}}
   }
 
   private matches(rule: ParsedRule, s: State, packet: Packet): MatchResult {
+    let tests = testsOf.get(rule)
+    if (!tests) testsOf.set(rule, (tests = compileMatches(rule)))
     let probability: number | undefined
-    for (const m of rule.matches) {
-      for (const o of m.options) {
-        const r = this.option(m.module, o, s, packet, rule)
-        if (typeof r === 'object' && 'unknown' in r) return r
-        if (typeof r === 'object' && 'probability' in r) {
-          probability = (probability ?? 1) * r.probability
-          continue
-        }
-        if (r !== !o.negated) return false
+    for (const t of tests) {
+      const r = t.test(s, packet, this)
+      if (typeof r === 'object') {
+        if ('unknown' in r) return r
+        probability = (probability ?? 1) * r.probability
+        continue
       }
-      if (m.module !== '' && !KNOWN_MODULES.has(m.module)) return {unknown: `match -m ${m.module} is not known to the tracer: ${rule.text}`}
+      if (r !== !t.negated) return false
     }
     return probability === undefined ? true : {probability}
   }
+}
 
-  /** true/false before negation is applied; probability for statistic (negation folded in). */
-  private option(module: string, o: RuleOption, s: State, packet: Packet, rule: ParsedRule): MatchResult {
-    const v = o.values[0] ?? ''
-    const unknown = (what: string): MatchResult => ({unknown: `${what}: ${rule.text}`})
-    switch (module) {
-      case '':
-        switch (o.name) {
-          case 's':
-          case 'd': {
-            const cidr = parseCidr(v)
-            if (!cidr) return unknown(`-${o.name} ${v} is not an address or CIDR`)
-            return cidrContains(cidr, o.name === 's' ? s.src : s.dst)
-          }
-          case 'p': {
-            const p = PROTO_NUMBERS[v] ?? v.toLowerCase()
-            return p === 'all' || p === '0' || p === packet.proto
-          }
-          case 'i':
-            return interfaceMatches(v, s.inIface, s.inNotVia, '+') ?? unknown(`the outcome depends on the input interface (${v}), unknown here`)
-          case 'o':
-            return interfaceMatches(v, s.outIface, s.outNotVia, '+') ?? unknown(`the outcome depends on the output interface (${v}), unknown here`)
-          case 'f':
-            return false
-        }
-        return unknown(`option ${o.name}`)
-      case 'tcp':
-      case 'udp':
-      case 'sctp':
-        if (o.name === '--syn') return o.values.length === 0 ? true : unknown(`--syn takes no value`)
-        if (o.name === '--tcp-flags')
-          return o.values.length === 2 ? (tcpFlags(o.values) ?? unknown(`--tcp-flags ${o.values.join(' ')} not understood`)) : unknown('--tcp-flags needs a mask and a flag list')
-        if (o.values.length !== 1) return unknown(`${o.name} needs exactly one value`)
-        if (o.name === '--dport' || o.name === '--destination-port') return portIn(v, s.dport) ?? unknown(`port ${v} is not a port or port range`)
-        if (o.name === '--sport' || o.name === '--source-port') return portIn(v, packet.sport) ?? unknown(`port ${v} is not a port or port range`)
-        return unknown(`option ${o.name} of -m ${module}`)
-      case 'multiport': {
-        if (o.values.length !== 1) return unknown(`${o.name} needs exactly one value`)
-        const ports = v.split(',')
-        const check = (port: number) => ports.map((p) => portIn(p, port))
-        const dst = check(s.dport)
-        const src = check(packet.sport)
-        if (dst.some((x) => x === undefined)) return unknown(`port list ${v} not understood`)
-        if (o.name === '--dports' || o.name === '--destination-ports') return dst.some((x) => x)
-        if (o.name === '--sports' || o.name === '--source-ports') return src.some((x) => x)
-        if (o.name === '--ports') return dst.some((x) => x) || src.some((x) => x)
-        return unknown(`option ${o.name} of -m multiport`)
-      }
-      case 'comment':
-        return !o.negated
-      case 'statistic':
-        if (o.name === '--mode') return v === 'random' ? !o.negated : unknown('statistic mode other than random')
-        if (o.name === '--probability') {
-          const p = /^\d*\.?\d+(e-?\d+)?$/.test(v) ? Number(v) : NaN
-          if (o.values.length !== 1 || !(p >= 0 && p <= 1)) return unknown(`probability ${v}`)
-          return {probability: o.negated ? 1 - p : p}
-        }
-        return unknown(`option ${o.name} of -m statistic`)
-      case 'recent':
-        if (o.name === '--set') return !o.negated
-        if (o.name === '--rcheck' || o.name === '--update') return false
-        if (['--name', '--seconds', '--reap', '--rsource', '--rdest', '--mask', '--hitcount', '--rttl'].includes(o.name)) return !o.negated
-        return unknown(`option ${o.name} of -m recent`)
-      case 'conntrack':
-      case 'state':
-        if (o.name === '--ctstate' || o.name === '--state') return v.split(',').some((st) => (st === 'NEW' ? true : st === 'DNAT' ? s.dnatted : false))
-        return unknown(`option ${o.name} of -m ${module}`)
-      case 'addrtype':
-        if (o.name === '--dst-type') return v.split(',').some((t) => addrType(t, s.dst, this.isLocal(s.dst)))
-        if (o.name === '--src-type') return v.split(',').some((t) => addrType(t, s.src, this.isLocal(s.src)))
-        if (o.name === '--limit-iface-in' || o.name === '--limit-iface-out') return !o.negated
-        return unknown(`option ${o.name} of -m addrtype`)
-      case 'mark': {
-        if (o.name !== '--mark') return unknown(`option ${o.name} of -m mark`)
-        const [valueText, maskText, extra] = v.split('/')
-        const value = parseU32(valueText)
-        const mask = maskText === undefined ? 0xffffffff : parseU32(maskText)
-        if (o.values.length !== 1 || value === undefined || mask === undefined || extra !== undefined) return unknown(`mark ${o.values.join(' ')} is not VALUE[/MASK]`)
-        return (s.mark & mask) >>> 0 === value
-      }
-      case 'set': {
-        if (o.name !== '--match-set') return unknown(`option ${o.name} of -m set`)
-        if (!this.opts.ipsets) return unknown(`-m set --match-set ${v} needs the ipsets (--ipset-save)`)
-        const r = this.opts.ipsets.matches(v, o.values[1] ?? '', {src: s.src, dst: s.dst, proto: packet.proto, dport: s.dport, sport: packet.sport})
-        return r === undefined ? unknown(`ipset ${v} is missing from the ipset dump or of a type the tracer does not know`) : r
-      }
-      case 'icmp':
-      case 'icmp6':
-        return false
-    }
-    return unknown(`match -m ${module}`)
+/** One option of a rule, read once: its test of a walk state (before negation), shared by every trace of the dump. */
+interface OptionTest {
+  test: (s: State, packet: Packet, tracer: TracerFacts) => MatchResult
+  negated: boolean
+}
+
+/** What an option's test may ask of the tracer running it. */
+interface TracerFacts {
+  isLocal(ip: string): boolean
+  readonly ipsets: IpsetState | undefined
+}
+
+/** A rule's options as tests, in rule order (a scan evaluates the same rules for every Service). */
+const testsOf = new WeakMap<ParsedRule, OptionTest[]>()
+
+function compileMatches(rule: ParsedRule): OptionTest[] {
+  const out: OptionTest[] = []
+  for (const m of rule.matches) {
+    for (const o of m.options) out.push({test: compileOption(m.module, o, rule), negated: o.negated})
+    if (m.module !== '' && !KNOWN_MODULES.has(m.module)) out.push({test: always({unknown: `match -m ${m.module} is not known to the tracer: ${rule.text}`}), negated: false})
   }
+  return out
+}
+
+function always(result: MatchResult): OptionTest['test'] {
+  return () => result
+}
+
+/** The test of one option: true/false before negation is applied; probability for statistic (negation folded in). */
+function compileOption(module: string, o: RuleOption, rule: ParsedRule): OptionTest['test'] {
+  const v = o.values[0] ?? ''
+  const unknownResult = (what: string): MatchResult => ({unknown: `${what}: ${rule.text}`})
+  const unknown = (what: string) => always(unknownResult(what))
+  switch (module) {
+    case '':
+      switch (o.name) {
+        case 's':
+        case 'd': {
+          const cidr = parseCidr(v)
+          if (!cidr) return unknown(`-${o.name} ${v} is not an address or CIDR`)
+          return o.name === 's' ? (s) => cidrContains(cidr, s.src) : (s) => cidrContains(cidr, s.dst)
+        }
+        case 'p': {
+          const p = PROTO_NUMBERS[v] ?? v.toLowerCase()
+          if (p === 'all' || p === '0') return always(true)
+          return (_s, packet) => p === packet.proto
+        }
+        case 'i': {
+          const undecided = unknownResult(`the outcome depends on the input interface (${v}), unknown here`)
+          return (s) => interfaceMatches(v, s.inIface, s.inNotVia, '+') ?? undecided
+        }
+        case 'o': {
+          const undecided = unknownResult(`the outcome depends on the output interface (${v}), unknown here`)
+          return (s) => interfaceMatches(v, s.outIface, s.outNotVia, '+') ?? undecided
+        }
+        case 'f':
+          return always(false)
+      }
+      return unknown(`option ${o.name}`)
+    case 'tcp':
+    case 'udp':
+    case 'sctp': {
+      if (o.name === '--syn') return o.values.length === 0 ? always(true) : unknown(`--syn takes no value`)
+      if (o.name === '--tcp-flags')
+        return o.values.length === 2 ? always(tcpFlags(o.values) ?? unknownResult(`--tcp-flags ${o.values.join(' ')} not understood`)) : unknown('--tcp-flags needs a mask and a flag list')
+      if (o.values.length !== 1) return unknown(`${o.name} needs exactly one value`)
+      const destination = o.name === '--dport' || o.name === '--destination-port'
+      if (!destination && o.name !== '--sport' && o.name !== '--source-port') return unknown(`option ${o.name} of -m ${module}`)
+      const range = portRange(v)
+      if (!range) return unknown(`port ${v} is not a port or port range`)
+      const [low, high] = range
+      return destination ? (s) => s.dport >= low && s.dport <= high : (_s, packet) => packet.sport >= low && packet.sport <= high
+    }
+    case 'multiport': {
+      if (o.values.length !== 1) return unknown(`${o.name} needs exactly one value`)
+      const ranges = v.split(',').map(portRange)
+      if (ranges.some((r) => r === undefined)) return unknown(`port list ${v} not understood`)
+      const listed = (port: number) => ranges.some((r) => port >= r![0] && port <= r![1])
+      if (o.name === '--dports' || o.name === '--destination-ports') return (s) => listed(s.dport)
+      if (o.name === '--sports' || o.name === '--source-ports') return (_s, packet) => listed(packet.sport)
+      if (o.name === '--ports') return (s, packet) => listed(s.dport) || listed(packet.sport)
+      return unknown(`option ${o.name} of -m multiport`)
+    }
+    case 'comment':
+      return always(!o.negated)
+    case 'statistic':
+      if (o.name === '--mode') return v === 'random' ? always(!o.negated) : unknown('statistic mode other than random')
+      if (o.name === '--probability') {
+        const p = /^\d*\.?\d+(e-?\d+)?$/.test(v) ? Number(v) : NaN
+        if (o.values.length !== 1 || !(p >= 0 && p <= 1)) return unknown(`probability ${v}`)
+        return always({probability: o.negated ? 1 - p : p})
+      }
+      return unknown(`option ${o.name} of -m statistic`)
+    case 'recent':
+      if (o.name === '--set') return always(!o.negated)
+      if (o.name === '--rcheck' || o.name === '--update') return always(false)
+      if (['--name', '--seconds', '--reap', '--rsource', '--rdest', '--mask', '--hitcount', '--rttl'].includes(o.name)) return always(!o.negated)
+      return unknown(`option ${o.name} of -m recent`)
+    case 'conntrack':
+    case 'state': {
+      if (o.name !== '--ctstate' && o.name !== '--state') return unknown(`option ${o.name} of -m ${module}`)
+      const states = v.split(',')
+      if (states.includes('NEW')) return always(true)
+      if (states.includes('DNAT')) return (s) => s.dnatted
+      return always(false)
+    }
+    case 'addrtype': {
+      const types = v.split(',')
+      if (o.name === '--dst-type') return (s, _packet, tracer) => types.some((t) => addrType(t, s.dst, tracer.isLocal(s.dst)))
+      if (o.name === '--src-type') return (s, _packet, tracer) => types.some((t) => addrType(t, s.src, tracer.isLocal(s.src)))
+      if (o.name === '--limit-iface-in' || o.name === '--limit-iface-out') return always(!o.negated)
+      return unknown(`option ${o.name} of -m addrtype`)
+    }
+    case 'mark': {
+      if (o.name !== '--mark') return unknown(`option ${o.name} of -m mark`)
+      const [valueText, maskText, extra] = v.split('/')
+      const value = parseU32(valueText)
+      const mask = maskText === undefined ? 0xffffffff : parseU32(maskText)
+      if (o.values.length !== 1 || value === undefined || mask === undefined || extra !== undefined) return unknown(`mark ${o.values.join(' ')} is not VALUE[/MASK]`)
+      return (s) => (s.mark & mask) >>> 0 === value
+    }
+    case 'set': {
+      if (o.name !== '--match-set') return unknown(`option ${o.name} of -m set`)
+      const noIpsets = unknownResult(`-m set --match-set ${v} needs the ipsets (--ipset-save)`)
+      const notKnown = unknownResult(`ipset ${v} is missing from the ipset dump or of a type the tracer does not know`)
+      const flags = o.values[1] ?? ''
+      return (s, packet, tracer) => {
+        if (!tracer.ipsets) return noIpsets
+        const r = tracer.ipsets.matches(v, flags, {src: s.src, dst: s.dst, proto: packet.proto, dport: s.dport, sport: packet.sport})
+        return r === undefined ? notKnown : r
+      }
+    }
+    case 'icmp':
+    case 'icmp6':
+      return always(false)
+  }
+  return unknown(`match -m ${module}`)
 }
 
 const KNOWN_MODULES = new Set(['tcp', 'udp', 'sctp', 'multiport', 'comment', 'statistic', 'recent', 'conntrack', 'state', 'addrtype', 'mark', 'set', 'icmp', 'icmp6'])
@@ -451,6 +509,23 @@ function withStep(s: State, rule: ParsedRule): State {
   return addStep(s, step)
 }
 
+function ended(state: State, end: 'ACCEPT' | 'DROP' | 'REJECT'): Outcome {
+  return {state, action: {kind: 'end', end}}
+}
+
+function unknownEnd(state: State, reason: string): Outcome {
+  return {state, action: {kind: 'end', end: 'UNKNOWN', reason}}
+}
+
+/** Per DNAT rule, once: where it sends (splitAddr's reading of --to-destination), null when it is not usable. */
+const dnatTargetOf = new WeakMap<ParsedRule, {ip: string; port?: number} | null>()
+
+function dnatTarget(rule: ParsedRule): {ip: string; port?: number} | null {
+  const to = rule.targetOptions.find((o) => o.name === '--to-destination')?.values[0]
+  const parsed = to ? splitAddr(to) : undefined
+  return !parsed || (parsed.ip !== '' && !parseIp(parsed.ip)) ? null : parsed
+}
+
 /** iptables tables in the order netfilter runs them at each hook. */
 const HOOK_TABLES: Record<string, string[]> = {
   prerouting: ['raw', 'mangle', 'nat'],
@@ -474,14 +549,14 @@ function parseU32(text: string | undefined): number | undefined {
   return n <= 0xffffffff ? n >>> 0 : undefined
 }
 
-/** Whether port lies in "N", "LO:HI", "LO:" or ":HI"; undefined when the spec is not one of those. */
-function portIn(spec: string, port: number): boolean | undefined {
+/** The ports of "N", "LO:HI", "LO:" or ":HI" as [low, high]; undefined when the spec is not one of those. */
+function portRange(spec: string): [number, number] | undefined {
   const [lo, hi, extra] = spec.split(':')
   if (extra !== undefined) return undefined
   const low = lo === '' && hi !== undefined ? 0 : parsePort(lo)
   const high = hi === undefined ? low : hi === '' ? 65535 : parsePort(hi)
   if (low === undefined || high === undefined) return undefined
-  return port >= low && port <= high
+  return [low, high]
 }
 
 const TCP_FLAGS = ['FIN', 'SYN', 'RST', 'PSH', 'ACK', 'URG', 'ECE', 'CWR']

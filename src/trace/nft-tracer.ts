@@ -2,6 +2,7 @@ import {parseElements, splitTop, type NftChain, type NftElement, type NftRule, t
 import {inCidr, parseIp} from '../net/address.js'
 import {summarize, type Packet, type RouteGuess, type TraceOutcome, type TraceResult} from './types.js'
 import {
+  changed,
   finish,
   isLocalAddress,
   MAX_BRANCHES,
@@ -214,21 +215,21 @@ export class NftTracer implements ChainSource<NftChain> {
         if (toks[i] === 'ip' || toks[i] === 'ip6') i++
         if (toks[i] === 'to') i++
         const to = toks[i] ?? ''
-        if (t === 'snat') return [{state: {...matched(), masquerade: true}, verdict: {kind: 'accept'}, probability: 1}]
-        if (t === 'redirect') return [{state: {...matched(), dst: '127.0.0.1', dport: Number(to.replace(/^:/, '')) || s.dport, dnatted: true}, verdict: {kind: 'accept'}, probability: 1}]
+        if (t === 'snat') return [{state: changed(matched(), {masquerade: true}), verdict: {kind: 'accept'}, probability: 1}]
+        if (t === 'redirect') return [{state: changed(matched(), {dst: '127.0.0.1', dport: Number(to.replace(/^:/, '')) || s.dport, dnatted: true}), verdict: {kind: 'accept'}, probability: 1}]
         const a = splitAddr(to)
         if (!a || !a.ip) throw new Unknown(`dnat target "${to}" not understood`)
-        return [{state: {...matched(), dst: a.ip, dport: a.port ?? s.dport, dnatted: true}, verdict: {kind: 'accept'}, probability: 1}]
+        return [{state: changed(matched(), {dst: a.ip, dport: a.port ?? s.dport, dnatted: true}), verdict: {kind: 'accept'}, probability: 1}]
       }
-      if (t === 'masquerade') return [{state: {...matched(), masquerade: true}, verdict: {kind: 'accept'}, probability: 1}]
+      if (t === 'masquerade') return [{state: changed(matched(), {masquerade: true}), verdict: {kind: 'accept'}, probability: 1}]
       if (t === 'meta' && toks[i + 1] === 'mark' && toks[i + 2] === 'set') {
         const r = markSet(toks.slice(i + 3), s.mark)
-        s = {...matched(), mark: r.mark}
+        s = changed(matched(), {mark: r.mark})
         i += 3 + r.used
         continue
       }
       if ((t === 'update' || t === 'add') && toks[i + 1]?.startsWith('@')) {
-        s = {...matched(), sticky: true}
+        s = changed(matched(), {sticky: true})
         i += 3
         continue
       }
@@ -252,9 +253,9 @@ export class NftTracer implements ChainSource<NftChain> {
             missing++
             continue
           }
-          out.push({state: {...base, probability: base.probability / n}, verdict: parseVerdict(value), probability: 1 / n})
+          out.push({state: changed(base, {probability: base.probability / n}), verdict: parseVerdict(value), probability: 1 / n})
         }
-        if (missing > 0) out.push({state: {...input, probability: (input.probability * missing) / n}, probability: missing / n})
+        if (missing > 0) out.push({state: changed(input, {probability: (input.probability * missing) / n}), probability: missing / n})
         return out
       }
       // A match: selector ( . selector )* [op] value | vmap value

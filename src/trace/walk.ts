@@ -66,12 +66,42 @@ export function startState(packet: Packet): WalkState {
     sticky: false,
     inIface: packet.inIface,
     outIface: packet.outIface,
-    ...(packet.inIface === undefined && packet.inNotVia ? {inNotVia: packet.inNotVia} : {}),
+    inNotVia: packet.inIface === undefined ? packet.inNotVia : undefined,
+    outNotVia: undefined,
+  }
+}
+
+/**
+ * A copy of a state to change: every field written out, so that all states share one shape (a scan copies millions
+ * of them, and a spread of a state with optional fields is many times slower).
+ */
+export function copyState(s: WalkState): WalkState {
+  return {
+    src: s.src,
+    dst: s.dst,
+    dport: s.dport,
+    mark: s.mark,
+    dnatted: s.dnatted,
+    masquerade: s.masquerade,
+    probability: s.probability,
+    steps: s.steps,
+    sticky: s.sticky,
+    inIface: s.inIface,
+    outIface: s.outIface,
+    inNotVia: s.inNotVia,
+    outNotVia: s.outNotVia,
   }
 }
 
 export function withStep(s: WalkState, step: TraceStep): WalkState {
-  return {...s, steps: {step, previous: s.steps, length: (s.steps?.length ?? 0) + 1}}
+  const next = copyState(s)
+  next.steps = {step, previous: s.steps, length: (s.steps?.length ?? 0) + 1}
+  return next
+}
+
+/** A copy of `s` with `changes` applied. */
+export function changed(s: WalkState, changes: Partial<WalkState>): WalkState {
+  return Object.assign(copyState(s), changes)
 }
 
 export function finish(s: WalkState, end: ChainEnd, reason?: string, policy?: {table: string; chain: string}): TraceOutcome {
@@ -99,8 +129,8 @@ export function interfaceMatches(pattern: string, actual: string | undefined, no
 function routed(s: WalkState, route: ((dst: string) => RouteGuess) | undefined): WalkState {
   if (!route || s.outIface !== undefined) return s
   const r = route(s.dst)
-  if (r.outIface !== undefined) return {...s, outIface: r.outIface}
-  return r.outNotVia ? {...s, outNotVia: r.outNotVia} : s
+  if (r.outIface !== undefined) return changed(s, {outIface: r.outIface})
+  return r.outNotVia ? changed(s, {outNotVia: r.outNotVia}) : s
 }
 
 export function isLocalAddress(local: Set<string>, ip: string): boolean {
@@ -122,7 +152,7 @@ export function walkHooks(
   let live = [first]
   if (localOrigin) {
     live = runHook('postrouting', runHook('output', live))
-    const toLocal = live.filter((s) => isLocal(s.dst)).map((s) => ({...s, inIface: 'lo'}))
+    const toLocal = live.filter((s) => isLocal(s.dst)).map((s) => changed(s, {inIface: 'lo'}))
     return [...live.filter((s) => !isLocal(s.dst)), ...runHook('input', toLocal)]
   }
   live = runHook('prerouting', live)
@@ -202,7 +232,6 @@ export function walkChain<C>(source: ChainSource<C>, start: C, first: WalkState,
     // Where the last rule evaluated sits (a fork's: where it forked), described only when a message needs it.
     let atChain = thread.atChain
     let atIndex = thread.atIndex ?? 0
-    const where = () => (atChain === undefined ? '' : source.describe(atChain, atIndex))
     const frames = thread.frames
     for (;;) {
       if (action) {
@@ -227,7 +256,7 @@ export function walkChain<C>(source: ChainSource<C>, start: C, first: WalkState,
           continue
         }
         if (frames.length > MAX_DEPTH) {
-          out.push({state, end: 'UNKNOWN', reason: `jumps nest deeper than ${MAX_DEPTH} chains at ${where()} (a loop?)`})
+          out.push({state, end: 'UNKNOWN', reason: `jumps nest deeper than ${MAX_DEPTH} chains at ${atChain === undefined ? '' : source.describe(atChain, atIndex)} (a loop?)`})
           break
         }
         frames.push({chain: a.chain, index: 0, policyOf: a.chain})

@@ -7,7 +7,7 @@ import {SnapshotClusterSource} from '../cluster/snapshot-source.js'
 import type {ClusterState} from '../cluster/types.js'
 import {DiagnosisError} from '../errors.js'
 import {notProxiedReason} from '../model/expected.js'
-import type {NodeObservation} from '../node/bundle.js'
+import {forgetOneOffChains, type NodeObservation} from '../node/bundle.js'
 import type {PathTargets} from '../node/collect-node.js'
 import {selectNodes} from '../node/select-nodes.js'
 import {diagnose, type DiagnoseOptions, type Diagnosis} from './diagnose.js'
@@ -130,6 +130,7 @@ function judge<R>(states: ServiceState[], observations: NodeObservation[], opts:
   return states.map(({service, state, unreadable}, i) => {
     const base = {namespace: service.metadata?.namespace ?? '', name: service.metadata?.name ?? '', type: service.spec?.type ?? 'ClusterIP'}
     const outcome = judgeOne(base, service, state, unreadable, observations, opts, summarise)
+    forgetOneOffChains(observations)
     onProgress?.({kind: 'service-diagnosed', service: `${base.namespace}/${base.name}`, index: i + 1, total: states.length})
     return outcome
   })

@@ -455,13 +455,14 @@ export function followEndpoints(paths: PathResult[], nodes: PathNode[], endpoint
     }
     path.remote = [...shares]
       .map(([e, share]): RemoteHalf => {
-        const base = {endpoint: e.address, pod: e.podName ?? null, node: e.nodeName!, share: Math.round(share * 10_000) / 10_000}
         const h = halves.get(`${i} ${e.address}`)
+        const rounded = Math.round(share * 10_000) / 10_000
         if (!h) {
           const why = vocab.has(e.nodeName!) ? 'its half was not traced (too many endpoint halves, or no source address for the masqueraded packet)' : `${e.nodeName}'s rules were not read`
-          return {...base, followed: false, ok: null, breaksAt: null, detail: `not followed: ${why}`}
+          return {endpoint: e.address, pod: e.podName ?? null, node: e.nodeName!, share: rounded, followed: false, ok: null, breaksAt: null, detail: `not followed: ${why}`}
         }
-        return {...base, followed: true, ...judgeHalf(h, vocab.get(h.node)!), trace: h.trace}
+        const j = judgeHalf(h, vocab.get(h.node)!)
+        return {endpoint: e.address, pod: e.podName ?? null, node: e.nodeName!, share: rounded, followed: true, ok: j.ok, breaksAt: j.breaksAt, detail: j.detail, trace: h.trace}
       })
       .sort((a, b) => byLocale.compare(a.node, b.node) || byLocale.compare(a.endpoint, b.endpoint))
     if (path.ok !== true) continue

@@ -96,6 +96,15 @@ export interface NodeObservation {
   path?: PathObservation
 }
 
+/** After one Service of a scan is judged: each dump drops the parsed chains only that Service asked for. */
+export function forgetOneOffChains(observations: NodeObservation[]): void {
+  for (const o of observations) {
+    o.iptables?.forgetOneOffChains()
+    o.ip6tables?.forgetOneOffChains()
+    for (const b of o.backends ?? []) b.dump.forgetOneOffChains()
+  }
+}
+
 /** The recording of a node that could not be read: its first error line. */
 export function errorRecording(message: string): NodeRecording {
   return new Map([[NODE_FILES.error, Buffer.from(message.split('\n')[0] + '\n')]])

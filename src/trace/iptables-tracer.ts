@@ -50,10 +50,10 @@ interface RuleFacts {
   quick: Array<QuickDestinations | undefined>
   /** For a long chain, once walked: its rules by the /32 destination they open with (see skipTo). */
   byLead?: LeadIndex
+  /** Per rule, once a walk takes it: its step, shared by every walk that passes it (a scan passes each rule once per Service and node). */
+  steps: Array<TraceStep | undefined>
   /** Per rule, once asked: whether it has a -m recent match (a walk that meets one is session-affine). */
   recent: Array<boolean | undefined>
-  /** Per rule whose target is a chain, once taken: that chain; null when the table has no such chain. */
-  jumps: Array<Chain | null | undefined>
 }
 
 /** The rules of a long chain that open with "-d ADDRESS/32", by address, and the others, each list in rule order. */
@@ -75,7 +75,7 @@ type Outcome = RuleOutcome<Chain>
 export class IptablesTracer implements ChainSource<Chain> {
   private local: Set<string>
   private packet!: Packet
-  private readonly chains = new Map<string, Chain>()
+  private readonly chains = new Map<string, Map<string, Chain | null>>()
   private passedState: State | undefined
   private passedOutcome: Outcome[] = []
   private readonly localCache = new Map<string, boolean>()
@@ -162,7 +162,7 @@ export class IptablesTracer implements ChainSource<Chain> {
   evaluate(chain: Chain, index: number, input: State): Outcome[] {
     const rule = chain.rules[index]
     let state = input
-    if (rule.unparsable !== undefined) return [{state: withStep(state, rule), action: {kind: 'end', end: 'UNKNOWN', reason: `rule not understood (${rule.unparsable}): ${rule.text}`}}]
+    if (rule.unparsable !== undefined) return [{state: withStep(state, chain, index), action: {kind: 'end', end: 'UNKNOWN', reason: `rule not understood (${rule.unparsable}): ${rule.text}`}}]
     // Most of a huge KUBE-SERVICES chain opens with another Service's -d: seen in the text, without parsing the rule.
     let lead = chain.lead[index]
     if (lead === undefined) lead = chain.lead[index] = leadingQuickDestination(rule.text)
@@ -173,8 +173,8 @@ export class IptablesTracer implements ChainSource<Chain> {
     // A walk that meets -m recent is session-affine: later packets from this client may stick elsewhere.
     if (!state.sticky && (chain.recent[index] ??= rule.matches.some((m) => m.module === 'recent'))) state = changed(state, {sticky: true})
     const m = this.matches(rule, state, this.packet)
-    if (m === false) return [{state, action: NEXT}]
-    if (typeof m === 'object' && 'unknown' in m) return [{state: withStep(state, rule), action: {kind: 'end', end: 'UNKNOWN', reason: m.unknown}}]
+    if (m === false) return this.passed(state)
+    if (typeof m === 'object' && 'unknown' in m) return [{state: withStep(state, chain, index), action: {kind: 'end', end: 'UNKNOWN', reason: m.unknown}}]
     if (typeof m === 'object' && 'probability' in m) {
       const out: Outcome[] = []
       if (m.probability > 0) out.push(this.applyTarget(chain, index, changed(state, {probability: state.probability * m.probability})))
@@ -209,20 +209,25 @@ export class IptablesTracer implements ChainSource<Chain> {
     let chains = byHook.get(hook)
     if (!chains) {
       const name = hook.toUpperCase()
-      byHook.set(hook, (chains = HOOK_TABLES[hook].filter((table) => this.dump.hasChain(table, name)).map((table) => this.chain(table, name))))
+      byHook.set(hook, (chains = HOOK_TABLES[hook].filter((table) => this.dump.hasChain(table, name)).map((table) => this.chain(table, name)!)))
     }
     return chains
   }
 
-  private chain(table: string, name: string): Chain {
-    const key = `${table}\0${name}`
-    let c = this.chains.get(key)
-    if (!c) {
-      const rules = this.dump.rules(table, name)
-      let facts = factsOf.get(rules)
-      if (!facts) factsOf.set(rules, (facts = {lead: [], quick: [], recent: [], jumps: []}))
-      c = Object.assign(facts, {table, name, rules})
-      this.chains.set(key, c)
+  /** The table's chain of that name, null when the dump has none; looked up once per tracer. */
+  private chain(table: string, name: string): Chain | null {
+    let byName = this.chains.get(table)
+    if (!byName) this.chains.set(table, (byName = new Map()))
+    let c = byName.get(name)
+    if (c === undefined) {
+      c = null
+      if (this.dump.hasChain(table, name)) {
+        const rules = this.dump.rules(table, name)
+        let facts = factsOf.get(rules)
+        if (!facts) factsOf.set(rules, (facts = {lead: [], quick: [], recent: [], steps: []}))
+        c = Object.assign(facts, {table, name, rules})
+      }
+      byName.set(name, c)
     }
     return c
   }
@@ -230,7 +235,7 @@ export class IptablesTracer implements ChainSource<Chain> {
   private applyTarget(chain: Chain, index: number, state: State): Outcome {
     const rule = chain.rules[index]
     // A fresh copy, this rule's own: what the target changes is written to it.
-    const s = withStep(state, rule)
+    const s = withStep(state, chain, index)
     const target = rule.target
     if (!target) return {state: s, action: NEXT}
     switch (target) {
@@ -279,8 +284,8 @@ export class IptablesTracer implements ChainSource<Chain> {
       case 'TCPMSS':
         return {state: s, action: NEXT}
     }
-    let next = chain.jumps[index]
-    if (next === undefined) next = chain.jumps[index] = this.dump.hasChain(chain.table, target) ? this.chain(chain.table, target) : null
+    // Not kept with the rule: a scan's shared KUBE-SERVICES would hold every Service's chains (see forgetOneOffChains).
+    const next = this.chain(chain.table, target)
     if (next === null) return unknownEnd(s, `target ${target} is not a chain of table ${chain.table} nor a target the tracer knows`)
     return {state: s, action: {kind: rule.isGoto ? 'goto' : 'jump', chain: next}}
   }
@@ -500,12 +505,12 @@ function isPlainIPv4(text: string): boolean {
   return false
 }
 
-/** One step object per rule, shared by every walk that passes it (a scan passes each rule once per Service and node). */
-const stepOf = new WeakMap<ParsedRule, TraceStep>()
-
-function withStep(s: State, rule: ParsedRule): State {
-  let step = stepOf.get(rule)
-  if (!step) stepOf.set(rule, (step = {table: rule.table, chain: rule.chain, line: rule.line, rule: rule.text}))
+function withStep(s: State, chain: Chain, index: number): State {
+  let step = chain.steps[index]
+  if (!step) {
+    const rule = chain.rules[index]
+    step = chain.steps[index] = {table: rule.table, chain: rule.chain, line: rule.line, rule: rule.text}
+  }
   return addStep(s, step)
 }
 

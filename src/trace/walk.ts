@@ -75,7 +75,7 @@ export function startState(packet: Packet): WalkState {
  * A copy of a state to change: every field written out, so that all states share one shape (a scan copies millions
  * of them, and a spread of a state with optional fields is many times slower).
  */
-export function copyState(s: WalkState): WalkState {
+function copyState(s: WalkState): WalkState {
   return {
     src: s.src,
     dst: s.dst,

@@ -57,7 +57,8 @@ export interface NodeReads {
   warnings: string[]
 }
 
-type Collect = (name: string, connect: () => Promise<NodeAccess>) => Promise<NodeCollection>
+/** Reads one node through `connect`, the access of `transport`. */
+type Collect = (name: string, connect: () => Promise<NodeAccess>, transport: TransportName) => Promise<NodeCollection>
 
 const DEFAULT_KUBE_PROXY_NAMESPACE = 'kube-system'
 const DEFAULT_KUBE_PROXY_SELECTOR = 'k8s-app=kube-proxy'
@@ -131,7 +132,7 @@ export async function readNodesThrough(targets: Array<{name: string; address?: s
     if (useSsh) {
       const connect = await sshConnectorOrFail(connector)
       let access: NodeAccess | undefined
-      collected.set(target.name, await collect(target.name, async () => (access = await connect(target))))
+      collected.set(target.name, await collect(target.name, async () => (access = await connect(target)), 'ssh'))
       if (access) for (const line of transportNotes(access).warnings) warnings.add(`${target.name}: ${line}`)
       const why = via === 'ssh' ? '--via ssh' : `${sshConfigName} has a Host entry for ${target.name}`
       const address = access?.describe().address ?? null
@@ -156,7 +157,7 @@ export async function readNodesThrough(targets: Array<{name: string; address?: s
       }
       if (access) {
         const opened = access
-        const result = await collect(target.name, async () => opened)
+        const result = await collect(target.name, async () => opened, 'kube-proxy')
         const notes = transportNotes(opened)
         for (const line of notes.forbidden) warnings.add(line)
         const execRefused = !result.observation.reachable && notes.forbidden.some((l) => /pods\/exec/.test(l))
@@ -191,7 +192,7 @@ export async function readNodesThrough(targets: Array<{name: string; address?: s
     }
     const opened = access
     // collect closes the access: the Pod is deleted (or said not to be) before this returns.
-    const result = await collect(target.name, async () => opened)
+    const result = await collect(target.name, async () => opened, 'debug-pod')
     const notes = transportNotes(opened)
     for (const line of [...notes.forbidden, ...notes.leftovers]) warnings.add(line)
     const execRefused = !result.observation.reachable && notes.forbidden.find((l) => /pods\/exec/.test(l))

@@ -11,8 +11,9 @@ import {transportConnector, type NodeConnector} from '../node/transports.js'
 import {readNodesThrough, type NodeReadVia, type Via} from './choose-transport.js'
 import type {CollectOptions, PathTargets} from '../node/collect-node.js'
 import {nodeAddress} from './node-address.js'
-import {probeNodes} from './probe-stage.js'
-import type {ProbeRun} from '../node/tcp-probe.js'
+import {probeNodes, probeSettings, probeThrough} from './probe-stage.js'
+import type {NodeProbes, ProbeRun} from '../node/tcp-probe.js'
+import {closingAfter, type NodeAccess} from '../node/node-access.js'
 import {isNodeName} from '../model/names.js'
 import type {VerboseLog} from '../node/logged-access.js'
 import type {Reach} from '../model/reach.js'
@@ -102,8 +103,18 @@ export async function gatherLive(opts: LiveOptions): Promise<GatheredLive> {
   // A record for the IPv4 ClusterIP, AAAA for the IPv6 one: each family of the Service is judged on its own answer.
   const types = serviceFamilies(cluster.service).map((f) => (f.family === 'IPv6' ? ('AAAA' as const) : ('A' as const)))
   const dns = dnsIP && dnsIP !== 'None' ? {name: `${opts.name}.${namespace}.svc.${cluster.clusterDomain}`, server: dnsIP, types} : undefined
-  const {observations, recordings, readVia, warnings} = await readNodesLive(cluster.nodes, selection.names, opts, dns, pathTargets(cluster))
-  const probes = opts.probe ? await probeNodes(cluster, observations, await probeConnector(readVia, opts), opts) : undefined
+  // Each node read over SSH is probed on the read's own connection while it reads: the probes need only the cluster.
+  const probing = new Map<string, Promise<NodeProbes>>()
+  const settings = probeSettings(opts)
+  const probeBeside = opts.probe
+    ? (name: string, access: NodeAccess) => {
+        const running = probeThrough(cluster, name, access, settings)
+        probing.set(name, running)
+        return running
+      }
+    : undefined
+  const {observations, recordings, readVia, warnings} = await readNodesLive(cluster.nodes, selection.names, opts, dns, pathTargets(cluster), probeBeside)
+  const probes = opts.probe ? await probeNodes(cluster, observations, await probeConnector(readVia, opts), opts, probing) : undefined
   const reach = await liveReach(opts, readVia, cluster.nodes)
   return {cluster, observations, recordings, readVia, selectionNote: selection.note, warnings: [...hostKeyWarnings(opts), ...warnings], namespace, probes, reach}
 }
@@ -132,6 +143,13 @@ function pathTargets(cluster: ClusterState): PathTargets {
     endpointAddresses: cluster.slices.flatMap((s) => (s.endpoints ?? []).flatMap((e) => e.addresses ?? [])),
     serviceAddresses: clusterIPs.flatMap((address) => protocols.map((protocol) => ({address, protocol}))),
   }
+}
+
+function withBeside(access: NodeAccess, work: (access: NodeAccess) => Promise<unknown>): NodeAccess {
+  const running = work(access)
+  // Awaited by probeNodes; until then a failure must not surface as an unhandled rejection.
+  running.catch(() => undefined)
+  return closingAfter(access, running)
 }
 
 export function hostKeyWarnings(opts: {insecureIgnoreHostKey: boolean}): string[] {
@@ -165,6 +183,8 @@ export async function readNodesLive(
   >,
   dns: CollectOptions['dns'],
   path?: PathTargets,
+  /** Work to run on each SSH-read node's access while it is read (the live probes); closing waits for it. */
+  beside?: (name: string, access: NodeAccess) => Promise<unknown>,
 ): Promise<{observations: NodeObservation[]; recordings: Map<string, NodeRecording>; readVia: Map<string, NodeReadVia>; warnings: string[]}> {
   const {collectNode, loadKubeConfig} = await liveModules()
   const targets = names.map((name) => {
@@ -172,10 +192,11 @@ export async function readNodesLive(
     return {name, address: node && nodeAddress(node)}
   })
   const progress = opts.onProgress
-  const reads = await readNodesThrough(targets, {...opts, kubeConfig: () => loadKubeConfig(opts).kc}, opts.concurrency, async (name, connect) => {
+  const reads = await readNodesThrough(targets, {...opts, kubeConfig: () => loadKubeConfig(opts).kc}, opts.concurrency, async (name, connect, transport) => {
     const startedAt = performance.now()
     progress?.({kind: 'node-read-started', node: name, total: names.length})
-    const collection = await collectNode(name, connect, {timeoutMs: opts.timeoutMs, dns, path, proxyMode: opts.proxyMode})
+    const open = beside && transport === 'ssh' ? async () => withBeside(await connect(), (access) => beside(name, access)) : connect
+    const collection = await collectNode(name, open, {timeoutMs: opts.timeoutMs, dns, path, proxyMode: opts.proxyMode})
     progress?.({kind: 'node-read-finished', node: name, ms: performance.now() - startedAt, ok: collection.observation.reachable})
     return collection
   })

@@ -1,7 +1,8 @@
 import type {ClusterState} from '../cluster/types.js'
 import type {NodeObservation} from '../node/bundle.js'
 import {mapBounded} from '../node/select-nodes.js'
-import {probeOpener, probeTargets, type NodeProbes, type ProbeRun} from '../node/tcp-probe.js'
+import {probeOpener, probeTargets, type NodeProbes, type ProbeRun, type ProbeSettings} from '../node/tcp-probe.js'
+import type {NodeAccess} from '../node/node-access.js'
 import type {NodeConnector} from '../node/transports.js'
 import {nodeAddress} from './node-address.js'
 import {planProbes, PROBE_SETTINGS} from './probe-plan.js'
@@ -10,17 +11,29 @@ import {planProbes, PROBE_SETTINGS} from './probe-plan.js'
 export const PROBES_OFF: ProbeRun = {ran: false, reason: 'live probes are off (--no-probe): the diagnosis is static only'}
 export const PROBES_SNAPSHOT: ProbeRun = {ran: false, reason: 'live probes are not run from a snapshot (it opens no connection): the diagnosis is static only'}
 
+/** The probe settings of a run: the defaults, no probe waiting longer than one step. */
+export function probeSettings(opts: {timeoutMs: number}): ProbeSettings {
+  return {...PROBE_SETTINGS, timeoutMs: Math.min(PROBE_SETTINGS.timeoutMs, opts.timeoutMs)}
+}
+
 /**
- * Live probes, after the nodes are read: every readable node opens connect-and-close TCP connections from itself
- * (through its transport: an SSH direct-tcpip channel) to the Service's addresses and endpoints. Nothing is sent.
+ * Live probes: every readable node opens connect-and-close TCP connections from itself (through its transport: an SSH
+ * direct-tcpip channel) to the Service's addresses and endpoints. Nothing is sent. A node whose probes already ran on
+ * its read's own connection (see probeThrough) has them in `started`; the others are connected to now.
  */
-export async function probeNodes(cluster: ClusterState, observations: NodeObservation[], connect: NodeConnector, opts: {timeoutMs: number; concurrency: number}): Promise<ProbeRun> {
-  const settings = {...PROBE_SETTINGS, timeoutMs: Math.min(PROBE_SETTINGS.timeoutMs, opts.timeoutMs)}
+export async function probeNodes(
+  cluster: ClusterState,
+  observations: NodeObservation[],
+  connect: NodeConnector,
+  opts: {timeoutMs: number; concurrency: number},
+  started: ReadonlyMap<string, Promise<NodeProbes>> = new Map(),
+): Promise<ProbeRun> {
+  const settings = probeSettings(opts)
   const readable = observations.filter((o) => o.reachable).map((o) => o.name)
-  const notes = new Set<string>()
+  const notes = new Set(readable.flatMap((name) => planProbes(cluster, name, settings).notes))
   const nodes = await mapBounded(readable, opts.concurrency, async (name): Promise<NodeProbes> => {
-    const plan = planProbes(cluster, name, settings)
-    for (const n of plan.notes) notes.add(n)
+    const early = started.get(name)
+    if (early) return early
     const node = cluster.nodes.find((n) => n.metadata?.name === name)
     let access
     try {
@@ -29,11 +42,17 @@ export async function probeNodes(cluster: ClusterState, observations: NodeObserv
       return {node: name, via: 'nothing', error: (e as Error).message.split('\n')[0], tallies: []}
     }
     try {
-      const tallies = await probeTargets(probeOpener(access, settings.timeoutMs), plan.targets, {attempts: settings.vipAttempts, timeoutMs: settings.timeoutMs, concurrency: settings.concurrency})
-      return {node: name, via: access.describe().tcpVia, tallies}
+      return await probeThrough(cluster, name, access, settings)
     } finally {
       await access.close()
     }
   })
   return {ran: true, settings, nodes, notes: [...notes]}
+}
+
+/** One node's probes through an access already open (the read's own, while it reads: no second connection). */
+export async function probeThrough(cluster: ClusterState, name: string, access: NodeAccess, settings: ProbeSettings): Promise<NodeProbes> {
+  const plan = planProbes(cluster, name, settings)
+  const tallies = await probeTargets(probeOpener(access, settings.timeoutMs), plan.targets, {attempts: settings.vipAttempts, timeoutMs: settings.timeoutMs, concurrency: settings.concurrency})
+  return {node: name, via: access.describe().tcpVia, tallies}
 }

@@ -57,6 +57,25 @@ export interface NodeAccess {
   close(): void | Promise<void>
 }
 
+/**
+ * The access with other work running on it beside the read (the live probes over the read's own SSH connection):
+ * closing it waits for that work first.
+ */
+export function closingAfter(access: NodeAccess, beside: Promise<unknown>): NodeAccess {
+  const wrapped: NodeAccess = {
+    run: (key, ...args) => access.run(key, ...args),
+    openTcp: (host, port, timeoutMs) => access.openTcp(host, port, timeoutMs),
+    readFile: (path) => access.readFile(path),
+    describe: () => access.describe(),
+    close: async () => {
+      await beside.catch(() => undefined)
+      await access.close()
+    },
+  }
+  if (access.usesSudo) wrapped.usesSudo = () => access.usesSudo!()
+  return wrapped
+}
+
 /** The OpenTcp shape tcp-probe.ts and the HTTP/DNS helpers use: a refusal becomes an error carrying its reason. */
 export function tcpOpener(access: NodeAccess, timeoutMs: number): (host: string, port: number) => Promise<Duplex> {
   return async (host, port) => {

@@ -68,6 +68,20 @@ describe('live probes against the netns lab', {skip: why}, () => {
     assert.equal(r.json.summary, '✓ shop/web: every traced path works on 2 node(s), every live probe connected (10 targets from 2 node(s))')
   })
 
+  test('the probes run on the read\'s own SSH connection while the node is read: one connection per node', async () => {
+    const r = await doctor('-o', 'json', '--verbose')
+    assert.equal(r.code, 0, r.stdout + r.stderr)
+    const connected = r.stderr.split('\n').flatMap((l) => /(node-[ab]) \[ssh [^\]]+\] connected in/.exec(l)?.[1] ?? []).sort()
+    assert.deepEqual(connected, ['node-a', 'node-b'], r.stderr)
+    assert.deepEqual(
+      r.json.probes.nodes.map((n: {node: string; targets: Target[]}) => [n.node, n.targets.every((t) => t.connected === t.attempts)]),
+      [
+        ['node-a', true],
+        ['node-b', true],
+      ],
+    )
+  })
+
   test('healthy lab, human report: the probe table per node with ✓ and counts', async () => {
     const r = await doctor()
     assert.equal(r.code, 0, r.stderr)

@@ -240,6 +240,16 @@ function jumpTargets(s: TraceStep): string[] {
 }
 const jumpsOf = new WeakMap<TraceStep, string[]>()
 
+function someOf(chains: Set<string>, test: (chain: string) => boolean): boolean {
+  return firstOf(chains, test) !== undefined
+}
+
+/** The first chain that passes `test` (a set is asked per outcome: no array made of it). */
+function firstOf(chains: Set<string>, test: (chain: string) => boolean): string | undefined {
+  for (const c of chains) if (test(c)) return c
+  return undefined
+}
+
 function judgeOutcome(o: TraceOutcome, port: ExpectedPort, expected: Set<string>, opts: JudgeOptions, inputs: PathInputs): Judgement | undefined {
   const v = inputs.dataplane.vocab
   const nat = natChainsEntered(o, v)
@@ -249,7 +259,7 @@ function judgeOutcome(o: TraceOutcome, port: ExpectedPort, expected: Set<string>
   if (o.verdict === 'UNKNOWN') return {ok: null, breaksAt: 'unknown', detail: `cannot tell: ${o.reason}`}
   if (!nat.has(servicesChain))
     return {ok: false, breaksAt: opts.hook, detail: `${opts.hook} does not send the packet to ${servicesChain} (${o.verdict === 'ACCEPT' ? 'left untranslated' : o.verdict})`}
-  const sawService = [...nat].some((c) => v.isServiceChain(c))
+  const sawService = someOf(nat, v.isServiceChain)
   if (o.verdict === 'REJECT' || o.verdict === 'DROP') {
     if (!sawService) {
       const last = o.steps[o.steps.length - 1]
@@ -263,7 +273,7 @@ function judgeOutcome(o: TraceOutcome, port: ExpectedPort, expected: Set<string>
     const where = at === 'KUBE-NODEPORTS' ? v.nodePorts : v.services
     return {ok: false, breaksAt: at, detail: `no entry in ${where} for ${opts.nodePort ? `node port ${port.nodePort}` : `${port.svcPortName}`}: the packet leaves untranslated`}
   }
-  const sep = [...nat].find((c) => v.isEndpointChain(c))
+  const sep = firstOf(nat, v.isEndpointChain)
   if (!sep) return {ok: false, breaksAt: 'KUBE-SVC', detail: `${share} of new connections pass through the service chain without choosing an endpoint`}
   if (o.verdict !== 'DNAT') return {ok: false, breaksAt: 'KUBE-SEP', detail: `${share} of new connections: ${sep} has no DNAT rule, the packet leaves untranslated`}
   if (!expected.has(o.destination!)) return {ok: false, breaksAt: 'DNAT', detail: `${share} of new connections DNAT to ${o.destination} (via ${sep}), which is not a ready endpoint`}
@@ -303,6 +313,7 @@ function judge(trace: TraceResult, port: ExpectedPort, expected: ExpectedEndpoin
   if (worst) return worst
   const reached = new Set(trace.destinations)
   const missing = expected.filter((e) => !reached.has(e.address))
+  if (missing.length === 0) return {ok: true, breaksAt: null, detail: `reaches ${expected.length} endpoint(s): ${trace.destinations.join(', ')}`}
   const entered = new Set(trace.outcomes.flatMap((o) => [...natChainsEntered(o, inputs.dataplane.vocab)]))
   const hollow = missing.find((e) => entered.has(opts.endpointChain(e)))
   if (hollow)
@@ -311,13 +322,11 @@ function judge(trace: TraceResult, port: ExpectedPort, expected: ExpectedEndpoin
       breaksAt: 'KUBE-SEP',
       detail: `${opts.endpointChain(hollow)} (endpoint ${hollow.address}${hollow.podName ? `, ${hollow.podName}` : ''}) has no DNAT rule: the jump falls through and the endpoint never gets traffic`,
     }
-  if (missing.length > 0)
-    return {
-      ok: false,
-      breaksAt: 'KUBE-SVC',
-      detail: `endpoint ${missing.map((e) => `${e.address}${e.podName ? ` (${e.podName})` : ''}`).join(', ')} is never chosen: missing from ${opts.chain ?? 'its service chain'}`,
-    }
-  return {ok: true, breaksAt: null, detail: `reaches ${expected.length} endpoint(s): ${trace.destinations.join(', ')}`}
+  return {
+    ok: false,
+    breaksAt: 'KUBE-SVC',
+    detail: `endpoint ${missing.map((e) => `${e.address}${e.podName ? ` (${e.podName})` : ''}`).join(', ')} is never chosen: missing from ${opts.chain ?? 'its service chain'}`,
+  }
 }
 
 /** The second half of a path whose endpoint is on another node: the packet as it arrives there, and its walk. */

@@ -11,8 +11,8 @@ import {transportConnector, type NodeConnector} from '../node/transports.js'
 import {readNodesThrough, type NodeReadVia, type Via} from './choose-transport.js'
 import type {CollectOptions, PathTargets} from '../node/collect-node.js'
 import {nodeAddress} from './node-address.js'
-import {probeNodes, probeSettings, probeThrough} from './probe-stage.js'
-import type {NodeProbes, ProbeRun} from '../node/tcp-probe.js'
+import {probeNodes, probeSettings, startProbes, type StartedProbes} from './probe-stage.js'
+import type {ProbeRun} from '../node/tcp-probe.js'
 import {closingAfter, type NodeAccess} from '../node/node-access.js'
 import {isNodeName} from '../model/names.js'
 import type {VerboseLog} from '../node/logged-access.js'
@@ -104,13 +104,13 @@ export async function gatherLive(opts: LiveOptions): Promise<GatheredLive> {
   const types = serviceFamilies(cluster.service).map((f) => (f.family === 'IPv6' ? ('AAAA' as const) : ('A' as const)))
   const dns = dnsIP && dnsIP !== 'None' ? {name: `${opts.name}.${namespace}.svc.${cluster.clusterDomain}`, server: dnsIP, types} : undefined
   // Each node read over SSH is probed on the read's own connection while it reads: the probes need only the cluster.
-  const probing = new Map<string, Promise<NodeProbes>>()
+  const probing = new Map<string, StartedProbes>()
   const settings = probeSettings(opts)
   const probeBeside = opts.probe
     ? (name: string, access: NodeAccess) => {
-        const running = probeThrough(cluster, name, access, settings)
-        probing.set(name, running)
-        return running
+        const started = startProbes(cluster, name, access, settings)
+        probing.set(name, started)
+        return started.probes
       }
     : undefined
   const {observations, recordings, readVia, warnings} = await readNodesLive(cluster.nodes, selection.names, opts, dns, pathTargets(cluster), probeBeside)
@@ -143,13 +143,6 @@ function pathTargets(cluster: ClusterState): PathTargets {
     endpointAddresses: cluster.slices.flatMap((s) => (s.endpoints ?? []).flatMap((e) => e.addresses ?? [])),
     serviceAddresses: clusterIPs.flatMap((address) => protocols.map((protocol) => ({address, protocol}))),
   }
-}
-
-function withBeside(access: NodeAccess, work: (access: NodeAccess) => Promise<unknown>): NodeAccess {
-  const running = work(access)
-  // Awaited by probeNodes; until then a failure must not surface as an unhandled rejection.
-  running.catch(() => undefined)
-  return closingAfter(access, running)
 }
 
 export function hostKeyWarnings(opts: {insecureIgnoreHostKey: boolean}): string[] {
@@ -195,7 +188,13 @@ export async function readNodesLive(
   const reads = await readNodesThrough(targets, {...opts, kubeConfig: () => loadKubeConfig(opts).kc}, opts.concurrency, async (name, connect, transport) => {
     const startedAt = performance.now()
     progress?.({kind: 'node-read-started', node: name, total: names.length})
-    const open = beside && transport === 'ssh' ? async () => withBeside(await connect(), (access) => beside(name, access)) : connect
+    const open =
+      beside && transport === 'ssh'
+        ? async () => {
+            const access = await connect()
+            return closingAfter(access, beside(name, access))
+          }
+        : connect
     const collection = await collectNode(name, open, {timeoutMs: opts.timeoutMs, dns, path, proxyMode: opts.proxyMode})
     progress?.({kind: 'node-read-finished', node: name, ms: performance.now() - startedAt, ok: collection.observation.reachable})
     return collection

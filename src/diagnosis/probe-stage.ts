@@ -5,7 +5,7 @@ import {probeOpener, probeTargets, type NodeProbes, type ProbeRun, type ProbeSet
 import type {NodeAccess} from '../node/node-access.js'
 import type {NodeConnector} from '../node/transports.js'
 import {nodeAddress} from './node-address.js'
-import {planProbes, PROBE_SETTINGS} from './probe-plan.js'
+import {planProbes, PROBE_SETTINGS, type ProbePlan} from './probe-plan.js'
 
 /** Why probes did not run, in the words the report uses. */
 export const PROBES_OFF: ProbeRun = {ran: false, reason: 'live probes are off (--no-probe): the diagnosis is static only'}
@@ -16,24 +16,35 @@ export function probeSettings(opts: {timeoutMs: number}): ProbeSettings {
   return {...PROBE_SETTINGS, timeoutMs: Math.min(PROBE_SETTINGS.timeoutMs, opts.timeoutMs)}
 }
 
+/** One node's probes under way: the notes of its plan, and the tallies to come. */
+export interface StartedProbes {
+  notes: string[]
+  probes: Promise<NodeProbes>
+}
+
 /**
  * Live probes: every readable node opens connect-and-close TCP connections from itself (through its transport: an SSH
- * direct-tcpip channel) to the Service's addresses and endpoints. Nothing is sent. A node whose probes already ran on
- * its read's own connection (see probeThrough) has them in `started`; the others are connected to now.
+ * direct-tcpip channel) to the Service's addresses and endpoints. Nothing is sent. A node whose probes already run on
+ * its read's own connection (startProbes) has them in `started`; the others are connected to now.
  */
 export async function probeNodes(
   cluster: ClusterState,
   observations: NodeObservation[],
   connect: NodeConnector,
   opts: {timeoutMs: number; concurrency: number},
-  started: ReadonlyMap<string, Promise<NodeProbes>> = new Map(),
+  started: ReadonlyMap<string, StartedProbes> = new Map(),
 ): Promise<ProbeRun> {
   const settings = probeSettings(opts)
   const readable = observations.filter((o) => o.reachable).map((o) => o.name)
-  const notes = new Set(readable.flatMap((name) => planProbes(cluster, name, settings).notes))
+  const notes = new Set<string>()
   const nodes = await mapBounded(readable, opts.concurrency, async (name): Promise<NodeProbes> => {
     const early = started.get(name)
-    if (early) return early
+    if (early) {
+      for (const n of early.notes) notes.add(n)
+      return early.probes
+    }
+    const plan = planProbes(cluster, name, settings)
+    for (const n of plan.notes) notes.add(n)
     const node = cluster.nodes.find((n) => n.metadata?.name === name)
     let access
     try {
@@ -42,7 +53,7 @@ export async function probeNodes(
       return {node: name, via: 'nothing', error: (e as Error).message.split('\n')[0], tallies: []}
     }
     try {
-      return await probeThrough(cluster, name, access, settings)
+      return await probePlan(plan, name, access, settings)
     } finally {
       await access.close()
     }
@@ -50,9 +61,13 @@ export async function probeNodes(
   return {ran: true, settings, nodes, notes: [...notes]}
 }
 
-/** One node's probes through an access already open (the read's own, while it reads: no second connection). */
-export async function probeThrough(cluster: ClusterState, name: string, access: NodeAccess, settings: ProbeSettings): Promise<NodeProbes> {
+/** Starts one node's probes through an access already open (the read's own, while it reads: no second connection). */
+export function startProbes(cluster: ClusterState, name: string, access: NodeAccess, settings: ProbeSettings): StartedProbes {
   const plan = planProbes(cluster, name, settings)
+  return {notes: plan.notes, probes: probePlan(plan, name, access, settings)}
+}
+
+async function probePlan(plan: ProbePlan, name: string, access: NodeAccess, settings: ProbeSettings): Promise<NodeProbes> {
   const tallies = await probeTargets(probeOpener(access, settings.timeoutMs), plan.targets, {attempts: settings.vipAttempts, timeoutMs: settings.timeoutMs, concurrency: settings.concurrency})
   return {node: name, via: access.describe().tcpVia, tallies}
 }

@@ -62,13 +62,15 @@ export interface NodeAccess {
  * closing it waits for that work first.
  */
 export function closingAfter(access: NodeAccess, beside: Promise<unknown>): NodeAccess {
+  // Its outcome is the caller's to read; here only that it is over (and a failure is not an unhandled rejection).
+  const settled = beside.catch(() => undefined)
   const wrapped: NodeAccess = {
     run: (key, ...args) => access.run(key, ...args),
     openTcp: (host, port, timeoutMs) => access.openTcp(host, port, timeoutMs),
     readFile: (path) => access.readFile(path),
     describe: () => access.describe(),
     close: async () => {
-      await beside.catch(() => undefined)
+      await settled
       await access.close()
     },
   }

@@ -3,14 +3,15 @@ import {DoctorCommand} from '../cli/base-command.js'
 import {ignoreFlags, ignoreRules} from '../cli/ignore-config.js'
 import {clusterFlags, failOnFlag, liveOptions, splitList, verboseLog} from '../cli/flags.js'
 import {progressReporter} from '../cli/progress.js'
+import {currentContext} from '../cli/kube-context.js'
 import {scanLive, scanSnapshot, type ScanTarget} from '../diagnosis/scan.js'
 import type {ProxyMode} from '../model/modes/index.js'
 import {makeChalk} from '../report/human.js'
 import {outputWidth} from '../report/width.js'
 import {renderJunit} from '../report/junit.js'
 import {renderScanHuman} from '../report/scan-human.js'
-import {buildReport, parseFailOn} from '../report/report.js'
-import {buildScanReport, scanExitCode} from '../report/scan-report.js'
+import {parseFailOn} from '../report/report.js'
+import {buildScanReport, scanExitCode, scannedService, writeScanJson} from '../report/scan-report.js'
 import {DiagnosisError} from '../errors.js'
 
 export default class Scan extends DoctorCommand {
@@ -46,14 +47,16 @@ export default class Scan extends DoctorCommand {
     // The progress line (a terminal only) is cleared before anything else is printed, an error line included.
     const progress = progressReporter(flags)
     const onProgress = progress?.onProgress
+    const context = flags.snapshot ? null : await currentContext(flags)
+    const keep = scannedService(flags.output === 'json', {meta: {toolVersion: this.config.version, time: new Date().toISOString(), context}})
     let result
     try {
-      if (flags.snapshot) result = await scanSnapshot(flags.snapshot, target, buildReport, {...diagnoseOptions, nodes: splitList(flags.nodes), onProgress})
+      if (flags.snapshot) result = await scanSnapshot(flags.snapshot, target, keep, {...diagnoseOptions, nodes: splitList(flags.nodes), onProgress})
       else {
         const live = liveOptions('', flags, log)
         const {loadKubeConfig} = await import('../cluster/live-source.js')
         if (!flags['all-namespaces'] && !flags.namespace) target.namespace = loadKubeConfig(live).namespace
-        result = await scanLive({...live, ...target, ...diagnoseOptions, onProgress}, buildReport)
+        result = await scanLive({...live, ...target, ...diagnoseOptions, onProgress}, keep)
       }
     } finally {
       progress?.done()
@@ -64,7 +67,7 @@ export default class Scan extends DoctorCommand {
       process.stderr.write(`kproxy-doctor: warning: no node could be read: ${result.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}\n`)
     const scope = target.namespace === undefined ? 'all namespaces' : `namespace ${target.namespace}`
     const report = buildScanReport(result, scope, failOn)
-    if (flags.output === 'json') process.stdout.write(JSON.stringify(report, null, 2) + '\n')
+    if (flags.output === 'json') writeScanJson(report, (chunk) => process.stdout.write(chunk))
     else if (flags.output === 'junit') process.stdout.write(renderJunit(report, failOn))
     else process.stdout.write(renderScanHuman(report, makeChalk(process.stdout), outputWidth(process.stdout)) + '\n')
     process.exitCode = scanExitCode(report)

@@ -3,6 +3,7 @@ import {DoctorCommand} from '../cli/base-command.js'
 import {ignoreFlags, ignoreRules} from '../cli/ignore-config.js'
 import {clusterFlags, failOnFlag, LIVE_ONLY_FLAGS, liveOptions, probeFlags, splitList, verboseLog} from '../cli/flags.js'
 import {progressReporter} from '../cli/progress.js'
+import {currentContext} from '../cli/kube-context.js'
 import {diagnose} from '../diagnosis/diagnose.js'
 import type {ProxyMode} from '../model/modes/index.js'
 import {gatherLive, gatherSnapshot, type GatheredLive} from '../diagnosis/gather.js'
@@ -77,11 +78,4 @@ export default class Svc extends DoctorCommand {
     else process.stdout.write(renderHuman(report, c, width) + '\n' + (readVia ? '\n' + renderReadVia(readVia, [...new Set(order)], width) + '\n' : ''))
     process.exitCode = exitCode(report, failOn)
   }
-}
-
-/** The context the live read used: --context, else the kubeconfig's current one. */
-async function currentContext(flags: {kubeconfig?: string; context?: string}): Promise<string | null> {
-  if (flags.context) return flags.context
-  const {loadKubeConfig} = await import('../cluster/live-source.js')
-  return loadKubeConfig(flags).kc.getCurrentContext() || null
 }

@@ -13,6 +13,8 @@ import {selectNodes} from '../node/select-nodes.js'
 import {diagnose, type DiagnoseOptions, type Diagnosis} from './diagnose.js'
 import {hostKeyWarnings, readNodesLive, readSnapshotNodes, type LiveOptions, type ProgressEvent} from './gather.js'
 import {liveReach, snapshotReach} from './reach.js'
+import {PROBES_SNAPSHOT} from './probe-stage.js'
+import type {ProbeRun} from '../node/tcp-probe.js'
 
 export interface ScanTarget {
   /** One namespace, or every namespace when undefined (-A). */
@@ -51,6 +53,9 @@ export interface ScanResult<R> {
  * Per-Service DNS lookups are not made by a scan (they would be one lookup per Service per node): the scan asks the
  * cluster DNS Service's own name from each node instead, and each Service's DNS checks see no per-Service answer.
  */
+/** A scan opens no connection from the nodes: each Service is judged on what was read. */
+const PROBES_NOT_RUN_BY_SCAN: ProbeRun = {ran: false, reason: 'a scan runs no live probes (svc runs them): the diagnosis is static only'}
+
 const SCAN_NOTES = ["a scan asks cluster DNS for its own Service name from each node, not each Service's name (use `svc` for that)"]
 
 export type ScanLiveOptions = Omit<LiveOptions, 'name' | 'outDir' | 'namespace'> & ScanTarget & DiagnoseOptions
@@ -68,7 +73,7 @@ export async function scanLive<R>(opts: ScanLiveOptions, summarise: Summarise<R>
   const {observations, readVia, warnings} = await readNodesLive(nodes, selection.names, opts, dns, scanPathTargets(states))
   const reach = await liveReach(opts, readVia, nodes)
   return {
-    outcomes: judge(states, observations, {...opts, readVia, reach}, summarise, opts.onProgress),
+    outcomes: judge(states, observations, {...opts, readVia, reach, probes: PROBES_NOT_RUN_BY_SCAN}, summarise, opts.onProgress),
     observations,
     selectionNote: selection.note,
     warnings: [...hostKeyWarnings(opts), ...warnings],
@@ -89,7 +94,7 @@ export async function scanSnapshot<R>(
   const states = await readStates(source, target, recorded)
   const observations = readSnapshotNodes(dir, opts.nodes)
   return {
-    outcomes: judge(states, observations, {...opts, reach: snapshotReach(snapshot.manifest()?.context)}, summarise, opts.onProgress),
+    outcomes: judge(states, observations, {...opts, reach: snapshotReach(snapshot.manifest()?.context), probes: PROBES_SNAPSHOT}, summarise, opts.onProgress),
     observations,
     warnings: [],
     notes: SCAN_NOTES,

@@ -1,6 +1,6 @@
 import {CATALOGUE, codeEntry} from '../checks/catalogue.js'
 import type {FailOn} from './report.js'
-import {groupFindings, type ScanReport} from './scan-report.js'
+import {groupFindings, type ScanSummary} from './scan-report.js'
 import {fixText} from './fix-lines.js'
 
 const FAMILIES = [...new Set(CATALOGUE.map((e) => e.family))]
@@ -21,7 +21,7 @@ function xml(text: string): string {
  * or above --fail-on, carrying the findings' text. Skipped Services are one skipped testcase with the reason. Required
  * checks that could not run are one more testcase, "not checked": skipped, or a failure with `--fail-on skipped`.
  */
-export function renderJunit(r: ScanReport, failOn: FailOn): string {
+export function renderJunit(r: ScanSummary, failOn: FailOn): string {
   const fails = (severity: string) => severity === 'error' || (failOn.severity === 'warning' && severity === 'warning')
   const suites: string[] = []
   let total = 0

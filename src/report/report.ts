@@ -280,7 +280,7 @@ export function parseFailOn(value: string): FailOn | string {
 }
 
 /** Whether one Service's report fails the run under --fail-on. */
-export function fails(r: Report, failOn: FailOn): boolean {
+export function fails(r: Pick<Report, 'ok' | 'findings' | 'notChecked'>, failOn: FailOn): boolean {
   if (!r.ok) return true
   if (failOn.severity === 'warning' && r.findings.some((f) => f.severity === 'warning')) return true
   return failOn.skipped && r.notChecked.some((n) => n.required)

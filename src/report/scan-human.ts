@@ -1,5 +1,5 @@
 import type {ChalkInstance} from 'chalk'
-import {worstFinding, type ScanReport} from './scan-report.js'
+import {worstFinding, type ScanSummary} from './scan-report.js'
 import {groupFindingsByText} from './human.js'
 import {fixLines} from './fix-lines.js'
 import {fittingTable, wrapProse, type Cell} from './width.js'
@@ -8,7 +8,7 @@ import {renderNotChecked} from './coverage-human.js'
 const SEVERITY_MARK = {error: '✗', warning: '!', info: 'i'} as const
 
 /** The scan for people: the verdict, one row per Service, then the findings by Service and code, nodes listed once. */
-export function renderScanHuman(r: ScanReport, c: ChalkInstance, width = Number.POSITIVE_INFINITY): string {
+export function renderScanHuman(r: ScanSummary, c: ChalkInstance, width = Number.POSITIVE_INFINITY): string {
   const lines: string[] = [...wrapProse(r.summary.startsWith('✓') ? c.green(r.summary) : r.summary.startsWith('?') ? c.yellow(r.summary) : c.red.bold(r.summary), width, '', '  '), '']
   const readable = r.nodes.filter((n) => n.reachable).length
   // Out of every node asked; where some were not read, the share says how many were (the rest may be affected too).

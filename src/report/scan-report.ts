@@ -1,10 +1,11 @@
 import type {Finding} from '../checks/check.js'
+import type {Diagnosis} from '../diagnosis/diagnose.js'
 import type {ScanResult} from '../diagnosis/scan.js'
-import {fails, type FailOn, type Report} from './report.js'
+import {buildReport, fails, type FailOn, type Report, type ReportOptions} from './report.js'
 import type {Command} from '../model/shell.js'
 
 /** The JSON contract of `scan -o json`: per Service the same shape as `svc -o json`. */
-export interface ScanReport {
+interface ScanReport {
   kind: 'ScanReport'
   ok: boolean
   summary: string
@@ -13,6 +14,50 @@ export interface ScanReport {
   skipped: Array<{namespace: string; name: string; type: string; reason: string}>
   nodes: Array<{name: string; reachable: boolean; error: string | null}>
   notes: string[]
+}
+
+/**
+ * What a scan keeps of each Service's report, made as soon as it is judged: what the table, JUnit and --fail-on read,
+ * and for `-o json` the whole report already written out (as UTF-8, outside the JavaScript heap). Keeping every
+ * Service's report as objects until the end held gigabytes at 10,000 Services and slowed every garbage collection.
+ */
+export interface ScannedService extends Pick<Report, 'service' | 'endpoints' | 'findings' | 'notChecked' | 'ok'> {
+  /** The Service's `svc -o json` report, indented for its place in the scan's document (-o json only). */
+  json?: Buffer
+}
+
+/** The scan's report as the table and JUnit read it; `writeScanJson` writes it as the JSON contract, ScanReport. */
+export type ScanSummary = Omit<ScanReport, 'services'> & {services: ScannedService[]}
+
+/** A Service's array element in the scan's document: indented as JSON.stringify(document, null, 2) would write it. */
+const ELEMENT_INDENT = '    '
+
+/** What a scan keeps of each Service's diagnosis (see ScannedService); `withJson` for `-o json`. */
+export function scannedService(withJson: boolean, opts: ReportOptions): (d: Diagnosis) => ScannedService {
+  return (d) => {
+    const r = buildReport(d, opts)
+    const kept: ScannedService = {service: r.service, endpoints: r.endpoints, findings: r.findings, notChecked: r.notChecked, ok: r.ok}
+    if (withJson) kept.json = Buffer.from(ELEMENT_INDENT + JSON.stringify(r, null, 2).replaceAll('\n', '\n' + ELEMENT_INDENT))
+    return kept
+  }
+}
+
+/** Writes the scan's `-o json` document: exactly JSON.stringify(ScanReport, null, 2) and a newline, in pieces. */
+export function writeScanJson(r: ScanSummary, write: (chunk: string | Buffer) => void): void {
+  const placeholder = 'kproxy-doctor: the services go here'
+  const [before, after] = JSON.stringify({...r, services: placeholder}, null, 2).split(`"${placeholder}"`)
+  write(before)
+  if (r.services.length === 0) write('[]')
+  else {
+    write('[\n')
+    r.services.forEach((s, i) => {
+      if (!s.json) throw new Error(`the scan kept no JSON report of ${s.service.namespace}/${s.service.name}`)
+      write(s.json)
+      write(i < r.services.length - 1 ? ',\n' : '\n')
+    })
+    write('  ]')
+  }
+  write(after + '\n')
 }
 
 /** Findings of one code on one Service, the nodes listed once. */
@@ -28,8 +73,8 @@ export interface FindingGroup {
   nodes: string[]
 }
 
-/** The scan's report from each Service's own report (the scan keeps each as buildReport makes it). */
-export function buildScanReport(scan: ScanResult<Report>, scope: string, failOn: FailOn): ScanReport {
+/** The scan's report from what it kept of each Service's report. */
+export function buildScanReport(scan: ScanResult<ScannedService>, scope: string, failOn: FailOn): ScanSummary {
   const services = scan.outcomes.flatMap((o) => (o.diagnosis ? [o.diagnosis] : []))
   const skipped = scan.outcomes.flatMap((o) => (o.skipped ? [{namespace: o.namespace, name: o.name, type: o.type, reason: o.skipped}] : []))
   const withErrors = services.filter((s) => s.findings.some((f) => f.severity === 'error')).length
@@ -69,11 +114,11 @@ export function groupFindings(findings: Finding[]): FindingGroup[] {
 }
 
 /** The finding that matters most on a Service: the first error, else the first warning. */
-export function worstFinding(r: Report): Finding | undefined {
+export function worstFinding(r: Pick<Report, 'findings'>): Finding | undefined {
   return r.findings.find((f) => f.severity === 'error') ?? r.findings.find((f) => f.severity === 'warning')
 }
 
 /** 0: nothing at or above the --fail-on severity; 1: something is. */
-export function scanExitCode(r: ScanReport): number {
+export function scanExitCode(r: ScanSummary): number {
   return r.ok ? 0 : 1
 }

@@ -103,6 +103,11 @@ test('scan: every Service of the namespace with the same checks as svc, exact fi
       svc.json.findings.map((f: {code: string; node: string}) => `${f.code} ${f.node}`),
       'the same engine: a scanned Service has the findings svc gives it',
     )
+    // Each Service's report is written out as it is judged and the document assembled from the pieces: still one
+    // document laid out as JSON.stringify lays it out, each Service in svc's shape.
+    assert.equal(r.stdout, JSON.stringify(r.json, null, 2) + '\n')
+    assert.deepEqual(Object.keys(web), Object.keys(svc.json))
+    assert.deepEqual({...web, time: null}, {...svc.json, time: null})
   } finally {
     rmSync(dir, {recursive: true, force: true})
   }

@@ -496,7 +496,6 @@ checkTester('IPVS (ipvs.ts and the mode-neutral rule checks on IPVS nodes)', [
       ['KPD-SEP-MISSING', 'node-b', 'error'],
       ['KPD-SEP-MISSING', 'node-b', 'error'],
       ['KPD-DNAT-WRONG', 'node-b', 'error'],
-      ['KPD-DNAT-WRONG', 'node-b', 'error'],
       ['KPD-MASQ-MISSING', 'node-b', 'error'],
       ['KPD-NODE-DIVERGES', 'node-b', 'warning'],
     ],

@@ -88,6 +88,17 @@ describe('IPVS mode (recorded ipvsadm, ipset, ip addr, sysctl output)', () => {
         assert.ok(f.evidence.length > 0 || /ipvsadm|ipset|kube-ipvs0|sysctl/.test(f.command ?? ''), `${f.code} shows its evidence or where to look`)
     })
   }
+
+  test('a real server on the wrong port is one finding, with its line in each virtual server (ClusterIP, NodePort) as evidence', () => {
+    const d = run({ipvs: {'node-b': {wrongPortFor: {ip: '10.244.2.10', port: 9999}}}})
+    const wrong = d.findings.filter((f) => f.code === 'KPD-DNAT-WRONG')
+    assert.deepEqual(
+      wrong.map((f) => [f.node, f.message]),
+      [['node-b', 'node-b: RS 10.244.2.10:9999 DNATs to 10.244.2.10:9999, but the endpoint (pod web-b1) is 10.244.2.10:8080 (targetPort http)']],
+    )
+    assert.equal(wrong[0].evidence.length, 2, wrong[0].evidence.join('\n'))
+    assert.ok(wrong[0].evidence.every((e) => /^ipvs line \d+: .*10\.244\.2\.10:9999/.test(e)), wrong[0].evidence.join('\n'))
+  })
 })
 
 describe("IPVS mode, IPv6: a dual-stack Service's IPv6 virtual servers, KUBE-6-* ipsets and ip6tables glue (recorded output)", () => {
@@ -176,7 +187,6 @@ describe("IPVS mode, IPv6: a dual-stack Service's IPv6 virtual servers, KUBE-6-*
       expect: [
         ['node-b', 'KPD-SEP-MISSING', 'node-b (IPv6): endpoint [fd00:10:244:2::10]:8080 (pod web-b1 on node-b) of shop/web:http is missing from VS TCP [fd00:10:96::10:10]:80'],
         ['node-b', 'KPD-SEP-MISSING', 'node-b (IPv6): endpoint [fd00:10:244:2::10]:8080 (pod web-b1 on node-b) of shop/web:http is missing from VS TCP [fd00:10:200::12]:30080'],
-        ['node-b', 'KPD-DNAT-WRONG', 'node-b (IPv6): RS [fd00:10:244:2::10]:9999 DNATs to [fd00:10:244:2::10]:9999, but the endpoint (pod web-b1) is [fd00:10:244:2::10]:8080 (targetPort http)'],
         ['node-b', 'KPD-DNAT-WRONG', 'node-b (IPv6): RS [fd00:10:244:2::10]:9999 DNATs to [fd00:10:244:2::10]:9999, but the endpoint (pod web-b1) is [fd00:10:244:2::10]:8080 (targetPort http)'],
         ['node-b', 'KPD-MASQ-MISSING', 'node-b (IPv6): RS [fd00:10:244:2::10]:9999 does not mark traffic from fd00:10:244:2::10 for masquerade: the pod [fd00:10:244:2::10]:9999 cannot reach itself through the Service'],
         [

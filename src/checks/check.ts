@@ -4,7 +4,7 @@ import type {NodeObservation} from '../node/bundle.js'
 import type {ExpectedService} from '../model/expected.js'
 import type {Dataplane, NodeInfrastructure, ProgrammedPort} from '../model/dataplane.js'
 import type {ModeChoice} from '../model/modes/index.js'
-import type {PathResult} from '../model/paths.js'
+import type {EndpointHalf, PathResult} from '../model/paths.js'
 import type {Reach} from '../model/reach.js'
 import {renderCommand, type Command} from '../model/shell.js'
 
@@ -54,6 +54,8 @@ export interface CheckContext {
   nodes: NodeView[]
   observations: NodeObservation[]
   paths: PathResult[]
+  /** The second half of each path that DNATs to an endpoint on another read node, walked there (followEndpoints). */
+  halves: EndpointHalf[]
   /** Findings of the checks that ran before this one (checks run in CHECKS order). */
   findings: Finding[]
   /** How the user reaches the cluster and each node: rules build their commands with it (model/reach.ts). */

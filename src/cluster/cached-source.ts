@@ -25,8 +25,21 @@ export class CachedClusterSource implements ClusterSource {
   }
 
   async listEndpointSlices(namespace: string, serviceName: string): Promise<V1EndpointSlice[] | undefined> {
-    const slices = await this.listNamespaceEndpointSlices(namespace)
-    return slices?.filter((s) => s.metadata?.labels?.[SERVICE_NAME_LABEL] === serviceName)
+    const byService = await this.once(`endpointslices-by-service/${namespace}`, async () => {
+      const slices = await this.listNamespaceEndpointSlices(namespace)
+      if (!slices) return undefined
+      // Indexed once: a scan asks for every Service of the namespace, and a filter per Service would be quadratic.
+      const index = new Map<string, V1EndpointSlice[]>()
+      for (const s of slices) {
+        const name = s.metadata?.labels?.[SERVICE_NAME_LABEL]
+        if (name === undefined) continue
+        const list = index.get(name)
+        if (list) list.push(s)
+        else index.set(name, [s])
+      }
+      return index
+    })
+    return byService && [...(byService.get(serviceName) ?? [])]
   }
 
   listNamespaceEndpointSlices(namespace: string): Promise<V1EndpointSlice[] | undefined> {

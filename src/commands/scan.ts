@@ -1,3 +1,4 @@
+import v8 from 'node:v8'
 import {Flags} from '@oclif/core'
 import {DoctorCommand} from '../cli/base-command.js'
 import {ignoreFlags, ignoreRules} from '../cli/ignore-config.js'
@@ -36,6 +37,11 @@ export default class Scan extends DoctorCommand {
   }
 
   async run(): Promise<void> {
+    // A scan diagnoses Services one after another, each making objects that live until the Service is judged. V8
+    // learns from the first Services (and the shared parse) that objects of those allocation sites survive, and from
+    // then on makes them in the old generation, where only full collections free them: a 10,000-Service scan spent a
+    // third of its time collecting. Without that pretenuring they die young, as they should.
+    v8.setFlagsFromString('--no-allocation-site-pretenuring')
     const {flags} = await this.parse(Scan)
     const failOn = parseFailOn(flags['fail-on'])
     if (typeof failOn === 'string') throw new DiagnosisError(failOn)

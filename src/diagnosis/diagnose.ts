@@ -115,9 +115,20 @@ function diagnoseFamily(cluster: ClusterState, observations: NodeObservation[], 
       }),
     )
   }
-  const context: CheckContext & ProbeAware = {cluster, service: expectedService(cluster, '', family), nodes, observations, paths, unsupported, findings: [], probes, reach: opts.reach ?? DEFAULT_REACH}
+  const context: CheckContext & ProbeAware = {
+    cluster,
+    service: expectedService(cluster, '', family),
+    nodes,
+    observations,
+    paths,
+    halves: [],
+    unsupported,
+    findings: [],
+    probes,
+    reach: opts.reach ?? DEFAULT_REACH,
+  }
   // One path across two nodes: each remote endpoint's half, judged on its node, before the checks read the paths.
-  followEndpoints(
+  context.halves = followEndpoints(
     paths,
     pathNodes(context),
     context.service.ports.flatMap((port) => port.allEndpoints),

@@ -5,7 +5,7 @@ import {SnapshotClusterSource} from '../cluster/snapshot-source.js'
 import type {ClusterState} from '../cluster/types.js'
 import type {V1Node} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
-import {errorRecording, readNodeBundle, type NodeObservation, type NodeRecording} from '../node/bundle.js'
+import {errorRecording, readNodeBundle, type DumpMemoryBudget, type NodeObservation, type NodeRecording} from '../node/bundle.js'
 import {selectNodes} from '../node/select-nodes.js'
 import {transportConnector, type NodeConnector} from '../node/transports.js'
 import {readNodesThrough, type NodeReadVia, type Via} from './choose-transport.js'
@@ -216,7 +216,7 @@ export async function gatherSnapshot(dir: string, namespace: string, name: strin
 }
 
 /** The nodes recorded in a snapshot (or only those named). */
-export function readSnapshotNodes(dir: string, only?: string[]): NodeObservation[] {
+export function readSnapshotNodes(dir: string, only?: string[], budget?: DumpMemoryBudget): NodeObservation[] {
   const nodesDir = join(dir, NODES_DIR)
   const recorded = existsSync(nodesDir) ? readdirSync(nodesDir).sort() : []
   const names = only && only.length > 0 ? only : recorded
@@ -228,7 +228,7 @@ export function readSnapshotNodes(dir: string, only?: string[]): NodeObservation
   return names.map((n) => {
     const nodeDir = join(nodesDir, n)
     if (!lstatSync(nodeDir).isDirectory()) return {name: n, reachable: false, error: `${NODES_DIR}/${n} is not a folder (symbolic links are not followed)`}
-    return readNodeBundle(nodeDir, n)
+    return readNodeBundle(nodeDir, n, budget)
   })
 }
 

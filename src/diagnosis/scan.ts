@@ -92,7 +92,7 @@ export async function scanSnapshot<R>(
   const recorded = snapshot.manifest()?.services
   const source = new CachedClusterSource(snapshot)
   const states = await readStates(source, target, recorded)
-  const observations = readSnapshotNodes(dir, opts.nodes)
+  const observations = readSnapshotNodes(dir, opts.nodes, {bytes: SCAN_DUMPS_IN_MEMORY_BYTES})
   return {
     outcomes: judge(states, observations, {...opts, reach: snapshotReach(snapshot.manifest()?.context), probes: PROBES_SNAPSHOT}, summarise, opts.onProgress),
     observations,
@@ -100,6 +100,12 @@ export async function scanSnapshot<R>(
     notes: SCAN_NOTES,
   }
 }
+
+/**
+ * A scan reads each Service's own chains from every node's dump: dumps up to this many bytes in all are loaded into
+ * memory (one read each) rather than read from disk chain by chain (one read per chain per Service per node).
+ */
+const SCAN_DUMPS_IN_MEMORY_BYTES = 1 << 30
 
 interface ServiceState {
   service: V1Service

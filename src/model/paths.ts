@@ -359,18 +359,6 @@ export interface PathNode extends RouterInputs {
  * source node (the client's address, or the source node's own when it masqueraded), already DNATed, through the
  * endpoint node's PREROUTING, FORWARD and POSTROUTING to the pod's bridge.
  */
-export function traceEndpointHalves(paths: PathResult[], nodes: PathNode[], endpoints: ExpectedEndpoint[]): EndpointHalf[] {
-  // The report (followEndpoints) and the checks (filter-drop) ask for the same halves: walk them once.
-  const key = `${nodes.map((n) => n.node).join(' ')}\0${endpoints.map((e) => e.address).join(' ')}`
-  const seen = walked.get(paths)
-  if (seen?.key === key) return seen.halves
-  const halves = walkEndpointHalves(paths, nodes, endpoints)
-  walked.set(paths, {key, halves})
-  return halves
-}
-
-const walked = new WeakMap<PathResult[], {key: string; halves: EndpointHalf[]}>()
-
 function walkEndpointHalves(paths: PathResult[], nodes: PathNode[], endpoints: ExpectedEndpoint[]): EndpointHalf[] {
   const endpointAt = new Map(endpoints.map((e) => [e.address, e]))
   const nodeNamed = new Map(nodes.map((n) => [n.node, n]))
@@ -448,14 +436,16 @@ const byLocale = new Intl.Collator()
  * Makes each path one path across two nodes: for every endpoint on another node it DNATs to, the verdict of that
  * endpoint's half on its node (`remote`), or "not followed" when that node was not read. A path that works on its own
  * node but whose half breaks takes the half's verdict: the first break in step order (then the largest share), with
- * `breaksOn` naming the endpoint's node. A break on the path's own node comes first and is kept.
+ * `breaksOn` naming the endpoint's node. A break on the path's own node comes first and is kept. Returns the halves
+ * walked, for the checks.
  */
-export function followEndpoints(paths: PathResult[], nodes: PathNode[], endpoints: ExpectedEndpoint[]): void {
+export function followEndpoints(paths: PathResult[], nodes: PathNode[], endpoints: ExpectedEndpoint[]): EndpointHalf[] {
   const vocab = new Map(nodes.map((n) => [n.node, n.dataplane.vocab]))
   const endpointAt = new Map(endpoints.map((e) => [e.address, e]))
   const halves = new Map<string, EndpointHalf>()
   const paths0 = new Map(paths.map((p, i) => [p, i]))
-  for (const h of traceEndpointHalves(paths, nodes, endpoints)) halves.set(`${paths0.get(h.path)} ${h.endpoint.address}`, h)
+  const walked = walkEndpointHalves(paths, nodes, endpoints)
+  for (const h of walked) halves.set(`${paths0.get(h.path)} ${h.endpoint.address}`, h)
   for (const [path, i] of paths0) {
     const shares = new Map<ExpectedEndpoint, number>()
     for (const o of path.trace.outcomes) {
@@ -478,4 +468,5 @@ export function followEndpoints(paths: PathResult[], nodes: PathNode[], endpoint
     const worst = path.remote.filter((r) => r.followed && r.ok !== true).sort((a, b) => rank(a.breaksAt) - rank(b.breaksAt) || b.share - a.share)[0]
     if (worst) Object.assign(path, {ok: worst.ok, breaksAt: worst.breaksAt, breaksOn: worst.node, detail: worst.detail})
   }
+  return walked
 }

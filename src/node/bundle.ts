@@ -240,7 +240,18 @@ export function loadNodeRecording(dir: string): NodeRecording | undefined {
   return loadNodeFiles(dir, false)?.rec
 }
 
-function loadNodeFiles(dir: string, largeDumpsOnDisk: boolean): {rec: NodeRecording; onDisk: Map<NodeFile, DumpSource>} | undefined {
+/**
+ * How many bytes of large iptables dumps may still be loaded into memory rather than read from disk chain by chain.
+ * `svc` and `trace` load none (one Service reads a few chains of a dump); a scan reads every Service's chains, one
+ * read per chain per node, so it loads dumps whole while they fit its budget.
+ */
+export interface DumpMemoryBudget {
+  bytes: number
+}
+
+const NO_DUMP_IN_MEMORY: DumpMemoryBudget = {bytes: 0}
+
+function loadNodeFiles(dir: string, largeDumpsOnDisk: boolean, budget: DumpMemoryBudget = NO_DUMP_IN_MEMORY): {rec: NodeRecording; onDisk: Map<NodeFile, DumpSource>} | undefined {
   if (!existsSync(dir)) return undefined
   const rec: NodeRecording = new Map()
   const onDisk = new Map<NodeFile, DumpSource>()
@@ -250,10 +261,11 @@ function loadNodeFiles(dir: string, largeDumpsOnDisk: boolean): {rec: NodeRecord
     try {
       if (largeDumpsOnDisk && DUMPS_ON_DISK.has(f)) {
         const source = openRegularFile(path)
-        if (source.size > ON_DISK_OVER_BYTES) {
+        if (source.size > ON_DISK_OVER_BYTES && source.size > budget.bytes) {
           onDisk.set(f, source)
           continue
         }
+        if (source.size > ON_DISK_OVER_BYTES) budget.bytes -= source.size
         source.close()
       }
       rec.set(f, readRegularFile(path))
@@ -267,8 +279,8 @@ function loadNodeFiles(dir: string, largeDumpsOnDisk: boolean): {rec: NodeRecord
 }
 
 /** Reads a node's folder of a snapshot bundle; a large iptables dump is not loaded whole (see DUMPS_ON_DISK). */
-export function readNodeBundle(dir: string, name: string): NodeObservation {
-  const files = loadNodeFiles(dir, true)
+export function readNodeBundle(dir: string, name: string, budget?: DumpMemoryBudget): NodeObservation {
+  const files = loadNodeFiles(dir, true, budget)
   return files ? parseNodeRecording(name, files.rec, files.onDisk) : {name, reachable: false, error: 'not in the snapshot'}
 }
 

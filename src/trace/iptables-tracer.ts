@@ -36,13 +36,17 @@ type MatchResult = boolean | {probability: number} | {unknown: string}
 const PROTO_NUMBERS: Record<string, string> = {'6': 'tcp', '17': 'udp', '132': 'sctp'}
 
 /** Walks one NEW packet through an iptables-save dump the way netfilter would, following every probabilistic branch. */
-interface Chain extends RuleFacts {
+interface Chain {
   table: string
   name: string
   rules: ParsedRule[]
+  facts: RuleFacts
 }
 
-/** What is learnt of a chain's rules once, shared by every trace of the same dump (a scan traces it per Service). */
+/**
+ * What is learnt of a chain's rules once, shared by every trace of the same dump (a scan traces it per Service). Kept
+ * on the chain's rules array (see FACTS), so it goes when the dump forgets the chain.
+ */
 interface RuleFacts {
   /** Per rule, once asked: the /32 destination its text opens with (leadingQuickDestination), null for none. */
   lead: Array<string | null | undefined>
@@ -54,6 +58,10 @@ interface RuleFacts {
   steps: Array<TraceStep | undefined>
   /** Per rule, once asked: whether it has a -m recent match (a walk that meets one is session-affine). */
   recent: Array<boolean | undefined>
+  /** Per rule, once evaluated: its options as tests, in rule order (compileMatches). */
+  tests: Array<OptionTest[] | undefined>
+  /** Per DNAT rule, once taken: where it sends (dnatTarget), null when that is not usable. */
+  dnat: Array<{ip: string; port?: number} | null | undefined>
 }
 
 /** The rules of a long chain that open with "-d ADDRESS/32", by address, and the others, each list in rule order. */
@@ -65,7 +73,13 @@ interface LeadIndex {
 /** Chains from this many rules are indexed by leading destination (KUBE-SERVICES of a big cluster). */
 const INDEXED_FROM = 64
 
-const factsOf = new WeakMap<ParsedRule[], RuleFacts>()
+/**
+ * The facts of a chain, as a property of its rules array rather than in a WeakMap: V8's young-generation collector
+ * treats a WeakMap's values as live, so per-Service facts in one were carried into the old generation by every
+ * collection of a scan (thousands of Services, each with its own chains) and only freed by full collections.
+ */
+const FACTS = Symbol('iptables tracer facts')
+type RulesWithFacts = ParsedRule[] & {[FACTS]?: RuleFacts}
 /** Per dump, per hook: the base chains of that hook's tables the dump has, in netfilter's order. */
 const hookChainsOf = new WeakMap<IptablesSave, Map<string, Chain[]>>()
 
@@ -126,7 +140,7 @@ export class IptablesTracer implements ChainSource<Chain> {
    */
   skipTo(chain: Chain, from: number, state: State): number {
     if (chain.rules.length < INDEXED_FROM) return from
-    const index = (chain.byLead ??= this.leadIndex(chain))
+    const index = (chain.facts.byLead ??= this.leadIndex(chain))
     const own = index.byDst.get(state.dst)
     return Math.min(firstAtOrAfter(index.other, from, chain.rules.length), own ? firstAtOrAfter(own, from, chain.rules.length) : chain.rules.length)
   }
@@ -135,8 +149,8 @@ export class IptablesTracer implements ChainSource<Chain> {
     const byDst = new Map<string, number[]>()
     const other: number[] = []
     chain.rules.forEach((rule, i) => {
-      let lead = chain.lead[i]
-      if (lead === undefined) lead = chain.lead[i] = rule.unparsable !== undefined ? null : leadingQuickDestination(rule.text)
+      let lead = chain.facts.lead[i]
+      if (lead === undefined) lead = chain.facts.lead[i] = rule.unparsable !== undefined ? null : leadingQuickDestination(rule.text)
       if (lead === null || rule.unparsable !== undefined) other.push(i)
       else {
         const list = byDst.get(lead)
@@ -164,15 +178,17 @@ export class IptablesTracer implements ChainSource<Chain> {
     let state = input
     if (rule.unparsable !== undefined) return [{state: withStep(state, chain, index), action: {kind: 'end', end: 'UNKNOWN', reason: `rule not understood (${rule.unparsable}): ${rule.text}`}}]
     // Most of a huge KUBE-SERVICES chain opens with another Service's -d: seen in the text, without parsing the rule.
-    let lead = chain.lead[index]
-    if (lead === undefined) lead = chain.lead[index] = leadingQuickDestination(rule.text)
+    let lead = chain.facts.lead[index]
+    if (lead === undefined) lead = chain.facts.lead[index] = leadingQuickDestination(rule.text)
     if (lead !== null && lead !== state.dst) return this.passed(state)
-    let quick = chain.quick[index]
-    if (quick === undefined) quick = chain.quick[index] = quickDestinations(rule)
+    let quick = chain.facts.quick[index]
+    if (quick === undefined) quick = chain.facts.quick[index] = quickDestinations(rule)
     if (quick !== null && quickMiss(quick, state.dst)) return this.passed(state)
     // A walk that meets -m recent is session-affine: later packets from this client may stick elsewhere.
-    if (!state.sticky && (chain.recent[index] ??= rule.matches.some((m) => m.module === 'recent'))) state = changed(state, {sticky: true})
-    const m = this.matches(rule, state, this.packet)
+    if (!state.sticky && (chain.facts.recent[index] ??= rule.matches.some((m) => m.module === 'recent'))) state = changed(state, {sticky: true})
+    let tests = chain.facts.tests[index]
+    if (tests === undefined) tests = chain.facts.tests[index] = compileMatches(rule)
+    const m = this.matches(tests, state, this.packet)
     if (m === false) return this.passed(state)
     if (typeof m === 'object' && 'unknown' in m) return [{state: withStep(state, chain, index), action: {kind: 'end', end: 'UNKNOWN', reason: m.unknown}}]
     if (typeof m === 'object' && 'probability' in m) {
@@ -223,9 +239,8 @@ export class IptablesTracer implements ChainSource<Chain> {
       c = null
       if (this.dump.hasChain(table, name)) {
         const rules = this.dump.rules(table, name)
-        let facts = factsOf.get(rules)
-        if (!facts) factsOf.set(rules, (facts = {lead: [], quick: [], recent: [], steps: []}))
-        c = Object.assign(facts, {table, name, rules})
+        const facts = ((rules as RulesWithFacts)[FACTS] ??= {lead: [], quick: [], recent: [], steps: [], tests: [], dnat: []})
+        c = {table, name, rules, facts}
       }
       byName.set(name, c)
     }
@@ -246,8 +261,8 @@ export class IptablesTracer implements ChainSource<Chain> {
       case 'RETURN':
         return {state: s, action: {kind: 'return'}}
       case 'DNAT': {
-        let to = dnatTargetOf.get(rule)
-        if (to === undefined) dnatTargetOf.set(rule, (to = dnatTarget(rule)))
+        let to = chain.facts.dnat[index]
+        if (to === undefined) to = chain.facts.dnat[index] = dnatTarget(rule)
         if (to === null) return unknownEnd(s, `DNAT without a usable --to-destination: ${rule.text}`)
         s.dst = to.ip || s.dst
         s.dport = to.port ?? s.dport
@@ -290,9 +305,7 @@ export class IptablesTracer implements ChainSource<Chain> {
     return {state: s, action: {kind: rule.isGoto ? 'goto' : 'jump', chain: next}}
   }
 
-  private matches(rule: ParsedRule, s: State, packet: Packet): MatchResult {
-    let tests = testsOf.get(rule)
-    if (!tests) testsOf.set(rule, (tests = compileMatches(rule)))
+  private matches(tests: OptionTest[], s: State, packet: Packet): MatchResult {
     let probability: number | undefined
     for (const t of tests) {
       const r = t.test(s, packet, this)
@@ -320,12 +333,10 @@ interface TracerFacts {
 }
 
 /** A rule's options as tests, in rule order (a scan evaluates the same rules for every Service). */
-const testsOf = new WeakMap<ParsedRule, OptionTest[]>()
-
 function compileMatches(rule: ParsedRule): OptionTest[] {
   const out: OptionTest[] = []
   for (const m of rule.matches) {
-    for (const o of m.options) out.push({test: compileOption(m.module, o, rule), negated: o.negated})
+    for (const o of m.options) out.push({test: compileOption(m.module, o, rule.text), negated: o.negated})
     if (m.module !== '' && !KNOWN_MODULES.has(m.module)) out.push({test: always({unknown: `match -m ${m.module} is not known to the tracer: ${rule.text}`}), negated: false})
   }
   return out
@@ -336,9 +347,9 @@ function always(result: MatchResult): OptionTest['test'] {
 }
 
 /** The test of one option: true/false before negation is applied; probability for statistic (negation folded in). */
-function compileOption(module: string, o: RuleOption, rule: ParsedRule): OptionTest['test'] {
+function compileOption(module: string, o: RuleOption, ruleText: string): OptionTest['test'] {
   const v = o.values[0] ?? ''
-  const unknownResult = (what: string): MatchResult => ({unknown: `${what}: ${rule.text}`})
+  const unknownResult = (what: string): MatchResult => ({unknown: `${what}: ${ruleText}`})
   const unknown = (what: string) => always(unknownResult(what))
   switch (module) {
     case '':
@@ -506,10 +517,10 @@ function isPlainIPv4(text: string): boolean {
 }
 
 function withStep(s: State, chain: Chain, index: number): State {
-  let step = chain.steps[index]
+  let step = chain.facts.steps[index]
   if (!step) {
     const rule = chain.rules[index]
-    step = chain.steps[index] = {table: rule.table, chain: rule.chain, line: rule.line, rule: rule.text}
+    step = chain.facts.steps[index] = {table: rule.table, chain: rule.chain, line: rule.line, rule: rule.text}
   }
   return addStep(s, step)
 }
@@ -522,9 +533,7 @@ function unknownEnd(state: State, reason: string): Outcome {
   return {state, action: {kind: 'end', end: 'UNKNOWN', reason}}
 }
 
-/** Per DNAT rule, once: where it sends (splitAddr's reading of --to-destination), null when it is not usable. */
-const dnatTargetOf = new WeakMap<ParsedRule, {ip: string; port?: number} | null>()
-
+/** Where a DNAT rule sends (splitAddr's reading of --to-destination), null when it is not usable. */
 function dnatTarget(rule: ParsedRule): {ip: string; port?: number} | null {
   const to = rule.targetOptions.find((o) => o.name === '--to-destination')?.values[0]
   const parsed = to ? splitAddr(to) : undefined

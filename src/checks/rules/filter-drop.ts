@@ -1,7 +1,7 @@
 import type {Check, CheckContext, FindingDraft, NodeView} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {stepChainOwner, tableChains, type ChainOwner} from '../../parse/chain-owner.js'
-import {traceEndpointHalves, type PathNode} from '../../model/paths.js'
+import type {PathNode} from '../../model/paths.js'
 import {podIPsOn} from '../../cluster/pod-status.js'
 import type {Command} from '../../model/shell.js'
 import {nodeCommand} from '../../model/reach.js'
@@ -92,7 +92,7 @@ export const filterDrop: Check = {
       for (const o of p.trace.outcomes) note(p.node, o, `${p.entry} (${p.port})`, o.destination ?? `${p.packet.dst}:${p.packet.dport}`)
     }
     const endpoints = ctx.service.ports.flatMap((port) => port.allEndpoints)
-    for (const half of traceEndpointHalves(ctx.paths, pathNodes(ctx), endpoints)) {
+    for (const half of ctx.halves) {
       for (const o of half.trace.outcomes) note(half.node, o, `${half.path.node}'s ${half.path.entry} (${half.path.port}), arriving DNATed`, half.endpoint.address)
     }
     return [...dropped.values()].map((d): FindingDraft => {

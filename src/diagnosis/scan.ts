@@ -53,10 +53,16 @@ export interface ScanResult<R> {
  * Per-Service DNS lookups are not made by a scan (they would be one lookup per Service per node): the scan asks the
  * cluster DNS Service's own name from each node instead, and each Service's DNS checks see no per-Service answer.
  */
+const SCAN_NOTES = ["a scan asks cluster DNS for its own Service name from each node, not each Service's name (use `svc` for that)"]
+
 /** A scan opens no connection from the nodes: each Service is judged on what was read. */
 const PROBES_NOT_RUN_BY_SCAN: ProbeRun = {ran: false, reason: 'a scan runs no live probes (svc runs them): the diagnosis is static only'}
 
-const SCAN_NOTES = ["a scan asks cluster DNS for its own Service name from each node, not each Service's name (use `svc` for that)"]
+/**
+ * A scan reads each Service's own chains from every node's dump: dumps up to this many bytes in all are loaded into
+ * memory (one read each) rather than read from disk chain by chain (one read per chain per Service per node).
+ */
+const SCAN_DUMPS_IN_MEMORY_BYTES = 1 << 30
 
 export type ScanLiveOptions = Omit<LiveOptions, 'name' | 'outDir' | 'namespace'> & ScanTarget & DiagnoseOptions
 
@@ -100,12 +106,6 @@ export async function scanSnapshot<R>(
     notes: SCAN_NOTES,
   }
 }
-
-/**
- * A scan reads each Service's own chains from every node's dump: dumps up to this many bytes in all are loaded into
- * memory (one read each) rather than read from disk chain by chain (one read per chain per Service per node).
- */
-const SCAN_DUMPS_IN_MEMORY_BYTES = 1 << 30
 
 interface ServiceState {
   service: V1Service

@@ -49,9 +49,19 @@ export function writeSshdConfig(dir: string, key: string, opts: {forwarding: boo
   return cfg
 }
 
+/**
+ * Hides root's shell start-up files from a lab sshd and its commands. sshd runs every command through root's shell,
+ * and Debian's bash reads ~/.bashrc for a command sent over SSH: whatever the machine's user put there (pyenv's shim
+ * rehash under a lock, on this one) ran for every command the doctor sends and made lab nodes time out for reasons no
+ * real node has. The bind mounts are made in the mount namespace `ip netns exec` gives sshd (a slave of the host's):
+ * the host's files are untouched and still seen everywhere else.
+ */
+const HIDE_SHELL_STARTUP =
+  'home=$(getent passwd root | cut -d: -f6); for f in .bashrc .bash_profile .bash_login .profile; do [ -f "$home/$f" ] && mount --bind /dev/null "$home/$f"; done; true'
+
 /** Starts sshd in the foreground inside `ns` with config `cfg`, after `before` (a shell snippet; "$1".. are `args`). */
 export function startSshdInNs(ns: string, cfg: string, logs: string[], before?: {script: string; args: string[]}): ChildProcess {
-  const start = `${before ? `${before.script}; ` : ''}exec /usr/sbin/sshd -D -e -f "$${(before?.args.length ?? 0) + 1}"`
+  const start = `${HIDE_SHELL_STARTUP}; ${before ? `${before.script}; ` : ''}exec /usr/sbin/sshd -D -e -f "$${(before?.args.length ?? 0) + 1}"`
   return startDaemon('ip', ['netns', 'exec', ns, 'sh', '-c', start, 'lab-sshd', ...(before?.args ?? []), cfg], logs)
 }
 

@@ -53,10 +53,10 @@ export function writeSshdConfig(dir: string, key: string, opts: {forwarding: boo
  * Hides root's shell start-up files from a lab sshd and its commands. sshd runs every command through root's shell,
  * and Debian's bash reads ~/.bashrc for a command sent over SSH: whatever the machine's user put there (pyenv's shim
  * rehash under a lock, on this one) ran for every command the doctor sends and made lab nodes time out for reasons no
- * real node has. The bind mounts are made in the mount namespace `ip netns exec` gives sshd (a slave of the host's):
- * the host's files are untouched and still seen everywhere else.
+ * real node has. The bind mounts are made in the mount namespace `ip netns exec` gives sshd (a slave of the host's),
+ * or one `unshare --mount` gives it: the host's files are untouched and still seen everywhere else.
  */
-const HIDE_SHELL_STARTUP =
+export const HIDE_SHELL_STARTUP =
   'home=$(getent passwd root | cut -d: -f6); for f in .bashrc .bash_profile .bash_login .profile; do [ -f "$home/$f" ] && mount --bind /dev/null "$home/$f"; done; true'
 
 /** Starts sshd in the foreground inside `ns` with config `cfg`, after `before` (a shell snippet; "$1".. are `args`). */

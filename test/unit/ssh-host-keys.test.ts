@@ -14,6 +14,7 @@ import {knownHostsName} from '../../src/node/known-hosts.js'
 import type {SshHostConfig} from '../../src/node/ssh-config.js'
 import {SshSession} from '../../src/node/ssh-session.js'
 import {freePort} from '../helpers/free-port.js'
+import {HIDE_SHELL_STARTUP} from '../lab/lab-sshd.js'
 
 const sshdPath = spawnSync('sh', ['-c', 'command -v sshd || ls /usr/sbin/sshd'], {encoding: 'utf8'}).stdout.trim().split('\n')[0]
 const asRoot = process.getuid?.() === 0
@@ -66,7 +67,8 @@ before(async () => {
       '',
     ].join('\n'),
   )
-  server = spawn(sshdPath, ['-D', '-e', '-f', config], {stdio: ['ignore', 'ignore', 'pipe']})
+  // In a mount namespace of its own, without root's shell start-up files (see HIDE_SHELL_STARTUP); exec keeps its pid.
+  server = spawn('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', `${HIDE_SHELL_STARTUP}; exec "$0" -D -e -f "$1"`, sshdPath, config], {stdio: ['ignore', 'ignore', 'pipe']})
   let stderr = ''
   server.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
   await new Promise<void>((resolve, reject) => {

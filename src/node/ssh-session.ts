@@ -19,6 +19,17 @@ export interface ExecResult {
   stderr: string
 }
 
+/**
+ * Commands one connection runs at once: under OpenSSH's default MaxSessions (10), which a node's reads, file reads and
+ * the checks beside them could pass; sshd refuses a session past it ("Channel open failure: open failed").
+ */
+const MAX_SESSIONS = 8
+/** How often a session sshd refused is asked for again (50 ms, 100 ms, … between tries: under 3 s in all). */
+const SESSION_OPEN_TRIES = 10
+
+/** sshd would not open a session channel (it has as many as its MaxSessions allows, or is out of them for a moment). */
+class SessionRefused extends SshError {}
+
 /** One SSH connection to one node, used only through the allow-listed commands in node-commands.ts. */
 export class SshSession {
   private constructor(
@@ -99,12 +110,41 @@ export class SshSession {
     })
   }
 
-  /** Runs an allow-listed command line (built only by node-commands.ts from a key). */
-  exec(command: CommandLine, timeoutMs = this.stepMs): Promise<ExecResult> {
+  private sessionsOpen = 0
+  private readonly waitingForSession: Array<() => void> = []
+
+  /**
+   * Runs an allow-listed command line (built only by node-commands.ts from a key). At most MAX_SESSIONS run at once on
+   * the connection; the others wait for one to end (their timeout starts when they run).
+   */
+  async exec(command: CommandLine, timeoutMs = this.stepMs): Promise<ExecResult> {
+    if (this.sessionsOpen >= MAX_SESSIONS) await new Promise<void>((resolve) => this.waitingForSession.push(resolve))
+    this.sessionsOpen++
+    try {
+      // sshd frees a session's slot a little after the client sees it close: a refused open is tried again, a bounded
+      // number of times, once the other sessions have had a moment to end.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await this.execNow(command, timeoutMs)
+        } catch (e) {
+          if (!(e instanceof SessionRefused) || attempt >= SESSION_OPEN_TRIES) throw e
+          await new Promise((resolve) => setTimeout(resolve, 50 * attempt))
+        }
+      }
+    } finally {
+      this.sessionsOpen--
+      this.waitingForSession.shift()?.()
+    }
+  }
+
+  private execNow(command: CommandLine, timeoutMs: number): Promise<ExecResult> {
     return new Promise((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined
       this.client.exec(command, (err, stream) => {
-        if (err) return reject(new SshError(`cannot run "${programOf(command)}" over SSH: ${err.message}`))
+        if (err) {
+          const refused = /Channel open failure/.test(err.message)
+          return reject(new (refused ? SessionRefused : SshError)(`cannot run "${programOf(command)}" over SSH: ${err.message}`))
+        }
         const out: Buffer[] = []
         let stderr = ''
         timer = setTimeout(() => {

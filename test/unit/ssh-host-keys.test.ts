@@ -117,6 +117,24 @@ async function connect(lines: string[], strict?: string, insecure = false): Prom
 const skip = !sshdPath ? 'no sshd on this machine' : !asRoot ? 'needs root (sshd logs in as root)' : false
 const name = () => knownHostsName('127.0.0.1', port)
 
+test("more commands at once than sshd's MaxSessions (10) on one connection: each waits its turn and runs", {skip}, async () => {
+  const knownHosts = join(dir, 'known_hosts-sessions')
+  writeFileSync(knownHosts, `${name()} ${hostEd.pub}\n`)
+  const session = await SshSession.connect(
+    {alias: 'node-a', hostName: '127.0.0.1', port, user: 'root', identityFiles: [user.path], userKnownHostsFiles: [knownHosts], identitiesOnly: true},
+    {insecureIgnoreHostKey: false, timeoutMs: 10_000},
+  )
+  try {
+    const results = await Promise.all(Array.from({length: 25}, () => session.exec('sleep 0.2; id -u' as never)))
+    assert.deepEqual(
+      results.map((r) => [r.code, r.stdout.toString().trim()]),
+      Array.from({length: 25}, () => [0, '0']),
+    )
+  } finally {
+    session.close()
+  }
+})
+
 test('known_hosts holding only the RSA key: the RSA key is asked for and matches (no false man-in-the-middle)', {skip}, async () => {
   assert.deepEqual(await connect([`${name()} ${hostRsa.pub}`]), {warning: undefined})
 })

@@ -5,9 +5,8 @@ import {toFinding, type CheckContext, type Finding, type NodeView} from '../chec
 import {expectedService, serviceFamilies, type IpFamily} from '../model/expected.js'
 import {chooseMode, decideMode, type NodeFacts, type ProxyMode, type TableFamily} from '../model/modes/index.js'
 import type {NodeObservation} from '../node/bundle.js'
-import {followEndpoints, tracePaths, type PathResult} from '../model/paths.js'
+import {followEndpoints, tracePaths, type PathNode, type PathResult} from '../model/paths.js'
 import {podIPsOn} from '../cluster/pod-status.js'
-import {pathNodes} from '../checks/rules/filter-drop.js'
 import {silencingRule, type IgnoreRule} from './ignore-rules.js'
 import {nodeAddress} from './node-address.js'
 import type {ProbeRun} from '../node/tcp-probe.js'
@@ -136,6 +135,18 @@ function diagnoseFamily(cluster: ClusterState, observations: NodeObservation[], 
   // Silenced checks still run: what they find explains its path step, so the generic path-broken finding stays quiet too.
   for (const c of CHECKS) context.findings.push(...c.run(context).map((d) => toFinding(c.meta, d)))
   return {context, notJudged}
+}
+
+/** The read nodes, as first or second nodes of a path. */
+function pathNodes(ctx: Pick<CheckContext, 'nodes' | 'cluster'>): PathNode[] {
+  return ctx.nodes.map((n) => ({
+    node: n.name,
+    address: n.address,
+    dataplane: n.dataplane,
+    k8sNode: ctx.cluster.nodes.find((k) => k.metadata?.name === n.name),
+    network: n.obs.network,
+    podIPsOnNode: podIPsOn(ctx.cluster.pods, n.name),
+  }))
 }
 
 const findingKey = (f: Finding) => `${f.code}\0${f.node ?? ''}\0${f.message}\0${f.command ?? ''}`

@@ -1,8 +1,6 @@
 import type {Check, CheckContext, FindingDraft, NodeView} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {stepChainOwner, tableChains, type ChainOwner} from '../../parse/chain-owner.js'
-import type {PathNode} from '../../model/paths.js'
-import {podIPsOn} from '../../cluster/pod-status.js'
 import type {Command} from '../../model/shell.js'
 import {nodeCommand} from '../../model/reach.js'
 import {familyOf} from '../../net/address.js'
@@ -107,16 +105,4 @@ export const filterDrop: Check = {
       }
     })
   },
-}
-
-/** The read nodes, as first or second nodes of a path. */
-export function pathNodes(ctx: Pick<CheckContext, 'nodes' | 'cluster'>): PathNode[] {
-  return ctx.nodes.map((n) => ({
-    node: n.name,
-    address: n.address,
-    dataplane: n.dataplane,
-    k8sNode: ctx.cluster.nodes.find((k) => k.metadata?.name === n.name),
-    network: n.obs.network,
-    podIPsOnNode: podIPsOn(ctx.cluster.pods, n.name),
-  }))
 }

@@ -12,7 +12,7 @@ import {outputWidth} from '../report/width.js'
 import {renderJunit} from '../report/junit.js'
 import {renderScanHuman} from '../report/scan-human.js'
 import {parseFailOn} from '../report/report.js'
-import {buildScanReport, scanExitCode, scannedService, writeScanJson} from '../report/scan-report.js'
+import {buildScanReport, keepScannedServices, scanExitCode, writeScanJson} from '../report/scan-report.js'
 import {DiagnosisError} from '../errors.js'
 
 export default class Scan extends DoctorCommand {
@@ -34,6 +34,7 @@ export default class Scan extends DoctorCommand {
     snapshot: Flags.string({description: 'scan a recorded bundle instead of a live cluster'}),
     ...ignoreFlags,
     'proxy-mode': Flags.string({options: ['iptables', 'nftables', 'ipvs'], description: 'judge every node in this kube-proxy mode, whatever kube-proxy and the rules say'}),
+    threads: Flags.integer({min: 1, max: 64, description: 'threads to judge the Services on [default: one per core, up to 4, from 1000 Services]'}),
   }
 
   async run(): Promise<void> {
@@ -47,14 +48,14 @@ export default class Scan extends DoctorCommand {
     if (typeof failOn === 'string') throw new DiagnosisError(failOn)
     const ignore = ignoreRules(flags)
     const log = verboseLog(flags)
-    const diagnoseOptions = {ignore, proxyMode: flags['proxy-mode'] as ProxyMode | undefined, log}
+    const diagnoseOptions = {ignore, proxyMode: flags['proxy-mode'] as ProxyMode | undefined, log, threads: flags.threads}
     const namespace = flags['all-namespaces'] ? undefined : (flags.namespace ?? (flags.snapshot ? 'default' : undefined))
     const target: ScanTarget = {namespace, selector: flags.selector, services: splitList(flags.services)}
     // The progress line (a terminal only) is cleared before anything else is printed, an error line included.
     const progress = progressReporter(flags)
     const onProgress = progress?.onProgress
     const context = flags.snapshot ? null : await currentContext(flags)
-    const keep = scannedService(flags.output === 'json', {meta: {toolVersion: this.config.version, time: new Date().toISOString(), context}})
+    const keep = keepScannedServices(flags.output === 'json', {meta: {toolVersion: this.config.version, time: new Date().toISOString(), context}})
     let result
     try {
       if (flags.snapshot) result = await scanSnapshot(flags.snapshot, target, keep, {...diagnoseOptions, nodes: splitList(flags.nodes), onProgress})

@@ -5,7 +5,8 @@ import {SnapshotClusterSource} from '../cluster/snapshot-source.js'
 import type {ClusterState} from '../cluster/types.js'
 import type {V1Node} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
-import {errorRecording, readNodeBundle, type DumpMemoryBudget, type NodeObservation, type NodeRecording} from '../node/bundle.js'
+import {errorRecording, loadNodeBundle, parseNodeRecording, type DumpMemoryBudget, type NodeFile, type NodeObservation, type NodeRecording} from '../node/bundle.js'
+import type {DumpSource} from '../parse/dump-source.js'
 import {selectNodes} from '../node/select-nodes.js'
 import {transportConnector, type NodeConnector} from '../node/transports.js'
 import {readNodesThrough, type NodeReadVia, type Via} from './choose-transport.js'
@@ -216,7 +217,19 @@ export async function gatherSnapshot(dir: string, namespace: string, name: strin
 }
 
 /** The nodes recorded in a snapshot (or only those named). */
-export function readSnapshotNodes(dir: string, only?: string[], budget?: DumpMemoryBudget): NodeObservation[] {
+function readSnapshotNodes(dir: string, only?: string[], budget?: DumpMemoryBudget): NodeObservation[] {
+  return readSnapshotRecordings(dir, only, budget).map((r) => parseNodeRecording(r.name, r.rec, r.onDisk))
+}
+
+/** A snapshot node's files: in memory, or (large iptables dumps over the budget) left on disk. */
+export interface SnapshotRecording {
+  name: string
+  rec: NodeRecording
+  onDisk: Map<NodeFile, DumpSource>
+}
+
+/** The recordings of the nodes in a snapshot (or only those named); a node folder that cannot be read is its error. */
+export function readSnapshotRecordings(dir: string, only?: string[], budget?: DumpMemoryBudget): SnapshotRecording[] {
   const nodesDir = join(dir, NODES_DIR)
   const recorded = existsSync(nodesDir) ? readdirSync(nodesDir).sort() : []
   const names = only && only.length > 0 ? only : recorded
@@ -225,10 +238,10 @@ export function readSnapshotNodes(dir: string, only?: string[], budget?: DumpMem
   if (invalid.length > 0) throw new DiagnosisError(`not a node name (RFC 1123 subdomain): ${invalid.map((n) => JSON.stringify(n)).join(', ')}`)
   const unknown = names.filter((n) => !recorded.includes(n))
   if (unknown.length > 0) throw new DiagnosisError(`snapshot ${dir} holds no node ${unknown.join(', ')} (it holds ${recorded.join(', ') || 'none'})`)
-  return names.map((n) => {
-    const nodeDir = join(nodesDir, n)
-    if (!lstatSync(nodeDir).isDirectory()) return {name: n, reachable: false, error: `${NODES_DIR}/${n} is not a folder (symbolic links are not followed)`}
-    return readNodeBundle(nodeDir, n, budget)
+  return names.map((name) => {
+    const nodeDir = join(nodesDir, name)
+    if (!lstatSync(nodeDir).isDirectory()) return {name, rec: errorRecording(`${NODES_DIR}/${name} is not a folder (symbolic links are not followed)`), onDisk: new Map()}
+    return {name, ...(loadNodeBundle(nodeDir, budget) ?? {rec: errorRecording('not in the snapshot'), onDisk: new Map()})}
   })
 }
 

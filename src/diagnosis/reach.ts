@@ -28,6 +28,23 @@ function kubeProxyPod(address: string | null): {namespace: string; pod: string} 
  * kube-proxy's Pod by `kubectl exec` into that Pod; a node not read: no command.
  */
 export async function liveReach(flags: ReachFlags, readVia: Map<string, NodeReadVia>, nodes: V1Node[]): Promise<Reach> {
+  return reachOf(await liveReachData(flags, readVia, nodes))
+}
+
+/** A Reach as plain data (for a scan's worker threads): kubectl, each node's way, and the way of any other node. */
+export interface ReachData {
+  kubectl: string[]
+  ways: Map<string, NodeWay>
+  /** A node not in `ways`: over ssh by its name (a snapshot's nodes), or not at all (a live run's unread nodes). */
+  others: 'ssh-by-name' | 'none'
+}
+
+export function reachOf(data: ReachData): Reach {
+  const other = (name: string): NodeWay => (data.others === 'ssh-by-name' ? {via: 'ssh', ssh: ['ssh', name]} : {via: 'none'})
+  return {kubectl: data.kubectl, node: (name) => data.ways.get(name) ?? other(name)}
+}
+
+export async function liveReachData(flags: ReachFlags, readVia: Map<string, NodeReadVia>, nodes: V1Node[]): Promise<ReachData> {
   const viaSsh = [...readVia.values()].some((v) => v.transport === 'ssh')
   const named = viaSsh ? await sshConfigNames(flags.sshConfig) : () => false
   const ways = new Map<string, NodeWay>()
@@ -41,10 +58,14 @@ export async function liveReach(flags: ReachFlags, readVia: Map<string, NodeRead
       ways.set(name, pod ? {via: 'kube-proxy', ...pod} : {via: 'none'})
     } else ways.set(name, {via: 'none'})
   }
-  return {kubectl: kubectl(flags), node: (name) => ways.get(name) ?? {via: 'none'}}
+  return {kubectl: kubectl(flags), ways, others: 'none'}
 }
 
 /** For a snapshot: the live cluster it was recorded from (the manifest's context), each node by its name over ssh. */
 export function snapshotReach(context: string | undefined): Reach {
-  return {kubectl: kubectl({context}), node: (name) => ({via: 'ssh', ssh: ['ssh', name]})}
+  return reachOf(snapshotReachData(context))
+}
+
+export function snapshotReachData(context: string | undefined): ReachData {
+  return {kubectl: kubectl({context}), ways: new Map(), others: 'ssh-by-name'}
 }

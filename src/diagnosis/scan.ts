@@ -1,4 +1,3 @@
-import type {V1Service} from '@kubernetes/client-node'
 import {CachedClusterSource} from '../cluster/cached-source.js'
 import type {ClusterSource} from '../cluster/cluster-source.js'
 import {parseLabelSelector} from '../cluster/label-selector.js'
@@ -7,13 +6,16 @@ import {SnapshotClusterSource} from '../cluster/snapshot-source.js'
 import type {ClusterState} from '../cluster/types.js'
 import {DiagnosisError} from '../errors.js'
 import {notProxiedReason} from '../model/expected.js'
-import {forgetOneOffChains, type NodeObservation} from '../node/bundle.js'
+import {parseNodeRecording, type NodeObservation} from '../node/bundle.js'
 import type {PathTargets} from '../node/collect-node.js'
 import {selectNodes} from '../node/select-nodes.js'
-import {diagnose, type DiagnoseOptions, type Diagnosis} from './diagnose.js'
-import {hostKeyWarnings, readNodesLive, readSnapshotNodes, type LiveOptions, type ProgressEvent} from './gather.js'
-import {liveReach, snapshotReach} from './reach.js'
+import {shareNodeReads, type SharedNodeReads} from '../node/shared-reads.js'
+import type {DiagnoseOptions} from './diagnose.js'
+import {hostKeyWarnings, readNodesLive, readSnapshotRecordings, type LiveOptions, type ProgressEvent} from './gather.js'
+import {judgeService, type ServiceOutcome, type ServiceState, type Summarise} from './judge-services.js'
+import {liveReachData, reachOf, snapshotReachData, type ReachData} from './reach.js'
 import {PROBES_SNAPSHOT} from './probe-stage.js'
+import {judgeOnThreads, scanThreads, type SummariseRecipe} from './scan-threads.js'
 import type {ProbeRun} from '../node/tcp-probe.js'
 
 export interface ScanTarget {
@@ -25,21 +27,11 @@ export interface ScanTarget {
   services?: string[]
 }
 
-interface ServiceOutcome<R> {
-  namespace: string
-  name: string
-  type: string
-  /** Why the Service was not diagnosed: it gets no kube-proxy rules by design, or its API objects could not be read. */
-  skipped?: string
-  /** What the caller keeps of the Service's diagnosis (see Summarise). */
-  diagnosis?: R
+/** What a scan keeps of each Service's diagnosis, and how its worker threads make the same (without: one thread). */
+export interface Keep<R> {
+  summarise: Summarise<R>
+  recipe?: SummariseRecipe
 }
-
-/**
- * What a scan keeps of each Service's diagnosis, made as soon as it is judged: a scan of thousands of Services must
- * not hold every trace and node view until the end.
- */
-export type Summarise<R> = (d: Diagnosis) => R
 
 export interface ScanResult<R> {
   outcomes: Array<ServiceOutcome<R>>
@@ -64,10 +56,15 @@ const PROBES_NOT_RUN_BY_SCAN: ProbeRun = {ran: false, reason: 'a scan runs no li
  */
 const SCAN_DUMPS_IN_MEMORY_BYTES = 1 << 30
 
-export type ScanLiveOptions = Omit<LiveOptions, 'name' | 'outDir' | 'namespace'> & ScanTarget & DiagnoseOptions
+export interface ScanThreadOptions {
+  /** Threads to judge the Services on (--threads); by default one per core (up to 4) when there are many. */
+  threads?: number
+}
+
+export type ScanLiveOptions = Omit<LiveOptions, 'name' | 'outDir' | 'namespace'> & ScanTarget & DiagnoseOptions & ScanThreadOptions
 
 /** Every matching Service of a live cluster, each node read once and shared by all of them. */
-export async function scanLive<R>(opts: ScanLiveOptions, summarise: Summarise<R>): Promise<ScanResult<R>> {
+export async function scanLive<R>(opts: ScanLiveOptions, keep: Keep<R>): Promise<ScanResult<R>> {
   const [{LiveClusterSource, loadKubeConfig}] = await Promise.all([import('../cluster/live-source.js')])
   const {kc} = loadKubeConfig(opts)
   const source = new CachedClusterSource(new LiveClusterSource(kc, opts.timeoutMs, opts.log))
@@ -76,10 +73,11 @@ export async function scanLive<R>(opts: ScanLiveOptions, summarise: Summarise<R>
   const endpointNodes = new Set(states.flatMap((s) => (s.state ? s.state.slices.flatMap((sl) => (sl.endpoints ?? []).map((e) => e.nodeName ?? '')) : [])))
   const selection = selectNodes(nodes, endpointNodes, {only: opts.nodes, all: opts.allNodes})
   const dns = dnsSelfLookup(states.find((s) => s.state)?.state)
-  const {observations, readVia, warnings} = await readNodesLive(nodes, selection.names, opts, dns, scanPathTargets(states))
-  const reach = await liveReach(opts, readVia, nodes)
+  const {observations, recordings, readVia, warnings} = await readNodesLive(nodes, selection.names, opts, dns, scanPathTargets(states))
+  const reach = await liveReachData(opts, readVia, nodes)
+  const sharedNodes = () => observations.map((o) => shareNodeReads(o.name, recordings.get(o.name)!))
   return {
-    outcomes: judge(states, observations, {...opts, readVia, reach, probes: PROBES_NOT_RUN_BY_SCAN}, summarise, opts.onProgress),
+    outcomes: await judge(states, {observations, sharedNodes}, {...opts, readVia, probes: PROBES_NOT_RUN_BY_SCAN}, reach, keep, opts),
     observations,
     selectionNote: selection.note,
     warnings: [...hostKeyWarnings(opts), ...warnings],
@@ -91,26 +89,23 @@ export async function scanLive<R>(opts: ScanLiveOptions, summarise: Summarise<R>
 export async function scanSnapshot<R>(
   dir: string,
   target: ScanTarget,
-  summarise: Summarise<R>,
-  opts: DiagnoseOptions & {nodes?: string[]; onProgress?: (e: ProgressEvent) => void} = {},
+  keep: Keep<R>,
+  opts: DiagnoseOptions & ScanThreadOptions & {nodes?: string[]; onProgress?: (e: ProgressEvent) => void} = {},
 ): Promise<ScanResult<R>> {
   const snapshot = new SnapshotClusterSource(dir)
   const recorded = snapshot.manifest()?.services
   const source = new CachedClusterSource(snapshot)
   const states = await readStates(source, target, recorded)
-  const observations = readSnapshotNodes(dir, opts.nodes, {bytes: SCAN_DUMPS_IN_MEMORY_BYTES})
+  const recordings = readSnapshotRecordings(dir, opts.nodes, {bytes: SCAN_DUMPS_IN_MEMORY_BYTES})
+  const observations = recordings.map((r) => parseNodeRecording(r.name, r.rec, r.onDisk))
+  const sharedNodes = () => recordings.map((r) => shareNodeReads(r.name, r.rec, r.onDisk))
+  const reach = snapshotReachData(snapshot.manifest()?.context)
   return {
-    outcomes: judge(states, observations, {...opts, reach: snapshotReach(snapshot.manifest()?.context), probes: PROBES_SNAPSHOT}, summarise, opts.onProgress),
+    outcomes: await judge(states, {observations, sharedNodes}, {...opts, probes: PROBES_SNAPSHOT}, reach, keep, opts),
     observations,
     warnings: [],
     notes: SCAN_NOTES,
   }
-}
-
-interface ServiceState {
-  service: V1Service
-  state?: ClusterState
-  unreadable?: string
 }
 
 /** The matching Services; of a snapshot, only those it was recorded for (the others lack their Pods). */
@@ -137,29 +132,36 @@ async function readStates(source: ClusterSource, target: ScanTarget, recorded?: 
   )
 }
 
-function judge<R>(states: ServiceState[], observations: NodeObservation[], opts: DiagnoseOptions, summarise: Summarise<R>, onProgress?: (e: ProgressEvent) => void): Array<ServiceOutcome<R>> {
-  return states.map(({service, state, unreadable}, i) => {
-    const base = {namespace: service.metadata?.namespace ?? '', name: service.metadata?.name ?? '', type: service.spec?.type ?? 'ClusterIP'}
-    const outcome = judgeOne(base, service, state, unreadable, observations, opts, summarise)
-    forgetOneOffChains(observations)
-    onProgress?.({kind: 'service-diagnosed', service: `${base.namespace}/${base.name}`, index: i + 1, total: states.length})
-    return outcome
-  })
-}
-
-function judgeOne<R>(
-  base: Omit<ServiceOutcome<R>, 'skipped' | 'diagnosis'>,
-  service: V1Service,
-  state: ClusterState | undefined,
-  unreadable: string | undefined,
-  observations: NodeObservation[],
-  opts: DiagnoseOptions,
-  summarise: Summarise<R>,
-): ServiceOutcome<R> {
-  const reason = notProxiedReason(service)
-  if (reason) return {...base, skipped: reason}
-  if (!state) return {...base, skipped: `not diagnosed: ${unreadable ?? 'unreadable'}`}
-  return {...base, diagnosis: summarise(diagnose(state, observations, opts))}
+/**
+ * Judges every Service on the nodes' shared observations, in order of `states`; on several threads when asked or when
+ * there are many (each worker thread parses the nodes' reads itself, from memory shared with this one).
+ */
+async function judge<R>(
+  states: ServiceState[],
+  nodes: {observations: NodeObservation[]; sharedNodes: () => SharedNodeReads[]},
+  opts: DiagnoseOptions & {onProgress?: (e: ProgressEvent) => void},
+  reach: ReachData,
+  keep: Keep<R>,
+  {threads: requested}: ScanThreadOptions,
+): Promise<Array<ServiceOutcome<R>>> {
+  const {onProgress, ...diagnoseOptions} = opts
+  const withReach = {...diagnoseOptions, reach: reachOf(reach)}
+  const outcomes: Array<ServiceOutcome<R>> = new Array(states.length)
+  let judged = 0
+  const onJudged = (index: number, outcome: ServiceOutcome<R>) => {
+    outcomes[index] = outcome
+    judged++
+    onProgress?.({kind: 'service-diagnosed', service: `${outcome.namespace}/${outcome.name}`, index: judged, total: states.length})
+  }
+  const diagnosable = states.filter((s) => s.state).length
+  const threads = keep.recipe ? scanThreads(requested, diagnosable) : 1
+  opts.log?.(`${diagnosable} of ${states.length} Service(s) to diagnose, on ${threads} thread(s)`)
+  if (threads > 1) {
+    const perThread = await judgeOnThreads({states, observations: nodes.observations, sharedNodes: nodes.sharedNodes, opts: withReach, reach, summarise: keep.summarise, recipe: keep.recipe!, threads, onJudged})
+    opts.log?.(`Services judged per thread: ${perThread.join(', ')}`)
+  }
+  else states.forEach((s, i) => onJudged(i, judgeService(s, nodes.observations, withReach, keep.summarise)))
+  return outcomes
 }
 
 /**

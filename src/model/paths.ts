@@ -121,11 +121,18 @@ function isPodOfNode(r: RouterInputs, ip: string): boolean {
 function routeGuess(r: RouterInputs): (dst: string) => RouteGuess {
   const local = nodeLocalInterfaces(r)
   const bridges = new Set((r.network?.ports ?? []).map((p) => p.bridge))
-  return (dst) => {
+  const guessed = new Map<string, RouteGuess>()
+  const guess = (dst: string): RouteGuess => {
     if (!isPodOfNode(r, dst)) return {outNotVia: local}
     const port = r.network?.portOfIp.get(dst)
     const bridge = port ? r.network!.ports.find((p) => p.port === port)?.bridge : bridges.size === 1 ? [...bridges][0] : undefined
     return bridge ? {outIface: bridge} : {}
+  }
+  // Asked for each endpoint by every walk of every entry point: worked out once per address.
+  return (dst) => {
+    let g = guessed.get(dst)
+    if (!g) guessed.set(dst, (g = guess(dst)))
+    return g
   }
 }
 
@@ -217,28 +224,42 @@ function terminalRule(o: TraceOutcome): string {
 
 /** The nat chains a walk entered: those whose rules matched and those jumped to (even when empty). */
 function natChainsEntered(o: TraceOutcome, v: ModeVocabulary): Set<string> {
-  const seen = enteredByOutcome.get(o)
+  const seen = (o as TraceOutcome & Remembered)[ENTERED]
   if (seen?.vocab === v) return seen.chains
-  const out = new Set<string>()
+  const chains = new Set<string>()
   for (const s of o.steps) {
     if (!v.isNatTable(s.table)) continue
-    out.add(s.chain)
-    for (const target of jumpTargets(s)) out.add(target)
+    chains.add(s.chain)
+    for (const target of jumpTargets(s)) chains.add(target)
   }
-  enteredByOutcome.set(o, {vocab: v, chains: out})
-  return out
+  remember(o, ENTERED, {vocab: v, chains})
+  return chains
 }
 
-/** Asked of each outcome more than once (each judgement, the endpoint halves): read once. */
-const enteredByOutcome = new WeakMap<TraceOutcome, {vocab: ModeVocabulary; chains: Set<string>}>()
+/**
+ * What this module worked out of a trace's outcome or step, kept on the object under a symbol (not enumerable: no
+ * output or comparison sees it). Not a WeakMap: V8's young collector holds a WeakMap's values, and a scan's outcomes
+ * would then outlive their Service.
+ */
+const ENTERED = Symbol('nat chains entered')
+const JUMPS = Symbol('chains jumped to')
+interface Remembered {
+  [ENTERED]?: {vocab: ModeVocabulary; chains: Set<string>}
+  [JUMPS]?: string[]
+}
+
+function remember<K extends keyof Remembered>(o: object, key: K, value: NonNullable<Remembered[K]>): void {
+  Object.defineProperty(o, key, {value, enumerable: false})
+}
 
 /** The chains a step's rule jumps or goes to, read from its text once per step (a tracer shares a rule's step between walks). */
 function jumpTargets(s: TraceStep): string[] {
-  let targets = jumpsOf.get(s)
-  if (!targets) jumpsOf.set(s, (targets = [...s.rule.matchAll(/(?:\s-[jg]|\bjump|\bgoto)\s+(\S+?),?(?=\s|$)/g)].map((m) => m[1])))
+  const known = (s as TraceStep & Remembered)[JUMPS]
+  if (known) return known
+  const targets = [...s.rule.matchAll(/(?:\s-[jg]|\bjump|\bgoto)\s+(\S+?),?(?=\s|$)/g)].map((m) => m[1])
+  remember(s, JUMPS, targets)
   return targets
 }
-const jumpsOf = new WeakMap<TraceStep, string[]>()
 
 function someOf(chains: Set<string>, test: (chain: string) => boolean): boolean {
   return firstOf(chains, test) !== undefined

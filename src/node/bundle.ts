@@ -278,9 +278,14 @@ function loadNodeFiles(dir: string, largeDumpsOnDisk: boolean, budget: DumpMemor
   return {rec, onDisk}
 }
 
+/** Loads a node's folder of a snapshot bundle; a large iptables dump is left on disk past the budget (see DUMPS_ON_DISK). */
+export function loadNodeBundle(dir: string, budget?: DumpMemoryBudget): {rec: NodeRecording; onDisk: Map<NodeFile, DumpSource>} | undefined {
+  return loadNodeFiles(dir, true, budget)
+}
+
 /** Reads a node's folder of a snapshot bundle; a large iptables dump is not loaded whole (see DUMPS_ON_DISK). */
 export function readNodeBundle(dir: string, name: string, budget?: DumpMemoryBudget): NodeObservation {
-  const files = loadNodeFiles(dir, true, budget)
+  const files = loadNodeBundle(dir, budget)
   return files ? parseNodeRecording(name, files.rec, files.onDisk) : {name, reachable: false, error: 'not in the snapshot'}
 }
 

@@ -1,6 +1,6 @@
 import type {Finding} from '../checks/check.js'
 import type {Diagnosis} from '../diagnosis/diagnose.js'
-import type {ScanResult} from '../diagnosis/scan.js'
+import type {Keep, ScanResult} from '../diagnosis/scan.js'
 import {buildReport, fails, type FailOn, type Report, type ReportOptions} from './report.js'
 import type {Command} from '../model/shell.js'
 
@@ -23,27 +23,42 @@ interface ScanReport {
  */
 export interface ScannedService extends Pick<Report, 'service' | 'endpoints' | 'findings' | 'notChecked' | 'ok'> {
   /** The Service's `svc -o json` report, indented for its place in the scan's document (-o json only). */
-  json?: Buffer
+  json?: Uint8Array
 }
 
 /** The scan's report as the table and JUnit read it; `writeScanJson` writes it as the JSON contract, ScanReport. */
 export type ScanSummary = Omit<ScanReport, 'services'> & {services: ScannedService[]}
 
-/** A Service's array element in the scan's document: indented as JSON.stringify(document, null, 2) would write it. */
-const ELEMENT_INDENT = '    '
+/**
+ * A Service's array element in the scan's document, indented as JSON.stringify(document, null, 2) would write it (two
+ * levels deep): written as the element of an array in an array, whose first and last 6 bytes ("[\n  [\n", "\n  ]\n]")
+ * are then left off. One pass over the text instead of re-indenting every line.
+ */
+function elementJson(r: Report): Uint8Array {
+  return Buffer.from(JSON.stringify([[r]], null, 2)).subarray(6, -6)
+}
 
-/** What a scan keeps of each Service's diagnosis (see ScannedService); `withJson` for `-o json`. */
+/** What a scan keeps of each Service's diagnosis (see ScannedService), on any of its threads; `withJson` for `-o json`. */
+export function keepScannedServices(withJson: boolean, opts: ReportOptions): Keep<ScannedService> {
+  return {summarise: scannedService(withJson, opts), recipe: {module: import.meta.url, name: scannedService.name, args: [withJson, opts]}}
+}
+
+/**
+ * What a scan keeps of one Service's diagnosis; exported for the scan's worker threads, which import it by name (see
+ * keepScannedServices).
+ * @public
+ */
 export function scannedService(withJson: boolean, opts: ReportOptions): (d: Diagnosis) => ScannedService {
   return (d) => {
     const r = buildReport(d, opts)
     const kept: ScannedService = {service: r.service, endpoints: r.endpoints, findings: r.findings, notChecked: r.notChecked, ok: r.ok}
-    if (withJson) kept.json = Buffer.from(ELEMENT_INDENT + JSON.stringify(r, null, 2).replaceAll('\n', '\n' + ELEMENT_INDENT))
+    if (withJson) kept.json = elementJson(r)
     return kept
   }
 }
 
 /** Writes the scan's `-o json` document: exactly JSON.stringify(ScanReport, null, 2) and a newline, in pieces. */
-export function writeScanJson(r: ScanSummary, write: (chunk: string | Buffer) => void): void {
+export function writeScanJson(r: ScanSummary, write: (chunk: string | Uint8Array) => void): void {
   const placeholder = 'kproxy-doctor: the services go here'
   const [before, after] = JSON.stringify({...r, services: placeholder}, null, 2).split(`"${placeholder}"`)
   write(before)

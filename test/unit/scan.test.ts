@@ -254,3 +254,58 @@ test('every finding code belongs to a named JUnit check family', async () => {
     rmSync(dir, {recursive: true, force: true})
   }
 })
+
+test('scan --threads: Services judged on worker threads give the same report, byte for byte, as on one thread', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kpd-scan-'))
+  try {
+    const bundle = scanBundle(dir)
+    // 1500 more Services, enough for every thread to take some (each takes the next 8 as it is free; a worker thread
+    // is ready within a second, the scan takes several): copies of web on other addresses (no rules on the nodes for
+    // them, no EndpointSlices: each is judged and found broken), every tenth one headless.
+    const services = JSON.parse(readFileSync(join(bundle, 'services.json'), 'utf8'))
+    const web = services.items.find((s: {metadata: {name: string}}) => s.metadata.name === 'web')
+    const copies = Array.from({length: 1500}, (_, i) => ({
+      ...web,
+      metadata: {...web.metadata, name: `web-${i}`},
+      spec: {...web.spec, clusterIP: i % 10 === 0 ? 'None' : `10.96.${20 + (i >> 8)}.${(i & 255) + 1}`, clusterIPs: undefined, ports: web.spec.ports.map((p: object) => ({...p, nodePort: undefined}))},
+    }))
+    services.items.push(...copies)
+    writeFileSync(join(bundle, 'services.json'), JSON.stringify(services))
+    const manifest = JSON.parse(readFileSync(join(bundle, 'manifest.json'), 'utf8'))
+    manifest.services.push(...copies.map((c) => `shop/${c.metadata.name}`))
+    writeFileSync(join(bundle, 'manifest.json'), JSON.stringify(manifest))
+
+    const scan = (threads: string, ...more: string[]) => runCli(['scan', '-n', 'shop', '--snapshot', bundle, '--threads', threads, ...more], {}, 120_000)
+    const one = await scan('1', '-o', 'json', '--verbose')
+    const three = await scan('3', '-o', 'json', '--verbose')
+    assert.match(one.stderr, /1352 of 1504 Service\(s\) to diagnose, on 1 thread\(s\)/)
+    assert.match(three.stderr, /1352 of 1504 Service\(s\) to diagnose, on 3 thread\(s\)/)
+    const perThread = /Services judged per thread: (\d+), (\d+), (\d+)/.exec(three.stderr)
+    assert.ok(perThread, three.stderr.slice(-2000))
+    const counts = perThread.slice(1).map(Number)
+    assert.equal(
+      counts.reduce((a, b) => a + b),
+      1504,
+    )
+    assert.ok(
+      counts.every((n) => n > 0),
+      `every thread judged some Services: ${counts.join(', ')}`,
+    )
+    assert.equal(three.code, 1, three.stderr.slice(-2000))
+    assert.deepEqual([three.json.counts.services, three.json.counts.diagnosed], [1504, 1352])
+    const untimed = (out: string) => out.replace(/"time": "[^"]+"/g, '"time": null')
+    assert.equal(untimed(three.stdout), untimed(one.stdout))
+    // Log lines of the worker threads reach --verbose too: one mode line per node and judged Service, on either count.
+    const modeLines = (err: string) => err.split('\n').filter((l) => / proxy mode iptables /.test(l)).length
+    assert.equal(modeLines(three.stderr), modeLines(one.stderr))
+    assert.ok(modeLines(one.stderr) >= 1352 * 2)
+    for (const output of ['table', 'junit']) {
+      const a = await scan('1', '-o', output)
+      const b = await scan('3', '-o', output)
+      assert.equal(b.stdout, a.stdout, output)
+      assert.equal(b.code, a.code)
+    }
+  } finally {
+    rmSync(dir, {recursive: true, force: true})
+  }
+})

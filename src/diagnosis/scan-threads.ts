@@ -17,6 +17,9 @@ export interface SummariseRecipe {
   args: unknown[]
 }
 
+/** The diagnosis options a worker thread is given as they are (the others: reach as data, log as messages). */
+type PassedOptions = Omit<DiagnoseOptions, 'log' | 'reach'>
+
 /** What a worker thread is given: everything in plain data or shared memory. */
 export interface ScanWorkerData {
   states: ServiceState[]
@@ -24,7 +27,7 @@ export interface ScanWorkerData {
   /** The index of the next Service to judge, shared by every thread: each takes BATCH at a time. */
   next: Int32Array
   batch: number
-  options: Omit<DiagnoseOptions, 'log' | 'reach'> & {reach?: ReachData; verbose: boolean}
+  options: PassedOptions & {reach?: ReachData; verbose: boolean}
   recipe: SummariseRecipe
 }
 
@@ -61,7 +64,15 @@ export interface ThreadedJudging<R> {
  */
 export async function judgeOnThreads<R>(j: ThreadedJudging<R>): Promise<number[]> {
   const next = new Int32Array(new SharedArrayBuffer(4))
-  const {log, reach: _reach, ...plain} = j.opts
+  const {log} = j.opts
+  // Only the diagnosis options, by name (a live scan's options also hold callbacks, which cannot cross threads); a new
+  // option is a compile error here until it is passed on.
+  const plain: Record<keyof PassedOptions, unknown> & PassedOptions = {
+    ignore: j.opts.ignore,
+    proxyMode: j.opts.proxyMode,
+    probes: j.opts.probes,
+    readVia: j.opts.readVia,
+  }
   const data: ScanWorkerData = {states: j.states, nodes: j.sharedNodes(), next, batch: BATCH, options: {...plain, reach: j.reach, verbose: log !== undefined}, recipe: j.recipe}
   const workers = Array.from({length: j.threads - 1}, () => new Worker(new URL('./scan-worker.js', import.meta.url), {workerData: data}))
   // How many Services each thread judged, this one first.

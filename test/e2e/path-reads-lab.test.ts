@@ -147,6 +147,53 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
     }
   })
 
+  test('scan live on 3 threads: the nodes read over SSH are judged by worker threads too, the same report as on one', async () => {
+    lab.clearFaults()
+    // 1500 more Services in shop (API objects only: no rules, no endpoints), enough for every thread to take some.
+    type Obj = {metadata: {name: string}; spec: {clusterIP?: string; clusterIPs?: string[]; ports?: Array<Record<string, unknown>>}}
+    const published = lab.api.objects.get('services') as Obj[]
+    const original = published.find((o) => o.metadata.name === 'web')!
+    const copies = Array.from({length: 1500}, (_, i) => ({
+      ...original,
+      metadata: {...original.metadata, name: `web-${i}`},
+      spec: {...original.spec, clusterIP: `10.96.${20 + (i >> 8)}.${(i & 255) + 1}`, clusterIPs: undefined, ports: original.spec.ports?.map((p) => ({...p, nodePort: undefined}))},
+    }))
+    lab.api.set('services', [...published, ...copies])
+    try {
+      const scan = (threads: string) => runCli(['scan', '-n', 'shop', '--threads', threads, '--verbose', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json'], {}, 150_000)
+      const one = await scan('1')
+      const three = await scan('3')
+      assert.equal(three.code, 1, three.stderr.slice(-2000))
+      const counts = (/Services judged per thread: (\d+), (\d+), (\d+)/.exec(three.stderr) ?? []).slice(1).map(Number)
+      assert.equal(counts.length, 3, three.stderr.slice(-2000))
+      assert.ok(
+        counts.every((n) => n > 0),
+        `every thread judged some Services: ${counts.join(', ')}`,
+      )
+      assert.equal(
+        counts.reduce((a, b) => a + b),
+        three.json.counts.services,
+      )
+      assert.deepEqual(
+        three.json.nodes.map((n: {name: string; reachable: boolean}) => [n.name, n.reachable]),
+        [
+          ['node-a', true],
+          ['node-b', true],
+        ],
+      )
+      const untimed = (out: string) => out.replace(/"time": "[^"]+"/g, '"time": null')
+      assert.equal(untimed(three.stdout), untimed(one.stdout))
+      const real = three.json.services.find((s: {service: {name: string}}) => s.service.name === 'web')
+      assert.deepEqual(
+        real.findings.filter((f: Finding) => f.severity !== 'info'),
+        [],
+        'the real Service is still healthy among the copies',
+      )
+    } finally {
+      lab.publish()
+    }
+  })
+
   for (const kind of ['missing', 'unreachable', 'blackhole'] as const) {
     test(`(g) node-a's route to node-b's pod CIDR ${kind}: KPD-ROUTE-MISSING on node-a naming both node-b endpoints, and nothing else`, async () => {
       lab.breakPodRoute('node-a', 'node-b', kind)

@@ -1,9 +1,9 @@
 /**
  * Layer rules: each layer may import only the layers below it (src/errors.ts from anywhere).
- *   commands -> cli -> report -> diagnosis -> checks -> model -> trace | cluster | node -> parse -> net
+ *   commands -> cli -> report -> diagnosis -> checks -> model -> trace | cluster | node -> parse -> net -> vendor
  * Siblings on one level (trace, cluster, node) do not import each other.
  */
-const layers = [['commands'], ['cli'], ['report'], ['diagnosis'], ['checks'], ['model'], ['trace', 'cluster', 'node'], ['parse'], ['net']]
+const layers = [['commands'], ['cli'], ['report'], ['diagnosis'], ['checks'], ['model'], ['trace', 'cluster', 'node'], ['parse'], ['net'], ['vendor']]
 
 const folder = (names) => `^src/(${names.join('|')})/`
 const forbidden = []

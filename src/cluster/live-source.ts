@@ -1,4 +1,4 @@
-import {ApiException, CoreV1Api, DiscoveryV1Api, KubeConfig, Observable} from '@kubernetes/client-node'
+import {ApiException, CoreV1Api, DiscoveryV1Api, KubeConfig, Observable} from '../vendor/client-node.js'
 import type {ConfigurationOptions, ObservableMiddleware, RequestContext, ResponseContext, V1ConfigMap, V1EndpointSlice, V1Endpoints, V1Node, V1Pod, V1Service} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
 import type {ClusterSource} from './cluster-source.js'

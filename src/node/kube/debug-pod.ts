@@ -1,4 +1,5 @@
-import {ApiException, CoreV1Api, type KubeConfig, type V1Pod} from '@kubernetes/client-node'
+import type {KubeConfig, V1Pod} from '@kubernetes/client-node'
+import {ApiException, CoreV1Api} from '../../vendor/client-node.js'
 import {HOST_ROOT} from '../node-commands.js'
 import {LEFTOVER_CLEANUP, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL} from './debug-pod-labels.js'
 import {abortableBy, type PodRef} from './find-pod.js'

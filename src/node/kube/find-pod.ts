@@ -1,5 +1,5 @@
-import {ApiException, CoreV1Api, Observable, type KubeConfig, type V1Pod} from '@kubernetes/client-node'
-import type {ConfigurationOptions, ObservableMiddleware, RequestContext, ResponseContext} from '@kubernetes/client-node'
+import type {ConfigurationOptions, KubeConfig, ObservableMiddleware, RequestContext, ResponseContext, V1Pod} from '@kubernetes/client-node'
+import {ApiException, CoreV1Api, Observable} from '../../vendor/client-node.js'
 import {KubeForbiddenError, KubeStreamError, KubeTimeoutError} from './kube-stream-errors.js'
 
 /** Which Pods are kube-proxy's: the DaemonSet's namespace and label selector (configurable; kubeadm's by default). */

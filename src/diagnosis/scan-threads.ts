@@ -91,8 +91,11 @@ export async function judgeOnThreads<R>(j: ThreadedJudging<R>): Promise<number[]
         worker.on('exit', (code) => (done ? resolve() : reject(new Error(`a scan thread stopped (exit code ${code}) before judging its Services`))))
       }),
   )
+  // A worker thread that fails stops this thread's share too; the failure is thrown below, once.
+  let failed = false
+  for (const f of finished) f.catch(() => (failed = true))
   try {
-    for (let start = Atomics.add(next, 0, BATCH); start < j.states.length; start = Atomics.add(next, 0, BATCH)) {
+    for (let start = Atomics.add(next, 0, BATCH); !failed && start < j.states.length; start = Atomics.add(next, 0, BATCH)) {
       for (let i = start; i < Math.min(start + BATCH, j.states.length); i++) {
         j.onJudged(i, judgeService(j.states[i], j.observations, j.opts, j.summarise))
         judged[0]++

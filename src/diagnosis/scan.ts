@@ -157,10 +157,19 @@ async function judge<R>(
   const threads = keep.recipe ? scanThreads(requested, diagnosable) : 1
   opts.log?.(`${diagnosable} of ${states.length} Service(s) to diagnose, on ${threads} thread(s)`)
   if (threads > 1) {
-    const perThread = await judgeOnThreads({states, observations: nodes.observations, sharedNodes: nodes.sharedNodes, opts: withReach, reach, summarise: keep.summarise, recipe: keep.recipe!, threads, onJudged})
+    const perThread = await judgeOnThreads({
+      states,
+      observations: nodes.observations,
+      sharedNodes: nodes.sharedNodes,
+      opts: withReach,
+      reach,
+      summarise: keep.summarise,
+      recipe: keep.recipe!,
+      threads,
+      onJudged,
+    })
     opts.log?.(`Services judged per thread: ${perThread.join(', ')}`)
-  }
-  else states.forEach((s, i) => onJudged(i, judgeService(s, nodes.observations, withReach, keep.summarise)))
+  } else states.forEach((s, i) => onJudged(i, judgeService(s, nodes.observations, withReach, keep.summarise)))
   return outcomes
 }
 

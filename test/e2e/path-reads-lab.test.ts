@@ -160,7 +160,8 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
     }))
     lab.api.set('services', [...published, ...copies])
     try {
-      const scan = (threads: string) => runCli(['scan', '-n', 'shop', '--threads', threads, '--verbose', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json'], {}, 150_000)
+      const scan = (threads: string) =>
+        runCli(['scan', '-n', 'shop', '--threads', threads, '--verbose', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json'], {}, 150_000)
       const one = await scan('1')
       const three = await scan('3')
       assert.equal(three.code, 1, three.stderr.slice(-2000))

@@ -7,6 +7,13 @@ import {XMLParser, XMLValidator} from 'fast-xml-parser'
 import {parseLabelSelector} from '../../src/cluster/label-selector.js'
 import {CHECKS} from '../../src/checks/index.js'
 import {runCli} from '../helpers/run-cli.js'
+import {CachedClusterSource} from '../../src/cluster/cached-source.js'
+import {SnapshotClusterSource} from '../../src/cluster/snapshot-source.js'
+import {readClusterState} from '../../src/cluster/read-cluster.js'
+import {readSnapshotRecordings} from '../../src/diagnosis/gather.js'
+import {judgeOnThreads} from '../../src/diagnosis/scan-threads.js'
+import {parseNodeRecording} from '../../src/node/bundle.js'
+import {shareNodeReads} from '../../src/node/shared-reads.js'
 
 const EXAMPLES = resolve(import.meta.dirname, '../../../examples')
 
@@ -308,4 +315,26 @@ test('scan --threads: Services judged on worker threads give the same report, by
   } finally {
     rmSync(dir, {recursive: true, force: true})
   }
+})
+
+test('scan threads: a worker thread that fails fails the scan with its error', async () => {
+  const bundle = join(EXAMPLES, 'broken-cluster')
+  const state = await readClusterState(new CachedClusterSource(new SnapshotClusterSource(bundle)), 'shop', 'web')
+  const recordings = readSnapshotRecordings(bundle)
+  const judged: number[] = []
+  await assert.rejects(
+    judgeOnThreads({
+      states: [{service: state.service, state}],
+      observations: recordings.map((r) => parseNodeRecording(r.name, r.rec, r.onDisk)),
+      sharedNodes: () => recordings.map((r) => shareNodeReads(r.name, r.rec, r.onDisk)),
+      opts: {},
+      summarise: () => 'judged here',
+      // The worker thread makes its Summarise from this recipe, which throws.
+      recipe: {module: 'data:text/javascript,export function explode() { throw new Error("summariser exploded") }', name: 'explode', args: []},
+      threads: 2,
+      onJudged: (index) => judged.push(index),
+    }),
+    /summariser exploded/,
+  )
+  assert.deepEqual(judged, [0], 'this thread judged the one Service; the failure is still the outcome')
 })

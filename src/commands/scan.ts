@@ -34,7 +34,7 @@ export default class Scan extends DoctorCommand {
     snapshot: Flags.string({description: 'scan a recorded bundle instead of a live cluster'}),
     ...ignoreFlags,
     'proxy-mode': Flags.string({options: ['iptables', 'nftables', 'ipvs'], description: 'judge every node in this kube-proxy mode, whatever kube-proxy and the rules say'}),
-    threads: Flags.integer({min: 1, max: 64, description: 'threads to judge the Services on [default: one per core, up to 4, from 1000 Services]'}),
+    threads: Flags.integer({min: 1, max: 64, description: 'threads to judge the Services on [default: one per usable CPU (cores, cgroup quota), up to 4, from 1000 Services]'}),
   }
 
   async run(): Promise<void> {

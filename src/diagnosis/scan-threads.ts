@@ -1,4 +1,3 @@
-import {availableParallelism} from 'node:os'
 import {setImmediate as yieldToEvents} from 'node:timers/promises'
 import {Worker} from 'node:worker_threads'
 import type {NodeObservation} from '../node/bundle.js'
@@ -6,6 +5,7 @@ import type {SharedNodeReads} from '../node/shared-reads.js'
 import type {DiagnoseOptions} from './diagnose.js'
 import {judgeService, type ServiceOutcome, type ServiceState, type Summarise} from './judge-services.js'
 import type {ReachData} from './reach.js'
+import {usableCpus} from './cpu-limit.js'
 
 /**
  * How a worker thread makes the scan's Summarise: the export `name` of `module` (a file URL), called with `args`
@@ -39,9 +39,12 @@ const BATCH = 8
 const SERVICES_FOR_THREADS = 1000
 const MAX_THREADS = 4
 
-/** Threads to judge `services` Services on: `requested` (--threads) if given, else one per core (up to 4) on large scans. */
+/**
+ * Threads to judge `services` Services on: `requested` (--threads) if given, else on large scans one per CPU the
+ * process may use (cores, and its cgroup's CPU quota), up to 4.
+ */
 export function scanThreads(requested: number | undefined, services: number): number {
-  const wanted = requested ?? (services >= SERVICES_FOR_THREADS ? Math.min(availableParallelism(), MAX_THREADS) : 1)
+  const wanted = requested ?? (services >= SERVICES_FOR_THREADS ? Math.min(usableCpus(), MAX_THREADS) : 1)
   return Math.max(1, Math.min(wanted, Math.ceil(services / BATCH)))
 }
 

@@ -73,12 +73,16 @@ for (const n of sizes) {
 const scanSize = Number(process.env.KPD_BENCH_SCAN_SERVICES ?? 10000)
 if (scanSize > 0) {
   const {bundle, target} = generateBundle(outDir, scanSize, {nodes: 3})
+  // Both best of three, as the dumps' figures: the least disturbed run of each (this machine's noise moves a 25 s
+  // scan by several seconds); every scan run is printed.
   const one = best(['svc', bundle, target])
-  const all = once(['scan', bundle])
+  const scans = [once(['scan', bundle]), once(['scan', bundle]), once(['scan', bundle])]
+  const all = {ms: Math.min(...scans.map((r) => r.ms)), maxRssBytes: Math.max(...scans.map((r) => r.maxRssBytes))}
   const ratio = all.ms / one.ms
   process.stdout.write(
     `${String(scanSize).padStart(6)} scan ${'3 nodes'.padStart(9)}  ${'svc --snapshot (one)'.padEnd(22)} ${one.ms.toFixed(0).padStart(6)} ms\n` +
-      `${String(scanSize).padStart(6)} scan ${'3 nodes'.padStart(9)}  ${'scan -n (every one)'.padEnd(22)} ${all.ms.toFixed(0).padStart(6)} ms  ${ratio.toFixed(2).padStart(5)}× one svc  peak ${mb(all.maxRssBytes).padStart(9)}  ${(all.ms / scanSize).toFixed(2)} ms per Service\n`,
+      `${String(scanSize).padStart(6)} scan ${'3 nodes'.padStart(9)}  ${'scan -n (every one)'.padEnd(22)} ${all.ms.toFixed(0).padStart(6)} ms  ${ratio.toFixed(2).padStart(5)}× one svc  peak ${mb(all.maxRssBytes).padStart(9)}  ${(all.ms / scanSize).toFixed(2)} ms per Service\n` +
+      `${''.padStart(6)}      ${''.padStart(9)}  ${'(best of 3 runs:'.padEnd(22)} ${scans.map((r) => `${(r.ms / 1000).toFixed(1)} s`).join(', ')}; peak: the largest)\n`,
   )
   if (ratio > 10) {
     failed = true

@@ -249,7 +249,8 @@ interface Remembered {
 }
 
 function remember<K extends keyof Remembered>(o: object, key: K, value: NonNullable<Remembered[K]>): void {
-  Object.defineProperty(o, key, {value, enumerable: false})
+  // Writable and configurable: an outcome asked again under another vocabulary is worked out again, not a TypeError.
+  Object.defineProperty(o, key, {value, enumerable: false, writable: true, configurable: true})
 }
 
 /** The chains a step's rule jumps or goes to, read from its text once per step (a tracer shares a rule's step between walks). */

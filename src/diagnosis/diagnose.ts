@@ -70,6 +70,8 @@ function notJudgedReason(family: IpFamily, mode: ProxyMode, source: string): str
 function diagnoseFamily(cluster: ClusterState, observations: NodeObservation[], opts: DiagnoseOptions, family: IpFamily | undefined, label: string, probes: ProbeRun): FamilyRun {
   const nodes: NodeView[] = []
   const paths: PathResult[] = []
+  /** The read nodes, as first or second nodes of a path. */
+  const pathNodes: PathNode[] = []
   const unsupported: CheckContext['unsupported'] = []
   const notJudged: FamilyRun['notJudged'] = []
   const tableFamily: TableFamily = family === 'IPv6' ? 'ip6' : 'ip'
@@ -102,17 +104,9 @@ function diagnoseFamily(cluster: ClusterState, observations: NodeObservation[], 
       infra: dataplane.infrastructure(),
     }
     nodes.push(view)
-    paths.push(
-      ...tracePaths({
-        node: obs.name,
-        address: view.address,
-        k8sNode,
-        dataplane,
-        expected,
-        network: obs.network,
-        podIPsOnNode: podIPsOn(cluster.pods, obs.name),
-      }),
-    )
+    const pathNode: PathNode = {node: obs.name, address, dataplane, k8sNode, network: obs.network, podIPsOnNode: podIPsOn(cluster.pods, obs.name)}
+    pathNodes.push(pathNode)
+    paths.push(...tracePaths({...pathNode, expected}))
   }
   const context: CheckContext & ProbeAware = {
     cluster,
@@ -129,24 +123,12 @@ function diagnoseFamily(cluster: ClusterState, observations: NodeObservation[], 
   // One path across two nodes: each remote endpoint's half, judged on its node, before the checks read the paths.
   context.halves = followEndpoints(
     paths,
-    pathNodes(context),
+    pathNodes,
     context.service.ports.flatMap((port) => port.allEndpoints),
   )
   // Silenced checks still run: what they find explains its path step, so the generic path-broken finding stays quiet too.
   for (const c of CHECKS) context.findings.push(...c.run(context).map((d) => toFinding(c.meta, d)))
   return {context, notJudged}
-}
-
-/** The read nodes, as first or second nodes of a path. */
-function pathNodes(ctx: Pick<CheckContext, 'nodes' | 'cluster'>): PathNode[] {
-  return ctx.nodes.map((n) => ({
-    node: n.name,
-    address: n.address,
-    dataplane: n.dataplane,
-    k8sNode: ctx.cluster.nodes.find((k) => k.metadata?.name === n.name),
-    network: n.obs.network,
-    podIPsOnNode: podIPsOn(ctx.cluster.pods, n.name),
-  }))
 }
 
 const findingKey = (f: Finding) => `${f.code}\0${f.node ?? ''}\0${f.message}\0${f.command ?? ''}`

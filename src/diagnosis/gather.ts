@@ -241,7 +241,7 @@ export function readSnapshotRecordings(dir: string, only?: string[], budget?: Du
   return names.map((name) => {
     const nodeDir = join(nodesDir, name)
     if (!lstatSync(nodeDir).isDirectory()) return {name, rec: errorRecording(`${NODES_DIR}/${name} is not a folder (symbolic links are not followed)`), onDisk: new Map()}
-    return {name, ...(loadNodeBundle(nodeDir, budget) ?? {rec: errorRecording('not in the snapshot'), onDisk: new Map()})}
+    return {name, ...loadNodeBundle(nodeDir, budget)}
   })
 }
 

@@ -278,15 +278,18 @@ function loadNodeFiles(dir: string, largeDumpsOnDisk: boolean, budget: DumpMemor
   return {rec, onDisk}
 }
 
-/** Loads a node's folder of a snapshot bundle; a large iptables dump is left on disk past the budget (see DUMPS_ON_DISK). */
-export function loadNodeBundle(dir: string, budget?: DumpMemoryBudget): {rec: NodeRecording; onDisk: Map<NodeFile, DumpSource>} | undefined {
-  return loadNodeFiles(dir, true, budget)
+/**
+ * Loads a node's folder of a snapshot bundle; a large iptables dump is left on disk past the budget (see
+ * DUMPS_ON_DISK). A folder that is not there is the node's error.
+ */
+export function loadNodeBundle(dir: string, budget?: DumpMemoryBudget): {rec: NodeRecording; onDisk: Map<NodeFile, DumpSource>} {
+  return loadNodeFiles(dir, true, budget) ?? {rec: errorRecording('not in the snapshot'), onDisk: new Map()}
 }
 
 /** Reads a node's folder of a snapshot bundle; a large iptables dump is not loaded whole (see DUMPS_ON_DISK). */
 export function readNodeBundle(dir: string, name: string, budget?: DumpMemoryBudget): NodeObservation {
-  const files = loadNodeBundle(dir, budget)
-  return files ? parseNodeRecording(name, files.rec, files.onDisk) : {name, reachable: false, error: 'not in the snapshot'}
+  const {rec, onDisk} = loadNodeBundle(dir, budget)
+  return parseNodeRecording(name, rec, onDisk)
 }
 
 /** Writes a node's recording as its folder of a bundle. */

@@ -9,6 +9,7 @@ import {backendNamedBy} from '../parse/iptables-save.js'
 import {parseRouteGet} from '../parse/ip-route.js'
 import type {RawCommandOutput, RawPathReads} from './path-reads.js'
 import {mapBounded} from './select-nodes.js'
+import {Slots} from './slots.js'
 
 interface DnsQuestion {
   name: string
@@ -164,21 +165,17 @@ function stillRunning(running: Running): string {
  * back). `running` holds the commands under way.
  */
 function gated(access: NodeAccess, limit: number, running: Running): NodeAccess {
-  let active = 0
-  const waiting: Array<() => void> = []
-  const run: NodeAccess['run'] = async (key, ...args) => {
-    if (active >= limit) await new Promise<void>((resolve) => waiting.push(resolve))
-    active++
-    const entry = {key, args, since: performance.now()}
-    running.add(entry)
-    try {
-      return await access.run(key, ...args)
-    } finally {
-      running.delete(entry)
-      active--
-      waiting.shift()?.()
-    }
-  }
+  const slots = new Slots(limit)
+  const run: NodeAccess['run'] = (key, ...args) =>
+    slots.run(async () => {
+      const entry = {key, args, since: performance.now()}
+      running.add(entry)
+      try {
+        return await access.run(key, ...args)
+      } finally {
+        running.delete(entry)
+      }
+    })
   return {
     run,
     openTcp: (host, port, timeoutMs) => access.openTcp(host, port, timeoutMs),

@@ -4,6 +4,7 @@ import type {ClientChannel} from 'ssh2'
 import {checkKnownHosts, hostKeyAlgorithms, knownHostsName, type KnownHostsResult} from './known-hosts.js'
 import type {SshHostConfig} from './ssh-config.js'
 import {programOf, type CommandLine} from './node-commands.js'
+import {Slots} from './slots.js'
 
 export interface SshOptions {
   /** Skip host key checking (only with the explicit flag). */
@@ -110,17 +111,14 @@ export class SshSession {
     })
   }
 
-  private sessionsOpen = 0
-  private readonly waitingForSession: Array<() => void> = []
+  private readonly sessions = new Slots(MAX_SESSIONS)
 
   /**
    * Runs an allow-listed command line (built only by node-commands.ts from a key). At most MAX_SESSIONS run at once on
    * the connection; the others wait for one to end (their timeout starts when they run).
    */
-  async exec(command: CommandLine, timeoutMs = this.stepMs): Promise<ExecResult> {
-    if (this.sessionsOpen >= MAX_SESSIONS) await new Promise<void>((resolve) => this.waitingForSession.push(resolve))
-    this.sessionsOpen++
-    try {
+  exec(command: CommandLine, timeoutMs = this.stepMs): Promise<ExecResult> {
+    return this.sessions.run(async () => {
       // sshd frees a session's slot a little after the client sees it close: a refused open is tried again, a bounded
       // number of times, once the other sessions have had a moment to end.
       for (let attempt = 1; ; attempt++) {
@@ -131,10 +129,7 @@ export class SshSession {
           await new Promise((resolve) => setTimeout(resolve, 50 * attempt))
         }
       }
-    } finally {
-      this.sessionsOpen--
-      this.waitingForSession.shift()?.()
-    }
+    })
   }
 
   private execNow(command: CommandLine, timeoutMs: number): Promise<ExecResult> {

@@ -1,3 +1,4 @@
+import {lateTimeout} from './late-timeout.js'
 import type {Duplex} from 'node:stream'
 import {gunzipSync} from 'node:zlib'
 import {buildCommandLine, commandTimeoutMs, compressedCommandLine, isCompressible, isNodeCommandKey, isReadableNodeFile, readFileCommand, splitCompressedOutput, type ArgsOf, type CommandLine, type NodeCommandKey} from './node-commands.js'
@@ -58,10 +59,10 @@ export class SshNodeAccess implements NodeAccess {
   }
 
   async openTcp(host: string, port: number, timeoutMs: number): Promise<TcpOpen> {
-    let timer: NodeJS.Timeout | undefined
     const pending = this.session.forward(host, port)
+    const timeout = lateTimeout(timeoutMs)
     try {
-      const r = await Promise.race([pending, new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)))])
+      const r = await Promise.race([pending, timeout.expired])
       if (r !== 'timeout') return {kind: 'open', stream: r}
       pending.then(
         (s) => s.destroy(),
@@ -72,7 +73,7 @@ export class SshNodeAccess implements NodeAccess {
       const reason = (e as Error).message
       return {kind: 'refused', outcome: classifyOpenError(e as Error), reason}
     } finally {
-      clearTimeout(timer)
+      timeout.cancel()
     }
   }
 

@@ -1,3 +1,4 @@
+import {lateTimeout} from './late-timeout.js'
 import type {Duplex} from 'node:stream'
 import type {NodeAccess} from './node-access.js'
 
@@ -101,11 +102,10 @@ export function classifyOpenError(err: Error): Exclude<ProbeOutcome, 'connected'
 }
 
 async function attempt(open: OpenTcp, t: ProbeTarget, timeoutMs: number): Promise<{outcome: ProbeOutcome; why?: string}> {
-  let timer: NodeJS.Timeout | undefined
   const pending = open(t.host, t.port)
-  const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)))
+  const timeout = lateTimeout(timeoutMs)
   try {
-    const r = await Promise.race([pending, timeout])
+    const r = await Promise.race([pending, timeout.expired])
     if (r === 'timeout') {
       pending.then(
         (s) => s.destroy(),
@@ -119,7 +119,7 @@ async function attempt(open: OpenTcp, t: ProbeTarget, timeoutMs: number): Promis
     if (e instanceof OpenRefusal) return {outcome: e.outcome, why: e.message}
     return {outcome: classifyOpenError(e as Error), why: (e as Error).message}
   } finally {
-    clearTimeout(timer)
+    timeout.cancel()
   }
 }
 

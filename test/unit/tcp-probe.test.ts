@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import {connect, createServer, type AddressInfo, type Server} from 'node:net'
 import type {Duplex} from 'node:stream'
 import {classifyOpenError, probeOpener, probeTargets, type OpenTcp} from '../../src/node/tcp-probe.js'
+import {lateTimeout} from '../../src/node/late-timeout.js'
 import type {NodeAccess, TcpOpen} from '../../src/node/node-access.js'
 import {planProbes, probesOfFamily} from '../../src/diagnosis/probe-plan.js'
 import {offlineCluster} from '../helpers/offline-cluster.js'
@@ -134,4 +135,33 @@ test("the probe plan of a dual-stack Service: each family's ClusterIP, the NodeP
   const run = {ran: true as const, settings: {vipAttempts: 8, endpointAttempts: 3, timeoutMs: 1500, concurrency: 8}, notes: [], nodes: [{node: 'node-b', via: 'x', tallies: [tally('10.96.10.10'), tally('fd00:10:96::10:10')]}]}
   const hosts = (r: ReturnType<typeof probesOfFamily>) => (r.ran ? r.nodes.flatMap((n) => n.tallies.map((t) => t.target.host)) : [])
   assert.deepEqual([hosts(probesOfFamily(run, 4)), hosts(probesOfFamily(run, 6))], [['10.96.10.10'], ['fd00:10:96::10:10']])
+})
+
+test('a probe whose answer came while the doctor was not scheduled is not counted as timed out', async () => {
+  const server = createServer((s) => s.end())
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const port = (server.address() as AddressInfo).port
+  try {
+    const race = async (expired: Promise<'timeout'>) => {
+      const connected = new Promise<'connected'>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1', () => {
+          socket.destroy()
+          resolve('connected')
+        }).on('error', reject)
+      })
+      // The process is busy past the timeout while the connection is made in the kernel.
+      const until = Date.now() + 150
+      while (Date.now() < until);
+      return Promise.race([connected, expired])
+    }
+    const late = lateTimeout(20)
+    assert.equal(await race(late.expired), 'connected')
+    late.cancel()
+    // A plain timer fires before the socket is polled: what the probes did before.
+    let timer: NodeJS.Timeout | undefined
+    assert.equal(await race(new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), 20)))), 'timeout')
+    clearTimeout(timer)
+  } finally {
+    server.close()
+  }
 })

@@ -21,7 +21,7 @@ const DIAGNOSIS = 'DIAGNOSIS'
 export default class Svc extends DoctorCommand {
   static override summary = 'Diagnose one Service: where its packet path breaks, on which node, and what to run next'
   static override usage = [
-    'svc NAME [-n NAMESPACE] [--context CTX] [--kubeconfig FILE] [--ssh-config FILE] [--nodes a,b | --all-nodes] [--no-probe] [--fail-on error|warning|skipped,…] [-o table|json|yaml] [-q | --explain]',
+    'svc NAME [-n NAMESPACE] [--context CTX] [--kubeconfig FILE] [--ssh-config FILE] [--nodes a,b | --all-nodes] [--no-probe] [--fail-on error|warning|skipped,…] [--all-rules] [-o table|json|yaml] [-q | --explain]',
     'svc NAME [-n NAMESPACE] --snapshot DIR [--nodes a,b] [-o table|json|yaml] [-q | --explain]',
   ]
   static override examples = [
@@ -40,6 +40,12 @@ export default class Svc extends DoctorCommand {
     ...ignoreFlags,
     ...failOnFlag,
     'proxy-mode': Flags.string({options: ['iptables', 'nftables', 'ipvs'], description: 'judge every node in this kube-proxy mode, whatever kube-proxy and the rules say', helpGroup: DIAGNOSIS}),
+    'all-rules': Flags.boolean({
+      description: "read each node's whole iptables dump, not only the chains this Service's packets can reach (read chain by chain where the node is read as root over SSH)",
+      default: false,
+      helpGroup: DIAGNOSIS,
+      exclusive: ['snapshot'],
+    }),
   }
 
   async run(): Promise<void> {
@@ -55,7 +61,7 @@ export default class Svc extends DoctorCommand {
     try {
       g = flags.snapshot
         ? await gatherSnapshot(flags.snapshot, flags.namespace ?? 'default', args.name, splitList(flags.nodes))
-        : await gatherLive({...liveOptions(args.name, flags, log), probe: flags.probe, onProgress: progress?.onProgress})
+        : await gatherLive({...liveOptions(args.name, flags, log), probe: flags.probe, scopeRules: !flags['all-rules'], onProgress: progress?.onProgress})
     } finally {
       progress?.done()
     }
@@ -67,7 +73,7 @@ export default class Svc extends DoctorCommand {
     if (g.observations.length > 0 && !g.observations.some((o) => o.reachable))
       process.stderr.write(`kproxy-doctor: warning: no node could be read: ${g.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}\n`)
     const context = flags.snapshot ? null : await currentContext(flags)
-    const notes = [g.selectionNote, readVia && apiOnlyNote(readVia)].filter((n): n is string => !!n)
+    const notes = [g.selectionNote, g.rulesNote, readVia && apiOnlyNote(readVia)].filter((n): n is string => !!n)
     const built = buildReport(d, {explain: flags.explain, notes, meta: {toolVersion: this.config.version, time: new Date().toISOString(), context}})
     const order = readVia ? [...g.observations.map((o) => o.name), ...readVia.keys()].sort() : []
     const report = readVia ? withReadVia(built, readVia, order) : built

@@ -20,11 +20,15 @@ import type {VerboseLog} from '../node/logged-access.js'
 import type {Reach} from '../model/reach.js'
 import {serviceFamilies} from '../model/expected.js'
 import {liveReach, snapshotReach} from './reach.js'
+import {rulesScopeOf} from '../model/rules-scope.js'
+import type {RulesScope} from '../node/scoped-rules.js'
 
 export interface Gathered {
   cluster: ClusterState
   observations: NodeObservation[]
   selectionNote?: string
+  /** Which nodes' rules were read chain by chain, when any were. */
+  rulesNote?: string
   warnings: string[]
   /** The live probe stage, when it was asked for. */
   probes?: ProbeRun
@@ -56,6 +60,8 @@ export interface LiveOptions {
   proxyMode?: string
   /** Live probes from each node after it is read (svc); off unless asked. */
   probe?: boolean
+  /** Read only the iptables chains the Service's packets can reach (svc); off: every node's whole dump (collect). */
+  scopeRules?: boolean
   /** --verbose: every API request and node operation, on stderr. */
   log?: VerboseLog
   /** What the run has done so far (nodes read, Services diagnosed), for a progress line; never written anywhere here. */
@@ -114,10 +120,18 @@ export async function gatherLive(opts: LiveOptions): Promise<GatheredLive> {
         return started.probes
       }
     : undefined
-  const {observations, recordings, readVia, warnings} = await readNodesLive(cluster.nodes, selection.names, opts, dns, pathTargets(cluster), probeBeside)
+  const rulesScope = opts.scopeRules ? rulesScopeOf(cluster.service) : undefined
+  const {observations, recordings, readVia, warnings} = await readNodesLive(cluster.nodes, selection.names, opts, dns, pathTargets(cluster), probeBeside, rulesScope)
   const probes = opts.probe ? await probeNodes(cluster, observations, await probeConnector(readVia, opts), opts, probing) : undefined
   const reach = await liveReach(opts, readVia, cluster.nodes)
-  return {cluster, observations, recordings, readVia, selectionNote: selection.note, warnings: [...hostKeyWarnings(opts), ...warnings], namespace, probes, reach}
+  return {cluster, observations, recordings, readVia, selectionNote: selection.note, rulesNote: chainByChainNote(observations), warnings: [...hostKeyWarnings(opts), ...warnings], namespace, probes, reach}
+}
+
+/** What the report says of the nodes whose rules were read chain by chain (see readScopedRules). */
+function chainByChainNote(observations: NodeObservation[]): string | undefined {
+  const nodes = observations.filter((o) => o.iptables?.readChainByChain() || o.ip6tables?.readChainByChain()).map((o) => o.name)
+  if (nodes.length === 0) return undefined
+  return `rules read chain by chain on ${nodes.join(', ')}: only the chains this Service's packets can reach ("line N" counts lines of that read); --all-rules reads every rule`
 }
 
 /**
@@ -179,6 +193,8 @@ export async function readNodesLive(
   path?: PathTargets,
   /** Work to run on each SSH-read node's access while it is read (the live probes); closing waits for it. */
   beside?: (name: string, access: NodeAccess) => Promise<unknown>,
+  /** Only these chains of each node's iptables rules (see readScopedRules). */
+  rulesScope?: RulesScope,
 ): Promise<{observations: NodeObservation[]; recordings: Map<string, NodeRecording>; readVia: Map<string, NodeReadVia>; warnings: string[]}> {
   const {collectNode, loadKubeConfig} = await liveModules()
   const targets = names.map((name) => {
@@ -196,7 +212,7 @@ export async function readNodesLive(
             return closingAfter(access, beside(name, access))
           }
         : connect
-    const collection = await collectNode(name, open, {timeoutMs: opts.timeoutMs, dns, path, proxyMode: opts.proxyMode})
+    const collection = await collectNode(name, open, {timeoutMs: opts.timeoutMs, dns, path, proxyMode: opts.proxyMode, rulesScope})
     progress?.({kind: 'node-read-finished', node: name, ms: performance.now() - startedAt, ok: collection.observation.reachable})
     return collection
   })

@@ -3,12 +3,13 @@ import {parseLookupOutput, queryOverStream, type DnsAnswer, type DnsRecordAnswer
 import {httpGetOnNode} from './http-on-node.js'
 import {parseHealthz, parseMetrics, type KubeProxyStatus} from '../parse/kube-proxy-status.js'
 import {tcpOpener, type NodeAccess, type RunResult} from './node-access.js'
-import {BACKEND_SAVES, buildCommandLine, DUMP_STEPS, isInterfaceName, programOf, NFT_KUBE_PROXY_FAMILIES, toolMissing, type ArgsOf, type ConntrackProtocol, type NodeCommand, type NodeCommandKey} from './node-commands.js'
+import {BACKEND_SAVES, buildCommandLine, DUMP_STEPS, isInterfaceName, programOf, NFT_KUBE_PROXY_FAMILIES, toolMissing, type NftKubeProxyFamily, type ArgsOf, type ConntrackProtocol, type NodeCommand, type NodeCommandKey} from './node-commands.js'
 import {parseIp} from '../net/address.js'
 import {backendNamedBy} from '../parse/iptables-save.js'
 import {parseRouteGet} from '../parse/ip-route.js'
 import type {RawCommandOutput, RawPathReads} from './path-reads.js'
 import {mapBounded} from './select-nodes.js'
+import {readScopedRules, type RulesScope} from './scoped-rules.js'
 import {Slots} from './slots.js'
 
 interface DnsQuestion {
@@ -34,6 +35,11 @@ export interface CollectOptions {
   path?: PathTargets
   /** --proxy-mode: trusted over kube-proxy's /proxyMode when deciding how much of nft to read. */
   proxyMode?: string
+  /**
+   * Read only the iptables chains these packets can reach, chain by chain, where the node is read as root (else, or
+   * when the read cannot be scoped, the whole dump as always).
+   */
+  rulesScope?: RulesScope
 }
 
 /** Route lookups per node: every endpoint of a big Service, bounded for a huge one (the rest is said to be skipped). */
@@ -84,7 +90,7 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
   // as long as its largest dump. Through sudo the privileged ones wait for iptables-save: where sudo wants a password,
   // one attempt fails (and is logged on the node), not ten.
   const sudo = (await access.usesSudo?.()) ?? false
-  const save = access.run('iptablesSave')
+  const save = readRules(access, 4, sudo ? undefined : opts.rulesScope)
   const privileged = sudo
     ? save.then((r) => {
         if (r.kind === 'ran' && r.code !== 0) throw new Error('iptables-save failed: no other privileged read')
@@ -98,7 +104,7 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
   // Each family's backend saves follow that family's save (its header says which backend it already is): IPv6's
   // need not wait for a large iptables-save.
   const saves6 = async () => {
-    const save6 = await access.run('ip6tablesSave')
+    const save6 = await readRules(access, 6, sudo ? undefined : opts.rulesScope)
     if (ranOk(save6)) record('ip6tablesSave', save6.stdout)
     await readBackendSaves(access, record, 6, save6)
   }
@@ -121,6 +127,15 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
   if (dns) rec.set(NODE_FILES.dns, json2(await dns))
   rec.set(NODE_FILES.kubeProxy, json2(await kubeProxy))
   return rec
+}
+
+/** One family's rules: chain by chain where a scope is given and the read can be scoped, else the whole dump. */
+async function readRules(access: NodeAccess, family: 4 | 6, scope: RulesScope | undefined): Promise<RunResult> {
+  if (scope) {
+    const scoped = await readScopedRules(access, family, scope)
+    if (scoped.kind === 'read') return {kind: 'ran', code: 0, stdout: scoped.dump, stderr: ''}
+  }
+  return access.run(family === 6 ? 'ip6tablesSave' : 'iptablesSave')
 }
 
 /**
@@ -239,8 +254,10 @@ const tableAbsent = (r: RunResult) => r.kind === 'ran' && r.code !== 0 && /No su
  * table adds nothing. Undefined when nft could not answer (no nft, no permission): the whole ruleset is tried instead.
  */
 async function readKubeProxyTables(access: NodeAccess): Promise<Buffer | undefined> {
+  const families = await kubeProxyTableFamilies(access)
+  if (families?.length === 0) return Buffer.alloc(0)
   for (const json of [true, false]) {
-    const answers = await Promise.all(NFT_KUBE_PROXY_FAMILIES.map((family) => access.run('nftKubeProxyTable', {family, json})))
+    const answers = await Promise.all((families ?? NFT_KUBE_PROXY_FAMILIES).map((family) => access.run('nftKubeProxyTable', {family, json})))
     if (answers.some((r) => r.kind === 'ran' && toolMissing(r))) return undefined
     const tables = answers.filter((r) => !tableAbsent(r))
     // Both families answered (a table or its absence): the read is whole.
@@ -250,6 +267,14 @@ async function readKubeProxyTables(access: NodeAccess): Promise<Buffer | undefin
     }
   }
   return undefined
+}
+
+/** The families whose kube-proxy table `nft list sets` shows; undefined when it did not answer (then each is listed). */
+async function kubeProxyTableFamilies(access: NodeAccess): Promise<NftKubeProxyFamily[] | undefined> {
+  const r = await access.run('nftSets')
+  if (!ranOk(r)) return undefined
+  const text = r.stdout.toString('utf8')
+  return NFT_KUBE_PROXY_FAMILIES.filter((family) => new RegExp(`^table ${family} kube-proxy \\{`, 'm').test(text))
 }
 
 /** Several `nft -j` documents as one: their objects in order, the first metainfo kept. */

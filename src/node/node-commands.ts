@@ -13,6 +13,11 @@ export const NODE_COMMANDS = {
   ip6tablesSave: 'ip6tables-save',
   nftRulesetJson: 'nft -j list ruleset',
   nftRuleset: 'nft list ruleset',
+  /**
+   * Which nft tables there are, at once: every table's header and its sets, no chains or rules (on a large
+   * iptables-nft node listing one absent table takes over a second: nft fetches every chain first).
+   */
+  nftSets: 'nft list sets',
   iptablesLegacySave: 'iptables-legacy-save',
   iptablesNftSave: 'iptables-nft-save',
   ip6tablesLegacySave: 'ip6tables-legacy-save',
@@ -97,7 +102,7 @@ export function splitCompressedOutput(plain: Buffer): {code: number | null; stdo
   return {code: Number(m[1]), stdout: plain.subarray(0, at)}
 }
 
-const NEEDS_ROOT: ReadonlySet<NodeCommand> = new Set(['iptablesSave', 'ip6tablesSave', 'nftRulesetJson', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave', 'ip6tablesLegacySave', 'ip6tablesNftSave', 'ipvsadm', 'ipsetSave', 'cniResults'])
+const NEEDS_ROOT: ReadonlySet<NodeCommand> = new Set(['iptablesSave', 'ip6tablesSave', 'nftRulesetJson', 'nftRuleset', 'nftSets', 'iptablesLegacySave', 'iptablesNftSave', 'ip6tablesLegacySave', 'ip6tablesNftSave', 'ipvsadm', 'ipsetSave', 'cniResults'])
 
 declare const allowListed: unique symbol
 /** A command line built here from an allow-list key: the only thing a transport's exec accepts. */
@@ -193,6 +198,41 @@ function pathSysctlsCommand(interfaces: string[], ipv6?: boolean): CommandLine {
   return ['sysctl', ...pathSysctlNames(interfaces, ipv6).map(quote)].join(' ') as CommandLine
 }
 
+/** The iptables tables a packet crosses, in iptables-save's order. */
+export const IPTABLES_TABLES = ['raw', 'mangle', 'nat', 'filter'] as const
+export type IptablesTable = (typeof IPTABLES_TABLES)[number]
+
+/**
+ * An iptables chain name the doctor passes to `iptables -S`: kube-proxy's (KUBE-SVC-…) and the CNIs' own (cali-fw-…,
+ * DOCKER-ISOLATION-STAGE-1, KUBE-ROUTER-INPUT) fit; a name that does not is never passed, its table is read whole.
+ */
+const CHAIN_NAME = /^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,27}$/
+
+export function isChainName(name: unknown): name is string {
+  return typeof name === 'string' && CHAIN_NAME.test(name)
+}
+
+/** Chains at most one `iptablesChains` read lists. */
+export const MAX_CHAINS_PER_READ = 256
+
+/** The marker after each chain's answer: "#kpd-chain EXIT". */
+export const CHAIN_TRAILER = '#kpd-chain '
+/** The marker after the version line. */
+export const VERSION_TRAILER = '#kpd-version'
+
+function iptablesChainsCommand(a: {family: 4 | 6; version?: boolean; reads: Array<{table: IptablesTable; chain: string}>}): CommandLine {
+  if (a.family !== 4 && a.family !== 6) throw new Error(`refusing to build a node command: ${JSON.stringify(a.family)} is not an IP family`)
+  if (!Array.isArray(a.reads) || a.reads.length === 0 || a.reads.length > MAX_CHAINS_PER_READ) throw new Error(`refusing to build a node command: 1 to ${MAX_CHAINS_PER_READ} chains per read`)
+  const tool = a.family === 6 ? 'ip6tables' : 'iptables'
+  const parts = a.version === true ? [`${tool} -V; echo '${VERSION_TRAILER}'`] : []
+  for (const {table, chain} of a.reads) {
+    if (!(IPTABLES_TABLES as readonly string[]).includes(table)) throw new Error(`refusing to build a node command: ${JSON.stringify(table)} is not an iptables table`)
+    if (!isChainName(chain)) throw new Error(`refusing to build a node command: ${JSON.stringify(chain)} is not a chain name`)
+    parts.push(`${tool} -w 5 -t ${table} -S ${quote(chain)}; echo "${CHAIN_TRAILER}$?"`)
+  }
+  return parts.join('; ') as CommandLine
+}
+
 /** The nft families kube-proxy writes its table in. */
 export const NFT_KUBE_PROXY_FAMILIES = ['ip', 'ip6'] as const
 export type NftKubeProxyFamily = (typeof NFT_KUBE_PROXY_FAMILIES)[number]
@@ -227,6 +267,7 @@ export const COMMAND_ARGV: Partial<Record<NodeCommand, readonly string[]>> = {
   ip6tablesSave: ['ip6tables-save'],
   nftRulesetJson: ['nft', '-j', 'list', 'ruleset'],
   nftRuleset: ['nft', 'list', 'ruleset'],
+  nftSets: ['nft', 'list', 'sets'],
   iptablesLegacySave: ['iptables-legacy-save'],
   iptablesNftSave: ['iptables-nft-save'],
   ip6tablesLegacySave: ['ip6tables-legacy-save'],
@@ -273,6 +314,11 @@ interface NodeQueryArgs {
    * ruleset takes minutes (every xtables rule is translated); kube-proxy's absent table answers at once.
    */
   nftKubeProxyTable: {family: NftKubeProxyFamily; json: boolean}
+  /**
+   * `iptables -w 5 -t TABLE -S CHAIN` (ip6tables for family 6) for each chain, each answer followed by
+   * "#kpd-chain EXIT"; `iptables -V` first when `version`. As root only (the sudoers file allows whole dumps only).
+   */
+  iptablesChains: {family: 4 | 6; version?: boolean; reads: Array<{table: IptablesTable; chain: string}>}
 }
 type NodeQuery = keyof NodeQueryArgs
 
@@ -287,6 +333,10 @@ const QUERIES: {[K in NodeQuery]: (args: NodeQueryArgs[K], isRoot: boolean) => C
   routeGet: (a) => routeGetCommand(a.address),
   conntrackList: (a, isRoot) => conntrackListCommand(a.protocol, a.address, isRoot),
   nftKubeProxyTable: (a, isRoot) => `${isRoot ? '' : 'sudo -n '}${QUERY_ARGV.nftKubeProxyTable(a).join(' ')}` as CommandLine,
+  iptablesChains: (a, isRoot) => {
+    if (!isRoot) throw new Error('refusing to build a node command: chain by chain reads run as root only')
+    return iptablesChainsCommand(a)
+  },
 }
 
 export function isNodeCommandKey(key: unknown): key is NodeCommandKey {

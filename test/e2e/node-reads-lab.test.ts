@@ -9,9 +9,19 @@ import {runCli} from '../helpers/run-cli.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
 import {tryRun} from '../lab/sh.js'
 import {readNodeBundle} from '../../src/node/bundle.js'
-import {buildCommandLine, compressedCommandLine, type CommandLine} from '../../src/node/node-commands.js'
+import {buildCommandLine, compressedCommandLine, type CommandLine, type IptablesTable} from '../../src/node/node-commands.js'
 
 const why = labGuard()
+
+/** A chain by chain read of the rules (`iptables -V; …` or `iptables -w 5 -t TABLE -S 'CHAIN'; …`). */
+const isChainRead = (line: string) => /^ip6?tables (-V; |-w 5 -t )/.test(line)
+
+/** The arguments a chain by chain read line was built from. */
+function chainRead(line: string): {family: 4 | 6; version: boolean; reads: Array<{table: IptablesTable; chain: string}>} {
+  const family = line.startsWith('ip6tables') ? 6 : 4
+  const reads = [...line.matchAll(/ip6?tables -w 5 -t (\w+) -S '([^']+)'/g)].map((m) => ({table: m[1] as IptablesTable, chain: m[2]}))
+  return {family, version: / -V; /.test(line.slice(0, 14)), reads}
+}
 
 const CLUSTER_IP = '10.96.10.10'
 const ENDPOINTS = ['10.244.1.10', '10.244.2.10', '10.244.2.11']
@@ -33,11 +43,11 @@ describe('node reads against the netns lab: what is sent to the node, and what c
     return [
       line('uid', true),
       ...(nodeName === 'node-a' ? [line('hasGzip', true)] : []),
-      gz('iptablesSave'),
-      gz('ip6tablesSave'),
-      // kube-proxy (the lab's stand-in) reports iptables mode: only its own nft tables are listed, never the ruleset.
+      // The rules are read chain by chain (as root): those lines are checked on their own (chainReads).
+      // kube-proxy (the lab's stand-in) reports iptables mode: nft is asked which tables it has, and the lab's nodes
+      // have no kube-proxy table, so none is listed, nor the ruleset.
       ...((lab.modes.get(nodeName) ?? 'iptables') === 'iptables'
-        ? (['ip', 'ip6'] as const).map((family) => gzQuery(line('nftKubeProxyTable', true, {family, json: true})))
+        ? [line('nftSets', true)]
         : [gz('nftRulesetJson'), ...(nftJson.code === 0 && nftJson.stdout.trimStart().startsWith('{') ? [] : [gz('nftRuleset')])]),
       gz('iptablesLegacySave'),
       // The lab's saves name their backend in their header (nf_tables): that backend's save is not read again.
@@ -59,7 +69,18 @@ describe('node reads against the netns lab: what is sent to the node, and what c
     lab.clearCommandLogs()
     const r = await runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json'])
     assert.equal(r.code, 0, r.stdout + r.stderr)
-    for (const node of ['node-a', 'node-b']) assert.deepEqual([...lab.commandLog(node)].sort(), expectedCommands(node), `commands sent to ${node}`)
+    for (const node of ['node-a', 'node-b']) {
+      const log = [...lab.commandLog(node)]
+      assert.deepEqual(log.filter((c) => !isChainRead(c)).sort(), expectedCommands(node), `commands sent to ${node}`)
+      const reads = log.filter(isChainRead).map(chainRead)
+      // Each family's first read asks the version; every line is exactly what the allow-list builds from its reads.
+      for (const family of [4, 6] as const) assert.equal(reads.filter((r) => r.family === family && r.version).length, 1, `one first read of family ${family} on ${node}`)
+      for (const [i, r] of reads.entries()) assert.equal(buildCommandLine('iptablesChains', true, r), log.filter(isChainRead)[i])
+      const nat4 = reads.filter((r) => r.family === 4).flatMap((r) => r.reads.filter((x) => x.table === 'nat').map((x) => x.chain))
+      for (const chain of ['PREROUTING', 'OUTPUT', 'POSTROUTING', 'KUBE-SERVICES', 'KUBE-POSTROUTING', 'KUBE-MARK-MASQ'])
+        assert.ok(nat4.includes(chain), `${chain} read on ${node}: ${nat4.join(' ')}`)
+      assert.ok(nat4.some((c) => c.startsWith('KUBE-SEP-')) && nat4.some((c) => c.startsWith('KUBE-SVC-')), `web's own chains read on ${node}: ${nat4.join(' ')}`)
+    }
   })
 
   test('--verbose: stderr names every API request, every node command with its transport and duration, each mode decision; stdout stays one JSON document', async () => {
@@ -142,6 +163,40 @@ describe('node reads against the netns lab: what is sent to the node, and what c
     } finally {
       lab.restorePodRoute('node-a', 'node-b')
       rmSync(dir, {recursive: true, force: true})
+    }
+  })
+  test('rules read chain by chain give the same diagnosis as the whole dump, fault by fault (only "line N" and the note differ)', async () => {
+    const faults: Array<[string, () => void]> = [
+      ['healthy', () => undefined],
+      ['SEP DNAT deleted on node-b', () => lab.applyRules('node-b', {dropDnatFor: '10.244.1.10'})],
+      ['stale endpoint on node-a', () => lab.applyRules('node-a', {staleEndpoint: {ip: '10.244.2.99', port: 8080}})],
+      ['ClusterIP missing from KUBE-SERVICES on node-b', () => lab.applyRules('node-b', {omitClusterIp: true})],
+      ['NodePorts missing on node-a', () => lab.applyRules('node-a', {omitNodePorts: true})],
+      ['PREROUTING unhooked on node-b', () => lab.applyRules('node-b', {unhookPrerouting: true})],
+      ['MASQUERADE missing on node-a', () => lab.applyRules('node-a', {omitMasquerade: true})],
+      ['wrong DNAT port on node-b', () => lab.applyRules('node-b', {wrongPortFor: {ip: '10.244.2.10', port: 9999}})],
+      ['a policy engine drops web-b1 on node-b', () => lab.setForeignRules('node-b', {docker: true, policyChain: {name: 'POLICY-FWD', dropTo: ['10.244.2.10']}})],
+    ]
+    const comparable = (stdout: string) => {
+      const j = JSON.parse(stdout)
+      delete j.meta?.time
+      delete j.time
+      j.notes = j.notes.filter((n: string) => !n.startsWith('rules read chain by chain'))
+      return JSON.parse(JSON.stringify(j).replace(/ line \d+/g, ' line N'))
+    }
+    for (const [what, apply] of faults) {
+      apply()
+      try {
+        const args = ['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json', '--no-probe']
+        const scoped = await runCli(args)
+        const whole = await runCli([...args, '--all-rules'])
+        assert.ok(JSON.parse(scoped.stdout).notes.some((n: string) => /^rules read chain by chain on node-a, node-b: /.test(n)), `${what}: the report says how the rules were read`)
+        assert.equal(scoped.code, whole.code, what)
+        assert.deepEqual(comparable(scoped.stdout), comparable(whole.stdout), what)
+      } finally {
+        lab.clearFaults()
+        lab.setForeignRules('node-b', undefined)
+      }
     }
   })
 })

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import {spawnSync} from 'node:child_process'
 import {quoteWord, renderArgv, renderPipeline, sshArgv} from '../../src/model/shell.js'
 import {printable} from '../../src/report/printable.js'
+import {buildCommandLine} from '../../src/node/node-commands.js'
 
 /** What a real shell makes of the printed line: the argv it would run (printed by a child). */
 function argvAfterShell(line: string): string[] {
@@ -27,4 +28,18 @@ test('a remote word is quoted for the remote shell, then the whole for the local
 test('terminal controls are stripped from untrusted text, newlines and tabs kept', () => {
   assert.equal(printable('KUBE-SVC\u001b[2J\u001b]0;pwned\u0007-X\u009b'), 'KUBE-SVC-X')
   assert.equal(printable('a\tb\nc\u202ed'), 'a\tb\ncd')
+})
+
+test('chain by chain reads: only chain names of the allowed shape, single-quoted, as root, in bounded batches', () => {
+  const read = (chain: string, table = 'nat') => ({family: 4 as const, reads: [{table: table as 'nat', chain}]})
+  assert.equal(
+    buildCommandLine('iptablesChains', true, {family: 6, version: true, reads: [{table: 'filter', chain: 'KUBE-SVC-67NZLRHBNDSAWJRO'}]}),
+    `ip6tables -V; echo '#kpd-version'; ip6tables -w 5 -t filter -S 'KUBE-SVC-67NZLRHBNDSAWJRO'; echo "#kpd-chain $?"`,
+  )
+  for (const hostile of ["X';id;'", '$(id)', 'a b', '-F', '', 'x'.repeat(29), 'cali-fw\nid']) assert.throws(() => buildCommandLine('iptablesChains', true, read(hostile)), /is not a chain name/, hostile)
+  for (const ok of ['cali-fw-cali1234', 'DOCKER-ISOLATION-STAGE-1', 'KUBE-ROUTER-INPUT', 'f2b-sshd', 'x'.repeat(28)]) assert.ok(buildCommandLine('iptablesChains', true, read(ok)).includes(`-S '${ok}'`))
+  assert.throws(() => buildCommandLine('iptablesChains', true, read('INPUT', 'security; id')), /is not an iptables table/)
+  assert.throws(() => buildCommandLine('iptablesChains', false, read('INPUT')), /as root only/)
+  assert.throws(() => buildCommandLine('iptablesChains', true, {family: 4, reads: Array.from({length: 257}, () => ({table: 'nat' as const, chain: 'INPUT'}))}), /1 to 256 chains/)
+  assert.throws(() => buildCommandLine('iptablesChains', true, {family: 5 as 4, reads: [{table: 'nat', chain: 'INPUT'}]}), /not an IP family/)
 })

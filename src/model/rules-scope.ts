@@ -1,0 +1,38 @@
+import type {V1Service} from '@kubernetes/client-node'
+import type {IptablesTable} from '../node/node-commands.js'
+import type {RulesScope} from '../node/scoped-rules.js'
+import {serviceChainNames, servicePortName} from './chain-names.js'
+
+/**
+ * The chains the dataplanes (iptables-dataplane.ts, ipvs-dataplane.ts, modes/) look up by name. A chain by chain read
+ * reads them whether or not a rule jumps to them; test/unit/rules-scope.test.ts holds this list to the code's lookups.
+ */
+export const CHAINS_LOOKED_UP: ReadonlyArray<{table: IptablesTable; chain: string}> = [
+  {table: 'nat', chain: 'KUBE-SERVICES'},
+  {table: 'nat', chain: 'KUBE-NODEPORTS'},
+  {table: 'nat', chain: 'KUBE-MARK-MASQ'},
+  {table: 'nat', chain: 'KUBE-POSTROUTING'},
+  {table: 'nat', chain: 'KUBE-NODE-PORT'},
+  {table: 'filter', chain: 'KUBE-SERVICES'},
+  {table: 'filter', chain: 'KUBE-EXTERNAL-SERVICES'},
+]
+
+/**
+ * What one Service's packets can carry, for reading only the chains they reach: every address it is sent to, its ports
+ * and node ports, and the chains kube-proxy names after its ports (looked up by name too, jumped to or not).
+ */
+export function rulesScopeOf(svc: V1Service): RulesScope {
+  const spec = svc.spec
+  const namespace = svc.metadata?.namespace ?? 'default'
+  const name = svc.metadata?.name ?? ''
+  const addresses = [
+    ...(spec?.clusterIPs ?? []),
+    ...(spec?.clusterIP ? [spec.clusterIP] : []),
+    ...(spec?.externalIPs ?? []),
+    ...(spec?.loadBalancerIP ? [spec.loadBalancerIP] : []),
+    ...(svc.status?.loadBalancer?.ingress ?? []).map((i) => i.ip ?? ''),
+  ].filter((a) => a !== '' && a !== 'None')
+  const ports = (spec?.ports ?? []).flatMap((p) => [p.port, ...(p.nodePort ? [p.nodePort] : [])]).filter((p) => Number.isInteger(p))
+  const own = (spec?.ports ?? []).flatMap((p) => Object.values(serviceChainNames(servicePortName(namespace, name, p.name), p.protocol ?? 'TCP')))
+  return {addresses: [...new Set(addresses)], ports: [...new Set(ports)], chains: [...CHAINS_LOOKED_UP, ...[...new Set(own)].map((chain) => ({table: 'nat' as const, chain}))]}
+}

@@ -1,5 +1,6 @@
 /**
- * npm run bench: generates kube-proxy-shaped dumps of 1k, 10k and 50k Services × 10 endpoints and measures, each as
+ * npm run bench: generates kube-proxy-shaped dumps of 1k, 10k and 50k Services × 10 endpoints (KPD_BENCH_SIZES: other
+ * sizes, comma-separated; empty for none) and measures, each as
  * one whole process (spawn to exit, peak RSS), plain Node reading + line-splitting the dump, `svc --snapshot`
  * diagnosing one Service offline, and `trace` on the same dump; then `scan -n` of every Service of a 10k-Service
  * snapshot with 3 nodes against one `svc` on it (KPD_BENCH_SCAN_SERVICES: another size, 0 to skip). Targets (issues
@@ -8,7 +9,7 @@
  * Then, as root with the tools present (else one line says it was skipped; KPD_BENCH_LIVE=0 skips it), the live part
  * (live-fleet.ts, a few minutes: KPD_BENCH_LIVE_SERVICES Services, default 10,000, each read bounded by
  * KPD_BENCH_LIVE_TIMEOUT s, default 100): the fastest exact read per backend (KPD_BENCH_LIVE_READS=0 skips it), a live svc against plain
- * `ssh node iptables-save > /dev/null` (goal ≤ 1.3×), and svc over KPD_BENCH_FLEET_NODES small nodes (default 30) plus
+ * `ssh node iptables-save > /dev/null` (goal ≤ 1.3×; and svc --all-rules, which reads that whole dump), and svc over KPD_BENCH_FLEET_NODES small nodes (default 30) plus
  * the large one. Its figures are printed, not counted in the targets below (they depend on the machine's load).
  */
 import {spawnSync} from 'node:child_process'

@@ -39,7 +39,8 @@ describe('node reads against the netns lab: what is sent to the node, and what c
     // The lab's nodes have gzip; node-a's SSH config says Compression yes: its dumps come compressed.
     const gzQuery = (l: CommandLine) => (nodeName === 'node-a' ? compressedCommandLine(l) : l)
     const gz = (key: Parameters<typeof buildCommandLine>[0]) => gzQuery(line(key as 'uid', true))
-    const savesNft = (save: string) => /\(nf_tables\)/.test(tryRun('ip', ['netns', 'exec', ns, save]).stdout.split('\n')[0])
+    // The chain by chain read asks `iptables -V` (`ip6tables -V`): the backend it names is not read a second time.
+    const nftBackend = (tool: string) => /\(nf_tables\)/.test(tryRun('ip', ['netns', 'exec', ns, tool, '-V']).stdout)
     return [
       line('uid', true),
       ...(nodeName === 'node-a' ? [line('hasGzip', true)] : []),
@@ -49,11 +50,8 @@ describe('node reads against the netns lab: what is sent to the node, and what c
       ...((lab.modes.get(nodeName) ?? 'iptables') === 'iptables'
         ? [line('nftSets', true)]
         : [gz('nftRulesetJson'), ...(nftJson.code === 0 && nftJson.stdout.trimStart().startsWith('{') ? [] : [gz('nftRuleset')])]),
-      gz('iptablesLegacySave'),
-      // The lab's saves name their backend in their header (nf_tables): that backend's save is not read again.
-      ...(savesNft('iptables-save') ? [] : [gz('iptablesNftSave')]),
-      gz('ip6tablesLegacySave'),
-      ...(savesNft('ip6tables-save') ? [] : [gz('ip6tablesNftSave')]),
+      ...(nftBackend('iptables') ? [gz('iptablesLegacySave')] : [gz('iptablesNftSave')]),
+      ...(nftBackend('ip6tables') ? [gz('ip6tablesLegacySave')] : [gz('ip6tablesNftSave')]),
       gz('ipvsadm'),
       ...(ipvs.code === 0 ? [gz('ipsetSave'), line('kubeIpvs0', true), line('sysctls', true)] : []),
       line('network', true),

@@ -38,6 +38,7 @@ test('svc help groups its flags and lists exactly the flags svc honours', async 
   assert.deepEqual(groups, ['CLUSTER', 'OUTPUT', 'NODES', 'DIAGNOSIS'])
   assert.deepEqual(helpFlags(help), [
     'all-nodes',
+    'all-rules',
     'concurrency',
     'config',
     'context',

@@ -91,6 +91,7 @@ test('node commands: read-only allow-list; sudo -n only where root is needed; DN
     'network',
     'nftRuleset',
     'nftRulesetJson',
+    'nftSets',
     'routeTable',
     'routeTable6',
     'sysctls',

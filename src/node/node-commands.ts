@@ -15,7 +15,8 @@ export const NODE_COMMANDS = {
   nftRuleset: 'nft list ruleset',
   /**
    * Which nft tables there are, at once: every table's header and its sets, no chains or rules (on a large
-   * iptables-nft node listing one absent table takes over a second: nft fetches every chain first).
+   * iptables-nft node listing one absent table takes over a second: nft fetches every chain first). kube-proxy's
+   * nftables table always holds sets and maps, so it shows here even where a table without sets would not.
    */
   nftSets: 'nft list sets',
   iptablesLegacySave: 'iptables-legacy-save',
@@ -203,8 +204,9 @@ export const IPTABLES_TABLES = ['raw', 'mangle', 'nat', 'filter'] as const
 export type IptablesTable = (typeof IPTABLES_TABLES)[number]
 
 /**
- * An iptables chain name the doctor passes to `iptables -S`: kube-proxy's (KUBE-SVC-…) and the CNIs' own (cali-fw-…,
- * DOCKER-ISOLATION-STAGE-1, KUBE-ROUTER-INPUT) fit; a name that does not is never passed, its table is read whole.
+ * An iptables chain name the doctor passes to `iptables -S` (at most 28 characters, as iptables allows): kube-proxy's
+ * (KUBE-SVC-…) and the CNIs' own (cali-fw-…, DOCKER-ISOLATION-STAGE-1, KUBE-ROUTER-INPUT) fit; a name that does not is
+ * never passed on, the whole dump is read instead.
  */
 const CHAIN_NAME = /^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,27}$/
 
@@ -311,7 +313,8 @@ interface NodeQueryArgs {
   conntrackList: {protocol: ConntrackProtocol; address: string}
   /**
    * `nft [-j] list table FAMILY kube-proxy`: kube-proxy's own table only. On a large iptables-nft node listing the whole
-   * ruleset takes minutes (every xtables rule is translated); kube-proxy's absent table answers at once.
+   * ruleset takes minutes (every xtables rule is translated), and even an absent table takes a second (nft fetches
+   * every chain first): `nftSets` says first which tables there are.
    */
   nftKubeProxyTable: {family: NftKubeProxyFamily; json: boolean}
   /**

@@ -230,7 +230,8 @@ function iptablesChainsCommand(a: {family: 4 | 6; version?: boolean; reads: Arra
   for (const {table, chain} of a.reads) {
     if (!(IPTABLES_TABLES as readonly string[]).includes(table)) throw new Error(`refusing to build a node command: ${JSON.stringify(table)} is not an iptables table`)
     if (!isChainName(chain)) throw new Error(`refusing to build a node command: ${JSON.stringify(chain)} is not a chain name`)
-    parts.push(`${tool} -w 5 -t ${table} -S ${quote(chain)}; echo "${CHAIN_TRAILER}$?"`)
+    // --modprobe=/bin/false: iptables-legacy would load a table's kernel module that is not loaded; a read changes nothing.
+    parts.push(`${tool} --modprobe=/bin/false -w 5 -t ${table} -S ${quote(chain)}; echo "${CHAIN_TRAILER}$?"`)
   }
   return parts.join('; ') as CommandLine
 }
@@ -318,7 +319,7 @@ interface NodeQueryArgs {
    */
   nftKubeProxyTable: {family: NftKubeProxyFamily; json: boolean}
   /**
-   * `iptables -w 5 -t TABLE -S CHAIN` (ip6tables for family 6) for each chain, each answer followed by
+   * `iptables --modprobe=/bin/false -w 5 -t TABLE -S CHAIN` (ip6tables for family 6) for each chain, each answer followed by
    * "#kpd-chain EXIT"; `iptables -V` first when `version`. As root only (the sudoers file allows whole dumps only).
    */
   iptablesChains: {family: 4 | 6; version?: boolean; reads: Array<{table: IptablesTable; chain: string}>}

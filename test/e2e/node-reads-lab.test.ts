@@ -13,13 +13,13 @@ import {buildCommandLine, compressedCommandLine, type CommandLine, type Iptables
 
 const why = labGuard()
 
-/** A chain by chain read of the rules (`iptables -V; …` or `iptables -w 5 -t TABLE -S 'CHAIN'; …`). */
-const isChainRead = (line: string) => /^ip6?tables (-V; |-w 5 -t )/.test(line)
+/** A chain by chain read of the rules (`iptables -V; …` or `iptables --modprobe=/bin/false -w 5 -t TABLE -S 'CHAIN'; …`). */
+const isChainRead = (line: string) => /^ip6?tables (-V; |--modprobe=\/bin\/false -w 5 -t )/.test(line)
 
 /** The arguments a chain by chain read line was built from. */
 function chainRead(line: string): {family: 4 | 6; version: boolean; reads: Array<{table: IptablesTable; chain: string}>} {
   const family = line.startsWith('ip6tables') ? 6 : 4
-  const reads = [...line.matchAll(/ip6?tables -w 5 -t (\w+) -S '([^']+)'/g)].map((m) => ({table: m[1] as IptablesTable, chain: m[2]}))
+  const reads = [...line.matchAll(/ip6?tables --modprobe=\/bin\/false -w 5 -t (\w+) -S '([^']+)'/g)].map((m) => ({table: m[1] as IptablesTable, chain: m[2]}))
   return {family, version: / -V; /.test(line.slice(0, 14)), reads}
 }
 

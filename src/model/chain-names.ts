@@ -34,6 +34,9 @@ function hash16(input: string): string {
 const recentHashes = new Map<string, string>()
 const RECENT_HASHES = 4096
 
+/** The nat chains of kube-proxy's userspace mode (removed in 1.26): still there, they are leftovers. */
+export const USERSPACE_MODE_CHAINS = ['KUBE-PORTALS-CONTAINER', 'KUBE-PORTALS-HOST', 'KUBE-NODEPORT-CONTAINER', 'KUBE-NODEPORT-HOST'] as const
+
 /** "ns/name" or "ns/name:portName", the way kube-proxy prints a ServicePortName. */
 export function servicePortName(namespace: string, name: string, portName: string | undefined): string {
   return `${namespace}/${name}${portName ? ':' + portName : ''}`

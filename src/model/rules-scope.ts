@@ -1,7 +1,7 @@
 import type {V1Service} from '@kubernetes/client-node'
 import type {IptablesTable} from '../node/node-commands.js'
 import type {RulesScope} from '../node/scoped-rules.js'
-import {serviceChainNames, servicePortName} from './chain-names.js'
+import {serviceChainNames, servicePortName, USERSPACE_MODE_CHAINS} from './chain-names.js'
 
 /**
  * The chains the dataplanes (iptables-dataplane.ts, ipvs-dataplane.ts, modes/) look up by name. A chain by chain read
@@ -15,6 +15,8 @@ export const CHAINS_LOOKED_UP: ReadonlyArray<{table: IptablesTable; chain: strin
   {table: 'nat', chain: 'KUBE-NODE-PORT'},
   {table: 'filter', chain: 'KUBE-SERVICES'},
   {table: 'filter', chain: 'KUBE-EXTERNAL-SERVICES'},
+  // checks/rules/proxy-mode.ts: leftovers of the userspace mode, jumped to or not.
+  ...USERSPACE_MODE_CHAINS.map((chain) => ({table: 'nat' as const, chain})),
 ]
 
 /**

@@ -9,6 +9,9 @@ export const NODE_COMMANDS = {
   /** Whether the dumps can come back compressed (the SSH transport asks once per node). */
   hasGzip: 'command -v gzip',
   iptablesSave: 'iptables-save',
+  /** Which iptables and backend answer `iptables` (`ip6tables`): whether the rules can be read chain by chain. */
+  iptablesVersion: 'iptables -V',
+  ip6tablesVersion: 'ip6tables -V',
   /** IPv6 rules (dual-stack and IPv6 Services): the same backend as iptables-save. */
   ip6tablesSave: 'ip6tables-save',
   nftRulesetJson: 'nft -j list ruleset',
@@ -219,18 +222,16 @@ export const MAX_CHAINS_PER_READ = 256
 
 /** The marker after each chain's answer: "#kpd-chain EXIT". */
 export const CHAIN_TRAILER = '#kpd-chain '
-/** The marker after the version line. */
-export const VERSION_TRAILER = '#kpd-version'
 
-function iptablesChainsCommand(a: {family: 4 | 6; version?: boolean; reads: Array<{table: IptablesTable; chain: string}>}): CommandLine {
+function iptablesChainsCommand(a: {family: 4 | 6; reads: Array<{table: IptablesTable; chain: string}>}): CommandLine {
   if (a.family !== 4 && a.family !== 6) throw new Error(`refusing to build a node command: ${JSON.stringify(a.family)} is not an IP family`)
   if (!Array.isArray(a.reads) || a.reads.length === 0 || a.reads.length > MAX_CHAINS_PER_READ) throw new Error(`refusing to build a node command: 1 to ${MAX_CHAINS_PER_READ} chains per read`)
   const tool = a.family === 6 ? 'ip6tables' : 'iptables'
-  const parts = a.version === true ? [`${tool} -V; echo '${VERSION_TRAILER}'`] : []
+  const parts: string[] = []
   for (const {table, chain} of a.reads) {
     if (!(IPTABLES_TABLES as readonly string[]).includes(table)) throw new Error(`refusing to build a node command: ${JSON.stringify(table)} is not an iptables table`)
     if (!isChainName(chain)) throw new Error(`refusing to build a node command: ${JSON.stringify(chain)} is not a chain name`)
-    // --modprobe=/bin/false: iptables-legacy would load a table's kernel module that is not loaded; a read changes nothing.
+    // Never asked of iptables-legacy (see readScopedRules); --modprobe=/bin/false all the same: iptables loads no module.
     parts.push(`${tool} --modprobe=/bin/false -w 5 -t ${table} -S ${quote(chain)}; echo "${CHAIN_TRAILER}$?"`)
   }
   return parts.join('; ') as CommandLine
@@ -267,6 +268,8 @@ export const QUERY_ARGV = {
 export const COMMAND_ARGV: Partial<Record<NodeCommand, readonly string[]>> = {
   uid: ['id', '-u'],
   iptablesSave: ['iptables-save'],
+  iptablesVersion: ['iptables', '-V'],
+  ip6tablesVersion: ['ip6tables', '-V'],
   ip6tablesSave: ['ip6tables-save'],
   nftRulesetJson: ['nft', '-j', 'list', 'ruleset'],
   nftRuleset: ['nft', 'list', 'ruleset'],
@@ -319,10 +322,10 @@ interface NodeQueryArgs {
    */
   nftKubeProxyTable: {family: NftKubeProxyFamily; json: boolean}
   /**
-   * `iptables --modprobe=/bin/false -w 5 -t TABLE -S CHAIN` (ip6tables for family 6) for each chain, each answer followed by
-   * "#kpd-chain EXIT"; `iptables -V` first when `version`. As root only (the sudoers file allows whole dumps only).
+   * `iptables --modprobe=/bin/false -w 5 -t TABLE -S CHAIN` (ip6tables for family 6) for each chain, each answer
+   * followed by "#kpd-chain EXIT". As root only (the sudoers file allows whole dumps only).
    */
-  iptablesChains: {family: 4 | 6; version?: boolean; reads: Array<{table: IptablesTable; chain: string}>}
+  iptablesChains: {family: 4 | 6; reads: Array<{table: IptablesTable; chain: string}>}
 }
 type NodeQuery = keyof NodeQueryArgs
 

@@ -2,7 +2,7 @@ import {parseIp} from '../net/address.js'
 import {destinationPort, findOption, parseRule, type ParsedRule} from '../parse/iptables-rule.js'
 import {CHAIN_BY_CHAIN_HEADER} from '../parse/iptables-save.js'
 import type {NodeAccess} from './node-access.js'
-import {CHAIN_TRAILER, IPTABLES_TABLES, isChainName, MAX_CHAINS_PER_READ, VERSION_TRAILER, type IptablesTable} from './node-commands.js'
+import {CHAIN_TRAILER, IPTABLES_TABLES, isChainName, MAX_CHAINS_PER_READ, type IptablesTable} from './node-commands.js'
 
 /**
  * What one Service's packets can carry, for reading only the iptables chains they can reach. A jump is left unread
@@ -17,8 +17,14 @@ export interface RulesScope {
   chains: Array<{table: IptablesTable; chain: string}>
 }
 
+/** kube-proxy's IPVS mode, by its glue in nat: the KUBE-NODE-PORT chain, or KUBE-SERVICES matching its ipsets. */
+function isIpvsMode(reads: ChainRead[]): boolean {
+  const nat = (chain: string) => reads.find((r) => r.table === 'nat' && r.chain === chain)
+  return nat('KUBE-NODE-PORT')?.policy !== undefined || !!nat('KUBE-SERVICES')?.rules.some((l) => l.includes(' --match-set KUBE-'))
+}
+
 /** The chains of a chain by chain read, as iptables-save would print them, or why the whole dump must be read instead. */
-export type ScopedRead = {kind: 'read'; dump: Buffer; chains: number} | {kind: 'whole'; why: string}
+export type ScopedRead = {kind: 'read'; dump: Buffer} | {kind: 'whole'; why: string}
 
 const BUILTIN_CHAINS: Record<IptablesTable, readonly string[]> = {
   raw: ['PREROUTING', 'OUTPUT'],
@@ -45,6 +51,11 @@ interface ChainRead {
   table: IptablesTable
   chain: string
   builtin: boolean
+  /**
+   * Read because a rule jumps to it (or built in): iptables lets no rule jump to a chain that is not there, so a read
+   * that fails is a failure (a lock, kube-proxy rewriting the rules between rounds), never "not there".
+   */
+  mustExist: boolean
   /** "ACCEPT"/"DROP" for a built-in chain, "-" for a user chain; undefined: the chain is not there. */
   policy?: string
   rules: string[]
@@ -96,35 +107,49 @@ function readAnswer(read: ChainRead, lines: string[]): string | undefined {
   return undefined
 }
 
-/** The answer to one iptablesChains read, split at its trailers: the version line, and each chain's lines and exit. */
-function splitAnswer(out: string, withVersion: boolean, count: number): {version?: string; answers: Array<{code: number; lines: string[]}>} | undefined {
+/** The answer to one iptablesChains read, split at its trailers: each chain's lines and exit status. */
+function splitAnswer(out: string, count: number): Array<{code: number; lines: string[]}> | undefined {
   const lines = out.split('\n')
   if (lines.at(-1) === '') lines.pop()
-  let at = 0
-  let version: string | undefined
-  if (withVersion) {
-    const end = lines.indexOf(VERSION_TRAILER)
-    if (end < 0) return undefined
-    version = lines.slice(0, end).join(' ').trim()
-    at = end + 1
-  }
   const answers: Array<{code: number; lines: string[]}> = []
   let current: string[] = []
-  for (; at < lines.length; at++) {
-    const line = lines[at]
+  for (const line of lines) {
     if (line.startsWith(CHAIN_TRAILER)) {
       answers.push({code: Number(line.slice(CHAIN_TRAILER.length)), lines: current})
       current = []
     } else current.push(line)
   }
-  return answers.length === count && current.length === 0 ? {version, answers} : undefined
+  return answers.length === count && current.length === 0 ? answers : undefined
+}
+
+/** The first line of stderr that says something (iptables-nft's warning about legacy tables says nothing of the read). */
+function firstError(stderr: string): string {
+  return (
+    stderr
+      .split('\n')
+      .find((l) => l.trim() !== '' && !l.startsWith('# Warning:'))
+      ?.trim() ?? 'no message'
+  )
+}
+
+/**
+ * Why this iptables cannot be read chain by chain, or undefined when it can: iptables-nft 1.8.7 and later. Before
+ * 1.8.7, iptables-nft's -S made a missing table with its built-in chains; iptables-legacy's makes the kernel create a
+ * table not there yet, copies the whole table for every chain and takes the xtables lock, where iptables-legacy-save
+ * reads only the tables there are, in one pass.
+ */
+function notChainByChain(version: string): string | undefined {
+  const m = /v(\d+)\.(\d+)\.(\d+)/.exec(version)
+  if (!/\(nf_tables\)/.test(version) || !m) return `${version || 'iptables -V said nothing'}: not iptables-nft`
+  const [major, minor, patch] = [Number(m[1]), Number(m[2]), Number(m[3])]
+  const atLeast187 = major > 1 || (major === 1 && (minor > 8 || (minor === 8 && patch >= 7)))
+  return atLeast187 ? undefined : `${version}: iptables-nft before 1.8.7 makes the tables it lists`
 }
 
 /** The chains read, in iptables-save's format (tables in its order, built-in chains first), under a header naming the read. */
-function asSaveDump(reads: ChainRead[], version: string, family: 4 | 6): Buffer {
-  const tool = family === 6 ? 'ip6tables' : 'iptables'
+function asSaveDump(reads: ChainRead[], version: string): Buffer {
   const there = reads.filter((r) => r.policy !== undefined)
-  const out = [`${CHAIN_BY_CHAIN_HEADER}${version || tool} -S, chain by chain: ${there.length} chains, the ones the Service's packets can reach`]
+  const out = [`${CHAIN_BY_CHAIN_HEADER}${version} -S, chain by chain: ${there.length} chains, the ones the Service's packets can reach`]
   for (const table of IPTABLES_TABLES) {
     const chains = there.filter((r) => r.table === table)
     // A table of empty accepting built-in chains is what a table not there is (iptables-nft makes tables on use).
@@ -138,8 +163,10 @@ function asSaveDump(reads: ChainRead[], version: string, family: 4 | 6): Buffer 
  * Reads, chain by chain, only the iptables chains a packet of the scope can reach: the built-in chains of every table,
  * the chains named in the scope, then round by round whatever their rules jump to, except another Service's own chains
  * behind a rule for another destination. On a node with 10,000 Services this reads a few dozen chains in well under a
- * second where iptables-save takes seconds. Anything unexpected (a chain name it will not pass on, an answer it
- * cannot split, a built-in chain that does not answer, too many chains) says the whole dump must be read instead.
+ * second where iptables-save takes seconds. Only with iptables-nft 1.8.7 or later (notChainByChain), and not in IPVS
+ * mode (its rules are few, and its leftover check looks for every KUBE-SVC chain). Anything unexpected (a chain name it
+ * will not pass on, an answer it cannot split, a chain jumped to that does not answer, too many chains) says the whole
+ * dump must be read instead.
  */
 export async function readScopedRules(access: NodeAccess, family: 4 | 6, scope: RulesScope): Promise<ScopedRead> {
   const addresses = new Set(scope.addresses.map((a) => parseIp(a)?.text).filter((a): a is string => a !== undefined))
@@ -147,37 +174,43 @@ export async function readScopedRules(access: NodeAccess, family: 4 | 6, scope: 
   const named = new Set(scope.chains.map((c) => `${c.table} ${c.chain}`))
   const reads = new Map<string, ChainRead>()
   const queue: ChainRead[] = []
-  const want = (table: IptablesTable, chain: string, builtin = false) => {
+  const want = (table: IptablesTable, chain: string, mustExist: boolean) => {
     const key = `${table} ${chain}`
-    if (reads.has(key)) return
-    const read: ChainRead = {table, chain, builtin, rules: []}
+    const known = reads.get(key)
+    if (known) {
+      known.mustExist ||= mustExist
+      return
+    }
+    const read: ChainRead = {table, chain, builtin: BUILTIN_CHAINS[table].includes(chain), mustExist, rules: []}
     reads.set(key, read)
     queue.push(read)
   }
+  const asked = await access.run(family === 6 ? 'ip6tablesVersion' : 'iptablesVersion')
+  const version = asked.kind === 'ran' && asked.code === 0 ? asked.stdout.toString('utf8').trim().split('\n')[0] : ''
+  const unfit = asked.kind === 'ran' ? notChainByChain(version) : asked.what
+  if (unfit) return {kind: 'whole', why: unfit}
   for (const table of IPTABLES_TABLES) for (const chain of BUILTIN_CHAINS[table]) want(table, chain, true)
   for (const {table, chain} of scope.chains) {
     if (!isChainName(chain)) return {kind: 'whole', why: `${JSON.stringify(chain)} is not a chain name the doctor passes on`}
     want(table, chain, BUILTIN_CHAINS[table].includes(chain))
   }
-  let version = ''
   for (let round = 0; queue.length > 0; round++) {
     if (round >= MAX_ROUNDS) return {kind: 'whole', why: `the jumps go more than ${MAX_ROUNDS} chains deep`}
     if (reads.size > MAX_CHAINS) return {kind: 'whole', why: `more than ${MAX_CHAINS} chains can be reached`}
     const batches: ChainRead[][] = []
     for (let i = 0; i < queue.length; i += MAX_CHAINS_PER_READ) batches.push(queue.slice(i, i + MAX_CHAINS_PER_READ))
     queue.length = 0
-    const answers = await Promise.all(batches.map((batch, i) => access.run('iptablesChains', {family, version: round === 0 && i === 0, reads: batch.map(({table, chain}) => ({table, chain}))})))
+    const answers = await Promise.all(batches.map((batch) => access.run('iptablesChains', {family, reads: batch.map(({table, chain}) => ({table, chain}))})))
     for (const [i, r] of answers.entries()) {
       if (r.kind !== 'ran') return {kind: 'whole', why: r.what}
-      if (r.code !== 0) return {kind: 'whole', why: `the chain by chain read exited ${r.code}: ${r.stderr.trim().split('\n')[0] ?? ''}`}
-      const split = splitAnswer(r.stdout.toString('latin1'), round === 0 && i === 0, batches[i].length)
+      if (r.code !== 0) return {kind: 'whole', why: `the chain by chain read exited ${r.code}: ${firstError(r.stderr)}`}
+      const split = splitAnswer(r.stdout.toString('latin1'), batches[i].length)
       if (!split) return {kind: 'whole', why: 'the chain by chain read answered in a form the doctor does not know'}
-      if (split.version !== undefined) version = split.version
-      for (const [k, {code, lines}] of split.answers.entries()) {
+      for (const [k, {code, lines}] of split.entries()) {
         const read = batches[i][k]
         if (code !== 0) {
-          // A built-in chain always answers; another one that does not is not there (or not shown by iptables-nft).
-          if (read.builtin) return {kind: 'whole', why: `iptables -t ${read.table} -S ${read.chain} exited ${code}: ${r.stderr.trim().split('\n')[0] ?? ''}`}
+          // Only a chain looked up by name may be missing, and only as iptables says it is (exit 1).
+          if (read.mustExist || code !== 1) return {kind: 'whole', why: `iptables -t ${read.table} -S ${read.chain} exited ${code}: ${firstError(r.stderr)}`}
           continue
         }
         const wrong = readAnswer(read, lines)
@@ -191,11 +224,15 @@ export async function readScopedRules(access: NodeAccess, family: 4 | 6, scope: 
           }
           const next = nextChain(rule, read, addresses, ports, named)
           if (next === undefined) return {kind: 'whole', why: `${JSON.stringify(rule.target)} is not a chain name the doctor passes on`}
-          if (next !== null) want(read.table, next)
+          if (next !== null) want(read.table, next, true)
         }
       }
     }
   }
   const all = [...reads.values()]
-  return {kind: 'read', dump: asSaveDump(all, version, family), chains: all.filter((r) => r.policy !== undefined).length}
+  // A chain first read by name and found missing, that a rule read later jumps to: the rules changed between rounds.
+  const vanished = all.find((r) => r.mustExist && r.policy === undefined)
+  if (vanished) return {kind: 'whole', why: `${vanished.table} ${vanished.chain} is jumped to but was not there when read`}
+  if (isIpvsMode(all)) return {kind: 'whole', why: 'IPVS mode: its iptables rules are few, and its leftover check looks for every KUBE-SVC chain'}
+  return {kind: 'read', dump: asSaveDump(all, version)}
 }

@@ -33,8 +33,8 @@ test('terminal controls are stripped from untrusted text, newlines and tabs kept
 test('chain by chain reads: only chain names of the allowed shape, single-quoted, as root, in bounded batches', () => {
   const read = (chain: string, table = 'nat') => ({family: 4 as const, reads: [{table: table as 'nat', chain}]})
   assert.equal(
-    buildCommandLine('iptablesChains', true, {family: 6, version: true, reads: [{table: 'filter', chain: 'KUBE-SVC-67NZLRHBNDSAWJRO'}]}),
-    `ip6tables -V; echo '#kpd-version'; ip6tables --modprobe=/bin/false -w 5 -t filter -S 'KUBE-SVC-67NZLRHBNDSAWJRO'; echo "#kpd-chain $?"`,
+    buildCommandLine('iptablesChains', true, {family: 6, reads: [{table: 'filter', chain: 'KUBE-SVC-67NZLRHBNDSAWJRO'}]}),
+    `ip6tables --modprobe=/bin/false -w 5 -t filter -S 'KUBE-SVC-67NZLRHBNDSAWJRO'; echo "#kpd-chain $?"`,
   )
   for (const hostile of ["X';id;'", '$(id)', 'a b', '-F', '', 'x'.repeat(29), 'cali-fw\nid']) assert.throws(() => buildCommandLine('iptablesChains', true, read(hostile)), /is not a chain name/, hostile)
   for (const ok of ['cali-fw-cali1234', 'DOCKER-ISOLATION-STAGE-1', 'KUBE-ROUTER-INPUT', 'f2b-sshd', 'x'.repeat(28)]) assert.ok(buildCommandLine('iptablesChains', true, read(ok)).includes(`-S '${ok}'`))

@@ -2,8 +2,8 @@ import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {nodeCommand} from '../../model/reach.js'
 import {familyOf} from '../../net/address.js'
+import {USERSPACE_MODE_CHAINS} from '../../model/chain-names.js'
 
-const USERSPACE_CHAINS = ['KUBE-PORTALS-CONTAINER', 'KUBE-PORTALS-HOST', 'KUBE-NODEPORT-CONTAINER', 'KUBE-NODEPORT-HOST']
 
 export const modeMixed: Check = {
   meta: codeEntry('KPD-MODE-MIXED'),
@@ -37,7 +37,7 @@ export const modeLeftover: Check = {
     const out: FindingDraft[] = []
     for (const n of ctx.nodes) {
       for (const l of n.mode.leftovers) out.push({node: n.name, message: `${n.name} runs ${n.mode.mode} mode but still has ${l}`})
-      const userspace = USERSPACE_CHAINS.filter((c) => n.obs.iptables?.hasChain('nat', c))
+      const userspace = USERSPACE_MODE_CHAINS.filter((c) => n.obs.iptables?.hasChain('nat', c))
       if (userspace.length > 0) out.push({node: n.name, message: `${n.name} still has userspace-mode chains ${userspace.join(', ')} (that mode was removed in 1.26)`})
       // The family judged here: its own save command shows one backend; kube-proxy rules in the other still apply.
       const family = familyOf(n.expected.clusterIP ?? '') ?? 4

@@ -268,8 +268,6 @@ export const QUERY_ARGV = {
 export const COMMAND_ARGV: Partial<Record<NodeCommand, readonly string[]>> = {
   uid: ['id', '-u'],
   iptablesSave: ['iptables-save'],
-  iptablesVersion: ['iptables', '-V'],
-  ip6tablesVersion: ['ip6tables', '-V'],
   ip6tablesSave: ['ip6tables-save'],
   nftRulesetJson: ['nft', '-j', 'list', 'ruleset'],
   nftRuleset: ['nft', 'list', 'ruleset'],

@@ -164,8 +164,9 @@ export class PodExecNodeAccess implements NodeAccess {
     if (key === 'sysctls') return this.sysctls()
     if (key === 'network') return this.network()
     if (key === 'cniResults') return this.cniResults()
-    // Many chains in one exec need a shell, which these Pods' exec does not give: the whole dump is read instead.
-    if (key === 'iptablesChains') return {kind: 'not-recorded', what: `iptables chains one by one (no shell in ${this.kind.pod})`}
+    // Many chains in one exec need a shell, which these Pods' exec does not give: the whole dump is read instead, and
+    // the version, asked only to decide on chain by chain reads, is not asked.
+    if (key === 'iptablesChains' || key === 'iptablesVersion' || key === 'ip6tablesVersion') return {kind: 'not-recorded', what: `iptables chains one by one (no shell in ${this.kind.pod})`}
     if (key === 'pathSysctls') {
       const a = args[0] as {interfaces: string[]; ipv6?: boolean}
       return this.sysctlsOf(pathSysctlNames(a.interfaces, a.ipv6))

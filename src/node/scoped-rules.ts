@@ -1,4 +1,4 @@
-import {parseIp} from '../net/address.js'
+import {cidrContains, parseCidr, parseIp} from '../net/address.js'
 import {destinationPort, findOption, parseRule, type ParsedRule} from '../parse/iptables-rule.js'
 import {CHAIN_BY_CHAIN_HEADER} from '../parse/iptables-save.js'
 import type {NodeAccess} from './node-access.js'
@@ -61,22 +61,11 @@ interface ChainRead {
   rules: string[]
 }
 
-/** The address a -d value names when it is one host (a.b.c.d, a.b.c.d/32, x::y/128), canonical; else undefined. */
-function hostAddress(value: string): string | undefined {
-  const [address, mask, extra] = value.split('/')
-  const ip = extra === undefined ? parseIp(address) : undefined
-  if (!ip) return undefined
-  if (mask !== undefined && Number(mask) !== (ip.family === 4 ? 32 : 128)) return undefined
-  return ip.text
-}
-
 /** Whether a packet of the scope can take the rule's jump: false only when one -d host or one --dport rules it out. */
 function mayCarryScope(rule: ParsedRule, addresses: ReadonlySet<string>, ports: ReadonlySet<number>): boolean {
   const d = findOption(rule, '', 'd', '--destination')
-  if (d && !d.negated && d.values.length === 1) {
-    const host = hostAddress(d.values[0])
-    if (host !== undefined && !addresses.has(host)) return false
-  }
+  const host = d && !d.negated && d.values.length === 1 ? parseCidr(d.values[0]) : undefined
+  if (host && host.bits === (host.family === 4 ? 32 : 128) && ![...addresses].some((a) => cidrContains(host, a))) return false
   const port = destinationPort(rule)
   return !(port !== undefined && /^\d{1,5}$/.test(port) && !ports.has(Number(port)))
 }

@@ -18,7 +18,10 @@ import {join, resolve} from 'node:path'
 import {generateBundle} from './generate.js'
 import {liveBench} from './live-fleet.js'
 
-const sizes = (process.env.KPD_BENCH_SIZES ?? '1000,10000,50000').split(',').map(Number).filter((n) => n > 0)
+const sizes = (process.env.KPD_BENCH_SIZES ?? '1000,10000,50000')
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0)
 const outDir = resolve('bench/out')
 const measure = resolve(import.meta.dirname, 'measure.js')
 const bare = resolve(import.meta.dirname, 'read-split.js')

@@ -21,12 +21,20 @@ export function generateNftRuleset(services: number): string {
     const base = nftServicePortBase('bench', `svc-${i}`, 'tcp', 'http')
     const names = nftServiceChainNames(base)
     serviceIps.push(`${clusterIP(i)} . tcp . 80 comment "bench/svc-${i}:http" : goto ${names.service}`)
-    const endpoints = Array.from({length: ENDPOINTS_PER_SERVICE}, (_, e) => ({ip: podIP(i, e), chain: nftEndpointChainName(base, podIP(i, e), 8080)}))
+    const endpoints = Array.from({length: ENDPOINTS_PER_SERVICE}, (_, e) => ({
+      ip: podIP(i, e),
+      chain: nftEndpointChainName(base, podIP(i, e), 8080),
+    }))
     out(`\tchain ${names.service} {`)
     out(`\t\tip daddr ${clusterIP(i)} tcp dport 80 ip saddr != ${CLUSTER_CIDR} jump mark-for-masquerade`)
-    out(`\t\tnumgen random mod ${endpoints.length} vmap { ${endpoints.map((ep, n) => `${n} : goto ${ep.chain}`).join(', ')} }`)
+    out(
+      `\t\tnumgen random mod ${endpoints.length} vmap { ${endpoints.map((ep, n) => `${n} : goto ${ep.chain}`).join(', ')} }`,
+    )
     out('\t}')
-    for (const ep of endpoints) out(`\tchain ${ep.chain} {\n\t\tip saddr ${ep.ip} jump mark-for-masquerade\n\t\tmeta l4proto tcp dnat to ${ep.ip}:8080\n\t}`)
+    for (const ep of endpoints)
+      out(
+        `\tchain ${ep.chain} {\n\t\tip saddr ${ep.ip} jump mark-for-masquerade\n\t\tmeta l4proto tcp dnat to ${ep.ip}:8080\n\t}`,
+      )
   }
   return `table ip kube-proxy {
 \tcomment "rules for kube-proxy"

@@ -11,7 +11,14 @@ import {mkdtempSync, openSync, closeSync, readFileSync, rmSync, writeFileSync} f
 import {tmpdir} from 'node:os'
 import {join, resolve} from 'node:path'
 import {LabApiServer} from '../test/lab/apiserver.js'
-import {labClientKey, labHostKey, sshClientHost, startSshRelay, startSshdInNs, writeSshdConfig} from '../test/lab/lab-sshd.js'
+import {
+  labClientKey,
+  labHostKey,
+  sshClientHost,
+  startSshRelay,
+  startSshdInNs,
+  writeSshdConfig,
+} from '../test/lab/lab-sshd.js'
 import {runAsync, sleep, tryRun} from '../test/lab/sh.js'
 import {generateBundle} from './generate.js'
 import {measureLiveReads} from './live-read.js'
@@ -21,7 +28,16 @@ const READ_TIMEOUT_MS = Number(process.env.KPD_BENCH_LIVE_TIMEOUT ?? 100) * 1000
 const FLEET_NODES = Number(process.env.KPD_BENCH_FLEET_NODES ?? 30)
 /** Small nodes whose rules lack the diagnosed Service's entry: the report groups them ("on N of M nodes"). */
 const BROKEN_EVERY = 10
-const TOOLS = ['ip', '/usr/sbin/sshd', 'ssh', 'socat', 'iptables-restore', 'iptables-save', 'iptables-legacy-restore', 'nft']
+const TOOLS = [
+  'ip',
+  '/usr/sbin/sshd',
+  'ssh',
+  'socat',
+  'iptables-restore',
+  'iptables-save',
+  'iptables-legacy-restore',
+  'nft',
+]
 const cli = resolve(import.meta.dirname, '../../bin/run.js')
 
 /** Why the live part cannot run here, or undefined when it can. */
@@ -38,7 +54,12 @@ function oneServiceDump(dump: string, clusterIP: string, dropJump: boolean): str
   const jump = lines.find((l) => l.startsWith(`-A KUBE-SERVICES -d ${clusterIP}/32 `))
   const svcChain = jump?.split(' -j ')[1]
   if (!svcChain) throw new Error(`no KUBE-SERVICES rule for ${clusterIP}`)
-  const mine = new Set([svcChain, ...lines.filter((l) => l.startsWith(`-A ${svcChain} `) && l.includes(' -j KUBE-SEP-')).map((l) => l.split(' -j ')[1])])
+  const mine = new Set([
+    svcChain,
+    ...lines
+      .filter((l) => l.startsWith(`-A ${svcChain} `) && l.includes(' -j KUBE-SEP-'))
+      .map((l) => l.split(' -j ')[1]),
+  ])
   const ownedBy = (l: string) => /KUBE-(SVC|SEP)-[A-Z0-9]+/.exec(l)?.[0]
   return lines
     .filter((l) => {
@@ -74,7 +95,11 @@ class BenchLab {
    * node's pod veth, one socat listening), as a real Service's Pods do: the live probes then measure a working
    * Service, not connect timeouts to addresses nobody holds.
    */
-  async addNode(name: string, rules: string, backends?: {addresses: string[]; port: number; nodeIP: string}): Promise<LabNodeHandle> {
+  async addNode(
+    name: string,
+    rules: string,
+    backends?: {addresses: string[]; port: number; nodeIP: string},
+  ): Promise<LabNodeHandle> {
     this.clientKey ||= labClientKey(this.dir)
     const key = String(this.namespaces.length)
     const ns = `${this.id}-${key}`
@@ -90,7 +115,12 @@ class BenchLab {
       spawnSync('ip', ['netns', 'add', pods])
       this.namespaces.push(pods)
       const inNode = `ip addr add ${backends.nodeIP}/32 dev pods0 && ip link set pods1 netns ${pods}`
-      const inPods = ['ip link set lo up', 'ip link set pods1 up', ...backends.addresses.map((a) => `ip addr add ${a}/32 dev pods1`), 'ip route add default dev pods1'].join(' && ')
+      const inPods = [
+        'ip link set lo up',
+        'ip link set pods1 up',
+        ...backends.addresses.map((a) => `ip addr add ${a}/32 dev pods1`),
+        'ip route add default dev pods1',
+      ].join(' && ')
       for (const [where, script] of [
         [ns, inNode],
         [pods, inPods],
@@ -98,16 +128,34 @@ class BenchLab {
         const r = spawnSync('ip', ['netns', 'exec', where, 'sh', '-c', script], {encoding: 'utf8'})
         if (r.status !== 0) throw new Error(`backends in ${where}: ${r.stderr}`)
       }
-      this.procs.push(spawn('ip', ['netns', 'exec', pods, 'socat', `TCP-LISTEN:${backends.port},fork,reuseaddr`, 'EXEC:/bin/true'], {stdio: 'ignore'}))
+      this.procs.push(
+        spawn('ip', ['netns', 'exec', pods, 'socat', `TCP-LISTEN:${backends.port},fork,reuseaddr`, 'EXEC:/bin/true'], {
+          stdio: 'ignore',
+        }),
+      )
     }
-    const load = spawnSync('ip', ['netns', 'exec', ns, 'iptables-restore'], {input: rules, encoding: 'utf8', maxBuffer: 1 << 30, timeout: 300_000})
-    if (load.status !== 0) throw new Error(`iptables-restore in ${ns} failed: ${(load.stderr ?? load.error?.message ?? '').slice(0, 300)}`)
+    const load = spawnSync('ip', ['netns', 'exec', ns, 'iptables-restore'], {
+      input: rules,
+      encoding: 'utf8',
+      maxBuffer: 1 << 30,
+      timeout: 300_000,
+    })
+    if (load.status !== 0)
+      throw new Error(`iptables-restore in ${ns} failed: ${(load.stderr ?? load.error?.message ?? '').slice(0, 300)}`)
     const pub = labHostKey(this.dir, key)
     this.procs.push(startSshdInNs(ns, writeSshdConfig(this.dir, key, {forwarding: true}), this.logs))
     const relay = await startSshRelay(this.dir, key, ns, this.logs)
     this.procs.push(relay.proc)
     this.known.push(`${name} ${pub}`)
-    this.hosts.push(...sshClientHost({name, port: relay.port, identity: this.clientKey, knownHosts: join(this.dir, 'known_hosts'), hostKeyAlias: name}))
+    this.hosts.push(
+      ...sshClientHost({
+        name,
+        port: relay.port,
+        identity: this.clientKey,
+        knownHosts: join(this.dir, 'known_hosts'),
+        hostKeyAlias: name,
+      }),
+    )
     return {name, ns}
   }
 
@@ -118,7 +166,14 @@ class BenchLab {
     for (const name of names) {
       let ok = false
       for (let i = 0; i < 50 && !ok; i++) {
-        ok = (await runAsync('ssh', ['-F', this.sshConfig, '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=2', name, 'true'], 5000)).code === 0
+        ok =
+          (
+            await runAsync(
+              'ssh',
+              ['-F', this.sshConfig, '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=2', name, 'true'],
+              5000,
+            )
+          ).code === 0
         if (!ok) await sleep(200)
       }
       if (!ok) throw new Error(`sshd of ${name} does not answer: ${this.logs.slice(-3).join(' | ')}`)
@@ -128,7 +183,8 @@ class BenchLab {
   async down(): Promise<void> {
     for (const p of this.procs) p.kill('SIGKILL')
     for (const ns of this.namespaces) {
-      for (const pid of tryRun('ip', ['netns', 'pids', ns]).stdout.split('\n').filter(Boolean)) tryRun('kill', ['-9', pid])
+      for (const pid of tryRun('ip', ['netns', 'pids', ns]).stdout.split('\n').filter(Boolean))
+        tryRun('kill', ['-9', pid])
     }
     for (const ns of this.namespaces) tryRun('ip', ['netns', 'del', ns])
     await this.api.stop()
@@ -142,7 +198,9 @@ function plainRead(sshConfig: string, node: string): Promise<number> {
   return new Promise((done, fail) => {
     const devNull = openSync('/dev/null', 'w')
     const started = performance.now()
-    const child = spawn('ssh', ['-F', sshConfig, '-o', 'BatchMode=yes', node, 'iptables-save'], {stdio: ['ignore', devNull, 'ignore']})
+    const child = spawn('ssh', ['-F', sshConfig, '-o', 'BatchMode=yes', node, 'iptables-save'], {
+      stdio: ['ignore', devNull, 'ignore'],
+    })
     const timer = setTimeout(() => child.kill('SIGKILL'), READ_TIMEOUT_MS)
     child.on('close', (code) => {
       clearTimeout(timer)
@@ -154,12 +212,21 @@ function plainRead(sshConfig: string, node: string): Promise<number> {
 }
 
 /** One live doctor run (async: the API server answers from this process); wall time and the report. */
-async function doctor(lab: BenchLab, kubeconfig: string, args: string[]): Promise<{ms: number; code: number; stdout: string}> {
+async function doctor(
+  lab: BenchLab,
+  kubeconfig: string,
+  args: string[],
+): Promise<{ms: number; code: number; stdout: string}> {
   const started = performance.now()
   const verbose = process.env.KPD_BENCH_VERBOSE ? ['--verbose'] : []
-  const r = await runAsync(process.execPath, [cli, ...args, '--kubeconfig', kubeconfig, '--ssh-config', lab.sshConfig, '--via', 'ssh', ...verbose], 600_000)
+  const r = await runAsync(
+    process.execPath,
+    [cli, ...args, '--kubeconfig', kubeconfig, '--ssh-config', lab.sshConfig, '--via', 'ssh', ...verbose],
+    600_000,
+  )
   if (verbose.length > 0) process.stderr.write(r.stderr)
-  if (r.code !== 0 && r.code !== 1) throw new Error(`kproxy-doctor ${args.join(' ')} exited ${r.code}: ${r.stderr.slice(-400)}`)
+  if (r.code !== 0 && r.code !== 1)
+    throw new Error(`kproxy-doctor ${args.join(' ')} exited ${r.code}: ${r.stderr.slice(-400)}`)
   return {ms: performance.now() - started, code: r.code, stdout: r.stdout}
 }
 
@@ -171,19 +238,31 @@ async function svcAndFleet(write: (text: string) => void): Promise<void> {
   const lab = new BenchLab()
   try {
     const big = readFileSync(dump, 'utf8')
-    const list = (file: string) => (JSON.parse(readFileSync(join(bundle, file), 'utf8')) as {items: Array<Record<string, unknown>>}).items
+    const list = (file: string) =>
+      (JSON.parse(readFileSync(join(bundle, file), 'utf8')) as {items: Array<Record<string, unknown>>}).items
     const services = list('services.json')
-    const clusterIP = (services.find((o) => (o.metadata as {name: string}).name === target)!.spec as {clusterIP: string}).clusterIP
+    const clusterIP = (
+      services.find((o) => (o.metadata as {name: string}).name === target)!.spec as {clusterIP: string}
+    ).clusterIP
     const small = oneServiceDump(big, clusterIP, false)
     const smallBroken = oneServiceDump(big, clusterIP, true)
-    const slices = list('endpointslices.json').filter((o) => (o.metadata as {labels?: Record<string, string>}).labels?.['kubernetes.io/service-name'] === target)
+    const slices = list('endpointslices.json').filter(
+      (o) => (o.metadata as {labels?: Record<string, string>}).labels?.['kubernetes.io/service-name'] === target,
+    )
     const addresses = slices.flatMap((o) => (o.endpoints as Array<{addresses: string[]}>).flatMap((e) => e.addresses))
-    const nodeIP = ((list('nodes.json')[0].status as {addresses: Array<{address: string}>}).addresses[0]).address
+    const nodeIP = (list('nodes.json')[0].status as {addresses: Array<{address: string}>}).addresses[0].address
     const bigNode = await lab.addNode('bench-node', big, {addresses, port: 8080, nodeIP})
     const fleet: string[] = []
-    for (let k = 1; k <= FLEET_NODES; k++) fleet.push((await lab.addNode(`small-${String(k).padStart(2, '0')}`, k % BROKEN_EVERY === 0 ? smallBroken : small)).name)
+    for (let k = 1; k <= FLEET_NODES; k++)
+      fleet.push(
+        (await lab.addNode(`small-${String(k).padStart(2, '0')}`, k % BROKEN_EVERY === 0 ? smallBroken : small)).name,
+      )
     await lab.sshReady([bigNode.name, ...fleet])
-    const nodeObject = (name: string, k: number) => ({metadata: {name}, spec: {podCIDR: `10.${129 + (k >> 8)}.${k & 255}.0/24`}, status: {addresses: [{type: 'InternalIP', address: `10.250.1.${k}`}]}})
+    const nodeObject = (name: string, k: number) => ({
+      metadata: {name},
+      spec: {podCIDR: `10.${129 + (k >> 8)}.${k & 255}.0/24`},
+      status: {addresses: [{type: 'InternalIP', address: `10.250.1.${k}`}]},
+    })
     lab.api.set('nodes', [...list('nodes.json'), ...fleet.map((n, k) => nodeObject(n, k + 2))])
     lab.api.set('services', services)
     lab.api.set('endpointslices', list('endpointslices.json'))
@@ -197,32 +276,56 @@ async function svcAndFleet(write: (text: string) => void): Promise<void> {
     const kubeconfig = lab.api.writeKubeconfig('bench')
 
     // The svc goal: one live svc on the large node against the plain read of the same data over the same SSH.
-    const plain = Math.min(await plainRead(lab.sshConfig, bigNode.name), await plainRead(lab.sshConfig, bigNode.name), await plainRead(lab.sshConfig, bigNode.name))
+    const plain = Math.min(
+      await plainRead(lab.sshConfig, bigNode.name),
+      await plainRead(lab.sshConfig, bigNode.name),
+      await plainRead(lab.sshConfig, bigNode.name),
+    )
     const svcArgs = ['svc', target, '-n', 'bench', '--nodes', bigNode.name, '-o', 'json']
-    const one = [await doctor(lab, kubeconfig, svcArgs), await doctor(lab, kubeconfig, svcArgs)].sort((a, b) => a.ms - b.ms)[0]
-    const wholeDump = [await doctor(lab, kubeconfig, [...svcArgs, '--all-rules']), await doctor(lab, kubeconfig, [...svcArgs, '--all-rules'])].sort((a, b) => a.ms - b.ms)[0]
+    const one = [await doctor(lab, kubeconfig, svcArgs), await doctor(lab, kubeconfig, svcArgs)].sort(
+      (a, b) => a.ms - b.ms,
+    )[0]
+    const wholeDump = [
+      await doctor(lab, kubeconfig, [...svcArgs, '--all-rules']),
+      await doctor(lab, kubeconfig, [...svcArgs, '--all-rules']),
+    ].sort((a, b) => a.ms - b.ms)[0]
     const ratio = one.ms / plain
-    const report = JSON.parse(one.stdout) as {nodes: Array<{name: string; reachable: boolean; error?: string}>; notes: string[]}
+    const report = JSON.parse(one.stdout) as {
+      nodes: Array<{name: string; reachable: boolean; error?: string}>
+      notes: string[]
+    }
     const read = report.nodes.find((n) => n.name === bigNode.name)
     const unread = read?.reachable ? '' : `  (the node was NOT read: ${read?.error ?? 'no node in the report'})`
     // svc reads only the chains the Service's packets reach; the report says so (else it fell back to the whole dump).
-    const how = report.notes.some((n) => n.startsWith('rules read chain by chain')) ? 'chain by chain' : 'the whole dump (the chain by chain read fell back)'
-    write(`\nlive svc, one node with ${LIVE_SERVICES} Services (iptables-save: ${(big.length / 1048576).toFixed(1)} MB):\n`)
+    const how = report.notes.some((n) => n.startsWith('rules read chain by chain'))
+      ? 'chain by chain'
+      : 'the whole dump (the chain by chain read fell back)'
+    write(
+      `\nlive svc, one node with ${LIVE_SERVICES} Services (iptables-save: ${(big.length / 1048576).toFixed(1)} MB):\n`,
+    )
     write(`  ssh node iptables-save > /dev/null     ${s(plain).padStart(9)}  (best of 3)\n`)
     write(
       `  kproxy-doctor svc (live, over SSH)      ${s(one.ms).padStart(9)}  ${ratio.toFixed(2)}× the plain read (best of 2; rules read ${how})  ${ratio <= 1.3 && !unread ? 'TARGET MET' : 'TARGET MISSED'} (≤ 1.3×)${unread}\n`,
     )
-    write(`  kproxy-doctor svc --all-rules           ${s(wholeDump.ms).padStart(9)}  ${(wholeDump.ms / plain).toFixed(2)}× the plain read (best of 2; every rule, as collect reads them)\n`)
+    write(
+      `  kproxy-doctor svc --all-rules           ${s(wholeDump.ms).padStart(9)}  ${(wholeDump.ms / plain).toFixed(2)}× the plain read (best of 2; every rule, as collect reads them)\n`,
+    )
 
     // The fleet: every node read with the default concurrency; the total against the slowest single node's read.
     const all = await doctor(lab, kubeconfig, ['scan', '-n', 'bench'])
     write(
       `\nlive scan -n bench (the one Service) over a fleet: ${FLEET_NODES} small nodes (one Service's rules each, every ${BROKEN_EVERY}th without its KUBE-SERVICES rule) + the large node, default --concurrency:\n`,
     )
-    write(`  whole run ${s(all.ms)}, ${(all.ms / one.ms).toFixed(2)}× the large node's svc alone (${s(one.ms)}), ${(all.ms / plain).toFixed(2)}× its plain read\n`)
+    write(
+      `  whole run ${s(all.ms)}, ${(all.ms / one.ms).toFixed(2)}× the large node's svc alone (${s(one.ms)}), ${(all.ms / plain).toFixed(2)}× its plain read\n`,
+    )
     const grouped = all.stdout.split('\n').filter((l) => /\bon \d+ of \d+ nodes\b/.test(l))
     write(`  ${all.stdout.split('\n')[0].trim()}\n`)
-    write(grouped.length > 0 ? `  the report's node grouping:\n${grouped.map((l) => `    ${l.trim()}`).join('\n')}\n` : '  the report names no finding shared by several nodes\n')
+    write(
+      grouped.length > 0
+        ? `  the report's node grouping:\n${grouped.map((l) => `    ${l.trim()}`).join('\n')}\n`
+        : '  the report names no finding shared by several nodes\n',
+    )
   } finally {
     await lab.down()
     if (!process.env.KPD_BENCH_KEEP) rmSync(bundle, {recursive: true, force: true})
@@ -238,8 +341,15 @@ export async function liveBench(write: (text: string) => void): Promise<void> {
   }
   if (process.env.KPD_BENCH_LIVE_READS === '0') write('\nlive reads per backend skipped (KPD_BENCH_LIVE_READS=0)\n')
   else {
-    write(`\nlive reads at ${LIVE_SERVICES} Services × 10 endpoints, fastest exact read per backend (each read bounded at ${READ_TIMEOUT_MS / 1000} s):\n`)
-    const fastest = await measureLiveReads({services: LIVE_SERVICES, timeoutMs: READ_TIMEOUT_MS, everyForm: false, write: () => undefined})
+    write(
+      `\nlive reads at ${LIVE_SERVICES} Services × 10 endpoints, fastest exact read per backend (each read bounded at ${READ_TIMEOUT_MS / 1000} s):\n`,
+    )
+    const fastest = await measureLiveReads({
+      services: LIVE_SERVICES,
+      timeoutMs: READ_TIMEOUT_MS,
+      everyForm: false,
+      write: () => undefined,
+    })
     for (const b of fastest)
       write(
         `  ${b.backend.padEnd(38)} ${b.fastest ? `${b.fastest.command.padEnd(32)} ${s(b.fastest.ms).padStart(9)}  ${(b.fastest.bytes / 1048576).toFixed(1).padStart(6)} MB` : `none: ${b.error ?? 'no complete read finished'}`}\n`,

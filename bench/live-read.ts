@@ -56,7 +56,12 @@ interface Timing {
 const LOAD_TIMEOUT_MS = 600_000
 
 function inNs(ns: string, argv: string[], input?: string): void {
-  const r = spawnSync('ip', ['netns', 'exec', ns, ...argv], {input, encoding: 'utf8', maxBuffer: 1 << 30, timeout: LOAD_TIMEOUT_MS})
+  const r = spawnSync('ip', ['netns', 'exec', ns, ...argv], {
+    input,
+    encoding: 'utf8',
+    maxBuffer: 1 << 30,
+    timeout: LOAD_TIMEOUT_MS,
+  })
   if (r.status !== 0) throw new Error(`${argv.join(' ')} failed: ${(r.stderr || r.error?.message || '').slice(0, 300)}`)
 }
 
@@ -109,14 +114,19 @@ const nftablesBackend = (services: number): Backend => ({
 })
 
 const mb = (b: number) => `${(b / 1048576).toFixed(1)} MB`
-const seconds = (t: Timing, timeoutMs: number) => (t.timedOut ? `> ${timeoutMs / 1000} s`.padStart(9) : `${(t.ms / 1000).toFixed(2)} s`.padStart(9))
+const seconds = (t: Timing, timeoutMs: number) =>
+  t.timedOut ? `> ${timeoutMs / 1000} s`.padStart(9) : `${(t.ms / 1000).toFixed(2)} s`.padStart(9)
 
 /** Loads each backend in a namespace of its own (removed by name at the end, also on failure) and times its reads. */
 export async function measureLiveReads(opts: LiveReadOptions): Promise<BackendFastest[]> {
   const {services, timeoutMs, write} = opts
   mkdirSync(outDir, {recursive: true})
   const results: BackendFastest[] = []
-  for (const backend of [iptablesBackend('legacy', services), iptablesBackend('nft', services), nftablesBackend(services)]) {
+  for (const backend of [
+    iptablesBackend('legacy', services),
+    iptablesBackend('nft', services),
+    nftablesBackend(services),
+  ]) {
     const ns = `kpd-bench-${randomBytes(4).toString('hex')}`
     spawnSync('ip', ['netns', 'add', ns])
     try {
@@ -128,11 +138,17 @@ export async function measureLiveReads(opts: LiveReadOptions): Promise<BackendFa
       for (const read of backend.reads.filter((r) => opts.everyForm || r.complete)) {
         const plain = await timeRead(ns, read.argv, false, timeoutMs)
         const packed = !opts.everyForm || plain.timedOut ? undefined : await timeRead(ns, read.argv, true, timeoutMs)
-        const zipped = packed && !packed.timedOut ? `gzip -1 ${seconds(packed, timeoutMs)} ${mb(packed.bytes).padStart(9)}` : ''
-        write(`  ${read.argv.join(' ').padEnd(40)} ${seconds(plain, timeoutMs)} ${mb(plain.bytes).padStart(9)}  ${zipped}${read.complete ? '' : '  (part of the rules)'}\n`)
-        if (read.complete && !plain.timedOut && (!fastest || plain.ms < fastest.ms)) fastest = {command: read.argv.join(' '), ms: plain.ms, bytes: plain.bytes}
+        const zipped =
+          packed && !packed.timedOut ? `gzip -1 ${seconds(packed, timeoutMs)} ${mb(packed.bytes).padStart(9)}` : ''
+        write(
+          `  ${read.argv.join(' ').padEnd(40)} ${seconds(plain, timeoutMs)} ${mb(plain.bytes).padStart(9)}  ${zipped}${read.complete ? '' : '  (part of the rules)'}\n`,
+        )
+        if (read.complete && !plain.timedOut && (!fastest || plain.ms < fastest.ms))
+          fastest = {command: read.argv.join(' '), ms: plain.ms, bytes: plain.bytes}
       }
-      write(`  fastest complete read: ${fastest ? `${fastest.command} (${(fastest.ms / 1000).toFixed(2)} s)` : 'none finished'}\n`)
+      write(
+        `  fastest complete read: ${fastest ? `${fastest.command} (${(fastest.ms / 1000).toFixed(2)} s)` : 'none finished'}\n`,
+      )
       results.push({backend: backend.name, fastest})
     } catch (e) {
       write(`\n${backend.name}: not measured: ${(e as Error).message}\n`)

@@ -31,10 +31,14 @@ process.stdout.write = ((chunk: string) => {
 await run(args, resolve(import.meta.dirname, '../../bin/run.js'))
 process.stdout.write = write
 if (mode === 'scan') {
-  if (!/^\{\s*"kind": "ScanReport",\s*"ok": true,/.test(out)) throw new Error(`scan not ok (${bytes} characters of output): ${out.slice(0, 300)}`)
+  if (!/^\{\s*"kind": "ScanReport",\s*"ok": true,/.test(out))
+    throw new Error(`scan not ok (${bytes} characters of output): ${out.slice(0, 300)}`)
 } else {
   const parsed = JSON.parse(out)
-  if (mode === 'svc' && parsed.ok !== true) throw new Error(`diagnosis not ok: ${parsed.summary ?? JSON.stringify(parsed.counts)}`)
+  if (mode === 'svc' && parsed.ok !== true)
+    throw new Error(`diagnosis not ok: ${parsed.summary ?? JSON.stringify(parsed.counts)}`)
   if (mode === 'trace' && parsed.verdict !== 'DNAT') throw new Error(`trace verdict ${parsed.verdict}`)
 }
-process.stderr.write(`\n${JSON.stringify({ms: performance.now() - started, maxRssBytes: process.resourceUsage().maxRSS * 1024})}\n`)
+process.stderr.write(
+  `\n${JSON.stringify({ms: performance.now() - started, maxRssBytes: process.resourceUsage().maxRSS * 1024})}\n`,
+)

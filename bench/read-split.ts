@@ -7,4 +7,6 @@ import {readFileSync} from 'node:fs'
 const started = performance.now()
 const lines = readFileSync(process.argv[2], 'utf8').split('\n')
 if (lines.length < 2) throw new Error('empty dump')
-process.stderr.write(`\n${JSON.stringify({ms: performance.now() - started, maxRssBytes: process.resourceUsage().maxRSS * 1024})}\n`)
+process.stderr.write(
+  `\n${JSON.stringify({ms: performance.now() - started, maxRssBytes: process.resourceUsage().maxRSS * 1024})}\n`,
+)

@@ -49,7 +49,7 @@ export const CATALOGUE: readonly CodeEntry[] = [
     severity: 'error',
     family: 'endpoints',
     title: 'The Service has no ready endpoints',
-    hint: "Fix the Pods first: their events, readiness probes and the logs of their previous runs.",
+    hint: 'Fix the Pods first: their events, readiness probes and the logs of their previous runs.',
     explains: ['endpoints'],
     modes: ALL_MODES,
   },
@@ -372,7 +372,8 @@ export const CATALOGUE: readonly CodeEntry[] = [
     code: 'KPD-FILTER-DROP',
     severity: 'error',
     family: 'path',
-    title: "A chain kube-proxy does not own (Docker's, a CNI's, a policy engine's, a hand-written one) or a built-in chain's DROP policy drops the Service's traffic",
+    title:
+      "A chain kube-proxy does not own (Docker's, a CNI's, a policy engine's, a hand-written one) or a built-in chain's DROP policy drops the Service's traffic",
     hint: 'Read the chain named in the message with the command given; find out who added the rule (or set the policy) before changing it.',
     explains: ['filter'],
     modes: ['iptables', 'nftables'],

@@ -11,7 +11,10 @@ export abstract class DoctorCommand extends Command {
     const message = oneLine(err.message || String(err))
     process.stderr.write(`kproxy-doctor: ${message}\n`)
     const format = requestedFormat(this.argv)
-    if (format) process.stdout.write(serialize(errorDocument(message, {toolVersion: this.config.version, time: new Date().toISOString()}), format))
+    if (format)
+      process.stdout.write(
+        serialize(errorDocument(message, {toolVersion: this.config.version, time: new Date().toISOString()}), format),
+      )
     process.exitCode = 2
   }
 }

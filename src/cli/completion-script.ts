@@ -6,7 +6,16 @@ export interface CompletableCommand {
 }
 
 /** Flags whose value is a path: completed with file names. */
-const PATH_FLAGS = new Set(['kubeconfig', 'ssh-config', 'snapshot', 'out', 'iptables-save', 'nft', 'ipset-save', 'config'])
+const PATH_FLAGS = new Set([
+  'kubeconfig',
+  'ssh-config',
+  'snapshot',
+  'out',
+  'iptables-save',
+  'nft',
+  'ipset-save',
+  'config',
+])
 
 const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`
 
@@ -23,7 +32,9 @@ export function bashCompletion(bin: string, commands: CompletableCommand[]): str
       .filter((f) => f.takesValue && (f.options || PATH_FLAGS.has(f.name)))
       .map((f) => {
         const names = [`--${f.name}`, ...(f.char ? [`-${f.char}`] : [])].join('|')
-        const reply = f.options ? `COMPREPLY=($(compgen -W ${q(f.options.join(' '))} -- "$cur"))` : 'COMPREPLY=($(compgen -f -- "$cur"))'
+        const reply = f.options
+          ? `COMPREPLY=($(compgen -W ${q(f.options.join(' '))} -- "$cur"))`
+          : 'COMPREPLY=($(compgen -f -- "$cur"))'
         return `        ${names}) ${reply}; return ;;`
       })
     return [

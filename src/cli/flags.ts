@@ -8,8 +8,14 @@ const NODES = 'NODES'
 
 /** Where the cluster is: the Kubernetes API (kubectl's spellings, so the kubectl plugin can hand them on). */
 const CONTEXT = {description: 'kubeconfig context to use', helpGroup: CLUSTER}
-const KUBECONFIG = {description: 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)', helpGroup: CLUSTER}
-const SSH_CONFIG = {description: 'OpenSSH client config mapping node names to hosts (default ~/.ssh/config)', helpGroup: NODES}
+const KUBECONFIG = {
+  description: 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)',
+  helpGroup: CLUSTER,
+}
+const SSH_CONFIG = {
+  description: 'OpenSSH client config mapping node names to hosts (default ~/.ssh/config)',
+  helpGroup: NODES,
+}
 
 const kubeFlags = {
   context: Flags.string(CONTEXT),
@@ -17,14 +23,27 @@ const kubeFlags = {
 }
 
 const namespaceFlag = {
-  namespace: Flags.string({char: 'n', description: "namespace of the Service (default: the context's namespace, else default)", helpGroup: CLUSTER}),
+  namespace: Flags.string({
+    char: 'n',
+    description: "namespace of the Service (default: the context's namespace, else default)",
+    helpGroup: CLUSTER,
+  }),
 }
 
 /** How nodes are reached over SSH. */
 const sshFlags = {
   'ssh-config': Flags.string(SSH_CONFIG),
-  timeout: Flags.integer({description: 'seconds allowed for each API call and each SSH step', default: 20, min: 1, helpGroup: NODES}),
-  'insecure-ignore-host-key': Flags.boolean({description: 'do not check SSH host keys against known_hosts (prints a warning)', default: false, helpGroup: NODES}),
+  timeout: Flags.integer({
+    description: 'seconds allowed for each API call and each SSH step',
+    default: 20,
+    min: 1,
+    helpGroup: NODES,
+  }),
+  'insecure-ignore-host-key': Flags.boolean({
+    description: 'do not check SSH host keys against known_hosts (prints a warning)',
+    default: false,
+    helpGroup: NODES,
+  }),
 }
 
 /** Which way nodes are read: SSH, kube-proxy's own Pod (pods/exec, pods/portforward), a debug Pod, or not at all. */
@@ -36,23 +55,46 @@ const viaFlags = {
       "how nodes are read: auto = SSH where the SSH config names the node, else kube-proxy's Pod on it, else API-only; debug-pod (never picked by auto) creates a privileged Pod on each node and deletes it",
     helpGroup: NODES,
   }),
-  'kube-proxy-namespace': Flags.string({description: "namespace of kube-proxy's Pods (the kube-proxy transport)", default: 'kube-system', helpGroup: NODES}),
-  'kube-proxy-selector': Flags.string({description: "label selector of kube-proxy's Pods (the kube-proxy transport)", default: 'k8s-app=kube-proxy', helpGroup: NODES}),
-  'debug-image': Flags.string({description: "image of the debug Pods (--via debug-pod; default: kube-proxy's, which the nodes already have)", helpGroup: NODES}),
-  'debug-namespace': Flags.string({description: 'namespace the debug Pods are created in (--via debug-pod; default kube-system)', helpGroup: NODES}),
+  'kube-proxy-namespace': Flags.string({
+    description: "namespace of kube-proxy's Pods (the kube-proxy transport)",
+    default: 'kube-system',
+    helpGroup: NODES,
+  }),
+  'kube-proxy-selector': Flags.string({
+    description: "label selector of kube-proxy's Pods (the kube-proxy transport)",
+    default: 'k8s-app=kube-proxy',
+    helpGroup: NODES,
+  }),
+  'debug-image': Flags.string({
+    description: "image of the debug Pods (--via debug-pod; default: kube-proxy's, which the nodes already have)",
+    helpGroup: NODES,
+  }),
+  'debug-namespace': Flags.string({
+    description: 'namespace the debug Pods are created in (--via debug-pod; default kube-system)',
+    helpGroup: NODES,
+  }),
 }
 
 /** Which nodes are read. */
 const nodeSelectionFlags = {
-  nodes: Flags.string({description: 'read only these nodes (comma-separated)', helpGroup: NODES, exclusive: ['all-nodes']}),
-  'all-nodes': Flags.boolean({description: 'read every node, even on clusters over 50 nodes', default: false, helpGroup: NODES}),
+  nodes: Flags.string({
+    description: 'read only these nodes (comma-separated)',
+    helpGroup: NODES,
+    exclusive: ['all-nodes'],
+  }),
+  'all-nodes': Flags.boolean({
+    description: 'read every node, even on clusters over 50 nodes',
+    default: false,
+    helpGroup: NODES,
+  }),
   concurrency: Flags.integer({description: 'nodes read at once', default: 8, min: 1, max: 64, helpGroup: NODES}),
 }
 
 /** Live probes from each node (svc): on by default, `--no-probe` gives the static diagnosis only. */
 export const probeFlags = {
   probe: Flags.boolean({
-    description: 'open connect-and-close TCP probes from each node to the ClusterIP, NodePort and each endpoint (--no-probe: static diagnosis only)',
+    description:
+      'open connect-and-close TCP probes from each node to the ClusterIP, NodePort and each endpoint (--no-probe: static diagnosis only)',
     default: true,
     allowNo: true,
     helpGroup: NODES,
@@ -63,7 +105,8 @@ export const probeFlags = {
 const verboseFlags = {
   verbose: Flags.boolean({
     char: 'v',
-    description: 'print on stderr every API request, every node command with its transport and duration, each mode decision and each ignored finding',
+    description:
+      'print on stderr every API request, every node command with its transport and duration, each mode decision and each ignored finding',
     default: false,
     helpGroup: 'OUTPUT',
   }),
@@ -78,13 +121,21 @@ export function verboseLog(flags: {verbose?: boolean}): ((line: string) => void)
 export const failOnFlag = {
   'fail-on': Flags.string({
     default: 'error',
-    description: 'exit 1 on: error (an error finding, always), warning (a warning too), skipped (a required check that could not run); comma list, e.g. warning,skipped',
+    description:
+      'exit 1 on: error (an error finding, always), warning (a warning too), skipped (a required check that could not run); comma list, e.g. warning,skipped',
     helpGroup: 'DIAGNOSIS',
   }),
 }
 
 /** Flags shared by the commands that read a cluster and its nodes. */
-export const clusterFlags = {...namespaceFlag, ...kubeFlags, ...sshFlags, ...viaFlags, ...nodeSelectionFlags, ...verboseFlags}
+export const clusterFlags = {
+  ...namespaceFlag,
+  ...kubeFlags,
+  ...sshFlags,
+  ...viaFlags,
+  ...nodeSelectionFlags,
+  ...verboseFlags,
+}
 
 /** Flags for reading one node live (`trace --node`): given without it, they are an error, not ignored. */
 export const nodeReadFlags = {

@@ -14,7 +14,10 @@ const DEFAULT_CONFIG_FILE = '.kproxy-doctor.yaml'
 
 export const ignoreFlags = {
   ignore: Flags.string({description: 'finding codes to silence everywhere (comma-separated)', helpGroup: 'DIAGNOSIS'}),
-  config: Flags.string({description: `config file with scoped ignore rules (default ${DEFAULT_CONFIG_FILE} in the working directory, when present)`, helpGroup: 'DIAGNOSIS'}),
+  config: Flags.string({
+    description: `config file with scoped ignore rules (default ${DEFAULT_CONFIG_FILE} in the working directory, when present)`,
+    helpGroup: 'DIAGNOSIS',
+  }),
 }
 
 /** `--ignore` codes and the config file's rules, every code checked against the catalogue. */
@@ -47,21 +50,27 @@ function loadIgnoreConfig(path: string | undefined): IgnoreRule[] {
     throw new DiagnosisError(`config ${file}: ${(e as Error).message.split('\n')[0]}`)
   }
   if (doc === null || doc === undefined) return []
-  if (typeof doc !== 'object' || Array.isArray(doc)) throw new DiagnosisError(`config ${file}: expected a mapping with an "ignore" list`)
+  if (typeof doc !== 'object' || Array.isArray(doc))
+    throw new DiagnosisError(`config ${file}: expected a mapping with an "ignore" list`)
   const extra = Object.keys(doc).filter((k) => k !== 'ignore')
-  if (extra.length > 0) throw new DiagnosisError(`config ${file}: unknown key(s) ${extra.join(', ')} (only "ignore" is read)`)
+  if (extra.length > 0)
+    throw new DiagnosisError(`config ${file}: unknown key(s) ${extra.join(', ')} (only "ignore" is read)`)
   const list = (doc as {ignore?: unknown}).ignore ?? []
   if (!Array.isArray(list)) throw new DiagnosisError(`config ${file}: "ignore" must be a list`)
   return list.map((entry: unknown, i) => {
     const where = `config ${file}, ignore entry ${i + 1}`
-    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) throw new DiagnosisError(`${where}: expected a mapping with a "code"`)
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry))
+      throw new DiagnosisError(`${where}: expected a mapping with a "code"`)
     const e = entry as Record<string, unknown>
     const unknown = Object.keys(e).filter((k) => !RULE_KEYS.has(k))
-    if (unknown.length > 0) throw new DiagnosisError(`${where}: unknown key(s) ${unknown.join(', ')} (allowed: ${[...RULE_KEYS].join(', ')})`)
-    for (const [k, v] of Object.entries(e)) if (typeof v !== 'string' || v === '') throw new DiagnosisError(`${where}: "${k}" must be a non-empty string`)
+    if (unknown.length > 0)
+      throw new DiagnosisError(`${where}: unknown key(s) ${unknown.join(', ')} (allowed: ${[...RULE_KEYS].join(', ')})`)
+    for (const [k, v] of Object.entries(e))
+      if (typeof v !== 'string' || v === '') throw new DiagnosisError(`${where}: "${k}" must be a non-empty string`)
     if (e.code === undefined) throw new DiagnosisError(`${where}: "code" is required`)
     const rule: IgnoreRule = {code: e.code as string, source: where}
-    for (const k of ['namespace', 'service', 'node', 'reason'] as const) if (e[k] !== undefined) rule[k] = e[k] as string
+    for (const k of ['namespace', 'service', 'node', 'reason'] as const)
+      if (e[k] !== undefined) rule[k] = e[k] as string
     return rule
   })
 }

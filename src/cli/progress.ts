@@ -64,7 +64,8 @@ export function progressReporter(
       }
       let nodes = `nodes read ${nodesRead}/${nodesTotal}`
       if (nodesFailed > 0) nodes += ` (${nodesFailed} failed)`
-      if (slow) nodes += `, slowest ${printable(slow.node)} ${(slow.ms / 1000).toFixed(1)}s${stillReading ? ' and counting' : ''}`
+      if (slow)
+        nodes += `, slowest ${printable(slow.node)} ${(slow.ms / 1000).toFixed(1)}s${stillReading ? ' and counting' : ''}`
       parts.push(nodes)
     }
     if (services) parts.push(`Services diagnosed ${services.index}/${services.total}`)

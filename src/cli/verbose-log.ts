@@ -7,5 +7,8 @@ import {printable} from '../report/printable.js'
  */
 export function stderrLog(): (line: string) => void {
   const startedAt = performance.now()
-  return (line) => process.stderr.write(`kproxy-doctor: +${((performance.now() - startedAt) / 1000).toFixed(2)}s ${printable(line).replaceAll('\n', ' ')}\n`)
+  return (line) =>
+    process.stderr.write(
+      `kproxy-doctor: +${((performance.now() - startedAt) / 1000).toFixed(2)}s ${printable(line).replaceAll('\n', ' ')}\n`,
+    )
 }

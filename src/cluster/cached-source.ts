@@ -20,7 +20,8 @@ export class CachedClusterSource implements ClusterSource {
     // Indexed once (the first of a name, as a search would find): a scan asks for every Service of the namespace.
     const byName = await this.once(`services-by-name/${namespace}`, async () => {
       const index = new Map<string, V1Service>()
-      for (const s of await this.listServices(namespace)) if (!index.has(s.metadata?.name ?? '')) index.set(s.metadata?.name ?? '', s)
+      for (const s of await this.listServices(namespace))
+        if (!index.has(s.metadata?.name ?? '')) index.set(s.metadata?.name ?? '', s)
       return index
     })
     return byName.get(name)

@@ -29,11 +29,20 @@ export function zoneFromCorefile(corefile: string): string | undefined {
 }
 
 /** The cluster domain: the user's choice, else CoreDNS's configuration, else the Kubernetes default, said as assumed. */
-export function chooseClusterDomain(override: string | undefined, corednsConfigMap: V1ConfigMap | undefined, unreadReason?: string): ClusterDomain {
+export function chooseClusterDomain(
+  override: string | undefined,
+  corednsConfigMap: V1ConfigMap | undefined,
+  unreadReason?: string,
+): ClusterDomain {
   if (override) return {domain: override.toLowerCase().replace(/\.$/, ''), source: '--cluster-domain'}
   const corefile = corednsConfigMap?.data?.Corefile
   const zone = corefile ? zoneFromCorefile(corefile) : undefined
-  if (zone) return {domain: zone, source: `the kubernetes zone in ConfigMap ${corednsConfigMap?.metadata?.namespace}/${corednsConfigMap?.metadata?.name}`}
-  const why = unreadReason ?? (corednsConfigMap ? 'its Corefile has no kubernetes zone' : 'no CoreDNS ConfigMap in kube-system')
+  if (zone)
+    return {
+      domain: zone,
+      source: `the kubernetes zone in ConfigMap ${corednsConfigMap?.metadata?.namespace}/${corednsConfigMap?.metadata?.name}`,
+    }
+  const why =
+    unreadReason ?? (corednsConfigMap ? 'its Corefile has no kubernetes zone' : 'no CoreDNS ConfigMap in kube-system')
   return {domain: DEFAULT_CLUSTER_DOMAIN, source: `assumed, the Kubernetes default (${why})`}
 }

@@ -11,9 +11,18 @@ export function slicesFromEndpoints(ep: V1Endpoints): V1EndpointSlice[] {
       targetRef: a.targetRef,
     })
     slices.push({
-      addressType: (subset.addresses?.[0]?.ip ?? subset.notReadyAddresses?.[0]?.ip ?? '').includes(':') ? 'IPv6' : 'IPv4',
-      metadata: {name: `${ep.metadata?.name}-endpoints-${i}`, namespace: ep.metadata?.namespace, labels: {'kubernetes.io/service-name': ep.metadata?.name ?? ''}},
-      endpoints: [...(subset.addresses ?? []).map(toEndpoint(true)), ...(subset.notReadyAddresses ?? []).map(toEndpoint(false))],
+      addressType: (subset.addresses?.[0]?.ip ?? subset.notReadyAddresses?.[0]?.ip ?? '').includes(':')
+        ? 'IPv6'
+        : 'IPv4',
+      metadata: {
+        name: `${ep.metadata?.name}-endpoints-${i}`,
+        namespace: ep.metadata?.namespace,
+        labels: {'kubernetes.io/service-name': ep.metadata?.name ?? ''},
+      },
+      endpoints: [
+        ...(subset.addresses ?? []).map(toEndpoint(true)),
+        ...(subset.notReadyAddresses ?? []).map(toEndpoint(false)),
+      ],
       ports: (subset.ports ?? []).map((p) => ({name: p.name, port: p.port, protocol: p.protocol})),
     })
   }

@@ -23,14 +23,22 @@ export function parseKubeProxyConfig(yaml: string, source: string): KubeProxyCon
   } catch (e) {
     return defaultKubeProxyConfig(`${source} is not valid YAML: ${(e as Error).message.split('\n')[0]}`)
   }
-  if (typeof doc !== 'object' || Array.isArray(doc)) return defaultKubeProxyConfig(`${source} is not a KubeProxyConfiguration`)
-  const config: KubeProxyConfig = {mode: text(doc.mode) ?? '', masqueradeBit: DEFAULT_MASQUERADE_BIT, masqueradeAll: false, localhostNodePorts: true, source}
+  if (typeof doc !== 'object' || Array.isArray(doc))
+    return defaultKubeProxyConfig(`${source} is not a KubeProxyConfiguration`)
+  const config: KubeProxyConfig = {
+    mode: text(doc.mode) ?? '',
+    masqueradeBit: DEFAULT_MASQUERADE_BIT,
+    masqueradeAll: false,
+    localhostNodePorts: true,
+    source,
+  }
   const clusterCIDR = text(doc.clusterCIDR)
   if (clusterCIDR) config.clusterCIDR = clusterCIDR
   const bit = doc.iptables?.masqueradeBit
   if (typeof bit === 'number' && Number.isInteger(bit) && bit >= 0 && bit <= 31) config.masqueradeBit = bit
   if (doc.iptables?.masqueradeAll === true) config.masqueradeAll = true
-  if (doc.iptables?.localhostNodePorts === false || !nodePortsOnLoopback(doc.nodePortAddresses)) config.localhostNodePorts = false
+  if (doc.iptables?.localhostNodePorts === false || !nodePortsOnLoopback(doc.nodePortAddresses))
+    config.localhostNodePorts = false
   const scheduler = text(doc.ipvs?.scheduler)
   if (scheduler) config.ipvsScheduler = scheduler
   if (typeof doc.ipvs?.strictARP === 'boolean') config.ipvsStrictARP = doc.ipvs.strictARP
@@ -38,7 +46,13 @@ export function parseKubeProxyConfig(yaml: string, source: string): KubeProxyCon
 }
 
 export function defaultKubeProxyConfig(reason: string): KubeProxyConfig {
-  return {mode: '', masqueradeBit: DEFAULT_MASQUERADE_BIT, masqueradeAll: false, localhostNodePorts: true, source: `defaults (${reason})`}
+  return {
+    mode: '',
+    masqueradeBit: DEFAULT_MASQUERADE_BIT,
+    masqueradeAll: false,
+    localhostNodePorts: true,
+    source: `defaults (${reason})`,
+  }
 }
 
 /** nodePortAddresses unset or empty means every local address; otherwise a CIDR must hold 127.0.0.1 ("primary" does not). */

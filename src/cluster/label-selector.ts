@@ -45,7 +45,9 @@ export function parseLabelSelector(selector: string): (labels: Record<string, st
       const m = form.exec(part)
       if (m) return build(m)
     }
-    throw new DiagnosisError(`label selector "${selector}": cannot read "${part}" (use key=value, key!=value, key, !key, key in (a,b), key notin (a,b))`)
+    throw new DiagnosisError(
+      `label selector "${selector}": cannot read "${part}" (use key=value, key!=value, key, !key, key in (a,b), key notin (a,b))`,
+    )
   })
   return (labels) => checks.every((check) => check(labels ?? {}))
 }

@@ -1,5 +1,16 @@
 import {ApiException, CoreV1Api, DiscoveryV1Api, KubeConfig, Observable} from '../vendor/client-node.js'
-import type {ConfigurationOptions, ObservableMiddleware, RequestContext, ResponseContext, V1ConfigMap, V1EndpointSlice, V1Endpoints, V1Node, V1Pod, V1Service} from '@kubernetes/client-node'
+import type {
+  ConfigurationOptions,
+  ObservableMiddleware,
+  RequestContext,
+  ResponseContext,
+  V1ConfigMap,
+  V1EndpointSlice,
+  V1Endpoints,
+  V1Node,
+  V1Pod,
+  V1Service,
+} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
 import type {ClusterSource} from './cluster-source.js'
 
@@ -22,16 +33,21 @@ export function loadKubeConfig(opts: Pick<KubeOptions, 'kubeconfig' | 'context'>
     if (opts.kubeconfig) kc.loadFromFile(opts.kubeconfig)
     else kc.loadFromDefault()
   } catch (e) {
-    throw new DiagnosisError(`cannot load kubeconfig ${opts.kubeconfig ?? ''}: ${(e as Error).message}`.replace('  ', ' '))
+    throw new DiagnosisError(
+      `cannot load kubeconfig ${opts.kubeconfig ?? ''}: ${(e as Error).message}`.replace('  ', ' '),
+    )
   }
   if (opts.context) {
     if (!kc.getContextObject(opts.context)) {
       const known = kc.getContexts().map((c) => c.name)
-      throw new DiagnosisError(`context "${opts.context}" not found in kubeconfig (known: ${known.join(', ') || 'none'})`)
+      throw new DiagnosisError(
+        `context "${opts.context}" not found in kubeconfig (known: ${known.join(', ') || 'none'})`,
+      )
     }
     kc.setCurrentContext(opts.context)
   }
-  if (!kc.getCurrentCluster()) throw new DiagnosisError('no cluster in kubeconfig: set --kubeconfig, $KUBECONFIG or --context')
+  if (!kc.getCurrentCluster())
+    throw new DiagnosisError('no cluster in kubeconfig: set --kubeconfig, $KUBECONFIG or --context')
   const ctx = kc.getContextObject(kc.getCurrentContext())
   return {kc, namespace: ctx?.namespace || 'default'}
 }
@@ -61,12 +77,20 @@ export class LiveClusterSource implements ClusterSource {
   }
 
   async listServices(namespace: string | undefined): Promise<V1Service[]> {
-    if (namespace === undefined) return (await this.call('list', 'services', undefined, (o) => this.core.listServiceForAllNamespaces({}, o))).items
-    return (await this.call('list', 'services', namespace, (o) => this.core.listNamespacedService({namespace}, o))).items
+    if (namespace === undefined)
+      return (await this.call('list', 'services', undefined, (o) => this.core.listServiceForAllNamespaces({}, o))).items
+    return (await this.call('list', 'services', namespace, (o) => this.core.listNamespacedService({namespace}, o)))
+      .items
   }
 
   async listNamespaceEndpointSlices(namespace: string): Promise<V1EndpointSlice[] | undefined> {
-    const list = await this.call('list', 'endpointslices.discovery.k8s.io', namespace, (o) => this.discovery.listNamespacedEndpointSlice({namespace}, o), true)
+    const list = await this.call(
+      'list',
+      'endpointslices.discovery.k8s.io',
+      namespace,
+      (o) => this.discovery.listNamespacedEndpointSlice({namespace}, o),
+      true,
+    )
     return list?.items
   }
 
@@ -75,14 +99,24 @@ export class LiveClusterSource implements ClusterSource {
       'list',
       'endpointslices.discovery.k8s.io',
       namespace,
-      (o) => this.discovery.listNamespacedEndpointSlice({namespace, labelSelector: `kubernetes.io/service-name=${serviceName}`}, o),
+      (o) =>
+        this.discovery.listNamespacedEndpointSlice(
+          {namespace, labelSelector: `kubernetes.io/service-name=${serviceName}`},
+          o,
+        ),
       true,
     )
     return list?.items
   }
 
   getEndpoints(namespace: string, name: string): Promise<V1Endpoints | undefined> {
-    return this.call('get', 'endpoints', namespace, (o) => this.core.readNamespacedEndpoints({name, namespace}, o), true)
+    return this.call(
+      'get',
+      'endpoints',
+      namespace,
+      (o) => this.core.readNamespacedEndpoints({name, namespace}, o),
+      true,
+    )
   }
 
   async listPods(namespace: string): Promise<V1Pod[]> {
@@ -94,7 +128,13 @@ export class LiveClusterSource implements ClusterSource {
   }
 
   getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
-    return this.call('get', 'configmaps', namespace, (o) => this.core.readNamespacedConfigMap({name, namespace}, o), true)
+    return this.call(
+      'get',
+      'configmaps',
+      namespace,
+      (o) => this.core.readNamespacedConfigMap({name, namespace}, o),
+      true,
+    )
   }
 
   private async call<T>(
@@ -104,7 +144,12 @@ export class LiveClusterSource implements ClusterSource {
     fn: (options: ConfigurationOptions<ObservableMiddleware>) => Promise<T>,
     notFoundOk: true,
   ): Promise<T | undefined>
-  private async call<T>(verb: string, resource: string, namespace: string | undefined, fn: (options: ConfigurationOptions<ObservableMiddleware>) => Promise<T>): Promise<T>
+  private async call<T>(
+    verb: string,
+    resource: string,
+    namespace: string | undefined,
+    fn: (options: ConfigurationOptions<ObservableMiddleware>) => Promise<T>,
+  ): Promise<T>
   private async call<T>(
     verb: string,
     resource: string,
@@ -124,13 +169,21 @@ export class LiveClusterSource implements ClusterSource {
       this.log?.(`${request} → ok in ${took()}`)
       return result
     } catch (e) {
-      this.log?.(`${request} → ${e instanceof ApiException ? `HTTP ${e.code}` : deadline.signal.aborted ? 'no answer' : 'failed'} in ${took()}`)
-      if (deadline.signal.aborted) throw new DiagnosisError(`the API server ${this.server} did not answer ${verb} ${resource} within ${this.timeoutMs / 1000}s`)
+      this.log?.(
+        `${request} → ${e instanceof ApiException ? `HTTP ${e.code}` : deadline.signal.aborted ? 'no answer' : 'failed'} in ${took()}`,
+      )
+      if (deadline.signal.aborted)
+        throw new DiagnosisError(
+          `the API server ${this.server} did not answer ${verb} ${resource} within ${this.timeoutMs / 1000}s`,
+        )
       const where = namespace ? ` in namespace "${namespace}"` : ''
       if (e instanceof ApiException) {
         if (e.code === 404 && notFoundOk) return undefined
         const message = statusMessage(e.body)
-        if (e.code === 401) throw new DiagnosisError(`the API server ${this.server} refused our credentials (401 Unauthorized) on ${verb} ${resource}: check the kubeconfig user`)
+        if (e.code === 401)
+          throw new DiagnosisError(
+            `the API server ${this.server} refused our credentials (401 Unauthorized) on ${verb} ${resource}: check the kubeconfig user`,
+          )
         if (e.code === 403) throw new DiagnosisError(`RBAC forbids ${verb} ${resource}${where} (403): ${message}`)
         throw new DiagnosisError(`${verb} ${resource}${where} failed with HTTP ${e.code}: ${message}`)
       }

@@ -14,12 +14,20 @@ export function notReadyReason(pod: V1Pod): string {
     const waiting = c.state?.waiting
     const last = c.lastState?.terminated
     if (waiting?.reason)
-      parts.push(`container ${c.name} ${waiting.reason}${c.restartCount ? `, ${c.restartCount} restarts` : ''}${last?.reason ? `, last exit ${last.reason} (code ${last.exitCode})` : ''}`)
+      parts.push(
+        `container ${c.name} ${waiting.reason}${c.restartCount ? `, ${c.restartCount} restarts` : ''}${last?.reason ? `, last exit ${last.reason} (code ${last.exitCode})` : ''}`,
+      )
     else if (c.state?.running) parts.push(`container ${c.name} running but not ready (readiness probe failing)`)
-    else if (c.state?.terminated) parts.push(`container ${c.name} terminated: ${c.state.terminated.reason ?? 'exit ' + c.state.terminated.exitCode}`)
+    else if (c.state?.terminated)
+      parts.push(
+        `container ${c.name} terminated: ${c.state.terminated.reason ?? 'exit ' + c.state.terminated.exitCode}`,
+      )
   }
   const cond = pod.status?.conditions?.find((c) => c.type === 'Ready')
-  if (parts.length === 0 && cond?.status !== 'True') parts.push(`Ready=${cond?.status ?? 'unknown'}${cond?.reason ? ` (${cond.reason})` : ''}${cond?.message ? `: ${cond.message}` : ''}`)
+  if (parts.length === 0 && cond?.status !== 'True')
+    parts.push(
+      `Ready=${cond?.status ?? 'unknown'}${cond?.reason ? ` (${cond.reason})` : ''}${cond?.message ? `: ${cond.message}` : ''}`,
+    )
   return parts.join('; ') || 'not ready'
 }
 
@@ -49,10 +57,16 @@ function indexOf(pods: readonly V1Pod[]): PodIndex {
     const node = p.spec?.nodeName
     if (node) {
       const set = index.byNode.get(node) ?? new Set<string>()
-      for (const ip of p.status?.podIPs?.length ? p.status.podIPs.map((i) => i.ip) : p.status?.podIP ? [p.status.podIP] : []) set.add(ip)
+      for (const ip of p.status?.podIPs?.length
+        ? p.status.podIPs.map((i) => i.ip)
+        : p.status?.podIP
+          ? [p.status.podIP]
+          : [])
+        set.add(ip)
       index.byNode.set(node, set)
     }
-    for (const ip of [p.status?.podIP, ...(p.status?.podIPs ?? []).map((x) => x.ip)]) if (ip && !index.byIp.has(ip)) index.byIp.set(ip, p)
+    for (const ip of [p.status?.podIP, ...(p.status?.podIPs ?? []).map((x) => x.ip)])
+      if (ip && !index.byIp.has(ip)) index.byIp.set(ip, p)
     for (const [k, v] of Object.entries(p.metadata?.labels ?? {})) {
       const key = `${k}=${v}`
       const list = index.byLabel.get(key)

@@ -15,12 +15,22 @@ export interface ReadClusterOptions {
   clusterDomain?: string
 }
 
-export async function readClusterState(source: ClusterSource, namespace: string, name: string, options: ReadClusterOptions = {}): Promise<ClusterState> {
+export async function readClusterState(
+  source: ClusterSource,
+  namespace: string,
+  name: string,
+  options: ReadClusterOptions = {},
+): Promise<ClusterState> {
   const service = await source.getService(namespace, name)
   if (!service) {
     const others = (await source.listServices(namespace).catch(() => [])).map((s) => s.metadata?.name ?? '')
     const near = similarNames(name, others)
-    const hint = near.length > 0 ? ` Did you mean: ${near.join(', ')}?` : others.length === 0 ? ` Namespace "${namespace}" has no Services.` : ''
+    const hint =
+      near.length > 0
+        ? ` Did you mean: ${near.join(', ')}?`
+        : others.length === 0
+          ? ` Namespace "${namespace}" has no Services.`
+          : ''
     throw new DiagnosisError(`Service "${namespace}/${name}" not found (${source.describe()}).${hint}`)
   }
   const unread: UnreadApiData[] = []
@@ -55,7 +65,10 @@ export async function readClusterState(source: ClusterSource, namespace: string,
   }
 }
 
-async function readClusterDomain(source: ClusterSource, override: string | undefined): Promise<ClusterDomain & {configMap?: V1ConfigMap}> {
+async function readClusterDomain(
+  source: ClusterSource,
+  override: string | undefined,
+): Promise<ClusterDomain & {configMap?: V1ConfigMap}> {
   if (override) return chooseClusterDomain(override, undefined)
   try {
     for (const name of COREDNS_CONFIGMAP_NAMES) {

@@ -35,7 +35,8 @@ interface Meta {
 
 export class SnapshotClusterSource implements ClusterSource {
   constructor(private readonly dir: string) {
-    if (!existsSync(join(dir, SNAPSHOT_FILES.services))) throw new DiagnosisError(`${dir} is not a snapshot bundle: ${SNAPSHOT_FILES.services} is missing`)
+    if (!existsSync(join(dir, SNAPSHOT_FILES.services)))
+      throw new DiagnosisError(`${dir} is not a snapshot bundle: ${SNAPSHOT_FILES.services} is missing`)
   }
 
   describe(): string {
@@ -48,7 +49,8 @@ export class SnapshotClusterSource implements ClusterSource {
     if (!existsSync(path)) return undefined
     try {
       const parsed = JSON.parse(readRegularFile(path, 1 << 20).toString('utf8')) as SnapshotManifest
-      if (parsed.kind !== 'Bundle' || !Array.isArray(parsed.services) || !Array.isArray(parsed.nodes)) throw new Error('not a kproxy-doctor bundle manifest')
+      if (parsed.kind !== 'Bundle' || !Array.isArray(parsed.services) || !Array.isArray(parsed.nodes))
+        throw new Error('not a kproxy-doctor bundle manifest')
       return parsed
     } catch (e) {
       throw new DiagnosisError(`cannot read ${path}: ${withoutContent(e as Error)}`)
@@ -58,14 +60,19 @@ export class SnapshotClusterSource implements ClusterSource {
   /** Refuses a Service the bundle was not recorded for: its Pods and DNS answers are not in it. */
   requireRecorded(namespace: string, name: string): void {
     const manifest = this.manifest()
-    if (manifest && !manifest.services.includes(`${namespace}/${name}`)) throw new DiagnosisError(`snapshot ${this.dir} was recorded for ${manifest.services.join(', ')}, not ${namespace}/${name}`)
+    if (manifest && !manifest.services.includes(`${namespace}/${name}`))
+      throw new DiagnosisError(
+        `snapshot ${this.dir} was recorded for ${manifest.services.join(', ')}, not ${namespace}/${name}`,
+      )
   }
 
   async getService(namespace: string, name: string): Promise<V1Service | undefined> {
     return this.items<V1Service>('services').find((s) => matches(s, namespace, name))
   }
   async listServices(namespace: string | undefined): Promise<V1Service[]> {
-    return this.items<V1Service>('services').filter((s) => namespace === undefined || s.metadata?.namespace === namespace)
+    return this.items<V1Service>('services').filter(
+      (s) => namespace === undefined || s.metadata?.namespace === namespace,
+    )
   }
   async listNamespaceEndpointSlices(namespace: string): Promise<V1EndpointSlice[] | undefined> {
     if (!existsSync(join(this.dir, SNAPSHOT_FILES.endpointslices))) return undefined
@@ -73,7 +80,9 @@ export class SnapshotClusterSource implements ClusterSource {
   }
   async listEndpointSlices(namespace: string, serviceName: string): Promise<V1EndpointSlice[] | undefined> {
     if (!existsSync(join(this.dir, SNAPSHOT_FILES.endpointslices))) return undefined
-    return this.items<V1EndpointSlice>('endpointslices').filter((s) => s.metadata?.namespace === namespace && s.metadata?.labels?.['kubernetes.io/service-name'] === serviceName)
+    return this.items<V1EndpointSlice>('endpointslices').filter(
+      (s) => s.metadata?.namespace === namespace && s.metadata?.labels?.['kubernetes.io/service-name'] === serviceName,
+    )
   }
   async getEndpoints(namespace: string, name: string): Promise<V1Endpoints | undefined> {
     return this.items<V1Endpoints>('endpoints').find((e) => matches(e, namespace, name))

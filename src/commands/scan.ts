@@ -16,7 +16,8 @@ import {buildScanReport, keepScannedServices, scanExitCode, writeScanJson} from 
 import {DiagnosisError} from '../errors.js'
 
 export default class Scan extends DoctorCommand {
-  static override summary = 'Diagnose every Service of a namespace (or the cluster) in one run, each node read once: for CI smoke checks'
+  static override summary =
+    'Diagnose every Service of a namespace (or the cluster) in one run, each node read once: for CI smoke checks'
   static override examples = [
     '<%= config.bin %> scan -n shop',
     '<%= config.bin %> scan -A -o junit > kproxy-doctor.xml',
@@ -26,15 +27,33 @@ export default class Scan extends DoctorCommand {
   ]
   static override flags = {
     ...clusterFlags,
-    'all-namespaces': Flags.boolean({char: 'A', description: 'every namespace', default: false, exclusive: ['namespace']}),
+    'all-namespaces': Flags.boolean({
+      char: 'A',
+      description: 'every namespace',
+      default: false,
+      exclusive: ['namespace'],
+    }),
     selector: Flags.string({char: 'l', description: 'only Services with these labels (kubectl label selector syntax)'}),
     services: Flags.string({description: 'only these Services (comma-separated names)'}),
-    output: Flags.string({char: 'o', options: ['table', 'json', 'junit'], default: 'table', description: 'output format'}),
+    output: Flags.string({
+      char: 'o',
+      options: ['table', 'json', 'junit'],
+      default: 'table',
+      description: 'output format',
+    }),
     ...failOnFlag,
     snapshot: Flags.string({description: 'scan a recorded bundle instead of a live cluster'}),
     ...ignoreFlags,
-    'proxy-mode': Flags.string({options: ['iptables', 'nftables', 'ipvs'], description: 'judge every node in this kube-proxy mode, whatever kube-proxy and the rules say'}),
-    threads: Flags.integer({min: 1, max: 64, description: 'threads to judge the Services on [default: one per usable CPU (cores, cgroup quota), up to 4, from 1000 Services]'}),
+    'proxy-mode': Flags.string({
+      options: ['iptables', 'nftables', 'ipvs'],
+      description: 'judge every node in this kube-proxy mode, whatever kube-proxy and the rules say',
+    }),
+    threads: Flags.integer({
+      min: 1,
+      max: 64,
+      description:
+        'threads to judge the Services on [default: one per usable CPU (cores, cgroup quota), up to 4, from 1000 Services]',
+    }),
   }
 
   async run(): Promise<void> {
@@ -48,17 +67,31 @@ export default class Scan extends DoctorCommand {
     if (typeof failOn === 'string') throw new DiagnosisError(failOn)
     const ignore = ignoreRules(flags)
     const log = verboseLog(flags)
-    const diagnoseOptions = {ignore, proxyMode: flags['proxy-mode'] as ProxyMode | undefined, log, threads: flags.threads}
-    const namespace = flags['all-namespaces'] ? undefined : (flags.namespace ?? (flags.snapshot ? 'default' : undefined))
+    const diagnoseOptions = {
+      ignore,
+      proxyMode: flags['proxy-mode'] as ProxyMode | undefined,
+      log,
+      threads: flags.threads,
+    }
+    const namespace = flags['all-namespaces']
+      ? undefined
+      : (flags.namespace ?? (flags.snapshot ? 'default' : undefined))
     const target: ScanTarget = {namespace, selector: flags.selector, services: splitList(flags.services)}
     // The progress line (a terminal only) is cleared before anything else is printed, an error line included.
     const progress = progressReporter(flags)
     const onProgress = progress?.onProgress
     const context = flags.snapshot ? null : await currentContext(flags)
-    const keep = keepScannedServices(flags.output === 'json', {meta: {toolVersion: this.config.version, time: new Date().toISOString(), context}})
+    const keep = keepScannedServices(flags.output === 'json', {
+      meta: {toolVersion: this.config.version, time: new Date().toISOString(), context},
+    })
     let result
     try {
-      if (flags.snapshot) result = await scanSnapshot(flags.snapshot, target, keep, {...diagnoseOptions, nodes: splitList(flags.nodes), onProgress})
+      if (flags.snapshot)
+        result = await scanSnapshot(flags.snapshot, target, keep, {
+          ...diagnoseOptions,
+          nodes: splitList(flags.nodes),
+          onProgress,
+        })
       else {
         const live = liveOptions('', flags, log)
         const {loadKubeConfig} = await import('../cluster/live-source.js')
@@ -71,7 +104,9 @@ export default class Scan extends DoctorCommand {
     for (const w of result.warnings) process.stderr.write(`kproxy-doctor: warning: ${w}\n`)
     // Nodes left API-only (--via none, no way in) have no observation: only nodes that were tried and failed warn here.
     if (result.observations.length > 0 && !result.observations.some((o) => o.reachable))
-      process.stderr.write(`kproxy-doctor: warning: no node could be read: ${result.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}\n`)
+      process.stderr.write(
+        `kproxy-doctor: warning: no node could be read: ${result.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}\n`,
+      )
     const scope = target.namespace === undefined ? 'all namespaces' : `namespace ${target.namespace}`
     const report = buildScanReport(result, scope, failOn)
     if (flags.output === 'json') writeScanJson(report, (chunk) => process.stdout.write(chunk))

@@ -1,7 +1,15 @@
 import {Args, Flags} from '@oclif/core'
 import {DoctorCommand} from '../cli/base-command.js'
 import {ignoreFlags, ignoreRules} from '../cli/ignore-config.js'
-import {clusterFlags, failOnFlag, LIVE_ONLY_FLAGS, liveOptions, probeFlags, splitList, verboseLog} from '../cli/flags.js'
+import {
+  clusterFlags,
+  failOnFlag,
+  LIVE_ONLY_FLAGS,
+  liveOptions,
+  probeFlags,
+  splitList,
+  verboseLog,
+} from '../cli/flags.js'
 import {progressReporter} from '../cli/progress.js'
 import {currentContext} from '../cli/kube-context.js'
 import {diagnose} from '../diagnosis/diagnose.js'
@@ -33,15 +41,40 @@ export default class Svc extends DoctorCommand {
   static override flags = {
     ...clusterFlags,
     ...probeFlags,
-    output: Flags.string({char: 'o', options: ['table', 'json', 'yaml'], default: 'table', description: 'output format', helpGroup: OUTPUT}),
-    quiet: Flags.boolean({char: 'q', description: 'print only the headline (the exit code tells the rest)', default: false, helpGroup: OUTPUT, exclusive: ['explain']}),
-    explain: Flags.boolean({description: 'show the rule-by-rule trace behind each broken path', default: false, helpGroup: OUTPUT}),
-    snapshot: Flags.string({description: 'diagnose a recorded bundle (see `collect svc`) instead of a live cluster', helpGroup: 'CLUSTER', exclusive: LIVE_ONLY_FLAGS}),
+    output: Flags.string({
+      char: 'o',
+      options: ['table', 'json', 'yaml'],
+      default: 'table',
+      description: 'output format',
+      helpGroup: OUTPUT,
+    }),
+    quiet: Flags.boolean({
+      char: 'q',
+      description: 'print only the headline (the exit code tells the rest)',
+      default: false,
+      helpGroup: OUTPUT,
+      exclusive: ['explain'],
+    }),
+    explain: Flags.boolean({
+      description: 'show the rule-by-rule trace behind each broken path',
+      default: false,
+      helpGroup: OUTPUT,
+    }),
+    snapshot: Flags.string({
+      description: 'diagnose a recorded bundle (see `collect svc`) instead of a live cluster',
+      helpGroup: 'CLUSTER',
+      exclusive: LIVE_ONLY_FLAGS,
+    }),
     ...ignoreFlags,
     ...failOnFlag,
-    'proxy-mode': Flags.string({options: ['iptables', 'nftables', 'ipvs'], description: 'judge every node in this kube-proxy mode, whatever kube-proxy and the rules say', helpGroup: DIAGNOSIS}),
+    'proxy-mode': Flags.string({
+      options: ['iptables', 'nftables', 'ipvs'],
+      description: 'judge every node in this kube-proxy mode, whatever kube-proxy and the rules say',
+      helpGroup: DIAGNOSIS,
+    }),
     'all-rules': Flags.boolean({
-      description: "read each node's whole iptables dump, not only the chains this Service's packets can reach (read chain by chain where the node is read as root over SSH)",
+      description:
+        "read each node's whole iptables dump, not only the chains this Service's packets can reach (read chain by chain where the node is read as root over SSH)",
       default: false,
       helpGroup: DIAGNOSIS,
       exclusive: ['snapshot'],
@@ -50,7 +83,10 @@ export default class Svc extends DoctorCommand {
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(Svc)
-    if (flags.quiet && flags.output !== 'table') throw new DiagnosisError(`--quiet prints only the headline of the table: it cannot be combined with -o ${flags.output}`)
+    if (flags.quiet && flags.output !== 'table')
+      throw new DiagnosisError(
+        `--quiet prints only the headline of the table: it cannot be combined with -o ${flags.output}`,
+      )
     const ignore = ignoreRules(flags)
     const log = verboseLog(flags)
     const failOn = parseFailOn(flags['fail-on'])
@@ -61,27 +97,50 @@ export default class Svc extends DoctorCommand {
     try {
       g = flags.snapshot
         ? await gatherSnapshot(flags.snapshot, flags.namespace ?? 'default', args.name, splitList(flags.nodes))
-        : await gatherLive({...liveOptions(args.name, flags, log), probe: flags.probe, scopeRules: !flags['all-rules'], onProgress: progress?.onProgress})
+        : await gatherLive({
+            ...liveOptions(args.name, flags, log),
+            probe: flags.probe,
+            scopeRules: !flags['all-rules'],
+            onProgress: progress?.onProgress,
+          })
     } finally {
       progress?.done()
     }
     for (const w of g.warnings) process.stderr.write(`kproxy-doctor: warning: ${w}\n`)
     const probes = flags.snapshot ? PROBES_SNAPSHOT : ((g as GatheredLive).probes ?? PROBES_OFF)
     const readVia = 'readVia' in g ? (g as GatheredLive).readVia : undefined
-    const d = diagnose(g.cluster, g.observations, {ignore, proxyMode: flags['proxy-mode'] as ProxyMode | undefined, probes, readVia, log, reach: g.reach})
+    const d = diagnose(g.cluster, g.observations, {
+      ignore,
+      proxyMode: flags['proxy-mode'] as ProxyMode | undefined,
+      probes,
+      readVia,
+      log,
+      reach: g.reach,
+    })
     // No node read: the API-side checks still ran and are reported; every node is in notChecked (required when tried).
     if (g.observations.length > 0 && !g.observations.some((o) => o.reachable))
-      process.stderr.write(`kproxy-doctor: warning: no node could be read: ${g.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}\n`)
+      process.stderr.write(
+        `kproxy-doctor: warning: no node could be read: ${g.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}\n`,
+      )
     const context = flags.snapshot ? null : await currentContext(flags)
     const notes = [g.selectionNote, g.rulesNote, readVia && apiOnlyNote(readVia)].filter((n): n is string => !!n)
-    const built = buildReport(d, {explain: flags.explain, notes, meta: {toolVersion: this.config.version, time: new Date().toISOString(), context}})
+    const built = buildReport(d, {
+      explain: flags.explain,
+      notes,
+      meta: {toolVersion: this.config.version, time: new Date().toISOString(), context},
+    })
     const order = readVia ? [...g.observations.map((o) => o.name), ...readVia.keys()].sort() : []
     const report = readVia ? withReadVia(built, readVia, order) : built
     const c = makeChalk(process.stdout)
     const width = outputWidth(process.stdout)
     if (flags.output === 'json' || flags.output === 'yaml') process.stdout.write(serialize(report, flags.output))
     else if (flags.quiet) process.stdout.write(wrapProse(renderHeadline(report, c), width, '', '  ').join('\n') + '\n')
-    else process.stdout.write(renderHuman(report, c, width) + '\n' + (readVia ? '\n' + renderReadVia(readVia, [...new Set(order)], width) + '\n' : ''))
+    else
+      process.stdout.write(
+        renderHuman(report, c, width) +
+          '\n' +
+          (readVia ? '\n' + renderReadVia(readVia, [...new Set(order)], width) + '\n' : ''),
+      )
     process.exitCode = exitCode(report, failOn)
   }
 }

@@ -2,7 +2,13 @@ import {Flags} from '@oclif/core'
 import {DoctorCommand} from '../cli/base-command.js'
 import {NODE_READ_ONLY_FLAGS, nodeReadFlags} from '../cli/flags.js'
 import {DiagnosisError} from '../errors.js'
-import {BufferSource, FileSource, MAX_STREAMED_DUMP_BYTES, readDumpBytes, type DumpSource} from '../parse/dump-source.js'
+import {
+  BufferSource,
+  FileSource,
+  MAX_STREAMED_DUMP_BYTES,
+  readDumpBytes,
+  type DumpSource,
+} from '../parse/dump-source.js'
 import {DumpParseError, IptablesSave} from '../parse/iptables-save.js'
 import {normaliseIptablesPaste, normaliseNftPaste, type NormalisedPaste} from '../parse/paste-normalise.js'
 import {IpsetState} from '../parse/ipset-save.js'
@@ -34,17 +40,30 @@ export default class Trace extends DoctorCommand {
     'ssh node-c sudo nft list ruleset | <%= config.bin %> trace --nft - --src 10.244.1.5 --dst 10.96.10.10 --dport 80',
   ]
   static override flags = {
-    'iptables-save': Flags.string({description: 'iptables-save dump to walk ("-" reads stdin)', exclusive: [...NODE_READ_ONLY_FLAGS, 'nft']}),
-    nft: Flags.string({description: '`nft list ruleset` text or `nft -j list ruleset` JSON to walk ("-" reads stdin)', exclusive: NODE_READ_ONLY_FLAGS}),
+    'iptables-save': Flags.string({
+      description: 'iptables-save dump to walk ("-" reads stdin)',
+      exclusive: [...NODE_READ_ONLY_FLAGS, 'nft'],
+    }),
+    nft: Flags.string({
+      description: '`nft list ruleset` text or `nft -j list ruleset` JSON to walk ("-" reads stdin)',
+      exclusive: NODE_READ_ONLY_FLAGS,
+    }),
     'ipset-save': Flags.string({description: '`ipset save` output, for -m set matches', exclusive: ['node']}),
-    ipvsadm: Flags.string({description: '`ipvsadm -Sn` or `ipvsadm -Ln` output: trace an IPVS node (with --iptables-save for its iptables glue)', exclusive: [...NODE_READ_ONLY_FLAGS, 'nft']}),
+    ipvsadm: Flags.string({
+      description:
+        '`ipvsadm -Sn` or `ipvsadm -Ln` output: trace an IPVS node (with --iptables-save for its iptables glue)',
+      exclusive: [...NODE_READ_ONLY_FLAGS, 'nft'],
+    }),
     node: Flags.string({description: 'read the dump live from this node over SSH (addresses from the cluster)'}),
     src: Flags.string({required: true, description: 'source address of the packet'}),
     dst: Flags.string({required: true, description: 'destination address'}),
     dport: Flags.integer({required: true, min: 1, max: 65535, description: 'destination port'}),
     sport: Flags.integer({default: 40000, min: 1, max: 65535, description: 'source port'}),
     proto: Flags.string({default: 'tcp', options: ['tcp', 'udp', 'sctp']}),
-    'node-ip': Flags.string({multiple: true, description: "the node's own addresses (repeatable): decide addrtype LOCAL and the OUTPUT path"}),
+    'node-ip': Flags.string({
+      multiple: true,
+      description: "the node's own addresses (repeatable): decide addrtype LOCAL and the OUTPUT path",
+    }),
     'in-iface': Flags.string({description: 'interface the packet arrives on, for -i matches'}),
     'out-iface': Flags.string({description: 'interface it leaves by, for -o matches'}),
     output: Flags.string({char: 'o', options: ['table', 'json'], default: 'table'}),
@@ -58,11 +77,17 @@ export default class Trace extends DoctorCommand {
     let tracer: Tracer | undefined
     let paste: NormalisedPaste | undefined
     try {
-      for (const [name, ip] of [['--src', flags.src], ['--dst', flags.dst], ...(flags['node-ip'] ?? []).map((x) => ['--node-ip', x])]) {
+      for (const [name, ip] of [
+        ['--src', flags.src],
+        ['--dst', flags.dst],
+        ...(flags['node-ip'] ?? []).map((x) => ['--node-ip', x]),
+      ]) {
         if (!parseIp(ip)) throw new DiagnosisError(`${name} ${ip} is not an IP address`)
       }
-      if (familyOf(flags.src) !== familyOf(flags.dst)) throw new DiagnosisError(`--src ${flags.src} and --dst ${flags.dst} are of different address families`)
-      if (flags.ipvsadm && !flags['iptables-save']) throw new DiagnosisError('--ipvsadm needs --iptables-save too: IPVS nodes still run the iptables glue first')
+      if (familyOf(flags.src) !== familyOf(flags.dst))
+        throw new DiagnosisError(`--src ${flags.src} and --dst ${flags.dst} are of different address families`)
+      if (flags.ipvsadm && !flags['iptables-save'])
+        throw new DiagnosisError('--ipvsadm needs --iptables-save too: IPVS nodes still run the iptables glue first')
       let localAddresses = flags['node-ip'] ?? []
       if (flags.node) {
         // Loaded only here: reading a node live pulls in the cluster and node access a file trace never uses.
@@ -95,7 +120,10 @@ export default class Trace extends DoctorCommand {
         } catch (e) {
           throw new DiagnosisError(`cannot read ${file}: ${(e as Error).message}`)
         }
-        if (source.size > MAX_STREAMED_DUMP_BYTES) throw new DiagnosisError(`${file} is larger than ${MAX_STREAMED_DUMP_BYTES / 2 ** 30} GiB: not a dump this tool reads`)
+        if (source.size > MAX_STREAMED_DUMP_BYTES)
+          throw new DiagnosisError(
+            `${file} is larger than ${MAX_STREAMED_DUMP_BYTES / 2 ** 30} GiB: not a dump this tool reads`,
+          )
         // Pastes are small; a dump too large to be one is streamed as iptables-save, as the node printed it.
         if (source.size <= MAX_PASTE_BYTES) {
           const text = source.read(0, source.size).toString('latin1')
@@ -126,17 +154,32 @@ export default class Trace extends DoctorCommand {
         }
         if (servers.length === 0) throw new DiagnosisError(`${flags.ipvsadm}: no virtual server in the ipvsadm output`)
         // kube-proxy binds every virtual server address except the node's own (NodePorts) to kube-ipvs0.
-        const vips = [...new Set(servers.map((v) => v.address).filter((a) => parseIp(a) && !localAddresses.includes(a)))]
+        const vips = [
+          ...new Set(servers.map((v) => v.address).filter((a) => parseIp(a) && !localAddresses.includes(a))),
+        ]
         tracer = new IpvsTracer(dump, servers, {localAddresses, vips, ipsets: ipsets ?? IpsetState.parse('')})
       }
-      tracer ??= nftRules ? new NftTracer(nftRules, {localAddresses}) : new IptablesTracer(dump!, {localAddresses, ipsets})
-      const packet = {src: flags.src, dst: flags.dst, dport: flags.dport, sport: flags.sport, proto: flags.proto as Protocol, inIface: flags['in-iface'], outIface: flags['out-iface']}
+      tracer ??= nftRules
+        ? new NftTracer(nftRules, {localAddresses})
+        : new IptablesTracer(dump!, {localAddresses, ipsets})
+      const packet = {
+        src: flags.src,
+        dst: flags.dst,
+        dport: flags.dport,
+        sport: flags.sport,
+        proto: flags.proto as Protocol,
+        inIface: flags['in-iface'],
+        outIface: flags['out-iface'],
+      }
       let result: TraceResult
       try {
         result = tracer.trace(packet)
       } catch (e) {
         // Rules are parsed when the walk reaches them: a broken one surfaces here.
-        if (e instanceof DumpParseError) throw new DiagnosisError(`${flags['iptables-save'] === '-' ? 'stdin' : flags['iptables-save']}: ${inputLineError(e, paste).message}`)
+        if (e instanceof DumpParseError)
+          throw new DiagnosisError(
+            `${flags['iptables-save'] === '-' ? 'stdin' : flags['iptables-save']}: ${inputLineError(e, paste).message}`,
+          )
         throw e
       }
       if (paste && dump) result = withInputLines(result, paste, new Set(dump.tableNames()))
@@ -146,7 +189,9 @@ export default class Trace extends DoctorCommand {
         const c = makeChalk(process.stdout)
         const width = outputWidth(process.stdout)
         const assumed = notes.flatMap((n) => wrapProse(`note: ${n}`, width, '', '  ')).join('\n')
-        process.stdout.write(`${assumed}${assumed ? '\n\n' : ''}${renderWalk(result, c, width).join('\n')}\n\n${renderTraceSummary(result, c, width)}\n`)
+        process.stdout.write(
+          `${assumed}${assumed ? '\n\n' : ''}${renderWalk(result, c, width).join('\n')}\n\n${renderTraceSummary(result, c, width)}\n`,
+        )
       }
       process.exitCode = 0
     } finally {
@@ -162,7 +207,9 @@ function parseDump(source: DumpSource, name: string, paste: NormalisedPaste | un
   try {
     return IptablesSave.parse(source, {requireTables: true})
   } catch (e) {
-    throw new DiagnosisError(`${name === '-' ? 'stdin' : name}: ${(e instanceof DumpParseError ? inputLineError(e, paste) : (e as Error)).message}`)
+    throw new DiagnosisError(
+      `${name === '-' ? 'stdin' : name}: ${(e instanceof DumpParseError ? inputLineError(e, paste) : (e as Error)).message}`,
+    )
   }
 }
 
@@ -170,12 +217,20 @@ function parseDump(source: DumpSource, name: string, paste: NormalisedPaste | un
 function inputLineError(e: DumpParseError, paste: NormalisedPaste | undefined): DumpParseError {
   if (!paste || e.line <= 0) return e
   const line = paste.originalLine(e.line)
-  return line > 0 ? new DumpParseError(line, e.reason) : new DumpParseError(0, `${e.reason} (in a line the normaliser added)`)
+  return line > 0
+    ? new DumpParseError(line, e.reason)
+    : new DumpParseError(0, `${e.reason} (in a line the normaliser added)`)
 }
 
 /** Trace steps name the input's lines; a line the normaliser added (a hook to the entry chain) is line 0. */
 function withInputLines(result: TraceResult, paste: NormalisedPaste, tables: Set<string>): TraceResult {
-  return {...result, outcomes: result.outcomes.map((o) => ({...o, steps: o.steps.map((s) => (tables.has(s.table) && s.line > 0 ? {...s, line: paste.originalLine(s.line)} : s))}))}
+  return {
+    ...result,
+    outcomes: result.outcomes.map((o) => ({
+      ...o,
+      steps: o.steps.map((s) => (tables.has(s.table) && s.line > 0 ? {...s, line: paste.originalLine(s.line)} : s)),
+    })),
+  }
 }
 
 /** For --node: walk the rules of the mode the node runs, decided as `svc` decides it (without the cluster's configuration). */

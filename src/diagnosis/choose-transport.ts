@@ -4,7 +4,14 @@ import {DiagnosisError} from '../errors.js'
 import type {NodeCollection} from '../node/collect-node.js'
 import type {NodeAccess} from '../node/node-access.js'
 import {mapBounded} from '../node/select-nodes.js'
-import {sshConfigNames, transportConnector, transportNotes, TransportUnavailable, type NodeConnector, type TransportName} from '../node/transports.js'
+import {
+  sshConfigNames,
+  transportConnector,
+  transportNotes,
+  TransportUnavailable,
+  type NodeConnector,
+  type TransportName,
+} from '../node/transports.js'
 import type {VerboseLog} from '../node/logged-access.js'
 import {LEFTOVER_CLEANUP, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL} from '../node/kube/debug-pod-labels.js'
 import {HOST_ROOT} from '../node/node-commands.js'
@@ -69,10 +76,17 @@ const DEFAULT_DEBUG_NAMESPACE = 'kube-system'
  * config names the node) and its failure is the node's error; kube-proxy's Pod is used where one runs on the node
  * and RBAC allows it, and a refusal or a missing Pod moves on to the next way; with none left the node is API-only.
  */
-export async function readNodesThrough(targets: Array<{name: string; address?: string}>, opts: TransportChoiceOptions, concurrency: number, collect: Collect): Promise<NodeReads> {
+export async function readNodesThrough(
+  targets: Array<{name: string; address?: string}>,
+  opts: TransportChoiceOptions,
+  concurrency: number,
+  collect: Collect,
+): Promise<NodeReads> {
   const via = opts.via ?? 'auto'
   if (via !== 'debug-pod' && (opts.debugImage !== undefined || opts.debugNamespace !== undefined))
-    throw new DiagnosisError(`--debug-image and --debug-namespace are used only with --via debug-pod (this run: --via ${via})`)
+    throw new DiagnosisError(
+      `--debug-image and --debug-namespace are used only with --via debug-pod (this run: --via ${via})`,
+    )
   const debug = via === 'debug-pod' ? debugSettings(opts) : undefined
   const connectors = new Map<TransportName, Promise<NodeConnector>>()
   const connector = (name: TransportName) => {
@@ -84,7 +98,14 @@ export async function readNodesThrough(targets: Array<{name: string; address?: s
         timeoutMs: opts.timeoutMs,
         log: opts.log,
         kube: opts.kubeConfig
-          ? {kubeConfig: opts.kubeConfig(), pods: {namespace: opts.kubeProxyNamespace ?? DEFAULT_KUBE_PROXY_NAMESPACE, labelSelector: opts.kubeProxySelector ?? DEFAULT_KUBE_PROXY_SELECTOR}, debug}
+          ? {
+              kubeConfig: opts.kubeConfig(),
+              pods: {
+                namespace: opts.kubeProxyNamespace ?? DEFAULT_KUBE_PROXY_NAMESPACE,
+                labelSelector: opts.kubeProxySelector ?? DEFAULT_KUBE_PROXY_SELECTOR,
+              },
+              debug,
+            }
           : undefined,
       })
       connectors.set(name, c)
@@ -109,7 +130,9 @@ export async function readNodesThrough(targets: Array<{name: string; address?: s
     opts.announce?.(
       `--via debug-pod: creating a privileged Pod (hostNetwork, hostPID, the node's / read-only at ${HOST_ROOT}; ${image}) in namespace "${debug.namespace}" on ${targets.map((t) => t.name).join(', ')}; each is deleted once its node is read`,
     )
-    opts.announce?.(`the Pods are labelled ${MANAGED_BY_LABEL}=${MANAGED_BY},${RUN_LABEL}=${debug.runId}; leftovers, if any: ${LEFTOVER_CLEANUP}`)
+    opts.announce?.(
+      `the Pods are labelled ${MANAGED_BY_LABEL}=${MANAGED_BY},${RUN_LABEL}=${debug.runId}; leftovers, if any: ${LEFTOVER_CLEANUP}`,
+    )
   }
 
   const readOne = async (target: {name: string; address?: string}) => {
@@ -140,7 +163,10 @@ export async function readNodesThrough(targets: Array<{name: string; address?: s
         transport: 'ssh',
         address,
         why,
-        notUsed: via === 'ssh' ? [{transport: 'kube-proxy', reason: '--via ssh'}] : [{transport: 'kube-proxy', reason: 'SSH is configured for this node'}],
+        notUsed:
+          via === 'ssh'
+            ? [{transport: 'kube-proxy', reason: '--via ssh'}]
+            : [{transport: 'kube-proxy', reason: 'SSH is configured for this node'}],
         notRead: [],
       })
       return
@@ -161,17 +187,27 @@ export async function readNodesThrough(targets: Array<{name: string; address?: s
         const notes = transportNotes(opened)
         for (const line of notes.forbidden) warnings.add(line)
         const execRefused = !result.observation.reachable && notes.forbidden.some((l) => /pods\/exec/.test(l))
-        if (execRefused) notUsed.push({transport: 'kube-proxy', reason: notes.forbidden.find((l) => /pods\/exec/.test(l))!})
+        if (execRefused)
+          notUsed.push({transport: 'kube-proxy', reason: notes.forbidden.find((l) => /pods\/exec/.test(l))!})
         else {
           collected.set(target.name, result)
-          const why = via === 'kube-proxy' ? '--via kube-proxy' : `kube-proxy's Pod runs on ${target.name} and exec into it is allowed`
+          const why =
+            via === 'kube-proxy'
+              ? '--via kube-proxy'
+              : `kube-proxy's Pod runs on ${target.name} and exec into it is allowed`
           const notRead = [...notes.missingTools, ...notes.forbidden]
           readVia.set(target.name, {transport: 'kube-proxy', address: opened.describe().address, why, notUsed, notRead})
           return
         }
       }
     }
-    readVia.set(target.name, {transport: null, address: null, why: `API-only: ${notUsed.map((n) => `${n.transport}: ${n.reason}`).join('; ')}`, notUsed, notRead: []})
+    readVia.set(target.name, {
+      transport: null,
+      address: null,
+      why: `API-only: ${notUsed.map((n) => `${n.transport}: ${n.reason}`).join('; ')}`,
+      notUsed,
+      notRead: [],
+    })
   }
 
   /** The debug Pod is the only way tried: without it the node is API-only, and the run goes on with the other nodes. */
@@ -187,7 +223,13 @@ export async function readNodesThrough(targets: Array<{name: string; address?: s
       if (!(e instanceof TransportUnavailable)) throw e
       if (/^(RBAC|the API server) forbids/.test(e.message)) warnings.add(e.message)
       if (e.leftover) warnings.add(e.leftover)
-      readVia.set(target.name, {transport: null, address: null, why: `API-only: debug-pod: ${e.message}`, notUsed: [...notUsed, {transport: 'debug-pod', reason: e.message}], notRead: []})
+      readVia.set(target.name, {
+        transport: null,
+        address: null,
+        why: `API-only: debug-pod: ${e.message}`,
+        notUsed: [...notUsed, {transport: 'debug-pod', reason: e.message}],
+        notRead: [],
+      })
       return
     }
     const opened = access
@@ -197,12 +239,24 @@ export async function readNodesThrough(targets: Array<{name: string; address?: s
     for (const line of [...notes.forbidden, ...notes.leftovers]) warnings.add(line)
     const execRefused = !result.observation.reachable && notes.forbidden.find((l) => /pods\/exec/.test(l))
     if (execRefused) {
-      readVia.set(target.name, {transport: null, address: null, why: `API-only: debug-pod: ${execRefused}`, notUsed: [...notUsed, {transport: 'debug-pod', reason: execRefused}], notRead: []})
+      readVia.set(target.name, {
+        transport: null,
+        address: null,
+        why: `API-only: debug-pod: ${execRefused}`,
+        notUsed: [...notUsed, {transport: 'debug-pod', reason: execRefused}],
+        notRead: [],
+      })
       return
     }
     collected.set(target.name, result)
     const why = `--via debug-pod${notes.origin ? ` (${notes.origin})` : ''}`
-    readVia.set(target.name, {transport: 'debug-pod', address: opened.describe().address, why, notUsed, notRead: [...notes.missingTools, ...notes.forbidden]})
+    readVia.set(target.name, {
+      transport: 'debug-pod',
+      address: opened.describe().address,
+      why,
+      notUsed,
+      notRead: [...notes.missingTools, ...notes.forbidden],
+    })
   }
 
   await mapBounded(targets, Math.max(1, concurrency), readOne)
@@ -222,7 +276,11 @@ function debugSettings(opts: TransportChoiceOptions) {
   return {
     namespace: opts.debugNamespace ?? DEFAULT_DEBUG_NAMESPACE,
     runId: randomBytes(3).toString('hex'),
-    kubectl: ['kubectl', ...(opts.kubeconfig ? ['--kubeconfig', opts.kubeconfig] : []), ...(opts.context ? ['--context', opts.context] : [])],
+    kubectl: [
+      'kubectl',
+      ...(opts.kubeconfig ? ['--kubeconfig', opts.kubeconfig] : []),
+      ...(opts.context ? ['--context', opts.context] : []),
+    ],
     image: opts.debugImage,
   }
 }

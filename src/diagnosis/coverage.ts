@@ -20,7 +20,9 @@ const SYSCTL_CODES = ['KPD-NODE-FORWARDING-OFF', 'KPD-BRIDGE-NF-OFF', 'KPD-ROUTE
 const ROUTE_CODES = ['KPD-ROUTE-MISSING']
 const CONNTRACK_CODES = ['KPD-CONNTRACK-STALE', 'KPD-CONNTRACK-FULL']
 const PATH_READ_CODES = [...SYSCTL_CODES, ...ROUTE_CODES, ...CONNTRACK_CODES]
-const RULE_CODES = CATALOGUE.filter((e) => NODE_SIDE_FAMILIES.has(e.family) && !PROBE_CODES.includes(e.code) && !PATH_READ_CODES.includes(e.code)).map((e) => e.code)
+const RULE_CODES = CATALOGUE.filter(
+  (e) => NODE_SIDE_FAMILIES.has(e.family) && !PROBE_CODES.includes(e.code) && !PATH_READ_CODES.includes(e.code),
+).map((e) => e.code)
 const HAIRPIN_CODES = CATALOGUE.filter((e) => e.family === 'hairpin').map((e) => e.code)
 
 const COVERAGE_CHECKS = {
@@ -64,7 +66,13 @@ export interface CoverageInputs {
   otherFamilies?: string[]
 }
 
-const entry = (node: string | null, check: CoverageCheck, reason: string, required: boolean): NotChecked => ({node, check, codes: [...COVERAGE_CHECKS[check]], reason, required})
+const entry = (node: string | null, check: CoverageCheck, reason: string, required: boolean): NotChecked => ({
+  node,
+  check,
+  codes: [...COVERAGE_CHECKS[check]],
+  reason,
+  required,
+})
 
 /**
  * Every check the run could not make, per node, with the reason. Required: a check the run was expected to make and
@@ -80,7 +88,8 @@ export function notChecked(inputs: CoverageInputs): NotChecked[] {
   const primary = context.service.clusterIP ? familyOf(context.service.clusterIP) : undefined
   const families = [...(primary ? [primary === 6 ? 'IPv6' : 'IPv4'] : []), ...(inputs.otherFamilies ?? [])]
   for (const [name, via] of [...(readVia ?? new Map<string, NodeReadVia>())].sort(([a], [b]) => a.localeCompare(b))) {
-    if (via.transport === null) out.push(entry(name, 'node-read', `not read: ${via.why}`, via.why !== 'API-only (--via none)'))
+    if (via.transport === null)
+      out.push(entry(name, 'node-read', `not read: ${via.why}`, via.why !== 'API-only (--via none)'))
   }
   for (const o of [...context.observations].sort((a, b) => a.name.localeCompare(b.name))) {
     if (!o.reachable) {
@@ -88,10 +97,14 @@ export function notChecked(inputs: CoverageInputs): NotChecked[] {
       continue
     }
     if (notProxied) continue
-    out.push(...nodeGaps(o, readVia?.get(o.name), `${context.service.name}.${context.service.namespace}.svc.`, families))
+    out.push(
+      ...nodeGaps(o, readVia?.get(o.name), `${context.service.name}.${context.service.namespace}.svc.`, families),
+    )
   }
-  for (const u of context.unsupported) out.push(entry(u.node, 'proxy-rules', `${u.mode} rules not judged: ${u.source}`, true))
-  if (!notProxied) for (const f of inputs.familiesNotJudged ?? []) out.push(entry(f.node, 'proxy-rules', f.reason, true))
+  for (const u of context.unsupported)
+    out.push(entry(u.node, 'proxy-rules', `${u.mode} rules not judged: ${u.source}`, true))
+  if (!notProxied)
+    for (const f of inputs.familiesNotJudged ?? []) out.push(entry(f.node, 'proxy-rules', f.reason, true))
   if (!notProxied) out.push(...probeGaps(probes))
   return out
 }
@@ -100,7 +113,12 @@ export function notChecked(inputs: CoverageInputs): NotChecked[] {
 const knows = (s: SysctlValues, key: string) => s.values.has(key) || s.absent.has(key)
 
 /** What a read node could not give: its transport's missing tools, path reads, kube-proxy's endpoints, DNS per family. */
-function nodeGaps(o: NodeObservation, via: NodeReadVia | undefined, dnsPrefix: string, families: string[]): NotChecked[] {
+function nodeGaps(
+  o: NodeObservation,
+  via: NodeReadVia | undefined,
+  dnsPrefix: string,
+  families: string[],
+): NotChecked[] {
   const out: NotChecked[] = []
   // A node's DNS answer is for one name (a scan asks the DNS Service's own): only this Service's counts.
   const dns = o.dns?.name.startsWith(dnsPrefix) ? o.dns : undefined
@@ -109,36 +127,82 @@ function nodeGaps(o: NodeObservation, via: NodeReadVia | undefined, dnsPrefix: s
   // (KPD-HAIRPIN-UNMAPPED, its evidence says the cache was not read), so the cache alone is no gap.
   for (const what of via?.notRead ?? []) {
     if (/ instead$/.test(what) || what.startsWith('/var/lib/cni/results ')) continue
-    const check: CoverageCheck = /hairpin/.test(what) ? 'hairpin' : /DNS/.test(what) ? 'dns-from-node' : /sysctl/.test(what) ? 'sysctls' : 'node-read'
+    const check: CoverageCheck = /hairpin/.test(what)
+      ? 'hairpin'
+      : /DNS/.test(what)
+        ? 'dns-from-node'
+        : /sysctl/.test(what)
+          ? 'sysctls'
+          : 'node-read'
     if (check === 'dns-from-node' && dns?.method === 'none') continue
     out.push(entry(o.name, check, what, true))
   }
   const path = o.path
-  if (!path) out.push(entry(o.name, 'path-reads', 'no packet-path reads were recorded for this node (an older bundle has no path-reads.json)', false))
+  if (!path)
+    out.push(
+      entry(
+        o.name,
+        'path-reads',
+        'no packet-path reads were recorded for this node (an older bundle has no path-reads.json)',
+        false,
+      ),
+    )
   else {
     if (path.sysctls?.status === 'not-read') out.push(entry(o.name, 'sysctls', path.sysctls.reason, true))
     // Only a bundle recorded before IPv6's keys were read lacks them: the nature of the input, so not required.
-    else if (path.sysctls?.status === 'read' && families.includes('IPv6') && !knows(path.sysctls.value, FORWARDING_KEYS[6].forward))
-      out.push(entry(o.name, 'sysctls', `IPv6 forwarding settings not read (${FORWARDING_KEYS[6].forward}, ${FORWARDING_KEYS[6].bridge}; recorded by a version that read IPv4's only)`, false))
+    else if (
+      path.sysctls?.status === 'read' &&
+      families.includes('IPv6') &&
+      !knows(path.sysctls.value, FORWARDING_KEYS[6].forward)
+    )
+      out.push(
+        entry(
+          o.name,
+          'sysctls',
+          `IPv6 forwarding settings not read (${FORWARDING_KEYS[6].forward}, ${FORWARDING_KEYS[6].bridge}; recorded by a version that read IPv4's only)`,
+          false,
+        ),
+      )
     if (path.routeTable?.status === 'not-read') out.push(entry(o.name, 'routes', path.routeTable.reason, true))
     if (path.routeTable6?.status === 'not-read') out.push(entry(o.name, 'routes', path.routeTable6.reason, true))
     // Only a bundle recorded before the IPv6 table was read lacks it: the nature of the input, so not required.
     else if (!path.routeTable6 && families.includes('IPv6'))
-      out.push(entry(o.name, 'routes', 'IPv6 route table not read (recorded by a version that read the IPv4 table only): IPv6 endpoints reached by the default route alone are not told', false))
-    for (const l of path.routeLookups) if (l.result.status === 'not-read') out.push(entry(o.name, 'routes', l.result.reason, true))
-    for (const c of path.conntrack) if (c.result.status === 'not-read') out.push(entry(o.name, 'conntrack', c.result.reason, true))
+      out.push(
+        entry(
+          o.name,
+          'routes',
+          'IPv6 route table not read (recorded by a version that read the IPv4 table only): IPv6 endpoints reached by the default route alone are not told',
+          false,
+        ),
+      )
+    for (const l of path.routeLookups)
+      if (l.result.status === 'not-read') out.push(entry(o.name, 'routes', l.result.reason, true))
+    for (const c of path.conntrack)
+      if (c.result.status === 'not-read') out.push(entry(o.name, 'conntrack', c.result.reason, true))
     for (const s of path.skipped) out.push(entry(o.name, 'routes', s, false))
   }
   const kp = o.kubeProxy
-  if (kp?.healthzError) out.push(entry(o.name, 'kube-proxy-healthz', `kube-proxy's /healthz did not answer: ${kp.healthzError}`, true))
-  if (kp?.metricsError) out.push(entry(o.name, 'kube-proxy-metrics', `kube-proxy's /metrics did not answer: ${kp.metricsError}`, true))
-  if (dns?.method === 'none') out.push(entry(o.name, 'dns-from-node', `${dns.name} not asked of ${dns.server}: ${dns.error ?? 'no way to ask'}`, true))
+  if (kp?.healthzError)
+    out.push(entry(o.name, 'kube-proxy-healthz', `kube-proxy's /healthz did not answer: ${kp.healthzError}`, true))
+  if (kp?.metricsError)
+    out.push(entry(o.name, 'kube-proxy-metrics', `kube-proxy's /metrics did not answer: ${kp.metricsError}`, true))
+  if (dns?.method === 'none')
+    out.push(
+      entry(o.name, 'dns-from-node', `${dns.name} not asked of ${dns.server}: ${dns.error ?? 'no way to ask'}`, true),
+    )
   else if (dns) {
     for (const family of families) {
       const type = family === 'IPv6' ? 'AAAA' : 'A'
       // Only a bundle recorded before AAAA questions lacks one: the nature of the input, so not required.
       if (!dns.answers.some((a) => a.type === type))
-        out.push(entry(o.name, 'dns-from-node', `${family} DNS: the ${type} record of ${dns.name} was not asked of ${dns.server} (recorded by a version that asked A only)`, false))
+        out.push(
+          entry(
+            o.name,
+            'dns-from-node',
+            `${family} DNS: the ${type} record of ${dns.name} was not asked of ${dns.server} (recorded by a version that asked A only)`,
+            false,
+          ),
+        )
     }
   }
   return out

@@ -24,7 +24,8 @@ export function cgroupCpuQuota(read: (path: string) => string | undefined): numb
   const groups = read('/proc/self/cgroup') ?? ''
   const v2 = /^0::(\S*)$/m.exec(groups)?.[1]
   // A container sees its own cgroup at the mount's root even where /proc/self/cgroup names the host's path.
-  const under = (root: string, path: string, file: string) => read(`${root}${path === '/' ? '' : path}/${file}`) ?? read(`${root}/${file}`)
+  const under = (root: string, path: string, file: string) =>
+    read(`${root}${path === '/' ? '' : path}/${file}`) ?? read(`${root}/${file}`)
   if (v2 !== undefined) {
     const max = under('/sys/fs/cgroup', v2, 'cpu.max')
     if (max !== undefined) return quotaOf(max.trim().split(/\s+/))

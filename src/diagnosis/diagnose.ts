@@ -67,7 +67,14 @@ function notJudgedReason(family: IpFamily, mode: ProxyMode, source: string): str
  * (ClusterIP, externalIPs, LB IPs, EndpointSlices), the family's rules (iptables-save or ip6tables-save, nft table
  * ip or ip6), the node's address of that family for NodePorts.
  */
-function diagnoseFamily(cluster: ClusterState, observations: NodeObservation[], opts: DiagnoseOptions, family: IpFamily | undefined, label: string, probes: ProbeRun): FamilyRun {
+function diagnoseFamily(
+  cluster: ClusterState,
+  observations: NodeObservation[],
+  opts: DiagnoseOptions,
+  family: IpFamily | undefined,
+  label: string,
+  probes: ProbeRun,
+): FamilyRun {
   const nodes: NodeView[] = []
   const paths: PathResult[] = []
   /** The read nodes, as first or second nodes of a path. */
@@ -85,12 +92,17 @@ function diagnoseFamily(cluster: ClusterState, observations: NodeObservation[], 
     const choice = chooseMode(obs, facts, configured, opts.proxyMode)
     if (!choice) {
       const decision = decideMode(obs, facts, configured, opts.proxyMode)
-      opts.log?.(`${obs.name}${label}: proxy mode ${decision.mode} (${decision.source}): its data was not read, so its rules are not judged`)
-      if (decision.mode === 'ipvs' && tableFamily === 'ip') unsupported.push({node: obs.name, mode: 'ipvs', source: `${decision.source}; but no ipvsadm output was read`})
+      opts.log?.(
+        `${obs.name}${label}: proxy mode ${decision.mode} (${decision.source}): its data was not read, so its rules are not judged`,
+      )
+      if (decision.mode === 'ipvs' && tableFamily === 'ip')
+        unsupported.push({node: obs.name, mode: 'ipvs', source: `${decision.source}; but no ipvsadm output was read`})
       else if (family) notJudged.push({node: obs.name, reason: notJudgedReason(family, decision.mode, decision.source)})
       continue
     }
-    opts.log?.(`${obs.name}${label}: proxy mode ${choice.mode} (${choice.source})${choice.leftovers.length > 0 ? `; also found: ${choice.leftovers.join('; ')}` : ''}`)
+    opts.log?.(
+      `${obs.name}${label}: proxy mode ${choice.mode} (${choice.source})${choice.leftovers.length > 0 ? `; also found: ${choice.leftovers.join('; ')}` : ''}`,
+    )
     const expected = expectedService(cluster, obs.name, family)
     const dataplane = choice.dataplane
     const view: NodeView = {
@@ -104,7 +116,14 @@ function diagnoseFamily(cluster: ClusterState, observations: NodeObservation[], 
       infra: dataplane.infrastructure(),
     }
     nodes.push(view)
-    const pathNode: PathNode = {node: obs.name, address, dataplane, k8sNode, network: obs.network, podIPsOnNode: podIPsOn(cluster.pods, obs.name)}
+    const pathNode: PathNode = {
+      node: obs.name,
+      address,
+      dataplane,
+      k8sNode,
+      network: obs.network,
+      podIPsOnNode: podIPsOn(cluster.pods, obs.name),
+    }
     pathNodes.push(pathNode)
     paths.push(...tracePaths({...pathNode, expected}))
   }
@@ -153,27 +172,38 @@ function mergeFamilies(runs: Array<{family: IpFamily | undefined; findings: Find
 }
 
 function labelled(f: Finding, family: IpFamily): string {
-  return f.node && f.message.startsWith(`${f.node}: `) ? `${f.node} (${family}): ${f.message.slice(f.node.length + 2)}` : `${family}: ${f.message}`
+  return f.node && f.message.startsWith(`${f.node}: `)
+    ? `${f.node} (${family}): ${f.message.slice(f.node.length + 2)}`
+    : `${family}: ${f.message}`
 }
 
 /**
  * Model, trace, check: the one engine behind `svc`, live or from a snapshot. A dual-stack Service is judged once per
  * family (spec.clusterIPs), each family against its own rules; the findings and paths of all families make one report.
  */
-export function diagnose(cluster: ClusterState, observations: NodeObservation[], opts: DiagnoseOptions = {}): Diagnosis {
+export function diagnose(
+  cluster: ClusterState,
+  observations: NodeObservation[],
+  opts: DiagnoseOptions = {},
+): Diagnosis {
   const probes = opts.probes ?? PROBES_NOT_RUN
   const families = serviceFamilies(cluster.service)
   const dualStack = families.length > 1
   // The primary family (spec.clusterIP's) carries the cluster-wide facts and the coverage; the others add what differs
   // for their addresses (a finding both families give alike is listed once). Each family is judged on its own probes.
   const runs = (families.length > 0 ? families : [undefined]).map((f) =>
-    diagnoseFamily(cluster, observations, opts, f?.family, dualStack && f ? ` (${f.family})` : '', dualStack && f ? probesOfFamily(probes, f.family === 'IPv6' ? 6 : 4) : probes),
+    diagnoseFamily(
+      cluster,
+      observations,
+      opts,
+      f?.family,
+      dualStack && f ? ` (${f.family})` : '',
+      dualStack && f ? probesOfFamily(probes, f.family === 'IPv6' ? 6 : 4) : probes,
+    ),
   )
   const context = runs[0].context
   const paths = runs.flatMap((r) => r.context.paths)
-  const all = mergeFamilies(
-    runs.map((r, i) => ({family: families[i]?.family, findings: r.context.findings})),
-  )
+  const all = mergeFamilies(runs.map((r, i) => ({family: families[i]?.family, findings: r.context.findings})))
   const rules = opts.ignore ?? []
   const namespace = cluster.service.metadata?.namespace ?? ''
   const name = cluster.service.metadata?.name ?? ''
@@ -183,19 +213,41 @@ export function diagnose(cluster: ClusterState, observations: NodeObservation[],
     const rule = silencingRule(rules, f, namespace, name)
     if (rule) {
       ignored.push({...f, ignoredBy: rule})
-      opts.log?.(`ignored ${f.code}${f.node ? ` [${f.node}]` : ''} (${rule.source}${rule.reason ? `: ${rule.reason}` : ''}): ${f.message}`)
+      opts.log?.(
+        `ignored ${f.code}${f.node ? ` [${f.node}]` : ''} (${rule.source}${rule.reason ? `: ${rule.reason}` : ''}): ${f.message}`,
+      )
     } else findings.push(f)
   }
   const ignoredBreaks = new Map<PathResult, string>()
   for (const p of paths) {
     if (p.ok !== false || p.breaksAt === null) continue
     const explaining = codesExplaining(p.breaksAt)
-    const explained = (f: Finding) => f.severity === 'error' && (f.node === (p.breaksOn ?? p.node) || f.node === null) && explaining.includes(f.code)
+    const explained = (f: Finding) =>
+      f.severity === 'error' && (f.node === (p.breaksOn ?? p.node) || f.node === null) && explaining.includes(f.code)
     const silenced = ignored.find(explained)
     if (silenced && !findings.some(explained)) ignoredBreaks.set(p, silenced.code)
   }
   const familiesNotJudged = runs.flatMap((r) => r.notJudged)
-  const skipped = notChecked({context, probes, readVia: opts.readVia, familiesNotJudged, otherFamilies: families.slice(1).map((f) => f.family)})
-  for (const n of skipped) opts.log?.(`not checked${n.required ? '' : ' (not required)'}: ${n.check}${n.node ? ` on ${n.node}` : ''}: ${n.reason}`)
-  return {cluster, context, findings, ignored, paths, ignoredBreaks, probes, notChecked: skipped, ok: !findings.some((f) => f.severity === 'error')}
+  const skipped = notChecked({
+    context,
+    probes,
+    readVia: opts.readVia,
+    familiesNotJudged,
+    otherFamilies: families.slice(1).map((f) => f.family),
+  })
+  for (const n of skipped)
+    opts.log?.(
+      `not checked${n.required ? '' : ' (not required)'}: ${n.check}${n.node ? ` on ${n.node}` : ''}: ${n.reason}`,
+    )
+  return {
+    cluster,
+    context,
+    findings,
+    ignored,
+    paths,
+    ignoredBreaks,
+    probes,
+    notChecked: skipped,
+    ok: !findings.some((f) => f.severity === 'error'),
+  }
 }

@@ -5,7 +5,15 @@ import {SnapshotClusterSource} from '../cluster/snapshot-source.js'
 import type {ClusterState} from '../cluster/types.js'
 import type {V1Node} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
-import {errorRecording, loadNodeBundle, parseNodeRecording, type DumpMemoryBudget, type NodeFile, type NodeObservation, type NodeRecording} from '../node/bundle.js'
+import {
+  errorRecording,
+  loadNodeBundle,
+  parseNodeRecording,
+  type DumpMemoryBudget,
+  type NodeFile,
+  type NodeObservation,
+  type NodeRecording,
+} from '../node/bundle.js'
 import type {DumpSource} from '../parse/dump-source.js'
 import {selectNodes} from '../node/select-nodes.js'
 import {transportConnector, type NodeConnector} from '../node/transports.js'
@@ -86,11 +94,19 @@ export const NODES_DIR = 'nodes'
 
 /** The API client and SSH are loaded only for live reads: offline diagnosis starts faster without them. */
 async function liveModules() {
-  const [{LiveClusterSource, loadKubeConfig}, {collectNode}] = await Promise.all([import('../cluster/live-source.js'), import('../node/collect-node.js')])
+  const [{LiveClusterSource, loadKubeConfig}, {collectNode}] = await Promise.all([
+    import('../cluster/live-source.js'),
+    import('../node/collect-node.js'),
+  ])
   return {LiveClusterSource, loadKubeConfig, collectNode}
 }
 
-async function sshConnector(opts: {sshConfig?: string; insecureIgnoreHostKey: boolean; timeoutMs: number; log?: VerboseLog}): Promise<NodeConnector> {
+async function sshConnector(opts: {
+  sshConfig?: string
+  insecureIgnoreHostKey: boolean
+  timeoutMs: number
+  log?: VerboseLog
+}): Promise<NodeConnector> {
   try {
     return await transportConnector('ssh', opts)
   } catch (e) {
@@ -109,7 +125,10 @@ export async function gatherLive(opts: LiveOptions): Promise<GatheredLive> {
   const dnsIP = cluster.dns.service?.spec?.clusterIP
   // A record for the IPv4 ClusterIP, AAAA for the IPv6 one: each family of the Service is judged on its own answer.
   const types = serviceFamilies(cluster.service).map((f) => (f.family === 'IPv6' ? ('AAAA' as const) : ('A' as const)))
-  const dns = dnsIP && dnsIP !== 'None' ? {name: `${opts.name}.${namespace}.svc.${cluster.clusterDomain}`, server: dnsIP, types} : undefined
+  const dns =
+    dnsIP && dnsIP !== 'None'
+      ? {name: `${opts.name}.${namespace}.svc.${cluster.clusterDomain}`, server: dnsIP, types}
+      : undefined
   // Each node read over SSH is probed on the read's own connection while it reads: the probes need only the cluster.
   const probing = new Map<string, StartedProbes>()
   const settings = probeSettings(opts)
@@ -121,15 +140,38 @@ export async function gatherLive(opts: LiveOptions): Promise<GatheredLive> {
       }
     : undefined
   const rulesScope = opts.scopeRules ? rulesScopeOf(cluster.service) : undefined
-  const {observations, recordings, readVia, warnings} = await readNodesLive(cluster.nodes, selection.names, opts, dns, pathTargets(cluster), probeBeside, rulesScope)
-  const probes = opts.probe ? await probeNodes(cluster, observations, await probeConnector(readVia, opts), opts, probing) : undefined
+  const {observations, recordings, readVia, warnings} = await readNodesLive(
+    cluster.nodes,
+    selection.names,
+    opts,
+    dns,
+    pathTargets(cluster),
+    probeBeside,
+    rulesScope,
+  )
+  const probes = opts.probe
+    ? await probeNodes(cluster, observations, await probeConnector(readVia, opts), opts, probing)
+    : undefined
   const reach = await liveReach(opts, readVia, cluster.nodes)
-  return {cluster, observations, recordings, readVia, selectionNote: selection.note, rulesNote: chainByChainNote(observations), warnings: [...hostKeyWarnings(opts), ...warnings], namespace, probes, reach}
+  return {
+    cluster,
+    observations,
+    recordings,
+    readVia,
+    selectionNote: selection.note,
+    rulesNote: chainByChainNote(observations),
+    warnings: [...hostKeyWarnings(opts), ...warnings],
+    namespace,
+    probes,
+    reach,
+  }
 }
 
 /** What the report says of the nodes whose rules were read chain by chain (see readScopedRules). */
 function chainByChainNote(observations: NodeObservation[]): string | undefined {
-  const nodes = observations.filter((o) => o.iptables?.readChainByChain() || o.ip6tables?.readChainByChain()).map((o) => o.name)
+  const nodes = observations
+    .filter((o) => o.iptables?.readChainByChain() || o.ip6tables?.readChainByChain())
+    .map((o) => o.name)
   if (nodes.length === 0) return undefined
   return `rules read chain by chain on ${nodes.join(', ')}: only the chains this Service's packets can reach ("line N" counts lines of that read); --all-rules reads every rule`
 }
@@ -139,13 +181,18 @@ function chainByChainNote(observations: NodeObservation[]): string | undefined {
  * not probed (a port-forward reaches only the node's loopback, not the Service's or the endpoints' addresses; the debug
  * Pod is gone by then): its probe entry says so.
  */
-async function probeConnector(readVia: Map<string, NodeReadVia>, opts: {sshConfig?: string; insecureIgnoreHostKey: boolean; timeoutMs: number; log?: VerboseLog}): Promise<NodeConnector> {
+async function probeConnector(
+  readVia: Map<string, NodeReadVia>,
+  opts: {sshConfig?: string; insecureIgnoreHostKey: boolean; timeoutMs: number; log?: VerboseLog},
+): Promise<NodeConnector> {
   const viaSsh = [...readVia.values()].some((v) => v.transport === 'ssh')
   const ssh = viaSsh ? await sshConnector(opts) : undefined
   return async (target) => {
     const via = readVia.get(target.name)
     if (via?.transport === 'ssh' && ssh) return ssh(target)
-    throw new Error(`not probed: read through ${via?.transport ?? 'no transport'}, which cannot open connections from the node to other addresses`)
+    throw new Error(
+      `not probed: read through ${via?.transport ?? 'no transport'}, which cannot open connections from the node to other addresses`,
+    )
   }
 }
 
@@ -153,7 +200,9 @@ async function probeConnector(readVia: Map<string, NodeReadVia>, opts: {sshConfi
 function pathTargets(cluster: ClusterState): PathTargets {
   const spec = cluster.service.spec
   const clusterIPs = (spec?.clusterIPs ?? (spec?.clusterIP ? [spec.clusterIP] : [])).filter((ip) => ip !== 'None')
-  const protocols = [...new Set((spec?.ports ?? []).map((p) => (p.protocol ?? 'TCP').toLowerCase()))].filter((p) => p === 'tcp' || p === 'udp' || p === 'sctp').sort()
+  const protocols = [...new Set((spec?.ports ?? []).map((p) => (p.protocol ?? 'TCP').toLowerCase()))]
+    .filter((p) => p === 'tcp' || p === 'udp' || p === 'sctp')
+    .sort()
   return {
     endpointAddresses: cluster.slices.flatMap((s) => (s.endpoints ?? []).flatMap((e) => e.addresses ?? [])),
     serviceAddresses: clusterIPs.flatMap((address) => protocols.map((protocol) => ({address, protocol}))),
@@ -161,7 +210,9 @@ function pathTargets(cluster: ClusterState): PathTargets {
 }
 
 export function hostKeyWarnings(opts: {insecureIgnoreHostKey: boolean}): string[] {
-  return opts.insecureIgnoreHostKey ? ['host keys are NOT checked (--insecure-ignore-host-key): a man-in-the-middle would go unnoticed'] : []
+  return opts.insecureIgnoreHostKey
+    ? ['host keys are NOT checked (--insecure-ignore-host-key): a man-in-the-middle would go unnoticed']
+    : []
 }
 
 /**
@@ -195,31 +246,57 @@ export async function readNodesLive(
   beside?: (name: string, access: NodeAccess) => Promise<unknown>,
   /** Only these chains of each node's iptables rules (see readScopedRules). */
   rulesScope?: RulesScope,
-): Promise<{observations: NodeObservation[]; recordings: Map<string, NodeRecording>; readVia: Map<string, NodeReadVia>; warnings: string[]}> {
+): Promise<{
+  observations: NodeObservation[]
+  recordings: Map<string, NodeRecording>
+  readVia: Map<string, NodeReadVia>
+  warnings: string[]
+}> {
   const {collectNode, loadKubeConfig} = await liveModules()
   const targets = names.map((name) => {
     const node = nodes.find((n) => n.metadata?.name === name)
     return {name, address: node && nodeAddress(node)}
   })
   const progress = opts.onProgress
-  const reads = await readNodesThrough(targets, {...opts, kubeConfig: () => loadKubeConfig(opts).kc}, opts.concurrency, async (name, connect, transport) => {
-    const startedAt = performance.now()
-    progress?.({kind: 'node-read-started', node: name, total: names.length})
-    const open =
-      beside && transport === 'ssh'
-        ? async () => {
-            const access = await connect()
-            return closingAfter(access, beside(name, access))
-          }
-        : connect
-    const collection = await collectNode(name, open, {timeoutMs: opts.timeoutMs, dns, path, proxyMode: opts.proxyMode, rulesScope})
-    progress?.({kind: 'node-read-finished', node: name, ms: performance.now() - startedAt, ok: collection.observation.reachable})
-    return collection
-  })
+  const reads = await readNodesThrough(
+    targets,
+    {...opts, kubeConfig: () => loadKubeConfig(opts).kc},
+    opts.concurrency,
+    async (name, connect, transport) => {
+      const startedAt = performance.now()
+      progress?.({kind: 'node-read-started', node: name, total: names.length})
+      const open =
+        beside && transport === 'ssh'
+          ? async () => {
+              const access = await connect()
+              return closingAfter(access, beside(name, access))
+            }
+          : connect
+      const collection = await collectNode(name, open, {
+        timeoutMs: opts.timeoutMs,
+        dns,
+        path,
+        proxyMode: opts.proxyMode,
+        rulesScope,
+      })
+      progress?.({
+        kind: 'node-read-finished',
+        node: name,
+        ms: performance.now() - startedAt,
+        ok: collection.observation.reachable,
+      })
+      return collection
+    },
+  )
   const read = names.filter((n) => reads.collected.has(n))
   return {
     observations: read.map((n) => reads.collected.get(n)!.observation),
-    recordings: new Map(names.map((n) => [n, reads.collected.get(n)?.recording ?? errorRecording(`not read: ${reads.readVia.get(n)?.why ?? 'API-only'}`)])),
+    recordings: new Map(
+      names.map((n) => [
+        n,
+        reads.collected.get(n)?.recording ?? errorRecording(`not read: ${reads.readVia.get(n)?.why ?? 'API-only'}`),
+      ]),
+    ),
     readVia: reads.readVia,
     warnings: reads.warnings,
   }
@@ -229,7 +306,12 @@ export async function gatherSnapshot(dir: string, namespace: string, name: strin
   const source = new SnapshotClusterSource(dir)
   source.requireRecorded(namespace, name)
   const cluster = await readClusterState(source, namespace, name)
-  return {cluster, observations: readSnapshotNodes(dir, only), warnings: [], reach: snapshotReach(source.manifest()?.context)}
+  return {
+    cluster,
+    observations: readSnapshotNodes(dir, only),
+    warnings: [],
+    reach: snapshotReach(source.manifest()?.context),
+  }
 }
 
 /** The nodes recorded in a snapshot (or only those named). */
@@ -251,12 +333,23 @@ export function readSnapshotRecordings(dir: string, only?: string[], budget?: Du
   const names = only && only.length > 0 ? only : recorded
   if (names.length === 0) throw new DiagnosisError(`snapshot ${dir} holds no node folder under ${NODES_DIR}/`)
   const invalid = names.filter((n) => !isNodeName(n))
-  if (invalid.length > 0) throw new DiagnosisError(`not a node name (RFC 1123 subdomain): ${invalid.map((n) => JSON.stringify(n)).join(', ')}`)
+  if (invalid.length > 0)
+    throw new DiagnosisError(
+      `not a node name (RFC 1123 subdomain): ${invalid.map((n) => JSON.stringify(n)).join(', ')}`,
+    )
   const unknown = names.filter((n) => !recorded.includes(n))
-  if (unknown.length > 0) throw new DiagnosisError(`snapshot ${dir} holds no node ${unknown.join(', ')} (it holds ${recorded.join(', ') || 'none'})`)
+  if (unknown.length > 0)
+    throw new DiagnosisError(
+      `snapshot ${dir} holds no node ${unknown.join(', ')} (it holds ${recorded.join(', ') || 'none'})`,
+    )
   return names.map((name) => {
     const nodeDir = join(nodesDir, name)
-    if (!lstatSync(nodeDir).isDirectory()) return {name, rec: errorRecording(`${NODES_DIR}/${name} is not a folder (symbolic links are not followed)`), onDisk: new Map()}
+    if (!lstatSync(nodeDir).isDirectory())
+      return {
+        name,
+        rec: errorRecording(`${NODES_DIR}/${name} is not a folder (symbolic links are not followed)`),
+        onDisk: new Map(),
+      }
     return {name, ...loadNodeBundle(nodeDir, budget)}
   })
 }
@@ -270,15 +363,22 @@ export interface NodeLiveOptions {
 }
 
 /** One node's reads, live over SSH and kept in memory, with the node's addresses from the cluster. */
-export async function readNodeLive(name: string, opts: NodeLiveOptions): Promise<{obs: NodeObservation; addresses: string[]}> {
+export async function readNodeLive(
+  name: string,
+  opts: NodeLiveOptions,
+): Promise<{obs: NodeObservation; addresses: string[]}> {
   const {LiveClusterSource, loadKubeConfig, collectNode} = await liveModules()
   const {kc} = loadKubeConfig(opts)
   const nodes = await new LiveClusterSource(kc, opts.timeoutMs).listNodes()
   const node = nodes.find((n) => n.metadata?.name === name)
   if (!node) throw new DiagnosisError(`node "${name}" not found in the cluster`)
   const connect = await sshConnector(opts)
-  const {observation: obs} = await collectNode(name, () => connect({name, address: nodeAddress(node)}), {timeoutMs: opts.timeoutMs})
+  const {observation: obs} = await collectNode(name, () => connect({name, address: nodeAddress(node)}), {
+    timeoutMs: opts.timeoutMs,
+  })
   if (!obs.reachable) throw new DiagnosisError(`${name}: ${obs.error ?? 'unreadable'}`)
-  const addresses = (node.status?.addresses ?? []).filter((a) => a.type === 'InternalIP' || a.type === 'ExternalIP').map((a) => a.address)
+  const addresses = (node.status?.addresses ?? [])
+    .filter((a) => a.type === 'InternalIP' || a.type === 'ExternalIP')
+    .map((a) => a.address)
   return {obs, addresses}
 }

@@ -21,16 +21,27 @@ export function rulesFromCodes(codes: string[] | undefined): IgnoreRule[] {
 /** Refuses rules for codes the catalogue does not have: a typo must not silence nothing quietly. */
 export function checkIgnoreRules(rules: IgnoreRule[]): void {
   const unknown = rules.filter((r) => !isKnownCode(r.code))
-  if (unknown.length > 0) throw new DiagnosisError(`${unknown[0].source}: unknown finding code(s) ${[...new Set(unknown.map((r) => r.code))].join(', ')} (see the README's code table)`)
+  if (unknown.length > 0)
+    throw new DiagnosisError(
+      `${unknown[0].source}: unknown finding code(s) ${[...new Set(unknown.map((r) => r.code))].join(', ')} (see the README's code table)`,
+    )
 }
 
 /**
  * The rule that silences a finding of the Service namespace/name, if any. A node-scoped rule silences only findings
  * on that node, never the cluster-wide ones.
  */
-export function silencingRule(rules: IgnoreRule[], finding: Finding, namespace: string, service: string): IgnoreRule | undefined {
+export function silencingRule(
+  rules: IgnoreRule[],
+  finding: Finding,
+  namespace: string,
+  service: string,
+): IgnoreRule | undefined {
   return rules.find(
     (r) =>
-      r.code === finding.code && (r.namespace === undefined || r.namespace === namespace) && (r.service === undefined || r.service === service) && (r.node === undefined || r.node === finding.node),
+      r.code === finding.code &&
+      (r.namespace === undefined || r.namespace === namespace) &&
+      (r.service === undefined || r.service === service) &&
+      (r.node === undefined || r.node === finding.node),
   )
 }

@@ -31,8 +31,17 @@ export type Summarise<R> = (d: Diagnosis) => R
  * Judges one Service of a scan on the nodes' shared observations, then drops the parsed chains only it asked for.
  * The same on the scan's own thread and on its worker threads.
  */
-export function judgeService<R>({service, state, unreadable}: ServiceState, observations: NodeObservation[], opts: DiagnoseOptions, summarise: Summarise<R>): ServiceOutcome<R> {
-  const base = {namespace: service.metadata?.namespace ?? '', name: service.metadata?.name ?? '', type: service.spec?.type ?? 'ClusterIP'}
+export function judgeService<R>(
+  {service, state, unreadable}: ServiceState,
+  observations: NodeObservation[],
+  opts: DiagnoseOptions,
+  summarise: Summarise<R>,
+): ServiceOutcome<R> {
+  const base = {
+    namespace: service.metadata?.namespace ?? '',
+    name: service.metadata?.name ?? '',
+    type: service.spec?.type ?? 'ClusterIP',
+  }
   const reason = notProxiedReason(service)
   if (reason) return {...base, skipped: reason}
   if (!state) return {...base, skipped: `not diagnosed: ${unreadable ?? 'unreadable'}`}

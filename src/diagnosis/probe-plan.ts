@@ -25,7 +25,11 @@ export interface ProbePlan {
  * TCP port its ClusterIP:port, its NodePort on the node's own address of that family, and each ready endpoint's
  * IP:port directly. UDP and SCTP ports are not probed (a connect proves nothing there).
  */
-export function planProbes(cluster: ClusterState, nodeName: string, settings: ProbeSettings = PROBE_SETTINGS): ProbePlan {
+export function planProbes(
+  cluster: ClusterState,
+  nodeName: string,
+  settings: ProbeSettings = PROBE_SETTINGS,
+): ProbePlan {
   const families = serviceFamilies(cluster.service).map((f) => f.family)
   const targets: ServiceProbeTarget[] = []
   const notes: string[] = []
@@ -38,12 +42,36 @@ export function planProbes(cluster: ClusterState, nodeName: string, settings: Pr
     for (const port of svc.ports) {
       if (port.protocol !== 'tcp') continue
       const servicePort = port.portName || String(port.port)
-      targets.push({kind: 'ClusterIP', host: svc.clusterIP, port: port.port, attempts: settings.vipAttempts, servicePort})
-      if (port.nodePort && address) targets.push({kind: 'NodePort', host: address, port: port.nodePort, attempts: settings.vipAttempts, servicePort})
+      targets.push({
+        kind: 'ClusterIP',
+        host: svc.clusterIP,
+        port: port.port,
+        attempts: settings.vipAttempts,
+        servicePort,
+      })
+      if (port.nodePort && address)
+        targets.push({
+          kind: 'NodePort',
+          host: address,
+          port: port.nodePort,
+          attempts: settings.vipAttempts,
+          servicePort,
+        })
       const ready = port.allEndpoints.filter((e) => e.ready).sort((a, b) => a.address.localeCompare(b.address))
-      if (ready.length > MAX_ENDPOINTS_PER_PORT) notes.push(`port ${servicePort}${label}: ${MAX_ENDPOINTS_PER_PORT} of its ${ready.length} ready endpoints were probed directly (the first by address)`)
+      if (ready.length > MAX_ENDPOINTS_PER_PORT)
+        notes.push(
+          `port ${servicePort}${label}: ${MAX_ENDPOINTS_PER_PORT} of its ${ready.length} ready endpoints were probed directly (the first by address)`,
+        )
       for (const e of ready.slice(0, MAX_ENDPOINTS_PER_PORT))
-        targets.push({kind: 'endpoint', host: e.ip, port: e.port, attempts: settings.endpointAttempts, servicePort, pod: e.podName, podNode: e.nodeName})
+        targets.push({
+          kind: 'endpoint',
+          host: e.ip,
+          port: e.port,
+          attempts: settings.endpointAttempts,
+          servicePort,
+          pod: e.podName,
+          podNode: e.nodeName,
+        })
     }
   }
   return {targets, notes}
@@ -52,5 +80,8 @@ export function planProbes(cluster: ClusterState, nodeName: string, settings: Pr
 /** The part of a probe run that concerns one address family's targets (a dual-stack Service is judged per family). */
 export function probesOfFamily(run: ProbeRun, family: 4 | 6): ProbeRun {
   if (!run.ran) return run
-  return {...run, nodes: run.nodes.map((n) => ({...n, tallies: n.tallies.filter((t) => familyOf(t.target.host) === family)}))}
+  return {
+    ...run,
+    nodes: run.nodes.map((n) => ({...n, tallies: n.tallies.filter((t) => familyOf(t.target.host) === family)})),
+  }
 }

@@ -8,8 +8,14 @@ import {nodeAddress} from './node-address.js'
 import {planProbes, PROBE_SETTINGS, type ProbePlan} from './probe-plan.js'
 
 /** Why probes did not run, in the words the report uses. */
-export const PROBES_OFF: ProbeRun = {ran: false, reason: 'live probes are off (--no-probe): the diagnosis is static only'}
-export const PROBES_SNAPSHOT: ProbeRun = {ran: false, reason: 'live probes are not run from a snapshot (it opens no connection): the diagnosis is static only'}
+export const PROBES_OFF: ProbeRun = {
+  ran: false,
+  reason: 'live probes are off (--no-probe): the diagnosis is static only',
+}
+export const PROBES_SNAPSHOT: ProbeRun = {
+  ran: false,
+  reason: 'live probes are not run from a snapshot (it opens no connection): the diagnosis is static only',
+}
 
 /** The probe settings of a run: the defaults, no probe waiting longer than one step. */
 export function probeSettings(opts: {timeoutMs: number}): ProbeSettings {
@@ -62,12 +68,26 @@ export async function probeNodes(
 }
 
 /** Starts one node's probes through an access already open (the read's own, while it reads: no second connection). */
-export function startProbes(cluster: ClusterState, name: string, access: NodeAccess, settings: ProbeSettings): StartedProbes {
+export function startProbes(
+  cluster: ClusterState,
+  name: string,
+  access: NodeAccess,
+  settings: ProbeSettings,
+): StartedProbes {
   const plan = planProbes(cluster, name, settings)
   return {notes: plan.notes, probes: probePlan(plan, name, access, settings)}
 }
 
-async function probePlan(plan: ProbePlan, name: string, access: NodeAccess, settings: ProbeSettings): Promise<NodeProbes> {
-  const tallies = await probeTargets(probeOpener(access, settings.timeoutMs), plan.targets, {attempts: settings.vipAttempts, timeoutMs: settings.timeoutMs, concurrency: settings.concurrency})
+async function probePlan(
+  plan: ProbePlan,
+  name: string,
+  access: NodeAccess,
+  settings: ProbeSettings,
+): Promise<NodeProbes> {
+  const tallies = await probeTargets(probeOpener(access, settings.timeoutMs), plan.targets, {
+    attempts: settings.vipAttempts,
+    timeoutMs: settings.timeoutMs,
+    concurrency: settings.concurrency,
+  })
   return {node: name, via: access.describe().tcpVia, tallies}
 }

@@ -12,7 +12,11 @@ export interface ReachFlags {
 }
 
 function kubectl(flags: ReachFlags): string[] {
-  return ['kubectl', ...(flags.kubeconfig ? ['--kubeconfig', flags.kubeconfig] : []), ...(flags.context ? ['--context', flags.context] : [])]
+  return [
+    'kubectl',
+    ...(flags.kubeconfig ? ['--kubeconfig', flags.kubeconfig] : []),
+    ...(flags.context ? ['--context', flags.context] : []),
+  ]
 }
 
 /** `pod NAMESPACE/NAME`, as the kube-proxy transport describes where it read. */
@@ -40,11 +44,16 @@ export interface ReachData {
 }
 
 export function reachOf(data: ReachData): Reach {
-  const other = (name: string): NodeWay => (data.others === 'ssh-by-name' ? {via: 'ssh', ssh: ['ssh', name]} : {via: 'none'})
+  const other = (name: string): NodeWay =>
+    data.others === 'ssh-by-name' ? {via: 'ssh', ssh: ['ssh', name]} : {via: 'none'}
   return {kubectl: data.kubectl, node: (name) => data.ways.get(name) ?? other(name)}
 }
 
-export async function liveReachData(flags: ReachFlags, readVia: Map<string, NodeReadVia>, nodes: V1Node[]): Promise<ReachData> {
+export async function liveReachData(
+  flags: ReachFlags,
+  readVia: Map<string, NodeReadVia>,
+  nodes: V1Node[],
+): Promise<ReachData> {
   const viaSsh = [...readVia.values()].some((v) => v.transport === 'ssh')
   const named = viaSsh ? await sshConfigNames(flags.sshConfig) : () => false
   const ways = new Map<string, NodeWay>()

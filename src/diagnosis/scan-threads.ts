@@ -31,7 +31,8 @@ export interface ScanWorkerData {
   recipe: SummariseRecipe
 }
 
-export type ScanWorkerMessage<R> = {kind: 'judged'; items: Array<[number, ServiceOutcome<R>]>} | {kind: 'log'; line: string} | {kind: 'done'}
+export type ScanWorkerMessage<R> =
+  {kind: 'judged'; items: Array<[number, ServiceOutcome<R>]>} | {kind: 'log'; line: string} | {kind: 'done'}
 
 /** Services a thread takes at a time: small enough to keep threads even at the end, large enough to keep messages few. */
 const BATCH = 8
@@ -76,8 +77,18 @@ export async function judgeOnThreads<R>(j: ThreadedJudging<R>): Promise<number[]
     probes: j.opts.probes,
     readVia: j.opts.readVia,
   }
-  const data: ScanWorkerData = {states: j.states, nodes: j.sharedNodes(), next, batch: BATCH, options: {...plain, reach: j.reach, verbose: log !== undefined}, recipe: j.recipe}
-  const workers = Array.from({length: j.threads - 1}, () => new Worker(new URL('./scan-worker.js', import.meta.url), {workerData: data}))
+  const data: ScanWorkerData = {
+    states: j.states,
+    nodes: j.sharedNodes(),
+    next,
+    batch: BATCH,
+    options: {...plain, reach: j.reach, verbose: log !== undefined},
+    recipe: j.recipe,
+  }
+  const workers = Array.from(
+    {length: j.threads - 1},
+    () => new Worker(new URL('./scan-worker.js', import.meta.url), {workerData: data}),
+  )
   // How many Services each thread judged, this one first.
   const judged = new Array<number>(j.threads).fill(0)
   const finished = workers.map(
@@ -91,14 +102,20 @@ export async function judgeOnThreads<R>(j: ThreadedJudging<R>): Promise<number[]
           else done = true
         })
         worker.on('error', reject)
-        worker.on('exit', (code) => (done ? resolve() : reject(new Error(`a scan thread stopped (exit code ${code}) before judging its Services`))))
+        worker.on('exit', (code) =>
+          done ? resolve() : reject(new Error(`a scan thread stopped (exit code ${code}) before judging its Services`)),
+        )
       }),
   )
   // A worker thread that fails stops this thread's share too; the failure is thrown below, once.
   let failed = false
   for (const f of finished) f.catch(() => (failed = true))
   try {
-    for (let start = Atomics.add(next, 0, BATCH); !failed && start < j.states.length; start = Atomics.add(next, 0, BATCH)) {
+    for (
+      let start = Atomics.add(next, 0, BATCH);
+      !failed && start < j.states.length;
+      start = Atomics.add(next, 0, BATCH)
+    ) {
       for (let i = start; i < Math.min(start + BATCH, j.states.length); i++) {
         j.onJudged(i, judgeService(j.states[i], j.observations, j.opts, j.summarise))
         judged[0]++

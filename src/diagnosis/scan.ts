@@ -45,10 +45,15 @@ export interface ScanResult<R> {
  * Per-Service DNS lookups are not made by a scan (they would be one lookup per Service per node): the scan asks the
  * cluster DNS Service's own name from each node instead, and each Service's DNS checks see no per-Service answer.
  */
-const SCAN_NOTES = ["a scan asks cluster DNS for its own Service name from each node, not each Service's name (use `svc` for that)"]
+const SCAN_NOTES = [
+  "a scan asks cluster DNS for its own Service name from each node, not each Service's name (use `svc` for that)",
+]
 
 /** A scan opens no connection from the nodes: each Service is judged on what was read. */
-const PROBES_NOT_RUN_BY_SCAN: ProbeRun = {ran: false, reason: 'a scan runs no live probes (svc runs them): the diagnosis is static only'}
+const PROBES_NOT_RUN_BY_SCAN: ProbeRun = {
+  ran: false,
+  reason: 'a scan runs no live probes (svc runs them): the diagnosis is static only',
+}
 
 /**
  * A scan reads each Service's own chains from every node's dump: dumps up to this many bytes in all are loaded into
@@ -61,7 +66,10 @@ export interface ScanThreadOptions {
   threads?: number
 }
 
-export type ScanLiveOptions = Omit<LiveOptions, 'name' | 'outDir' | 'namespace'> & ScanTarget & DiagnoseOptions & ScanThreadOptions
+export type ScanLiveOptions = Omit<LiveOptions, 'name' | 'outDir' | 'namespace'> &
+  ScanTarget &
+  DiagnoseOptions &
+  ScanThreadOptions
 
 /** Every matching Service of a live cluster, each node read once and shared by all of them. */
 export async function scanLive<R>(opts: ScanLiveOptions, keep: Keep<R>): Promise<ScanResult<R>> {
@@ -70,14 +78,31 @@ export async function scanLive<R>(opts: ScanLiveOptions, keep: Keep<R>): Promise
   const source = new CachedClusterSource(new LiveClusterSource(kc, opts.timeoutMs, opts.log))
   const states = await readStates(source, opts)
   const nodes = await source.listNodes()
-  const endpointNodes = new Set(states.flatMap((s) => (s.state ? s.state.slices.flatMap((sl) => (sl.endpoints ?? []).map((e) => e.nodeName ?? '')) : [])))
+  const endpointNodes = new Set(
+    states.flatMap((s) =>
+      s.state ? s.state.slices.flatMap((sl) => (sl.endpoints ?? []).map((e) => e.nodeName ?? '')) : [],
+    ),
+  )
   const selection = selectNodes(nodes, endpointNodes, {only: opts.nodes, all: opts.allNodes})
   const dns = dnsSelfLookup(states.find((s) => s.state)?.state)
-  const {observations, recordings, readVia, warnings} = await readNodesLive(nodes, selection.names, opts, dns, scanPathTargets(states))
+  const {observations, recordings, readVia, warnings} = await readNodesLive(
+    nodes,
+    selection.names,
+    opts,
+    dns,
+    scanPathTargets(states),
+  )
   const reach = await liveReachData(opts, readVia, nodes)
   const sharedNodes = () => observations.map((o) => shareNodeReads(o.name, recordings.get(o.name)!))
   return {
-    outcomes: await judge(states, {observations, sharedNodes}, {...opts, readVia, probes: PROBES_NOT_RUN_BY_SCAN}, reach, keep, opts),
+    outcomes: await judge(
+      states,
+      {observations, sharedNodes},
+      {...opts, readVia, probes: PROBES_NOT_RUN_BY_SCAN},
+      reach,
+      keep,
+      opts,
+    ),
     observations,
     selectionNote: selection.note,
     warnings: [...hostKeyWarnings(opts), ...warnings],
@@ -111,20 +136,32 @@ export async function scanSnapshot<R>(
 /** The matching Services; of a snapshot, only those it was recorded for (the others lack their Pods). */
 async function readStates(source: ClusterSource, target: ScanTarget, recorded?: string[]): Promise<ServiceState[]> {
   const selects = target.selector ? parseLabelSelector(target.selector) : () => true
-  const all = (await source.listServices(target.namespace)).filter((s) => !recorded || recorded.includes(`${s.metadata?.namespace}/${s.metadata?.name}`))
+  const all = (await source.listServices(target.namespace)).filter(
+    (s) => !recorded || recorded.includes(`${s.metadata?.namespace}/${s.metadata?.name}`),
+  )
   const wanted = all
     .filter((s) => selects(s.metadata?.labels))
     .filter((s) => !target.services || target.services.includes(s.metadata?.name ?? ''))
-    .sort((a, b) => `${a.metadata?.namespace}/${a.metadata?.name}`.localeCompare(`${b.metadata?.namespace}/${b.metadata?.name}`))
+    .sort((a, b) =>
+      `${a.metadata?.namespace}/${a.metadata?.name}`.localeCompare(`${b.metadata?.namespace}/${b.metadata?.name}`),
+    )
   const missing = (target.services ?? []).filter((name) => !all.some((s) => s.metadata?.name === name))
-  if (missing.length > 0) throw new DiagnosisError(`--services names Service(s) not found in ${target.namespace ? `namespace "${target.namespace}"` : 'any namespace'}: ${missing.join(', ')}`)
+  if (missing.length > 0)
+    throw new DiagnosisError(
+      `--services names Service(s) not found in ${target.namespace ? `namespace "${target.namespace}"` : 'any namespace'}: ${missing.join(', ')}`,
+    )
   if (wanted.length === 0)
-    throw new DiagnosisError(`no Service matches in ${target.namespace ? `namespace "${target.namespace}"` : 'any namespace'}${target.selector ? ` with -l ${target.selector}` : ''}`)
+    throw new DiagnosisError(
+      `no Service matches in ${target.namespace ? `namespace "${target.namespace}"` : 'any namespace'}${target.selector ? ` with -l ${target.selector}` : ''}`,
+    )
   return Promise.all(
     wanted.map(async (service): Promise<ServiceState> => {
       if (notProxiedReason(service)) return {service}
       try {
-        return {service, state: await readClusterState(source, service.metadata?.namespace ?? '', service.metadata?.name ?? '')}
+        return {
+          service,
+          state: await readClusterState(source, service.metadata?.namespace ?? '', service.metadata?.name ?? ''),
+        }
       } catch (e) {
         return {service, unreadable: (e as Error).message}
       }
@@ -151,7 +188,12 @@ async function judge<R>(
   const onJudged = (index: number, outcome: ServiceOutcome<R>) => {
     outcomes[index] = outcome
     judged++
-    onProgress?.({kind: 'service-diagnosed', service: `${outcome.namespace}/${outcome.name}`, index: judged, total: states.length})
+    onProgress?.({
+      kind: 'service-diagnosed',
+      service: `${outcome.namespace}/${outcome.name}`,
+      index: judged,
+      total: states.length,
+    })
   }
   const diagnosable = states.filter((s) => s.state).length
   const threads = keep.recipe ? scanThreads(requested, diagnosable) : 1
@@ -181,11 +223,17 @@ async function judge<R>(
  */
 function scanPathTargets(states: ServiceState[]): PathTargets {
   const diagnosed = states.flatMap((s) => (s.state ? [s.state] : []))
-  const endpointAddresses = [...new Set(diagnosed.flatMap((c) => c.slices.flatMap((sl) => (sl.endpoints ?? []).flatMap((e) => e.addresses ?? []))))].sort()
+  const endpointAddresses = [
+    ...new Set(
+      diagnosed.flatMap((c) => c.slices.flatMap((sl) => (sl.endpoints ?? []).flatMap((e) => e.addresses ?? []))),
+    ),
+  ].sort()
   const serviceAddresses = diagnosed.flatMap((c) => {
     const spec = c.service.spec
     const ips = (spec?.clusterIPs ?? (spec?.clusterIP ? [spec.clusterIP] : [])).filter((ip) => ip !== 'None')
-    const protocols = [...new Set((spec?.ports ?? []).map((p) => (p.protocol ?? 'TCP').toLowerCase()))].filter((p) => p === 'udp' || p === 'sctp').sort() as Array<'udp' | 'sctp'>
+    const protocols = [...new Set((spec?.ports ?? []).map((p) => (p.protocol ?? 'TCP').toLowerCase()))]
+      .filter((p) => p === 'udp' || p === 'sctp')
+      .sort() as Array<'udp' | 'sctp'>
     return ips.flatMap((address) => protocols.map((protocol) => ({address, protocol})))
   })
   return {endpointAddresses, serviceAddresses}

@@ -50,7 +50,11 @@ function podFields(p: V1Pod): V1Pod {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: podMetadata(p.metadata),
-    spec: {containers, ...(p.spec?.nodeName ? {nodeName: p.spec.nodeName} : {}), ...(p.spec?.hostNetwork ? {hostNetwork: true} : {})},
+    spec: {
+      containers,
+      ...(p.spec?.nodeName ? {nodeName: p.spec.nodeName} : {}),
+      ...(p.spec?.hostNetwork ? {hostNetwork: true} : {}),
+    },
     status: {
       phase: s?.phase,
       podIP: s?.podIP,
@@ -91,7 +95,10 @@ export function checkBundleOut(out: string, force: boolean): 'absent' | 'empty' 
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return 'absent'
     throw new DiagnosisError(`cannot use --out ${out}: ${(e as Error).message}`)
   }
-  if (stat.isSymbolicLink()) throw new DiagnosisError(`--out ${out} is a symbolic link: a bundle is written only to a real folder (links are not followed)`)
+  if (stat.isSymbolicLink())
+    throw new DiagnosisError(
+      `--out ${out} is a symbolic link: a bundle is written only to a real folder (links are not followed)`,
+    )
   if (!stat.isDirectory()) throw new DiagnosisError(`--out ${out} exists and is not a folder`)
   if (readdirSync(out).length === 0) return 'empty'
   if (!force) throw new DiagnosisError(`--out ${out} is not empty: give a new folder, or --force to replace it`)
@@ -102,8 +109,16 @@ export function checkBundleOut(out: string, force: boolean): 'absent' | 'empty' 
  * Writes what a diagnosis read as a snapshot bundle (one List file per API kind, one folder per node), built in a
  * temporary sibling folder (0700, files 0600) and renamed into place whole.
  */
-export function writeBundle(out: string, cluster: ClusterState, recordings: Map<string, NodeRecording>, subject: BundleSubject, opts: BundleWriteOptions = {}): void {
-  for (const name of recordings.keys()) if (!isNodeName(name)) throw new DiagnosisError(`refusing to write a bundle folder for node "${name}": not a Kubernetes node name`)
+export function writeBundle(
+  out: string,
+  cluster: ClusterState,
+  recordings: Map<string, NodeRecording>,
+  subject: BundleSubject,
+  opts: BundleWriteOptions = {},
+): void {
+  for (const name of recordings.keys())
+    if (!isNodeName(name))
+      throw new DiagnosisError(`refusing to write a bundle folder for node "${name}": not a Kubernetes node name`)
   const state = checkBundleOut(out, opts.force ?? false)
   const target = resolve(out)
   let building: string
@@ -123,11 +138,18 @@ export function writeBundle(out: string, cluster: ClusterState, recordings: Map<
     } else renameSync(building, target)
   } catch (e) {
     rmSync(building, {recursive: true, force: true})
-    throw e instanceof DiagnosisError ? e : new DiagnosisError(`cannot write the bundle ${out}: ${(e as Error).message}`)
+    throw e instanceof DiagnosisError
+      ? e
+      : new DiagnosisError(`cannot write the bundle ${out}: ${(e as Error).message}`)
   }
 }
 
-function writeContent(dir: string, cluster: ClusterState, recordings: Map<string, NodeRecording>, subject: BundleSubject): void {
+function writeContent(
+  dir: string,
+  cluster: ClusterState,
+  recordings: Map<string, NodeRecording>,
+  subject: BundleSubject,
+): void {
   // O_EXCL: a file is only ever created, never opened through something already there.
   const write = (file: string, text: string) => writeFileSync(join(dir, file), text, {mode: 0o600, flag: 'wx'})
   mkdirSync(join(dir, NODES_DIR), {mode: 0o700})

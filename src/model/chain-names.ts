@@ -35,7 +35,12 @@ const recentHashes = new Map<string, string>()
 const RECENT_HASHES = 4096
 
 /** The nat chains of kube-proxy's userspace mode (removed in 1.26): still there, they are leftovers. */
-export const USERSPACE_MODE_CHAINS = ['KUBE-PORTALS-CONTAINER', 'KUBE-PORTALS-HOST', 'KUBE-NODEPORT-CONTAINER', 'KUBE-NODEPORT-HOST'] as const
+export const USERSPACE_MODE_CHAINS = [
+  'KUBE-PORTALS-CONTAINER',
+  'KUBE-PORTALS-HOST',
+  'KUBE-NODEPORT-CONTAINER',
+  'KUBE-NODEPORT-HOST',
+] as const
 
 /** "ns/name" or "ns/name:portName", the way kube-proxy prints a ServicePortName. */
 export function servicePortName(namespace: string, name: string, portName: string | undefined): string {
@@ -61,7 +66,12 @@ export function endpointChainName(svcPortName: string, protocol: string, endpoin
 /** ip:port, with brackets for IPv6 as Go's net.JoinHostPort writes it. */
 
 /** nftables mode: "ns/name/proto/portName", the base of kube-proxy's per-service chain names. */
-export function nftServicePortBase(namespace: string, name: string, protocol: string, portName: string | undefined): string {
+export function nftServicePortBase(
+  namespace: string,
+  name: string,
+  protocol: string,
+  portName: string | undefined,
+): string {
   return `${namespace}/${name}/${protocol.toLowerCase()}/${portName ?? ''}`
 }
 

@@ -68,7 +68,8 @@ export interface EndpointChain {
 /** The port's endpoint chains: the one ClusterIP traffic uses, and the external-policy one when it differs. */
 export function endpointChains(p: ProgrammedPort): EndpointChain[] {
   const out: EndpointChain[] = [{chain: p.chain, endpoints: p.endpoints, expected: p.expected.internal.endpoints}]
-  if (p.external) out.push({chain: p.external.chain, endpoints: p.external.endpoints, expected: p.expected.external.endpoints})
+  if (p.external)
+    out.push({chain: p.external.chain, endpoints: p.external.endpoints, expected: p.expected.external.endpoints})
   return out
 }
 

@@ -14,12 +14,18 @@ export interface EndpointInfo {
 }
 
 /** The endpoints an EndpointSlice set gives one service port, as kube-proxy reads them (deduplicated by ip:port). */
-export function endpointsForPort(slices: V1EndpointSlice[], port: V1ServicePort, family: 'IPv4' | 'IPv6'): EndpointInfo[] {
+export function endpointsForPort(
+  slices: V1EndpointSlice[],
+  port: V1ServicePort,
+  family: 'IPv4' | 'IPv6',
+): EndpointInfo[] {
   const seen = new Map<string, EndpointInfo>()
   const protocol = port.protocol ?? 'TCP'
   for (const slice of slices) {
     if (slice.addressType !== family) continue
-    const slicePort = (slice.ports ?? []).find((p) => (p.name ?? '') === (port.name ?? '') && (p.protocol ?? 'TCP') === protocol)
+    const slicePort = (slice.ports ?? []).find(
+      (p) => (p.name ?? '') === (port.name ?? '') && (p.protocol ?? 'TCP') === protocol,
+    )
     if (!slicePort || slicePort.port === undefined) continue
     for (const ep of slice.endpoints ?? []) {
       const ip = ep.addresses?.[0]
@@ -60,16 +66,27 @@ export interface CategorizedEndpoints {
  * kube-proxy's topologyModeFromHints: when every ready endpoint carries node (or zone) hints and one names this node
  * (or its zone), cluster traffic goes only to the endpoints hinted for it.
  */
-function topologyFilter(endpoints: EndpointInfo[], nodeName: string, zone: string | undefined): ((e: EndpointInfo) => boolean) | undefined {
+function topologyFilter(
+  endpoints: EndpointInfo[],
+  nodeName: string,
+  zone: string | undefined,
+): ((e: EndpointInfo) => boolean) | undefined {
   const ready = endpoints.filter((e) => e.ready)
   if (ready.length === 0) return undefined
-  if (ready.every((e) => e.nodeHints.length > 0) && ready.some((e) => e.nodeHints.includes(nodeName))) return (e) => e.nodeHints.includes(nodeName)
-  if (zone && ready.every((e) => e.zoneHints.length > 0) && ready.some((e) => e.zoneHints.includes(zone))) return (e) => e.zoneHints.includes(zone)
+  if (ready.every((e) => e.nodeHints.length > 0) && ready.some((e) => e.nodeHints.includes(nodeName)))
+    return (e) => e.nodeHints.includes(nodeName)
+  if (zone && ready.every((e) => e.zoneHints.length > 0) && ready.some((e) => e.zoneHints.includes(zone)))
+    return (e) => e.zoneHints.includes(zone)
   return undefined
 }
 
 /** kube-proxy's CategorizeEndpoints for one node, topology hints included. */
-export function categorizeEndpoints(endpoints: EndpointInfo[], policy: TrafficPolicyView, nodeName: string, zone?: string): CategorizedEndpoints {
+export function categorizeEndpoints(
+  endpoints: EndpointInfo[],
+  policy: TrafficPolicyView,
+  nodeName: string,
+  zone?: string,
+): CategorizedEndpoints {
   const usesCluster = !policy.internalLocal || (policy.externallyAccessible && !policy.externalLocal)
   const usesLocal = policy.internalLocal || (policy.externallyAccessible && policy.externalLocal)
   let cluster: EndpointInfo[] = []

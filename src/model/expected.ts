@@ -55,11 +55,13 @@ export interface ExpectedService {
 
 export function notProxiedReason(svc: V1Service): string | undefined {
   const type = svc.spec?.type ?? 'ClusterIP'
-  if (type === 'ExternalName') return `ExternalName Service: DNS answers with a CNAME to ${svc.spec?.externalName ?? '?'}; kube-proxy programs nothing`
+  if (type === 'ExternalName')
+    return `ExternalName Service: DNS answers with a CNAME to ${svc.spec?.externalName ?? '?'}; kube-proxy programs nothing`
   if (svc.metadata?.labels?.['service.kubernetes.io/service-proxy-name'])
     return `labelled service.kubernetes.io/service-proxy-name=${svc.metadata.labels['service.kubernetes.io/service-proxy-name']}: another proxy owns it, kube-proxy programs nothing`
   const ip = svc.spec?.clusterIP
-  if (!ip || ip === 'None') return 'headless Service (clusterIP: None): DNS returns the Pod IPs directly; kube-proxy programs nothing'
+  if (!ip || ip === 'None')
+    return 'headless Service (clusterIP: None): DNS returns the Pod IPs directly; kube-proxy programs nothing'
   return undefined
 }
 
@@ -109,10 +111,16 @@ export function expectedService(cluster: ClusterState, nodeName: string, ipFamil
   const family = familyOf(clusterIP)
   const externalIPs = (svc.spec?.externalIPs ?? []).filter((ip) => familyOf(ip) === family)
   const loadBalancerIPs =
-    svc.spec?.type === 'LoadBalancer' ? (svc.status?.loadBalancer?.ingress ?? []).map((i) => i.ip ?? '').filter((ip) => ip && familyOf(ip) === family && ingressIpMode(svc, ip) !== 'Proxy') : []
+    svc.spec?.type === 'LoadBalancer'
+      ? (svc.status?.loadBalancer?.ingress ?? [])
+          .map((i) => i.ip ?? '')
+          .filter((ip) => ip && familyOf(ip) === family && ingressIpMode(svc, ip) !== 'Proxy')
+      : []
   const hasNodePorts = (svc.spec?.ports ?? []).some((p) => p.nodePort)
   const externallyAccessible = hasNodePorts || externalIPs.length > 0 || loadBalancerIPs.length > 0
-  const zone = cluster.nodes.find((n) => n.metadata?.name === nodeName)?.metadata?.labels?.['topology.kubernetes.io/zone']
+  const zone = cluster.nodes.find((n) => n.metadata?.name === nodeName)?.metadata?.labels?.[
+    'topology.kubernetes.io/zone'
+  ]
   const policy = {
     internalLocal: svc.spec?.internalTrafficPolicy === 'Local',
     externalLocal: externallyAccessible && svc.spec?.externalTrafficPolicy === 'Local',
@@ -141,13 +149,18 @@ export function expectedService(cluster: ClusterState, nodeName: string, ipFamil
       nodePort: p.nodePort || undefined,
       allEndpoints: all,
       hasEndpoints: cat.hasAny,
-      internal: policy.internalLocal ? {endpoints: localEndpoints, local: true} : {endpoints: clusterEndpoints, local: false},
-      external: policy.externalLocal ? {endpoints: localEndpoints, local: true} : {endpoints: clusterEndpoints, local: false},
+      internal: policy.internalLocal
+        ? {endpoints: localEndpoints, local: true}
+        : {endpoints: clusterEndpoints, local: false},
+      external: policy.externalLocal
+        ? {endpoints: localEndpoints, local: true}
+        : {endpoints: clusterEndpoints, local: false},
       clusterEndpoints,
       localEndpoints: usesLocalChain ? localEndpoints : [],
       reachable: pick(cat.allReachable),
       usesExternalChain: cat.hasAny && externallyAccessible,
-      usesFirewallChain: cat.hasAny && loadBalancerIPs.length > 0 && (svc.spec?.loadBalancerSourceRanges ?? []).length > 0,
+      usesFirewallChain:
+        cat.hasAny && loadBalancerIPs.length > 0 && (svc.spec?.loadBalancerSourceRanges ?? []).length > 0,
     }
   })
   return {
@@ -156,7 +169,10 @@ export function expectedService(cluster: ClusterState, nodeName: string, ipFamil
     externalIPs,
     loadBalancerIPs,
     externallyAccessible,
-    sessionAffinitySeconds: svc.spec?.sessionAffinity === 'ClientIP' ? (svc.spec?.sessionAffinityConfig?.clientIP?.timeoutSeconds ?? 10800) : undefined,
+    sessionAffinitySeconds:
+      svc.spec?.sessionAffinity === 'ClientIP'
+        ? (svc.spec?.sessionAffinityConfig?.clientIP?.timeoutSeconds ?? 10800)
+        : undefined,
     ports,
   }
 }

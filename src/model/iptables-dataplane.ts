@@ -3,7 +3,14 @@ import {destinationPort, findOption, leadingDestination, targetOption, type Pars
 import {IptablesTracer, splitAddr} from '../trace/iptables-tracer.js'
 import type {ExpectedPort, ExpectedService} from './expected.js'
 import {endpointChainName, serviceChainNames} from './chain-names.js'
-import type {ChainNames, Dataplane, ModeVocabulary, NodeInfrastructure, ProgrammedEndpoint, ProgrammedPort} from './dataplane.js'
+import type {
+  ChainNames,
+  Dataplane,
+  ModeVocabulary,
+  NodeInfrastructure,
+  ProgrammedEndpoint,
+  ProgrammedPort,
+} from './dataplane.js'
 
 function jumpsTo(dump: IptablesSave, table: string, chain: string, target: string): ParsedRule | undefined {
   return dump.rules(table, chain).find((r) => r.target === target)
@@ -17,9 +24,18 @@ export function readInfrastructure(dump: IptablesSave): NodeInfrastructure {
   return {
     hasServicesChain: dump.hasChain('nat', 'KUBE-SERVICES'),
     hooks: [
-      {label: 'nat PREROUTING → KUBE-SERVICES (traffic from pods and outside)', rule: jumpsTo(dump, 'nat', 'PREROUTING', 'KUBE-SERVICES')},
-      {label: 'nat OUTPUT → KUBE-SERVICES (traffic from the node itself)', rule: jumpsTo(dump, 'nat', 'OUTPUT', 'KUBE-SERVICES')},
-      {label: 'nat POSTROUTING → KUBE-POSTROUTING (masquerade)', rule: jumpsTo(dump, 'nat', 'POSTROUTING', 'KUBE-POSTROUTING')},
+      {
+        label: 'nat PREROUTING → KUBE-SERVICES (traffic from pods and outside)',
+        rule: jumpsTo(dump, 'nat', 'PREROUTING', 'KUBE-SERVICES'),
+      },
+      {
+        label: 'nat OUTPUT → KUBE-SERVICES (traffic from the node itself)',
+        rule: jumpsTo(dump, 'nat', 'OUTPUT', 'KUBE-SERVICES'),
+      },
+      {
+        label: 'nat POSTROUTING → KUBE-POSTROUTING (masquerade)',
+        rule: jumpsTo(dump, 'nat', 'POSTROUTING', 'KUBE-POSTROUTING'),
+      },
     ],
     nodePortsJump: jumpsTo(dump, 'nat', 'KUBE-SERVICES', 'KUBE-NODEPORTS'),
     markMasqRule: markRule,
@@ -35,7 +51,13 @@ function matchesServiceIp(rule: ParsedRule, ip: string, protocol: string, port: 
   if (!rule.text.includes(ip) && !rule.text.includes('"')) return false
   const d = findOption(rule, '', 'd')
   const p = findOption(rule, '', 'p')
-  return !!d && !d.negated && (d.values[0] === ip || d.values[0] === `${ip}/32` || d.values[0] === `${ip}/128`) && p?.values[0] === protocol && destinationPort(rule) === String(port)
+  return (
+    !!d &&
+    !d.negated &&
+    (d.values[0] === ip || d.values[0] === `${ip}/32` || d.values[0] === `${ip}/128`) &&
+    p?.values[0] === protocol &&
+    destinationPort(rule) === String(port)
+  )
 }
 
 /** A chain's rules by the -d they open with (leadingDestination), and those that open otherwise, each in rule order. */
@@ -68,7 +90,9 @@ function serviceIpRule(rules: ParsedRule[], ip: string, protocol: string, port: 
     }
     leadIndexes.set(rules, index)
   }
-  const candidates = [index.unled, ...[ip, `${ip}/32`, `${ip}/128`].map((v) => index.byLead.get(v) ?? [])].flat().sort((a, b) => a - b)
+  const candidates = [index.unled, ...[ip, `${ip}/32`, `${ip}/128`].map((v) => index.byLead.get(v) ?? [])]
+    .flat()
+    .sort((a, b) => a - b)
   for (const i of candidates) if (matchesServiceIp(rules[i], ip, protocol, port)) return rules[i]
   return undefined
 }
@@ -95,7 +119,12 @@ function readEndpoints(dump: IptablesSave, chain: string): ProgrammedEndpoint[] 
         probability: probabilityOf(jump),
         dnatRule,
         backend: parsed && dnatTo ? {ip: parsed.ip, port: parsed.port, address: dnatTo} : undefined,
-        hairpinMasq: sepRules.some((r) => r.target === 'KUBE-MARK-MASQ' && dnatIp !== undefined && findOption(r, '', 's')?.values[0]?.split('/')[0] === dnatIp),
+        hairpinMasq: sepRules.some(
+          (r) =>
+            r.target === 'KUBE-MARK-MASQ' &&
+            dnatIp !== undefined &&
+            findOption(r, '', 's')?.values[0]?.split('/')[0] === dnatIp,
+        ),
       }
     })
 }
@@ -120,13 +149,23 @@ function readProgrammed(dump: IptablesSave, svc: ExpectedService): ProgrammedPor
       expected: port,
       clusterIPRule,
       clusterIPFilterRule: serviceIpRule(filterServices, ip, port.protocol, port.port),
-      nodePortRule: port.nodePort ? nodePorts.find((r) => findOption(r, '', 'p')?.values[0] === port.protocol && destinationPort(r) === String(port.nodePort)) : undefined,
-      nodePortFilterRule: port.nodePort ? externalServices.find((r) => findOption(r, '', 'p')?.values[0] === port.protocol && destinationPort(r) === String(port.nodePort)) : undefined,
+      nodePortRule: port.nodePort
+        ? nodePorts.find(
+            (r) => findOption(r, '', 'p')?.values[0] === port.protocol && destinationPort(r) === String(port.nodePort),
+          )
+        : undefined,
+      nodePortFilterRule: port.nodePort
+        ? externalServices.find(
+            (r) => findOption(r, '', 'p')?.values[0] === port.protocol && destinationPort(r) === String(port.nodePort),
+          )
+        : undefined,
       externalRules,
       chain,
       chainExists: dump.hasChain('nat', chain),
       endpoints: readEndpoints(dump, chain),
-      ...(want.externalPolicy !== chain && port.usesExternalChain ? {external: {chain: want.externalPolicy, endpoints: readEndpoints(dump, want.externalPolicy)}} : {}),
+      ...(want.externalPolicy !== chain && port.usesExternalChain
+        ? {external: {chain: want.externalPolicy, endpoints: readEndpoints(dump, want.externalPolicy)}}
+        : {}),
       want,
       affinity: readAffinity(dump, chain),
     }
@@ -170,7 +209,12 @@ export function iptablesDataplane(dump: IptablesSave, family: 'ip' | 'ip6' = 'ip
     // The node's own rules, the same for every Service (a scan asks for each).
     infrastructure: () => (infrastructure ??= readInfrastructure(dump)),
     programmed: (svc) => readProgrammed(dump, svc),
-    tracer: (localAddresses, locallyGenerated, route) => new IptablesTracer(dump, {localAddresses, locallyGenerated, route}),
-    show: (pattern) => ({argv: [family === 'ip6' ? 'ip6tables-save' : 'iptables-save'], sudo: true, filter: ['grep', '--', pattern]}),
+    tracer: (localAddresses, locallyGenerated, route) =>
+      new IptablesTracer(dump, {localAddresses, locallyGenerated, route}),
+    show: (pattern) => ({
+      argv: [family === 'ip6' ? 'ip6tables-save' : 'iptables-save'],
+      sudo: true,
+      filter: ['grep', '--', pattern],
+    }),
   }
 }

@@ -3,7 +3,15 @@ import type {IptablesSave} from '../parse/iptables-save.js'
 import {vsKey, type VirtualServer} from '../parse/ipvsadm.js'
 import {IpvsTracer} from '../trace/ipvs-tracer.js'
 import {joinHostPort} from '../net/host-port.js'
-import type {ChainNames, Dataplane, ModeVocabulary, NodeInfrastructure, ProgrammedEndpoint, ProgrammedPort, ProgrammedRule} from './dataplane.js'
+import type {
+  ChainNames,
+  Dataplane,
+  ModeVocabulary,
+  NodeInfrastructure,
+  ProgrammedEndpoint,
+  ProgrammedPort,
+  ProgrammedRule,
+} from './dataplane.js'
 import type {ExpectedPort, ExpectedService} from './expected.js'
 import {readInfrastructure as readIptablesInfrastructure} from './iptables-dataplane.js'
 import {ipvsSetName} from './chain-names.js'
@@ -27,14 +35,26 @@ function rule(v: {line: number; text: string}, target: string): ProgrammedRule {
  * kube-proxy's IPVS mode on one node for one address family: virtual servers per service address, real servers per
  * endpoint; `dump` is that family's iptables glue (iptables-save or ip6tables-save), whose ipsets are the family's own.
  */
-export function ipvsDataplane(dump: IptablesSave, ipvs: IpvsState, nodeAddress: string | undefined, nodeName: string, family: 4 | 6 = 4): Dataplane {
+export function ipvsDataplane(
+  dump: IptablesSave,
+  ipvs: IpvsState,
+  nodeAddress: string | undefined,
+  nodeName: string,
+  family: 4 | 6 = 4,
+): Dataplane {
   const loopBack = ipvsSetName('KUBE-LOOP-BACK', family)
   const clusterIpSet = ipvsSetName('KUBE-CLUSTER-IP', family)
   const find = (proto: string, ip: string | undefined, port: number | undefined): VirtualServer | undefined =>
     ip && port ? ipvs.virtualServers.find((v) => v.proto === proto && v.address === ip && v.port === port) : undefined
   const names = (port: ExpectedPort): ChainNames => {
-    const nodePortVs = port.nodePort && nodeAddress ? `VS ${vsKey(port.protocol, nodeAddress, port.nodePort)}` : 'VS (node port)'
-    return {internal: `VS ${vsKey(port.protocol, port.clusterIP, port.port)}`, external: nodePortVs, externalPolicy: nodePortVs, endpoint: (ep) => `RS ${ep.address}`}
+    const nodePortVs =
+      port.nodePort && nodeAddress ? `VS ${vsKey(port.protocol, nodeAddress, port.nodePort)}` : 'VS (node port)'
+    return {
+      internal: `VS ${vsKey(port.protocol, port.clusterIP, port.port)}`,
+      external: nodePortVs,
+      externalPolicy: nodePortVs,
+      endpoint: (ep) => `RS ${ep.address}`,
+    }
   }
   const endpointsOf = (vs: VirtualServer | undefined, port: ExpectedPort): ProgrammedEndpoint[] => {
     if (!vs) return []
@@ -81,10 +101,15 @@ export function ipvsDataplane(dump: IptablesSave, ipvs: IpvsState, nodeAddress: 
     })
   const infrastructure = (): NodeInfrastructure => {
     const base = readIptablesInfrastructure(dump)
-    const accept = dump.rules('nat', 'KUBE-SERVICES').find((r) => r.target === 'ACCEPT' && r.text.includes(`--match-set ${clusterIpSet} `))
+    const accept = dump
+      .rules('nat', 'KUBE-SERVICES')
+      .find((r) => r.target === 'ACCEPT' && r.text.includes(`--match-set ${clusterIpSet} `))
     return {
       ...base,
-      hooks: [...base.hooks, {label: `nat KUBE-SERVICES accepting ${clusterIpSet} (ClusterIP traffic handed to IPVS)`, rule: accept}],
+      hooks: [
+        ...base.hooks,
+        {label: `nat KUBE-SERVICES accepting ${clusterIpSet} (ClusterIP traffic handed to IPVS)`, rule: accept},
+      ],
       nodePortsJump: dump.rules('nat', 'KUBE-SERVICES').find((r) => r.target === 'KUBE-NODE-PORT'),
     }
   }
@@ -93,7 +118,17 @@ export function ipvsDataplane(dump: IptablesSave, ipvs: IpvsState, nodeAddress: 
     names,
     infrastructure,
     programmed,
-    tracer: (localAddresses, locallyGenerated) => new IpvsTracer(dump, ipvs.virtualServers, {localAddresses, vips: ipvs.vips ?? [], ipsets: ipvs.ipsets, locallyGenerated}),
-    show: (pattern) => ({argv: ['ipvsadm', '-Ln'], sudo: true, filter: ['grep', '-A4', '--', pattern.replace(/^(VS|RS) /, '').replace(/^(TCP|UDP|SCTP) /, '')]}),
+    tracer: (localAddresses, locallyGenerated) =>
+      new IpvsTracer(dump, ipvs.virtualServers, {
+        localAddresses,
+        vips: ipvs.vips ?? [],
+        ipsets: ipvs.ipsets,
+        locallyGenerated,
+      }),
+    show: (pattern) => ({
+      argv: ['ipvsadm', '-Ln'],
+      sudo: true,
+      filter: ['grep', '-A4', '--', pattern.replace(/^(VS|RS) /, '').replace(/^(TCP|UDP|SCTP) /, '')],
+    }),
   }
 }

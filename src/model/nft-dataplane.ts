@@ -2,7 +2,15 @@ import {parseElements, type NftChain, type NftRuleset, type NftSet, type NftTabl
 import {NftTracer, nftTokens} from '../trace/nft-tracer.js'
 import {splitAddr} from '../trace/iptables-tracer.js'
 import {nftEndpointChainName, nftServiceChainNames, nftServicePortBase} from './chain-names.js'
-import type {ChainNames, Dataplane, ModeVocabulary, NodeInfrastructure, ProgrammedEndpoint, ProgrammedPort, ProgrammedRule} from './dataplane.js'
+import type {
+  ChainNames,
+  Dataplane,
+  ModeVocabulary,
+  NodeInfrastructure,
+  ProgrammedEndpoint,
+  ProgrammedPort,
+  ProgrammedRule,
+} from './dataplane.js'
 import type {ExpectedPort, ExpectedService} from './expected.js'
 
 const VOCABULARY: ModeVocabulary = {
@@ -50,7 +58,12 @@ function element(t: NftTable | undefined, map: string, key: string[]): Programme
   const set: NftSet | undefined = t?.sets.get(map)
   const el = set?.elements.find((e) => e.key.length === key.length && e.key.every((k, i) => k === key[i]))
   if (!set || !el) return undefined
-  return {table: set.table, line: set.line, text: `map ${map} element ${el.key.join(' . ')} : ${el.value}`, target: verdictTarget(el.value)}
+  return {
+    table: set.table,
+    line: set.line,
+    text: `map ${map} element ${el.key.join(' . ')} : ${el.value}`,
+    target: verdictTarget(el.value),
+  }
 }
 
 function readEndpoints(t: NftTable, chainName: string): ProgrammedEndpoint[] {
@@ -86,7 +99,13 @@ function endpointOf(t: NftTable, jump: ProgrammedRule, chain: string, probabilit
     probability,
     dnatRule,
     backend: addr && to ? {ip: addr.ip, port: addr.port, address: to} : undefined,
-    hairpinMasq: !!ip && !!findRule(t, chain, (x) => (x.includes(`ip saddr ${ip} `) || x.includes(`ip6 saddr ${ip} `)) && /jump mark-for-masquerade/.test(x)),
+    hairpinMasq:
+      !!ip &&
+      !!findRule(
+        t,
+        chain,
+        (x) => (x.includes(`ip saddr ${ip} `) || x.includes(`ip6 saddr ${ip} `)) && /jump mark-for-masquerade/.test(x),
+      ),
   }
 }
 
@@ -96,9 +115,18 @@ function readInfrastructure(t: NftTable | undefined): NodeInfrastructure {
   return {
     hasServicesChain: !!t?.chains.get('services'),
     hooks: [
-      {label: 'nat-prerouting → services (traffic from pods and outside)', rule: findRule(t, 'nat-prerouting', (x) => /^jump services$/.test(x))},
-      {label: 'nat-output → services (traffic from the node itself)', rule: findRule(t, 'nat-output', (x) => /^jump services$/.test(x))},
-      {label: 'nat-postrouting → masquerading (masquerade)', rule: findRule(t, 'nat-postrouting', (x) => /^jump masquerading$/.test(x))},
+      {
+        label: 'nat-prerouting → services (traffic from pods and outside)',
+        rule: findRule(t, 'nat-prerouting', (x) => /^jump services$/.test(x)),
+      },
+      {
+        label: 'nat-output → services (traffic from the node itself)',
+        rule: findRule(t, 'nat-output', (x) => /^jump services$/.test(x)),
+      },
+      {
+        label: 'nat-postrouting → masquerading (masquerade)',
+        rule: findRule(t, 'nat-postrouting', (x) => /^jump masquerading$/.test(x)),
+      },
     ],
     nodePortsJump: findRule(t, 'services', (x) => /vmap @service-nodeports/.test(x)),
     markMasqRule: mark,
@@ -112,7 +140,8 @@ function readProgrammed(t: NftTable | undefined, svc: ExpectedService): Programm
   return svc.ports.map((port) => {
     const want = names(port)
     const clusterIPRule = element(t, 'service-ips', [svc.clusterIP!, port.protocol, String(port.port)])
-    const chain = clusterIPRule?.target && VOCABULARY.isServiceChain(clusterIPRule.target) ? clusterIPRule.target : want.internal
+    const chain =
+      clusterIPRule?.target && VOCABULARY.isServiceChain(clusterIPRule.target) ? clusterIPRule.target : want.internal
     const externalRules = new Map<string, ProgrammedRule>()
     for (const ip of [...svc.externalIPs, ...svc.loadBalancerIPs]) {
       const r = element(t, 'service-ips', [ip, port.protocol, String(port.port)])
@@ -123,13 +152,17 @@ function readProgrammed(t: NftTable | undefined, svc: ExpectedService): Programm
       clusterIPRule,
       clusterIPFilterRule: element(t, 'no-endpoint-services', [svc.clusterIP!, port.protocol, String(port.port)]),
       nodePortRule: port.nodePort ? element(t, 'service-nodeports', [port.protocol, String(port.nodePort)]) : undefined,
-      nodePortFilterRule: port.nodePort ? element(t, 'no-endpoint-nodeports', [port.protocol, String(port.nodePort)]) : undefined,
+      nodePortFilterRule: port.nodePort
+        ? element(t, 'no-endpoint-nodeports', [port.protocol, String(port.nodePort)])
+        : undefined,
       externalRules,
       chain,
       chainExists: !!t?.chains.get(chain),
       endpoints: t ? readEndpoints(t, chain) : [],
       affinity: {rule: findRule(t, chain, (x) => /@affinity-/.test(x))},
-      ...(want.externalPolicy !== chain && port.usesExternalChain ? {external: {chain: want.externalPolicy, endpoints: t ? readEndpoints(t, want.externalPolicy) : []}} : {}),
+      ...(want.externalPolicy !== chain && port.usesExternalChain
+        ? {external: {chain: want.externalPolicy, endpoints: t ? readEndpoints(t, want.externalPolicy) : []}}
+        : {}),
       want,
     }
   })
@@ -144,6 +177,10 @@ export function nftDataplane(rs: NftRuleset, family: 'ip' | 'ip6' = 'ip'): Datap
     infrastructure: () => readInfrastructure(table),
     programmed: (svc) => readProgrammed(table, svc),
     tracer: (localAddresses, locallyGenerated, route) => new NftTracer(rs, {localAddresses, locallyGenerated, route}),
-    show: (pattern) => ({argv: ['nft', 'list', 'table', family, 'kube-proxy'], sudo: true, filter: ['grep', '--', pattern]}),
+    show: (pattern) => ({
+      argv: ['nft', 'list', 'table', family, 'kube-proxy'],
+      sudo: true,
+      filter: ['grep', '--', pattern],
+    }),
   }
 }

@@ -5,12 +5,33 @@ import type {Dataplane, ModeVocabulary} from './dataplane.js'
 import {addressInCidr, cidrContains, cidrSize, familyOf, parseCidr, type Cidr} from '../net/address.js'
 import type {Packet, RouteGuess, TraceOutcome, TraceResult, TraceStep, Tracer} from '../trace/types.js'
 
-export type Entry = 'pod→ClusterIP' | 'node→ClusterIP' | 'outside→NodePort' | 'outside→LoadBalancer' | 'outside→externalIP' | 'pod→itself'
+export type Entry =
+  'pod→ClusterIP' | 'node→ClusterIP' | 'outside→NodePort' | 'outside→LoadBalancer' | 'outside→externalIP' | 'pod→itself'
 
-export const ENTRIES: Entry[] = ['pod→ClusterIP', 'node→ClusterIP', 'outside→NodePort', 'outside→LoadBalancer', 'outside→externalIP', 'pod→itself']
+export const ENTRIES: Entry[] = [
+  'pod→ClusterIP',
+  'node→ClusterIP',
+  'outside→NodePort',
+  'outside→LoadBalancer',
+  'outside→externalIP',
+  'pod→itself',
+]
 
 /** The steps of the path, in the order a packet meets them. */
-const STEPS = ['endpoints', 'PREROUTING', 'OUTPUT', 'KUBE-SERVICES', 'KUBE-NODEPORTS', 'KUBE-EXT', 'KUBE-SVC', 'KUBE-SEP', 'DNAT', 'filter', 'POSTROUTING', 'bridge/hairpin'] as const
+const STEPS = [
+  'endpoints',
+  'PREROUTING',
+  'OUTPUT',
+  'KUBE-SERVICES',
+  'KUBE-NODEPORTS',
+  'KUBE-EXT',
+  'KUBE-SVC',
+  'KUBE-SEP',
+  'DNAT',
+  'filter',
+  'POSTROUTING',
+  'bridge/hairpin',
+] as const
 export type Step = (typeof STEPS)[number] | 'unknown'
 
 export interface PathResult {
@@ -125,7 +146,11 @@ function routeGuess(r: RouterInputs): (dst: string) => RouteGuess {
   const guess = (dst: string): RouteGuess => {
     if (!isPodOfNode(r, dst)) return {outNotVia: local}
     const port = r.network?.portOfIp.get(dst)
-    const bridge = port ? r.network!.ports.find((p) => p.port === port)?.bridge : bridges.size === 1 ? [...bridges][0] : undefined
+    const bridge = port
+      ? r.network!.ports.find((p) => p.port === port)?.bridge
+      : bridges.size === 1
+        ? [...bridges][0]
+        : undefined
     return bridge ? {outIface: bridge} : {}
   }
   // Asked for each endpoint by every walk of every entry point: worked out once per address.
@@ -147,48 +172,103 @@ export function tracePaths(inputs: PathInputs): PathResult[] {
   const route = routeGuess(inputs)
   const tracer = inputs.dataplane.tracer(local, false, route)
   const localTracer = inputs.dataplane.tracer(local, true, route)
-  const bridge = inputs.network && new Set(inputs.network.ports.map((p) => p.bridge)).size === 1 ? inputs.network.ports[0].bridge : undefined
+  const bridge =
+    inputs.network && new Set(inputs.network.ports.map((p) => p.bridge)).size === 1
+      ? inputs.network.ports[0].bridge
+      : undefined
   const out: PathResult[] = []
   const OUTSIDE = familyOf(svc.clusterIP) === 6 ? OUTSIDE_CLIENT6 : OUTSIDE_CLIENT
   for (const port of svc.ports) {
     const backends = new Set(port.allEndpoints.map((e) => e.ip))
     const names = inputs.dataplane.names(port)
-    const run = (entry: Entry, packet: Packet, expected: ExpectedEndpoint[], judgeOpts: Omit<JudgeOptions, 'endpointChain'>, locallyGenerated = false) => {
+    const run = (
+      entry: Entry,
+      packet: Packet,
+      expected: ExpectedEndpoint[],
+      judgeOpts: Omit<JudgeOptions, 'endpointChain'>,
+      locallyGenerated = false,
+    ) => {
       const trace = (locallyGenerated ? localTracer : tracer).trace(packet)
-      const j = judge(trace, port, expected, {chain: names.internal, ...judgeOpts, endpointChain: names.endpoint}, inputs)
-      out.push({node: inputs.node, entry, port: portLabel(port), packet, trace, ...j, breaksOn: j.breaksAt === null ? null : inputs.node, remote: []})
+      const j = judge(
+        trace,
+        port,
+        expected,
+        {chain: names.internal, ...judgeOpts, endpointChain: names.endpoint},
+        inputs,
+      )
+      out.push({
+        node: inputs.node,
+        entry,
+        port: portLabel(port),
+        packet,
+        trace,
+        ...j,
+        breaksOn: j.breaksAt === null ? null : inputs.node,
+        remote: [],
+      })
     }
     const proto = port.protocol
     const fromOutside = {inNotVia: nodeLocalInterfaces(inputs)}
     const client = clientPodIp(inputs, backends, familyOf(svc.clusterIP))
     if (client) {
-      run('pod→ClusterIP', {src: client, dst: svc.clusterIP, proto, dport: port.port, sport: 40000, inIface: bridge}, port.internal.endpoints, {hook: 'PREROUTING', needMasq: svc.masqueradeAll})
+      run(
+        'pod→ClusterIP',
+        {src: client, dst: svc.clusterIP, proto, dport: port.port, sport: 40000, inIface: bridge},
+        port.internal.endpoints,
+        {hook: 'PREROUTING', needMasq: svc.masqueradeAll},
+      )
     }
     if (inputs.address) {
-      run('node→ClusterIP', {src: inputs.address, dst: svc.clusterIP, proto, dport: port.port, sport: 40001}, port.internal.endpoints, {hook: 'OUTPUT', needMasq: false}, true)
+      run(
+        'node→ClusterIP',
+        {src: inputs.address, dst: svc.clusterIP, proto, dport: port.port, sport: 40001},
+        port.internal.endpoints,
+        {hook: 'OUTPUT', needMasq: false},
+        true,
+      )
       if (port.nodePort)
-        run('outside→NodePort', {src: OUTSIDE, dst: inputs.address, proto, dport: port.nodePort, sport: 40002, ...fromOutside}, port.external.endpoints, {
-          hook: 'PREROUTING',
-          needMasq: !port.external.local,
-          nodePort: true,
-          chain: names.externalPolicy,
-        })
+        run(
+          'outside→NodePort',
+          {src: OUTSIDE, dst: inputs.address, proto, dport: port.nodePort, sport: 40002, ...fromOutside},
+          port.external.endpoints,
+          {
+            hook: 'PREROUTING',
+            needMasq: !port.external.local,
+            nodePort: true,
+            chain: names.externalPolicy,
+          },
+        )
     }
     if (svc.loadBalancerIPs[0])
-      run('outside→LoadBalancer', {src: OUTSIDE, dst: svc.loadBalancerIPs[0], proto, dport: port.port, sport: 40003, ...fromOutside}, port.external.endpoints, {
-        hook: 'PREROUTING',
-        needMasq: !port.external.local,
-        chain: names.externalPolicy,
-      })
+      run(
+        'outside→LoadBalancer',
+        {src: OUTSIDE, dst: svc.loadBalancerIPs[0], proto, dport: port.port, sport: 40003, ...fromOutside},
+        port.external.endpoints,
+        {
+          hook: 'PREROUTING',
+          needMasq: !port.external.local,
+          chain: names.externalPolicy,
+        },
+      )
     if (svc.externalIPs[0])
-      run('outside→externalIP', {src: OUTSIDE, dst: svc.externalIPs[0], proto, dport: port.port, sport: 40004, ...fromOutside}, port.external.endpoints, {
-        hook: 'PREROUTING',
-        needMasq: !port.external.local,
-        chain: names.externalPolicy,
-      })
+      run(
+        'outside→externalIP',
+        {src: OUTSIDE, dst: svc.externalIPs[0], proto, dport: port.port, sport: 40004, ...fromOutside},
+        port.external.endpoints,
+        {
+          hook: 'PREROUTING',
+          needMasq: !port.external.local,
+          chain: names.externalPolicy,
+        },
+      )
     const self = port.internal.endpoints.find((e) => e.nodeName === inputs.node)
     if (self) {
-      run('pod→itself', {src: self.ip, dst: svc.clusterIP, proto, dport: port.port, sport: 40005, inIface: bridge}, port.internal.endpoints, {hook: 'PREROUTING', needMasq: svc.masqueradeAll, self})
+      run(
+        'pod→itself',
+        {src: self.ip, dst: svc.clusterIP, proto, dport: port.port, sport: 40005, inIface: bridge},
+        port.internal.endpoints,
+        {hook: 'PREROUTING', needMasq: svc.masqueradeAll, self},
+      )
     }
   }
   return out
@@ -272,7 +352,13 @@ function firstOf(chains: Set<string>, test: (chain: string) => boolean): string 
   return undefined
 }
 
-function judgeOutcome(o: TraceOutcome, port: ExpectedPort, expected: Set<string>, opts: JudgeOptions, inputs: PathInputs): Judgement | undefined {
+function judgeOutcome(
+  o: TraceOutcome,
+  port: ExpectedPort,
+  expected: Set<string>,
+  opts: JudgeOptions,
+  inputs: PathInputs,
+): Judgement | undefined {
   const v = inputs.dataplane.vocab
   const nat = natChainsEntered(o, v)
   const share = pct(o.probability)
@@ -280,26 +366,66 @@ function judgeOutcome(o: TraceOutcome, port: ExpectedPort, expected: Set<string>
   const nodePortsChain = v.nodePorts.split(' ').pop()!
   if (o.verdict === 'UNKNOWN') return {ok: null, breaksAt: 'unknown', detail: `cannot tell: ${o.reason}`}
   if (!nat.has(servicesChain))
-    return {ok: false, breaksAt: opts.hook, detail: `${opts.hook} does not send the packet to ${servicesChain} (${o.verdict === 'ACCEPT' ? 'left untranslated' : o.verdict})`}
+    return {
+      ok: false,
+      breaksAt: opts.hook,
+      detail: `${opts.hook} does not send the packet to ${servicesChain} (${o.verdict === 'ACCEPT' ? 'left untranslated' : o.verdict})`,
+    }
   const sawService = someOf(nat, v.isServiceChain)
   if (o.verdict === 'REJECT' || o.verdict === 'DROP') {
     if (!sawService) {
       const last = o.steps[o.steps.length - 1]
       const kubeRule = !o.policy && last && (/^KUBE-/.test(last.chain) || v.isNatTable(last.table))
-      return {ok: false, breaksAt: kubeRule ? (opts.nodePort ? 'KUBE-NODEPORTS' : 'KUBE-SERVICES') : 'filter', detail: `${o.verdict} by ${terminalRule(o)}`}
+      return {
+        ok: false,
+        breaksAt: kubeRule ? (opts.nodePort ? 'KUBE-NODEPORTS' : 'KUBE-SERVICES') : 'filter',
+        detail: `${o.verdict} by ${terminalRule(o)}`,
+      }
     }
-    return {ok: false, breaksAt: 'filter', detail: `${share} of new connections${o.destination ? ` (to ${o.destination})` : ''}: ${o.verdict} by ${terminalRule(o)}`}
+    return {
+      ok: false,
+      breaksAt: 'filter',
+      detail: `${share} of new connections${o.destination ? ` (to ${o.destination})` : ''}: ${o.verdict} by ${terminalRule(o)}`,
+    }
   }
   if (!sawService) {
-    const at: Step = opts.nodePort ? (nat.has(nodePortsChain) || v.mode === 'nftables' ? 'KUBE-NODEPORTS' : 'KUBE-SERVICES') : 'KUBE-SERVICES'
+    const at: Step = opts.nodePort
+      ? nat.has(nodePortsChain) || v.mode === 'nftables'
+        ? 'KUBE-NODEPORTS'
+        : 'KUBE-SERVICES'
+      : 'KUBE-SERVICES'
     const where = at === 'KUBE-NODEPORTS' ? v.nodePorts : v.services
-    return {ok: false, breaksAt: at, detail: `no entry in ${where} for ${opts.nodePort ? `node port ${port.nodePort}` : `${port.svcPortName}`}: the packet leaves untranslated`}
+    return {
+      ok: false,
+      breaksAt: at,
+      detail: `no entry in ${where} for ${opts.nodePort ? `node port ${port.nodePort}` : `${port.svcPortName}`}: the packet leaves untranslated`,
+    }
   }
   const sep = firstOf(nat, v.isEndpointChain)
-  if (!sep) return {ok: false, breaksAt: 'KUBE-SVC', detail: `${share} of new connections pass through the service chain without choosing an endpoint`}
-  if (o.verdict !== 'DNAT') return {ok: false, breaksAt: 'KUBE-SEP', detail: `${share} of new connections: ${sep} has no DNAT rule, the packet leaves untranslated`}
-  if (!expected.has(o.destination!)) return {ok: false, breaksAt: 'DNAT', detail: `${share} of new connections DNAT to ${o.destination} (via ${sep}), which is not a ready endpoint`}
-  if (opts.needMasq && !o.masquerade) return {ok: false, breaksAt: 'POSTROUTING', detail: `${share} of new connections to ${o.destination} are not masqueraded: replies bypass this node`}
+  if (!sep)
+    return {
+      ok: false,
+      breaksAt: 'KUBE-SVC',
+      detail: `${share} of new connections pass through the service chain without choosing an endpoint`,
+    }
+  if (o.verdict !== 'DNAT')
+    return {
+      ok: false,
+      breaksAt: 'KUBE-SEP',
+      detail: `${share} of new connections: ${sep} has no DNAT rule, the packet leaves untranslated`,
+    }
+  if (!expected.has(o.destination!))
+    return {
+      ok: false,
+      breaksAt: 'DNAT',
+      detail: `${share} of new connections DNAT to ${o.destination} (via ${sep}), which is not a ready endpoint`,
+    }
+  if (opts.needMasq && !o.masquerade)
+    return {
+      ok: false,
+      breaksAt: 'POSTROUTING',
+      detail: `${share} of new connections to ${o.destination} are not masqueraded: replies bypass this node`,
+    }
   if (opts.self && o.destination === opts.self.address) {
     if (!o.masquerade)
       return {
@@ -320,11 +446,26 @@ function judgeOutcome(o: TraceOutcome, port: ExpectedPort, expected: Set<string>
   return undefined
 }
 
-function judge(trace: TraceResult, port: ExpectedPort, expected: ExpectedEndpoint[], opts: JudgeOptions, inputs: PathInputs): Judgement {
+function judge(
+  trace: TraceResult,
+  port: ExpectedPort,
+  expected: ExpectedEndpoint[],
+  opts: JudgeOptions,
+  inputs: PathInputs,
+): Judgement {
   if (expected.length === 0) {
     if (port.hasEndpoints)
-      return {ok: null, breaksAt: null, detail: 'no endpoint on this node and the traffic policy is Local: dropped here by design (health checks steer load balancers to nodes with endpoints)'}
-    return {ok: false, breaksAt: 'endpoints', detail: 'the Service has no ready endpoints: kube-proxy rejects the connection'}
+      return {
+        ok: null,
+        breaksAt: null,
+        detail:
+          'no endpoint on this node and the traffic policy is Local: dropped here by design (health checks steer load balancers to nodes with endpoints)',
+      }
+    return {
+      ok: false,
+      breaksAt: 'endpoints',
+      detail: 'the Service has no ready endpoints: kube-proxy rejects the connection',
+    }
   }
   const want = new Set(expected.map((e) => e.address))
   let worst: Judgement | undefined
@@ -335,7 +476,12 @@ function judge(trace: TraceResult, port: ExpectedPort, expected: ExpectedEndpoin
   if (worst) return worst
   const reached = new Set(trace.destinations)
   const missing = expected.filter((e) => !reached.has(e.address))
-  if (missing.length === 0) return {ok: true, breaksAt: null, detail: `reaches ${expected.length} endpoint(s): ${trace.destinations.join(', ')}`}
+  if (missing.length === 0)
+    return {
+      ok: true,
+      breaksAt: null,
+      detail: `reaches ${expected.length} endpoint(s): ${trace.destinations.join(', ')}`,
+    }
   const entered = new Set(trace.outcomes.flatMap((o) => [...natChainsEntered(o, inputs.dataplane.vocab)]))
   const hollow = missing.find((e) => entered.has(opts.endpointChain(e)))
   if (hollow)
@@ -401,11 +547,21 @@ function walkEndpointHalves(paths: PathResult[], nodes: PathNode[], endpoints: E
       const target = nodeNamed.get(endpoint.nodeName!)!
       let at = tracers.get(target.node)
       if (!at) {
-        at = {tracer: target.dataplane.tracer(target.address ? [target.address] : [], false, routeGuess(target)), notVia: nodeLocalInterfaces(target)}
+        at = {
+          tracer: target.dataplane.tracer(target.address ? [target.address] : [], false, routeGuess(target)),
+          notVia: nodeLocalInterfaces(target),
+        }
         tracers.set(target.node, at)
       }
       const {tracer, notVia} = at
-      const packet: Packet = {src, dst: endpoint.ip, proto: path.packet.proto, dport: endpoint.port, sport: path.packet.sport, inNotVia: notVia}
+      const packet: Packet = {
+        src,
+        dst: endpoint.ip,
+        proto: path.packet.proto,
+        dport: endpoint.port,
+        sport: path.packet.sport,
+        inNotVia: notVia,
+      }
       const key = `${target.node} ${packet.proto} ${src} ${endpoint.address}`
       let trace = walks.get(key)
       if (!trace) {
@@ -437,7 +593,12 @@ function judgeHalf(h: EndpointHalf, v: ModeVocabulary): Judgement {
   for (const o of h.trace.outcomes) {
     const share = pct(h.probability * o.probability)
     let j: Judgement | undefined
-    if (o.verdict === 'UNKNOWN') j = {ok: null, breaksAt: 'unknown', detail: `${share} of new connections go to ${to}, where the walk cannot tell: ${o.reason}`}
+    if (o.verdict === 'UNKNOWN')
+      j = {
+        ok: null,
+        breaksAt: 'unknown',
+        detail: `${share} of new connections go to ${to}, where the walk cannot tell: ${o.reason}`,
+      }
     else if (o.verdict === 'DROP' || o.verdict === 'REJECT')
       j = {
         ok: false,
@@ -445,10 +606,20 @@ function judgeHalf(h: EndpointHalf, v: ModeVocabulary): Judgement {
         detail: `${share} of new connections go to ${to}, which ${o.verdict === 'DROP' ? 'drops' : 'rejects'} them (arriving DNATed): ${o.verdict} by ${terminalRule(o)}`,
       }
     else if (o.verdict === 'DNAT' && o.destination !== h.endpoint.address)
-      j = {ok: false, breaksAt: 'DNAT', detail: `${share} of new connections go to ${to}, which translates them again, to ${o.destination}`}
+      j = {
+        ok: false,
+        breaksAt: 'DNAT',
+        detail: `${share} of new connections go to ${to}, which translates them again, to ${o.destination}`,
+      }
     if (j && (!worst || rank(j.breaksAt) < rank(worst.breaksAt))) worst = j
   }
-  return worst ?? {ok: true, breaksAt: null, detail: `${pct(h.probability)} of new connections go to ${to}, which forwards them to the pod`}
+  return (
+    worst ?? {
+      ok: true,
+      breaksAt: null,
+      detail: `${pct(h.probability)} of new connections go to ${to}, which forwards them to the pod`,
+    }
+  )
 }
 
 /** localeCompare's order, one collator for all the sorts of a scan (localeCompare builds one per call). */
@@ -479,15 +650,38 @@ export function followEndpoints(paths: PathResult[], nodes: PathNode[], endpoint
         const h = halves.get(`${i} ${e.address}`)
         const rounded = Math.round(share * 10_000) / 10_000
         if (!h) {
-          const why = vocab.has(e.nodeName!) ? 'its half was not traced (too many endpoint halves, or no source address for the masqueraded packet)' : `${e.nodeName}'s rules were not read`
-          return {endpoint: e.address, pod: e.podName ?? null, node: e.nodeName!, share: rounded, followed: false, ok: null, breaksAt: null, detail: `not followed: ${why}`}
+          const why = vocab.has(e.nodeName!)
+            ? 'its half was not traced (too many endpoint halves, or no source address for the masqueraded packet)'
+            : `${e.nodeName}'s rules were not read`
+          return {
+            endpoint: e.address,
+            pod: e.podName ?? null,
+            node: e.nodeName!,
+            share: rounded,
+            followed: false,
+            ok: null,
+            breaksAt: null,
+            detail: `not followed: ${why}`,
+          }
         }
         const j = judgeHalf(h, vocab.get(h.node)!)
-        return {endpoint: e.address, pod: e.podName ?? null, node: e.nodeName!, share: rounded, followed: true, ok: j.ok, breaksAt: j.breaksAt, detail: j.detail, trace: h.trace}
+        return {
+          endpoint: e.address,
+          pod: e.podName ?? null,
+          node: e.nodeName!,
+          share: rounded,
+          followed: true,
+          ok: j.ok,
+          breaksAt: j.breaksAt,
+          detail: j.detail,
+          trace: h.trace,
+        }
       })
       .sort((a, b) => byLocale.compare(a.node, b.node) || byLocale.compare(a.endpoint, b.endpoint))
     if (path.ok !== true) continue
-    const worst = path.remote.filter((r) => r.followed && r.ok !== true).sort((a, b) => rank(a.breaksAt) - rank(b.breaksAt) || b.share - a.share)[0]
+    const worst = path.remote
+      .filter((r) => r.followed && r.ok !== true)
+      .sort((a, b) => rank(a.breaksAt) - rank(b.breaksAt) || b.share - a.share)[0]
     if (worst) Object.assign(path, {ok: worst.ok, breaksAt: worst.breaksAt, breaksOn: worst.node, detail: worst.detail})
   }
   return walked

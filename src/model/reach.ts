@@ -48,7 +48,12 @@ function plainNames(...names: Array<string | number | undefined | null>): boolea
 }
 
 /** `kubectl [--kubeconfig F] [--context C] [-n NS] ARGS…`, or undefined when a name is not plain. */
-export function kubectlCommand(reach: Reach, namespace: string | null, args: string[], names: Array<string | number | undefined | null> = []): Command | undefined {
+export function kubectlCommand(
+  reach: Reach,
+  namespace: string | null,
+  args: string[],
+  names: Array<string | number | undefined | null> = [],
+): Command | undefined {
   if (!plainNames(...names) || (namespace !== null && !plainNames(namespace))) return undefined
   return [[...reach.kubectl, ...(namespace !== null ? ['-n', namespace] : []), ...args]]
 }
@@ -58,11 +63,20 @@ export function kubectlCommand(reach: Reach, namespace: string | null, args: str
  * shell, sudo when it needs root), or `kubectl exec` into kube-proxy's Pod (root already); undefined when the node is
  * not reachable or a name is not plain.
  */
-export function nodeCommand(reach: Reach, node: string, read: NodeRead, names: Array<string | number | undefined | null> = []): Command | undefined {
+export function nodeCommand(
+  reach: Reach,
+  node: string,
+  read: NodeRead,
+  names: Array<string | number | undefined | null> = [],
+): Command | undefined {
   if (!plainNames(node, ...names)) return undefined
   const way = reach.node(node)
   const filter = read.filter ? [read.filter] : []
-  if (way.via === 'ssh') return [[...way.ssh, ...(read.sudo ? ['sudo', ...read.argv] : read.argv).map(quoteWord)], ...filter]
-  if (way.via === 'kube-proxy') return IN_KUBE_PROXY_IMAGE.test(read.argv[0]) ? [[...reach.kubectl, '-n', way.namespace, 'exec', way.pod, '--', ...read.argv], ...filter] : undefined
+  if (way.via === 'ssh')
+    return [[...way.ssh, ...(read.sudo ? ['sudo', ...read.argv] : read.argv).map(quoteWord)], ...filter]
+  if (way.via === 'kube-proxy')
+    return IN_KUBE_PROXY_IMAGE.test(read.argv[0])
+      ? [[...reach.kubectl, '-n', way.namespace, 'exec', way.pod, '--', ...read.argv], ...filter]
+      : undefined
   return undefined
 }

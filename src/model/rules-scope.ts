@@ -34,7 +34,15 @@ export function rulesScopeOf(svc: V1Service): RulesScope {
     ...(spec?.loadBalancerIP ? [spec.loadBalancerIP] : []),
     ...(svc.status?.loadBalancer?.ingress ?? []).map((i) => i.ip ?? ''),
   ].filter((a) => a !== '' && a !== 'None')
-  const ports = (spec?.ports ?? []).flatMap((p) => [p.port, ...(p.nodePort ? [p.nodePort] : [])]).filter((p) => Number.isInteger(p))
-  const own = (spec?.ports ?? []).flatMap((p) => Object.values(serviceChainNames(servicePortName(namespace, name, p.name), p.protocol ?? 'TCP')))
-  return {addresses: [...new Set(addresses)], ports: [...new Set(ports)], chains: [...CHAINS_LOOKED_UP, ...[...new Set(own)].map((chain) => ({table: 'nat' as const, chain}))]}
+  const ports = (spec?.ports ?? [])
+    .flatMap((p) => [p.port, ...(p.nodePort ? [p.nodePort] : [])])
+    .filter((p) => Number.isInteger(p))
+  const own = (spec?.ports ?? []).flatMap((p) =>
+    Object.values(serviceChainNames(servicePortName(namespace, name, p.name), p.protocol ?? 'TCP')),
+  )
+  return {
+    addresses: [...new Set(addresses)],
+    ports: [...new Set(ports)],
+    chains: [...CHAINS_LOOKED_UP, ...[...new Set(own)].map((chain) => ({table: 'nat' as const, chain}))],
+  }
 }

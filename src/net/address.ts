@@ -39,7 +39,8 @@ export function parseIp(text: string): ParsedIp | undefined {
   const strictV4 = /^\d{1,3}(\.\d{1,3}){3}$/.test(clean)
   if (strictV4 ? ipaddr.IPv4.isValidFourPartDecimal(clean) : clean.includes(':') && ipaddr.IPv6.isValid(clean)) {
     let addr = ipaddr.parse(clean)
-    if (addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress()) addr = (addr as ipaddr.IPv6).toIPv4Address()
+    if (addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress())
+      addr = (addr as ipaddr.IPv6).toIPv4Address()
     const family: Family = addr.kind() === 'ipv4' ? 4 : 6
     parsed = {family, value: toBigInt(addr.toByteArray()), text: addr.toString()}
   }

@@ -129,7 +129,12 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 
 function isDnsRecordAnswer(v: unknown): boolean {
   return (
-    isRecord(v) && (v.type === 'A' || v.type === 'AAAA') && Array.isArray(v.addresses) && v.addresses.every((a) => typeof a === 'string') && optional(v.rcode, 'string') && optional(v.error, 'string')
+    isRecord(v) &&
+    (v.type === 'A' || v.type === 'AAAA') &&
+    Array.isArray(v.addresses) &&
+    v.addresses.every((a) => typeof a === 'string') &&
+    optional(v.rcode, 'string') &&
+    optional(v.error, 'string')
   )
 }
 
@@ -138,26 +143,53 @@ function isDnsRecordAnswer(v: unknown): boolean {
  * holds one A answer at the top level (rcode, addresses, error), read as that; its AAAA is not asked.
  */
 function dnsAnswerOf(v: unknown): DnsAnswer | undefined {
-  if (!isRecord(v) || typeof v.name !== 'string' || typeof v.server !== 'string' || typeof v.method !== 'string' || !optional(v.error, 'string')) return undefined
+  if (
+    !isRecord(v) ||
+    typeof v.name !== 'string' ||
+    typeof v.server !== 'string' ||
+    typeof v.method !== 'string' ||
+    !optional(v.error, 'string')
+  )
+    return undefined
   const base = {name: v.name, server: v.server, method: v.method}
   const error = v.error ? {error: v.error as string} : {}
-  if (Array.isArray(v.answers)) return v.answers.every(isDnsRecordAnswer) ? {...base, answers: v.answers as DnsRecordAnswer[], ...error} : undefined
+  if (Array.isArray(v.answers))
+    return v.answers.every(isDnsRecordAnswer) ? {...base, answers: v.answers as DnsRecordAnswer[], ...error} : undefined
   if (!isDnsRecordAnswer({type: 'A', addresses: v.addresses, rcode: v.rcode})) return undefined
   if (v.method === 'none') return {...base, answers: [], ...error}
-  return {...base, answers: [{type: 'A', addresses: v.addresses as string[], ...(v.rcode ? {rcode: v.rcode as string} : {}), ...error}]}
+  return {
+    ...base,
+    answers: [
+      {type: 'A', addresses: v.addresses as string[], ...(v.rcode ? {rcode: v.rcode as string} : {}), ...error},
+    ],
+  }
 }
 
 function isKubeProxyStatus(v: unknown): boolean {
   if (!isRecord(v)) return false
   const h = v.healthz
-  const healthzOk = h === undefined || (isRecord(h) && typeof h.status === 'number' && optional(h.lastUpdated, 'string') && optional(h.currentTime, 'string') && optional(h.nodeEligible, 'boolean'))
+  const healthzOk =
+    h === undefined ||
+    (isRecord(h) &&
+      typeof h.status === 'number' &&
+      optional(h.lastUpdated, 'string') &&
+      optional(h.currentTime, 'string') &&
+      optional(h.nodeEligible, 'boolean'))
   const m = v.metrics
   const metricsOk = m === undefined || (isRecord(m) && Object.values(m).every((x) => typeof x === 'number'))
-  return healthzOk && metricsOk && ['proxyMode', 'proxyModeError', 'healthzError', 'metricsError'].every((k) => optional(v[k], 'string'))
+  return (
+    healthzOk &&
+    metricsOk &&
+    ['proxyMode', 'proxyModeError', 'healthzError', 'metricsError'].every((k) => optional(v[k], 'string'))
+  )
 }
 
 /** Parses one node's recording (read live by collect-node.ts, or loaded from a snapshot folder). */
-export function parseNodeRecording(name: string, rec: NodeRecording, onDisk: Map<NodeFile, DumpSource> = new Map()): NodeObservation {
+export function parseNodeRecording(
+  name: string,
+  rec: NodeRecording,
+  onDisk: Map<NodeFile, DumpSource> = new Map(),
+): NodeObservation {
   const text = (f: NodeFile) => rec.get(f)?.toString('utf8')
   const dump = (f: NodeFile): DumpSource | undefined => {
     const bytes = rec.get(f)
@@ -215,24 +247,33 @@ export function parseNodeRecording(name: string, rec: NodeRecording, onDisk: Map
       return {name, reachable: false, error: `IPVS dumps unreadable: ${(e as Error).message}`}
     }
   }
-  if (!obs.iptables && !obs.nft) return {name, reachable: false, error: `neither ${NODE_FILES.iptablesSave} nor ${NODE_FILES.nftRuleset} is there`}
+  if (!obs.iptables && !obs.nft)
+    return {name, reachable: false, error: `neither ${NODE_FILES.iptablesSave} nor ${NODE_FILES.nftRuleset} is there`}
   const network = text(NODE_FILES.network)
   if (network !== undefined) {
     const cni = text(NODE_FILES.cniResults)
     const bridges = parseBridgeState(network)
-    obs.network = cni !== undefined ? withCniResults(bridges, parseCniResults(cni)) : {...bridges, cniNotes: ['CNI result cache (/var/lib/cni/results) not read']}
+    obs.network =
+      cni !== undefined
+        ? withCniResults(bridges, parseCniResults(cni))
+        : {...bridges, cniNotes: ['CNI result cache (/var/lib/cni/results) not read']}
   }
   obs.kubeProxy = shaped(parseJson<KubeProxyStatus>(rec.get(NODE_FILES.kubeProxy)), isKubeProxyStatus)
   obs.dns = dnsAnswerOf(parseJson<unknown>(rec.get(NODE_FILES.dns)))
   const pathReads = parseJson<RawPathReads>(rec.get(NODE_FILES.pathReads))
-  if (pathReads && Array.isArray(pathReads.routeGet) && Array.isArray(pathReads.conntrack)) obs.path = interpretPathReads(pathReads)
+  if (pathReads && Array.isArray(pathReads.routeGet) && Array.isArray(pathReads.conntrack))
+    obs.path = interpretPathReads(pathReads)
   if (!obs.kubeProxy) delete obs.kubeProxy
   if (!obs.dns) delete obs.dns
   return obs
 }
 
 /** The iptables dumps of a snapshot: left on disk when large and read chain by chain as the diagnosis asks. */
-const DUMPS_ON_DISK: ReadonlySet<NodeFile> = new Set([NODE_FILES.iptablesSave, NODE_FILES.ip6tablesSave, ...BACKEND_SAVES.map((b) => RECORDED_AS[b.command]!)])
+const DUMPS_ON_DISK: ReadonlySet<NodeFile> = new Set([
+  NODE_FILES.iptablesSave,
+  NODE_FILES.ip6tablesSave,
+  ...BACKEND_SAVES.map((b) => RECORDED_AS[b.command]!),
+])
 const ON_DISK_OVER_BYTES = 8 << 20
 
 /** Loads a node's folder of a bundle into memory (only the files a bundle holds). */
@@ -251,7 +292,11 @@ export interface DumpMemoryBudget {
 
 const NO_DUMP_IN_MEMORY: DumpMemoryBudget = {bytes: 0}
 
-function loadNodeFiles(dir: string, largeDumpsOnDisk: boolean, budget: DumpMemoryBudget = NO_DUMP_IN_MEMORY): {rec: NodeRecording; onDisk: Map<NodeFile, DumpSource>} | undefined {
+function loadNodeFiles(
+  dir: string,
+  largeDumpsOnDisk: boolean,
+  budget: DumpMemoryBudget = NO_DUMP_IN_MEMORY,
+): {rec: NodeRecording; onDisk: Map<NodeFile, DumpSource>} | undefined {
   if (!existsSync(dir)) return undefined
   const rec: NodeRecording = new Map()
   const onDisk = new Map<NodeFile, DumpSource>()
@@ -282,7 +327,10 @@ function loadNodeFiles(dir: string, largeDumpsOnDisk: boolean, budget: DumpMemor
  * Loads a node's folder of a snapshot bundle; a large iptables dump is left on disk past the budget (see
  * DUMPS_ON_DISK). A folder that is not there is the node's error.
  */
-export function loadNodeBundle(dir: string, budget?: DumpMemoryBudget): {rec: NodeRecording; onDisk: Map<NodeFile, DumpSource>} {
+export function loadNodeBundle(
+  dir: string,
+  budget?: DumpMemoryBudget,
+): {rec: NodeRecording; onDisk: Map<NodeFile, DumpSource>} {
   return loadNodeFiles(dir, true, budget) ?? {rec: errorRecording('not in the snapshot'), onDisk: new Map()}
 }
 

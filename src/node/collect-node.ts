@@ -1,9 +1,36 @@
-import {errorRecording, isNftJson, NODE_FILES, parseNodeRecording, RECORDED_AS, type NodeObservation, type NodeRecording} from './bundle.js'
-import {parseLookupOutput, queryOverStream, type DnsAnswer, type DnsRecordAnswer, type DnsRecordType} from './dns-probe.js'
+import {
+  errorRecording,
+  isNftJson,
+  NODE_FILES,
+  parseNodeRecording,
+  RECORDED_AS,
+  type NodeObservation,
+  type NodeRecording,
+} from './bundle.js'
+import {
+  parseLookupOutput,
+  queryOverStream,
+  type DnsAnswer,
+  type DnsRecordAnswer,
+  type DnsRecordType,
+} from './dns-probe.js'
 import {httpGetOnNode} from './http-on-node.js'
 import {parseHealthz, parseMetrics, type KubeProxyStatus} from '../parse/kube-proxy-status.js'
 import {tcpOpener, type NodeAccess, type RunResult} from './node-access.js'
-import {BACKEND_SAVES, buildCommandLine, DUMP_STEPS, isInterfaceName, programOf, NFT_KUBE_PROXY_FAMILIES, toolMissing, type NftKubeProxyFamily, type ArgsOf, type ConntrackProtocol, type NodeCommand, type NodeCommandKey} from './node-commands.js'
+import {
+  BACKEND_SAVES,
+  buildCommandLine,
+  DUMP_STEPS,
+  isInterfaceName,
+  programOf,
+  NFT_KUBE_PROXY_FAMILIES,
+  toolMissing,
+  type NftKubeProxyFamily,
+  type ArgsOf,
+  type ConntrackProtocol,
+  type NodeCommand,
+  type NodeCommandKey,
+} from './node-commands.js'
 import {parseIp} from '../net/address.js'
 import {backendNamedBy} from '../parse/iptables-save.js'
 import {parseRouteGet} from '../parse/ip-route.js'
@@ -55,13 +82,27 @@ export interface NodeCollection {
 }
 
 /** Reads one node through whatever transport `connect` opens; every read stays in memory. Never throws. */
-export async function collectNode(name: string, connect: () => Promise<NodeAccess>, opts: CollectOptions): Promise<NodeCollection> {
+export async function collectNode(
+  name: string,
+  connect: () => Promise<NodeAccess>,
+  opts: CollectOptions,
+): Promise<NodeCollection> {
   let access: NodeAccess | undefined
   let timer: NodeJS.Timeout | undefined
   const deadlineMs = opts.timeoutMs * NODE_STEPS
   const running: Running = new Set()
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(access ? `node did not finish its reads within ${deadlineMs / 1000}s${stillRunning(running)}` : `node did not answer within ${deadlineMs / 1000}s`)), deadlineMs)
+    timer = setTimeout(
+      () =>
+        reject(
+          new Error(
+            access
+              ? `node did not finish its reads within ${deadlineMs / 1000}s${stillRunning(running)}`
+              : `node did not answer within ${deadlineMs / 1000}s`,
+          ),
+        ),
+      deadlineMs,
+    )
   })
   let recording: NodeRecording
   try {
@@ -109,14 +150,22 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
     await readBackendSaves(access, record, 6, save6)
   }
   const dumps = privileged.then(() =>
-    Promise.all([saves6(), save.then((saved) => readBackendSaves(access, record, 4, saved)), readNft(access, rec, record, kubeProxy, opts), readIpvs(access, record)]),
+    Promise.all([
+      saves6(),
+      save.then((saved) => readBackendSaves(access, record, 4, saved)),
+      readNft(access, rec, record, kubeProxy, opts),
+      readIpvs(access, record),
+    ]),
   )
   // Whatever fails after the first throw is not waited for (the node's error is the first one).
   for (const p of [privileged, pathReads, dns, network, dumps]) p?.catch(() => undefined)
   const saved = await save
   if (saved.kind === 'ran') {
     if (saved.code !== 0) {
-      if (/password is required|a terminal is required/.test(saved.stderr)) throw new Error('sudo on the node wants a password: allow "sudo -n iptables-save" for the SSH user, or log in as root')
+      if (/password is required|a terminal is required/.test(saved.stderr))
+        throw new Error(
+          'sudo on the node wants a password: allow "sudo -n iptables-save" for the SSH user, or log in as root',
+        )
       throw new Error(`iptables-save exited ${saved.code}: ${saved.stderr.trim().split('\n')[0] || 'no message'}`)
     }
     record('iptablesSave', saved.stdout)
@@ -142,10 +191,19 @@ async function readRules(access: NodeAccess, family: 4 | 6, scope: RulesScope | 
  * One family's backend saves, where the node has both tools. The family's save whose header names its backend
  * ("v1.8.9 (nf_tables)") is that backend's dump: not read a second time (on a large node each read costs seconds).
  */
-async function readBackendSaves(access: NodeAccess, record: (cmd: NodeCommand, out: Buffer) => void, family: 4 | 6, own: RunResult): Promise<void> {
+async function readBackendSaves(
+  access: NodeAccess,
+  record: (cmd: NodeCommand, out: Buffer) => void,
+  family: 4 | 6,
+  own: RunResult,
+): Promise<void> {
   await Promise.all(
     BACKEND_SAVES.filter((b) => b.family === family).map(async ({backend, command: cmd}) => {
-      if (ranOk(own) && backendNamedBy(/^# Generated by .*$/m.exec(own.stdout.toString('latin1', 0, 512))?.[0] ?? '') === backend) return record(cmd, own.stdout)
+      if (
+        ranOk(own) &&
+        backendNamedBy(/^# Generated by .*$/m.exec(own.stdout.toString('latin1', 0, 512))?.[0] ?? '') === backend
+      )
+        return record(cmd, own.stdout)
       const r = await access.run(cmd)
       if (ranOk(r) && r.stdout.length > 0) record(cmd, r.stdout)
     }),
@@ -206,10 +264,17 @@ function gated(access: NodeAccess, limit: number, running: Running): NodeAccess 
  * ruleset of a large iptables-nft node takes minutes (every xtables rule is translated), while kube-proxy's own tables
  * answer at once: the whole ruleset is read only where nftables mode may run (other tables drop packets too).
  */
-async function readNft(access: NodeAccess, rec: NodeRecording, record: (cmd: NodeCommand, out: Buffer) => void, kubeProxy: Promise<KubeProxyStatus>, opts: CollectOptions): Promise<void> {
+async function readNft(
+  access: NodeAccess,
+  rec: NodeRecording,
+  record: (cmd: NodeCommand, out: Buffer) => void,
+  kubeProxy: Promise<KubeProxyStatus>,
+  opts: CollectOptions,
+): Promise<void> {
   const mode = opts.proxyMode ?? (await kubeProxy).proxyMode
   const own = mode === 'nftables' ? undefined : await readKubeProxyTables(access)
-  if (own !== undefined && (mode === 'iptables' || mode === 'ipvs' || own.length === 0)) rec.set(NODE_FILES.nftKubeProxyTables, own)
+  if (own !== undefined && (mode === 'iptables' || mode === 'ipvs' || own.length === 0))
+    rec.set(NODE_FILES.nftKubeProxyTables, own)
   // Where the whole ruleset cannot be listed, kube-proxy's own tables are still what was read.
   else if (!(await readRuleset(access, record)) && own !== undefined) rec.set(NODE_FILES.nftKubeProxyTables, own)
 }
@@ -219,12 +284,18 @@ async function readIpvs(access: NodeAccess, record: (cmd: NodeCommand, out: Buff
   const ipvs = await access.run('ipvsadm')
   if (!ranOk(ipvs)) return
   record('ipvsadm', ipvs.stdout)
-  for (const r of await Promise.all((['ipsetSave', 'kubeIpvs0', 'sysctls'] as const).map(async (cmd) => [cmd, await access.run(cmd)] as const)))
+  for (const r of await Promise.all(
+    (['ipsetSave', 'kubeIpvs0', 'sysctls'] as const).map(async (cmd) => [cmd, await access.run(cmd)] as const),
+  ))
     if (r[1].kind === 'ran' && r[1].stdout.length > 0) record(r[0], r[1].stdout)
 }
 
 /** Bridges, links, neighbours, the fdb; and libcni's result cache (root only: after `privileged`) where the network was read. */
-async function readNetwork(access: NodeAccess, record: (cmd: NodeCommand, out: Buffer) => void, privileged: Promise<void>): Promise<void> {
+async function readNetwork(
+  access: NodeAccess,
+  record: (cmd: NodeCommand, out: Buffer) => void,
+  privileged: Promise<void>,
+): Promise<void> {
   const net = await access.run('network')
   if (net.kind !== 'ran') return
   record('network', net.stdout)
@@ -257,7 +328,9 @@ async function readKubeProxyTables(access: NodeAccess): Promise<Buffer | undefin
   const families = await kubeProxyTableFamilies(access)
   if (families?.length === 0) return Buffer.alloc(0)
   for (const json of [true, false]) {
-    const answers = await Promise.all((families ?? NFT_KUBE_PROXY_FAMILIES).map((family) => access.run('nftKubeProxyTable', {family, json})))
+    const answers = await Promise.all(
+      (families ?? NFT_KUBE_PROXY_FAMILIES).map((family) => access.run('nftKubeProxyTable', {family, json})),
+    )
     if (answers.some((r) => r.kind === 'ran' && toolMissing(r))) return undefined
     const tables = answers.filter((r) => !tableAbsent(r))
     // Both families answered (a table or its absence): the read is whole.
@@ -292,7 +365,6 @@ function mergeJsonRulesets(outs: Buffer[]): Buffer {
   return Buffer.from(JSON.stringify({nftables: objects}) + '\n')
 }
 
-
 function raw(r: RunResult): RawCommandOutput {
   if (r.kind === 'not-recorded') return {code: null, stdout: '', stderr: '', notRead: r.what}
   return {code: r.code, stdout: r.stdout.toString('utf8'), stderr: r.stderr}
@@ -312,7 +384,9 @@ async function readPath(access: NodeAccess, targets: PathTargets, privileged: Pr
   if (ipv6) out.routeTable6 = raw(await access.run('routeTable6'))
   const looked = endpoints.slice(0, MAX_ROUTE_LOOKUPS)
   if (endpoints.length > looked.length)
-    out.skipped = [`ip route get: ${endpoints.length - looked.length} of ${endpoints.length} endpoint addresses not looked up (at most ${MAX_ROUTE_LOOKUPS} per node)`]
+    out.skipped = [
+      `ip route get: ${endpoints.length - looked.length} of ${endpoints.length} endpoint addresses not looked up (at most ${MAX_ROUTE_LOOKUPS} per node)`,
+    ]
   const interfaces = new Set<string>()
   out.routeGet = await mapBounded(looked, LOOKUP_CONCURRENCY, async (address) => {
     const r = raw(await access.run('routeGet', {address}))
@@ -389,15 +463,27 @@ async function askDns(access: NodeAccess, q: DnsQuestion, timeoutMs: number): Pr
     }
   }
   if (fallbackWhy === undefined) return {...base, method: viaTcp, answers}
-  if (answers.length > 0) return {...base, method: viaTcp, answers: [...answers, ...types.slice(answers.length).map((type) => ({type, addresses: [], error: fallbackWhy}))]}
+  if (answers.length > 0)
+    return {
+      ...base,
+      method: viaTcp,
+      answers: [...answers, ...types.slice(answers.length).map((type) => ({type, addresses: [], error: fallbackWhy}))],
+    }
   for (const type of types) {
     const r = await access.run('dnsLookup', {name: q.name, server: q.server, type})
     if (r.kind === 'not-recorded') return {...base, method: 'none', answers: [], error: `${fallbackWhy}; and ${r.what}`}
-    if (r.code === 127) return {...base, method: 'none', answers: [], error: `${fallbackWhy}; and the node has neither dig nor nslookup: run "nslookup ${q.name} ${q.server}" there by hand`}
+    if (r.code === 127)
+      return {
+        ...base,
+        method: 'none',
+        answers: [],
+        error: `${fallbackWhy}; and the node has neither dig nor nslookup: run "nslookup ${q.name} ${q.server}" there by hand`,
+      }
     const addresses = parseLookupOutput(r.stdout.toString(), type)
     // dig +short prints nothing for a name without records of the type; only a failed run is an error.
     const error =
-      addresses.length === 0 && (r.code !== 0 || r.stderr.trim() || /;;|\*\*|server can't find/i.test(r.stdout.toString()))
+      addresses.length === 0 &&
+      (r.code !== 0 || r.stderr.trim() || /;;|\*\*|server can't find/i.test(r.stdout.toString()))
         ? firstLine(r.stderr) || firstLine(r.stdout.toString()) || 'no answer'
         : undefined
     answers.push({type, addresses, ...(error ? {error} : {})})

@@ -32,7 +32,12 @@ const RECORD_FAMILY: Record<DnsRecordType, 4 | 6> = {A: 4, AAAA: 6}
 type DecodedReply = dnsPacket.DecodedPacket & {rcode?: string}
 
 export function buildQuery(name: string, type: DnsRecordType, id: number): Buffer {
-  return dnsPacket.encode({type: 'query', id, flags: dnsPacket.RECURSION_DESIRED, questions: [{type, name, class: 'IN'}]})
+  return dnsPacket.encode({
+    type: 'query',
+    id,
+    flags: dnsPacket.RECURSION_DESIRED,
+    questions: [{type, name, class: 'IN'}],
+  })
 }
 
 /** The reply to the query `id` for `type`: its response code and the addresses of that type (CNAMEs followed by the server). */
@@ -44,7 +49,8 @@ export function parseResponse(msg: Buffer, type: DnsRecordType, id: number): {rc
     throw new Error(`malformed DNS reply (${(e as Error).message})`)
   }
   // dns-packet reads record data past the end of a cut-off message without a word: its byte count tells.
-  if (dnsPacket.decode.bytes > msg.length) throw new Error(`malformed DNS reply (cut off: ${msg.length} of ${dnsPacket.decode.bytes} bytes)`)
+  if (dnsPacket.decode.bytes > msg.length)
+    throw new Error(`malformed DNS reply (cut off: ${msg.length} of ${dnsPacket.decode.bytes} bytes)`)
   if (reply.id !== id) throw new Error('DNS reply with a foreign id')
   if (reply.type !== 'response') throw new Error('DNS message is not a reply')
   if (reply.flag_tc) throw new Error('truncated DNS reply (TC set)')
@@ -56,7 +62,12 @@ export function parseResponse(msg: Buffer, type: DnsRecordType, id: number): {rc
 }
 
 /** Sends one query for `type` over a TCP stream (DNS over TCP, RFC 1035 §4.2.2) and reads the answer; the stream is closed after. */
-export function queryOverStream(stream: Duplex, name: string, type: DnsRecordType, timeoutMs: number): Promise<{rcode: string; addresses: string[]}> {
+export function queryOverStream(
+  stream: Duplex,
+  name: string,
+  type: DnsRecordType,
+  timeoutMs: number,
+): Promise<{rcode: string; addresses: string[]}> {
   const id = Math.floor(Math.random() * 0xffff)
   const query = buildQuery(name, type, id)
   const framed = Buffer.alloc(2 + query.length)

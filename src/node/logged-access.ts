@@ -26,7 +26,11 @@ function tcpOutcome(r: TcpOpen): string {
 }
 
 function fileOutcome(r: FileRead): string {
-  return r.kind === 'read' ? size(r.content.length) : r.kind === 'missing' ? `missing: ${r.reason}` : `not recorded (${r.what})`
+  return r.kind === 'read'
+    ? size(r.content.length)
+    : r.kind === 'missing'
+      ? `missing: ${r.reason}`
+      : `not recorded (${r.what})`
 }
 
 /**
@@ -34,7 +38,17 @@ function fileOutcome(r: FileRead): string {
  * TCP stream and file read, with the transport, the outcome and how long it took. One choke point for every
  * transport, so --verbose shows exactly what reached the node.
  */
-export function loggedAccess(access: NodeAccess, node: string, log: VerboseLog): NodeAccess & {missingTools(): string[]; forbidden(): string[]; warnings(): string[]; leftovers(): string[]; origin(): string | undefined} {
+export function loggedAccess(
+  access: NodeAccess,
+  node: string,
+  log: VerboseLog,
+): NodeAccess & {
+  missingTools(): string[]
+  forbidden(): string[]
+  warnings(): string[]
+  leftovers(): string[]
+  origin(): string | undefined
+} {
   const d = access.describe()
   const via = `${node} [${d.transport} ${d.address}]`
   async function timed<T>(what: string, op: () => Promise<T>, outcome: (r: T) => string): Promise<T> {
@@ -48,7 +62,13 @@ export function loggedAccess(access: NodeAccess, node: string, log: VerboseLog):
       throw e
     }
   }
-  const notes = access as NodeAccess & {missingTools?: () => string[]; forbidden?: () => string[]; warnings?: () => string[]; leftovers?: () => string[]; origin?: () => string | undefined}
+  const notes = access as NodeAccess & {
+    missingTools?: () => string[]
+    forbidden?: () => string[]
+    warnings?: () => string[]
+    leftovers?: () => string[]
+    origin?: () => string | undefined
+  }
   return {
     // What the transport could not read stays visible through the wrapper (see transportNotes).
     missingTools: () => notes.missingTools?.() ?? [],
@@ -56,15 +76,18 @@ export function loggedAccess(access: NodeAccess, node: string, log: VerboseLog):
     warnings: () => notes.warnings?.() ?? [],
     leftovers: () => notes.leftovers?.() ?? [],
     origin: () => notes.origin?.(),
-    run: <K extends NodeCommandKey>(key: K, ...args: ArgsOf<K>) => timed(`run ${key}${describeArgs(args)}`, () => access.run(key, ...args), runOutcome),
-    openTcp: (host, port, timeoutMs) => timed(`tcp ${joinHostPort(host, port)}`, () => access.openTcp(host, port, timeoutMs), tcpOutcome),
+    run: <K extends NodeCommandKey>(key: K, ...args: ArgsOf<K>) =>
+      timed(`run ${key}${describeArgs(args)}`, () => access.run(key, ...args), runOutcome),
+    openTcp: (host, port, timeoutMs) =>
+      timed(`tcp ${joinHostPort(host, port)}`, () => access.openTcp(host, port, timeoutMs), tcpOutcome),
     readFile: (path) => timed(`read ${path}`, () => access.readFile(path), fileOutcome),
     describe: () => d,
     ...(access.usesSudo ? {usesSudo: () => access.usesSudo!()} : {}),
     close: async () => {
       const startedAt = performance.now()
       await access.close()
-      if (d.transport === 'debug-pod') log(`${via} debug Pod ${notes.leftovers?.().length ? 'NOT deleted' : 'deleted'} in ${seconds(startedAt)}`)
+      if (d.transport === 'debug-pod')
+        log(`${via} debug Pod ${notes.leftovers?.().length ? 'NOT deleted' : 'deleted'} in ${seconds(startedAt)}`)
     },
   }
 }

@@ -29,7 +29,8 @@ export const NODE_COMMANDS = {
   ipvsadm: 'ipvsadm -Sn',
   ipsetSave: 'ipset save',
   kubeIpvs0: 'ip -o addr show dev kube-ipvs0',
-  sysctls: 'sysctl net.ipv4.ip_forward net.ipv4.vs.conntrack net.ipv4.vs.conn_reuse_mode net.ipv4.vs.expire_nodest_conn net.ipv4.conf.all.arp_ignore net.ipv4.conf.all.arp_announce',
+  sysctls:
+    'sysctl net.ipv4.ip_forward net.ipv4.vs.conntrack net.ipv4.vs.conn_reuse_mode net.ipv4.vs.expire_nodest_conn net.ipv4.conf.all.arp_ignore net.ipv4.conf.all.arp_announce',
   network: [
     "echo '## hairpin'",
     'for f in /sys/class/net/*/brif/*/hairpin_mode; do [ -e "$f" ] && echo "$f $(cat "$f")"; done',
@@ -65,7 +66,19 @@ export const BACKEND_SAVES = [
 ] as const satisfies ReadonlyArray<{family: 4 | 6; backend: 'legacy' | 'nft'; command: NodeCommand}>
 
 /** The dumps, large and text: compressed on the wire where the node has gzip (see compressedCommandLine). */
-const COMPRESSIBLE: ReadonlySet<NodeCommandKey> = new Set<NodeCommandKey>(['iptablesSave', 'ip6tablesSave', 'nftRulesetJson', 'nftRuleset', 'nftKubeProxyTable', 'iptablesLegacySave', 'iptablesNftSave', 'ip6tablesLegacySave', 'ip6tablesNftSave', 'ipvsadm', 'ipsetSave'])
+const COMPRESSIBLE: ReadonlySet<NodeCommandKey> = new Set<NodeCommandKey>([
+  'iptablesSave',
+  'ip6tablesSave',
+  'nftRulesetJson',
+  'nftRuleset',
+  'nftKubeProxyTable',
+  'iptablesLegacySave',
+  'iptablesNftSave',
+  'ip6tablesLegacySave',
+  'ip6tablesNftSave',
+  'ipvsadm',
+  'ipsetSave',
+])
 
 export function isCompressible(key: NodeCommandKey): boolean {
   return COMPRESSIBLE.has(key)
@@ -84,7 +97,12 @@ export function commandTimeoutMs(key: NodeCommandKey, stepMs: number): number {
 
 /** The program a command line runs, for messages: past `{ ` (compressed) and `sudo -n`. */
 export function programOf(line: string): string {
-  return line.replace(/^\{ /, '').replace(/^sudo -n /, '').split(' ')[0] ?? line
+  return (
+    line
+      .replace(/^\{ /, '')
+      .replace(/^sudo -n /, '')
+      .split(' ')[0] ?? line
+  )
 }
 
 /** What follows a compressed command's own output inside the stream: its exit status (the pipeline's is gzip's). */
@@ -106,7 +124,20 @@ export function splitCompressedOutput(plain: Buffer): {code: number | null; stdo
   return {code: Number(m[1]), stdout: plain.subarray(0, at)}
 }
 
-const NEEDS_ROOT: ReadonlySet<NodeCommand> = new Set(['iptablesSave', 'ip6tablesSave', 'nftRulesetJson', 'nftRuleset', 'nftSets', 'iptablesLegacySave', 'iptablesNftSave', 'ip6tablesLegacySave', 'ip6tablesNftSave', 'ipvsadm', 'ipsetSave', 'cniResults'])
+const NEEDS_ROOT: ReadonlySet<NodeCommand> = new Set([
+  'iptablesSave',
+  'ip6tablesSave',
+  'nftRulesetJson',
+  'nftRuleset',
+  'nftSets',
+  'iptablesLegacySave',
+  'iptablesNftSave',
+  'ip6tablesLegacySave',
+  'ip6tablesNftSave',
+  'ipvsadm',
+  'ipsetSave',
+  'cniResults',
+])
 
 declare const allowListed: unique symbol
 /** A command line built here from an allow-list key: the only thing a transport's exec accepts. */
@@ -127,7 +158,8 @@ const RECORD_TYPES: ReadonlySet<string> = new Set(['A', 'AAAA'])
  * never shell-quoted input.
  */
 export function dnsLookupCommand(name: string, server: string, type: 'A' | 'AAAA'): CommandLine {
-  if (!DNS_NAME.test(name) || !DNS_SERVER.test(server) || !parseIp(server) || !RECORD_TYPES.has(type)) throw new Error(`refusing to build a DNS command for "${name}" ${type} @ "${server}"`)
+  if (!DNS_NAME.test(name) || !DNS_SERVER.test(server) || !parseIp(server) || !RECORD_TYPES.has(type))
+    throw new Error(`refusing to build a DNS command for "${name}" ${type} @ "${server}"`)
   return `if command -v dig >/dev/null; then dig +short +tcp +time=2 +tries=1 ${name} ${type} @${server}; elif command -v nslookup >/dev/null; then nslookup -vc -timeout=2 -type=${type} ${name} ${server}; else echo 'kpd: no dig or nslookup' >&2; exit 127; fi` as CommandLine
 }
 
@@ -140,7 +172,10 @@ export function isReadableNodeFile(path: string): boolean {
 
 /** `cat` of one allow-listed kernel file; the path is validated, then quoted all the same. */
 export function readFileCommand(path: string): CommandLine {
-  if (!isReadableNodeFile(path)) throw new Error(`refusing to read "${path}" on a node: only /proc/sys/… and /sys/class/net/… files are allow-listed`)
+  if (!isReadableNodeFile(path))
+    throw new Error(
+      `refusing to read "${path}" on a node: only /proc/sys/… and /sys/class/net/… files are allow-listed`,
+    )
   return `cat -- '${path}'` as CommandLine
 }
 
@@ -187,7 +222,8 @@ export function isInterfaceName(name: string): boolean {
 
 /** sysctl's spelling of a per-interface key: dots in an interface name become slashes. */
 function interfaceSysctls(iface: string): string[] {
-  if (!isInterfaceName(iface)) throw new Error(`refusing to build a node command: ${JSON.stringify(iface)} is not an interface name`)
+  if (!isInterfaceName(iface))
+    throw new Error(`refusing to build a node command: ${JSON.stringify(iface)} is not an interface name`)
   const key = iface.replaceAll('.', '/')
   return [`net.ipv4.conf.${key}.rp_filter`, `net.ipv4.conf.${key}.route_localnet`]
 }
@@ -224,13 +260,17 @@ export const MAX_CHAINS_PER_READ = 256
 export const CHAIN_TRAILER = '#kpd-chain '
 
 function iptablesChainsCommand(a: {family: 4 | 6; reads: Array<{table: IptablesTable; chain: string}>}): CommandLine {
-  if (a.family !== 4 && a.family !== 6) throw new Error(`refusing to build a node command: ${JSON.stringify(a.family)} is not an IP family`)
-  if (!Array.isArray(a.reads) || a.reads.length === 0 || a.reads.length > MAX_CHAINS_PER_READ) throw new Error(`refusing to build a node command: 1 to ${MAX_CHAINS_PER_READ} chains per read`)
+  if (a.family !== 4 && a.family !== 6)
+    throw new Error(`refusing to build a node command: ${JSON.stringify(a.family)} is not an IP family`)
+  if (!Array.isArray(a.reads) || a.reads.length === 0 || a.reads.length > MAX_CHAINS_PER_READ)
+    throw new Error(`refusing to build a node command: 1 to ${MAX_CHAINS_PER_READ} chains per read`)
   const tool = a.family === 6 ? 'ip6tables' : 'iptables'
   const parts: string[] = []
   for (const {table, chain} of a.reads) {
-    if (!(IPTABLES_TABLES as readonly string[]).includes(table)) throw new Error(`refusing to build a node command: ${JSON.stringify(table)} is not an iptables table`)
-    if (!isChainName(chain)) throw new Error(`refusing to build a node command: ${JSON.stringify(chain)} is not a chain name`)
+    if (!(IPTABLES_TABLES as readonly string[]).includes(table))
+      throw new Error(`refusing to build a node command: ${JSON.stringify(table)} is not an iptables table`)
+    if (!isChainName(chain))
+      throw new Error(`refusing to build a node command: ${JSON.stringify(chain)} is not a chain name`)
     // Never asked of iptables-legacy (see readScopedRules); --modprobe=/bin/false all the same: iptables loads no module.
     parts.push(`${tool} --modprobe=/bin/false -w 5 -t ${table} -S ${quote(chain)}; echo "${CHAIN_TRAILER}$?"`)
   }
@@ -242,12 +282,14 @@ export const NFT_KUBE_PROXY_FAMILIES = ['ip', 'ip6'] as const
 export type NftKubeProxyFamily = (typeof NFT_KUBE_PROXY_FAMILIES)[number]
 
 function nftFamily(family: NftKubeProxyFamily): NftKubeProxyFamily {
-  if (!(NFT_KUBE_PROXY_FAMILIES as readonly string[]).includes(family)) throw new Error(`refusing to build a node command: ${JSON.stringify(family)} is not an nft family kube-proxy uses`)
+  if (!(NFT_KUBE_PROXY_FAMILIES as readonly string[]).includes(family))
+    throw new Error(`refusing to build a node command: ${JSON.stringify(family)} is not an nft family kube-proxy uses`)
   return family
 }
 
 function conntrackProtocol(protocol: ConntrackProtocol): ConntrackProtocol {
-  if (!(CONNTRACK_PROTOCOLS as readonly string[]).includes(protocol)) throw new Error(`refusing to build a node command: ${JSON.stringify(protocol)} is not a conntrack protocol`)
+  if (!(CONNTRACK_PROTOCOLS as readonly string[]).includes(protocol))
+    throw new Error(`refusing to build a node command: ${JSON.stringify(protocol)} is not a conntrack protocol`)
   return protocol
 }
 
@@ -257,8 +299,22 @@ function conntrackProtocol(protocol: ConntrackProtocol): ConntrackProtocol {
  */
 export const QUERY_ARGV = {
   routeGet: (a: {address: string}) => ['ip', '-o', 'route', 'get', ipArgument(a.address)],
-  conntrackList: (a: {protocol: ConntrackProtocol; address: string}) => ['conntrack', '-L', '-p', conntrackProtocol(a.protocol), '-d', ipArgument(a.address)],
-  nftKubeProxyTable: (a: {family: NftKubeProxyFamily; json: boolean}) => ['nft', ...(a.json === true ? ['-j'] : []), 'list', 'table', nftFamily(a.family), 'kube-proxy'],
+  conntrackList: (a: {protocol: ConntrackProtocol; address: string}) => [
+    'conntrack',
+    '-L',
+    '-p',
+    conntrackProtocol(a.protocol),
+    '-d',
+    ipArgument(a.address),
+  ],
+  nftKubeProxyTable: (a: {family: NftKubeProxyFamily; json: boolean}) => [
+    'nft',
+    ...(a.json === true ? ['-j'] : []),
+    'list',
+    'table',
+    nftFamily(a.family),
+    'kube-proxy',
+  ],
 }
 
 /**
@@ -291,7 +347,8 @@ export const HOST_ROOT = '/host'
  * root). Only argv built in this file goes through it (the transports pass what COMMAND_ARGV and QUERY_ARGV gave).
  */
 export function onNodeRoot(argv: readonly string[]): string[] {
-  if (argv.length === 0 || argv[0] === 'chroot') throw new Error('refusing to build a chroot command for an empty or nested command')
+  if (argv.length === 0 || argv[0] === 'chroot')
+    throw new Error('refusing to build a chroot command for an empty or nested command')
   return ['chroot', HOST_ROOT, ...argv]
 }
 
@@ -337,7 +394,8 @@ const QUERIES: {[K in NodeQuery]: (args: NodeQueryArgs[K], isRoot: boolean) => C
   pathSysctls: (a) => pathSysctlsCommand(a.interfaces, a.ipv6),
   routeGet: (a) => routeGetCommand(a.address),
   conntrackList: (a, isRoot) => conntrackListCommand(a.protocol, a.address, isRoot),
-  nftKubeProxyTable: (a, isRoot) => `${isRoot ? '' : 'sudo -n '}${QUERY_ARGV.nftKubeProxyTable(a).join(' ')}` as CommandLine,
+  nftKubeProxyTable: (a, isRoot) =>
+    `${isRoot ? '' : 'sudo -n '}${QUERY_ARGV.nftKubeProxyTable(a).join(' ')}` as CommandLine,
   iptablesChains: (a, isRoot) => {
     if (!isRoot) throw new Error('refusing to build a node command: chain by chain reads run as root only')
     return iptablesChainsCommand(a)

@@ -27,7 +27,9 @@ export interface RawPathReads {
 type NodeRead<T> = {status: 'read'; value: T} | {status: 'not-read'; reason: string}
 
 /** `ip route get ADDR`: the route the kernel picks, or the kind of route that refuses the address. */
-export type RouteAnswer = {kind: 'route'; route: Route} | {kind: 'no-route'; type: 'none' | 'unreachable' | 'blackhole' | 'prohibit'; message: string}
+export type RouteAnswer =
+  | {kind: 'route'; route: Route}
+  | {kind: 'no-route'; type: 'none' | 'unreachable' | 'blackhole' | 'prohibit'; message: string}
 
 interface RouteLookup {
   address: string
@@ -55,7 +57,8 @@ const firstLine = (text: string) => text.trim().split('\n')[0] || 'no message'
 
 function interpret<T>(raw: RawCommandOutput, what: string, parse: (r: RawCommandOutput) => T): NodeRead<T> {
   if (raw.notRead !== undefined) return {status: 'not-read', reason: `${what}: ${raw.notRead}`}
-  if (toolMissing(raw)) return {status: 'not-read', reason: `${what}: not available on the node (${firstLine(raw.stderr)})`}
+  if (toolMissing(raw))
+    return {status: 'not-read', reason: `${what}: not available on the node (${firstLine(raw.stderr)})`}
   try {
     return {status: 'read', value: parse(raw)}
   } catch (e) {
@@ -67,13 +70,17 @@ function requireSuccess(raw: RawCommandOutput): void {
   if (raw.code !== 0) throw new Error(`exited ${raw.code ?? 'on a signal'}: ${firstLine(raw.stderr)}`)
 }
 
-const isConntrackProtocol = (p: string): p is ConntrackProtocol => (CONNTRACK_PROTOCOLS as readonly string[]).includes(p)
+const isConntrackProtocol = (p: string): p is ConntrackProtocol =>
+  (CONNTRACK_PROTOCOLS as readonly string[]).includes(p)
 
 /** Parses the raw path reads. */
 export function interpretPathReads(raw: RawPathReads): PathObservation {
   const out: PathObservation = {routeLookups: [], conntrack: [], skipped: raw.skipped ?? []}
   // sysctl exits 1 when one key is missing and still prints the others; the missing ones are said on stderr.
-  if (raw.sysctls) out.sysctls = interpret(raw.sysctls, 'sysctl', (r) => parseSysctl(`${r.stdout}\n${r.stderr.replace(/^(?!sysctl: cannot stat).*$/gm, '')}`))
+  if (raw.sysctls)
+    out.sysctls = interpret(raw.sysctls, 'sysctl', (r) =>
+      parseSysctl(`${r.stdout}\n${r.stderr.replace(/^(?!sysctl: cannot stat).*$/gm, '')}`),
+    )
   const table = (r: RawCommandOutput) => {
     requireSuccess(r)
     return parseRouteTable(r.stdout)

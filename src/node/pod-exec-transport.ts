@@ -16,7 +16,12 @@ import {
 import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription} from './node-access.js'
 import {execInPod, type ExecResult} from './kube/exec-in-pod.js'
 import type {PodRef} from './kube/find-pod.js'
-import {KubeCommandNotFoundError, KubeForbiddenError, KubePortForwardError, KubeTimeoutError} from './kube/kube-stream-errors.js'
+import {
+  KubeCommandNotFoundError,
+  KubeForbiddenError,
+  KubePortForwardError,
+  KubeTimeoutError,
+} from './kube/kube-stream-errors.js'
 import {openPortForward} from './kube/port-forward.js'
 import {hairpinLines, interfacesOfProcNetDev} from './kube/sysfs-bridges.js'
 import {procIpVsAsIpvsadm} from './kube/proc-ip-vs.js'
@@ -60,7 +65,13 @@ export interface PodKind {
   release?: () => Promise<string | undefined>
 }
 
-const KUBE_PROXY_POD: PodKind = {transport: 'kube-proxy', pod: "kube-proxy's Pod", image: 'the kube-proxy image', purpose: "read nodes through kube-proxy's Pods", nodeRoot: false}
+const KUBE_PROXY_POD: PodKind = {
+  transport: 'kube-proxy',
+  pod: "kube-proxy's Pod",
+  image: 'the kube-proxy image',
+  purpose: "read nodes through kube-proxy's Pods",
+  nodeRoot: false,
+}
 
 /**
  * NodeAccess through a host-network Pod on the node (kube-proxy's own, or the debug Pod): the allow-listed reads run as
@@ -91,7 +102,10 @@ export class PodExecNodeAccess implements NodeAccess {
 
   /** One line per program the image lacked, with what was read instead or not at all. */
   missingTools(): string[] {
-    return [...[...this.missing].map(([tool, effect]) => `${tool} ${this.absentFrom(tool)}${effect}`), ...this.notMounted]
+    return [
+      ...[...this.missing].map(([tool, effect]) => `${tool} ${this.absentFrom(tool)}${effect}`),
+      ...this.notMounted,
+    ]
   }
 
   /** Where a program was looked for: the image, and in the debug Pod the node too (or why not). */
@@ -134,11 +148,16 @@ export class PodExecNodeAccess implements NodeAccess {
 
   private async execRaw(argv: readonly string[], timeoutMs = this.timeoutMs): Promise<ExecResult | Missing> {
     try {
-      return await execInPod(this.kubeConfig, this.pod.namespace, this.pod.name, this.pod.container, [...argv], {timeoutMs})
+      return await execInPod(this.kubeConfig, this.pod.namespace, this.pod.name, this.pod.container, [...argv], {
+        timeoutMs,
+      })
     } catch (e) {
       if (e instanceof KubeCommandNotFoundError) return {kind: 'missing', tool: argv[0]}
       if (e instanceof KubeForbiddenError) throw new Error(this.refused(e))
-      if (e instanceof KubeTimeoutError) throw new Error(`${argv[argv[0] === 'chroot' ? 2 : 0]} in ${this.kind.pod} ${this.podName()} did not finish within ${timeoutMs / 1000}s`)
+      if (e instanceof KubeTimeoutError)
+        throw new Error(
+          `${argv[argv[0] === 'chroot' ? 2 : 0]} in ${this.kind.pod} ${this.podName()} did not finish within ${timeoutMs / 1000}s`,
+        )
       throw e
     }
   }
@@ -166,15 +185,24 @@ export class PodExecNodeAccess implements NodeAccess {
     if (key === 'cniResults') return this.cniResults()
     // Many chains in one exec need a shell, which these Pods' exec does not give: the whole dump is read instead, and
     // the version, asked only to decide on chain by chain reads, is not asked.
-    if (key === 'iptablesChains' || key === 'iptablesVersion' || key === 'ip6tablesVersion') return {kind: 'not-recorded', what: `iptables chains one by one (no shell in ${this.kind.pod})`}
+    if (key === 'iptablesChains' || key === 'iptablesVersion' || key === 'ip6tablesVersion')
+      return {kind: 'not-recorded', what: `iptables chains one by one (no shell in ${this.kind.pod})`}
     if (key === 'pathSysctls') {
       const a = args[0] as {interfaces: string[]; ipv6?: boolean}
       return this.sysctlsOf(pathSysctlNames(a.interfaces, a.ipv6))
     }
     const timeoutMs = commandTimeoutMs(key, this.timeoutMs)
     if (key === 'routeGet') return this.runArgv(QUERY_ARGV.routeGet(args[0] as {address: string}), timeoutMs)
-    if (key === 'conntrackList') return this.runArgv(QUERY_ARGV.conntrackList(args[0] as Parameters<typeof QUERY_ARGV.conntrackList>[0]), timeoutMs)
-    if (key === 'nftKubeProxyTable') return this.runArgv(QUERY_ARGV.nftKubeProxyTable(args[0] as Parameters<typeof QUERY_ARGV.nftKubeProxyTable>[0]), timeoutMs)
+    if (key === 'conntrackList')
+      return this.runArgv(
+        QUERY_ARGV.conntrackList(args[0] as Parameters<typeof QUERY_ARGV.conntrackList>[0]),
+        timeoutMs,
+      )
+    if (key === 'nftKubeProxyTable')
+      return this.runArgv(
+        QUERY_ARGV.nftKubeProxyTable(args[0] as Parameters<typeof QUERY_ARGV.nftKubeProxyTable>[0]),
+        timeoutMs,
+      )
     const argv = COMMAND_ARGV[key as NodeCommand]
     if (!argv) throw new Error(`node command ${key} has no argv form for the ${this.kind.transport} transport`)
     return this.runArgv(argv, timeoutMs)
@@ -199,7 +227,9 @@ export class PodExecNodeAccess implements NodeAccess {
     const what = this.kind.nodeRoot
       ? `/var/lib/cni/results (the CNI result cache) not read: ${this.kind.image} has no chroot to reach the node's`
       : `/var/lib/cni/results (the CNI result cache) is not mounted in ${this.kind.pod}`
-    this.notMounted.add(`${what}: pods mapped to bridge ports through fdb and neighbour entries only (they expire on idle Pods)`)
+    this.notMounted.add(
+      `${what}: pods mapped to bridge ports through fdb and neighbour entries only (they expire on idle Pods)`,
+    )
     return {kind: 'not-recorded', what}
   }
 
@@ -242,7 +272,10 @@ export class PodExecNodeAccess implements NodeAccess {
     const out: string[] = ['## hairpin']
     const dev = await this.exec(['cat', '/proc/net/dev'])
     if ('kind' in dev) return this.notInImage('cat', ': bridge ports and hairpin flags not read')
-    const paths = interfacesOfProcNetDev(dev.stdout).flatMap((i) => [`/sys/class/net/${i}/brport/hairpin_mode`, `/sys/class/net/${i}/brport/bridge/uevent`])
+    const paths = interfacesOfProcNetDev(dev.stdout).flatMap((i) => [
+      `/sys/class/net/${i}/brport/hairpin_mode`,
+      `/sys/class/net/${i}/brport/bridge/uevent`,
+    ])
     const labelled: string[] = []
     for (let i = 0; i < paths.length; i += PATHS_PER_EXEC) {
       const r = await this.exec(['grep', '-H', '', ...paths.slice(i, i + PATHS_PER_EXEC)])
@@ -269,18 +302,37 @@ export class PodExecNodeAccess implements NodeAccess {
     if (!('kind' in dig)) return ran(dig)
     const nslookup = await this.exec(['nslookup', '-vc', '-timeout=2', `-type=${q.type}`, q.name, q.server])
     if (!('kind' in nslookup)) return ran(nslookup)
-    return {kind: 'ran', code: 127, stdout: Buffer.alloc(0), stderr: `dig and nslookup are ${this.absentFrom('nslookup')}`}
+    return {
+      kind: 'ran',
+      code: 127,
+      stdout: Buffer.alloc(0),
+      stderr: `dig and nslookup are ${this.absentFrom('nslookup')}`,
+    }
   }
 
   /** Only the node's loopback: the kubelet dials localhost inside the Pod's (here: the node's) network namespace. */
   async openTcp(host: string, port: number, timeoutMs: number): Promise<TcpOpen> {
-    if (!LOOPBACK.has(host)) return {kind: 'refused', outcome: 'not-probed', reason: `a port-forward to ${this.kind.pod} reaches only the node's loopback, not ${host}:${port}`}
+    if (!LOOPBACK.has(host))
+      return {
+        kind: 'refused',
+        outcome: 'not-probed',
+        reason: `a port-forward to ${this.kind.pod} reaches only the node's loopback, not ${host}:${port}`,
+      }
     try {
-      return {kind: 'open', stream: await openPortForward(this.kubeConfig, this.pod.namespace, this.pod.name, port, {timeoutMs})}
+      return {
+        kind: 'open',
+        stream: await openPortForward(this.kubeConfig, this.pod.namespace, this.pod.name, port, {timeoutMs}),
+      }
     } catch (e) {
       if (e instanceof KubeForbiddenError) return {kind: 'refused', outcome: 'not-probed', reason: this.refused(e)}
-      if (e instanceof KubeTimeoutError) return {kind: 'refused', outcome: 'timeout', reason: `port-forward to ${host}:${port} through ${this.podName()} timed out after ${timeoutMs / 1000}s`}
-      if (e instanceof KubePortForwardError) return {kind: 'refused', outcome: e.refused ? 'refused' : 'not-probed', reason: e.message}
+      if (e instanceof KubeTimeoutError)
+        return {
+          kind: 'refused',
+          outcome: 'timeout',
+          reason: `port-forward to ${host}:${port} through ${this.podName()} timed out after ${timeoutMs / 1000}s`,
+        }
+      if (e instanceof KubePortForwardError)
+        return {kind: 'refused', outcome: e.refused ? 'refused' : 'not-probed', reason: e.message}
       return {kind: 'refused', outcome: 'not-probed', reason: (e as Error).message}
     }
   }
@@ -289,11 +341,17 @@ export class PodExecNodeAccess implements NodeAccess {
     if (!isReadableNodeFile(path)) throw new Error(`refusing to read "${path}" on a node: not an allow-listed file`)
     const r = await this.exec(['cat', '--', path])
     if ('kind' in r) return {kind: 'not-recorded', what: `cat ${this.absentFrom('cat')} (${path} not read)`}
-    return r.exitCode === 0 ? {kind: 'read', content: Buffer.from(r.stdout)} : {kind: 'missing', reason: r.stderr.trim().split('\n')[0] || `cat exited ${r.exitCode}`}
+    return r.exitCode === 0
+      ? {kind: 'read', content: Buffer.from(r.stdout)}
+      : {kind: 'missing', reason: r.stderr.trim().split('\n')[0] || `cat exited ${r.exitCode}`}
   }
 
   describe(): TransportDescription {
-    return {transport: this.kind.transport, address: `pod ${this.podName()}`, tcpVia: `a port-forward to ${this.kind.pod} ${this.podName()}`}
+    return {
+      transport: this.kind.transport,
+      address: `pod ${this.podName()}`,
+      tcpVia: `a port-forward to ${this.kind.pod} ${this.podName()}`,
+    }
   }
 
   /** Releases the Pod (deletes the debug Pod) once; later calls wait for the same release. */

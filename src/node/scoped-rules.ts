@@ -20,7 +20,10 @@ export interface RulesScope {
 /** kube-proxy's IPVS mode, by its glue in nat: the KUBE-NODE-PORT chain, or KUBE-SERVICES matching its ipsets. */
 function isIpvsMode(reads: ChainRead[]): boolean {
   const nat = (chain: string) => reads.find((r) => r.table === 'nat' && r.chain === chain)
-  return nat('KUBE-NODE-PORT')?.policy !== undefined || !!nat('KUBE-SERVICES')?.rules.some((l) => l.includes(' --match-set KUBE-'))
+  return (
+    nat('KUBE-NODE-PORT')?.policy !== undefined ||
+    !!nat('KUBE-SERVICES')?.rules.some((l) => l.includes(' --match-set KUBE-'))
+  )
 }
 
 /** The chains of a chain by chain read, as iptables-save would print them, or why the whole dump must be read instead. */
@@ -65,19 +68,27 @@ interface ChainRead {
 function mayCarryScope(rule: ParsedRule, addresses: ReadonlySet<string>, ports: ReadonlySet<number>): boolean {
   const d = findOption(rule, '', 'd', '--destination')
   const host = d && !d.negated && d.values.length === 1 ? parseCidr(d.values[0]) : undefined
-  if (host && host.bits === (host.family === 4 ? 32 : 128) && ![...addresses].some((a) => cidrContains(host, a))) return false
+  if (host && host.bits === (host.family === 4 ? 32 : 128) && ![...addresses].some((a) => cidrContains(host, a)))
+    return false
   const port = destinationPort(rule)
   return !(port !== undefined && /^\d{1,5}$/.test(port) && !ports.has(Number(port)))
 }
 
 /** The chains a rule read sends packets to that are worth reading next (undefined: a target no chain read can show). */
-function nextChain(rule: ParsedRule, from: ChainRead, addresses: ReadonlySet<string>, ports: ReadonlySet<number>, named: ReadonlySet<string>): string | null | undefined {
+function nextChain(
+  rule: ParsedRule,
+  from: ChainRead,
+  addresses: ReadonlySet<string>,
+  ports: ReadonlySet<number>,
+  named: ReadonlySet<string>,
+): string | null | undefined {
   const target = rule.target
   if (target === undefined || NOT_CHAINS.has(target)) return null
   if (!isChainName(target)) return undefined
   // Inside one of the Service's own chains every jump is the Service's; elsewhere a jump to another Service's chain
   // is skipped when the rule's destination says it is for another Service.
-  if (!PER_SERVICE_CHAIN.test(target) || PER_SERVICE_CHAIN.test(from.chain) || named.has(`${from.table} ${target}`)) return target
+  if (!PER_SERVICE_CHAIN.test(target) || PER_SERVICE_CHAIN.test(from.chain) || named.has(`${from.table} ${target}`))
+    return target
   return mayCarryScope(rule, addresses, ports) ? target : null
 }
 
@@ -86,11 +97,16 @@ function nextChain(rule: ParsedRule, from: ChainRead, addresses: ReadonlySet<str
  */
 function readAnswer(read: ChainRead, lines: string[]): string | undefined {
   const head = lines[0]?.split(' ') ?? []
-  if (read.builtin ? head[0] !== '-P' || head[1] !== read.chain || head.length !== 3 : head[0] !== '-N' || head[1] !== read.chain || head.length !== 2)
+  if (
+    read.builtin
+      ? head[0] !== '-P' || head[1] !== read.chain || head.length !== 3
+      : head[0] !== '-N' || head[1] !== read.chain || head.length !== 2
+  )
     return `iptables -t ${read.table} -S ${read.chain} began with ${JSON.stringify(lines[0]?.slice(0, 80) ?? '')}`
   read.policy = read.builtin ? head[2] : '-'
   for (const line of lines.slice(1)) {
-    if (!line.startsWith(`-A ${read.chain} `)) return `iptables -t ${read.table} -S ${read.chain} printed ${JSON.stringify(line.slice(0, 80))}`
+    if (!line.startsWith(`-A ${read.chain} `))
+      return `iptables -t ${read.table} -S ${read.chain} printed ${JSON.stringify(line.slice(0, 80))}`
     read.rules.push(line)
   }
   return undefined
@@ -138,12 +154,19 @@ function notChainByChain(version: string): string | undefined {
 /** The chains read, in iptables-save's format (tables in its order, built-in chains first), under a header naming the read. */
 function asSaveDump(reads: ChainRead[], version: string): Buffer {
   const there = reads.filter((r) => r.policy !== undefined)
-  const out = [`${CHAIN_BY_CHAIN_HEADER}${version} -S, chain by chain: ${there.length} chains, the ones the Service's packets can reach`]
+  const out = [
+    `${CHAIN_BY_CHAIN_HEADER}${version} -S, chain by chain: ${there.length} chains, the ones the Service's packets can reach`,
+  ]
   for (const table of IPTABLES_TABLES) {
     const chains = there.filter((r) => r.table === table)
     // A table of empty accepting built-in chains is what a table not there is (iptables-nft makes tables on use).
     if (chains.every((c) => c.builtin && c.policy === 'ACCEPT' && c.rules.length === 0)) continue
-    out.push(`*${table}`, ...chains.map((c) => `:${c.chain} ${c.policy} [0:0]`), ...chains.flatMap((c) => c.rules), 'COMMIT')
+    out.push(
+      `*${table}`,
+      ...chains.map((c) => `:${c.chain} ${c.policy} [0:0]`),
+      ...chains.flatMap((c) => c.rules),
+      'COMMIT',
+    )
   }
   return Buffer.from(out.join('\n') + '\n', 'latin1')
 }
@@ -180,7 +203,8 @@ export async function readScopedRules(access: NodeAccess, family: 4 | 6, scope: 
   if (unfit) return {kind: 'whole', why: unfit}
   for (const table of IPTABLES_TABLES) for (const chain of BUILTIN_CHAINS[table]) want(table, chain, true)
   for (const {table, chain} of scope.chains) {
-    if (!isChainName(chain)) return {kind: 'whole', why: `${JSON.stringify(chain)} is not a chain name the doctor passes on`}
+    if (!isChainName(chain))
+      return {kind: 'whole', why: `${JSON.stringify(chain)} is not a chain name the doctor passes on`}
     want(table, chain, BUILTIN_CHAINS[table].includes(chain))
   }
   for (let round = 0; queue.length > 0; round++) {
@@ -189,7 +213,11 @@ export async function readScopedRules(access: NodeAccess, family: 4 | 6, scope: 
     const batches: ChainRead[][] = []
     for (let i = 0; i < queue.length; i += MAX_CHAINS_PER_READ) batches.push(queue.slice(i, i + MAX_CHAINS_PER_READ))
     queue.length = 0
-    const answers = await Promise.all(batches.map((batch) => access.run('iptablesChains', {family, reads: batch.map(({table, chain}) => ({table, chain}))})))
+    const answers = await Promise.all(
+      batches.map((batch) =>
+        access.run('iptablesChains', {family, reads: batch.map(({table, chain}) => ({table, chain}))}),
+      ),
+    )
     for (const [i, r] of answers.entries()) {
       if (r.kind !== 'ran') return {kind: 'whole', why: r.what}
       if (r.code !== 0) return {kind: 'whole', why: `the chain by chain read exited ${r.code}: ${firstError(r.stderr)}`}
@@ -199,7 +227,11 @@ export async function readScopedRules(access: NodeAccess, family: 4 | 6, scope: 
         const read = batches[i][k]
         if (code !== 0) {
           // Only a chain looked up by name may be missing, and only as iptables says it is (exit 1).
-          if (read.mustExist || code !== 1) return {kind: 'whole', why: `iptables -t ${read.table} -S ${read.chain} exited ${code}: ${firstError(r.stderr)}`}
+          if (read.mustExist || code !== 1)
+            return {
+              kind: 'whole',
+              why: `iptables -t ${read.table} -S ${read.chain} exited ${code}: ${firstError(r.stderr)}`,
+            }
           continue
         }
         const wrong = readAnswer(read, lines)
@@ -212,7 +244,8 @@ export async function readScopedRules(access: NodeAccess, family: 4 | 6, scope: 
             return {kind: 'whole', why: `a rule of ${read.chain} does not parse (${(e as Error).message})`}
           }
           const next = nextChain(rule, read, addresses, ports, named)
-          if (next === undefined) return {kind: 'whole', why: `${JSON.stringify(rule.target)} is not a chain name the doctor passes on`}
+          if (next === undefined)
+            return {kind: 'whole', why: `${JSON.stringify(rule.target)} is not a chain name the doctor passes on`}
           if (next !== null) want(read.table, next, true)
         }
       }
@@ -221,7 +254,12 @@ export async function readScopedRules(access: NodeAccess, family: 4 | 6, scope: 
   const all = [...reads.values()]
   // A chain first read by name and found missing, that a rule read later jumps to: the rules changed between rounds.
   const vanished = all.find((r) => r.mustExist && r.policy === undefined)
-  if (vanished) return {kind: 'whole', why: `${vanished.table} ${vanished.chain} is jumped to but was not there when read`}
-  if (isIpvsMode(all)) return {kind: 'whole', why: 'IPVS mode: its iptables rules are few, and its leftover check looks for every KUBE-SVC chain'}
+  if (vanished)
+    return {kind: 'whole', why: `${vanished.table} ${vanished.chain} is jumped to but was not there when read`}
+  if (isIpvsMode(all))
+    return {
+      kind: 'whole',
+      why: 'IPVS mode: its iptables rules are few, and its leftover check looks for every KUBE-SVC chain',
+    }
   return {kind: 'read', dump: asSaveDump(all, version)}
 }

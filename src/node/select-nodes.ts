@@ -14,14 +14,21 @@ export interface NodeSelection {
  * Every node up to ALL_NODES_LIMIT nodes; beyond, the nodes hosting endpoints plus the first SAMPLE_SIZE others
  * by name (a stable sample, so two runs read the same nodes). --nodes and --all-nodes override.
  */
-export function selectNodes(nodes: V1Node[], endpointNodes: Set<string>, opts: {only?: string[]; all?: boolean}): NodeSelection {
+export function selectNodes(
+  nodes: V1Node[],
+  endpointNodes: Set<string>,
+  opts: {only?: string[]; all?: boolean},
+): NodeSelection {
   const names = nodes
     .map((n) => n.metadata?.name ?? '')
     .filter(Boolean)
     .sort()
   if (opts.only && opts.only.length > 0) {
     const unknown = opts.only.filter((n) => !names.includes(n))
-    if (unknown.length > 0) throw new DiagnosisError(`--nodes names unknown node(s): ${unknown.join(', ')} (cluster has ${names.slice(0, 10).join(', ')}${names.length > 10 ? ', …' : ''})`)
+    if (unknown.length > 0)
+      throw new DiagnosisError(
+        `--nodes names unknown node(s): ${unknown.join(', ')} (cluster has ${names.slice(0, 10).join(', ')}${names.length > 10 ? ', …' : ''})`,
+      )
     return {names: opts.only}
   }
   if (opts.all || names.length <= ALL_NODES_LIMIT) return {names}

@@ -13,7 +13,11 @@ export interface SharedNodeReads {
 }
 
 /** Copies a node's recording into memory every thread can read; dumps left on disk are passed by path. */
-export function shareNodeReads(name: string, rec: NodeRecording, onDisk: Map<NodeFile, DumpSource> = new Map()): SharedNodeReads {
+export function shareNodeReads(
+  name: string,
+  rec: NodeRecording,
+  onDisk: Map<NodeFile, DumpSource> = new Map(),
+): SharedNodeReads {
   const files = [...rec].map(([file, bytes]): [NodeFile, Uint8Array] => {
     const shared = new Uint8Array(new SharedArrayBuffer(bytes.length))
     shared.set(bytes)
@@ -28,7 +32,9 @@ export function shareNodeReads(name: string, rec: NodeRecording, onDisk: Map<Nod
 
 /** Parses shared reads on this thread as parseNodeRecording does; `close` releases the dumps it opened. */
 export function parseSharedNodeReads(reads: SharedNodeReads): {observation: NodeObservation; close(): void} {
-  const rec: NodeRecording = new Map(reads.files.map(([file, bytes]) => [file, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length)]))
+  const rec: NodeRecording = new Map(
+    reads.files.map(([file, bytes]) => [file, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length)]),
+  )
   const onDisk = new Map<NodeFile, DumpSource>()
   const close = () => {
     for (const source of onDisk.values()) source.close()

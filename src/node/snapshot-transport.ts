@@ -1,4 +1,10 @@
-import {isNodeCommandKey, isReadableNodeFile, type ArgsOf, type NodeCommand, type NodeCommandKey} from './node-commands.js'
+import {
+  isNodeCommandKey,
+  isReadableNodeFile,
+  type ArgsOf,
+  type NodeCommand,
+  type NodeCommandKey,
+} from './node-commands.js'
 import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription} from './node-access.js'
 import {isNftJson, loadNodeRecording, NODE_FILES, RECORDED_AS, type NodeRecording} from './bundle.js'
 
@@ -32,8 +38,15 @@ export class SnapshotNodeAccess implements NodeAccess {
    */
   private ownNftTables(a: ArgsOf<'nftKubeProxyTable'>[0]): RunResult {
     const out = this.recording.get(NODE_FILES.nftKubeProxyTables)
-    if (!out || (out.length > 0 && isNftJson(out) !== a.json)) return {kind: 'not-recorded', what: `nft list table ${a.family} kube-proxy is not recorded in ${this.where}`}
-    if (a.family === 'ip6' || out.length === 0) return {kind: 'ran', code: 1, stdout: Buffer.alloc(0), stderr: `Error: No such file or directory\nlist table ${a.family} kube-proxy\n`}
+    if (!out || (out.length > 0 && isNftJson(out) !== a.json))
+      return {kind: 'not-recorded', what: `nft list table ${a.family} kube-proxy is not recorded in ${this.where}`}
+    if (a.family === 'ip6' || out.length === 0)
+      return {
+        kind: 'ran',
+        code: 1,
+        stdout: Buffer.alloc(0),
+        stderr: `Error: No such file or directory\nlist table ${a.family} kube-proxy\n`,
+      }
     return {kind: 'ran', code: 0, stdout: out, stderr: ''}
   }
 

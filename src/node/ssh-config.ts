@@ -103,7 +103,9 @@ export function resolveHost(blocks: Block[], alias: string, fallbackHostName: st
     port: Number(get('port') ?? 22),
     user,
     identityFiles: (identity.length > 0 ? identity : defaults).map((f) => expandPath(f, hostName, user)),
-    userKnownHostsFiles: knownHosts.filter((f) => f !== 'none' && f !== '/dev/null').map((f) => expandPath(f, hostName, user)),
+    userKnownHostsFiles: knownHosts
+      .filter((f) => f !== 'none' && f !== '/dev/null')
+      .map((f) => expandPath(f, hostName, user)),
     strictHostKeyChecking: get('stricthostkeychecking')?.toLowerCase(),
     hostKeyAlias: get('hostkeyalias'),
     identitiesOnly: get('identitiesonly')?.toLowerCase() === 'yes',

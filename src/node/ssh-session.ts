@@ -53,7 +53,8 @@ export class SshSession {
     for (const file of host.identityFiles) {
       if (existsSync(file)) auth.push({type: 'publickey', username, key: readFileSync(file)})
     }
-    if (process.env.SSH_AUTH_SOCK && !host.identitiesOnly) auth.push({type: 'agent', username, agent: process.env.SSH_AUTH_SOCK})
+    if (process.env.SSH_AUTH_SOCK && !host.identitiesOnly)
+      auth.push({type: 'agent', username, agent: process.env.SSH_AUTH_SOCK})
     const serverHostKey = hostKeyAlgorithms(host.userKnownHostsFiles, keyName)
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -68,7 +69,11 @@ export class SshSession {
           ? setTimeout(() => {
               clearTimeout(timer)
               client.destroy()
-              reject(new SshError(`SSH to ${host.hostName}:${host.port}: no SSH handshake within ${connectSeconds}s (ConnectTimeout)`))
+              reject(
+                new SshError(
+                  `SSH to ${host.hostName}:${host.port}: no SSH handshake within ${connectSeconds}s (ConnectTimeout)`,
+                ),
+              )
             }, connectSeconds * 1000)
           : undefined
       client.on('handshake', () => clearTimeout(connectTimer))
@@ -82,13 +87,21 @@ export class SshSession {
         clearTimeout(connectTimer)
         if (hostKeyProblem) reject(new SshError(hostKeyProblem))
         else if (err.level === 'client-authentication')
-          reject(new SshError(`SSH login as ${username}@${host.hostName}:${host.port} refused (tried ${auth.length} key(s)${auth.length === 0 ? ': no IdentityFile found' : ''})`))
+          reject(
+            new SshError(
+              `SSH login as ${username}@${host.hostName}:${host.port} refused (tried ${auth.length} key(s)${auth.length === 0 ? ': no IdentityFile found' : ''})`,
+            ),
+          )
         else reject(new SshError(`SSH to ${host.hostName}:${host.port} failed: ${err.message}`))
       })
       if (auth.length === 0) {
         clearTimeout(timer)
         clearTimeout(connectTimer)
-        reject(new SshError(`no SSH key for ${host.alias}: none of ${host.identityFiles.join(', ')} exists and no ssh-agent`))
+        reject(
+          new SshError(
+            `no SSH key for ${host.alias}: none of ${host.identityFiles.join(', ')} exists and no ssh-agent`,
+          ),
+        )
         return
       }
       client.connect({
@@ -102,7 +115,12 @@ export class SshSession {
         // asked for that key, or ssh2's preferred ed25519 key would look like a changed key.
         ...(serverHostKey ? {algorithms: {serverHostKey: serverHostKey as never}} : {}),
         hostVerifier: (key: Buffer) => {
-          const verdict = judgeHostKey(policy, checkKnownHosts(host.userKnownHostsFiles, keyName, key), keyName, host.userKnownHostsFiles)
+          const verdict = judgeHostKey(
+            policy,
+            checkKnownHosts(host.userKnownHostsFiles, keyName, key),
+            keyName,
+            host.userKnownHostsFiles,
+          )
           if (verdict.accept) hostKeyWarning = verdict.warning
           else hostKeyProblem = verdict.problem
           return verdict.accept
@@ -138,7 +156,9 @@ export class SshSession {
       this.client.exec(command, (err, stream) => {
         if (err) {
           const refused = /Channel open failure/.test(err.message)
-          return reject(new (refused ? SessionRefused : SshError)(`cannot run "${programOf(command)}" over SSH: ${err.message}`))
+          return reject(
+            new (refused ? SessionRefused : SshError)(`cannot run "${programOf(command)}" over SSH: ${err.message}`),
+          )
         }
         const out: Buffer[] = []
         let stderr = ''
@@ -166,7 +186,11 @@ export class SshSession {
         clearTimeout(timer)
         // RFC 4254 reason 1: sshd itself will not forward (AllowTcpForwarding, PermitOpen), which says nothing about ip:port.
         if (err && (err as Error & {reason?: unknown}).reason === 1)
-          reject(new SshError(`the node's sshd would not open a connection to ${ip}:${port} (administratively prohibited: forwarding is off, or its connect() failed at once)`))
+          reject(
+            new SshError(
+              `the node's sshd would not open a connection to ${ip}:${port} (administratively prohibited: forwarding is off, or its connect() failed at once)`,
+            ),
+          )
         else if (err) reject(new SshError(`port forward from the node to ${ip}:${port} failed: ${err.message}`))
         else resolve(stream)
       })
@@ -193,12 +217,28 @@ function hostKeyPolicy(host: SshHostConfig, opts: SshOptions): HostKeyPolicy {
 
 type HostKeyVerdict = {accept: true; warning?: string} | {accept: false; problem: string}
 
-function judgeHostKey(policy: HostKeyPolicy, known: KnownHostsResult, keyName: string, files: string[]): HostKeyVerdict {
-  if (known.status === 'revoked') return {accept: false, problem: `host key of ${keyName} is marked @revoked in ${known.file}: refusing to connect`}
+function judgeHostKey(
+  policy: HostKeyPolicy,
+  known: KnownHostsResult,
+  keyName: string,
+  files: string[],
+): HostKeyVerdict {
+  if (known.status === 'revoked')
+    return {accept: false, problem: `host key of ${keyName} is marked @revoked in ${known.file}: refusing to connect`}
   if (known.status === 'match') return {accept: true}
   if (policy === 'off') return {accept: true}
-  if (known.status === 'mismatch') return {accept: false, problem: `host key of ${keyName} does not match ${known.file}: refusing to connect (possible man-in-the-middle)`}
+  if (known.status === 'mismatch')
+    return {
+      accept: false,
+      problem: `host key of ${keyName} does not match ${known.file}: refusing to connect (possible man-in-the-middle)`,
+    }
   if (policy === 'accept-unknown')
-    return {accept: true, warning: `host key of ${keyName} is not in known_hosts and was accepted unchecked (StrictHostKeyChecking in the SSH config): a man-in-the-middle would go unnoticed`}
-  return {accept: false, problem: `host key of ${keyName} is not in known_hosts (${files.join(', ') || 'none'}): add it (ssh-keyscan) or pass --insecure-ignore-host-key`}
+    return {
+      accept: true,
+      warning: `host key of ${keyName} is not in known_hosts and was accepted unchecked (StrictHostKeyChecking in the SSH config): a man-in-the-middle would go unnoticed`,
+    }
+  return {
+    accept: false,
+    problem: `host key of ${keyName} is not in known_hosts (${files.join(', ') || 'none'}): add it (ssh-keyscan) or pass --insecure-ignore-host-key`,
+  }
 }

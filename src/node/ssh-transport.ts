@@ -1,7 +1,19 @@
 import {lateTimeout} from './late-timeout.js'
 import type {Duplex} from 'node:stream'
 import {gunzipSync} from 'node:zlib'
-import {buildCommandLine, commandTimeoutMs, compressedCommandLine, isCompressible, isNodeCommandKey, isReadableNodeFile, readFileCommand, splitCompressedOutput, type ArgsOf, type CommandLine, type NodeCommandKey} from './node-commands.js'
+import {
+  buildCommandLine,
+  commandTimeoutMs,
+  compressedCommandLine,
+  isCompressible,
+  isNodeCommandKey,
+  isReadableNodeFile,
+  readFileCommand,
+  splitCompressedOutput,
+  type ArgsOf,
+  type CommandLine,
+  type NodeCommandKey,
+} from './node-commands.js'
 import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription} from './node-access.js'
 import type {ExecResult} from './ssh-session.js'
 import {classifyOpenError} from './tcp-probe.js'
@@ -32,7 +44,9 @@ export class SshNodeAccess implements NodeAccess {
 
   /** Whether the node has gzip; asked once per connection, only when a dump is read. */
   private gzip(): Promise<boolean> {
-    this.hasGzip ??= this.session.exec(buildCommandLine('hasGzip', true)).then((r) => r.code === 0 && r.stdout.toString().trim() !== '')
+    this.hasGzip ??= this.session
+      .exec(buildCommandLine('hasGzip', true))
+      .then((r) => r.code === 0 && r.stdout.toString().trim() !== '')
     return this.hasGzip
   }
 
@@ -46,14 +60,20 @@ export class SshNodeAccess implements NodeAccess {
     // Compression costs the node CPU (gzip -1: about 0.3 s per 30 MB) to save wire time: worth it on a slow link, a
     // loss on a LAN, so it follows the user's OpenSSH knob for that, `Compression yes`.
     const timeoutMs = this.session.stepMs === undefined ? undefined : commandTimeoutMs(key, this.session.stepMs)
-    if (!this.session.host.compression || !isCompressible(key) || !(await this.gzip())) return {kind: 'ran', ...(await this.session.exec(line, timeoutMs))}
+    if (!this.session.host.compression || !isCompressible(key) || !(await this.gzip()))
+      return {kind: 'ran', ...(await this.session.exec(line, timeoutMs))}
     const r = await this.session.exec(compressedCommandLine(line), timeoutMs)
     let plain: Buffer
     try {
       plain = gunzipSync(r.stdout)
     } catch (e) {
       // A stream cut short (the command or gzip killed): nothing usable came, and there is no exit status.
-      return {kind: 'ran', code: null, stdout: Buffer.alloc(0), stderr: `${r.stderr}${r.stderr ? '\n' : ''}compressed output unreadable: ${(e as Error).message}`}
+      return {
+        kind: 'ran',
+        code: null,
+        stdout: Buffer.alloc(0),
+        stderr: `${r.stderr}${r.stderr ? '\n' : ''}compressed output unreadable: ${(e as Error).message}`,
+      }
     }
     return {kind: 'ran', ...splitCompressedOutput(plain), stderr: r.stderr}
   }
@@ -68,7 +88,11 @@ export class SshNodeAccess implements NodeAccess {
         (s) => s.destroy(),
         () => undefined,
       )
-      return {kind: 'refused', outcome: 'timeout', reason: `port forward to ${host}:${port} timed out after ${timeoutMs / 1000}s`}
+      return {
+        kind: 'refused',
+        outcome: 'timeout',
+        reason: `port forward to ${host}:${port} timed out after ${timeoutMs / 1000}s`,
+      }
     } catch (e) {
       const reason = (e as Error).message
       return {kind: 'refused', outcome: classifyOpenError(e as Error), reason}
@@ -80,7 +104,9 @@ export class SshNodeAccess implements NodeAccess {
   async readFile(path: string): Promise<FileRead> {
     if (!isReadableNodeFile(path)) throw new Error(`refusing to read "${path}" on a node: not an allow-listed file`)
     const r = await this.session.exec(readFileCommand(path))
-    return r.code === 0 ? {kind: 'read', content: r.stdout} : {kind: 'missing', reason: r.stderr.trim().split('\n')[0] || `cat exited ${r.code}`}
+    return r.code === 0
+      ? {kind: 'read', content: r.stdout}
+      : {kind: 'missing', reason: r.stderr.trim().split('\n')[0] || `cat exited ${r.code}`}
   }
 
   /** What the run must say on stderr about this connection (a host key accepted unchecked). */
@@ -90,7 +116,11 @@ export class SshNodeAccess implements NodeAccess {
 
   describe(): TransportDescription {
     const h = this.session.host
-    return {transport: 'ssh', address: `${h.user ? `${h.user}@` : ''}${h.hostName}:${h.port}`, tcpVia: 'an SSH port forward'}
+    return {
+      transport: 'ssh',
+      address: `${h.user ? `${h.user}@` : ''}${h.hostName}:${h.port}`,
+      tcpVia: 'an SSH port forward',
+    }
   }
 
   close(): void {

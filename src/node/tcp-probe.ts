@@ -53,7 +53,8 @@ export interface ProbeSettings {
 }
 
 /** The probe stage of one diagnosis: run (with each node's results), or not run and why. */
-export type ProbeRun = {ran: true; settings: ProbeSettings; nodes: NodeProbes[]; notes: string[]} | {ran: false; reason: string}
+export type ProbeRun =
+  {ran: true; settings: ProbeSettings; nodes: NodeProbes[]; notes: string[]} | {ran: false; reason: string}
 
 export interface ProbeOptions {
   attempts: number
@@ -101,7 +102,11 @@ export function classifyOpenError(err: Error): Exclude<ProbeOutcome, 'connected'
   return 'not-probed'
 }
 
-async function attempt(open: OpenTcp, t: ProbeTarget, timeoutMs: number): Promise<{outcome: ProbeOutcome; why?: string}> {
+async function attempt(
+  open: OpenTcp,
+  t: ProbeTarget,
+  timeoutMs: number,
+): Promise<{outcome: ProbeOutcome; why?: string}> {
   const pending = open(t.host, t.port)
   const timeout = lateTimeout(timeoutMs)
   try {
@@ -127,8 +132,19 @@ async function attempt(open: OpenTcp, t: ProbeTarget, timeoutMs: number): Promis
  * Connect-and-close probes, `attempts` per target (enough to see one bad endpoint among several behind a VIP), with
  * at most `concurrency` connections in flight. Stops probing a target early when the transport refuses to forward.
  */
-export async function probeTargets<T extends ProbeTarget>(open: OpenTcp, targets: T[], opts: ProbeOptions): Promise<Array<ProbeTally<T>>> {
-  const tallies: Array<ProbeTally<T>> = targets.map((target) => ({target, attempts: 0, connected: 0, refused: 0, timedOut: 0, unreachable: 0}))
+export async function probeTargets<T extends ProbeTarget>(
+  open: OpenTcp,
+  targets: T[],
+  opts: ProbeOptions,
+): Promise<Array<ProbeTally<T>>> {
+  const tallies: Array<ProbeTally<T>> = targets.map((target) => ({
+    target,
+    attempts: 0,
+    connected: 0,
+    refused: 0,
+    timedOut: 0,
+    unreachable: 0,
+  }))
   // OpenSSH answers "administratively prohibited" both when forwarding is off and when its connect() fails at once
   // (no route, an unreachable or blackhole route): which one it was is known only once the run is over.
   const prohibited = new Map<ProbeTally<T>, {count: number; why: string}>()

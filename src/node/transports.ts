@@ -53,9 +53,21 @@ interface TransportNotes {
   origin(): string | undefined
 }
 
-export function transportNotes(access: NodeAccess): {missingTools: string[]; forbidden: string[]; warnings: string[]; leftovers: string[]; origin?: string} {
+export function transportNotes(access: NodeAccess): {
+  missingTools: string[]
+  forbidden: string[]
+  warnings: string[]
+  leftovers: string[]
+  origin?: string
+} {
   const notes = access as Partial<TransportNotes>
-  return {missingTools: notes.missingTools?.() ?? [], forbidden: notes.forbidden?.() ?? [], warnings: notes.warnings?.() ?? [], leftovers: notes.leftovers?.() ?? [], origin: notes.origin?.()}
+  return {
+    missingTools: notes.missingTools?.() ?? [],
+    forbidden: notes.forbidden?.() ?? [],
+    warnings: notes.warnings?.() ?? [],
+    leftovers: notes.leftovers?.() ?? [],
+    origin: notes.origin?.(),
+  }
 }
 
 /** Opens one node's access; made once per run from the options (config files are read once). */
@@ -68,11 +80,20 @@ type TransportFactory = (opts: TransportOptions) => Promise<NodeConnector>
  */
 const TRANSPORTS = {
   ssh: async (opts: TransportOptions): Promise<NodeConnector> => {
-    const [{loadSshConfig, resolveHost}, {SshSession}, {SshNodeAccess}] = await Promise.all([import('./ssh-config.js'), import('./ssh-session.js'), import('./ssh-transport.js')])
+    const [{loadSshConfig, resolveHost}, {SshSession}, {SshNodeAccess}] = await Promise.all([
+      import('./ssh-config.js'),
+      import('./ssh-session.js'),
+      import('./ssh-transport.js'),
+    ])
     const blocks = loadSshConfig(opts.sshConfig)
     return async (target) => {
       const host = resolveHost(blocks, target.name, target.address ?? target.name)
-      return new SshNodeAccess(await SshSession.connect(host, {insecureIgnoreHostKey: opts.insecureIgnoreHostKey ?? false, timeoutMs: opts.timeoutMs}))
+      return new SshNodeAccess(
+        await SshSession.connect(host, {
+          insecureIgnoreHostKey: opts.insecureIgnoreHostKey ?? false,
+          timeoutMs: opts.timeoutMs,
+        }),
+      )
     }
   },
   snapshot: async (opts: TransportOptions): Promise<NodeConnector> => {
@@ -85,7 +106,11 @@ const TRANSPORTS = {
     }
   },
   'kube-proxy': async (opts: TransportOptions): Promise<NodeConnector> => {
-    const [{podsByNode}, {PodExecNodeAccess}, {KubeForbiddenError}] = await Promise.all([import('./kube/find-pod.js'), import('./pod-exec-transport.js'), import('./kube/kube-stream-errors.js')])
+    const [{podsByNode}, {PodExecNodeAccess}, {KubeForbiddenError}] = await Promise.all([
+      import('./kube/find-pod.js'),
+      import('./pod-exec-transport.js'),
+      import('./kube/kube-stream-errors.js'),
+    ])
     if (!opts.kube) throw new Error('the kube-proxy transport needs the kubeconfig')
     const {kubeConfig, pods} = opts.kube
     const podOn = podsByNode(kubeConfig, pods, opts.timeoutMs)
@@ -94,7 +119,10 @@ const TRANSPORTS = {
       try {
         found = await podOn(target.name)
       } catch (e) {
-        if (e instanceof KubeForbiddenError) throw new TransportUnavailable(`RBAC forbids ${e.verb} on ${e.resource} in namespace "${e.namespace}" (403): needed to find kube-proxy's Pods`)
+        if (e instanceof KubeForbiddenError)
+          throw new TransportUnavailable(
+            `RBAC forbids ${e.verb} on ${e.resource} in namespace "${e.namespace}" (403): needed to find kube-proxy's Pods`,
+          )
         throw new TransportUnavailable(`kube-proxy's Pods could not be listed: ${(e as Error).message}`)
       }
       if (found.kind === 'none') throw new TransportUnavailable(found.reason)
@@ -128,7 +156,9 @@ const TRANSPORTS = {
             throw new TransportUnavailable(
               `RBAC forbids ${e.verb} on ${e.resource} in namespace "${e.namespace}" (403): needed to find kube-proxy's image for the debug Pods (--debug-image names one)`,
             )
-          throw new TransportUnavailable(`kube-proxy's Pods could not be listed for their image: ${(e as Error).message}`)
+          throw new TransportUnavailable(
+            `kube-proxy's Pods could not be listed for their image: ${(e as Error).message}`,
+          )
         }
         if ('reason' in found) throw new TransportUnavailable(found.reason)
         image = found.image
@@ -142,7 +172,9 @@ const TRANSPORTS = {
           // RBAC words its 403 "cannot VERB resource"; anything else (an admission policy) is quoted.
           const by = /cannot \S+ resource/.test(e.serverMessage) ? 'RBAC forbids' : 'the API server forbids'
           const quoted = by === 'RBAC forbids' ? '' : `: ${statusText(e.serverMessage)}`
-          throw new TransportUnavailable(`${by} ${e.verb} on ${e.resource} in namespace "${e.namespace}" (403${quoted}): needed to create the debug Pods`)
+          throw new TransportUnavailable(
+            `${by} ${e.verb} on ${e.resource} in namespace "${e.namespace}" (403${quoted}): needed to create the debug Pods`,
+          )
         }
         throw new TransportUnavailable((e as Error).message, (e as {leftover?: string}).leftover)
       }
@@ -181,10 +213,14 @@ export async function transportConnector(name: TransportName, opts: TransportOpt
     const startedAt = performance.now()
     try {
       const access = await connect(target)
-      log(`${target.name} [${name} ${access.describe().address}] connected in ${((performance.now() - startedAt) / 1000).toFixed(2)}s`)
+      log(
+        `${target.name} [${name} ${access.describe().address}] connected in ${((performance.now() - startedAt) / 1000).toFixed(2)}s`,
+      )
       return loggedAccess(access, target.name, log)
     } catch (e) {
-      log(`${target.name} [${name}] not connected after ${((performance.now() - startedAt) / 1000).toFixed(2)}s: ${(e as Error).message}`)
+      log(
+        `${target.name} [${name}] not connected after ${((performance.now() - startedAt) / 1000).toFixed(2)}s: ${(e as Error).message}`,
+      )
       throw e
     }
   }

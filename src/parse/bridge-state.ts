@@ -87,7 +87,9 @@ export function withCniResults(state: BridgeState, cni: CniResults): BridgeState
   const notes = cni.ignored.map((i) => `CNI result cache: ${i.file} skipped: ${i.reason}`)
   for (const [ip, byPort] of claims) {
     if (byPort.size !== 1) {
-      notes.push(`CNI result cache: ${ip} is claimed by ${[...byPort.values()].join(', ')} (a stale file?): left to the fdb`)
+      notes.push(
+        `CNI result cache: ${ip} is claimed by ${[...byPort.values()].join(', ')} (a stale file?): left to the fdb`,
+      )
       continue
     }
     const [[port, file]] = [...byPort]

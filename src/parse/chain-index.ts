@@ -107,7 +107,9 @@ export class ChainIndex {
   }
 
   name(id: number): string {
-    return Buffer.from(this.pool.buffer, this.pool.byteOffset + this.names[2 * id], this.names[2 * id + 1]).toString('latin1')
+    return Buffer.from(this.pool.buffer, this.pool.byteOffset + this.names[2 * id], this.names[2 * id + 1]).toString(
+      'latin1',
+    )
   }
 
   /** The length of the chain's name; -1 for no such chain. */
@@ -197,7 +199,8 @@ export class ChainIndex {
     const id = this.count++
     if (id >= this.rCount.length) this.growEntries()
     const len = end - start
-    if (this.poolUsed + len > this.pool.length) this.pool = grow(this.pool, Math.max(this.pool.length * 2, this.poolUsed + len))
+    if (this.poolUsed + len > this.pool.length)
+      this.pool = grow(this.pool, Math.max(this.pool.length * 2, this.poolUsed + len))
     const pool = this.pool
     const at = this.poolUsed
     for (let i = 0; i < len; i++) pool[at + i] = bytes[start + i]

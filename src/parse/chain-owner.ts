@@ -1,7 +1,18 @@
 import type {IptablesSave} from './iptables-save.js'
 
 /** Who writes a chain, judged from its name the way each project names its chains. */
-export type ChainOwner = 'built-in' | 'kube-proxy' | 'kubelet' | 'Docker' | 'Calico' | 'kube-router' | 'Antrea' | 'Cilium' | 'Flannel' | 'Weave Net' | 'hand-written'
+export type ChainOwner =
+  | 'built-in'
+  | 'kube-proxy'
+  | 'kubelet'
+  | 'Docker'
+  | 'Calico'
+  | 'kube-router'
+  | 'Antrea'
+  | 'Cilium'
+  | 'Flannel'
+  | 'Weave Net'
+  | 'hand-written'
 
 const BUILT_IN = new Set(['PREROUTING', 'INPUT', 'FORWARD', 'OUTPUT', 'POSTROUTING'])
 /** kubelet's own chains share kube-proxy's KUBE- prefix. */
@@ -28,7 +39,14 @@ export function chainOwner(name: string): ChainOwner {
 }
 
 /** nftables tables named by their owner (iptables-nft's own tables, `ip filter` and the like, keep iptables' chain names). */
-const NFT_TABLES: Record<string, ChainOwner> = {'kube-proxy': 'kube-proxy', calico: 'Calico', cilium: 'Cilium', antrea: 'Antrea', 'kube-router': 'kube-router', flannel: 'Flannel'}
+const NFT_TABLES: Record<string, ChainOwner> = {
+  'kube-proxy': 'kube-proxy',
+  calico: 'Calico',
+  cilium: 'Cilium',
+  antrea: 'Antrea',
+  'kube-router': 'kube-router',
+  flannel: 'Flannel',
+}
 const IPTABLES_TABLES = new Set(['raw', 'mangle', 'nat', 'filter', 'security'])
 
 /**
@@ -52,5 +70,10 @@ export interface ChainSummary {
 
 /** Every chain of one table of a dump with its policy and owner, in dump order. */
 export function tableChains(dump: IptablesSave, table = 'filter'): ChainSummary[] {
-  return dump.chainNames(table).map((chain) => ({chain, policy: dump.policy(table, chain) ?? '-', owner: chainOwner(chain), rules: dump.ruleCount(table, chain)}))
+  return dump.chainNames(table).map((chain) => ({
+    chain,
+    policy: dump.policy(table, chain) ?? '-',
+    owner: chainOwner(chain),
+    rules: dump.ruleCount(table, chain),
+  }))
 }

@@ -57,7 +57,10 @@ export function parseCniResults(text: string): CniResults {
       continue
     }
     if (!FILE_NAME.test(file)) {
-      out.ignored.push({file: JSON.stringify(file).slice(0, 80), reason: 'not a libcni cache file name (a subfolder or unexpected characters)'})
+      out.ignored.push({
+        file: JSON.stringify(file).slice(0, 80),
+        reason: 'not a libcni cache file name (a subfolder or unexpected characters)',
+      })
       continue
     }
     const body = lines.join('\n')
@@ -80,14 +83,19 @@ function attachment(file: string, body: string): CniAttachment | {reason: string
     return {reason: `not JSON (${(e as Error).message.split('\n')[0].slice(0, 80)})`}
   }
   if (!isRecord(doc)) return {reason: 'not a JSON object'}
-  if (doc.kind !== 'cniCacheV1') return {reason: `kind ${JSON.stringify(doc.kind ?? null).slice(0, 40)}, not cniCacheV1`}
+  if (doc.kind !== 'cniCacheV1')
+    return {reason: `kind ${JSON.stringify(doc.kind ?? null).slice(0, 40)}, not cniCacheV1`}
   const {containerId, networkName, ifName, result} = doc
-  if (typeof containerId !== 'string' || typeof networkName !== 'string' || typeof ifName !== 'string') return {reason: 'containerId, networkName or ifName missing'}
+  if (typeof containerId !== 'string' || typeof networkName !== 'string' || typeof ifName !== 'string')
+    return {reason: 'containerId, networkName or ifName missing'}
   if (!isRecord(result)) return {reason: 'no result'}
   const interfaces = Array.isArray(result.interfaces) ? result.interfaces : undefined
-  if (!interfaces || !Array.isArray(result.ips)) return {reason: 'the result has no interfaces or ips (a CNI result before 0.3.0?)'}
+  if (!interfaces || !Array.isArray(result.ips))
+    return {reason: 'the result has no interfaces or ips (a CNI result before 0.3.0?)'}
   const sandboxed = (i: unknown) => isRecord(i) && typeof i.sandbox === 'string' && i.sandbox !== ''
-  const hostInterfaces = interfaces.filter((i) => isRecord(i) && typeof i.name === 'string' && !sandboxed(i)).map((i) => (i as {name: string}).name)
+  const hostInterfaces = interfaces
+    .filter((i) => isRecord(i) && typeof i.name === 'string' && !sandboxed(i))
+    .map((i) => (i as {name: string}).name)
   const podIps: string[] = []
   for (const entry of result.ips) {
     if (!isRecord(entry) || typeof entry.address !== 'string') continue

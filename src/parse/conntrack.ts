@@ -61,7 +61,8 @@ function parseEntry(text: string, lineNo: number): ConntrackEntry {
   const [protocol, protoNumText, timeoutText] = words
   const protocolNumber = Number(protoNumText)
   const timeout = Number(timeoutText)
-  if (!/^[a-z0-9-]+$/.test(protocol ?? '') || !Number.isInteger(protocolNumber) || !Number.isInteger(timeout)) fail('not "PROTOCOL NUMBER TIMEOUT ..."')
+  if (!/^[a-z0-9-]+$/.test(protocol ?? '') || !Number.isInteger(protocolNumber) || !Number.isInteger(timeout))
+    fail('not "PROTOCOL NUMBER TIMEOUT ..."')
   let state: string | undefined
   const tuples: Partial<Record<(typeof TUPLE_KEYS)[number], string>>[] = []
   const flags: string[] = []
@@ -84,7 +85,8 @@ function parseEntry(text: string, lineNo: number): ConntrackEntry {
     if ((TUPLE_KEYS as readonly string[]).includes(key)) {
       const current = tuples.at(-1)
       if (!current) fail(`"${key}=" before any src=`)
-      else if (current[key as (typeof TUPLE_KEYS)[number]] === undefined) current[key as (typeof TUPLE_KEYS)[number]] = value
+      else if (current[key as (typeof TUPLE_KEYS)[number]] === undefined)
+        current[key as (typeof TUPLE_KEYS)[number]] = value
     } else if (key === 'mark') mark = Number(value)
     // Other key=value words (type, code, id for ICMP, zone, use, secctx, labels) are not needed.
   }
@@ -101,13 +103,18 @@ function parseEntry(text: string, lineNo: number): ConntrackEntry {
     reply,
     flags,
     ...(mark !== undefined && Number.isFinite(mark) ? {mark} : {}),
-    ...(dnatChanged ? {dnatTarget: {address: reply.src, ...(reply.sport !== undefined ? {port: reply.sport} : {})}} : {}),
+    ...(dnatChanged
+      ? {dnatTarget: {address: reply.src, ...(reply.sport !== undefined ? {port: reply.sport} : {})}}
+      : {}),
     line: lineNo,
     text,
   }
 }
 
-function tuple(t: Partial<Record<(typeof TUPLE_KEYS)[number], string>>, fail: (reason: string) => never): ConntrackTuple {
+function tuple(
+  t: Partial<Record<(typeof TUPLE_KEYS)[number], string>>,
+  fail: (reason: string) => never,
+): ConntrackTuple {
   if (!t.src || !parseIp(t.src)) fail(`bad src address "${t.src ?? ''}"`)
   if (!t.dst || !parseIp(t.dst)) fail(`bad dst address "${t.dst ?? ''}"`)
   const port = (name: string, v: string | undefined) => {
@@ -118,5 +125,10 @@ function tuple(t: Partial<Record<(typeof TUPLE_KEYS)[number], string>>, fail: (r
   }
   const sport = port('sport', t.sport)
   const dport = port('dport', t.dport)
-  return {src: canonicalIp(t.src!), dst: canonicalIp(t.dst!), ...(sport !== undefined ? {sport} : {}), ...(dport !== undefined ? {dport} : {})}
+  return {
+    src: canonicalIp(t.src!),
+    dst: canonicalIp(t.dst!),
+    ...(sport !== undefined ? {sport} : {}),
+    ...(dport !== undefined ? {dport} : {}),
+  }
 }

@@ -73,7 +73,10 @@ export function readDumpBytes(file: string, maxBytes = MAX_TEXT_DUMP_BYTES): Buf
   const name = file === '-' ? 'stdin' : file
   const fd = file === '-' ? 0 : openSync(file, 'r')
   try {
-    if (file !== '-' && fstatSync(fd).size > maxBytes) throw new InputTooLargeError(`${name} is larger than ${Math.round(maxBytes / 2 ** 20)} MiB: not a dump this tool reads`)
+    if (file !== '-' && fstatSync(fd).size > maxBytes)
+      throw new InputTooLargeError(
+        `${name} is larger than ${Math.round(maxBytes / 2 ** 20)} MiB: not a dump this tool reads`,
+      )
     const parts: Buffer[] = []
     let total = 0
     const chunk = Buffer.allocUnsafe(1 << 20)
@@ -88,7 +91,10 @@ export function readDumpBytes(file: string, maxBytes = MAX_TEXT_DUMP_BYTES): Buf
       }
       if (n <= 0) break
       total += n
-      if (total > maxBytes) throw new InputTooLargeError(`${name} is larger than ${Math.round(maxBytes / 2 ** 20)} MiB: not a dump this tool reads`)
+      if (total > maxBytes)
+        throw new InputTooLargeError(
+          `${name} is larger than ${Math.round(maxBytes / 2 ** 20)} MiB: not a dump this tool reads`,
+        )
       parts.push(Buffer.from(chunk.subarray(0, n)))
     }
     return Buffer.concat(parts)

@@ -36,7 +36,18 @@ export class RouteParseError extends Error {
   }
 }
 
-const TYPES = new Set(['unicast', 'local', 'broadcast', 'multicast', 'unreachable', 'blackhole', 'prohibit', 'throw', 'nat', 'anycast'])
+const TYPES = new Set([
+  'unicast',
+  'local',
+  'broadcast',
+  'multicast',
+  'unreachable',
+  'blackhole',
+  'prohibit',
+  'throw',
+  'nat',
+  'anycast',
+])
 /** Keys followed by one value word. */
 const VALUE_KEYS = new Set([
   'via',
@@ -78,7 +89,22 @@ const VALUE_KEYS = new Set([
   'encap',
   'as',
 ])
-const FLAG_WORDS = new Set(['onlink', 'linkdown', 'dead', 'pervasive', 'notify', 'offload', 'trap', 'rt_offload', 'rt_trap', 'lock', 'cache', 'cloned', 'redirected', 'unresolved'])
+const FLAG_WORDS = new Set([
+  'onlink',
+  'linkdown',
+  'dead',
+  'pervasive',
+  'notify',
+  'offload',
+  'trap',
+  'rt_offload',
+  'rt_trap',
+  'lock',
+  'cache',
+  'cloned',
+  'redirected',
+  'unresolved',
+])
 
 /** `ip route show` (any table, IPv4 or IPv6): one route per line, multipath `nexthop` lines folded into the route above. */
 export function parseRouteTable(text: string): Route[] {
@@ -107,7 +133,9 @@ export function parseRouteGet(text: string): Route {
 }
 
 /** What a failed `ip route get` says on stderr, as a route type: the kernel refuses to resolve these routes. */
-export function routeGetFailure(stderr: string): {type: 'none' | 'unreachable' | 'blackhole' | 'prohibit'; message: string} | undefined {
+export function routeGetFailure(
+  stderr: string,
+): {type: 'none' | 'unreachable' | 'blackhole' | 'prohibit'; message: string} | undefined {
   const message = stderr
     .split('\n')
     .map((l) => l.trim())
@@ -115,7 +143,14 @@ export function routeGetFailure(stderr: string): {type: 'none' | 'unreachable' |
   if (!message) return undefined
   const reason = message.slice('RTNETLINK answers:'.length).trim()
   // Measured on Linux 6.x: no matching route -> ENETUNREACH, `unreachable` -> EHOSTUNREACH, `blackhole` -> EINVAL, `prohibit` -> EACCES.
-  const type = ({'Network is unreachable': 'none', 'No route to host': 'unreachable', 'Invalid argument': 'blackhole', 'Permission denied': 'prohibit'} as const)[reason]
+  const type = (
+    {
+      'Network is unreachable': 'none',
+      'No route to host': 'unreachable',
+      'Invalid argument': 'blackhole',
+      'Permission denied': 'prohibit',
+    } as const
+  )[reason]
   return type ? {type, message} : undefined
 }
 
@@ -124,8 +159,16 @@ function parseRouteWords(words: string[], lineNo: number, text: string): Route {
   let at = 0
   if (TYPES.has(words[0])) type = words[at++]
   const destination = words[at++]
-  if (!destination || !(destination === 'default' || parseCidr(destination))) throw new RouteParseError(lineNo, `"${destination ?? ''}" is not a destination: ${text.slice(0, 200)}`)
-  const route: Route = {type, destination: canonicalDestination(destination), flags: [], nexthops: [], line: lineNo, text}
+  if (!destination || !(destination === 'default' || parseCidr(destination)))
+    throw new RouteParseError(lineNo, `"${destination ?? ''}" is not a destination: ${text.slice(0, 200)}`)
+  const route: Route = {
+    type,
+    destination: canonicalDestination(destination),
+    flags: [],
+    nexthops: [],
+    line: lineNo,
+    text,
+  }
   while (at < words.length) {
     const word = words[at++]
     if (VALUE_KEYS.has(word)) {

@@ -29,7 +29,8 @@ export class IpsetState {
       const line = raw.trim()
       if (line === '' || line.startsWith('#')) continue
       const words = line.split(/\s+/)
-      if (words[0] === 'create' && words.length >= 3) state.sets.set(words[1], {name: words[1], type: words[2], members: []})
+      if (words[0] === 'create' && words.length >= 3)
+        state.sets.set(words[1], {name: words[1], type: words[2], members: []})
       else if (words[0] === 'add' && words.length >= 3) {
         const set = state.sets.get(words[1])
         if (!set) throw new IpsetParseError(`line ${i + 1}: add to undeclared set ${words[1]}`)
@@ -70,7 +71,8 @@ export class IpsetState {
     if (!set) return undefined
     const dims = set.type.replace(/^(hash|bitmap|list):/, '').split(',')
     const dirs = flags.split(',')
-    const value = (i: number): string => (dirs[i] === 'src' ? (dims[i] === 'port' ? String(p.sport) : p.src) : dims[i] === 'port' ? String(p.dport) : p.dst)
+    const value = (i: number): string =>
+      dirs[i] === 'src' ? (dims[i] === 'port' ? String(p.sport) : p.src) : dims[i] === 'port' ? String(p.dport) : p.dst
     if (!dims.every((d) => d === 'ip' || d === 'net' || d === 'port')) return undefined
     // With fewer direction flags than the set has dimensions, only the first ones are compared.
     const used = dims.slice(0, Math.min(dims.length, dirs.length))

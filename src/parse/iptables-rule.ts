@@ -132,7 +132,8 @@ export function parseRule(table: string, line: number, text: string): ParsedRule
     negateNext = false
     const ownName = OWN_OPTIONS[tok]
     if (inTarget) rule.targetOptions.push(option)
-    else if (ownName !== undefined && !(current && current.module !== '' && tok.startsWith('--'))) own.options.push({...option, name: ownName})
+    else if (ownName !== undefined && !(current && current.module !== '' && tok.startsWith('--')))
+      own.options.push({...option, name: ownName})
     else if (current) current.options.push(option)
     else throw new RuleSyntaxError(`option ${tok} outside any match`)
     i = j

@@ -59,7 +59,12 @@ export class IptablesSave {
     const dump = new IptablesSave(source)
     dump.index()
     if (opts.requireTables && dump.tableOrder.length === 0)
-      throw new DumpParseError(0, source.size === 0 ? 'the input is empty: no iptables-save output was read' : 'no "*table" line: not iptables-save output')
+      throw new DumpParseError(
+        0,
+        source.size === 0
+          ? 'the input is empty: no iptables-save output was read'
+          : 'no "*table" line: not iptables-save output',
+      )
     return dump
   }
 
@@ -159,7 +164,11 @@ export class IptablesSave {
           if (e > pos) {
             const ruleText = text.slice(pos, e)
             const rule = parseLine(table, chain, line, ruleText)
-            parsed.push(lazy && rule.unparsable === undefined ? new LazyRule(table, line, ruleText, rule.target, rule.isGoto) : rule)
+            parsed.push(
+              lazy && rule.unparsable === undefined
+                ? new LazyRule(table, line, ruleText, rule.target, rule.isGoto)
+                : rule,
+            )
             line++
           }
           pos = nl + 1
@@ -183,14 +192,16 @@ export class IptablesSave {
     this.parsedSinceForget = new Map()
   }
 
-
   close(): void {
     this.source.close()
   }
 
   /** Whether the doctor read these rules chain by chain (only the chains a Service's packets reach; see readScopedRules). */
   readChainByChain(): boolean {
-    return this.source.size > CHAIN_BY_CHAIN_HEADER.length && this.source.read(0, CHAIN_BY_CHAIN_HEADER.length).toString('latin1') === CHAIN_BY_CHAIN_HEADER
+    return (
+      this.source.size > CHAIN_BY_CHAIN_HEADER.length &&
+      this.source.read(0, CHAIN_BY_CHAIN_HEADER.length).toString('latin1') === CHAIN_BY_CHAIN_HEADER
+    )
   }
 
   private index(): void {
@@ -246,7 +257,17 @@ class LazyRule implements ParsedRule {
 function parseLine(table: string, chain: string, line: number, text: string): ParsedRule {
   // iptables-nft prints a rule whose match revision it does not know with this marker: the rule is real, only
   // unreadable here, so only the branches that reach it are UNKNOWN. Any other broken line is a broken dump.
-  if (text.includes(UNSUPPORTED_REVISION)) return {table, chain, line, text, matches: [], isGoto: false, targetOptions: [], unparsable: `iptables-nft printed it as ${UNSUPPORTED_REVISION}`}
+  if (text.includes(UNSUPPORTED_REVISION))
+    return {
+      table,
+      chain,
+      line,
+      text,
+      matches: [],
+      isGoto: false,
+      targetOptions: [],
+      unparsable: `iptables-nft printed it as ${UNSUPPORTED_REVISION}`,
+    }
   try {
     return parseRule(table, line, text)
   } catch (e) {
@@ -291,7 +312,11 @@ class IndexScan {
       if (nl < 0) {
         this.carry = Buffer.concat([this.carry, chunk])
         // A line already over the cap is refused now, not after reading the rest of it.
-        if (this.carry.length > MAX_LINE_BYTES) throw new DumpParseError(this.lineNo + 1, `line longer than ${MAX_LINE_BYTES} bytes: not iptables-save output`)
+        if (this.carry.length > MAX_LINE_BYTES)
+          throw new DumpParseError(
+            this.lineNo + 1,
+            `line longer than ${MAX_LINE_BYTES} bytes: not iptables-save output`,
+          )
         return
       }
       const line = Buffer.concat([this.carry, chunk.subarray(0, nl + 1)])
@@ -307,7 +332,8 @@ class IndexScan {
     }
     if (pos < chunk.length) {
       this.carry = Buffer.from(chunk.subarray(pos))
-      if (this.carry.length > MAX_LINE_BYTES) throw new DumpParseError(this.lineNo + 1, `line longer than ${MAX_LINE_BYTES} bytes: not iptables-save output`)
+      if (this.carry.length > MAX_LINE_BYTES)
+        throw new DumpParseError(this.lineNo + 1, `line longer than ${MAX_LINE_BYTES} bytes: not iptables-save output`)
     }
   }
 
@@ -315,13 +341,18 @@ class IndexScan {
     const b = this.carry
     if (b && b.length > 0) this.line(b, 0, b.length, size - b.length, size)
     this.carry = undefined
-    if (this.table) throw new DumpParseError(this.lineNo, `table ${this.tableName} (line ${this.tableLine}) never ends with COMMIT: the dump is cut off`)
+    if (this.table)
+      throw new DumpParseError(
+        this.lineNo,
+        `table ${this.tableName} (line ${this.tableLine}) never ends with COMMIT: the dump is cut off`,
+      )
   }
 
   /** The line buf[start, end) (end: its newline, or the end of the dump), at fileOffset; the next line starts at nextOffset. */
   private line(buf: Buffer, start: number, end: number, fileOffset: number, nextOffset: number): void {
     const lineNo = ++this.lineNo
-    if (end - start > MAX_LINE_BYTES) throw new DumpParseError(lineNo, `line longer than ${MAX_LINE_BYTES} bytes: not iptables-save output`)
+    if (end - start > MAX_LINE_BYTES)
+      throw new DumpParseError(lineNo, `line longer than ${MAX_LINE_BYTES} bytes: not iptables-save output`)
     let e = end
     if (e > start && buf[e - 1] === CR) e--
     if (e === start) return
@@ -329,7 +360,11 @@ class IndexScan {
     if (c === 0x2d /* - */) this.rule(buf, start, e, fileOffset, nextOffset, lineNo)
     else if (c === 0x3a /* : */) this.declaration(buf, start, e, lineNo)
     else if (c === 0x2a /* * */) {
-      if (this.table) throw new DumpParseError(lineNo, `table ${this.tableName} (line ${this.tableLine}) has no COMMIT before the next "*table" line: cut-off dump?`)
+      if (this.table)
+        throw new DumpParseError(
+          lineNo,
+          `table ${this.tableName} (line ${this.tableLine}) has no COMMIT before the next "*table" line: cut-off dump?`,
+        )
       this.tableName = buf.toString('latin1', start + 1, e).trim()
       this.tableLine = lineNo
       if (!/^[a-z_]+$/.test(this.tableName)) throw new DumpParseError(lineNo, `bad table name "${this.tableName}"`)
@@ -354,7 +389,8 @@ class IndexScan {
   }
 
   private rule(buf: Buffer, start: number, e: number, fileOffset: number, nextOffset: number, lineNo: number): void {
-    if (buf[start + 1] !== 0x41 /* A */ || buf[start + 2] !== SPACE) throw new DumpParseError(lineNo, `expected "-A CHAIN ..." but found "${clip(buf, start, e)}"`)
+    if (buf[start + 1] !== 0x41 /* A */ || buf[start + 2] !== SPACE)
+      throw new DumpParseError(lineNo, `expected "-A CHAIN ..." but found "${clip(buf, start, e)}"`)
     const table = this.table
     if (!table) throw new DumpParseError(lineNo, 'rule before any "*table" line')
     const nameStart = start + 3
@@ -377,7 +413,11 @@ class IndexScan {
     this.lastId = id
     if (this.hintBefore(buf, nameEnd - 1, e)) {
       const runTogether = findRunTogether(buf, nameEnd, e)
-      if (runTogether >= 0) throw new DumpParseError(lineNo, `two rules run together on one line (a second "-A" at column ${runTogether - start + 1}); iptables-restore would refuse it`)
+      if (runTogether >= 0)
+        throw new DumpParseError(
+          lineNo,
+          `two rules run together on one line (a second "-A" at column ${runTogether - start + 1}); iptables-restore would refuse it`,
+        )
     }
     table.addRule(id, fileOffset, nextOffset, lineNo)
   }
@@ -440,7 +480,14 @@ function findRunTogether(buf: Buffer, from: number, end: number): number {
   for (let i = from; i < end; i++) {
     const c = buf[i]
     if (c === 0x22 /* " */ && buf[i - 1] !== 0x5c /* \ */) quoted = !quoted
-    else if (!quoted && c === 0x2d && buf[i - 1] === SPACE && buf[i + 1] === 0x41 && (buf[i + 2] === SPACE || i + 2 === end)) return i
+    else if (
+      !quoted &&
+      c === 0x2d &&
+      buf[i - 1] === SPACE &&
+      buf[i + 1] === 0x41 &&
+      (buf[i + 2] === SPACE || i + 2 === end)
+    )
+      return i
   }
   return -1
 }

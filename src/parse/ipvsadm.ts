@@ -23,8 +23,23 @@ export interface VirtualServer {
 
 export class IpvsParseError extends Error {}
 
-const PROTO_FLAGS: Record<string, VirtualServer['proto']> = {'-t': 'tcp', '--tcp-service': 'tcp', '-u': 'udp', '--udp-service': 'udp', '--sctp-service': 'sctp', '-f': 'fwm', '--fwmark-service': 'fwm'}
-const FORWARD_FLAGS: Record<string, string> = {'-m': 'Masq', '--masquerading': 'Masq', '-g': 'Route', '--gatewaying': 'Route', '-i': 'Tunnel', '--ipip': 'Tunnel'}
+const PROTO_FLAGS: Record<string, VirtualServer['proto']> = {
+  '-t': 'tcp',
+  '--tcp-service': 'tcp',
+  '-u': 'udp',
+  '--udp-service': 'udp',
+  '--sctp-service': 'sctp',
+  '-f': 'fwm',
+  '--fwmark-service': 'fwm',
+}
+const FORWARD_FLAGS: Record<string, string> = {
+  '-m': 'Masq',
+  '--masquerading': 'Masq',
+  '-g': 'Route',
+  '--gatewaying': 'Route',
+  '-i': 'Tunnel',
+  '--ipip': 'Tunnel',
+}
 
 /** ipvsadm's `ip:port` / `[ipv6]:port`; a malformed one is a parse error naming the text. */
 function addressAndPort(text: string | undefined, lineNo: number): {address: string; port: number} {
@@ -55,23 +70,51 @@ export function parseIpvsadm(text: string): VirtualServer[] {
       const hp = addressAndPort(words[2], lineNo)
       const s = words.indexOf('-s')
       const p = words.indexOf('-p')
-      out.push({proto, ...hp, scheduler: s >= 0 ? words[s + 1] : 'wlc', persistent: p >= 0 ? Number(words[p + 1] ?? 300) : undefined, line: lineNo, text: line, reals: []})
+      out.push({
+        proto,
+        ...hp,
+        scheduler: s >= 0 ? words[s + 1] : 'wlc',
+        persistent: p >= 0 ? Number(words[p + 1] ?? 300) : undefined,
+        line: lineNo,
+        text: line,
+        reals: [],
+      })
     } else if (words[0] === '-a' || words[0] === '--add-server') {
       const vs = find(PROTO_FLAGS[words[1]] ?? '', words[2], lineNo)
       if (!vs) throw new IpvsParseError(`line ${lineNo}: real server for an undeclared virtual server ${words[2]}`)
       const r = words.indexOf('-r')
       const w = words.indexOf('-w')
       const fwd = words.find((x) => FORWARD_FLAGS[x])
-      vs.reals.push({...addressAndPort(r >= 0 ? words[r + 1] : undefined, lineNo), forward: fwd ? FORWARD_FLAGS[fwd] : 'Route', weight: w >= 0 ? Number(words[w + 1]) : 1, line: lineNo, text: line})
+      vs.reals.push({
+        ...addressAndPort(r >= 0 ? words[r + 1] : undefined, lineNo),
+        forward: fwd ? FORWARD_FLAGS[fwd] : 'Route',
+        weight: w >= 0 ? Number(words[w + 1]) : 1,
+        line: lineNo,
+        text: line,
+      })
     } else if (/^(TCP|UDP|SCTP|FWM)$/.test(words[0])) {
       const proto = words[0].toLowerCase() as VirtualServer['proto']
       const hp = proto === 'fwm' ? {address: words[1] ?? '', port: 0} : addressAndPort(words[1], lineNo)
       const pi = words.indexOf('persistent')
-      current = {proto, ...hp, scheduler: words[2] ?? 'wlc', persistent: pi >= 0 ? Number(words[pi + 1]) : undefined, line: lineNo, text: line, reals: []}
+      current = {
+        proto,
+        ...hp,
+        scheduler: words[2] ?? 'wlc',
+        persistent: pi >= 0 ? Number(words[pi + 1]) : undefined,
+        line: lineNo,
+        text: line,
+        reals: [],
+      }
       out.push(current)
     } else if (words[0] === '->') {
       if (!current) throw new IpvsParseError(`line ${lineNo}: real server before any virtual server`)
-      current.reals.push({...addressAndPort(words[1], lineNo), forward: words[2], weight: Number(words[3]), line: lineNo, text: line})
+      current.reals.push({
+        ...addressAndPort(words[1], lineNo),
+        forward: words[2],
+        weight: Number(words[3]),
+        line: lineNo,
+        text: line,
+      })
     } else throw new IpvsParseError(`line ${lineNo}: not ipvsadm output: "${line.slice(0, 60)}"`)
   }
   return out

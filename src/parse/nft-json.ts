@@ -141,12 +141,20 @@ function elementsOf(elem: J, isMap: boolean, where: string): NftSet['elements'] 
   if (elem === undefined) return []
   if (!Array.isArray(elem)) throw new NftParseError(1, `${where}: "elem" is not a list`)
   return elem.map((x) => {
-    if (isMap && !(Array.isArray(x) && x.length === 2)) throw new NftParseError(1, `${where}: map element is not a [key, value] pair`)
+    if (isMap && !(Array.isArray(x) && x.length === 2))
+      throw new NftParseError(1, `${where}: map element is not a [key, value] pair`)
     const [key, val] = isMap && Array.isArray(x) ? [x[0], x[1]] : [x, undefined]
     const {parts, comment} = element(key)
     const out: NftSet['elements'][number] = {key: parts}
     if (val !== undefined)
-      out.value = isObj(val) && ('jump' in val || 'goto' in val || Object.keys(val).length === 1) && !('concat' in val) && !('prefix' in val) && !('range' in val) ? verdict(val) : value(val)
+      out.value =
+        isObj(val) &&
+        ('jump' in val || 'goto' in val || Object.keys(val).length === 1) &&
+        !('concat' in val) &&
+        !('prefix' in val) &&
+        !('range' in val)
+          ? verdict(val)
+          : value(val)
     if (comment !== undefined) out.comment = comment
     return out
   })
@@ -159,8 +167,10 @@ export function nftRulesetFromJson(text: string): NftRuleset {
   } catch (e) {
     throw new NftParseError(1, `not JSON: ${(e as Error).message}`)
   }
-  if (!isObj(doc) || !Array.isArray(doc.nftables)) throw new NftParseError(1, 'no "nftables" array: not `nft -j list ruleset` output')
-  if (nestingDepth(doc) > MAX_NESTING) throw new NftParseError(1, `nested deeper than ${MAX_NESTING} levels: not \`nft -j list ruleset\` output`)
+  if (!isObj(doc) || !Array.isArray(doc.nftables))
+    throw new NftParseError(1, 'no "nftables" array: not `nft -j list ruleset` output')
+  if (nestingDepth(doc) > MAX_NESTING)
+    throw new NftParseError(1, `nested deeper than ${MAX_NESTING} levels: not \`nft -j list ruleset\` output`)
   const rs = new NftRuleset()
   const table = (family: J, name: J): NftTable => {
     const id = `${family} ${name}`
@@ -179,7 +189,8 @@ export function nftRulesetFromJson(text: string): NftRuleset {
       readItem(rs, table, kind, body, i)
     } catch (e) {
       // A value of a shape nft never prints (e.g. an object where a name belongs) cannot be turned into text.
-      if (e instanceof TypeError) throw new NftParseError(i + 1, `item ${i + 1} (a "${kind}") holds a value of the wrong shape: ${e.message}`)
+      if (e instanceof TypeError)
+        throw new NftParseError(i + 1, `item ${i + 1} (a "${kind}") holds a value of the wrong shape: ${e.message}`)
       throw e
     }
   }
@@ -193,7 +204,13 @@ function readItem(rs: NftRuleset, table: (family: J, name: J) => NftTable, kind:
     else if (kind === 'chain') {
       const t = table(body.family, body.table)
       const chain: NftChain = {table: t.id, name: String(body.name), line: Number(body.handle ?? i + 1), rules: []}
-      if (body.hook) chain.base = {type: String(body.type), hook: String(body.hook), priority: Number(body.prio ?? 0), policy: body.policy === 'drop' ? 'drop' : 'accept'}
+      if (body.hook)
+        chain.base = {
+          type: String(body.type),
+          hook: String(body.hook),
+          priority: Number(body.prio ?? 0),
+          policy: body.policy === 'drop' ? 'drop' : 'accept',
+        }
       t.chains.set(chain.name, chain)
     } else if (kind === 'set' || kind === 'map') {
       const t = table(body.family, body.table)
@@ -208,7 +225,8 @@ function readItem(rs: NftRuleset, table: (family: J, name: J) => NftTable, kind:
       const t = table(body.family, body.table)
       const chain = t.chains.get(String(body.chain))
       if (!chain) throw new NftParseError(i + 1, `rule for unknown chain ${String(body.chain)}`)
-      if (body.expr !== undefined && !Array.isArray(body.expr)) throw new NftParseError(i + 1, `item ${i + 1}: the rule's "expr" is not a list`)
+      if (body.expr !== undefined && !Array.isArray(body.expr))
+        throw new NftParseError(i + 1, `item ${i + 1}: the rule's "expr" is not a list`)
       const text = list(body.expr).map(statement).join(' ')
       chain.rules.push({table: t.id, chain: chain.name, line: Number(body.handle ?? i + 1), text})
     }

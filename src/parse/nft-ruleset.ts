@@ -46,7 +46,17 @@ export class NftParseError extends Error {
   }
 }
 
-const PRIORITY_NAMES: Record<string, number> = {raw: -300, mangle: -150, dstnat: -100, filter: 0, security: 50, srcnat: 100, out: 100, first: -2147483648, last: 2147483647}
+const PRIORITY_NAMES: Record<string, number> = {
+  raw: -300,
+  mangle: -150,
+  dstnat: -100,
+  filter: 0,
+  security: 50,
+  srcnat: 100,
+  out: 100,
+  first: -2147483648,
+  last: 2147483647,
+}
 
 function parsePriority(text: string, line: number): number {
   const m = /^([a-z]+|-?\d+)\s*(?:([+-])\s*(\d+))?$/.exec(text.trim())
@@ -126,16 +136,25 @@ export class NftRuleset {
           try {
             for (const el of parseElements(m[1])) set.elements.push(el)
           } catch (e) {
-            if (e instanceof NftElementError) throw new NftParseError(lineNo, `${e.message} in ${set.isMap ? 'map' : 'set'} ${set.name}`)
+            if (e instanceof NftElementError)
+              throw new NftParseError(lineNo, `${e.message} in ${set.isMap ? 'map' : 'set'} ${set.name}`)
             throw e
           }
         }
         continue
       }
       if (chain) {
-        m = /^type\s+(\w+)\s+hook\s+(\w+)(?:\s+device\s+\S+)?\s+priority\s+([^;]+);\s*(?:policy\s+(accept|drop);)?/.exec(line)
+        m =
+          /^type\s+(\w+)\s+hook\s+(\w+)(?:\s+device\s+\S+)?\s+priority\s+([^;]+);\s*(?:policy\s+(accept|drop);)?/.exec(
+            line,
+          )
         if (m) {
-          chain.base = {type: m[1], hook: m[2], priority: parsePriority(m[3], lineNo), policy: (m[4] as 'accept' | 'drop') ?? 'accept'}
+          chain.base = {
+            type: m[1],
+            hook: m[2],
+            priority: parsePriority(m[3], lineNo),
+            policy: (m[4] as 'accept' | 'drop') ?? 'accept',
+          }
           continue
         }
         if (/^comment\s+"/.test(line)) continue

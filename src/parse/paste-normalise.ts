@@ -28,9 +28,15 @@ const FENCE = /^\s*(?:```|~~~)/
 const QUOTE = /^>[ \t]?/
 const COUNTERS = /^\[\d+:\d+\]\s+(?=-A\s)/
 const BUILT_IN = new Set(['PREROUTING', 'INPUT', 'FORWARD', 'OUTPUT', 'POSTROUTING'])
-const NAT_ONLY_TARGETS = /\s-j\s+(?:DNAT|SNAT|MASQUERADE|REDIRECT|KUBE-MARK-MASQ|KUBE-SVC-\S+|KUBE-SVL-\S+|KUBE-SEP-\S+|KUBE-EXT-\S+|KUBE-FW-\S+|KUBE-NODEPORTS|KUBE-POSTROUTING)\b/
+const NAT_ONLY_TARGETS =
+  /\s-j\s+(?:DNAT|SNAT|MASQUERADE|REDIRECT|KUBE-MARK-MASQ|KUBE-SVC-\S+|KUBE-SVL-\S+|KUBE-SEP-\S+|KUBE-EXT-\S+|KUBE-FW-\S+|KUBE-NODEPORTS|KUBE-POSTROUTING)\b/
 /** The hooks kube-proxy jumps to its entry chain from, per table. */
-const HOOKS: Record<string, string[]> = {nat: ['PREROUTING', 'OUTPUT'], filter: ['INPUT', 'FORWARD', 'OUTPUT'], mangle: ['PREROUTING', 'OUTPUT'], raw: ['PREROUTING', 'OUTPUT']}
+const HOOKS: Record<string, string[]> = {
+  nat: ['PREROUTING', 'OUTPUT'],
+  filter: ['INPUT', 'FORWARD', 'OUTPUT'],
+  mangle: ['PREROUTING', 'OUTPUT'],
+  raw: ['PREROUTING', 'OUTPUT'],
+}
 /** Options whose value is the next word: a rule ending with one was cut off. */
 const NEEDS_VALUE = /\s(?:-[jgmpsdio]|--\S+)$/
 
@@ -76,8 +82,13 @@ function unwrap(input: string, notes: string[]): {lines: Line[]; commands: strin
     }
   }
   if (fences.length > 0)
-    notes.push(`removed markdown fences (\`\`\`) on ${fences.length === 1 ? 'line' : 'lines'} ${lineList(fences)}${prose > 0 ? ` and ${plural(prose, 'line')} of text outside them` : ''}`)
-  if (prompts.length > 0) notes.push(`removed shell prompt ${prompts.length === 1 ? 'line' : 'lines'} ${lineList(prompts)} ("${commands[0].slice(0, 60)}")`)
+    notes.push(
+      `removed markdown fences (\`\`\`) on ${fences.length === 1 ? 'line' : 'lines'} ${lineList(fences)}${prose > 0 ? ` and ${plural(prose, 'line')} of text outside them` : ''}`,
+    )
+  if (prompts.length > 0)
+    notes.push(
+      `removed shell prompt ${prompts.length === 1 ? 'line' : 'lines'} ${lineList(prompts)} ("${commands[0].slice(0, 60)}")`,
+    )
   return {lines: raw, commands}
 }
 
@@ -159,7 +170,8 @@ function refuseCutOff(lines: Line[]): void {
   const last = [...lines].reverse().find((l) => l.text.trim() !== '')
   if (!last || !/^-A\s/.test(last.text)) return
   const text = last.text.trim()
-  const where = (why: string) => new DumpParseError(last.from, `the last rule looks cut off (${why}): "${text.slice(-60)}"; paste the whole output`)
+  const where = (why: string) =>
+    new DumpParseError(last.from, `the last rule looks cut off (${why}): "${text.slice(-60)}"; paste the whole output`)
   let rule
   try {
     rule = parseRule('', last.from, text)
@@ -168,7 +180,8 @@ function refuseCutOff(lines: Line[]): void {
   }
   if (NEEDS_VALUE.test(text)) throw where('it ends with an option that needs a value')
   if (rule.target === undefined) throw where('it has no -j or -g target')
-  if (/^(?:DNAT|SNAT|MARK|CONNMARK)$/.test(rule.target) && rule.targetOptions.length === 0) throw where(`-j ${rule.target} without its options`)
+  if (/^(?:DNAT|SNAT|MARK|CONNMARK)$/.test(rule.target) && rule.targetOptions.length === 0)
+    throw where(`-j ${rule.target} without its options`)
 }
 
 /** `iptables -S` and grep output: -P/-N/-A lines with no `*table`, rewritten as one iptables-save table. */
@@ -195,26 +208,36 @@ function asSaveTable(lines: Line[], commands: string[], notes: string[]): Line[]
     }
   }
   if (policies > 0) notes.push('read as `iptables -S` output: -P and -N lines taken as chain declarations')
-  const fromCommand = commands.map((c) => /\biptables\S*\s.*(?:-t|--table)[ =]?(\w+)/.exec(c)?.[1]).find((t) => t !== undefined)
+  const fromCommand = commands
+    .map((c) => /\biptables\S*\s.*(?:-t|--table)[ =]?(\w+)/.exec(c)?.[1])
+    .find((t) => t !== undefined)
   let table: string
   if (fromCommand) {
     table = fromCommand
-    notes.push(`no "*table" line in the input: table ${table}, from the command "${commands.find((c) => c.includes(fromCommand))!.slice(0, 60)}"`)
+    notes.push(
+      `no "*table" line in the input: table ${table}, from the command "${commands.find((c) => c.includes(fromCommand))!.slice(0, 60)}"`,
+    )
   } else if (body.some((l) => NAT_ONLY_TARGETS.test(l.text))) {
     table = 'nat'
-    notes.push('no "*table" line in the input: assumed table nat (the rules DNAT, masquerade or jump to kube-proxy\'s nat chains)')
+    notes.push(
+      'no "*table" line in the input: assumed table nat (the rules DNAT, masquerade or jump to kube-proxy\'s nat chains)',
+    )
   } else {
     table = 'filter'
     notes.push('no "*table" line in the input: assumed table filter (what `iptables -S` shows without -t)')
   }
   const out: Line[] = [{text: `*${table}`, from: 0}]
-  for (const chain of chainsWithRules) if (!declared.has(chain)) out.push({text: `:${chain} ${BUILT_IN.has(chain) ? 'ACCEPT' : '-'} [0:0]`, from: 0})
+  for (const chain of chainsWithRules)
+    if (!declared.has(chain)) out.push({text: `:${chain} ${BUILT_IN.has(chain) ? 'ACCEPT' : '-'} [0:0]`, from: 0})
   const hasBuiltIn = [...declared, ...chainsWithRules].some((c) => BUILT_IN.has(c))
   if (!hasBuiltIn) {
     const jumpedTo = new Set(body.flatMap((l) => [...(/\s-[jg]\s+(\S+)/.exec(l.text)?.slice(1) ?? [])]))
-    const entry = chainsWithRules.has('KUBE-SERVICES') ? 'KUBE-SERVICES' : [...chainsWithRules].find((c) => !jumpedTo.has(c))
+    const entry = chainsWithRules.has('KUBE-SERVICES')
+      ? 'KUBE-SERVICES'
+      : [...chainsWithRules].find((c) => !jumpedTo.has(c))
     if (entry) {
-      for (const hook of HOOKS[table] ?? []) out.push({text: `:${hook} ACCEPT [0:0]`, from: 0}, {text: `-A ${hook} -j ${entry}`, from: 0})
+      for (const hook of HOOKS[table] ?? [])
+        out.push({text: `:${hook} ACCEPT [0:0]`, from: 0}, {text: `-A ${hook} -j ${entry}`, from: 0})
       notes.push(`no built-in chains in the input: traced from ${entry}`)
     }
   }
@@ -277,7 +300,10 @@ export function normaliseIptablesPaste(input: string, family: Family | undefined
       l.text = l.text.replace(COUNTERS, '')
     }
   }
-  if (counted.length > 0) notes.push(`removed packet counters ("[packets:bytes]", \`iptables-save -c\`) from ${plural(counted.length, 'rule')}`)
+  if (counted.length > 0)
+    notes.push(
+      `removed packet counters ("[packets:bytes]", \`iptables-save -c\`) from ${plural(counted.length, 'rule')}`,
+    )
   let kept = lines
   const dumps = splitDumps(lines)
   if (dumps.length > 1) {

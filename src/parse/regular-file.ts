@@ -41,7 +41,8 @@ function openChecked(path: string, maxBytes: number): number {
   try {
     const stat = fstatSync(fd)
     if (!stat.isFile()) throw new UnsafeFileError(`${path} is not a regular file`)
-    if (stat.size > maxBytes) throw new UnsafeFileError(`${path} is ${stat.size} bytes, over the ${maxBytes}-byte limit`)
+    if (stat.size > maxBytes)
+      throw new UnsafeFileError(`${path} is ${stat.size} bytes, over the ${maxBytes}-byte limit`)
     return fd
   } catch (e) {
     closeSync(fd)

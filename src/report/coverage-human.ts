@@ -11,7 +11,11 @@ const MAX_CODES_SHOWN = 4
  * shown once with the nodes listed. `?` marks a required check (the headline cannot say ✓), `-` one the user opted
  * out of or the input cannot give. Nothing when every check ran.
  */
-export function renderNotChecked(r: Pick<Report, 'notChecked'>, c: ChalkInstance, width = Number.POSITIVE_INFINITY): string[] {
+export function renderNotChecked(
+  r: Pick<Report, 'notChecked'>,
+  c: ChalkInstance,
+  width = Number.POSITIVE_INFINITY,
+): string[] {
   if (r.notChecked.length === 0) return []
   const groups = new Map<string, {check: string; codes: string[]; reason: string; required: boolean; nodes: string[]}>()
   for (const n of r.notChecked) {
@@ -29,7 +33,11 @@ export function renderNotChecked(r: Pick<Report, 'notChecked'>, c: ChalkInstance
     for (const g of required) {
       const codes = g.codes.length > 0 && g.codes.length <= MAX_CODES_SHOWN ? ` (${g.codes.join(', ')})` : ''
       const where = g.nodes.length > 0 ? ` on ${g.nodes.join(', ')}` : ''
-      lines.push(...wrapProse(printable(`${g.check}${codes}${where}: ${g.reason}`), width, '  ? ', '    ').map((l) => c.yellow(l)))
+      lines.push(
+        ...wrapProse(printable(`${g.check}${codes}${where}: ${g.reason}`), width, '  ? ', '    ').map((l) =>
+          c.yellow(l),
+        ),
+      )
     }
   }
   // What the user opted out of, or the input cannot give, is one line: the reasons are in -o json and --verbose.

@@ -24,7 +24,15 @@ export interface ErrorDocument {
 }
 
 export function errorDocument(message: string, meta: Omit<DocumentMeta, 'context'>): ErrorDocument {
-  return {apiVersion: API_VERSION, kind: 'Error', toolVersion: meta.toolVersion, time: meta.time, ok: false, exitCode: 2, error: message}
+  return {
+    apiVersion: API_VERSION,
+    kind: 'Error',
+    toolVersion: meta.toolVersion,
+    time: meta.time,
+    ok: false,
+    exitCode: 2,
+    error: message,
+  }
 }
 
 /** yaml, loaded for -o yaml only. */
@@ -49,10 +57,18 @@ interface ReportNode {
  * Adds `readVia` (how each node was read, or why not, and why the other ways were not used) to every node of a
  * report, and lists the nodes left API-only (not read, so not in the diagnosis) with the reason, in `order`.
  */
-export function withReadVia<T extends {nodes: ReportNode[]}>(report: T, readVia: Map<string, NodeReadVia>, order: string[]): T {
+export function withReadVia<T extends {nodes: ReportNode[]}>(
+  report: T,
+  readVia: Map<string, NodeReadVia>,
+  order: string[],
+): T {
   const known = new Set(report.nodes.map((n) => n.name))
-  const apiOnly = [...readVia].filter(([name, v]) => v.transport === null && !known.has(name)).map(([name, v]) => ({name, reachable: false, error: `not read: ${v.why}`, mode: null, modeSource: null}))
+  const apiOnly = [...readVia]
+    .filter(([name, v]) => v.transport === null && !known.has(name))
+    .map(([name, v]) => ({name, reachable: false, error: `not read: ${v.why}`, mode: null, modeSource: null}))
   const rank = (name: string) => (order.includes(name) ? order.indexOf(name) : order.length)
-  const nodes = [...report.nodes, ...apiOnly].sort((a, b) => rank(a.name) - rank(b.name)).map((n) => ({...n, ...(readVia.has(n.name) ? {readVia: readVia.get(n.name)} : {})}))
+  const nodes = [...report.nodes, ...apiOnly]
+    .sort((a, b) => rank(a.name) - rank(b.name))
+    .map((n) => ({...n, ...(readVia.has(n.name) ? {readVia: readVia.get(n.name)} : {})}))
   return {...report, nodes}
 }

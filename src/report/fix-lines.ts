@@ -6,7 +6,13 @@ import {wrapCommand, wrapProse} from './width.js'
  * A finding's fix as printed: the command on its own `fix:`/`next:` line (exactly what to paste, nothing after it),
  * the prose on its own `hint:` line. Never one mixed line.
  */
-export function fixLines(step: NextStep | null, label: 'fix' | 'next', indent: string, c: ChalkInstance, width = Number.POSITIVE_INFINITY): string[] {
+export function fixLines(
+  step: NextStep | null,
+  label: 'fix' | 'next',
+  indent: string,
+  c: ChalkInstance,
+  width = Number.POSITIVE_INFINITY,
+): string[] {
   if (!step) return []
   // A command wraps only between words outside quotes, each line ending in ` \`: the lines paste as the same command.
   const hang = ' '.repeat(indent.length + label.length + 2)
@@ -18,5 +24,7 @@ export function fixLines(step: NextStep | null, label: 'fix' | 'next', indent: s
 
 /** The same, plain (JUnit bodies). */
 export function fixText(step: NextStep, label: 'fix' | 'next'): string {
-  return [...(step.command ? [`${label}: ${step.command}`] : []), ...(step.text ? [`hint: ${step.text}`] : [])].join('\n')
+  return [...(step.command ? [`${label}: ${step.command}`] : []), ...(step.text ? [`hint: ${step.text}`] : [])].join(
+    '\n',
+  )
 }

@@ -19,7 +19,11 @@ const SEVERITY_MARK = {error: '✗', warning: '!', info: 'i'} as const
 
 /** The first line of the report: the verdict and where the path breaks. */
 export function renderHeadline(r: Report, c: ChalkInstance): string {
-  return r.summary.startsWith('✓') ? c.green(r.summary) : r.summary.startsWith('✗') ? c.red.bold(r.summary) : c.yellow(r.summary)
+  return r.summary.startsWith('✓')
+    ? c.green(r.summary)
+    : r.summary.startsWith('✗')
+      ? c.red.bold(r.summary)
+      : c.yellow(r.summary)
 }
 
 /** Findings of one code whose messages, evidence and hints differ only by the node's name: printed once, the nodes listed. */
@@ -36,7 +40,14 @@ export function groupFindingsByText(findings: Report['findings']): FindingLine[]
   for (const f of findings) {
     const node = f.node
     const generic = (t: string) => (node ? t.split(node).join('\0') : t)
-    const k = [f.code, f.severity, generic(f.message), ...f.evidence.map(generic), generic(f.command ?? ''), generic(f.text ?? '')].join('\u0001')
+    const k = [
+      f.code,
+      f.severity,
+      generic(f.message),
+      ...f.evidence.map(generic),
+      generic(f.command ?? ''),
+      generic(f.text ?? ''),
+    ].join('\u0001')
     const prev = node ? byKey.get(k) : undefined
     if (prev) {
       prev.nodes.push(node!)
@@ -93,13 +104,19 @@ function pathCell(r: Report, node: string, e: string, c: ChalkInstance): string 
 function renderPathTable(r: Report, c: ChalkInstance, width: number): string[] {
   const entries = ENTRIES.filter((e) => r.paths.some((p) => p.entry === e))
   const rows = r.nodes.map((n) =>
-    n.reachable ? [n.name, n.mode ?? '?', ...entries.map((e) => pathCell(r, n.name, e, c))] : [n.name, {colSpan: Math.max(entries.length, 1) + 1, content: c.yellow(`not read: ${n.error ?? '?'}`)}],
+    n.reachable
+      ? [n.name, n.mode ?? '?', ...entries.map((e) => pathCell(r, n.name, e, c))]
+      : [n.name, {colSpan: Math.max(entries.length, 1) + 1, content: c.yellow(`not read: ${n.error ?? '?'}`)}],
   )
   const short = entries.map((e) => SHORT_ENTRY[e] ?? e)
   const legend = SHORT_LEGEND.split(', ')
     .filter((l) => short.some((s) => s.includes(l.split(' ')[0])))
     .join(', ')
-  const table = fittingTable([{head: ['node', 'mode', ...entries]}, {head: ['node', 'mode', ...short], legend}], rows, width)
+  const table = fittingTable(
+    [{head: ['node', 'mode', ...entries]}, {head: ['node', 'mode', ...short], legend}],
+    rows,
+    width,
+  )
   if (table) return table
   const lines: string[] = []
   for (const n of r.nodes) {
@@ -110,7 +127,11 @@ function renderPathTable(r: Report, c: ChalkInstance, width: number): string[] {
     const cells = entries.map((e) => {
       const cell = pathCell(r, n.name, e, c)
       const [mark, ...rest] = cell.split(' ')
-      return rest.length === 0 ? `${mark} ${e}` : rest.join(' ').includes(NOT_FOLLOWED) ? `${mark} ${e} ${rest.join(' ')}` : `${mark} ${e} at ${rest.join(' ')}`
+      return rest.length === 0
+        ? `${mark} ${e}`
+        : rest.join(' ').includes(NOT_FOLLOWED)
+          ? `${mark} ${e} ${rest.join(' ')}`
+          : `${mark} ${e} at ${rest.join(' ')}`
     })
     lines.push(...wrapProse(cells.join(', '), width, `${n.name} (${n.mode ?? '?'}): `, '    '))
   }
@@ -124,7 +145,8 @@ type Outcome = NonNullable<PathLine['trace']>['outcomes'][number]
 function badOutcomes(p: PathLine): Outcome[] {
   return p.ok === false && p.trace ? p.trace.outcomes.filter((o) => isBad(p, o)) : []
 }
-const isBad = (p: PathLine, o: Outcome) => (o.verdict !== 'DNAT' && o.verdict !== 'ACCEPT') || (!!o.destination && p.detail.includes(o.destination))
+const isBad = (p: PathLine, o: Outcome) =>
+  (o.verdict !== 'DNAT' && o.verdict !== 'ACCEPT') || (!!o.destination && p.detail.includes(o.destination))
 
 /** Where a broken outcome breaks: the rule that sent it to its destination, else its last rule. */
 function breakingStep(o: Outcome): string {
@@ -152,19 +174,46 @@ function renderWalks(r: Report, c: ChalkInstance, width: number): string[] {
     // When the walk marks the breaking step with why, the heading need not say it again.
     const why = bad.length > 0 ? /, which is (.*)$/.exec(p.detail)?.[1] : undefined
     const which = ps.length > 1 ? ` at one step (the walk of ${p.entry} shown)` : ''
-    lines.push('', ...wrapProse(`${c.bold(`${p.node} ${ps.map((x) => x.entry).join(', ')} (${p.port})`)}: ${status}${which}${why ? '' : `: ${p.detail}`}`, width, '', '    '))
+    lines.push(
+      '',
+      ...wrapProse(
+        `${c.bold(`${p.node} ${ps.map((x) => x.entry).join(', ')} (${p.port})`)}: ${status}${which}${why ? '' : `: ${p.detail}`}`,
+        width,
+        '',
+        '    ',
+      ),
+    )
     // The rules are not where a hairpin path breaks: the heading (which backend, which bridge port) says it all.
     if (p.breaksAt === 'bridge/hairpin') continue
-    const half = p.breaksOn && p.breaksOn !== p.node ? p.remote.find((h) => h.node === p.breaksOn && h.ok !== true && h.trace) : undefined
+    const half =
+      p.breaksOn && p.breaksOn !== p.node
+        ? p.remote.find((h) => h.node === p.breaksOn && h.ok !== true && h.trace)
+        : undefined
     if (half?.trace) {
       // Its own node forwards it: the walk that matters is the endpoint's half, where it breaks.
       const endpoint = half.endpoint.replace(/:\d+$/, '')
-      const badHalf = (o: Outcome) => (o.verdict !== 'DNAT' && o.verdict !== 'ACCEPT') || (!!o.destination && o.destination !== endpoint && o.destination !== half.endpoint)
-      lines.push(...wrapProse(c.dim(`on ${half.node}, arriving DNATed to ${half.endpoint}${half.pod ? ` (${half.pod})` : ''} from ${p.node}:`), width, '  ', '    '))
+      const badHalf = (o: Outcome) =>
+        (o.verdict !== 'DNAT' && o.verdict !== 'ACCEPT') ||
+        (!!o.destination && o.destination !== endpoint && o.destination !== half.endpoint)
+      lines.push(
+        ...wrapProse(
+          c.dim(
+            `on ${half.node}, arriving DNATed to ${half.endpoint}${half.pod ? ` (${half.pod})` : ''} from ${p.node}:`,
+          ),
+          width,
+          '  ',
+          '    ',
+        ),
+      )
       lines.push(...renderWalk(half.trace, c, width, {bad: badHalf, why: `breaks at ${where(p)}`, indent: '  '}))
       continue
     }
-    lines.push(...renderWalk(t, c, width, {bad: p.ok === false ? (o) => isBad(p, o) : undefined, why: why ?? `breaks at ${where(p)}`}))
+    lines.push(
+      ...renderWalk(t, c, width, {
+        bad: p.ok === false ? (o) => isBad(p, o) : undefined,
+        why: why ?? `breaks at ${where(p)}`,
+      }),
+    )
   }
   if (lines.length > 0) lines.splice(1, 0, c.bold('Walks') + c.dim(' (short rules; the full ones: -o json --explain)'))
   return lines
@@ -176,8 +225,20 @@ export function renderHuman(r: Report, c: ChalkInstance, width = Number.POSITIVE
   lines.push(...fixLines(r.next, 'next', '  ', c, width))
   lines.push('')
   const s = r.service
-  const ports = s.ports.map((p) => `${p.name ? p.name + ' ' : ''}${p.port}→${p.targetPort}/${p.protocol}${p.nodePort ? ` (NodePort ${p.nodePort})` : ''}`).join(', ')
-  lines.push(...wrapProse(`${c.bold('Service')} ${s.namespace}/${s.name}  ${s.type} ${(s.clusterIPs ?? []).length > 1 ? s.clusterIPs.join(', ') : (s.clusterIP ?? '')}  ports ${ports || 'none'}`, width, '', '  '))
+  const ports = s.ports
+    .map(
+      (p) =>
+        `${p.name ? p.name + ' ' : ''}${p.port}→${p.targetPort}/${p.protocol}${p.nodePort ? ` (NodePort ${p.nodePort})` : ''}`,
+    )
+    .join(', ')
+  lines.push(
+    ...wrapProse(
+      `${c.bold('Service')} ${s.namespace}/${s.name}  ${s.type} ${(s.clusterIPs ?? []).length > 1 ? s.clusterIPs.join(', ') : (s.clusterIP ?? '')}  ports ${ports || 'none'}`,
+      width,
+      '',
+      '  ',
+    ),
+  )
   lines.push(
     ...wrapProse(
       `${c.bold('Endpoints')} ${r.endpoints.ready} ready, ${r.endpoints.notReady} not ready (from ${r.endpoints.source})   ${c.bold('kube-proxy')} ${r.proxy.mode}, mark ${r.proxy.masqueradeMark} (${r.proxy.source})`,
@@ -192,15 +253,33 @@ export function renderHuman(r: Report, c: ChalkInstance, width = Number.POSITIVE
   lines.push(...renderNotChecked(r, c, width))
   const count = (sev: string) => r.findings.filter((f) => f.severity === sev).length
   lines.push('')
-  const ignored = r.ignored.length > 0 ? `, ${r.ignored.length} ignored (${r.ignored.map((i) => `${i.code}${i.node ? ` [${i.node}]` : ''}`).join(', ')})` : ''
-  lines.push(...wrapProse(`Findings: ${count('error')} error(s), ${count('warning')} warning(s), ${count('info')} info${ignored}`, width, '', '  ').map((l) => c.bold(l)))
+  const ignored =
+    r.ignored.length > 0
+      ? `, ${r.ignored.length} ignored (${r.ignored.map((i) => `${i.code}${i.node ? ` [${i.node}]` : ''}`).join(', ')})`
+      : ''
+  lines.push(
+    ...wrapProse(
+      `Findings: ${count('error')} error(s), ${count('warning')} warning(s), ${count('info')} info${ignored}`,
+      width,
+      '',
+      '  ',
+    ).map((l) => c.bold(l)),
+  )
   for (const {finding: f, nodes, message} of groupFindingsByText(r.findings)) {
     const mark = SEVERITY_MARK[f.severity]
     const color = f.severity === 'error' ? c.red : f.severity === 'warning' ? c.yellow : c.cyan
-    lines.push(...wrapProse(`${color(`${mark} ${f.code}`)}${nodes.length > 0 ? ` [${nodes.join(', ')}]` : ''} ${message}`, width, '', '    '))
+    lines.push(
+      ...wrapProse(
+        `${color(`${mark} ${f.code}`)}${nodes.length > 0 ? ` [${nodes.join(', ')}]` : ''} ${message}`,
+        width,
+        '',
+        '    ',
+      ),
+    )
     for (const e of f.evidence) lines.push(...wrapVerbatim(e, width, '    evidence: ', '        ').map((l) => c.dim(l)))
     lines.push(...fixLines(f, 'fix', '    ', c, width))
-    if (nodes.length > 1 && f.node && (f.command ?? '').includes(f.node)) lines.push(...wrapProse(c.dim(`(likewise on ${nodes.slice(1).join(', ')})`), width, '         ', '         '))
+    if (nodes.length > 1 && f.node && (f.command ?? '').includes(f.node))
+      lines.push(...wrapProse(c.dim(`(likewise on ${nodes.slice(1).join(', ')})`), width, '         ', '         '))
   }
   lines.push(...renderWalks(r, c, width))
   return lines.join('\n')
@@ -229,14 +308,16 @@ function renderProbes(p: ProbeReport, c: ChalkInstance, width: number): string[]
   const lines = [
     '',
     ...wrapProse(
-      c.bold(`Probes`) + ` from each node through ${via}: connect and close, ${s.vipAttempts} per Service address, ${s.endpointAttempts} per endpoint, ${s.timeoutMs / 1000} s timeout`,
+      c.bold(`Probes`) +
+        ` from each node through ${via}: connect and close, ${s.vipAttempts} per Service address, ${s.endpointAttempts} per endpoint, ${s.timeoutMs / 1000} s timeout`,
       width,
       '',
       '  ',
     ),
   ]
   const all = p.nodes.flatMap((n) => n.targets)
-  if (all.length === 0 && p.nodes.every((n) => !n.error)) return [...lines, c.dim('  nothing to probe (no TCP port with an address)')]
+  if (all.length === 0 && p.nodes.every((n) => !n.error))
+    return [...lines, c.dim('  nothing to probe (no TCP port with an address)')]
   const ports = [...new Set(all.map((t) => t.port))]
   const endpoints = [...new Map(all.filter((t) => t.kind === 'endpoint').map((t) => [t.address, t])).values()]
   const perEndpoint = endpoints.length <= ENDPOINT_COLUMNS
@@ -258,7 +339,11 @@ function renderProbes(p: ProbeReport, c: ChalkInstance, width: number): string[]
       const eps = mine.filter((t) => t.kind === 'endpoint')
       const failing = eps.filter((t) => t.notProbed === null && t.connected < t.attempts)
       const summary =
-        failing.length === 0 ? c.green(`✓ ${eps.length} of ${eps.length} answer`) : c.red(`✗ ${failing.map((t) => `${endpointLabel(t)} ${probeCell(t, new Chalk({level: 0})).slice(2)}`).join(', ')}`)
+        failing.length === 0
+          ? c.green(`✓ ${eps.length} of ${eps.length} answer`)
+          : c.red(
+              `✗ ${failing.map((t) => `${endpointLabel(t)} ${probeCell(t, new Chalk({level: 0})).slice(2)}`).join(', ')}`,
+            )
       table.push([
         n.node,
         ...(ports.length > 1 ? [port] : []),

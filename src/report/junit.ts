@@ -33,31 +33,48 @@ export function renderJunit(r: ScanSummary, failOn: FailOn): string {
     const cases = FAMILIES.map((family) => {
       const found = groups.filter((g) => checkFamily(g.code) === family)
       const failing = found.filter((g) => fails(g.severity))
-      const text = found.map((g) => `${g.severity} ${g.code}: ${g.message}${g.nodes.length ? ` [nodes: ${g.nodes.join(', ')}]` : ''}\n${fixText(g, 'next')}`).join('\n\n')
+      const text = found
+        .map(
+          (g) =>
+            `${g.severity} ${g.code}: ${g.message}${g.nodes.length ? ` [nodes: ${g.nodes.join(', ')}]` : ''}\n${fixText(g, 'next')}`,
+        )
+        .join('\n\n')
       const body =
         failing.length > 0
           ? `<failure type="${xml(failing[0].code)}" message="${xml(failing.map((g) => g.code).join(', '))}">${xml(text)}</failure>`
           : found.length > 0
             ? `<system-out>${xml(text)}</system-out>`
             : ''
-      return {failed: failing.length > 0, xml: `    <testcase classname="${xml(id)}" name="${xml(family)}">${body}</testcase>`}
+      return {
+        failed: failing.length > 0,
+        xml: `    <testcase classname="${xml(id)}" name="${xml(family)}">${body}</testcase>`,
+      }
     })
     const notRun = s.notChecked.filter((n) => n.required)
     let suiteSkipped = 0
     if (notRun.length > 0) {
       const text = notRun.map((n) => `${n.node ?? 'all nodes'}: ${n.check}: ${n.reason}`).join('\n')
       const message = `${notRun.length} check(s) could not run`
-      if (failOn.skipped) cases.push({failed: true, xml: `    <testcase classname="${xml(id)}" name="not checked"><failure type="skipped" message="${xml(message)}">${xml(text)}</failure></testcase>`})
+      if (failOn.skipped)
+        cases.push({
+          failed: true,
+          xml: `    <testcase classname="${xml(id)}" name="not checked"><failure type="skipped" message="${xml(message)}">${xml(text)}</failure></testcase>`,
+        })
       else {
         suiteSkipped = 1
-        cases.push({failed: false, xml: `    <testcase classname="${xml(id)}" name="not checked"><skipped message="${xml(message)}"/><system-out>${xml(text)}</system-out></testcase>`})
+        cases.push({
+          failed: false,
+          xml: `    <testcase classname="${xml(id)}" name="not checked"><skipped message="${xml(message)}"/><system-out>${xml(text)}</system-out></testcase>`,
+        })
       }
     }
     const suiteFailures = cases.filter((c) => c.failed).length
     total += cases.length
     failures += suiteFailures
     skippedTotal += suiteSkipped
-    suites.push(`  <testsuite name="${xml(id)}" tests="${cases.length}" failures="${suiteFailures}" errors="0" skipped="${suiteSkipped}">\n${cases.map((c) => c.xml).join('\n')}\n  </testsuite>`)
+    suites.push(
+      `  <testsuite name="${xml(id)}" tests="${cases.length}" failures="${suiteFailures}" errors="0" skipped="${suiteSkipped}">\n${cases.map((c) => c.xml).join('\n')}\n  </testsuite>`,
+    )
   }
   for (const s of r.skipped) {
     const id = `${s.namespace}/${s.name}`

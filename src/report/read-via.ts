@@ -14,14 +14,21 @@ export function apiOnlyNote(readVia: Map<string, NodeReadVia>): string | undefin
 }
 
 /** The human report's "Nodes read via" block: per node, the way in, why, the ways not used, and what was not read. */
-export function renderReadVia(readVia: Map<string, NodeReadVia>, order: string[], width = Number.POSITIVE_INFINITY): string {
+export function renderReadVia(
+  readVia: Map<string, NodeReadVia>,
+  order: string[],
+  width = Number.POSITIVE_INFINITY,
+): string {
   const lines = ['Nodes read via:']
   for (const name of order) {
     const v = readVia.get(name)
     if (!v) continue
     const way = v.transport ? `${v.transport}${v.address ? ` (${v.address})` : ''}` : 'not read (API-only)'
     // An API-only node's reason already names every way that was not used.
-    const notUsed = v.transport && v.notUsed.length > 0 ? `; not used: ${v.notUsed.map((n) => `${n.transport} (${n.reason})`).join(', ')}` : ''
+    const notUsed =
+      v.transport && v.notUsed.length > 0
+        ? `; not used: ${v.notUsed.map((n) => `${n.transport} (${n.reason})`).join(', ')}`
+        : ''
     lines.push(...wrapProse(printable(`${name}: ${way}: ${v.why}${notUsed}`), width, '  ', '      '))
     for (const what of v.notRead) lines.push(...wrapProse(printable(`not read: ${what}`), width, '    ', '      '))
   }

@@ -26,7 +26,8 @@ export interface Report {
     clusterIP: string | null
     /** Every ClusterIP (spec.clusterIPs), one per address family, the primary first; each family is judged. */
     clusterIPs: string[]
-    ports: Array<{name: string; port: number; targetPort: string; protocol: string; nodePort: number | null}>}
+    ports: Array<{name: string; port: number; targetPort: string; protocol: string; nodePort: number | null}>
+  }
   ok: boolean
   summary: string
   /** What to run or do first: the headline finding's command (the exact line, and its argv) and prose. */
@@ -61,7 +62,16 @@ export interface Report {
   /** Live probes from each node (connect-and-close), or why none were made. */
   probes: ProbeReport
   /** The Service's name asked of cluster DNS from each node: one entry per record type asked (type null: nothing could be asked). */
-  dns: Array<{node: string; name: string; server: string; type: 'A' | 'AAAA' | null; addresses: string[]; rcode: string | null; method: string; error: string | null}>
+  dns: Array<{
+    node: string
+    name: string
+    server: string
+    type: 'A' | 'AAAA' | null
+    addresses: string[]
+    rcode: string | null
+    method: string
+    error: string | null
+  }>
   /**
    * Every check that could not run, per node (null: the whole run), with the codes it would have produced and why;
    * `required` ones keep the headline from saying ✓ and fail `--fail-on skipped`.
@@ -154,15 +164,22 @@ function firstLine(d: Diagnosis, findings: Finding[]): {summary: string; next: N
   const clusterError = errors.find((f) => f.node === null)
   if (clusterError) return {summary: `✗ ${id}: ${clusterError.message}`, next: nextStep(clusterError)}
   const order = (e: string) => ENTRIES.indexOf(e as never)
-  const broken = d.paths.filter((p) => p.ok === false && !d.ignoredBreaks.has(p)).sort((a, b) => order(a.entry) - order(b.entry))[0]
+  const broken = d.paths
+    .filter((p) => p.ok === false && !d.ignoredBreaks.has(p))
+    .sort((a, b) => order(a.entry) - order(b.entry))[0]
   if (broken) {
     const explaining = codesExplaining(broken.breaksAt ?? 'unknown')
     const on = broken.breaksOn ?? broken.node
-    const f = errors.find((x) => x.node === on && explaining.includes(x.code)) ?? errors.find((x) => x.node === on) ?? errors[0]
+    const f =
+      errors.find((x) => x.node === on && explaining.includes(x.code)) ?? errors.find((x) => x.node === on) ?? errors[0]
     const from = on === broken.node ? '' : ` from ${broken.node}`
     // A dual-stack Service: which family's path, by its destination.
-    const to = serviceFamilies(d.cluster.service).length > 1 ? ` to ${joinHostPort(broken.packet.dst, broken.packet.dport)}` : ''
-    return {summary: `✗ ${id}: ${broken.entry}${to} (${broken.port})${from} breaks at ${broken.breaksAt} on ${on}: ${broken.detail}`, next: nextStep(f)}
+    const to =
+      serviceFamilies(d.cluster.service).length > 1 ? ` to ${joinHostPort(broken.packet.dst, broken.packet.dport)}` : ''
+    return {
+      summary: `✗ ${id}: ${broken.entry}${to} (${broken.port})${from} breaks at ${broken.breaksAt} on ${on}: ${broken.detail}`,
+      next: nextStep(f),
+    }
   }
   for (const [code, place] of PROBE_PLACES) {
     const f = errors.find((x) => x.code === code)
@@ -172,18 +189,31 @@ function firstLine(d: Diagnosis, findings: Finding[]): {summary: string; next: N
   const readable = d.context.nodes.length
   const warnings = findings.filter((f) => f.severity === 'warning').length
   if (svc.notProxied) return {summary: `✓ ${id}: ${svc.notProxied}`, next: null}
-  if (readable === 0) return {summary: `? ${id}: no node could be read, the packet path is unchecked`, next: nextStep(findings[0])}
+  if (readable === 0)
+    return {summary: `? ${id}: no node could be read, the packet path is unchecked`, next: nextStep(findings[0])}
   const required = d.notChecked.filter((n) => n.required).length
   if (required > 0) {
-    const also = [warnings ? `${warnings} warning(s)` : '', d.ignored.length > 0 ? `${d.ignored.length} ignored` : ''].filter(Boolean)
-    return {summary: `? ${id}: no fault found in what was checked, but ${required} check(s) could not run (see Not checked)${also.length ? `; ${also.join(', ')}` : ''}`, next: nextStep(findings[0])}
+    const also = [
+      warnings ? `${warnings} warning(s)` : '',
+      d.ignored.length > 0 ? `${d.ignored.length} ignored` : '',
+    ].filter(Boolean)
+    return {
+      summary: `? ${id}: no fault found in what was checked, but ${required} check(s) could not run (see Not checked)${also.length ? `; ${also.join(', ')}` : ''}`,
+      next: nextStep(findings[0]),
+    }
   }
   const silenced = [...new Set(d.ignoredBreaks.values())]
   const unfollowed = [...new Set(d.paths.flatMap((p) => p.remote.filter((h) => !h.followed).map((h) => h.node)))].sort()
   const halves = unfollowed.length > 0 ? ` (the second halves on ${unfollowed.join(', ')} not followed: not read)` : ''
-  const works = silenced.length > 0 ? `every traced path works on ${readable} node(s)${halves} except breaks silenced by ignore rules (${silenced.join(', ')})` : `every traced path works on ${readable} node(s)${halves}`
+  const works =
+    silenced.length > 0
+      ? `every traced path works on ${readable} node(s)${halves} except breaks silenced by ignore rules (${silenced.join(', ')})`
+      : `every traced path works on ${readable} node(s)${halves}`
   const ignoredCount = d.ignored.length > 0 ? `, ${d.ignored.length} ignored` : ''
-  return {summary: `✓ ${id}: ${works}${probesAnswered(d)}${warnings ? `, ${warnings} warning(s)` : ''}${ignoredCount}`, next: null}
+  return {
+    summary: `✓ ${id}: ${works}${probesAnswered(d)}${warnings ? `, ${warnings} warning(s)` : ''}${ignoredCount}`,
+    next: null,
+  }
 }
 
 /** ", every live probe connected (N targets from M nodes)" when probes ran and all connected. */
@@ -215,17 +245,37 @@ export function buildReport(d: Diagnosis, opts: ReportOptions = {}): Report {
       type: svc.spec?.type ?? 'ClusterIP',
       clusterIP: expected.clusterIP ?? null,
       clusterIPs: serviceFamilies(svc).map((f) => f.clusterIP),
-      ports: (svc.spec?.ports ?? []).map((p) => ({name: p.name ?? '', port: p.port, targetPort: String(p.targetPort ?? p.port), protocol: p.protocol ?? 'TCP', nodePort: p.nodePort ?? null})),
+      ports: (svc.spec?.ports ?? []).map((p) => ({
+        name: p.name ?? '',
+        port: p.port,
+        targetPort: String(p.targetPort ?? p.port),
+        protocol: p.protocol ?? 'TCP',
+        nodePort: p.nodePort ?? null,
+      })),
     },
     ok: d.ok,
     summary,
     next,
-    proxy: {mode: d.cluster.proxyConfig.mode || 'iptables', source: d.cluster.proxyConfig.source, masqueradeMark: `0x${expected.masqueradeMark.toString(16)}`},
-    endpoints: {ready: endpoints.filter((e) => e.ready).length, notReady: endpoints.filter((e) => !e.ready).length, source: d.cluster.endpointsSource},
+    proxy: {
+      mode: d.cluster.proxyConfig.mode || 'iptables',
+      source: d.cluster.proxyConfig.source,
+      masqueradeMark: `0x${expected.masqueradeMark.toString(16)}`,
+    },
+    endpoints: {
+      ready: endpoints.filter((e) => e.ready).length,
+      notReady: endpoints.filter((e) => !e.ready).length,
+      source: d.cluster.endpointsSource,
+    },
     findings: d.findings,
     nodes: d.context.observations.map((o) => {
       const view = d.context.nodes.find((n) => n.name === o.name)
-      return {name: o.name, reachable: o.reachable, error: o.error ?? null, mode: view?.mode.mode ?? null, modeSource: view?.mode.source ?? null}
+      return {
+        name: o.name,
+        reachable: o.reachable,
+        error: o.error ?? null,
+        mode: view?.mode.mode ?? null,
+        modeSource: view?.mode.source ?? null,
+      }
     }),
     paths: d.paths.map((p) => ({
       node: p.node,
@@ -241,14 +291,25 @@ export function buildReport(d: Diagnosis, opts: ReportOptions = {}): Report {
       ignoredBy: d.ignoredBreaks.get(p) ?? null,
       ...(opts.explain ? {trace: p.trace} : {}),
     })),
-    ignored: d.ignored.map((f) => ({code: f.code, node: f.node, source: f.ignoredBy.source, reason: f.ignoredBy.reason ?? null})),
+    ignored: d.ignored.map((f) => ({
+      code: f.code,
+      node: f.node,
+      source: f.ignoredBy.source,
+      reason: f.ignoredBy.reason ?? null,
+    })),
     probes: probeReport(d.probes),
     dns: d.context.observations.flatMap((o): Array<Report['dns'][number]> => {
       const q = o.dns
       if (!q) return []
       const base = {node: o.name, name: q.name, server: q.server, method: q.method}
       if (q.answers.length === 0) return [{...base, type: null, addresses: [], rcode: null, error: q.error ?? null}]
-      return q.answers.map((a) => ({...base, type: a.type, addresses: a.addresses, rcode: a.rcode ?? null, error: a.error ?? null}))
+      return q.answers.map((a) => ({
+        ...base,
+        type: a.type,
+        addresses: a.addresses,
+        rcode: a.rcode ?? null,
+        error: a.error ?? null,
+      }))
     }),
     notChecked: d.notChecked,
     notes: opts.notes ?? [],
@@ -273,9 +334,13 @@ const DEFAULT_FAIL_ON: FailOn = {severity: 'error', skipped: false}
 
 /** `--fail-on error|warning|skipped`, or a comma list of them (`warning,skipped`); a string is the error message. */
 export function parseFailOn(value: string): FailOn | string {
-  const words = value.split(',').map((w) => w.trim()).filter(Boolean)
+  const words = value
+    .split(',')
+    .map((w) => w.trim())
+    .filter(Boolean)
   const bad = words.find((w) => w !== 'error' && w !== 'warning' && w !== 'skipped')
-  if (bad !== undefined || words.length === 0) return `--fail-on takes error, warning, skipped or a comma list of them (got "${value}")`
+  if (bad !== undefined || words.length === 0)
+    return `--fail-on takes error, warning, skipped or a comma list of them (got "${value}")`
   return {severity: words.includes('warning') ? 'warning' : 'error', skipped: words.includes('skipped')}
 }
 

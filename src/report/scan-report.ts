@@ -9,7 +9,14 @@ interface ScanReport {
   kind: 'ScanReport'
   ok: boolean
   summary: string
-  counts: {services: number; diagnosed: number; skipped: number; withErrors: number; withWarnings: number; withChecksNotRun: number}
+  counts: {
+    services: number
+    diagnosed: number
+    skipped: number
+    withErrors: number
+    withWarnings: number
+    withChecksNotRun: number
+  }
   services: Report[]
   skipped: Array<{namespace: string; name: string; type: string; reason: string}>
   nodes: Array<{name: string; reachable: boolean; error: string | null}>
@@ -40,7 +47,10 @@ function elementJson(r: Report): Uint8Array {
 
 /** What a scan keeps of each Service's diagnosis (see ScannedService), on any of its threads; `withJson` for `-o json`. */
 export function keepScannedServices(withJson: boolean, opts: ReportOptions): Keep<ScannedService> {
-  return {summarise: scannedService(withJson, opts), recipe: {module: import.meta.url, name: scannedService.name, args: [withJson, opts]}}
+  return {
+    summarise: scannedService(withJson, opts),
+    recipe: {module: import.meta.url, name: scannedService.name, args: [withJson, opts]},
+  }
 }
 
 /**
@@ -51,7 +61,13 @@ export function keepScannedServices(withJson: boolean, opts: ReportOptions): Kee
 export function scannedService(withJson: boolean, opts: ReportOptions): (d: Diagnosis) => ScannedService {
   return (d) => {
     const r = buildReport(d, opts)
-    const kept: ScannedService = {service: r.service, endpoints: r.endpoints, findings: r.findings, notChecked: r.notChecked, ok: r.ok}
+    const kept: ScannedService = {
+      service: r.service,
+      endpoints: r.endpoints,
+      findings: r.findings,
+      notChecked: r.notChecked,
+      ok: r.ok,
+    }
     if (withJson) kept.json = elementJson(r)
     return kept
   }
@@ -91,14 +107,19 @@ export interface FindingGroup {
 /** The scan's report from what it kept of each Service's report. */
 export function buildScanReport(scan: ScanResult<ScannedService>, scope: string, failOn: FailOn): ScanSummary {
   const services = scan.outcomes.flatMap((o) => (o.diagnosis ? [o.diagnosis] : []))
-  const skipped = scan.outcomes.flatMap((o) => (o.skipped ? [{namespace: o.namespace, name: o.name, type: o.type, reason: o.skipped}] : []))
+  const skipped = scan.outcomes.flatMap((o) =>
+    o.skipped ? [{namespace: o.namespace, name: o.name, type: o.type, reason: o.skipped}] : [],
+  )
   const withErrors = services.filter((s) => s.findings.some((f) => f.severity === 'error')).length
   const withWarnings = services.filter((s) => s.findings.some((f) => f.severity === 'warning')).length
   const withChecksNotRun = services.filter((s) => s.notChecked.some((n) => n.required)).length
   const failing = services.filter((s) => fails(s, failOn)).length
   const readable = scan.observations.filter((o) => o.reachable).length
   const mark = failing > 0 ? '✗' : withChecksNotRun > 0 ? '?' : '✓'
-  const what = [failOn.severity === 'warning' ? 'have errors or warnings' : 'are broken', ...(failOn.skipped ? ['have checks that could not run'] : [])].join(' or ')
+  const what = [
+    failOn.severity === 'warning' ? 'have errors or warnings' : 'are broken',
+    ...(failOn.skipped ? ['have checks that could not run'] : []),
+  ].join(' or ')
   const verdict =
     failing > 0
       ? `${failing} of ${services.length} diagnosed Services ${what}`
@@ -109,7 +130,14 @@ export function buildScanReport(scan: ScanResult<ScannedService>, scope: string,
     kind: 'ScanReport',
     ok: failing === 0,
     summary: `${mark} ${scope}: ${verdict} (${skipped.length} skipped; ${readable} of ${scan.observations.length} nodes read)`,
-    counts: {services: scan.outcomes.length, diagnosed: services.length, skipped: skipped.length, withErrors, withWarnings, withChecksNotRun},
+    counts: {
+      services: scan.outcomes.length,
+      diagnosed: services.length,
+      skipped: skipped.length,
+      withErrors,
+      withWarnings,
+      withChecksNotRun,
+    },
     services,
     skipped,
     nodes: scan.observations.map((o) => ({name: o.name, reachable: o.reachable, error: o.error ?? null})),
@@ -123,7 +151,17 @@ export function groupFindings(findings: Finding[]): FindingGroup[] {
     const group = groups.get(f.code)
     if (group) {
       if (f.node && !group.nodes.includes(f.node)) group.nodes.push(f.node)
-    } else groups.set(f.code, {code: f.code, severity: f.severity, title: f.title, message: f.message, command: f.command, argv: f.argv, text: f.text, nodes: f.node ? [f.node] : []})
+    } else
+      groups.set(f.code, {
+        code: f.code,
+        severity: f.severity,
+        title: f.title,
+        message: f.message,
+        command: f.command,
+        argv: f.argv,
+        text: f.text,
+        nodes: f.node ? [f.node] : [],
+      })
   }
   return [...groups.values()]
 }

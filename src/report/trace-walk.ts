@@ -100,19 +100,31 @@ export function renderWalk(t: TraceResult, c: ChalkInstance, width: number, opts
     const after = {...tables}
     os.forEach((o, i) => {
       const bad = opts.bad?.(o) ?? false
-      const mid = segments(o.steps.slice(k, o.steps.length - s), {...after}).map((m, j) => (j === 0 && k > 0 && target(os[0].steps[k - 1]) === m.split(':')[0] ? m.slice(m.indexOf(':')) : m))
+      const mid = segments(o.steps.slice(k, o.steps.length - s), {...after}).map((m, j) =>
+        j === 0 && k > 0 && target(os[0].steps[k - 1]) === m.split(':')[0] ? m.slice(m.indexOf(':')) : m,
+      )
       const letter = String.fromCharCode(97 + (i % 26)) + (i >= 26 ? String(Math.floor(i / 26)) : '')
       const end = s === 0 ? ` ⇒ ${outcomeText(o, c)}` : ''
-      numbered(`${n}${letter}`, `${share(o)} ${mid.join('; ') || '(no rule of its own)'}${end}${bad ? ' ' + c.red(`✗ ${opts.why ?? ''}`.trim()) : ''}`, bad ? c.red('✗') : '')
+      numbered(
+        `${n}${letter}`,
+        `${share(o)} ${mid.join('; ') || '(no rule of its own)'}${end}${bad ? ' ' + c.red(`✗ ${opts.why ?? ''}`.trim()) : ''}`,
+        bad ? c.red('✗') : '',
+      )
       if (i === os.length - 1) Object.assign(tables, {table: o.steps[o.steps.length - s - 1]?.table ?? after.table})
     })
   }
   for (const seg of segments(os[0].steps.slice(single ? k : os[0].steps.length - s), tables)) numbered(String(++n), seg)
-  const sameEnd = os.every((o) => o.verdict === os[0].verdict && o.masquerade === os[0].masquerade && !o.reason && !o.policy && !o.sticky)
+  const sameEnd = os.every(
+    (o) => o.verdict === os[0].verdict && o.masquerade === os[0].masquerade && !o.reason && !o.policy && !o.sticky,
+  )
   if (!single && s > 0 && sameEnd)
-    lines.push(`${indent}  ⇒   all ${c.green(os[0].verdict)}${os[0].verdict === 'DNAT' ? " to their branch's destination" : ''}${os[0].masquerade ? ', masqueraded' : ''}`)
+    lines.push(
+      `${indent}  ⇒   all ${c.green(os[0].verdict)}${os[0].verdict === 'DNAT' ? " to their branch's destination" : ''}${os[0].masquerade ? ', masqueraded' : ''}`,
+    )
   else if (single || s > 0) {
-    const ends = os.map((o) => `${single ? '' : `${share(o)} `}${outcomeText(o, c)}${opts.bad?.(o) ? ' ' + c.red('✗') : ''}`)
+    const ends = os.map(
+      (o) => `${single ? '' : `${share(o)} `}${outcomeText(o, c)}${opts.bad?.(o) ? ' ' + c.red('✗') : ''}`,
+    )
     lines.push(...wrapProse(ends.join(', '), width, `${indent}  ⇒   `, `${indent}      `))
   }
   return lines
@@ -120,7 +132,12 @@ export function renderWalk(t: TraceResult, c: ChalkInstance, width: number, opts
 
 /** `trace`'s summary: the verdict and the destinations. */
 export function renderTraceSummary(t: TraceResult, c: ChalkInstance, width: number): string {
-  return wrapProse(`verdict ${t.verdict}${t.destinations.length ? `: ${t.destinations.join(', ')}` : ''}${t.masquerade ? ' (masquerade)' : ''}`, width, '', '  ')
+  return wrapProse(
+    `verdict ${t.verdict}${t.destinations.length ? `: ${t.destinations.join(', ')}` : ''}${t.masquerade ? ' (masquerade)' : ''}`,
+    width,
+    '',
+    '  ',
+  )
     .map((l) => c.bold(l))
     .join('\n')
 }

@@ -125,9 +125,17 @@ export type Cell = string | {colSpan: number; content: string}
  * A table if one fits the width: with the full heading, else with the short one (and its legend); else nothing, and
  * the caller prints its per-row list instead.
  */
-export function fittingTable(heads: Array<{head: string[]; legend?: string}>, rows: Cell[][], width: number): string[] | undefined {
+export function fittingTable(
+  heads: Array<{head: string[]; legend?: string}>,
+  rows: Cell[][],
+  width: number,
+): string[] | undefined {
   for (const {head, legend} of heads) {
-    const table = new Table({head, style: {head: [], border: []}, chars: {mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': ''}})
+    const table = new Table({
+      head,
+      style: {head: [], border: []},
+      chars: {mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': ''},
+    })
     table.push(...rows)
     const text = table.toString()
     if (widest(text) <= width) return [text, ...(legend ? wrapProse(legend, width, '', '  ') : [])]

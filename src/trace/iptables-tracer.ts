@@ -119,14 +119,18 @@ export class IptablesTracer implements ChainSource<Chain> {
         for (const s of current) {
           for (const b of walkChain(this, chain, s, budget)) {
             if (b.end === 'ACCEPT' || b.end === 'RETURN') next.push(b.state)
-            else done.push(finish(b.state, b.end, b.reason, b.policyOf && {table: b.policyOf.table, chain: b.policyOf.name}))
+            else
+              done.push(
+                finish(b.state, b.end, b.reason, b.policyOf && {table: b.policyOf.table, chain: b.policyOf.name}),
+              )
           }
         }
         current = next
       }
       return current
     }
-    for (const s of walkHooks(localOrigin, (ip) => this.isLocal(ip), startState(packet), runHook, this.opts.route)) done.push(finish(s, 'ACCEPT'))
+    for (const s of walkHooks(localOrigin, (ip) => this.isLocal(ip), startState(packet), runHook, this.opts.route))
+      done.push(finish(s, 'ACCEPT'))
     return summarize(done)
   }
 
@@ -142,7 +146,10 @@ export class IptablesTracer implements ChainSource<Chain> {
     if (chain.rules.length < INDEXED_FROM) return from
     const index = (chain.facts.byLead ??= this.leadIndex(chain))
     const own = index.byDst.get(state.dst)
-    return Math.min(firstAtOrAfter(index.other, from, chain.rules.length), own ? firstAtOrAfter(own, from, chain.rules.length) : chain.rules.length)
+    return Math.min(
+      firstAtOrAfter(index.other, from, chain.rules.length),
+      own ? firstAtOrAfter(own, from, chain.rules.length) : chain.rules.length,
+    )
   }
 
   private leadIndex(chain: Chain): LeadIndex {
@@ -150,7 +157,8 @@ export class IptablesTracer implements ChainSource<Chain> {
     const other: number[] = []
     chain.rules.forEach((rule, i) => {
       let lead = chain.facts.lead[i]
-      if (lead === undefined) lead = chain.facts.lead[i] = rule.unparsable !== undefined ? null : leadingQuickDestination(rule.text)
+      if (lead === undefined)
+        lead = chain.facts.lead[i] = rule.unparsable !== undefined ? null : leadingQuickDestination(rule.text)
       if (lead === null || rule.unparsable !== undefined) other.push(i)
       else {
         const list = byDst.get(lead)
@@ -176,7 +184,13 @@ export class IptablesTracer implements ChainSource<Chain> {
   evaluate(chain: Chain, index: number, input: State): Outcome[] {
     const rule = chain.rules[index]
     let state = input
-    if (rule.unparsable !== undefined) return [{state: withStep(state, chain, index), action: {kind: 'end', end: 'UNKNOWN', reason: `rule not understood (${rule.unparsable}): ${rule.text}`}}]
+    if (rule.unparsable !== undefined)
+      return [
+        {
+          state: withStep(state, chain, index),
+          action: {kind: 'end', end: 'UNKNOWN', reason: `rule not understood (${rule.unparsable}): ${rule.text}`},
+        },
+      ]
     // Most of a huge KUBE-SERVICES chain opens with another Service's -d: seen in the text, without parsing the rule.
     let lead = chain.facts.lead[index]
     if (lead === undefined) lead = chain.facts.lead[index] = leadingQuickDestination(rule.text)
@@ -185,16 +199,20 @@ export class IptablesTracer implements ChainSource<Chain> {
     if (quick === undefined) quick = chain.facts.quick[index] = quickDestinations(rule)
     if (quick !== null && quickMiss(quick, state.dst)) return this.passed(state)
     // A walk that meets -m recent is session-affine: later packets from this client may stick elsewhere.
-    if (!state.sticky && (chain.facts.recent[index] ??= rule.matches.some((m) => m.module === 'recent'))) state = changed(state, {sticky: true})
+    if (!state.sticky && (chain.facts.recent[index] ??= rule.matches.some((m) => m.module === 'recent')))
+      state = changed(state, {sticky: true})
     let tests = chain.facts.tests[index]
     if (tests === undefined) tests = chain.facts.tests[index] = compileMatches(rule)
     const m = this.matches(tests, state, this.packet)
     if (m === false) return this.passed(state)
-    if (typeof m === 'object' && 'unknown' in m) return [{state: withStep(state, chain, index), action: {kind: 'end', end: 'UNKNOWN', reason: m.unknown}}]
+    if (typeof m === 'object' && 'unknown' in m)
+      return [{state: withStep(state, chain, index), action: {kind: 'end', end: 'UNKNOWN', reason: m.unknown}}]
     if (typeof m === 'object' && 'probability' in m) {
       const out: Outcome[] = []
-      if (m.probability > 0) out.push(this.applyTarget(chain, index, changed(state, {probability: state.probability * m.probability})))
-      if (m.probability < 1) out.push({state: changed(state, {probability: state.probability * (1 - m.probability)}), action: NEXT})
+      if (m.probability > 0)
+        out.push(this.applyTarget(chain, index, changed(state, {probability: state.probability * m.probability})))
+      if (m.probability < 1)
+        out.push({state: changed(state, {probability: state.probability * (1 - m.probability)}), action: NEXT})
       return out
     }
     return [this.applyTarget(chain, index, state)]
@@ -225,7 +243,12 @@ export class IptablesTracer implements ChainSource<Chain> {
     let chains = byHook.get(hook)
     if (!chains) {
       const name = hook.toUpperCase()
-      byHook.set(hook, (chains = HOOK_TABLES[hook].filter((table) => this.dump.hasChain(table, name)).map((table) => this.chain(table, name)!)))
+      byHook.set(
+        hook,
+        (chains = HOOK_TABLES[hook]
+          .filter((table) => this.dump.hasChain(table, name))
+          .map((table) => this.chain(table, name)!)),
+      )
     }
     return chains
   }
@@ -239,7 +262,14 @@ export class IptablesTracer implements ChainSource<Chain> {
       c = null
       if (this.dump.hasChain(table, name)) {
         const rules = this.dump.rules(table, name)
-        const facts = ((rules as RulesWithFacts)[FACTS] ??= {lead: [], quick: [], recent: [], steps: [], tests: [], dnat: []})
+        const facts = ((rules as RulesWithFacts)[FACTS] ??= {
+          lead: [],
+          quick: [],
+          recent: [],
+          steps: [],
+          tests: [],
+          dnat: [],
+        })
         c = {table, name, rules, facts}
       }
       byName.set(name, c)
@@ -301,7 +331,8 @@ export class IptablesTracer implements ChainSource<Chain> {
     }
     // Not kept with the rule: a scan's shared KUBE-SERVICES would hold every Service's chains (see forgetOneOffChains).
     const next = this.chain(chain.table, target)
-    if (next === null) return unknownEnd(s, `target ${target} is not a chain of table ${chain.table} nor a target the tracer knows`)
+    if (next === null)
+      return unknownEnd(s, `target ${target} is not a chain of table ${chain.table} nor a target the tracer knows`)
     return {state: s, action: {kind: rule.isGoto ? 'goto' : 'jump', chain: next}}
   }
 
@@ -337,7 +368,11 @@ function compileMatches(rule: ParsedRule): OptionTest[] {
   const out: OptionTest[] = []
   for (const m of rule.matches) {
     for (const o of m.options) out.push({test: compileOption(m.module, o, rule.text), negated: o.negated})
-    if (m.module !== '' && !KNOWN_MODULES.has(m.module)) out.push({test: always({unknown: `match -m ${m.module} is not known to the tracer: ${rule.text}`}), negated: false})
+    if (m.module !== '' && !KNOWN_MODULES.has(m.module))
+      out.push({
+        test: always({unknown: `match -m ${m.module} is not known to the tracer: ${rule.text}`}),
+        negated: false,
+      })
   }
   return out
 }
@@ -382,14 +417,19 @@ function compileOption(module: string, o: RuleOption, ruleText: string): OptionT
     case 'sctp': {
       if (o.name === '--syn') return o.values.length === 0 ? always(true) : unknown(`--syn takes no value`)
       if (o.name === '--tcp-flags')
-        return o.values.length === 2 ? always(tcpFlags(o.values) ?? unknownResult(`--tcp-flags ${o.values.join(' ')} not understood`)) : unknown('--tcp-flags needs a mask and a flag list')
+        return o.values.length === 2
+          ? always(tcpFlags(o.values) ?? unknownResult(`--tcp-flags ${o.values.join(' ')} not understood`))
+          : unknown('--tcp-flags needs a mask and a flag list')
       if (o.values.length !== 1) return unknown(`${o.name} needs exactly one value`)
       const destination = o.name === '--dport' || o.name === '--destination-port'
-      if (!destination && o.name !== '--sport' && o.name !== '--source-port') return unknown(`option ${o.name} of -m ${module}`)
+      if (!destination && o.name !== '--sport' && o.name !== '--source-port')
+        return unknown(`option ${o.name} of -m ${module}`)
       const range = portRange(v)
       if (!range) return unknown(`port ${v} is not a port or port range`)
       const [low, high] = range
-      return destination ? (s) => s.dport >= low && s.dport <= high : (_s, packet) => packet.sport >= low && packet.sport <= high
+      return destination
+        ? (s) => s.dport >= low && s.dport <= high
+        : (_s, packet) => packet.sport >= low && packet.sport <= high
     }
     case 'multiport': {
       if (o.values.length !== 1) return unknown(`${o.name} needs exactly one value`)
@@ -414,7 +454,8 @@ function compileOption(module: string, o: RuleOption, ruleText: string): OptionT
     case 'recent':
       if (o.name === '--set') return always(!o.negated)
       if (o.name === '--rcheck' || o.name === '--update') return always(false)
-      if (['--name', '--seconds', '--reap', '--rsource', '--rdest', '--mask', '--hitcount', '--rttl'].includes(o.name)) return always(!o.negated)
+      if (['--name', '--seconds', '--reap', '--rsource', '--rdest', '--mask', '--hitcount', '--rttl'].includes(o.name))
+        return always(!o.negated)
       return unknown(`option ${o.name} of -m recent`)
     case 'conntrack':
     case 'state': {
@@ -426,8 +467,10 @@ function compileOption(module: string, o: RuleOption, ruleText: string): OptionT
     }
     case 'addrtype': {
       const types = v.split(',')
-      if (o.name === '--dst-type') return (s, _packet, tracer) => types.some((t) => addrType(t, s.dst, tracer.isLocal(s.dst)))
-      if (o.name === '--src-type') return (s, _packet, tracer) => types.some((t) => addrType(t, s.src, tracer.isLocal(s.src)))
+      if (o.name === '--dst-type')
+        return (s, _packet, tracer) => types.some((t) => addrType(t, s.dst, tracer.isLocal(s.dst)))
+      if (o.name === '--src-type')
+        return (s, _packet, tracer) => types.some((t) => addrType(t, s.src, tracer.isLocal(s.src)))
       if (o.name === '--limit-iface-in' || o.name === '--limit-iface-out') return always(!o.negated)
       return unknown(`option ${o.name} of -m addrtype`)
     }
@@ -436,7 +479,8 @@ function compileOption(module: string, o: RuleOption, ruleText: string): OptionT
       const [valueText, maskText, extra] = v.split('/')
       const value = parseU32(valueText)
       const mask = maskText === undefined ? 0xffffffff : parseU32(maskText)
-      if (o.values.length !== 1 || value === undefined || mask === undefined || extra !== undefined) return unknown(`mark ${o.values.join(' ')} is not VALUE[/MASK]`)
+      if (o.values.length !== 1 || value === undefined || mask === undefined || extra !== undefined)
+        return unknown(`mark ${o.values.join(' ')} is not VALUE[/MASK]`)
       return (s) => (s.mark & mask) >>> 0 === value
     }
     case 'set': {
@@ -446,7 +490,13 @@ function compileOption(module: string, o: RuleOption, ruleText: string): OptionT
       const flags = o.values[1] ?? ''
       return (s, packet, tracer) => {
         if (!tracer.ipsets) return noIpsets
-        const r = tracer.ipsets.matches(v, flags, {src: s.src, dst: s.dst, proto: packet.proto, dport: s.dport, sport: packet.sport})
+        const r = tracer.ipsets.matches(v, flags, {
+          src: s.src,
+          dst: s.dst,
+          proto: packet.proto,
+          dport: s.dport,
+          sport: packet.sport,
+        })
         return r === undefined ? notKnown : r
       }
     }
@@ -457,7 +507,22 @@ function compileOption(module: string, o: RuleOption, ruleText: string): OptionT
   return unknown(`match -m ${module}`)
 }
 
-const KNOWN_MODULES = new Set(['tcp', 'udp', 'sctp', 'multiport', 'comment', 'statistic', 'recent', 'conntrack', 'state', 'addrtype', 'mark', 'set', 'icmp', 'icmp6'])
+const KNOWN_MODULES = new Set([
+  'tcp',
+  'udp',
+  'sctp',
+  'multiport',
+  'comment',
+  'statistic',
+  'recent',
+  'conntrack',
+  'state',
+  'addrtype',
+  'mark',
+  'set',
+  'icmp',
+  'icmp6',
+])
 
 /** A rule's own non-negated -d ADDRESS/32 values (ADDRESS an address), or null for none. */
 type QuickDestinations = string | string[] | null

@@ -30,7 +30,11 @@ export class IpvsTracer implements Tracer {
     private readonly servers: VirtualServer[],
     private readonly opts: IpvsTraceOptions,
   ) {
-    this.iptables = new IptablesTracer(dump, {localAddresses: [...opts.localAddresses, ...opts.vips], ipsets: opts.ipsets, locallyGenerated: opts.locallyGenerated})
+    this.iptables = new IptablesTracer(dump, {
+      localAddresses: [...opts.localAddresses, ...opts.vips],
+      ipsets: opts.ipsets,
+      locallyGenerated: opts.locallyGenerated,
+    })
     this.local = new Set([...opts.localAddresses, ...opts.vips])
   }
 
@@ -48,7 +52,12 @@ export class IpvsTracer implements Tracer {
       const reals = vs.reals.filter((r) => r.weight > 0)
       const total = reals.reduce((a, r) => a + r.weight, 0)
       if (reals.length === 0) {
-        out.push({...o, verdict: 'DROP', steps: [...o.steps, vsStep], reason: `virtual server ${key} has no real server with weight > 0`})
+        out.push({
+          ...o,
+          verdict: 'DROP',
+          steps: [...o.steps, vsStep],
+          reason: `virtual server ${key} has no real server with weight > 0`,
+        })
         continue
       }
       const marked = o.steps.some((s) => /-j KUBE-MARK-MASQ\b/.test(s.rule)) && this.masqueradesMarked()
@@ -59,7 +68,11 @@ export class IpvsTracer implements Tracer {
           destination: joinHostPort(r.address, r.port),
           masquerade: o.masquerade || marked || hairpin,
           probability: (o.probability * r.weight) / total,
-          steps: [...o.steps, vsStep, {table: 'ipvs', chain: `RS ${joinHostPort(r.address, r.port)}`, line: r.line, rule: r.text}],
+          steps: [
+            ...o.steps,
+            vsStep,
+            {table: 'ipvs', chain: `RS ${joinHostPort(r.address, r.port)}`, line: r.line, rule: r.text},
+          ],
           ...(vs.persistent ? {sticky: true} : {}),
         })
       }
@@ -68,7 +81,9 @@ export class IpvsTracer implements Tracer {
   }
 
   private masqueradesMarked(): boolean {
-    return this.dump.rules('nat', 'KUBE-POSTROUTING').some((r) => r.target === 'MASQUERADE' && !LOOP_BACK_MATCH.test(r.text))
+    return this.dump
+      .rules('nat', 'KUBE-POSTROUTING')
+      .some((r) => r.target === 'MASQUERADE' && !LOOP_BACK_MATCH.test(r.text))
   }
 
   /** Hairpin traffic masqueraded by the loop-back set the MASQUERADE rule names (KUBE-LOOP-BACK; KUBE-6-LOOP-BACK in ip6tables). */

@@ -1,4 +1,12 @@
-import {parseElements, splitTop, type NftChain, type NftElement, type NftRule, type NftRuleset, type NftTable} from '../parse/nft-ruleset.js'
+import {
+  parseElements,
+  splitTop,
+  type NftChain,
+  type NftElement,
+  type NftRule,
+  type NftRuleset,
+  type NftTable,
+} from '../parse/nft-ruleset.js'
 import {inCidr, parseIp} from '../net/address.js'
 import {summarize, type Packet, type RouteGuess, type TraceOutcome, type TraceResult} from './types.js'
 import {
@@ -97,8 +105,12 @@ export class NftTracer implements ChainSource<NftChain> {
           for (const b of walkChain(this, chain, s, budget)) {
             if (b.end === 'ACCEPT' || b.end === 'RETURN') {
               next.push(b.state)
-              if (chain.base!.type === 'nat' && (b.state.dnatted !== s.dnatted || b.state.masquerade !== s.masquerade)) natDone.add(b.state)
-            } else done.push(finish(b.state, b.end, b.reason, b.policyOf && {table: b.policyOf.table, chain: b.policyOf.name}))
+              if (chain.base!.type === 'nat' && (b.state.dnatted !== s.dnatted || b.state.masquerade !== s.masquerade))
+                natDone.add(b.state)
+            } else
+              done.push(
+                finish(b.state, b.end, b.reason, b.policyOf && {table: b.policyOf.table, chain: b.policyOf.name}),
+              )
           }
         }
         current = next
@@ -106,7 +118,14 @@ export class NftTracer implements ChainSource<NftChain> {
       return current
     }
     const localOrigin = this.opts.locallyGenerated || isLocalAddress(this.local, packet.src)
-    for (const s of walkHooks(localOrigin, (ip) => isLocalAddress(this.local, ip), startState(packet), runHook, this.opts.route)) done.push(finish(s, 'ACCEPT'))
+    for (const s of walkHooks(
+      localOrigin,
+      (ip) => isLocalAddress(this.local, ip),
+      startState(packet),
+      runHook,
+      this.opts.route,
+    ))
+      done.push(finish(s, 'ACCEPT'))
     return summarize(done)
   }
 
@@ -158,7 +177,8 @@ export class NftTracer implements ChainSource<NftChain> {
     try {
       outcomes = this.evalRule(rule, state, this.packet)
     } catch (e) {
-      if (e instanceof Unknown) return [{state: step(state, rule), action: {kind: 'end', end: 'UNKNOWN', reason: `${e.message}: ${rule.text}`}}]
+      if (e instanceof Unknown)
+        return [{state: step(state, rule), action: {kind: 'end', end: 'UNKNOWN', reason: `${e.message}: ${rule.text}`}}]
       throw e
     }
     return outcomes.map((o) => ({state: o.state, action: this.action(chain, o.verdict)}))
@@ -176,9 +196,15 @@ export class NftTracer implements ChainSource<NftChain> {
       case 'return':
         return {kind: 'return'}
     }
-    if (v.kind !== 'jump' && v.kind !== 'goto') return {kind: 'end', end: 'UNKNOWN', reason: `verdict ${v.kind} not understood`}
+    if (v.kind !== 'jump' && v.kind !== 'goto')
+      return {kind: 'end', end: 'UNKNOWN', reason: `verdict ${v.kind} not understood`}
     const target = this.tableOf(chain).chains.get(v.target)
-    if (!target) return {kind: 'end', end: 'UNKNOWN', reason: `${v.kind} to chain ${v.target}, which table ${chain.table} does not have`}
+    if (!target)
+      return {
+        kind: 'end',
+        end: 'UNKNOWN',
+        reason: `${v.kind} to chain ${v.target}, which table ${chain.table} does not have`,
+      }
     return {kind: v.kind, chain: target}
   }
 
@@ -186,7 +212,11 @@ export class NftTracer implements ChainSource<NftChain> {
    * Evaluates a rule's expressions left to right. Returns the ways it can end: no match (the input state, no
    * verdict), or a verdict with the state its statements left (several ways for numgen).
    */
-  private evalRule(rule: NftRule, input: State, packet: Packet): Array<{state: State; verdict?: Verdict; probability: number}> {
+  private evalRule(
+    rule: NftRule,
+    input: State,
+    packet: Packet,
+  ): Array<{state: State; verdict?: Verdict; probability: number}> {
     const toks = this.tokensOf(rule)
     let s = input
     let i = 0
@@ -208,20 +238,41 @@ export class NftTracer implements ChainSource<NftChain> {
         while (['prefix', 'level', 'flags', 'group'].includes(toks[i])) i += 2
         continue
       }
-      if (['accept', 'drop', 'reject', 'return', 'continue'].includes(t)) return [{state: matched(), verdict: {kind: t as 'accept'}, probability: 1}]
-      if (t === 'jump' || t === 'goto') return [{state: matched(), verdict: {kind: t, target: unquote(toks[i + 1] ?? '')}, probability: 1}]
+      if (['accept', 'drop', 'reject', 'return', 'continue'].includes(t))
+        return [{state: matched(), verdict: {kind: t as 'accept'}, probability: 1}]
+      if (t === 'jump' || t === 'goto')
+        return [{state: matched(), verdict: {kind: t, target: unquote(toks[i + 1] ?? '')}, probability: 1}]
       if (t === 'dnat' || t === 'snat' || t === 'redirect') {
         i++
         if (toks[i] === 'ip' || toks[i] === 'ip6') i++
         if (toks[i] === 'to') i++
         const to = toks[i] ?? ''
-        if (t === 'snat') return [{state: changed(matched(), {masquerade: true}), verdict: {kind: 'accept'}, probability: 1}]
-        if (t === 'redirect') return [{state: changed(matched(), {dst: '127.0.0.1', dport: Number(to.replace(/^:/, '')) || s.dport, dnatted: true}), verdict: {kind: 'accept'}, probability: 1}]
+        if (t === 'snat')
+          return [{state: changed(matched(), {masquerade: true}), verdict: {kind: 'accept'}, probability: 1}]
+        if (t === 'redirect')
+          return [
+            {
+              state: changed(matched(), {
+                dst: '127.0.0.1',
+                dport: Number(to.replace(/^:/, '')) || s.dport,
+                dnatted: true,
+              }),
+              verdict: {kind: 'accept'},
+              probability: 1,
+            },
+          ]
         const a = splitAddr(to)
         if (!a || !a.ip) throw new Unknown(`dnat target "${to}" not understood`)
-        return [{state: changed(matched(), {dst: a.ip, dport: a.port ?? s.dport, dnatted: true}), verdict: {kind: 'accept'}, probability: 1}]
+        return [
+          {
+            state: changed(matched(), {dst: a.ip, dport: a.port ?? s.dport, dnatted: true}),
+            verdict: {kind: 'accept'},
+            probability: 1,
+          },
+        ]
       }
-      if (t === 'masquerade') return [{state: changed(matched(), {masquerade: true}), verdict: {kind: 'accept'}, probability: 1}]
+      if (t === 'masquerade')
+        return [{state: changed(matched(), {masquerade: true}), verdict: {kind: 'accept'}, probability: 1}]
       if (t === 'meta' && toks[i + 1] === 'mark' && toks[i + 2] === 'set') {
         const r = markSet(toks.slice(i + 3), s.mark)
         s = changed(matched(), {mark: r.mark})
@@ -242,7 +293,8 @@ export class NftTracer implements ChainSource<NftChain> {
           offset = Number(toks[j + 1])
           j += 2
         }
-        if (!Number.isSafeInteger(n) || n < 1 || n > MAX_BRANCHES || !Number.isSafeInteger(offset) || offset < 0) throw new Unknown(`numgen modulus ${toks[i + 3]} / offset ${offset} not usable`)
+        if (!Number.isSafeInteger(n) || n < 1 || n > MAX_BRANCHES || !Number.isSafeInteger(offset) || offset < 0)
+          throw new Unknown(`numgen modulus ${toks[i + 3]} / offset ${offset} not usable`)
         if (toks[j] !== 'vmap' || !toks[j + 1]?.startsWith('{')) throw new Unknown('numgen without an inline vmap')
         const slots = numgenSlots(this.elementsOf(toks[j + 1]), offset, n)
         const base = matched()
@@ -253,9 +305,14 @@ export class NftTracer implements ChainSource<NftChain> {
             missing++
             continue
           }
-          out.push({state: changed(base, {probability: base.probability / n}), verdict: parseVerdict(value), probability: 1 / n})
+          out.push({
+            state: changed(base, {probability: base.probability / n}),
+            verdict: parseVerdict(value),
+            probability: 1 / n,
+          })
         }
-        if (missing > 0) out.push({state: changed(input, {probability: (input.probability * missing) / n}), probability: missing / n})
+        if (missing > 0)
+          out.push({state: changed(input, {probability: (input.probability * missing) / n}), probability: missing / n})
         return out
       }
       // A match: selector ( . selector )* [op] value | vmap value
@@ -346,7 +403,8 @@ export class NftTracer implements ChainSource<NftChain> {
       if (!set) throw new Unknown(`set ${spec} is not in the ruleset`)
       return set.elements.some((e) => e.key.every((k, n) => matchOne(sel[n], actual[n]!, k)))
     }
-    if (spec.startsWith('{')) return this.elementsOf(spec).some((el) => el.key.every((k, n) => matchOne(sel[n], actual[n]!, k)))
+    if (spec.startsWith('{'))
+      return this.elementsOf(spec).some((el) => el.key.every((k, n) => matchOne(sel[n], actual[n]!, k)))
     if (sel.length > 1) return splitTop(spec, ' . ').every((k, n) => matchOne(sel[n], actual[n]!, k))
     return matchOne(sel[0], actual[0]!, spec)
   }
@@ -384,7 +442,8 @@ function numgenSlots(elements: NftElement[], offset: number, n: number): Array<s
   const slots = new Array<string | undefined>(n).fill(undefined)
   for (const e of elements) {
     const m = /^(\d+)(?:-(\d+))?$/.exec(e.key[0] ?? '')
-    if (!m || e.key.length !== 1 || e.value === undefined) throw new Unknown(`numgen map element "${e.key.join(' . ')}" not understood`)
+    if (!m || e.key.length !== 1 || e.value === undefined)
+      throw new Unknown(`numgen map element "${e.key.join(' . ')}" not understood`)
     const lo = Math.max(Number(m[1]), offset)
     const hi = Math.min(m[2] === undefined ? Number(m[1]) : Number(m[2]), offset + n - 1)
     for (let k = lo; k <= hi; k++) if (slots[k - offset] === undefined) slots[k - offset] = e.value
@@ -420,7 +479,8 @@ function selector(toks: string[], i: number): {name: string; next: number} | und
     if (toks[i + 2] === '&') return {name: `meta mark & ${toks[i + 3]}`, next: i + 4}
     return {name: 'meta mark', next: i + 2}
   }
-  if (toks[i] === 'fib' && toks[i + 2] === 'type' && (toks[i + 1] === 'daddr' || toks[i + 1] === 'saddr')) return {name: `fib ${toks[i + 1]} type`, next: i + 3}
+  if (toks[i] === 'fib' && toks[i + 2] === 'type' && (toks[i + 1] === 'daddr' || toks[i + 1] === 'saddr'))
+    return {name: `fib ${toks[i + 1]} type`, next: i + 3}
   if (SELECTORS.includes(two)) return {name: two, next: i + 2}
   if (toks[i] === 'iifname' || toks[i] === 'oifname') return {name: toks[i], next: i + 1}
   return undefined
@@ -455,7 +515,8 @@ function matchOne(sel: string, actual: string, spec: string): boolean {
       .map((x) => x.trim())
       .includes(actual)
   if (sel.startsWith('meta mark')) return Number(v) >>> 0 === Number(actual)
-  if (sel === 'iifname' || sel === 'oifname' || sel.startsWith('meta ')) return v.endsWith('*') ? actual.startsWith(v.slice(0, -1)) : v === actual
+  if (sel === 'iifname' || sel === 'oifname' || sel.startsWith('meta '))
+    return v.endsWith('*') ? actual.startsWith(v.slice(0, -1)) : v === actual
   return v === actual
 }
 

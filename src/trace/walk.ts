@@ -104,9 +104,20 @@ export function changed(s: WalkState, changes: Partial<WalkState>): WalkState {
   return Object.assign(copyState(s), changes)
 }
 
-export function finish(s: WalkState, end: ChainEnd, reason?: string, policy?: {table: string; chain: string}): TraceOutcome {
+export function finish(
+  s: WalkState,
+  end: ChainEnd,
+  reason?: string,
+  policy?: {table: string; chain: string},
+): TraceOutcome {
   const verdict: Verdict = end === 'ACCEPT' || end === 'RETURN' ? (s.dnatted ? 'DNAT' : 'ACCEPT') : end
-  const out: TraceOutcome = {verdict, destination: s.dnatted ? joinHostPort(s.dst, s.dport) : null, masquerade: s.masquerade, probability: s.probability, steps: stepsOf(s.steps)}
+  const out: TraceOutcome = {
+    verdict,
+    destination: s.dnatted ? joinHostPort(s.dst, s.dport) : null,
+    masquerade: s.masquerade,
+    probability: s.probability,
+    steps: stepsOf(s.steps),
+  }
   if (reason) out.reason = reason
   if (s.sticky) out.sticky = true
   if (policy && (end === 'DROP' || end === 'REJECT')) out.policy = policy
@@ -118,7 +129,12 @@ export function finish(s: WalkState, end: ChainEnd, reason?: string, policy?: {t
  * interface when known; false when it is unknown but the pattern names one the packet is known not to use; else
  * undefined (undecided).
  */
-export function interfaceMatches(pattern: string, actual: string | undefined, notVia: ReadonlySet<string> | undefined, wildcard: '+' | '*'): boolean | undefined {
+export function interfaceMatches(
+  pattern: string,
+  actual: string | undefined,
+  notVia: ReadonlySet<string> | undefined,
+  wildcard: '+' | '*',
+): boolean | undefined {
   const prefix = pattern.endsWith(wildcard) ? pattern.slice(0, -1) : undefined
   if (actual !== undefined) return prefix === undefined ? actual === pattern : actual.startsWith(prefix)
   if (prefix === undefined && notVia?.has(pattern)) return false
@@ -171,7 +187,11 @@ export function walkHooks(
 }
 
 /** What one rule does to one branch of the walk. */
-export type RuleAction<C> = {kind: 'next'} | {kind: 'end'; end: 'ACCEPT' | 'DROP' | 'REJECT' | 'UNKNOWN'; reason?: string} | {kind: 'return'} | {kind: 'jump' | 'goto'; chain: C}
+export type RuleAction<C> =
+  | {kind: 'next'}
+  | {kind: 'end'; end: 'ACCEPT' | 'DROP' | 'REJECT' | 'UNKNOWN'; reason?: string}
+  | {kind: 'return'}
+  | {kind: 'jump' | 'goto'; chain: C}
 
 export interface RuleOutcome<C> {
   state: WalkState
@@ -224,7 +244,13 @@ interface Frame<C> {
  */
 export function walkChain<C>(source: ChainSource<C>, start: C, first: WalkState, budget: WalkBudget): Array<Branch<C>> {
   const out: Array<Branch<C>> = []
-  const pending: Array<{state: WalkState; frames: Array<Frame<C>>; action?: RuleAction<C>; atChain?: C; atIndex?: number}> = [{state: first, frames: [{chain: start, index: 0, policyOf: start}]}]
+  const pending: Array<{
+    state: WalkState
+    frames: Array<Frame<C>>
+    action?: RuleAction<C>
+    atChain?: C
+    atIndex?: number
+  }> = [{state: first, frames: [{chain: start, index: 0, policyOf: start}]}]
   while (pending.length > 0) {
     const thread = pending.pop()!
     let state = thread.state
@@ -256,7 +282,11 @@ export function walkChain<C>(source: ChainSource<C>, start: C, first: WalkState,
           continue
         }
         if (frames.length > MAX_DEPTH) {
-          out.push({state, end: 'UNKNOWN', reason: `jumps nest deeper than ${MAX_DEPTH} chains at ${atChain === undefined ? '' : source.describe(atChain, atIndex)} (a loop?)`})
+          out.push({
+            state,
+            end: 'UNKNOWN',
+            reason: `jumps nest deeper than ${MAX_DEPTH} chains at ${atChain === undefined ? '' : source.describe(atChain, atIndex)} (a loop?)`,
+          })
           break
         }
         frames.push({chain: a.chain, index: 0, policyOf: a.chain})
@@ -284,7 +314,13 @@ export function walkChain<C>(source: ChainSource<C>, start: C, first: WalkState,
       atIndex = index
       for (let k = outcomes.length - 1; k >= 1; k--) {
         budget.branches++
-        pending.push({state: outcomes[k].state, frames: frames.map((f) => ({...f})), action: outcomes[k].action, atChain, atIndex})
+        pending.push({
+          state: outcomes[k].state,
+          frames: frames.map((f) => ({...f})),
+          action: outcomes[k].action,
+          atChain,
+          atIndex,
+        })
       }
       state = outcomes[0].state
       action = outcomes[0].action

@@ -4,7 +4,14 @@ import type {Duplex} from 'node:stream'
 import {KubeConfig} from '@kubernetes/client-node'
 import {execInPod} from '../../src/node/kube/exec-in-pod.js'
 import {openPortForward} from '../../src/node/kube/port-forward.js'
-import {KubeAbortedError, KubeCommandNotFoundError, KubeForbiddenError, KubeNotFoundError, KubePortForwardError, KubeTimeoutError} from '../../src/node/kube/kube-stream-errors.js'
+import {
+  KubeAbortedError,
+  KubeCommandNotFoundError,
+  KubeForbiddenError,
+  KubeNotFoundError,
+  KubePortForwardError,
+  KubeTimeoutError,
+} from '../../src/node/kube/kube-stream-errors.js'
 import {labGuard} from '../helpers/lab-guard.js'
 import {withLab} from '../helpers/lab-suite.js'
 import {labPodSandbox} from '../lab/apiserver-sandboxes.js'
@@ -48,7 +55,8 @@ describe('execInPod and openPortForward against the test API server', {skip: why
 
   /** Bounded wait until the server holds no exec/port-forward socket or process (the client really let go). */
   const serverIdle = async () => {
-    for (let i = 0; i < 50 && (lab.api.streams.sockets.size > 0 || lab.api.streams.children.size > 0); i++) await sleep(50)
+    for (let i = 0; i < 50 && (lab.api.streams.sockets.size > 0 || lab.api.streams.children.size > 0); i++)
+      await sleep(50)
     return {sockets: lab.api.streams.sockets.size, children: lab.api.streams.children.size}
   }
 
@@ -58,26 +66,48 @@ describe('execInPod and openPortForward against the test API server', {skip: why
     assert.equal(r.stderr, '')
     assert.match(r.stdout, /^:KUBE-SERVICES - \[0:0\]$/m)
     assert.match(r.stdout, /-d 10\.96\.10\.10\/32 .*--dport 80 .*-j KUBE-SVC-/)
-    const b = await execInPod(kc, NS, KUBE_PROXY_B, 'kube-proxy', ['cat', '/proc/sys/net/ipv4/ip_forward'], {timeoutMs: 10_000})
+    const b = await execInPod(kc, NS, KUBE_PROXY_B, 'kube-proxy', ['cat', '/proc/sys/net/ipv4/ip_forward'], {
+      timeoutMs: 10_000,
+    })
     assert.deepEqual(b, {stdout: '1\n', stderr: '', exitCode: 0})
   })
 
   test('a non-zero exit is a result with both streams; arguments are not shell-expanded', async () => {
-    const r = await execInPod(kc, NS, KUBE_PROXY_A, 'kube-proxy', ['sh', '-c', 'echo out; echo err >&2; exit 7'], {timeoutMs: 10_000})
+    const r = await execInPod(kc, NS, KUBE_PROXY_A, 'kube-proxy', ['sh', '-c', 'echo out; echo err >&2; exit 7'], {
+      timeoutMs: 10_000,
+    })
     assert.deepEqual(r, {stdout: 'out\n', stderr: 'err\n', exitCode: 7})
-    const literal = await execInPod(kc, NS, KUBE_PROXY_A, 'kube-proxy', ['printf', '%s|', '$(id -u)', '; true', "'q'"], {timeoutMs: 10_000})
+    const literal = await execInPod(
+      kc,
+      NS,
+      KUBE_PROXY_A,
+      'kube-proxy',
+      ['printf', '%s|', '$(id -u)', '; true', "'q'"],
+      {timeoutMs: 10_000},
+    )
     assert.equal(literal.stdout, "$(id -u)|; true|'q'|")
   })
 
   test('large output arrives whole across many frames; a cap ends the call', async () => {
-    const r = await execInPod(kc, NS, KUBE_PROXY_A, 'kube-proxy', ['head', '-c', '3000000', '/dev/zero'], {timeoutMs: 20_000})
+    const r = await execInPod(kc, NS, KUBE_PROXY_A, 'kube-proxy', ['head', '-c', '3000000', '/dev/zero'], {
+      timeoutMs: 20_000,
+    })
     assert.equal(r.stdout.length, 3_000_000)
-    await assert.rejects(execInPod(kc, NS, KUBE_PROXY_A, 'kube-proxy', ['head', '-c', '300000', '/dev/zero'], {timeoutMs: 10_000, maxOutputBytes: 100_000}), /output exceeds 100000 bytes/)
+    await assert.rejects(
+      execInPod(kc, NS, KUBE_PROXY_A, 'kube-proxy', ['head', '-c', '300000', '/dev/zero'], {
+        timeoutMs: 10_000,
+        maxOutputBytes: 100_000,
+      }),
+      /output exceeds 100000 bytes/,
+    )
     assert.deepEqual(await serverIdle(), {sockets: 0, children: 0})
   })
 
   test('a command the image lacks is KubeCommandNotFoundError', async () => {
-    await assert.rejects(execInPod(kc, NS, KUBE_PROXY_B, 'kube-proxy', ['ipvsadm', '-Ln'], {timeoutMs: 10_000}), (e: unknown) => e instanceof KubeCommandNotFoundError && e.command === 'ipvsadm')
+    await assert.rejects(
+      execInPod(kc, NS, KUBE_PROXY_B, 'kube-proxy', ['ipvsadm', '-Ln'], {timeoutMs: 10_000}),
+      (e: unknown) => e instanceof KubeCommandNotFoundError && e.command === 'ipvsadm',
+    )
     // the same tool is there on node-a's image
     await assert.rejects(
       execInPod(kc, NS, KUBE_PROXY_A, 'kube-proxy', ['kpd-no-such-tool'], {timeoutMs: 10_000}),
@@ -87,25 +117,40 @@ describe('execInPod and openPortForward against the test API server', {skip: why
 
   test('RBAC denial names the verb and resource; a missing pod is NotFound', async () => {
     await withForbidden(['create pods/exec kube-system'], async () => {
-      await assert.rejects(execInPod(kc, NS, KUBE_PROXY_A, 'kube-proxy', ['true'], {timeoutMs: 10_000}), (e: unknown) => {
-        assert.ok(e instanceof KubeForbiddenError, String(e))
-        assert.deepEqual({verb: e.verb, resource: e.resource, namespace: e.namespace, httpStatus: e.httpStatus}, {verb: 'create', resource: 'pods/exec', namespace: NS, httpStatus: 403})
-        assert.equal(e.message, 'forbidden: this user may not create pods/exec in the namespace "kube-system"')
-        assert.match(e.serverMessage, /cannot create resource "pods\/exec"/)
-        return true
-      })
+      await assert.rejects(
+        execInPod(kc, NS, KUBE_PROXY_A, 'kube-proxy', ['true'], {timeoutMs: 10_000}),
+        (e: unknown) => {
+          assert.ok(e instanceof KubeForbiddenError, String(e))
+          assert.deepEqual(
+            {verb: e.verb, resource: e.resource, namespace: e.namespace, httpStatus: e.httpStatus},
+            {verb: 'create', resource: 'pods/exec', namespace: NS, httpStatus: 403},
+          )
+          assert.equal(e.message, 'forbidden: this user may not create pods/exec in the namespace "kube-system"')
+          assert.match(e.serverMessage, /cannot create resource "pods\/exec"/)
+          return true
+        },
+      )
     })
     await withForbidden(['create pods/portforward *'], async () => {
-      await assert.rejects(openPortForward(kc, NS, KUBE_PROXY_A, 10256, {timeoutMs: 10_000}), (e: unknown) => e instanceof KubeForbiddenError && e.resource === 'pods/portforward')
+      await assert.rejects(
+        openPortForward(kc, NS, KUBE_PROXY_A, 10256, {timeoutMs: 10_000}),
+        (e: unknown) => e instanceof KubeForbiddenError && e.resource === 'pods/portforward',
+      )
     })
-    await assert.rejects(execInPod(kc, NS, 'kube-proxy-gone', 'kube-proxy', ['true'], {timeoutMs: 10_000}), (e: unknown) => e instanceof KubeNotFoundError && e.pod === 'kube-proxy-gone')
+    await assert.rejects(
+      execInPod(kc, NS, 'kube-proxy-gone', 'kube-proxy', ['true'], {timeoutMs: 10_000}),
+      (e: unknown) => e instanceof KubeNotFoundError && e.pod === 'kube-proxy-gone',
+    )
   })
 
   test('a hung exec ends at the deadline with its socket destroyed', async () => {
     lab.api.opts.hungExec = new Set([`${NS}/${KUBE_PROXY_A}`])
     try {
       const started = Date.now()
-      await assert.rejects(execInPod(kc, NS, KUBE_PROXY_A, 'kube-proxy', ['iptables-save'], {timeoutMs: 800}), (e: unknown) => e instanceof KubeTimeoutError && e.timeoutMs === 800)
+      await assert.rejects(
+        execInPod(kc, NS, KUBE_PROXY_A, 'kube-proxy', ['iptables-save'], {timeoutMs: 800}),
+        (e: unknown) => e instanceof KubeTimeoutError && e.timeoutMs === 800,
+      )
       const took = Date.now() - started
       assert.ok(took >= 750 && took < 3000, `took ${took} ms`)
       assert.deepEqual(await serverIdle(), {sockets: 0, children: 0})
@@ -115,16 +160,25 @@ describe('execInPod and openPortForward against the test API server', {skip: why
   })
 
   test('a slow command is cut at the deadline, and an abort cancels at once; the server-side process goes away', async () => {
-    await assert.rejects(execInPod(kc, NS, KUBE_PROXY_A, 'kube-proxy', ['sleep', '30'], {timeoutMs: 500}), KubeTimeoutError)
+    await assert.rejects(
+      execInPod(kc, NS, KUBE_PROXY_A, 'kube-proxy', ['sleep', '30'], {timeoutMs: 500}),
+      KubeTimeoutError,
+    )
     assert.deepEqual(await serverIdle(), {sockets: 0, children: 0})
     const ac = new AbortController()
-    const running = execInPod(kc, NS, KUBE_PROXY_A, 'kube-proxy', ['sleep', '30'], {timeoutMs: 30_000, signal: ac.signal})
+    const running = execInPod(kc, NS, KUBE_PROXY_A, 'kube-proxy', ['sleep', '30'], {
+      timeoutMs: 30_000,
+      signal: ac.signal,
+    })
     setTimeout(() => ac.abort(), 200)
     await assert.rejects(running, KubeAbortedError)
     assert.deepEqual(await serverIdle(), {sockets: 0, children: 0})
     const aborted = new AbortController()
     aborted.abort()
-    await assert.rejects(execInPod(kc, NS, KUBE_PROXY_A, 'kube-proxy', ['true'], {timeoutMs: 5000, signal: aborted.signal}), KubeAbortedError)
+    await assert.rejects(
+      execInPod(kc, NS, KUBE_PROXY_A, 'kube-proxy', ['true'], {timeoutMs: 5000, signal: aborted.signal}),
+      KubeAbortedError,
+    )
   })
 
   test("port-forward reaches kube-proxy's healthz and metrics on the node's loopback", async () => {
@@ -133,7 +187,10 @@ describe('execInPod and openPortForward against the test API server', {skip: why
     assert.match(health, /"nodeEligible":true/)
     lab.setKubeProxy('node-b', {healthy: false})
     try {
-      const unhealthy = await httpGet(await openPortForward(kc, NS, KUBE_PROXY_B, 10256, {timeoutMs: 10_000}), '/healthz')
+      const unhealthy = await httpGet(
+        await openPortForward(kc, NS, KUBE_PROXY_B, 10256, {timeoutMs: 10_000}),
+        '/healthz',
+      )
       assert.match(unhealthy, /^HTTP\/1\.[01] 503 /)
     } finally {
       lab.setKubeProxy('node-b', {healthy: true})

@@ -12,7 +12,12 @@ const why = labGuard()
 const KUBE_PROXY_A = 'kube-proxy-ax7k2'
 
 /** Runs one command through @kubernetes/client-node's own Exec and collects what it hands back. */
-async function clientNodeExec(kc: KubeConfig, pod: string, argv: string[], stdin?: string): Promise<{stdout: string; stderr: string; status: V1Status; protocol: string}> {
+async function clientNodeExec(
+  kc: KubeConfig,
+  pod: string,
+  argv: string[],
+  stdin?: string,
+): Promise<{stdout: string; stderr: string; status: V1Status; protocol: string}> {
   const stdout = new PassThrough()
   const stderr = new PassThrough()
   const out: Buffer[] = []
@@ -23,10 +28,20 @@ async function clientNodeExec(kc: KubeConfig, pod: string, argv: string[], stdin
   const status = await new Promise<V1Status>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('exec did not finish in 10 s')), 10_000)
     new Exec(kc)
-      .exec('kube-system', pod, 'kube-proxy', argv, stdout, stderr, stdin === undefined ? null : Readable.from([Buffer.from(stdin)]), false, (s) => {
-        clearTimeout(timer)
-        resolve(s)
-      })
+      .exec(
+        'kube-system',
+        pod,
+        'kube-proxy',
+        argv,
+        stdout,
+        stderr,
+        stdin === undefined ? null : Readable.from([Buffer.from(stdin)]),
+        false,
+        (s) => {
+          clearTimeout(timer)
+          resolve(s)
+        },
+      )
       .then((ws) => (protocol = ws.protocol))
       .catch((e: unknown) => {
         clearTimeout(timer)
@@ -55,7 +70,12 @@ describe('test API server: pods/exec and pods/portforward over WebSocket', {skip
     assert.equal(r.stderr, '')
     const log = lab.api.requestLog.filter((e) => e.subresource === 'exec').at(-1)!
     assert.deepEqual(
-      {verb: log.verb, namespace: log.namespace, name: log.name, command: log.query.filter(([k]) => k === 'command').map(([, v]) => v)},
+      {
+        verb: log.verb,
+        namespace: log.namespace,
+        name: log.name,
+        command: log.query.filter(([k]) => k === 'command').map(([, v]) => v),
+      },
       {verb: 'get', namespace: 'kube-system', name: KUBE_PROXY_A, command: ['iptables-save', '-t', 'nat']},
     )
   })
@@ -96,7 +116,9 @@ describe('test API server: pods/exec and pods/portforward over WebSocket', {skip
     lab.api.opts.forbidden = new Set(['create pods/exec kube-system'])
     try {
       // client-node rejects with the ws ErrorEvent, which names the HTTP status but drops the Status body.
-      await assert.rejects(clientNodeExec(kc, KUBE_PROXY_A, ['true']), (e: {message?: string}) => /Unexpected server response: 403/.test(e.message ?? ''))
+      await assert.rejects(clientNodeExec(kc, KUBE_PROXY_A, ['true']), (e: {message?: string}) =>
+        /Unexpected server response: 403/.test(e.message ?? ''),
+      )
     } finally {
       lab.api.opts.forbidden = undefined
     }
@@ -107,10 +129,14 @@ describe('test API server: pods/exec and pods/portforward over WebSocket', {skip
     const input = new PassThrough()
     const chunks: Buffer[] = []
     output.on('data', (d: Buffer) => chunks.push(d))
-    const ws = (await new PortForward(kc).portForward('kube-system', KUBE_PROXY_A, [10256], output, null, input)) as {protocol: string; close(): void}
+    const ws = (await new PortForward(kc).portForward('kube-system', KUBE_PROXY_A, [10256], output, null, input)) as {
+      protocol: string
+      close(): void
+    }
     assert.equal(ws.protocol, 'v4.channel.k8s.io')
     input.write('GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n')
-    for (let i = 0; i < 50 && !Buffer.concat(chunks).toString().includes('nodeEligible'); i++) await new Promise((r) => setTimeout(r, 100))
+    for (let i = 0; i < 50 && !Buffer.concat(chunks).toString().includes('nodeEligible'); i++)
+      await new Promise((r) => setTimeout(r, 100))
     ws.close()
     const text = Buffer.concat(chunks).toString()
     assert.match(text, /^HTTP\/1\.[01] 200 /)
@@ -120,13 +146,23 @@ describe('test API server: pods/exec and pods/portforward over WebSocket', {skip
   test('a debug pod is created, runs in its node, and is deleted; one that is not what the doctor promises is refused (422)', async () => {
     const core = kc.makeApiClient(CoreV1Api)
     const body = {
-      metadata: {generateName: 'kpd-debug-', labels: {'app.kubernetes.io/managed-by': 'kproxy-doctor', 'kproxy-doctor/run': 'abc123'}},
+      metadata: {
+        generateName: 'kpd-debug-',
+        labels: {'app.kubernetes.io/managed-by': 'kproxy-doctor', 'kproxy-doctor/run': 'abc123'},
+      },
       spec: {
         nodeName: 'node-b',
         hostNetwork: true,
         hostPID: true,
         tolerations: [{operator: 'Exists'}],
-        containers: [{name: 'debug', image: 'registry.k8s.io/kube-proxy:v1.33.0', securityContext: {privileged: true}, volumeMounts: [{name: 'root', mountPath: '/host', readOnly: true}]}],
+        containers: [
+          {
+            name: 'debug',
+            image: 'registry.k8s.io/kube-proxy:v1.33.0',
+            securityContext: {privileged: true},
+            volumeMounts: [{name: 'root', mountPath: '/host', readOnly: true}],
+          },
+        ],
         volumes: [{name: 'root', hostPath: {path: '/'}}],
       },
     }
@@ -136,7 +172,10 @@ describe('test API server: pods/exec and pods/portforward over WebSocket', {skip
     await assert.rejects(
       core.createNamespacedPod({namespace: 'kube-system', body: writable}),
       (e: {code?: number; body?: unknown}) =>
-        e.code === 422 && /spec\.hostPID must be true; the node's \/ at \/host must be read-only$/.test((JSON.parse(String(e.body)) as {message: string}).message),
+        e.code === 422 &&
+        /spec\.hostPID must be true; the node's \/ at \/host must be read-only$/.test(
+          (JSON.parse(String(e.body)) as {message: string}).message,
+        ),
     )
     const created = await core.createNamespacedPod({namespace: 'kube-system', body})
     const name = created.metadata!.name!
@@ -151,17 +190,33 @@ describe('test API server: pods/exec and pods/portforward over WebSocket', {skip
     const out: Buffer[] = []
     stdout.on('data', (d: Buffer) => out.push(d))
     await new Promise<void>((resolve, reject) => {
-      void new Exec(kc).exec('kube-system', name, 'debug', ['ip', '-o', '-4', 'addr', 'show', 'dev', 'eth0'], stdout, null, null, false, () => resolve()).catch(reject)
+      void new Exec(kc)
+        .exec(
+          'kube-system',
+          name,
+          'debug',
+          ['ip', '-o', '-4', 'addr', 'show', 'dev', 'eth0'],
+          stdout,
+          null,
+          null,
+          false,
+          () => resolve(),
+        )
+        .catch(reject)
     })
     assert.match(Buffer.concat(out).toString(), /inet 10\.200\.0\.12\//)
     await core.deleteNamespacedPod({namespace: 'kube-system', name})
     await assert.rejects(core.readNamespacedPod({namespace: 'kube-system', name}), /404|not found/i)
     assert.deepEqual(
-      lab.api.requestLog.filter((e) => e.name === name || (e.verb === 'create' && e.resource === 'pods')).map((e) => `${e.verb} ${e.resource}${e.subresource ? '/' + e.subresource : ''}`),
+      lab.api.requestLog
+        .filter((e) => e.name === name || (e.verb === 'create' && e.resource === 'pods'))
+        .map((e) => `${e.verb} ${e.resource}${e.subresource ? '/' + e.subresource : ''}`),
       [
         'create pods',
         'create pods',
-        ...Array(lab.api.requestLog.filter((e) => e.name === name && e.verb === 'get' && !e.subresource).length - 1).fill('get pods'),
+        ...Array(
+          lab.api.requestLog.filter((e) => e.name === name && e.verb === 'get' && !e.subresource).length - 1,
+        ).fill('get pods'),
         'get pods/exec',
         'delete pods',
         'get pods',
@@ -171,20 +226,31 @@ describe('test API server: pods/exec and pods/portforward over WebSocket', {skip
 
   test('pods create can be denied; deleting a pod ends the processes exec started in it', async () => {
     const core = kc.makeApiClient(CoreV1Api)
-    const body = {metadata: {name: 'kpd-debug-x'}, spec: {nodeName: 'node-a', hostNetwork: true, containers: [{name: 'debug', image: 'busybox'}]}}
+    const body = {
+      metadata: {name: 'kpd-debug-x'},
+      spec: {nodeName: 'node-a', hostNetwork: true, containers: [{name: 'debug', image: 'busybox'}]},
+    }
     lab.api.opts.forbidden = new Set(['create pods kube-system'])
     try {
       await assert.rejects(
         core.createNamespacedPod({namespace: 'kube-system', body}),
         (e: {code?: number; body?: unknown}) =>
-          e.code === 403 && /cannot create resource "pods" in API group "" in the namespace "kube-system"/.test((JSON.parse(String(e.body)) as {message: string}).message),
+          e.code === 403 &&
+          /cannot create resource "pods" in API group "" in the namespace "kube-system"/.test(
+            (JSON.parse(String(e.body)) as {message: string}).message,
+          ),
       )
     } finally {
       lab.api.opts.forbidden = undefined
     }
     assert.equal(lab.api.createdPods.length, 0)
     await core.createNamespacedPod({namespace: 'kube-system', body})
-    for (let i = 0; i < 50 && (lab.api.createdPods[0]?.status as {phase?: string} | undefined)?.phase !== 'Running'; i++) await new Promise((r) => setTimeout(r, 50))
+    for (
+      let i = 0;
+      i < 50 && (lab.api.createdPods[0]?.status as {phase?: string} | undefined)?.phase !== 'Running';
+      i++
+    )
+      await new Promise((r) => setTimeout(r, 50))
     const closed = new Promise<number>((resolve, reject) => {
       new Exec(kc)
         .exec('kube-system', 'kpd-debug-x', 'debug', ['sleep', '30'], null, null, null, false)
@@ -201,12 +267,37 @@ describe('test API server: pods/exec and pods/portforward over WebSocket', {skip
 
   test('kubectl exec (WebSocket by default) prints the output and passes the exit code on', async () => {
     const version = await runAsync('kubectl', ['version', '--client', '-o', 'json'])
-    const minor = Number((JSON.parse(version.stdout) as {clientVersion: {minor: string}}).clientVersion.minor.replace(/\D/g, ''))
+    const minor = Number(
+      (JSON.parse(version.stdout) as {clientVersion: {minor: string}}).clientVersion.minor.replace(/\D/g, ''),
+    )
     assert.ok(minor >= 30, `kubectl 1.${minor} does not use WebSocket exec by default`)
-    const r = await runAsync('kubectl', ['--kubeconfig', lab.kubeconfigPath, 'exec', '-n', 'kube-system', KUBE_PROXY_A, '--', 'sh', '-c', 'iptables-save -t nat | grep -c KUBE-SVC-; exit 4'])
+    const r = await runAsync('kubectl', [
+      '--kubeconfig',
+      lab.kubeconfigPath,
+      'exec',
+      '-n',
+      'kube-system',
+      KUBE_PROXY_A,
+      '--',
+      'sh',
+      '-c',
+      'iptables-save -t nat | grep -c KUBE-SVC-; exit 4',
+    ])
     assert.equal(r.code, 4, r.stderr)
     assert.ok(Number(r.stdout.trim()) > 0, r.stdout)
-    const ok = await runAsync('kubectl', ['--kubeconfig', lab.kubeconfigPath, 'exec', '-n', 'kube-system', KUBE_PROXY_A, '-c', 'kube-proxy', '--', 'cat', '/proc/sys/net/ipv4/ip_forward'])
+    const ok = await runAsync('kubectl', [
+      '--kubeconfig',
+      lab.kubeconfigPath,
+      'exec',
+      '-n',
+      'kube-system',
+      KUBE_PROXY_A,
+      '-c',
+      'kube-proxy',
+      '--',
+      'cat',
+      '/proc/sys/net/ipv4/ip_forward',
+    ])
     assert.equal(ok.code, 0, ok.stderr)
     assert.equal(ok.stdout, '1\n')
     const upgrades = lab.api.requestLog.filter((e) => e.subresource === 'exec' && e.name === KUBE_PROXY_A).slice(-2)

@@ -53,12 +53,22 @@ describe('tracer vs kernel (differential)', {skip: why}, () => {
   let packets = 0
   let matched = 0
   withLab((l) => (lab = l))
-  after(() => process.stdout.write(`# differential: ${RULE_SETS} rule sets, ${packets} connections, ${matched} matched a predicted outcome\n`))
+  after(() =>
+    process.stdout.write(
+      `# differential: ${RULE_SETS} rule sets, ${packets} connections, ${matched} matched a predicted outcome\n`,
+    ),
+  )
 
   const webPods = () => lab.pods.filter((p) => p.kind === 'web')
 
   /** What a connection is expected to look like for one traced outcome. */
-  function expectedClass(dest: string | null, verdict: string, packet: Packet, masquerade: boolean, scenario: Scenario): Observed {
+  function expectedClass(
+    dest: string | null,
+    verdict: string,
+    packet: Packet,
+    masquerade: boolean,
+    scenario: Scenario,
+  ): Observed {
     if (verdict === 'REJECT') return 'refused'
     if (verdict === 'DROP') return 'timeout'
     if (verdict === 'ACCEPT') return packet.dst === NODE_A.ip ? 'refused' : 'timeout'
@@ -67,7 +77,8 @@ describe('tracer vs kernel (differential)', {skip: why}, () => {
     if (!pod) return 'timeout'
     if (Number(port) !== pod.port) return 'refused'
     // Unmasqueraded traffic from outside to a pod on the other node: its reply skips node-a and is lost.
-    if (!masquerade && !scenario.local && scenario.fromNs === lab.ns('outside') && pod.node !== NODE_A.name) return 'timeout'
+    if (!masquerade && !scenario.local && scenario.fromNs === lab.ns('outside') && pod.node !== NODE_A.name)
+      return 'timeout'
     return `backend:${pod.name}`
   }
 
@@ -75,7 +86,9 @@ describe('tracer vs kernel (differential)', {skip: why}, () => {
   function predict(mode: 'iptables' | 'nftables', packet: Packet, local: boolean, json: boolean): TraceResult {
     const ns = lab.nodeNs(NODE_A)
     if (mode === 'nftables') {
-      const rs = json ? nftRulesetFromJson(inNs(ns, 'nft', ['-j', 'list', 'ruleset'])) : NftRuleset.parse(inNs(ns, 'nft', ['list', 'ruleset']))
+      const rs = json
+        ? nftRulesetFromJson(inNs(ns, 'nft', ['-j', 'list', 'ruleset']))
+        : NftRuleset.parse(inNs(ns, 'nft', ['list', 'ruleset']))
       return new NftTracer(rs, {localAddresses: [NODE_A.ip], locallyGenerated: local}).trace(packet)
     }
     const dump = IptablesSave.parse(new BufferSource(Buffer.from(inNs(ns, 'iptables-save', []))))
@@ -101,10 +114,30 @@ describe('tracer vs kernel (differential)', {skip: why}, () => {
       lab.modes.set(NODE_A.name, mode)
       lab.applyRules(NODE_A.name, faults)
       const scenarios: Scenario[] = [
-        {name: 'pod→ClusterIP', fromNs: lab.podNs('client-a'), local: false, packet: {src: CLIENT_A, dst: CLUSTER_IP, proto: 'tcp', dport: 80, sport: 40000, inIface: 'cbr0'}},
-        {name: 'outside→NodePort', fromNs: lab.ns('outside'), local: false, packet: {src: OUTSIDE_IP, dst: NODE_A.ip, proto: 'tcp', dport: 30080, sport: 40000, inIface: 'eth0'}},
-        {name: 'pod→ClusterIP:81', fromNs: lab.podNs('client-a'), local: false, packet: {src: CLIENT_A, dst: CLUSTER_IP, proto: 'tcp', dport: 81, sport: 40000, inIface: 'cbr0'}},
-        {name: 'node→ClusterIP', fromNs: lab.nodeNs(NODE_A), local: true, packet: {src: NODE_A.ip, dst: CLUSTER_IP, proto: 'tcp', dport: 80, sport: 40000}},
+        {
+          name: 'pod→ClusterIP',
+          fromNs: lab.podNs('client-a'),
+          local: false,
+          packet: {src: CLIENT_A, dst: CLUSTER_IP, proto: 'tcp', dport: 80, sport: 40000, inIface: 'cbr0'},
+        },
+        {
+          name: 'outside→NodePort',
+          fromNs: lab.ns('outside'),
+          local: false,
+          packet: {src: OUTSIDE_IP, dst: NODE_A.ip, proto: 'tcp', dport: 30080, sport: 40000, inIface: 'eth0'},
+        },
+        {
+          name: 'pod→ClusterIP:81',
+          fromNs: lab.podNs('client-a'),
+          local: false,
+          packet: {src: CLIENT_A, dst: CLUSTER_IP, proto: 'tcp', dport: 81, sport: 40000, inIface: 'cbr0'},
+        },
+        {
+          name: 'node→ClusterIP',
+          fromNs: lab.nodeNs(NODE_A),
+          local: true,
+          packet: {src: NODE_A.ip, dst: CLUSTER_IP, proto: 'tcp', dport: 80, sport: 40000},
+        },
       ]
       const context = `ETP ${lab.services[0].externalTrafficPolicy}, ${mode}${mode === 'nftables' && n % 4 === 3 ? ' (read as JSON)' : ''}, ready ${eps.map((p) => p.name).join(',') || 'none'}, faults ${JSON.stringify(faults)}`
       for (const sc of scenarios) {
@@ -130,15 +163,26 @@ describe('tracer vs kernel (differential)', {skip: why}, () => {
             const pred = predicted.get(cls)
             if (pred && !sc.local && pred.masquerade.size === 1) {
               const masq = [...pred.masquerade][0]
-              assert.equal(peer !== sc.packet.src, masq, `${sc.name}: ${name} saw source ${peer}; tracer said masquerade=${masq} (${context})`)
+              assert.equal(
+                peer !== sc.packet.src,
+                masq,
+                `${sc.name}: ${name} saw source ${peer}; tracer said masquerade=${masq} (${context})`,
+              )
             }
           } else cls = r.kind
-          assert.ok(predicted.has(cls), `${sc.name}: kernel gave ${cls}, tracer predicted ${[...predicted.keys()].join(' | ')} (${context})`)
+          assert.ok(
+            predicted.has(cls),
+            `${sc.name}: kernel gave ${cls}, tracer predicted ${[...predicted.keys()].join(' | ')} (${context})`,
+          )
           matched++
           seen.set(cls, (seen.get(cls) ?? 0) + 1)
           if (t >= 2 && wanted.every((w) => seen.has(w))) break
         }
-        for (const w of wanted) assert.ok(seen.has(w), `${sc.name}: predicted ${w} (p=${predicted.get(w)!.p.toFixed(2)}) never happened in ${MAX_TRIES} tries (${context})`)
+        for (const w of wanted)
+          assert.ok(
+            seen.has(w),
+            `${sc.name}: predicted ${w} (p=${predicted.get(w)!.p.toFixed(2)}) never happened in ${MAX_TRIES} tries (${context})`,
+          )
       }
       for (const p of webPods()) p.ready = true
       lab.services[0].externalTrafficPolicy = 'Cluster'

@@ -30,7 +30,19 @@ describe('svc diagnoses drops in chains kube-proxy does not own (netns lab, real
   let lab: NetnsLab
   withLab((l) => (lab = l))
 
-  const doctor = (): Promise<CliResult> => runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json'])
+  const doctor = (): Promise<CliResult> =>
+    runCli([
+      'svc',
+      'web',
+      '-n',
+      'shop',
+      '--kubeconfig',
+      lab.kubeconfigPath,
+      '--ssh-config',
+      lab.sshConfigPath,
+      '-o',
+      'json',
+    ])
   const findings = (r: CliResult): JsonFinding[] => r.json?.findings ?? []
   /** Every error and warning as "CODE node", sorted: the exact set, so a new false positive fails. */
   const problems = (r: CliResult) =>
@@ -50,21 +62,51 @@ describe('svc diagnoses drops in chains kube-proxy does not own (netns lab, real
   test("(e) Docker's FORWARD policy DROP on node-a: KPD-FILTER-DROP on node-a, naming the policy, for node-a's paths and node-b's halves arriving there", async () => {
     lab.setForeignRules('node-a', {docker: true})
     try {
-      assert.equal(failures(lab.sample(lab.podNs('client-a'), CLUSTER_IP, 80, 3)), 3, 'the fault really breaks connections')
+      assert.equal(
+        failures(lab.sample(lab.podNs('client-a'), CLUSTER_IP, 80, 3)),
+        3,
+        'the fault really breaks connections',
+      )
       const r = await doctor()
       assert.equal(r.code, 1, r.stdout + r.stderr)
       // Cluster DNS runs on node-a: node-b's queries, DNATed to it, cross node-a's FORWARD too (a true finding).
       assert.deepEqual(problems(r), ['KPD-DNS-NO-ANSWER node-b', 'KPD-FILTER-DROP node-a'])
       const f = findings(r).find((x) => x.code === 'KPD-FILTER-DROP')!
-      assert.match(f.message, /^node-a: new connections to .*10\.244\.2\.10:8080 \(web-b1\).* are dropped by the DROP policy of filter FORWARD/)
+      assert.match(
+        f.message,
+        /^node-a: new connections to .*10\.244\.2\.10:8080 \(web-b1\).* are dropped by the DROP policy of filter FORWARD/,
+      )
       assert.match(f.message, /entry points: pod→ClusterIP \(http\)/)
-      assert.match(f.message, /node-b's pod→ClusterIP \(http\), arriving DNATed/, "the second half of node-b's path, to web-a1, crosses node-a")
+      assert.match(
+        f.message,
+        /node-b's pod→ClusterIP \(http\), arriving DNATed/,
+        "the second half of node-b's path, to web-a1, crosses node-a",
+      )
       assert.deepEqual(f.evidence, ["filter: :FORWARD DROP (the chain's policy)"])
       assert.match(f.text!, /^Docker set this policy/)
-      assert.deepEqual(f.argv, [['ssh', '-F', lab.sshConfigPath, 'node-a', 'sudo', 'iptables', '-t', 'filter', '-L', 'FORWARD', '-v', '-n', '--line-numbers']])
+      assert.deepEqual(f.argv, [
+        [
+          'ssh',
+          '-F',
+          lab.sshConfigPath,
+          'node-a',
+          'sudo',
+          'iptables',
+          '-t',
+          'filter',
+          '-L',
+          'FORWARD',
+          '-v',
+          '-n',
+          '--line-numbers',
+        ],
+      ])
       const broken = r.json.paths
         .filter((p: {ok: boolean}) => p.ok === false)
-        .map((p: {node: string; entry: string; breaksAt: string; breaksOn: string}) => `${p.node} ${p.entry} ${p.breaksAt} on ${p.breaksOn}`)
+        .map(
+          (p: {node: string; entry: string; breaksAt: string; breaksOn: string}) =>
+            `${p.node} ${p.entry} ${p.breaksAt} on ${p.breaksOn}`,
+        )
       // node-b's paths that send a share to web-a1 break there too: in their second half, on node-a (one path across two nodes).
       assert.deepEqual(broken.sort(), [
         'node-a pod→ClusterIP filter on node-a',
@@ -74,9 +116,14 @@ describe('svc diagnoses drops in chains kube-proxy does not own (netns lab, real
         'node-b pod→ClusterIP filter on node-a',
         'node-b pod→itself filter on node-a',
       ])
-      const half = r.json.paths.find((p: {node: string; entry: string}) => p.node === 'node-b' && p.entry === 'pod→ClusterIP')
+      const half = r.json.paths.find(
+        (p: {node: string; entry: string}) => p.node === 'node-b' && p.entry === 'pod→ClusterIP',
+      )
       assert.deepEqual(
-        half.remote.map((h: {endpoint: string; node: string; ok: boolean; breaksAt: string}) => `${h.endpoint} ${h.node} ${h.ok} ${h.breaksAt}`),
+        half.remote.map(
+          (h: {endpoint: string; node: string; ok: boolean; breaksAt: string}) =>
+            `${h.endpoint} ${h.node} ${h.ok} ${h.breaksAt}`,
+        ),
         ['10.244.1.10:8080 node-a false filter'],
       )
     } finally {
@@ -87,21 +134,46 @@ describe('svc diagnoses drops in chains kube-proxy does not own (netns lab, real
   test("(f) a Calico chain in node-b's FORWARD drops web-b2: KPD-FILTER-DROP on node-b (not node-a), with the rule, its chain and owner", async () => {
     lab.setForeignRules('node-b', {policyChain: {name: 'cali-FORWARD', dropTo: [WEB_B2]}})
     try {
-      assert.equal(lab.probe(lab.podNs('client-a'), WEB_B2, 8080, 1).kind, 'timeout', 'the fault really breaks connections')
+      assert.equal(
+        lab.probe(lab.podNs('client-a'), WEB_B2, 8080, 1).kind,
+        'timeout',
+        'the fault really breaks connections',
+      )
       assert.equal(lab.probe(lab.podNs('client-a'), WEB_B1, 8080, 1).kind, 'answer')
       const r = await doctor()
       assert.equal(r.code, 1, r.stdout + r.stderr)
       assert.deepEqual(problems(r), ['KPD-FILTER-DROP node-b'])
       // node-a's pod→ClusterIP works on node-a; the share it sends to web-b2 breaks on node-b.
-      const a = r.json.paths.find((p: {node: string; entry: string}) => p.node === 'node-a' && p.entry === 'pod→ClusterIP')
+      const a = r.json.paths.find(
+        (p: {node: string; entry: string}) => p.node === 'node-a' && p.entry === 'pod→ClusterIP',
+      )
       assert.deepEqual([a.ok, a.breaksAt, a.breaksOn], [false, 'filter', 'node-b'])
       const f = findings(r).find((x) => x.code === 'KPD-FILTER-DROP')!
-      assert.match(f.message, /^node-b: new connections to 10\.244\.2\.11:8080 \(web-b2\) are dropped by filter cali-FORWARD line \d+, a Calico chain; entry points: /)
+      assert.match(
+        f.message,
+        /^node-b: new connections to 10\.244\.2\.11:8080 \(web-b2\) are dropped by filter cali-FORWARD line \d+, a Calico chain; entry points: /,
+      )
       assert.match(f.message, /node-a's pod→ClusterIP \(http\), arriving DNATed/)
       assert.equal(f.evidence.length, 1)
       assert.match(f.evidence[0], /^filter line \d+: -A cali-FORWARD -d 10\.244\.2\.11\/32 .*-j DROP$/)
       assert.match(f.text!, /^Calico drops it, usually for a NetworkPolicy/)
-      assert.deepEqual(f.argv, [['ssh', '-F', lab.sshConfigPath, 'node-b', 'sudo', 'iptables', '-t', 'filter', '-L', 'cali-FORWARD', '-v', '-n', '--line-numbers']])
+      assert.deepEqual(f.argv, [
+        [
+          'ssh',
+          '-F',
+          lab.sshConfigPath,
+          'node-b',
+          'sudo',
+          'iptables',
+          '-t',
+          'filter',
+          '-L',
+          'cali-FORWARD',
+          '-v',
+          '-n',
+          '--line-numbers',
+        ],
+      ])
     } finally {
       lab.setForeignRules('node-b', undefined)
     }

@@ -1,6 +1,16 @@
 import assert from 'node:assert/strict'
 import {execFileSync, spawnSync} from 'node:child_process'
-import {cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync} from 'node:fs'
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {dirname, join, resolve} from 'node:path'
 import {after, before, test} from 'node:test'
@@ -14,7 +24,12 @@ let tarball = ''
 after(() => rmSync(tmp, {recursive: true, force: true}))
 
 function npm(args: string[], cwd: string): string {
-  return execFileSync('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], {cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 240_000})
+  return execFileSync('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], {
+    cwd,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 240_000,
+  })
 }
 
 function run(file: string, args: string[], env: Record<string, string> = {}, cwd = tmp, timeout = 60_000) {
@@ -26,7 +41,16 @@ before(() => {
   // A clean copy without dist/: proves prepack builds, and does not disturb the dist/ these tests run from.
   const src = join(tmp, 'src')
   mkdirSync(src)
-  for (const entry of ['package.json', 'package-lock.json', 'tsconfig.json', 'README.md', 'bin', 'src', 'examples', 'schema']) {
+  for (const entry of [
+    'package.json',
+    'package-lock.json',
+    'tsconfig.json',
+    'README.md',
+    'bin',
+    'src',
+    'examples',
+    'schema',
+  ]) {
     if (existsSync(join(repo, entry))) cpSync(join(repo, entry), join(src, entry), {recursive: true})
   }
   symlinkSync(realpathSync(join(repo, 'node_modules')), join(src, 'node_modules'))
@@ -55,25 +79,68 @@ function installFromCache(args: string[]): void {
 
 test('the packed tarball holds the compiled CLI, its examples and nothing from development', () => {
   const files = execFileSync('tar', ['-tzf', tarball], {encoding: 'utf8'}).trim().split('\n')
-  for (const wanted of ['package/bin/run.js', 'package/dist/src/commands/svc.js', 'package/examples/broken-cluster/services.json', 'package/README.md', 'package/package.json'])
+  for (const wanted of [
+    'package/bin/run.js',
+    'package/dist/src/commands/svc.js',
+    'package/examples/broken-cluster/services.json',
+    'package/README.md',
+    'package/package.json',
+  ])
     assert.ok(files.includes(wanted), `${wanted} in the tarball`)
-  const unwanted = files.filter((f) => /^package\/(src|test|bench|dist\/test|dist\/bench|scripts|node_modules|\.ci)\//.test(f) || f.endsWith('.ts'))
+  const unwanted = files.filter(
+    (f) => /^package\/(src|test|bench|dist\/test|dist\/bench|scripts|node_modules|\.ci)\//.test(f) || f.endsWith('.ts'),
+  )
   assert.deepEqual(unwanted, [])
   assert.ok(!files.includes('package/dist/src/commands/removed.js'), 'a stale compiled file is not packed')
 })
 
 test('npm i -g: the installed kproxy-doctor diagnoses the bundled broken example', () => {
   const installed = join(prefix, 'lib/node_modules/kproxy-doctor')
-  const r = run(join(prefix, 'bin/kproxy-doctor'), ['svc', 'web', '-n', 'shop', '--snapshot', join(installed, 'examples/broken-cluster')])
+  const r = run(join(prefix, 'bin/kproxy-doctor'), [
+    'svc',
+    'web',
+    '-n',
+    'shop',
+    '--snapshot',
+    join(installed, 'examples/broken-cluster'),
+  ])
   assert.equal(r.code, 1, r.stderr)
   assert.match(r.stdout, /^✗ shop\/web: .* breaks at DNAT on node-b/)
-  const healthy = run(join(prefix, 'bin/kproxy-doctor'), ['svc', 'web', '-n', 'shop', '--snapshot', join(installed, 'examples/healthy-cluster'), '-o', 'json'])
+  const healthy = run(join(prefix, 'bin/kproxy-doctor'), [
+    'svc',
+    'web',
+    '-n',
+    'shop',
+    '--snapshot',
+    join(installed, 'examples/healthy-cluster'),
+    '-o',
+    'json',
+  ])
   assert.equal(healthy.code, 0, healthy.stderr)
   assert.equal(JSON.parse(healthy.stdout).ok, true)
 })
 
 test('npx (npm exec) runs the tarball without installing it globally', () => {
-  const r = run('npm', ['exec', '--prefer-offline', '--yes', `--package=${tarball}`, '--', 'kproxy-doctor', 'svc', 'web', '-n', 'shop', '--snapshot', join(repo, 'examples/broken-cluster')], {}, tmp, 240_000)
+  const r = run(
+    'npm',
+    [
+      'exec',
+      '--prefer-offline',
+      '--yes',
+      `--package=${tarball}`,
+      '--',
+      'kproxy-doctor',
+      'svc',
+      'web',
+      '-n',
+      'shop',
+      '--snapshot',
+      join(repo, 'examples/broken-cluster'),
+    ],
+    {},
+    tmp,
+    240_000,
+  )
   assert.equal(r.code, 1, r.stderr)
   assert.match(r.stdout, /^✗ shop\/web: .* breaks at DNAT on node-b/, `stdout was empty; npm exec said:\n${r.stderr}`)
 })
@@ -83,7 +150,11 @@ test('the installed package is a kubectl plugin: kubectl finds it on PATH and ru
   const list = run('/usr/bin/kubectl', ['plugin', 'list'], env)
   assert.match(list.stdout, new RegExp(`${join(prefix, 'bin/kubectl-kproxy_doctor')}\\n`))
   const installed = join(prefix, 'lib/node_modules/kproxy-doctor')
-  const r = run('/usr/bin/kubectl', ['kproxy-doctor', 'svc', 'web', '-n', 'shop', '--snapshot', join(installed, 'examples/broken-cluster')], env)
+  const r = run(
+    '/usr/bin/kubectl',
+    ['kproxy-doctor', 'svc', 'web', '-n', 'shop', '--snapshot', join(installed, 'examples/broken-cluster')],
+    env,
+  )
   assert.equal(r.code, 1, r.stderr)
   assert.match(r.stdout, /^✗ shop\/web: .* breaks at DNAT on node-b/)
 })

@@ -16,169 +16,235 @@ const KUBE_PROXY_POD = {'node-a': 'pod kube-system/kube-proxy-ax7k2', 'node-b': 
 const NOT_IN_KUBE_PROXY_IMAGE = ['ip', 'bridge', 'ipvsadm', 'sysctl']
 /** The lab's stand-in image: the host's programs, never ipvsadm (whether the host has one or not). */
 const LAB_IMAGE = {'kube-proxy-': ['ipvsadm']}
-const NO_IPVS = 'ipvsadm not in the kube-proxy image: no /proc/net/ip_vs either (the kernel has no IPVS table: IPVS is not in use)'
-const NO_CNI_CACHE = "/var/lib/cni/results (the CNI result cache) is not mounted in kube-proxy's Pod: pods mapped to bridge ports through fdb and neighbour entries only (they expire on idle Pods)"
+const NO_IPVS =
+  'ipvsadm not in the kube-proxy image: no /proc/net/ip_vs either (the kernel has no IPVS table: IPVS is not in use)'
+const NO_CNI_CACHE =
+  "/var/lib/cni/results (the CNI result cache) is not mounted in kube-proxy's Pod: pods mapped to bridge ports through fdb and neighbour entries only (they expire on idle Pods)"
 
-describe("svc reads nodes through kube-proxy's Pods (pods/exec, pods/portforward), with no SSH configuration", {skip: why}, () => {
-  let lab: NetnsLab
-  // No ~/.ssh/config: HOME is an empty folder, and no --ssh-config is given.
-  const home = mkdtempSync(join(tmpdir(), 'kpd-nossh-'))
-  after(() => rmSync(home, {recursive: true, force: true}))
-  withLab((l) => {
-    lab = l
-    lab.api.opts.podSandbox = labPodSandbox(lab, LAB_IMAGE)
-  })
+describe(
+  "svc reads nodes through kube-proxy's Pods (pods/exec, pods/portforward), with no SSH configuration",
+  {skip: why},
+  () => {
+    let lab: NetnsLab
+    // No ~/.ssh/config: HOME is an empty folder, and no --ssh-config is given.
+    const home = mkdtempSync(join(tmpdir(), 'kpd-nossh-'))
+    after(() => rmSync(home, {recursive: true, force: true}))
+    withLab((l) => {
+      lab = l
+      lab.api.opts.podSandbox = labPodSandbox(lab, LAB_IMAGE)
+    })
 
-  const viaApi = (...extra: string[]): Promise<CliResult> => runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '-o', 'json', ...extra], {HOME: home})
-  const viaSsh = (): Promise<CliResult> => runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '--via', 'ssh', '-o', 'json'], {HOME: home})
-  const findings = (r: CliResult) => r.json.findings.map((f: {code: string; node: string | null}) => `${f.code}@${f.node}`).sort()
-  const node = (r: CliResult, name: string) => r.json.nodes.find((n: {name: string}) => n.name === name)
-  const execs = () => lab.api.requestLog.filter((e) => e.subresource === 'exec').length
+    const viaApi = (...extra: string[]): Promise<CliResult> =>
+      runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '-o', 'json', ...extra], {HOME: home})
+    const viaSsh = (): Promise<CliResult> =>
+      runCli(
+        [
+          'svc',
+          'web',
+          '-n',
+          'shop',
+          '--kubeconfig',
+          lab.kubeconfigPath,
+          '--ssh-config',
+          lab.sshConfigPath,
+          '--via',
+          'ssh',
+          '-o',
+          'json',
+        ],
+        {HOME: home},
+      )
+    const findings = (r: CliResult) =>
+      r.json.findings.map((f: {code: string; node: string | null}) => `${f.code}@${f.node}`).sort()
+    const node = (r: CliResult, name: string) => r.json.nodes.find((n: {name: string}) => n.name === name)
+    const execs = () => lab.api.requestLog.filter((e) => e.subresource === 'exec').length
 
-  test("healthy lab: both nodes read through kube-proxy's Pods, /proxyMode through a port-forward, exit 0, every path ✓", async () => {
-    const before = execs()
-    const r = await viaApi()
-    assert.equal(r.code, 0, r.stderr + JSON.stringify(r.json?.findings))
-    assert.deepEqual(findings(r), [])
-    for (const name of ['node-a', 'node-b'] as const) {
-      const n = node(r, name)
-      assert.equal(n.reachable, true)
-      assert.equal(n.modeSource, "kube-proxy's /proxyMode on the node")
-      assert.deepEqual(n.readVia, {
-        transport: 'kube-proxy',
-        address: KUBE_PROXY_POD[name],
-        why: `kube-proxy's Pod runs on ${name} and exec into it is allowed`,
-        notUsed: [{transport: 'ssh', reason: `no Host entry for ${name} in ~/.ssh/config`}],
-        notRead: [NO_IPVS, NO_CNI_CACHE],
+    test("healthy lab: both nodes read through kube-proxy's Pods, /proxyMode through a port-forward, exit 0, every path ✓", async () => {
+      const before = execs()
+      const r = await viaApi()
+      assert.equal(r.code, 0, r.stderr + JSON.stringify(r.json?.findings))
+      assert.deepEqual(findings(r), [])
+      for (const name of ['node-a', 'node-b'] as const) {
+        const n = node(r, name)
+        assert.equal(n.reachable, true)
+        assert.equal(n.modeSource, "kube-proxy's /proxyMode on the node")
+        assert.deepEqual(n.readVia, {
+          transport: 'kube-proxy',
+          address: KUBE_PROXY_POD[name],
+          why: `kube-proxy's Pod runs on ${name} and exec into it is allowed`,
+          notUsed: [{transport: 'ssh', reason: `no Host entry for ${name} in ~/.ssh/config`}],
+          notRead: [NO_IPVS, NO_CNI_CACHE],
+        })
+      }
+      assert.ok(
+        r.json.paths.length >= 8 && r.json.paths.every((p: {ok: boolean}) => p.ok === true),
+        JSON.stringify(r.json.paths),
+      )
+      assert.ok(execs() - before >= 2 * 6, 'the allow-listed reads ran as pods/exec')
+      const commands = lab.api.requestLog
+        .filter((e) => e.subresource === 'exec')
+        .map((e) => e.query.filter(([k]) => k === 'command').map(([, v]) => v))
+      assert.ok(
+        commands.some((argv) => argv.join(' ') === 'iptables-save'),
+        'iptables-save is one argv, no shell',
+      )
+      assert.ok(!commands.some((argv) => ['sh', 'bash', 'dash'].includes(argv[0])), 'never a shell')
+      assert.ok(lab.api.requestLog.some((e) => e.subresource === 'portforward' && e.name === 'kube-proxy-ax7k2'))
+    })
+
+    for (const [title, target, faults, code] of [
+      ['SEP DNAT deleted on node-b', 'node-b', {dropDnatFor: '10.244.1.10'}, 'KPD-SEP-MISSING'],
+      ['NodePort missing on node-b', 'node-b', {omitNodePorts: true}, 'KPD-NODEPORT-MISSING'],
+    ] as const) {
+      test(`${title}: the same findings on the same nodes as over SSH (${code})`, async () => {
+        lab.applyRules(target, faults)
+        try {
+          const kube = await viaApi()
+          const ssh = await viaSsh()
+          assert.equal(ssh.code, 1, ssh.stderr)
+          assert.equal(kube.code, 1, kube.stderr)
+          assert.ok(findings(ssh).includes(`${code}@${target}`), JSON.stringify(findings(ssh)))
+          assert.deepEqual(findings(kube), findings(ssh))
+          assert.deepEqual(
+            kube.json.paths.map(
+              (p: {node: string; entry: string; breaksAt: string | null}) => `${p.node} ${p.entry} ${p.breaksAt}`,
+            ),
+            ssh.json.paths.map(
+              (p: {node: string; entry: string; breaksAt: string | null}) => `${p.node} ${p.entry} ${p.breaksAt}`,
+            ),
+          )
+          assert.equal(node(kube, target).readVia.transport, 'kube-proxy')
+          assert.equal(node(ssh, target).readVia.transport, 'ssh')
+        } finally {
+          lab.clearFaults()
+        }
       })
     }
-    assert.ok(r.json.paths.length >= 8 && r.json.paths.every((p: {ok: boolean}) => p.ok === true), JSON.stringify(r.json.paths))
-    assert.ok(execs() - before >= 2 * 6, 'the allow-listed reads ran as pods/exec')
-    const commands = lab.api.requestLog.filter((e) => e.subresource === 'exec').map((e) => e.query.filter(([k]) => k === 'command').map(([, v]) => v))
-    assert.ok(
-      commands.some((argv) => argv.join(' ') === 'iptables-save'),
-      'iptables-save is one argv, no shell',
-    )
-    assert.ok(!commands.some((argv) => ['sh', 'bash', 'dash'].includes(argv[0])), 'never a shell')
-    assert.ok(lab.api.requestLog.some((e) => e.subresource === 'portforward' && e.name === 'kube-proxy-ax7k2'))
-  })
 
-  for (const [title, target, faults, code] of [
-    ['SEP DNAT deleted on node-b', 'node-b', {dropDnatFor: '10.244.1.10'}, 'KPD-SEP-MISSING'],
-    ['NodePort missing on node-b', 'node-b', {omitNodePorts: true}, 'KPD-NODEPORT-MISSING'],
-  ] as const) {
-    test(`${title}: the same findings on the same nodes as over SSH (${code})`, async () => {
-      lab.applyRules(target, faults)
+    test("kube-proxy's real image (no ip, bridge, ipvsadm, sysctl): the rules are still read and judged, what was not read is listed per node", async () => {
+      lab.api.opts.podSandbox = labPodSandbox(lab, {'kube-proxy-': NOT_IN_KUBE_PROXY_IMAGE})
+      lab.applyRules('node-b', {dropDnatFor: '10.244.1.10'})
       try {
-        const kube = await viaApi()
-        const ssh = await viaSsh()
-        assert.equal(ssh.code, 1, ssh.stderr)
-        assert.equal(kube.code, 1, kube.stderr)
-        assert.ok(findings(ssh).includes(`${code}@${target}`), JSON.stringify(findings(ssh)))
-        assert.deepEqual(findings(kube), findings(ssh))
-        assert.deepEqual(
-          kube.json.paths.map((p: {node: string; entry: string; breaksAt: string | null}) => `${p.node} ${p.entry} ${p.breaksAt}`),
-          ssh.json.paths.map((p: {node: string; entry: string; breaksAt: string | null}) => `${p.node} ${p.entry} ${p.breaksAt}`),
+        const r = await viaApi()
+        assert.equal(r.code, 1, r.stderr)
+        assert.ok(findings(r).includes('KPD-SEP-MISSING@node-b'), JSON.stringify(findings(r)))
+        assert.ok(
+          !findings(r).some((f: string) => f.endsWith('@node-a') && !f.startsWith('KPD-NODE-DIVERGES')),
+          JSON.stringify(findings(r)),
         )
-        assert.equal(node(kube, target).readVia.transport, 'kube-proxy')
-        assert.equal(node(ssh, target).readVia.transport, 'ssh')
+        const notRead = node(r, 'node-a').readVia.notRead
+        assert.deepEqual(notRead.map((l: string) => l.split(' ')[0]).sort(), [
+          '/var/lib/cni/results',
+          'bridge',
+          'ip',
+          'ipvsadm',
+          'sysctl',
+        ])
+        assert.ok(notRead.includes(NO_IPVS), notRead.join('\n'))
+        assert.ok(
+          notRead.includes('sysctl not in the kube-proxy image: sysctls read from /proc/sys instead'),
+          notRead.join('\n'),
+        )
+        assert.ok(
+          notRead.includes(
+            "ip not in the kube-proxy image: kube-ipvs0 addresses, links, neighbours and routes not read (the hairpin check's pod-to-bridge-port mapping, the route checks)",
+          ),
+        )
+        assert.equal(node(r, 'node-a').reachable, true)
       } finally {
+        lab.api.opts.podSandbox = labPodSandbox(lab, LAB_IMAGE)
         lab.clearFaults()
       }
     })
-  }
 
-  test("kube-proxy's real image (no ip, bridge, ipvsadm, sysctl): the rules are still read and judged, what was not read is listed per node", async () => {
-    lab.api.opts.podSandbox = labPodSandbox(lab, {'kube-proxy-': NOT_IN_KUBE_PROXY_IMAGE})
-    lab.applyRules('node-b', {dropDnatFor: '10.244.1.10'})
-    try {
-      const r = await viaApi()
-      assert.equal(r.code, 1, r.stderr)
-      assert.ok(findings(r).includes('KPD-SEP-MISSING@node-b'), JSON.stringify(findings(r)))
-      assert.ok(!findings(r).some((f: string) => f.endsWith('@node-a') && !f.startsWith('KPD-NODE-DIVERGES')), JSON.stringify(findings(r)))
-      const notRead = node(r, 'node-a').readVia.notRead
-      assert.deepEqual(notRead.map((l: string) => l.split(' ')[0]).sort(), ['/var/lib/cni/results', 'bridge', 'ip', 'ipvsadm', 'sysctl'])
-      assert.ok(notRead.includes(NO_IPVS), notRead.join('\n'))
-      assert.ok(notRead.includes('sysctl not in the kube-proxy image: sysctls read from /proc/sys instead'), notRead.join('\n'))
-      assert.ok(notRead.includes("ip not in the kube-proxy image: kube-ipvs0 addresses, links, neighbours and routes not read (the hairpin check's pod-to-bridge-port mapping, the route checks)"))
-      assert.equal(node(r, 'node-a').reachable, true)
-    } finally {
-      lab.api.opts.podSandbox = labPodSandbox(lab, LAB_IMAGE)
-      lab.clearFaults()
-    }
-  })
-
-  test('exec refused by RBAC: one clear line naming the verb and resource, then API-only; exit code from the findings', async () => {
-    lab.api.opts.forbidden = new Set(['create pods/exec kube-system'])
-    try {
-      const r = await viaApi()
-      assert.equal(r.code, 0, r.stderr)
-      const lines = r.stderr.trim().split('\n')
-      assert.deepEqual(lines, ['kproxy-doctor: warning: RBAC forbids create on pods/exec in namespace "kube-system" (403): needed to read nodes through kube-proxy\'s Pods'])
-      assert.deepEqual(findings(r), [])
-      for (const name of ['node-a', 'node-b']) {
-        const n = node(r, name)
-        assert.equal(n.reachable, false)
-        assert.equal(n.readVia.transport, null)
-        assert.deepEqual(
-          n.readVia.notUsed.map((u: {transport: string}) => u.transport),
-          ['ssh', 'kube-proxy'],
+    test('exec refused by RBAC: one clear line naming the verb and resource, then API-only; exit code from the findings', async () => {
+      lab.api.opts.forbidden = new Set(['create pods/exec kube-system'])
+      try {
+        const r = await viaApi()
+        assert.equal(r.code, 0, r.stderr)
+        const lines = r.stderr.trim().split('\n')
+        assert.deepEqual(lines, [
+          'kproxy-doctor: warning: RBAC forbids create on pods/exec in namespace "kube-system" (403): needed to read nodes through kube-proxy\'s Pods',
+        ])
+        assert.deepEqual(findings(r), [])
+        for (const name of ['node-a', 'node-b']) {
+          const n = node(r, name)
+          assert.equal(n.reachable, false)
+          assert.equal(n.readVia.transport, null)
+          assert.deepEqual(
+            n.readVia.notUsed.map((u: {transport: string}) => u.transport),
+            ['ssh', 'kube-proxy'],
+          )
+        }
+        assert.deepEqual(r.json.paths, [])
+        assert.match(
+          r.json.notes.join('\n'),
+          /node checks not done \(rules, packet paths.*\) on node-a, node-b: API-only: ssh: no Host entry/,
         )
+        const human = await runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath], {HOME: home})
+        assert.equal(human.code, 0)
+        assert.match(
+          human.stdout,
+          /^ {2}node-a: not read \(API-only\): API-only: ssh: no Host entry for node-a in ~\/\.ssh\/config; kube-proxy: RBAC forbids create on pods\/exec in namespace "kube-system" \(403\)/m,
+        )
+      } finally {
+        lab.api.opts.forbidden = undefined
       }
-      assert.deepEqual(r.json.paths, [])
-      assert.match(r.json.notes.join('\n'), /node checks not done \(rules, packet paths.*\) on node-a, node-b: API-only: ssh: no Host entry/)
-      const human = await runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath], {HOME: home})
-      assert.equal(human.code, 0)
-      assert.match(
-        human.stdout,
-        /^ {2}node-a: not read \(API-only\): API-only: ssh: no Host entry for node-a in ~\/\.ssh\/config; kube-proxy: RBAC forbids create on pods\/exec in namespace "kube-system" \(403\)/m,
-      )
-    } finally {
-      lab.api.opts.forbidden = undefined
-    }
-  })
+    })
 
-  test('--via none: API-side findings, node checks listed as not done, exit 1 on an API-side error, no exec', async () => {
-    for (const p of ['web-a1', 'web-b1', 'web-b2']) lab.setPodReady(p, false)
-    const before = execs()
-    try {
-      const r = await viaApi('--via', 'none')
-      assert.equal(r.code, 1, r.stderr)
-      assert.deepEqual(findings(r), ['KPD-NO-READY-ENDPOINTS@null'])
-      assert.deepEqual(
-        r.json.nodes.map((n: {name: string; reachable: boolean; error: string}) => `${n.name} ${n.reachable} ${n.error}`),
-        ['node-a false not read: API-only (--via none)', 'node-b false not read: API-only (--via none)'],
-      )
-      assert.match(r.json.notes.join('\n'), /node checks not done .* on node-a, node-b: API-only \(--via none\); the API-side checks ran/)
-      assert.equal(execs(), before, 'nothing runs on a node')
-    } finally {
-      for (const p of ['web-a1', 'web-b1', 'web-b2']) lab.setPodReady(p, true)
-    }
-    const healthy = await viaApi('--via', 'none')
-    assert.equal(healthy.code, 0, healthy.stderr)
-    assert.deepEqual(findings(healthy), [])
-  })
+    test('--via none: API-side findings, node checks listed as not done, exit 1 on an API-side error, no exec', async () => {
+      for (const p of ['web-a1', 'web-b1', 'web-b2']) lab.setPodReady(p, false)
+      const before = execs()
+      try {
+        const r = await viaApi('--via', 'none')
+        assert.equal(r.code, 1, r.stderr)
+        assert.deepEqual(findings(r), ['KPD-NO-READY-ENDPOINTS@null'])
+        assert.deepEqual(
+          r.json.nodes.map(
+            (n: {name: string; reachable: boolean; error: string}) => `${n.name} ${n.reachable} ${n.error}`,
+          ),
+          ['node-a false not read: API-only (--via none)', 'node-b false not read: API-only (--via none)'],
+        )
+        assert.match(
+          r.json.notes.join('\n'),
+          /node checks not done .* on node-a, node-b: API-only \(--via none\); the API-side checks ran/,
+        )
+        assert.equal(execs(), before, 'nothing runs on a node')
+      } finally {
+        for (const p of ['web-a1', 'web-b1', 'web-b2']) lab.setPodReady(p, true)
+      }
+      const healthy = await viaApi('--via', 'none')
+      assert.equal(healthy.code, 0, healthy.stderr)
+      assert.deepEqual(findings(healthy), [])
+    })
 
-  test('a hung exec on node-b ends at its timeout (a dump: 4 × --timeout); node-a is still diagnosed', async () => {
-    // The machine may be loaded: the bound is a run that hangs nowhere, plus node-b's deadline (3 × --timeout) and slack.
-    const baselineStarted = Date.now()
-    await viaApi('--timeout', '3')
-    const baseline = Date.now() - baselineStarted
-    lab.api.opts.hungExec = new Set(['kube-system/kube-proxy-bx7k2'])
-    try {
-      const started = Date.now()
-      const r = await viaApi('--timeout', '3')
-      // A dump may take 4 × --timeout, the node 6 ×: bounded by the node's deadline (18 s), with room for a loaded machine.
-      assert.ok(Date.now() - started < baseline + 18_000 + 10_000, `bounded: ${Date.now() - started} ms (a run without the hung exec: ${baseline} ms)`)
-      assert.equal(r.code, 0, r.stderr)
-      const b = node(r, 'node-b')
-      assert.equal(b.reachable, false)
-      assert.match(b.error, /iptables-save in kube-proxy's Pod kube-system\/kube-proxy-bx7k2 did not finish within 12s/)
-      assert.equal(b.readVia.transport, 'kube-proxy')
-      assert.deepEqual(findings(r), ['KPD-NODE-UNREADABLE@node-b'])
-      assert.ok(r.json.paths.some((p: {node: string; ok: boolean}) => p.node === 'node-a' && p.ok))
-    } finally {
-      lab.api.opts.hungExec = undefined
-    }
-  })
-})
+    test('a hung exec on node-b ends at its timeout (a dump: 4 × --timeout); node-a is still diagnosed', async () => {
+      // The machine may be loaded: the bound is a run that hangs nowhere, plus node-b's deadline (3 × --timeout) and slack.
+      const baselineStarted = Date.now()
+      await viaApi('--timeout', '3')
+      const baseline = Date.now() - baselineStarted
+      lab.api.opts.hungExec = new Set(['kube-system/kube-proxy-bx7k2'])
+      try {
+        const started = Date.now()
+        const r = await viaApi('--timeout', '3')
+        // A dump may take 4 × --timeout, the node 6 ×: bounded by the node's deadline (18 s), with room for a loaded machine.
+        assert.ok(
+          Date.now() - started < baseline + 18_000 + 10_000,
+          `bounded: ${Date.now() - started} ms (a run without the hung exec: ${baseline} ms)`,
+        )
+        assert.equal(r.code, 0, r.stderr)
+        const b = node(r, 'node-b')
+        assert.equal(b.reachable, false)
+        assert.match(
+          b.error,
+          /iptables-save in kube-proxy's Pod kube-system\/kube-proxy-bx7k2 did not finish within 12s/,
+        )
+        assert.equal(b.readVia.transport, 'kube-proxy')
+        assert.deepEqual(findings(r), ['KPD-NODE-UNREADABLE@node-b'])
+        assert.ok(r.json.paths.some((p: {node: string; ok: boolean}) => p.node === 'node-a' && p.ok))
+      } finally {
+        lab.api.opts.hungExec = undefined
+      }
+    })
+  },
+)

@@ -16,10 +16,25 @@ describe('svc against a lab node in nftables mode', {skip: why}, () => {
     lab.setMode('node-b', 'nftables')
   })
 
-  const doctor = (): Promise<CliResult> => runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json'])
+  const doctor = (): Promise<CliResult> =>
+    runCli([
+      'svc',
+      'web',
+      '-n',
+      'shop',
+      '--kubeconfig',
+      lab.kubeconfigPath,
+      '--ssh-config',
+      lab.sshConfigPath,
+      '-o',
+      'json',
+    ])
   const codes = (r: CliResult, node: string, severity = 'error') =>
-    r.json.findings.filter((f: {node: string; severity: string}) => f.node === node && f.severity === severity).map((f: {code: string}) => f.code)
-  const path = (r: CliResult, node: string, entry: string) => r.json.paths.find((p: {node: string; entry: string}) => p.node === node && p.entry === entry)
+    r.json.findings
+      .filter((f: {node: string; severity: string}) => f.node === node && f.severity === severity)
+      .map((f: {code: string}) => f.code)
+  const path = (r: CliResult, node: string, entry: string) =>
+    r.json.paths.find((p: {node: string; entry: string}) => p.node === node && p.entry === entry)
   const failures = (answers: string[]) => answers.filter((a) => a === '').length
 
   test('healthy nftables node: traffic works, paths ✓, mode reported, mixed-mode warning only', async () => {
@@ -45,7 +60,10 @@ describe('svc against a lab node in nftables mode', {skip: why}, () => {
       const r = await doctor()
       assert.equal(r.code, 1)
       assert.ok(codes(r, 'node-b').includes('KPD-SEP-MISSING'), JSON.stringify(r.json.findings))
-      assert.match(r.json.findings.find((f: {code: string}) => f.code === 'KPD-SEP-MISSING').command, /nft list table ip kube-proxy/)
+      assert.match(
+        r.json.findings.find((f: {code: string}) => f.code === 'KPD-SEP-MISSING').command,
+        /nft list table ip kube-proxy/,
+      )
       assert.deepEqual(codes(r, 'node-a'), [])
     } finally {
       lab.clearFaults()
@@ -66,7 +84,10 @@ describe('svc against a lab node in nftables mode', {skip: why}, () => {
   })
 
   test('nftables: stale endpoint and wrong DNAT port are named with their evidence', async () => {
-    lab.applyRules('node-b', {staleEndpoint: {ip: '10.244.1.99', port: 8080}, wrongPortFor: {ip: '10.244.1.10', port: 9999}})
+    lab.applyRules('node-b', {
+      staleEndpoint: {ip: '10.244.1.99', port: 8080},
+      wrongPortFor: {ip: '10.244.1.10', port: 9999},
+    })
     try {
       const answers = lab.sample(lab.podNs('client-b'), CLUSTER_IP, 80, 12)
       assert.ok(!answers.includes('web-a1') && failures(answers) > 0, String(answers))
@@ -119,13 +140,20 @@ describe('svc against a lab node in nftables mode', {skip: why}, () => {
       lab.clearCommandLogs()
       const r = await doctor()
       assert.deepEqual(
-        r.json.findings.filter((f: {code: string}) => f.code === 'KPD-MODE-LEFTOVER').map((f: {node: string; message: string}) => [f.node, f.message]),
+        r.json.findings
+          .filter((f: {code: string}) => f.code === 'KPD-MODE-LEFTOVER')
+          .map((f: {node: string; message: string}) => [f.node, f.message]),
         [['node-b', 'node-b runs iptables mode but still has nftables table ip kube-proxy from nftables mode']],
       )
       const sent = lab.commandLog('node-b')
       // `nft list sets` shows which kube-proxy tables there are: only the IPv4 one is listed (an absent table's listing
       // costs a second on a large iptables-nft node).
-      assert.ok(sent.includes('nft list sets') && sent.includes('nft -j list table ip kube-proxy') && !sent.some((c) => c.includes('list table ip6 kube-proxy')), sent.join('\n'))
+      assert.ok(
+        sent.includes('nft list sets') &&
+          sent.includes('nft -j list table ip kube-proxy') &&
+          !sent.some((c) => c.includes('list table ip6 kube-proxy')),
+        sent.join('\n'),
+      )
       assert.ok(!sent.some((c) => /nft (-j )?list ruleset/.test(c)), sent.join('\n'))
     } finally {
       lab.keepLeftovers = false

@@ -9,7 +9,12 @@ import {runCli} from '../helpers/run-cli.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
 import {tryRun} from '../lab/sh.js'
 import {readNodeBundle} from '../../src/node/bundle.js'
-import {buildCommandLine, compressedCommandLine, type CommandLine, type IptablesTable} from '../../src/node/node-commands.js'
+import {
+  buildCommandLine,
+  compressedCommandLine,
+  type CommandLine,
+  type IptablesTable,
+} from '../../src/node/node-commands.js'
 
 const why = labGuard()
 
@@ -19,7 +24,10 @@ const isChainRead = (line: string) => /^ip6?tables --modprobe=\/bin\/false -w 5 
 /** The arguments a chain by chain read line was built from. */
 function chainRead(line: string): {family: 4 | 6; reads: Array<{table: IptablesTable; chain: string}>} {
   const family = line.startsWith('ip6tables') ? 6 : 4
-  const reads = [...line.matchAll(/ip6?tables --modprobe=\/bin\/false -w 5 -t (\w+) -S '([^']+)'/g)].map((m) => ({table: m[1] as IptablesTable, chain: m[2]}))
+  const reads = [...line.matchAll(/ip6?tables --modprobe=\/bin\/false -w 5 -t (\w+) -S '([^']+)'/g)].map((m) => ({
+    table: m[1] as IptablesTable,
+    chain: m[2],
+  }))
   return {family, reads}
 }
 
@@ -52,7 +60,10 @@ describe('node reads against the netns lab: what is sent to the node, and what c
       // have no kube-proxy table, so none is listed, nor the ruleset.
       ...((lab.modes.get(nodeName) ?? 'iptables') === 'iptables'
         ? [line('nftSets', true)]
-        : [gz('nftRulesetJson'), ...(nftJson.code === 0 && nftJson.stdout.trimStart().startsWith('{') ? [] : [gz('nftRuleset')])]),
+        : [
+            gz('nftRulesetJson'),
+            ...(nftJson.code === 0 && nftJson.stdout.trimStart().startsWith('{') ? [] : [gz('nftRuleset')]),
+          ]),
       ...(nftBackend('iptables') ? [gz('iptablesLegacySave')] : [gz('iptablesNftSave')]),
       ...(nftBackend('ip6tables') ? [gz('ip6tablesLegacySave')] : [gz('ip6tablesNftSave')]),
       gz('ipvsadm'),
@@ -68,31 +79,78 @@ describe('node reads against the netns lab: what is sent to the node, and what c
 
   test('choke point: the lab sshd logs every command a `svc` run sends, and it is exactly the allow-listed set', async () => {
     lab.clearCommandLogs()
-    const r = await runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json'])
+    const r = await runCli([
+      'svc',
+      'web',
+      '-n',
+      'shop',
+      '--kubeconfig',
+      lab.kubeconfigPath,
+      '--ssh-config',
+      lab.sshConfigPath,
+      '-o',
+      'json',
+    ])
     assert.equal(r.code, 0, r.stdout + r.stderr)
     for (const node of ['node-a', 'node-b']) {
       const log = [...lab.commandLog(node)]
       assert.deepEqual(log.filter((c) => !isChainRead(c)).sort(), expectedCommands(node), `commands sent to ${node}`)
       const reads = log.filter(isChainRead).map(chainRead)
       // Every line is exactly what the allow-list builds from its reads.
-      for (const family of [4, 6] as const) assert.ok(reads.some((r) => r.family === family), `family ${family} read chain by chain on ${node}`)
-      for (const [i, r] of reads.entries()) assert.equal(buildCommandLine('iptablesChains', true, r), log.filter(isChainRead)[i])
-      const nat4 = reads.filter((r) => r.family === 4).flatMap((r) => r.reads.filter((x) => x.table === 'nat').map((x) => x.chain))
-      for (const chain of ['PREROUTING', 'OUTPUT', 'POSTROUTING', 'KUBE-SERVICES', 'KUBE-POSTROUTING', 'KUBE-MARK-MASQ'])
+      for (const family of [4, 6] as const)
+        assert.ok(
+          reads.some((r) => r.family === family),
+          `family ${family} read chain by chain on ${node}`,
+        )
+      for (const [i, r] of reads.entries())
+        assert.equal(buildCommandLine('iptablesChains', true, r), log.filter(isChainRead)[i])
+      const nat4 = reads
+        .filter((r) => r.family === 4)
+        .flatMap((r) => r.reads.filter((x) => x.table === 'nat').map((x) => x.chain))
+      for (const chain of [
+        'PREROUTING',
+        'OUTPUT',
+        'POSTROUTING',
+        'KUBE-SERVICES',
+        'KUBE-POSTROUTING',
+        'KUBE-MARK-MASQ',
+      ])
         assert.ok(nat4.includes(chain), `${chain} read on ${node}: ${nat4.join(' ')}`)
-      assert.ok(nat4.some((c) => c.startsWith('KUBE-SEP-')) && nat4.some((c) => c.startsWith('KUBE-SVC-')), `web's own chains read on ${node}: ${nat4.join(' ')}`)
+      assert.ok(
+        nat4.some((c) => c.startsWith('KUBE-SEP-')) && nat4.some((c) => c.startsWith('KUBE-SVC-')),
+        `web's own chains read on ${node}: ${nat4.join(' ')}`,
+      )
     }
   })
 
   test('--verbose: stderr names every API request, every node command with its transport and duration, each mode decision; stdout stays one JSON document', async () => {
     lab.clearCommandLogs()
-    const r = await runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json', '--verbose'])
+    const r = await runCli([
+      'svc',
+      'web',
+      '-n',
+      'shop',
+      '--kubeconfig',
+      lab.kubeconfigPath,
+      '--ssh-config',
+      lab.sshConfigPath,
+      '-o',
+      'json',
+      '--verbose',
+    ])
     assert.equal(r.code, 0, r.stdout + r.stderr)
     assert.equal(JSON.parse(r.stdout).kind, 'ServiceReport')
     const lines = r.stderr.split('\n').filter((l) => l.startsWith('kproxy-doctor: +'))
-    for (const request of ['API get services -n shop', 'API list endpointslices.discovery.k8s.io -n shop', 'API list pods -n shop', 'API list nodes'])
+    for (const request of [
+      'API get services -n shop',
+      'API list endpointslices.discovery.k8s.io -n shop',
+      'API list pods -n shop',
+      'API list nodes',
+    ])
       assert.ok(
-        lines.some((l) => new RegExp(`\\+\\d+\\.\\d\\ds ${request.replaceAll('.', '\\.')} → ok in \\d+\\.\\d\\ds$`).test(l)),
+        lines.some((l) =>
+          new RegExp(`\\+\\d+\\.\\d\\ds ${request.replaceAll('.', '\\.')} → ok in \\d+\\.\\d\\ds$`).test(l),
+        ),
         `${request} in:\n${r.stderr}`,
       )
     for (const node of ['node-a', 'node-b']) {
@@ -100,12 +158,18 @@ describe('node reads against the netns lab: what is sent to the node, and what c
       // `uid` is the SSH session's own question at login (is sudo needed?), not a read of the node.
       assert.equal(
         runs.length,
-        lab.commandLog(node).filter((c) => c !== buildCommandLine('uid', true) && c !== buildCommandLine('hasGzip', true)).length,
+        lab
+          .commandLog(node)
+          .filter((c) => c !== buildCommandLine('uid', true) && c !== buildCommandLine('hasGzip', true)).length,
         `one verbose line per command sshd received on ${node}:\n${runs.join('\n')}`,
       )
       for (const l of runs) assert.match(l, / → exit \d+, \d+ (B|KiB) in \d+\.\d\ds$/)
       assert.ok(
-        lines.some((l) => l.includes(`${node}: proxy mode iptables (${JSON.parse(r.stdout).nodes.find((n: {name: string}) => n.name === node).modeSource})`)),
+        lines.some((l) =>
+          l.includes(
+            `${node}: proxy mode iptables (${JSON.parse(r.stdout).nodes.find((n: {name: string}) => n.name === node).modeSource})`,
+          ),
+        ),
         r.stderr,
       )
       assert.ok(
@@ -124,9 +188,25 @@ describe('node reads against the netns lab: what is sent to the node, and what c
     lab.breakPodRoute('node-a', 'node-b', 'unreachable')
     const dir = mkdtempSync(join(tmpdir(), 'kpd-reads-'))
     try {
-      assert.equal(lab.connect(lab.podNs('client-a'), '10.244.2.10', 8080, 1), '', 'the unreachable route really breaks traffic to node-b pods')
+      assert.equal(
+        lab.connect(lab.podNs('client-a'), '10.244.2.10', 8080, 1),
+        '',
+        'the unreachable route really breaks traffic to node-b pods',
+      )
       const out = join(dir, 'bundle')
-      const c = await runCli(['collect', 'svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '--out', out])
+      const c = await runCli([
+        'collect',
+        'svc',
+        'web',
+        '-n',
+        'shop',
+        '--kubeconfig',
+        lab.kubeconfigPath,
+        '--ssh-config',
+        lab.sshConfigPath,
+        '--out',
+        out,
+      ])
       assert.equal(c.code, 0, c.stdout + c.stderr)
       const a = readNodeBundle(join(out, 'nodes', 'node-a'), 'node-a')
       const b = readNodeBundle(join(out, 'nodes', 'node-b'), 'node-b')
@@ -141,7 +221,14 @@ describe('node reads against the netns lab: what is sent to the node, and what c
         [true, true],
       )
       const route = (obs: typeof a) =>
-        (obs.path?.routeLookups ?? []).map((l) => [l.address, l.result.status !== 'read' ? l.result.status : l.result.value.kind === 'route' ? `dev ${l.result.value.route.dev}` : l.result.value.type])
+        (obs.path?.routeLookups ?? []).map((l) => [
+          l.address,
+          l.result.status !== 'read'
+            ? l.result.status
+            : l.result.value.kind === 'route'
+              ? `dev ${l.result.value.route.dev}`
+              : l.result.value.type,
+        ])
       assert.deepEqual(route(a), [
         ['10.244.1.10', 'dev cbr0'],
         ['10.244.2.10', 'unreachable'],
@@ -152,7 +239,11 @@ describe('node reads against the netns lab: what is sent to the node, and what c
         ['10.244.2.10', 'dev cbr0'],
         ['10.244.2.11', 'dev cbr0'],
       ])
-      assert.equal(a.path?.routeTable?.status === 'read' && a.path.routeTable.value.find((r) => r.destination === '10.244.2.0/24')?.type, 'unreachable')
+      assert.equal(
+        a.path?.routeTable?.status === 'read' &&
+          a.path.routeTable.value.find((r) => r.destination === '10.244.2.0/24')?.type,
+        'unreachable',
+      )
       const tcp = a.path?.conntrack.find((c) => c.protocol === 'tcp' && c.address === CLUSTER_IP)
       assert.equal(tcp?.result.status, 'read')
       const targets = tcp?.result.status === 'read' ? tcp.result.value.map((e) => e.dnatTarget?.address) : []
@@ -176,7 +267,10 @@ describe('node reads against the netns lab: what is sent to the node, and what c
       ['PREROUTING unhooked on node-b', () => lab.applyRules('node-b', {unhookPrerouting: true})],
       ['MASQUERADE missing on node-a', () => lab.applyRules('node-a', {omitMasquerade: true})],
       ['wrong DNAT port on node-b', () => lab.applyRules('node-b', {wrongPortFor: {ip: '10.244.2.10', port: 9999}})],
-      ['a policy engine drops web-b1 on node-b', () => lab.setForeignRules('node-b', {docker: true, policyChain: {name: 'POLICY-FWD', dropTo: ['10.244.2.10']}})],
+      [
+        'a policy engine drops web-b1 on node-b',
+        () => lab.setForeignRules('node-b', {docker: true, policyChain: {name: 'POLICY-FWD', dropTo: ['10.244.2.10']}}),
+      ],
     ]
     const comparable = (stdout: string) => {
       const j = JSON.parse(stdout)
@@ -188,10 +282,25 @@ describe('node reads against the netns lab: what is sent to the node, and what c
     for (const [what, apply] of faults) {
       apply()
       try {
-        const args = ['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json', '--no-probe']
+        const args = [
+          'svc',
+          'web',
+          '-n',
+          'shop',
+          '--kubeconfig',
+          lab.kubeconfigPath,
+          '--ssh-config',
+          lab.sshConfigPath,
+          '-o',
+          'json',
+          '--no-probe',
+        ]
         const scoped = await runCli(args)
         const whole = await runCli([...args, '--all-rules'])
-        assert.ok(JSON.parse(scoped.stdout).notes.some((n: string) => /^rules read chain by chain on node-a, node-b: /.test(n)), `${what}: the report says how the rules were read`)
+        assert.ok(
+          JSON.parse(scoped.stdout).notes.some((n: string) => /^rules read chain by chain on node-a, node-b: /.test(n)),
+          `${what}: the report says how the rules were read`,
+        )
         assert.equal(scoped.code, whole.code, what)
         assert.deepEqual(comparable(scoped.stdout), comparable(whole.stdout), what)
       } finally {

@@ -18,7 +18,13 @@ const why = labGuard()
 const CLUSTER_IP = '10.96.10.10'
 const WEB_B1 = '10.244.2.10'
 const WEB_NAME = 'web.shop.svc.cluster.local'
-const PATH_CODES = ['KPD-NODE-FORWARDING-OFF', 'KPD-BRIDGE-NF-OFF', 'KPD-ROUTE-MISSING', 'KPD-CONNTRACK-STALE', 'KPD-CONNTRACK-FULL']
+const PATH_CODES = [
+  'KPD-NODE-FORWARDING-OFF',
+  'KPD-BRIDGE-NF-OFF',
+  'KPD-ROUTE-MISSING',
+  'KPD-CONNTRACK-STALE',
+  'KPD-CONNTRACK-FULL',
+]
 
 interface Finding {
   code: string
@@ -35,7 +41,23 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
   withLab((l) => (lab = l))
 
   const svc = (name: string, namespace: string, ...extra: string[]): Promise<CliResult> =>
-    runCli(['svc', name, '-n', namespace, '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json', ...extra], {}, 150_000)
+    runCli(
+      [
+        'svc',
+        name,
+        '-n',
+        namespace,
+        '--kubeconfig',
+        lab.kubeconfigPath,
+        '--ssh-config',
+        lab.sshConfigPath,
+        '-o',
+        'json',
+        ...extra,
+      ],
+      {},
+      150_000,
+    )
   const web = (...extra: string[]) => svc('web', 'shop', ...extra)
   /** Every error and warning, as "CODE node", sorted. */
   const problems = (r: CliResult): string[] =>
@@ -68,7 +90,9 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
       assert.equal(r.code, 1, r.stdout + r.stderr)
       // node-b's DNS question goes to CoreDNS on node-a, which no longer forwards it: a true consequence, said too.
       assert.deepEqual(problems(r), ['KPD-DNS-NO-ANSWER node-b', 'KPD-NODE-FORWARDING-OFF node-a'])
-      assert.deepEqual(finding(r, 'KPD-NODE-FORWARDING-OFF').argv, [['ssh', '-F', lab.sshConfigPath, 'node-a', 'sudo', 'sysctl', '-w', 'net.ipv4.ip_forward=1']])
+      assert.deepEqual(finding(r, 'KPD-NODE-FORWARDING-OFF').argv, [
+        ['ssh', '-F', lab.sshConfigPath, 'node-a', 'sudo', 'sysctl', '-w', 'net.ipv4.ip_forward=1'],
+      ])
     } finally {
       lab.setSysctl('node-a', 'net.ipv4.ip_forward', '1')
     }
@@ -93,17 +117,30 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
   test('(k) route_localnet=0 on node-b: 127.0.0.1:30080 on node-b fails, its own address still answers; KPD-ROUTE-LOCALNET-OFF on node-b, and nothing else', async () => {
     lab.clearFaults()
     const localhost = () => lab.sample(lab.nodeNs('node-b'), '127.0.0.1', 30080, 6)
-    assert.equal(failures(localhost()), 0, 'healthy: localhost NodePorts answer (route_localnet=1, as kube-proxy sets it)')
+    assert.equal(
+      failures(localhost()),
+      0,
+      'healthy: localhost NodePorts answer (route_localnet=1, as kube-proxy sets it)',
+    )
     lab.setSysctl('node-b', 'net.ipv4.conf.all.route_localnet', '0')
     try {
       assert.equal(failures(localhost()), 6, 'the fault breaks real traffic to 127.0.0.1:30080')
-      assert.equal(failures(lab.sample(lab.nodeNs('node-b'), '10.200.0.12', 30080, 6)), 0, "the node's own address still answers")
+      assert.equal(
+        failures(lab.sample(lab.nodeNs('node-b'), '10.200.0.12', 30080, 6)),
+        0,
+        "the node's own address still answers",
+      )
       const r = await web()
       assert.equal(r.code, 0, r.stdout + r.stderr)
       assert.deepEqual(problems(r), ['KPD-ROUTE-LOCALNET-OFF node-b'])
       const f = finding(r, 'KPD-ROUTE-LOCALNET-OFF')
-      assert.match(f.message, /^node-b: route_localnet is off on cbr0, eth0: connections to 127\.0\.0\.1:30080 \(localhost NodePorts of shop\/web\) on node-b fail/)
-      assert.deepEqual(f.argv, [['ssh', '-F', lab.sshConfigPath, 'node-b', 'sudo', 'sysctl', '-w', 'net.ipv4.conf.all.route_localnet=1']])
+      assert.match(
+        f.message,
+        /^node-b: route_localnet is off on cbr0, eth0: connections to 127\.0\.0\.1:30080 \(localhost NodePorts of shop\/web\) on node-b fail/,
+      )
+      assert.deepEqual(f.argv, [
+        ['ssh', '-F', lab.sshConfigPath, 'node-b', 'sudo', 'sysctl', '-w', 'net.ipv4.conf.all.route_localnet=1'],
+      ])
     } finally {
       lab.setSysctl('node-b', 'net.ipv4.conf.all.route_localnet', '1')
     }
@@ -112,18 +149,27 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
 
   test('scan live: the packet-path reads are made once per node for every Service; ip_forward=0 and a stale DNS entry are found on node-a for the Services they break', async () => {
     lab.clearFaults()
-    const scan = (...extra: string[]) => runCli(['scan', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json', ...extra], {}, 150_000)
+    const scan = (...extra: string[]) =>
+      runCli(
+        ['scan', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json', ...extra],
+        {},
+        150_000,
+      )
     const scanned = (r: CliResult) =>
       (r.json?.services ?? [])
         .flatMap((s: {service: {namespace: string; name: string}; findings: Finding[]}) =>
-          s.findings.filter((f) => f.severity !== 'info').map((f) => `${s.service.namespace}/${s.service.name} ${f.code} ${f.node ?? '-'}`),
+          s.findings
+            .filter((f) => f.severity !== 'info')
+            .map((f) => `${s.service.namespace}/${s.service.name} ${f.code} ${f.node ?? '-'}`),
         )
         .sort()
     const healthy = await scan('-A')
     assert.equal(healthy.code, 0, healthy.stdout + healthy.stderr)
     assert.deepEqual(scanned(healthy), [])
     const pathGaps = (r: CliResult) =>
-      r.json.services.flatMap((s: {notChecked: Array<{check: string; node: string | null}>}) => s.notChecked.filter((n) => ['path-reads', 'sysctls', 'routes', 'conntrack'].includes(n.check)))
+      r.json.services.flatMap((s: {notChecked: Array<{check: string; node: string | null}>}) =>
+        s.notChecked.filter((n) => ['path-reads', 'sysctls', 'routes', 'conntrack'].includes(n.check)),
+      )
     assert.deepEqual(pathGaps(healthy), [], 'every path read was made')
     const stalePort = 40054
     lab.staleDnsConntrack('client-a', stalePort, '10.244.1.54')
@@ -133,11 +179,19 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
       const r = await scan('-A')
       assert.equal(r.code, 1, r.stdout + r.stderr)
       const found = scanned(r)
-      for (const expected of ['kube-system/kube-dns KPD-CONNTRACK-STALE node-a', 'kube-system/kube-dns KPD-NODE-FORWARDING-OFF node-a', 'shop/web KPD-NODE-FORWARDING-OFF node-a'])
+      for (const expected of [
+        'kube-system/kube-dns KPD-CONNTRACK-STALE node-a',
+        'kube-system/kube-dns KPD-NODE-FORWARDING-OFF node-a',
+        'shop/web KPD-NODE-FORWARDING-OFF node-a',
+      ])
         assert.ok(found.includes(expected), `${expected} in ${found.join('; ')}`)
       assert.deepEqual(
         found.filter((f: string) => !/ KPD-DNS-NO-ANSWER /.test(f)),
-        ['kube-system/kube-dns KPD-CONNTRACK-STALE node-a', 'kube-system/kube-dns KPD-NODE-FORWARDING-OFF node-a', 'shop/web KPD-NODE-FORWARDING-OFF node-a'],
+        [
+          'kube-system/kube-dns KPD-CONNTRACK-STALE node-a',
+          'kube-system/kube-dns KPD-NODE-FORWARDING-OFF node-a',
+          'shop/web KPD-NODE-FORWARDING-OFF node-a',
+        ],
         'and nothing else (node-b cannot ask DNS through node-a: a true consequence)',
       )
     } finally {
@@ -150,18 +204,43 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
   test('scan live on 3 threads: the nodes read over SSH are judged by worker threads too, the same report as on one', async () => {
     lab.clearFaults()
     // 1500 more Services in shop (API objects only: no rules, no endpoints), enough for every thread to take some.
-    type Obj = {metadata: {name: string}; spec: {clusterIP?: string; clusterIPs?: string[]; ports?: Array<Record<string, unknown>>}}
+    type Obj = {
+      metadata: {name: string}
+      spec: {clusterIP?: string; clusterIPs?: string[]; ports?: Array<Record<string, unknown>>}
+    }
     const published = lab.api.objects.get('services') as Obj[]
     const original = published.find((o) => o.metadata.name === 'web')!
     const copies = Array.from({length: 1500}, (_, i) => ({
       ...original,
       metadata: {...original.metadata, name: `web-${i}`},
-      spec: {...original.spec, clusterIP: `10.96.${20 + (i >> 8)}.${(i & 255) + 1}`, clusterIPs: undefined, ports: original.spec.ports?.map((p) => ({...p, nodePort: undefined}))},
+      spec: {
+        ...original.spec,
+        clusterIP: `10.96.${20 + (i >> 8)}.${(i & 255) + 1}`,
+        clusterIPs: undefined,
+        ports: original.spec.ports?.map((p) => ({...p, nodePort: undefined})),
+      },
     }))
     lab.api.set('services', [...published, ...copies])
     try {
       const scan = (threads: string) =>
-        runCli(['scan', '-n', 'shop', '--threads', threads, '--verbose', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json'], {}, 150_000)
+        runCli(
+          [
+            'scan',
+            '-n',
+            'shop',
+            '--threads',
+            threads,
+            '--verbose',
+            '--kubeconfig',
+            lab.kubeconfigPath,
+            '--ssh-config',
+            lab.sshConfigPath,
+            '-o',
+            'json',
+          ],
+          {},
+          150_000,
+        )
       const one = await scan('1')
       const three = await scan('3')
       assert.equal(three.code, 1, three.stderr.slice(-2000))
@@ -208,7 +287,12 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
           f.message,
           /^node-a: no working route to node-b's pod CIDR 10\.244\.2\.0\/24: .*, so node-a cannot reach endpoints 10\.244\.2\.10 \(pod web-b1\), 10\.244\.2\.11 \(pod web-b2\) on node-b$/,
         )
-        assert.match(f.message, kind === 'missing' ? /only the default route matches \(via 10\.200\.0\.1 dev eth0\), not a route to node-b \(10\.200\.0\.12\)/ : new RegExp(`the route is ${kind} `))
+        assert.match(
+          f.message,
+          kind === 'missing'
+            ? /only the default route matches \(via 10\.200\.0\.1 dev eth0\), not a route to node-b \(10\.200\.0\.12\)/
+            : new RegExp(`the route is ${kind} `),
+        )
       } finally {
         lab.restorePodRoute('node-a', 'node-b')
       }
@@ -237,11 +321,33 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
         f.message,
         `node-a: 1 conntrack entry for kube-system/kube-dns:dns (UDP 10.96.0.10:53) still DNAT to 10.244.1.54:53, which is no endpoint of the Service: 10.244.1.100:${stalePort} get no answer (each new packet refreshes a UDP entry, so a client that keeps asking from the same port never recovers)`,
       )
-      assert.deepEqual(f.argv, [['ssh', '-F', lab.sshConfigPath, 'node-a', 'sudo', 'conntrack', '-D', '-p', 'udp', '--orig-dst', '10.96.0.10', '--orig-port-dst', '53', '--reply-src', '10.244.1.54']])
+      assert.deepEqual(f.argv, [
+        [
+          'ssh',
+          '-F',
+          lab.sshConfigPath,
+          'node-a',
+          'sudo',
+          'conntrack',
+          '-D',
+          '-p',
+          'udp',
+          '--orig-dst',
+          '10.96.0.10',
+          '--orig-port-dst',
+          '53',
+          '--reply-src',
+          '10.244.1.54',
+        ],
+      ])
       // The printed fix, run on the node (the lab logs in as root: the words after sudo).
       const fix = f.argv![0].slice(5)
       assert.equal(tryRun('ip', ['netns', 'exec', lab.nodeNs('node-a'), ...fix]).code, 0)
-      assert.deepEqual(lab.dnsQuery('client-a', WEB_NAME, stalePort), [CLUSTER_IP], 'after the fix the port works again')
+      assert.deepEqual(
+        lab.dnsQuery('client-a', WEB_NAME, stalePort),
+        [CLUSTER_IP],
+        'after the fix the port works again',
+      )
       const after = await svc('kube-dns', 'kube-system')
       assert.deepEqual(problems(after), problems(healthy))
     } finally {
@@ -257,12 +363,30 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
       const live = await web()
       assert.deepEqual(problems(live), ['KPD-NODE-FORWARDING-OFF node-b', 'KPD-ROUTE-MISSING node-a'])
       const out = join(dir, 'bundle')
-      const c = await runCli(['collect', 'svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '--out', out], {}, 150_000)
+      const c = await runCli(
+        [
+          'collect',
+          'svc',
+          'web',
+          '-n',
+          'shop',
+          '--kubeconfig',
+          lab.kubeconfigPath,
+          '--ssh-config',
+          lab.sshConfigPath,
+          '--out',
+          out,
+        ],
+        {},
+        150_000,
+      )
       assert.equal(c.code, 0, c.stdout + c.stderr)
       const offline = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', out, '-o', 'json'])
       // The same fixes, but the live run's ssh repeats --ssh-config (-F FILE) and a snapshot's cannot know it.
-      const withoutF = (argv: string[][] | null) => argv?.map((s) => (s[0] === 'ssh' && s[1] === '-F' ? ['ssh', ...s.slice(3)] : s)) ?? null
-      const messages = (r: CliResult) => r.json.findings.map((f: Finding) => [f.code, f.node, f.message, withoutF(f.argv), f.text])
+      const withoutF = (argv: string[][] | null) =>
+        argv?.map((s) => (s[0] === 'ssh' && s[1] === '-F' ? ['ssh', ...s.slice(3)] : s)) ?? null
+      const messages = (r: CliResult) =>
+        r.json.findings.map((f: Finding) => [f.code, f.node, f.message, withoutF(f.argv), f.text])
       assert.deepEqual(messages(offline), messages(live))
     } finally {
       lab.restorePodRoute('node-a', 'node-b')
@@ -285,7 +409,10 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
       lab.setSysctl('node-a', 'net.ipv4.ip_forward', '0')
       try {
         assert.equal(failures(lab.sample(lab.podNs('client-a'), CLUSTER_IP, 80, 3)), 3, 'the fault breaks real traffic')
-        assert.deepEqual(problems(await web()), [...baseline, 'KPD-DNS-NO-ANSWER node-b', 'KPD-NODE-FORWARDING-OFF node-a'].sort())
+        assert.deepEqual(
+          problems(await web()),
+          [...baseline, 'KPD-DNS-NO-ANSWER node-b', 'KPD-NODE-FORWARDING-OFF node-a'].sort(),
+        )
       } finally {
         lab.setSysctl('node-a', 'net.ipv4.ip_forward', '1')
       }

@@ -31,11 +31,31 @@ describe('live probes against the netns lab', {skip: why}, () => {
   let lab: NetnsLab
   withLab((l) => (lab = l))
 
-  const doctor = (...extra: string[]): Promise<CliResult> => runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, ...extra])
-  const findings = (r: CliResult) => r.json.findings.map((f: {code: string; node: string | null; severity: string}) => [f.code, f.node, f.severity])
-  const targets = (r: CliResult, node: string): Target[] => r.json.probes.nodes.find((n: {node: string}) => n.node === node).targets
+  const doctor = (...extra: string[]): Promise<CliResult> =>
+    runCli([
+      'svc',
+      'web',
+      '-n',
+      'shop',
+      '--kubeconfig',
+      lab.kubeconfigPath,
+      '--ssh-config',
+      lab.sshConfigPath,
+      ...extra,
+    ])
+  const findings = (r: CliResult) =>
+    r.json.findings.map((f: {code: string; node: string | null; severity: string}) => [f.code, f.node, f.severity])
+  const targets = (r: CliResult, node: string): Target[] =>
+    r.json.probes.nodes.find((n: {node: string}) => n.node === node).targets
   /** What the static diagnosis says, without the probe stage's own fields. */
-  const staticPart = (r: CliResult) => ({ok: r.json.ok, findings: r.json.findings, paths: r.json.paths, nodes: r.json.nodes, dns: r.json.dns, notes: r.json.notes})
+  const staticPart = (r: CliResult) => ({
+    ok: r.json.ok,
+    findings: r.json.findings,
+    paths: r.json.paths,
+    nodes: r.json.nodes,
+    dns: r.json.dns,
+    notes: r.json.notes,
+  })
 
   test('healthy lab, probes on: exit 0, no error finding, every probe from both nodes connected', async () => {
     const r = await doctor('-o', 'json')
@@ -65,16 +85,25 @@ describe('live probes against the netns lab', {skip: why}, () => {
         node,
       )
     }
-    assert.equal(r.json.summary, '✓ shop/web: every traced path works on 2 node(s), every live probe connected (10 targets from 2 node(s))')
+    assert.equal(
+      r.json.summary,
+      '✓ shop/web: every traced path works on 2 node(s), every live probe connected (10 targets from 2 node(s))',
+    )
   })
 
-  test('the probes run on the read\'s own SSH connection while the node is read: one connection per node', async () => {
+  test("the probes run on the read's own SSH connection while the node is read: one connection per node", async () => {
     const r = await doctor('-o', 'json', '--verbose')
     assert.equal(r.code, 0, r.stdout + r.stderr)
-    const connected = r.stderr.split('\n').flatMap((l) => /(node-[ab]) \[ssh [^\]]+\] connected in/.exec(l)?.[1] ?? []).sort()
+    const connected = r.stderr
+      .split('\n')
+      .flatMap((l) => /(node-[ab]) \[ssh [^\]]+\] connected in/.exec(l)?.[1] ?? [])
+      .sort()
     assert.deepEqual(connected, ['node-a', 'node-b'], r.stderr)
     assert.deepEqual(
-      r.json.probes.nodes.map((n: {node: string; targets: Target[]}) => [n.node, n.targets.every((t) => t.connected === t.attempts)]),
+      r.json.probes.nodes.map((n: {node: string; targets: Target[]}) => [
+        n.node,
+        n.targets.every((t) => t.connected === t.attempts),
+      ]),
       [
         ['node-a', true],
         ['node-b', true],
@@ -85,9 +114,13 @@ describe('live probes against the netns lab', {skip: why}, () => {
   test('healthy lab, human report: the probe table per node with ✓ and counts', async () => {
     const r = await doctor()
     assert.equal(r.code, 0, r.stderr)
-    assert.match(r.stdout, /^Probes from each node through an SSH port forward: connect and close, 8 per Service address, 3 per endpoint, 1\.5 s timeout$/m)
+    assert.match(
+      r.stdout,
+      /^Probes from each node through an SSH port forward: connect and close, 8 per Service address, 3 per endpoint, 1\.5 s timeout$/m,
+    )
     assert.match(r.stdout, /│ node +│ ClusterIP +│ NodePort +│ web-a1 +│ web-b1 +│ web-b2 +│/)
-    for (const node of ['node-a', 'node-b']) assert.match(r.stdout, new RegExp(`│ ${node} +│ ✓ 8/8 +│ ✓ 8/8 +│ ✓ 3/3 +│ ✓ 3/3 +│ ✓ 3/3 +│`))
+    for (const node of ['node-a', 'node-b'])
+      assert.match(r.stdout, new RegExp(`│ ${node} +│ ✓ 8/8 +│ ✓ 8/8 +│ ✓ 3/3 +│ ✓ 3/3 +│ ✓ 3/3 +│`))
   })
 
   test('(a) web-b2 Ready but listening on 8081: exactly KPD-BACKEND-REFUSED for web-b2, refused from both nodes; --no-probe gives the static diagnosis', async () => {
@@ -106,13 +139,20 @@ describe('live probes against the netns lab', {skip: why}, () => {
         'endpoint 10.244.2.11:8080 (pod web-b2 on node-b) of shop/web:http is Ready but refuses connections on port 8080 from every node that probed it ' +
           '(node-a 0/3 connected (3 refused), node-b 0/3 connected (3 refused)); its spec declares containerPort 8080/TCP "http"',
       )
-      assert.match(r.json.summary, /^✗ shop\/web: breaks at the backend \(live probe\): endpoint 10\.244\.2\.11:8080 \(pod web-b2 on node-b\)/)
-      assert.match(r.json.next.command, /^kubectl .*-n shop get pod web-b2 -o 'jsonpath=\{\.spec\.containers\[\*\]\.readinessProbe\}'$/)
+      assert.match(
+        r.json.summary,
+        /^✗ shop\/web: breaks at the backend \(live probe\): endpoint 10\.244\.2\.11:8080 \(pod web-b2 on node-b\)/,
+      )
+      assert.match(
+        r.json.next.command,
+        /^kubectl .*-n shop get pod web-b2 -o 'jsonpath=\{\.spec\.containers\[\*\]\.readinessProbe\}'$/,
+      )
       assert.match(r.json.next.text, /^Check what web-b2 listens on/)
       for (const node of ['node-a', 'node-b']) {
         const b2 = targets(r, node).find((t) => t.pod === 'web-b2')!
         assert.deepEqual([b2.attempts, b2.connected, b2.refused, b2.timedOut], [3, 0, 3, 0], node)
-        for (const t of targets(r, node).filter((x) => x.kind === 'endpoint' && x.pod !== 'web-b2')) assert.equal(t.connected, t.attempts, `${node} ${t.address}`)
+        for (const t of targets(r, node).filter((x) => x.kind === 'endpoint' && x.pod !== 'web-b2'))
+          assert.equal(t.connected, t.attempts, `${node} ${t.address}`)
         // Through the Service, only the share that kube-proxy sends to web-b2 fails, and each such try is refused.
         for (const vip of targets(r, node).filter((x) => x.kind !== 'endpoint')) {
           assert.equal(vip.connected + vip.refused, vip.attempts, `${node} ${vip.kind}: ${JSON.stringify(vip)}`)
@@ -122,14 +162,24 @@ describe('live probes against the netns lab', {skip: why}, () => {
 
       const human = await doctor()
       assert.equal(human.code, 1)
-      assert.match(human.stdout.split('\n')[0], /^✗ shop\/web: breaks at the backend \(live probe\): endpoint 10\.244\.2\.11:8080 \(pod web-b2 on node-b\)/)
-      for (const node of ['node-a', 'node-b']) assert.match(human.stdout, new RegExp(`│ ${node} +│ [✓✗] \\d/8.*│ ✓ 3/3 +│ ✓ 3/3 +│ ✗ 0/3 \\(3 refused\\) +│`))
+      assert.match(
+        human.stdout.split('\n')[0],
+        /^✗ shop\/web: breaks at the backend \(live probe\): endpoint 10\.244\.2\.11:8080 \(pod web-b2 on node-b\)/,
+      )
+      for (const node of ['node-a', 'node-b'])
+        assert.match(human.stdout, new RegExp(`│ ${node} +│ [✓✗] \\d/8.*│ ✓ 3/3 +│ ✓ 3/3 +│ ✗ 0/3 \\(3 refused\\) +│`))
 
       const off = await doctor('-o', 'json', '--no-probe')
       assert.equal(off.code, 0, 'the static diagnosis cannot see it: kube-proxy is right about its rules')
       assert.deepEqual(findings(off), [])
       assert.equal(off.json.summary, '✓ shop/web: every traced path works on 2 node(s)')
-      assert.deepEqual(off.json.probes, {ran: false, note: 'live probes are off (--no-probe): the diagnosis is static only', settings: null, nodes: [], notes: []})
+      assert.deepEqual(off.json.probes, {
+        ran: false,
+        note: 'live probes are off (--no-probe): the diagnosis is static only',
+        settings: null,
+        nodes: [],
+        notes: [],
+      })
       assert.deepEqual(staticPart(off).paths, staticPart(r).paths)
     } finally {
       await lab.listenOn('web-b2', 8080)

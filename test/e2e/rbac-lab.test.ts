@@ -24,7 +24,10 @@ type Slice = {
 /** The Endpoints objects an older cluster would serve for the lab's EndpointSlices (the endpoints controller's shape). */
 function endpointsFromSlices(slices: Slice[]) {
   return slices.map((s) => {
-    const address = (ready: boolean) => (s.endpoints ?? []).filter((e) => (e.conditions?.ready ?? false) === ready).map((e) => ({ip: e.addresses[0], nodeName: e.nodeName, targetRef: e.targetRef}))
+    const address = (ready: boolean) =>
+      (s.endpoints ?? [])
+        .filter((e) => (e.conditions?.ready ?? false) === ready)
+        .map((e) => ({ip: e.addresses[0], nodeName: e.nodeName, targetRef: e.targetRef}))
     return {
       metadata: {name: s.metadata?.labels?.['kubernetes.io/service-name'], namespace: s.metadata?.namespace},
       subsets: [{addresses: address(true), notReadyAddresses: address(false), ports: s.ports}],
@@ -58,7 +61,22 @@ describe('the documented ClusterRole', {skip: why}, () => {
       await run(['scan', '-n', 'shop', ...cluster, ...nodes], 0)
       await run(['scan', '-A', ...cluster, ...nodes], 0)
       await run(['collect', 'svc', 'web', '-n', 'shop', ...cluster, ...nodes, '--out', join(out, 'bundle')], 0)
-      await run(['trace', '--node', 'node-a', '--src', '10.244.1.20', '--dst', '10.96.10.10', '--dport', '80', ...cluster, ...nodes], 0)
+      await run(
+        [
+          'trace',
+          '--node',
+          'node-a',
+          '--src',
+          '10.244.1.20',
+          '--dst',
+          '10.96.10.10',
+          '--dport',
+          '80',
+          ...cluster,
+          ...nodes,
+        ],
+        0,
+      )
       lab.api.set('endpoints', endpointsFromSlices(lab.api.objects.get('endpointslices') ?? []))
       lab.api.opts.withoutEndpointSlices = true
       try {
@@ -98,7 +116,13 @@ describe('the documented ClusterRole', {skip: why}, () => {
       lab.api.opts.podSandbox = undefined
     }
     const log = lab.api.requestLog
-    const denied = log.filter((r) => allowingRule(read, r) === undefined && (r.namespace !== 'kube-system' || allowingRule(debug, r) === undefined)).map((r) => `${r.verb} ${r.path}`)
+    const denied = log
+      .filter(
+        (r) =>
+          allowingRule(read, r) === undefined &&
+          (r.namespace !== 'kube-system' || allowingRule(debug, r) === undefined),
+      )
+      .map((r) => `${r.verb} ${r.path}`)
     assert.deepEqual([...new Set(denied)], [], 'requests the two roles do not allow')
     const used = new Set(
       log.flatMap((r) =>

@@ -22,7 +22,12 @@ import {IptablesSave} from '../../src/parse/iptables-save.js'
 const why = labGuard()
 
 /** A third Service beside the lab's two: its chains are another Service's, behind its own ClusterIP and NodePort. */
-const API: LabService = {...WEB, name: 'api', clusterIP: '10.96.20.20', ports: [{...WEB.ports[0], port: 8081, nodePort: 30081}]}
+const API: LabService = {
+  ...WEB,
+  name: 'api',
+  clusterIP: '10.96.20.20',
+  ports: [{...WEB.ports[0], port: 8081, nodePort: 30081}],
+}
 const SERVICES = [WEB, DNS, API]
 
 /** A node as the doctor reaches it, but local: each allow-listed line runs through a real shell in the namespace. */
@@ -55,7 +60,12 @@ class NetnsAccess implements NodeAccess {
 function asV1Service(s: LabService): V1Service {
   return {
     metadata: {namespace: s.namespace, name: s.name},
-    spec: {clusterIP: s.clusterIP, clusterIPs: [s.clusterIP], type: s.type, ports: s.ports.map((p) => ({name: p.name, port: p.port, nodePort: p.nodePort, protocol: p.protocol}))},
+    spec: {
+      clusterIP: s.clusterIP,
+      clusterIPs: [s.clusterIP],
+      type: s.type,
+      ports: s.ports.map((p) => ({name: p.name, port: p.port, nodePort: p.nodePort, protocol: p.protocol})),
+    },
   }
 }
 
@@ -64,7 +74,10 @@ function ownChains(svc: LabService): string[] {
   return svc.ports.flatMap((sp) => {
     const spn = servicePortName(svc.namespace, svc.name, sp.name)
     const eps = labEndpoints(svc, sp, labPods())
-    return [...Object.values(serviceChainNames(spn, sp.protocol)), ...eps.map((e) => endpointChainName(spn, sp.protocol, `${e.ip}:${e.port}`))]
+    return [
+      ...Object.values(serviceChainNames(spn, sp.protocol)),
+      ...eps.map((e) => endpointChainName(spn, sp.protocol, `${e.ip}:${e.port}`)),
+    ]
   })
 }
 
@@ -90,95 +103,126 @@ function nftIptables(): boolean {
   return !!m && (m[1] === undefined || Number(m[1]) >= 7)
 }
 
-describe('chain by chain reads of real iptables rules (iptables-nft)', {skip: why ?? (nftIptables() ? undefined : 'iptables here is not iptables-nft 1.8.7 or later')}, () => {
-  const ns = `kpdsr${randomBytes(3).toString('hex')}`
-  const restore = 'iptables-restore'
-  const save = 'iptables-save'
-  const node = NODES[0]
-  const load = (rules: string, noflush = false) => {
-    const r = tryRun('ip', ['netns', 'exec', ns, restore, ...(noflush ? ['--noflush'] : [])], rules)
-    assert.equal(r.code, 0, r.stderr)
-  }
-  const whole = () => tryRun('ip', ['netns', 'exec', ns, save]).stdout
-  // What the kernel holds: a read must leave it as it was (no table made, as iptables-nft before 1.8.7 made them).
-  const ruleset = () => tryRun('ip', ['netns', 'exec', ns, 'nft', 'list', 'ruleset']).stdout
-
-  after(() => {
-    tryRun('ip', ['netns', 'del', ns])
-  })
-
-  test("web reads its own chains, every chain that is nobody else's, and no other Service's; each chain as iptables-save has it", async () => {
-    assert.equal(tryRun('ip', ['netns', 'add', ns]).code, 0)
-    load(kubeProxyRules(node, SERVICES, labPods()))
-    load(foreignFilterRules({docker: true, policyChain: {name: 'POLICY-FWD', dropTo: ['10.244.2.10']}}), true)
-    const access = new NetnsAccess(ns)
-    const before = ruleset()
-    const r = await readScopedRules(access, 4, rulesScopeOf(asV1Service(WEB)))
-    assert.equal(r.kind, 'read', r.kind === 'whole' ? r.why : '')
-    assert.equal(ruleset(), before, 'the read changed the ruleset')
-    assert.equal(access.sent[0], 'iptables -V')
-    const scoped = r.kind === 'read' ? r.dump.toString('latin1') : ''
-    const real = chainsOf(whole())
-    // A table of empty accepting built-in chains changes no packet: the chain by chain dump leaves it out.
-    for (const table of ['raw', 'mangle', 'nat', 'filter']) {
-      const chains = [...real].filter(([k]) => k.startsWith(`${table} `))
-      if (chains.every(([, c]) => c.policy === 'ACCEPT' && c.rules.length === 0)) for (const [k] of chains) real.delete(k)
+describe(
+  'chain by chain reads of real iptables rules (iptables-nft)',
+  {skip: why ?? (nftIptables() ? undefined : 'iptables here is not iptables-nft 1.8.7 or later')},
+  () => {
+    const ns = `kpdsr${randomBytes(3).toString('hex')}`
+    const restore = 'iptables-restore'
+    const save = 'iptables-save'
+    const node = NODES[0]
+    const load = (rules: string, noflush = false) => {
+      const r = tryRun('ip', ['netns', 'exec', ns, restore, ...(noflush ? ['--noflush'] : [])], rules)
+      assert.equal(r.code, 0, r.stderr)
     }
-    const read = chainsOf(scoped)
-    const webChains = ownChains(WEB)
-    const othersChains = [...ownChains(DNS), ...ownChains(API)]
-    // Read: web's chains that the node has, and every chain not owned by a Service that a rule jumps to (kube-proxy's
-    // canaries are jumped to by none).
-    const jumpedTo = new Set([...real].flatMap(([key, c]) => c.rules.map((l) => `${key.split(' ')[0]} ${/ -[jg] (\S+)/.exec(l)?.[1]}`)))
-    const builtin = (k: string) => /^[A-Z]+$/.test(k.split(' ')[1]) && real.get(k)!.policy !== '-'
-    const expected = [...real.keys()]
-      .filter((k) =>
-        PER_SERVICE.test(k.split(' ')[1])
-          ? webChains.includes(k.split(' ')[1])
-          : builtin(k) ||
-            jumpedTo.has(k) ||
-            ['filter KUBE-SERVICES', 'filter KUBE-EXTERNAL-SERVICES', 'nat KUBE-SERVICES', 'nat KUBE-NODEPORTS', 'nat KUBE-MARK-MASQ', 'nat KUBE-POSTROUTING'].includes(k),
+    const whole = () => tryRun('ip', ['netns', 'exec', ns, save]).stdout
+    // What the kernel holds: a read must leave it as it was (no table made, as iptables-nft before 1.8.7 made them).
+    const ruleset = () => tryRun('ip', ['netns', 'exec', ns, 'nft', 'list', 'ruleset']).stdout
+
+    after(() => {
+      tryRun('ip', ['netns', 'del', ns])
+    })
+
+    test("web reads its own chains, every chain that is nobody else's, and no other Service's; each chain as iptables-save has it", async () => {
+      assert.equal(tryRun('ip', ['netns', 'add', ns]).code, 0)
+      load(kubeProxyRules(node, SERVICES, labPods()))
+      load(foreignFilterRules({docker: true, policyChain: {name: 'POLICY-FWD', dropTo: ['10.244.2.10']}}), true)
+      const access = new NetnsAccess(ns)
+      const before = ruleset()
+      const r = await readScopedRules(access, 4, rulesScopeOf(asV1Service(WEB)))
+      assert.equal(r.kind, 'read', r.kind === 'whole' ? r.why : '')
+      assert.equal(ruleset(), before, 'the read changed the ruleset')
+      assert.equal(access.sent[0], 'iptables -V')
+      const scoped = r.kind === 'read' ? r.dump.toString('latin1') : ''
+      const real = chainsOf(whole())
+      // A table of empty accepting built-in chains changes no packet: the chain by chain dump leaves it out.
+      for (const table of ['raw', 'mangle', 'nat', 'filter']) {
+        const chains = [...real].filter(([k]) => k.startsWith(`${table} `))
+        if (chains.every(([, c]) => c.policy === 'ACCEPT' && c.rules.length === 0))
+          for (const [k] of chains) real.delete(k)
+      }
+      const read = chainsOf(scoped)
+      const webChains = ownChains(WEB)
+      const othersChains = [...ownChains(DNS), ...ownChains(API)]
+      // Read: web's chains that the node has, and every chain not owned by a Service that a rule jumps to (kube-proxy's
+      // canaries are jumped to by none).
+      const jumpedTo = new Set(
+        [...real].flatMap(([key, c]) => c.rules.map((l) => `${key.split(' ')[0]} ${/ -[jg] (\S+)/.exec(l)?.[1]}`)),
       )
-      .sort()
-    assert.deepEqual([...read.keys()].sort(), expected)
-    assert.ok(
-      othersChains.every((c) => !read.has(`nat ${c}`)),
-      'no chain of kube-dns or api is read',
-    )
-    assert.ok(webChains.some((c) => read.has(`nat ${c}`) && c.startsWith('KUBE-SEP-')) && read.has('filter POLICY-FWD') && read.has('filter DOCKER-USER'))
-    // The jumps to the chains not read are still there, as rules of the chains read.
-    assert.ok(read.get('nat KUBE-SERVICES')!.rules.some((l) => l.includes(`-d ${API.clusterIP}/32`)))
-    for (const [key, chain] of read) assert.deepEqual(chain, real.get(key), key)
-    // The dump parses as iptables-save's, and names its backend.
-    assert.equal(IptablesSave.parse(new BufferSource(r.kind === 'read' ? r.dump : Buffer.alloc(0))).backend, 'nft')
-    assert.match(scoped.split('\n')[0], /^# Generated by kproxy-doctor from ip6?tables v\d/)
-  })
+      const builtin = (k: string) => /^[A-Z]+$/.test(k.split(' ')[1]) && real.get(k)!.policy !== '-'
+      const expected = [...real.keys()]
+        .filter((k) =>
+          PER_SERVICE.test(k.split(' ')[1])
+            ? webChains.includes(k.split(' ')[1])
+            : builtin(k) ||
+              jumpedTo.has(k) ||
+              [
+                'filter KUBE-SERVICES',
+                'filter KUBE-EXTERNAL-SERVICES',
+                'nat KUBE-SERVICES',
+                'nat KUBE-NODEPORTS',
+                'nat KUBE-MARK-MASQ',
+                'nat KUBE-POSTROUTING',
+              ].includes(k),
+        )
+        .sort()
+      assert.deepEqual([...read.keys()].sort(), expected)
+      assert.ok(
+        othersChains.every((c) => !read.has(`nat ${c}`)),
+        'no chain of kube-dns or api is read',
+      )
+      assert.ok(
+        webChains.some((c) => read.has(`nat ${c}`) && c.startsWith('KUBE-SEP-')) &&
+          read.has('filter POLICY-FWD') &&
+          read.has('filter DOCKER-USER'),
+      )
+      // The jumps to the chains not read are still there, as rules of the chains read.
+      assert.ok(read.get('nat KUBE-SERVICES')!.rules.some((l) => l.includes(`-d ${API.clusterIP}/32`)))
+      for (const [key, chain] of read) assert.deepEqual(chain, real.get(key), key)
+      // The dump parses as iptables-save's, and names its backend.
+      assert.equal(IptablesSave.parse(new BufferSource(r.kind === 'read' ? r.dump : Buffer.alloc(0))).backend, 'nft')
+      assert.match(scoped.split('\n')[0], /^# Generated by kproxy-doctor from ip6?tables v\d/)
+    })
 
-  test("a Service address or node port in the scope takes in that Service's chains too", async () => {
-    const scope = rulesScopeOf(asV1Service(WEB))
-    const r = await readScopedRules(new NetnsAccess(ns), 4, {...scope, addresses: [...scope.addresses, API.clusterIP], ports: [...scope.ports, 8081]})
-    assert.equal(r.kind, 'read')
-    const read = chainsOf(r.kind === 'read' ? r.dump.toString('latin1') : '')
-    const api = serviceChainNames(servicePortName('shop', 'api', 'http'), 'tcp')
-    assert.ok(read.has(`nat ${api.svc}`), 'api by its ClusterIP')
-    assert.ok(!read.has(`nat ${api.ext}`), 'not its NodePort chain: its node port is not in the scope')
-    const byPort = await readScopedRules(new NetnsAccess(ns), 4, {...scope, ports: [...scope.ports, 30081]})
-    const readByPort = chainsOf(byPort.kind === 'read' ? byPort.dump.toString('latin1') : '')
-    assert.ok(readByPort.has(`nat ${api.ext}`) && readByPort.has(`nat ${api.svc}`), 'api by its node port: its EXT chain and what that jumps to')
-  })
+    test("a Service address or node port in the scope takes in that Service's chains too", async () => {
+      const scope = rulesScopeOf(asV1Service(WEB))
+      const r = await readScopedRules(new NetnsAccess(ns), 4, {
+        ...scope,
+        addresses: [...scope.addresses, API.clusterIP],
+        ports: [...scope.ports, 8081],
+      })
+      assert.equal(r.kind, 'read')
+      const read = chainsOf(r.kind === 'read' ? r.dump.toString('latin1') : '')
+      const api = serviceChainNames(servicePortName('shop', 'api', 'http'), 'tcp')
+      assert.ok(read.has(`nat ${api.svc}`), 'api by its ClusterIP')
+      assert.ok(!read.has(`nat ${api.ext}`), 'not its NodePort chain: its node port is not in the scope')
+      const byPort = await readScopedRules(new NetnsAccess(ns), 4, {...scope, ports: [...scope.ports, 30081]})
+      const readByPort = chainsOf(byPort.kind === 'read' ? byPort.dump.toString('latin1') : '')
+      assert.ok(
+        readByPort.has(`nat ${api.ext}`) && readByPort.has(`nat ${api.svc}`),
+        'api by its node port: its EXT chain and what that jumps to',
+      )
+    })
 
-  test('a chain whose name the doctor will not pass to a shell: the whole dump is read instead, and the name is never sent', async () => {
-    load('*filter\n:kpd;id$(id) - [0:0]\n-A FORWARD -j kpd;id$(id)\nCOMMIT\n', true)
-    const access = new NetnsAccess(ns)
-    const r = await readScopedRules(access, 4, rulesScopeOf(asV1Service(WEB)))
-    assert.deepEqual(r, {kind: 'whole', why: '"kpd;id$(id)" is not a chain name the doctor passes on'})
-    assert.ok(access.sent.every((line) => !line.includes('kpd;')))
-  })
-})
+    test('a chain whose name the doctor will not pass to a shell: the whole dump is read instead, and the name is never sent', async () => {
+      load('*filter\n:kpd;id$(id) - [0:0]\n-A FORWARD -j kpd;id$(id)\nCOMMIT\n', true)
+      const access = new NetnsAccess(ns)
+      const r = await readScopedRules(access, 4, rulesScopeOf(asV1Service(WEB)))
+      assert.deepEqual(r, {kind: 'whole', why: '"kpd;id$(id)" is not a chain name the doctor passes on'})
+      assert.ok(access.sent.every((line) => !line.includes('kpd;')))
+    })
+  },
+)
 
 describe(
   'iptables-legacy is read whole: its -S makes the kernel create a missing table and copies the whole table per chain',
-  {skip: why ?? (tryRun('sh', ['-c', 'command -v iptables-legacy && command -v iptables-legacy-restore']).code !== 0 ? 'iptables-legacy is not installed' : undefined)},
+  {
+    skip:
+      why ??
+      (tryRun('sh', ['-c', 'command -v iptables-legacy && command -v iptables-legacy-restore']).code !== 0
+        ? 'iptables-legacy is not installed'
+        : undefined),
+  },
   () => {
     const ns = `kpdsl${randomBytes(3).toString('hex')}`
     const bin = mkdtempSync(join(tmpdir(), 'kpd-scoped-'))
@@ -189,10 +233,16 @@ describe(
 
     test('only the version is asked, and the tables are as they were', async () => {
       // A legacy node's `iptables` is iptables-legacy: the node's PATH says so here (the multi-call binary goes by its name).
-      for (const tool of ['iptables', 'ip6tables']) symlinkSync(tryRun('sh', ['-c', `command -v ${tool}-legacy`]).stdout.trim(), join(bin, tool))
+      for (const tool of ['iptables', 'ip6tables'])
+        symlinkSync(tryRun('sh', ['-c', `command -v ${tool}-legacy`]).stdout.trim(), join(bin, tool))
       assert.equal(tryRun('ip', ['netns', 'add', ns]).code, 0)
-      assert.equal(tryRun('ip', ['netns', 'exec', ns, 'iptables-legacy-restore'], kubeProxyRules(NODES[0], SERVICES, labPods())).code, 0)
-      const tables = () => tryRun('ip', ['netns', 'exec', ns, 'cat', '/proc/net/ip_tables_names']).stdout.split('\n').sort().join(' ')
+      assert.equal(
+        tryRun('ip', ['netns', 'exec', ns, 'iptables-legacy-restore'], kubeProxyRules(NODES[0], SERVICES, labPods()))
+          .code,
+        0,
+      )
+      const tables = () =>
+        tryRun('ip', ['netns', 'exec', ns, 'cat', '/proc/net/ip_tables_names']).stdout.split('\n').sort().join(' ')
       const before = tables()
       const access = new NetnsAccess(ns, bin)
       const r = await readScopedRules(access, 4, rulesScopeOf(asV1Service(WEB)))

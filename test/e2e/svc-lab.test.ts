@@ -19,17 +19,46 @@ describe('svc against the netns lab', {skip: why}, () => {
   let lab: NetnsLab
   withLab((l) => (lab = l))
 
-  const doctor = (...extra: string[]): Promise<CliResult> => runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json', ...extra])
+  const doctor = (...extra: string[]): Promise<CliResult> =>
+    runCli([
+      'svc',
+      'web',
+      '-n',
+      'shop',
+      '--kubeconfig',
+      lab.kubeconfigPath,
+      '--ssh-config',
+      lab.sshConfigPath,
+      '-o',
+      'json',
+      ...extra,
+    ])
 
   const codes = (r: CliResult, node?: string | null, severity = 'error') =>
-    (r.json?.findings ?? []).filter((f: {node: string | null; severity: string}) => (node === undefined || f.node === node) && f.severity === severity).map((f: {code: string}) => f.code)
+    (r.json?.findings ?? [])
+      .filter(
+        (f: {node: string | null; severity: string}) =>
+          (node === undefined || f.node === node) && f.severity === severity,
+      )
+      .map((f: {code: string}) => f.code)
 
-  const path = (r: CliResult, node: string, entry: string) => r.json.paths.find((p: {node: string; entry: string}) => p.node === node && p.entry === entry)
+  const path = (r: CliResult, node: string, entry: string) =>
+    r.json.paths.find((p: {node: string; entry: string}) => p.node === node && p.entry === entry)
 
   const failures = (answers: string[]) => answers.filter((a) => a === '').length
 
   test('kubectl reads the test API server', async () => {
-    const r = await runAsync('kubectl', ['--kubeconfig', lab.kubeconfigPath, 'get', 'svc', 'web', '-n', 'shop', '-o', 'jsonpath={.spec.clusterIP}'])
+    const r = await runAsync('kubectl', [
+      '--kubeconfig',
+      lab.kubeconfigPath,
+      'get',
+      'svc',
+      'web',
+      '-n',
+      'shop',
+      '-o',
+      'jsonpath={.spec.clusterIP}',
+    ])
     assert.equal(r.code, 0, r.stderr)
     assert.equal(r.stdout.trim(), CLUSTER_IP)
     const slices = await runAsync('kubectl', [
@@ -106,11 +135,18 @@ describe('svc against the netns lab', {skip: why}, () => {
       const r = await doctor()
       assert.equal(r.code, 1)
       const b = r.json.findings.filter((f: {node: string}) => f.node === 'node-b').map((f: {code: string}) => f.code)
-      for (const code of ['KPD-PROXY-UNHEALTHY', 'KPD-PROXY-STUCK', 'KPD-PROXY-SYNC-FAILURES', 'KPD-SEP-MISSING']) assert.ok(b.includes(code), `${code} in ${b}`)
-      assert.ok(b.indexOf('KPD-PROXY-STUCK') < b.indexOf('KPD-SEP-MISSING'), 'the cause is listed next to, before, the stale rules')
+      for (const code of ['KPD-PROXY-UNHEALTHY', 'KPD-PROXY-STUCK', 'KPD-PROXY-SYNC-FAILURES', 'KPD-SEP-MISSING'])
+        assert.ok(b.includes(code), `${code} in ${b}`)
+      assert.ok(
+        b.indexOf('KPD-PROXY-STUCK') < b.indexOf('KPD-SEP-MISSING'),
+        'the cause is listed next to, before, the stale rules',
+      )
       const stuck = r.json.findings.find((f: {code: string}) => f.code === 'KPD-PROXY-STUCK')
       assert.match(stuck.message, /last successful sync was 15 min ago/)
-      assert.match(r.json.findings.find((f: {code: string}) => f.code === 'KPD-PROXY-UNHEALTHY').message, /answers \/healthz with 503/)
+      assert.match(
+        r.json.findings.find((f: {code: string}) => f.code === 'KPD-PROXY-UNHEALTHY').message,
+        /answers \/healthz with 503/,
+      )
       assert.deepEqual(codes(r, 'node-a'), [])
     } finally {
       lab.setKubeProxy('node-b', {healthy: true, lastSync: now, lastQueued: now, restoreFailures: 0})
@@ -134,7 +170,16 @@ describe('svc against the netns lab', {skip: why}, () => {
   })
 
   test('human report: first line, matrix, no colour when piped', async () => {
-    const r = await runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath])
+    const r = await runCli([
+      'svc',
+      'web',
+      '-n',
+      'shop',
+      '--kubeconfig',
+      lab.kubeconfigPath,
+      '--ssh-config',
+      lab.sshConfigPath,
+    ])
     assert.equal(r.code, 0)
     const lines = r.stdout.split('\n')
     assert.match(lines[0], /^✓ shop\/web: every traced path works on 2 node\(s\)/)
@@ -147,7 +192,10 @@ describe('svc against the netns lab', {skip: why}, () => {
     try {
       const fromB = lab.sample(lab.podNs('client-b'), CLUSTER_IP, 80, 18)
       assert.ok(!fromB.includes('web-a1'), `the jump to web-a1's chain falls through: ${fromB}`)
-      assert.ok(lab.sample(lab.podNs('client-a'), CLUSTER_IP, 80, 18).includes('web-a1'), 'node-a still sends to web-a1')
+      assert.ok(
+        lab.sample(lab.podNs('client-a'), CLUSTER_IP, 80, 18).includes('web-a1'),
+        'node-a still sends to web-a1',
+      )
       const r = await doctor()
       assert.equal(r.code, 1)
       assert.ok(codes(r, 'node-b').includes('KPD-SEP-MISSING'), JSON.stringify(r.json.findings))
@@ -211,7 +259,10 @@ describe('svc against the netns lab', {skip: why}, () => {
       lab.setHairpin('web-a1', true)
     }
     lab.clearFaults()
-    assert.ok(lab.sample(lab.podNs('web-a1'), CLUSTER_IP, 80, 24).includes('web-a1'), 'with hairpin back on, web-a1 reaches itself')
+    assert.ok(
+      lab.sample(lab.podNs('web-a1'), CLUSTER_IP, 80, 24).includes('web-a1'),
+      'with hairpin back on, web-a1 reaches itself',
+    )
   })
 
   test('hairpin off on an idle web-a1 (no FDB entry for its port): the CNI result cache still maps it, KPD-HAIRPIN-OFF', async () => {
@@ -224,7 +275,11 @@ describe('svc against the netns lab', {skip: why}, () => {
       assert.equal(f?.node, 'node-a', JSON.stringify(r.json.findings))
       assert.match(f.message, /pod web-a1 sits on cbr0 port vweb-a1 with hairpin_mode 0/)
       assert.ok(
-        f.evidence.some((e: string) => /^pod 10\.244\.1\.10 → vweb-a1: CNI result cache \(\/var\/lib\/cni\/results\/cbr0-[0-9a-f]{64}-eth0\)$/.test(e)),
+        f.evidence.some((e: string) =>
+          /^pod 10\.244\.1\.10 → vweb-a1: CNI result cache \(\/var\/lib\/cni\/results\/cbr0-[0-9a-f]{64}-eth0\)$/.test(
+            e,
+          ),
+        ),
         f.evidence.join('\n'),
       )
       assert.equal(r.json.findings.filter((x: {code: string}) => x.code === 'KPD-HAIRPIN-UNMAPPED').length, 0)
@@ -255,7 +310,10 @@ describe('svc against the netns lab', {skip: why}, () => {
     try {
       const answers = lab.sample(lab.ns('outside'), NODE_A, 30080, 12)
       assert.ok(failures(answers) > 0, `connections sent on to node-b must fail: ${answers}`)
-      assert.ok(!answers.includes('web-b1') && !answers.includes('web-b2'), `no answer can come back from node-b: ${answers}`)
+      assert.ok(
+        !answers.includes('web-b1') && !answers.includes('web-b2'),
+        `no answer can come back from node-b: ${answers}`,
+      )
       const r = await doctor()
       assert.equal(r.code, 1)
       assert.ok(codes(r, 'node-a').includes('KPD-MASQ-MISSING'))
@@ -269,7 +327,10 @@ describe('svc against the netns lab', {skip: why}, () => {
     lab.applyRules('node-a', {wrongPortFor: {ip: '10.244.2.10', port: 9999}})
     try {
       const answers = lab.sample(lab.podNs('client-a'), CLUSTER_IP, 80, 18)
-      assert.ok(failures(answers) > 0 && !answers.includes('web-b1'), `web-b1 is unreachable through node-a: ${answers}`)
+      assert.ok(
+        failures(answers) > 0 && !answers.includes('web-b1'),
+        `web-b1 is unreachable through node-a: ${answers}`,
+      )
       const r = await doctor()
       assert.equal(r.code, 1)
       const f = r.json.findings.find((x: {code: string}) => x.code === 'KPD-DNAT-WRONG')
@@ -292,7 +353,10 @@ describe('svc against the netns lab', {skip: why}, () => {
       const f = r.json.findings.find((x: {code: string}) => x.code === 'KPD-NO-READY-ENDPOINTS')
       assert.equal(f.node, null)
       assert.equal(f.evidence.length, 3)
-      assert.match(f.evidence.join('\n'), /web-b2 on node-b: container web running but not ready \(readiness probe failing\)/)
+      assert.match(
+        f.evidence.join('\n'),
+        /web-b2 on node-b: container web running but not ready \(readiness probe failing\)/,
+      )
       assert.equal(path(r, 'node-a', 'pod→ClusterIP').breaksAt, 'endpoints')
       assert.match(r.json.summary, /none ready/)
     } finally {
@@ -316,7 +380,12 @@ describe('svc against the netns lab', {skip: why}, () => {
   test('DNS down: the name does not resolve, KPD-DNS-NO-ANSWER on every node', async () => {
     await lab.stopDns()
     try {
-      const dig = tryRun('ip', ['netns', 'exec', lab.podNs('client-a'), 'socat', '-T1', '-u', 'TCP:10.96.0.10:53,connect-timeout=1', 'STDOUT'], undefined, 5000)
+      const dig = tryRun(
+        'ip',
+        ['netns', 'exec', lab.podNs('client-a'), 'socat', '-T1', '-u', 'TCP:10.96.0.10:53,connect-timeout=1', 'STDOUT'],
+        undefined,
+        5000,
+      )
       assert.notEqual(dig.code, 0, 'nothing answers on the DNS Service')
       const r = await doctor()
       assert.equal(r.code, 1)
@@ -337,11 +406,17 @@ describe('svc against the netns lab', {skip: why}, () => {
     try {
       const r = await doctor()
       assert.equal(r.code, 0, JSON.stringify(r.json.findings))
-      const dns = Object.fromEntries(r.json.dns.map((d: {node: string; method: string; addresses: string[]}) => [d.node, d]))
+      const dns = Object.fromEntries(
+        r.json.dns.map((d: {node: string; method: string; addresses: string[]}) => [d.node, d]),
+      )
       assert.equal(dns['node-a'].method, 'DNS over TCP through an SSH port forward')
       assert.equal(dns['node-b'].method, 'dig/nslookup on the node')
       assert.deepEqual(dns['node-b'].addresses, [CLUSTER_IP])
-      assert.equal(r.json.nodes.find((n: {name: string}) => n.name === 'node-b').modeSource, 'the rules on the node', 'without forwarding, /proxyMode cannot be read')
+      assert.equal(
+        r.json.nodes.find((n: {name: string}) => n.name === 'node-b').modeSource,
+        'the rules on the node',
+        'without forwarding, /proxyMode cannot be read',
+      )
     } finally {
       await lab.restartSshd('node-b', true)
     }
@@ -378,8 +453,24 @@ describe('svc against the netns lab', {skip: why}, () => {
       const closed = lab.sshPorts.get('node-b')! + 1
       writeFileSync(cfg, `Host node-b\n  Port ${closed}\n\nInclude-not-read\n`)
       const base = (await import('node:fs')).readFileSync(lab.sshConfigPath, 'utf8').replace(/Host node-b[\s\S]*$/, '')
-      writeFileSync(cfg, `${base}Host node-b\n  HostName 127.0.0.1\n  Port ${closed}\n  User root\n  IdentityFile ${join(lab.dir, 'id_ed25519')}\n`)
-      const r = await runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', cfg, '-o', 'json', '--timeout', '3'])
+      writeFileSync(
+        cfg,
+        `${base}Host node-b\n  HostName 127.0.0.1\n  Port ${closed}\n  User root\n  IdentityFile ${join(lab.dir, 'id_ed25519')}\n`,
+      )
+      const r = await runCli([
+        'svc',
+        'web',
+        '-n',
+        'shop',
+        '--kubeconfig',
+        lab.kubeconfigPath,
+        '--ssh-config',
+        cfg,
+        '-o',
+        'json',
+        '--timeout',
+        '3',
+      ])
       assert.equal(r.code, 0, r.stderr)
       const b = r.json.nodes.find((n: {name: string}) => n.name === 'node-b')
       assert.equal(b.reachable, false)
@@ -399,9 +490,25 @@ describe('svc against the netns lab', {skip: why}, () => {
     try {
       const base = (await import('node:fs')).readFileSync(lab.sshConfigPath, 'utf8').replace(/Host node-b[\s\S]*$/, '')
       const cfg = join(dir, 'ssh_config')
-      writeFileSync(cfg, `${base}Host node-b\n  HostName 127.0.0.1\n  Port ${port}\n  User root\n  IdentityFile ${join(lab.dir, 'id_ed25519')}\n`)
+      writeFileSync(
+        cfg,
+        `${base}Host node-b\n  HostName 127.0.0.1\n  Port ${port}\n  User root\n  IdentityFile ${join(lab.dir, 'id_ed25519')}\n`,
+      )
       const started = Date.now()
-      const r = await runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', cfg, '-o', 'json', '--timeout', '2'])
+      const r = await runCli([
+        'svc',
+        'web',
+        '-n',
+        'shop',
+        '--kubeconfig',
+        lab.kubeconfigPath,
+        '--ssh-config',
+        cfg,
+        '-o',
+        'json',
+        '--timeout',
+        '2',
+      ])
       assert.ok(Date.now() - started < 20_000)
       const b = r.json.nodes.find((n: {name: string}) => n.name === 'node-b')
       assert.equal(b.reachable, false)
@@ -416,31 +523,88 @@ describe('svc against the netns lab', {skip: why}, () => {
     const dir = mkdtempSync(join(tmpdir(), 'kpd-kh-'))
     try {
       const cfg = join(dir, 'ssh_config')
-      writeFileSync(cfg, readFileSync(lab.sshConfigPath, 'utf8').replaceAll(join(lab.dir, 'known_hosts'), join(dir, 'empty_known_hosts')))
-      const refused = await runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', cfg, '-o', 'json'])
+      writeFileSync(
+        cfg,
+        readFileSync(lab.sshConfigPath, 'utf8').replaceAll(
+          join(lab.dir, 'known_hosts'),
+          join(dir, 'empty_known_hosts'),
+        ),
+      )
+      const refused = await runCli([
+        'svc',
+        'web',
+        '-n',
+        'shop',
+        '--kubeconfig',
+        lab.kubeconfigPath,
+        '--ssh-config',
+        cfg,
+        '-o',
+        'json',
+      ])
       // No node readable: the API-side checks are still reported, every node listed as not checked (required).
       assert.equal(refused.code, 0, refused.stderr)
       assert.match(refused.stderr, /warning: no node could be read: .*not in known_hosts/)
       assert.equal(refused.json.summary, '? shop/web: no node could be read, the packet path is unchecked')
       assert.deepEqual(
-        refused.json.notChecked.filter((n: {check: string}) => n.check === 'node-read').map((n: {node: string; required: boolean}) => [n.node, n.required]),
+        refused.json.notChecked
+          .filter((n: {check: string}) => n.check === 'node-read')
+          .map((n: {node: string; required: boolean}) => [n.node, n.required]),
         [
           ['node-a', true],
           ['node-b', true],
         ],
       )
-      const strict = await runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', cfg, '--fail-on', 'skipped'])
+      const strict = await runCli([
+        'svc',
+        'web',
+        '-n',
+        'shop',
+        '--kubeconfig',
+        lab.kubeconfigPath,
+        '--ssh-config',
+        cfg,
+        '--fail-on',
+        'skipped',
+      ])
       assert.equal(strict.code, 1, 'required checks not made fail --fail-on skipped')
-      const forced = await runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', cfg, '-o', 'json', '--insecure-ignore-host-key'])
+      const forced = await runCli([
+        'svc',
+        'web',
+        '-n',
+        'shop',
+        '--kubeconfig',
+        lab.kubeconfigPath,
+        '--ssh-config',
+        cfg,
+        '-o',
+        'json',
+        '--insecure-ignore-host-key',
+      ])
       assert.equal(forced.code, 0)
       assert.match(forced.stderr, /warning: host keys are NOT checked/)
       // Checking turned off by the SSH config, not the flag: the unknown keys are accepted, and each is said.
       const lenientCfg = join(dir, 'ssh_config_lenient')
       writeFileSync(lenientCfg, `StrictHostKeyChecking no\n${readFileSync(cfg, 'utf8')}`)
-      const lenient = await runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lenientCfg, '-o', 'json'])
+      const lenient = await runCli([
+        'svc',
+        'web',
+        '-n',
+        'shop',
+        '--kubeconfig',
+        lab.kubeconfigPath,
+        '--ssh-config',
+        lenientCfg,
+        '-o',
+        'json',
+      ])
       assert.equal(lenient.code, 0, lenient.stderr)
       assert.deepEqual(
-        lenient.stderr.split('\n').filter((l) => /accepted unchecked/.test(l)).map((l) => l.replace(/\[127\.0\.0\.1\]:\d+/, 'ADDRESS')).sort(),
+        lenient.stderr
+          .split('\n')
+          .filter((l) => /accepted unchecked/.test(l))
+          .map((l) => l.replace(/\[127\.0\.0\.1\]:\d+/, 'ADDRESS'))
+          .sort(),
         ['node-a', 'node-b'].map(
           (n) =>
             `kproxy-doctor: warning: ${n}: host key of ${n === 'node-a' ? 'ADDRESS' : 'node-b'} is not in known_hosts and was accepted unchecked (StrictHostKeyChecking in the SSH config): a man-in-the-middle would go unnoticed`,
@@ -453,7 +617,16 @@ describe('svc against the netns lab', {skip: why}, () => {
   })
 
   test('Service not found: exit 2, one line, the near name suggested', async () => {
-    const r = await runCli(['svc', 'wbe', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath])
+    const r = await runCli([
+      'svc',
+      'wbe',
+      '-n',
+      'shop',
+      '--kubeconfig',
+      lab.kubeconfigPath,
+      '--ssh-config',
+      lab.sshConfigPath,
+    ])
     assert.equal(r.code, 2)
     assert.equal(r.stderr.trim().split('\n').length, 1)
     assert.match(r.stderr, /Service "shop\/wbe" not found.*Did you mean: web\?/)
@@ -481,12 +654,25 @@ describe('svc against the netns lab', {skip: why}, () => {
     const out = mkdtempSync(join(tmpdir(), 'kpd-bundle-'))
     lab.applyRules('node-b', {dropDnatFor: '10.244.2.11'})
     try {
-      const c = await runCli(['collect', 'svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '--out', out])
+      const c = await runCli([
+        'collect',
+        'svc',
+        'web',
+        '-n',
+        'shop',
+        '--kubeconfig',
+        lab.kubeconfigPath,
+        '--ssh-config',
+        lab.sshConfigPath,
+        '--out',
+        out,
+      ])
       assert.equal(c.code, 0, c.stderr)
       const live = await doctor()
       const offline = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', out, '-o', 'json'])
       assert.equal(offline.code, 1)
-      const strip = (r: CliResult) => r.json.findings.map((f: {code: string; node: string}) => `${f.code}@${f.node}`).sort()
+      const strip = (r: CliResult) =>
+        r.json.findings.map((f: {code: string; node: string}) => `${f.code}@${f.node}`).sort()
       assert.deepEqual(strip(offline), strip(live))
       assert.deepEqual(
         offline.json.paths.map((p: {breaksAt: string}) => p.breaksAt),

@@ -39,10 +39,15 @@ export function checkTester(title: string, cases: CheckCase[]): void {
           .map(key)
           .sort()
         if (process.env.KPD_PRINT_FINDINGS)
-          console.log(`## ${c.name}\n${JSON.stringify(findings.map((f) => [f.code, f.node ?? '-', f.severity]))}\n${findings.map((f) => `   ${f.code} ${f.node}: ${f.message}`).join('\n')}`)
+          console.log(
+            `## ${c.name}\n${JSON.stringify(findings.map((f) => [f.code, f.node ?? '-', f.severity]))}\n${findings.map((f) => `   ${f.code} ${f.node}: ${f.message}`).join('\n')}`,
+          )
         assert.deepEqual(got, c.findings.map(key).sort())
         for (const f of findings) {
-          assert.ok(f.message.length > 0 && (f.command !== null || f.text !== null), `${f.code} needs a message and a command or a text`)
+          assert.ok(
+            f.message.length > 0 && (f.command !== null || f.text !== null),
+            `${f.code} needs a message and a command or a text`,
+          )
           assert.equal(f.command === null, f.argv === null, `${f.code}: command and argv go together`)
           if (f.command !== null) assertPastes(f.command, f.argv!, `${c.name}: ${f.code}`)
         }

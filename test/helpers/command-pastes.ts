@@ -19,7 +19,9 @@ export function assertPastes(command: string, argv: string[][], what: string): v
   for (const p of programs) assert.match(p, /^[a-z][a-z0-9-]*$/, `${what}: program ${p}`)
   const dir = mkdtempSync(join(tmpdir(), 'kpd-paste-'))
   try {
-    const fns = programs.map((p) => `${p}() { { [ $# -eq 0 ] || printf '%s\\0' "$@"; } > ${quoteWord(join(dir, p))}; }`).join('\n')
+    const fns = programs
+      .map((p) => `${p}() { { [ $# -eq 0 ] || printf '%s\\0' "$@"; } > ${quoteWord(join(dir, p))}; }`)
+      .join('\n')
     const ran = spawnSync('bash', ['-c', `${fns}\n${command}`], {encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe']})
     assert.equal(ran.status, 0, `${what}: ${command}: ${ran.stderr}`)
     for (const stage of argv) {

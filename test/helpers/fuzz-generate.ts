@@ -26,8 +26,19 @@ function jumpTarget(r: Prng, g: GraphShape, i: number, k: number): string | unde
 
 export function randomIptablesGraph(r: Prng): string {
   const g = shape(r, 'KUBE-G')
-  const lines = ['*nat', ':PREROUTING ACCEPT [0:0]', ':INPUT ACCEPT [0:0]', ':OUTPUT ACCEPT [0:0]', ':POSTROUTING ACCEPT [0:0]', ...g.chains.map((c) => `:${c} - [0:0]`)]
-  lines.push('-A PREROUTING -j KUBE-G0', '-A OUTPUT -j KUBE-G0', '-A POSTROUTING -m mark --mark 0x4000/0x4000 -j MASQUERADE')
+  const lines = [
+    '*nat',
+    ':PREROUTING ACCEPT [0:0]',
+    ':INPUT ACCEPT [0:0]',
+    ':OUTPUT ACCEPT [0:0]',
+    ':POSTROUTING ACCEPT [0:0]',
+    ...g.chains.map((c) => `:${c} - [0:0]`),
+  ]
+  lines.push(
+    '-A PREROUTING -j KUBE-G0',
+    '-A OUTPUT -j KUBE-G0',
+    '-A POSTROUTING -m mark --mark 0x4000/0x4000 -j MASQUERADE',
+  )
   for (const [i, chain] of g.chains.entries()) {
     const rules: string[] = []
     for (let k = 0, n = 1 + r.int(3); k < n; k++) {
@@ -42,7 +53,13 @@ export function randomIptablesGraph(r: Prng): string {
       const to = jumpTarget(r, g, i, k)
       const target = to
         ? `-${g.loop ? 'j' : r.pick(['j', 'g'])} ${to}`
-        : r.pick(['-j RETURN', '-j MARK --set-xmark 0x4000/0x4000', `-j DNAT --to-destination 10.244.${r.int(3)}.${r.int(255)}:8080`, '-j DROP', '-j ACCEPT'])
+        : r.pick([
+            '-j RETURN',
+            '-j MARK --set-xmark 0x4000/0x4000',
+            `-j DNAT --to-destination 10.244.${r.int(3)}.${r.int(255)}:8080`,
+            '-j DROP',
+            '-j ACCEPT',
+          ])
       rules.push(`-A ${chain} ${match}${target}`)
     }
     lines.push(...(r.chance(0.5) ? rules.reverse() : rules))
@@ -53,18 +70,40 @@ export function randomIptablesGraph(r: Prng): string {
 
 export function randomNftGraph(r: Prng): string {
   const g = shape(r, 'g')
-  const lines = ['table ip kube-proxy {', '\tchain nat-prerouting {', '\t\ttype nat hook prerouting priority dstnat; policy accept;', '\t\tjump g0', '\t}']
+  const lines = [
+    'table ip kube-proxy {',
+    '\tchain nat-prerouting {',
+    '\t\ttype nat hook prerouting priority dstnat; policy accept;',
+    '\t\tjump g0',
+    '\t}',
+  ]
   lines.push('\tchain nat-output {', '\t\ttype nat hook output priority -100; policy accept;', '\t\tjump g0', '\t}')
   for (const [i, chain] of g.chains.entries()) {
     lines.push(`\tchain ${chain} {`)
     const rules: string[] = []
     for (let k = 0, n = 1 + r.int(3); k < n; k++) {
-      const match = r.pick(['', 'ip daddr 10.96.10.10 ', 'meta l4proto tcp tcp dport 80 ', 'ip saddr != 10.244.0.0/16 ', 'meta mark & 0x00004000 == 0x00004000 '])
+      const match = r.pick([
+        '',
+        'ip daddr 10.96.10.10 ',
+        'meta l4proto tcp tcp dport 80 ',
+        'ip saddr != 10.244.0.0/16 ',
+        'meta mark & 0x00004000 == 0x00004000 ',
+      ])
       const to = jumpTarget(r, g, i, k)
       const other = jumpTarget(r, {...g, loop: false}, i, k) ?? to
       const action = to
-        ? r.pick([`jump ${to}`, ...(g.loop ? [] : [`goto ${to}`]), ...(g.loop || !other ? [] : [`numgen random mod 2 vmap { 0 : goto ${to}, 1 : jump ${other} }`])])
-        : r.pick(['return', 'meta mark set meta mark | 0x00004000', `meta l4proto tcp dnat to 10.244.${r.int(3)}.${r.int(255)}:8080`, 'drop', 'counter packets 0 bytes 0'])
+        ? r.pick([
+            `jump ${to}`,
+            ...(g.loop ? [] : [`goto ${to}`]),
+            ...(g.loop || !other ? [] : [`numgen random mod 2 vmap { 0 : goto ${to}, 1 : jump ${other} }`]),
+          ])
+        : r.pick([
+            'return',
+            'meta mark set meta mark | 0x00004000',
+            `meta l4proto tcp dnat to 10.244.${r.int(3)}.${r.int(255)}:8080`,
+            'drop',
+            'counter packets 0 bytes 0',
+          ])
       rules.push(`\t\t${match}${action}`)
     }
     lines.push(...(r.chance(0.5) ? rules.reverse() : rules), '\t}')

@@ -6,7 +6,16 @@ import {tryRun} from '../lab/sh.js'
 /** Why the e2e lab cannot run here, or undefined when it can. In CI this is a failure, not a skip. */
 function labUnavailable(): string | undefined {
   if (process.getuid?.() !== 0) return 'not root'
-  for (const tool of ['ip', 'iptables-restore', 'iptables-save', 'socat', 'dnsmasq', 'ssh-keygen', 'openssl', 'bridge']) {
+  for (const tool of [
+    'ip',
+    'iptables-restore',
+    'iptables-save',
+    'socat',
+    'dnsmasq',
+    'ssh-keygen',
+    'openssl',
+    'bridge',
+  ]) {
     if (tryRun('sh', ['-c', `command -v ${tool}`]).code !== 0) return `${tool} is not installed`
   }
   if (!existsSync('/usr/sbin/sshd')) return '/usr/sbin/sshd is not installed (openssh-server)'

@@ -6,12 +6,30 @@ import {parseBridgeState, withCniResults} from '../../src/parse/bridge-state.js'
 import {parseCniResults} from '../../src/parse/cni-results.js'
 import {BufferSource} from '../../src/parse/dump-source.js'
 import {IptablesSave} from '../../src/parse/iptables-save.js'
-import {cniCacheFile, cniCacheGrep, endpointSliceObject, kubeProxyConfigMap, nodeObject, podObject, serviceObject} from '../lab/fixtures.js'
+import {
+  cniCacheFile,
+  cniCacheGrep,
+  endpointSliceObject,
+  kubeProxyConfigMap,
+  nodeObject,
+  podObject,
+  serviceObject,
+} from '../lab/fixtures.js'
 import {kubeProxyRules, type RuleFaults} from '../lab/kube-proxy-rules.js'
 import {kubeProxyIpvsTexts, type IpvsFaults} from '../lab/kube-proxy-ipvs.js'
 import {IpsetState} from '../../src/parse/ipset-save.js'
 import {parseDeviceAddresses, parseIpvsadm, parseSysctl} from '../../src/parse/ipvsadm.js'
-import {DNS, NODES as LAB_NODES, WEB as LAB_WEB, dualStackNode, dualStackPods, dualStackService, labPods, type LabPod, type LabService} from '../lab/lab-cluster.js'
+import {
+  DNS,
+  NODES as LAB_NODES,
+  WEB as LAB_WEB,
+  dualStackNode,
+  dualStackPods,
+  dualStackService,
+  labPods,
+  type LabPod,
+  type LabService,
+} from '../lab/lab-cluster.js'
 
 export interface OfflineOptions {
   /** A dual-stack cluster: the web Service, its Pods and the nodes get IPv6 addresses too, and an IPv6 EndpointSlice. */
@@ -28,7 +46,10 @@ export interface OfflineOptions {
    * A node's DNS answer: `answers` per record type, or the shorthand of one A answer (addresses, rcode, error); method
    * "none" with `error`: nothing asked. Default: the right A answer, and the right AAAA one when dual-stack.
    */
-  dns?: Record<string, {answers?: DnsRecordAnswer[]; addresses?: string[]; error?: string; rcode?: string; method?: string}>
+  dns?: Record<
+    string,
+    {answers?: DnsRecordAnswer[]; addresses?: string[]; error?: string; rcode?: string; method?: string}
+  >
   /** Nodes in IPVS mode, with their faults; `list` reads `ipvsadm -Ln` instead of `-Sn`. */
   ipvs?: Record<string, IpvsFaults & {list?: boolean}>
   /** Dual-stack IPVS nodes: faults in a node's IPv6 virtual servers, KUBE-6-* ipsets or ip6tables glue. */
@@ -61,7 +82,10 @@ export function offlineCluster(opts: OfflineOptions = {}): {cluster: ClusterStat
     pods: pods.filter((p) => p.namespace === 'shop').map(podObject),
     nodes: NODES.map(nodeObject),
     kubeProxyPods: [],
-    proxyConfig: {...parseKubeProxyConfig(kubeProxyConfigMap().data['config.conf'], 'test'), ...(opts.strictARP ? {ipvsStrictARP: true} : {})},
+    proxyConfig: {
+      ...parseKubeProxyConfig(kubeProxyConfigMap().data['config.conf'], 'test'),
+      ...(opts.strictARP ? {ipvsStrictARP: true} : {}),
+    },
     dns: {service: serviceObject(DNS), slices: [endpointSliceObject(DNS, pods)]},
     clusterDomain: 'cluster.local',
     clusterDomainSource: 'test',
@@ -71,14 +95,23 @@ export function offlineCluster(opts: OfflineOptions = {}): {cluster: ClusterStat
     const ipvsFaults = opts.ipvs?.[node.name]
     const ipvsTexts = ipvsFaults ? kubeProxyIpvsTexts(node, [WEB, DNS], pods, ipvsFaults) : undefined
     // A dual-stack IPVS node: one ipvsadm listing, one ipset dump and one kube-ipvs0 for both families; ip6tables glue.
-    const ipvs6 = ipvsFaults && opts.dualStack ? kubeProxyIpvsTexts(node, [WEB, DNS], pods, opts.ipvs6?.[node.name] ?? {}, 6) : undefined
-    const both = (key: 'ipvsadmSave' | 'ipvsadmList' | 'ipsetSave' | 'kubeIpvs0') => (ipvsTexts?.[key] ?? '') + (ipvs6?.[key] ?? '')
-    const generated = opts.dumpFor?.[node.name] ?? ipvsTexts?.iptablesSave ?? kubeProxyRules(node, [WEB, DNS], pods, opts.faults?.[node.name] ?? {})
+    const ipvs6 =
+      ipvsFaults && opts.dualStack
+        ? kubeProxyIpvsTexts(node, [WEB, DNS], pods, opts.ipvs6?.[node.name] ?? {}, 6)
+        : undefined
+    const both = (key: 'ipvsadmSave' | 'ipvsadmList' | 'ipsetSave' | 'kubeIpvs0') =>
+      (ipvsTexts?.[key] ?? '') + (ipvs6?.[key] ?? '')
+    const generated =
+      opts.dumpFor?.[node.name] ??
+      ipvsTexts?.iptablesSave ??
+      kubeProxyRules(node, [WEB, DNS], pods, opts.faults?.[node.name] ?? {})
     const text = opts.editDump?.[node.name]?.(generated) ?? generated
     const local = pods.filter((p) => p.node === node.name)
     const networkText = [
       '## hairpin',
-      ...local.map((p) => `/sys/class/net/cbr0/brif/v${p.name}/hairpin_mode ${opts.hairpinOff?.includes(p.name) ? 0 : 1}`),
+      ...local.map(
+        (p) => `/sys/class/net/cbr0/brif/v${p.name}/hairpin_mode ${opts.hairpinOff?.includes(p.name) ? 0 : 1}`,
+      ),
       '## links',
       '3: cbr0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP mode DEFAULT group default qlen 1000\\    link/ether 02:00:00:00:00:01 brd ff:ff:ff:ff:ff:ff',
       '## neigh',
@@ -114,9 +147,28 @@ export function offlineCluster(opts: OfflineOptions = {}): {cluster: ClusterStat
           }
         : {}),
       iptables: IptablesSave.parse(new BufferSource(Buffer.from(text))),
-      ...(opts.dualStack ? {ip6tables: IptablesSave.parse(new BufferSource(Buffer.from(ipvs6?.iptablesSave ?? kubeProxyRules(node, [WEB, DNS], pods, opts.faults6?.[node.name] ?? {}, 6))))} : {}),
-      network: cniText !== undefined ? withCniResults(parseBridgeState(network), parseCniResults(cniText)) : parseBridgeState(network),
-      dns: {name: 'web.shop.svc.cluster.local', server: DNS.clusterIP, method, answers, ...(method === 'none' && dnsOpt?.error ? {error: dnsOpt.error} : {})},
+      ...(opts.dualStack
+        ? {
+            ip6tables: IptablesSave.parse(
+              new BufferSource(
+                Buffer.from(
+                  ipvs6?.iptablesSave ?? kubeProxyRules(node, [WEB, DNS], pods, opts.faults6?.[node.name] ?? {}, 6),
+                ),
+              ),
+            ),
+          }
+        : {}),
+      network:
+        cniText !== undefined
+          ? withCniResults(parseBridgeState(network), parseCniResults(cniText))
+          : parseBridgeState(network),
+      dns: {
+        name: 'web.shop.svc.cluster.local',
+        server: DNS.clusterIP,
+        method,
+        answers,
+        ...(method === 'none' && dnsOpt?.error ? {error: dnsOpt.error} : {}),
+      },
     }
     return opts.editObservation?.[node.name]?.(obs) ?? obs
   })

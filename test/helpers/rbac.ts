@@ -48,7 +48,11 @@ export function allowingRule(rules: PolicyRule[], r: ApiRequest): PolicyRule | '
 /** One line per (group, resource, verb, name) a rule grants, so that unused grants can be listed. */
 export function grants(rules: PolicyRule[]): string[] {
   return rules.flatMap((rule) =>
-    rule.apiGroups.flatMap((g) => rule.resources.flatMap((res) => rule.verbs.flatMap((v) => (rule.resourceNames ?? ['*']).map((n) => `${v} ${g ? `${res}.${g}` : res} ${n}`)))),
+    rule.apiGroups.flatMap((g) =>
+      rule.resources.flatMap((res) =>
+        rule.verbs.flatMap((v) => (rule.resourceNames ?? ['*']).map((n) => `${v} ${g ? `${res}.${g}` : res} ${n}`)),
+      ),
+    ),
   )
 }
 

@@ -18,23 +18,44 @@ export interface CliResult {
  * COLUMNS in `env` the output is not wrapped (as in a pipe), whatever the calling shell exported. Every JSON
  * document `svc` or `trace` prints is checked against schema/report.schema.json: a mismatch fails the calling test.
  */
-export function runCli(args: string[], env: Record<string, string> = {}, timeoutMs = 60_000, stdin?: string, cwd?: string): Promise<CliResult> {
+export function runCli(
+  args: string[],
+  env: Record<string, string> = {},
+  timeoutMs = 60_000,
+  stdin?: string,
+  cwd?: string,
+): Promise<CliResult> {
   return new Promise((resolveResult, rejectResult) => {
-    const child = execFile(process.execPath, [BIN, ...args], {encoding: 'utf8', timeout: timeoutMs, cwd, env: {...process.env, NO_COLOR: '1', COLUMNS: '', ...env}, maxBuffer: 64 << 20}, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as {code?: unknown}).code === 'number' ? (err as {code: number}).code : -1) : 0
-      let json
-      if (args.some((a) => a === 'json' || a === '-ojson' || a === '--output=json')) {
-        try {
-          json = JSON.parse(stdout)
-        } catch {
-          json = undefined
+    const child = execFile(
+      process.execPath,
+      [BIN, ...args],
+      {
+        encoding: 'utf8',
+        timeout: timeoutMs,
+        cwd,
+        env: {...process.env, NO_COLOR: '1', COLUMNS: '', ...env},
+        maxBuffer: 64 << 20,
+      },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof (err as {code?: unknown}).code === 'number' ? (err as {code: number}).code : -1) : 0
+        let json
+        if (args.some((a) => a === 'json' || a === '-ojson' || a === '--output=json')) {
+          try {
+            json = JSON.parse(stdout)
+          } catch {
+            json = undefined
+          }
         }
-      }
-      const kind = args[0] === 'trace' ? 'trace' : args[0] === 'svc' ? 'svc' : undefined
-      const invalid = json !== undefined && kind && !(kind === 'trace' && code === 2) ? schemaErrors(json, kind) : null
-      if (invalid) rejectResult(new Error(`kproxy-doctor ${args.join(' ')}: output does not match schema/report.schema.json:\n${invalid}`))
-      else resolveResult({code, stdout, stderr, json})
-    })
+        const kind = args[0] === 'trace' ? 'trace' : args[0] === 'svc' ? 'svc' : undefined
+        const invalid =
+          json !== undefined && kind && !(kind === 'trace' && code === 2) ? schemaErrors(json, kind) : null
+        if (invalid)
+          rejectResult(
+            new Error(`kproxy-doctor ${args.join(' ')}: output does not match schema/report.schema.json:\n${invalid}`),
+          )
+        else resolveResult({code, stdout, stderr, json})
+      },
+    )
     child.stdin?.end(stdin ?? '')
   })
 }

@@ -24,12 +24,16 @@ function hostMounts(spec: PodSpec): Record<string, string> {
  * runs in its node's namespace, a lab pod in its own; anything else gets no sandbox (its exec is refused).
  * `missingCommands` names, per pod-name prefix, the commands its image lacks.
  */
-export function labPodSandbox(lab: NetnsLab, missingCommands: Record<string, string[]> = {}): (pod: PodLike) => PodSandbox | undefined {
+export function labPodSandbox(
+  lab: NetnsLab,
+  missingCommands: Record<string, string[]> = {},
+): (pod: PodLike) => PodSandbox | undefined {
   return (pod) => {
     const name = pod.metadata?.name ?? ''
     const spec = (pod.spec ?? {}) as PodSpec
     const missing = Object.entries(missingCommands).find(([prefix]) => name.startsWith(prefix))?.[1]
-    if (spec.hostNetwork && spec.nodeName && lab.namespaces.includes(lab.nodeNs(spec.nodeName))) return {netns: lab.nodeNs(spec.nodeName), missingCommands: missing, hostMounts: hostMounts(spec)}
+    if (spec.hostNetwork && spec.nodeName && lab.namespaces.includes(lab.nodeNs(spec.nodeName)))
+      return {netns: lab.nodeNs(spec.nodeName), missingCommands: missing, hostMounts: hostMounts(spec)}
     if (lab.pods.some((p) => p.name === name)) return {netns: lab.podNs(name), missingCommands: missing}
     return undefined
   }

@@ -56,7 +56,8 @@ function track(tracker: StreamTracker, ws: WebSocket, child?: ChildProcess): voi
 function execStatus(argv: string[], code: number | null, signal: string | null, stderrTail: string): object {
   if (code === 0) return {metadata: {}, status: 'Success'}
   // `ip netns exec` cannot start a missing program: answer as the container runtime does for a binary not in the image.
-  if (code !== 0 && stderrTail.startsWith(`exec of "${argv[0]}" failed: No such file or directory`)) return commandNotFoundStatus(argv[0])
+  if (code !== 0 && stderrTail.startsWith(`exec of "${argv[0]}" failed: No such file or directory`))
+    return commandNotFoundStatus(argv[0])
   const exitCode = code ?? 128 + (signal === 'SIGKILL' ? 9 : 15)
   return {
     metadata: {},
@@ -79,7 +80,13 @@ function commandNotFoundStatus(command: string): object {
 }
 
 /** Runs one exec session to its end: the command's output on channels 1/2, then its Status on channel 3, then close. */
-export function runExecSession(ws: WebSocket, argv: string[], sandbox: PodSandbox, wantsStdin: boolean, tracker: StreamTracker): void {
+export function runExecSession(
+  ws: WebSocket,
+  argv: string[],
+  sandbox: PodSandbox,
+  wantsStdin: boolean,
+  tracker: StreamTracker,
+): void {
   if (sandbox.missingCommands?.includes(argv[0])) {
     track(tracker, ws)
     ws.send(frame(ERROR, JSON.stringify(commandNotFoundStatus(argv[0]))))
@@ -99,7 +106,12 @@ export function runExecSession(ws: WebSocket, argv: string[], sandbox: PodSandbo
     ws.send(frame(STDERR, d))
   })
   child.on('error', (e) => {
-    ws.send(frame(ERROR, JSON.stringify({metadata: {}, status: 'Failure', message: e.message, reason: 'InternalError', code: 500})))
+    ws.send(
+      frame(
+        ERROR,
+        JSON.stringify({metadata: {}, status: 'Failure', message: e.message, reason: 'InternalError', code: 500}),
+      ),
+    )
     ws.close(1000)
   })
   child.on('close', (code, signal) => {
@@ -139,7 +151,13 @@ function portBytes(port: number): Buffer {
 }
 
 /** Forwards each port to 127.0.0.1:PORT inside the sandbox's namespace; closes when every forward has ended. */
-export function runPortForwardSession(ws: WebSocket, ports: number[], sandbox: PodSandbox, podLabel: string, tracker: StreamTracker): void {
+export function runPortForwardSession(
+  ws: WebSocket,
+  ports: number[],
+  sandbox: PodSandbox,
+  podLabel: string,
+  tracker: StreamTracker,
+): void {
   track(tracker, ws)
   let open = ports.length
   const relays = ports.map((port, i) => {
@@ -147,7 +165,9 @@ export function runPortForwardSession(ws: WebSocket, ports: number[], sandbox: P
     const error = data + 1
     ws.send(frame(data, portBytes(port)))
     ws.send(frame(error, portBytes(port)))
-    const relay = spawn('ip', ['netns', 'exec', sandbox.netns, 'socat', 'STDIO', `TCP4:127.0.0.1:${port}`], {stdio: ['pipe', 'pipe', 'pipe']})
+    const relay = spawn('ip', ['netns', 'exec', sandbox.netns, 'socat', 'STDIO', `TCP4:127.0.0.1:${port}`], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    })
     tracker.children.add(relay)
     relay.stdin.on('error', () => {})
     let relayErr = ''
@@ -157,7 +177,12 @@ export function runPortForwardSession(ws: WebSocket, ports: number[], sandbox: P
       tracker.children.delete(relay)
       if (code !== 0 && ws.readyState === 1) {
         const why = /refused/i.test(relayErr) ? 'connect: connection refused' : relayErr.trim().split('\n').pop()
-        ws.send(frame(error, `error forwarding port ${port} to pod ${podLabel}: failed to connect to localhost:${port} inside namespace "${sandbox.netns}": dial tcp4 127.0.0.1:${port}: ${why}`))
+        ws.send(
+          frame(
+            error,
+            `error forwarding port ${port} to pod ${podLabel}: failed to connect to localhost:${port} inside namespace "${sandbox.netns}": dial tcp4 127.0.0.1:${port}: ${why}`,
+          ),
+        )
       }
       if (--open === 0 && ws.readyState === 1) ws.close(1000)
     })

@@ -6,7 +6,15 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import type {Duplex} from 'node:stream'
 import {WebSocketServer} from 'ws'
-import {EXEC_PROTOCOLS, PORT_FORWARD_PROTOCOLS, runExecSession, runHungSession, runPortForwardSession, type PodSandbox, type StreamTracker} from './apiserver-streams.js'
+import {
+  EXEC_PROTOCOLS,
+  PORT_FORWARD_PROTOCOLS,
+  runExecSession,
+  runHungSession,
+  runPortForwardSession,
+  type PodSandbox,
+  type StreamTracker,
+} from './apiserver-streams.js'
 import {run} from './sh.js'
 
 /**
@@ -33,7 +41,16 @@ const RESOURCES: Record<string, ResourceDef> = {
   endpointslices: {group: 'discovery.k8s.io', version: 'v1', kind: 'EndpointSlice', namespaced: true},
 }
 
-type Obj = {metadata?: {name?: string; generateName?: string; namespace?: string; labels?: Record<string, string>; [k: string]: unknown}; [k: string]: unknown}
+type Obj = {
+  metadata?: {
+    name?: string
+    generateName?: string
+    namespace?: string
+    labels?: Record<string, string>
+    [k: string]: unknown
+  }
+  [k: string]: unknown
+}
 
 /** One request as the API server's audit log would see it. */
 export interface ApiRequest {
@@ -87,7 +104,10 @@ export class LabApiServer {
   /** Every pod the API accepted to create, as sent (deleted or not). */
   readonly podsEverCreated: Obj[] = []
   readonly streams: StreamTracker = {children: new Set(), sockets: new Set(), resizes: []}
-  private readonly wss = new WebSocketServer({noServer: true, handleProtocols: (offered, req) => this.pickProtocol(offered, req)})
+  private readonly wss = new WebSocketServer({
+    noServer: true,
+    handleProtocols: (offered, req) => this.pickProtocol(offered, req),
+  })
   private readonly timers = new Set<NodeJS.Timeout>()
 
   constructor(public opts: ApiServerOptions) {}
@@ -120,7 +140,9 @@ export class LabApiServer {
     ])
     this.caPem = readFileSync(cert, 'utf8')
     this.server = createServer({key: readFileSync(key), cert: readFileSync(cert)}, (req, res) => this.handle(req, res))
-    this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.handleUpgrade(req, socket, head))
+    this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
+      this.handleUpgrade(req, socket, head),
+    )
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve))
     this.port = (this.server!.address() as {port: number}).port
   }
@@ -172,7 +194,13 @@ current-context: lab
     res.end(text)
   }
 
-  private status(res: ServerResponse, code: number, reason: string, message: string, details?: Record<string, string>): void {
+  private status(
+    res: ServerResponse,
+    code: number,
+    reason: string,
+    message: string,
+    details?: Record<string, string>,
+  ): void {
     this.send(res, code, this.statusBody(code, reason, message, details))
   }
 
@@ -181,30 +209,74 @@ current-context: lab
     const url = new URL(req.url ?? '/', this.url)
     this.requests.push(`${req.method} ${url.pathname}${url.search}`)
     const path = url.pathname.replace(/\/$/, '')
-    const m = /^\/(?:api\/v1|apis\/[^/]+\/[^/]+)(?:\/namespaces\/([^/]+))?\/([^/]+)(?:\/([^/]+))?(?:\/([^/]+))?$/.exec(path)
+    const m = /^\/(?:api\/v1|apis\/[^/]+\/[^/]+)(?:\/namespaces\/([^/]+))?\/([^/]+)(?:\/([^/]+))?(?:\/([^/]+))?$/.exec(
+      path,
+    )
     const [, namespace, resource, name, subresource] = m ?? []
     const method = req.method ?? 'GET'
-    const verb = method === 'POST' ? 'create' : method === 'DELETE' ? 'delete' : method === 'PUT' ? 'update' : method === 'PATCH' ? 'patch' : name ? 'get' : 'list'
-    const entry: ApiRequest = {method, verb, path, namespace, resource, name, subresource, query: [...url.searchParams.entries()]}
+    const verb =
+      method === 'POST'
+        ? 'create'
+        : method === 'DELETE'
+          ? 'delete'
+          : method === 'PUT'
+            ? 'update'
+            : method === 'PATCH'
+              ? 'patch'
+              : name
+                ? 'get'
+                : 'list'
+    const entry: ApiRequest = {
+      method,
+      verb,
+      path,
+      namespace,
+      resource,
+      name,
+      subresource,
+      query: [...url.searchParams.entries()],
+    }
     this.requestLog.push(entry)
     return entry
   }
 
   /** The 403 kube-apiserver gives when RBAC denies `verb` on `resource` (e.g. "pods/exec"), or undefined. */
-  private denial(verb: string, resource: string, group: string, namespace: string | undefined, name: string | undefined, always = false) {
+  private denial(
+    verb: string,
+    resource: string,
+    group: string,
+    namespace: string | undefined,
+    name: string | undefined,
+    always = false,
+  ) {
     const f = this.opts.forbidden
-    if (!always && (!f || !(f.has(`${verb} ${resource} ${namespace ?? ''}`) || f.has(`${verb} ${resource} *`)))) return undefined
+    if (!always && (!f || !(f.has(`${verb} ${resource} ${namespace ?? ''}`) || f.has(`${verb} ${resource} *`))))
+      return undefined
     const [base] = resource.split('/')
     const gr = group ? `${base}.${group}` : base
     const where = namespace ? ` in the namespace "${namespace}"` : ' at the cluster scope'
-    return this.statusBody(403, 'Forbidden', `${gr}${name ? ` "${name}"` : ''} is forbidden: User "kpd-lab" cannot ${verb} resource "${resource}" in API group "${group}"${where}`, {
-      kind: base,
-      ...(name ? {name} : {}),
-    })
+    return this.statusBody(
+      403,
+      'Forbidden',
+      `${gr}${name ? ` "${name}"` : ''} is forbidden: User "kpd-lab" cannot ${verb} resource "${resource}" in API group "${group}"${where}`,
+      {
+        kind: base,
+        ...(name ? {name} : {}),
+      },
+    )
   }
 
   private statusBody(code: number, reason: string, message: string, details?: Record<string, string>) {
-    return {kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, ...(details ? {details} : {}), code}
+    return {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message,
+      reason,
+      ...(details ? {details} : {}),
+      code,
+    }
   }
 
   private pods(): Obj[] {
@@ -218,37 +290,63 @@ current-context: lab
   private handle(req: IncomingMessage, res: ServerResponse): void {
     const r = this.record(req)
     const url = new URL(req.url ?? '/', this.url)
-    if (req.headers.authorization !== `Bearer ${this.opts.token}`) return this.status(res, 401, 'Unauthorized', 'Unauthorized')
+    if (req.headers.authorization !== `Bearer ${this.opts.token}`)
+      return this.status(res, 401, 'Unauthorized', 'Unauthorized')
     const p = r.path
     if (req.method === 'GET') {
-      if (p === '/version') return this.send(res, 200, {major: '1', minor: '33', gitVersion: 'v1.33.0-kpd-lab', platform: 'linux/amd64'})
-      if (p === '/api') return this.send(res, 200, {kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{clientCIDR: '0.0.0.0/0', serverAddress: `127.0.0.1:${this.port}`}]})
+      if (p === '/version')
+        return this.send(res, 200, {major: '1', minor: '33', gitVersion: 'v1.33.0-kpd-lab', platform: 'linux/amd64'})
+      if (p === '/api')
+        return this.send(res, 200, {
+          kind: 'APIVersions',
+          versions: ['v1'],
+          serverAddressByClientCIDRs: [{clientCIDR: '0.0.0.0/0', serverAddress: `127.0.0.1:${this.port}`}],
+        })
       if (p === '/apis') {
         const groups = this.opts.withoutEndpointSlices
           ? []
-          : [{name: 'discovery.k8s.io', versions: [{groupVersion: 'discovery.k8s.io/v1', version: 'v1'}], preferredVersion: {groupVersion: 'discovery.k8s.io/v1', version: 'v1'}}]
+          : [
+              {
+                name: 'discovery.k8s.io',
+                versions: [{groupVersion: 'discovery.k8s.io/v1', version: 'v1'}],
+                preferredVersion: {groupVersion: 'discovery.k8s.io/v1', version: 'v1'},
+              },
+            ]
         return this.send(res, 200, {kind: 'APIGroupList', apiVersion: 'v1', groups})
       }
       if (p === '/api/v1') return this.send(res, 200, this.resourceList('v1', ''))
-      if (p === '/apis/discovery.k8s.io/v1' && !this.opts.withoutEndpointSlices) return this.send(res, 200, this.resourceList('discovery.k8s.io/v1', 'discovery.k8s.io'))
+      if (p === '/apis/discovery.k8s.io/v1' && !this.opts.withoutEndpointSlices)
+        return this.send(res, 200, this.resourceList('discovery.k8s.io/v1', 'discovery.k8s.io'))
     }
-    const m = /^\/(?:api\/v1|apis\/([^/]+)\/([^/]+))(?:\/namespaces\/([^/]+))?\/([^/]+)(?:\/([^/]+))?(?:\/(exec|portforward))?$/.exec(p)
+    const m =
+      /^\/(?:api\/v1|apis\/([^/]+)\/([^/]+))(?:\/namespaces\/([^/]+))?\/([^/]+)(?:\/([^/]+))?(?:\/(exec|portforward))?$/.exec(
+        p,
+      )
     if (!m) return this.status(res, 404, 'NotFound', 'the server could not find the requested resource')
     const [, group = '', , namespace, resource, name, subresource] = m
     const def = RESOURCES[resource]
-    if (!def || def.group !== group || (group === 'discovery.k8s.io' && this.opts.withoutEndpointSlices)) return this.status(res, 404, 'NotFound', 'the server could not find the requested resource')
+    if (!def || def.group !== group || (group === 'discovery.k8s.io' && this.opts.withoutEndpointSlices))
+      return this.status(res, 404, 'NotFound', 'the server could not find the requested resource')
     if (subresource) return this.status(res, 400, 'BadRequest', 'Upgrade request required')
-    if (req.method === 'POST' && resource === 'pods' && namespace && !name) return void this.createPod(req, res, namespace)
+    if (req.method === 'POST' && resource === 'pods' && namespace && !name)
+      return void this.createPod(req, res, namespace)
     if (req.method === 'DELETE' && resource === 'pods' && namespace && name) return this.deletePod(res, namespace, name)
-    if (req.method !== 'GET') return this.status(res, 405, 'MethodNotAllowed', `the test API server does not ${r.verb} ${resource}`)
+    if (req.method !== 'GET')
+      return this.status(res, 405, 'MethodNotAllowed', `the test API server does not ${r.verb} ${resource}`)
     const verb = name ? 'get' : 'list'
     const denied = this.denial(verb, resource, group, namespace, name)
     if (denied) return this.send(res, 403, denied)
-    let items = (resource === 'pods' ? this.pods() : (this.objects.get(resource) ?? [])).filter((o) => !def.namespaced || !namespace || o.metadata?.namespace === namespace)
+    let items = (resource === 'pods' ? this.pods() : (this.objects.get(resource) ?? [])).filter(
+      (o) => !def.namespaced || !namespace || o.metadata?.namespace === namespace,
+    )
     const apiVersion = group ? `${group}/${def.version}` : def.version
     if (name) {
       const found = items.find((o) => o.metadata?.name === name)
-      if (!found) return this.status(res, 404, 'NotFound', `${group ? `${resource}.${group}` : resource} "${name}" not found`, {name, kind: resource})
+      if (!found)
+        return this.status(res, 404, 'NotFound', `${group ? `${resource}.${group}` : resource} "${name}" not found`, {
+          name,
+          kind: resource,
+        })
       return this.send(res, 200, {apiVersion, kind: def.kind, ...found})
     }
     const labelSelector = url.searchParams.get('labelSelector')
@@ -269,19 +367,44 @@ current-context: lab
     }
     const meta = pod.metadata ?? {}
     const name = meta.name ?? (meta.generateName ? meta.generateName + randomUUID().slice(0, 5) : undefined)
-    if (!name) return this.status(res, 422, 'Invalid', 'Pod "" is invalid: metadata.name: Required value: name or generateName is required')
+    if (!name)
+      return this.status(
+        res,
+        422,
+        'Invalid',
+        'Pod "" is invalid: metadata.name: Required value: name or generateName is required',
+      )
     const nodeName = (pod.spec as {nodeName?: string} | undefined)?.nodeName
     const denied =
-      this.denial('create', 'pods', '', namespace, undefined) ?? (nodeName && this.opts.forbidPodsOn?.has(nodeName) ? this.denial('create', 'pods', '', namespace, undefined, true) : undefined)
+      this.denial('create', 'pods', '', namespace, undefined) ??
+      (nodeName && this.opts.forbidPodsOn?.has(nodeName)
+        ? this.denial('create', 'pods', '', namespace, undefined, true)
+        : undefined)
     if (denied) return this.send(res, 403, denied)
-    const invalid = meta.labels?.['app.kubernetes.io/managed-by'] === 'kproxy-doctor' ? this.debugPodViolations(pod) : []
-    if (invalid.length > 0) return this.status(res, 422, 'Invalid', `Pod "${name}" is invalid for a kproxy-doctor debug pod: ${invalid.join('; ')}`, {name, kind: 'Pod'})
-    if (this.findPod(namespace, name)) return this.status(res, 409, 'AlreadyExists', `pods "${name}" already exists`, {name, kind: 'pods'})
+    const invalid =
+      meta.labels?.['app.kubernetes.io/managed-by'] === 'kproxy-doctor' ? this.debugPodViolations(pod) : []
+    if (invalid.length > 0)
+      return this.status(
+        res,
+        422,
+        'Invalid',
+        `Pod "${name}" is invalid for a kproxy-doctor debug pod: ${invalid.join('; ')}`,
+        {name, kind: 'Pod'},
+      )
+    if (this.findPod(namespace, name))
+      return this.status(res, 409, 'AlreadyExists', `pods "${name}" already exists`, {name, kind: 'pods'})
     const created: Obj = {
       ...pod,
       apiVersion: 'v1',
       kind: 'Pod',
-      metadata: {...meta, name, namespace, uid: randomUUID(), resourceVersion: '2', creationTimestamp: new Date().toISOString()},
+      metadata: {
+        ...meta,
+        name,
+        namespace,
+        uid: randomUUID(),
+        resourceVersion: '2',
+        creationTimestamp: new Date().toISOString(),
+      },
       status: {phase: 'Pending', conditions: [{type: 'PodScheduled', status: 'True'}]},
     }
     this.createdPods.push(created)
@@ -290,7 +413,9 @@ current-context: lab
     if (Number.isFinite(startMs)) {
       const timer = setTimeout(() => {
         this.timers.delete(timer)
-        const containers = ((created.spec as {containers?: {name: string; image?: string}[]} | undefined)?.containers ?? []).map((c) => ({
+        const containers = (
+          (created.spec as {containers?: {name: string; image?: string}[]} | undefined)?.containers ?? []
+        ).map((c) => ({
           name: c.name,
           image: c.image ?? '',
           imageID: '',
@@ -324,15 +449,21 @@ current-context: lab
       hostPID?: boolean
       tolerations?: Record<string, unknown>[]
       volumes?: {name: string; hostPath?: {path?: string}}[]
-      containers?: {image?: string; securityContext?: {privileged?: boolean}; volumeMounts?: {name: string; mountPath: string; readOnly?: boolean}[]}[]
+      containers?: {
+        image?: string
+        securityContext?: {privileged?: boolean}
+        volumeMounts?: {name: string; mountPath: string; readOnly?: boolean}[]
+      }[]
     }
     const spec = (pod.spec ?? {}) as Spec
     const out: string[] = []
     const nodes = (this.objects.get('nodes') ?? []).map((n) => n.metadata?.name)
-    if (!spec.nodeName || !nodes.includes(spec.nodeName)) out.push(`spec.nodeName: ${JSON.stringify(spec.nodeName)} is not a node`)
+    if (!spec.nodeName || !nodes.includes(spec.nodeName))
+      out.push(`spec.nodeName: ${JSON.stringify(spec.nodeName)} is not a node`)
     if (spec.hostNetwork !== true) out.push('spec.hostNetwork must be true')
     if (spec.hostPID !== true) out.push('spec.hostPID must be true')
-    if (!(spec.tolerations ?? []).some((t) => t.operator === 'Exists' && t.key === undefined && t.effect === undefined)) out.push('spec.tolerations must hold {operator: Exists}')
+    if (!(spec.tolerations ?? []).some((t) => t.operator === 'Exists' && t.key === undefined && t.effect === undefined))
+      out.push('spec.tolerations must hold {operator: Exists}')
     const containers = spec.containers ?? []
     if (containers.length !== 1) out.push('one container')
     const c = containers[0]
@@ -353,7 +484,10 @@ current-context: lab
     if (i < 0) return this.status(res, 404, 'NotFound', `pods "${name}" not found`, {name, kind: 'pods'})
     const [pod] = this.createdPods.splice(i, 1)
     for (const child of [...this.streams.children]) if (this.podOfChild.get(child) === pod) child.kill('SIGKILL')
-    this.send(res, 200, {...pod, metadata: {...pod.metadata, deletionTimestamp: new Date().toISOString(), deletionGracePeriodSeconds: 0}})
+    this.send(res, 200, {
+      ...pod,
+      metadata: {...pod.metadata, deletionTimestamp: new Date().toISOString(), deletionGracePeriodSeconds: 0},
+    })
   }
 
   private readonly podOfChild = new WeakMap<object, Obj>()
@@ -367,40 +501,87 @@ current-context: lab
   private refuseUpgrade(socket: Duplex, code: number, body: object): void {
     const text = JSON.stringify(body)
     const reason = {400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found'}[code] ?? 'Error'
-    socket.end(`HTTP/1.1 ${code} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`)
+    socket.end(
+      `HTTP/1.1 ${code} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+    )
   }
 
   private handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on('error', () => {})
     const r = this.record(req)
-    if (req.headers.authorization !== `Bearer ${this.opts.token}`) return this.refuseUpgrade(socket, 401, this.statusBody(401, 'Unauthorized', 'Unauthorized'))
+    if (req.headers.authorization !== `Bearer ${this.opts.token}`)
+      return this.refuseUpgrade(socket, 401, this.statusBody(401, 'Unauthorized', 'Unauthorized'))
     const {namespace, resource, name, subresource} = r
     if (resource !== 'pods' || !namespace || !name || (subresource !== 'exec' && subresource !== 'portforward'))
-      return this.refuseUpgrade(socket, 404, this.statusBody(404, 'NotFound', 'the server could not find the requested resource'))
+      return this.refuseUpgrade(
+        socket,
+        404,
+        this.statusBody(404, 'NotFound', 'the server could not find the requested resource'),
+      )
     if (!/websocket/i.test(String(req.headers.upgrade ?? '')))
-      return this.refuseUpgrade(socket, 400, this.statusBody(400, 'BadRequest', `the test API server speaks only WebSocket, not ${req.headers.upgrade}`))
+      return this.refuseUpgrade(
+        socket,
+        400,
+        this.statusBody(400, 'BadRequest', `the test API server speaks only WebSocket, not ${req.headers.upgrade}`),
+      )
     const offered = String(req.headers['sec-websocket-protocol'] ?? '')
     if (/SPDY\/3\.1\+portforward/.test(offered))
-      return this.refuseUpgrade(socket, 400, this.statusBody(400, 'BadRequest', 'the test API server does not tunnel SPDY (kubectl port-forward); it speaks v4.channel.k8s.io'))
+      return this.refuseUpgrade(
+        socket,
+        400,
+        this.statusBody(
+          400,
+          'BadRequest',
+          'the test API server does not tunnel SPDY (kubectl port-forward); it speaks v4.channel.k8s.io',
+        ),
+      )
     const denied = this.denial('create', `pods/${subresource}`, '', namespace, name)
     if (denied) return this.refuseUpgrade(socket, 403, denied)
     const pod = this.findPod(namespace, name)
-    if (!pod) return this.refuseUpgrade(socket, 404, this.statusBody(404, 'NotFound', `pods "${name}" not found`, {name, kind: 'pods'}))
+    if (!pod)
+      return this.refuseUpgrade(
+        socket,
+        404,
+        this.statusBody(404, 'NotFound', `pods "${name}" not found`, {name, kind: 'pods'}),
+      )
     const podLabel = `${namespace}/${name}`
     const query = new URLSearchParams(r.query)
     const containers = ((pod.spec as {containers?: {name: string}[]} | undefined)?.containers ?? []).map((c) => c.name)
     const container = query.get('container') || containers[0]
-    if (subresource === 'exec' && !containers.includes(container)) return this.refuseUpgrade(socket, 400, this.statusBody(400, 'BadRequest', `container ${container} is not valid for pod ${name}`))
-    const sandbox = (pod.status as {phase?: string} | undefined)?.phase === 'Running' ? this.opts.podSandbox?.(pod) : undefined
-    if (!sandbox) return this.refuseUpgrade(socket, 400, this.statusBody(400, 'BadRequest', `unable to upgrade connection: container not found ("${container}")`))
+    if (subresource === 'exec' && !containers.includes(container))
+      return this.refuseUpgrade(
+        socket,
+        400,
+        this.statusBody(400, 'BadRequest', `container ${container} is not valid for pod ${name}`),
+      )
+    const sandbox =
+      (pod.status as {phase?: string} | undefined)?.phase === 'Running' ? this.opts.podSandbox?.(pod) : undefined
+    if (!sandbox)
+      return this.refuseUpgrade(
+        socket,
+        400,
+        this.statusBody(400, 'BadRequest', `unable to upgrade connection: container not found ("${container}")`),
+      )
     const argv = query.getAll('command')
-    if (subresource === 'exec' && argv.length === 0) return this.refuseUpgrade(socket, 400, this.statusBody(400, 'BadRequest', 'you must specify at least one command for the container'))
+    if (subresource === 'exec' && argv.length === 0)
+      return this.refuseUpgrade(
+        socket,
+        400,
+        this.statusBody(400, 'BadRequest', 'you must specify at least one command for the container'),
+      )
     const ports = query
       .getAll('ports')
       .flatMap((v) => v.split(','))
       .map(Number)
-    if (subresource === 'portforward' && (ports.length === 0 || ports.some((n) => !Number.isInteger(n) || n < 1 || n > 65535)))
-      return this.refuseUpgrade(socket, 400, this.statusBody(400, 'BadRequest', 'query parameter "port" is required and must be a port number'))
+    if (
+      subresource === 'portforward' &&
+      (ports.length === 0 || ports.some((n) => !Number.isInteger(n) || n < 1 || n > 65535))
+    )
+      return this.refuseUpgrade(
+        socket,
+        400,
+        this.statusBody(400, 'BadRequest', 'query parameter "port" is required and must be a port number'),
+      )
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       const before = new Set(this.streams.children)
       if (subresource === 'portforward') runPortForwardSession(ws, ports, sandbox, podLabel, this.streams)
@@ -428,8 +609,20 @@ current-context: lab
           },
           ...(name === 'pods'
             ? [
-                {name: 'pods/exec', singularName: '', namespaced: true, kind: 'PodExecOptions', verbs: ['create', 'get']},
-                {name: 'pods/portforward', singularName: '', namespaced: true, kind: 'PodPortForwardOptions', verbs: ['create', 'get']},
+                {
+                  name: 'pods/exec',
+                  singularName: '',
+                  namespaced: true,
+                  kind: 'PodExecOptions',
+                  verbs: ['create', 'get'],
+                },
+                {
+                  name: 'pods/portforward',
+                  singularName: '',
+                  namespaced: true,
+                  kind: 'PodPortForwardOptions',
+                  verbs: ['create', 'get'],
+                },
               ]
             : []),
         ]),

@@ -42,7 +42,13 @@ const health = createServer((req, res) => {
   const s = state()
   res.statusCode = s.healthy ? 200 : 503
   res.setHeader('Content-Type', 'application/json')
-  res.end(JSON.stringify({lastUpdated: new Date(s.lastSync * 1000).toISOString(), currentTime: new Date().toISOString(), nodeEligible: true}))
+  res.end(
+    JSON.stringify({
+      lastUpdated: new Date(s.lastSync * 1000).toISOString(),
+      currentTime: new Date().toISOString(),
+      nodeEligible: true,
+    }),
+  )
 })
 
 metrics.listen(10249, '127.0.0.1')

@@ -1,4 +1,12 @@
-import {CLUSTER_CIDR, endpointPort, familyView, selects, type LabNode, type LabPod, type LabService} from './lab-cluster.js'
+import {
+  CLUSTER_CIDR,
+  endpointPort,
+  familyView,
+  selects,
+  type LabNode,
+  type LabPod,
+  type LabService,
+} from './lab-cluster.js'
 
 const created = '2026-11-01T00:00:00Z'
 
@@ -20,30 +28,69 @@ export function nodeObject(n: LabNode) {
 export function podObject(p: LabPod) {
   const ready = p.ready ? 'True' : 'False'
   return {
-    metadata: {name: p.name, namespace: p.namespace, labels: p.labels, uid: `uid-${p.name}`, creationTimestamp: created},
+    metadata: {
+      name: p.name,
+      namespace: p.namespace,
+      labels: p.labels,
+      uid: `uid-${p.name}`,
+      creationTimestamp: created,
+    },
     spec: {
       nodeName: p.node,
-      containers: [{name: p.kind, image: `lab/${p.kind}`, ports: p.port ? [{name: p.portName, containerPort: p.port, protocol: 'TCP'}] : []}],
+      containers: [
+        {
+          name: p.kind,
+          image: `lab/${p.kind}`,
+          ports: p.port ? [{name: p.portName, containerPort: p.port, protocol: 'TCP'}] : [],
+        },
+      ],
     },
     status: {
       phase: 'Running',
       podIP: p.ip,
       podIPs: [{ip: p.ip}, ...(p.ip6 ? [{ip: p.ip6}] : [])],
-      conditions: [{type: 'Ready', status: ready, ...(p.ready ? {} : {reason: 'ContainersNotReady', message: `containers with unready status: [${p.kind}]`})}],
-      containerStatuses: [{name: p.kind, ready: p.ready, restartCount: 0, image: `lab/${p.kind}`, imageID: '', started: true, state: {running: {startedAt: created}}}],
+      conditions: [
+        {
+          type: 'Ready',
+          status: ready,
+          ...(p.ready ? {} : {reason: 'ContainersNotReady', message: `containers with unready status: [${p.kind}]`}),
+        },
+      ],
+      containerStatuses: [
+        {
+          name: p.kind,
+          ready: p.ready,
+          restartCount: 0,
+          image: `lab/${p.kind}`,
+          imageID: '',
+          started: true,
+          state: {running: {startedAt: created}},
+        },
+      ],
     },
   }
 }
 
 export function serviceObject(s: LabService) {
   return {
-    metadata: {name: s.name, namespace: s.namespace, ...(s.namespace === 'kube-system' ? {labels: {'k8s-app': 'kube-dns'}} : {}), creationTimestamp: created},
+    metadata: {
+      name: s.name,
+      namespace: s.namespace,
+      ...(s.namespace === 'kube-system' ? {labels: {'k8s-app': 'kube-dns'}} : {}),
+      creationTimestamp: created,
+    },
     spec: {
       type: s.type,
       clusterIP: s.clusterIP,
       clusterIPs: [s.clusterIP, ...(s.clusterIP6 ? [s.clusterIP6] : [])],
       selector: s.selector,
-      ports: s.ports.map((p) => ({name: p.name, port: p.port, targetPort: p.targetPort, protocol: p.protocol, ...(p.nodePort ? {nodePort: p.nodePort} : {})})),
+      ports: s.ports.map((p) => ({
+        name: p.name,
+        port: p.port,
+        targetPort: p.targetPort,
+        protocol: p.protocol,
+        ...(p.nodePort ? {nodePort: p.nodePort} : {}),
+      })),
       sessionAffinity: s.affinitySeconds ? 'ClientIP' : 'None',
       ...(s.affinitySeconds ? {sessionAffinityConfig: {clientIP: {timeoutSeconds: s.affinitySeconds}}} : {}),
       externalTrafficPolicy: s.type === 'NodePort' ? (s.externalTrafficPolicy ?? 'Cluster') : undefined,
@@ -65,7 +112,10 @@ export function endpointSliceObject(svc: LabService, allPods: LabPod[], family: 
     metadata: {
       name: family === 6 ? `${s.name}-v6d34` : `${s.name}-abc12`,
       namespace: s.namespace,
-      labels: {'kubernetes.io/service-name': s.name, 'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io'},
+      labels: {
+        'kubernetes.io/service-name': s.name,
+        'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io',
+      },
       creationTimestamp: created,
     },
     addressType: family === 6 ? 'IPv6' : 'IPv4',
@@ -75,7 +125,13 @@ export function endpointSliceObject(svc: LabService, allPods: LabPod[], family: 
       nodeName: p.node,
       targetRef: {kind: 'Pod', name: p.name, namespace: p.namespace, uid: `uid-${p.name}`},
     })),
-    ports: s.ports.map((sp) => ({name: sp.name, port: selected.map((p) => endpointPort(sp, p)).find((x) => x > 0) ?? (typeof sp.targetPort === 'number' ? sp.targetPort : 0), protocol: sp.protocol})),
+    ports: s.ports.map((sp) => ({
+      name: sp.name,
+      port:
+        selected.map((p) => endpointPort(sp, p)).find((x) => x > 0) ??
+        (typeof sp.targetPort === 'number' ? sp.targetPort : 0),
+      protocol: sp.protocol,
+    })),
   }
 }
 
@@ -99,15 +155,39 @@ mode: "iptables"
 /** kube-proxy's DaemonSet Pod on a node, running and ready or crash-looping. */
 export function kubeProxyPodObject(node: string, ready: boolean) {
   return {
-    metadata: {name: `kube-proxy-${node.slice(-1)}x7k2`, namespace: 'kube-system', labels: {'k8s-app': 'kube-proxy'}, creationTimestamp: created},
-    spec: {nodeName: node, hostNetwork: true, containers: [{name: 'kube-proxy', image: 'registry.k8s.io/kube-proxy:v1.33.0'}]},
+    metadata: {
+      name: `kube-proxy-${node.slice(-1)}x7k2`,
+      namespace: 'kube-system',
+      labels: {'k8s-app': 'kube-proxy'},
+      creationTimestamp: created,
+    },
+    spec: {
+      nodeName: node,
+      hostNetwork: true,
+      containers: [{name: 'kube-proxy', image: 'registry.k8s.io/kube-proxy:v1.33.0'}],
+    },
     status: {
       phase: 'Running',
       conditions: [{type: 'Ready', status: ready ? 'True' : 'False'}],
       containerStatuses: [
         ready
-          ? {name: 'kube-proxy', ready: true, restartCount: 0, image: '', imageID: '', state: {running: {startedAt: created}}}
-          : {name: 'kube-proxy', ready: false, restartCount: 7, image: '', imageID: '', state: {waiting: {reason: 'CrashLoopBackOff'}}, lastState: {terminated: {reason: 'Error', exitCode: 1}}},
+          ? {
+              name: 'kube-proxy',
+              ready: true,
+              restartCount: 0,
+              image: '',
+              imageID: '',
+              state: {running: {startedAt: created}},
+            }
+          : {
+              name: 'kube-proxy',
+              ready: false,
+              restartCount: 7,
+              image: '',
+              imageID: '',
+              state: {waiting: {reason: 'CrashLoopBackOff'}},
+              lastState: {terminated: {reason: 'Error', exitCode: 1}},
+            },
       ],
     },
   }
@@ -137,7 +217,13 @@ export function cniCacheFile(p: LabPod, gateway: string, network = 'cbr0'): {nam
     routes: [{dst: '0.0.0.0/0', gw: gateway}],
     dns: {},
   }
-  const config = Buffer.from(JSON.stringify({cniVersion: '1.0.0', name: network, plugins: [{type: 'bridge', bridge: 'cbr0', hairpinMode: true}]})).toString('base64')
+  const config = Buffer.from(
+    JSON.stringify({
+      cniVersion: '1.0.0',
+      name: network,
+      plugins: [{type: 'bridge', bridge: 'cbr0', hairpinMode: true}],
+    }),
+  ).toString('base64')
   const cached = {
     kind: 'cniCacheV1',
     containerId: id,

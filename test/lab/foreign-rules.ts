@@ -30,7 +30,10 @@ export function foreignFilterRules(rules: ForeignFilterRules): string {
   if (rules.policyChain) {
     const {name, dropTo} = rules.policyChain
     lines.push(`:${name} - [0:0]`, `-I FORWARD 1 -m comment --comment ${q('policy engine: forward hook')} -j ${name}`)
-    for (const ip of dropTo) lines.push(`-A ${name} -d ${ip}/32 -m comment --comment ${q('policy engine: default deny ingress')} -m conntrack --ctstate NEW -j DROP`)
+    for (const ip of dropTo)
+      lines.push(
+        `-A ${name} -d ${ip}/32 -m comment --comment ${q('policy engine: default deny ingress')} -m conntrack --ctstate NEW -j DROP`,
+      )
   }
   lines.push('COMMIT', '')
   return lines.join('\n')

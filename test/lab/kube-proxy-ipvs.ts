@@ -1,5 +1,14 @@
 import {ipvsSetName} from '../../src/model/chain-names.js'
-import {CLUSTER_CIDR, CLUSTER_CIDR6, endpointPort, familyView, selects, type LabNode, type LabPod, type LabService} from './lab-cluster.js'
+import {
+  CLUSTER_CIDR,
+  CLUSTER_CIDR6,
+  endpointPort,
+  familyView,
+  selects,
+  type LabNode,
+  type LabPod,
+  type LabService,
+} from './lab-cluster.js'
 
 /** Ways an IPVS node goes wrong. */
 export interface IpvsFaults {
@@ -25,21 +34,36 @@ export interface IpvsTexts {
 }
 
 /** The header `ipvsadm -Ln` prints once, above every family's virtual servers. */
-const IPVSADM_LIST_HEADER = ['IP Virtual Server version 1.2.1 (size=4096)', 'Prot LocalAddress:Port Scheduler Flags', '  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn']
+const IPVSADM_LIST_HEADER = [
+  'IP Virtual Server version 1.2.1 (size=4096)',
+  'Prot LocalAddress:Port Scheduler Flags',
+  '  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn',
+]
 
 /**
  * What an IPVS-mode kube-proxy leaves on `node`, as the tools print it (ipvsadm -Sn and -Ln, ipset save, ip -o addr,
  * sysctl, iptables-save); with family 6 its IPv6 half: virtual and real servers as "[ip]:port", the KUBE-6-* ipsets
  * (family inet6), inet6 addresses on kube-ipvs0 and the ip6tables-save glue. `ipvsadmList` has no header then.
  */
-export function kubeProxyIpvsTexts(node: LabNode, allServices: LabService[], allPods: LabPod[], faults: IpvsFaults = {}, family: 4 | 6 = 4): IpvsTexts {
+export function kubeProxyIpvsTexts(
+  node: LabNode,
+  allServices: LabService[],
+  allPods: LabPod[],
+  faults: IpvsFaults = {},
+  family: 4 | 6 = 4,
+): IpvsTexts {
   const {services, pods} = familyView(family, allServices, allPods)
   const nodeIp = family === 6 ? node.ip6! : node.ip
   const at = (ip: string, port: number) => (family === 6 ? `[${ip}]:${port}` : `${ip}:${port}`)
   const set = (name: string) => ipvsSetName(name, family)
   const save: string[] = []
   const list: string[] = family === 6 ? [] : [...IPVSADM_LIST_HEADER]
-  const sets: Record<string, string[]> = {'KUBE-CLUSTER-IP': [], 'KUBE-LOOP-BACK': [], 'KUBE-NODE-PORT-TCP': [], 'KUBE-NODE-PORT-UDP': []}
+  const sets: Record<string, string[]> = {
+    'KUBE-CLUSTER-IP': [],
+    'KUBE-LOOP-BACK': [],
+    'KUBE-NODE-PORT-TCP': [],
+    'KUBE-NODE-PORT-UDP': [],
+  }
   const vips = new Set<string>()
   const flag = (proto: string) => (proto === 'udp' ? '-u' : '-t')
   const addVs = (proto: string, ip: string, port: number, reals: Array<{ip: string; port: number; weight: number}>) => {
@@ -54,19 +78,29 @@ export function kubeProxyIpvsTexts(node: LabNode, allServices: LabService[], all
     vips.add(svc.clusterIP)
     for (const sp of svc.ports) {
       const proto = sp.protocol.toLowerCase()
-      const eps = pods.filter((p) => selects(svc, p) && p.ready && endpointPort(sp, p) > 0 && p.ip !== faults.omitRealServer)
-      const reals = eps.map((p) => ({ip: p.ip, port: faults.wrongPortFor?.ip === p.ip ? faults.wrongPortFor.port : endpointPort(sp, p), weight: faults.weightZeroFor === p.ip ? 0 : 1}))
+      const eps = pods.filter(
+        (p) => selects(svc, p) && p.ready && endpointPort(sp, p) > 0 && p.ip !== faults.omitRealServer,
+      )
+      const reals = eps.map((p) => ({
+        ip: p.ip,
+        port: faults.wrongPortFor?.ip === p.ip ? faults.wrongPortFor.port : endpointPort(sp, p),
+        weight: faults.weightZeroFor === p.ip ? 0 : 1,
+      }))
       if (faults.staleRealServer && svc === services[0]) reals.push({...faults.staleRealServer, weight: 1})
       if (!(faults.omitClusterVs && svc === services[0])) addVs(proto, svc.clusterIP, sp.port, reals)
       sets['KUBE-CLUSTER-IP'].push(`${svc.clusterIP},${proto}:${sp.port}`)
-      for (const p of eps.filter((x) => x.node === node.name)) if (!faults.omitLoopBack) sets['KUBE-LOOP-BACK'].push(`${p.ip},${proto}:${endpointPort(sp, p)},${p.ip}`)
+      for (const p of eps.filter((x) => x.node === node.name))
+        if (!faults.omitLoopBack) sets['KUBE-LOOP-BACK'].push(`${p.ip},${proto}:${endpointPort(sp, p)},${p.ip}`)
       if (sp.nodePort) {
         if (!faults.omitNodePortVs) addVs(proto, nodeIp, sp.nodePort, reals)
         sets[`KUBE-NODE-PORT-${sp.protocol}`].push(String(sp.nodePort))
       }
     }
   }
-  if (faults.omitIpsetMember) sets[faults.omitIpsetMember.set] = sets[faults.omitIpsetMember.set].filter((m) => m !== faults.omitIpsetMember!.member)
+  if (faults.omitIpsetMember)
+    sets[faults.omitIpsetMember.set] = sets[faults.omitIpsetMember.set].filter(
+      (m) => m !== faults.omitIpsetMember!.member,
+    )
   const inet = family === 6 ? 'inet6' : 'inet'
   const ipset = [
     `create ${set('KUBE-CLUSTER-IP')} hash:ip,port family ${inet} hashsize 1024 maxelem 65536 comment bucketsize 12 initval 0x1e2d3c4b`,
@@ -83,7 +117,13 @@ export function kubeProxyIpvsTexts(node: LabNode, allServices: LabService[], all
   ].join('\n')
   const bound = [...vips].filter((ip) => ip !== faults.unbindVip)
   const kubeIpvs0 =
-    bound.map((ip) => (family === 6 ? `7: kube-ipvs0    inet6 ${ip}/128 scope global \\       valid_lft forever preferred_lft forever` : `7: kube-ipvs0    inet ${ip}/32 scope global kube-ipvs0\\       valid_lft forever preferred_lft forever`)).join('\n') + '\n'
+    bound
+      .map((ip) =>
+        family === 6
+          ? `7: kube-ipvs0    inet6 ${ip}/128 scope global \\       valid_lft forever preferred_lft forever`
+          : `7: kube-ipvs0    inet ${ip}/32 scope global kube-ipvs0\\       valid_lft forever preferred_lft forever`,
+      )
+      .join('\n') + '\n'
   const sysctls = {
     'net.ipv4.ip_forward': '1',
     'net.ipv4.vs.conntrack': '1',

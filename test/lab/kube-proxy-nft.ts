@@ -1,6 +1,14 @@
 import {nftEndpointChainName, nftServiceChainNames, nftServicePortBase} from '../../src/model/chain-names.js'
 import type {RuleFaults} from './kube-proxy-rules.js'
-import {CLUSTER_CIDR, CLUSTER_CIDR6, familyView, labEndpoints, type LabNode, type LabPod, type LabService} from './lab-cluster.js'
+import {
+  CLUSTER_CIDR,
+  CLUSTER_CIDR6,
+  familyView,
+  labEndpoints,
+  type LabNode,
+  type LabPod,
+  type LabService,
+} from './lab-cluster.js'
 
 const elements = (items: string[]) => (items.length ? `\t\telements = { ${items.join(',\n\t\t\t')} }\n` : '')
 
@@ -9,7 +17,13 @@ const elements = (items: string[]) => (items.length ? `\t\telements = { ${items.
  * family 6 its `ip6 kube-proxy` table for the Services' IPv6 ClusterIPs and the Pods' IPv6 addresses (same chain, set
  * and map names; `ip6` matches, `ipv6_addr` keys, DNAT to "[ip]:port").
  */
-export function kubeProxyNftRules(node: LabNode, allServices: LabService[], allPods: LabPod[], faults: RuleFaults = {}, family: 4 | 6 = 4): string {
+export function kubeProxyNftRules(
+  node: LabNode,
+  allServices: LabService[],
+  allPods: LabPod[],
+  faults: RuleFaults = {},
+  family: 4 | 6 = 4,
+): string {
   const {services, pods} = familyView(family, allServices, allPods)
   const ipX = family === 6 ? 'ip6' : 'ip'
   const addrType = family === 6 ? 'ipv6_addr' : 'ipv4_addr'
@@ -26,16 +40,21 @@ export function kubeProxyNftRules(node: LabNode, allServices: LabService[], allP
       const proto = sp.protocol.toLowerCase()
       const base = nftServicePortBase(svc.namespace, svc.name, proto, sp.name)
       const names = nftServiceChainNames(base)
-      const eps = labEndpoints(svc, sp, pods, {omit: faults.omitEndpoint, stale: svc === services[0] ? faults.staleEndpoint : undefined})
+      const eps = labEndpoints(svc, sp, pods, {
+        omit: faults.omitEndpoint,
+        stale: svc === services[0] ? faults.staleEndpoint : undefined,
+      })
       const etpLocal = svc.externalTrafficPolicy === 'Local' && !!sp.nodePort
       const localEps = eps.filter((e) => e.node === node.name)
-      const dispatch = (list: typeof eps) => `numgen random mod ${list.length} vmap { ${list.map((ep, i) => `${i} : goto ${nftEndpointChainName(base, ep.ip, ep.port)}`).join(', ')} }`
+      const dispatch = (list: typeof eps) =>
+        `numgen random mod ${list.length} vmap { ${list.map((ep, i) => `${i} : goto ${nftEndpointChainName(base, ep.ip, ep.port)}`).join(', ')} }`
       if (eps.length === 0) {
         noEndpoints.push(`${svc.clusterIP} . ${proto} . ${sp.port} : goto reject-chain`)
         if (sp.nodePort) noEndpointNodePorts.push(`${proto} . ${sp.nodePort} : goto reject-chain`)
         continue
       }
-      if (!(faults.omitClusterIp && svc === services[0])) serviceIps.push(`${svc.clusterIP} . ${proto} . ${sp.port} : goto ${names.service}`)
+      if (!(faults.omitClusterIp && svc === services[0]))
+        serviceIps.push(`${svc.clusterIP} . ${proto} . ${sp.port} : goto ${names.service}`)
       if (sp.nodePort && !faults.omitNodePorts) {
         nodePorts.push(`${proto} . ${sp.nodePort} : goto ${names.external}`)
         if (etpLocal) {
@@ -48,11 +67,15 @@ export function kubeProxyNftRules(node: LabNode, allServices: LabService[], allP
         } else chains.push(`\tchain ${names.external} {\n\t\tjump mark-for-masquerade\n\t\tgoto ${names.service}\n\t}`)
       }
       if (etpLocal && localEps.length === 0) noEndpointNodePorts.push(`${proto} . ${sp.nodePort} : drop`)
-      chains.push(`\tchain ${names.service} {\n\t\t${ipX} daddr ${svc.clusterIP} ${proto} dport ${sp.port} ${ipX} saddr != ${clusterCidr} jump mark-for-masquerade\n\t\t${dispatch(eps)}\n\t}`)
+      chains.push(
+        `\tchain ${names.service} {\n\t\t${ipX} daddr ${svc.clusterIP} ${proto} dport ${sp.port} ${ipX} saddr != ${clusterCidr} jump mark-for-masquerade\n\t\t${dispatch(eps)}\n\t}`,
+      )
       for (const ep of eps) {
         const to = hostPort(ep.ip, faults.wrongPortFor?.ip === ep.ip ? faults.wrongPortFor.port : ep.port)
         const dnat = faults.dropDnatFor === ep.ip ? '' : `\t\tmeta l4proto ${proto} dnat to ${to}\n`
-        chains.push(`\tchain ${nftEndpointChainName(base, ep.ip, ep.port)} {\n\t\t${ipX} saddr ${ep.ip} jump mark-for-masquerade\n${dnat}\t}`)
+        chains.push(
+          `\tchain ${nftEndpointChainName(base, ep.ip, ep.port)} {\n\t\t${ipX} saddr ${ep.ip} jump mark-for-masquerade\n${dnat}\t}`,
+        )
       }
     }
   }

@@ -1,5 +1,13 @@
 import {endpointChainName, serviceChainNames, servicePortName} from '../../src/model/chain-names.js'
-import {CLUSTER_CIDR, CLUSTER_CIDR6, familyView, labEndpoints, type LabNode, type LabPod, type LabService} from './lab-cluster.js'
+import {
+  CLUSTER_CIDR,
+  CLUSTER_CIDR6,
+  familyView,
+  labEndpoints,
+  type LabNode,
+  type LabPod,
+  type LabService,
+} from './lab-cluster.js'
 
 /** Ways to break one node's rules, as a stuck kube-proxy or a hand edit would. */
 export interface RuleFaults {
@@ -27,7 +35,13 @@ const q = (s: string) => `"${s}"`
  * family 6 the ip6tables-restore input for their IPv6 ClusterIPs and the Pods' IPv6 addresses (same chain names:
  * kube-proxy hashes the service port name, and the endpoint as "[ip]:port").
  */
-export function kubeProxyRules(node: LabNode, allServices: LabService[], allPods: LabPod[], faults: RuleFaults = {}, family: 4 | 6 = 4): string {
+export function kubeProxyRules(
+  node: LabNode,
+  allServices: LabService[],
+  allPods: LabPod[],
+  faults: RuleFaults = {},
+  family: 4 | 6 = 4,
+): string {
   const {services, pods} = familyView(family, allServices, allPods)
   const host = family === 6 ? '/128' : '/32'
   const clusterCidr = family === 6 ? CLUSTER_CIDR6 : CLUSTER_CIDR
@@ -42,13 +56,19 @@ export function kubeProxyRules(node: LabNode, allServices: LabService[], allPods
       const proto = sp.protocol.toLowerCase()
       const spn = servicePortName(svc.namespace, svc.name, sp.name)
       const chains = serviceChainNames(spn, proto)
-      const eps = labEndpoints(svc, sp, pods, {omit: faults.omitEndpoint, stale: svc === services[0] ? faults.staleEndpoint : undefined})
+      const eps = labEndpoints(svc, sp, pods, {
+        omit: faults.omitEndpoint,
+        stale: svc === services[0] ? faults.staleEndpoint : undefined,
+      })
       const etpLocal = svc.externalTrafficPolicy === 'Local' && !!sp.nodePort
       const localEps = eps.filter((e) => e.node === node.name)
       const match = `-d ${svc.clusterIP}${host} -p ${proto} -m comment --comment ${q(`${spn} cluster IP`)} -m ${proto} --dport ${sp.port}`
       if (eps.length === 0) {
         filter.push(
-          `-A KUBE-SERVICES ${match} -j REJECT --reject-with ${rejectWith}`.replace(`-m comment --comment ${q(`${spn} cluster IP`)}`, `-m comment --comment ${q(`${spn} has no endpoints`)}`),
+          `-A KUBE-SERVICES ${match} -j REJECT --reject-with ${rejectWith}`.replace(
+            `-m comment --comment ${q(`${spn} cluster IP`)}`,
+            `-m comment --comment ${q(`${spn} has no endpoints`)}`,
+          ),
         )
         if (sp.nodePort)
           filter.push(
@@ -61,25 +81,42 @@ export function kubeProxyRules(node: LabNode, allServices: LabService[], allPods
       nat.push(`-A ${chains.svc} ! -s ${clusterCidr} ${match} -j KUBE-MARK-MASQ`)
       if (sp.nodePort && !faults.omitNodePorts) {
         natChains.add(chains.ext)
-        nat.push(`-A KUBE-NODEPORTS -p ${proto} -m comment --comment ${q(spn)} -m ${proto} --dport ${sp.nodePort} -j ${chains.ext}`)
+        nat.push(
+          `-A KUBE-NODEPORTS -p ${proto} -m comment --comment ${q(spn)} -m ${proto} --dport ${sp.nodePort} -j ${chains.ext}`,
+        )
         if (etpLocal) {
           // externalTrafficPolicy: Local keeps the client's address: only this node's endpoints, no masquerade.
-          nat.push(`-A ${chains.ext} -s ${clusterCidr} -m comment --comment ${q(`pod traffic for ${spn} external destinations`)} -j ${chains.svc}`)
-          nat.push(`-A ${chains.ext} -m comment --comment ${q(`masquerade LOCAL traffic for ${spn} external destinations`)} -m addrtype --src-type LOCAL -j KUBE-MARK-MASQ`)
-          nat.push(`-A ${chains.ext} -m comment --comment ${q(`route LOCAL traffic for ${spn} external destinations`)} -m addrtype --src-type LOCAL -j ${chains.svc}`)
+          nat.push(
+            `-A ${chains.ext} -s ${clusterCidr} -m comment --comment ${q(`pod traffic for ${spn} external destinations`)} -j ${chains.svc}`,
+          )
+          nat.push(
+            `-A ${chains.ext} -m comment --comment ${q(`masquerade LOCAL traffic for ${spn} external destinations`)} -m addrtype --src-type LOCAL -j KUBE-MARK-MASQ`,
+          )
+          nat.push(
+            `-A ${chains.ext} -m comment --comment ${q(`route LOCAL traffic for ${spn} external destinations`)} -m addrtype --src-type LOCAL -j ${chains.svc}`,
+          )
           if (localEps.length > 0) nat.push(`-A ${chains.ext} -j ${chains.svl}`)
         } else {
-          nat.push(`-A ${chains.ext} -m comment --comment ${q(`masquerade traffic for ${spn} external destinations`)} -j KUBE-MARK-MASQ`)
+          nat.push(
+            `-A ${chains.ext} -m comment --comment ${q(`masquerade traffic for ${spn} external destinations`)} -j KUBE-MARK-MASQ`,
+          )
           nat.push(`-A ${chains.ext} -j ${chains.svc}`)
         }
       }
       if (etpLocal && localEps.length === 0)
-        filter.push(`-A KUBE-EXTERNAL-SERVICES -p ${proto} -m comment --comment ${q(`${spn} has no local endpoints`)} -m addrtype --dst-type LOCAL -m ${proto} --dport ${sp.nodePort} -j DROP`)
+        filter.push(
+          `-A KUBE-EXTERNAL-SERVICES -p ${proto} -m comment --comment ${q(`${spn} has no local endpoints`)} -m addrtype --dst-type LOCAL -m ${proto} --dport ${sp.nodePort} -j DROP`,
+        )
       const jumps = (chain: string, list: typeof eps) =>
         list.forEach((ep, i) => {
           const addr = hostPort(ep.ip, ep.port)
-          const prob = i < list.length - 1 ? ` -m statistic --mode random --probability ${(1 / (list.length - i)).toFixed(10)}` : ''
-          nat.push(`-A ${chain} -m comment --comment ${q(`${spn} -> ${addr}`)}${prob} -j ${endpointChainName(spn, proto, addr)}`)
+          const prob =
+            i < list.length - 1
+              ? ` -m statistic --mode random --probability ${(1 / (list.length - i)).toFixed(10)}`
+              : ''
+          nat.push(
+            `-A ${chain} -m comment --comment ${q(`${spn} -> ${addr}`)}${prob} -j ${endpointChainName(spn, proto, addr)}`,
+          )
         })
       if (etpLocal && localEps.length > 0) {
         natChains.add(chains.svl)
@@ -100,12 +137,18 @@ export function kubeProxyRules(node: LabNode, allServices: LabService[], allPods
         natChains.add(sep)
         nat.push(`-A ${sep} -s ${ep.ip}${host} -m comment --comment ${q(spn)} -j KUBE-MARK-MASQ`)
         const to = faults.wrongPortFor?.ip === ep.ip ? hostPort(ep.ip, faults.wrongPortFor.port) : addr
-        const affinity = svc.affinitySeconds && !faults.omitAffinity ? ` -m recent --set --name ${sep} --mask ${mask} --rsource` : ''
-        if (faults.dropDnatFor !== ep.ip) nat.push(`-A ${sep} -p ${proto} -m comment --comment ${q(spn)}${affinity} -m ${proto} -j DNAT --to-destination ${to}`)
+        const affinity =
+          svc.affinitySeconds && !faults.omitAffinity ? ` -m recent --set --name ${sep} --mask ${mask} --rsource` : ''
+        if (faults.dropDnatFor !== ep.ip)
+          nat.push(
+            `-A ${sep} -p ${proto} -m comment --comment ${q(spn)}${affinity} -m ${proto} -j DNAT --to-destination ${to}`,
+          )
       })
     }
   }
-  nat.push(`-A KUBE-SERVICES -m comment --comment ${q('kubernetes service nodeports; NOTE: this must be the last rule in this chain')} -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS`)
+  nat.push(
+    `-A KUBE-SERVICES -m comment --comment ${q('kubernetes service nodeports; NOTE: this must be the last rule in this chain')} -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS`,
+  )
   return [
     '*filter',
     ':INPUT ACCEPT [0:0]',
@@ -142,16 +185,21 @@ export function kubeProxyRules(node: LabNode, allServices: LabService[], allPods
     ':KUBE-PROXY-CANARY - [0:0]',
     ':KUBE-SERVICES - [0:0]',
     ...[...natChains].sort().map((c) => `:${c} - [0:0]`),
-    ...(faults.unhookPrerouting ? [] : [`-A PREROUTING -m comment --comment ${q('kubernetes service portals')} -j KUBE-SERVICES`]),
+    ...(faults.unhookPrerouting
+      ? []
+      : [`-A PREROUTING -m comment --comment ${q('kubernetes service portals')} -j KUBE-SERVICES`]),
     `-A OUTPUT -m comment --comment ${q('kubernetes service portals')} -j KUBE-SERVICES`,
     `-A POSTROUTING -m comment --comment ${q('kubernetes postrouting rules')} -j KUBE-POSTROUTING`,
     `-A KUBE-MARK-MASQ -j MARK --or-mark 0x4000`,
     `-A KUBE-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN`,
     `-A KUBE-POSTROUTING -j MARK --xor-mark 0x4000`,
-    ...(faults.omitMasquerade ? [] : [`-A KUBE-POSTROUTING -m comment --comment ${q('kubernetes service traffic requiring SNAT')} -j MASQUERADE --random-fully`]),
+    ...(faults.omitMasquerade
+      ? []
+      : [
+          `-A KUBE-POSTROUTING -m comment --comment ${q('kubernetes service traffic requiring SNAT')} -j MASQUERADE --random-fully`,
+        ]),
     ...nat,
     'COMMIT',
     '',
   ].join('\n')
 }
-

@@ -87,7 +87,11 @@ export function dualStackService(s: LabService): LabService {
 }
 
 /** The family-6 view of the lab: each Service's and Pod's IPv6 address in place of its IPv4 one (those without one left out). */
-export function familyView(family: 4 | 6, services: LabService[], pods: LabPod[]): {services: LabService[]; pods: LabPod[]} {
+export function familyView(
+  family: 4 | 6,
+  services: LabService[],
+  pods: LabPod[],
+): {services: LabService[]; pods: LabPod[]} {
   if (family === 4) return {services, pods}
   return {
     services: services.filter((s) => s.clusterIP6).map((s) => ({...s, clusterIP: s.clusterIP6!})),
@@ -97,12 +101,78 @@ export function familyView(family: 4 | 6, services: LabService[], pods: LabPod[]
 
 export function labPods(): LabPod[] {
   return [
-    {name: 'web-a1', namespace: 'shop', node: 'node-a', ip: '10.244.1.10', labels: {app: 'web'}, port: 8080, portName: 'http', ready: true, reply: 'web-a1', kind: 'web'},
-    {name: 'web-b1', namespace: 'shop', node: 'node-b', ip: '10.244.2.10', labels: {app: 'web'}, port: 8080, portName: 'http', ready: true, reply: 'web-b1', kind: 'web'},
-    {name: 'web-b2', namespace: 'shop', node: 'node-b', ip: '10.244.2.11', labels: {app: 'web'}, port: 8080, portName: 'http', ready: true, reply: 'web-b2', kind: 'web'},
-    {name: 'client-a', namespace: 'shop', node: 'node-a', ip: '10.244.1.100', labels: {app: 'client'}, port: 0, portName: '', ready: true, reply: '', kind: 'client'},
-    {name: 'client-b', namespace: 'shop', node: 'node-b', ip: '10.244.2.100', labels: {app: 'client'}, port: 0, portName: '', ready: true, reply: '', kind: 'client'},
-    {name: 'coredns-a', namespace: 'kube-system', node: 'node-a', ip: '10.244.1.53', labels: {'k8s-app': 'kube-dns'}, port: 53, portName: 'dns-tcp', ready: true, reply: '', kind: 'dns'},
+    {
+      name: 'web-a1',
+      namespace: 'shop',
+      node: 'node-a',
+      ip: '10.244.1.10',
+      labels: {app: 'web'},
+      port: 8080,
+      portName: 'http',
+      ready: true,
+      reply: 'web-a1',
+      kind: 'web',
+    },
+    {
+      name: 'web-b1',
+      namespace: 'shop',
+      node: 'node-b',
+      ip: '10.244.2.10',
+      labels: {app: 'web'},
+      port: 8080,
+      portName: 'http',
+      ready: true,
+      reply: 'web-b1',
+      kind: 'web',
+    },
+    {
+      name: 'web-b2',
+      namespace: 'shop',
+      node: 'node-b',
+      ip: '10.244.2.11',
+      labels: {app: 'web'},
+      port: 8080,
+      portName: 'http',
+      ready: true,
+      reply: 'web-b2',
+      kind: 'web',
+    },
+    {
+      name: 'client-a',
+      namespace: 'shop',
+      node: 'node-a',
+      ip: '10.244.1.100',
+      labels: {app: 'client'},
+      port: 0,
+      portName: '',
+      ready: true,
+      reply: '',
+      kind: 'client',
+    },
+    {
+      name: 'client-b',
+      namespace: 'shop',
+      node: 'node-b',
+      ip: '10.244.2.100',
+      labels: {app: 'client'},
+      port: 0,
+      portName: '',
+      ready: true,
+      reply: '',
+      kind: 'client',
+    },
+    {
+      name: 'coredns-a',
+      namespace: 'kube-system',
+      node: 'node-a',
+      ip: '10.244.1.53',
+      labels: {'k8s-app': 'kube-dns'},
+      port: 53,
+      portName: 'dns-tcp',
+      ready: true,
+      reply: '',
+      kind: 'dns',
+    },
   ]
 }
 
@@ -131,7 +201,11 @@ export const SERVICES = [WEB, DNS]
 
 /** The endpoint port a pod gives a service port (named targetPorts resolved like the endpoint controller). */
 export function endpointPort(svcPort: LabServicePort, pod: LabPod): number {
-  return typeof svcPort.targetPort === 'number' ? svcPort.targetPort : pod.portName === svcPort.targetPort ? pod.port : 0
+  return typeof svcPort.targetPort === 'number'
+    ? svcPort.targetPort
+    : pod.portName === svcPort.targetPort
+      ? pod.port
+      : 0
 }
 
 export function selects(svc: LabService, pod: LabPod): boolean {
@@ -146,7 +220,12 @@ export interface LabEndpoint {
 }
 
 /** The endpoints kube-proxy would program for one service port: ready selected pods, plus/minus a fault's changes. */
-export function labEndpoints(svc: LabService, sp: LabServicePort, pods: LabPod[], change: {omit?: string; stale?: {ip: string; port: number}} = {}): LabEndpoint[] {
+export function labEndpoints(
+  svc: LabService,
+  sp: LabServicePort,
+  pods: LabPod[],
+  change: {omit?: string; stale?: {ip: string; port: number}} = {},
+): LabEndpoint[] {
   const eps: LabEndpoint[] = pods
     .filter((p) => selects(svc, p) && p.ready && endpointPort(sp, p) > 0 && p.ip !== change.omit)
     .map((p) => ({ip: p.ip, port: endpointPort(sp, p), node: p.node}))

@@ -60,13 +60,23 @@ export const HIDE_SHELL_STARTUP =
   'home=$(getent passwd root | cut -d: -f6); for f in .bashrc .bash_profile .bash_login .profile; do [ -f "$home/$f" ] && mount --bind /dev/null "$home/$f"; done; true'
 
 /** Starts sshd in the foreground inside `ns` with config `cfg`, after `before` (a shell snippet; "$1".. are `args`). */
-export function startSshdInNs(ns: string, cfg: string, logs: string[], before?: {script: string; args: string[]}): ChildProcess {
+export function startSshdInNs(
+  ns: string,
+  cfg: string,
+  logs: string[],
+  before?: {script: string; args: string[]},
+): ChildProcess {
   const start = `${HIDE_SHELL_STARTUP}; ${before ? `${before.script}; ` : ''}exec /usr/sbin/sshd -D -e -f "$${(before?.args.length ?? 0) + 1}"`
   return startDaemon('ip', ['netns', 'exec', ns, 'sh', '-c', start, 'lab-sshd', ...(before?.args ?? []), cfg], logs)
 }
 
 /** A relay on the host's 127.0.0.1 (a free port) to `ns`'s 127.0.0.1:22; returns the port and the relay process. */
-export async function startSshRelay(dir: string, key: string, ns: string, logs: string[]): Promise<{port: number; proc: ChildProcess}> {
+export async function startSshRelay(
+  dir: string,
+  key: string,
+  ns: string,
+  logs: string[],
+): Promise<{port: number; proc: ChildProcess}> {
   const port = await freePort()
   const relay = join(dir, `relay-${key}.sh`)
   writeFileSync(relay, `#!/bin/sh\nexec ip netns exec ${ns} socat STDIO TCP:127.0.0.1:22\n`, {mode: 0o755})
@@ -75,7 +85,14 @@ export async function startSshRelay(dir: string, key: string, ns: string, logs: 
 }
 
 /** A Host block of the client's ssh_config for a lab node behind its relay. */
-export function sshClientHost(host: {name: string; port: number; identity: string; knownHosts: string; hostKeyAlias?: string; compression?: boolean}): string[] {
+export function sshClientHost(host: {
+  name: string
+  port: number
+  identity: string
+  knownHosts: string
+  hostKeyAlias?: string
+  compression?: boolean
+}): string[] {
   return [
     `Host ${host.name}`,
     '  HostName 127.0.0.1',

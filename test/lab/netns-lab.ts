@@ -4,10 +4,30 @@ import {existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync}
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {LabApiServer} from './apiserver.js'
-import {cniCacheFile, endpointSliceObject, kubeProxyConfigMap, kubeProxyPodObject, nodeObject, podObject, serviceObject} from './fixtures.js'
+import {
+  cniCacheFile,
+  endpointSliceObject,
+  kubeProxyConfigMap,
+  kubeProxyPodObject,
+  nodeObject,
+  podObject,
+  serviceObject,
+} from './fixtures.js'
 import {kubeProxyRules, type RuleFaults} from './kube-proxy-rules.js'
 import {kubeProxyNftRules} from './kube-proxy-nft.js'
-import {DNS, NODES, OUTSIDE_IP, SERVICES, dualStackNode, dualStackPods, dualStackService, labPods, type LabNode, type LabPod, type LabService} from './lab-cluster.js'
+import {
+  DNS,
+  NODES,
+  OUTSIDE_IP,
+  SERVICES,
+  dualStackNode,
+  dualStackPods,
+  dualStackService,
+  labPods,
+  type LabNode,
+  type LabPod,
+  type LabService,
+} from './lab-cluster.js'
 import {inNs, run, sleep, startDaemon, tryRun} from './sh.js'
 import type {FakeKubeProxyState} from './fake-kube-proxy.js'
 import {foreignFilterRules, type ForeignFilterRules} from './foreign-rules.js'
@@ -82,7 +102,8 @@ export class NetnsLab {
     run('ip', ['netns', 'add', full])
     this.namespaces.push(full)
     // IPv6 addresses usable at once (no duplicate address detection delay), in this namespace only.
-    if (this.dualStack) inNs(full, 'sysctl', ['-qw', 'net.ipv6.conf.all.accept_dad=0', 'net.ipv6.conf.default.accept_dad=0'])
+    if (this.dualStack)
+      inNs(full, 'sysctl', ['-qw', 'net.ipv6.conf.all.accept_dad=0', 'net.ipv6.conf.default.accept_dad=0'])
     inNs(full, 'ip', ['link', 'set', 'lo', 'up'])
     return full
   }
@@ -110,13 +131,15 @@ export class NetnsLab {
       run('ip', ['-n', ns, 'addr', 'add', `${node.gateway}/24`, 'dev', 'cbr0'])
       run('ip', ['-n', ns, 'link', 'set', 'cbr0', 'up'])
       run('ip', ['-n', ns, 'route', 'add', 'default', 'via', '10.200.0.1', 'onlink', 'dev', 'eth0'])
-      for (const other of NODES.filter((o) => o !== node)) run('ip', ['-n', ns, 'route', 'add', other.podCIDR, 'via', other.ip])
+      for (const other of NODES.filter((o) => o !== node))
+        run('ip', ['-n', ns, 'route', 'add', other.podCIDR, 'via', other.ip])
       if (this.dualStack) {
         const v6 = dualStackNode(node)
         inNs(ns, 'sysctl', ['-qw', 'net.ipv6.conf.all.forwarding=1'])
         run('ip', ['-n', ns, '-6', 'addr', 'add', `${v6.ip6}/64`, 'dev', 'eth0', 'nodad'])
         run('ip', ['-n', ns, '-6', 'addr', 'add', `${v6.gateway6}/64`, 'dev', 'cbr0', 'nodad'])
-        for (const other of NODES.filter((o) => o !== node).map(dualStackNode)) run('ip', ['-n', ns, '-6', 'route', 'add', other.podCIDR6!, 'via', other.ip6!])
+        for (const other of NODES.filter((o) => o !== node).map(dualStackNode))
+          run('ip', ['-n', ns, '-6', 'route', 'add', other.podCIDR6!, 'via', other.ip6!])
         // As the IPv4 default route: Service addresses (no route of their own) must route before OUTPUT's DNAT.
         run('ip', ['-n', ns, '-6', 'route', 'add', 'default', 'dev', 'eth0'])
       }
@@ -159,11 +182,33 @@ export class NetnsLab {
 
   private startWebServer(pod: LabPod, port: number): void {
     // Each answer names the pod and the source address it saw (masquerade shows there).
-    const proc = startDaemon('ip', ['netns', 'exec', this.podNs(pod), 'socat', `TCP-LISTEN:${port},reuseaddr,fork`, `SYSTEM:echo ${pod.reply} $SOCAT_PEERADDR`], this.logs)
+    const proc = startDaemon(
+      'ip',
+      [
+        'netns',
+        'exec',
+        this.podNs(pod),
+        'socat',
+        `TCP-LISTEN:${port},reuseaddr,fork`,
+        `SYSTEM:echo ${pod.reply} $SOCAT_PEERADDR`,
+      ],
+      this.logs,
+    )
     this.webServers.set(pod.name, proc)
     this.procs.push(proc)
     if (pod.ip6) {
-      const six = startDaemon('ip', ['netns', 'exec', this.podNs(pod), 'socat', `TCP6-LISTEN:${port},reuseaddr,fork,ipv6only=1`, `SYSTEM:echo ${pod.reply} $SOCAT_PEERADDR`], this.logs)
+      const six = startDaemon(
+        'ip',
+        [
+          'netns',
+          'exec',
+          this.podNs(pod),
+          'socat',
+          `TCP6-LISTEN:${port},reuseaddr,fork,ipv6only=1`,
+          `SYSTEM:echo ${pod.reply} $SOCAT_PEERADDR`,
+        ],
+        this.logs,
+      )
       this.procs.push(six)
     }
   }
@@ -197,7 +242,12 @@ export class NetnsLab {
    * CNI route controller would: 'missing' deletes it (the default route then takes the traffic), the others replace it
    * with that route type.
    */
-  breakPodRoute(fromNode: string, toNode: string, kind: 'missing' | 'unreachable' | 'blackhole' | 'prohibit', family: 4 | 6 = 4): void {
+  breakPodRoute(
+    fromNode: string,
+    toNode: string,
+    kind: 'missing' | 'unreachable' | 'blackhole' | 'prohibit',
+    family: 4 | 6 = 4,
+  ): void {
     const {cidr} = this.podRoute(toNode, family)
     const ip = ['-n', this.nodeNs(fromNode), ...(family === 6 ? ['-6'] : [])]
     if (kind === 'missing') run('ip', [...ip, 'route', 'del', cidr])
@@ -236,7 +286,20 @@ export class NetnsLab {
     const pod = this.pods.find((p) => p.name === clientPod)!
     const dnsPod = this.pods.find((p) => p.kind === 'dns')!
     const ns = this.nodeNs(pod.node)
-    const rule = ['-s', `${pod.ip}/32`, '-d', `${DNS.clusterIP}/32`, '-p', 'udp', '--dport', '53', '-j', 'DNAT', '--to-destination', `${staleIp}:53`]
+    const rule = [
+      '-s',
+      `${pod.ip}/32`,
+      '-d',
+      `${DNS.clusterIP}/32`,
+      '-p',
+      'udp',
+      '--dport',
+      '53',
+      '-j',
+      'DNAT',
+      '--to-destination',
+      `${staleIp}:53`,
+    ]
     // The entry is confirmed only once the packet leaves the bridge port, so the old address must still answer ARP.
     inNs(this.podNs(dnsPod), 'ip', ['addr', 'add', `${staleIp}/32`, 'dev', 'eth0'])
     inNs(ns, 'iptables', ['-t', 'nat', '-I', 'PREROUTING', '1', ...rule])
@@ -252,7 +315,24 @@ export class NetnsLab {
   dnsQuery(fromPod: string, name: string, sourcePort?: number, type: 'A' | 'AAAA' = 'A'): string[] {
     const pod = this.pods.find((p) => p.name === fromPod)!
     const bind = sourcePort ? ['-b', `${pod.ip}#${sourcePort}`] : []
-    const r = tryRun('ip', ['netns', 'exec', this.podNs(pod), 'dig', '+short', '+time=1', '+tries=1', ...bind, `@${DNS.clusterIP}`, name, type], undefined, 5000)
+    const r = tryRun(
+      'ip',
+      [
+        'netns',
+        'exec',
+        this.podNs(pod),
+        'dig',
+        '+short',
+        '+time=1',
+        '+tries=1',
+        ...bind,
+        `@${DNS.clusterIP}`,
+        name,
+        type,
+      ],
+      undefined,
+      5000,
+    )
     const address = type === 'A' ? /^\d+\.\d+\.\d+\.\d+$/ : /^[0-9a-f]*:[0-9a-f:]*$/i
     return r.stdout
       .split('\n')
@@ -283,7 +363,16 @@ export class NetnsLab {
     const ns = this.nodeNs(pod.node)
     inNs(ns, 'bridge', ['link', 'set', 'dev', this.bridgePort(pod.name), 'learning', forget ? 'off' : 'on'])
     if (forget) {
-      const learned = tryRun('ip', ['netns', 'exec', ns, 'bridge', 'fdb', 'show', 'dev', this.bridgePort(pod.name)]).stdout.split('\n')
+      const learned = tryRun('ip', [
+        'netns',
+        'exec',
+        ns,
+        'bridge',
+        'fdb',
+        'show',
+        'dev',
+        this.bridgePort(pod.name),
+      ]).stdout.split('\n')
       for (const mac of learned
         .filter((l) => !/permanent/.test(l))
         .map((l) => /^([0-9a-f:]{17}) /.exec(l)?.[1])
@@ -299,7 +388,14 @@ export class NetnsLab {
 
   setHairpin(podName: string, on: boolean): void {
     const pod = this.pods.find((p) => p.name === podName)!
-    inNs(this.nodeNs(pod.node), 'bridge', ['link', 'set', 'dev', this.bridgePort(pod.name), 'hairpin', on ? 'on' : 'off'])
+    inNs(this.nodeNs(pod.node), 'bridge', [
+      'link',
+      'set',
+      'dev',
+      this.bridgePort(pod.name),
+      'hairpin',
+      on ? 'on' : 'off',
+    ])
   }
 
   /**
@@ -350,7 +446,11 @@ export class NetnsLab {
   }
 
   /** (Re)loads a node's rules from the lab's state, with the given faults. */
-  applyRules(nodeName: string, faults: RuleFaults = this.faults.get(nodeName) ?? {}, faults6: RuleFaults = this.faults6.get(nodeName) ?? {}): void {
+  applyRules(
+    nodeName: string,
+    faults: RuleFaults = this.faults.get(nodeName) ?? {},
+    faults6: RuleFaults = this.faults6.get(nodeName) ?? {},
+  ): void {
     this.faults.set(nodeName, faults)
     this.faults6.set(nodeName, faults6)
     const node = NODES.find((n) => n.name === nodeName)!
@@ -366,7 +466,8 @@ export class NetnsLab {
       }
       deleteNftTables()
       inNs(ns, 'nft', ['-f', '-'], kubeProxyNftRules(node, this.services, this.pods, faults))
-      if (this.dualStack) inNs(ns, 'nft', ['-f', '-'], kubeProxyNftRules(this.node(node), this.services, this.pods, faults6, 6))
+      if (this.dualStack)
+        inNs(ns, 'nft', ['-f', '-'], kubeProxyNftRules(this.node(node), this.services, this.pods, faults6, 6))
     } else {
       if (!this.keepLeftovers) deleteNftTables()
       inNs(ns, 'iptables-restore', [], kubeProxyRules(node, this.services, this.pods, faults))
@@ -405,7 +506,13 @@ export class NetnsLab {
   private startKubeProxy(node: LabNode): void {
     this.setKubeProxy(node.name, {})
     const script = join(fileURLToPath(new URL('.', import.meta.url)), 'fake-kube-proxy.js')
-    this.procs.push(startDaemon('ip', ['netns', 'exec', this.nodeNs(node), process.execPath, script, this.kubeProxyState(node.name)], this.logs))
+    this.procs.push(
+      startDaemon(
+        'ip',
+        ['netns', 'exec', this.nodeNs(node), process.execPath, script, this.kubeProxyState(node.name)],
+        this.logs,
+      ),
+    )
   }
 
   clearFaults(): void {
@@ -424,11 +531,17 @@ export class NetnsLab {
       'nodes',
       NODES.map((n) => nodeObject(this.node(n))),
     )
-    this.api.set('pods', [...this.pods.map(podObject), ...NODES.map((n) => kubeProxyPodObject(n.name, this.kubeProxyPodReady.get(n.name) ?? true))])
+    this.api.set('pods', [
+      ...this.pods.map(podObject),
+      ...NODES.map((n) => kubeProxyPodObject(n.name, this.kubeProxyPodReady.get(n.name) ?? true)),
+    ])
     this.api.set('services', this.services.map(serviceObject))
     this.api.set(
       'endpointslices',
-      this.services.flatMap((s) => [endpointSliceObject(s, this.pods), ...(s.clusterIP6 ? [endpointSliceObject(s, this.pods, 6)] : [])]),
+      this.services.flatMap((s) => [
+        endpointSliceObject(s, this.pods),
+        ...(s.clusterIP6 ? [endpointSliceObject(s, this.pods, 6)] : []),
+      ]),
     )
     this.api.set('configmaps', [kubeProxyConfigMap()])
     this.api.set(
@@ -447,8 +560,12 @@ export class NetnsLab {
     // `ip netns exec` runs sshd in its own mount namespace (a slave of the host's): the bind mount of the lab's cache
     // folder over /var/lib/cni/results is seen by this node's sshd and its commands only, and the tool reads the real
     // path. The mount point is created on the host when missing (an empty folder, left in place: another lab may use it).
-    const bindCniCache = 'mkdir -p /var/lib/cni/results && mount --bind "$1" /var/lib/cni/results || echo "lab: no CNI result cache for this node" >&2'
-    const proc = startSshdInNs(this.nodeNs(node), cfg, this.logs, {script: bindCniCache, args: [this.cniResultsDir(node)]})
+    const bindCniCache =
+      'mkdir -p /var/lib/cni/results && mount --bind "$1" /var/lib/cni/results || echo "lab: no CNI result cache for this node" >&2'
+    const proc = startSshdInNs(this.nodeNs(node), cfg, this.logs, {
+      script: bindCniCache,
+      args: [this.cniResultsDir(node)],
+    })
     this.sshd.set(node.name, proc)
     this.procs.push(proc)
   }
@@ -460,7 +577,15 @@ export class NetnsLab {
       forwarding,
     )
     for (let i = 0; i < 50; i++) {
-      if (tryRun('ssh', ['-F', this.sshConfigPath, '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=2', nodeName, 'true'], undefined, 5000).code === 0) return
+      if (
+        tryRun(
+          'ssh',
+          ['-F', this.sshConfigPath, '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=2', nodeName, 'true'],
+          undefined,
+          5000,
+        ).code === 0
+      )
+        return
       await sleep(100)
     }
     throw new Error(`sshd on ${nodeName} did not come back`)
@@ -523,10 +648,22 @@ export class NetnsLab {
   /** Bounded wait until sshd, the relays, the web servers and DNS answer. */
   private async waitForServers(): Promise<void> {
     for (let i = 0; i < 50; i++) {
-      const sshOk = NODES.every((n) => tryRun('ssh', ['-F', this.sshConfigPath, '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=2', n.name, 'true'], undefined, 5000).code === 0)
-      const webOk = this.pods.filter((p) => p.kind === 'web').every((p) => this.connect(this.podNs('client-a'), p.ip, p.port).startsWith(`${p.reply} `))
+      const sshOk = NODES.every(
+        (n) =>
+          tryRun(
+            'ssh',
+            ['-F', this.sshConfigPath, '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=2', n.name, 'true'],
+            undefined,
+            5000,
+          ).code === 0,
+      )
+      const webOk = this.pods
+        .filter((p) => p.kind === 'web')
+        .every((p) => this.connect(this.podNs('client-a'), p.ip, p.port).startsWith(`${p.reply} `))
       // The kubelet's readiness probes come from the node: the node then knows each local pod's MAC.
-      const probesOk = this.pods.filter((p) => p.kind === 'web').every((p) => this.connect(this.nodeNs(p.node), p.ip, p.port).startsWith(`${p.reply} `))
+      const probesOk = this.pods
+        .filter((p) => p.kind === 'web')
+        .every((p) => this.connect(this.nodeNs(p.node), p.ip, p.port).startsWith(`${p.reply} `))
       if (sshOk && webOk && probesOk) return
       await sleep(200)
     }
@@ -540,10 +677,24 @@ export class NetnsLab {
   }
 
   /** One TCP connection, classified: an answer, refused at once (RST or ICMP unreachable), or nothing in time. */
-  probe(fromNs: string, ip: string, port: number, timeoutS: number): {kind: 'answer'; text: string} | {kind: 'refused' | 'timeout'} {
+  probe(
+    fromNs: string,
+    ip: string,
+    port: number,
+    timeoutS: number,
+  ): {kind: 'answer'; text: string} | {kind: 'refused' | 'timeout'} {
     const r = tryRun(
       'ip',
-      ['netns', 'exec', fromNs, 'socat', `-T${timeoutS}`, '-u', `TCP:${ip.includes(':') ? `[${ip}]` : ip}:${port},connect-timeout=${timeoutS}`, 'STDOUT'],
+      [
+        'netns',
+        'exec',
+        fromNs,
+        'socat',
+        `-T${timeoutS}`,
+        '-u',
+        `TCP:${ip.includes(':') ? `[${ip}]` : ip}:${port},connect-timeout=${timeoutS}`,
+        'STDOUT',
+      ],
       undefined,
       (timeoutS + 3) * 1000,
     )

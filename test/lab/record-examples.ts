@@ -19,7 +19,19 @@ const wanted = (name: string) => only.length === 0 || only.includes(name)
 async function collect(lab: NetnsLab, name: string): Promise<void> {
   const out = resolve(root, name)
   rmSync(out, {recursive: true, force: true})
-  const r = await runCli(['collect', 'svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '--out', out])
+  const r = await runCli([
+    'collect',
+    'svc',
+    'web',
+    '-n',
+    'shop',
+    '--kubeconfig',
+    lab.kubeconfigPath,
+    '--ssh-config',
+    lab.sshConfigPath,
+    '--out',
+    out,
+  ])
   if (r.code !== 0) throw new Error(r.stderr)
   process.stdout.write(r.stdout)
 }

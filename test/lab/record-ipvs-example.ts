@@ -37,13 +37,17 @@ const faults: Record<string, IpvsFaults> = {'node-a': {}, 'node-b': {weightZeroF
 for (const node of NODES) {
   const dir = join(out, 'nodes', node.name)
   mkdirSync(dir, {recursive: true})
-  for (const f of ['nft-ruleset.txt', 'iptables-nft-save.txt', 'iptables-legacy-save.txt']) rmSync(join(dir, f), {force: true})
+  for (const f of ['nft-ruleset.txt', 'iptables-nft-save.txt', 'iptables-legacy-save.txt'])
+    rmSync(join(dir, f), {force: true})
   const t = kubeProxyIpvsTexts(node, SERVICES, labPods(), faults[node.name])
   writeFileSync(join(dir, 'iptables-save.txt'), t.iptablesSave)
   writeFileSync(join(dir, 'ipvsadm.txt'), node.name === 'node-a' ? t.ipvsadmSave : t.ipvsadmList)
   writeFileSync(join(dir, 'ipset.txt'), throughRealIpset(t.ipsetSave))
   writeFileSync(join(dir, 'kube-ipvs0.txt'), t.kubeIpvs0)
   writeFileSync(join(dir, 'sysctl.txt'), t.sysctl)
-  writeFileSync(join(dir, 'kube-proxy.json'), JSON.stringify({proxyMode: 'ipvs', healthz: {status: 200}, metrics: {}}, null, 2) + '\n')
+  writeFileSync(
+    join(dir, 'kube-proxy.json'),
+    JSON.stringify({proxyMode: 'ipvs', healthz: {status: 200}, metrics: {}}, null, 2) + '\n',
+  )
 }
 process.stdout.write(`wrote ${out}\n`)

@@ -10,9 +10,19 @@ export function run(cmd: string, args: string[], input?: string): string {
   }
 }
 
-export function tryRun(cmd: string, args: string[], input?: string, timeoutMs = 10_000): {code: number; stdout: string; stderr: string} {
+export function tryRun(
+  cmd: string,
+  args: string[],
+  input?: string,
+  timeoutMs = 10_000,
+): {code: number; stdout: string; stderr: string} {
   try {
-    const stdout = execFileSync(cmd, args, {input, encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'], timeout: timeoutMs})
+    const stdout = execFileSync(cmd, args, {
+      input,
+      encoding: 'utf8',
+      stdio: ['pipe', 'pipe', 'pipe'],
+      timeout: timeoutMs,
+    })
     return {code: 0, stdout, stderr: ''}
   } catch (e) {
     const err = e as {status?: number; stdout?: string; stderr?: string}
@@ -40,7 +50,11 @@ export function sleep(ms: number): Promise<void> {
 }
 
 /** Like tryRun, without blocking the event loop (needed when the peer, e.g. the test API server, lives in this process). */
-export function runAsync(cmd: string, args: string[], timeoutMs = 30_000): Promise<{code: number; stdout: string; stderr: string}> {
+export function runAsync(
+  cmd: string,
+  args: string[],
+  timeoutMs = 30_000,
+): Promise<{code: number; stdout: string; stderr: string}> {
   return new Promise((resolve) => {
     execFile(cmd, args, {encoding: 'utf8', timeout: timeoutMs}, (err, stdout, stderr) => {
       const code = err ? (typeof (err as {code?: unknown}).code === 'number' ? (err as {code: number}).code : -1) : 0

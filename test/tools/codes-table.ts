@@ -16,7 +16,13 @@ export function renderCodesTable(): string {
     const steps = e.explains.length > 0 ? e.explains.map((s) => `\`${s}\``).join(', ') : '–'
     return `| \`${e.code}\` | ${e.severity} | ${e.family} | ${cell(e.title)} | ${cell(e.hint)} | ${steps} | ${modes} |`
   })
-  return [START, '| code | severity | family | title | next step | explains a break at | modes |', '|---|---|---|---|---|---|---|', ...rows, END].join('\n')
+  return [
+    START,
+    '| code | severity | family | title | next step | explains a break at | modes |',
+    '|---|---|---|---|---|---|---|',
+    ...rows,
+    END,
+  ].join('\n')
 }
 
 /** The README with its code table replaced by the generated one. */

@@ -60,10 +60,16 @@ for (const command of [
         const elapsed = Date.now() - started
         assert.equal(r.code, 2, r.stderr)
         assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
-        assert.match(r.stderr, /^kproxy-doctor: the API server https:\/\/REDACTED@127\.0\.0\.1:\d+\/? did not answer get services within 1s$/m)
+        assert.match(
+          r.stderr,
+          /^kproxy-doctor: the API server https:\/\/REDACTED@127\.0\.0\.1:\d+\/? did not answer get services within 1s$/m,
+        )
         assert.ok(!(r.stdout + r.stderr).includes('s3cret'), 'the password in the server URL is never printed')
         // The deadline plus a second, plus again what starting took when the machine is slow (the run starts twice as much).
-        assert.ok(elapsed - startup < 1000 + Math.max(1000, startup), `exited ${elapsed - startup} ms after starting (deadline 1 s; process start ${startup} ms)`)
+        assert.ok(
+          elapsed - startup < 1000 + Math.max(1000, startup),
+          `exited ${elapsed - startup} ms after starting (deadline 1 s; process start ${startup} ms)`,
+        )
       })
     } finally {
       rmSync(dir, {recursive: true, force: true})

@@ -30,16 +30,32 @@ async function recordExample(out: string, force = false): Promise<void> {
     ...g.cluster.pods[0],
     metadata: {
       ...g.cluster.pods[0].metadata,
-      annotations: {'kubectl.kubernetes.io/last-applied-configuration': JSON.stringify({env: [{name: 'DB_PASSWORD', value: SECRET}]})},
-      managedFields: [{manager: 'kubectl', operation: 'Update', fieldsType: 'FieldsV1', fieldsV1: {'f:spec': {'f:containers': {}}}}],
+      annotations: {
+        'kubectl.kubernetes.io/last-applied-configuration': JSON.stringify({
+          env: [{name: 'DB_PASSWORD', value: SECRET}],
+        }),
+      },
+      managedFields: [
+        {manager: 'kubectl', operation: 'Update', fieldsType: 'FieldsV1', fieldsV1: {'f:spec': {'f:containers': {}}}},
+      ],
     },
     spec: {
       ...g.cluster.pods[0].spec!,
-      containers: (g.cluster.pods[0].spec?.containers ?? []).map((c) => ({...c, env: [{name: 'DB_PASSWORD', value: SECRET}], args: [`--password=${SECRET}`]})),
+      containers: (g.cluster.pods[0].spec?.containers ?? []).map((c) => ({
+        ...c,
+        env: [{name: 'DB_PASSWORD', value: SECRET}],
+        args: [`--password=${SECRET}`],
+      })),
     },
   }
-  const cluster = {...g.cluster, pods: [pod, ...g.cluster.pods.slice(1)], service: {...g.cluster.service, metadata: {...g.cluster.service.metadata, managedFields: [{manager: 'kubectl'}]}}}
-  const recordings = new Map(g.observations.map((o) => [o.name, loadNodeRecording(join('examples/broken-cluster/nodes', o.name))!]))
+  const cluster = {
+    ...g.cluster,
+    pods: [pod, ...g.cluster.pods.slice(1)],
+    service: {...g.cluster.service, metadata: {...g.cluster.service.metadata, managedFields: [{manager: 'kubectl'}]}},
+  }
+  const recordings = new Map(
+    g.observations.map((o) => [o.name, loadNodeRecording(join('examples/broken-cluster/nodes', o.name))!]),
+  )
   writeBundle(out, cluster, recordings, {namespace: 'shop', name: 'web', observations: g.observations}, {force})
 }
 
@@ -49,7 +65,10 @@ test('collect: the bundle holds no env value, no managedFields, no last-applied 
     const out = join(work, 'bundle')
     await recordExample(out)
     const paths = walk(out)
-    assert.ok(paths.some((p) => p.endsWith('pods.json')) && paths.some((p) => p.endsWith('iptables-save.txt')), paths.join('\n'))
+    assert.ok(
+      paths.some((p) => p.endsWith('pods.json')) && paths.some((p) => p.endsWith('iptables-save.txt')),
+      paths.join('\n'),
+    )
     for (const p of paths) {
       const st = lstatSync(p)
       assert.ok(!st.isSymbolicLink(), p)
@@ -57,7 +76,10 @@ test('collect: the bundle holds no env value, no managedFields, no last-applied 
       if (st.isFile()) {
         const text = readFileSync(p, 'utf8')
         assert.ok(!text.includes(SECRET), `${p} holds the secret`)
-        assert.ok(!text.includes('managedFields') && !text.includes('last-applied-configuration'), `${p} holds API bookkeeping`)
+        assert.ok(
+          !text.includes('managedFields') && !text.includes('last-applied-configuration'),
+          `${p} holds API bookkeeping`,
+        )
       }
     }
     assert.equal(lstatSync(out).mode & 0o777, 0o700)
@@ -67,7 +89,10 @@ test('collect: the bundle holds no env value, no managedFields, no last-applied 
     const fromExample = await gatherSnapshot('examples/broken-cluster', 'shop', 'web')
     const fromBundle = await gatherSnapshot(out, 'shop', 'web')
     const summary = (d: ReturnType<typeof diagnose>) => d.findings.map((f) => `${f.code} ${f.node} ${f.message}`).sort()
-    assert.deepEqual(summary(diagnose(fromBundle.cluster, fromBundle.observations)), summary(diagnose(fromExample.cluster, fromExample.observations)))
+    assert.deepEqual(
+      summary(diagnose(fromBundle.cluster, fromBundle.observations)),
+      summary(diagnose(fromExample.cluster, fromExample.observations)),
+    )
   } finally {
     rmSync(work, {recursive: true, force: true})
   }
@@ -79,9 +104,22 @@ test('collect: a non-empty --out is refused unless --force, which swaps it out w
     const out = join(work, 'bundle')
     mkdirSync(out)
     writeFileSync(join(out, 'stale.txt'), 'from an earlier run')
-    const refused = await runCli(['collect', 'svc', 'web', '-n', 'shop', '--out', out, '--kubeconfig', join(work, 'no-such-kubeconfig')])
+    const refused = await runCli([
+      'collect',
+      'svc',
+      'web',
+      '-n',
+      'shop',
+      '--out',
+      out,
+      '--kubeconfig',
+      join(work, 'no-such-kubeconfig'),
+    ])
     assert.equal(refused.code, 2)
-    assert.equal(refused.stderr.trim(), `kproxy-doctor: --out ${out} is not empty: give a new folder, or --force to replace it`)
+    assert.equal(
+      refused.stderr.trim(),
+      `kproxy-doctor: --out ${out} is not empty: give a new folder, or --force to replace it`,
+    )
     await assert.rejects(recordExample(out), /--out .* is not empty: give a new folder, or --force to replace it/)
     await recordExample(out, true)
     assert.ok(!readdirSync(out).includes('stale.txt'), 'the old folder was replaced, not written into')
@@ -102,9 +140,23 @@ test('collect: a symbolic link as --out is refused and not followed, whatever it
     mkdirSync(elsewhere)
     const link = join(work, 'bundle')
     symlinkSync(elsewhere, link)
-    const r = await runCli(['collect', 'svc', 'web', '-n', 'shop', '--out', link, '--force', '--kubeconfig', join(work, 'no-such-kubeconfig')])
+    const r = await runCli([
+      'collect',
+      'svc',
+      'web',
+      '-n',
+      'shop',
+      '--out',
+      link,
+      '--force',
+      '--kubeconfig',
+      join(work, 'no-such-kubeconfig'),
+    ])
     assert.equal(r.code, 2)
-    assert.equal(r.stderr.trim(), `kproxy-doctor: --out ${link} is a symbolic link: a bundle is written only to a real folder (links are not followed)`)
+    assert.equal(
+      r.stderr.trim(),
+      `kproxy-doctor: --out ${link} is a symbolic link: a bundle is written only to a real folder (links are not followed)`,
+    )
     await assert.rejects(recordExample(link, true), /is a symbolic link/)
     assert.deepEqual(readdirSync(elsewhere), [], 'nothing written through the link')
     const file = join(work, 'file')

@@ -23,7 +23,11 @@ test("chain names match kube-proxy's (verified vectors)", () => {
     ['kube-system/kube-dns:metrics', 'tcp', 'KUBE-SVC-JD5MR3NA4I4DYORP'],
   ]
   for (const [spn, proto, want] of cases) assert.equal(serviceChainNames(spn, proto).svc, want)
-  assert.equal(serviceChainNames('kube-system/kube-dns:dns', 'UDP').svc, 'KUBE-SVC-TCOU7JCQXEZGVUNU', 'protocol is lower-cased')
+  assert.equal(
+    serviceChainNames('kube-system/kube-dns:dns', 'UDP').svc,
+    'KUBE-SVC-TCOU7JCQXEZGVUNU',
+    'protocol is lower-cased',
+  )
 })
 
 test('the four per-service chains share one hash; SEP names depend on the endpoint', () => {
@@ -42,11 +46,24 @@ test('service port names: unnamed ports have no colon', () => {
 })
 
 test("nftables chain names match kube-proxy's (verified vectors)", async () => {
-  const {nftEndpointChainName, nftServiceChainNames, nftServicePortBase} = await import('../../src/model/chain-names.js')
-  assert.equal(nftServiceChainNames(nftServicePortBase('ns1', 'svc1', 'TCP', 'p80')).service, 'service-ULMVA6XW-ns1/svc1/tcp/p80')
+  const {nftEndpointChainName, nftServiceChainNames, nftServicePortBase} =
+    await import('../../src/model/chain-names.js')
+  assert.equal(
+    nftServiceChainNames(nftServicePortBase('ns1', 'svc1', 'TCP', 'p80')).service,
+    'service-ULMVA6XW-ns1/svc1/tcp/p80',
+  )
   assert.equal(nftServiceChainNames('ns2/svc2/tcp/p80').external, 'external-42NFTM6N-ns2/svc2/tcp/p80')
-  assert.equal(nftEndpointChainName('ns1/svc1/tcp/p80', '10.180.0.1', 80), 'endpoint-5OJB2KTY-ns1/svc1/tcp/p80__10.180.0.1/80')
+  assert.equal(
+    nftEndpointChainName('ns1/svc1/tcp/p80', '10.180.0.1', 80),
+    'endpoint-5OJB2KTY-ns1/svc1/tcp/p80__10.180.0.1/80',
+  )
   // IPv6 endpoints, from kube-proxy's knftables dump test of an `ip6 kube-proxy` table.
-  assert.equal(nftEndpointChainName('ns1/svc1/tcp/p80', 'fd00:10:180::2:1', 80), 'endpoint-2CRNCTTE-ns1/svc1/tcp/p80__fd00.10.180..2.1/80')
-  assert.equal(nftEndpointChainName('ns1/svc1/tcp/p80', 'fd00:10:180::1', 80), 'endpoint-ZVRFLKHO-ns1/svc1/tcp/p80__fd00.10.180..1/80')
+  assert.equal(
+    nftEndpointChainName('ns1/svc1/tcp/p80', 'fd00:10:180::2:1', 80),
+    'endpoint-2CRNCTTE-ns1/svc1/tcp/p80__fd00.10.180..2.1/80',
+  )
+  assert.equal(
+    nftEndpointChainName('ns1/svc1/tcp/p80', 'fd00:10:180::1', 80),
+    'endpoint-ZVRFLKHO-ns1/svc1/tcp/p80__fd00.10.180..1/80',
+  )
 })

@@ -34,7 +34,11 @@ test('examples/ci/github-actions.yaml is YAML, and each kproxy-doctor in it is a
   const workflow = parse(WORKFLOW)
   const steps: Array<{uses?: string; run?: string}> = workflow.jobs['kproxy-doctor'].steps
   assert.ok(steps.some((s) => s.uses?.startsWith('helm/kind-action@')))
-  assert.ok(steps.some((s) => s.uses?.startsWith('mikepenz/action-junit-report@') || s.uses?.startsWith('actions/upload-artifact@')))
+  assert.ok(
+    steps.some(
+      (s) => s.uses?.startsWith('mikepenz/action-junit-report@') || s.uses?.startsWith('actions/upload-artifact@'),
+    ),
+  )
 
   const help = await runCli(['scan', '--help'])
   assert.equal(help.code, 0, help.stderr)
@@ -46,7 +50,8 @@ test('examples/ci/github-actions.yaml is YAML, and each kproxy-doctor in it is a
   for (const args of calls) {
     assert.equal(args[0], 'scan', args.join(' '))
     const flags = args.slice(1).filter((a) => a.startsWith('-'))
-    for (const flag of flags) assert.ok(listed.has(flag.split('=')[0]), `${flag} is not a flag of scan --help (${args.join(' ')})`)
+    for (const flag of flags)
+      assert.ok(listed.has(flag.split('=')[0]), `${flag} is not a flag of scan --help (${args.join(' ')})`)
     // The values given are ones the help accepts.
     const value = (name: string) => args[args.indexOf(name) + 1]
     assert.equal(value('--via'), 'kube-proxy')

@@ -19,13 +19,20 @@ function helpFlags(help: string): string[] {
 test('help, help svc and --help everywhere', async () => {
   const root = await runCli(['help'])
   assert.equal(root.code, 0)
-  for (const c of ['svc', 'trace', 'collect', 'version', 'completion', 'help']) assert.match(root.stdout, new RegExp(`^  ${c}\\s`, 'm'))
+  for (const c of ['svc', 'trace', 'collect', 'version', 'completion', 'help'])
+    assert.match(root.stdout, new RegExp(`^  ${c}\\s`, 'm'))
   const viaCommand = await runCli(['help', 'svc'])
   const viaFlag = await runCli(['svc', '--help'])
   assert.equal(viaCommand.code, 0)
   assert.equal(viaCommand.stdout, viaFlag.stdout)
   assert.match(viaFlag.stdout, /^USAGE\n {2}\$ kproxy-doctor svc NAME/m)
-  for (const args of [['trace', '--help'], ['collect', 'svc', '--help'], ['version', '--help'], ['completion', '--help'], ['--help']]) {
+  for (const args of [
+    ['trace', '--help'],
+    ['collect', 'svc', '--help'],
+    ['version', '--help'],
+    ['completion', '--help'],
+    ['--help'],
+  ]) {
     const r = await runCli(args)
     assert.equal(r.code, 0, args.join(' '))
     assert.match(r.stdout, /USAGE/, args.join(' '))
@@ -65,7 +72,18 @@ test('svc help groups its flags and lists exactly the flags svc honours', async 
 })
 
 test('-v/--verbose: the mode decision, each ignored finding and each check not run on stderr; stdout is the same report', async () => {
-  const base = ['svc', 'web', '-n', 'shop', '--snapshot', 'examples/broken-cluster', '-o', 'json', '--ignore', 'KPD-HAIRPIN-OFF']
+  const base = [
+    'svc',
+    'web',
+    '-n',
+    'shop',
+    '--snapshot',
+    'examples/broken-cluster',
+    '-o',
+    'json',
+    '--ignore',
+    'KPD-HAIRPIN-OFF',
+  ]
   const quiet = await runCli(base)
   const verbose = await runCli([...base, '-v'])
   assert.equal(verbose.code, quiet.code)
@@ -77,13 +95,24 @@ test('-v/--verbose: the mode decision, each ignored finding and each check not r
     .split('\n')
     .map((l) => l.replace(/^kproxy-doctor: \+\d+\.\d\ds /, ''))
   const nodes = JSON.parse(quiet.stdout).nodes as Array<{name: string; modeSource: string}>
-  const unsilenced = JSON.parse((await runCli(base.slice(0, -2))).stdout).findings as Array<{code: string; message: string}>
+  const unsilenced = JSON.parse((await runCli(base.slice(0, -2))).stdout).findings as Array<{
+    code: string
+    message: string
+  }>
   const hairpin = unsilenced.find((f) => f.code === 'KPD-HAIRPIN-OFF')!
   assert.deepEqual(lines, [
     ...nodes.map((n) => `${n.name}: proxy mode iptables (${n.modeSource})`),
     `ignored KPD-HAIRPIN-OFF [node-a] (--ignore): ${hairpin.message}`,
-    ...(JSON.parse(quiet.stdout).notChecked as Array<{node: string | null; check: string; reason: string; required: boolean}>).map(
-      (n) => `not checked${n.required ? '' : ' (not required)'}: ${n.check}${n.node ? ` on ${n.node}` : ''}: ${n.reason}`,
+    ...(
+      JSON.parse(quiet.stdout).notChecked as Array<{
+        node: string | null
+        check: string
+        reason: string
+        required: boolean
+      }>
+    ).map(
+      (n) =>
+        `not checked${n.required ? '' : ' (not required)'}: ${n.check}${n.node ? ` on ${n.node}` : ''}: ${n.reason}`,
     ),
   ])
 })
@@ -101,9 +130,15 @@ test('version, --version: the same line; -v is not taken by the version', async 
 test('a mistyped command gets one line with the closest command and exit 2', async () => {
   const r = await runCli(['svcc', 'web', '-n', 'shop'])
   assert.equal(r.code, 2)
-  assert.equal(r.stderr, 'kproxy-doctor: "svcc" is not a kproxy-doctor command. Did you mean "svc"? Run "kproxy-doctor help" for the list.\n')
+  assert.equal(
+    r.stderr,
+    'kproxy-doctor: "svcc" is not a kproxy-doctor command. Did you mean "svc"? Run "kproxy-doctor help" for the list.\n',
+  )
   const nested = await runCli(['collect', 'sv', 'web'])
-  assert.match(nested.stderr, /^kproxy-doctor: "collect sv" is not a kproxy-doctor command\. Did you mean "collect svc"\?/)
+  assert.match(
+    nested.stderr,
+    /^kproxy-doctor: "collect sv" is not a kproxy-doctor command\. Did you mean "collect svc"\?/,
+  )
   const far = await runCli(['frobnicate'])
   assert.equal(far.code, 2)
   assert.doesNotMatch(far.stderr, /Did you mean/)
@@ -111,10 +146,22 @@ test('a mistyped command gets one line with the closest command and exit 2', asy
 
 test('a flag that --snapshot would ignore is an error, as are other conflicting flags', async () => {
   const snap = ['svc', 'web', '-n', 'shop', '--snapshot', 'examples/healthy-cluster']
-  for (const extra of [['--context', 'prod'], ['--kubeconfig', '/k'], ['--ssh-config', '/s'], ['--timeout', '3'], ['--all-nodes'], ['--concurrency', '2'], ['--insecure-ignore-host-key'], ['--debug-image', 'busybox']]) {
+  for (const extra of [
+    ['--context', 'prod'],
+    ['--kubeconfig', '/k'],
+    ['--ssh-config', '/s'],
+    ['--timeout', '3'],
+    ['--all-nodes'],
+    ['--concurrency', '2'],
+    ['--insecure-ignore-host-key'],
+    ['--debug-image', 'busybox'],
+  ]) {
     const r = await runCli([...snap, ...extra])
     assert.equal(r.code, 2, extra.join(' '))
-    assert.equal(r.stderr, `kproxy-doctor: ${extra[0]}${extra[1] ? `=${extra[1]}` : '=true'} cannot also be provided when using --snapshot\n`)
+    assert.equal(
+      r.stderr,
+      `kproxy-doctor: ${extra[0]}${extra[1] ? `=${extra[1]}` : '=true'} cannot also be provided when using --snapshot\n`,
+    )
   }
   const nodes = await runCli([...snap, '--nodes', 'node-a'])
   assert.equal(nodes.code, 0, '--nodes is honoured with a snapshot')
@@ -129,20 +176,34 @@ function bashComplete(script: string, words: string[]): Promise<string[]> {
   const file = join(tmp, 'completion.bash')
   writeFileSync(file, script)
   const program = `source ${file}; COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _kproxy_doctor_complete; printf '%s\\n' "\${COMPREPLY[@]}"`
-  return new Promise((done, fail) => execFile('/bin/bash', ['--norc', '-c', program], {encoding: 'utf8'}, (err, stdout) => (err ? fail(err) : done(stdout.split('\n').filter(Boolean)))))
+  return new Promise((done, fail) =>
+    execFile('/bin/bash', ['--norc', '-c', program], {encoding: 'utf8'}, (err, stdout) =>
+      err ? fail(err) : done(stdout.split('\n').filter(Boolean)),
+    ),
+  )
 }
 
 test('bash completion: commands, topics, flags of the command typed, flag values and files', async () => {
   const r = await runCli(['completion', 'bash'])
   assert.equal(r.code, 0)
-  assert.deepEqual((await bashComplete(r.stdout, ['kproxy-doctor', ''])).sort(), ['collect', 'completion', 'help', 'scan', 'svc', 'trace', 'version'])
+  assert.deepEqual((await bashComplete(r.stdout, ['kproxy-doctor', ''])).sort(), [
+    'collect',
+    'completion',
+    'help',
+    'scan',
+    'svc',
+    'trace',
+    'version',
+  ])
   assert.deepEqual(await bashComplete(r.stdout, ['kproxy-doctor', 'sv']), ['svc'])
   assert.deepEqual(await bashComplete(r.stdout, ['kproxy-doctor', 'collect', '']), ['svc'])
   assert.deepEqual(await bashComplete(r.stdout, ['kproxy-doctor', 'svc', 'web', '--sn']), ['--snapshot'])
   assert.deepEqual(await bashComplete(r.stdout, ['kproxy-doctor', 'svc', 'web', '-o', '']), ['table', 'json', 'yaml'])
   assert.deepEqual(await bashComplete(r.stdout, ['kproxy-doctor', 'collect', 'svc', 'web', '--o']), ['--out'])
   assert.deepEqual(await bashComplete(r.stdout, ['kproxy-doctor', 'trace', '--pro']), ['--proto'])
-  assert.deepEqual(await bashComplete(r.stdout, ['kproxy-doctor', 'svc', 'web', '--snapshot', 'examples/broken-c']), ['examples/broken-cluster'])
+  assert.deepEqual(await bashComplete(r.stdout, ['kproxy-doctor', 'svc', 'web', '--snapshot', 'examples/broken-c']), [
+    'examples/broken-cluster',
+  ])
 })
 
 test('zsh completion: a compdef script that loads the same completion through bashcompinit', async () => {
@@ -178,13 +239,48 @@ test('trace lists only the flags it honours; the live-read flags without --node 
     'ssh-config',
     'timeout',
   ])
-  const walk = ['trace', '--iptables-save', 'examples/broken-cluster/nodes/node-b/iptables-save.txt', '--src', '10.244.2.100', '--dst', '10.96.10.10', '--dport', '80']
+  const walk = [
+    'trace',
+    '--iptables-save',
+    'examples/broken-cluster/nodes/node-b/iptables-save.txt',
+    '--src',
+    '10.244.2.100',
+    '--dst',
+    '10.96.10.10',
+    '--dport',
+    '80',
+  ]
   assert.equal((await runCli(walk)).code, 0)
-  for (const extra of [['--context', 'prod'], ['--kubeconfig', '/k'], ['--ssh-config', '/s'], ['--timeout', '3'], ['--insecure-ignore-host-key'], ['-n', 'shop'], ['--nodes', 'a']]) {
+  for (const extra of [
+    ['--context', 'prod'],
+    ['--kubeconfig', '/k'],
+    ['--ssh-config', '/s'],
+    ['--timeout', '3'],
+    ['--insecure-ignore-host-key'],
+    ['-n', 'shop'],
+    ['--nodes', 'a'],
+  ]) {
     const r = await runCli([...walk, ...extra])
     assert.equal(r.code, 2, extra.join(' '))
   }
-  assert.equal((await runCli(['trace', '--node', 'node-b', '--ipset-save', '/f', '--src', '1.1.1.1', '--dst', '2.2.2.2', '--dport', '1'])).code, 2)
+  assert.equal(
+    (
+      await runCli([
+        'trace',
+        '--node',
+        'node-b',
+        '--ipset-save',
+        '/f',
+        '--src',
+        '1.1.1.1',
+        '--dst',
+        '2.2.2.2',
+        '--dport',
+        '1',
+      ])
+    ).code,
+    2,
+  )
 })
 
 function zshComplete(script: string, words: string[]): Promise<string[]> {
@@ -194,7 +290,9 @@ function zshComplete(script: string, words: string[]): Promise<string[]> {
   // compgen does not filter by the typed prefix (the widget does), so this checks which words are offered.
   const program = `source ${file}; print -r -- "\${_comps[kproxy-doctor]}"; COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _kproxy_doctor_complete; print -l -- "\${COMPREPLY[@]}"`
   return new Promise((done, fail) =>
-    execFile('zsh', ['-f', '-c', program], {encoding: 'utf8', env: {...process.env, HOME: tmp}}, (err, stdout) => (err ? fail(err) : done(stdout.split('\n').filter(Boolean)))),
+    execFile('zsh', ['-f', '-c', program], {encoding: 'utf8', env: {...process.env, HOME: tmp}}, (err, stdout) =>
+      err ? fail(err) : done(stdout.split('\n').filter(Boolean)),
+    ),
   )
 }
 
@@ -207,6 +305,9 @@ test(
     assert.deepEqual(values, ['_bash_complete -o default -F _kproxy_doctor_complete', 'table', 'json', 'yaml'])
     assert.deepEqual((await zshComplete(script, ['kproxy-doctor', 'collect', ''])).slice(1), ['svc'])
     const svcFlags = (await zshComplete(script, ['kproxy-doctor', 'svc', 'web', '--'])).slice(1)
-    assert.ok(svcFlags.includes('--snapshot') && svcFlags.includes('--quiet') && !svcFlags.includes('--out'), svcFlags.join(' '))
+    assert.ok(
+      svcFlags.includes('--snapshot') && svcFlags.includes('--quiet') && !svcFlags.includes('--out'),
+      svcFlags.join(' '),
+    )
   },
 )

@@ -30,7 +30,11 @@ test('the dual-stack example: IPv4 whole, node-b IPv6 endpoint chain DNATs to a 
   assert.deepEqual(
     r.json.findings.map((f: {code: string; node: string; message: string}) => [f.code, f.node, f.message]),
     [
-      ['KPD-DNAT-WRONG', 'node-b', 'node-b (IPv6): KUBE-SEP-3EIK7ZMJLCQCLWUX DNATs to [fd00:10:244:2::10]:9999, but the endpoint (pod web-b1) is [fd00:10:244:2::10]:8080 (targetPort http)'],
+      [
+        'KPD-DNAT-WRONG',
+        'node-b',
+        'node-b (IPv6): KUBE-SEP-3EIK7ZMJLCQCLWUX DNATs to [fd00:10:244:2::10]:9999, but the endpoint (pod web-b1) is [fd00:10:244:2::10]:8080 (targetPort http)',
+      ],
       [
         'KPD-NODE-DIVERGES',
         'node-b',
@@ -38,17 +42,40 @@ test('the dual-stack example: IPv4 whole, node-b IPv6 endpoint chain DNATs to a 
       ],
     ],
   )
-  const broken = r.json.paths.filter((p: {ok: boolean}) => !p.ok).map((p: {node: string; family: string; entry: string}) => `${p.node} ${p.family} ${p.entry}`)
-  assert.deepEqual(broken, ['node-b IPv6 pod→ClusterIP', 'node-b IPv6 node→ClusterIP', 'node-b IPv6 outside→NodePort', 'node-b IPv6 pod→itself'])
+  const broken = r.json.paths
+    .filter((p: {ok: boolean}) => !p.ok)
+    .map((p: {node: string; family: string; entry: string}) => `${p.node} ${p.family} ${p.entry}`)
+  assert.deepEqual(broken, [
+    'node-b IPv6 pod→ClusterIP',
+    'node-b IPv6 node→ClusterIP',
+    'node-b IPv6 outside→NodePort',
+    'node-b IPv6 pod→itself',
+  ])
   assert.ok(r.json.paths.filter((p: {family: string}) => p.family === 'IPv4').every((p: {ok: boolean}) => p.ok))
   assert.deepEqual(
     r.json.notChecked.filter((n: {required: boolean}) => n.required),
     [],
   )
   // The same node's IPv6 rules, traced by hand: a third of new connections to the wrong port.
-  const t = await runCli(['trace', '--iptables-save', 'examples/dualstack-cluster/nodes/node-b/ip6tables-save.txt', '--src', 'fd00:10:244:2::20', '--dst', 'fd00:10:96::10:10', '--dport', '80', '-o', 'json'])
+  const t = await runCli([
+    'trace',
+    '--iptables-save',
+    'examples/dualstack-cluster/nodes/node-b/ip6tables-save.txt',
+    '--src',
+    'fd00:10:244:2::20',
+    '--dst',
+    'fd00:10:96::10:10',
+    '--dport',
+    '80',
+    '-o',
+    'json',
+  ])
   assert.equal(t.code, 0, t.stderr)
-  assert.deepEqual(t.json.destinations, ['[fd00:10:244:1::10]:8080', '[fd00:10:244:2::10]:9999', '[fd00:10:244:2::11]:8080'])
+  assert.deepEqual(t.json.destinations, [
+    '[fd00:10:244:1::10]:8080',
+    '[fd00:10:244:2::10]:9999',
+    '[fd00:10:244:2::11]:8080',
+  ])
 })
 
 test('the IPVS example (recorded ipvsadm/ipset output): weight stuck at 0 found on node-b', async () => {
@@ -63,20 +90,37 @@ test('the IPVS example (recorded ipvsadm/ipset output): weight stuck at 0 found 
     ['ipvs', 'ipvs'],
   )
   assert.match(r.json.next.command, /ipvsadm -Ln/)
-  const forced = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/ipvs-cluster', '-o', 'json', '--proxy-mode', 'iptables'])
+  const forced = await runCli([
+    'svc',
+    'web',
+    '-n',
+    'shop',
+    '--snapshot',
+    'examples/ipvs-cluster',
+    '-o',
+    'json',
+    '--proxy-mode',
+    'iptables',
+  ])
   assert.ok(forced.json.nodes.every((n: {modeSource: string}) => n.modeSource === '--proxy-mode'))
 })
 
 test('--explain shows the walk behind a broken path', async () => {
   const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/broken-cluster', '--explain'])
   assert.match(r.stdout, /^node-b pod→ClusterIP, node→ClusterIP, outside→NodePort, pod→itself \(http\): ✗ DNAT/m)
-  assert.match(r.stdout, /^✗ 2c +33\.3% :73 → KUBE-SEP-DYSIX5QMVXZZP7LU:59 → DNAT 10\.244\.2\.7:8080 ✗ not a ready endpoint$/m)
+  assert.match(
+    r.stdout,
+    /^✗ 2c +33\.3% :73 → KUBE-SEP-DYSIX5QMVXZZP7LU:59 → DNAT 10\.244\.2\.7:8080 ✗ not a ready endpoint$/m,
+  )
 })
 
 test('a garbage dump makes that node unreadable with the line; with no readable node the API-side checks are still reported', async () => {
   const dir = join(tmp, 'garbage')
   cpSync('examples/healthy-cluster', dir, {recursive: true})
-  writeFileSync(join(dir, 'nodes/node-b/iptables-save.txt'), '*nat\n:PREROUTING ACCEPT [0:0]\nthis is not a rule\nCOMMIT\n')
+  writeFileSync(
+    join(dir, 'nodes/node-b/iptables-save.txt'),
+    '*nat\n:PREROUTING ACCEPT [0:0]\nthis is not a rule\nCOMMIT\n',
+  )
   const one = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', dir, '-o', 'json'])
   assert.equal(one.code, 0)
   const b = one.json.nodes.find((n: {name: string}) => n.name === 'node-b')
@@ -142,16 +186,35 @@ test('trace: JSON contract on a dump, stdin, and line numbers for unreadable inp
   assert.equal(r.json.verdict, 'DNAT')
   assert.deepEqual(r.json.destinations, ['10.244.1.10:8080', '10.244.2.10:8080', '10.244.2.7:8080'])
   assert.equal(r.json.masquerade, false)
-  for (const o of r.json.outcomes) assert.ok(Math.abs(o.probability - 1 / 3) < 1e-6 && o.steps.every((s: object) => Object.keys(s).join() === 'table,chain,line,rule'))
+  for (const o of r.json.outcomes)
+    assert.ok(
+      Math.abs(o.probability - 1 / 3) < 1e-6 &&
+        o.steps.every((s: object) => Object.keys(s).join() === 'table,chain,line,rule'),
+    )
   const {readFileSync} = await import('node:fs')
-  const piped = await runCli(['trace', '--iptables-save', '-', ...args.slice(3)], {}, 60_000, readFileSync(args[2], 'utf8'))
+  const piped = await runCli(
+    ['trace', '--iptables-save', '-', ...args.slice(3)],
+    {},
+    60_000,
+    readFileSync(args[2], 'utf8'),
+  )
   assert.deepEqual(piped.json, r.json)
   const bad = join(tmp, 'bad.txt')
   writeFileSync(bad, '*nat\n:A - [0:0]\n-A A -j\nCOMMIT\n')
   const broken = await runCli(['trace', '--iptables-save', bad, '--src', '1.1.1.1', '--dst', '2.2.2.2', '--dport', '1'])
   assert.equal(broken.code, 0, 'chain A is never walked, so its broken rule does not matter')
   writeFileSync(bad, '*nat\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j\nCOMMIT\n')
-  const refused = await runCli(['trace', '--iptables-save', bad, '--src', '1.1.1.1', '--dst', '2.2.2.2', '--dport', '1'])
+  const refused = await runCli([
+    'trace',
+    '--iptables-save',
+    bad,
+    '--src',
+    '1.1.1.1',
+    '--dst',
+    '2.2.2.2',
+    '--dport',
+    '1',
+  ])
   assert.equal(refused.code, 2)
   assert.match(refused.stderr, /line 3: -j without a target/)
   const notIp = await runCli(['trace', '--iptables-save', bad, '--src', 'pod-a', '--dst', '2.2.2.2', '--dport', '1'])

@@ -27,7 +27,10 @@ test('cluster domain: the first forward zone of the Corefile kubernetes plugin',
   const cases: [string, string | undefined][] = [
     [KUBEADM_COREFILE, 'cluster.local'],
     [KUBEADM_COREFILE.replace('kubernetes cluster.local', 'kubernetes corp.example.'), 'corp.example'],
-    [KUBEADM_COREFILE.replace('kubernetes cluster.local in-addr.arpa', 'kubernetes in-addr.arpa Prod.Internal'), 'prod.internal'],
+    [
+      KUBEADM_COREFILE.replace('kubernetes cluster.local in-addr.arpa', 'kubernetes in-addr.arpa Prod.Internal'),
+      'prod.internal',
+    ],
     ['.:53 {\n    # kubernetes old.local\n    kubernetes in-addr.arpa ip6.arpa\n}\n', undefined],
     ['.:53 {\n    forward . 8.8.8.8\n}\n', undefined],
     ['kubernetes bad_zone!.local {\n}\n', undefined],
@@ -37,11 +40,26 @@ test('cluster domain: the first forward zone of the Corefile kubernetes plugin',
 })
 
 test('cluster domain: --cluster-domain wins, then CoreDNS, else the default said as assumed', () => {
-  const cm: V1ConfigMap = {metadata: {name: 'coredns', namespace: 'kube-system'}, data: {Corefile: KUBEADM_COREFILE.replace('cluster.local', 'k8s.lan')}}
-  assert.deepEqual(chooseClusterDomain('Override.Example.', cm), {domain: 'override.example', source: '--cluster-domain'})
-  assert.deepEqual(chooseClusterDomain(undefined, cm), {domain: 'k8s.lan', source: 'the kubernetes zone in ConfigMap kube-system/coredns'})
-  assert.deepEqual(chooseClusterDomain(undefined, undefined), {domain: 'cluster.local', source: 'assumed, the Kubernetes default (no CoreDNS ConfigMap in kube-system)'})
-  assert.deepEqual(chooseClusterDomain(undefined, {data: {}}), {domain: 'cluster.local', source: 'assumed, the Kubernetes default (its Corefile has no kubernetes zone)'})
+  const cm: V1ConfigMap = {
+    metadata: {name: 'coredns', namespace: 'kube-system'},
+    data: {Corefile: KUBEADM_COREFILE.replace('cluster.local', 'k8s.lan')},
+  }
+  assert.deepEqual(chooseClusterDomain('Override.Example.', cm), {
+    domain: 'override.example',
+    source: '--cluster-domain',
+  })
+  assert.deepEqual(chooseClusterDomain(undefined, cm), {
+    domain: 'k8s.lan',
+    source: 'the kubernetes zone in ConfigMap kube-system/coredns',
+  })
+  assert.deepEqual(chooseClusterDomain(undefined, undefined), {
+    domain: 'cluster.local',
+    source: 'assumed, the Kubernetes default (no CoreDNS ConfigMap in kube-system)',
+  })
+  assert.deepEqual(chooseClusterDomain(undefined, {data: {}}), {
+    domain: 'cluster.local',
+    source: 'assumed, the Kubernetes default (its Corefile has no kubernetes zone)',
+  })
 })
 
 test('kube-proxy configuration: read with a YAML loader (flow style, quotes, comments), garbage gives defaults with the reason', () => {
@@ -49,12 +67,35 @@ test('kube-proxy configuration: read with a YAML loader (flow style, quotes, com
     'kind: KubeProxyConfiguration\nmode: "ipvs" # comment\nclusterCIDR: 10.244.0.0/16\niptables: {masqueradeBit: 15, masqueradeAll: true}\nipvs:\n  scheduler: lc\n  strictARP: true\n',
     'cm',
   )
-  assert.deepEqual(flow, {mode: 'ipvs', clusterCIDR: '10.244.0.0/16', masqueradeBit: 15, masqueradeAll: true, localhostNodePorts: true, ipvsScheduler: 'lc', ipvsStrictARP: true, source: 'cm'})
-  assert.deepEqual(parseKubeProxyConfig('iptables:\n  masqueradeBit: 99\n', 'cm'), {mode: '', masqueradeBit: 14, masqueradeAll: false, localhostNodePorts: true, source: 'cm'})
+  assert.deepEqual(flow, {
+    mode: 'ipvs',
+    clusterCIDR: '10.244.0.0/16',
+    masqueradeBit: 15,
+    masqueradeAll: true,
+    localhostNodePorts: true,
+    ipvsScheduler: 'lc',
+    ipvsStrictARP: true,
+    source: 'cm',
+  })
+  assert.deepEqual(parseKubeProxyConfig('iptables:\n  masqueradeBit: 99\n', 'cm'), {
+    mode: '',
+    masqueradeBit: 14,
+    masqueradeAll: false,
+    localhostNodePorts: true,
+    source: 'cm',
+  })
   // Localhost NodePorts: on by default; off by iptables.localhostNodePorts or nodePortAddresses without 127.0.0.0/8.
   const localhost = (yaml: string) => parseKubeProxyConfig(yaml, 'cm').localhostNodePorts
   assert.deepEqual(
-    ['', 'iptables: {localhostNodePorts: false}\n', 'nodePortAddresses: []\n', 'nodePortAddresses: [127.0.0.0/8]\n', 'nodePortAddresses: [10.0.0.0/8]\n', 'nodePortAddresses: [primary]\n', 'nodePortAddresses: [10.0.0.0/8, 127.0.0.1/32]\n'].map(localhost),
+    [
+      '',
+      'iptables: {localhostNodePorts: false}\n',
+      'nodePortAddresses: []\n',
+      'nodePortAddresses: [127.0.0.0/8]\n',
+      'nodePortAddresses: [10.0.0.0/8]\n',
+      'nodePortAddresses: [primary]\n',
+      'nodePortAddresses: [10.0.0.0/8, 127.0.0.1/32]\n',
+    ].map(localhost),
     [true, false, true, true, false, false, true],
   )
   const broken = parseKubeProxyConfig('mode: [unclosed\n', 'cm')
@@ -78,10 +119,17 @@ test('cluster reads: a 403 on kube-system Pods is recorded as unread with the re
     },
     listNodes: async () => [],
     getConfigMap: async (ns, name) =>
-      ns === 'kube-system' && name === 'coredns' ? {metadata: {name, namespace: ns}, data: {Corefile: KUBEADM_COREFILE.replace('cluster.local', 'k8s.lan')}} : undefined,
+      ns === 'kube-system' && name === 'coredns'
+        ? {metadata: {name, namespace: ns}, data: {Corefile: KUBEADM_COREFILE.replace('cluster.local', 'k8s.lan')}}
+        : undefined,
   }
   const state = await readClusterState(source, 'shop', 'web')
-  assert.deepEqual(state.unread, [{what: 'kube-proxy Pods (kube-system)', reason: 'RBAC forbids list pods in namespace "kube-system" (403): forbidden'}])
+  assert.deepEqual(state.unread, [
+    {
+      what: 'kube-proxy Pods (kube-system)',
+      reason: 'RBAC forbids list pods in namespace "kube-system" (403): forbidden',
+    },
+  ])
   assert.equal(state.clusterDomain, 'k8s.lan')
   assert.equal(state.clusterDomainSource, 'the kubernetes zone in ConfigMap kube-system/coredns')
   assert.equal((await readClusterState(source, 'shop', 'web', {clusterDomain: 'x.example'})).clusterDomain, 'x.example')

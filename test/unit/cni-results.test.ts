@@ -9,7 +9,13 @@ import {join} from 'node:path'
 import {test} from 'node:test'
 import {parseCniResults} from '../../src/parse/cni-results.js'
 import {parseBridgeState, withCniResults} from '../../src/parse/bridge-state.js'
-import {NODE_FILES, parseNodeRecording, readNodeBundle, writeNodeRecording, type NodeRecording} from '../../src/node/bundle.js'
+import {
+  NODE_FILES,
+  parseNodeRecording,
+  readNodeBundle,
+  writeNodeRecording,
+  type NodeRecording,
+} from '../../src/node/bundle.js'
 import {SnapshotNodeAccess} from '../../src/node/snapshot-transport.js'
 import {PodExecNodeAccess} from '../../src/node/pod-exec-transport.js'
 import type {KubeConfig} from '@kubernetes/client-node'
@@ -48,7 +54,13 @@ const DUAL_STACK = JSON.stringify(
 )
 
 const NETWORK = (ports: string[], hairpinOff: string[] = []) =>
-  ['## hairpin', ...ports.map((p) => `/sys/class/net/cni0/brif/${p}/hairpin_mode ${hairpinOff.includes(p) ? 0 : 1}`), '## links', '## neigh', '## fdb'].join('\n')
+  [
+    '## hairpin',
+    ...ports.map((p) => `/sys/class/net/cni0/brif/${p}/hairpin_mode ${hairpinOff.includes(p) ? 0 : 1}`),
+    '## links',
+    '## neigh',
+    '## fdb',
+  ].join('\n')
 
 test('the read is one program with fixed arguments, under sudo for a user that is not root', () => {
   assert.equal(buildCommandLine('cniResults', true), 'grep -r -H -s . /var/lib/cni/results')
@@ -59,7 +71,16 @@ test('parser: a bridge plugin result (one line, as libcni writes it) gives the p
   const f = cniCacheFile(webB1, '10.244.2.1')
   const r = parseCniResults(cniCacheGrep([f]))
   assert.deepEqual(r.ignored, [])
-  assert.deepEqual(r.attachments, [{file: f.name, containerId: f.name.slice(5, 69), network: 'cbr0', ifName: 'eth0', podIps: ['10.244.2.10'], hostInterfaces: ['cbr0', 'vweb-b1']}])
+  assert.deepEqual(r.attachments, [
+    {
+      file: f.name,
+      containerId: f.name.slice(5, 69),
+      network: 'cbr0',
+      ifName: 'eth0',
+      podIps: ['10.244.2.10'],
+      hostInterfaces: ['cbr0', 'vweb-b1'],
+    },
+  ])
 })
 
 test('parser: pretty-printed, several IPs, IPv6 in canonical spelling, an address on the bridge left out', () => {
@@ -102,7 +123,12 @@ test('parser: truncated, garbage, foreign, pre-0.3.0 or oddly named files are sk
 })
 
 test('mapping: the cache maps an idle pod (no fdb) to its bridge port; the fdb maps the rest; a contested IP is left to the fdb', () => {
-  const state = parseBridgeState(NETWORK(['vweb-b1', 'vweb-b2']).replace('## fdb', '10.244.2.11 dev cni0 lladdr 02:00:00:00:01:11 REACHABLE\n## fdb\n02:00:00:00:01:11 dev vweb-b2 master cni0'))
+  const state = parseBridgeState(
+    NETWORK(['vweb-b1', 'vweb-b2']).replace(
+      '## fdb',
+      '10.244.2.11 dev cni0 lladdr 02:00:00:00:01:11 REACHABLE\n## fdb\n02:00:00:00:01:11 dev vweb-b2 master cni0',
+    ),
+  )
   const files = [cniCacheFile(webB1, '10.244.2.1')]
   const mapped = withCniResults(state, parseCniResults(cniCacheGrep(files)))
   assert.deepEqual(
@@ -123,7 +149,11 @@ test('mapping: the cache maps an idle pod (no fdb) to its bridge port; the fdb m
 
 test('an idle backend with hairpin off, mapped through the cache: KPD-HAIRPIN-OFF names the pod, the port and how it was mapped', () => {
   const noFdb = {'node-b': (t: string) => t.replace(/## neigh[\s\S]*$/, '## neigh\n## fdb\n')}
-  const {cluster, observations} = offlineCluster({hairpinOff: ['web-b1'], editNetwork: noFdb, cniCache: {'node-b': (t) => t}})
+  const {cluster, observations} = offlineCluster({
+    hairpinOff: ['web-b1'],
+    editNetwork: noFdb,
+    cniCache: {'node-b': (t) => t},
+  })
   const f = diagnose(cluster, observations).findings.filter((x) => x.code.startsWith('KPD-HAIRPIN'))
   assert.deepEqual(
     f.map((x) => [x.code, x.severity, x.message, x.evidence]),
@@ -132,7 +162,10 @@ test('an idle backend with hairpin off, mapped through the cache: KPD-HAIRPIN-OF
         'KPD-HAIRPIN-OFF',
         'error',
         'node-b: pod web-b1 sits on cbr0 port vweb-b1 with hairpin_mode 0 (bridge not promiscuous): it cannot reach itself through the Service',
-        ['/sys/class/net/cbr0/brif/vweb-b1/hairpin_mode = 0', `pod 10.244.2.10 → vweb-b1: CNI result cache (${DIR}/${cniCacheFile(webB1, '10.244.2.1').name})`],
+        [
+          '/sys/class/net/cbr0/brif/vweb-b1/hairpin_mode = 0',
+          `pod 10.244.2.10 → vweb-b1: CNI result cache (${DIR}/${cniCacheFile(webB1, '10.244.2.1').name})`,
+        ],
       ],
     ],
   )
@@ -168,16 +201,25 @@ test('snapshot: collect records cni-results.txt; the bundle and the snapshot tra
     assert.equal(r.kind === 'ran' && r.stdout.toString(), grep)
     // A bundle without the file: the fdb only, and said.
     rec.delete(NODE_FILES.cniResults)
-    assert.deepEqual(parseNodeRecording('node-b', rec).network!.cniNotes, ['CNI result cache (/var/lib/cni/results) not read'])
+    assert.deepEqual(parseNodeRecording('node-b', rec).network!.cniNotes, [
+      'CNI result cache (/var/lib/cni/results) not read',
+    ])
   } finally {
     rmSync(dir, {recursive: true, force: true})
   }
 })
 
 test("kube-proxy's Pod: the cache is not read (the node's /var/lib/cni is not mounted there), no exec is made, and it is listed as not read", async () => {
-  const access = new PodExecNodeAccess(undefined as unknown as KubeConfig, {namespace: 'kube-system', name: 'kube-proxy-a', container: 'kube-proxy'}, 1000)
+  const access = new PodExecNodeAccess(
+    undefined as unknown as KubeConfig,
+    {namespace: 'kube-system', name: 'kube-proxy-a', container: 'kube-proxy'},
+    1000,
+  )
   const r = await access.run('cniResults')
-  assert.deepEqual(r, {kind: 'not-recorded', what: "/var/lib/cni/results (the CNI result cache) is not mounted in kube-proxy's Pod"})
+  assert.deepEqual(r, {
+    kind: 'not-recorded',
+    what: "/var/lib/cni/results (the CNI result cache) is not mounted in kube-proxy's Pod",
+  })
   assert.deepEqual(access.missingTools(), [
     "/var/lib/cni/results (the CNI result cache) is not mounted in kube-proxy's Pod: pods mapped to bridge ports through fdb and neighbour entries only (they expire on idle Pods)",
   ])

@@ -14,11 +14,19 @@ import {offlineCluster, type OfflineOptions} from '../helpers/offline-cluster.js
 import {runCli} from '../helpers/run-cli.js'
 
 /** Every node read in full: packet-path reads made (empty), so only what a case changes is not checked. */
-const fullyRead = (obs: NodeObservation): NodeObservation => ({...obs, path: obs.path ?? {routeLookups: [], conntrack: [], skipped: []}})
+const fullyRead = (obs: NodeObservation): NodeObservation => ({
+  ...obs,
+  path: obs.path ?? {routeLookups: [], conntrack: [], skipped: []},
+})
 
 function report(state: OfflineOptions = {}, options: DiagnoseOptions = {}): Report {
   const edits = state.editObservation ?? {}
-  const editObservation = Object.fromEntries(['node-a', 'node-b'].map((n) => [n, (o: NodeObservation) => (edits[n] ?? ((x: NodeObservation) => x))(fullyRead(o))]))
+  const editObservation = Object.fromEntries(
+    ['node-a', 'node-b'].map((n) => [
+      n,
+      (o: NodeObservation) => (edits[n] ?? ((x: NodeObservation) => x))(fullyRead(o)),
+    ]),
+  )
   const {cluster, observations} = offlineCluster({...state, editObservation})
   return buildReport(diagnose(cluster, observations, {probes: PROBES_OFF, ...options}))
 }
@@ -33,16 +41,35 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
   test('every node read in full with --no-probe: only the probes are listed, not required; the headline stays ✓ and exit 0 even with --fail-on skipped', () => {
     const r = report()
     assert.deepEqual(rows(r), [PROBES_OFF_ROW])
-    assert.deepEqual(r.notChecked[0].codes, ['KPD-VIP-FAILS', 'KPD-ENDPOINT-CROSS-NODE', 'KPD-BACKEND-REFUSED', 'KPD-PROBE-CONTRADICTS'])
+    assert.deepEqual(r.notChecked[0].codes, [
+      'KPD-VIP-FAILS',
+      'KPD-ENDPOINT-CROSS-NODE',
+      'KPD-BACKEND-REFUSED',
+      'KPD-PROBE-CONTRADICTS',
+    ])
     assert.equal(r.summary, '✓ shop/web: every traced path works on 2 node(s)')
     assert.equal(exitCode(r, {severity: 'error', skipped: true}), 0)
   })
 
   test('a node that could not be read: required; the headline says ? and how many checks did not run; exit 0, or 1 with --fail-on skipped', () => {
-    const r = report({editObservation: {'node-b': () => ({name: 'node-b', reachable: false, error: 'ssh: connect ECONNREFUSED 10.200.0.12:22'})}})
-    assert.deepEqual(rows(r), [['node-b', 'node-read', true, 'not read: ssh: connect ECONNREFUSED 10.200.0.12:22'], PROBES_OFF_ROW])
-    assert.ok(r.notChecked[0].codes.includes('KPD-SEP-MISSING') && r.notChecked[0].codes.includes('KPD-DNS-NO-ANSWER') && !r.notChecked[0].codes.includes('KPD-SELECTOR-NO-PODS'))
-    assert.equal(r.summary, '? shop/web: no fault found in what was checked, but 1 check(s) could not run (see Not checked); 1 warning(s)')
+    const r = report({
+      editObservation: {
+        'node-b': () => ({name: 'node-b', reachable: false, error: 'ssh: connect ECONNREFUSED 10.200.0.12:22'}),
+      },
+    })
+    assert.deepEqual(rows(r), [
+      ['node-b', 'node-read', true, 'not read: ssh: connect ECONNREFUSED 10.200.0.12:22'],
+      PROBES_OFF_ROW,
+    ])
+    assert.ok(
+      r.notChecked[0].codes.includes('KPD-SEP-MISSING') &&
+        r.notChecked[0].codes.includes('KPD-DNS-NO-ANSWER') &&
+        !r.notChecked[0].codes.includes('KPD-SELECTOR-NO-PODS'),
+    )
+    assert.equal(
+      r.summary,
+      '? shop/web: no fault found in what was checked, but 1 check(s) could not run (see Not checked); 1 warning(s)',
+    )
     assert.equal(r.ok, true)
     assert.equal(exitCode(r), 0)
     assert.equal(exitCode(r, {severity: 'error', skipped: true}), 1)
@@ -60,10 +87,16 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
   test('a DNS question that could not be asked from a node: required, no DNS finding', () => {
     const error = 'no TCP to the server; and the node has neither dig nor nslookup'
     const r = report({dns: {'node-a': {addresses: [], method: 'none', error}}})
-    assert.deepEqual(rows(r), [['node-a', 'dns-from-node', true, `web.shop.svc.cluster.local not asked of 10.96.0.10: ${error}`], PROBES_OFF_ROW])
+    assert.deepEqual(rows(r), [
+      ['node-a', 'dns-from-node', true, `web.shop.svc.cluster.local not asked of 10.96.0.10: ${error}`],
+      PROBES_OFF_ROW,
+    ])
     assert.deepEqual(r.notChecked[0].codes, ['KPD-DNS-NO-ANSWER'])
     assert.deepEqual(r.findings, [])
-    assert.equal(r.summary, '? shop/web: no fault found in what was checked, but 1 check(s) could not run (see Not checked)')
+    assert.equal(
+      r.summary,
+      '? shop/web: no fault found in what was checked, but 1 check(s) could not run (see Not checked)',
+    )
   })
 
   test("kube-proxy's /healthz and /metrics not answering, path reads that failed and lookups over the cap", () => {
@@ -71,11 +104,29 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
       editObservation: {
         'node-a': (o) => ({
           ...o,
-          kubeProxy: {proxyMode: 'iptables', healthzError: 'connect ECONNREFUSED 127.0.0.1:10256', metricsError: 'HTTP 403'},
+          kubeProxy: {
+            proxyMode: 'iptables',
+            healthzError: 'connect ECONNREFUSED 127.0.0.1:10256',
+            metricsError: 'HTTP 403',
+          },
           path: {
             sysctls: {status: 'not-read', reason: 'sysctl: not available on the node (sh: sysctl: not found)'},
-            routeLookups: [{address: '10.244.2.10', result: {status: 'not-read', reason: 'ip route get 10.244.2.10: exited 2: Error'}}],
-            conntrack: [{protocol: 'tcp', address: '10.96.10.10', result: {status: 'not-read', reason: 'conntrack -L -p tcp -d 10.96.10.10: exited 1: Operation not permitted'}}],
+            routeLookups: [
+              {
+                address: '10.244.2.10',
+                result: {status: 'not-read', reason: 'ip route get 10.244.2.10: exited 2: Error'},
+              },
+            ],
+            conntrack: [
+              {
+                protocol: 'tcp',
+                address: '10.96.10.10',
+                result: {
+                  status: 'not-read',
+                  reason: 'conntrack -L -p tcp -d 10.96.10.10: exited 1: Operation not permitted',
+                },
+              },
+            ],
             skipped: ['ip route get: 2 of 66 endpoint addresses not looked up (at most 64 per node)'],
           },
         }),
@@ -86,11 +137,19 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
       ['node-a', 'routes', true, 'ip route get 10.244.2.10: exited 2: Error'],
       ['node-a', 'conntrack', true, 'conntrack -L -p tcp -d 10.96.10.10: exited 1: Operation not permitted'],
       ['node-a', 'routes', false, 'ip route get: 2 of 66 endpoint addresses not looked up (at most 64 per node)'],
-      ['node-a', 'kube-proxy-healthz', true, "kube-proxy's /healthz did not answer: connect ECONNREFUSED 127.0.0.1:10256"],
+      [
+        'node-a',
+        'kube-proxy-healthz',
+        true,
+        "kube-proxy's /healthz did not answer: connect ECONNREFUSED 127.0.0.1:10256",
+      ],
       ['node-a', 'kube-proxy-metrics', true, "kube-proxy's /metrics did not answer: HTTP 403"],
       PROBES_OFF_ROW,
     ])
-    assert.equal(r.summary, '? shop/web: no fault found in what was checked, but 5 check(s) could not run (see Not checked)')
+    assert.equal(
+      r.summary,
+      '? shop/web: no fault found in what was checked, but 5 check(s) could not run (see Not checked)',
+    )
   })
 
   test('a node in IPVS mode whose ipvsadm output was not read: its rules not judged, required', () => {
@@ -101,36 +160,69 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
       [['node-b', true]],
     )
     assert.match(unsupported[0].reason, /^ipvs rules not judged: .*but no ipvsadm output was read$/)
-    assert.ok(unsupported[0].codes.includes('KPD-SVC-RULE-MISSING') && !unsupported[0].codes.includes('KPD-ROUTE-MISSING'))
+    assert.ok(
+      unsupported[0].codes.includes('KPD-SVC-RULE-MISSING') && !unsupported[0].codes.includes('KPD-ROUTE-MISSING'),
+    )
   })
 
   test('a dual-stack Service: both families judged when both were read (✓); a node whose ip6tables-save was not read is a required entry, so the headline is ? and not ✓', () => {
     // Path reads with the IPv6 route table (as collect reads them now): every family's routes judged, nothing unchecked.
-    const withTable6 = (o: NodeObservation): NodeObservation => ({...o, path: {routeLookups: [], conntrack: [], skipped: [], routeTable6: {status: 'read', value: []}}})
+    const withTable6 = (o: NodeObservation): NodeObservation => ({
+      ...o,
+      path: {routeLookups: [], conntrack: [], skipped: [], routeTable6: {status: 'read', value: []}},
+    })
     const read = report({dualStack: true, editObservation: {'node-a': withTable6, 'node-b': withTable6}})
     assert.deepEqual(rows(read), [PROBES_OFF_ROW])
     assert.equal(read.summary, '✓ shop/web: every traced path works on 2 node(s)')
     // Without it (a bundle from before it was read): said per node, not required.
     const whole = report({dualStack: true})
-    const paths = 'IPv6 route table not read (recorded by a version that read the IPv4 table only): IPv6 endpoints reached by the default route alone are not told'
-    assert.deepEqual(rows(whole), [['node-a', 'routes', false, paths], ['node-b', 'routes', false, paths], PROBES_OFF_ROW])
+    const paths =
+      'IPv6 route table not read (recorded by a version that read the IPv4 table only): IPv6 endpoints reached by the default route alone are not told'
+    assert.deepEqual(rows(whole), [
+      ['node-a', 'routes', false, paths],
+      ['node-b', 'routes', false, paths],
+      PROBES_OFF_ROW,
+    ])
     assert.equal(whole.summary, '✓ shop/web: every traced path works on 2 node(s)')
     const r = report({dualStack: true, editObservation: {'node-b': (o) => ({...o, ip6tables: undefined})}})
-    assert.deepEqual(rows(r), [['node-a', 'routes', false, paths], ['node-b', 'routes', false, paths], ['node-b', 'proxy-rules', true, 'IPv6 rules not read (ip6tables-save)'], PROBES_OFF_ROW])
+    assert.deepEqual(rows(r), [
+      ['node-a', 'routes', false, paths],
+      ['node-b', 'routes', false, paths],
+      ['node-b', 'proxy-rules', true, 'IPv6 rules not read (ip6tables-save)'],
+      PROBES_OFF_ROW,
+    ])
     assert.ok(r.notChecked[2].codes.includes('KPD-SEP-MISSING'))
     assert.deepEqual(r.findings, [])
-    assert.equal(r.summary, '? shop/web: no fault found in what was checked, but 1 check(s) could not run (see Not checked)')
+    assert.equal(
+      r.summary,
+      '? shop/web: no fault found in what was checked, but 1 check(s) could not run (see Not checked)',
+    )
     assert.equal(exitCode(r, {severity: 'error', skipped: true}), 1)
   })
 
   test('a dual-stack Service on IPVS nodes: both families judged (IPv6 from ipvsadm and ip6tables-save); without ip6tables-save the IPv6 family is a required entry', () => {
     const r = report({dualStack: true, ipvs: {'node-a': {}, 'node-b': {}}})
-    assert.deepEqual(rows(r).filter(([, check]) => check !== 'routes'), [PROBES_OFF_ROW])
-    const unread = report({dualStack: true, ipvs: {'node-a': {}, 'node-b': {}}, editObservation: {'node-b': (o) => ({...o, ip6tables: undefined})}})
-    assert.deepEqual(rows(unread).filter(([, check]) => check !== 'routes'), [
-      ['node-b', 'proxy-rules', true, "IPv6 rules not read (ipvsadm -Sn and ip6tables-save, for IPVS mode: kube-proxy's /proxyMode on the node)"],
-      PROBES_OFF_ROW,
-    ])
+    assert.deepEqual(
+      rows(r).filter(([, check]) => check !== 'routes'),
+      [PROBES_OFF_ROW],
+    )
+    const unread = report({
+      dualStack: true,
+      ipvs: {'node-a': {}, 'node-b': {}},
+      editObservation: {'node-b': (o) => ({...o, ip6tables: undefined})},
+    })
+    assert.deepEqual(
+      rows(unread).filter(([, check]) => check !== 'routes'),
+      [
+        [
+          'node-b',
+          'proxy-rules',
+          true,
+          "IPv6 rules not read (ipvsadm -Sn and ip6tables-save, for IPVS mode: kube-proxy's /proxyMode on the node)",
+        ],
+        PROBES_OFF_ROW,
+      ],
+    )
     assert.match(unread.summary, /^\? shop\/web: /)
   })
 
@@ -146,10 +238,15 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
         ]),
       }),
     )
-    assert.deepEqual(rows(none), [['node-a', 'node-read', false, 'not read: API-only (--via none)'], ['node-b', 'node-read', false, 'not read: API-only (--via none)'], PROBES_OFF_ROW])
+    assert.deepEqual(rows(none), [
+      ['node-a', 'node-read', false, 'not read: API-only (--via none)'],
+      ['node-b', 'node-read', false, 'not read: API-only (--via none)'],
+      PROBES_OFF_ROW,
+    ])
     assert.equal(none.summary, '? shop/web: no node could be read, the packet path is unchecked')
     assert.equal(exitCode(none, {severity: 'error', skipped: true}), 0)
-    const rbac = 'API-only: ssh: no Host entry for node-a in ~/.ssh/config; kube-proxy: RBAC forbids list on pods in namespace "kube-system" (403): needed to find kube-proxy\'s Pods'
+    const rbac =
+      'API-only: ssh: no Host entry for node-a in ~/.ssh/config; kube-proxy: RBAC forbids list on pods in namespace "kube-system" (403): needed to find kube-proxy\'s Pods'
     const denied = buildReport(diagnose(cluster, [], {probes: PROBES_OFF, readVia: new Map([['node-a', via(rbac)]])}))
     assert.deepEqual(rows(denied), [['node-a', 'node-read', true, `not read: ${rbac}`], PROBES_OFF_ROW])
     assert.equal(exitCode(denied, {severity: 'error', skipped: true}), 1)
@@ -168,7 +265,15 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
       ],
     })
     const r = report({}, {readVia: new Map([['node-a', readVia('node-a')]])})
-    assert.deepEqual(rows(r), [['node-a', 'hairpin', true, 'bridge not in the kube-proxy image: the bridge FDB not read (the pod-to-bridge-port mapping of the hairpin check)'], PROBES_OFF_ROW])
+    assert.deepEqual(rows(r), [
+      [
+        'node-a',
+        'hairpin',
+        true,
+        'bridge not in the kube-proxy image: the bridge FDB not read (the pod-to-bridge-port mapping of the hairpin check)',
+      ],
+      PROBES_OFF_ROW,
+    ])
     assert.deepEqual(r.notChecked[0].codes, ['KPD-HAIRPIN-OFF', 'KPD-HAIRPIN-UNMAPPED'])
   })
 
@@ -182,7 +287,13 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
           settings,
           notes: [],
           nodes: [
-            {node: 'node-b', via: 'nothing', error: 'not probed: read through kube-proxy, which cannot open connections from the node to other addresses', tallies: []},
+            {
+              node: 'node-b',
+              via: 'nothing',
+              error:
+                'not probed: read through kube-proxy, which cannot open connections from the node to other addresses',
+              tallies: [],
+            },
             {node: 'node-a', via: 'nothing', error: 'ssh: connect ECONNREFUSED', tallies: []},
           ],
         },
@@ -190,7 +301,12 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
     )
     assert.deepEqual(rows(r), [
       ['node-a', 'live-probes', true, 'ssh: connect ECONNREFUSED'],
-      ['node-b', 'live-probes', false, 'not probed: read through kube-proxy, which cannot open connections from the node to other addresses'],
+      [
+        'node-b',
+        'live-probes',
+        false,
+        'not probed: read through kube-proxy, which cannot open connections from the node to other addresses',
+      ],
     ])
   })
 })
@@ -201,17 +317,40 @@ describe('--fail-on', () => {
     assert.deepEqual(parseFailOn('warning'), {severity: 'warning', skipped: false})
     assert.deepEqual(parseFailOn('skipped'), {severity: 'error', skipped: true})
     assert.deepEqual(parseFailOn('warning, skipped'), {severity: 'warning', skipped: true})
-    assert.equal(parseFailOn('warnings'), '--fail-on takes error, warning, skipped or a comma list of them (got "warnings")')
+    assert.equal(
+      parseFailOn('warnings'),
+      '--fail-on takes error, warning, skipped or a comma list of them (got "warnings")',
+    )
     assert.equal(parseFailOn(','), '--fail-on takes error, warning, skipped or a comma list of them (got ",")')
   })
 
   test('svc and scan refuse an unknown --fail-on word with exit 2; the healthy snapshot passes --fail-on skipped', async () => {
-    const bad = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/healthy-cluster', '--fail-on', 'skip'])
+    const bad = await runCli([
+      'svc',
+      'web',
+      '-n',
+      'shop',
+      '--snapshot',
+      'examples/healthy-cluster',
+      '--fail-on',
+      'skip',
+    ])
     assert.equal(bad.code, 2)
     assert.match(bad.stderr, /--fail-on takes error, warning, skipped or a comma list of them \(got "skip"\)/)
     const scanBad = await runCli(['scan', '-n', 'shop', '--snapshot', 'examples/healthy-cluster', '--fail-on', 'info'])
     assert.equal(scanBad.code, 2)
-    const ok = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/healthy-cluster', '--fail-on', 'warning,skipped', '-o', 'json'])
+    const ok = await runCli([
+      'svc',
+      'web',
+      '-n',
+      'shop',
+      '--snapshot',
+      'examples/healthy-cluster',
+      '--fail-on',
+      'warning,skipped',
+      '-o',
+      'json',
+    ])
     assert.equal(ok.code, 0, ok.stderr)
     assert.equal(ok.json.summary, '✓ shop/web: every traced path works on 2 node(s)')
   })
@@ -237,7 +376,10 @@ describe('a snapshot: the probes and the packet-path reads it does not hold are 
 
 describe('human and JUnit rendering of checks not run', () => {
   const r = report({
-    dns: {'node-a': {addresses: [], method: 'none', error: 'no way'}, 'node-b': {addresses: [], method: 'none', error: 'no way'}},
+    dns: {
+      'node-a': {addresses: [], method: 'none', error: 'no way'},
+      'node-b': {addresses: [], method: 'none', error: 'no way'},
+    },
     editObservation: {'node-a': (o) => ({...o, kubeProxy: {healthzError: 'refused'}})},
   })
 
@@ -257,10 +399,25 @@ describe('human and JUnit rendering of checks not run', () => {
       dns: {'node-a': {addresses: [], method: 'none', error: 'no way'}},
       editObservation: {'node-a': fullyRead, 'node-b': fullyRead},
     })
-    const scan = {outcomes: [{namespace: 'shop', name: 'web', type: 'NodePort', diagnosis: buildReport(diagnose(cluster, observations, {probes: PROBES_OFF}))}], observations, warnings: [], notes: []}
+    const scan = {
+      outcomes: [
+        {
+          namespace: 'shop',
+          name: 'web',
+          type: 'NodePort',
+          diagnosis: buildReport(diagnose(cluster, observations, {probes: PROBES_OFF})),
+        },
+      ],
+      observations,
+      warnings: [],
+      notes: [],
+    }
     const lenient = buildScanReport(scan, 'namespace shop', {severity: 'error', skipped: false})
     assert.equal(lenient.ok, true)
-    assert.equal(lenient.summary, '? namespace shop: no fault found in what was checked, but 1 of 1 diagnosed Services have checks that could not run (see Not checked) (0 skipped; 2 of 2 nodes read)')
+    assert.equal(
+      lenient.summary,
+      '? namespace shop: no fault found in what was checked, but 1 of 1 diagnosed Services have checks that could not run (see Not checked) (0 skipped; 2 of 2 nodes read)',
+    )
     const skippedXml = renderJunit(lenient, {severity: 'error', skipped: false})
     assert.match(skippedXml, /<testsuite name="shop\/web" tests="8" failures="0" errors="0" skipped="1">/)
     assert.ok(
@@ -277,9 +434,17 @@ describe('human and JUnit rendering of checks not run', () => {
     ])
     const strict = buildScanReport(scan, 'namespace shop', {severity: 'error', skipped: true})
     assert.equal(strict.ok, false)
-    assert.equal(strict.summary, '✗ namespace shop: 1 of 1 diagnosed Services are broken or have checks that could not run (0 skipped; 2 of 2 nodes read)')
+    assert.equal(
+      strict.summary,
+      '✗ namespace shop: 1 of 1 diagnosed Services are broken or have checks that could not run (0 skipped; 2 of 2 nodes read)',
+    )
     const failedXml = renderJunit(strict, {severity: 'error', skipped: true})
     assert.match(failedXml, /<testsuites name="kproxy-doctor scan" tests="8" failures="1" errors="0" skipped="0">/)
-    assert.ok(failedXml.includes('<testcase classname="shop/web" name="not checked"><failure type="skipped" message="1 check(s) could not run">'), failedXml)
+    assert.ok(
+      failedXml.includes(
+        '<testcase classname="shop/web" name="not checked"><failure type="skipped" message="1 check(s) could not run">',
+      ),
+      failedXml,
+    )
   })
 })

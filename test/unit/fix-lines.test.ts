@@ -47,7 +47,10 @@ for (const example of ['broken-cluster', 'healthy-cluster', 'ipvs-cluster']) {
       })
       const human = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', `examples/${example}`])
       assert.match(human.stdout, /^ {2}next: ssh node-b sudo iptables-save \| grep -- KUBE-SEP-DYSIX5QMVXZZP7LU$/m)
-      assert.match(human.stdout, /^ {4}fix: ssh node-a cat \/sys\/class\/net\/cbr0\/brif\/vweb-a1\/hairpin_mode\n {4}hint: Check the kubelet's --hairpin-mode/m)
+      assert.match(
+        human.stdout,
+        /^ {4}fix: ssh node-a cat \/sys\/class\/net\/cbr0\/brif\/vweb-a1\/hairpin_mode\n {4}hint: Check the kubelet's --hairpin-mode/m,
+      )
     }
   })
 }
@@ -58,7 +61,9 @@ test("a snapshot's commands name the context it was recorded from", async () => 
   const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8'))
   writeFileSync(join(dir, 'manifest.json'), JSON.stringify({...manifest, context: 'prod east'}))
   const reach = snapshotReach('prod east')
-  assert.deepEqual(kubectlCommand(reach, 'shop', ['get', 'pods']), [['kubectl', '--context', 'prod east', '-n', 'shop', 'get', 'pods']])
+  assert.deepEqual(kubectlCommand(reach, 'shop', ['get', 'pods']), [
+    ['kubectl', '--context', 'prod east', '-n', 'shop', 'get', 'pods'],
+  ])
   const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', dir, '-o', 'json'])
   assert.equal(r.code, 1)
   assert.equal(r.json.next.command, 'ssh node-b sudo iptables-save | grep -- KUBE-SEP-DYSIX5QMVXZZP7LU')
@@ -67,7 +72,14 @@ test("a snapshot's commands name the context it was recorded from", async () => 
 test("the user's --kubeconfig, --context, -n, ssh -F FILE, the SSH address and the kube-proxy Pod are in the commands", async () => {
   const sshConfig = join(tmp, 'ssh config')
   writeFileSync(sshConfig, 'Host node-a\n  HostName 10.200.0.11\n  User admin\n')
-  const via = (v: Partial<NodeReadVia>): NodeReadVia => ({transport: null, address: null, why: '', notUsed: [], notRead: [], ...v})
+  const via = (v: Partial<NodeReadVia>): NodeReadVia => ({
+    transport: null,
+    address: null,
+    why: '',
+    notUsed: [],
+    notRead: [],
+    ...v,
+  })
   const readVia = new Map<string, NodeReadVia>([
     ['node-a', via({transport: 'ssh', address: 'admin@10.200.0.11:22'})],
     ['node-b', via({transport: 'kube-proxy', address: 'pod kube-system/kube-proxy-bx7k2'})],
@@ -77,24 +89,44 @@ test("the user's --kubeconfig, --context, -n, ssh -F FILE, the SSH address and t
     faults: {'node-a': {omitEndpoint: '10.244.2.11'}},
     editObservation: {'node-b': (o) => ({name: o.name, reachable: false, error: 'exec refused'})},
   })
-  const reach = await liveReach({kubeconfig: '/home/me/.kube/prod config', context: 'prod', sshConfig}, readVia, cluster.nodes)
-  const fixes = Object.fromEntries(diagnose(cluster, observations, {reach}).findings.map((f) => [`${f.code} ${f.node}`, f]))
+  const reach = await liveReach(
+    {kubeconfig: '/home/me/.kube/prod config', context: 'prod', sshConfig},
+    readVia,
+    cluster.nodes,
+  )
+  const fixes = Object.fromEntries(
+    diagnose(cluster, observations, {reach}).findings.map((f) => [`${f.code} ${f.node}`, f]),
+  )
   const k = ['kubectl', '--kubeconfig', '/home/me/.kube/prod config', '--context', 'prod']
   assert.deepEqual(fixes['KPD-ENDPOINT-NOT-READY node-a'].argv, [[...k, '-n', 'shop', 'describe', 'pod', 'web-a1']])
-  assert.equal(fixes['KPD-ENDPOINT-NOT-READY node-a'].command, "kubectl --kubeconfig '/home/me/.kube/prod config' --context prod -n shop describe pod web-a1")
+  assert.equal(
+    fixes['KPD-ENDPOINT-NOT-READY node-a'].command,
+    "kubectl --kubeconfig '/home/me/.kube/prod config' --context prod -n shop describe pod web-a1",
+  )
   assert.deepEqual(fixes['KPD-SEP-MISSING node-a'].argv, [
     ['ssh', '-F', sshConfig, 'node-a', 'sudo', 'iptables-save'],
     ['grep', '--', 'KUBE-SVC-67NZLRHBNDSAWJRO'],
   ])
-  assert.deepEqual(fixes['KPD-NODE-UNREADABLE node-b'].argv, [[...k, '-n', 'kube-system', 'exec', 'kube-proxy-bx7k2', '--', 'iptables-save'], ['head']])
+  assert.deepEqual(fixes['KPD-NODE-UNREADABLE node-b'].argv, [
+    [...k, '-n', 'kube-system', 'exec', 'kube-proxy-bx7k2', '--', 'iptables-save'],
+    ['head'],
+  ])
   for (const f of Object.values(fixes)) if (f.command) assertPastes(f.command, f.argv!, f.code)
 
   // A node the config does not name is reached at the address SSH connected to; a node not read gets prose.
-  const unnamed = await liveReach({sshConfig}, new Map([['node-b', via({transport: 'ssh', address: '10.200.0.12:22'})]]), cluster.nodes)
-  assert.deepEqual(nodeCommand(unnamed, 'node-b', {argv: ['conntrack', '-S'], sudo: true}), [['ssh', '-F', sshConfig, '10.200.0.12', 'sudo', 'conntrack', '-S']])
+  const unnamed = await liveReach(
+    {sshConfig},
+    new Map([['node-b', via({transport: 'ssh', address: '10.200.0.12:22'})]]),
+    cluster.nodes,
+  )
+  assert.deepEqual(nodeCommand(unnamed, 'node-b', {argv: ['conntrack', '-S'], sudo: true}), [
+    ['ssh', '-F', sshConfig, '10.200.0.12', 'sudo', 'conntrack', '-S'],
+  ])
   assert.equal(nodeCommand(unnamed, 'node-c', {argv: ['conntrack', '-S']}), undefined)
   const apiOnly = await liveReach({}, new Map([['node-b', via({})]]), cluster.nodes)
-  const unread = diagnose(cluster, observations, {reach: apiOnly}).findings.find((f) => f.code === 'KPD-NODE-UNREADABLE')!
+  const unread = diagnose(cluster, observations, {reach: apiOnly}).findings.find(
+    (f) => f.code === 'KPD-NODE-UNREADABLE',
+  )!
   assert.equal(unread.command, null)
   assert.ok(unread.text && unread.text.length > 0)
 })
@@ -103,9 +135,17 @@ test('a name outside the characters Kubernetes and the kernel allow: no command 
   assert.equal(kubectlCommand(DEFAULT_REACH, 'shop', ['describe', 'pod', 'web;reboot'], ['web;reboot']), undefined)
   assert.equal(kubectlCommand(DEFAULT_REACH, '$(id)', ['get', 'pods']), undefined)
   assert.equal(nodeCommand(DEFAULT_REACH, 'node a', {argv: ['iptables-save']}), undefined)
-  assert.equal(nodeCommand(DEFAULT_REACH, 'node-a', {argv: ['iptables-save'], filter: ['grep', '--', "KUBE'X"]}, ["KUBE'X"]), undefined)
+  assert.equal(
+    nodeCommand(DEFAULT_REACH, 'node-a', {argv: ['iptables-save'], filter: ['grep', '--', "KUBE'X"]}, ["KUBE'X"]),
+    undefined,
+  )
   // What is not a name (a jsonpath, a grep pattern) is quoted: the pasted command gives the program that exact word.
-  const c = kubectlCommand(DEFAULT_REACH, 'shop', ['get', 'pod', 'web-a1', '-o', 'jsonpath={.spec.containers[*].ports}'], ['web-a1'])!
+  const c = kubectlCommand(
+    DEFAULT_REACH,
+    'shop',
+    ['get', 'pod', 'web-a1', '-o', 'jsonpath={.spec.containers[*].ports}'],
+    ['web-a1'],
+  )!
   assert.equal(renderCommand(c), "kubectl -n shop get pod web-a1 -o 'jsonpath={.spec.containers[*].ports}'")
   assertPastes(renderCommand(c), c, 'jsonpath')
   const s = nodeCommand(DEFAULT_REACH, 'node-a', {argv: ['cat', '/sys/class/net/cbr0/brif/veth 1/hairpin_mode']})!
@@ -114,16 +154,25 @@ test('a name outside the characters Kubernetes and the kernel allow: no command 
 
 test("each catalogue entry's generic text is prose: a sentence, not a command line", () => {
   for (const e of CATALOGUE) {
-    assert.ok(!/^(kubectl|ssh|sudo|iptables|ip6?tables-save|nft|ip|ipvsadm|ipset|conntrack|sysctl|curl|dig)\s/.test(e.hint), `${e.code}: ${e.hint}`)
+    assert.ok(
+      !/^(kubectl|ssh|sudo|iptables|ip6?tables-save|nft|ip|ipvsadm|ipset|conntrack|sysctl|curl|dig)\s/.test(e.hint),
+      `${e.code}: ${e.hint}`,
+    )
     assert.ok(!/<[A-Za-z]|\bPOD\b|;\s*(kubectl|ssh)\b/.test(e.hint), `${e.code}: ${e.hint}`)
   }
 })
 
 test("through kube-proxy's Pod, only what its image ships: iptables-save yes, ip route no (prose instead)", () => {
-  const reach = {kubectl: ['kubectl'], node: () => ({via: 'kube-proxy' as const, namespace: 'kube-system', pod: 'kube-proxy-bx7k2'})}
-  assert.deepEqual(nodeCommand(reach, 'node-b', {argv: ['iptables-save'], sudo: true, filter: ['grep', '--', 'KUBE-SVC-X']}), [
-    ['kubectl', '-n', 'kube-system', 'exec', 'kube-proxy-bx7k2', '--', 'iptables-save'],
-    ['grep', '--', 'KUBE-SVC-X'],
-  ])
+  const reach = {
+    kubectl: ['kubectl'],
+    node: () => ({via: 'kube-proxy' as const, namespace: 'kube-system', pod: 'kube-proxy-bx7k2'}),
+  }
+  assert.deepEqual(
+    nodeCommand(reach, 'node-b', {argv: ['iptables-save'], sudo: true, filter: ['grep', '--', 'KUBE-SVC-X']}),
+    [
+      ['kubectl', '-n', 'kube-system', 'exec', 'kube-proxy-bx7k2', '--', 'iptables-save'],
+      ['grep', '--', 'KUBE-SVC-X'],
+    ],
+  )
   assert.equal(nodeCommand(reach, 'node-b', {argv: ['ip', 'route', 'get', '10.244.2.10']}), undefined)
 })

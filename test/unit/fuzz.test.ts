@@ -46,14 +46,25 @@ const PACKETS: Packet[] = [
 ]
 
 /** The errors that mean "this input is not a dump", each naming where. */
-const PARSE_ERRORS = [DumpParseError, NftParseError, IpvsParseError, IpsetParseError, ConntrackParseError, RouteParseError, SysctlParseError, DiagnosisError]
+const PARSE_ERRORS = [
+  DumpParseError,
+  NftParseError,
+  IpvsParseError,
+  IpsetParseError,
+  ConntrackParseError,
+  RouteParseError,
+  SysctlParseError,
+  DiagnosisError,
+]
 
 function examples(file: RegExp): string[] {
   const out: string[] = []
   // Bundles only (examples/ci holds a workflow, not a snapshot).
   for (const bundle of readdirSync('examples').filter((b) => existsSync(join('examples', b, 'nodes')))) {
     const nodes = join('examples', bundle, 'nodes')
-    for (const node of readdirSync(nodes)) for (const f of readdirSync(join(nodes, node))) if (file.test(f)) out.push(readFileSync(join(nodes, node, f), 'utf8'))
+    for (const node of readdirSync(nodes))
+      for (const f of readdirSync(join(nodes, node)))
+        if (file.test(f)) out.push(readFileSync(join(nodes, node, f), 'utf8'))
   }
   return out
 }
@@ -77,14 +88,20 @@ const ROUTES = [
   'unreachable 192.0.2.0/24',
 ].join('\n')
 const ROUTE_GET = '10.96.10.10 via 10.200.0.1 dev eth0 src 10.200.0.11 uid 0 \\    cache '
-const SYSCTL = ['net.ipv4.ip_forward = 1', '/proc/sys/net/bridge/bridge-nf-call-iptables:1', 'sysctl: cannot stat /proc/sys/net/ipv4/vs/conntrack: No such file or directory'].join('\n')
-const METRICS = '# TYPE kubeproxy_sync_proxy_rules_last_timestamp_seconds gauge\nkubeproxy_sync_proxy_rules_last_timestamp_seconds 1.7e+09\n'
+const SYSCTL = [
+  'net.ipv4.ip_forward = 1',
+  '/proc/sys/net/bridge/bridge-nf-call-iptables:1',
+  'sysctl: cannot stat /proc/sys/net/ipv4/vs/conntrack: No such file or directory',
+].join('\n')
+const METRICS =
+  '# TYPE kubeproxy_sync_proxy_rules_last_timestamp_seconds gauge\nkubeproxy_sync_proxy_rules_last_timestamp_seconds 1.7e+09\n'
 
 function traceAll(tracer: Tracer): void {
   for (const p of PACKETS) {
     const r = tracer.trace(p)
     assert.ok(['DNAT', 'ACCEPT', 'REJECT', 'DROP', 'UNKNOWN', 'MIXED'].includes(r.verdict), `verdict ${r.verdict}`)
-    for (const o of r.outcomes) assert.ok(o.probability >= 0 && o.probability <= 1 + 1e-9, `probability ${o.probability}`)
+    for (const o of r.outcomes)
+      assert.ok(o.probability >= 0 && o.probability <= 1 + 1e-9, `probability ${o.probability}`)
   }
 }
 
@@ -113,7 +130,10 @@ const TARGETS: Target[] = [
   {
     name: 'iptables-save + tracer',
     input: (r) => mutate(r.pick(iptablesDumps), r),
-    run: (text) => traceAll(new IptablesTracer(parseIptables(text), {localAddresses: [NODE_IP], ipsets: IpsetState.parse(ipsetDumps[0])})),
+    run: (text) =>
+      traceAll(
+        new IptablesTracer(parseIptables(text), {localAddresses: [NODE_IP], ipsets: IpsetState.parse(ipsetDumps[0])}),
+      ),
   },
   {
     name: 'pasted rules, normalised + tracer',
@@ -130,27 +150,50 @@ const TARGETS: Target[] = [
     input: (r) => ({text: randomIptablesGraph(r), applied: ['random graph']}),
     run: (text) => traceAll(new IptablesTracer(parseIptables(text), {localAddresses: [NODE_IP]})),
   },
-  {name: 'nft text + tracer', input: (r) => mutate(r.pick(nftText), r), run: (text) => traceAll(new NftTracer(parseNftDump(text), {localAddresses: [NODE_IP]}))},
-  {name: 'nft JSON + tracer', input: (r) => mutateJson(r.pick(nftJson), r), run: (text) => traceAll(new NftTracer(parseNftDump(text), {localAddresses: [NODE_IP]}))},
-  {name: 'nft jump graph + tracer', input: (r) => ({text: randomNftGraph(r), applied: ['random graph']}), run: (text) => traceAll(new NftTracer(parseNftDump(text), {localAddresses: [NODE_IP]}))},
+  {
+    name: 'nft text + tracer',
+    input: (r) => mutate(r.pick(nftText), r),
+    run: (text) => traceAll(new NftTracer(parseNftDump(text), {localAddresses: [NODE_IP]})),
+  },
+  {
+    name: 'nft JSON + tracer',
+    input: (r) => mutateJson(r.pick(nftJson), r),
+    run: (text) => traceAll(new NftTracer(parseNftDump(text), {localAddresses: [NODE_IP]})),
+  },
+  {
+    name: 'nft jump graph + tracer',
+    input: (r) => ({text: randomNftGraph(r), applied: ['random graph']}),
+    run: (text) => traceAll(new NftTracer(parseNftDump(text), {localAddresses: [NODE_IP]})),
+  },
   {
     name: 'ipvsadm + ipvs tracer',
     input: (r) => mutate(r.pick(ipvsadmDumps), r),
     run: (text) => {
       const servers = parseIpvsadm(text)
       traceAll(
-        new IpvsTracer(parseIptables(iptablesDumps.find((d) => d.includes('KUBE-CLUSTER-IP')) ?? iptablesDumps[0]), servers, {
-          localAddresses: [NODE_IP],
-          vips: ['10.96.10.10'],
-          ipsets: IpsetState.parse(ipsetDumps[0]),
-        }),
+        new IpvsTracer(
+          parseIptables(iptablesDumps.find((d) => d.includes('KUBE-CLUSTER-IP')) ?? iptablesDumps[0]),
+          servers,
+          {
+            localAddresses: [NODE_IP],
+            vips: ['10.96.10.10'],
+            ipsets: IpsetState.parse(ipsetDumps[0]),
+          },
+        ),
       )
     },
   },
   {
     name: 'ipset save',
     input: (r) => mutate(r.pick(ipsetDumps), r),
-    run: (text) => void IpsetState.parse(text).matches('KUBE-CLUSTER-IP', 'dst,dst', {src: '10.244.1.5', dst: '10.96.10.10', proto: 'tcp', dport: 80, sport: 1}),
+    run: (text) =>
+      void IpsetState.parse(text).matches('KUBE-CLUSTER-IP', 'dst,dst', {
+        src: '10.244.1.5',
+        dst: '10.96.10.10',
+        proto: 'tcp',
+        dport: 80,
+        sport: 1,
+      }),
   },
   {name: 'conntrack', input: (r) => mutate(CONNTRACK, r), run: (text) => void parseConntrackList(text)},
   {
@@ -178,7 +221,9 @@ const TARGETS: Target[] = [
 ]
 
 function describeError(e: unknown): string {
-  return e instanceof Error ? `${e.constructor.name}: ${e.message.slice(0, 300)}\n${e.stack?.split('\n').slice(1, 6).join('\n')}` : String(e)
+  return e instanceof Error
+    ? `${e.constructor.name}: ${e.message.slice(0, 300)}\n${e.stack?.split('\n').slice(1, 6).join('\n')}`
+    : String(e)
 }
 
 function isCleanParseError(e: unknown): boolean {
@@ -210,7 +255,11 @@ test(`fuzz: parsers and tracers give a result or a clean parse error, quickly (s
           /line \d+|input is empty|no "\*table" line|empty output|not JSON|"nftables" array|no table/,
           `an error that names no line: ${describeError(e)}\n${replayHint(target.name, iteration, applied, text)}`,
         )
-        assert.doesNotMatch((e as Error).message, /\n/, `a parse error is one line: ${replayHint(target.name, iteration, applied, text)}`)
+        assert.doesNotMatch(
+          (e as Error).message,
+          /\n/,
+          `a parse error is one line: ${replayHint(target.name, iteration, applied, text)}`,
+        )
       }
       const ms = performance.now() - t0
       assert.ok(ms < PER_INPUT_MS, `took ${Math.round(ms)} ms: ${replayHint(target.name, iteration, applied, text)}`)
@@ -233,7 +282,9 @@ test(`fuzz: the snapshot reader gives a diagnosis or one clean line, whatever a 
       cpSync(join('examples', bundle), dir, {recursive: true})
       const files = [
         ...['services.json', 'endpointslices.json', 'pods.json', 'nodes.json', 'configmaps.json', 'manifest.json'],
-        ...readdirSync(join(dir, 'nodes')).flatMap((n) => readdirSync(join(dir, 'nodes', n)).map((f) => join('nodes', n, f))),
+        ...readdirSync(join(dir, 'nodes')).flatMap((n) =>
+          readdirSync(join(dir, 'nodes', n)).map((f) => join('nodes', n, f)),
+        ),
       ]
       const file = join(dir, r.pick(files))
       let applied: string[]
@@ -243,7 +294,8 @@ test(`fuzz: the snapshot reader gives a diagnosis or one clean line, whatever a 
         applied = ['symlink']
       } else {
         const original = readFileSync(file, 'utf8')
-        const m = file.endsWith('.json') || original.trimStart().startsWith('{') ? mutateJson(original, r) : mutate(original, r)
+        const m =
+          file.endsWith('.json') || original.trimStart().startsWith('{') ? mutateJson(original, r) : mutate(original, r)
         writeFileSync(file, m.text, 'latin1')
         applied = m.applied
       }

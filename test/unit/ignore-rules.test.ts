@@ -16,7 +16,11 @@ after(() => rmSync(dir, {recursive: true, force: true}))
 function withRules(rules: Array<Omit<IgnoreRule, 'source'>>) {
   const {cluster, observations} = offlineCluster({hairpinOff: ['web-b1']})
   const d = diagnose(cluster, observations, {ignore: rules.map((r, i) => ({...r, source: `rule ${i + 1}`}))})
-  return {findings: d.findings.map((f) => `${f.code} ${f.node}`), ignored: d.ignored.map((f) => `${f.code} ${f.node} by ${f.ignoredBy.source}`), ok: d.ok}
+  return {
+    findings: d.findings.map((f) => `${f.code} ${f.node}`),
+    ignored: d.ignored.map((f) => `${f.code} ${f.node} by ${f.ignoredBy.source}`),
+    ok: d.ok,
+  }
 }
 
 test('scoped ignore rules silence only the findings in their scope', () => {
@@ -25,7 +29,11 @@ test('scoped ignore rules silence only the findings in their scope', () => {
     {name: 'the code everywhere', rules: [{code: 'KPD-HAIRPIN-OFF'}], silenced: true},
     {name: 'the right node', rules: [{code: 'KPD-HAIRPIN-OFF', node: 'node-b'}], silenced: true},
     {name: 'another node', rules: [{code: 'KPD-HAIRPIN-OFF', node: 'node-a'}], silenced: false},
-    {name: 'the right namespace and Service', rules: [{code: 'KPD-HAIRPIN-OFF', namespace: 'shop', service: 'web'}], silenced: true},
+    {
+      name: 'the right namespace and Service',
+      rules: [{code: 'KPD-HAIRPIN-OFF', namespace: 'shop', service: 'web'}],
+      silenced: true,
+    },
     {name: 'another Service', rules: [{code: 'KPD-HAIRPIN-OFF', namespace: 'shop', service: 'api'}], silenced: false},
     {name: 'another namespace', rules: [{code: 'KPD-HAIRPIN-OFF', namespace: 'default'}], silenced: false},
     {name: 'another code', rules: [{code: 'KPD-SEP-STALE'}], silenced: false},
@@ -33,7 +41,12 @@ test('scoped ignore rules silence only the findings in their scope', () => {
   for (const row of table) {
     const r = withRules(row.rules)
     if (row.silenced) assert.deepEqual(r, {findings: [], ignored: [`${fault} by rule 1`], ok: true}, row.name)
-    else assert.deepEqual(r.findings.includes(fault) && !r.ok && r.ignored.length === 0, true, `${row.name}: ${JSON.stringify(r)}`)
+    else
+      assert.deepEqual(
+        r.findings.includes(fault) && !r.ok && r.ignored.length === 0,
+        true,
+        `${row.name}: ${JSON.stringify(r)}`,
+      )
   }
 })
 
@@ -49,22 +62,45 @@ test('a config file scopes ignores: JSON lists each silenced finding with its ru
     r.json.findings.map((f: {code: string; node: string}) => `${f.code} ${f.node}`),
     ['KPD-SEP-MISSING node-b', 'KPD-SEP-STALE node-b', 'KPD-NODE-DIVERGES node-b'],
   )
-  assert.deepEqual(r.json.ignored, [{code: 'KPD-HAIRPIN-OFF', node: 'node-a', source: `config ${config}, ignore entry 1`, reason: 'the CNI sets hairpin itself (OPS-1)'}])
+  assert.deepEqual(r.json.ignored, [
+    {
+      code: 'KPD-HAIRPIN-OFF',
+      node: 'node-a',
+      source: `config ${config}, ignore entry 1`,
+      reason: 'the CNI sets hairpin itself (OPS-1)',
+    },
+  ])
 })
 
 test('.kproxy-doctor.yaml in the working directory is read without --config; silencing every error gives exit 0 and a ✓ headline', async () => {
   const cwd = mkdtempSync(join(dir, 'cwd-'))
-  writeFileSync(join(cwd, '.kproxy-doctor.yaml'), 'ignore:\n  - {code: KPD-HAIRPIN-OFF}\n  - {code: KPD-SEP-MISSING, node: node-b}\n  - {code: KPD-SEP-STALE, service: web}\n')
+  writeFileSync(
+    join(cwd, '.kproxy-doctor.yaml'),
+    'ignore:\n  - {code: KPD-HAIRPIN-OFF}\n  - {code: KPD-SEP-MISSING, node: node-b}\n  - {code: KPD-SEP-STALE, service: web}\n',
+  )
   const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', EXAMPLE], {}, 60_000, undefined, cwd)
   assert.equal(r.code, 0, r.stdout + r.stderr)
   assert.match(r.stdout.split('\n')[0], /^✓ shop\/web: .*, 1 warning\(s\), 3 ignored$/)
-  assert.ok(r.stdout.split('\n').includes('Findings: 0 error(s), 1 warning(s), 0 info, 3 ignored (KPD-SEP-MISSING [node-b], KPD-SEP-STALE [node-b], KPD-HAIRPIN-OFF [node-a])'), r.stdout)
+  assert.ok(
+    r.stdout
+      .split('\n')
+      .includes(
+        'Findings: 0 error(s), 1 warning(s), 0 info, 3 ignored (KPD-SEP-MISSING [node-b], KPD-SEP-STALE [node-b], KPD-HAIRPIN-OFF [node-a])',
+      ),
+    r.stdout,
+  )
 })
 
 test('a bad config file is one line naming the file and entry, exit 2', async () => {
   const cases: Array<[string, RegExp]> = [
-    ['ignore:\n  - code: KPD-NO-SUCH\n', /^kproxy-doctor: config .*bad\.yaml, ignore entry 1: unknown finding code\(s\) KPD-NO-SUCH/],
-    ['ignore:\n  - {code: KPD-HAIRPIN-OFF, pod: web-a1}\n', /^kproxy-doctor: config .*bad\.yaml, ignore entry 1: unknown key\(s\) pod /],
+    [
+      'ignore:\n  - code: KPD-NO-SUCH\n',
+      /^kproxy-doctor: config .*bad\.yaml, ignore entry 1: unknown finding code\(s\) KPD-NO-SUCH/,
+    ],
+    [
+      'ignore:\n  - {code: KPD-HAIRPIN-OFF, pod: web-a1}\n',
+      /^kproxy-doctor: config .*bad\.yaml, ignore entry 1: unknown key\(s\) pod /,
+    ],
     ['ignore:\n  - {node: node-a}\n', /^kproxy-doctor: config .*bad\.yaml, ignore entry 1: "code" is required/],
     ['ignore: KPD-HAIRPIN-OFF\n', /^kproxy-doctor: config .*bad\.yaml: "ignore" must be a list/],
     ['ignores: []\n', /^kproxy-doctor: config .*bad\.yaml: unknown key\(s\) ignores/],
@@ -79,7 +115,16 @@ test('a bad config file is one line naming the file and entry, exit 2', async ()
     assert.match(r.stderr, line, text)
     assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
   }
-  const missing = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', EXAMPLE, '--config', join(dir, 'absent.yaml')])
+  const missing = await runCli([
+    'svc',
+    'web',
+    '-n',
+    'shop',
+    '--snapshot',
+    EXAMPLE,
+    '--config',
+    join(dir, 'absent.yaml'),
+  ])
   assert.equal(missing.code, 2)
   assert.match(missing.stderr, /^kproxy-doctor: config .*absent\.yaml: ENOENT/)
 })

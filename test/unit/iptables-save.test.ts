@@ -96,13 +96,26 @@ test('a rule that cannot be tokenized names its line when its chain is read', ()
 })
 
 test('tokenize honours quotes and escapes', () => {
-  assert.deepEqual(tokenize('-A X -m comment --comment "a b \\"c\\"" -j Y'), ['-A', 'X', '-m', 'comment', '--comment', 'a b "c"', '-j', 'Y'])
+  assert.deepEqual(tokenize('-A X -m comment --comment "a b \\"c\\"" -j Y'), [
+    '-A',
+    'X',
+    '-m',
+    'comment',
+    '--comment',
+    'a b "c"',
+    '-j',
+    'Y',
+  ])
 })
 
 test('parseRule: negation, modules in any order, target options, unknown modules kept', () => {
   const r = parseRule('nat', 1, '-A KUBE-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN')
   assert.deepEqual(r.matches, [{module: 'mark', options: [{name: '--mark', values: ['0x4000/0x4000'], negated: true}]}])
-  const s = parseRule('nat', 2, '-A KUBE-SVC-X ! -s 10.244.0.0/16 -d 10.96.0.1/32 -p tcp -m physdev --physdev-is-in -m tcp --dport 443 -j KUBE-MARK-MASQ')
+  const s = parseRule(
+    'nat',
+    2,
+    '-A KUBE-SVC-X ! -s 10.244.0.0/16 -d 10.96.0.1/32 -p tcp -m physdev --physdev-is-in -m tcp --dport 443 -j KUBE-MARK-MASQ',
+  )
   assert.deepEqual(s.matches[0], {
     module: '',
     options: [
@@ -126,7 +139,9 @@ test('dumps larger than one read chunk are indexed across chunk boundaries', () 
     const lines = ['*nat', ':KUBE-SERVICES - [0:0]']
     for (let i = 0; i < 60000; i++) lines.push(`:KUBE-SEP-${String(i).padStart(16, '0')} - [0:0]`)
     for (let i = 0; i < 60000; i++)
-      lines.push(`-A KUBE-SEP-${String(i).padStart(16, '0')} -p tcp -m comment --comment "ns/svc-${i}:http" -m tcp -j DNAT --to-destination 10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}:8080`)
+      lines.push(
+        `-A KUBE-SEP-${String(i).padStart(16, '0')} -p tcp -m comment --comment "ns/svc-${i}:http" -m tcp -j DNAT --to-destination 10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}:8080`,
+      )
     lines.push('COMMIT', '')
     const path = join(dir, 'big.txt')
     writeFileSync(path, lines.join('\n'))
@@ -145,8 +160,11 @@ test('dumps larger than one read chunk are indexed across chunk boundaries', () 
 
 test('a long chain (read lazily) gives each rule as parseRule does, and a broken rule anywhere in it is refused', () => {
   const rules: string[] = []
-  for (let i = 0; i < 600; i++) rules.push(`-A KUBE-SERVICES -d 10.96.${i >> 8}.${i & 255}/32 -p tcp -m tcp --dport 80 -j KUBE-SVC-${i}`)
-  rules.push('-A KUBE-SERVICES -m comment --comment "kubernetes service nodeports" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS')
+  for (let i = 0; i < 600; i++)
+    rules.push(`-A KUBE-SERVICES -d 10.96.${i >> 8}.${i & 255}/32 -p tcp -m tcp --dport 80 -j KUBE-SVC-${i}`)
+  rules.push(
+    '-A KUBE-SERVICES -m comment --comment "kubernetes service nodeports" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS',
+  )
   const text = (body: string[]) => ['*nat', ':KUBE-SERVICES - [0:0]', ...body, 'COMMIT', ''].join('\n')
   const got = parse(text(rules)).rules('nat', 'KUBE-SERVICES')
   assert.equal(got.length, 601)
@@ -165,7 +183,11 @@ test('a long chain (read lazily) gives each rule as parseRule does, and a broken
     })
     assert.deepEqual(fields(r), fields(want))
   })
-  const broken = [...rules.slice(0, 599), '-A KUBE-SERVICES -m comment --comment "unterminated -j X', ...rules.slice(599)]
+  const broken = [
+    ...rules.slice(0, 599),
+    '-A KUBE-SERVICES -m comment --comment "unterminated -j X',
+    ...rules.slice(599),
+  ]
   const d = parse(text(broken))
   assert.throws(() => d.rules('nat', 'KUBE-SERVICES'), /line 602: unterminated quote/)
 })

@@ -19,7 +19,20 @@ test('the JSON report says which contract, tool version, time and context it com
   const time = Date.parse(r.json.time)
   assert.ok(time >= before - 1000 && time <= Date.now() + 1000, r.json.time)
   assert.equal(r.json.context, null, 'a snapshot has no kubeconfig context')
-  for (const field of ['service', 'ok', 'summary', 'next', 'proxy', 'endpoints', 'findings', 'nodes', 'paths', 'dns', 'notes']) assert.ok(field in r.json, field)
+  for (const field of [
+    'service',
+    'ok',
+    'summary',
+    'next',
+    'proxy',
+    'endpoints',
+    'findings',
+    'nodes',
+    'paths',
+    'dns',
+    'notes',
+  ])
+    assert.ok(field in r.json, field)
 })
 
 test('the schema accepts what the CLI prints and refuses what breaks the contract', async () => {
@@ -46,10 +59,16 @@ test('-o yaml is the same document as -o json', async () => {
 
 test('exit 2 with -o json or -o yaml: the line on stderr and an error document on stdout, for bad flags too', async () => {
   for (const [args, line] of [
-    [['svc', 'nope', '-n', 'shop', '--snapshot', 'examples/healthy-cluster', '-o', 'json'], /^snapshot examples\/healthy-cluster was recorded for shop\/web, not shop\/nope$/],
+    [
+      ['svc', 'nope', '-n', 'shop', '--snapshot', 'examples/healthy-cluster', '-o', 'json'],
+      /^snapshot examples\/healthy-cluster was recorded for shop\/web, not shop\/nope$/,
+    ],
     [['svc', 'web', '--snapshot', '/nonexistent', '--output=json'], /\/nonexistent/],
     [['svc', 'web', '-o', 'json', '--bogus'], /^Nonexistent flag: --bogus$/],
-    [['svc', 'web', '-ojson', '--snapshot', 'examples/healthy-cluster', '--context', 'x'], /^--context=x cannot also be provided when using --snapshot$/],
+    [
+      ['svc', 'web', '-ojson', '--snapshot', 'examples/healthy-cluster', '--context', 'x'],
+      /^--context=x cannot also be provided when using --snapshot$/,
+    ],
   ] as const) {
     const r = await runCli([...args])
     assert.equal(r.code, 2, args.join(' '))

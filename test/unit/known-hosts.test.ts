@@ -16,7 +16,8 @@ const blob = (pub: string) => Buffer.from(pub.trim().split(/\s+/)[1], 'base64')
 
 /** A host key pair in OpenSSH's formats (what sshd reads and known_hosts lists), made by ssh2. */
 function keygen(dir: string, type: 'ed25519' | 'rsa'): {path: string; pub: string} {
-  const pair = type === 'rsa' ? ssh2.utils.generateKeyPairSync('rsa', {bits: 2048}) : ssh2.utils.generateKeyPairSync('ed25519')
+  const pair =
+    type === 'rsa' ? ssh2.utils.generateKeyPairSync('rsa', {bits: 2048}) : ssh2.utils.generateKeyPairSync('ed25519')
   const path = join(dir, `host_${type}`)
   writeFileSync(path, pair.private, {mode: 0o600})
   return {path, pub: pair.public.trim()}
@@ -30,11 +31,28 @@ test('known_hosts: a @revoked key is refused even where another line lists it; r
     const [edType, edKey] = ed.pub.split(/\s+/)
     const [rsaType, rsaKey] = rsa.pub.split(/\s+/)
     const file = join(dir, 'known_hosts')
-    writeFileSync(file, [`node-a ${edType} ${edKey}`, `@revoked * ${edType} ${edKey}`, `node-a ${rsaType} ${rsaKey}`, `@cert-authority *.example ${rsaType} ${rsaKey}`, ''].join('\n'))
+    writeFileSync(
+      file,
+      [
+        `node-a ${edType} ${edKey}`,
+        `@revoked * ${edType} ${edKey}`,
+        `node-a ${rsaType} ${rsaKey}`,
+        `@cert-authority *.example ${rsaType} ${rsaKey}`,
+        '',
+      ].join('\n'),
+    )
     assert.deepEqual(checkKnownHosts([file], 'node-a', blob(ed.pub)), {status: 'revoked', file})
-    assert.deepEqual(checkKnownHosts([file], 'node-b', blob(ed.pub)), {status: 'revoked', file}, '@revoked * covers every host')
+    assert.deepEqual(
+      checkKnownHosts([file], 'node-b', blob(ed.pub)),
+      {status: 'revoked', file},
+      '@revoked * covers every host',
+    )
     assert.deepEqual(checkKnownHosts([file], 'node-a', blob(rsa.pub)), {status: 'match', file})
-    assert.deepEqual(checkKnownHosts([file], 'node-b', blob(rsa.pub)), {status: 'unknown'}, 'a @cert-authority line is not a host key')
+    assert.deepEqual(
+      checkKnownHosts([file], 'node-b', blob(rsa.pub)),
+      {status: 'unknown'},
+      'a @cert-authority line is not a host key',
+    )
     assert.deepEqual(hostKeyAlgorithms([file], 'node-a'), ['rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa'])
     assert.equal(hostKeyAlgorithms([file], 'node-b'), undefined)
   } finally {
@@ -68,7 +86,9 @@ function presentedKey(port: number, algorithms: string[] | undefined): Promise<B
 }
 
 test('known_hosts holding only a node\'s RSA key: offering what it holds gets the RSA key, not a false "changed key"', async (t) => {
-  const sshd = spawnSync('sh', ['-c', 'command -v sshd || ls /usr/sbin/sshd'], {encoding: 'utf8'}).stdout.trim().split('\n')[0]
+  const sshd = spawnSync('sh', ['-c', 'command -v sshd || ls /usr/sbin/sshd'], {encoding: 'utf8'})
+    .stdout.trim()
+    .split('\n')[0]
   if (!sshd) return t.skip('no sshd on this machine')
   const dir = mkdtempSync(join(tmpdir(), 'kpd-kh-sshd-'))
   const ed = keygen(dir, 'ed25519')
@@ -77,7 +97,16 @@ test('known_hosts holding only a node\'s RSA key: offering what it holds gets th
   const config = join(dir, 'sshd_config')
   writeFileSync(
     config,
-    [`Port ${port}`, 'ListenAddress 127.0.0.1', `HostKey ${ed.path}`, `HostKey ${rsa.path}`, `PidFile ${join(dir, 'sshd.pid')}`, 'UsePAM no', 'PasswordAuthentication no', ''].join('\n'),
+    [
+      `Port ${port}`,
+      'ListenAddress 127.0.0.1',
+      `HostKey ${ed.path}`,
+      `HostKey ${rsa.path}`,
+      `PidFile ${join(dir, 'sshd.pid')}`,
+      'UsePAM no',
+      'PasswordAuthentication no',
+      '',
+    ].join('\n'),
   )
   const server = spawn(sshd, ['-D', '-e', '-f', config], {stdio: ['ignore', 'ignore', 'pipe']})
   let stderr = ''
@@ -87,7 +116,8 @@ test('known_hosts holding only a node\'s RSA key: offering what it holds gets th
       const started = Date.now()
       const poll = () => {
         if (/Server listening/.test(stderr)) return resolve()
-        if (server.exitCode !== null || Date.now() - started > 10_000) return reject(new Error(`sshd did not start: ${stderr}`))
+        if (server.exitCode !== null || Date.now() - started > 10_000)
+          return reject(new Error(`sshd did not start: ${stderr}`))
         setTimeout(poll, 50)
       }
       poll()
@@ -96,7 +126,11 @@ test('known_hosts holding only a node\'s RSA key: offering what it holds gets th
     const name = knownHostsName('127.0.0.1', port)
     writeFileSync(knownHosts, `${name} ${rsa.pub.split(/\s+/).slice(0, 2).join(' ')}\n`)
     const byDefault = await presentedKey(port, undefined)
-    assert.equal(checkKnownHosts([knownHosts], name, byDefault).status, 'mismatch', "ssh2's defaults get the ed25519 key: the false man-in-the-middle")
+    assert.equal(
+      checkKnownHosts([knownHosts], name, byDefault).status,
+      'mismatch',
+      "ssh2's defaults get the ed25519 key: the false man-in-the-middle",
+    )
     const offered = hostKeyAlgorithms([knownHosts], name)
     assert.deepEqual(offered, ['rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa'])
     const negotiated = await presentedKey(port, offered)

@@ -30,8 +30,15 @@ test('/proc/net/ip_vs (hex addresses and ports) reads as ipvsadm -Ln: virtual se
   const text = procIpVsAsIpvsadm(proc)
   const vs = parseIpvsadm(text)
   assert.deepEqual(
-    vs.map((v) => `${v.proto} ${v.address}:${v.port} ${v.scheduler} ${v.persistent ?? '-'} ${v.reals.map((r) => `${r.address}:${r.port}/${r.forward}/${r.weight}`).join(',')}`),
-    ['tcp 10.96.10.10:80 rr - 10.244.2.11:8080/Masq/0,10.244.1.10:8080/Masq/1', 'udp 10.96.0.10:53 rr 10800 10.244.1.53:53/Masq/1', 'tcp fd00::a:443 sh - fd00::1:2:8080/Masq/1'],
+    vs.map(
+      (v) =>
+        `${v.proto} ${v.address}:${v.port} ${v.scheduler} ${v.persistent ?? '-'} ${v.reals.map((r) => `${r.address}:${r.port}/${r.forward}/${r.weight}`).join(',')}`,
+    ),
+    [
+      'tcp 10.96.10.10:80 rr - 10.244.2.11:8080/Masq/0,10.244.1.10:8080/Masq/1',
+      'udp 10.96.0.10:53 rr 10800 10.244.1.53:53/Masq/1',
+      'tcp fd00::a:443 sh - fd00::1:2:8080/Masq/1',
+    ],
   )
 })
 
@@ -55,7 +62,10 @@ test('sysfs bridge ports: interfaces from /proc/net/dev, hairpin flags labelled 
     '/sys/class/net/orphan/brport/hairpin_mode:1',
   ].join('\n')
   const lines = hairpinLines(grep)
-  assert.deepEqual(lines, ['/sys/class/net/cbr0/brif/vethweba1/hairpin_mode 0', '/sys/class/net/cbr0/brif/vethclient/hairpin_mode 1'])
+  assert.deepEqual(lines, [
+    '/sys/class/net/cbr0/brif/vethweba1/hairpin_mode 0',
+    '/sys/class/net/cbr0/brif/vethclient/hairpin_mode 1',
+  ])
   assert.deepEqual(parseBridgeState(['## hairpin', ...lines].join('\n')).ports, [
     {bridge: 'cbr0', port: 'vethweba1', hairpin: false},
     {bridge: 'cbr0', port: 'vethclient', hairpin: true},
@@ -66,7 +76,10 @@ test('auto picks SSH only for nodes a Host pattern names (a bare Host * holds de
   const dir = mkdtempSync(join(tmpdir(), 'kpd-sshnames-'))
   try {
     const cfg = join(dir, 'config')
-    writeFileSync(cfg, 'ServerAliveInterval 30\nHost *\n  User admin\nHost node-a worker-* !worker-9\n  Port 2222\nMatch host x\n  Port 1\n')
+    writeFileSync(
+      cfg,
+      'ServerAliveInterval 30\nHost *\n  User admin\nHost node-a worker-* !worker-9\n  Port 2222\nMatch host x\n  Port 1\n',
+    )
     const names = await sshConfigNames(cfg)
     assert.deepEqual(
       ['node-a', 'node-b', 'worker-1', 'worker-9'].map((n) => `${n} ${names(n)}`),
@@ -80,7 +93,16 @@ test('auto picks SSH only for nodes a Host pattern names (a bare Host * holds de
 
 test('read-via in the report: every node says how it was read; API-only nodes are listed, in order, with the note and the human block', () => {
   const readVia = new Map<string, NodeReadVia>([
-    ['node-b', {transport: null, address: null, why: 'API-only (--via none)', notUsed: [{transport: 'ssh', reason: '--via none'}], notRead: []}],
+    [
+      'node-b',
+      {
+        transport: null,
+        address: null,
+        why: 'API-only (--via none)',
+        notUsed: [{transport: 'ssh', reason: '--via none'}],
+        notRead: [],
+      },
+    ],
     [
       'node-a',
       {
@@ -92,13 +114,23 @@ test('read-via in the report: every node says how it was read; API-only nodes ar
       },
     ],
   ])
-  const report = {kind: 'ServiceReport', nodes: [{name: 'node-a', reachable: true, error: null, mode: 'iptables', modeSource: 'x'}]}
+  const report = {
+    kind: 'ServiceReport',
+    nodes: [{name: 'node-a', reachable: true, error: null, mode: 'iptables', modeSource: 'x'}],
+  }
   const out = withReadVia(report, readVia, ['node-a', 'node-b'])
   assert.deepEqual(out, {
     kind: 'ServiceReport',
     nodes: [
       {name: 'node-a', reachable: true, error: null, mode: 'iptables', modeSource: 'x', readVia: readVia.get('node-a')},
-      {name: 'node-b', reachable: false, error: 'not read: API-only (--via none)', mode: null, modeSource: null, readVia: readVia.get('node-b')},
+      {
+        name: 'node-b',
+        reachable: false,
+        error: 'not read: API-only (--via none)',
+        mode: null,
+        modeSource: null,
+        readVia: readVia.get('node-b'),
+      },
     ],
   })
   assert.equal(
@@ -118,12 +150,21 @@ test('read-via in the report: every node says how it was read; API-only nodes ar
 })
 
 test('the Pod transports run the same programs as the shell forms: each argv is its NODE_COMMANDS line, word for word', () => {
-  for (const [key, argv] of Object.entries(COMMAND_ARGV)) assert.equal(argv!.join(' '), NODE_COMMANDS[key as keyof typeof NODE_COMMANDS], key)
+  for (const [key, argv] of Object.entries(COMMAND_ARGV))
+    assert.equal(argv!.join(' '), NODE_COMMANDS[key as keyof typeof NODE_COMMANDS], key)
 })
 
 test("the debug Pod's way to the node's own programs: chroot /host before an allow-listed argv, never around nothing or another chroot", () => {
   assert.deepEqual(onNodeRoot(COMMAND_ARGV.routeTable!), ['chroot', '/host', 'ip', 'route', 'show'])
-  assert.deepEqual(onNodeRoot(QUERY_ARGV.routeGet({address: '10.0.0.1'})), ['chroot', '/host', 'ip', '-o', 'route', 'get', '10.0.0.1'])
+  assert.deepEqual(onNodeRoot(QUERY_ARGV.routeGet({address: '10.0.0.1'})), [
+    'chroot',
+    '/host',
+    'ip',
+    '-o',
+    'route',
+    'get',
+    '10.0.0.1',
+  ])
   assert.throws(() => onNodeRoot([]), /refusing/)
   assert.throws(() => onNodeRoot(['chroot', '/', 'sh']), /refusing/)
 })

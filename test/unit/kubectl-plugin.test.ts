@@ -15,18 +15,43 @@ const PATH = [tmp, dirname(process.execPath), '/usr/local/bin', '/usr/bin', '/bi
 
 function kubectl(args: string[]): Promise<{code: number; stdout: string; stderr: string}> {
   return new Promise((done) => {
-    execFile('/usr/bin/kubectl', args, {encoding: 'utf8', timeout: 60_000, env: {PATH, HOME: tmp, NO_COLOR: '1'}}, (err, stdout, stderr) => {
-      done({code: err ? ((err as {code?: number}).code ?? -1) : 0, stdout, stderr})
-    })
+    execFile(
+      '/usr/bin/kubectl',
+      args,
+      {encoding: 'utf8', timeout: 60_000, env: {PATH, HOME: tmp, NO_COLOR: '1'}},
+      (err, stdout, stderr) => {
+        done({code: err ? ((err as {code?: number}).code ?? -1) : 0, stdout, stderr})
+      },
+    )
   })
 }
 
 test("kubectl's global flags are moved after the command words, in kproxy-doctor's spelling", () => {
   assert.deepEqual(fromKubectlArgs(['-n', 'shop', 'svc', 'web']), ['svc', 'web', '--namespace', 'shop'])
-  assert.deepEqual(fromKubectlArgs(['--context=prod', 'svc', 'web', '-nshop', '--kubeconfig', '/k']), ['svc', 'web', '--context', 'prod', '--namespace', 'shop', '--kubeconfig', '/k'])
-  assert.deepEqual(fromKubectlArgs(['svc', 'web', '--namespace=shop', '-o', 'json']), ['svc', 'web', '-o', 'json', '--namespace', 'shop'])
+  assert.deepEqual(fromKubectlArgs(['--context=prod', 'svc', 'web', '-nshop', '--kubeconfig', '/k']), [
+    'svc',
+    'web',
+    '--context',
+    'prod',
+    '--namespace',
+    'shop',
+    '--kubeconfig',
+    '/k',
+  ])
+  assert.deepEqual(fromKubectlArgs(['svc', 'web', '--namespace=shop', '-o', 'json']), [
+    'svc',
+    'web',
+    '-o',
+    'json',
+    '--namespace',
+    'shop',
+  ])
   assert.deepEqual(fromKubectlArgs(['svc', 'web', '--', '-n', 'x']), ['svc', 'web', '--', '-n', 'x'])
-  assert.deepEqual(fromKubectlArgs(['svc', 'web', '-n']), ['svc', 'web', '-n'], 'a flag missing its value is left for the parser to refuse')
+  assert.deepEqual(
+    fromKubectlArgs(['svc', 'web', '-n']),
+    ['svc', 'web', '-n'],
+    'a flag missing its value is left for the parser to refuse',
+  )
 })
 
 test('the plugin file is executable and declared in package.json', () => {
@@ -63,7 +88,17 @@ test("kubectl's --kubeconfig and --context reach the diagnosis", async () => {
   const wrong = await kubectl(['kproxy-doctor', '--kubeconfig', kc, '--context', 'prod', 'svc', 'web', '-n', 'shop'])
   assert.equal(wrong.code, 2)
   assert.match(wrong.stderr, /context "prod" not found in kubeconfig \(known: x\)/)
-  const down = await kubectl(['kproxy-doctor', 'svc', 'web', '-n', 'shop', `--kubeconfig=${kc}`, '--context=x', '--timeout', '3'])
+  const down = await kubectl([
+    'kproxy-doctor',
+    'svc',
+    'web',
+    '-n',
+    'shop',
+    `--kubeconfig=${kc}`,
+    '--context=x',
+    '--timeout',
+    '3',
+  ])
   assert.equal(down.code, 2)
   assert.match(down.stderr, /cannot reach the Kubernetes API at https:\/\/127\.0\.0\.1:1: ECONNREFUSED/)
 })

@@ -10,7 +10,15 @@ import {buildReport} from '../../src/report/report.js'
 import {renderHuman} from '../../src/report/human.js'
 import {offlineCluster, type OfflineOptions} from '../helpers/offline-cluster.js'
 
-const ep = (ip: string, node: string, ready = true, serving = ready, terminating = false, zoneHints: string[] = [], nodeHints: string[] = []): EndpointInfo => ({
+const ep = (
+  ip: string,
+  node: string,
+  ready = true,
+  serving = ready,
+  terminating = false,
+  zoneHints: string[] = [],
+  nodeHints: string[] = [],
+): EndpointInfo => ({
   ip,
   port: 80,
   nodeName: node,
@@ -46,20 +54,45 @@ test('CategorizeEndpoints: serving+terminating endpoints are used only when none
 
 test("topology hints: zone hints for this node's zone narrow cluster endpoints; missing hints or no match turn them off", () => {
   const cluster = {internalLocal: false, externalLocal: false, externallyAccessible: false}
-  const eps = [ep('1', 'a', true, true, false, ['z1']), ep('2', 'b', true, true, false, ['z2']), ep('3', 'c', true, true, false, ['z1'])]
+  const eps = [
+    ep('1', 'a', true, true, false, ['z1']),
+    ep('2', 'b', true, true, false, ['z2']),
+    ep('3', 'c', true, true, false, ['z1']),
+  ]
   assert.deepEqual(ips(categorizeEndpoints(eps, cluster, 'a', 'z1').cluster), ['1', '3'])
   assert.deepEqual(ips(categorizeEndpoints(eps, cluster, 'b', 'z2').cluster), ['2'])
-  assert.deepEqual(ips(categorizeEndpoints(eps, cluster, 'd', 'z9').cluster), ['1', '2', '3'], 'no endpoint hinted for this zone: all')
-  assert.deepEqual(ips(categorizeEndpoints([...eps, ep('4', 'd')], cluster, 'a', 'z1').cluster), ['1', '2', '3', '4'], 'one ready endpoint without hints: all')
-  assert.deepEqual(ips(categorizeEndpoints(eps, cluster, 'a', undefined).cluster), ['1', '2', '3'], 'node without a zone label: all')
+  assert.deepEqual(
+    ips(categorizeEndpoints(eps, cluster, 'd', 'z9').cluster),
+    ['1', '2', '3'],
+    'no endpoint hinted for this zone: all',
+  )
+  assert.deepEqual(
+    ips(categorizeEndpoints([...eps, ep('4', 'd')], cluster, 'a', 'z1').cluster),
+    ['1', '2', '3', '4'],
+    'one ready endpoint without hints: all',
+  )
+  assert.deepEqual(
+    ips(categorizeEndpoints(eps, cluster, 'a', undefined).cluster),
+    ['1', '2', '3'],
+    'node without a zone label: all',
+  )
   const byNode = [ep('1', 'a', true, true, false, ['z1'], ['a']), ep('2', 'b', true, true, false, ['z1'], ['b'])]
   assert.deepEqual(ips(categorizeEndpoints(byNode, cluster, 'b', 'z1').cluster), ['2'], 'PreferSameNode hints')
 })
 
 test('Services kube-proxy does not program, with the reason shown', () => {
-  assert.match(notProxiedReason({spec: {type: 'ExternalName', externalName: 'db.example.com'}})!, /CNAME to db\.example\.com/)
+  assert.match(
+    notProxiedReason({spec: {type: 'ExternalName', externalName: 'db.example.com'}})!,
+    /CNAME to db\.example\.com/,
+  )
   assert.match(notProxiedReason({spec: {clusterIP: 'None'}})!, /headless/)
-  assert.match(notProxiedReason({metadata: {labels: {'service.kubernetes.io/service-proxy-name': 'cilium'}}, spec: {clusterIP: '10.0.0.1'}})!, /another proxy/)
+  assert.match(
+    notProxiedReason({
+      metadata: {labels: {'service.kubernetes.io/service-proxy-name': 'cilium'}},
+      spec: {clusterIP: '10.0.0.1'},
+    })!,
+    /another proxy/,
+  )
   assert.equal(notProxiedReason({spec: {clusterIP: '10.0.0.1'}}), undefined)
 })
 
@@ -81,15 +114,25 @@ const diagnosed = (state: OfflineOptions) => {
 }
 const path = (d: Diagnosis, node: string, entry: string) => {
   const p = d.paths.find((x) => x.node === node && x.entry === entry)!
-  return {ok: p.ok, breaksAt: p.breaksAt, breaksOn: p.breaksOn, detail: p.detail, remote: p.remote.map(({trace: _trace, ...h}) => h)}
+  return {
+    ok: p.ok,
+    breaksAt: p.breaksAt,
+    breaksOn: p.breaksOn,
+    detail: p.detail,
+    remote: p.remote.map(({trace: _trace, ...h}) => h),
+  }
 }
 /** A Calico chain in node-b's FORWARD dropping new connections to web-b2 (10.244.2.11). */
 const calicoDropsWebB2 = (text: string) =>
   text
     .replace(':OUTPUT ACCEPT [0:0]\n', ':OUTPUT ACCEPT [0:0]\n:cali-FORWARD - [0:0]\n')
-    .replace('-A FORWARD -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall"', '-A FORWARD -j cali-FORWARD\n$&')
+    .replace(
+      '-A FORWARD -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall"',
+      '-A FORWARD -j cali-FORWARD\n$&',
+    )
     .replace('\nCOMMIT\n*nat', '\n-A cali-FORWARD -d 10.244.2.11/32 -m conntrack --ctstate NEW -j DROP\nCOMMIT\n*nat')
-const CALI_RULE = 'DROP by filter cali-FORWARD line 25: -A cali-FORWARD -d 10.244.2.11/32 -m conntrack --ctstate NEW -j DROP'
+const CALI_RULE =
+  'DROP by filter cali-FORWARD line 25: -A cali-FORWARD -d 10.244.2.11/32 -m conntrack --ctstate NEW -j DROP'
 const healthyHalf = (ip: string, pod: string, node: string) => ({
   endpoint: `${ip}:8080`,
   pod,
@@ -109,18 +152,27 @@ test("paths across two nodes: node-b's FORWARD drops web-b2, so node-a's pod→C
     breaksAt: 'filter',
     breaksOn: 'node-b',
     detail: dropped,
-    remote: [healthyHalf('10.244.2.10', 'web-b1', 'node-b'), {...healthyHalf('10.244.2.11', 'web-b2', 'node-b'), ok: false, breaksAt: 'filter', detail: dropped}],
+    remote: [
+      healthyHalf('10.244.2.10', 'web-b1', 'node-b'),
+      {...healthyHalf('10.244.2.11', 'web-b2', 'node-b'), ok: false, breaksAt: 'filter', detail: dropped},
+    ],
   })
   // node-b's own path breaks on node-b first (its FORWARD, before any second half); its half on node-a works.
   const own = path(d, 'node-b', 'pod→ClusterIP')
-  assert.deepEqual([own.ok, own.breaksAt, own.breaksOn, own.remote], [false, 'filter', 'node-b', [healthyHalf('10.244.1.10', 'web-a1', 'node-a')]])
+  assert.deepEqual(
+    [own.ok, own.breaksAt, own.breaksOn, own.remote],
+    [false, 'filter', 'node-b', [healthyHalf('10.244.1.10', 'web-a1', 'node-a')]],
+  )
   // The specific finding, on the node that drops, explains every path it breaks: no generic KPD-PATH-BROKEN.
   assert.deepEqual(
     d.findings.filter((f) => f.severity !== 'info').map((f) => `${f.code} ${f.node}`),
     ['KPD-FILTER-DROP node-b'],
   )
   const r = buildReport(d, {meta: {toolVersion: 't', time: 't', context: null}})
-  assert.match(r.summary, /^✗ shop\/web: pod→ClusterIP \(http\) from node-a breaks at filter on node-b: 33\.3% of new connections go to 10\.244\.2\.11:8080 \(web-b2\) on node-b/)
+  assert.match(
+    r.summary,
+    /^✗ shop\/web: pod→ClusterIP \(http\) from node-a breaks at filter on node-b: 33\.3% of new connections go to 10\.244\.2\.11:8080 \(web-b2\) on node-b/,
+  )
   // Wide enough, the table: node-a's cell names the step and the node it breaks on.
   const wide = renderHuman(r, new Chalk({level: 0}), 120).split('\n')
   const row = wide.find((l) => /^\W*node-a\b/.test(l) && l.includes('iptables'))
@@ -133,14 +185,28 @@ test("paths across two nodes: node-b's FORWARD drops web-b2, so node-a's pod→C
   )
   assert.ok(narrow.every((l) => l.length <= 80))
   // --explain: node-a's walk is the half on node-b where it breaks (its own half forwards it), the drop marked ✗.
-  const explained = renderHuman(buildReport(d, {meta: {toolVersion: 't', time: 't', context: null}, explain: true}), new Chalk({level: 0}), 200).split('\n')
+  const explained = renderHuman(
+    buildReport(d, {meta: {toolVersion: 't', time: 't', context: null}, explain: true}),
+    new Chalk({level: 0}),
+    200,
+  ).split('\n')
   const at = explained.findIndex((l) => l.startsWith('node-a pod→ClusterIP'))
   assert.ok(at > 0, explained.join('\n'))
   const walk = explained.slice(at, explained.indexOf('', at) === -1 ? undefined : explained.indexOf('', at))
   const half = walk.indexOf('  on node-b, arriving DNATed to 10.244.2.11:8080 (web-b2) from node-a:')
-  assert.deepEqual(walk.slice(half + 1), ['    1   nat/PREROUTING:46 → KUBE-SERVICES', '    2   filter/FORWARD:15 → cali-FORWARD:25 -d 10.244.2.11/32 → DROP', '    ⇒   DROP ✗'], walk.join('\n'))
-  assert.ok(!walk.some((l) => /KUBE-SVC-/.test(l)), 'the first half (node-a\'s DNAT) is not walked again')
-  const json = buildReport(d, {meta: {toolVersion: 't', time: 't', context: null}, explain: true}).paths.find((p) => p.node === 'node-a' && p.entry === 'pod→ClusterIP')!
+  assert.deepEqual(
+    walk.slice(half + 1),
+    [
+      '    1   nat/PREROUTING:46 → KUBE-SERVICES',
+      '    2   filter/FORWARD:15 → cali-FORWARD:25 -d 10.244.2.11/32 → DROP',
+      '    ⇒   DROP ✗',
+    ],
+    walk.join('\n'),
+  )
+  assert.ok(!walk.some((l) => /KUBE-SVC-/.test(l)), "the first half (node-a's DNAT) is not walked again")
+  const json = buildReport(d, {meta: {toolVersion: 't', time: 't', context: null}, explain: true}).paths.find(
+    (p) => p.node === 'node-a' && p.entry === 'pod→ClusterIP',
+  )!
   assert.deepEqual(
     json.remote.map((h) => [h.endpoint, h.trace?.verdict]),
     [
@@ -148,7 +214,12 @@ test("paths across two nodes: node-b's FORWARD drops web-b2, so node-a's pod→C
       ['10.244.2.11:8080', 'DROP'],
     ],
   )
-  assert.ok(buildReport(d, {meta: {toolVersion: 't', time: 't', context: null}}).paths.every((p) => p.remote.every((h) => !('trace' in h))), 'no walk without --explain')
+  assert.ok(
+    buildReport(d, {meta: {toolVersion: 't', time: 't', context: null}}).paths.every((p) =>
+      p.remote.every((h) => !('trace' in h)),
+    ),
+    'no walk without --explain',
+  )
 })
 
 test('paths across two nodes: healthy, both halves ✓, the JSON shape exact', () => {
@@ -175,7 +246,9 @@ test('paths across two nodes: healthy, both halves ✓, the JSON shape exact', (
 })
 
 test('paths across two nodes: an endpoint on a node that was not read is not followed (and not a ✓)', () => {
-  const d = diagnosed({editObservation: {'node-b': (obs) => ({...obs, reachable: false, error: 'ssh: connection refused'})}})
+  const d = diagnosed({
+    editObservation: {'node-b': (obs) => ({...obs, reachable: false, error: 'ssh: connection refused'})},
+  })
   const notFollowed = (ip: string, pod: string) => ({
     endpoint: `${ip}:8080`,
     pod,
@@ -193,7 +266,11 @@ test('paths across two nodes: an endpoint on a node that was not read is not fol
     detail: 'reaches 3 endpoint(s): 10.244.1.10:8080, 10.244.2.10:8080, 10.244.2.11:8080',
     remote: [notFollowed('10.244.2.10', 'web-b1'), notFollowed('10.244.2.11', 'web-b2')],
   })
-  const human = renderHuman(buildReport(d, {meta: {toolVersion: 't', time: 't', context: null}}), new Chalk({level: 0}), 80).split('\n')
+  const human = renderHuman(
+    buildReport(d, {meta: {toolVersion: 't', time: 't', context: null}}),
+    new Chalk({level: 0}),
+    80,
+  ).split('\n')
   // Four "? not followed" cells do not fit 80 columns: one line per node.
   const row = human.find((l) => l.startsWith('node-a (iptables): '))
   assert.ok(row?.includes('? pod→ClusterIP not followed') && !row.includes('✓'), human.join('\n'))

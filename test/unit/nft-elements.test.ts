@@ -12,7 +12,16 @@ import {cpuTimed} from '../helpers/cpu-time.js'
 
 const NODE = '192.168.1.10'
 const FIXTURE = 'test/fixtures/nft/kube-proxy-comments'
-const pkt = (over: Partial<Packet>): Packet => ({src: '10.244.1.5', dst: '10.96.7.7', proto: 'tcp', dport: 80, sport: 40000, inIface: 'cni0', outIface: 'eth0', ...over})
+const pkt = (over: Partial<Packet>): Packet => ({
+  src: '10.244.1.5',
+  dst: '10.96.7.7',
+  proto: 'tcp',
+  dport: 80,
+  sport: 40000,
+  inIface: 'cni0',
+  outIface: 'eth0',
+  ...over,
+})
 
 /** The verdicts kube-proxy's rules give; every one depends on reading a map element that carries a comment. */
 function assertKubeProxyVerdicts(text: string, form: string): void {
@@ -38,8 +47,16 @@ function assertKubeProxyVerdicts(text: string, form: string): void {
   assert.equal(nodePort.verdict, 'DNAT', form)
   assert.ok(nodePort.masquerade, `${form}: NodePort traffic is masqueraded`)
   const sets = rs.table('ip kube-proxy')!.sets
-  assert.deepEqual(sets.get('no-endpoint-services')!.elements, [{key: ['10.96.7.7', 'tcp', '80'], value: 'goto reject-chain', comment: 'shop/empty:http'}], form)
-  assert.deepEqual(sets.get('affinity-clients')!.elements, [{key: ['10.244.9.9']}], `${form}: timeout and expiry are not part of the key`)
+  assert.deepEqual(
+    sets.get('no-endpoint-services')!.elements,
+    [{key: ['10.96.7.7', 'tcp', '80'], value: 'goto reject-chain', comment: 'shop/empty:http'}],
+    form,
+  )
+  assert.deepEqual(
+    sets.get('affinity-clients')!.elements,
+    [{key: ['10.244.9.9']}],
+    `${form}: timeout and expiry are not part of the key`,
+  )
   assert.deepEqual(
     sets
       .get('counted-sources')!
@@ -70,8 +87,13 @@ test('nft element comments: the real nft loads the kube-proxy-shaped ruleset and
     const json = tryRun('ip', ['netns', 'exec', ns, 'nft', '-j', 'list', 'ruleset'])
     assert.equal(text.code, 0, text.stderr)
     assert.equal(json.code, 0, json.stderr)
-    const withoutExpiry = (s: string) => s.replace(/expires \S+/g, 'expires X').replace(/"expires": \d+/g, '"expires": X')
-    assert.equal(withoutExpiry(text.stdout), withoutExpiry(readFileSync(`${FIXTURE}.list.txt`, 'utf8')), 'the recorded text is what nft prints')
+    const withoutExpiry = (s: string) =>
+      s.replace(/expires \S+/g, 'expires X').replace(/"expires": \d+/g, '"expires": X')
+    assert.equal(
+      withoutExpiry(text.stdout),
+      withoutExpiry(readFileSync(`${FIXTURE}.list.txt`, 'utf8')),
+      'the recorded text is what nft prints',
+    )
     assertKubeProxyVerdicts(text.stdout, 'live text')
     assertKubeProxyVerdicts(json.stdout, 'live json')
   } finally {
@@ -88,16 +110,24 @@ test('nft elements: comments with separators inside, data maps, inline vmaps', (
     {key: ['0'], value: 'goto a'},
     {key: ['1'], value: 'goto b'},
   ])
-  assert.deepEqual(parseElements('tcp . 30000 : 10.244.1.5 . 8080'), [{key: ['tcp', '30000'], value: '10.244.1.5 . 8080'}])
+  assert.deepEqual(parseElements('tcp . 30000 : 10.244.1.5 . 8080'), [
+    {key: ['tcp', '30000'], value: '10.244.1.5 . 8080'},
+  ])
   assert.throws(() => parseElements('10.0.0.1 comment "open'), /unterminated quote/)
 })
 
 /** kube-proxy's service-ips map with n elements, printed as `nft list ruleset` does: one element per line. */
 function serviceIpsMap(n: number): string {
-  const lines = ['table ip kube-proxy {', '\tmap service-ips {', '\t\ttype ipv4_addr . inet_proto . inet_service : verdict']
+  const lines = [
+    'table ip kube-proxy {',
+    '\tmap service-ips {',
+    '\t\ttype ipv4_addr . inet_proto . inet_service : verdict',
+  ]
   for (let i = 0; i < n; i++) {
     const ip = `10.${96 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}`
-    lines.push(`${i === 0 ? '\t\telements = { ' : '\t\t\t     '}${ip} . tcp . 80 comment "ns/svc-${i}:http" : goto service-${i}${i === n - 1 ? ' }' : ','}`)
+    lines.push(
+      `${i === 0 ? '\t\telements = { ' : '\t\t\t     '}${ip} . tcp . 80 comment "ns/svc-${i}:http" : goto service-${i}${i === n - 1 ? ' }' : ','}`,
+    )
   }
   lines.push('\t}', '}')
   return lines.join('\n')
@@ -113,12 +143,20 @@ test('nft text: a multi-line elements list is read in linear time (50,000 elemen
   const {value: rs} = cpuTimed(() => NftRuleset.parse(serviceIpsMap(n)))
   const map = rs.table('ip kube-proxy')!.sets.get('service-ips')!
   assert.equal(map.elements.length, n)
-  assert.deepEqual(map.elements[n - 1], {key: ['10.96.195.79', 'tcp', '80'], value: `goto service-${n - 1}`, comment: `ns/svc-${n - 1}:http`})
+  assert.deepEqual(map.elements[n - 1], {
+    key: ['10.96.195.79', 'tcp', '80'],
+    value: `goto service-${n - 1}`,
+    comment: `ns/svc-${n - 1}:http`,
+  })
   const small = cpu(n / 10)
   const large = cpu(n)
   assert.ok(large < 30 * Math.max(small, 5), `${n / 10} elements: ${small} ms of CPU; ${n}: ${large} ms`)
 })
 
 test('nft text: an elements list that is never closed is a parse error naming its line', () => {
-  assert.throws(() => NftRuleset.parse('table ip t {\n\tset s {\n\t\ttype ipv4_addr\n\t\telements = { 10.0.0.1,\n\t\t\t10.0.0.2,\n'), /line 4: .*never closed/)
+  assert.throws(
+    () =>
+      NftRuleset.parse('table ip t {\n\tset s {\n\t\ttype ipv4_addr\n\t\telements = { 10.0.0.1,\n\t\t\t10.0.0.2,\n'),
+    /line 4: .*never closed/,
+  )
 })

@@ -48,15 +48,22 @@ class FakeNode implements NodeAccess {
   async run<K extends NodeCommandKey>(key: K, ..._args: ArgsOf<K>): Promise<RunResult> {
     this.ran.push(key)
     const o = this.outputs[key]
-    return o ? {kind: 'ran', code: o.code, stdout: Buffer.from(o.stdout), stderr: o.stderr ?? ''} : {kind: 'ran', code: 127, stdout: Buffer.alloc(0), stderr: 'command not found'}
+    return o
+      ? {kind: 'ran', code: o.code, stdout: Buffer.from(o.stdout), stderr: o.stderr ?? ''}
+      : {kind: 'ran', code: 127, stdout: Buffer.alloc(0), stderr: 'command not found'}
   }
   async openTcp(host: string, port: number): Promise<TcpOpen> {
-    if (host !== '127.0.0.1' || !Object.keys(this.http).some((k) => k.startsWith(`${port} `))) return {kind: 'refused', outcome: 'refused', reason: `connect ${host}:${port}: Connection refused`}
+    if (host !== '127.0.0.1' || !Object.keys(this.http).some((k) => k.startsWith(`${port} `)))
+      return {kind: 'refused', outcome: 'refused', reason: `connect ${host}:${port}: Connection refused`}
     return {
       kind: 'open',
       stream: answeringStream((request) => {
         const body = this.http[`${port} ${request.split(' ')[1]}`]
-        return Buffer.from(body === undefined ? 'HTTP/1.0 404 Not Found\r\n\r\n' : `HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n${body}`)
+        return Buffer.from(
+          body === undefined
+            ? 'HTTP/1.0 404 Not Found\r\n\r\n'
+            : `HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n${body}`,
+        )
       }),
     }
   }
@@ -77,14 +84,20 @@ test('collectNode reads a node through any NodeAccess, in memory: parsed dumps, 
       iptablesSave: {code: 0, stdout: IPTABLES_SAVE},
       nftRulesetJson: {code: 1, stdout: '', stderr: 'nft: command not found'},
       nftRuleset: {code: 1, stdout: ''},
-      network: {code: 0, stdout: '## hairpin\n/sys/class/net/cbr0/brif/vweb-1/hairpin_mode 1\n## links\n## neigh\n## fdb\n'},
+      network: {
+        code: 0,
+        stdout: '## hairpin\n/sys/class/net/cbr0/brif/vweb-1/hairpin_mode 1\n## links\n## neigh\n## fdb\n',
+      },
       // grep's exit 1: an empty cache folder (recorded: read, nothing in it).
       cniResults: {code: 1, stdout: ''},
       dnsLookup: {code: 0, stdout: `${WEB.clusterIP}\n`},
     },
     {'10249 /proxyMode': 'iptables'},
   )
-  const {observation, recording} = await collectNode('node-a', async () => node, {timeoutMs: 2000, dns: {name: 'web.shop.svc.cluster.local', server: DNS.clusterIP}})
+  const {observation, recording} = await collectNode('node-a', async () => node, {
+    timeoutMs: 2000,
+    dns: {name: 'web.shop.svc.cluster.local', server: DNS.clusterIP},
+  })
   assert.equal(observation.reachable, true, observation.error)
   assert.ok(observation.iptables?.hasChain('nat', 'KUBE-SERVICES'))
   assert.equal(observation.nft, undefined)
@@ -102,17 +115,45 @@ test('collectNode reads a node through any NodeAccess, in memory: parsed dumps, 
   // families are listed); a node without nft (127) is not asked again in another form.
   assert.deepEqual(
     [...node.ran].sort(),
-    ['iptablesSave', 'ip6tablesSave', 'nftSets', 'nftKubeProxyTable', 'nftKubeProxyTable', 'nftRulesetJson', 'nftRuleset', 'iptablesLegacySave', 'iptablesNftSave', 'ip6tablesLegacySave', 'ip6tablesNftSave', 'ipvsadm', 'network', 'cniResults', 'dnsLookup'].sort(),
+    [
+      'iptablesSave',
+      'ip6tablesSave',
+      'nftSets',
+      'nftKubeProxyTable',
+      'nftKubeProxyTable',
+      'nftRulesetJson',
+      'nftRuleset',
+      'iptablesLegacySave',
+      'iptablesNftSave',
+      'ip6tablesLegacySave',
+      'ip6tablesNftSave',
+      'ipvsadm',
+      'network',
+      'cniResults',
+      'dnsLookup',
+    ].sort(),
   )
   assert.equal(node.closed, true)
-  assert.deepEqual([...recording.keys()].sort(), ['cni-results.txt', 'dns.json', 'iptables-save.txt', 'kube-proxy.json', 'network.txt'])
+  assert.deepEqual([...recording.keys()].sort(), [
+    'cni-results.txt',
+    'dns.json',
+    'iptables-save.txt',
+    'kube-proxy.json',
+    'network.txt',
+  ])
   assert.equal(recording.get('iptables-save.txt')?.toString(), IPTABLES_SAVE)
 
   // The same bytes written as a bundle folder read back the same way, and the snapshot transport serves them by key.
   const dir = mkdtempSync(join(tmpdir(), 'kpd-access-'))
   try {
     writeNodeRecording(dir, recording)
-    assert.deepEqual(readdirSync(dir).sort(), ['cni-results.txt', 'dns.json', 'iptables-save.txt', 'kube-proxy.json', 'network.txt'])
+    assert.deepEqual(readdirSync(dir).sort(), [
+      'cni-results.txt',
+      'dns.json',
+      'iptables-save.txt',
+      'kube-proxy.json',
+      'network.txt',
+    ])
     const back = readNodeBundle(dir, 'node-a')
     assert.equal(back.reachable, true)
     assert.deepEqual(back.iptables?.chainNames('nat'), observation.iptables?.chainNames('nat'))
@@ -141,12 +182,20 @@ test('collectNode: the backend iptables-save names in its header is not read a s
     // Before 1.8 iptables had one backend, the legacy one.
     ['legacy', '# Generated by iptables-save v1.6.1 on Sat Nov 21 12:00:00 2026', 'iptablesNftSave'],
     // iptables-nft's warning names the other backend's save: only the "Generated by" line says which backend this is.
-    ['nft', '# Warning: iptables-legacy tables present, use iptables-legacy-save to see them\n# Generated by iptables-save v1.8.9 (nf_tables) on Sat Nov 21 12:00:00 2026', 'iptablesLegacySave'],
+    [
+      'nft',
+      '# Warning: iptables-legacy tables present, use iptables-legacy-save to see them\n# Generated by iptables-save v1.8.9 (nf_tables) on Sat Nov 21 12:00:00 2026',
+      'iptablesLegacySave',
+    ],
     ['unnamed', '# a comment of someone else', 'both'],
   ] as const) {
     const dump = `${header}\n${IPTABLES_SAVE}`
     const other = '*filter\n:INPUT ACCEPT [0:0]\nCOMMIT\n'
-    const node = new FakeNode({iptablesSave: {code: 0, stdout: dump}, iptablesLegacySave: {code: 0, stdout: other}, iptablesNftSave: {code: 0, stdout: other}})
+    const node = new FakeNode({
+      iptablesSave: {code: 0, stdout: dump},
+      iptablesLegacySave: {code: 0, stdout: other},
+      iptablesNftSave: {code: 0, stdout: other},
+    })
     const {recording} = await collectNode('node-a', async () => node, {timeoutMs: 2000})
     const saves = node.ran.filter((k) => k === 'iptablesLegacySave' || k === 'iptablesNftSave')
     assert.deepEqual(saves, reread === 'both' ? ['iptablesLegacySave', 'iptablesNftSave'] : [reread], backend)
@@ -169,25 +218,44 @@ class NftTablesNode extends FakeNode {
     if (key !== 'nftKubeProxyTable') return super.run(key, ...args)
     const {family, json} = args[0] as {family: 'ip' | 'ip6'; json: boolean}
     this.asked.push(`${family}${json ? ' -j' : ''}`)
-    if (json && !this.tables.json) return {kind: 'ran', code: 1, stdout: Buffer.alloc(0), stderr: 'nft: unrecognized option -j'}
+    if (json && !this.tables.json)
+      return {kind: 'ran', code: 1, stdout: Buffer.alloc(0), stderr: 'nft: unrecognized option -j'}
     const table = this.tables[family]
-    if (table === undefined) return {kind: 'ran', code: 1, stdout: Buffer.alloc(0), stderr: `Error: No such file or directory\nlist table ${family} kube-proxy\n           ^^^^^^^^^^^^^\n`}
+    if (table === undefined)
+      return {
+        kind: 'ran',
+        code: 1,
+        stdout: Buffer.alloc(0),
+        stderr: `Error: No such file or directory\nlist table ${family} kube-proxy\n           ^^^^^^^^^^^^^\n`,
+      }
     return {kind: 'ran', code: 0, stdout: Buffer.from(table), stderr: ''}
   }
 }
 
 const META = {metainfo: {version: '1.0.6', release_name: 'Lester Gooch #5', json_schema_version: 1}}
 const ownTableJson = (family: 'ip' | 'ip6') =>
-  JSON.stringify({nftables: [META, {table: {family, name: 'kube-proxy', handle: 1}}, {chain: {family, table: 'kube-proxy', name: 'services', handle: 2}}]})
+  JSON.stringify({
+    nftables: [
+      META,
+      {table: {family, name: 'kube-proxy', handle: 1}},
+      {chain: {family, table: 'kube-proxy', name: 'services', handle: 2}},
+    ],
+  })
 
 test("collectNode: where kube-proxy reports iptables or IPVS mode only its own nft tables are listed (a large iptables-nft node's whole ruleset takes minutes); both families as one ruleset", async () => {
-  const saves = {iptablesSave: {code: 0, stdout: IPTABLES_SAVE}, nftRulesetJson: {code: 0, stdout: JSON.stringify({nftables: [META]})}}
+  const saves = {
+    iptablesSave: {code: 0, stdout: IPTABLES_SAVE},
+    nftRulesetJson: {code: 0, stdout: JSON.stringify({nftables: [META]})},
+  }
   for (const mode of ['iptables', 'ipvs']) {
     // A leftover nftables-mode table in IPv4, none in IPv6: one document holding the IPv4 table, one metainfo.
     const node = new NftTablesNode(saves, {json: true, ip: ownTableJson('ip')}, mode)
     const {observation, recording} = await collectNode('node-a', async () => node, {timeoutMs: 2000})
     assert.deepEqual(node.asked, ['ip -j', 'ip6 -j'], mode)
-    assert.ok(!node.ran.includes('nftRulesetJson') && !node.ran.includes('nftRuleset'), `${mode}: the whole ruleset is not listed`)
+    assert.ok(
+      !node.ran.includes('nftRulesetJson') && !node.ran.includes('nftRuleset'),
+      `${mode}: the whole ruleset is not listed`,
+    )
     assert.equal(recording.has('nft-ruleset.txt'), false)
     const doc = JSON.parse(recording.get('nft-kube-proxy-tables.txt')!.toString()) as {nftables: unknown[]}
     assert.equal(doc.nftables.length, 3)
@@ -199,7 +267,12 @@ test("collectNode: where kube-proxy reports iptables or IPVS mode only its own n
   const both = new NftTablesNode(saves, {json: true, ip: ownTableJson('ip'), ip6: ownTableJson('ip6')}, 'iptables')
   const two = await collectNode('node-a', async () => both, {timeoutMs: 2000})
   assert.ok(two.observation.nft?.table('ip kube-proxy') && two.observation.nft?.table('ip6 kube-proxy'))
-  assert.equal((JSON.parse(two.recording.get('nft-kube-proxy-tables.txt')!.toString()) as {nftables: unknown[]}).nftables.filter((o) => 'metainfo' in (o as object)).length, 1)
+  assert.equal(
+    (JSON.parse(two.recording.get('nft-kube-proxy-tables.txt')!.toString()) as {nftables: unknown[]}).nftables.filter(
+      (o) => 'metainfo' in (o as object),
+    ).length,
+    1,
+  )
   // No table in either family: an empty read, still a read (nothing of nftables mode left), written and read back so.
   const none = new NftTablesNode(saves, {json: true}, 'iptables')
   const empty = await collectNode('node-a', async () => none, {timeoutMs: 2000})
@@ -224,24 +297,61 @@ test("collectNode: where kube-proxy reports iptables or IPVS mode only its own n
   // kube-proxy not answering: no kube-proxy table anywhere rules nftables mode out (the whole ruleset is not listed);
   // a table there may be nftables mode at work, whose packets other tables drop too: the whole ruleset is read.
   const silent = new NftTablesNode(saves, {json: true}, 'iptables')
-  const quiet = await collectNode('node-a', async () => Object.assign(silent, {openTcp: async () => ({kind: 'refused', outcome: 'refused', reason: 'refused'}) as TcpOpen}), {timeoutMs: 2000})
-  assert.deepEqual([silent.asked, silent.ran.includes('nftRulesetJson'), quiet.recording.has('nft-kube-proxy-tables.txt')], [['ip -j', 'ip6 -j'], false, true])
+  const quiet = await collectNode(
+    'node-a',
+    async () =>
+      Object.assign(silent, {
+        openTcp: async () => ({kind: 'refused', outcome: 'refused', reason: 'refused'}) as TcpOpen,
+      }),
+    {timeoutMs: 2000},
+  )
+  assert.deepEqual(
+    [silent.asked, silent.ran.includes('nftRulesetJson'), quiet.recording.has('nft-kube-proxy-tables.txt')],
+    [['ip -j', 'ip6 -j'], false, true],
+  )
   const unsure = new NftTablesNode(saves, {json: true, ip: ownTableJson('ip')}, 'iptables')
-  const full = await collectNode('node-a', async () => Object.assign(unsure, {openTcp: async () => ({kind: 'refused', outcome: 'refused', reason: 'refused'}) as TcpOpen}), {timeoutMs: 2000})
-  assert.deepEqual([unsure.ran.includes('nftRulesetJson'), full.recording.has('nft-ruleset.txt'), full.recording.has('nft-kube-proxy-tables.txt')], [true, true, false])
+  const full = await collectNode(
+    'node-a',
+    async () =>
+      Object.assign(unsure, {
+        openTcp: async () => ({kind: 'refused', outcome: 'refused', reason: 'refused'}) as TcpOpen,
+      }),
+    {timeoutMs: 2000},
+  )
+  assert.deepEqual(
+    [
+      unsure.ran.includes('nftRulesetJson'),
+      full.recording.has('nft-ruleset.txt'),
+      full.recording.has('nft-kube-proxy-tables.txt'),
+    ],
+    [true, true, false],
+  )
   // Replayed through the snapshot transport (no kube-proxy to ask, no whole ruleset recorded): the same tables again.
   const replayDir = mkdtempSync(join(tmpdir(), 'kpd-own-replay-'))
   try {
-    const recorded = await collectNode('node-a', async () => new NftTablesNode(saves, {json: true, ip: ownTableJson('ip'), ip6: ownTableJson('ip6')}, 'iptables'), {timeoutMs: 2000})
+    const recorded = await collectNode(
+      'node-a',
+      async () => new NftTablesNode(saves, {json: true, ip: ownTableJson('ip'), ip6: ownTableJson('ip6')}, 'iptables'),
+      {timeoutMs: 2000},
+    )
     writeNodeRecording(replayDir, recorded.recording)
     const again = await collectNode('node-a', async () => SnapshotNodeAccess.fromFolder(replayDir), {timeoutMs: 2000})
-    assert.equal(again.recording.get('nft-kube-proxy-tables.txt')?.toString(), recorded.recording.get('nft-kube-proxy-tables.txt')?.toString())
-    assert.deepEqual(again.observation.nft?.tables.map((t) => t.id), ['ip kube-proxy', 'ip6 kube-proxy'])
+    assert.equal(
+      again.recording.get('nft-kube-proxy-tables.txt')?.toString(),
+      recorded.recording.get('nft-kube-proxy-tables.txt')?.toString(),
+    )
+    assert.deepEqual(
+      again.observation.nft?.tables.map((t) => t.id),
+      ['ip kube-proxy', 'ip6 kube-proxy'],
+    )
   } finally {
     rmSync(replayDir, {recursive: true, force: true})
   }
   // kube-proxy in nftables mode, or --proxy-mode nftables against its word: the whole ruleset (other tables drop packets too).
-  for (const [mode, proxyMode] of [['nftables', undefined], ['iptables', 'nftables']] as const) {
+  for (const [mode, proxyMode] of [
+    ['nftables', undefined],
+    ['iptables', 'nftables'],
+  ] as const) {
     const node = new NftTablesNode(saves, {json: true, ip: ownTableJson('ip')}, mode)
     const {recording} = await collectNode('node-a', async () => node, {timeoutMs: 2000, proxyMode})
     assert.deepEqual(node.asked, [], `${mode} ${proxyMode}`)
@@ -250,13 +360,23 @@ test("collectNode: where kube-proxy reports iptables or IPVS mode only its own n
 })
 
 test('collectNode: a sudo password prompt, a failing connect and a node that never answers are one error line each', async () => {
-  const sudo = Object.assign(new FakeNode({iptablesSave: {code: 1, stdout: '', stderr: 'sudo: a password is required\n'}}), {usesSudo: async () => true})
+  const sudo = Object.assign(
+    new FakeNode({iptablesSave: {code: 1, stdout: '', stderr: 'sudo: a password is required\n'}}),
+    {usesSudo: async () => true},
+  )
   const a = await collectNode('node-a', async () => sudo, {timeoutMs: 1000})
-  assert.deepEqual([a.observation.reachable, a.observation.error], [false, 'sudo on the node wants a password: allow "sudo -n iptables-save" for the SSH user, or log in as root'])
+  assert.deepEqual(
+    [a.observation.reachable, a.observation.error],
+    [false, 'sudo on the node wants a password: allow "sudo -n iptables-save" for the SSH user, or log in as root'],
+  )
   assert.deepEqual([...a.recording.keys()], ['error.txt'])
   // The unprivileged network read runs alongside; no other sudo command is tried once sudo wants a password.
   assert.deepEqual(sudo.ran, ['iptablesSave', 'network'])
-  const refused = await collectNode('node-b', () => Promise.reject(new Error('SSH to 10.0.0.2:22 failed: connect ECONNREFUSED\nsecond line')), {timeoutMs: 1000})
+  const refused = await collectNode(
+    'node-b',
+    () => Promise.reject(new Error('SSH to 10.0.0.2:22 failed: connect ECONNREFUSED\nsecond line')),
+    {timeoutMs: 1000},
+  )
   assert.equal(refused.observation.error, 'SSH to 10.0.0.2:22 failed: connect ECONNREFUSED')
   const hung = await collectNode('node-c', () => new Promise<NodeAccess>(() => undefined), {timeoutMs: 20})
   assert.equal(hung.observation.error, 'node did not answer within 0.12s')
@@ -267,7 +387,10 @@ test('collectNode: a sudo password prompt, a failing connect and a node that nev
     }
   })({network: {code: 0, stdout: '## hairpin\n'}})
   const slow = await collectNode('node-d', async () => stuck, {timeoutMs: 20})
-  assert.match(slow.observation.error ?? '', /^node did not finish its reads within 0\.12s \(still running: iptables-save for 0s\)$/)
+  assert.match(
+    slow.observation.error ?? '',
+    /^node did not finish its reads within 0\.12s \(still running: iptables-save for 0s\)$/,
+  )
 })
 
 /** An SSH session stand-in that records every command line it is asked to run. */
@@ -292,11 +415,17 @@ test('ssh transport: only allow-list keys reach exec (refused by the type checke
   await assert.rejects(access.run('rm -rf /'), /"rm -rf \/" is not an allow-listed node command/)
   // @ts-expect-error neither is a plain word outside it
   await assert.rejects(access.run('shutdown'), /not an allow-listed node command/)
-  await assert.rejects((access.run as (key: string) => Promise<RunResult>)('toString'), /not an allow-listed node command/)
+  await assert.rejects(
+    (access.run as (key: string) => Promise<RunResult>)('toString'),
+    /not an allow-listed node command/,
+  )
   assert.deepEqual(session.lines, [], 'nothing reached the SSH exec')
   await access.run('iptablesSave')
   await access.run('network')
-  await assert.rejects(access.run('dnsLookup', {name: 'web; reboot', server: '10.96.0.10', type: 'A'}), /refusing to build a DNS command/)
+  await assert.rejects(
+    access.run('dnsLookup', {name: 'web; reboot', server: '10.96.0.10', type: 'A'}),
+    /refusing to build a DNS command/,
+  )
   await assert.rejects(access.readFile('/proc/sys/../../etc/shadow'), /not an allow-listed file/)
   await access.readFile('/proc/sys/net/ipv4/ip_forward')
   assert.deepEqual(session.lines.slice(0, 2), ['id -u', 'sudo -n iptables-save'])
@@ -322,7 +451,10 @@ function shellSession(bin: string): SshChannel & {lines: string[]} {
     host: {hostName: '10.0.0.7', port: 22, compression: true},
     exec(command: CommandLine): Promise<ExecResult> {
       lines.push(command)
-      const r = spawnSync('sh', ['-c', command], {env: {...process.env, PATH: `${bin}:${process.env.PATH}`}, maxBuffer: 1 << 28})
+      const r = spawnSync('sh', ['-c', command], {
+        env: {...process.env, PATH: `${bin}:${process.env.PATH}`},
+        maxBuffer: 1 << 28,
+      })
       return Promise.resolve({code: r.status, stdout: r.stdout, stderr: r.stderr.toString()})
     },
     forward: () => Promise.reject(new Error('no forwarding here')),
@@ -337,7 +469,11 @@ test("ssh transport with Compression yes: dumps come back through gzip where the
     const dump = `*nat\n${'-A KUBE-SERVICES -d 10.96.0.1/32 -p tcp -m tcp --dport 443 -j KUBE-SVC-NPX46M4PTMTKRN6Y\n'.repeat(24_000)}#kpd-exit 7`
     writeFileSync(join(bin, 'dump.txt'), dump)
     writeFileSync(join(bin, 'iptables-save'), `#!/bin/sh\ncat '${join(bin, 'dump.txt')}'\n`, {mode: 0o755})
-    writeFileSync(join(bin, 'ipvsadm'), '#!/bin/sh\necho "Can\'t initialize ipvs: Protocol not available" >&2\nexit 2\n', {mode: 0o755})
+    writeFileSync(
+      join(bin, 'ipvsadm'),
+      '#!/bin/sh\necho "Can\'t initialize ipvs: Protocol not available" >&2\nexit 2\n',
+      {mode: 0o755},
+    )
     const session = shellSession(bin)
     const access = new SshNodeAccess(session)
     const save = await access.run('iptablesSave')
@@ -345,10 +481,18 @@ test("ssh transport with Compression yes: dumps come back through gzip where the
     assert.equal(save.code, 0)
     assert.equal(save.stdout.toString(), dump, 'the dump, exact')
     const ipvs = await access.run('ipvsadm')
-    assert.deepEqual(ipvs.kind === 'ran' && [ipvs.code, ipvs.stdout.length, ipvs.stderr.trim()], [2, 0, "Can't initialize ipvs: Protocol not available"])
+    assert.deepEqual(ipvs.kind === 'ran' && [ipvs.code, ipvs.stdout.length, ipvs.stderr.trim()], [
+      2,
+      0,
+      "Can't initialize ipvs: Protocol not available",
+    ])
     const net = await access.run('routeTable')
     assert.ok(net.kind === 'ran' && net.code !== null, 'a small read is not compressed')
-    assert.deepEqual(session.lines.slice(0, 3), ['id -u', 'command -v gzip', `{ ${process.getuid?.() === 0 ? '' : 'sudo -n '}iptables-save; printf '\\n#kpd-exit %d\\n' "$?"; } | gzip -1`])
+    assert.deepEqual(session.lines.slice(0, 3), [
+      'id -u',
+      'command -v gzip',
+      `{ ${process.getuid?.() === 0 ? '' : 'sudo -n '}iptables-save; printf '\\n#kpd-exit %d\\n' "$?"; } | gzip -1`,
+    ])
     assert.equal(session.lines[4], 'ip route show')
     // Compression yes on a node without gzip: asked once, then plain.
     const noGzip = {...shellSession(bin), host: {hostName: '10.0.0.7', port: 22, compression: true}}
@@ -361,12 +505,19 @@ test("ssh transport with Compression yes: dumps come back through gzip where the
     const withoutGzip = new SshNodeAccess(noGzip)
     assert.equal(((await withoutGzip.run('iptablesSave')) as {stdout: Buffer}).stdout.toString(), dump)
     await withoutGzip.run('ipvsadm')
-    assert.deepEqual(noGzip.lines.slice(-3), ['command -v gzip', process.getuid?.() === 0 ? 'iptables-save' : 'sudo -n iptables-save', 'ipvsadm -Sn'])
+    assert.deepEqual(noGzip.lines.slice(-3), [
+      'command -v gzip',
+      process.getuid?.() === 0 ? 'iptables-save' : 'sudo -n iptables-save',
+      'ipvsadm -Sn',
+    ])
     // Without Compression yes (OpenSSH's default), the same dump comes plain and gzip is not even asked about.
     const plainSession = {...shellSession(bin), host: {hostName: '10.0.0.7', port: 22}}
     const plainSave = await new SshNodeAccess(plainSession).run('iptablesSave')
     assert.equal(plainSave.kind === 'ran' && plainSave.stdout.toString(), dump)
-    assert.deepEqual(plainSession.lines, ['id -u', process.getuid?.() === 0 ? 'iptables-save' : 'sudo -n iptables-save'])
+    assert.deepEqual(plainSession.lines, [
+      'id -u',
+      process.getuid?.() === 0 ? 'iptables-save' : 'sudo -n iptables-save',
+    ])
   } finally {
     rmSync(bin, {recursive: true, force: true})
   }
@@ -401,7 +552,11 @@ function describeRun(r: RunResult): string {
 }
 
 function describeFile(r: FileRead): string {
-  return r.kind === 'read' ? `${r.content.length} B` : r.kind === 'missing' ? `missing: ${r.reason}` : `not recorded (${r.what})`
+  return r.kind === 'read'
+    ? `${r.content.length} B`
+    : r.kind === 'missing'
+      ? `missing: ${r.reason}`
+      : `not recorded (${r.what})`
 }
 
 function describeTcp(r: TcpOpen): string {
@@ -415,17 +570,37 @@ test('dns.json: one answer per record type; an older one (A only, at the top lev
     writeFileSync(join(dir, 'dns.json'), JSON.stringify(json))
     return readNodeBundle(dir, 'node-a').dns
   }
-  const base = {name: 'web.shop.svc.cluster.local', server: '10.96.0.10', method: 'DNS over TCP through an SSH port forward'}
+  const base = {
+    name: 'web.shop.svc.cluster.local',
+    server: '10.96.0.10',
+    method: 'DNS over TCP through an SSH port forward',
+  }
   try {
     const answers = [
       {type: 'A', rcode: 'NOERROR', addresses: ['10.96.10.10']},
       {type: 'AAAA', addresses: [], error: 'no DNS answer within 3s'},
     ]
     assert.deepEqual(dnsOf({...base, answers}), {...base, answers})
-    assert.deepEqual(dnsOf({...base, rcode: 'NOERROR', addresses: ['10.96.10.10']}), {...base, answers: [{type: 'A', rcode: 'NOERROR', addresses: ['10.96.10.10']}]})
-    assert.deepEqual(dnsOf({...base, addresses: [], error: 'connection refused'}), {...base, answers: [{type: 'A', addresses: [], error: 'connection refused'}]})
-    assert.deepEqual(dnsOf({...base, method: 'none', addresses: [], error: 'no way'}), {...base, method: 'none', answers: [], error: 'no way'})
-    for (const bad of [{...base, answers: [{type: 'MX', addresses: []}]}, {...base, answers: [{type: 'A', addresses: [7]}]}, {...base}, {name: 'x', server: 1, method: 'm', addresses: []}])
+    assert.deepEqual(dnsOf({...base, rcode: 'NOERROR', addresses: ['10.96.10.10']}), {
+      ...base,
+      answers: [{type: 'A', rcode: 'NOERROR', addresses: ['10.96.10.10']}],
+    })
+    assert.deepEqual(dnsOf({...base, addresses: [], error: 'connection refused'}), {
+      ...base,
+      answers: [{type: 'A', addresses: [], error: 'connection refused'}],
+    })
+    assert.deepEqual(dnsOf({...base, method: 'none', addresses: [], error: 'no way'}), {
+      ...base,
+      method: 'none',
+      answers: [],
+      error: 'no way',
+    })
+    for (const bad of [
+      {...base, answers: [{type: 'MX', addresses: []}]},
+      {...base, answers: [{type: 'A', addresses: [7]}]},
+      {...base},
+      {name: 'x', server: 1, method: 'm', addresses: []},
+    ])
       assert.equal(dnsOf(bad), undefined, JSON.stringify(bad))
   } finally {
     rmSync(dir, {recursive: true, force: true})

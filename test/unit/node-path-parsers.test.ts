@@ -5,7 +5,15 @@ import {ConntrackParseError, parseConntrackList} from '../../src/parse/conntrack
 import {BufferSource} from '../../src/parse/dump-source.js'
 import {IptablesSave} from '../../src/parse/iptables-save.js'
 import {parseRouteGet, parseRouteTable, routeGetFailure, RouteParseError} from '../../src/parse/ip-route.js'
-import {conntrackTableUsage, effectiveRouteLocalnet, effectiveRpFilter, forwardingSettings, interfacesWith, parseSysctl, SysctlParseError} from '../../src/parse/sysctl.js'
+import {
+  conntrackTableUsage,
+  effectiveRouteLocalnet,
+  effectiveRpFilter,
+  forwardingSettings,
+  interfacesWith,
+  parseSysctl,
+  SysctlParseError,
+} from '../../src/parse/sysctl.js'
 
 // Fixtures follow the formats captured from conntrack v1.4.7 and iproute2 in a lab namespace; the numbers are made up.
 
@@ -79,7 +87,8 @@ test('conntrack -L: no NAT means no DNAT target; -o extended prefix, ICMP withou
 })
 
 test('conntrack -L: garbage is a typed error naming the line', () => {
-  const good = 'udp      17 27 src=10.61.3.7 dst=10.100.0.10 sport=1 dport=53 src=10.61.9.54 dst=10.61.3.7 sport=53 dport=1 mark=0 use=1'
+  const good =
+    'udp      17 27 src=10.61.3.7 dst=10.100.0.10 sport=1 dport=53 src=10.61.9.54 dst=10.61.3.7 sport=53 dport=1 mark=0 use=1'
   const bad = (text: string, reason: RegExp, line = 2) =>
     assert.throws(
       () => parseConntrackList(`${good}\n${text}\n`),
@@ -87,9 +96,18 @@ test('conntrack -L: garbage is a typed error naming the line', () => {
     )
   bad('hello world', /line 2: not "PROTOCOL NUMBER TIMEOUT/)
   bad('udp 17 27 src=10.61.3.7 dst=10.100.0.10 sport=1 dport=53', /expected an original and a reply tuple, found 1/)
-  bad('udp 17 27 src=10.61.3.300 dst=10.100.0.10 sport=1 dport=53 src=1.2.3.4 dst=1.2.3.5 sport=1 dport=2', /bad src address "10.61.3.300"/)
-  bad('udp 17 27 src=10.61.3.7 dst=10.100.0.10 sport=1 dport=99999 src=1.2.3.4 dst=1.2.3.5 sport=1 dport=2', /bad dport "99999"/)
-  bad('tcp 6 5 ESTABLISHED src=10.61.3.7 dst=10.100.0.10 sport=1 dport=2 surprise src=1.2.3.4 dst=1.2.3.5 sport=2 dport=1', /unexpected word "surprise"/)
+  bad(
+    'udp 17 27 src=10.61.3.300 dst=10.100.0.10 sport=1 dport=53 src=1.2.3.4 dst=1.2.3.5 sport=1 dport=2',
+    /bad src address "10.61.3.300"/,
+  )
+  bad(
+    'udp 17 27 src=10.61.3.7 dst=10.100.0.10 sport=1 dport=99999 src=1.2.3.4 dst=1.2.3.5 sport=1 dport=2',
+    /bad dport "99999"/,
+  )
+  bad(
+    'tcp 6 5 ESTABLISHED src=10.61.3.7 dst=10.100.0.10 sport=1 dport=2 surprise src=1.2.3.4 dst=1.2.3.5 sport=2 dport=1',
+    /unexpected word "surprise"/,
+  )
 })
 
 test('ip -o route get: via, dev, src; local answers; the cache tail is dropped', () => {
@@ -105,7 +123,10 @@ test('ip -o route get: via, dev, src; local answers; the cache tail is dropped',
     text: '10.62.2.14 via 10.50.0.12 dev eth0 src 10.50.0.11 uid 0',
   })
   const onBridge = parseRouteGet('10.62.1.30 dev cni0 src 10.62.1.1 uid 0 \\    cache \n')
-  assert.deepEqual([onBridge.type, onBridge.via, onBridge.dev, onBridge.src], ['unicast', undefined, 'cni0', '10.62.1.1'])
+  assert.deepEqual(
+    [onBridge.type, onBridge.via, onBridge.dev, onBridge.src],
+    ['unicast', undefined, 'cni0', '10.62.1.1'],
+  )
   const local = parseRouteGet('local 10.50.0.11 dev lo src 10.50.0.11 uid 0 \\    cache <local> \n')
   assert.deepEqual([local.type, local.dev], ['local', 'lo'])
   const from = parseRouteGet('10.62.1.30 from 10.62.1.1 dev cni0 uid 0 \\    cache \n')
@@ -113,7 +134,10 @@ test('ip -o route get: via, dev, src; local answers; the cache tail is dropped',
 })
 
 test('ip route get failures: the RTNETLINK message says which kind of route stopped it', () => {
-  assert.deepEqual(routeGetFailure('RTNETLINK answers: Network is unreachable\n'), {type: 'none', message: 'RTNETLINK answers: Network is unreachable'})
+  assert.deepEqual(routeGetFailure('RTNETLINK answers: Network is unreachable\n'), {
+    type: 'none',
+    message: 'RTNETLINK answers: Network is unreachable',
+  })
   assert.equal(routeGetFailure('RTNETLINK answers: No route to host\n')?.type, 'unreachable')
   assert.equal(routeGetFailure('RTNETLINK answers: Invalid argument\n')?.type, 'blackhole')
   assert.equal(routeGetFailure('RTNETLINK answers: Permission denied\n')?.type, 'prohibit')
@@ -137,7 +161,15 @@ test('ip route show: kinds of route, multipath folded, IPv6 gateways', () => {
     ].join('\n'),
   )
   assert.deepEqual(
-    routes.map((r) => [r.type, r.destination, r.via ?? '', r.dev ?? '', r.src ?? '', r.flags.join(','), r.metric ?? '']),
+    routes.map((r) => [
+      r.type,
+      r.destination,
+      r.via ?? '',
+      r.dev ?? '',
+      r.src ?? '',
+      r.flags.join(','),
+      r.metric ?? '',
+    ]),
     [
       ['unicast', 'default', '10.50.0.1', 'eth0', '10.50.0.11', '', 100],
       ['unicast', '10.50.0.0/24', '', 'eth0', '10.50.0.11', '', ''],
@@ -154,14 +186,19 @@ test('ip route show: kinds of route, multipath folded, IPv6 gateways', () => {
     {via: '10.50.0.13', dev: 'eth0', weight: 1},
     {via: '10.50.0.14', dev: 'eth1', weight: 2},
   ])
-  assert.deepEqual(parseRouteTable('10.62.8.0/24 nexthop via 10.50.0.15 dev eth0 weight 1 nexthop via 10.50.0.16 dev eth0 weight 1')[0].nexthops, [
-    {via: '10.50.0.15', dev: 'eth0', weight: 1},
-    {via: '10.50.0.16', dev: 'eth0', weight: 1},
-  ])
+  assert.deepEqual(
+    parseRouteTable('10.62.8.0/24 nexthop via 10.50.0.15 dev eth0 weight 1 nexthop via 10.50.0.16 dev eth0 weight 1')[0]
+      .nexthops,
+    [
+      {via: '10.50.0.15', dev: 'eth0', weight: 1},
+      {via: '10.50.0.16', dev: 'eth0', weight: 1},
+    ],
+  )
 })
 
 test('ip route: garbage is a typed error naming the line', () => {
-  const fails = (f: () => unknown, line: number, reason: RegExp) => assert.throws(f, (e: unknown) => e instanceof RouteParseError && e.line === line && reason.test(e.message))
+  const fails = (f: () => unknown, line: number, reason: RegExp) =>
+    assert.throws(f, (e: unknown) => e instanceof RouteParseError && e.line === line && reason.test(e.message))
   fails(() => parseRouteTable('10.62.2.0/24 dev eth0\nnot-a-route dev eth0\n'), 2, /"not-a-route" is not a destination/)
   fails(() => parseRouteTable('\tnexthop via 10.50.0.13 dev eth0\n'), 1, /nexthop line before any route/)
   fails(() => parseRouteTable('10.62.2.0/24 via 10.50.0.999 dev eth0\n'), 1, /bad gateway "10.50.0.999"/)
@@ -197,8 +234,14 @@ test('sysctl: both spellings, absent keys, the settings the path needs', () => {
   assert.equal(effectiveRouteLocalnet(s, 'cni0'), false)
   assert.deepEqual(conntrackTableUsage(s), {count: 117964, max: 131072, fraction: 117964 / 131072})
   assert.equal(conntrackTableUsage(parseSysctl('net.netfilter.nf_conntrack_max = 131072')), undefined)
-  const loaded = parseSysctl('/proc/sys/net/bridge/bridge-nf-call-iptables:0\ngrep: /proc/sys/net/ipv4/ip_forward: No such file or directory\n')
-  assert.deepEqual(forwardingSettings(loaded), {ipForward: undefined, bridgeNfCallIptables: false, brNetfilterLoaded: true})
+  const loaded = parseSysctl(
+    '/proc/sys/net/bridge/bridge-nf-call-iptables:0\ngrep: /proc/sys/net/ipv4/ip_forward: No such file or directory\n',
+  )
+  assert.deepEqual(forwardingSettings(loaded), {
+    ipForward: undefined,
+    bridgeNfCallIptables: false,
+    brNetfilterLoaded: true,
+  })
 })
 
 test('sysctl: garbage is a typed error naming the line', () => {

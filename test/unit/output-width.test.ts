@@ -21,8 +21,22 @@ const joined = (text: string) => text.replace(/\s+/g, ' ')
 /** The trace command over a node of each example (IPVS nodes with their ipvsadm and ipset dumps). */
 function traceArgs(example: string): string[] {
   const dir = `examples/${example}/nodes/node-b`
-  const base = ['trace', '--iptables-save', `${dir}/iptables-save.txt`, '--src', '10.244.2.5', '--dst', '10.96.10.10', '--dport', '80', '--node-ip', '10.200.0.12']
-  return example === 'ipvs-cluster' ? [...base, '--ipvsadm', `${dir}/ipvsadm.txt`, '--ipset-save', `${dir}/ipset.txt`] : base
+  const base = [
+    'trace',
+    '--iptables-save',
+    `${dir}/iptables-save.txt`,
+    '--src',
+    '10.244.2.5',
+    '--dst',
+    '10.96.10.10',
+    '--dport',
+    '80',
+    '--node-ip',
+    '10.200.0.12',
+  ]
+  return example === 'ipvs-cluster'
+    ? [...base, '--ipvsadm', `${dir}/ipvsadm.txt`, '--ipset-save', `${dir}/ipset.txt`]
+    : base
 }
 
 for (const example of EXAMPLES) {
@@ -44,7 +58,8 @@ for (const example of EXAMPLES) {
         }
       }
       for (const n of json.nodes) assert.ok(text.includes(n.name), `${what}: node ${n.name}`)
-      for (const p of json.paths.filter((x: {ok: boolean | null}) => x.ok === false)) assert.ok(text.includes(`✗ ${p.breaksAt}`), `${what}: ${p.node} ${p.entry} ✗ ${p.breaksAt}`)
+      for (const p of json.paths.filter((x: {ok: boolean | null}) => x.ok === false))
+        assert.ok(text.includes(`✗ ${p.breaksAt}`), `${what}: ${p.node} ${p.entry} ✗ ${p.breaksAt}`)
       if (args.length > 0)
         for (const p of json.paths.filter((x: {ok: boolean | null; trace?: unknown}) => x.ok === false && x.trace)) {
           assert.ok(text.includes(p.entry), `${what}: the walk of ${p.node} ${p.entry}`)
@@ -57,7 +72,13 @@ for (const example of EXAMPLES) {
     assert.equal(trace.code, 0, trace.stderr)
     assertFits(trace.stdout, 80, `${example} trace`)
     const traced = (await runCli([...traceArgs(example), '-o', 'json'])).json
-    for (const o of traced.outcomes) for (const s of o.steps) assert.match(trace.stdout, new RegExp(`(:| line )${s.line}\\b`), `${example} trace: step ${s.chain} line ${s.line}`)
+    for (const o of traced.outcomes)
+      for (const s of o.steps)
+        assert.match(
+          trace.stdout,
+          new RegExp(`(:| line )${s.line}\\b`),
+          `${example} trace: step ${s.chain} line ${s.line}`,
+        )
   })
 }
 
@@ -67,7 +88,10 @@ test('--explain on the broken example: under 60 lines at 80 columns, numbered, t
   assert.ok(lines.length < 60, `${lines.length} lines`)
   assert.match(r.stdout, /^ {2}1 +nat\/PREROUTING:46 → KUBE-SERVICES:66 /m)
   assert.match(r.stdout, /^ {2}2a +33\.3% :71 → /m)
-  assert.match(r.stdout, /^✗ 2c +33\.3% :73 → KUBE-SEP-DYSIX5QMVXZZP7LU:59 → DNAT 10\.244\.2\.7:8080 ✗ not a\n +ready endpoint$/m)
+  assert.match(
+    r.stdout,
+    /^✗ 2c +33\.3% :73 → KUBE-SEP-DYSIX5QMVXZZP7LU:59 → DNAT 10\.244\.2\.7:8080 ✗ not a\n +ready endpoint$/m,
+  )
   assert.doesNotMatch(r.stdout, /[└├]─ /, 'no tree left')
 })
 
@@ -83,8 +107,16 @@ test('a table that does not fit becomes one line per node, nothing lost', async 
     'COLUMNS=40',
   )
   const text = joined(r.stdout)
-  assert.ok(text.includes('node-a (iptables): ✓ pod→ClusterIP, ✓ node→ClusterIP, ✓ outside→NodePort, ✗ pod→itself at bridge/hairpin'))
-  assert.ok(text.includes('node-b (iptables): ✗ pod→ClusterIP at DNAT, ✗ node→ClusterIP at DNAT, ✗ outside→NodePort at DNAT, ✗ pod→itself at DNAT'))
+  assert.ok(
+    text.includes(
+      'node-a (iptables): ✓ pod→ClusterIP, ✓ node→ClusterIP, ✓ outside→NodePort, ✗ pod→itself at bridge/hairpin',
+    ),
+  )
+  assert.ok(
+    text.includes(
+      'node-b (iptables): ✗ pod→ClusterIP at DNAT, ✗ node→ClusterIP at DNAT, ✗ outside→NodePort at DNAT, ✗ pod→itself at DNAT',
+    ),
+  )
 })
 
 test('without a terminal or COLUMNS the output is not wrapped; a terminal wins over COLUMNS', async () => {
@@ -93,7 +125,10 @@ test('without a terminal or COLUMNS the output is not wrapped; a terminal wins o
   assert.equal(outputWidth({isTTY: false}, {COLUMNS: 'x'}), Number.POSITIVE_INFINITY)
   assert.equal(outputWidth({isTTY: true, columns: 120}, {COLUMNS: '80'}), 120)
   const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/broken-cluster'])
-  assert.match(r.stdout, /^✗ shop\/web: pod→ClusterIP \(http\) breaks at DNAT on node-b: .*, which is not a ready endpoint$/m)
+  assert.match(
+    r.stdout,
+    /^✗ shop\/web: pod→ClusterIP \(http\) breaks at DNAT on node-b: .*, which is not a ready endpoint$/m,
+  )
 })
 
 test('prose wraps with a hanging indent; ANSI colours and ✓ ✗ → are measured as what they show', () => {
@@ -135,7 +170,18 @@ test('findings that differ only by the node are shown once with the nodes listed
   const {renderHuman} = await import('../../src/report/human.js')
   const r = (await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/broken-cluster', '-o', 'json'])).json
   const f = r.findings.find((x: {code: string}) => x.code === 'KPD-SEP-MISSING')
-  const twice = {...r, findings: [f, {...f, node: 'node-a', message: f.message.split('node-b').join('node-a'), command: f.command.split('node-b').join('node-a')}]}
+  const twice = {
+    ...r,
+    findings: [
+      f,
+      {
+        ...f,
+        node: 'node-a',
+        message: f.message.split('node-b').join('node-a'),
+        command: f.command.split('node-b').join('node-a'),
+      },
+    ],
+  }
   const text = renderHuman(twice, new Chalk({level: 0}), 80)
   assert.equal(text.split('KPD-SEP-MISSING').length, 2, text)
   assert.match(text, /✗ KPD-SEP-MISSING \[node-b, node-a\] endpoint 10\.244\.2\.11:8080 \(pod web-b2 on\s+each node\)/)

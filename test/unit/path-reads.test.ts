@@ -20,18 +20,42 @@ test('path reads: exact command lines, sudo -n only for conntrack, arguments val
   assert.equal(buildCommandLine('routeTable', false), 'ip route show')
   assert.equal(buildCommandLine('routeGet', false, {address: '10.244.2.10'}), "ip -o route get '10.244.2.10'")
   assert.equal(buildCommandLine('routeGet', false, {address: 'fd00:0::1'}), "ip -o route get 'fd00::1'")
-  assert.equal(buildCommandLine('conntrackList', true, {protocol: 'udp', address: '10.96.0.10'}), "conntrack -L -p 'udp' -d '10.96.0.10'")
-  assert.equal(buildCommandLine('conntrackList', false, {protocol: 'tcp', address: '10.96.0.10'}), "sudo -n conntrack -L -p 'tcp' -d '10.96.0.10'")
-  for (const address of ['10.0.0.1; rm -rf /', '10.0.0.0/24', 'node-b', '[::1]', '', "10.0.0.1'"]) assert.throws(() => buildCommandLine('routeGet', true, {address}), /is not an IP address/, address)
-  assert.throws(() => buildCommandLine('conntrackList', true, {protocol: 'icmp' as 'tcp', address: '10.96.0.10'}), /not a conntrack protocol/)
-  assert.throws(() => buildCommandLine('conntrackList', true, {protocol: 'tcp', address: '10.96.0.10 -D'}), /not an IP address/)
-  for (const iface of ['eth0/x', 'a'.repeat(16), '..', "x'y", 'a b', '']) assert.throws(() => buildCommandLine('pathSysctls', true, {interfaces: [iface]}), /not an interface name/, iface)
+  assert.equal(
+    buildCommandLine('conntrackList', true, {protocol: 'udp', address: '10.96.0.10'}),
+    "conntrack -L -p 'udp' -d '10.96.0.10'",
+  )
+  assert.equal(
+    buildCommandLine('conntrackList', false, {protocol: 'tcp', address: '10.96.0.10'}),
+    "sudo -n conntrack -L -p 'tcp' -d '10.96.0.10'",
+  )
+  for (const address of ['10.0.0.1; rm -rf /', '10.0.0.0/24', 'node-b', '[::1]', '', "10.0.0.1'"])
+    assert.throws(() => buildCommandLine('routeGet', true, {address}), /is not an IP address/, address)
+  assert.throws(
+    () => buildCommandLine('conntrackList', true, {protocol: 'icmp' as 'tcp', address: '10.96.0.10'}),
+    /not a conntrack protocol/,
+  )
+  assert.throws(
+    () => buildCommandLine('conntrackList', true, {protocol: 'tcp', address: '10.96.0.10 -D'}),
+    /not an IP address/,
+  )
+  for (const iface of ['eth0/x', 'a'.repeat(16), '..', "x'y", 'a b', ''])
+    assert.throws(() => buildCommandLine('pathSysctls', true, {interfaces: [iface]}), /not an interface name/, iface)
   assert.throws(() => buildCommandLine('routeGet' as NodeCommandKey, true), /needs its arguments/)
   // kube-proxy's own nft table: a fixed table name, the family one of two words.
-  assert.equal(buildCommandLine('nftKubeProxyTable', true, {family: 'ip6', json: true}), 'nft -j list table ip6 kube-proxy')
-  assert.equal(buildCommandLine('nftKubeProxyTable', false, {family: 'ip', json: false}), 'sudo -n nft list table ip kube-proxy')
+  assert.equal(
+    buildCommandLine('nftKubeProxyTable', true, {family: 'ip6', json: true}),
+    'nft -j list table ip6 kube-proxy',
+  )
+  assert.equal(
+    buildCommandLine('nftKubeProxyTable', false, {family: 'ip', json: false}),
+    'sudo -n nft list table ip kube-proxy',
+  )
   for (const family of ['inet', 'ip; reboot', 'ip kube-proxy; list ruleset', ''])
-    assert.throws(() => buildCommandLine('nftKubeProxyTable', true, {family: family as 'ip', json: true}), /not an nft family kube-proxy uses/, family)
+    assert.throws(
+      () => buildCommandLine('nftKubeProxyTable', true, {family: family as 'ip', json: true}),
+      /not an nft family kube-proxy uses/,
+      family,
+    )
 })
 
 test('path reads: a missing bridge key is br_netfilter not loaded; a missing conntrack is "not read" with the reason; refused routes are typed', () => {
@@ -39,7 +63,8 @@ test('path reads: a missing bridge key is br_netfilter not loaded; a missing con
     sysctls: {
       code: 255,
       stdout: 'net.ipv4.ip_forward = 1\nnet.netfilter.nf_conntrack_count = 3\n',
-      stderr: 'sysctl: cannot stat /proc/sys/net/bridge/bridge-nf-call-iptables: No such file or directory\nsysctl: permission denied on key "x"\n',
+      stderr:
+        'sysctl: cannot stat /proc/sys/net/bridge/bridge-nf-call-iptables: No such file or directory\nsysctl: permission denied on key "x"\n',
     },
     routeGet: [
       {address: '10.244.2.10', code: 2, stdout: '', stderr: 'RTNETLINK answers: No route to host\n'},
@@ -48,16 +73,40 @@ test('path reads: a missing bridge key is br_netfilter not loaded; a missing con
       {address: '10.244.1.11', code: 1, stdout: '', stderr: 'Error: something else\n'},
     ],
     conntrack: [
-      {protocol: 'tcp', address: '10.96.10.10', code: 127, stdout: '', stderr: 'bash: line 1: conntrack: command not found\n'},
+      {
+        protocol: 'tcp',
+        address: '10.96.10.10',
+        code: 127,
+        stdout: '',
+        stderr: 'bash: line 1: conntrack: command not found\n',
+      },
       {protocol: 'udp', address: '10.96.10.10', code: 1, stdout: '', stderr: 'sudo: conntrack: command not found\n'},
-      {protocol: 'sctp', address: '10.96.10.10', code: null, stdout: '', stderr: '', notRead: 'conntrackList is not recorded in the bundle'},
+      {
+        protocol: 'sctp',
+        address: '10.96.10.10',
+        code: null,
+        stdout: '',
+        stderr: '',
+        notRead: 'conntrackList is not recorded in the bundle',
+      },
       {protocol: 'icmp', address: '10.96.10.10', code: 0, stdout: '', stderr: ''},
     ],
   })
   assert.equal(obs.sysctls?.status, 'read')
-  assert.deepEqual(obs.sysctls?.status === 'read' && forwardingSettings(obs.sysctls.value), {ipForward: true, bridgeNfCallIptables: undefined, brNetfilterLoaded: false})
+  assert.deepEqual(obs.sysctls?.status === 'read' && forwardingSettings(obs.sysctls.value), {
+    ipForward: true,
+    bridgeNfCallIptables: undefined,
+    brNetfilterLoaded: false,
+  })
   assert.deepEqual(
-    obs.routeLookups.map((l) => [l.address, l.result.status === 'read' ? (l.result.value.kind === 'route' ? l.result.value.route.dev : l.result.value.type) : l.result.reason]),
+    obs.routeLookups.map((l) => [
+      l.address,
+      l.result.status === 'read'
+        ? l.result.value.kind === 'route'
+          ? l.result.value.route.dev
+          : l.result.value.type
+        : l.result.reason,
+    ]),
     [
       ['10.244.2.10', 'unreachable'],
       ['10.244.2.11', 'blackhole'],
@@ -68,7 +117,10 @@ test('path reads: a missing bridge key is br_netfilter not loaded; a missing con
   assert.deepEqual(
     obs.conntrack.map((c) => [c.protocol, c.result.status === 'read' ? 'read' : c.result.reason]),
     [
-      ['tcp', 'conntrack -L -p tcp -d 10.96.10.10: not available on the node (bash: line 1: conntrack: command not found)'],
+      [
+        'tcp',
+        'conntrack -L -p tcp -d 10.96.10.10: not available on the node (bash: line 1: conntrack: command not found)',
+      ],
       ['udp', 'conntrack -L -p udp -d 10.96.10.10: not available on the node (sudo: conntrack: command not found)'],
       ['sctp', 'conntrack -L -p sctp -d 10.96.10.10: conntrackList is not recorded in the bundle'],
     ],
@@ -81,12 +133,22 @@ class FakeNode implements NodeAccess {
   async run<K extends NodeCommandKey>(key: K, ...args: ArgsOf<K>): Promise<RunResult> {
     const line = buildCommandLine(key, true, ...args)
     this.asked.push(line)
-    const ok = (stdout: string, code = 0, stderr = ''): RunResult => ({kind: 'ran', code, stdout: Buffer.from(stdout), stderr})
+    const ok = (stdout: string, code = 0, stderr = ''): RunResult => ({
+      kind: 'ran',
+      code,
+      stdout: Buffer.from(stdout),
+      stderr,
+    })
     if (key === 'iptablesSave') return ok('*nat\n:PREROUTING ACCEPT [0:0]\nCOMMIT\n')
-    if (key === 'routeTable') return ok('default via 10.200.0.1 dev eth0 onlink\n10.244.1.0/24 dev cbr0 proto kernel scope link src 10.244.1.1\n')
+    if (key === 'routeTable')
+      return ok(
+        'default via 10.200.0.1 dev eth0 onlink\n10.244.1.0/24 dev cbr0 proto kernel scope link src 10.244.1.1\n',
+      )
     if (key === 'routeGet') {
       const {address} = args[0] as {address: string}
-      return address.startsWith('10.244.1.') ? ok(`${address} dev cbr0 src 10.244.1.1 uid 0 \\    cache \n`) : ok('', 2, 'RTNETLINK answers: No route to host\n')
+      return address.startsWith('10.244.1.')
+        ? ok(`${address} dev cbr0 src 10.244.1.1 uid 0 \\    cache \n`)
+        : ok('', 2, 'RTNETLINK answers: No route to host\n')
     }
     if (key === 'pathSysctls') return ok('net.ipv4.ip_forward = 0\nnet.bridge.bridge-nf-call-iptables = 1\n')
     if (key === 'conntrackList') return ok('', 127, 'sh: 1: conntrack: not found\n')
@@ -108,7 +170,10 @@ test('collectNode makes the path reads through NodeAccess; the bundle it writes 
   const node = new FakeNode()
   const {observation, recording} = await collectNode('node-a', async () => node, {
     timeoutMs: 5000,
-    path: {endpointAddresses: ['10.244.1.10', '10.244.2.10', '10.244.1.10', 'junk'], serviceAddresses: [{address: '10.96.10.10', protocol: 'tcp'}]},
+    path: {
+      endpointAddresses: ['10.244.1.10', '10.244.2.10', '10.244.1.10', 'junk'],
+      serviceAddresses: [{address: '10.96.10.10', protocol: 'tcp'}],
+    },
   })
   assert.equal(observation.reachable, true, observation.error)
   assert.deepEqual(
@@ -146,9 +211,20 @@ test('ConnectTimeout bounds the SSH handshake: a server that accepts TCP and nev
   writeFileSync(key, 'not parsed before the handshake\n')
   try {
     const port = (server.address() as {port: number}).port
-    const host = {alias: 'mute', hostName: '127.0.0.1', port, identityFiles: [key], userKnownHostsFiles: [], identitiesOnly: true, connectTimeoutSeconds: 1}
+    const host = {
+      alias: 'mute',
+      hostName: '127.0.0.1',
+      port,
+      identityFiles: [key],
+      userKnownHostsFiles: [],
+      identitiesOnly: true,
+      connectTimeoutSeconds: 1,
+    }
     const started = Date.now()
-    await assert.rejects(SshSession.connect(host, {insecureIgnoreHostKey: false, timeoutMs: 20_000}), /no SSH handshake within 1s \(ConnectTimeout\)/)
+    await assert.rejects(
+      SshSession.connect(host, {insecureIgnoreHostKey: false, timeoutMs: 20_000}),
+      /no SSH handshake within 1s \(ConnectTimeout\)/,
+    )
     const took = Date.now() - started
     assert.ok(took >= 900 && took < 10_000, `gave up after ${took} ms`)
   } finally {

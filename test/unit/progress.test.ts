@@ -104,7 +104,11 @@ test('scan in a real terminal (a pty from util-linux script): the progress line,
   const out = await new Promise<string>((ok, fail) =>
     execFile(
       'script',
-      ['-qec', `${JSON.stringify(process.execPath)} bin/run.js scan -A --snapshot examples/broken-cluster`, '/dev/null'],
+      [
+        '-qec',
+        `${JSON.stringify(process.execPath)} bin/run.js scan -A --snapshot examples/broken-cluster`,
+        '/dev/null',
+      ],
       {cwd: ROOT, env, encoding: 'utf8', timeout: 60_000},
       (err, stdout) =>
         // exit 1: the broken example has error findings

@@ -17,7 +17,10 @@ function sections(): Array<{title: string; body: string}> {
 
 test('the README opens with what the tool does, then Install, then the set-up section', () => {
   const intro = readme.slice(0, readme.indexOf('\n## '))
-  assert.match(intro, /^# kproxy-doctor\n\n\*\*kproxy-doctor\*\* tells .* where the packet path to a Kubernetes Service breaks/)
+  assert.match(
+    intro,
+    /^# kproxy-doctor\n\n\*\*kproxy-doctor\*\* tells .* where the packet path to a Kubernetes Service breaks/,
+  )
   assert.ok(!intro.includes('```'), 'no command before the tool is explained')
   assert.deepEqual(
     sections()

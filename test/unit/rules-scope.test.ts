@@ -8,9 +8,13 @@ import {CHAINS_LOOKED_UP, rulesScopeOf} from '../../src/model/rules-scope.js'
 /** Every `rules('TABLE', 'CHAIN')` and `hasChain('TABLE', 'CHAIN')` of the model and the checks, as "table chain". */
 function lookupsInCode(): Set<string> {
   const found = new Set<string>()
-  const walk = (dir: string): string[] => readdirSync(dir, {withFileTypes: true}).flatMap((e) => (e.isDirectory() ? walk(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []))
+  const walk = (dir: string): string[] =>
+    readdirSync(dir, {withFileTypes: true}).flatMap((e) =>
+      e.isDirectory() ? walk(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+    )
   for (const file of [...walk('src/model'), ...walk('src/checks')])
-    for (const m of readFileSync(file, 'utf8').matchAll(/\.(?:rules|hasChain)\('(\w+)', '([A-Z][A-Z0-9-]+)'\)/g)) found.add(`${m[1]} ${m[2]}`)
+    for (const m of readFileSync(file, 'utf8').matchAll(/\.(?:rules|hasChain)\('(\w+)', '([A-Z][A-Z0-9-]+)'\)/g))
+      found.add(`${m[1]} ${m[2]}`)
   return found
 }
 
@@ -41,11 +45,15 @@ const WHOLE_TABLE_LISTINGS: Record<string, string> = {
 }
 
 test("every place that lists all of a table's chains is one a chain by chain read was checked against", () => {
-  const walk = (dir: string): string[] => readdirSync(dir, {withFileTypes: true}).flatMap((e) => (e.isDirectory() ? walk(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []))
+  const walk = (dir: string): string[] =>
+    readdirSync(dir, {withFileTypes: true}).flatMap((e) =>
+      e.isDirectory() ? walk(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+    )
   const found: Record<string, string> = {}
   for (const file of [...walk('src/model'), ...walk('src/checks')])
     for (const m of readFileSync(file, 'utf8').matchAll(/\b(chainNames|tableChains|chainOrder)\(/g))
-      if (!/^\s*(export )?function/.test(m.input.slice(m.input.lastIndexOf('\n', m.index) + 1, m.index))) found[file] = m[1]
+      if (!/^\s*(export )?function/.test(m.input.slice(m.input.lastIndexOf('\n', m.index) + 1, m.index)))
+        found[file] = m[1]
   assert.deepEqual(found, WHOLE_TABLE_LISTINGS)
 })
 
@@ -66,12 +74,20 @@ test("a Service's scope: every address it is sent to, its ports and node ports, 
   })
   assert.deepEqual(scope.addresses, ['10.96.0.5', 'fd00::5', '192.0.2.7', '198.51.100.9'])
   assert.deepEqual(scope.ports, [80, 30080, 53])
-  const own = [serviceChainNames('shop/web:http', 'tcp'), serviceChainNames('shop/web:dns', 'udp')].flatMap((n) => [n.svc, n.svl, n.ext, n.fw])
+  const own = [serviceChainNames('shop/web:http', 'tcp'), serviceChainNames('shop/web:dns', 'udp')].flatMap((n) => [
+    n.svc,
+    n.svl,
+    n.ext,
+    n.fw,
+  ])
   assert.deepEqual(scope.chains, [...CHAINS_LOOKED_UP, ...own.map((chain) => ({table: 'nat', chain}))])
 })
 
 test('a headless Service has no address in its scope', () => {
-  const scope = rulesScopeOf({metadata: {namespace: 'shop', name: 'db'}, spec: {clusterIP: 'None', clusterIPs: ['None'], ports: [{port: 5432}]}})
+  const scope = rulesScopeOf({
+    metadata: {namespace: 'shop', name: 'db'},
+    spec: {clusterIP: 'None', clusterIPs: ['None'], ports: [{port: 5432}]},
+  })
   assert.deepEqual(scope.addresses, [])
   assert.deepEqual(scope.ports, [5432])
 })

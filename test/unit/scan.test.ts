@@ -26,10 +26,18 @@ interface ScanFinding {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 function findingsOf(json: any): ScanFinding[] {
   return json.services
-    .flatMap((s: {service: {namespace: string; name: string}; findings: Array<{code: string; node: string | null; severity: string}>}) =>
-      s.findings.filter((f) => f.severity !== 'info').map((f) => ({service: `${s.service.namespace}/${s.service.name}`, code: f.code, node: f.node})),
+    .flatMap(
+      (s: {
+        service: {namespace: string; name: string}
+        findings: Array<{code: string; node: string | null; severity: string}>
+      }) =>
+        s.findings
+          .filter((f) => f.severity !== 'info')
+          .map((f) => ({service: `${s.service.namespace}/${s.service.name}`, code: f.code, node: f.node})),
     )
-    .sort((a: ScanFinding, b: ScanFinding) => `${a.service} ${a.code} ${a.node}`.localeCompare(`${b.service} ${b.code} ${b.node}`))
+    .sort((a: ScanFinding, b: ScanFinding) =>
+      `${a.service} ${a.code} ${a.node}`.localeCompare(`${b.service} ${b.code} ${b.node}`),
+    )
 }
 
 /** The broken example plus Services a scan meets in every namespace: headless, ExternalName, one with no endpoints. */
@@ -38,11 +46,27 @@ function scanBundle(dir: string): string {
   cpSync(join(EXAMPLES, 'broken-cluster'), bundle, {recursive: true})
   const services = JSON.parse(readFileSync(join(bundle, 'services.json'), 'utf8'))
   services.items.push(
-    {metadata: {name: 'db', namespace: 'shop', labels: {tier: 'data'}}, spec: {type: 'ClusterIP', clusterIP: 'None', selector: {app: 'db'}, ports: [{name: 'pg', port: 5432, protocol: 'TCP'}]}},
-    {metadata: {name: 'payments', namespace: 'shop', labels: {tier: 'external'}}, spec: {type: 'ExternalName', externalName: 'payments.example.com'}},
+    {
+      metadata: {name: 'db', namespace: 'shop', labels: {tier: 'data'}},
+      spec: {
+        type: 'ClusterIP',
+        clusterIP: 'None',
+        selector: {app: 'db'},
+        ports: [{name: 'pg', port: 5432, protocol: 'TCP'}],
+      },
+    },
+    {
+      metadata: {name: 'payments', namespace: 'shop', labels: {tier: 'external'}},
+      spec: {type: 'ExternalName', externalName: 'payments.example.com'},
+    },
     {
       metadata: {name: 'empty', namespace: 'shop', labels: {tier: 'web'}},
-      spec: {type: 'ClusterIP', clusterIP: '10.96.10.99', selector: {app: 'nothing'}, ports: [{name: 'http', port: 80, targetPort: 8080, protocol: 'TCP'}]},
+      spec: {
+        type: 'ClusterIP',
+        clusterIP: '10.96.10.99',
+        selector: {app: 'nothing'},
+        ports: [{name: 'http', port: 80, targetPort: 8080, protocol: 'TCP'}],
+      },
     },
   )
   writeFileSync(join(bundle, 'services.json'), JSON.stringify(services))
@@ -84,7 +108,14 @@ test('scan: every Service of the namespace with the same checks as svc, exact fi
     assert.equal(r.code, 1, r.stderr)
     assert.equal(r.json.kind, 'ScanReport')
     assert.equal(r.json.ok, false)
-    assert.deepEqual(r.json.counts, {services: 4, diagnosed: 2, skipped: 2, withErrors: 2, withWarnings: 2, withChecksNotRun: 0})
+    assert.deepEqual(r.json.counts, {
+      services: 4,
+      diagnosed: 2,
+      skipped: 2,
+      withErrors: 2,
+      withWarnings: 2,
+      withChecksNotRun: 0,
+    })
     assert.deepEqual(findingsOf(r.json), [
       {service: 'shop/empty', code: 'KPD-PROXY-SYNC-FAILURES', node: 'node-a'},
       {service: 'shop/empty', code: 'KPD-PROXY-SYNC-FAILURES', node: 'node-b'},
@@ -130,8 +161,15 @@ test('scan: the human report has one row per Service and the findings grouped by
     assert.match(r.stdout, /│ shop\/empty +│ ClusterIP +│ 0 ready +│ ✗ KPD-SELECTOR-NO-PODS +│ cluster +│/)
     assert.match(r.stdout, /│ shop\/web +│ NodePort +│ 3 ready +│ ✗ KPD-SEP-MISSING +│ 1 of 2 +│/)
     assert.match(r.stdout, /│ shop\/db +│ ClusterIP +│ – +│ skipped +│/)
-    assert.match(r.stdout, /^ {2}! KPD-PROXY-SYNC-FAILURES \[on 2 of 2 nodes: node-a, node-b\] kube-proxy on each node counts 2 iptables_restore_failures_total$/m)
-    assert.equal(r.stdout.match(/KPD-PROXY-SYNC-FAILURES \[/g)?.length, 2, 'one line per Service for a code found on many nodes')
+    assert.match(
+      r.stdout,
+      /^ {2}! KPD-PROXY-SYNC-FAILURES \[on 2 of 2 nodes: node-a, node-b\] kube-proxy on each node counts 2 iptables_restore_failures_total$/m,
+    )
+    assert.equal(
+      r.stdout.match(/KPD-PROXY-SYNC-FAILURES \[/g)?.length,
+      2,
+      'one line per Service for a code found on many nodes',
+    )
     assert.match(r.stdout, /^ {2}shop\/payments: ExternalName Service/m)
   } finally {
     rmSync(dir, {recursive: true, force: true})
@@ -144,7 +182,11 @@ test('scan -o junit: valid XML, one testcase per Service and check family, failu
     const r = await runCli(['scan', '-n', 'shop', '--snapshot', scanBundle(dir), '-o', 'junit'])
     assert.equal(r.code, 1)
     assert.equal(XMLValidator.validate(r.stdout), true)
-    const doc = new XMLParser({ignoreAttributes: false, attributeNamePrefix: '', isArray: (name) => name === 'testsuite' || name === 'testcase'}).parse(r.stdout)
+    const doc = new XMLParser({
+      ignoreAttributes: false,
+      attributeNamePrefix: '',
+      isArray: (name) => name === 'testsuite' || name === 'testcase',
+    }).parse(r.stdout)
     const suites = doc.testsuites.testsuite as Array<{
       name: string
       failures: string
@@ -173,7 +215,10 @@ test('scan -o junit: valid XML, one testcase per Service and check family, failu
         ['path', null],
       ],
     )
-    assert.match(web.testcase.find((t) => t.name === 'rules')!.failure!['#text'], /error KPD-SEP-STALE: node-b: KUBE-SVC-\w+ sends the remaining traffic to 10\.244\.2\.7:8080/)
+    assert.match(
+      web.testcase.find((t) => t.name === 'rules')!.failure!['#text'],
+      /error KPD-SEP-STALE: node-b: KUBE-SVC-\w+ sends the remaining traffic to 10\.244\.2\.7:8080/,
+    )
     assert.equal(doc.testsuites.tests, String(suites.reduce((n, s) => n + s.testcase.length, 0)))
   } finally {
     rmSync(dir, {recursive: true, force: true})
@@ -191,7 +236,17 @@ test('scan --fail-on: warnings fail only when asked; -l and --services narrow th
     )
     const healthy = await runCli(['scan', '-n', 'shop', '--snapshot', join(EXAMPLES, 'healthy-cluster')])
     assert.equal(healthy.code, 0, healthy.stdout)
-    const selected = await runCli(['scan', '-n', 'shop', '--snapshot', bundle, '-l', 'tier in (data,external)', '-o', 'json'])
+    const selected = await runCli([
+      'scan',
+      '-n',
+      'shop',
+      '--snapshot',
+      bundle,
+      '-l',
+      'tier in (data,external)',
+      '-o',
+      'json',
+    ])
     assert.equal(selected.code, 0, 'only skipped Services: nothing fails')
     assert.deepEqual(
       selected.json.skipped.map((s: {name: string}) => s.name),
@@ -220,10 +275,15 @@ test('scan --fail-on warning: a Service with only warnings fails the run', async
     writeFileSync(status, JSON.stringify(kubeProxy))
     const errorsOnly = await runCli(['scan', '-n', 'shop', '--snapshot', bundle, '-o', 'json'])
     assert.equal(errorsOnly.code, 0)
-    assert.deepEqual(findingsOf(errorsOnly.json), [{service: 'shop/web', code: 'KPD-PROXY-SYNC-FAILURES', node: 'node-b'}])
+    assert.deepEqual(findingsOf(errorsOnly.json), [
+      {service: 'shop/web', code: 'KPD-PROXY-SYNC-FAILURES', node: 'node-b'},
+    ])
     const strict = await runCli(['scan', '-n', 'shop', '--snapshot', bundle, '--fail-on', 'warning'])
     assert.equal(strict.code, 1)
-    assert.equal(strict.stdout.split('\n')[0], '✗ namespace shop: 1 of 1 diagnosed Services have errors or warnings (0 skipped; 2 of 2 nodes read)')
+    assert.equal(
+      strict.stdout.split('\n')[0],
+      '✗ namespace shop: 1 of 1 diagnosed Services have errors or warnings (0 skipped; 2 of 2 nodes read)',
+    )
   } finally {
     rmSync(dir, {recursive: true, force: true})
   }
@@ -274,7 +334,12 @@ test('scan --threads: Services judged on worker threads give the same report, by
     const copies = Array.from({length: 1500}, (_, i) => ({
       ...web,
       metadata: {...web.metadata, name: `web-${i}`},
-      spec: {...web.spec, clusterIP: i % 10 === 0 ? 'None' : `10.96.${20 + (i >> 8)}.${(i & 255) + 1}`, clusterIPs: undefined, ports: web.spec.ports.map((p: object) => ({...p, nodePort: undefined}))},
+      spec: {
+        ...web.spec,
+        clusterIP: i % 10 === 0 ? 'None' : `10.96.${20 + (i >> 8)}.${(i & 255) + 1}`,
+        clusterIPs: undefined,
+        ports: web.spec.ports.map((p: object) => ({...p, nodePort: undefined})),
+      },
     }))
     services.items.push(...copies)
     writeFileSync(join(bundle, 'services.json'), JSON.stringify(services))
@@ -282,7 +347,8 @@ test('scan --threads: Services judged on worker threads give the same report, by
     manifest.services.push(...copies.map((c) => `shop/${c.metadata.name}`))
     writeFileSync(join(bundle, 'manifest.json'), JSON.stringify(manifest))
 
-    const scan = (threads: string, ...more: string[]) => runCli(['scan', '-n', 'shop', '--snapshot', bundle, '--threads', threads, ...more], {}, 120_000)
+    const scan = (threads: string, ...more: string[]) =>
+      runCli(['scan', '-n', 'shop', '--snapshot', bundle, '--threads', threads, ...more], {}, 120_000)
     const one = await scan('1', '-o', 'json', '--verbose')
     const three = await scan('3', '-o', 'json', '--verbose')
     assert.match(one.stderr, /1352 of 1504 Service\(s\) to diagnose, on 1 thread\(s\)/)
@@ -330,7 +396,11 @@ test('scan threads: a worker thread that fails fails the scan with its error', a
       opts: {},
       summarise: () => 'judged here',
       // The worker thread makes its Summarise from this recipe, which throws.
-      recipe: {module: 'data:text/javascript,export function explode() { throw new Error("summariser exploded") }', name: 'explode', args: []},
+      recipe: {
+        module: 'data:text/javascript,export function explode() { throw new Error("summariser exploded") }',
+        name: 'explode',
+        args: [],
+      },
       threads: 2,
       onJudged: (index) => judged.push(index),
     }),

@@ -15,7 +15,10 @@ test('quoted words survive the shell unchanged, hostile ones included', () => {
   const hostile = ["KUBE-SEP-X';id;'", '$(id)', '`id`', 'a b', '<pod>', "it's", '', '-n', 'x\ny', '*']
   for (const w of hostile) assert.deepEqual(argvAfterShell(quoteWord(w)), [w], w)
   assert.equal(renderArgv(['grep', '--', 'KUBE-SVC-67NZLRHBNDSAWJRO']), 'grep -- KUBE-SVC-67NZLRHBNDSAWJRO')
-  assert.equal(renderPipeline([['iptables-save'], ['grep', '--', "X';id;'"]]), `iptables-save | grep -- 'X'\\'';id;'\\'''`)
+  assert.equal(
+    renderPipeline([['iptables-save'], ['grep', '--', "X';id;'"]]),
+    `iptables-save | grep -- 'X'\\'';id;'\\'''`,
+  )
 })
 
 test('a remote word is quoted for the remote shell, then the whole for the local one', () => {
@@ -33,13 +36,31 @@ test('terminal controls are stripped from untrusted text, newlines and tabs kept
 test('chain by chain reads: only chain names of the allowed shape, single-quoted, as root, in bounded batches', () => {
   const read = (chain: string, table = 'nat') => ({family: 4 as const, reads: [{table: table as 'nat', chain}]})
   assert.equal(
-    buildCommandLine('iptablesChains', true, {family: 6, reads: [{table: 'filter', chain: 'KUBE-SVC-67NZLRHBNDSAWJRO'}]}),
+    buildCommandLine('iptablesChains', true, {
+      family: 6,
+      reads: [{table: 'filter', chain: 'KUBE-SVC-67NZLRHBNDSAWJRO'}],
+    }),
     `ip6tables --modprobe=/bin/false -w 5 -t filter -S 'KUBE-SVC-67NZLRHBNDSAWJRO'; echo "#kpd-chain $?"`,
   )
-  for (const hostile of ["X';id;'", '$(id)', 'a b', '-F', '', 'x'.repeat(29), 'cali-fw\nid']) assert.throws(() => buildCommandLine('iptablesChains', true, read(hostile)), /is not a chain name/, hostile)
-  for (const ok of ['cali-fw-cali1234', 'DOCKER-ISOLATION-STAGE-1', 'KUBE-ROUTER-INPUT', 'f2b-sshd', 'x'.repeat(28)]) assert.ok(buildCommandLine('iptablesChains', true, read(ok)).includes(`-S '${ok}'`))
-  assert.throws(() => buildCommandLine('iptablesChains', true, read('INPUT', 'security; id')), /is not an iptables table/)
+  for (const hostile of ["X';id;'", '$(id)', 'a b', '-F', '', 'x'.repeat(29), 'cali-fw\nid'])
+    assert.throws(() => buildCommandLine('iptablesChains', true, read(hostile)), /is not a chain name/, hostile)
+  for (const ok of ['cali-fw-cali1234', 'DOCKER-ISOLATION-STAGE-1', 'KUBE-ROUTER-INPUT', 'f2b-sshd', 'x'.repeat(28)])
+    assert.ok(buildCommandLine('iptablesChains', true, read(ok)).includes(`-S '${ok}'`))
+  assert.throws(
+    () => buildCommandLine('iptablesChains', true, read('INPUT', 'security; id')),
+    /is not an iptables table/,
+  )
   assert.throws(() => buildCommandLine('iptablesChains', false, read('INPUT')), /as root only/)
-  assert.throws(() => buildCommandLine('iptablesChains', true, {family: 4, reads: Array.from({length: 257}, () => ({table: 'nat' as const, chain: 'INPUT'}))}), /1 to 256 chains/)
-  assert.throws(() => buildCommandLine('iptablesChains', true, {family: 5 as 4, reads: [{table: 'nat', chain: 'INPUT'}]}), /not an IP family/)
+  assert.throws(
+    () =>
+      buildCommandLine('iptablesChains', true, {
+        family: 4,
+        reads: Array.from({length: 257}, () => ({table: 'nat' as const, chain: 'INPUT'})),
+      }),
+    /1 to 256 chains/,
+  )
+  assert.throws(
+    () => buildCommandLine('iptablesChains', true, {family: 5 as 4, reads: [{table: 'nat', chain: 'INPUT'}]}),
+    /not an IP family/,
+  )
 })

@@ -27,7 +27,10 @@ test('snapshot: a symbolic link in the bundle is refused, and what it points at 
     symlinkSync(secret, join(bundle, 'services.json'))
     const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', bundle])
     assert.equal(r.code, 2)
-    assert.equal(r.stderr, `kproxy-doctor: cannot read ${join(bundle, 'services.json')}: ${join(bundle, 'services.json')} is a symbolic link: a bundle holds only regular files\n`)
+    assert.equal(
+      r.stderr,
+      `kproxy-doctor: cannot read ${join(bundle, 'services.json')}: ${join(bundle, 'services.json')} is a symbolic link: a bundle holds only regular files\n`,
+    )
     assert.ok(!(r.stdout + r.stderr).includes('secret'))
   })
 })
@@ -61,7 +64,13 @@ test('snapshot: --nodes takes node names only, of nodes the bundle holds; a syml
     symlinkSync(elsewhere, join(bundle, 'nodes', 'node-b'))
     const linked = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', bundle, '-o', 'json'])
     const nodeB = linked.json.nodes.find((n: {name: string}) => n.name === 'node-b')
-    assert.deepEqual(nodeB, {name: 'node-b', reachable: false, error: 'nodes/node-b is not a folder (symbolic links are not followed)', mode: null, modeSource: null})
+    assert.deepEqual(nodeB, {
+      name: 'node-b',
+      reachable: false,
+      error: 'nodes/node-b is not a folder (symbolic links are not followed)',
+      mode: null,
+      modeSource: null,
+    })
   })
 })
 
@@ -80,7 +89,13 @@ test("snapshot: a symbolic link inside a node's folder makes that node unreadabl
     symlinkSync(secret, dump)
     const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', bundle, '-o', 'json'])
     const nodeB = r.json.nodes.find((n: {name: string}) => n.name === 'node-b')
-    assert.deepEqual(nodeB, {name: 'node-b', reachable: false, error: `iptables-save.txt: ${dump} is a symbolic link: a bundle holds only regular files`, mode: null, modeSource: null})
+    assert.deepEqual(nodeB, {
+      name: 'node-b',
+      reachable: false,
+      error: `iptables-save.txt: ${dump} is a symbolic link: a bundle holds only regular files`,
+      mode: null,
+      modeSource: null,
+    })
     assert.equal(r.json.nodes.find((n: {name: string}) => n.name === 'node-a').reachable, true)
     assert.ok(!(r.stdout + r.stderr).includes('very-secret'))
   })

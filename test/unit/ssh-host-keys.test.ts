@@ -16,7 +16,9 @@ import {SshSession} from '../../src/node/ssh-session.js'
 import {freePort} from '../helpers/free-port.js'
 import {HIDE_SHELL_STARTUP} from '../lab/lab-sshd.js'
 
-const sshdPath = spawnSync('sh', ['-c', 'command -v sshd || ls /usr/sbin/sshd'], {encoding: 'utf8'}).stdout.trim().split('\n')[0]
+const sshdPath = spawnSync('sh', ['-c', 'command -v sshd || ls /usr/sbin/sshd'], {encoding: 'utf8'})
+  .stdout.trim()
+  .split('\n')[0]
 const asRoot = process.getuid?.() === 0
 
 interface Pair {
@@ -26,7 +28,8 @@ interface Pair {
 }
 
 function keygen(dir: string, name: string, type: 'ed25519' | 'rsa'): Pair {
-  const pair = type === 'rsa' ? ssh2.utils.generateKeyPairSync('rsa', {bits: 2048}) : ssh2.utils.generateKeyPairSync('ed25519')
+  const pair =
+    type === 'rsa' ? ssh2.utils.generateKeyPairSync('rsa', {bits: 2048}) : ssh2.utils.generateKeyPairSync('ed25519')
   const path = join(dir, name)
   writeFileSync(path, pair.private, {mode: 0o600})
   return {path, pub: pair.public.trim().split(/\s+/).slice(0, 2).join(' ')}
@@ -68,14 +71,28 @@ before(async () => {
     ].join('\n'),
   )
   // In a mount namespace of its own, without root's shell start-up files (see HIDE_SHELL_STARTUP); exec keeps its pid.
-  server = spawn('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', `${HIDE_SHELL_STARTUP}; exec "$0" -D -e -f "$1"`, sshdPath, config], {stdio: ['ignore', 'ignore', 'pipe']})
+  server = spawn(
+    'unshare',
+    [
+      '--mount',
+      '--propagation',
+      'private',
+      'sh',
+      '-c',
+      `${HIDE_SHELL_STARTUP}; exec "$0" -D -e -f "$1"`,
+      sshdPath,
+      config,
+    ],
+    {stdio: ['ignore', 'ignore', 'pipe']},
+  )
   let stderr = ''
   server.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
   await new Promise<void>((resolve, reject) => {
     const started = Date.now()
     const poll = () => {
       if (/Server listening/.test(stderr)) return resolve()
-      if (server!.exitCode !== null || Date.now() - started > 10_000) return reject(new Error(`sshd did not start: ${stderr}`))
+      if (server!.exitCode !== null || Date.now() - started > 10_000)
+        return reject(new Error(`sshd did not start: ${stderr}`))
       setTimeout(poll, 50)
     }
     poll()
@@ -88,7 +105,11 @@ after(() => {
 })
 
 /** Connects as root with the test's user key, known_hosts holding `lines`, the config's StrictHostKeyChecking as given. */
-async function connect(lines: string[], strict?: string, insecure = false): Promise<{warning?: string} | {error: string}> {
+async function connect(
+  lines: string[],
+  strict?: string,
+  insecure = false,
+): Promise<{warning?: string} | {error: string}> {
   const knownHosts = join(dir, `known_hosts-${Math.random().toString(36).slice(2)}`)
   writeFileSync(knownHosts, lines.map((l) => `${l}\n`).join(''))
   const host: SshHostConfig = {
@@ -117,52 +138,95 @@ async function connect(lines: string[], strict?: string, insecure = false): Prom
 const skip = !sshdPath ? 'no sshd on this machine' : !asRoot ? 'needs root (sshd logs in as root)' : false
 const name = () => knownHostsName('127.0.0.1', port)
 
-test("more commands at once than sshd's MaxSessions (10) on one connection: each waits its turn and runs", {skip}, async () => {
-  const knownHosts = join(dir, 'known_hosts-sessions')
-  writeFileSync(knownHosts, `${name()} ${hostEd.pub}\n`)
-  const session = await SshSession.connect(
-    {alias: 'node-a', hostName: '127.0.0.1', port, user: 'root', identityFiles: [user.path], userKnownHostsFiles: [knownHosts], identitiesOnly: true},
-    {insecureIgnoreHostKey: false, timeoutMs: 10_000},
-  )
-  try {
-    const results = await Promise.all(Array.from({length: 25}, () => session.exec('sleep 0.2; id -u' as never)))
-    assert.deepEqual(
-      results.map((r) => [r.code, r.stdout.toString().trim()]),
-      Array.from({length: 25}, () => [0, '0']),
+test(
+  "more commands at once than sshd's MaxSessions (10) on one connection: each waits its turn and runs",
+  {skip},
+  async () => {
+    const knownHosts = join(dir, 'known_hosts-sessions')
+    writeFileSync(knownHosts, `${name()} ${hostEd.pub}\n`)
+    const session = await SshSession.connect(
+      {
+        alias: 'node-a',
+        hostName: '127.0.0.1',
+        port,
+        user: 'root',
+        identityFiles: [user.path],
+        userKnownHostsFiles: [knownHosts],
+        identitiesOnly: true,
+      },
+      {insecureIgnoreHostKey: false, timeoutMs: 10_000},
     )
-  } finally {
-    session.close()
-  }
-})
+    try {
+      const results = await Promise.all(Array.from({length: 25}, () => session.exec('sleep 0.2; id -u' as never)))
+      assert.deepEqual(
+        results.map((r) => [r.code, r.stdout.toString().trim()]),
+        Array.from({length: 25}, () => [0, '0']),
+      )
+    } finally {
+      session.close()
+    }
+  },
+)
 
-test('known_hosts holding only the RSA key: the RSA key is asked for and matches (no false man-in-the-middle)', {skip}, async () => {
-  assert.deepEqual(await connect([`${name()} ${hostRsa.pub}`]), {warning: undefined})
-})
+test(
+  'known_hosts holding only the RSA key: the RSA key is asked for and matches (no false man-in-the-middle)',
+  {skip},
+  async () => {
+    assert.deepEqual(await connect([`${name()} ${hostRsa.pub}`]), {warning: undefined})
+  },
+)
 
-test('a @revoked key is refused, also with StrictHostKeyChecking no and with --insecure-ignore-host-key', {skip}, async () => {
-  const revoked = `@revoked ${name()} ${hostEd.pub}`
-  const expected = {error: `host key of ${name()} is marked @revoked in ${'FILE'}: refusing to connect`}
-  for (const [strict, insecure] of [[undefined, false], ['no', false], [undefined, true]] as const) {
-    const r = await connect([revoked], strict, insecure)
-    assert.ok('error' in r, `${strict} ${insecure}: refused`)
-    assert.equal(r.error.replace(/ in \S+known_hosts-\w+:/, ' in FILE:'), expected.error)
-  }
-})
+test(
+  'a @revoked key is refused, also with StrictHostKeyChecking no and with --insecure-ignore-host-key',
+  {skip},
+  async () => {
+    const revoked = `@revoked ${name()} ${hostEd.pub}`
+    const expected = {error: `host key of ${name()} is marked @revoked in ${'FILE'}: refusing to connect`}
+    for (const [strict, insecure] of [
+      [undefined, false],
+      ['no', false],
+      [undefined, true],
+    ] as const) {
+      const r = await connect([revoked], strict, insecure)
+      assert.ok('error' in r, `${strict} ${insecure}: refused`)
+      assert.equal(r.error.replace(/ in \S+known_hosts-\w+:/, ' in FILE:'), expected.error)
+    }
+  },
+)
 
-test('a changed key is refused whatever the SSH config says; only --insecure-ignore-host-key lets it through', {skip}, async () => {
-  for (const strict of [undefined, 'yes', 'no', 'accept-new']) {
-    const r = await connect([`${name()} ${otherRsa.pub}`], strict)
-    assert.ok('error' in r && /does not match .*: refusing to connect \(possible man-in-the-middle\)$/.test(r.error), `${strict}: ${JSON.stringify(r)}`)
-  }
-  assert.deepEqual(await connect([`${name()} ${otherRsa.pub}`], undefined, true), {warning: undefined}, 'the flag is warned about once per run by the caller')
-})
+test(
+  'a changed key is refused whatever the SSH config says; only --insecure-ignore-host-key lets it through',
+  {skip},
+  async () => {
+    for (const strict of [undefined, 'yes', 'no', 'accept-new']) {
+      const r = await connect([`${name()} ${otherRsa.pub}`], strict)
+      assert.ok(
+        'error' in r && /does not match .*: refusing to connect \(possible man-in-the-middle\)$/.test(r.error),
+        `${strict}: ${JSON.stringify(r)}`,
+      )
+    }
+    assert.deepEqual(
+      await connect([`${name()} ${otherRsa.pub}`], undefined, true),
+      {warning: undefined},
+      'the flag is warned about once per run by the caller',
+    )
+  },
+)
 
-test('an unknown key: refused by default, accepted with a warning when the SSH config turns checking off', {skip}, async () => {
-  const refused = await connect([])
-  assert.ok('error' in refused && /is not in known_hosts .*: add it \(ssh-keyscan\) or pass --insecure-ignore-host-key$/.test(refused.error), JSON.stringify(refused))
-  for (const strict of ['no', 'off', 'accept-new']) {
-    assert.deepEqual(await connect([], strict), {
-      warning: `host key of ${name()} is not in known_hosts and was accepted unchecked (StrictHostKeyChecking in the SSH config): a man-in-the-middle would go unnoticed`,
-    })
-  }
-})
+test(
+  'an unknown key: refused by default, accepted with a warning when the SSH config turns checking off',
+  {skip},
+  async () => {
+    const refused = await connect([])
+    assert.ok(
+      'error' in refused &&
+        /is not in known_hosts .*: add it \(ssh-keyscan\) or pass --insecure-ignore-host-key$/.test(refused.error),
+      JSON.stringify(refused),
+    )
+    for (const strict of ['no', 'off', 'accept-new']) {
+      assert.deepEqual(await connect([], strict), {
+        warning: `host key of ${name()} is not in known_hosts and was accepted unchecked (StrictHostKeyChecking in the SSH config): a man-in-the-middle would go unnoticed`,
+      })
+    }
+  },
+)

@@ -69,7 +69,11 @@ test('known_hosts: plain, [host]:port, hashed entries, mismatch and unknown', ()
     assert.equal(checkKnownHosts([file], 'hashed.example', key).status, 'match')
     assert.equal(checkKnownHosts([file], 'node-b', key).status, 'mismatch')
     assert.equal(checkKnownHosts([file], 'node-c', key).status, 'unknown')
-    assert.equal(checkKnownHosts([file], knownHostsName('127.0.0.1', 2202), key).status, 'unknown', '[ and ] are literal, not a character class')
+    assert.equal(
+      checkKnownHosts([file], knownHostsName('127.0.0.1', 2202), key).status,
+      'unknown',
+      '[ and ] are literal, not a character class',
+    )
   } finally {
     rmSync(dir, {recursive: true, force: true})
   }
@@ -102,7 +106,11 @@ test('node commands: read-only allow-list; sudo -n only where root is needed; DN
   assert.equal(commandLine('iptablesSave', false), 'sudo -n iptables-save')
   assert.equal(commandLine('iptablesSave', true), 'iptables-save')
   assert.equal(commandLine('network', false), NODE_COMMANDS.network)
-  for (const line of Object.values(NODE_COMMANDS)) assert.doesNotMatch(line, /\b(rm|mv|tee|iptables -[ADIFXNRP]|iptables-restore|ip (link|addr|route) (add|del|set)|sysctl -w|[^2]>\s*\/)/)
+  for (const line of Object.values(NODE_COMMANDS))
+    assert.doesNotMatch(
+      line,
+      /\b(rm|mv|tee|iptables -[ADIFXNRP]|iptables-restore|ip (link|addr|route) (add|del|set)|sysctl -w|[^2]>\s*\/)/,
+    )
   assert.match(
     dnsLookupCommand('web.shop.svc.cluster.local', '10.96.0.10', 'A'),
     /dig \+short \+tcp \+time=2 \+tries=1 web\.shop\.svc\.cluster\.local A @10\.96\.0\.10;.* nslookup -vc -timeout=2 -type=A web\.shop\.svc\.cluster\.local 10\.96\.0\.10;/,

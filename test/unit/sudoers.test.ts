@@ -22,25 +22,44 @@ function allowedCommands(text: string): string[] {
 function sudoCommands(): string[] {
   const lines = (Object.keys(NODE_COMMANDS) as NodeCommand[]).map((key) => buildCommandLine(key, false) as string)
   for (const protocol of ['tcp', 'udp', 'sctp'] as const)
-    for (const address of ['10.96.0.10', 'fd00:10:96::a']) lines.push(buildCommandLine('conntrackList', false, {protocol, address}))
-  for (const family of ['ip', 'ip6'] as const) for (const json of [true, false]) lines.push(buildCommandLine('nftKubeProxyTable', false, {family, json}))
-  return lines.filter((line) => line.startsWith('sudo -n ')).map((line) => line.slice('sudo -n '.length).replace(/'/g, ''))
+    for (const address of ['10.96.0.10', 'fd00:10:96::a'])
+      lines.push(buildCommandLine('conntrackList', false, {protocol, address}))
+  for (const family of ['ip', 'ip6'] as const)
+    for (const json of [true, false]) lines.push(buildCommandLine('nftKubeProxyTable', false, {family, json}))
+  return lines
+    .filter((line) => line.startsWith('sudo -n '))
+    .map((line) => line.slice('sudo -n '.length).replace(/'/g, ''))
 }
 
 /** A sudoers command spec as a matcher: `*` stands for one argument (the test is stricter than sudo here). */
 function matches(spec: string, command: string): boolean {
-  const pattern = spec.split(' ').map((word) => (word === '*' ? '[^ ]+' : word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join(' ')
+  const pattern = spec
+    .split(' ')
+    .map((word) => (word === '*' ? '[^ ]+' : word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join(' ')
   return new RegExp(`^${pattern}$`).test(command)
 }
 
 test('the sudoers snippet allows exactly the commands the doctor runs with sudo -n, with exactly their arguments', () => {
   const specs = allowedCommands(readFileSync(SUDOERS, 'utf8'))
   const commands = sudoCommands()
-  assert.deepEqual(commands.filter((c) => !specs.some((s) => matches(s, c))), [], 'run with sudo but not allowed')
-  assert.deepEqual(specs.filter((s) => !commands.some((c) => matches(s, c))), [], 'allowed but never run')
+  assert.deepEqual(
+    commands.filter((c) => !specs.some((s) => matches(s, c))),
+    [],
+    'run with sudo but not allowed',
+  )
+  assert.deepEqual(
+    specs.filter((s) => !commands.some((c) => matches(s, c))),
+    [],
+    'allowed but never run',
+  )
 })
 
-test('visudo accepts the sudoers snippet', {skip: !process.env.CI && spawnSync('visudo', ['--version']).error ? 'visudo is not installed' : false}, () => {
-  const r = spawnSync('visudo', ['-c', '-f', SUDOERS], {encoding: 'utf8'})
-  assert.equal(r.status, 0, r.stdout + r.stderr)
-})
+test(
+  'visudo accepts the sudoers snippet',
+  {skip: !process.env.CI && spawnSync('visudo', ['--version']).error ? 'visudo is not installed' : false},
+  () => {
+    const r = spawnSync('visudo', ['-c', '-f', SUDOERS], {encoding: 'utf8'})
+    assert.equal(r.status, 0, r.stdout + r.stderr)
+  },
+)

@@ -49,7 +49,8 @@ test('probes: an open that never answers is a timeout; a transport that will not
   const hung: OpenTcp = () => new Promise<Duplex>(() => undefined)
   const [t] = await probeTargets(hung, [{host: '10.0.0.1', port: 80}], {attempts: 2, timeoutMs: 50, concurrency: 2})
   assert.deepEqual([t.attempts, t.timedOut, t.connected], [2, 2, 0])
-  const denied: OpenTcp = () => Promise.reject(new Error('(SSH) Channel open failure: administratively prohibited: open failed'))
+  const denied: OpenTcp = () =>
+    Promise.reject(new Error('(SSH) Channel open failure: administratively prohibited: open failed'))
   const [d] = await probeTargets(denied, [{host: '10.0.0.1', port: 80}], {attempts: 3, timeoutMs: 50, concurrency: 1})
   assert.equal(d.attempts, 0)
   assert.match(d.notProbed ?? '', /administratively prohibited/)
@@ -61,10 +62,19 @@ test('probe errors are classified by what the peer said', () => {
   assert.equal(classifyOpenError(new Error('(SSH) Channel open failure: No route to host')), 'unreachable')
   assert.equal(classifyOpenError(new Error('(SSH) Channel open failure: open failed')), 'not-probed')
   assert.equal(
-    classifyOpenError(new Error("the node's sshd would not open a connection to 10.0.0.1:80 (administratively prohibited: forwarding is off, or its connect() failed at once)")),
+    classifyOpenError(
+      new Error(
+        "the node's sshd would not open a connection to 10.0.0.1:80 (administratively prohibited: forwarding is off, or its connect() failed at once)",
+      ),
+    ),
     'not-probed',
   )
-  assert.equal(classifyOpenError(new Error('port forward from the node to 10.0.0.1:80 failed: (SSH) Channel open failure: Connection refused')), 'refused')
+  assert.equal(
+    classifyOpenError(
+      new Error('port forward from the node to 10.0.0.1:80 failed: (SSH) Channel open failure: Connection refused'),
+    ),
+    'refused',
+  )
 })
 
 test('probes through a NodeAccess keep its typed outcome: a timed-out port forward is a timeout, not "not probed"; "prohibited" is unreachable once other forwards worked', async () => {
@@ -87,8 +97,16 @@ test('probes through a NodeAccess keep its typed outcome: a timed-out port forwa
       ['10.0.0.3', 2, 0, 0, 0, null],
     ],
   )
-  assert.equal(tallies[2].unreachable, 2, 'other forwards worked: the prohibited one is a connect() that failed at once')
-  const alone = await probeTargets(probeOpener(access, 1500), [{host: '10.0.0.3', port: 80, attempts: 2}], {attempts: 5, timeoutMs: 2000, concurrency: 2})
+  assert.equal(
+    tallies[2].unreachable,
+    2,
+    'other forwards worked: the prohibited one is a connect() that failed at once',
+  )
+  const alone = await probeTargets(probeOpener(access, 1500), [{host: '10.0.0.3', port: 80, attempts: 2}], {
+    attempts: 5,
+    timeoutMs: 2000,
+    concurrency: 2,
+  })
   assert.deepEqual(
     alone.map((t) => [t.attempts, t.unreachable, t.notProbed ?? null]),
     [[0, 0, 'administratively prohibited']],
@@ -100,7 +118,14 @@ test('the probe plan: per TCP port the ClusterIP, the NodePort on the node own a
   const {cluster} = offlineCluster({pods: labPods().map((p) => (p.name === 'web-b1' ? {...p, ready: false} : p))})
   const plan = planProbes(cluster, 'node-a')
   assert.deepEqual(
-    plan.targets.map((t) => [t.kind, `${t.host}:${t.port}`, t.attempts, t.servicePort, t.pod ?? null, t.podNode ?? null]),
+    plan.targets.map((t) => [
+      t.kind,
+      `${t.host}:${t.port}`,
+      t.attempts,
+      t.servicePort,
+      t.pod ?? null,
+      t.podNode ?? null,
+    ]),
     [
       ['ClusterIP', '10.96.10.10:80', 8, 'http', null, null],
       ['NodePort', '10.200.0.11:30080', 8, 'http', null, null],
@@ -131,10 +156,26 @@ test("the probe plan of a dual-stack Service: each family's ClusterIP, the NodeP
       'endpoint fd00:10:244:2::11 8080',
     ],
   )
-  const tally = (host: string) => ({target: {kind: 'ClusterIP' as const, host, port: 80, servicePort: 'http'}, attempts: 8, connected: 8, refused: 0, timedOut: 0, unreachable: 0})
-  const run = {ran: true as const, settings: {vipAttempts: 8, endpointAttempts: 3, timeoutMs: 1500, concurrency: 8}, notes: [], nodes: [{node: 'node-b', via: 'x', tallies: [tally('10.96.10.10'), tally('fd00:10:96::10:10')]}]}
-  const hosts = (r: ReturnType<typeof probesOfFamily>) => (r.ran ? r.nodes.flatMap((n) => n.tallies.map((t) => t.target.host)) : [])
-  assert.deepEqual([hosts(probesOfFamily(run, 4)), hosts(probesOfFamily(run, 6))], [['10.96.10.10'], ['fd00:10:96::10:10']])
+  const tally = (host: string) => ({
+    target: {kind: 'ClusterIP' as const, host, port: 80, servicePort: 'http'},
+    attempts: 8,
+    connected: 8,
+    refused: 0,
+    timedOut: 0,
+    unreachable: 0,
+  })
+  const run = {
+    ran: true as const,
+    settings: {vipAttempts: 8, endpointAttempts: 3, timeoutMs: 1500, concurrency: 8},
+    notes: [],
+    nodes: [{node: 'node-b', via: 'x', tallies: [tally('10.96.10.10'), tally('fd00:10:96::10:10')]}],
+  }
+  const hosts = (r: ReturnType<typeof probesOfFamily>) =>
+    r.ran ? r.nodes.flatMap((n) => n.tallies.map((t) => t.target.host)) : []
+  assert.deepEqual(
+    [hosts(probesOfFamily(run, 4)), hosts(probesOfFamily(run, 6))],
+    [['10.96.10.10'], ['fd00:10:96::10:10']],
+  )
 })
 
 test('a probe whose answer came while the doctor was not scheduled is not counted as timed out', async () => {
@@ -159,7 +200,10 @@ test('a probe whose answer came while the doctor was not scheduled is not counte
     late.cancel()
     // A plain timer fires before the socket is polled: what the probes did before.
     let timer: NodeJS.Timeout | undefined
-    assert.equal(await race(new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), 20)))), 'timeout')
+    assert.equal(
+      await race(new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), 20)))),
+      'timeout',
+    )
     clearTimeout(timer)
   } finally {
     server.close()

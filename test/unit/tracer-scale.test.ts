@@ -9,26 +9,47 @@ import type {Packet} from '../../src/trace/types.js'
 import {cpuTimed} from '../helpers/cpu-time.js'
 
 const NODE = '192.168.1.10'
-const pkt: Packet = {src: '10.244.1.5', dst: '10.96.0.10', proto: 'tcp', dport: 80, sport: 40000, inIface: 'cni0', outIface: 'eth0'}
+const pkt: Packet = {
+  src: '10.244.1.5',
+  dst: '10.96.0.10',
+  proto: 'tcp',
+  dport: 80,
+  sport: 40000,
+  inIface: 'cni0',
+  outIface: 'eth0',
+}
 
 function natDump(rules: string[], chains: string[]): IptablesSave {
-  const text = ['*nat', ':PREROUTING ACCEPT [0:0]', ':INPUT ACCEPT [0:0]', ':OUTPUT ACCEPT [0:0]', ':POSTROUTING ACCEPT [0:0]', ...chains.map((c) => `:${c} - [0:0]`), ...rules, 'COMMIT', ''].join(
-    '\n',
-  )
+  const text = [
+    '*nat',
+    ':PREROUTING ACCEPT [0:0]',
+    ':INPUT ACCEPT [0:0]',
+    ':OUTPUT ACCEPT [0:0]',
+    ':POSTROUTING ACCEPT [0:0]',
+    ...chains.map((c) => `:${c} - [0:0]`),
+    ...rules,
+    'COMMIT',
+    '',
+  ].join('\n')
   return IptablesSave.parse(new BufferSource(Buffer.from(text)))
 }
 
-
 /** A Service chain as kube-proxy writes it: n-1 statistic rules with probability 1/(n-i), then the last endpoint. */
 function serviceWithEndpoints(n: number): IptablesSave {
-  const rules = ['-A PREROUTING -j KUBE-SERVICES', '-A KUBE-SERVICES -d 10.96.0.10/32 -p tcp -m tcp --dport 80 -j KUBE-SVC-BIG']
+  const rules = [
+    '-A PREROUTING -j KUBE-SERVICES',
+    '-A KUBE-SERVICES -d 10.96.0.10/32 -p tcp -m tcp --dport 80 -j KUBE-SVC-BIG',
+  ]
   const chains = ['KUBE-SERVICES', 'KUBE-SVC-BIG']
   const sep = (i: number) => `KUBE-SEP-E${i}`
   for (let i = 0; i < n; i++) {
     const ip = `10.${244 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}`
     const prob = i === n - 1 ? '' : ` -m statistic --mode random --probability ${(1 / (n - i)).toFixed(11)}`
     rules.push(`-A KUBE-SVC-BIG${prob} -j ${sep(i)}`)
-    rules.push(`-A ${sep(i)} -s ${ip}/32 -j KUBE-MARK-MASQ`, `-A ${sep(i)} -p tcp -m tcp -j DNAT --to-destination ${ip}:8080`)
+    rules.push(
+      `-A ${sep(i)} -s ${ip}/32 -j KUBE-MARK-MASQ`,
+      `-A ${sep(i)} -p tcp -m tcp -j DNAT --to-destination ${ip}:8080`,
+    )
     chains.push(sep(i))
   }
   chains.push('KUBE-MARK-MASQ')
@@ -38,7 +59,9 @@ function serviceWithEndpoints(n: number): IptablesSave {
 
 for (const n of [3_500, 10_000]) {
   test(`iptables tracer: a Service with ${n} endpoints is traced to every endpoint without recursion`, () => {
-    const {value: r, ms} = cpuTimed(() => new IptablesTracer(serviceWithEndpoints(n), {localAddresses: [NODE]}).trace(pkt))
+    const {value: r, ms} = cpuTimed(() =>
+      new IptablesTracer(serviceWithEndpoints(n), {localAddresses: [NODE]}).trace(pkt),
+    )
     assert.equal(r.verdict, 'DNAT')
     assert.equal(r.destinations.length, n)
     const total = r.outcomes.reduce((a, o) => a + o.probability, 0)
@@ -69,35 +92,63 @@ test('iptables tracer: 40 chains that each jump twice to the next end in UNKNOWN
   rules.push('-A KUBE-D40 -d 10.96.0.99/32 -j DROP')
   const {value: r, ms} = cpuTimed(() => new IptablesTracer(natDump(rules, chains), {localAddresses: [NODE]}).trace(pkt))
   assert.equal(r.verdict, 'UNKNOWN')
-  assert.match(r.outcomes[0].reason ?? '', /^stopped at nat\/KUBE-D\d+ line \d+: 2000000 rule evaluations \(the walk's budget\) used up/)
+  assert.match(
+    r.outcomes[0].reason ?? '',
+    /^stopped at nat\/KUBE-D\d+ line \d+: 2000000 rule evaluations \(the walk's budget\) used up/,
+  )
   assert.ok(ms < 30_000, `took ${ms} ms of CPU`)
 })
 
 test('iptables tracer: a jump loop ends in UNKNOWN naming the chain', () => {
-  const r = new IptablesTracer(natDump(['-A PREROUTING -j KUBE-A', '-A KUBE-A -j KUBE-B', '-A KUBE-B -j KUBE-A'], ['KUBE-A', 'KUBE-B']), {localAddresses: [NODE]}).trace(pkt)
+  const r = new IptablesTracer(
+    natDump(['-A PREROUTING -j KUBE-A', '-A KUBE-A -j KUBE-B', '-A KUBE-B -j KUBE-A'], ['KUBE-A', 'KUBE-B']),
+    {localAddresses: [NODE]},
+  ).trace(pkt)
   assert.equal(r.verdict, 'UNKNOWN')
   assert.match(r.outcomes[0].reason ?? '', /jumps nest deeper than 64 chains at nat\/KUBE-[AB] line \d+ \(a loop\?\)/)
 })
 
 test('nft tracer: 20,000 counter rules and a 10,000-way numgen are walked without recursion', () => {
-  const lines = ['table ip kube-proxy {', '\tchain nat-prerouting {', '\t\ttype nat hook prerouting priority dstnat; policy accept;']
+  const lines = [
+    'table ip kube-proxy {',
+    '\tchain nat-prerouting {',
+    '\t\ttype nat hook prerouting priority dstnat; policy accept;',
+  ]
   for (let i = 0; i < 20_000; i++) lines.push('\t\tcounter packets 0 bytes 0')
   lines.push('\t\tip daddr 10.96.0.10 tcp dport 80 goto svc', '\t}', '\tchain svc {')
   const n = 10_000
-  lines.push(`\t\tnumgen random mod ${n} vmap { ${Array.from({length: n}, (_, i) => `${i} : goto ep${i}`).join(', ')} }`, '\t}')
-  for (let i = 0; i < n; i++) lines.push(`\tchain ep${i} {`, `\t\tmeta l4proto tcp dnat to 10.${244 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}:8080`, '\t}')
+  lines.push(
+    `\t\tnumgen random mod ${n} vmap { ${Array.from({length: n}, (_, i) => `${i} : goto ep${i}`).join(', ')} }`,
+    '\t}',
+  )
+  for (let i = 0; i < n; i++)
+    lines.push(
+      `\tchain ep${i} {`,
+      `\t\tmeta l4proto tcp dnat to 10.${244 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}:8080`,
+      '\t}',
+    )
   lines.push('}')
-  const {value: r, ms} = cpuTimed(() => new NftTracer(NftRuleset.parse(lines.join('\n')), {localAddresses: [NODE]}).trace(pkt))
+  const {value: r, ms} = cpuTimed(() =>
+    new NftTracer(NftRuleset.parse(lines.join('\n')), {localAddresses: [NODE]}).trace(pkt),
+  )
   assert.equal(r.verdict, 'DNAT')
   assert.equal(r.destinations.length, n)
   assert.ok(ms < 20_000, `took ${ms} ms of CPU`)
 })
 
 test('nft tracer: 40 chains that each jump twice to the next end in UNKNOWN naming the stop', () => {
-  const lines = ['table ip t {', '\tchain pre {', '\t\ttype filter hook prerouting priority 0; policy accept;', '\t\tjump d0', '\t}']
+  const lines = [
+    'table ip t {',
+    '\tchain pre {',
+    '\t\ttype filter hook prerouting priority 0; policy accept;',
+    '\t\tjump d0',
+    '\t}',
+  ]
   for (let i = 0; i < 40; i++) lines.push(`\tchain d${i} {`, `\t\tjump d${i + 1}`, `\t\tjump d${i + 1}`, '\t}')
   lines.push('\tchain d40 {', '\t\tip daddr 10.96.0.99 drop', '\t}', '}')
-  const {value: r, ms} = cpuTimed(() => new NftTracer(NftRuleset.parse(lines.join('\n')), {localAddresses: [NODE]}).trace(pkt))
+  const {value: r, ms} = cpuTimed(() =>
+    new NftTracer(NftRuleset.parse(lines.join('\n')), {localAddresses: [NODE]}).trace(pkt),
+  )
   assert.equal(r.verdict, 'UNKNOWN')
   assert.match(r.outcomes[0].reason ?? '', /^stopped at ip t\/d\d+ rule \d \(line \d+\): 2000000 rule evaluations/)
   assert.ok(ms < 30_000, `took ${ms} ms of CPU`)

@@ -12,7 +12,13 @@ const NODE = '192.168.1.10'
 
 function dump(nat: string[], filter: string[] = [], natPolicies = 'ACCEPT', filterForward = 'ACCEPT'): IptablesSave {
   const builtin = ['PREROUTING', 'INPUT', 'OUTPUT', 'POSTROUTING', 'FORWARD']
-  const chainsOf = (rules: string[]) => [...new Set(rules.flatMap((r) => [r.split(' ')[1], /-[jg] (KUBE-\S+)/.exec(r)?.[1]]).filter((c): c is string => !!c && !builtin.includes(c)))]
+  const chainsOf = (rules: string[]) => [
+    ...new Set(
+      rules
+        .flatMap((r) => [r.split(' ')[1], /-[jg] (KUBE-\S+)/.exec(r)?.[1]])
+        .filter((c): c is string => !!c && !builtin.includes(c)),
+    ),
+  ]
   const text = [
     '*nat',
     `:PREROUTING ${natPolicies} [0:0]`,
@@ -34,8 +40,18 @@ function dump(nat: string[], filter: string[] = [], natPolicies = 'ACCEPT', filt
   return IptablesSave.parse(new BufferSource(Buffer.from(text)))
 }
 
-const pkt = (over: Partial<Packet> = {}): Packet => ({src: '10.244.1.5', dst: '10.96.0.10', proto: 'tcp', dport: 80, sport: 40000, inIface: 'cbr0', outIface: 'eth0', ...over})
-const trace = (d: IptablesSave, p: Packet, o: Partial<TraceOptions> = {}) => new IptablesTracer(d, {localAddresses: [NODE], ...o}).trace(p)
+const pkt = (over: Partial<Packet> = {}): Packet => ({
+  src: '10.244.1.5',
+  dst: '10.96.0.10',
+  proto: 'tcp',
+  dport: 80,
+  sport: 40000,
+  inIface: 'cbr0',
+  outIface: 'eth0',
+  ...over,
+})
+const trace = (d: IptablesSave, p: Packet, o: Partial<TraceOptions> = {}) =>
+  new IptablesTracer(d, {localAddresses: [NODE], ...o}).trace(p)
 
 const KUBE = [
   '-A PREROUTING -j KUBE-SERVICES',
@@ -103,7 +119,10 @@ describe('iptables tracer', () => {
     const r = trace(
       dump(
         ['-A PREROUTING -j KUBE-SERVICES'],
-        ['-A FORWARD -m conntrack --ctstate NEW -j KUBE-SERVICES', '-A KUBE-SERVICES -d 10.96.0.10/32 -p tcp -m tcp --dport 80 -j REJECT --reject-with icmp-port-unreachable'],
+        [
+          '-A FORWARD -m conntrack --ctstate NEW -j KUBE-SERVICES',
+          '-A KUBE-SERVICES -d 10.96.0.10/32 -p tcp -m tcp --dport 80 -j REJECT --reject-with icmp-port-unreachable',
+        ],
       ),
       pkt(),
     )
@@ -116,7 +135,13 @@ describe('iptables tracer', () => {
   })
 
   test('goto returns to the caller of the chain that jumped', () => {
-    const d = dump(['-A PREROUTING -j A', '-A PREROUTING -j DNAT --to-destination 1.1.1.1:1', '-A A -g B', '-A A -j DNAT --to-destination 2.2.2.2:2', '-A B -j RETURN'])
+    const d = dump([
+      '-A PREROUTING -j A',
+      '-A PREROUTING -j DNAT --to-destination 1.1.1.1:1',
+      '-A A -g B',
+      '-A A -j DNAT --to-destination 2.2.2.2:2',
+      '-A B -j RETURN',
+    ])
     assert.deepEqual(trace(d, pkt()).destinations, ['1.1.1.1:1'])
   })
 
@@ -131,7 +156,10 @@ describe('iptables tracer', () => {
   })
 
   test('multiport, ports ranges and negated protocol', () => {
-    const d = dump(['-A PREROUTING -p tcp -m multiport --dports 10,70:90 -j DNAT --to-destination 1.1.1.1:1', '-A PREROUTING ! -p udp -j DNAT --to-destination 2.2.2.2:2'])
+    const d = dump([
+      '-A PREROUTING -p tcp -m multiport --dports 10,70:90 -j DNAT --to-destination 1.1.1.1:1',
+      '-A PREROUTING ! -p udp -j DNAT --to-destination 2.2.2.2:2',
+    ])
     assert.deepEqual(trace(d, pkt()).destinations, ['1.1.1.1:1'])
     assert.deepEqual(trace(d, pkt({dport: 91})).destinations, ['2.2.2.2:2'])
   })
@@ -152,7 +180,9 @@ describe('iptables tracer', () => {
   })
 
   test('ipset matches with --ipset-save data', () => {
-    const sets = IpsetState.parse('create KUBE-CLUSTER-IP hash:ip,port family inet hashsize 1024 maxelem 65536\nadd KUBE-CLUSTER-IP 10.96.0.10,tcp:80\n')
+    const sets = IpsetState.parse(
+      'create KUBE-CLUSTER-IP hash:ip,port family inet hashsize 1024 maxelem 65536\nadd KUBE-CLUSTER-IP 10.96.0.10,tcp:80\n',
+    )
     const d = dump(['-A PREROUTING -m set --match-set KUBE-CLUSTER-IP dst,dst -j DNAT --to-destination 1.1.1.1:1'])
     assert.deepEqual(trace(d, pkt(), {ipsets: sets}).destinations, ['1.1.1.1:1'])
     assert.deepEqual(trace(d, pkt({dport: 81}), {ipsets: sets}).destinations, [])
@@ -167,14 +197,29 @@ describe('iptables tracer', () => {
 
 describe('iptables tracer: the filter path (raw, mangle, filter; every chain, whoever owns it)', () => {
   const FORWARD_NEW = '-A FORWARD -m conntrack --ctstate NEW -j KUBE-SERVICES'
-  const share = (r: ReturnType<typeof trace>, verdict: string) => r.outcomes.filter((o) => o.verdict === verdict).reduce((a, o) => a + o.probability, 0)
+  const share = (r: ReturnType<typeof trace>, verdict: string) =>
+    r.outcomes.filter((o) => o.verdict === verdict).reduce((a, o) => a + o.probability, 0)
 
   test("the DNATed packet crosses filter FORWARD: another owner's chain drops only the endpoint it names", () => {
-    const r = trace(dump(KUBE, ['-A FORWARD -j cali-FORWARD', FORWARD_NEW, '-A cali-FORWARD -d 10.244.2.5/32 -m conntrack --ctstate NEW -j DROP']), pkt())
+    const r = trace(
+      dump(KUBE, [
+        '-A FORWARD -j cali-FORWARD',
+        FORWARD_NEW,
+        '-A cali-FORWARD -d 10.244.2.5/32 -m conntrack --ctstate NEW -j DROP',
+      ]),
+      pkt(),
+    )
     const dropped = r.outcomes.filter((o) => o.verdict === 'DROP')
     assert.deepEqual(
       dropped.map((o) => [o.destination, o.steps.at(-1)!.chain, o.steps.at(-1)!.rule, o.policy]),
-      [['10.244.2.5:8080', 'cali-FORWARD', '-A cali-FORWARD -d 10.244.2.5/32 -m conntrack --ctstate NEW -j DROP', undefined]],
+      [
+        [
+          '10.244.2.5:8080',
+          'cali-FORWARD',
+          '-A cali-FORWARD -d 10.244.2.5/32 -m conntrack --ctstate NEW -j DROP',
+          undefined,
+        ],
+      ],
     )
     assert.ok(Math.abs(share(r, 'DNAT') - 2 / 3) < 1e-6)
   })
@@ -184,7 +229,20 @@ describe('iptables tracer: the filter path (raw, mangle, filter; every chain, wh
     const r = trace(dump(KUBE, docker, 'ACCEPT', 'DROP'), pkt())
     assert.equal(r.verdict, 'DROP')
     assert.ok(r.outcomes.every((o) => o.policy?.table === 'filter' && o.policy.chain === 'FORWARD'))
-    const accepted = trace(dump(KUBE, ['-A FORWARD -j DOCKER-USER', '-A DOCKER-USER -s 10.244.0.0/16 -j ACCEPT', '-A DOCKER-USER -j RETURN', FORWARD_NEW], 'ACCEPT', 'DROP'), pkt())
+    const accepted = trace(
+      dump(
+        KUBE,
+        [
+          '-A FORWARD -j DOCKER-USER',
+          '-A DOCKER-USER -s 10.244.0.0/16 -j ACCEPT',
+          '-A DOCKER-USER -j RETURN',
+          FORWARD_NEW,
+        ],
+        'ACCEPT',
+        'DROP',
+      ),
+      pkt(),
+    )
     assert.equal(accepted.verdict, 'DNAT')
     assert.ok(accepted.outcomes.every((o) => o.policy === undefined))
   })
@@ -217,12 +275,21 @@ describe('iptables tracer: the filter path (raw, mangle, filter; every chain, wh
     assert.deepEqual([raw.verdict, raw.outcomes[0].steps.at(-1)!.table], ['DROP', 'raw'])
     const mangle = trace(withTables([], ['-A FORWARD -d 10.244.2.5/32 -j DROP']), pkt({dst: '10.244.2.5'}))
     assert.deepEqual([mangle.verdict, mangle.outcomes[0].steps.at(-1)!.table], ['DROP', 'mangle'])
-    assert.equal(trace(withTables([], ['-A FORWARD -d 10.244.2.5/32 -j DROP']), pkt({dst: '10.244.2.6'})).verdict, 'ACCEPT')
+    assert.equal(
+      trace(withTables([], ['-A FORWARD -d 10.244.2.5/32 -j DROP']), pkt({dst: '10.244.2.6'})).verdict,
+      'ACCEPT',
+    )
   })
 
   test('the route after DNAT decides -o: a local pod leaves by its bridge, another node is reached by none of the node-local interfaces', () => {
-    const route = (dst: string) => (dst.startsWith('10.244.1.') ? {outIface: 'cbr0'} : {outNotVia: new Set(['lo', 'cbr0', 'docker0'])})
-    const d = dump(KUBE, ['-A FORWARD -o docker0 -j DROP', '-A FORWARD -o cbr0 -j ACCEPT', '-A FORWARD -o eth0 -j ACCEPT'], 'ACCEPT', 'DROP')
+    const route = (dst: string) =>
+      dst.startsWith('10.244.1.') ? {outIface: 'cbr0'} : {outNotVia: new Set(['lo', 'cbr0', 'docker0'])}
+    const d = dump(
+      KUBE,
+      ['-A FORWARD -o docker0 -j DROP', '-A FORWARD -o cbr0 -j ACCEPT', '-A FORWARD -o eth0 -j ACCEPT'],
+      'ACCEPT',
+      'DROP',
+    )
     const r = trace(d, pkt({outIface: undefined}), {route})
     const byDestination = new Map(r.outcomes.map((o) => [o.destination, o]))
     assert.deepEqual([...byDestination].map(([dst, o]) => [dst, o.verdict]).sort(), [
@@ -230,21 +297,39 @@ describe('iptables tracer: the filter path (raw, mangle, filter; every chain, wh
       ['10.244.2.5:8080', 'UNKNOWN'],
       ['10.244.3.5:8080', 'UNKNOWN'],
     ])
-    assert.match(byDestination.get('10.244.2.5:8080')!.reason!, /output interface \(eth0\)/, '-o docker0 was decided (false); -o eth0 is what the route cannot tell')
+    assert.match(
+      byDestination.get('10.244.2.5:8080')!.reason!,
+      /output interface \(eth0\)/,
+      '-o docker0 was decided (false); -o eth0 is what the route cannot tell',
+    )
     assert.equal(trace(d, pkt({outIface: undefined})).verdict, 'UNKNOWN', 'without a route -o docker0 is undecided')
   })
 
   test('an input interface known not to be used: -i docker0 is false for a packet from another node, undecided without that knowledge', () => {
     const d = dump([], ['-A FORWARD -i docker0 ! -o docker0 -j ACCEPT'], 'ACCEPT', 'DROP')
-    const fromNode = pkt({src: '10.200.0.12', dst: '10.244.1.5', inIface: undefined, outIface: 'cbr0', inNotVia: new Set(['lo', 'cbr0', 'docker0'])})
+    const fromNode = pkt({
+      src: '10.200.0.12',
+      dst: '10.244.1.5',
+      inIface: undefined,
+      outIface: 'cbr0',
+      inNotVia: new Set(['lo', 'cbr0', 'docker0']),
+    })
     const r = trace(d, fromNode)
     assert.deepEqual([r.verdict, r.outcomes[0].policy], ['DROP', {table: 'filter', chain: 'FORWARD'}])
-    assert.equal(renderWalk(r, new Chalk({level: 0}), 80).join('\n'), '  ⇒   DROP (the policy of filter/FORWARD)', '--explain says the policy dropped it')
+    assert.equal(
+      renderWalk(r, new Chalk({level: 0}), 80).join('\n'),
+      '  ⇒   DROP (the policy of filter/FORWARD)',
+      '--explain says the policy dropped it',
+    )
     assert.equal(trace(d, {...fromNode, inNotVia: undefined}).verdict, 'UNKNOWN')
   })
 
   test('filter OUTPUT for the node itself, filter INPUT for a packet to the node', () => {
-    const d = dump(KUBE, ['-A OUTPUT -j SITE-EGRESS', '-A SITE-EGRESS -d 10.244.0.0/16 -j REJECT', '-A INPUT -p tcp -m tcp --dport 22 -j DROP'])
+    const d = dump(KUBE, [
+      '-A OUTPUT -j SITE-EGRESS',
+      '-A SITE-EGRESS -d 10.244.0.0/16 -j REJECT',
+      '-A INPUT -p tcp -m tcp --dport 22 -j DROP',
+    ])
     const out = trace(d, pkt({src: NODE, inIface: undefined}), {locallyGenerated: true})
     assert.deepEqual([out.verdict, out.outcomes[0].steps.at(-1)!.chain], ['REJECT', 'SITE-EGRESS'])
     const input = trace(d, pkt({dst: NODE, dport: 22}))

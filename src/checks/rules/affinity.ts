@@ -19,9 +19,19 @@ export const affinityMismatch: Check = {
             command: nodeCommand(ctx.reach, n.name, n.dataplane.show(p.chain), p.chain.split(' ')),
           })
         else if (want === undefined && got)
-          out.push({node: n.name, message: `${n.name}: ${p.chain} keeps clients on one backend but the Service has no session affinity`, evidence, command: nodeCommand(ctx.reach, n.name, n.dataplane.show(p.chain), p.chain.split(' '))})
+          out.push({
+            node: n.name,
+            message: `${n.name}: ${p.chain} keeps clients on one backend but the Service has no session affinity`,
+            evidence,
+            command: nodeCommand(ctx.reach, n.name, n.dataplane.show(p.chain), p.chain.split(' ')),
+          })
         else if (want !== undefined && p.affinity.seconds !== undefined && p.affinity.seconds !== want)
-          out.push({node: n.name, message: `${n.name}: ${p.chain} keeps clients ${p.affinity.seconds}s, the Service asks for ${want}s`, evidence, command: nodeCommand(ctx.reach, n.name, n.dataplane.show(p.chain), p.chain.split(' '))})
+          out.push({
+            node: n.name,
+            message: `${n.name}: ${p.chain} keeps clients ${p.affinity.seconds}s, the Service asks for ${want}s`,
+            evidence,
+            command: nodeCommand(ctx.reach, n.name, n.dataplane.show(p.chain), p.chain.split(' ')),
+          })
       }
     }
     return out

@@ -13,7 +13,9 @@ function declaredPorts(pod: V1Pod | undefined): string {
 }
 
 function podOf(ctx: CheckContext, name: string | undefined): V1Pod | undefined {
-  return name ? ctx.cluster.pods.find((p) => p.metadata?.name === name && p.metadata?.namespace === ctx.service.namespace) : undefined
+  return name
+    ? ctx.cluster.pods.find((p) => p.metadata?.name === name && p.metadata?.namespace === ctx.service.namespace)
+    : undefined
 }
 
 /** An endpoint that fails from every node that probed it: the backend itself does not serve its targetPort. */
@@ -34,8 +36,17 @@ export const backendRefused: Check = {
         message:
           `${endpointName(t)} of ${ctx.service.namespace}/${ctx.service.name}:${t.servicePort} is Ready but ${failureVerb(e.byNode.map((b) => b.tally))} on port ${t.port} from every node that probed it (${from}); ` +
           `${declaredPorts(pod)}${ownProbed ? '' : `; its own node ${t.podNode} was not probed, so a fault on that node's side is not ruled out`}`,
-        command: t.pod ? kubectlCommand(ctx.reach, ctx.service.namespace, ['get', 'pod', t.pod, '-o', 'jsonpath={.spec.containers[*].readinessProbe}'], [t.pod]) : undefined,
-        text: t.pod ? `Check what ${t.pod} listens on and what its readiness probe checks (a probe on another port keeps it Ready), and read its logs.` : undefined,
+        command: t.pod
+          ? kubectlCommand(
+              ctx.reach,
+              ctx.service.namespace,
+              ['get', 'pod', t.pod, '-o', 'jsonpath={.spec.containers[*].readinessProbe}'],
+              [t.pod],
+            )
+          : undefined,
+        text: t.pod
+          ? `Check what ${t.pod} listens on and what its readiness probe checks (a probe on another port keeps it Ready), and read its logs.`
+          : undefined,
       })
     }
     return out

@@ -32,9 +32,17 @@ export const bridgeNetfilterOff: Check = {
       out.push({
         node: obs.name,
         message: `${obs.name}: ${what}: packets between pods on one bridge skip ${family === 6 ? 'ip6tables' : 'iptables'}, so a pod on ${obs.name} whose connection to ${ctx.service.namespace}/${ctx.service.name} is DNATed to ${backends} on the same node gets replies that are not un-NATed, and the connection fails`,
-        evidence: [notLoaded ? `sysctl: cannot stat /proc/sys/${KEY.replaceAll('.', '/')}` : `sysctl ${KEY} = ${sysctls.value.values.get(KEY)}`],
-        command: notLoaded ? nodeCommand(ctx.reach, obs.name, {argv: ['modprobe', 'br_netfilter'], sudo: true}) : nodeCommand(ctx.reach, obs.name, {argv: ['sysctl', '-w', `${KEY}=1`], sudo: true}),
-        text: notLoaded ? `Then set ${KEY}=1 (sysctl -w on ${obs.name}), and load br_netfilter at boot (/etc/modules-load.d).` : `Make it persistent in /etc/sysctl.d on ${obs.name}.`,
+        evidence: [
+          notLoaded
+            ? `sysctl: cannot stat /proc/sys/${KEY.replaceAll('.', '/')}`
+            : `sysctl ${KEY} = ${sysctls.value.values.get(KEY)}`,
+        ],
+        command: notLoaded
+          ? nodeCommand(ctx.reach, obs.name, {argv: ['modprobe', 'br_netfilter'], sudo: true})
+          : nodeCommand(ctx.reach, obs.name, {argv: ['sysctl', '-w', `${KEY}=1`], sudo: true}),
+        text: notLoaded
+          ? `Then set ${KEY}=1 (sysctl -w on ${obs.name}), and load br_netfilter at boot (/etc/modules-load.d).`
+          : `Make it persistent in /etc/sysctl.d on ${obs.name}.`,
       })
     }
     return out

@@ -18,7 +18,10 @@ export const conntrackFull: Check = {
       out.push({
         node: obs.name,
         message: `${obs.name}: the conntrack table is ${percent}% full (nf_conntrack_count ${usage.count} of nf_conntrack_max ${usage.max}; warned from ${FULL_FRACTION * 100}%): when it is full the kernel drops the packets of new connections ("nf_conntrack: table full, dropping packet")`,
-        evidence: [`sysctl net.netfilter.nf_conntrack_count = ${usage.count}`, `sysctl net.netfilter.nf_conntrack_max = ${usage.max}`],
+        evidence: [
+          `sysctl net.netfilter.nf_conntrack_count = ${usage.count}`,
+          `sysctl net.netfilter.nf_conntrack_max = ${usage.max}`,
+        ],
         command: nodeCommand(ctx.reach, obs.name, {argv: ['conntrack', '-S'], sudo: true}),
         text: `Then raise the limit: net.netfilter.nf_conntrack_max=${usage.max * 2} with sysctl -w on ${obs.name}, or kube-proxy's conntrack.maxPerCore.`,
       })

@@ -38,7 +38,8 @@ export const conntrackStale: Check = {
           if (!port) continue
           const current = new Set(port.allEndpoints.map((e) => joinHostPort(e.ip, e.port)))
           const target = dnat.port === undefined ? dnat.address : joinHostPort(dnat.address, dnat.port)
-          if (dnat.port === undefined ? port.allEndpoints.some((e) => e.ip === dnat.address) : current.has(target)) continue
+          if (dnat.port === undefined ? port.allEndpoints.some((e) => e.ip === dnat.address) : current.has(target))
+            continue
           const key = [obs.name, read.protocol, read.address, port.port, target].join(' ')
           const group = groups.get(key) ?? {
             node: obs.name,
@@ -57,7 +58,13 @@ export const conntrackStale: Check = {
     }
     const out: FindingDraft[] = []
     for (const g of groups.values()) {
-      const clients = [...new Set(g.entries.map((e) => (e.original.sport === undefined ? e.original.src : joinHostPort(e.original.src, e.original.sport))))]
+      const clients = [
+        ...new Set(
+          g.entries.map((e) =>
+            e.original.sport === undefined ? e.original.src : joinHostPort(e.original.src, e.original.sport),
+          ),
+        ),
+      ]
       const count = g.entries.length === 1 ? '1 conntrack entry' : `${g.entries.length} conntrack entries`
       const proto = g.protocol.toUpperCase()
       const family = familyOf(g.serviceAddress) === 6 ? ['-f', 'ipv6'] : []
@@ -65,7 +72,27 @@ export const conntrackStale: Check = {
         node: g.node,
         message: `${g.node}: ${count} for ${ctx.service.namespace}/${ctx.service.name}:${g.portName} (${proto} ${joinHostPort(g.serviceAddress, g.servicePort)}) still DNAT to ${g.target}, which is no endpoint of the Service: ${clients.slice(0, 4).join(', ')}${clients.length > 4 ? ` and ${clients.length - 4} more` : ''} get no answer${g.protocol === 'udp' ? ' (each new packet refreshes a UDP entry, so a client that keeps asking from the same port never recovers)' : ''}`,
         evidence: g.entries.slice(0, 4).map((e) => `conntrack: ${e.text}`),
-        command: nodeCommand(ctx.reach, g.node, {argv: ['conntrack', '-D', ...family, '-p', g.protocol, '--orig-dst', g.serviceAddress, '--orig-port-dst', String(g.servicePort), '--reply-src', g.targetIp], sudo: true}, [g.protocol, g.serviceAddress, g.targetIp]),
+        command: nodeCommand(
+          ctx.reach,
+          g.node,
+          {
+            argv: [
+              'conntrack',
+              '-D',
+              ...family,
+              '-p',
+              g.protocol,
+              '--orig-dst',
+              g.serviceAddress,
+              '--orig-port-dst',
+              String(g.servicePort),
+              '--reply-src',
+              g.targetIp,
+            ],
+            sudo: true,
+          },
+          [g.protocol, g.serviceAddress, g.targetIp],
+        ),
       })
     }
     return out

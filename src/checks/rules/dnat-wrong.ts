@@ -21,7 +21,9 @@ export const dnatWrong: Check = {
             const sameIp = prog.backend?.ip ? byIp.get(prog.backend?.ip) : undefined
             const expected = owner ?? sameIp
             if (!expected || expected.address === prog.backend?.address) continue
-            const evidence = prog.dnatRule ? `${prog.dnatRule.table} line ${prog.dnatRule.line}: ${prog.dnatRule.text}` : undefined
+            const evidence = prog.dnatRule
+              ? `${prog.dnatRule.table} line ${prog.dnatRule.line}: ${prog.dnatRule.text}`
+              : undefined
             const key = `${n.name}\0${prog.chain}\0${prog.backend.address}\0${expected.address}`
             const same = seen.get(key)
             if (same) {

@@ -63,11 +63,29 @@ export const dnsNoAnswer: Check = {
       // not-checked list says why.
       const a = d.answers.find((x) => x.type === type)
       if (d.method === NOT_ASKED || !a) continue
-      const cmd = nodeCommand(ctx.reach, o.name, {argv: ['dig', '+tcp', d.name, type, `@${d.server}`]}, [d.name, d.server])
-      if (a.error) out.push({node: o.name, message: `${o.name}: asking ${d.server} for the ${type} record of ${d.name} failed: ${a.error}`, evidence: [`method: ${d.method}`], command: cmd})
-      else if (a.rcode && a.rcode !== 'NOERROR') out.push({node: o.name, message: `${o.name}: ${d.server} answers ${a.rcode} for the ${type} record of ${d.name}`, command: cmd})
+      const cmd = nodeCommand(ctx.reach, o.name, {argv: ['dig', '+tcp', d.name, type, `@${d.server}`]}, [
+        d.name,
+        d.server,
+      ])
+      if (a.error)
+        out.push({
+          node: o.name,
+          message: `${o.name}: asking ${d.server} for the ${type} record of ${d.name} failed: ${a.error}`,
+          evidence: [`method: ${d.method}`],
+          command: cmd,
+        })
+      else if (a.rcode && a.rcode !== 'NOERROR')
+        out.push({
+          node: o.name,
+          message: `${o.name}: ${d.server} answers ${a.rcode} for the ${type} record of ${d.name}`,
+          command: cmd,
+        })
       else if (!a.addresses.map(canonicalIp).includes(wanted))
-        out.push({node: o.name, message: `${o.name}: ${d.name} ${type} resolves to ${a.addresses.join(', ') || 'nothing'}, not the ClusterIP ${clusterIP}`, command: cmd})
+        out.push({
+          node: o.name,
+          message: `${o.name}: ${d.name} ${type} resolves to ${a.addresses.join(', ') || 'nothing'}, not the ClusterIP ${clusterIP}`,
+          command: cmd,
+        })
     }
     return out
   },

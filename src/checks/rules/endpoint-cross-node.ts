@@ -1,7 +1,16 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {nodeCommand} from '../../model/reach.js'
-import {answered, describeTally, endpointName, endpointProbes, endpointVerdict, failed, probesRan, staticCause} from './probe-evidence.js'
+import {
+  answered,
+  describeTally,
+  endpointName,
+  endpointProbes,
+  endpointVerdict,
+  failed,
+  probesRan,
+  staticCause,
+} from './probe-evidence.js'
 
 /**
  * An endpoint that answers from its own node but not from another: the path between the two nodes breaks, on the

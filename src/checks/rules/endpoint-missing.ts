@@ -15,7 +15,12 @@ export const endpointMissing: Check = {
           for (const ep of c.expected) {
             const prog = bySep.get(p.want.endpoint(ep)) ?? c.endpoints.find((x) => x.backend?.address === ep.address)
             const who = `${ep.address}${ep.podName ? ` (pod ${ep.podName}${ep.nodeName ? ` on ${ep.nodeName}` : ''})` : ''}`
-            if (!prog) out.push({node: n.name, message: `${n.name}: endpoint ${who} of ${p.expected.svcPortName} is missing from ${c.chain}`, command: nodeCommand(ctx.reach, n.name, n.dataplane.show(c.chain), c.chain.split(' '))})
+            if (!prog)
+              out.push({
+                node: n.name,
+                message: `${n.name}: endpoint ${who} of ${p.expected.svcPortName} is missing from ${c.chain}`,
+                command: nodeCommand(ctx.reach, n.name, n.dataplane.show(c.chain), c.chain.split(' ')),
+              })
             else if (!prog.dnatRule)
               out.push({
                 node: n.name,

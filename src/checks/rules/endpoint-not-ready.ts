@@ -18,7 +18,15 @@ export const endpointNotReady: Check = {
         out.push({
           node: e.nodeName ?? null,
           message: `endpoint ${e.address}${e.podName ? ` (pod ${e.podName})` : ''} is not ready: ${reason}`,
-          command: e.podName ?? pod?.metadata?.name ? kubectlCommand(ctx.reach, ctx.service.namespace, ['describe', 'pod', (e.podName ?? pod?.metadata?.name)!], [e.podName ?? pod?.metadata?.name]) : undefined,
+          command:
+            (e.podName ?? pod?.metadata?.name)
+              ? kubectlCommand(
+                  ctx.reach,
+                  ctx.service.namespace,
+                  ['describe', 'pod', (e.podName ?? pod?.metadata?.name)!],
+                  [e.podName ?? pod?.metadata?.name],
+                )
+              : undefined,
         })
       }
     }

@@ -15,11 +15,16 @@ export const endpointStale: Check = {
           for (const prog of endpoints) {
             if (!prog.backend?.ip || known.has(prog.backend?.ip)) continue
             const pod = podByIp(ctx.cluster.pods, prog.backend?.ip)
-            const owner = pod ? `owned by pod ${pod.metadata?.name}, which this Service does not select` : `in no EndpointSlice and owned by no Pod in ${ctx.service.namespace}`
+            const owner = pod
+              ? `owned by pod ${pod.metadata?.name}, which this Service does not select`
+              : `in no EndpointSlice and owned by no Pod in ${ctx.service.namespace}`
             out.push({
               node: n.name,
               message: `${n.name}: ${chain} sends ${Math.round(prog.probability * 100) === 100 ? 'the remaining' : 'some'} traffic to ${prog.backend?.address}, ${owner}`,
-              evidence: [`${prog.jump.table} line ${prog.jump.line}: ${prog.jump.text}`, ...(prog.dnatRule ? [`${prog.dnatRule.table} line ${prog.dnatRule.line}: ${prog.dnatRule.text}`] : [])],
+              evidence: [
+                `${prog.jump.table} line ${prog.jump.line}: ${prog.jump.text}`,
+                ...(prog.dnatRule ? [`${prog.dnatRule.table} line ${prog.dnatRule.line}: ${prog.dnatRule.text}`] : []),
+              ],
               command: nodeCommand(ctx.reach, n.name, n.dataplane.show(prog.chain), prog.chain.split(' ')),
             })
           }

@@ -29,20 +29,42 @@ interface Dropped {
 
 function dropSite(o: TraceOutcome): DropSite | undefined {
   if (o.verdict !== 'DROP' && o.verdict !== 'REJECT') return undefined
-  if (o.policy) return {table: o.policy.table, chain: o.policy.chain, owner: stepChainOwner(o.policy.table, o.policy.chain), verdict: o.verdict}
+  if (o.policy)
+    return {
+      table: o.policy.table,
+      chain: o.policy.chain,
+      owner: stepChainOwner(o.policy.table, o.policy.chain),
+      verdict: o.verdict,
+    }
   const last = o.steps.at(-1)
   if (!last || last.table === 'ipvs' || last.line === 0) return undefined
-  return {table: last.table, chain: last.chain, owner: stepChainOwner(last.table, last.chain), verdict: o.verdict, rule: {line: last.line, text: last.rule}}
+  return {
+    table: last.table,
+    chain: last.chain,
+    owner: stepChainOwner(last.table, last.chain),
+    verdict: o.verdict,
+    rule: {line: last.line, text: last.rule},
+  }
 }
 
 /** The command that shows the chain with its policy, counters and rule numbers. */
 function showChain(ctx: CheckContext, node: NodeView, site: DropSite): Command | undefined {
   if (node.dataplane.vocab.mode === 'nftables') {
     const [family, table] = site.table.includes(' ') ? site.table.split(' ') : ['ip', site.table]
-    return nodeCommand(ctx.reach, node.name, {argv: ['nft', '-a', 'list', 'chain', family, table, site.chain], sudo: true}, [family, table, site.chain])
+    return nodeCommand(
+      ctx.reach,
+      node.name,
+      {argv: ['nft', '-a', 'list', 'chain', family, table, site.chain], sudo: true},
+      [family, table, site.chain],
+    )
   }
   const tool = familyOf(node.expected.clusterIP ?? '') === 6 ? 'ip6tables' : 'iptables'
-  return nodeCommand(ctx.reach, node.name, {argv: [tool, '-t', site.table, '-L', site.chain, '-v', '-n', '--line-numbers'], sudo: true}, [site.table, site.chain])
+  return nodeCommand(
+    ctx.reach,
+    node.name,
+    {argv: [tool, '-t', site.table, '-L', site.chain, '-v', '-n', '--line-numbers'], sudo: true},
+    [site.table, site.chain],
+  )
 }
 
 function hasDockerChains(node: NodeView): boolean {
@@ -50,7 +72,8 @@ function hasDockerChains(node: NodeView): boolean {
 }
 
 function where(site: DropSite): string {
-  if (!site.rule) return `the ${site.verdict} policy of ${site.table} ${site.chain}: no rule accepts the traffic before it`
+  if (!site.rule)
+    return `the ${site.verdict} policy of ${site.table} ${site.chain}: no rule accepts the traffic before it`
   const rule = `${site.table} ${site.chain} line ${site.rule.line}`
   if (site.owner === 'built-in') return `a rule added directly to the built-in chain (${rule})`
   if (site.owner === 'hand-written') return `${rule}, a chain no known project names (hand-written?)`
@@ -87,11 +110,18 @@ export const filterDrop: Check = {
       dropped.set(key, d)
     }
     for (const p of ctx.paths.filter((x) => x.ok === false)) {
-      for (const o of p.trace.outcomes) note(p.node, o, `${p.entry} (${p.port})`, o.destination ?? `${p.packet.dst}:${p.packet.dport}`)
+      for (const o of p.trace.outcomes)
+        note(p.node, o, `${p.entry} (${p.port})`, o.destination ?? `${p.packet.dst}:${p.packet.dport}`)
     }
     const endpoints = ctx.service.ports.flatMap((port) => port.allEndpoints)
     for (const half of ctx.halves) {
-      for (const o of half.trace.outcomes) note(half.node, o, `${half.path.node}'s ${half.path.entry} (${half.path.port}), arriving DNATed`, half.endpoint.address)
+      for (const o of half.trace.outcomes)
+        note(
+          half.node,
+          o,
+          `${half.path.node}'s ${half.path.entry} (${half.path.port}), arriving DNATed`,
+          half.endpoint.address,
+        )
     }
     return [...dropped.values()].map((d): FindingDraft => {
       const podName = new Map(endpoints.map((e) => [e.address, e.podName]))
@@ -99,7 +129,11 @@ export const filterDrop: Check = {
       return {
         node: d.node.name,
         message: `${d.node.name}: new connections to ${destinations.join(', ')} are ${d.site.verdict === 'DROP' ? 'dropped' : 'rejected'} by ${where(d.site)}; entry points: ${[...d.entries].join('; ')}`,
-        evidence: [d.site.rule ? `${d.site.table} line ${d.site.rule.line}: ${d.site.rule.text}` : `${d.site.table}: :${d.site.chain} ${d.site.verdict} (the chain's policy)`],
+        evidence: [
+          d.site.rule
+            ? `${d.site.table} line ${d.site.rule.line}: ${d.site.rule.text}`
+            : `${d.site.table}: :${d.site.chain} ${d.site.verdict} (the chain's policy)`,
+        ],
         command: showChain(ctx, d.node, d.site),
         text: nextStep(d),
       }

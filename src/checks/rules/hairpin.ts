@@ -20,8 +20,16 @@ export const hairpinOff: Check = {
           out.push({
             node: n.name,
             message: `${n.name}: pod ${e.podName ?? e.ip} sits on ${bp.bridge} port ${bp.port} with hairpin_mode 0 (bridge not promiscuous): it cannot reach itself through the Service`,
-            evidence: [`/sys/class/net/${bp.bridge}/brif/${bp.port}/hairpin_mode = 0`, `pod ${net.mappedBy.get(e.ip) ?? `${e.ip} → ${bp.port}`}`],
-            command: nodeCommand(ctx.reach, n.name, {argv: ['cat', `/sys/class/net/${bp.bridge}/brif/${bp.port}/hairpin_mode`]}, [bp.bridge, bp.port]),
+            evidence: [
+              `/sys/class/net/${bp.bridge}/brif/${bp.port}/hairpin_mode = 0`,
+              `pod ${net.mappedBy.get(e.ip) ?? `${e.ip} → ${bp.port}`}`,
+            ],
+            command: nodeCommand(
+              ctx.reach,
+              n.name,
+              {argv: ['cat', `/sys/class/net/${bp.bridge}/brif/${bp.port}/hairpin_mode`]},
+              [bp.bridge, bp.port],
+            ),
             text: "Check the kubelet's --hairpin-mode and the CNI's hairpinMode.",
           })
         }
@@ -49,8 +57,13 @@ export const hairpinUnmapped: Check = {
         message: `${n.name}: ${off.length} bridge port(s) have hairpin_mode 0 (${off
           .slice(0, 4)
           .map((p) => `${p.bridge}/${p.port}`)
-          .join(', ')}) and ${unmapped.map((e) => e.podName ?? e.ip).join(', ')} could not be matched to a port: if one of them sits there, it cannot reach itself through the Service`,
-        evidence: [...off.slice(0, 4).map((p) => `/sys/class/net/${p.bridge}/brif/${p.port}/hairpin_mode = 0`), ...(net.cniNotes ?? []).slice(0, 2)],
+          .join(
+            ', ',
+          )}) and ${unmapped.map((e) => e.podName ?? e.ip).join(', ')} could not be matched to a port: if one of them sits there, it cannot reach itself through the Service`,
+        evidence: [
+          ...off.slice(0, 4).map((p) => `/sys/class/net/${p.bridge}/brif/${p.port}/hairpin_mode = 0`),
+          ...(net.cniNotes ?? []).slice(0, 2),
+        ],
         command: nodeCommand(ctx.reach, n.name, {argv: ['bridge', 'fdb', 'show'], filter: ['grep', '-v', 'permanent']}),
         text: 'Map each pod IP to its host veth (the CNI result cache in /var/lib/cni/results, as root), or to its MAC (ip neigh on the node) and the MAC to its bridge port (bridge fdb show).',
       })

@@ -13,14 +13,23 @@ export const hookMissing: Check = {
         out.push({
           node: n.name,
           message: `${n.name} has no ${v.services} chain: kube-proxy (${v.mode} mode) has not programmed this node`,
-          command: nodeCommand(ctx.reach, n.name, n.dataplane.show(v.services.split(' ').pop()!), [v.services.split(' ').pop()]),
+          command: nodeCommand(ctx.reach, n.name, n.dataplane.show(v.services.split(' ').pop()!), [
+            v.services.split(' ').pop(),
+          ]),
           text: `Check that kube-proxy runs on ${n.name} (crictl ps --name kube-proxy on the node) and read its logs.`,
         })
         continue
       }
       const missing = n.infra.hooks.filter((h) => !h.rule).map((h) => h.label)
       if (missing.length > 0)
-        out.push({node: n.name, message: `${n.name}: ${missing.join(', ')}: jump missing`, command: nodeCommand(ctx.reach, n.name, n.dataplane.show(v.services.split(' ').pop()!), [v.services.split(' ').pop()]), text: `Then restart kube-proxy on ${n.name}.`})
+        out.push({
+          node: n.name,
+          message: `${n.name}: ${missing.join(', ')}: jump missing`,
+          command: nodeCommand(ctx.reach, n.name, n.dataplane.show(v.services.split(' ').pop()!), [
+            v.services.split(' ').pop(),
+          ]),
+          text: `Then restart kube-proxy on ${n.name}.`,
+        })
     }
     return out
   },

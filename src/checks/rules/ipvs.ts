@@ -40,7 +40,11 @@ export const ipvsVipUnbound: Check = {
       if (!vips) continue
       for (const ip of [n.expected.clusterIP!, ...n.expected.externalIPs, ...n.expected.loadBalancerIPs]) {
         if (!vips.includes(ip))
-          out.push({node: n.name, message: `${n.name}: ${ip} is not on kube-ipvs0 (it holds ${vips.length} address(es))`, command: nodeCommand(ctx.reach, n.name, {argv: ['ip', '-o', 'addr', 'show', 'dev', 'kube-ipvs0']})})
+          out.push({
+            node: n.name,
+            message: `${n.name}: ${ip} is not on kube-ipvs0 (it holds ${vips.length} address(es))`,
+            command: nodeCommand(ctx.reach, n.name, {argv: ['ip', '-o', 'addr', 'show', 'dev', 'kube-ipvs0']}),
+          })
       }
     }
     return out
@@ -57,15 +61,42 @@ export const ipvsIpsetMissing: Check = {
       const family = familyOf(svc.clusterIP!) ?? 4
       for (const p of svc.ports) {
         if (!p.hasEndpoints) continue
-        const want: Array<[string, string, string]> = [['KUBE-CLUSTER-IP', `${svc.clusterIP},${p.protocol}:${p.port}`, 'ClusterIP traffic is not marked and accepted for IPVS']]
-        for (const ip of svc.externalIPs) want.push(['KUBE-EXTERNAL-IP', `${ip},${p.protocol}:${p.port}`, 'externalIP traffic is not handled'])
-        for (const ip of svc.loadBalancerIPs) want.push(['KUBE-LOAD-BALANCER', `${ip},${p.protocol}:${p.port}`, 'LoadBalancer traffic is not handled'])
-        if (p.nodePort && (p.protocol === 'tcp' || p.protocol === 'udp')) want.push([`KUBE-NODE-PORT-${p.protocol.toUpperCase()}`, String(p.nodePort), 'NodePort traffic is not marked for masquerade'])
+        const want: Array<[string, string, string]> = [
+          [
+            'KUBE-CLUSTER-IP',
+            `${svc.clusterIP},${p.protocol}:${p.port}`,
+            'ClusterIP traffic is not marked and accepted for IPVS',
+          ],
+        ]
+        for (const ip of svc.externalIPs)
+          want.push(['KUBE-EXTERNAL-IP', `${ip},${p.protocol}:${p.port}`, 'externalIP traffic is not handled'])
+        for (const ip of svc.loadBalancerIPs)
+          want.push(['KUBE-LOAD-BALANCER', `${ip},${p.protocol}:${p.port}`, 'LoadBalancer traffic is not handled'])
+        if (p.nodePort && (p.protocol === 'tcp' || p.protocol === 'udp'))
+          want.push([
+            `KUBE-NODE-PORT-${p.protocol.toUpperCase()}`,
+            String(p.nodePort),
+            'NodePort traffic is not marked for masquerade',
+          ])
         for (const [name, member, effect] of want) {
           const set = ipvsSetName(name, family)
-          if (!sets.sets.has(set)) out.push({node: n.name, message: `${n.name}: ipset ${set} does not exist: ${effect}`, command: nodeCommand(ctx.reach, n.name, {argv: ['ipset', 'list', '-n'], sudo: true})})
+          if (!sets.sets.has(set))
+            out.push({
+              node: n.name,
+              message: `${n.name}: ipset ${set} does not exist: ${effect}`,
+              command: nodeCommand(ctx.reach, n.name, {argv: ['ipset', 'list', '-n'], sudo: true}),
+            })
           else if (!sets.has(set, member))
-            out.push({node: n.name, message: `${n.name}: ipset ${set} lacks ${member} (${p.svcPortName}): ${effect}`, command: nodeCommand(ctx.reach, n.name, {argv: ['ipset', 'list', set], sudo: true, filter: ['grep', '--', member.split(',')[0]]}, [set, member.split(',')[0]])})
+            out.push({
+              node: n.name,
+              message: `${n.name}: ipset ${set} lacks ${member} (${p.svcPortName}): ${effect}`,
+              command: nodeCommand(
+                ctx.reach,
+                n.name,
+                {argv: ['ipset', 'list', set], sudo: true, filter: ['grep', '--', member.split(',')[0]]},
+                [set, member.split(',')[0]],
+              ),
+            })
         }
       }
     }
@@ -78,7 +109,11 @@ export const ipvsSysctl: Check = {
   run(ctx) {
     const out: FindingDraft[] = []
     const want: Array<[string, string, string]> = [
-      ['net.ipv4.vs.conntrack', '1', 'IPVS connections bypass conntrack, so masquerading (KUBE-POSTROUTING) never happens'],
+      [
+        'net.ipv4.vs.conntrack',
+        '1',
+        'IPVS connections bypass conntrack, so masquerading (KUBE-POSTROUTING) never happens',
+      ],
       ['net.ipv4.ip_forward', '1', 'the node does not forward to pods on other nodes'],
     ]
     if (ctx.cluster.proxyConfig.ipvsStrictARP)
@@ -90,7 +125,12 @@ export const ipvsSysctl: Check = {
       const got = n.obs.ipvs!.sysctls
       if (Object.keys(got).length === 0) continue
       for (const [key, value, effect] of want) {
-        if (got[key] !== value) out.push({node: n.name, message: `${n.name}: ${key} = ${got[key] ?? 'missing'}, expected ${value}: ${effect}`, command: nodeCommand(ctx.reach, n.name, {argv: ['sysctl', key]}, [key])})
+        if (got[key] !== value)
+          out.push({
+            node: n.name,
+            message: `${n.name}: ${key} = ${got[key] ?? 'missing'}, expected ${value}: ${effect}`,
+            command: nodeCommand(ctx.reach, n.name, {argv: ['sysctl', key]}, [key]),
+          })
       }
     }
     return out
@@ -105,10 +145,16 @@ export const ipvsScheduler: Check = {
     for (const n of ipvsNodes(ctx.nodes)) {
       const affinity = n.expected.sessionAffinitySeconds
       for (const p of n.expected.ports) {
-        const vs = n.obs.ipvs!.virtualServers.find((v) => vsKey(v.proto, v.address, v.port) === vsKey(p.protocol, n.expected.clusterIP!, p.port))
+        const vs = n.obs.ipvs!.virtualServers.find(
+          (v) => vsKey(v.proto, v.address, v.port) === vsKey(p.protocol, n.expected.clusterIP!, p.port),
+        )
         if (!vs) continue
         if (vs.scheduler !== scheduler)
-          out.push({node: n.name, message: `${n.name}: ${vs.text} uses scheduler ${vs.scheduler}, kube-proxy is configured for ${scheduler}`, evidence: [`ipvs line ${vs.line}: ${vs.text}`]})
+          out.push({
+            node: n.name,
+            message: `${n.name}: ${vs.text} uses scheduler ${vs.scheduler}, kube-proxy is configured for ${scheduler}`,
+            evidence: [`ipvs line ${vs.line}: ${vs.text}`],
+          })
         if ((vs.persistent ?? undefined) !== affinity)
           out.push({
             node: n.name,

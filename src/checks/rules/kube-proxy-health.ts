@@ -22,11 +22,18 @@ export const proxyUnhealthy: Check = {
     for (const n of ctx.observations.filter((o) => o.reachable)) {
       const h = n.kubeProxy?.healthz
       if (!h || h.status === 200) continue
-      const last = h.lastUpdated ? `; last update ${ago(Date.parse(h.lastUpdated) / 1000, nodeNow(n))} ago (${h.lastUpdated})` : ''
+      const last = h.lastUpdated
+        ? `; last update ${ago(Date.parse(h.lastUpdated) / 1000, nodeNow(n))} ago (${h.lastUpdated})`
+        : ''
       out.push({
         node: n.name,
         message: `kube-proxy on ${n.name} answers /healthz with ${h.status}${h.nodeEligible === false ? ' (node not eligible: being deleted or tainted for deletion)' : ''}${last}: the rules on this node may be stale`,
-        command: kubectlCommand(ctx.reach, 'kube-system', ['logs', '-l', 'k8s-app=kube-proxy', '--field-selector', `spec.nodeName=${n.name}`], [n.name]),
+        command: kubectlCommand(
+          ctx.reach,
+          'kube-system',
+          ['logs', '-l', 'k8s-app=kube-proxy', '--field-selector', `spec.nodeName=${n.name}`],
+          [n.name],
+        ),
       })
     }
     return out
@@ -47,8 +54,14 @@ export const proxyStuck: Check = {
       out.push({
         node: n.name,
         message: `kube-proxy on ${n.name} has had a sync queued for ${ago(queued, nodeNow(n))}, but its last successful sync was ${ago(last, nodeNow(n))} ago: its rules are stale`,
-        evidence: [`kubeproxy_sync_proxy_rules_last_timestamp_seconds ${last}`, `kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds ${queued}`],
-        command: nodeCommand(ctx.reach, n.name, {argv: ['curl', '-s', '127.0.0.1:10249/metrics'], filter: ['grep', 'sync_proxy_rules']}),
+        evidence: [
+          `kubeproxy_sync_proxy_rules_last_timestamp_seconds ${last}`,
+          `kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds ${queued}`,
+        ],
+        command: nodeCommand(ctx.reach, n.name, {
+          argv: ['curl', '-s', '127.0.0.1:10249/metrics'],
+          filter: ['grep', 'sync_proxy_rules'],
+        }),
         text: `Then restart kube-proxy on ${n.name}.`,
       })
     }
@@ -99,7 +112,12 @@ export const proxyPodDown: Check = {
       out.push({
         node: o.name,
         message: `kube-proxy Pod ${pod.metadata?.name} on ${o.name} is not ready: ${notReadyReason(pod)}${restarts ? ` (${restarts} restarts)` : ''}: the node's rules are not being kept up to date`,
-        command: kubectlCommand(ctx.reach, 'kube-system', ['describe', 'pod', pod.metadata?.name ?? ''], [pod.metadata?.name]),
+        command: kubectlCommand(
+          ctx.reach,
+          'kube-system',
+          ['describe', 'pod', pod.metadata?.name ?? ''],
+          [pod.metadata?.name],
+        ),
         text: `Then read its logs, and those of its previous run (kubectl logs --previous).`,
       })
     }

@@ -12,7 +12,12 @@ export const masqueradeMissing: Check = {
       if (!n.infra.hasServicesChain) continue
       const i = n.infra
       const v = n.dataplane.vocab
-      if (!i.markMasqRule) out.push({node: n.name, message: `${n.name}: ${v.markChain} does not set the masquerade mark ${hex}`, command: nodeCommand(ctx.reach, n.name, n.dataplane.show(v.markChain), [v.markChain])})
+      if (!i.markMasqRule)
+        out.push({
+          node: n.name,
+          message: `${n.name}: ${v.markChain} does not set the masquerade mark ${hex}`,
+          command: nodeCommand(ctx.reach, n.name, n.dataplane.show(v.markChain), [v.markChain]),
+        })
       else if (i.markMasqValue !== want)
         out.push({
           node: n.name,
@@ -21,9 +26,17 @@ export const masqueradeMissing: Check = {
           command: nodeCommand(ctx.reach, n.name, n.dataplane.show(v.markChain), [v.markChain]),
         })
       if (!i.masqueradeRule)
-        out.push({node: n.name, message: `${n.name}: ${v.masqChain} has no masquerade rule: marked traffic leaves with its original source`, command: nodeCommand(ctx.reach, n.name, n.dataplane.show(v.masqChain), [v.masqChain])})
+        out.push({
+          node: n.name,
+          message: `${n.name}: ${v.masqChain} has no masquerade rule: marked traffic leaves with its original source`,
+          command: nodeCommand(ctx.reach, n.name, n.dataplane.show(v.masqChain), [v.masqChain]),
+        })
       else if (i.postroutingMark !== undefined && i.postroutingMark !== want)
-        out.push({node: n.name, message: `${n.name}: ${v.masqChain} tests mark 0x${i.postroutingMark.toString(16)}, expected ${hex}`, command: nodeCommand(ctx.reach, n.name, n.dataplane.show(v.masqChain), [v.masqChain])})
+        out.push({
+          node: n.name,
+          message: `${n.name}: ${v.masqChain} tests mark 0x${i.postroutingMark.toString(16)}, expected ${hex}`,
+          command: nodeCommand(ctx.reach, n.name, n.dataplane.show(v.masqChain), [v.masqChain]),
+        })
       for (const p of n.programmed)
         for (const e of p.endpoints)
           if (e.dnatRule && !e.hairpinMasq)

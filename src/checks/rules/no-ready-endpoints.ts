@@ -29,7 +29,12 @@ export const noReadyEndpoints: Check = {
         evidence,
         command: p.allEndpoints[0]?.podName
           ? kubectlCommand(ctx.reach, ns, ['describe', 'pod', p.allEndpoints[0].podName], [p.allEndpoints[0].podName])
-          : kubectlCommand(ctx.reach, ns, ['get', 'endpointslices', '-l', `kubernetes.io/service-name=${svc.name}`, '-o', 'wide'], [svc.name]),
+          : kubectlCommand(
+              ctx.reach,
+              ns,
+              ['get', 'endpointslices', '-l', `kubernetes.io/service-name=${svc.name}`, '-o', 'wide'],
+              [svc.name],
+            ),
       })
     }
     return out

@@ -15,18 +15,26 @@ export const nodeDiverges: Check = {
         const p = n.programmed[i]
         if (!p) continue
         const wanted = signature(p.expected.internal.endpoints.map((e) => e.address))
-        groups.set(wanted, [...(groups.get(wanted) ?? []), {node: n.name, sig: signature(p.endpoints.map((e) => e.backend?.address ?? '?'))}])
+        groups.set(wanted, [
+          ...(groups.get(wanted) ?? []),
+          {node: n.name, sig: signature(p.endpoints.map((e) => e.backend?.address ?? '?'))},
+        ])
       }
       for (const [wanted, members] of groups) {
         const sigs = new Map<string, string[]>()
         for (const m of members) sigs.set(m.sig, [...(sigs.get(m.sig) ?? []), m.node])
         if (sigs.size < 2) continue
         // The most common set wins; on a tie, the set the EndpointSlices ask for.
-        const [majority, majorityNodes] = [...sigs.entries()].sort((a, b) => b[1].length - a[1].length || Number(b[0] === wanted) - Number(a[0] === wanted))[0]
+        const [majority, majorityNodes] = [...sigs.entries()].sort(
+          (a, b) => b[1].length - a[1].length || Number(b[0] === wanted) - Number(a[0] === wanted),
+        )[0]
         for (const [sig, nodes] of sigs) {
           if (sig === majority) continue
           for (const node of nodes)
-            out.push({node, message: `${node} sends ${port.svcPortName} to {${sig}} while ${majorityNodes.length} other node(s) (${majorityNodes.slice(0, 3).join(', ')}) send it to {${majority}}`})
+            out.push({
+              node,
+              message: `${node} sends ${port.svcPortName} to {${sig}} while ${majorityNodes.length} other node(s) (${majorityNodes.slice(0, 3).join(', ')}) send it to {${majority}}`,
+            })
         }
       }
     })

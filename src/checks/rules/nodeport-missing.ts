@@ -13,7 +13,12 @@ export const nodePortMissing: Check = {
         out.push({
           node: n.name,
           message: `${n.name}: ${n.dataplane.vocab.services} has no jump to ${n.dataplane.vocab.nodePorts}: no NodePort works on this node`,
-          command: nodeCommand(ctx.reach, n.name, n.dataplane.show(n.dataplane.vocab.nodePorts.split(' ').pop()!), n.dataplane.vocab.nodePorts.split(' ').pop()!.split(' ')),
+          command: nodeCommand(
+            ctx.reach,
+            n.name,
+            n.dataplane.show(n.dataplane.vocab.nodePorts.split(' ').pop()!),
+            n.dataplane.vocab.nodePorts.split(' ').pop()!.split(' '),
+          ),
         })
       for (const p of n.programmed) {
         const e = p.expected

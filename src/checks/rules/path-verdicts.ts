@@ -16,7 +16,9 @@ export const pathBroken: Check = {
       .filter((p) => p.ok === false && p.breaksAt !== null)
       .filter((p) => {
         const explaining = codesExplaining(p.breaksAt!)
-        return !ctx.findings.some((f) => f.severity === 'error' && (f.node === at(p) || f.node === null) && explaining.includes(f.code))
+        return !ctx.findings.some(
+          (f) => f.severity === 'error' && (f.node === at(p) || f.node === null) && explaining.includes(f.code),
+        )
       })
       .filter((p) => !seen.has(`${at(p)} ${p.breaksAt}`) && !!seen.add(`${at(p)} ${p.breaksAt}`))
       .map((p) => {
@@ -34,11 +36,16 @@ export const pathUndecided: Check = {
   meta: codeEntry('KPD-PATH-UNDECIDED'),
   run(ctx) {
     const undecided = ctx.paths.filter((p) => p.ok === null && p.breaksAt === 'unknown')
-    const own = undecided.filter((p) => at(p) === p.node).map((p) => ({node: p.node, message: `${p.node}: ${p.entry} (${p.port}): ${p.detail}`}))
+    const own = undecided
+      .filter((p) => at(p) === p.node)
+      .map((p) => ({node: p.node, message: `${p.node}: ${p.entry} (${p.port}): ${p.detail}`}))
     // Second halves the endpoint's node cannot decide: once per node and reason (one rule there undecides every half).
     const halves = new Map<string, PathResult[]>()
     for (const p of undecided.filter((x) => at(x) !== x.node)) {
-      const why = p.remote.find((h) => h.node === at(p) && h.breaksAt === 'unknown')?.detail.replace(/^.*?where the walk cannot tell: /, '') ?? p.detail
+      const why =
+        p.remote
+          .find((h) => h.node === at(p) && h.breaksAt === 'unknown')
+          ?.detail.replace(/^.*?where the walk cannot tell: /, '') ?? p.detail
       const k = `${at(p)}\0${why}`
       halves.set(k, [...(halves.get(k) ?? []), p])
     }

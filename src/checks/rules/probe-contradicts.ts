@@ -1,6 +1,17 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
-import {addressOf, answered, describeTally, endpointName, endpointProbes, endpointVerdict, failed, probesRan, staticPathFor, staticWorkingShare} from './probe-evidence.js'
+import {
+  addressOf,
+  answered,
+  describeTally,
+  endpointName,
+  endpointProbes,
+  endpointVerdict,
+  failed,
+  probesRan,
+  staticPathFor,
+  staticWorkingShare,
+} from './probe-evidence.js'
 
 /**
  * What the probes show that no other finding states, never dropped: a Service address the static trace says fails

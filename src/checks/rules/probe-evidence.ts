@@ -87,8 +87,12 @@ export function staticExpectsFailure(p: PathResult | undefined): boolean {
 
 /** The share of new connections the static trace sends to a ready endpoint (0: it expects every one to fail). */
 export function staticWorkingShare(ctx: CheckContext, p: PathResult): number {
-  const ready = new Set(ctx.service.ports.flatMap((port) => port.allEndpoints.filter((e) => e.ready).map((e) => e.address)))
-  return p.trace.outcomes.filter((o) => o.verdict === 'DNAT' && o.destination !== null && ready.has(o.destination)).reduce((sum, o) => sum + o.probability, 0)
+  const ready = new Set(
+    ctx.service.ports.flatMap((port) => port.allEndpoints.filter((e) => e.ready).map((e) => e.address)),
+  )
+  return p.trace.outcomes
+    .filter((o) => o.verdict === 'DNAT' && o.destination !== null && ready.has(o.destination))
+    .reduce((sum, o) => sum + o.probability, 0)
 }
 
 /** The endpoints a Service address sends to from `node` (its traffic policy applied), by address. */
@@ -97,7 +101,11 @@ export function endpointsBehind(ctx: CheckContext, node: string, t: ServiceProbe
   const ports = (view?.expected ?? ctx.service).ports
   const port = ports.find((p) => (p.portName || String(p.port)) === t.servicePort)
   if (!port) return []
-  const list = view ? (t.kind === 'NodePort' ? port.external.endpoints : port.internal.endpoints) : port.allEndpoints.filter((e) => e.ready)
+  const list = view
+    ? t.kind === 'NodePort'
+      ? port.external.endpoints
+      : port.internal.endpoints
+    : port.allEndpoints.filter((e) => e.ready)
   return list.map((e) => e.address)
 }
 
@@ -111,6 +119,13 @@ const PER_ADDRESS_CAUSES = new Set(['KPD-ROUTE-MISSING', 'KPD-FILTER-DROP'])
 
 /** The static finding (on one of `nodes`) that explains a failed probe to `address`, if an earlier check made one. */
 export function staticCause(ctx: CheckContext, nodes: string[], address: string) {
-  const named = (message: string) => message.split(/[^0-9A-Fa-f.:]+/).some((w) => w.replace(/[.:]+$/, '') === address || w.startsWith(`${address}:`))
-  return ctx.findings.find((f) => f.severity === 'error' && f.node !== null && nodes.includes(f.node) && (NODE_WIDE_CAUSES.has(f.code) || (PER_ADDRESS_CAUSES.has(f.code) && named(f.message))))
+  const named = (message: string) =>
+    message.split(/[^0-9A-Fa-f.:]+/).some((w) => w.replace(/[.:]+$/, '') === address || w.startsWith(`${address}:`))
+  return ctx.findings.find(
+    (f) =>
+      f.severity === 'error' &&
+      f.node !== null &&
+      nodes.includes(f.node) &&
+      (NODE_WIDE_CAUSES.has(f.code) || (PER_ADDRESS_CAUSES.has(f.code) && named(f.message))),
+  )
 }

@@ -4,7 +4,6 @@ import {nodeCommand} from '../../model/reach.js'
 import {familyOf} from '../../net/address.js'
 import {USERSPACE_MODE_CHAINS} from '../../model/chain-names.js'
 
-
 export const modeMixed: Check = {
   meta: codeEntry('KPD-MODE-MIXED'),
   run(ctx) {
@@ -15,7 +14,10 @@ export const modeMixed: Check = {
     return [...byMode.entries()]
       .filter(([m]) => m !== major)
       .flatMap(([m, nodes]) =>
-        nodes.map((node) => ({node, message: `${node} runs kube-proxy in ${m} mode (decided by ${ctx.nodes.find((n) => n.name === node)!.mode.source}), the other nodes in ${major} mode`})),
+        nodes.map((node) => ({
+          node,
+          message: `${node} runs kube-proxy in ${m} mode (decided by ${ctx.nodes.find((n) => n.name === node)!.mode.source}), the other nodes in ${major} mode`,
+        })),
       )
   },
 }
@@ -26,8 +28,16 @@ export const modeMismatch: Check = {
     const wanted = ctx.cluster.proxyConfig.mode || 'iptables'
     if (!['iptables', 'nftables'].includes(wanted)) return []
     return ctx.nodes
-      .filter((n) => n.mode.mode !== wanted && n.mode.source !== ctx.cluster.proxyConfig.source && n.mode.source !== '--proxy-mode')
-      .map((n) => ({node: n.name, message: `${n.name} runs ${n.mode.mode} mode (${n.mode.source}) but ${ctx.cluster.proxyConfig.source} says mode ${wanted}`}))
+      .filter(
+        (n) =>
+          n.mode.mode !== wanted &&
+          n.mode.source !== ctx.cluster.proxyConfig.source &&
+          n.mode.source !== '--proxy-mode',
+      )
+      .map((n) => ({
+        node: n.name,
+        message: `${n.name} runs ${n.mode.mode} mode (${n.mode.source}) but ${ctx.cluster.proxyConfig.source} says mode ${wanted}`,
+      }))
   },
 }
 
@@ -36,9 +46,14 @@ export const modeLeftover: Check = {
   run(ctx) {
     const out: FindingDraft[] = []
     for (const n of ctx.nodes) {
-      for (const l of n.mode.leftovers) out.push({node: n.name, message: `${n.name} runs ${n.mode.mode} mode but still has ${l}`})
+      for (const l of n.mode.leftovers)
+        out.push({node: n.name, message: `${n.name} runs ${n.mode.mode} mode but still has ${l}`})
       const userspace = USERSPACE_MODE_CHAINS.filter((c) => n.obs.iptables?.hasChain('nat', c))
-      if (userspace.length > 0) out.push({node: n.name, message: `${n.name} still has userspace-mode chains ${userspace.join(', ')} (that mode was removed in 1.26)`})
+      if (userspace.length > 0)
+        out.push({
+          node: n.name,
+          message: `${n.name} still has userspace-mode chains ${userspace.join(', ')} (that mode was removed in 1.26)`,
+        })
       // The family judged here: its own save command shows one backend; kube-proxy rules in the other still apply.
       const family = familyOf(n.expected.clusterIP ?? '') ?? 4
       const tool = family === 6 ? 'ip6tables' : 'iptables'
@@ -48,7 +63,11 @@ export const modeLeftover: Check = {
         out.push({
           node: n.name,
           message: `${n.name}: ${tool}-${b.backend} also holds kube-proxy rules (nat KUBE-SERVICES, ${b.dump.ruleCount('nat', 'KUBE-SERVICES')} rules) while ${tool}-save shows the ${main} backend: both rewrite packets`,
-          command: nodeCommand(ctx.reach, n.name, {argv: [`${tool}-${b.backend}-save`, '-t', 'nat'], sudo: true, filter: ['grep', '-c', 'KUBE-SEP']}),
+          command: nodeCommand(ctx.reach, n.name, {
+            argv: [`${tool}-${b.backend}-save`, '-t', 'nat'],
+            sudo: true,
+            filter: ['grep', '-c', 'KUBE-SEP'],
+          }),
           text: "Then flush the unused backend's KUBE-* chains.",
         })
       }
@@ -63,6 +82,13 @@ export const modeUnsupported: Check = {
     ctx.unsupported.map((u) => ({
       node: u.node,
       message: `${u.node} runs kube-proxy in ${u.mode} mode (${u.source}): its rules were not judged; cluster-wide checks (endpoints, DNS, kube-proxy health) still ran`,
-      command: ctx.service.clusterIP ? nodeCommand(ctx.reach, u.node, {argv: ['ipvsadm', '-Ln'], sudo: true, filter: ['grep', '-A5', '--', ctx.service.clusterIP]}, [ctx.service.clusterIP]) : undefined,
+      command: ctx.service.clusterIP
+        ? nodeCommand(
+            ctx.reach,
+            u.node,
+            {argv: ['ipvsadm', '-Ln'], sudo: true, filter: ['grep', '-A5', '--', ctx.service.clusterIP]},
+            [ctx.service.clusterIP],
+          )
+        : undefined,
     })),
 }

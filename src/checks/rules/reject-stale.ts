@@ -22,7 +22,9 @@ export const rejectStale: Check = {
             node: n.name,
             message: `${n.name}: ${np.table} ${np.target?.toUpperCase()}s node port ${p.expected.nodePort} although endpoints are ready`,
             evidence: [`${np.table} line ${np.line}: ${np.text}`],
-            command: nodeCommand(ctx.reach, n.name, n.dataplane.show(`--dport ${p.expected.nodePort}`), [p.expected.nodePort]),
+            command: nodeCommand(ctx.reach, n.name, n.dataplane.show(`--dport ${p.expected.nodePort}`), [
+              p.expected.nodePort,
+            ]),
           })
       }
     }

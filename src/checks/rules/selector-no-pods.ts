@@ -18,7 +18,9 @@ function nearMisses(selector: Record<string, string>, ctx: CheckContext): string
     let close = true
     for (const [k, v] of Object.entries(selector)) {
       if (labels[k] === v) continue
-      const near = Object.entries(labels).find(([lk, lv]) => (lk === k && editDistance(lv, v) <= 3) || (lv === v && editDistance(lk, k) <= 3))
+      const near = Object.entries(labels).find(
+        ([lk, lv]) => (lk === k && editDistance(lv, v) <= 3) || (lv === v && editDistance(lk, k) <= 3),
+      )
       if (!near) {
         close = false
         break

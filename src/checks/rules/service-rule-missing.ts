@@ -15,7 +15,11 @@ export const serviceRuleMissing: Check = {
         const where = `${joinHostPort(svc.clusterIP!, e.port)}/${e.protocol}`
         if (e.internal.endpoints.length > 0) {
           if (!p.clusterIPRule)
-            out.push({node: n.name, message: `${n.name}: no ${n.dataplane.vocab.services} entry for ${e.svcPortName} cluster IP ${where}`, command: nodeCommand(ctx.reach, n.name, n.dataplane.show(svc.clusterIP!), [svc.clusterIP!])})
+            out.push({
+              node: n.name,
+              message: `${n.name}: no ${n.dataplane.vocab.services} entry for ${e.svcPortName} cluster IP ${where}`,
+              command: nodeCommand(ctx.reach, n.name, n.dataplane.show(svc.clusterIP!), [svc.clusterIP!]),
+            })
           else if (p.clusterIPRule.target !== p.want.internal)
             out.push({
               node: n.name,
@@ -27,7 +31,11 @@ export const serviceRuleMissing: Check = {
         if (e.hasEndpoints) {
           for (const ip of [...svc.externalIPs, ...svc.loadBalancerIPs]) {
             if (!p.externalRules.has(ip))
-              out.push({node: n.name, message: `${n.name}: no ${n.dataplane.vocab.services} entry for ${e.svcPortName} at ${ip}:${e.port}`, command: nodeCommand(ctx.reach, n.name, n.dataplane.show(ip), [ip])})
+              out.push({
+                node: n.name,
+                message: `${n.name}: no ${n.dataplane.vocab.services} entry for ${e.svcPortName} at ${ip}:${e.port}`,
+                command: nodeCommand(ctx.reach, n.name, n.dataplane.show(ip), [ip]),
+              })
           }
         }
       }

@@ -16,7 +16,9 @@ export const targetPortNotExposed: Check = {
     for (const sp of ctx.cluster.service.spec?.ports ?? []) {
       const tp = sp.targetPort
       if (typeof tp !== 'string' || /^\d+$/.test(tp)) continue
-      const lacking = pods.filter((p) => !containerPorts(p).some((c) => c.name === tp && (c.protocol ?? 'TCP') === (sp.protocol ?? 'TCP')))
+      const lacking = pods.filter(
+        (p) => !containerPorts(p).some((c) => c.name === tp && (c.protocol ?? 'TCP') === (sp.protocol ?? 'TCP')),
+      )
       if (lacking.length > 0)
         out.push({
           node: null,
@@ -46,7 +48,12 @@ export const targetPortUndeclared: Check = {
             .slice(0, 3)
             .map((p) => p.metadata?.name)
             .join(', ')})`,
-          command: kubectlCommand(ctx.reach, ctx.service.namespace, ['get', 'pod', lacking[0].metadata?.name ?? '', '-o', 'jsonpath={.spec.containers[*].ports}'], [lacking[0].metadata?.name]),
+          command: kubectlCommand(
+            ctx.reach,
+            ctx.service.namespace,
+            ['get', 'pod', lacking[0].metadata?.name ?? '', '-o', 'jsonpath={.spec.containers[*].ports}'],
+            [lacking[0].metadata?.name],
+          ),
         })
     }
     return out

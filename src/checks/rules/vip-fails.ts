@@ -1,7 +1,16 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {nodeCommand} from '../../model/reach.js'
-import {addressOf, answered, describeTally, endpointsBehind, failed, probesRan, staticExpectsFailure, staticPathFor} from './probe-evidence.js'
+import {
+  addressOf,
+  answered,
+  describeTally,
+  endpointsBehind,
+  failed,
+  probesRan,
+  staticExpectsFailure,
+  staticPathFor,
+} from './probe-evidence.js'
 
 /** Below this probability, every probe missing the endpoints that answer is not taken for bad luck. */
 const CHANCE = 0.01
@@ -24,7 +33,9 @@ export const vipFails: Check = {
         const path = staticPathFor(ctx, n.node, t.target)
         if (staticExpectsFailure(path)) continue
         const behind = new Set(endpointsBehind(ctx, n.node, t.target))
-        const direct = n.tallies.filter((x) => x.target.kind === 'endpoint' && behind.has(addressOf(x.target)) && x.attempts > 0)
+        const direct = n.tallies.filter(
+          (x) => x.target.kind === 'endpoint' && behind.has(addressOf(x.target)) && x.attempts > 0,
+        )
         if (direct.length === 0) continue
         const everyAnswers = direct.every(answered)
         // Nothing through the address while some endpoints answer is a dataplane fault only when landing every attempt
@@ -39,7 +50,9 @@ export const vipFails: Check = {
           message:
             `${n.node}: ${what} from ${n.node}: ${describeTally(t)}, while ${everyAnswers ? 'every endpoint behind it answers' : 'endpoints behind it answer'} from ${n.node} directly (${endpoints}); ` +
             `${path ? `the static trace of ${path.entry} says it works` : 'its rules were not traced'}: the node's Service dataplane breaks where the rules read do not show`,
-          command: nodeCommand(ctx.reach, n.node, {argv: ['conntrack', '-L', '-d', t.target.host], sudo: true}, [t.target.host]),
+          command: nodeCommand(ctx.reach, n.node, {argv: ['conntrack', '-L', '-d', t.target.host], sudo: true}, [
+            t.target.host,
+          ]),
           text: 'Then run the diagnosis again: kube-proxy may have rewritten the rules since they were read.',
         })
       }

@@ -12,11 +12,14 @@ const hook: Hook<'command_not_found'> = async function (opts) {
     const typed = typedWords.slice(0, words.length).join(separator)
     const command = words.join(separator)
     const distance = editDistance(typed, command)
-    if (distance <= Math.max(1, Math.floor(command.length / 3)) && (!best || distance < best.distance)) best = {command, typed, distance}
+    if (distance <= Math.max(1, Math.floor(command.length / 3)) && (!best || distance < best.distance))
+      best = {command, typed, distance}
   }
   const typed = best?.typed ?? typedWords[0]
   const suggestion = best ? ` Did you mean "${best.command}"?` : ''
-  process.stderr.write(`kproxy-doctor: "${typed}" is not a ${opts.config.bin} command.${suggestion} Run "${opts.config.bin} help" for the list.\n`)
+  process.stderr.write(
+    `kproxy-doctor: "${typed}" is not a ${opts.config.bin} command.${suggestion} Run "${opts.config.bin} help" for the list.\n`,
+  )
   process.exitCode = 2
 }
 

@@ -11,7 +11,10 @@ export default class CollectSvc extends DoctorCommand {
   static override args = {name: Args.string({required: true, description: 'Service name'})}
   static override flags = {
     ...clusterFlags,
-    out: Flags.string({required: true, description: 'new folder to write the bundle to (built beside it, then renamed into place)'}),
+    out: Flags.string({
+      required: true,
+      description: 'new folder to write the bundle to (built beside it, then renamed into place)',
+    }),
     force: Flags.boolean({default: false, description: 'replace --out even when it is not empty'}),
   }
 
@@ -26,9 +29,17 @@ export default class CollectSvc extends DoctorCommand {
     } finally {
       progress?.done()
     }
-    writeBundle(flags.out, g.cluster, g.recordings, {namespace: g.namespace, name: args.name, context: flags.context, observations: g.observations}, {force: flags.force})
+    writeBundle(
+      flags.out,
+      g.cluster,
+      g.recordings,
+      {namespace: g.namespace, name: args.name, context: flags.context, observations: g.observations},
+      {force: flags.force},
+    )
     const bad = g.observations.filter((o) => !o.reachable)
-    process.stdout.write(`wrote ${flags.out}: ${g.observations.length - bad.length} node(s) read${bad.length ? `, ${bad.length} not (${bad.map((o) => o.name).join(', ')})` : ''}\n`)
+    process.stdout.write(
+      `wrote ${flags.out}: ${g.observations.length - bad.length} node(s) read${bad.length ? `, ${bad.length} not (${bad.map((o) => o.name).join(', ')})` : ''}\n`,
+    )
     process.stdout.write(`diagnose it with: kproxy-doctor svc ${args.name} -n ${g.namespace} --snapshot ${flags.out}\n`)
   }
 }

@@ -10,7 +10,12 @@ export const nftablesMode: ProxyModeAdapter = {
   readable: (obs) => !!obs.nft,
   dataplane: (obs, facts) => nftDataplane(obs.nft!, facts.family),
   leftovers(obs, facts, running) {
-    if (running === 'ipvs') return obs.nft?.table(`${facts.family} kube-proxy`) ? `nftables table ${facts.family} kube-proxy from nftables mode` : undefined
-    return table(obs, facts)?.chains.get('services') ? `nftables table ${facts.family} kube-proxy from nftables mode` : undefined
+    if (running === 'ipvs')
+      return obs.nft?.table(`${facts.family} kube-proxy`)
+        ? `nftables table ${facts.family} kube-proxy from nftables mode`
+        : undefined
+    return table(obs, facts)?.chains.get('services')
+      ? `nftables table ${facts.family} kube-proxy from nftables mode`
+      : undefined
   },
 }

@@ -8,7 +8,8 @@ import {KubeForbiddenError, KubeStreamError, KubeTimeoutError} from './kube-stre
 const CONTAINER = 'debug'
 
 /** Container states that will not turn into a running container by waiting. */
-const STUCK = /^(ErrImagePull|ImagePullBackOff|InvalidImageName|ErrImageNeverPull|CreateContainerError|CreateContainerConfigError|RunContainerError|CrashLoopBackOff)$/
+const STUCK =
+  /^(ErrImagePull|ImagePullBackOff|InvalidImageName|ErrImageNeverPull|CreateContainerError|CreateContainerConfigError|RunContainerError|CrashLoopBackOff)$/
 
 export interface DebugPodSettings {
   namespace: string
@@ -37,7 +38,10 @@ function debugPodSpec(settings: DebugPodSettings, node: string, image: string, t
       name: debugPodName(settings.runId, node),
       namespace: settings.namespace,
       labels: {[MANAGED_BY_LABEL]: MANAGED_BY, [RUN_LABEL]: settings.runId},
-      annotations: {'kproxy-doctor/node': node, 'kproxy-doctor/purpose': 'read-only diagnosis of kube-proxy rules; deleted when the node has been read'},
+      annotations: {
+        'kproxy-doctor/node': node,
+        'kproxy-doctor/purpose': 'read-only diagnosis of kube-proxy rules; deleted when the node has been read',
+      },
     },
     spec: {
       nodeName: node,
@@ -77,12 +81,16 @@ let cleaning = false
 function onSignal(signal: NodeJS.Signals): void {
   const code = signal === 'SIGINT' ? 130 : 143
   if (cleaning) {
-    process.stderr.write(`kproxy-doctor: ${signal} again: exiting without waiting; remove the debug Pods left with: ${LEFTOVER_CLEANUP}\n`)
+    process.stderr.write(
+      `kproxy-doctor: ${signal} again: exiting without waiting; remove the debug Pods left with: ${LEFTOVER_CLEANUP}\n`,
+    )
     process.exit(code)
   }
   cleaning = true
   const removals = [...LIVE.values()]
-  process.stderr.write(`kproxy-doctor: ${signal}: deleting ${removals.length} debug Pod${removals.length === 1 ? '' : 's'} before exiting\n`)
+  process.stderr.write(
+    `kproxy-doctor: ${signal}: deleting ${removals.length} debug Pod${removals.length === 1 ? '' : 's'} before exiting\n`,
+  )
   void Promise.all(removals.map((remove) => remove())).then((lines) => {
     for (const line of lines) if (line) process.stderr.write(`kproxy-doctor: warning: ${line}\n`)
     process.exit(code)
@@ -100,15 +108,28 @@ function untrack(name: string): void {
 }
 
 /** Calls the API with a deadline; a 403 is a KubeForbiddenError for `verb pods`, other failures a KubeStreamError. */
-async function bounded<T>(what: string, verb: string, namespace: string, timeoutMs: number, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
+async function bounded<T>(
+  what: string,
+  verb: string,
+  namespace: string,
+  timeoutMs: number,
+  call: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
   const deadline = new AbortController()
   const timer = setTimeout(() => deadline.abort(), timeoutMs)
   try {
     return await call(deadline.signal)
   } catch (e) {
     if (deadline.signal.aborted) throw new KubeTimeoutError(what, timeoutMs)
-    if (e instanceof ApiException && e.code === 403) throw new KubeForbiddenError(verb, 'pods', namespace, typeof e.body === 'string' ? e.body : JSON.stringify(e.body ?? ''))
-    if (e instanceof ApiException) throw new KubeStreamError(`${what} failed with HTTP ${e.code}${statusMessage(e.body)}`, e.code)
+    if (e instanceof ApiException && e.code === 403)
+      throw new KubeForbiddenError(
+        verb,
+        'pods',
+        namespace,
+        typeof e.body === 'string' ? e.body : JSON.stringify(e.body ?? ''),
+      )
+    if (e instanceof ApiException)
+      throw new KubeStreamError(`${what} failed with HTTP ${e.code}${statusMessage(e.body)}`, e.code)
     throw new KubeStreamError(`${what} failed: ${(e as Error).message}`)
   } finally {
     clearTimeout(timer)
@@ -117,7 +138,9 @@ async function bounded<T>(what: string, verb: string, namespace: string, timeout
 
 function statusMessage(body: unknown): string {
   try {
-    const message = (typeof body === 'string' ? (JSON.parse(body) as {message?: string}) : (body as {message?: string} | undefined))?.message
+    const message = (
+      typeof body === 'string' ? (JSON.parse(body) as {message?: string}) : (body as {message?: string} | undefined)
+    )?.message
     return message ? `: ${message}` : ''
   } catch {
     return ''
@@ -151,7 +174,9 @@ export class DebugPods {
     const {namespace} = this.settings
     const name = pod.metadata!.name!
     const ref: PodRef = {namespace, name, container: CONTAINER, image}
-    const create = bounded(`create pod ${namespace}/${name}`, 'create', namespace, this.timeoutMs, (signal) => this.core.createNamespacedPod({namespace, body: pod}, abortableBy(signal)))
+    const create = bounded(`create pod ${namespace}/${name}`, 'create', namespace, this.timeoutMs, (signal) =>
+      this.core.createNamespacedPod({namespace, body: pod}, abortableBy(signal)),
+    )
     create.catch(() => undefined)
     track(name, async () => {
       await create.catch(() => undefined)
@@ -187,13 +212,19 @@ export class DebugPods {
       if (pod.status?.phase === 'Running' && state?.running) return
       const waiting = state?.waiting?.reason
       if (waiting && STUCK.test(waiting))
-        throw new KubeStreamError(`the debug Pod ${ref.namespace}/${ref.name} cannot start: ${waiting}${state?.waiting?.message ? ` (${state.waiting.message})` : ''}`)
+        throw new KubeStreamError(
+          `the debug Pod ${ref.namespace}/${ref.name} cannot start: ${waiting}${state?.waiting?.message ? ` (${state.waiting.message})` : ''}`,
+        )
       if (pod.status?.phase === 'Failed' || pod.status?.phase === 'Succeeded' || state?.terminated)
-        throw new KubeStreamError(`the debug Pod ${ref.namespace}/${ref.name} ended before it was used: ${state?.terminated?.reason ?? pod.status?.reason ?? pod.status?.phase}`)
+        throw new KubeStreamError(
+          `the debug Pod ${ref.namespace}/${ref.name} ended before it was used: ${state?.terminated?.reason ?? pod.status?.reason ?? pod.status?.phase}`,
+        )
       last = [pod.status?.phase ?? 'Pending', waiting].filter(Boolean).join(', ')
       await sleep(Math.min(pause, Math.max(0, this.timeoutMs - (Date.now() - startedAt))))
     }
-    throw new KubeStreamError(`the debug Pod ${ref.namespace}/${ref.name} was not running within ${this.timeoutMs / 1000}s (${last})`)
+    throw new KubeStreamError(
+      `the debug Pod ${ref.namespace}/${ref.name} was not running within ${this.timeoutMs / 1000}s (${last})`,
+    )
   }
 
   /**
@@ -205,7 +236,9 @@ export class DebugPods {
     const startedAt = Date.now()
     try {
       try {
-        await bounded(`delete pod ${namespace}/${name}`, 'delete', namespace, this.timeoutMs, (signal) => this.core.deleteNamespacedPod({namespace, name, gracePeriodSeconds: 0}, abortableBy(signal)))
+        await bounded(`delete pod ${namespace}/${name}`, 'delete', namespace, this.timeoutMs, (signal) =>
+          this.core.deleteNamespacedPod({namespace, name, gracePeriodSeconds: 0}, abortableBy(signal)),
+        )
       } catch (e) {
         if (!(e instanceof KubeStreamError && e.httpStatus === 404)) throw e
       }
@@ -213,7 +246,9 @@ export class DebugPods {
         const left = this.timeoutMs - (Date.now() - startedAt)
         if (left <= 0) throw new Error(`still there after ${this.timeoutMs / 1000}s`)
         try {
-          await bounded(`get pod ${namespace}/${name}`, 'get', namespace, left, (signal) => this.core.readNamespacedPod({namespace, name}, abortableBy(signal)))
+          await bounded(`get pod ${namespace}/${name}`, 'get', namespace, left, (signal) =>
+            this.core.readNamespacedPod({namespace, name}, abortableBy(signal)),
+          )
         } catch (e) {
           if (e instanceof KubeStreamError && e.httpStatus === 404) break
           throw e
@@ -224,7 +259,10 @@ export class DebugPods {
       return undefined
     } catch (e) {
       untrack(name)
-      const why = e instanceof KubeForbiddenError ? `RBAC forbids ${e.verb} on pods in namespace "${namespace}" (403)` : (e as Error).message
+      const why =
+        e instanceof KubeForbiddenError
+          ? `RBAC forbids ${e.verb} on pods in namespace "${namespace}" (403)`
+          : (e as Error).message
       const kubectl = [...this.settings.kubectl, 'delete', 'pod', '-n', namespace, name].map(shellWord).join(' ')
       return `the debug Pod ${namespace}/${name} on ${node} was not deleted (${why}): delete it with: ${kubectl}`
     }

@@ -32,7 +32,14 @@ interface ExecStatus {
  * returns its output and exit code. A non-zero exit is a result, not an error; refusals, a missing program, the
  * deadline and cancellation are typed errors (kube-stream-errors.ts).
  */
-export async function execInPod(kubeConfig: KubeConfig, namespace: string, pod: string, container: string, argv: string[], options: ExecOptions): Promise<ExecResult> {
+export async function execInPod(
+  kubeConfig: KubeConfig,
+  namespace: string,
+  pod: string,
+  container: string,
+  argv: string[],
+  options: ExecOptions,
+): Promise<ExecResult> {
   if (argv.length === 0) throw new KubeStreamError('exec needs a command')
   const query = new URLSearchParams()
   for (const arg of argv) query.append('command', arg)
@@ -75,7 +82,13 @@ export async function execInPod(kubeConfig: KubeConfig, namespace: string, pod: 
   })
 }
 
-function fromStatus(data: Buffer, command: string, what: string, stdout: Buffer[], stderr: Buffer[]): ExecResult | Error {
+function fromStatus(
+  data: Buffer,
+  command: string,
+  what: string,
+  stdout: Buffer[],
+  stderr: Buffer[],
+): ExecResult | Error {
   let status: ExecStatus
   try {
     status = JSON.parse(data.toString('utf8')) as ExecStatus
@@ -83,9 +96,12 @@ function fromStatus(data: Buffer, command: string, what: string, stdout: Buffer[
     return new KubeStreamError(`${what}: unreadable status ${JSON.stringify(data.toString('utf8').slice(0, 200))}`)
   }
   const exitCode = exitCodeOf(status)
-  if (exitCode !== undefined) return {stdout: Buffer.concat(stdout).toString('utf8'), stderr: Buffer.concat(stderr).toString('utf8'), exitCode}
+  if (exitCode !== undefined)
+    return {stdout: Buffer.concat(stdout).toString('utf8'), stderr: Buffer.concat(stderr).toString('utf8'), exitCode}
   const message = status.message ?? status.reason ?? 'unknown failure'
-  return /executable file not found|no such file or directory/i.test(message) ? new KubeCommandNotFoundError(command, message) : new KubeStreamError(`${what} failed: ${message}`)
+  return /executable file not found|no such file or directory/i.test(message)
+    ? new KubeCommandNotFoundError(command, message)
+    : new KubeStreamError(`${what} failed: ${message}`)
 }
 
 /** The exit code a Status on the error channel reports, or undefined when the command did not run. */

@@ -2,7 +2,13 @@ import type {ClientRequest, IncomingMessage} from 'node:http'
 import type {RequestOptions} from 'node:https'
 import type {KubeConfig} from '@kubernetes/client-node'
 import WebSocket from 'ws'
-import {KubeAbortedError, KubeForbiddenError, KubeNotFoundError, KubeStreamError, KubeTimeoutError} from './kube-stream-errors.js'
+import {
+  KubeAbortedError,
+  KubeForbiddenError,
+  KubeNotFoundError,
+  KubeStreamError,
+  KubeTimeoutError,
+} from './kube-stream-errors.js'
 
 /**
  * One WebSocket to a pod subresource (exec, portforward), authenticated by @kubernetes/client-node's
@@ -36,7 +42,12 @@ export interface PodStream {
 const MAX_STATUS_BYTES = 64 * 1024
 
 /** Opens the socket; `onFrame` gets each binary frame's channel and payload. Resolves once the upgrade succeeded. */
-export async function openPodStream(kubeConfig: KubeConfig, target: PodStreamTarget, options: PodStreamOptions, onFrame: (channel: number, data: Buffer) => void): Promise<PodStream> {
+export async function openPodStream(
+  kubeConfig: KubeConfig,
+  target: PodStreamTarget,
+  options: PodStreamOptions,
+  onFrame: (channel: number, data: Buffer) => void,
+): Promise<PodStream> {
   const what = `${target.subresource} in pod ${target.namespace}/${target.pod}`
   let socket: WebSocket | undefined
   let settled = false
@@ -68,7 +79,11 @@ export async function openPodStream(kubeConfig: KubeConfig, target: PodStreamTar
     })
     await Promise.race([opened, failed])
   } catch (e) {
-    fail(e instanceof KubeStreamError ? e : new KubeStreamError(`${what}: ${(e as {message?: string}).message ?? String(e)}`))
+    fail(
+      e instanceof KubeStreamError
+        ? e
+        : new KubeStreamError(`${what}: ${(e as {message?: string}).message ?? String(e)}`),
+    )
     return failed
   }
   return {socket: socket!, fail, finish, failed}
@@ -76,7 +91,12 @@ export async function openPodStream(kubeConfig: KubeConfig, target: PodStreamTar
 
 const PROTOCOLS = {exec: ['v5.channel.k8s.io', 'v4.channel.k8s.io'], portforward: ['v4.channel.k8s.io']}
 
-async function connect(kubeConfig: KubeConfig, target: PodStreamTarget, onFrame: (channel: number, data: Buffer) => void, created: (ws: WebSocket) => void): Promise<void> {
+async function connect(
+  kubeConfig: KubeConfig,
+  target: PodStreamTarget,
+  onFrame: (channel: number, data: Buffer) => void,
+  created: (ws: WebSocket) => void,
+): Promise<void> {
   const cluster = kubeConfig.getCurrentCluster()
   if (!cluster) throw new KubeStreamError('the kubeconfig has no current cluster')
   const server = new URL(cluster.server)
@@ -118,8 +138,16 @@ async function refusal(res: IncomingMessage, target: PodStreamTarget): Promise<E
   const code = res.statusCode ?? 0
   if (code === 403) {
     const named = /cannot (\S+) resource "([^"]+)"/.exec(message)
-    return new KubeForbiddenError(named?.[1] ?? 'create', named?.[2] ?? `pods/${target.subresource}`, target.namespace, message)
+    return new KubeForbiddenError(
+      named?.[1] ?? 'create',
+      named?.[2] ?? `pods/${target.subresource}`,
+      target.namespace,
+      message,
+    )
   }
   if (code === 404) return new KubeNotFoundError(target.namespace, target.pod)
-  return new KubeStreamError(`${target.subresource} in pod ${target.namespace}/${target.pod} refused (HTTP ${code})${message ? `: ${message}` : ''}`, code)
+  return new KubeStreamError(
+    `${target.subresource} in pod ${target.namespace}/${target.pod} refused (HTTP ${code})${message ? `: ${message}` : ''}`,
+    code,
+  )
 }

@@ -22,7 +22,13 @@ const ERROR = 1
  * (e.g. nothing listens: `refused`). Ending the writable side does not half-close (the protocol cannot); destroy()
  * closes the tunnel.
  */
-export async function openPortForward(kubeConfig: KubeConfig, namespace: string, pod: string, port: number, options: PortForwardOptions): Promise<Duplex> {
+export async function openPortForward(
+  kubeConfig: KubeConfig,
+  namespace: string,
+  pod: string,
+  port: number,
+  options: PortForwardOptions,
+): Promise<Duplex> {
   if (!Number.isInteger(port) || port < 1 || port > 65535) throw new RangeError(`not a port: ${port}`)
   const prefixPending = [true, true]
   const errorText: Buffer[] = []
@@ -43,8 +49,20 @@ export async function openPortForward(kubeConfig: KubeConfig, namespace: string,
     else if (duplex) duplex.push(data)
     else early.push(data)
   }
-  const stream = await openPodStream(kubeConfig, {namespace, pod, subresource: 'portforward', query: new URLSearchParams({ports: String(port)})}, options, onFrame)
-  const closedBeforeOpen = () => stream.fail(new KubePortForwardError(port, Buffer.concat(errorText).toString('utf8') || 'the tunnel closed before it opened', false))
+  const stream = await openPodStream(
+    kubeConfig,
+    {namespace, pod, subresource: 'portforward', query: new URLSearchParams({ports: String(port)})},
+    options,
+    onFrame,
+  )
+  const closedBeforeOpen = () =>
+    stream.fail(
+      new KubePortForwardError(
+        port,
+        Buffer.concat(errorText).toString('utf8') || 'the tunnel closed before it opened',
+        false,
+      ),
+    )
   stream.socket.on('close', closedBeforeOpen)
   await Promise.race([firstFrame, stream.failed])
   stream.socket.off('close', closedBeforeOpen)

@@ -15,17 +15,23 @@ function endpoint(text: string): string | undefined {
  * `ipvsadm -Ln` text, for nodes read where `ipvsadm` is absent. Lines it does not understand are left out.
  */
 export function procIpVsAsIpvsadm(text: string): string {
-  const out = ['Prot LocalAddress:Port Scheduler Flags', '  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn']
+  const out = [
+    'Prot LocalAddress:Port Scheduler Flags',
+    '  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn',
+  ]
   for (const raw of text.split('\n')) {
     const words = raw.trim().split(/\s+/)
     if (/^(TCP|UDP|SCTP)$/.test(words[0] ?? '')) {
       const address = endpoint(words[1] ?? '')
       if (!address || !words[2]) continue
       const persistent = words.indexOf('persistent')
-      out.push(`${words[0]}  ${address} ${words[2]}${persistent >= 0 ? ` persistent ${Number(words[persistent + 1])}` : ''}`)
+      out.push(
+        `${words[0]}  ${address} ${words[2]}${persistent >= 0 ? ` persistent ${Number(words[persistent + 1])}` : ''}`,
+      )
     } else if (words[0] === '->') {
       const address = endpoint(words[1] ?? '')
-      if (address && words[2] && /^\d+$/.test(words[3] ?? '')) out.push(`  -> ${address}  ${words[2]} ${words[3]} ${words[4] ?? 0} ${words[5] ?? 0}`)
+      if (address && words[2] && /^\d+$/.test(words[3] ?? ''))
+        out.push(`  -> ${address}  ${words[2]} ${words[3]} ${words[4] ?? 0} ${words[5] ?? 0}`)
     }
   }
   return out.join('\n') + '\n'

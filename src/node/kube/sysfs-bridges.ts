@@ -24,5 +24,7 @@ export function hairpinLines(grepOutput: string): string[] {
     const owner = /^\/sys\/class\/net\/([^/]+)\/brport\/bridge\/uevent:INTERFACE=(\S+)$/.exec(line)
     if (owner && INTERFACE.test(owner[2])) bridge.set(owner[1], owner[2])
   }
-  return [...hairpin].flatMap(([port, value]) => (bridge.has(port) ? [`/sys/class/net/${bridge.get(port)}/brif/${port}/hairpin_mode ${value}`] : []))
+  return [...hairpin].flatMap(([port, value]) =>
+    bridge.has(port) ? [`/sys/class/net/${bridge.get(port)}/brif/${port}/hairpin_mode ${value}`] : [],
+  )
 }

@@ -31,7 +31,12 @@ declare module 'ws' {
 
   class WebSocketServer extends EventEmitter {
     constructor(options: ServerOptions)
-    handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer, callback: (ws: WebSocket, request: IncomingMessage) => void): void
+    handleUpgrade(
+      request: IncomingMessage,
+      socket: Duplex,
+      head: Buffer,
+      callback: (ws: WebSocket, request: IncomingMessage) => void,
+    ): void
     close(cb?: (err?: Error) => void): void
   }
 

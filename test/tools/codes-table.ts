@@ -1,11 +1,12 @@
 /**
- * The README's finding-code table, generated from the catalogue. `npm run codes:readme` rewrites it in place;
- * test/unit/readme.test.ts fails when the README and the catalogue differ.
+ * The finding-code table of docs/checks.md, generated from the catalogue. `npm run codes:docs` rewrites it in place;
+ * test/unit/readme.test.ts fails when docs/checks.md and the catalogue differ.
  */
 import {readFileSync, writeFileSync} from 'node:fs'
 import {CATALOGUE} from '../../src/checks/catalogue.js'
 
-export const START = '<!-- codes:start (generated from src/checks/catalogue.ts by npm run codes:readme) -->'
+export const CODES_DOC = 'docs/checks.md'
+export const START = '<!-- codes:start (generated from src/checks/catalogue.ts by npm run codes:docs) -->'
 export const END = '<!-- codes:end -->'
 
 const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ')
@@ -25,12 +26,12 @@ export function renderCodesTable(): string {
   ].join('\n')
 }
 
-/** The README with its code table replaced by the generated one. */
-export function withCodesTable(readme: string): string {
-  const start = readme.indexOf(START)
-  const end = readme.indexOf(END)
-  if (start < 0 || end < start) throw new Error(`README.md has no ${START} … ${END} section`)
-  return readme.slice(0, start) + renderCodesTable() + readme.slice(end + END.length)
+/** The document with its code table replaced by the generated one. */
+export function withCodesTable(doc: string): string {
+  const start = doc.indexOf(START)
+  const end = doc.indexOf(END)
+  if (start < 0 || end < start) throw new Error(`${CODES_DOC} has no ${START} … ${END} section`)
+  return doc.slice(0, start) + renderCodesTable() + doc.slice(end + END.length)
 }
 
-if (process.argv[2] === '--write') writeFileSync('README.md', withCodesTable(readFileSync('README.md', 'utf8')))
+if (process.argv[2] === '--write') writeFileSync(CODES_DOC, withCodesTable(readFileSync(CODES_DOC, 'utf8')))

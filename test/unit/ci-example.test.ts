@@ -59,12 +59,21 @@ test('examples/ci/github-actions.yaml is YAML, and each kproxy-doctor in it is a
   }
   const scan = steps.find((s) => s.run?.includes('kproxy-doctor scan'))!
   assert.match(scan.run!, /> report\.xml\s*$/, 'the JUnit report goes to the file the next steps publish')
+
+  // kproxy-doctor is not on the npm registry yet: the job installs a tarball built with npm pack, before the scan.
+  const installs = shellCommands(workflow).filter(
+    (w) => w.includes('kproxy-doctor') || w.some((x) => /kproxy-doctor-/.test(x)),
+  )
+  assert.ok(!installs.some((w) => w[0] === 'npx' || (w[0] === 'npm' && w.includes('exec'))), 'not run through npx')
+  const install = steps.findIndex((s) => /^npm install -g \.\/ci\/kproxy-doctor-\*\.tgz$/.test(s.run?.trim() ?? ''))
+  assert.ok(install >= 0 && install < steps.indexOf(scan), 'the packed tarball is installed before the scan')
+  assert.match(WORKFLOW, /^# .*npm ci && npm pack/m, 'the header says how to build the tarball')
 })
 
-test('the README shows the same workflow as examples/ci/github-actions.yaml, under "CI smoke checks"', () => {
-  const readme = readFileSync(resolve(ROOT, 'README.md'), 'utf8')
-  const section = readme.slice(readme.indexOf('#### CI smoke checks'))
-  assert.ok(section.length < readme.length, 'README has a "CI smoke checks" subsection')
+test('docs/ci.md shows the same workflow as examples/ci/github-actions.yaml, under "CI smoke checks"', () => {
+  const doc = readFileSync(resolve(ROOT, 'docs/ci.md'), 'utf8')
+  const section = doc.slice(doc.indexOf('\n## CI smoke checks\n'))
+  assert.ok(section.length < doc.length, 'docs/ci.md has a "CI smoke checks" section')
   const block = /```yaml\n([\s\S]*?)```/.exec(section)
   assert.equal(block?.[1], WORKFLOW)
 })

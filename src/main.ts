@@ -1,7 +1,7 @@
 /**
- * The program as users run it. `npm run build` bundles this file with everything it imports into one file,
- * dist/kproxy-doctor.js (esbuild, scripts/bundle.mjs), which bin/run.js, bin/kubectl-kproxy_doctor and the single
- * executable run. It starts oclif with nothing to find on disk: the package.json fields oclif reads and the commands'
+ * The program as users run it. `npm run build` bundles this file with everything it imports into
+ * dist/bundle/kproxy-doctor.js and the chunks it loads on first use (esbuild, scripts/bundle.mjs), which bin/run.js
+ * and bin/kubectl-kproxy_doctor run; the single executable holds the same program as one file (scripts/sea.mjs). It starts oclif with nothing to find on disk: the package.json fields oclif reads and the commands'
  * manifest (what `oclif manifest` writes: every command's flags, arguments and help) are built into the bundle, so
  * listing, --version and --help load no command, and each command's module is imported only when that command runs.
  */

@@ -1,5 +1,6 @@
 /**
- * npm run bench: generates kube-proxy-shaped dumps of 1k, 10k and 50k Services × 10 endpoints (KPD_BENCH_SIZES: other
+ * npm run bench: first start-up (startup.ts: --version and svc on the bundled example against a bare `node -e 0`,
+ * target ≤ 2.0×; KPD_BENCH_STARTUP_RUNS=0 skips it); then generates kube-proxy-shaped dumps of 1k, 10k and 50k Services × 10 endpoints (KPD_BENCH_SIZES: other
  * sizes, comma-separated; empty for none) and measures, each as
  * one whole process (spawn to exit, peak RSS), plain Node reading + line-splitting the dump, `svc --snapshot`
  * diagnosing one Service offline, and `trace` on the same dump; then `scan -n` of every Service of a 10k-Service
@@ -17,6 +18,7 @@ import {mkdirSync, rmSync, statSync} from 'node:fs'
 import {join, resolve} from 'node:path'
 import {generateBundle} from './generate.js'
 import {liveBench} from './live-fleet.js'
+import {startupBench} from './startup.js'
 
 const sizes = (process.env.KPD_BENCH_SIZES ?? '1000,10000,50000')
   .split(',')
@@ -47,6 +49,8 @@ const mb = (b: number) => `${(b / 1048576).toFixed(1)} MB`
 mkdirSync(outDir, {recursive: true})
 const rows: string[] = []
 let failed = false
+if (Number(process.env.KPD_BENCH_STARTUP_RUNS ?? 20) > 0)
+  failed = !startupBench((text) => void process.stdout.write(text))
 for (const n of sizes) {
   const {bundle, dump, target} = generateBundle(outDir, n)
   const size = statSync(dump).size

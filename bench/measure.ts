@@ -6,10 +6,14 @@
  *   node measure.js scan BUNDLE
  */
 import {resolve} from 'node:path'
+import {pathToFileURL} from 'node:url'
 
 const [mode, a, b] = process.argv.slice(2)
 const started = performance.now()
-const {run} = await import('@oclif/core')
+// The program as users run it: the bundle `npm run build` makes (dist/bundle), beside dist/bench.
+const {runCli} = (await import(pathToFileURL(resolve(import.meta.dirname, '../bundle/kproxy-doctor.js')).href)) as {
+  runCli: (argv: string[], options: {root: string}) => Promise<void>
+}
 const ARGS: Record<string, string[]> = {
   svc: ['svc', b, '-n', 'bench', '--snapshot', a, '-o', 'json'],
   trace: ['trace', '--iptables-save', a, '--src', '10.128.0.200', '--dst', b, '--dport', '80', '-o', 'json'],
@@ -28,7 +32,7 @@ process.stdout.write = ((chunk: string) => {
   else if (out.length < HEAD_CHARS) out += chunk.slice(0, HEAD_CHARS - out.length)
   return true
 }) as typeof process.stdout.write
-await run(args, resolve(import.meta.dirname, '../../bin/run.js'))
+await runCli(args, {root: resolve(import.meta.dirname, '../..')})
 process.stdout.write = write
 if (mode === 'scan') {
   if (!/^\{\s*"kind": "ScanReport",\s*"ok": true,/.test(out))

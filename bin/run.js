@@ -1,4 +1,6 @@
 #!/usr/bin/env node
-import {execute} from '@oclif/core'
+// `kproxy-doctor ...` runs this file: the program, bundled into one file by `npm run build`.
+import {fileURLToPath} from 'node:url'
+import {runCli} from '../dist/bundle/kproxy-doctor.js'
 
-await execute({dir: import.meta.url})
+await runCli(process.argv.slice(2), {root: fileURLToPath(new URL('..', import.meta.url))})

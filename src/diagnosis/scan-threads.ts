@@ -1,5 +1,6 @@
 import {setImmediate as yieldToEvents} from 'node:timers/promises'
 import {Worker} from 'node:worker_threads'
+import {existsSync} from 'node:fs'
 import type {NodeObservation} from '../node/bundle.js'
 import type {SharedNodeReads} from '../node/shared-reads.js'
 import type {DiagnoseOptions} from './diagnose.js'
@@ -39,12 +40,16 @@ const BATCH = 8
 /** A scan judges Services on more threads only past this many (a thread first parses every node's dumps itself). */
 const SERVICES_FOR_THREADS = 1000
 const MAX_THREADS = 4
+/** The worker's script: beside this file compiled alone, and beside the bundle (a separate entry of the build). */
+const WORKER_SCRIPT = new URL('./scan-worker.js', import.meta.url)
 
 /**
  * Threads to judge `services` Services on: `requested` (--threads) if given, else on large scans one per CPU the
  * process may use (cores, and its cgroup's CPU quota), up to 4.
  */
 export function scanThreads(requested: number | undefined, services: number): number {
+  // The single executable has no worker script beside it: it judges on this thread.
+  if (!existsSync(WORKER_SCRIPT)) return 1
   const wanted = requested ?? (services >= SERVICES_FOR_THREADS ? Math.min(usableCpus(), MAX_THREADS) : 1)
   return Math.max(1, Math.min(wanted, Math.ceil(services / BATCH)))
 }
@@ -85,10 +90,7 @@ export async function judgeOnThreads<R>(j: ThreadedJudging<R>): Promise<number[]
     options: {...plain, reach: j.reach, verbose: log !== undefined},
     recipe: j.recipe,
   }
-  const workers = Array.from(
-    {length: j.threads - 1},
-    () => new Worker(new URL('./scan-worker.js', import.meta.url), {workerData: data}),
-  )
+  const workers = Array.from({length: j.threads - 1}, () => new Worker(WORKER_SCRIPT, {workerData: data}))
   // How many Services each thread judged, this one first.
   const judged = new Array<number>(j.threads).fill(0)
   const finished = workers.map(

@@ -49,7 +49,13 @@ function elementJson(r: Report): Uint8Array {
 export function keepScannedServices(withJson: boolean, opts: ReportOptions): Keep<ScannedService> {
   return {
     summarise: scannedService(withJson, opts),
-    recipe: {module: import.meta.url, name: scannedService.name, args: [withJson, opts]},
+    // This file by its name: the same file compiled alone, and the file the bundle keeps beside itself (its own
+    // import.meta.url is then the bundle's).
+    recipe: {
+      module: new URL('./scan-report.js', import.meta.url).href,
+      name: scannedService.name,
+      args: [withJson, opts],
+    },
   }
 }
 

@@ -6,14 +6,17 @@ import {
   mkdirSync,
   mkdtempSync,
   readdirSync,
+  readFileSync,
   realpathSync,
   rmSync,
+  statSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs'
 import {tmpdir} from 'node:os'
 import {dirname, join, resolve} from 'node:path'
 import {after, before, test} from 'node:test'
+import {generateBundle} from '../../bench/generate.js'
 
 // Packs the working tree as `npm pack` would for a release (prepack cleans dist/ and builds), installs the tarball globally into a
 // temporary prefix from the npm cache only (--offline), and runs what a user would run.
@@ -47,6 +50,7 @@ before(() => {
     'tsconfig.json',
     'README.md',
     'bin',
+    'scripts',
     'src',
     'examples',
     'schema',
@@ -54,7 +58,8 @@ before(() => {
     if (existsSync(join(repo, entry))) cpSync(join(repo, entry), join(src, entry), {recursive: true})
   }
   symlinkSync(realpathSync(join(repo, 'node_modules')), join(src, 'node_modules'))
-  // A compiled command whose source is gone must not ship (oclif would still list it): prepack starts from an empty dist/.
+  // A compiled command whose source is gone must not ship (the build's oclif manifest, made from the compiled commands,
+  // would list it): prepack starts from an empty dist/.
   mkdirSync(join(src, 'dist/src/commands'), {recursive: true})
   writeFileSync(join(src, 'dist/src/commands/removed.js'), 'export default class Removed {}\n')
   mkdirSync(join(tmp, 'out'))
@@ -77,21 +82,50 @@ function installFromCache(args: string[]): void {
   }
 }
 
-test('the packed tarball holds the compiled CLI, its examples and nothing from development', () => {
+test('the packed tarball holds the bundled CLI, its examples and nothing from development', () => {
   const files = execFileSync('tar', ['-tzf', tarball], {encoding: 'utf8'}).trim().split('\n')
   for (const wanted of [
     'package/bin/run.js',
-    'package/dist/src/commands/svc.js',
+    'package/bin/kubectl-kproxy_doctor',
+    'package/dist/bundle/kproxy-doctor.js',
+    'package/dist/bundle/scan-worker.js',
+    'package/dist/bundle/scan-report.js',
+    'package/dist/bundle/THIRD-PARTY-NOTICES.txt',
     'package/examples/broken-cluster/services.json',
     'package/README.md',
     'package/package.json',
   ])
     assert.ok(files.includes(wanted), `${wanted} in the tarball`)
   const unwanted = files.filter(
-    (f) => /^package\/(src|test|bench|dist\/test|dist\/bench|scripts|node_modules|\.ci)\//.test(f) || f.endsWith('.ts'),
+    (f) =>
+      /^package\/(src|test|bench|dist\/src|dist\/test|dist\/bench|dist\/sea|scripts|node_modules|\.ci)\//.test(f) ||
+      f.endsWith('.ts'),
   )
   assert.deepEqual(unwanted, [])
-  assert.ok(!files.includes('package/dist/src/commands/removed.js'), 'a stale compiled file is not packed')
+  const pkg = JSON.parse(execFileSync('tar', ['-xzOf', tarball, 'package/package.json'], {encoding: 'utf8'}))
+  assert.deepEqual(pkg.dependencies ?? {}, {}, 'everything the CLI runs is in the bundle')
+})
+
+test('npm i -g installs the package alone, within 20 MB', () => {
+  const installed = join(prefix, 'lib/node_modules/kproxy-doctor')
+  assert.deepEqual(
+    readdirSync(prefix, {recursive: true}).filter((f) => String(f).includes('node_modules/kproxy-doctor/node_modules')),
+    [],
+  )
+  // Every file's size, as `du -sb` counts it (the package has no node_modules of its own: checked above).
+  const bytes = readdirSync(installed, {recursive: true, withFileTypes: true})
+    .filter((e) => e.isFile())
+    .reduce((sum, e) => sum + statSync(join(e.parentPath, e.name)).size, 0)
+  assert.ok(bytes <= 20 * 1024 * 1024, `installed size ${(bytes / 1048576).toFixed(1)} MB`)
+  const help = run(join(prefix, 'bin/kproxy-doctor'), ['help'])
+  assert.equal(help.code, 0, help.stderr)
+  assert.match(help.stdout, /svc +Diagnose one Service/)
+  assert.doesNotMatch(help.stdout, /removed/, 'a stale compiled command is not listed')
+  const version = run(join(prefix, 'bin/kproxy-doctor'), ['--version'])
+  assert.equal(
+    version.stdout,
+    `kproxy-doctor/${JSON.parse(readFileSync('package.json', 'utf8')).version} ${process.platform}-${process.arch} node-${process.version}\n`,
+  )
 })
 
 test('npm i -g: the installed kproxy-doctor diagnoses the bundled broken example', () => {
@@ -157,4 +191,25 @@ test('the installed package is a kubectl plugin: kubectl finds it on PATH and ru
   )
   assert.equal(r.code, 1, r.stderr)
   assert.match(r.stdout, /^✗ shop\/web: .* breaks at DNAT on node-b/)
+})
+
+test('the installed package judges a large scan on worker threads (files beside the bundle)', () => {
+  const {bundle} = generateBundle(join(tmp, 'scan'), 40, {nodes: 1})
+  const r = run(join(prefix, 'bin/kproxy-doctor'), [
+    'scan',
+    '-n',
+    'bench',
+    '--snapshot',
+    bundle,
+    '--threads',
+    '2',
+    '-v',
+    '-o',
+    'json',
+  ])
+  assert.equal(r.code, 0, r.stderr)
+  assert.match(r.stderr, /40 of 40 Service\(s\) to diagnose, on 2 thread\(s\)/)
+  const document = JSON.parse(r.stdout)
+  assert.equal(document.ok, true)
+  assert.equal(document.services.length, 40)
 })

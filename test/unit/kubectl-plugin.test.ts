@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
-import {execFile} from 'node:child_process'
+import {execFile, execFileSync, spawnSync} from 'node:child_process'
+import {createHash} from 'node:crypto'
 import {mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {dirname, join, resolve} from 'node:path'
@@ -103,11 +104,47 @@ test("kubectl's --kubeconfig and --context reach the diagnosis", async () => {
   assert.match(down.stderr, /cannot reach the Kubernetes API at https:\/\/127\.0\.0\.1:1: ECONNREFUSED/)
 })
 
-test('the krew manifest names the plugin, its version and the file kubectl runs', () => {
-  const manifest = parse(readFileSync('plugins/kproxy-doctor.yaml', 'utf8'))
+test('the krew manifest is a template: the release fills each platform from the checksum of its own asset', () => {
+  const template = readFileSync('plugins/kproxy-doctor.template.yaml', 'utf8')
+  assert.doesNotMatch(template, /[0-9a-f]{64}/, 'the checked-in template claims no checksum')
+  const assets = [...template.matchAll(/\{\{URI:([^}]+)\}\}/g)].map((m) => m[1])
+  assert.deepEqual(assets, [
+    'kproxy-doctor-linux-x64.tar.gz',
+    'kproxy-doctor-linux-arm64.tar.gz',
+    'kproxy-doctor-npm.tgz',
+  ])
+  const sums = join(tmp, 'SHA256SUMS')
+  const checksum = (asset: string) => createHash('sha256').update(asset).digest('hex')
+  writeFileSync(sums, assets.map((a) => `${checksum(a)}  ${a}\n`).join(''))
   const pkg = JSON.parse(readFileSync('package.json', 'utf8'))
+  const base = 'https://github.com/example/kproxy-doctor/releases/download/v9.9.9'
+  const filled = execFileSync(
+    process.execPath,
+    ['scripts/krew-manifest.mjs', '--version', pkg.version, '--base-url', base, '--checksums', sums],
+    {encoding: 'utf8'},
+  )
+  const manifest = parse(filled)
   assert.equal(manifest.kind, 'Plugin')
   assert.equal(manifest.metadata.name, 'kproxy-doctor')
   assert.equal(manifest.spec.version, `v${pkg.version}`)
-  for (const p of manifest.spec.platforms) assert.equal(`./${p.bin}`, pkg.bin['kubectl-kproxy_doctor'])
+  assert.equal(manifest.spec.homepage, 'https://github.com/example/kproxy-doctor')
+  const platforms = manifest.spec.platforms as Array<{uri: string; sha256: string; bin: string}>
+  assert.deepEqual(
+    platforms.map((p) => [p.uri, p.sha256]),
+    assets.map((a) => [`${base}/${a}`, checksum(a)]),
+  )
+  assert.deepEqual(
+    platforms.map((p) => p.bin),
+    ['kproxy-doctor', 'kproxy-doctor', pkg.bin['kubectl-kproxy_doctor'].replace(/^\.\//, '')],
+  )
+  // An asset without a checksum gives no manifest.
+  writeFileSync(sums, `${checksum(assets[0])}  ${assets[0]}\n`)
+  const refused = spawnSync(
+    process.execPath,
+    ['scripts/krew-manifest.mjs', '--version', pkg.version, '--base-url', base, '--checksums', sums],
+    {encoding: 'utf8'},
+  )
+  assert.equal(refused.status, 2)
+  assert.equal(refused.stdout, '')
+  assert.match(refused.stderr, /no checksum for kproxy-doctor-linux-arm64\.tar\.gz/)
 })

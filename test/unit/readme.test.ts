@@ -74,10 +74,8 @@ test('Install gives the routes that work today (from a clone) and the registry a
   assert.ok(pkg.bin['kubectl-kproxy_doctor'] && install.includes('`kubectl-kproxy_doctor`'))
   assert.ok(pkg.scripts.prepack.includes('npm run build'), 'npm pack builds the package (why npm ci comes first)')
 
-  // The krew manifest's archive checksum stays all zeros until a release exists: until then no command block of the
-  // README or docs/ may install or run kproxy-doctor from the registry, and Install says the routes are to come.
-  const manifest = readFileSync('plugins/kproxy-doctor.yaml', 'utf8')
-  const released = !/sha256: '0{64}'/.test(manifest)
+  // Not released yet: no command block of the README or docs/ may install or run kproxy-doctor from the registry,
+  // and Install says those routes are to come. The first release changes these lines together with the docs.
   const fromRegistry = /\bnpx (--yes )?kproxy-doctor\b|npm (install|i) (-g |--global )?kproxy-doctor\b|krew install/
   const registryCommands = [...documents].flatMap(([path, text]) =>
     split(text)
@@ -85,12 +83,14 @@ test('Install gives the routes that work today (from a clone) and the registry a
       .filter((l) => fromRegistry.test(l))
       .map((l) => `${path}: ${l.trim()}`),
   )
-  if (released) assert.ok(registryCommands.length > 0, 'a release exists: show its install command')
-  else {
-    assert.deepEqual(registryCommands, [], 'not released yet: no command block installs from the registry')
-    assert.match(install, /not on the npm registry yet/)
-    assert.match(install, /After the first release \(not yet\), `npm install -g kproxy-doctor`/)
-  }
+  assert.deepEqual(registryCommands, [], 'not released yet: no command block installs from the registry')
+  assert.match(install, /not on the npm registry yet/)
+  assert.match(install, /After the first release \(not yet\), `npm install -g kproxy-doctor`/)
+  assert.match(
+    readFileSync('plugins/kproxy-doctor.template.yaml', 'utf8'),
+    /sha256: '\{\{SHA256:/,
+    'the krew manifest is a template',
+  )
 })
 
 test('the set-up section holds exactly two commands: the demo, and the one CI runs', () => {

@@ -1,0 +1,70 @@
+/**
+ * Start-up (issue #28): what a user waits for before any work, each figure beside a bare `node -e 0` measured in the
+ * same run. `kproxy-doctor --version` and `svc` on the bundled example (as `npm run demo` runs it) through bin/run.js,
+ * the installed package's command; and the same through the standalone executable when `npm run sea` has built it
+ * (dist/sea). Every command runs KPD_BENCH_STARTUP_RUNS times (default 20), all of them in turns so that a change in
+ * the machine's load reaches each alike; each figure is the best (least disturbed) run. Target: at most 2.0× the bare
+ * baseline.
+ */
+import {spawnSync} from 'node:child_process'
+import {existsSync} from 'node:fs'
+import {arch} from 'node:os'
+import {resolve} from 'node:path'
+
+const TARGET = 2.0
+const repo = resolve(import.meta.dirname, '../..')
+const example = ['svc', 'web', '-n', 'shop', '--snapshot', resolve(repo, 'examples/broken-cluster')]
+
+interface Workload {
+  what: string
+  command: string[]
+  /** The exit code it must end with (svc: 1, the example's error finding). */
+  code: number
+  target: boolean
+}
+
+/** Wall time of one process, spawn to exit; throws when it did not end as expected. */
+function once(w: Workload): number {
+  const started = performance.now()
+  const r = spawnSync(w.command[0], w.command.slice(1), {
+    cwd: repo,
+    encoding: 'utf8',
+    env: {...process.env, NO_COLOR: '1'},
+  })
+  const ms = performance.now() - started
+  if (r.status !== w.code) throw new Error(`${w.what}: exit ${r.status}, expected ${w.code}: ${r.stderr.slice(-400)}`)
+  return ms
+}
+
+/** Prints the start-up figures; returns whether every target was met. */
+export function startupBench(write: (text: string) => void): boolean {
+  const runs = Number(process.env.KPD_BENCH_STARTUP_RUNS ?? 20)
+  const node = process.execPath
+  const bin = resolve(repo, 'bin/run.js')
+  const sea = resolve(repo, `dist/sea/kproxy-doctor-linux-${arch()}`)
+  const workloads: Workload[] = [
+    {what: 'node -e 0 (bare)', command: [node, '-e', '0'], code: 0, target: false},
+    {what: 'kproxy-doctor --version', command: [node, bin, '--version'], code: 0, target: true},
+    {what: 'kproxy-doctor svc (example)', command: [node, bin, ...example], code: 1, target: true},
+  ]
+  if (existsSync(sea))
+    workloads.push(
+      {what: 'executable --version', command: [sea, '--version'], code: 0, target: true},
+      {what: 'executable svc (example)', command: [sea, ...example], code: 1, target: true},
+    )
+  const times = workloads.map(() => [] as number[])
+  for (let i = 0; i < runs; i++) workloads.forEach((w, j) => times[j].push(once(w)))
+  const best = times.map((t) => Math.min(...t))
+  let met = true
+  write(`start-up, best of ${runs} runs each, against a bare node -e 0 of this run (target ≤ ${TARGET.toFixed(1)}×)\n`)
+  workloads.forEach((w, j) => {
+    const ratio = best[j] / best[0]
+    const missed = w.target && ratio > TARGET
+    met &&= !missed
+    write(
+      `  ${w.what.padEnd(30)} ${best[j].toFixed(0).padStart(5)} ms  ${ratio.toFixed(2).padStart(5)}× bare${missed ? '  TARGET MISSED' : ''}\n`,
+    )
+  })
+  if (!existsSync(sea)) write(`  (the standalone executable is measured too once \`npm run sea\` has built ${sea})\n`)
+  return met
+}

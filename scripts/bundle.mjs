@@ -1,0 +1,157 @@
+// The last step of `npm run build` (after tsc): bundles the program, src/main.ts, with everything it runs into
+// dist/bundle/, which the npm package and the container image ship (the single executable: see --sea):
+//   kproxy-doctor.js  the program (bin/run.js and bin/kubectl-kproxy_doctor import it)
+//   scan-worker.js    a scan's worker thread (src/diagnosis/scan-worker.ts), started from the file beside the program
+//   scan-report.js    what a worker thread imports to summarise a Service (src/report/scan-report.ts)
+//   chunk-*.js        the code the entries share, split where src/ imports a module on first use (import()): a
+//                     command reads only the code it runs (--version none of the engine; a snapshot not the API
+//                     client, ssh2 or ws), which halves --version's start-up against one 7.7 MB file (npm run bench)
+//   THIRD-PARTY-NOTICES.txt  the licence of every package bundled
+// Built in: oclif's manifest (every command's flags and help, made by oclif's own loader from the compiled commands,
+// as `oclif manifest` does) and the package.json fields oclif reads, so that starting reads no other file.
+//   node scripts/bundle.mjs [--sea FILE]   --sea: the whole program as one CommonJS file, for a single executable
+import * as esbuild from 'esbuild'
+import {Plugin} from '@oclif/core'
+import {existsSync, mkdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {dirname, join, relative, resolve} from 'node:path'
+import {parseArgs} from 'node:util'
+
+const repo = resolve(import.meta.dirname, '..')
+const outdir = join(repo, 'dist/bundle')
+const {values} = parseArgs({options: {sea: {type: 'string'}}})
+
+/**
+ * Packages src/ loads on first use with `createRequire(import.meta.url)(name)` (to start faster when a run does not
+ * need them): bundled too, and still loaded on first use.
+ */
+const LOADED_ON_USE = ['yaml']
+
+/** Optional native helpers of bundled packages, which they load in a try and do without (ssh2, ws). */
+const OPTIONAL_NATIVE = ['cpu-features', 'bufferutil', 'utf-8-validate', '*.node']
+/** Required only when oclif runs TypeScript sources in development. */
+const DEVELOPMENT_ONLY = ['typescript']
+
+const pkg = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8'))
+
+async function manifestOf(root, isRoot) {
+  const plugin = new Plugin({root, type: 'core', isRoot, ignoreManifest: isRoot, errorOnManifestCreate: true})
+  await plugin.load()
+  // Where oclif would import each command from on disk: the bundle imports them itself.
+  const commands = JSON.parse(JSON.stringify(plugin.manifest.commands))
+  for (const c of Object.values(commands)) {
+    delete c.isESM
+    delete c.relativePath
+  }
+  return {name: plugin.name, version: plugin.version, commands}
+}
+
+const plugins = [
+  await manifestOf(repo, true),
+  ...(await Promise.all(pkg.oclif.plugins.map((name) => manifestOf(join(repo, 'node_modules', name), false)))),
+]
+const {COMMANDS} = await import(join(repo, 'dist/src/main.js'))
+const listed = plugins.flatMap((p) => Object.keys(p.commands)).sort()
+if (listed.join() !== Object.keys(COMMANDS).sort().join())
+  throw new Error(`src/main.ts COMMANDS (${Object.keys(COMMANDS).sort()}) must name every command (${listed})`)
+const builtIn = {
+  pjson: {name: pkg.name, version: pkg.version, oclif: pkg.oclif},
+  plugins,
+}
+
+const loadedOnUse = {
+  name: 'loaded-on-use',
+  setup(build) {
+    build.onResolve({filter: /^node:module$/}, (args) =>
+      args.importer.startsWith(join(repo, 'src')) ? {path: 'node:module', namespace: 'loaded-on-use'} : undefined,
+    )
+    build.onLoad({filter: /.*/, namespace: 'loaded-on-use'}, () => ({
+      resolveDir: repo,
+      contents: `export function createRequire() {
+  return (name) => {
+    switch (name) {
+${LOADED_ON_USE.map((name) => `      case ${JSON.stringify(name)}: return require(${JSON.stringify(name)})`).join('\n')}
+    }
+    throw new Error(name + ' is not bundled: add it to LOADED_ON_USE in scripts/bundle.mjs')
+  }
+}`,
+    }))
+  },
+}
+
+// oclif checks at start that Node.js satisfies @oclif/core's engines, which loads semver and reads oclif's package.json
+// (absent from the bundle): npm checks this package's engines (node >= 20) on install, and the single executable
+// brings its own Node.js.
+const banner = "process.env.OCLIF_DISABLE_ENGINE_WARNING ??= 'true';"
+
+const common = {
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  external: [...OPTIONAL_NATIVE, ...DEVELOPMENT_ONLY],
+  define: {KPD_BUILT_IN: JSON.stringify(JSON.stringify(builtIn))},
+  plugins: [loadedOnUse],
+  metafile: true,
+  legalComments: 'none',
+  logLevel: 'warning',
+}
+
+let result
+if (values.sea) {
+  // A single executable runs one CommonJS script: import.meta.url is the executable's own file (nothing lies beside
+  // it, so no worker thread starts), and it runs as `kubectl kproxy-doctor` when kubectl runs it by that name.
+  mkdirSync(dirname(resolve(values.sea)), {recursive: true})
+  result = await esbuild.build({
+    ...common,
+    stdin: {
+      contents: `import {basename, dirname} from 'node:path'
+import {runCli} from './src/main.ts'
+void runCli(process.argv.slice(2), {
+  root: dirname(process.execPath),
+  kubectlPlugin: basename(process.argv0) === 'kubectl-kproxy_doctor',
+})`,
+      resolveDir: repo,
+      sourcefile: 'sea-main.ts',
+      loader: 'ts',
+    },
+    format: 'cjs',
+    outfile: resolve(values.sea),
+    define: {...common.define, 'import.meta.url': 'kpdExecutableUrl'},
+    banner: {js: `${banner} const kpdExecutableUrl = require('node:url').pathToFileURL(process.execPath).href;`},
+  })
+} else {
+  rmSync(outdir, {recursive: true, force: true})
+  result = await esbuild.build({
+    ...common,
+    entryPoints: {
+      'kproxy-doctor': join(repo, 'src/main.ts'),
+      'scan-worker': join(repo, 'src/diagnosis/scan-worker.ts'),
+      'scan-report': join(repo, 'src/report/scan-report.ts'),
+    },
+    format: 'esm',
+    splitting: true,
+    outdir,
+    // Bundled CommonJS packages require Node's own modules.
+    banner: {
+      js: `${banner} import {createRequire as kpdCreateRequire} from 'node:module'; const require = kpdCreateRequire(import.meta.url);`,
+    },
+  })
+  writeFileSync(join(outdir, 'THIRD-PARTY-NOTICES.txt'), notices(result.metafile))
+}
+
+/** Each bundled package's name, version and licence file, from the inputs esbuild read. */
+function notices(metafile) {
+  const roots = new Set()
+  for (const input of Object.keys(metafile.inputs)) {
+    const m = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(input)
+    if (m) roots.add(m[1])
+  }
+  const sections = [...roots].sort().map((root) => {
+    const p = JSON.parse(readFileSync(join(repo, root, 'package.json'), 'utf8'))
+    const licence = ['LICENSE', 'LICENSE.md', 'LICENSE.txt', 'license', 'license.md', 'LICENCE', 'LICENSE-MIT']
+      .map((f) => join(repo, root, f))
+      .find((f) => existsSync(f))
+    const text = licence ? readFileSync(licence, 'utf8').trim() : `${p.license} (the package ships no licence file)`
+    return `${p.name} ${p.version} (${p.license}), ${relative(repo, join(repo, root))}\n\n${text}\n`
+  })
+  return `kproxy-doctor bundles these packages:\n\n${sections.join('\n' + '-'.repeat(78) + '\n\n')}`
+}

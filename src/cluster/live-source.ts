@@ -35,6 +35,7 @@ export function loadKubeConfig(opts: Pick<KubeOptions, 'kubeconfig' | 'context'>
   } catch (e) {
     throw new DiagnosisError(
       `cannot load kubeconfig ${opts.kubeconfig ?? ''}: ${(e as Error).message}`.replace('  ', ' '),
+      {cause: e},
     )
   }
   if (opts.context) {
@@ -175,6 +176,7 @@ export class LiveClusterSource implements ClusterSource {
       if (deadline.signal.aborted)
         throw new DiagnosisError(
           `the API server ${this.server} did not answer ${verb} ${resource} within ${this.timeoutMs / 1000}s`,
+          {cause: e},
         )
       const where = namespace ? ` in namespace "${namespace}"` : ''
       if (e instanceof ApiException) {
@@ -183,12 +185,16 @@ export class LiveClusterSource implements ClusterSource {
         if (e.code === 401)
           throw new DiagnosisError(
             `the API server ${this.server} refused our credentials (401 Unauthorized) on ${verb} ${resource}: check the kubeconfig user`,
+            {cause: e},
           )
-        if (e.code === 403) throw new DiagnosisError(`RBAC forbids ${verb} ${resource}${where} (403): ${message}`)
-        throw new DiagnosisError(`${verb} ${resource}${where} failed with HTTP ${e.code}: ${message}`)
+        if (e.code === 403)
+          throw new DiagnosisError(`RBAC forbids ${verb} ${resource}${where} (403): ${message}`, {cause: e})
+        throw new DiagnosisError(`${verb} ${resource}${where} failed with HTTP ${e.code}: ${message}`, {cause: e})
       }
       const err = e as {code?: string; message?: string}
-      throw new DiagnosisError(`cannot reach the Kubernetes API at ${this.server}: ${err.code ?? err.message}`)
+      throw new DiagnosisError(`cannot reach the Kubernetes API at ${this.server}: ${err.code ?? err.message}`, {
+        cause: e,
+      })
     } finally {
       clearTimeout(timer)
     }

@@ -117,7 +117,7 @@ export async function readNodesThrough(
     try {
       sshNames = await sshConfigNames(opts.sshConfig)
     } catch (e) {
-      throw new DiagnosisError((e as Error).message)
+      throw new DiagnosisError((e as Error).message, {cause: e})
     }
   }
   const sshConfigName = opts.sshConfig ?? '~/.ssh/config'
@@ -267,7 +267,7 @@ async function sshConnectorOrFail(connector: (name: TransportName) => Promise<No
   try {
     return await connector('ssh')
   } catch (e) {
-    throw new DiagnosisError((e as Error).message)
+    throw new DiagnosisError((e as Error).message, {cause: e})
   }
 }
 

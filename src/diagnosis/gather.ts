@@ -110,7 +110,7 @@ async function sshConnector(opts: {
   try {
     return await transportConnector('ssh', opts)
   } catch (e) {
-    throw new DiagnosisError((e as Error).message)
+    throw new DiagnosisError((e as Error).message, {cause: e})
   }
 }
 

@@ -93,7 +93,7 @@ export function checkBundleOut(out: string, force: boolean): 'absent' | 'empty' 
     stat = lstatSync(out)
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return 'absent'
-    throw new DiagnosisError(`cannot use --out ${out}: ${(e as Error).message}`)
+    throw new DiagnosisError(`cannot use --out ${out}: ${(e as Error).message}`, {cause: e})
   }
   if (stat.isSymbolicLink())
     throw new DiagnosisError(
@@ -125,7 +125,7 @@ export function writeBundle(
   try {
     building = mkdtempSync(join(dirname(target), `.${basename(target)}.kpd-tmp-`))
   } catch (e) {
-    throw new DiagnosisError(`cannot create a folder next to ${out}: ${(e as Error).message}`)
+    throw new DiagnosisError(`cannot create a folder next to ${out}: ${(e as Error).message}`, {cause: e})
   }
   try {
     writeContent(building, cluster, recordings, subject)
@@ -140,7 +140,7 @@ export function writeBundle(
     rmSync(building, {recursive: true, force: true})
     throw e instanceof DiagnosisError
       ? e
-      : new DiagnosisError(`cannot write the bundle ${out}: ${(e as Error).message}`)
+      : new DiagnosisError(`cannot write the bundle ${out}: ${(e as Error).message}`, {cause: e})
   }
 }
 

@@ -358,7 +358,7 @@ function mergeJsonRulesets(outs: Buffer[]): Buffer {
     try {
       list = (JSON.parse(out.toString('utf8')) as {nftables?: unknown[]}).nftables ?? []
     } catch (e) {
-      throw new Error(`nft -j list table answered no JSON: ${(e as Error).message}`)
+      throw new Error(`nft -j list table answered no JSON: ${(e as Error).message}`, {cause: e})
     }
     return i === 0 ? list : list.filter((o) => !(typeof o === 'object' && o !== null && 'metainfo' in o))
   })

@@ -46,7 +46,7 @@ export function parseResponse(msg: Buffer, type: DnsRecordType, id: number): {rc
   try {
     reply = dnsPacket.decode(msg)
   } catch (e) {
-    throw new Error(`malformed DNS reply (${(e as Error).message})`)
+    throw new Error(`malformed DNS reply (${(e as Error).message})`, {cause: e})
   }
   // dns-packet reads record data past the end of a cut-off message without a word: its byte count tells.
   if (dnsPacket.decode.bytes > msg.length)

@@ -153,10 +153,11 @@ export class PodExecNodeAccess implements NodeAccess {
       })
     } catch (e) {
       if (e instanceof KubeCommandNotFoundError) return {kind: 'missing', tool: argv[0]}
-      if (e instanceof KubeForbiddenError) throw new Error(this.refused(e))
+      if (e instanceof KubeForbiddenError) throw new Error(this.refused(e), {cause: e})
       if (e instanceof KubeTimeoutError)
         throw new Error(
           `${argv[argv[0] === 'chroot' ? 2 : 0]} in ${this.kind.pod} ${this.podName()} did not finish within ${timeoutMs / 1000}s`,
+          {cause: e},
         )
       throw e
     }

@@ -31,12 +31,12 @@ export interface TransportOptions {
 /** This way in does not exist for the node (no Pod there, RBAC refuses): nothing was tried on the node itself. */
 export class TransportUnavailable extends Error {
   override name = 'TransportUnavailable'
-  constructor(
-    message: string,
-    /** What the attempt left in the cluster and could not remove (a debug Pod), with the command that removes it. */
-    readonly leftover?: string,
-  ) {
-    super(message)
+  /** What the attempt left in the cluster and could not remove (a debug Pod), with the command that removes it. */
+  readonly leftover?: string
+
+  constructor(message: string, options: {leftover?: string; cause?: unknown} = {}) {
+    super(message, options.cause === undefined ? undefined : {cause: options.cause})
+    this.leftover = options.leftover
   }
 }
 
@@ -122,8 +122,9 @@ const TRANSPORTS = {
         if (e instanceof KubeForbiddenError)
           throw new TransportUnavailable(
             `RBAC forbids ${e.verb} on ${e.resource} in namespace "${e.namespace}" (403): needed to find kube-proxy's Pods`,
+            {cause: e},
           )
-        throw new TransportUnavailable(`kube-proxy's Pods could not be listed: ${(e as Error).message}`)
+        throw new TransportUnavailable(`kube-proxy's Pods could not be listed: ${(e as Error).message}`, {cause: e})
       }
       if (found.kind === 'none') throw new TransportUnavailable(found.reason)
       return new PodExecNodeAccess(kubeConfig, found.pod, opts.timeoutMs)
@@ -155,9 +156,11 @@ const TRANSPORTS = {
           if (e instanceof KubeForbiddenError)
             throw new TransportUnavailable(
               `RBAC forbids ${e.verb} on ${e.resource} in namespace "${e.namespace}" (403): needed to find kube-proxy's image for the debug Pods (--debug-image names one)`,
+              {cause: e},
             )
           throw new TransportUnavailable(
             `kube-proxy's Pods could not be listed for their image: ${(e as Error).message}`,
+            {cause: e},
           )
         }
         if ('reason' in found) throw new TransportUnavailable(found.reason)
@@ -174,9 +177,10 @@ const TRANSPORTS = {
           const quoted = by === 'RBAC forbids' ? '' : `: ${statusText(e.serverMessage)}`
           throw new TransportUnavailable(
             `${by} ${e.verb} on ${e.resource} in namespace "${e.namespace}" (403${quoted}): needed to create the debug Pods`,
+            {cause: e},
           )
         }
-        throw new TransportUnavailable((e as Error).message, (e as {leftover?: string}).leftover)
+        throw new TransportUnavailable((e as Error).message, {leftover: (e as {leftover?: string}).leftover, cause: e})
       }
       const made = pod
       return new PodExecNodeAccess(kubeConfig, made, opts.timeoutMs, {

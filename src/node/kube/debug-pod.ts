@@ -120,17 +120,21 @@ async function bounded<T>(
   try {
     return await call(deadline.signal)
   } catch (e) {
-    if (deadline.signal.aborted) throw new KubeTimeoutError(what, timeoutMs)
+    if (deadline.signal.aborted) throw new KubeTimeoutError(what, timeoutMs, {cause: e})
     if (e instanceof ApiException && e.code === 403)
       throw new KubeForbiddenError(
         verb,
         'pods',
         namespace,
         typeof e.body === 'string' ? e.body : JSON.stringify(e.body ?? ''),
+        {cause: e},
       )
     if (e instanceof ApiException)
-      throw new KubeStreamError(`${what} failed with HTTP ${e.code}${statusMessage(e.body)}`, e.code)
-    throw new KubeStreamError(`${what} failed: ${(e as Error).message}`)
+      throw new KubeStreamError(`${what} failed with HTTP ${e.code}${statusMessage(e.body)}`, {
+        httpStatus: e.code,
+        cause: e,
+      })
+    throw new KubeStreamError(`${what} failed: ${(e as Error).message}`, {cause: e})
   } finally {
     clearTimeout(timer)
   }
@@ -194,7 +198,7 @@ export class DebugPods {
       await this.waitRunning(ref)
     } catch (e) {
       const leftover = await this.remove(ref, node)
-      throw Object.assign(new KubeStreamError((e as Error).message), {leftover})
+      throw Object.assign(new KubeStreamError((e as Error).message, {cause: e}), {leftover})
     }
     return ref
   }

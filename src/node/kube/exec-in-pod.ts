@@ -92,8 +92,10 @@ function fromStatus(
   let status: ExecStatus
   try {
     status = JSON.parse(data.toString('utf8')) as ExecStatus
-  } catch {
-    return new KubeStreamError(`${what}: unreadable status ${JSON.stringify(data.toString('utf8').slice(0, 200))}`)
+  } catch (e) {
+    return new KubeStreamError(`${what}: unreadable status ${JSON.stringify(data.toString('utf8').slice(0, 200))}`, {
+      cause: e,
+    })
   }
   const exitCode = exitCodeOf(status)
   if (exitCode !== undefined)

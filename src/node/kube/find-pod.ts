@@ -104,11 +104,12 @@ async function listPods(kubeConfig: KubeConfig, selector: PodSelector, timeoutMs
       )
     ).items
   } catch (e) {
-    if (deadline.signal.aborted) throw new KubeTimeoutError(what, timeoutMs)
+    if (deadline.signal.aborted) throw new KubeTimeoutError(what, timeoutMs, {cause: e})
     if (e instanceof ApiException && e.code === 403)
-      throw new KubeForbiddenError('list', 'pods', selector.namespace, String(e.body ?? ''))
-    if (e instanceof ApiException) throw new KubeStreamError(`${what} failed with HTTP ${e.code}`, e.code)
-    throw new KubeStreamError(`${what} failed: ${(e as Error).message}`)
+      throw new KubeForbiddenError('list', 'pods', selector.namespace, String(e.body ?? ''), {cause: e})
+    if (e instanceof ApiException)
+      throw new KubeStreamError(`${what} failed with HTTP ${e.code}`, {httpStatus: e.code, cause: e})
+    throw new KubeStreamError(`${what} failed: ${(e as Error).message}`, {cause: e})
   } finally {
     clearTimeout(timer)
   }

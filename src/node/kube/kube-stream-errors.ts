@@ -1,12 +1,12 @@
 /** Why a pods/exec or pods/portforward call to the Kubernetes API did not give a result. */
 export class KubeStreamError extends Error {
   override name = 'KubeStreamError'
-  constructor(
-    message: string,
-    /** The HTTP status the API server refused the upgrade with, when it did. */
-    readonly httpStatus?: number,
-  ) {
-    super(message)
+  /** The HTTP status the API server refused the upgrade with, when it did. */
+  readonly httpStatus?: number
+
+  constructor(message: string, options: {httpStatus?: number; cause?: unknown} = {}) {
+    super(message, options.cause === undefined ? undefined : {cause: options.cause})
+    this.httpStatus = options.httpStatus
   }
 }
 
@@ -18,8 +18,12 @@ export class KubeForbiddenError extends KubeStreamError {
     readonly resource: string,
     readonly namespace: string,
     readonly serverMessage: string,
+    options: {cause?: unknown} = {},
   ) {
-    super(`forbidden: this user may not ${verb} ${resource} in the namespace "${namespace}"`, 403)
+    super(`forbidden: this user may not ${verb} ${resource} in the namespace "${namespace}"`, {
+      httpStatus: 403,
+      ...options,
+    })
   }
 }
 
@@ -29,7 +33,7 @@ export class KubeNotFoundError extends KubeStreamError {
     readonly namespace: string,
     readonly pod: string,
   ) {
-    super(`pod ${namespace}/${pod} was not found`, 404)
+    super(`pod ${namespace}/${pod} was not found`, {httpStatus: 404})
   }
 }
 
@@ -38,8 +42,9 @@ export class KubeTimeoutError extends KubeStreamError {
   constructor(
     readonly what: string,
     readonly timeoutMs: number,
+    options: {cause?: unknown} = {},
   ) {
-    super(`${what} did not finish within ${timeoutMs} ms`)
+    super(`${what} did not finish within ${timeoutMs} ms`, options)
   }
 }
 

@@ -82,7 +82,7 @@ export async function openPodStream(
     fail(
       e instanceof KubeStreamError
         ? e
-        : new KubeStreamError(`${what}: ${(e as {message?: string}).message ?? String(e)}`),
+        : new KubeStreamError(`${what}: ${(e as {message?: string}).message ?? String(e)}`, {cause: e}),
     )
     return failed
   }
@@ -148,6 +148,6 @@ async function refusal(res: IncomingMessage, target: PodStreamTarget): Promise<E
   if (code === 404) return new KubeNotFoundError(target.namespace, target.pod)
   return new KubeStreamError(
     `${target.subresource} in pod ${target.namespace}/${target.pod} refused (HTTP ${code})${message ? `: ${message}` : ''}`,
-    code,
+    {httpStatus: code},
   )
 }

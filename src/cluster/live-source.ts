@@ -1,9 +1,7 @@
-import {ApiException, CoreV1Api, DiscoveryV1Api, KubeConfig, Observable} from '../vendor/client-node.js'
+import {ApiException, CoreV1Api, DiscoveryV1Api, KubeConfig} from '../vendor/client-node.js'
 import type {
   ConfigurationOptions,
   ObservableMiddleware,
-  RequestContext,
-  ResponseContext,
   V1ConfigMap,
   V1EndpointSlice,
   V1Endpoints,
@@ -12,6 +10,7 @@ import type {
   V1Service,
 } from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
+import {abortableBy} from '../kube/abortable.js'
 import type {ClusterSource} from './cluster-source.js'
 
 export interface KubeOptions {
@@ -211,18 +210,6 @@ function statusMessage(body: unknown): string {
     /* not JSON */
   }
   return text.slice(0, 200)
-}
-
-/** Request options whose middleware hands the abort signal to the HTTP library for every request. */
-function abortableBy(signal: AbortSignal): ConfigurationOptions<ObservableMiddleware> {
-  const middleware: ObservableMiddleware = {
-    pre: (context: RequestContext) => {
-      context.setSignal(signal)
-      return new Observable(Promise.resolve(context))
-    },
-    post: (response: ResponseContext) => new Observable(Promise.resolve(response)),
-  }
-  return {middleware: [middleware], middlewareMergeStrategy: 'append'}
 }
 
 /** A URL with any user name and password replaced, fit for messages. */

@@ -3,7 +3,7 @@ import type {KubeConfig} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
 import type {NodeCollection} from '../node/collect-node.js'
 import type {NodeAccess} from '../node/node-access.js'
-import {mapBounded} from '../node/select-nodes.js'
+import {mapBounded} from '../util/map-bounded.js'
 import {
   sshConfigNames,
   transportConnector,

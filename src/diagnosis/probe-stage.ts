@@ -1,6 +1,6 @@
 import type {ClusterState} from '../cluster/types.js'
 import type {NodeObservation} from '../node/bundle.js'
-import {mapBounded} from '../node/select-nodes.js'
+import {mapBounded} from '../util/map-bounded.js'
 import {probeOpener, probeTargets, type NodeProbes, type ProbeRun, type ProbeSettings} from '../node/tcp-probe.js'
 import type {NodeAccess} from '../node/node-access.js'
 import type {NodeConnector} from '../node/transports.js'

@@ -35,9 +35,9 @@ import {parseIp} from '../net/address.js'
 import {backendNamedBy} from '../parse/iptables-save.js'
 import {parseRouteGet} from '../parse/ip-route.js'
 import type {RawCommandOutput, RawPathReads} from './path-reads.js'
-import {mapBounded} from './select-nodes.js'
+import {mapBounded} from '../util/map-bounded.js'
 import {readScopedRules, type RulesScope} from './scoped-rules.js'
-import {Slots} from './slots.js'
+import {Slots} from '../util/slots.js'
 
 interface DnsQuestion {
   name: string

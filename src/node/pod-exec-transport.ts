@@ -14,15 +14,10 @@ import {
   type NodeCommandKey,
 } from './node-commands.js'
 import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription} from './node-access.js'
-import {execInPod, type ExecResult} from './kube/exec-in-pod.js'
+import {execInPod, type ExecResult} from '../kube/exec-in-pod.js'
 import type {PodRef} from './kube/find-pod.js'
-import {
-  KubeCommandNotFoundError,
-  KubeForbiddenError,
-  KubePortForwardError,
-  KubeTimeoutError,
-} from './kube/kube-stream-errors.js'
-import {openPortForward} from './kube/port-forward.js'
+import {KubeCommandNotFoundError, KubeForbiddenError, KubePortForwardError, KubeTimeoutError} from '../kube/errors.js'
+import {openPortForward} from '../kube/port-forward.js'
 import {hairpinLines, interfacesOfProcNetDev} from './kube/sysfs-bridges.js'
 import {procIpVsAsIpvsadm} from './kube/proc-ip-vs.js'
 

@@ -39,17 +39,3 @@ export function selectNodes(
     note: `read ${hosting.length + others.length} of ${names.length} nodes: the ${hosting.length} hosting endpoints and ${others.length} others (use --all-nodes or --nodes)`,
   }
 }
-
-/** Runs fn over items with at most `limit` at once. */
-export async function mapBounded<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length)
-  let next = 0
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++
-      out[i] = await fn(items[i])
-    }
-  }
-  await Promise.all(Array.from({length: Math.min(limit, items.length)}, worker))
-  return out
-}

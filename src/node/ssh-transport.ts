@@ -1,4 +1,4 @@
-import {lateTimeout} from './late-timeout.js'
+import {lateTimeout} from '../util/late-timeout.js'
 import type {Duplex} from 'node:stream'
 import {gunzipSync} from 'node:zlib'
 import {

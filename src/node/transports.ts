@@ -109,7 +109,7 @@ const TRANSPORTS = {
     const [{podsByNode}, {PodExecNodeAccess}, {KubeForbiddenError}] = await Promise.all([
       import('./kube/find-pod.js'),
       import('./pod-exec-transport.js'),
-      import('./kube/kube-stream-errors.js'),
+      import('../kube/errors.js'),
     ])
     if (!opts.kube) throw new Error('the kube-proxy transport needs the kubeconfig')
     const {kubeConfig, pods} = opts.kube
@@ -138,7 +138,7 @@ const TRANSPORTS = {
     const [{kubeProxyImages}, {PodExecNodeAccess}, {KubeForbiddenError}, {DebugPods}] = await Promise.all([
       import('./kube/find-pod.js'),
       import('./pod-exec-transport.js'),
-      import('./kube/kube-stream-errors.js'),
+      import('../kube/errors.js'),
       import('./kube/debug-pod.js'),
     ])
     if (!opts.kube?.debug) throw new Error('the debug-pod transport needs the kubeconfig and a namespace')

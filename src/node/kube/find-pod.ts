@@ -1,13 +1,7 @@
-import type {
-  ConfigurationOptions,
-  KubeConfig,
-  ObservableMiddleware,
-  RequestContext,
-  ResponseContext,
-  V1Pod,
-} from '@kubernetes/client-node'
-import {ApiException, CoreV1Api, Observable} from '../../vendor/client-node.js'
-import {KubeForbiddenError, KubeStreamError, KubeTimeoutError} from './kube-stream-errors.js'
+import type {KubeConfig, V1Pod} from '@kubernetes/client-node'
+import {ApiException, CoreV1Api} from '../../vendor/client-node.js'
+import {abortableBy} from '../../kube/abortable.js'
+import {KubeForbiddenError, KubeStreamError, KubeTimeoutError} from '../../kube/errors.js'
 
 /** Which Pods are kube-proxy's: the DaemonSet's namespace and label selector (configurable; kubeadm's by default). */
 export interface PodSelector {
@@ -113,15 +107,4 @@ async function listPods(kubeConfig: KubeConfig, selector: PodSelector, timeoutMs
   } finally {
     clearTimeout(timer)
   }
-}
-
-export function abortableBy(signal: AbortSignal): ConfigurationOptions<ObservableMiddleware> {
-  const middleware: ObservableMiddleware = {
-    pre: (context: RequestContext) => {
-      context.setSignal(signal)
-      return new Observable(Promise.resolve(context))
-    },
-    post: (response: ResponseContext) => new Observable(Promise.resolve(response)),
-  }
-  return {middleware: [middleware], middlewareMergeStrategy: 'append'}
 }

@@ -1,6 +1,6 @@
 import type {KubeConfig} from '@kubernetes/client-node'
-import {KubeCommandNotFoundError, KubeStreamError} from './kube-stream-errors.js'
-import {openPodStream} from './kube-websocket.js'
+import {KubeCommandNotFoundError, KubeStreamError} from './errors.js'
+import {openPodStream} from './pod-stream.js'
 
 export interface ExecResult {
   stdout: string

@@ -2,13 +2,7 @@ import type {ClientRequest, IncomingMessage} from 'node:http'
 import type {RequestOptions} from 'node:https'
 import type {KubeConfig} from '@kubernetes/client-node'
 import WebSocket from 'ws'
-import {
-  KubeAbortedError,
-  KubeForbiddenError,
-  KubeNotFoundError,
-  KubeStreamError,
-  KubeTimeoutError,
-} from './kube-stream-errors.js'
+import {KubeAbortedError, KubeForbiddenError, KubeNotFoundError, KubeStreamError, KubeTimeoutError} from './errors.js'
 
 /**
  * One WebSocket to a pod subresource (exec, portforward), authenticated by @kubernetes/client-node's

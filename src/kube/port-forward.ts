@@ -1,7 +1,7 @@
 import {Duplex} from 'node:stream'
 import type {KubeConfig} from '@kubernetes/client-node'
-import {KubePortForwardError} from './kube-stream-errors.js'
-import {openPodStream} from './kube-websocket.js'
+import {KubePortForwardError} from './errors.js'
+import {openPodStream} from './pod-stream.js'
 
 export interface PortForwardOptions {
   /** Bounds opening the tunnel (the upgrade and the server's first frame); the open stream has no deadline. */

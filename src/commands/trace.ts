@@ -23,7 +23,7 @@ import type {Protocol, TraceResult, Tracer} from '../trace/types.js'
 import type {NftRuleset} from '../parse/nft-ruleset.js'
 import {parseNftDump} from '../parse/nft-dump.js'
 import {NftTracer} from '../trace/nft-tracer.js'
-import type {NodeObservation} from '../node/bundle.js'
+import type {NodeObservation} from '../node/observation.js'
 import {chooseMode} from '../model/modes/index.js'
 import {IpvsTracer} from '../trace/ipvs-tracer.js'
 

@@ -1,8 +1,8 @@
 import {randomBytes} from 'node:crypto'
 import type {KubeConfig} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
-import type {NodeCollection} from '../node/collect-node.js'
-import type {NodeAccess} from '../node/node-access.js'
+import type {NodeCollection} from '../node/read/collect-node.js'
+import type {NodeAccess} from '../node/transport/node-access.js'
 import {mapBounded} from '../util/map-bounded.js'
 import {
   sshConfigNames,
@@ -11,9 +11,9 @@ import {
   TransportUnavailable,
   type NodeConnector,
   type TransportName,
-} from '../node/transports.js'
-import type {VerboseLog} from '../node/logged-access.js'
-import {LEFTOVER_CLEANUP, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL} from '../node/kube/debug-pod-labels.js'
+} from '../node/transport/transports.js'
+import type {VerboseLog} from '../node/transport/logged-access.js'
+import {LEFTOVER_CLEANUP, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL} from '../node/transport/pod/debug-pod-labels.js'
 import {HOST_ROOT} from '../node/node-commands.js'
 
 /**

@@ -1,9 +1,9 @@
 import type {ClusterState} from '../cluster/types.js'
-import type {NodeObservation} from '../node/bundle.js'
+import type {NodeObservation} from '../node/observation.js'
 import {mapBounded} from '../util/map-bounded.js'
-import {probeOpener, probeTargets, type NodeProbes, type ProbeRun, type ProbeSettings} from '../node/tcp-probe.js'
-import type {NodeAccess} from '../node/node-access.js'
-import type {NodeConnector} from '../node/transports.js'
+import {probeOpener, probeTargets, type NodeProbes, type ProbeRun, type ProbeSettings} from '../node/probe/tcp-probe.js'
+import type {NodeAccess} from '../node/transport/node-access.js'
+import type {NodeConnector} from '../node/transport/transports.js'
 import {nodeAddress} from './node-address.js'
 import {planProbes, PROBE_SETTINGS, type ProbePlan} from './probe-plan.js'
 

@@ -5,7 +5,9 @@ import {MANIFEST_FILE, SNAPSHOT_FILES, type SnapshotManifest} from '../cluster/s
 import type {ClusterState} from '../cluster/types.js'
 import {DiagnosisError} from '../errors.js'
 import {isNodeName} from '../model/names.js'
-import {writeNodeRecording, type NodeObservation, type NodeRecording} from '../node/bundle.js'
+import {writeNodeRecording} from '../node/read/bundle.js'
+import type {NodeObservation} from '../node/observation.js'
+import type {NodeRecording} from '../node/read/node-files.js'
 import {NODES_DIR} from './gather.js'
 
 export interface BundleSubject {

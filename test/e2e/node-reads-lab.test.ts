@@ -8,7 +8,7 @@ import {withLab} from '../helpers/lab-suite.js'
 import {runCli} from '../helpers/run-cli.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
 import {tryRun} from '../lab/sh.js'
-import {readNodeBundle} from '../../src/node/bundle.js'
+import {readNodeBundle} from '../../src/node/read/bundle.js'
 import {
   buildCommandLine,
   compressedCommandLine,

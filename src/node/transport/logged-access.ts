@@ -1,6 +1,6 @@
 import type {NodeAccess, RunResult, TcpOpen, FileRead} from './node-access.js'
-import type {ArgsOf, NodeCommandKey} from './node-commands.js'
-import {joinHostPort} from '../net/host-port.js'
+import type {ArgsOf, NodeCommandKey} from '../node-commands.js'
+import {joinHostPort} from '../../net/host-port.js'
 
 /** Where --verbose lines go (stderr); one line per event, no trailing newline. */
 export type VerboseLog = (line: string) => void

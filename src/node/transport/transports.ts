@@ -1,8 +1,8 @@
 import {join} from 'node:path'
 import type {KubeConfig} from '@kubernetes/client-node'
 import type {NodeAccess} from './node-access.js'
-import type {PodSelector} from './kube/find-pod.js'
-import type {DebugPodSettings} from './kube/debug-pod.js'
+import type {PodSelector} from './pod/find-pod.js'
+import type {DebugPodSettings} from './pod/debug-pod.js'
 import {loggedAccess, type VerboseLog} from './logged-access.js'
 
 /** DNS-1123 subdomain: what Kubernetes allows in a node name, and so nothing that climbs out of a folder. */
@@ -81,9 +81,9 @@ type TransportFactory = (opts: TransportOptions) => Promise<NodeConnector>
 const TRANSPORTS = {
   ssh: async (opts: TransportOptions): Promise<NodeConnector> => {
     const [{loadSshConfig, resolveHost}, {SshSession}, {SshNodeAccess}] = await Promise.all([
-      import('./ssh-config.js'),
-      import('./ssh-session.js'),
-      import('./ssh-transport.js'),
+      import('./ssh/ssh-config.js'),
+      import('./ssh/ssh-session.js'),
+      import('./ssh/ssh-transport.js'),
     ])
     const blocks = loadSshConfig(opts.sshConfig)
     return async (target) => {
@@ -107,9 +107,9 @@ const TRANSPORTS = {
   },
   'kube-proxy': async (opts: TransportOptions): Promise<NodeConnector> => {
     const [{podsByNode}, {PodExecNodeAccess}, {KubeForbiddenError}] = await Promise.all([
-      import('./kube/find-pod.js'),
-      import('./pod-exec-transport.js'),
-      import('../kube/errors.js'),
+      import('./pod/find-pod.js'),
+      import('./pod/pod-exec-transport.js'),
+      import('../../kube/errors.js'),
     ])
     if (!opts.kube) throw new Error('the kube-proxy transport needs the kubeconfig')
     const {kubeConfig, pods} = opts.kube
@@ -136,10 +136,10 @@ const TRANSPORTS = {
    */
   'debug-pod': async (opts: TransportOptions): Promise<NodeConnector> => {
     const [{kubeProxyImages}, {PodExecNodeAccess}, {KubeForbiddenError}, {DebugPods}] = await Promise.all([
-      import('./kube/find-pod.js'),
-      import('./pod-exec-transport.js'),
-      import('../kube/errors.js'),
-      import('./kube/debug-pod.js'),
+      import('./pod/find-pod.js'),
+      import('./pod/pod-exec-transport.js'),
+      import('../../kube/errors.js'),
+      import('./pod/debug-pod.js'),
     ])
     if (!opts.kube?.debug) throw new Error('the debug-pod transport needs the kubeconfig and a namespace')
     const {kubeConfig, pods, debug} = opts.kube
@@ -235,7 +235,7 @@ export async function transportConnector(name: TransportName, opts: TransportOpt
  * holds defaults, not a way to the node). A config file given explicitly must exist.
  */
 export async function sshConfigNames(sshConfig: string | undefined): Promise<(node: string) => boolean> {
-  const {loadSshConfig, globToRegExp} = await import('./ssh-config.js')
+  const {loadSshConfig, globToRegExp} = await import('./ssh/ssh-config.js')
   const blocks = loadSshConfig(sshConfig).slice(1)
   return (node) =>
     blocks.some((b) => {

@@ -1,22 +1,11 @@
-import {
-  errorRecording,
-  isNftJson,
-  NODE_FILES,
-  parseNodeRecording,
-  RECORDED_AS,
-  type NodeObservation,
-  type NodeRecording,
-} from './bundle.js'
-import {
-  parseLookupOutput,
-  queryOverStream,
-  type DnsAnswer,
-  type DnsRecordAnswer,
-  type DnsRecordType,
-} from './dns-probe.js'
-import {httpGetOnNode} from './http-on-node.js'
-import {parseHealthz, parseMetrics, type KubeProxyStatus} from '../parse/kube-proxy-status.js'
-import {tcpOpener, type NodeAccess, type RunResult} from './node-access.js'
+import {errorRecording, isNftJson, NODE_FILES, RECORDED_AS, type NodeRecording} from './node-files.js'
+import {parseNodeRecording} from './recording.js'
+import type {NodeObservation} from '../observation.js'
+import {parseLookupOutput, type DnsRecordType} from '../../parse/dns-lookup.js'
+import {queryOverStream, type DnsAnswer, type DnsRecordAnswer} from '../probe/dns-probe.js'
+import {httpGetOnNode} from '../probe/http-on-node.js'
+import {parseHealthz, parseMetrics, type KubeProxyStatus} from '../../parse/kube-proxy-status.js'
+import {tcpOpener, type NodeAccess, type RunResult} from '../transport/node-access.js'
 import {
   BACKEND_SAVES,
   buildCommandLine,
@@ -30,14 +19,14 @@ import {
   type ConntrackProtocol,
   type NodeCommand,
   type NodeCommandKey,
-} from './node-commands.js'
-import {parseIp} from '../net/address.js'
-import {backendNamedBy} from '../parse/iptables-save.js'
-import {parseRouteGet} from '../parse/ip-route.js'
+} from '../node-commands.js'
+import {parseIp} from '../../net/address.js'
+import {backendNamedBy} from '../../parse/iptables-save.js'
+import {parseRouteGet} from '../../parse/ip-route.js'
 import type {RawCommandOutput, RawPathReads} from './path-reads.js'
-import {mapBounded} from '../util/map-bounded.js'
+import {mapBounded} from '../../util/map-bounded.js'
 import {readScopedRules, type RulesScope} from './scoped-rules.js'
-import {Slots} from '../util/slots.js'
+import {Slots} from '../../util/slots.js'
 
 interface DnsQuestion {
   name: string

@@ -1,4 +1,4 @@
-import {lateTimeout} from '../util/late-timeout.js'
+import {lateTimeout} from '../../../util/late-timeout.js'
 import type {Duplex} from 'node:stream'
 import {gunzipSync} from 'node:zlib'
 import {
@@ -13,10 +13,10 @@ import {
   type ArgsOf,
   type CommandLine,
   type NodeCommandKey,
-} from './node-commands.js'
-import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription} from './node-access.js'
+} from '../../node-commands.js'
+import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription} from '../node-access.js'
 import type {ExecResult} from './ssh-session.js'
-import {classifyOpenError} from './tcp-probe.js'
+import {classifyOpenError} from '../../probe/tcp-probe.js'
 
 /** What the SSH transport needs of a session (SshSession; a stand-in in tests). */
 export interface SshChannel {

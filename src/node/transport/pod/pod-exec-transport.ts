@@ -12,14 +12,19 @@ import {
   type ArgsOf,
   type NodeCommand,
   type NodeCommandKey,
-} from './node-commands.js'
-import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription} from './node-access.js'
-import {execInPod, type ExecResult} from '../kube/exec-in-pod.js'
-import type {PodRef} from './kube/find-pod.js'
-import {KubeCommandNotFoundError, KubeForbiddenError, KubePortForwardError, KubeTimeoutError} from '../kube/errors.js'
-import {openPortForward} from '../kube/port-forward.js'
-import {hairpinLines, interfacesOfProcNetDev} from './kube/sysfs-bridges.js'
-import {procIpVsAsIpvsadm} from './kube/proc-ip-vs.js'
+} from '../../node-commands.js'
+import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription} from '../node-access.js'
+import {execInPod, type ExecResult} from '../../../kube/exec-in-pod.js'
+import type {PodRef} from './find-pod.js'
+import {
+  KubeCommandNotFoundError,
+  KubeForbiddenError,
+  KubePortForwardError,
+  KubeTimeoutError,
+} from '../../../kube/errors.js'
+import {openPortForward} from '../../../kube/port-forward.js'
+import {hairpinLines, interfacesOfProcNetDev} from './sysfs-bridges.js'
+import {procIpVsAsIpvsadm} from './proc-ip-vs.js'
 
 /** The sysctl names of the allow-listed `sysctls` key, read one by one from /proc/sys where `sysctl` is absent. */
 const SYSCTL_NAMES = NODE_COMMANDS.sysctls.split(' ').slice(1)

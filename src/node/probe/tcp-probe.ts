@@ -1,6 +1,6 @@
-import {lateTimeout} from '../util/late-timeout.js'
+import {lateTimeout} from '../../util/late-timeout.js'
 import type {Duplex} from 'node:stream'
-import type {NodeAccess} from './node-access.js'
+import type {NodeAccess} from '../transport/node-access.js'
 
 /** Opens a TCP connection that originates on the node (an SSH direct-tcpip channel, a port-forward, …). */
 export type OpenTcp = (host: string, port: number) => Promise<Duplex>

@@ -1,7 +1,7 @@
 import type {KubeConfig, V1Pod} from '@kubernetes/client-node'
-import {ApiException, CoreV1Api} from '../../vendor/client-node.js'
-import {abortableBy} from '../../kube/abortable.js'
-import {KubeForbiddenError, KubeStreamError, KubeTimeoutError} from '../../kube/errors.js'
+import {ApiException, CoreV1Api} from '../../../vendor/client-node.js'
+import {abortableBy} from '../../../kube/abortable.js'
+import {KubeForbiddenError, KubeStreamError, KubeTimeoutError} from '../../../kube/errors.js'
 
 /** Which Pods are kube-proxy's: the DaemonSet's namespace and label selector (configurable; kubeadm's by default). */
 export interface PodSelector {

@@ -4,9 +4,10 @@ import {
   type ArgsOf,
   type NodeCommand,
   type NodeCommandKey,
-} from './node-commands.js'
+} from '../node-commands.js'
 import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription} from './node-access.js'
-import {isNftJson, loadNodeRecording, NODE_FILES, RECORDED_AS, type NodeRecording} from './bundle.js'
+import {isNftJson, NODE_FILES, RECORDED_AS, type NodeRecording} from '../read/node-files.js'
+import {loadNodeRecording} from '../read/bundle.js'
 
 /** NodeAccess over a recording (a node's folder of a bundle): outputs by command key; what was not recorded says so. */
 export class SnapshotNodeAccess implements NodeAccess {

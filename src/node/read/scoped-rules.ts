@@ -1,8 +1,8 @@
-import {cidrContains, parseCidr, parseIp} from '../net/address.js'
-import {destinationPort, findOption, parseRule, type ParsedRule} from '../parse/iptables-rule.js'
-import {CHAIN_BY_CHAIN_HEADER} from '../parse/iptables-save.js'
-import type {NodeAccess} from './node-access.js'
-import {CHAIN_TRAILER, IPTABLES_TABLES, isChainName, MAX_CHAINS_PER_READ, type IptablesTable} from './node-commands.js'
+import {cidrContains, parseCidr, parseIp} from '../../net/address.js'
+import {destinationPort, findOption, parseRule, type ParsedRule} from '../../parse/iptables-rule.js'
+import {CHAIN_BY_CHAIN_HEADER} from '../../parse/iptables-save.js'
+import type {NodeAccess} from '../transport/node-access.js'
+import {CHAIN_TRAILER, IPTABLES_TABLES, isChainName, MAX_CHAINS_PER_READ, type IptablesTable} from '../node-commands.js'
 
 /**
  * What one Service's packets can carry, for reading only the iptables chains they can reach. A jump is left unread

@@ -1,5 +1,5 @@
-import {addressInCidr, canonicalIp} from '../../net/address.js'
-import {joinHostPort} from '../../net/host-port.js'
+import {addressInCidr, canonicalIp} from '../../../net/address.js'
+import {joinHostPort} from '../../../net/host-port.js'
 
 /** `HEX:HEXPORT` (IPv4) or `[IPV6]:HEXPORT`, as the kernel prints addresses in /proc/net/ip_vs. */
 function endpoint(text: string): string | undefined {

@@ -1,7 +1,7 @@
-import {parseConntrackList, type ConntrackEntry} from '../parse/conntrack.js'
-import {parseRouteGet, parseRouteTable, routeGetFailure, type Route} from '../parse/ip-route.js'
-import {parseSysctl, type SysctlValues} from '../parse/sysctl.js'
-import {CONNTRACK_PROTOCOLS, toolMissing, type ConntrackProtocol} from './node-commands.js'
+import {parseConntrackList, type ConntrackEntry} from '../../parse/conntrack.js'
+import {parseRouteGet, parseRouteTable, routeGetFailure, type Route} from '../../parse/ip-route.js'
+import {parseSysctl, type SysctlValues} from '../../parse/sysctl.js'
+import {CONNTRACK_PROTOCOLS, toolMissing, type ConntrackProtocol} from '../node-commands.js'
 
 /** One command's raw outcome, as recorded in a bundle (path-reads.json); `notRead` when it could not be run at all. */
 export interface RawCommandOutput {

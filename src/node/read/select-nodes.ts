@@ -1,5 +1,5 @@
 import type {V1Node} from '@kubernetes/client-node'
-import {DiagnosisError} from '../errors.js'
+import {DiagnosisError} from '../../errors.js'
 
 const ALL_NODES_LIMIT = 50
 const SAMPLE_SIZE = 5

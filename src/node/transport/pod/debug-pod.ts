@@ -1,10 +1,10 @@
 import type {KubeConfig, V1Pod} from '@kubernetes/client-node'
-import {ApiException, CoreV1Api} from '../../vendor/client-node.js'
-import {HOST_ROOT} from '../node-commands.js'
+import {ApiException, CoreV1Api} from '../../../vendor/client-node.js'
+import {HOST_ROOT} from '../../node-commands.js'
 import {LEFTOVER_CLEANUP, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL} from './debug-pod-labels.js'
-import {abortableBy} from '../../kube/abortable.js'
+import {abortableBy} from '../../../kube/abortable.js'
 import type {PodRef} from './find-pod.js'
-import {KubeForbiddenError, KubeStreamError, KubeTimeoutError} from '../../kube/errors.js'
+import {KubeForbiddenError, KubeStreamError, KubeTimeoutError} from '../../../kube/errors.js'
 
 const CONTAINER = 'debug'
 

@@ -3,8 +3,8 @@ import ssh2 from 'ssh2'
 import type {ClientChannel} from 'ssh2'
 import {checkKnownHosts, hostKeyAlgorithms, knownHostsName, type KnownHostsResult} from './known-hosts.js'
 import type {SshHostConfig} from './ssh-config.js'
-import {programOf, type CommandLine} from './node-commands.js'
-import {Slots} from '../util/slots.js'
+import {programOf, type CommandLine} from '../../node-commands.js'
+import {Slots} from '../../../util/slots.js'
 
 export interface SshOptions {
   /** Skip host key checking (only with the explicit flag). */

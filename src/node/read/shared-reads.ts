@@ -1,6 +1,8 @@
-import {FileSource, type DumpSource} from '../parse/dump-source.js'
-import {openRegularFile} from '../parse/regular-file.js'
-import {parseNodeRecording, type NodeFile, type NodeObservation, type NodeRecording} from './bundle.js'
+import {FileSource, type DumpSource} from '../../parse/dump-source.js'
+import {openRegularFile} from '../../parse/regular-file.js'
+import {parseNodeRecording} from './recording.js'
+import type {NodeFile, NodeRecording} from './node-files.js'
+import type {NodeObservation} from '../observation.js'
 
 /**
  * One node's reads as data another thread can take: each file's bytes in memory shared between the threads (copied

@@ -10,8 +10,8 @@ import {
   transportNotes,
   TransportUnavailable,
   type NodeConnector,
-  type TransportName,
 } from '../node/transport/transports.js'
+import type {TransportName} from '../node/transport/transport-names.js'
 import type {VerboseLog} from '../node/transport/logged-access.js'
 import {LEFTOVER_CLEANUP, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL} from '../node/transport/pod/debug-pod-labels.js'
 import {HOST_ROOT} from '../node/node-commands.js'

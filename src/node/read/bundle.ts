@@ -2,17 +2,17 @@ import {existsSync, mkdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import type {DumpSource} from '../../parse/dump-source.js'
 import {openRegularFile, readRegularFile} from '../../parse/regular-file.js'
-import {BACKEND_SAVES} from '../node-commands.js'
+import {BACKEND_SAVES, NODE_READS} from './node-reads.js'
 import type {NodeObservation} from '../observation.js'
-import {errorRecording, NODE_FILES, RECORDED_AS, type NodeFile, type NodeRecording} from './node-files.js'
+import {errorRecording, NODE_FILES, type NodeFile, type NodeRecording} from './node-files.js'
 import {parseNodeRecording} from './recording.js'
 
 /** The iptables dumps of a snapshot: left on disk when large and read chain by chain as the diagnosis asks. */
-const DUMPS_ON_DISK: ReadonlySet<NodeFile> = new Set([
-  NODE_FILES.iptablesSave,
-  NODE_FILES.ip6tablesSave,
-  ...BACKEND_SAVES.map((b) => RECORDED_AS[b.command]!),
-])
+const DUMPS_ON_DISK: ReadonlySet<NodeFile> = new Set(
+  (['iptablesSave', 'ip6tablesSave', ...BACKEND_SAVES.map((b) => b.command)] as const).map(
+    (key) => NODE_READS[key].recorded.file,
+  ),
+)
 const ON_DISK_OVER_BYTES = 8 << 20
 
 /** Loads a node's folder of a bundle into memory (only the files a bundle holds). */

@@ -1,28 +1,21 @@
-import {errorRecording, isNftJson, NODE_FILES, RECORDED_AS, type NodeRecording} from './node-files.js'
+import {errorRecording, isNftJson, NODE_FILES, type NodeRecording} from './node-files.js'
 import {parseNodeRecording} from './recording.js'
 import type {NodeObservation} from '../observation.js'
-import {parseLookupOutput, type DnsRecordType} from '../../parse/dns-lookup.js'
+import type {DnsRecordType} from '../../parse/dns-lookup.js'
 import {queryOverStream, type DnsAnswer, type DnsRecordAnswer} from '../probe/dns-probe.js'
 import {httpGetOnNode} from '../probe/http-on-node.js'
 import {parseHealthz, parseMetrics, type KubeProxyStatus} from '../../parse/kube-proxy-status.js'
 import {tcpOpener, type NodeAccess, type RunResult} from '../transport/node-access.js'
+import {BACKEND_SAVES, NODE_READS, type ArgsOf, type NodeCommandKey, type RecordedKey} from './node-reads.js'
+import {buildCommandLine, DUMP_STEPS, programOf, toolMissing} from '../node-commands.js'
 import {
-  BACKEND_SAVES,
-  buildCommandLine,
-  DUMP_STEPS,
   isInterfaceName,
-  programOf,
   NFT_KUBE_PROXY_FAMILIES,
-  toolMissing,
   type NftKubeProxyFamily,
-  type ArgsOf,
   type ConntrackProtocol,
-  type NodeCommand,
-  type NodeCommandKey,
-} from '../node-commands.js'
+} from './command-arguments.js'
 import {parseIp} from '../../net/address.js'
 import {backendNamedBy} from '../../parse/iptables-save.js'
-import {parseRouteGet} from '../../parse/ip-route.js'
 import type {RawCommandOutput, RawPathReads} from './path-reads.js'
 import {mapBounded} from '../../util/map-bounded.js'
 import {readScopedRules, type RulesScope} from './scoped-rules.js'
@@ -115,7 +108,7 @@ const ranOk = (r: RunResult): r is Extract<RunResult, {kind: 'ran'}> => r.kind =
 
 async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRecording> {
   const rec: NodeRecording = new Map()
-  const record = (cmd: NodeCommand, out: Buffer) => rec.set(RECORDED_AS[cmd]!, out)
+  const record = (cmd: RecordedKey, out: Buffer) => rec.set(NODE_READS[cmd].recorded.file, out)
   // The reads depend on little of each other: they run at once, each on its own channel, so a node's read takes about
   // as long as its largest dump. Through sudo the privileged ones wait for iptables-save: where sudo wants a password,
   // one attempt fails (and is logged on the node), not ten.
@@ -142,7 +135,7 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
     Promise.all([
       saves6(),
       save.then((saved) => readBackendSaves(access, record, 4, saved)),
-      readNft(access, rec, record, kubeProxy, opts),
+      readNft(access, record, kubeProxy, opts),
       readIpvs(access, record),
     ]),
   )
@@ -182,7 +175,7 @@ async function readRules(access: NodeAccess, family: 4 | 6, scope: RulesScope | 
  */
 async function readBackendSaves(
   access: NodeAccess,
-  record: (cmd: NodeCommand, out: Buffer) => void,
+  record: (cmd: RecordedKey, out: Buffer) => void,
   family: 4 | 6,
   own: RunResult,
 ): Promise<void> {
@@ -255,21 +248,20 @@ function gated(access: NodeAccess, limit: number, running: Running): NodeAccess 
  */
 async function readNft(
   access: NodeAccess,
-  rec: NodeRecording,
-  record: (cmd: NodeCommand, out: Buffer) => void,
+  record: (cmd: RecordedKey, out: Buffer) => void,
   kubeProxy: Promise<KubeProxyStatus>,
   opts: CollectOptions,
 ): Promise<void> {
   const mode = opts.proxyMode ?? (await kubeProxy).proxyMode
   const own = mode === 'nftables' ? undefined : await readKubeProxyTables(access)
   if (own !== undefined && (mode === 'iptables' || mode === 'ipvs' || own.length === 0))
-    rec.set(NODE_FILES.nftKubeProxyTables, own)
+    record('nftKubeProxyTable', own)
   // Where the whole ruleset cannot be listed, kube-proxy's own tables are still what was read.
-  else if (!(await readRuleset(access, record)) && own !== undefined) rec.set(NODE_FILES.nftKubeProxyTables, own)
+  else if (!(await readRuleset(access, record)) && own !== undefined) record('nftKubeProxyTable', own)
 }
 
 /** IPVS mode: recorded only where ipvsadm answers (IPVS nodes); the rest goes with it. */
-async function readIpvs(access: NodeAccess, record: (cmd: NodeCommand, out: Buffer) => void): Promise<void> {
+async function readIpvs(access: NodeAccess, record: (cmd: RecordedKey, out: Buffer) => void): Promise<void> {
   const ipvs = await access.run('ipvsadm')
   if (!ranOk(ipvs)) return
   record('ipvsadm', ipvs.stdout)
@@ -282,7 +274,7 @@ async function readIpvs(access: NodeAccess, record: (cmd: NodeCommand, out: Buff
 /** Bridges, links, neighbours, the fdb; and libcni's result cache (root only: after `privileged`) where the network was read. */
 async function readNetwork(
   access: NodeAccess,
-  record: (cmd: NodeCommand, out: Buffer) => void,
+  record: (cmd: RecordedKey, out: Buffer) => void,
   privileged: Promise<void>,
 ): Promise<void> {
   const net = await access.run('network')
@@ -295,7 +287,7 @@ async function readNetwork(
 }
 
 /** The whole nft ruleset: JSON first (the stable machine format); the text form where this nft has no -j. Whether it was read. */
-async function readRuleset(access: NodeAccess, record: (cmd: NodeCommand, out: Buffer) => void): Promise<boolean> {
+async function readRuleset(access: NodeAccess, record: (cmd: RecordedKey, out: Buffer) => void): Promise<boolean> {
   const json = await access.run('nftRulesetJson')
   if (ranOk(json) && isNftJson(json.stdout)) {
     record('nftRulesetJson', json.stdout)
@@ -335,8 +327,8 @@ async function readKubeProxyTables(access: NodeAccess): Promise<Buffer | undefin
 async function kubeProxyTableFamilies(access: NodeAccess): Promise<NftKubeProxyFamily[] | undefined> {
   const r = await access.run('nftSets')
   if (!ranOk(r)) return undefined
-  const text = r.stdout.toString('utf8')
-  return NFT_KUBE_PROXY_FAMILIES.filter((family) => new RegExp(`^table ${family} kube-proxy \\{`, 'm').test(text))
+  const tables = NODE_READS.nftSets.parse(r.stdout.toString('utf8'))
+  return NFT_KUBE_PROXY_FAMILIES.filter((family) => tables.some((t) => t.family === family && t.name === 'kube-proxy'))
 }
 
 /** Several `nft -j` documents as one: their objects in order, the first metainfo kept. */
@@ -381,7 +373,7 @@ async function readPath(access: NodeAccess, targets: PathTargets, privileged: Pr
     const r = raw(await access.run('routeGet', {address}))
     if (r.code === 0) {
       try {
-        const dev = parseRouteGet(r.stdout).dev
+        const dev = NODE_READS.routeGet.parse(r.stdout).dev
         if (dev && isInterfaceName(dev)) interfaces.add(dev)
       } catch {
         // Recorded raw: the parse failure is reported for this lookup.
@@ -468,7 +460,7 @@ async function askDns(access: NodeAccess, q: DnsQuestion, timeoutMs: number): Pr
         answers: [],
         error: `${fallbackWhy}; and the node has neither dig nor nslookup: run "nslookup ${q.name} ${q.server}" there by hand`,
       }
-    const addresses = parseLookupOutput(r.stdout.toString(), type)
+    const addresses = NODE_READS.dnsLookup.parse(r.stdout.toString(), type)
     // dig +short prints nothing for a name without records of the type; only a failed run is an error.
     const error =
       addresses.length === 0 &&

@@ -1,5 +1,3 @@
-import type {NodeCommand} from '../node-commands.js'
-
 /** The files one node's folder of a bundle holds. */
 export const NODE_FILES = {
   iptablesSave: 'iptables-save.txt',
@@ -26,24 +24,6 @@ export const NODE_FILES = {
 } as const
 
 export type NodeFile = (typeof NODE_FILES)[keyof typeof NODE_FILES]
-
-/** The file that records each command's raw output (both nft forms share one file; the content tells them apart). */
-export const RECORDED_AS: Partial<Record<NodeCommand, NodeFile>> = {
-  iptablesSave: NODE_FILES.iptablesSave,
-  ip6tablesSave: NODE_FILES.ip6tablesSave,
-  nftRulesetJson: NODE_FILES.nftRuleset,
-  nftRuleset: NODE_FILES.nftRuleset,
-  iptablesLegacySave: NODE_FILES.iptablesLegacySave,
-  iptablesNftSave: NODE_FILES.iptablesNftSave,
-  ip6tablesLegacySave: NODE_FILES.ip6tablesLegacySave,
-  ip6tablesNftSave: NODE_FILES.ip6tablesNftSave,
-  ipvsadm: NODE_FILES.ipvsadm,
-  ipsetSave: NODE_FILES.ipset,
-  kubeIpvs0: NODE_FILES.kubeIpvs0,
-  sysctls: NODE_FILES.sysctl,
-  network: NODE_FILES.network,
-  cniResults: NODE_FILES.cniResults,
-}
 
 /** Whether recorded nft output is `nft -j` JSON (the nft files hold either form; the content tells them apart). */
 export function isNftJson(out: Buffer): boolean {

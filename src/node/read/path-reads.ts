@@ -1,7 +1,9 @@
-import {parseConntrackList, type ConntrackEntry} from '../../parse/conntrack.js'
-import {parseRouteGet, parseRouteTable, routeGetFailure, type Route} from '../../parse/ip-route.js'
-import {parseSysctl, type SysctlValues} from '../../parse/sysctl.js'
-import {CONNTRACK_PROTOCOLS, toolMissing, type ConntrackProtocol} from '../node-commands.js'
+import type {ConntrackEntry} from '../../parse/conntrack.js'
+import {routeGetFailure, type Route} from '../../parse/ip-route.js'
+import type {SysctlValues} from '../../parse/sysctl.js'
+import {CONNTRACK_PROTOCOLS, type ConntrackProtocol} from './command-arguments.js'
+import {NODE_READS as reads} from './node-reads.js'
+import {toolMissing} from '../node-commands.js'
 
 /** One command's raw outcome, as recorded in a bundle (path-reads.json); `notRead` when it could not be run at all. */
 export interface RawCommandOutput {
@@ -79,18 +81,18 @@ export function interpretPathReads(raw: RawPathReads): PathObservation {
   // sysctl exits 1 when one key is missing and still prints the others; the missing ones are said on stderr.
   if (raw.sysctls)
     out.sysctls = interpret(raw.sysctls, 'sysctl', (r) =>
-      parseSysctl(`${r.stdout}\n${r.stderr.replace(/^(?!sysctl: cannot stat).*$/gm, '')}`),
+      reads.pathSysctls.parse(`${r.stdout}\n${r.stderr.replace(/^(?!sysctl: cannot stat).*$/gm, '')}`),
     )
-  const table = (r: RawCommandOutput) => {
+  const table = (read: typeof reads.routeTable | typeof reads.routeTable6) => (r: RawCommandOutput) => {
     requireSuccess(r)
-    return parseRouteTable(r.stdout)
+    return read.parse(r.stdout)
   }
-  if (raw.routeTable) out.routeTable = interpret(raw.routeTable, 'ip route show', table)
-  if (raw.routeTable6) out.routeTable6 = interpret(raw.routeTable6, 'ip -6 route show', table)
+  if (raw.routeTable) out.routeTable = interpret(raw.routeTable, 'ip route show', table(reads.routeTable))
+  if (raw.routeTable6) out.routeTable6 = interpret(raw.routeTable6, 'ip -6 route show', table(reads.routeTable6))
   out.routeLookups = raw.routeGet.map(({address, ...r}) => ({
     address,
     result: interpret<RouteAnswer>(r, `ip route get ${address}`, (res) => {
-      if (res.code === 0) return {kind: 'route', route: parseRouteGet(res.stdout)}
+      if (res.code === 0) return {kind: 'route', route: reads.routeGet.parse(res.stdout)}
       const refused = routeGetFailure(res.stderr)
       if (refused) return {kind: 'no-route', ...refused}
       requireSuccess(res)
@@ -105,7 +107,7 @@ export function interpretPathReads(raw: RawPathReads): PathObservation {
             address,
             result: interpret(r, `conntrack -L -p ${protocol} -d ${address}`, (res) => {
               requireSuccess(res)
-              return parseConntrackList(res.stdout)
+              return reads.conntrackList.parse(res.stdout)
             }),
           },
         ]

@@ -1,16 +1,11 @@
 import {BufferSource, type DumpSource} from '../../parse/dump-source.js'
-import {IptablesSave} from '../../parse/iptables-save.js'
-import {parseBridgeState, withCniResults} from '../../parse/bridge-state.js'
-import {parseCniResults} from '../../parse/cni-results.js'
+import {withCniResults} from '../../parse/bridge-state.js'
 import {NftRuleset} from '../../parse/nft-ruleset.js'
-import {parseNftDump} from '../../parse/nft-dump.js'
 import type {DnsAnswer, DnsRecordAnswer} from '../probe/dns-probe.js'
 import type {KubeProxyStatus} from '../../parse/kube-proxy-status.js'
-import {IpsetState} from '../../parse/ipset-save.js'
-import {parseDeviceAddresses, parseIpvsadm, parseSysctl} from '../../parse/ipvsadm.js'
-import {BACKEND_SAVES} from '../node-commands.js'
+import {BACKEND_SAVES, NODE_READS as reads} from './node-reads.js'
 import type {NodeObservation} from '../observation.js'
-import {NODE_FILES, RECORDED_AS, type NodeFile, type NodeRecording} from './node-files.js'
+import {NODE_FILES, type NodeFile, type NodeRecording} from './node-files.js'
 import {interpretPathReads, type RawPathReads} from './path-reads.js'
 
 function parseJson<T>(buf: Buffer | undefined): T | undefined {
@@ -102,63 +97,72 @@ export function parseNodeRecording(
   if (error !== undefined) return {name, reachable: false, error: error.trim()}
   const obs: NodeObservation = {name, reachable: true}
   try {
-    const save = dump(NODE_FILES.iptablesSave)
-    if (save) obs.iptables = IptablesSave.parse(save)
+    const save = dump(reads.iptablesSave.recorded.file)
+    if (save) obs.iptables = reads.iptablesSave.parse(save)
   } catch (e) {
-    return {name, reachable: false, error: `${NODE_FILES.iptablesSave} unreadable: ${(e as Error).message}`}
+    return {name, reachable: false, error: `${reads.iptablesSave.recorded.file} unreadable: ${(e as Error).message}`}
   }
   try {
-    const save6 = dump(NODE_FILES.ip6tablesSave)
-    if (save6) obs.ip6tables = IptablesSave.parse(save6)
+    const save6 = dump(reads.ip6tablesSave.recorded.file)
+    if (save6) obs.ip6tables = reads.ip6tablesSave.parse(save6)
   } catch {
     // Unreadable IPv6 rules leave the node's IPv6 family unjudged, said in what was not checked.
   }
   try {
-    const nft = text(NODE_FILES.nftRuleset)
-    if (nft !== undefined && nft.trim() !== '') obs.nft = parseNftDump(nft)
+    // Both forms of the ruleset (nftRulesetJson, nftRuleset) are recorded as one file: the parser tells them apart.
+    const nft = text(reads.nftRuleset.recorded.file)
+    if (nft !== undefined && nft.trim() !== '') obs.nft = reads.nftRuleset.parse(nft)
   } catch (e) {
-    return {name, reachable: false, error: `${NODE_FILES.nftRuleset} unreadable: ${(e as Error).message}`}
+    return {name, reachable: false, error: `${reads.nftRuleset.recorded.file} unreadable: ${(e as Error).message}`}
   }
   try {
     // No kube-proxy table in either family is an empty read, and still a read: nothing of nftables mode is left.
-    const own = obs.nft ? undefined : text(NODE_FILES.nftKubeProxyTables)
+    const own = obs.nft ? undefined : text(reads.nftKubeProxyTable.recorded.file)
     if (own !== undefined) {
-      obs.nft = own.trim() === '' ? new NftRuleset() : parseNftDump(own)
+      obs.nft = own.trim() === '' ? new NftRuleset() : reads.nftKubeProxyTable.parse(own)
       obs.nftKubeProxyTablesOnly = true
     }
   } catch (e) {
-    return {name, reachable: false, error: `${NODE_FILES.nftKubeProxyTables} unreadable: ${(e as Error).message}`}
+    return {
+      name,
+      reachable: false,
+      error: `${reads.nftKubeProxyTable.recorded.file} unreadable: ${(e as Error).message}`,
+    }
   }
   for (const {family, backend, command} of BACKEND_SAVES) {
     try {
-      const source = dump(RECORDED_AS[command]!)
-      if (source && source.size > 0) (obs.backends ??= []).push({family, backend, dump: IptablesSave.parse(source)})
+      const source = dump(reads[command].recorded.file)
+      if (source && source.size > 0) (obs.backends ??= []).push({family, backend, dump: reads[command].parse(source)})
     } catch {
       // An unreadable extra backend dump only loses the leftover check.
     }
   }
-  if (rec.has(NODE_FILES.ipvsadm)) {
+  if (rec.has(reads.ipvsadm.recorded.file)) {
     try {
-      const kubeIpvs0 = text(NODE_FILES.kubeIpvs0)
+      const kubeIpvs0 = text(reads.kubeIpvs0.recorded.file)
       obs.ipvs = {
-        virtualServers: parseIpvsadm(text(NODE_FILES.ipvsadm) ?? ''),
-        ipsets: IpsetState.parse(text(NODE_FILES.ipset) ?? ''),
-        vips: kubeIpvs0 !== undefined ? parseDeviceAddresses(kubeIpvs0) : undefined,
-        sysctls: parseSysctl(text(NODE_FILES.sysctl) ?? ''),
+        virtualServers: reads.ipvsadm.parse(text(reads.ipvsadm.recorded.file) ?? ''),
+        ipsets: reads.ipsetSave.parse(text(reads.ipsetSave.recorded.file) ?? ''),
+        vips: kubeIpvs0 !== undefined ? reads.kubeIpvs0.parse(kubeIpvs0) : undefined,
+        sysctls: reads.sysctls.parse(text(reads.sysctls.recorded.file) ?? ''),
       }
     } catch (e) {
       return {name, reachable: false, error: `IPVS dumps unreadable: ${(e as Error).message}`}
     }
   }
   if (!obs.iptables && !obs.nft)
-    return {name, reachable: false, error: `neither ${NODE_FILES.iptablesSave} nor ${NODE_FILES.nftRuleset} is there`}
-  const network = text(NODE_FILES.network)
+    return {
+      name,
+      reachable: false,
+      error: `neither ${reads.iptablesSave.recorded.file} nor ${reads.nftRuleset.recorded.file} is there`,
+    }
+  const network = text(reads.network.recorded.file)
   if (network !== undefined) {
-    const cni = text(NODE_FILES.cniResults)
-    const bridges = parseBridgeState(network)
+    const cni = text(reads.cniResults.recorded.file)
+    const bridges = reads.network.parse(network)
     obs.network =
       cni !== undefined
-        ? withCniResults(bridges, parseCniResults(cni))
+        ? withCniResults(bridges, reads.cniResults.parse(cni))
         : {...bridges, cniNotes: ['CNI result cache (/var/lib/cni/results) not read']}
   }
   obs.kubeProxy = shaped(parseJson<KubeProxyStatus>(rec.get(NODE_FILES.kubeProxy)), isKubeProxyStatus)

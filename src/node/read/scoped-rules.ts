@@ -2,7 +2,9 @@ import {cidrContains, parseCidr, parseIp} from '../../net/address.js'
 import {destinationPort, findOption, parseRule, type ParsedRule} from '../../parse/iptables-rule.js'
 import {CHAIN_BY_CHAIN_HEADER} from '../../parse/iptables-save.js'
 import type {NodeAccess} from '../transport/node-access.js'
-import {CHAIN_TRAILER, IPTABLES_TABLES, isChainName, MAX_CHAINS_PER_READ, type IptablesTable} from '../node-commands.js'
+import {parseChainListing} from '../../parse/iptables-chains.js'
+import {IPTABLES_TABLES, isChainName, MAX_CHAINS_PER_READ, type IptablesTable} from './command-arguments.js'
+import {NODE_READS} from './node-reads.js'
 
 /**
  * What one Service's packets can carry, for reading only the iptables chains they can reach. A jump is left unread
@@ -92,41 +94,6 @@ function nextChain(
   return mayCarryScope(rule, addresses, ports) ? target : null
 }
 
-/**
- * One `iptables -t T -S C` answer: "-P C POLICY" or "-N C", then "-A C …" lines. Its chain, or why it is not one.
- */
-function readAnswer(read: ChainRead, lines: string[]): string | undefined {
-  const head = lines[0]?.split(' ') ?? []
-  if (
-    read.builtin
-      ? head[0] !== '-P' || head[1] !== read.chain || head.length !== 3
-      : head[0] !== '-N' || head[1] !== read.chain || head.length !== 2
-  )
-    return `iptables -t ${read.table} -S ${read.chain} began with ${JSON.stringify(lines[0]?.slice(0, 80) ?? '')}`
-  read.policy = read.builtin ? head[2] : '-'
-  for (const line of lines.slice(1)) {
-    if (!line.startsWith(`-A ${read.chain} `))
-      return `iptables -t ${read.table} -S ${read.chain} printed ${JSON.stringify(line.slice(0, 80))}`
-    read.rules.push(line)
-  }
-  return undefined
-}
-
-/** The answer to one iptablesChains read, split at its trailers: each chain's lines and exit status. */
-function splitAnswer(out: string, count: number): Array<{code: number; lines: string[]}> | undefined {
-  const lines = out.split('\n')
-  if (lines.at(-1) === '') lines.pop()
-  const answers: Array<{code: number; lines: string[]}> = []
-  let current: string[] = []
-  for (const line of lines) {
-    if (line.startsWith(CHAIN_TRAILER)) {
-      answers.push({code: Number(line.slice(CHAIN_TRAILER.length)), lines: current})
-      current = []
-    } else current.push(line)
-  }
-  return answers.length === count && current.length === 0 ? answers : undefined
-}
-
 /** The first line of stderr that says something (iptables-nft's warning about legacy tables says nothing of the read). */
 function firstError(stderr: string): string {
   return (
@@ -143,12 +110,11 @@ function firstError(stderr: string): string {
  * table not there yet, copies the whole table for every chain and takes the xtables lock, where iptables-legacy-save
  * reads only the tables there are, in one pass.
  */
-function notChainByChain(version: string): string | undefined {
-  const m = /v(\d+)\.(\d+)\.(\d+)/.exec(version)
-  if (!/\(nf_tables\)/.test(version) || !m) return `${version || 'iptables -V said nothing'}: not iptables-nft`
-  const [major, minor, patch] = [Number(m[1]), Number(m[2]), Number(m[3])]
+function notChainByChain(version: ReturnType<typeof NODE_READS.iptablesVersion.parse>): string | undefined {
+  if (!version.nfTables || !version.release) return `${version.line || 'iptables -V said nothing'}: not iptables-nft`
+  const [major, minor, patch] = version.release
   const atLeast187 = major > 1 || (major === 1 && (minor > 8 || (minor === 8 && patch >= 7)))
-  return atLeast187 ? undefined : `${version}: iptables-nft before 1.8.7 makes the tables it lists`
+  return atLeast187 ? undefined : `${version.line}: iptables-nft before 1.8.7 makes the tables it lists`
 }
 
 /** The chains read, in iptables-save's format (tables in its order, built-in chains first), under a header naming the read. */
@@ -197,8 +163,11 @@ export async function readScopedRules(access: NodeAccess, family: 4 | 6, scope: 
     reads.set(key, read)
     queue.push(read)
   }
-  const asked = await access.run(family === 6 ? 'ip6tablesVersion' : 'iptablesVersion')
-  const version = asked.kind === 'ran' && asked.code === 0 ? asked.stdout.toString('utf8').trim().split('\n')[0] : ''
+  const versionRead = family === 6 ? 'ip6tablesVersion' : 'iptablesVersion'
+  const asked = await access.run(versionRead)
+  const version = NODE_READS[versionRead].parse(
+    asked.kind === 'ran' && asked.code === 0 ? asked.stdout.toString('utf8') : '',
+  )
   const unfit = asked.kind === 'ran' ? notChainByChain(version) : asked.what
   if (unfit) return {kind: 'whole', why: unfit}
   for (const table of IPTABLES_TABLES) for (const chain of BUILTIN_CHAINS[table]) want(table, chain, true)
@@ -221,7 +190,7 @@ export async function readScopedRules(access: NodeAccess, family: 4 | 6, scope: 
     for (const [i, r] of answers.entries()) {
       if (r.kind !== 'ran') return {kind: 'whole', why: r.what}
       if (r.code !== 0) return {kind: 'whole', why: `the chain by chain read exited ${r.code}: ${firstError(r.stderr)}`}
-      const split = splitAnswer(r.stdout.toString('latin1'), batches[i].length)
+      const split = NODE_READS.iptablesChains.parse(r.stdout.toString('latin1'), batches[i].length)
       if (!split) return {kind: 'whole', why: 'the chain by chain read answered in a form the doctor does not know'}
       for (const [k, {code, lines}] of split.entries()) {
         const read = batches[i][k]
@@ -234,8 +203,10 @@ export async function readScopedRules(access: NodeAccess, family: 4 | 6, scope: 
             }
           continue
         }
-        const wrong = readAnswer(read, lines)
-        if (wrong) return {kind: 'whole', why: wrong}
+        const listing = parseChainListing(lines, read)
+        if ('wrong' in listing) return {kind: 'whole', why: listing.wrong}
+        read.policy = listing.policy
+        read.rules.push(...listing.rules)
         for (const [n, text] of read.rules.entries()) {
           let rule: ParsedRule
           try {
@@ -261,5 +232,5 @@ export async function readScopedRules(access: NodeAccess, family: 4 | 6, scope: 
       kind: 'whole',
       why: 'IPVS mode: its iptables rules are few, and its leftover check looks for every KUBE-SVC chain',
     }
-  return {kind: 'read', dump: asSaveDump(all, version)}
+  return {kind: 'read', dump: asSaveDump(all, version.line)}
 }

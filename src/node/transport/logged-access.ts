@@ -1,5 +1,5 @@
 import type {NodeAccess, RunResult, TcpOpen, FileRead} from './node-access.js'
-import type {ArgsOf, NodeCommandKey} from '../node-commands.js'
+import type {ArgsOf, NodeCommandKey} from '../read/node-reads.js'
 import {joinHostPort} from '../../net/host-port.js'
 
 /** Where --verbose lines go (stderr); one line per event, no trailing newline. */

@@ -1,5 +1,5 @@
 import type {Duplex} from 'node:stream'
-import type {ArgsOf, NodeCommandKey} from '../node-commands.js'
+import type {ArgsOf, NodeCommandKey} from '../read/node-reads.js'
 
 /** An allow-listed command that ran on the node (whatever its exit code). */
 interface CommandRan {

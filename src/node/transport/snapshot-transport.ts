@@ -1,12 +1,14 @@
 import {
   isNodeCommandKey,
-  isReadableNodeFile,
+  NODE_READS,
+  readOf,
+  recordedFile,
   type ArgsOf,
-  type NodeCommand,
   type NodeCommandKey,
-} from '../node-commands.js'
+} from '../read/node-reads.js'
+import {isReadableNodeFile} from '../node-commands.js'
 import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription} from './node-access.js'
-import {isNftJson, NODE_FILES, RECORDED_AS, type NodeRecording} from '../read/node-files.js'
+import {isNftJson, NODE_FILES, type NodeRecording} from '../read/node-files.js'
 import {loadNodeRecording} from '../read/bundle.js'
 
 /** NodeAccess over a recording (a node's folder of a bundle): outputs by command key; what was not recorded says so. */
@@ -23,9 +25,9 @@ export class SnapshotNodeAccess implements NodeAccess {
   async run<K extends NodeCommandKey>(key: K, ...args: ArgsOf<K>): Promise<RunResult> {
     if (!isNodeCommandKey(key)) throw new Error(`"${String(key)}" is not an allow-listed node command`)
     const notRecorded = {kind: 'not-recorded', what: `${key} is not recorded in ${this.where}`} as const
-    if (this.recording.has(NODE_FILES.error)) return notRecorded
+    if (this.recording.has(NODE_FILES.error) || !readOf(key).transports.includes('snapshot')) return notRecorded
     if (key === 'nftKubeProxyTable') return this.ownNftTables(args[0] as ArgsOf<'nftKubeProxyTable'>[0])
-    const file = RECORDED_AS[key as NodeCommand]
+    const file = recordedFile(key)
     const out = file ? this.recording.get(file) : undefined
     if (!out) return notRecorded
     // Both nft forms land in one file: answer only for the form that was recorded.
@@ -38,7 +40,7 @@ export class SnapshotNodeAccess implements NodeAccess {
    * one with nft's "no such table", so that reading them again gives the same ruleset.
    */
   private ownNftTables(a: ArgsOf<'nftKubeProxyTable'>[0]): RunResult {
-    const out = this.recording.get(NODE_FILES.nftKubeProxyTables)
+    const out = this.recording.get(NODE_READS.nftKubeProxyTable.recorded.file)
     if (!out || (out.length > 0 && isNftJson(out) !== a.json))
       return {kind: 'not-recorded', what: `nft list table ${a.family} kube-proxy is not recorded in ${this.where}`}
     if (a.family === 'ip6' || out.length === 0)

@@ -4,6 +4,7 @@ import type {NodeAccess} from './node-access.js'
 import type {PodSelector} from './pod/find-pod.js'
 import type {DebugPodSettings} from './pod/debug-pod.js'
 import {loggedAccess, type VerboseLog} from './logged-access.js'
+import type {TransportName} from './transport-names.js'
 
 /** DNS-1123 subdomain: what Kubernetes allows in a node name, and so nothing that climbs out of a folder. */
 const NODE_NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/
@@ -194,9 +195,7 @@ const TRANSPORTS = {
       })
     }
   },
-} satisfies Record<string, TransportFactory>
-
-export type TransportName = keyof typeof TRANSPORTS
+} satisfies Record<TransportName, TransportFactory>
 
 /** The message of a Status body (JSON text or an object), cut to one short line. */
 function statusText(body: string): string {

@@ -1,19 +1,16 @@
 import type {KubeConfig} from '@kubernetes/client-node'
+import {argvOf, commandTimeoutMs, isReadableNodeFile, onNodeRoot} from '../../node-commands.js'
+import {dnsLookupCommand} from '../../read/command-arguments.js'
 import {
-  COMMAND_ARGV,
-  commandTimeoutMs,
-  dnsLookupCommand,
   isNodeCommandKey,
-  isReadableNodeFile,
-  NODE_COMMANDS,
-  onNodeRoot,
-  pathSysctlNames,
-  QUERY_ARGV,
+  NODE_READS,
+  readOf,
   type ArgsOf,
-  type NodeCommand,
   type NodeCommandKey,
-} from '../../node-commands.js'
+  type NodeRead,
+} from '../../read/node-reads.js'
 import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription} from '../node-access.js'
+import type {POD_TRANSPORTS} from '../transport-names.js'
 import {execInPod, type ExecResult} from '../../../kube/exec-in-pod.js'
 import type {PodRef} from './find-pod.js'
 import {
@@ -27,27 +24,18 @@ import {hairpinLines, interfacesOfProcNetDev} from './sysfs-bridges.js'
 import {procIpVsAsIpvsadm} from './proc-ip-vs.js'
 
 /** The sysctl names of the allow-listed `sysctls` key, read one by one from /proc/sys where `sysctl` is absent. */
-const SYSCTL_NAMES = NODE_COMMANDS.sysctls.split(' ').slice(1)
+const SYSCTL_NAMES = NODE_READS.sysctls.argv.slice(1)
 
 /** Interfaces are read in batches so that one exec's URL (argv travels in the query) stays short. */
 const PATHS_PER_EXEC = 60
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1'])
 
-/** What each program's absence costs, for the report (the reads go around it where they can). */
-const MISSING_EFFECT: Record<string, string> = {
-  ipvsadm: ': IPVS state read from /proc/net/ip_vs instead',
-  sysctl: ': sysctls read from /proc/sys instead',
-  ip: ": kube-ipvs0 addresses, links, neighbours and routes not read (the hairpin check's pod-to-bridge-port mapping, the route checks)",
-  bridge: ': the bridge FDB not read (the pod-to-bridge-port mapping of the hairpin check)',
-  nslookup: ': DNS from the node not asked',
-}
-
 type Missing = {kind: 'missing'; tool: string}
 
 /** Which host-network Pod on the node is exec'ed into, in the report's words, and what closing the access does. */
 export interface PodKind {
-  transport: 'kube-proxy' | 'debug-pod'
+  transport: (typeof POD_TRANSPORTS)[number]
   /** "kube-proxy's Pod", "the debug Pod". */
   pod: string
   /** "the kube-proxy image", "the debug image (busybox:1.36)". */
@@ -82,7 +70,7 @@ const KUBE_PROXY_POD: PodKind = {
  * nslookup. In the debug Pod such a program runs as the node's own through `chroot /host` where the image has chroot.
  */
 export class PodExecNodeAccess implements NodeAccess {
-  /** Program the image lacks → what its absence cost (filled in by the read that missed it). */
+  /** Program the image lacks → what its absence cost (the whenMissing of the read that missed it). */
   private readonly missing = new Map<string, string>()
   private readonly refusals = new Set<string>()
   /** Node files the Pod does not see (its mounts are not the node's), with what that cost. */
@@ -103,7 +91,7 @@ export class PodExecNodeAccess implements NodeAccess {
   /** One line per program the image lacked, with what was read instead or not at all. */
   missingTools(): string[] {
     return [
-      ...[...this.missing].map(([tool, effect]) => `${tool} ${this.absentFrom(tool)}${effect}`),
+      ...[...this.missing].map(([tool, cost]) => `${tool} ${this.absentFrom(tool)}${cost ? `: ${cost}` : ''}`),
       ...this.notMounted,
     ]
   }
@@ -130,19 +118,26 @@ export class PodExecNodeAccess implements NodeAccess {
     return [...this.refusals]
   }
 
-  /** argv in the image; where the image lacks the program and the Pod has the node's root, the node's own program. */
-  private async exec(argv: readonly string[], timeoutMs = this.timeoutMs): Promise<ExecResult | Missing> {
+  /**
+   * argv in the image; where the image lacks the program and the Pod has the node's root, the node's own program. A
+   * program missing from both is noted with what its absence costs, as the read it serves says.
+   */
+  private async exec(
+    argv: readonly string[],
+    forRead?: NodeRead,
+    timeoutMs = this.timeoutMs,
+  ): Promise<ExecResult | Missing> {
     const r = await this.execRaw(argv, timeoutMs)
-    if (!('kind' in r) || !this.kind.nodeRoot || this.noChroot) return this.noted(r)
+    if (!('kind' in r) || !this.kind.nodeRoot || this.noChroot) return this.noted(r, forRead)
     const onNode = await this.execRaw(onNodeRoot(argv), timeoutMs)
     if ('kind' in onNode) this.noChroot = true
     else if (onNode.exitCode === 127) this.notOnNode.add(argv[0])
     else return onNode
-    return this.noted(r)
+    return this.noted(r, forRead)
   }
 
-  private noted(r: ExecResult | Missing): ExecResult | Missing {
-    if ('kind' in r && !this.missing.has(r.tool)) this.missing.set(r.tool, MISSING_EFFECT[r.tool] ?? '')
+  private noted(r: ExecResult | Missing, forRead: NodeRead | undefined): ExecResult | Missing {
+    if ('kind' in r && !this.missing.has(r.tool)) this.missing.set(r.tool, forRead?.whenMissing?.[r.tool] ?? '')
     return r
   }
 
@@ -177,40 +172,36 @@ export class PodExecNodeAccess implements NodeAccess {
     return {kind: 'not-recorded', what: `${tool} ${this.absentFrom(tool)}${what}`}
   }
 
-  async run<K extends NodeCommandKey>(key: K, ...args: ArgsOf<K>): Promise<RunResult> {
-    if (!isNodeCommandKey(key)) throw new Error(`"${String(key)}" is not an allow-listed node command: not run`)
-    if (key === 'dnsLookup') return this.dnsLookup(args[0] as {name: string; server: string; type: 'A' | 'AAAA'})
-    if (key === 'ipvsadm') return this.ipvsadm()
-    if (key === 'sysctls') return this.sysctls()
-    if (key === 'network') return this.network()
-    if (key === 'cniResults') return this.cniResults()
-    // Many chains in one exec need a shell, which these Pods' exec does not give: the whole dump is read instead, and
-    // the version, asked only to decide on chain by chain reads, is not asked.
-    if (key === 'iptablesChains' || key === 'iptablesVersion' || key === 'ip6tablesVersion')
-      return {kind: 'not-recorded', what: `iptables chains one by one (no shell in ${this.kind.pod})`}
-    if (key === 'pathSysctls') {
-      const a = args[0] as {interfaces: string[]; ipv6?: boolean}
-      return this.sysctlsOf(pathSysctlNames(a.interfaces, a.ipv6))
-    }
-    const timeoutMs = commandTimeoutMs(key, this.timeoutMs)
-    if (key === 'routeGet') return this.runArgv(QUERY_ARGV.routeGet(args[0] as {address: string}), timeoutMs)
-    if (key === 'conntrackList')
-      return this.runArgv(
-        QUERY_ARGV.conntrackList(args[0] as Parameters<typeof QUERY_ARGV.conntrackList>[0]),
-        timeoutMs,
-      )
-    if (key === 'nftKubeProxyTable')
-      return this.runArgv(
-        QUERY_ARGV.nftKubeProxyTable(args[0] as Parameters<typeof QUERY_ARGV.nftKubeProxyTable>[0]),
-        timeoutMs,
-      )
-    const argv = COMMAND_ARGV[key as NodeCommand]
-    if (!argv) throw new Error(`node command ${key} has no argv form for the ${this.kind.transport} transport`)
-    return this.runArgv(argv, timeoutMs)
+  /**
+   * The reads made here their own way: several programs (network, dnsLookup), or another way in where the image lacks
+   * the program (/proc/net/ip_vs, /proc/sys, the node's root). Every other read these Pods serve runs its argv.
+   */
+  static readonly OWN_WAYS: {
+    readonly [K in NodeCommandKey]?: (pod: PodExecNodeAccess, ...args: ArgsOf<K>) => Promise<RunResult>
+  } = {
+    dnsLookup: (pod, q) => pod.dnsLookup(q),
+    ipvsadm: (pod) => pod.ipvsadm(),
+    sysctls: (pod) => pod.sysctlsOf(SYSCTL_NAMES, readOf('sysctls')),
+    network: (pod) => pod.network(),
+    cniResults: (pod) => pod.cniResults(),
+    pathSysctls: (pod, a) => pod.sysctlsOf(argvOf('pathSysctls', a).slice(1), readOf('pathSysctls')),
   }
 
-  private async runArgv(argv: readonly string[], timeoutMs: number): Promise<RunResult> {
-    const r = await this.exec(argv, timeoutMs)
+  async run<K extends NodeCommandKey>(key: K, ...args: ArgsOf<K>): Promise<RunResult> {
+    if (!isNodeCommandKey(key)) throw new Error(`"${String(key)}" is not an allow-listed node command: not run`)
+    const read = readOf(key)
+    // Many chains in one exec need a shell, which these Pods' exec does not give: the whole dump is read instead, and
+    // the version, asked only to decide on chain by chain reads, is not asked.
+    if (!read.transports.includes(this.kind.transport))
+      return {kind: 'not-recorded', what: `${read.withoutShell} (no shell in ${this.kind.pod})`}
+    const own = PodExecNodeAccess.OWN_WAYS[key] as
+      ((pod: PodExecNodeAccess, ...args: ArgsOf<K>) => Promise<RunResult>) | undefined
+    if (own) return own(this, ...args)
+    return this.runArgv(argvOf(key, ...args), read, commandTimeoutMs(key, this.timeoutMs))
+  }
+
+  private async runArgv(argv: readonly string[], read: NodeRead, timeoutMs: number): Promise<RunResult> {
+    const r = await this.exec(argv, read, timeoutMs)
     if ('kind' in r) return this.notInImage(r.tool)
     return ran(r)
   }
@@ -221,7 +212,7 @@ export class PodExecNodeAccess implements NodeAccess {
    */
   private async cniResults(): Promise<RunResult> {
     if (this.kind.nodeRoot && !this.noChroot) {
-      const r = await this.execRaw(onNodeRoot(COMMAND_ARGV.cniResults!))
+      const r = await this.execRaw(onNodeRoot(NODE_READS.cniResults.argv))
       if (!('kind' in r)) return ran(r)
       this.noChroot = true
     }
@@ -237,25 +228,23 @@ export class PodExecNodeAccess implements NodeAccess {
   /** `ipvsadm -Sn` where the image has it; else the kernel's own table, /proc/net/ip_vs, written as `ipvsadm -Ln`. */
   private async ipvsadm(): Promise<RunResult> {
     const timeoutMs = commandTimeoutMs('ipvsadm', this.timeoutMs)
-    const r = await this.exec(['ipvsadm', '-Sn'], timeoutMs)
+    const r = await this.exec(NODE_READS.ipvsadm.argv, readOf('ipvsadm'), timeoutMs)
     if (!('kind' in r)) return ran(r)
-    const proc = await this.exec(['cat', '/proc/net/ip_vs'], timeoutMs)
+    const proc = await this.exec(['cat', '/proc/net/ip_vs'], readOf('ipvsadm'), timeoutMs)
     if ('kind' in proc) return this.notInImage('ipvsadm', ' (nor cat, to read /proc/net/ip_vs)')
     if (proc.exitCode !== 0) {
-      this.missing.set('ipvsadm', ': no /proc/net/ip_vs either (the kernel has no IPVS table: IPVS is not in use)')
+      this.missing.set('ipvsadm', 'no /proc/net/ip_vs either (the kernel has no IPVS table: IPVS is not in use)')
       return {kind: 'ran', code: proc.exitCode, stdout: Buffer.alloc(0), stderr: proc.stderr}
     }
     return {kind: 'ran', code: 0, stdout: Buffer.from(procIpVsAsIpvsadm(proc.stdout)), stderr: ''}
   }
 
-  /** `sysctl NAME…` where the image has it; else each /proc/sys file, written as `NAME = VALUE` lines. */
-  private sysctls(): Promise<RunResult> {
-    return this.sysctlsOf(SYSCTL_NAMES)
-  }
-
-  /** `sysctl NAME…` where the image has it; else each /proc/sys file (a missing key is left out, as sysctl says on stderr). */
-  private async sysctlsOf(names: string[]): Promise<RunResult> {
-    const r = await this.exec(['sysctl', ...names])
+  /**
+   * `sysctl NAME…` where the image has it; else each /proc/sys file, written as `NAME = VALUE` lines (a missing key is
+   * left out, as sysctl says on stderr).
+   */
+  private async sysctlsOf(names: readonly string[], read: NodeRead): Promise<RunResult> {
+    const r = await this.exec(['sysctl', ...names], read)
     if (!('kind' in r)) return ran(r)
     const lines: string[] = []
     for (const name of names) {
@@ -271,7 +260,8 @@ export class PodExecNodeAccess implements NodeAccess {
    */
   private async network(): Promise<RunResult> {
     const out: string[] = ['## hairpin']
-    const dev = await this.exec(['cat', '/proc/net/dev'])
+    const network = readOf('network')
+    const dev = await this.exec(['cat', '/proc/net/dev'], network)
     if ('kind' in dev) return this.notInImage('cat', ': bridge ports and hairpin flags not read')
     const paths = interfacesOfProcNetDev(dev.stdout).flatMap((i) => [
       `/sys/class/net/${i}/brport/hairpin_mode`,
@@ -279,7 +269,7 @@ export class PodExecNodeAccess implements NodeAccess {
     ])
     const labelled: string[] = []
     for (let i = 0; i < paths.length; i += PATHS_PER_EXEC) {
-      const r = await this.exec(['grep', '-H', '', ...paths.slice(i, i + PATHS_PER_EXEC)])
+      const r = await this.exec(['grep', '-H', '', ...paths.slice(i, i + PATHS_PER_EXEC)], network)
       if ('kind' in r) return this.notInImage('grep', ': bridge ports and hairpin flags not read')
       labelled.push(r.stdout)
     }
@@ -289,7 +279,7 @@ export class PodExecNodeAccess implements NodeAccess {
       ['neigh', ['ip', 'neigh', 'show']],
       ['fdb', ['bridge', 'fdb', 'show']],
     ] as const) {
-      const r = await this.exec([...argv])
+      const r = await this.exec([...argv], network)
       out.push(`## ${section}`)
       if (!('kind' in r) && r.exitCode === 0) out.push(r.stdout.trimEnd())
     }
@@ -297,11 +287,12 @@ export class PodExecNodeAccess implements NodeAccess {
   }
 
   /** dig, else nslookup (by argv, as dnsLookupCommand's shell form does); exit 127 when the image has neither. */
-  private async dnsLookup(q: {name: string; server: string; type: 'A' | 'AAAA'}): Promise<RunResult> {
+  private async dnsLookup(q: ArgsOf<'dnsLookup'>[0]): Promise<RunResult> {
     dnsLookupCommand(q.name, q.server, q.type) // validates the name, the server and the type (its shell form is not used here)
-    const dig = await this.exec(['dig', '+short', '+tcp', '+time=2', '+tries=1', q.name, q.type, `@${q.server}`])
+    const read = readOf('dnsLookup')
+    const dig = await this.exec(['dig', '+short', '+tcp', '+time=2', '+tries=1', q.name, q.type, `@${q.server}`], read)
     if (!('kind' in dig)) return ran(dig)
-    const nslookup = await this.exec(['nslookup', '-vc', '-timeout=2', `-type=${q.type}`, q.name, q.server])
+    const nslookup = await this.exec(['nslookup', '-vc', '-timeout=2', `-type=${q.type}`, q.name, q.server], read)
     if (!('kind' in nslookup)) return ran(nslookup)
     return {
       kind: 'ran',

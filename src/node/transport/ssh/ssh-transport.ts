@@ -6,14 +6,12 @@ import {
   commandTimeoutMs,
   compressedCommandLine,
   isCompressible,
-  isNodeCommandKey,
   isReadableNodeFile,
   readFileCommand,
   splitCompressedOutput,
-  type ArgsOf,
   type CommandLine,
-  type NodeCommandKey,
 } from '../../node-commands.js'
+import {isNodeCommandKey, NODE_READS, type ArgsOf, type NodeCommandKey} from '../../read/node-reads.js'
 import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription} from '../node-access.js'
 import type {ExecResult} from './ssh-session.js'
 import {classifyOpenError} from '../../probe/tcp-probe.js'
@@ -38,7 +36,9 @@ export class SshNodeAccess implements NodeAccess {
 
   /** `sudo -n` is needed unless the login is root; asked once per connection. */
   private root(): Promise<boolean> {
-    this.isRoot ??= this.session.exec(buildCommandLine('uid', true)).then((r) => r.stdout.toString().trim() === '0')
+    this.isRoot ??= this.session
+      .exec(buildCommandLine('uid', true))
+      .then((r) => NODE_READS.uid.parse(r.stdout.toString()))
     return this.isRoot
   }
 
@@ -46,7 +46,7 @@ export class SshNodeAccess implements NodeAccess {
   private gzip(): Promise<boolean> {
     this.hasGzip ??= this.session
       .exec(buildCommandLine('hasGzip', true))
-      .then((r) => r.code === 0 && r.stdout.toString().trim() !== '')
+      .then((r) => r.code === 0 && NODE_READS.hasGzip.parse(r.stdout.toString()))
     return this.hasGzip
   }
 

@@ -1,9 +1,24 @@
 /**
  * Layer rules: each layer may import only the layers below it (src/errors.ts from anywhere).
- *   commands -> cli -> report -> diagnosis -> checks -> model -> trace | cluster | node -> parse -> net -> vendor
- * Siblings on one level (trace, cluster, node) do not import each other.
+ *   commands -> cli -> report -> diagnosis -> checks -> model -> trace | cluster | node -> kube -> parse -> net -> util
+ *   -> vendor
+ * Siblings on one level (trace, cluster, node) do not import each other: what two of them need lives on a floor below
+ * (kube: Kubernetes API helpers, errors, abort signals; util: async helpers), never copied.
  */
-const layers = [['commands'], ['cli'], ['report'], ['diagnosis'], ['checks'], ['model'], ['trace', 'cluster', 'node'], ['parse'], ['net'], ['vendor']]
+const layers = [
+  ['commands'],
+  ['cli'],
+  ['report'],
+  ['diagnosis'],
+  ['checks'],
+  ['model'],
+  ['trace', 'cluster', 'node'],
+  ['kube'],
+  ['parse'],
+  ['net'],
+  ['util'],
+  ['vendor'],
+]
 
 const folder = (names) => `^src/(${names.join('|')})/`
 const forbidden = []

@@ -1,6 +1,6 @@
 import type {ClusterState} from '../cluster/types.js'
 import type {CodeEntry} from './catalogue.js'
-import type {NodeObservation} from '../node/bundle.js'
+import type {NodeObservation} from '../node/observation.js'
 import type {ExpectedService} from '../model/expected.js'
 import type {Dataplane, NodeInfrastructure, ProgrammedPort} from '../model/dataplane.js'
 import type {ModeChoice} from '../model/modes/index.js'

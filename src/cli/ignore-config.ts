@@ -47,7 +47,7 @@ function loadIgnoreConfig(path: string | undefined): IgnoreRule[] {
     const {parse} = loadModule('yaml') as typeof Yaml
     doc = parse(readFileSync(file, 'utf8'))
   } catch (e) {
-    throw new DiagnosisError(`config ${file}: ${(e as Error).message.split('\n')[0]}`)
+    throw new DiagnosisError(`config ${file}: ${(e as Error).message.split('\n')[0]}`, {cause: e})
   }
   if (doc === null || doc === undefined) return []
   if (typeof doc !== 'object' || Array.isArray(doc))

@@ -1,9 +1,7 @@
-import {ApiException, CoreV1Api, DiscoveryV1Api, KubeConfig, Observable} from '../vendor/client-node.js'
+import {ApiException, CoreV1Api, DiscoveryV1Api, KubeConfig} from '../vendor/client-node.js'
 import type {
   ConfigurationOptions,
   ObservableMiddleware,
-  RequestContext,
-  ResponseContext,
   V1ConfigMap,
   V1EndpointSlice,
   V1Endpoints,
@@ -12,6 +10,7 @@ import type {
   V1Service,
 } from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
+import {abortableBy} from '../kube/abortable.js'
 import type {ClusterSource} from './cluster-source.js'
 
 export interface KubeOptions {
@@ -35,6 +34,7 @@ export function loadKubeConfig(opts: Pick<KubeOptions, 'kubeconfig' | 'context'>
   } catch (e) {
     throw new DiagnosisError(
       `cannot load kubeconfig ${opts.kubeconfig ?? ''}: ${(e as Error).message}`.replace('  ', ' '),
+      {cause: e},
     )
   }
   if (opts.context) {
@@ -175,6 +175,7 @@ export class LiveClusterSource implements ClusterSource {
       if (deadline.signal.aborted)
         throw new DiagnosisError(
           `the API server ${this.server} did not answer ${verb} ${resource} within ${this.timeoutMs / 1000}s`,
+          {cause: e},
         )
       const where = namespace ? ` in namespace "${namespace}"` : ''
       if (e instanceof ApiException) {
@@ -183,12 +184,16 @@ export class LiveClusterSource implements ClusterSource {
         if (e.code === 401)
           throw new DiagnosisError(
             `the API server ${this.server} refused our credentials (401 Unauthorized) on ${verb} ${resource}: check the kubeconfig user`,
+            {cause: e},
           )
-        if (e.code === 403) throw new DiagnosisError(`RBAC forbids ${verb} ${resource}${where} (403): ${message}`)
-        throw new DiagnosisError(`${verb} ${resource}${where} failed with HTTP ${e.code}: ${message}`)
+        if (e.code === 403)
+          throw new DiagnosisError(`RBAC forbids ${verb} ${resource}${where} (403): ${message}`, {cause: e})
+        throw new DiagnosisError(`${verb} ${resource}${where} failed with HTTP ${e.code}: ${message}`, {cause: e})
       }
       const err = e as {code?: string; message?: string}
-      throw new DiagnosisError(`cannot reach the Kubernetes API at ${this.server}: ${err.code ?? err.message}`)
+      throw new DiagnosisError(`cannot reach the Kubernetes API at ${this.server}: ${err.code ?? err.message}`, {
+        cause: e,
+      })
     } finally {
       clearTimeout(timer)
     }
@@ -205,18 +210,6 @@ function statusMessage(body: unknown): string {
     /* not JSON */
   }
   return text.slice(0, 200)
-}
-
-/** Request options whose middleware hands the abort signal to the HTTP library for every request. */
-function abortableBy(signal: AbortSignal): ConfigurationOptions<ObservableMiddleware> {
-  const middleware: ObservableMiddleware = {
-    pre: (context: RequestContext) => {
-      context.setSignal(signal)
-      return new Observable(Promise.resolve(context))
-    },
-    post: (response: ResponseContext) => new Observable(Promise.resolve(response)),
-  }
-  return {middleware: [middleware], middlewareMergeStrategy: 'append'}
 }
 
 /** A URL with any user name and password replaced, fit for messages. */

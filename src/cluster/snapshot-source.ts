@@ -53,7 +53,7 @@ export class SnapshotClusterSource implements ClusterSource {
         throw new Error('not a kproxy-doctor bundle manifest')
       return parsed
     } catch (e) {
-      throw new DiagnosisError(`cannot read ${path}: ${withoutContent(e as Error)}`)
+      throw new DiagnosisError(`cannot read ${path}: ${withoutContent(e as Error)}`, {cause: e})
     }
   }
 
@@ -110,7 +110,7 @@ export class SnapshotClusterSource implements ClusterSource {
       this.parsed.set(kind, parsed.items)
       return parsed.items
     } catch (e) {
-      throw new DiagnosisError(`cannot read ${path}: ${withoutContent(e as Error)}`)
+      throw new DiagnosisError(`cannot read ${path}: ${withoutContent(e as Error)}`, {cause: e})
     }
   }
 }

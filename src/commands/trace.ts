@@ -9,7 +9,8 @@ import {
   readDumpBytes,
   type DumpSource,
 } from '../parse/dump-source.js'
-import {DumpParseError, IptablesSave} from '../parse/iptables-save.js'
+import {IptablesSave} from '../parse/iptables-save.js'
+import {ParseError} from '../parse/parse-error.js'
 import {normaliseIptablesPaste, normaliseNftPaste, type NormalisedPaste} from '../parse/paste-normalise.js'
 import {IpsetState} from '../parse/ipset-save.js'
 import {makeChalk} from '../report/human.js'
@@ -22,7 +23,7 @@ import type {Protocol, TraceResult, Tracer} from '../trace/types.js'
 import type {NftRuleset} from '../parse/nft-ruleset.js'
 import {parseNftDump} from '../parse/nft-dump.js'
 import {NftTracer} from '../trace/nft-tracer.js'
-import type {NodeObservation} from '../node/bundle.js'
+import type {NodeObservation} from '../node/observation.js'
 import {chooseMode} from '../model/modes/index.js'
 import {IpvsTracer} from '../trace/ipvs-tracer.js'
 
@@ -108,7 +109,7 @@ export default class Trace extends DoctorCommand {
           paste = normaliseNftPaste(readDumpBytes(file).toString('utf8'))
           rs = parseNftDump(paste.text)
         } catch (e) {
-          throw new DiagnosisError(`${file === '-' ? 'stdin' : file}: ${(e as Error).message}`)
+          throw new DiagnosisError(`${file === '-' ? 'stdin' : file}: ${(e as Error).message}`, {cause: e})
         }
         nftRules = rs
       } else {
@@ -118,7 +119,7 @@ export default class Trace extends DoctorCommand {
         try {
           source = file === '-' ? new BufferSource(readDumpBytes('-', MAX_STREAMED_DUMP_BYTES)) : new FileSource(file)
         } catch (e) {
-          throw new DiagnosisError(`cannot read ${file}: ${(e as Error).message}`)
+          throw new DiagnosisError(`cannot read ${file}: ${(e as Error).message}`, {cause: e})
         }
         if (source.size > MAX_STREAMED_DUMP_BYTES)
           throw new DiagnosisError(
@@ -131,7 +132,7 @@ export default class Trace extends DoctorCommand {
           try {
             paste = normaliseIptablesPaste(text, familyOf(flags.dst))
           } catch (e) {
-            throw new DiagnosisError(`${file === '-' ? 'stdin' : file}: ${(e as Error).message}`)
+            throw new DiagnosisError(`${file === '-' ? 'stdin' : file}: ${(e as Error).message}`, {cause: e})
           }
           source = new BufferSource(Buffer.from(paste.text, 'latin1'))
         }
@@ -142,7 +143,7 @@ export default class Trace extends DoctorCommand {
         try {
           ipsets = IpsetState.parse(readDumpBytes(flags['ipset-save']).toString('utf8'))
         } catch (e) {
-          throw new DiagnosisError(`${flags['ipset-save']}: ${(e as Error).message}`)
+          throw new DiagnosisError(`${flags['ipset-save']}: ${(e as Error).message}`, {cause: e})
         }
       }
       if (flags.ipvsadm && dump) {
@@ -150,7 +151,9 @@ export default class Trace extends DoctorCommand {
         try {
           servers = parseIpvsadm(readDumpBytes(flags.ipvsadm).toString('utf8'))
         } catch (e) {
-          throw new DiagnosisError(`${flags.ipvsadm === '-' ? 'stdin' : flags.ipvsadm}: ${(e as Error).message}`)
+          throw new DiagnosisError(`${flags.ipvsadm === '-' ? 'stdin' : flags.ipvsadm}: ${(e as Error).message}`, {
+            cause: e,
+          })
         }
         if (servers.length === 0) throw new DiagnosisError(`${flags.ipvsadm}: no virtual server in the ipvsadm output`)
         // kube-proxy binds every virtual server address except the node's own (NodePorts) to kube-ipvs0.
@@ -176,9 +179,10 @@ export default class Trace extends DoctorCommand {
         result = tracer.trace(packet)
       } catch (e) {
         // Rules are parsed when the walk reaches them: a broken one surfaces here.
-        if (e instanceof DumpParseError)
+        if (e instanceof ParseError)
           throw new DiagnosisError(
             `${flags['iptables-save'] === '-' ? 'stdin' : flags['iptables-save']}: ${inputLineError(e, paste).message}`,
+            {cause: e},
           )
         throw e
       }
@@ -208,18 +212,19 @@ function parseDump(source: DumpSource, name: string, paste: NormalisedPaste | un
     return IptablesSave.parse(source, {requireTables: true})
   } catch (e) {
     throw new DiagnosisError(
-      `${name === '-' ? 'stdin' : name}: ${(e instanceof DumpParseError ? inputLineError(e, paste) : (e as Error)).message}`,
+      `${name === '-' ? 'stdin' : name}: ${(e instanceof ParseError ? inputLineError(e, paste) : (e as Error)).message}`,
+      {cause: e},
     )
   }
 }
 
 /** The error with the line of the input, not of the normalised text. */
-function inputLineError(e: DumpParseError, paste: NormalisedPaste | undefined): DumpParseError {
+function inputLineError(e: ParseError, paste: NormalisedPaste | undefined): ParseError {
   if (!paste || e.line <= 0) return e
   const line = paste.originalLine(e.line)
   return line > 0
-    ? new DumpParseError(line, e.reason)
-    : new DumpParseError(0, `${e.reason} (in a line the normaliser added)`)
+    ? new ParseError(line, e.reason, {cause: e})
+    : new ParseError(0, `${e.reason} (in a line the normaliser added)`, {cause: e})
 }
 
 /** Trace steps name the input's lines; a line the normaliser added (a hook to the entry chain) is line 0. */

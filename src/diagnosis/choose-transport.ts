@@ -1,19 +1,19 @@
 import {randomBytes} from 'node:crypto'
 import type {KubeConfig} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
-import type {NodeCollection} from '../node/collect-node.js'
-import type {NodeAccess} from '../node/node-access.js'
-import {mapBounded} from '../node/select-nodes.js'
+import type {NodeCollection} from '../node/read/collect-node.js'
+import type {NodeAccess} from '../node/transport/node-access.js'
+import {mapBounded} from '../util/map-bounded.js'
 import {
   sshConfigNames,
   transportConnector,
   transportNotes,
   TransportUnavailable,
   type NodeConnector,
-  type TransportName,
-} from '../node/transports.js'
-import type {VerboseLog} from '../node/logged-access.js'
-import {LEFTOVER_CLEANUP, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL} from '../node/kube/debug-pod-labels.js'
+} from '../node/transport/transports.js'
+import type {TransportName} from '../node/transport/transport-names.js'
+import type {VerboseLog} from '../node/transport/logged-access.js'
+import {LEFTOVER_CLEANUP, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL} from '../node/transport/pod/debug-pod-labels.js'
 import {HOST_ROOT} from '../node/node-commands.js'
 
 /**
@@ -117,7 +117,7 @@ export async function readNodesThrough(
     try {
       sshNames = await sshConfigNames(opts.sshConfig)
     } catch (e) {
-      throw new DiagnosisError((e as Error).message)
+      throw new DiagnosisError((e as Error).message, {cause: e})
     }
   }
   const sshConfigName = opts.sshConfig ?? '~/.ssh/config'
@@ -267,7 +267,7 @@ async function sshConnectorOrFail(connector: (name: TransportName) => Promise<No
   try {
     return await connector('ssh')
   } catch (e) {
-    throw new DiagnosisError((e as Error).message)
+    throw new DiagnosisError((e as Error).message, {cause: e})
   }
 }
 

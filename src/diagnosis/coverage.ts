@@ -1,9 +1,9 @@
 import {CATALOGUE} from '../checks/catalogue.js'
 import type {CheckContext} from '../checks/check.js'
-import type {NodeObservation} from '../node/bundle.js'
+import type {NodeObservation} from '../node/observation.js'
 import {familyOf} from '../net/address.js'
 import {FORWARDING_KEYS, type SysctlValues} from '../parse/sysctl.js'
-import type {ProbeRun} from '../node/tcp-probe.js'
+import type {ProbeRun} from '../node/probe/tcp-probe.js'
 import type {NodeReadVia} from './choose-transport.js'
 
 /**

@@ -5,31 +5,26 @@ import {SnapshotClusterSource} from '../cluster/snapshot-source.js'
 import type {ClusterState} from '../cluster/types.js'
 import type {V1Node} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
-import {
-  errorRecording,
-  loadNodeBundle,
-  parseNodeRecording,
-  type DumpMemoryBudget,
-  type NodeFile,
-  type NodeObservation,
-  type NodeRecording,
-} from '../node/bundle.js'
+import {errorRecording, type NodeFile, type NodeRecording} from '../node/read/node-files.js'
+import {loadNodeBundle, type DumpMemoryBudget} from '../node/read/bundle.js'
+import {parseNodeRecording} from '../node/read/recording.js'
+import type {NodeObservation} from '../node/observation.js'
 import type {DumpSource} from '../parse/dump-source.js'
-import {selectNodes} from '../node/select-nodes.js'
-import {transportConnector, type NodeConnector} from '../node/transports.js'
+import {selectNodes} from '../node/read/select-nodes.js'
+import {transportConnector, type NodeConnector} from '../node/transport/transports.js'
 import {readNodesThrough, type NodeReadVia, type Via} from './choose-transport.js'
-import type {CollectOptions, PathTargets} from '../node/collect-node.js'
+import type {CollectOptions, PathTargets} from '../node/read/collect-node.js'
 import {nodeAddress} from './node-address.js'
 import {probeNodes, probeSettings, startProbes, type StartedProbes} from './probe-stage.js'
-import type {ProbeRun} from '../node/tcp-probe.js'
-import {closingAfter, type NodeAccess} from '../node/node-access.js'
+import type {ProbeRun} from '../node/probe/tcp-probe.js'
+import {closingAfter, type NodeAccess} from '../node/transport/node-access.js'
 import {isNodeName} from '../model/names.js'
-import type {VerboseLog} from '../node/logged-access.js'
+import type {VerboseLog} from '../node/transport/logged-access.js'
 import type {Reach} from '../model/reach.js'
 import {serviceFamilies} from '../model/expected.js'
 import {liveReach, snapshotReach} from './reach.js'
 import {rulesScopeOf} from '../model/rules-scope.js'
-import type {RulesScope} from '../node/scoped-rules.js'
+import type {RulesScope} from '../node/read/scoped-rules.js'
 
 export interface Gathered {
   cluster: ClusterState
@@ -96,7 +91,7 @@ export const NODES_DIR = 'nodes'
 async function liveModules() {
   const [{LiveClusterSource, loadKubeConfig}, {collectNode}] = await Promise.all([
     import('../cluster/live-source.js'),
-    import('../node/collect-node.js'),
+    import('../node/read/collect-node.js'),
   ])
   return {LiveClusterSource, loadKubeConfig, collectNode}
 }
@@ -110,7 +105,7 @@ async function sshConnector(opts: {
   try {
     return await transportConnector('ssh', opts)
   } catch (e) {
-    throw new DiagnosisError((e as Error).message)
+    throw new DiagnosisError((e as Error).message, {cause: e})
   }
 }
 

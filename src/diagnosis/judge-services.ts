@@ -1,7 +1,7 @@
 import type {V1Service} from '@kubernetes/client-node'
 import type {ClusterState} from '../cluster/types.js'
 import {notProxiedReason} from '../model/expected.js'
-import {forgetOneOffChains, type NodeObservation} from '../node/bundle.js'
+import {forgetOneOffChains, type NodeObservation} from '../node/observation.js'
 import {diagnose, type DiagnoseOptions, type Diagnosis} from './diagnose.js'
 
 /** One Service a scan judges: its API objects, or why they could not be read. */

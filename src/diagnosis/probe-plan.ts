@@ -1,7 +1,7 @@
 import type {ClusterState} from '../cluster/types.js'
 import {expectedService, serviceFamilies} from '../model/expected.js'
 import {familyOf} from '../net/address.js'
-import type {ProbeRun, ProbeSettings, ServiceProbeTarget} from '../node/tcp-probe.js'
+import type {ProbeRun, ProbeSettings, ServiceProbeTarget} from '../node/probe/tcp-probe.js'
 import {nodeAddress} from './node-address.js'
 
 /**

@@ -1,6 +1,6 @@
 import type {V1Node} from '@kubernetes/client-node'
 import type {NodeWay, Reach} from '../model/reach.js'
-import {sshConfigNames} from '../node/transports.js'
+import {sshConfigNames} from '../node/transport/transports.js'
 import type {NodeReadVia} from './choose-transport.js'
 import {nodeAddress} from './node-address.js'
 

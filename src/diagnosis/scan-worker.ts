@@ -1,5 +1,5 @@
 import {parentPort, workerData} from 'node:worker_threads'
-import {parseSharedNodeReads} from '../node/shared-reads.js'
+import {parseSharedNodeReads} from '../node/read/shared-reads.js'
 import {judgeService, type ServiceOutcome, type Summarise} from './judge-services.js'
 import {reachOf} from './reach.js'
 import type {ScanWorkerData, ScanWorkerMessage} from './scan-threads.js'

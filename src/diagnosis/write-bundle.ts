@@ -5,7 +5,9 @@ import {MANIFEST_FILE, SNAPSHOT_FILES, type SnapshotManifest} from '../cluster/s
 import type {ClusterState} from '../cluster/types.js'
 import {DiagnosisError} from '../errors.js'
 import {isNodeName} from '../model/names.js'
-import {writeNodeRecording, type NodeObservation, type NodeRecording} from '../node/bundle.js'
+import {writeNodeRecording} from '../node/read/bundle.js'
+import type {NodeObservation} from '../node/observation.js'
+import type {NodeRecording} from '../node/read/node-files.js'
 import {NODES_DIR} from './gather.js'
 
 export interface BundleSubject {
@@ -93,7 +95,7 @@ export function checkBundleOut(out: string, force: boolean): 'absent' | 'empty' 
     stat = lstatSync(out)
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return 'absent'
-    throw new DiagnosisError(`cannot use --out ${out}: ${(e as Error).message}`)
+    throw new DiagnosisError(`cannot use --out ${out}: ${(e as Error).message}`, {cause: e})
   }
   if (stat.isSymbolicLink())
     throw new DiagnosisError(
@@ -125,7 +127,7 @@ export function writeBundle(
   try {
     building = mkdtempSync(join(dirname(target), `.${basename(target)}.kpd-tmp-`))
   } catch (e) {
-    throw new DiagnosisError(`cannot create a folder next to ${out}: ${(e as Error).message}`)
+    throw new DiagnosisError(`cannot create a folder next to ${out}: ${(e as Error).message}`, {cause: e})
   }
   try {
     writeContent(building, cluster, recordings, subject)
@@ -140,7 +142,7 @@ export function writeBundle(
     rmSync(building, {recursive: true, force: true})
     throw e instanceof DiagnosisError
       ? e
-      : new DiagnosisError(`cannot write the bundle ${out}: ${(e as Error).message}`)
+      : new DiagnosisError(`cannot write the bundle ${out}: ${(e as Error).message}`, {cause: e})
   }
 }
 

@@ -1,4 +1,4 @@
-import type {IpvsState} from '../node/bundle.js'
+import type {IpvsState} from '../node/observation.js'
 import type {IptablesSave} from '../parse/iptables-save.js'
 import {vsKey, type VirtualServer} from '../parse/ipvsadm.js'
 import {IpvsTracer} from '../trace/ipvs-tracer.js'

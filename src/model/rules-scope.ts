@@ -1,6 +1,6 @@
 import type {V1Service} from '@kubernetes/client-node'
-import type {IptablesTable} from '../node/node-commands.js'
-import type {RulesScope} from '../node/scoped-rules.js'
+import type {IptablesTable} from '../node/read/command-arguments.js'
+import type {RulesScope} from '../node/read/scoped-rules.js'
 import {serviceChainNames, servicePortName, USERSPACE_MODE_CHAINS} from './chain-names.js'
 
 /**

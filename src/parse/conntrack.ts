@@ -1,3 +1,4 @@
+import {ParseError} from './parse-error.js'
 import {canonicalIp, parseIp} from '../net/address.js'
 
 /** One direction of a conntrack entry: addresses always, ports for TCP/UDP/SCTP/DCCP. */
@@ -27,15 +28,6 @@ export interface ConntrackEntry {
   text: string
 }
 
-export class ConntrackParseError extends Error {
-  constructor(
-    readonly line: number,
-    readonly reason: string,
-  ) {
-    super(`conntrack output line ${line}: ${reason}`)
-  }
-}
-
 const SUMMARY = /^conntrack v[\d.]+ \(conntrack-tools\): \d+ flow entries have been shown\.$/
 const FAMILY = /^(ipv4|ipv6)$/
 const TUPLE_KEYS = ['src', 'dst', 'sport', 'dport'] as const
@@ -53,7 +45,7 @@ export function parseConntrackList(text: string): ConntrackEntry[] {
 
 function parseEntry(text: string, lineNo: number): ConntrackEntry {
   const fail = (reason: string): never => {
-    throw new ConntrackParseError(lineNo, `${reason}: ${text.slice(0, 200)}`)
+    throw new ParseError(lineNo, `${reason}: ${text.slice(0, 200)}`, {what: 'conntrack output'})
   }
   const words = text.split(/\s+/)
   // `-o extended` prefixes the layer-3 family and its number.

@@ -1,3 +1,4 @@
+import {ParseError} from './parse-error.js'
 import {canonicalIp, parseCidr, parseIp} from '../net/address.js'
 
 interface Nexthop {
@@ -27,14 +28,8 @@ export interface Route {
   text: string
 }
 
-export class RouteParseError extends Error {
-  constructor(
-    readonly line: number,
-    readonly reason: string,
-  ) {
-    super(`ip route output line ${line}: ${reason}`)
-  }
-}
+/** Route errors name their input: "ip route output line 3: …". */
+const ROUTE_OUTPUT = {what: 'ip route output'}
 
 const TYPES = new Set([
   'unicast',
@@ -115,7 +110,7 @@ export function parseRouteTable(text: string): Route[] {
     const words = raw.trim().split(/\s+/)
     if (words[0] === 'nexthop') {
       const owner = routes.at(-1)
-      if (!owner) throw new RouteParseError(lineNo, 'a nexthop line before any route')
+      if (!owner) throw new ParseError(lineNo, 'a nexthop line before any route', ROUTE_OUTPUT)
       owner.nexthops.push(nexthop(words.slice(1), lineNo))
       continue
     }
@@ -127,7 +122,7 @@ export function parseRouteTable(text: string): Route[] {
 /** `ip -o route get ADDR`: the route the kernel would use. The one-line form splits cache details off with a backslash. */
 export function parseRouteGet(text: string): Route {
   const lines = text.split('\n').filter((l) => l.trim() !== '')
-  if (lines.length === 0) throw new RouteParseError(1, 'empty output')
+  if (lines.length === 0) throw new ParseError(1, 'empty output', ROUTE_OUTPUT)
   const first = lines[0].split('\\')[0].trim()
   return parseRouteWords(first.split(/\s+/), 1, first)
 }
@@ -160,7 +155,7 @@ function parseRouteWords(words: string[], lineNo: number, text: string): Route {
   if (TYPES.has(words[0])) type = words[at++]
   const destination = words[at++]
   if (!destination || !(destination === 'default' || parseCidr(destination)))
-    throw new RouteParseError(lineNo, `"${destination ?? ''}" is not a destination: ${text.slice(0, 200)}`)
+    throw new ParseError(lineNo, `"${destination ?? ''}" is not a destination: ${text.slice(0, 200)}`, ROUTE_OUTPUT)
   const route: Route = {
     type,
     destination: canonicalDestination(destination),
@@ -173,14 +168,15 @@ function parseRouteWords(words: string[], lineNo: number, text: string): Route {
     const word = words[at++]
     if (VALUE_KEYS.has(word)) {
       const value = words[at++]
-      if (value === undefined) throw new RouteParseError(lineNo, `"${word}" without a value: ${text.slice(0, 200)}`)
+      if (value === undefined)
+        throw new ParseError(lineNo, `"${word}" without a value: ${text.slice(0, 200)}`, ROUTE_OUTPUT)
       if (word === 'via') {
         // `via inet6 ADDR` names the family first.
         const addr = value === 'inet' || value === 'inet6' ? words[at++] : value
-        if (!addr || !parseIp(addr)) throw new RouteParseError(lineNo, `bad gateway "${addr ?? ''}"`)
+        if (!addr || !parseIp(addr)) throw new ParseError(lineNo, `bad gateway "${addr ?? ''}"`, ROUTE_OUTPUT)
         route.via = canonicalIp(addr)
       } else if (word === 'src') {
-        if (!parseIp(value)) throw new RouteParseError(lineNo, `bad source address "${value}"`)
+        if (!parseIp(value)) throw new ParseError(lineNo, `bad source address "${value}"`, ROUTE_OUTPUT)
         route.src = canonicalIp(value)
       } else if (word === 'metric') route.metric = Number(value)
       else if (word === 'dev' || word === 'proto' || word === 'scope' || word === 'table') route[word] = value
@@ -194,7 +190,7 @@ function parseRouteWords(words: string[], lineNo: number, text: string): Route {
       break
     } else if (FLAG_WORDS.has(word) || /^<.*>$/.test(word)) {
       if (FLAG_WORDS.has(word)) route.flags.push(word)
-    } else throw new RouteParseError(lineNo, `unexpected word "${word}": ${text.slice(0, 200)}`)
+    } else throw new ParseError(lineNo, `unexpected word "${word}": ${text.slice(0, 200)}`, ROUTE_OUTPUT)
   }
   return route
 }
@@ -205,7 +201,7 @@ function nexthop(words: string[], lineNo: number): Nexthop {
     const word = words[at]
     if (word === 'via') {
       const addr = words[at + 1] === 'inet' || words[at + 1] === 'inet6' ? words[(at += 2)] : words[++at]
-      if (!addr || !parseIp(addr)) throw new RouteParseError(lineNo, `bad nexthop gateway "${addr ?? ''}"`)
+      if (!addr || !parseIp(addr)) throw new ParseError(lineNo, `bad nexthop gateway "${addr ?? ''}"`, ROUTE_OUTPUT)
       hop.via = canonicalIp(addr)
     } else if (word === 'dev') hop.dev = words[++at]
     else if (word === 'weight') hop.weight = Number(words[++at])

@@ -1,3 +1,4 @@
+import {ParseError} from './parse-error.js'
 import {inCidr} from '../net/address.js'
 
 export interface IpsetPacket {
@@ -7,9 +8,6 @@ export interface IpsetPacket {
   dport: number
   sport: number
 }
-
-/** `ipset save` text that is not ipset output; the message names the line. */
-export class IpsetParseError extends Error {}
 
 interface IpsetDef {
   name: string
@@ -33,9 +31,9 @@ export class IpsetState {
         state.sets.set(words[1], {name: words[1], type: words[2], members: []})
       else if (words[0] === 'add' && words.length >= 3) {
         const set = state.sets.get(words[1])
-        if (!set) throw new IpsetParseError(`line ${i + 1}: add to undeclared set ${words[1]}`)
+        if (!set) throw new ParseError(i + 1, `add to undeclared set ${words[1]}`)
         set.members.push(words[2])
-      } else throw new IpsetParseError(`line ${i + 1}: not ipset save output: "${line.slice(0, 60)}"`)
+      } else throw new ParseError(i + 1, `not ipset save output: "${line.slice(0, 60)}"`)
     }
     return state
   }

@@ -1,3 +1,4 @@
+import {ParseError} from './parse-error.js'
 /** One iptables-save rule line split into what it matches and what it does. */
 export interface RuleOption {
   name: string
@@ -24,8 +25,6 @@ export interface ParsedRule {
   /** Why the rule could not be read (then it matches nothing and has no target): the tracer makes it UNKNOWN. */
   unparsable?: string
 }
-
-class RuleSyntaxError extends Error {}
 
 /** Splits a rule line the way iptables-save quotes it: double quotes group words, \" and \\ escape. */
 export function tokenize(text: string): string[] {
@@ -60,7 +59,7 @@ export function tokenize(text: string): string[] {
           if (text[i] === '\\' && i + 1 < n) i++
           tok += text[i++]
         }
-        if (i >= n) throw new RuleSyntaxError('unterminated quote')
+        if (i >= n) throw new ParseError(0, 'unterminated quote')
         i++
       } else tok += text[i++]
     }
@@ -95,7 +94,7 @@ function isOption(tok: string): boolean {
 /** Parses "-A CHAIN ..." (the leading "-A CHAIN" included). */
 export function parseRule(table: string, line: number, text: string): ParsedRule {
   const toks = tokenize(text)
-  if (toks[0] !== '-A' || toks.length < 2) throw new RuleSyntaxError('a rule must start with -A CHAIN')
+  if (toks[0] !== '-A' || toks.length < 2) throw new ParseError(0, 'a rule must start with -A CHAIN')
   const rule: ParsedRule = {table, chain: toks[1], line, text, matches: [], isGoto: false, targetOptions: []}
   const own: RuleMatch = {module: '', options: []}
   let current: RuleMatch | undefined
@@ -117,14 +116,14 @@ export function parseRule(table: string, line: number, text: string): ParsedRule
       continue
     }
     if (tok === '-j' || tok === '--jump' || tok === '-g' || tok === '--goto') {
-      if (toks[i + 1] === undefined) throw new RuleSyntaxError(`${tok} without a target`)
+      if (toks[i + 1] === undefined) throw new ParseError(0, `${tok} without a target`)
       rule.target = toks[i + 1]
       rule.isGoto = tok === '-g' || tok === '--goto'
       inTarget = true
       i += 2
       continue
     }
-    if (!isOption(tok)) throw new RuleSyntaxError(`unexpected word "${tok}"`)
+    if (!isOption(tok)) throw new ParseError(0, `unexpected word "${tok}"`)
     const values: string[] = []
     let j = i + 1
     while (j < toks.length && !isOption(toks[j]) && toks[j] !== '!') values.push(toks[j++])
@@ -135,7 +134,7 @@ export function parseRule(table: string, line: number, text: string): ParsedRule
     else if (ownName !== undefined && !(current && current.module !== '' && tok.startsWith('--')))
       own.options.push({...option, name: ownName})
     else if (current) current.options.push(option)
-    else throw new RuleSyntaxError(`option ${tok} outside any match`)
+    else throw new ParseError(0, `option ${tok} outside any match`)
     i = j
   }
   if (own.options.length > 0) rule.matches.unshift(own)

@@ -1,15 +1,7 @@
+import {ParseError} from './parse-error.js'
 import {ChainIndex, FNV_OFFSET, FNV_PRIME, NOT_FOUND} from './chain-index.js'
 import type {DumpSource} from './dump-source.js'
 import {parseRule, type ParsedRule} from './iptables-rule.js'
-
-export class DumpParseError extends Error {
-  constructor(
-    readonly line: number,
-    readonly reason: string,
-  ) {
-    super(line > 0 ? `line ${line}: ${reason}` : reason)
-  }
-}
 
 export interface RawRule {
   table: string
@@ -59,7 +51,7 @@ export class IptablesSave {
     const dump = new IptablesSave(source)
     dump.index()
     if (opts.requireTables && dump.tableOrder.length === 0)
-      throw new DumpParseError(
+      throw new ParseError(
         0,
         source.size === 0
           ? 'the input is empty: no iptables-save output was read'
@@ -271,7 +263,7 @@ function parseLine(table: string, chain: string, line: number, text: string): Pa
   try {
     return parseRule(table, line, text)
   } catch (e) {
-    throw new DumpParseError(line, (e as Error).message)
+    throw new ParseError(line, (e as Error).message, {cause: e})
   }
 }
 
@@ -313,10 +305,7 @@ class IndexScan {
         this.carry = Buffer.concat([this.carry, chunk])
         // A line already over the cap is refused now, not after reading the rest of it.
         if (this.carry.length > MAX_LINE_BYTES)
-          throw new DumpParseError(
-            this.lineNo + 1,
-            `line longer than ${MAX_LINE_BYTES} bytes: not iptables-save output`,
-          )
+          throw new ParseError(this.lineNo + 1, `line longer than ${MAX_LINE_BYTES} bytes: not iptables-save output`)
         return
       }
       const line = Buffer.concat([this.carry, chunk.subarray(0, nl + 1)])
@@ -333,7 +322,7 @@ class IndexScan {
     if (pos < chunk.length) {
       this.carry = Buffer.from(chunk.subarray(pos))
       if (this.carry.length > MAX_LINE_BYTES)
-        throw new DumpParseError(this.lineNo + 1, `line longer than ${MAX_LINE_BYTES} bytes: not iptables-save output`)
+        throw new ParseError(this.lineNo + 1, `line longer than ${MAX_LINE_BYTES} bytes: not iptables-save output`)
     }
   }
 
@@ -342,7 +331,7 @@ class IndexScan {
     if (b && b.length > 0) this.line(b, 0, b.length, size - b.length, size)
     this.carry = undefined
     if (this.table)
-      throw new DumpParseError(
+      throw new ParseError(
         this.lineNo,
         `table ${this.tableName} (line ${this.tableLine}) never ends with COMMIT: the dump is cut off`,
       )
@@ -352,7 +341,7 @@ class IndexScan {
   private line(buf: Buffer, start: number, end: number, fileOffset: number, nextOffset: number): void {
     const lineNo = ++this.lineNo
     if (end - start > MAX_LINE_BYTES)
-      throw new DumpParseError(lineNo, `line longer than ${MAX_LINE_BYTES} bytes: not iptables-save output`)
+      throw new ParseError(lineNo, `line longer than ${MAX_LINE_BYTES} bytes: not iptables-save output`)
     let e = end
     if (e > start && buf[e - 1] === CR) e--
     if (e === start) return
@@ -361,13 +350,13 @@ class IndexScan {
     else if (c === 0x3a /* : */) this.declaration(buf, start, e, lineNo)
     else if (c === 0x2a /* * */) {
       if (this.table)
-        throw new DumpParseError(
+        throw new ParseError(
           lineNo,
           `table ${this.tableName} (line ${this.tableLine}) has no COMMIT before the next "*table" line: cut-off dump?`,
         )
       this.tableName = buf.toString('latin1', start + 1, e).trim()
       this.tableLine = lineNo
-      if (!/^[a-z_]+$/.test(this.tableName)) throw new DumpParseError(lineNo, `bad table name "${this.tableName}"`)
+      if (!/^[a-z_]+$/.test(this.tableName)) throw new ParseError(lineNo, `bad table name "${this.tableName}"`)
       let table = this.tables.get(this.tableName)
       if (!table) {
         table = new ChainIndex(this.expectedChains)
@@ -384,15 +373,15 @@ class IndexScan {
       this.table = undefined
       this.lastId = -1
     } else {
-      throw new DumpParseError(lineNo, `not iptables-save output: "${clip(buf, start, e)}"`)
+      throw new ParseError(lineNo, `not iptables-save output: "${clip(buf, start, e)}"`)
     }
   }
 
   private rule(buf: Buffer, start: number, e: number, fileOffset: number, nextOffset: number, lineNo: number): void {
     if (buf[start + 1] !== 0x41 /* A */ || buf[start + 2] !== SPACE)
-      throw new DumpParseError(lineNo, `expected "-A CHAIN ..." but found "${clip(buf, start, e)}"`)
+      throw new ParseError(lineNo, `expected "-A CHAIN ..." but found "${clip(buf, start, e)}"`)
     const table = this.table
-    if (!table) throw new DumpParseError(lineNo, 'rule before any "*table" line')
+    if (!table) throw new ParseError(lineNo, 'rule before any "*table" line')
     const nameStart = start + 3
     // Most lines name the chain of the previous rule line, or the chain declared right after it (iptables-save prints
     // each chain's rules in the order it declared the chains): those are checked first, then the name is looked up.
@@ -414,7 +403,7 @@ class IndexScan {
     if (this.hintBefore(buf, nameEnd - 1, e)) {
       const runTogether = findRunTogether(buf, nameEnd, e)
       if (runTogether >= 0)
-        throw new DumpParseError(
+        throw new ParseError(
           lineNo,
           `two rules run together on one line (a second "-A" at column ${runTogether - start + 1}); iptables-restore would refuse it`,
         )
@@ -434,7 +423,7 @@ class IndexScan {
 
   private declaration(buf: Buffer, start: number, e: number, lineNo: number): void {
     const table = this.table
-    if (!table) throw new DumpParseError(lineNo, 'chain declaration before any "*table" line')
+    if (!table) throw new ParseError(lineNo, 'chain declaration before any "*table" line')
     let h = FNV_OFFSET
     let nameEnd = start + 1
     while (nameEnd < e) {

@@ -1,3 +1,4 @@
+import {ParseError} from './parse-error.js'
 import {joinHostPort, splitHostPort} from '../net/host-port.js'
 /** IPVS virtual and real servers, from `ipvsadm -Sn` (save) or `ipvsadm -Ln` (list) output. */
 interface RealServer {
@@ -21,8 +22,6 @@ export interface VirtualServer {
   reals: RealServer[]
 }
 
-export class IpvsParseError extends Error {}
-
 const PROTO_FLAGS: Record<string, VirtualServer['proto']> = {
   '-t': 'tcp',
   '--tcp-service': 'tcp',
@@ -44,7 +43,7 @@ const FORWARD_FLAGS: Record<string, string> = {
 /** ipvsadm's `ip:port` / `[ipv6]:port`; a malformed one is a parse error naming the text. */
 function addressAndPort(text: string | undefined, lineNo: number): {address: string; port: number} {
   const hp = text === undefined ? undefined : splitHostPort(text)
-  if (!hp) throw new IpvsParseError(`line ${lineNo}: "${(text ?? '').slice(0, 60)}" is not an address:port`)
+  if (!hp) throw new ParseError(lineNo, `"${(text ?? '').slice(0, 60)}" is not an address:port`)
   return {address: hp.host, port: hp.port}
 }
 
@@ -66,7 +65,7 @@ export function parseIpvsadm(text: string): VirtualServer[] {
     const words = line.split(/\s+/)
     if (words[0] === '-A' || words[0] === '--add-service') {
       const proto = PROTO_FLAGS[words[1]]
-      if (!proto) throw new IpvsParseError(`line ${lineNo}: service type "${words[1]}" not understood`)
+      if (!proto) throw new ParseError(lineNo, `service type "${words[1]}" not understood`)
       const hp = addressAndPort(words[2], lineNo)
       const s = words.indexOf('-s')
       const p = words.indexOf('-p')
@@ -81,7 +80,7 @@ export function parseIpvsadm(text: string): VirtualServer[] {
       })
     } else if (words[0] === '-a' || words[0] === '--add-server') {
       const vs = find(PROTO_FLAGS[words[1]] ?? '', words[2], lineNo)
-      if (!vs) throw new IpvsParseError(`line ${lineNo}: real server for an undeclared virtual server ${words[2]}`)
+      if (!vs) throw new ParseError(lineNo, `real server for an undeclared virtual server ${words[2]}`)
       const r = words.indexOf('-r')
       const w = words.indexOf('-w')
       const fwd = words.find((x) => FORWARD_FLAGS[x])
@@ -107,7 +106,7 @@ export function parseIpvsadm(text: string): VirtualServer[] {
       }
       out.push(current)
     } else if (words[0] === '->') {
-      if (!current) throw new IpvsParseError(`line ${lineNo}: real server before any virtual server`)
+      if (!current) throw new ParseError(lineNo, `real server before any virtual server`)
       current.reals.push({
         ...addressAndPort(words[1], lineNo),
         forward: words[2],
@@ -115,7 +114,7 @@ export function parseIpvsadm(text: string): VirtualServer[] {
         line: lineNo,
         text: line,
       })
-    } else throw new IpvsParseError(`line ${lineNo}: not ipvsadm output: "${line.slice(0, 60)}"`)
+    } else throw new ParseError(lineNo, `not ipvsadm output: "${line.slice(0, 60)}"`)
   }
   return out
 }

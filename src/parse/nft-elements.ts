@@ -1,3 +1,4 @@
+import {ParseError} from './parse-error.js'
 /**
  * The element list of an nftables set or map, as `nft list ruleset` prints it and as it appears inline in a rule:
  * `10.96.7.7 . tcp . 80 comment "shop/web:http" : goto svc-x, 10.0.0.0/8 timeout 1h expires 59m counter packets 0 bytes 0`.
@@ -10,8 +11,6 @@ export interface NftElement {
   value?: string
   comment?: string
 }
-
-export class NftElementError extends Error {}
 
 /** Words of one element, quoted strings kept whole (quotes included). */
 function words(text: string): string[] {
@@ -27,7 +26,7 @@ function words(text: string): string[] {
     const start = i
     if (text[i] === '"') {
       const end = text.indexOf('"', i + 1)
-      if (end < 0) throw new NftElementError(`unterminated quote in element "${text.slice(0, 80)}"`)
+      if (end < 0) throw new ParseError(0, `unterminated quote in element "${text.slice(0, 80)}"`)
       i = end + 1
     } else while (i < n && !/\s/.test(text[i])) i++
     out.push(text.slice(start, i))
@@ -52,7 +51,7 @@ function parseOne(text: string): NftElement {
     const w = ws[i]
     if (w === 'comment') {
       const c = ws[i + 1]
-      if (c === undefined) throw new NftElementError(`element comment without text in "${text.slice(0, 80)}"`)
+      if (c === undefined) throw new ParseError(0, `element comment without text in "${text.slice(0, 80)}"`)
       comment = c.replace(/^"(.*)"$/s, '$1')
       i += 2
     } else if (SKIP_ONE.has(w)) i += 2
@@ -65,7 +64,7 @@ function parseOne(text: string): NftElement {
     } else if (w === ':') {
       flushKey()
       value = ws.slice(i + 1).join(' ')
-      if (value === '') throw new NftElementError(`map element without a value in "${text.slice(0, 80)}"`)
+      if (value === '') throw new ParseError(0, `map element without a value in "${text.slice(0, 80)}"`)
       break
     } else {
       pendingKey.push(w)
@@ -73,7 +72,7 @@ function parseOne(text: string): NftElement {
     }
   }
   flushKey()
-  if (key.length === 0) throw new NftElementError(`element without a key in "${text.slice(0, 80)}"`)
+  if (key.length === 0) throw new ParseError(0, `element without a key in "${text.slice(0, 80)}"`)
   const el: NftElement = {key}
   if (value !== undefined) el.value = value
   if (comment !== undefined) el.comment = comment
@@ -90,7 +89,7 @@ export function parseElements(body: string): NftElement[] {
     const ch = body[i]
     if (ch === '"') {
       const end = body.indexOf('"', i + 1)
-      if (end < 0) throw new NftElementError(`unterminated quote in element list "${body.slice(i, i + 80)}"`)
+      if (end < 0) throw new ParseError(0, `unterminated quote in element list "${body.slice(i, i + 80)}"`)
       i = end
     } else if (ch === '{') depth++
     else if (ch === '}') depth--

@@ -1,5 +1,6 @@
+import {ParseError} from './parse-error.js'
 import {joinHostPort} from '../net/host-port.js'
-import {NftParseError, NftRuleset, type NftChain, type NftSet, type NftTable} from './nft-ruleset.js'
+import {NftRuleset, type NftChain, type NftSet, type NftTable} from './nft-ruleset.js'
 
 /**
  * `nft -j list ruleset` JSON, read into the same structure as the text form. Each rule's expressions are written
@@ -139,10 +140,10 @@ function element(x: J): {parts: string[]; comment?: string} {
 
 function elementsOf(elem: J, isMap: boolean, where: string): NftSet['elements'] {
   if (elem === undefined) return []
-  if (!Array.isArray(elem)) throw new NftParseError(1, `${where}: "elem" is not a list`)
+  if (!Array.isArray(elem)) throw new ParseError(1, `${where}: "elem" is not a list`)
   return elem.map((x) => {
     if (isMap && !(Array.isArray(x) && x.length === 2))
-      throw new NftParseError(1, `${where}: map element is not a [key, value] pair`)
+      throw new ParseError(1, `${where}: map element is not a [key, value] pair`)
     const [key, val] = isMap && Array.isArray(x) ? [x[0], x[1]] : [x, undefined]
     const {parts, comment} = element(key)
     const out: NftSet['elements'][number] = {key: parts}
@@ -165,12 +166,12 @@ export function nftRulesetFromJson(text: string): NftRuleset {
   try {
     doc = JSON.parse(text) as {nftables?: J[]}
   } catch (e) {
-    throw new NftParseError(1, `not JSON: ${(e as Error).message}`)
+    throw new ParseError(1, `not JSON: ${(e as Error).message}`, {cause: e})
   }
   if (!isObj(doc) || !Array.isArray(doc.nftables))
-    throw new NftParseError(1, 'no "nftables" array: not `nft -j list ruleset` output')
+    throw new ParseError(1, 'no "nftables" array: not `nft -j list ruleset` output')
   if (nestingDepth(doc) > MAX_NESTING)
-    throw new NftParseError(1, `nested deeper than ${MAX_NESTING} levels: not \`nft -j list ruleset\` output`)
+    throw new ParseError(1, `nested deeper than ${MAX_NESTING} levels: not \`nft -j list ruleset\` output`)
   const rs = new NftRuleset()
   const table = (family: J, name: J): NftTable => {
     const id = `${family} ${name}`
@@ -184,17 +185,19 @@ export function nftRulesetFromJson(text: string): NftRuleset {
   for (const [i, item] of doc.nftables.entries()) {
     if (!isObj(item)) continue
     const [kind, body] = Object.entries(item)[0] ?? ['', undefined]
-    if (!isObj(body)) throw new NftParseError(i + 1, `item ${i + 1} of the "nftables" array is not {"KIND": {...}}`)
+    if (!isObj(body)) throw new ParseError(i + 1, `item ${i + 1} of the "nftables" array is not {"KIND": {...}}`)
     try {
       readItem(rs, table, kind, body, i)
     } catch (e) {
       // A value of a shape nft never prints (e.g. an object where a name belongs) cannot be turned into text.
       if (e instanceof TypeError)
-        throw new NftParseError(i + 1, `item ${i + 1} (a "${kind}") holds a value of the wrong shape: ${e.message}`)
+        throw new ParseError(i + 1, `item ${i + 1} (a "${kind}") holds a value of the wrong shape: ${e.message}`, {
+          cause: e,
+        })
       throw e
     }
   }
-  if (rs.tables.length === 0) throw new NftParseError(1, 'no table in the JSON ruleset')
+  if (rs.tables.length === 0) throw new ParseError(1, 'no table in the JSON ruleset')
   return rs
 }
 
@@ -224,9 +227,9 @@ function readItem(rs: NftRuleset, table: (family: J, name: J) => NftTable, kind:
     } else if (kind === 'rule') {
       const t = table(body.family, body.table)
       const chain = t.chains.get(String(body.chain))
-      if (!chain) throw new NftParseError(i + 1, `rule for unknown chain ${String(body.chain)}`)
+      if (!chain) throw new ParseError(i + 1, `rule for unknown chain ${String(body.chain)}`)
       if (body.expr !== undefined && !Array.isArray(body.expr))
-        throw new NftParseError(i + 1, `item ${i + 1}: the rule's "expr" is not a list`)
+        throw new ParseError(i + 1, `item ${i + 1}: the rule's "expr" is not a list`)
       const text = list(body.expr).map(statement).join(' ')
       chain.rules.push({table: t.id, chain: chain.name, line: Number(body.handle ?? i + 1), text})
     }

@@ -1,4 +1,5 @@
-import {NftElementError, parseElements, type NftElement} from './nft-elements.js'
+import {ParseError} from './parse-error.js'
+import {parseElements, type NftElement} from './nft-elements.js'
 
 export {parseElements, type NftElement}
 
@@ -37,15 +38,6 @@ export interface NftTable {
   sets: Map<string, NftSet>
 }
 
-export class NftParseError extends Error {
-  constructor(
-    readonly line: number,
-    reason: string,
-  ) {
-    super(`line ${line}: ${reason}`)
-  }
-}
-
 const PRIORITY_NAMES: Record<string, number> = {
   raw: -300,
   mangle: -150,
@@ -60,9 +52,9 @@ const PRIORITY_NAMES: Record<string, number> = {
 
 function parsePriority(text: string, line: number): number {
   const m = /^([a-z]+|-?\d+)\s*(?:([+-])\s*(\d+))?$/.exec(text.trim())
-  if (!m) throw new NftParseError(line, `priority "${text}" not understood`)
+  if (!m) throw new ParseError(line, `priority "${text}" not understood`)
   const base = /^-?\d+$/.test(m[1]) ? Number(m[1]) : PRIORITY_NAMES[m[1]]
-  if (base === undefined) throw new NftParseError(line, `priority name "${m[1]}" not known`)
+  if (base === undefined) throw new ParseError(line, `priority name "${m[1]}" not known`)
   return base + (m[2] ? (m[2] === '-' ? -1 : 1) * Number(m[3]) : 0)
 }
 
@@ -112,20 +104,20 @@ export class NftRuleset {
           parts.push(next)
           depth += braceDelta(next)
         }
-        if (depth > 0) throw new NftParseError(lineNo, `"{" opened here is never closed (cut-off ruleset?)`)
+        if (depth > 0) throw new ParseError(lineNo, `"{" opened here is never closed (cut-off ruleset?)`)
         line = parts.join(' ')
       }
       if (line === '}') {
         if (set) set = undefined
         else if (chain) chain = undefined
         else if (table) table = undefined
-        else throw new NftParseError(lineNo, 'unbalanced "}"')
+        else throw new ParseError(lineNo, 'unbalanced "}"')
         continue
       }
       let m: RegExpExecArray | null
       if (!table) {
         m = /^table\s+(ip|ip6|inet|arp|bridge|netdev)\s+(\S+)\s*\{$/.exec(line)
-        if (!m) throw new NftParseError(lineNo, `expected "table FAMILY NAME {", found "${line.slice(0, 60)}"`)
+        if (!m) throw new ParseError(lineNo, `expected "table FAMILY NAME {", found "${line.slice(0, 60)}"`)
         table = {family: m[1], name: unquote(m[2]), id: `${m[1]} ${unquote(m[2])}`, chains: new Map(), sets: new Map()}
         rs.tables.push(table)
         continue
@@ -136,8 +128,8 @@ export class NftRuleset {
           try {
             for (const el of parseElements(m[1])) set.elements.push(el)
           } catch (e) {
-            if (e instanceof NftElementError)
-              throw new NftParseError(lineNo, `${e.message} in ${set.isMap ? 'map' : 'set'} ${set.name}`)
+            if (e instanceof ParseError)
+              throw new ParseError(lineNo, `${e.message} in ${set.isMap ? 'map' : 'set'} ${set.name}`, {cause: e})
             throw e
           }
         }
@@ -174,10 +166,10 @@ export class NftRuleset {
         continue
       }
       if (/^(comment|flags)\s/.test(line)) continue
-      throw new NftParseError(lineNo, `unexpected "${line.slice(0, 60)}" in table ${table.id}`)
+      throw new ParseError(lineNo, `unexpected "${line.slice(0, 60)}" in table ${table.id}`)
     }
-    if (table) throw new NftParseError(lines.length, `table ${table.id} is not closed`)
-    if (rs.tables.length === 0) throw new NftParseError(1, 'no "table" found: not `nft list ruleset` output')
+    if (table) throw new ParseError(lines.length, `table ${table.id} is not closed`)
+    if (rs.tables.length === 0) throw new ParseError(1, 'no "table" found: not `nft list ruleset` output')
     return rs
   }
 

@@ -1,4 +1,4 @@
-import {DumpParseError} from './iptables-save.js'
+import {ParseError} from './parse-error.js'
 import {parseRule} from './iptables-rule.js'
 
 /**
@@ -170,13 +170,15 @@ function refuseCutOff(lines: Line[]): void {
   const last = [...lines].reverse().find((l) => l.text.trim() !== '')
   if (!last || !/^-A\s/.test(last.text)) return
   const text = last.text.trim()
-  const where = (why: string) =>
-    new DumpParseError(last.from, `the last rule looks cut off (${why}): "${text.slice(-60)}"; paste the whole output`)
+  const where = (why: string, cause?: unknown) =>
+    new ParseError(last.from, `the last rule looks cut off (${why}): "${text.slice(-60)}"; paste the whole output`, {
+      cause,
+    })
   let rule
   try {
     rule = parseRule('', last.from, text)
   } catch (e) {
-    throw where((e as Error).message)
+    throw where((e as Error).message, e)
   }
   if (NEEDS_VALUE.test(text)) throw where('it ends with an option that needs a value')
   if (rule.target === undefined) throw where('it has no -j or -g target')

@@ -1,3 +1,4 @@
+import {ParseError} from './parse-error.js'
 /**
  * Kernel settings read from /proc/sys: `sysctl KEY...` output ("net.ipv4.ip_forward = 1") or `grep -H '' FILE...`
  * output ("/proc/sys/net/ipv4/ip_forward:1"), with the "cannot stat"/"No such file" lines telling which keys are absent.
@@ -7,15 +8,6 @@ export interface SysctlValues {
   values: Map<string, string>
   /** Keys the node does not have (e.g. net.bridge.* when br_netfilter is not loaded). */
   absent: Set<string>
-}
-
-export class SysctlParseError extends Error {
-  constructor(
-    readonly line: number,
-    readonly reason: string,
-  ) {
-    super(`sysctl output line ${line}: ${reason}`)
-  }
 }
 
 const PROC = '/proc/sys/'
@@ -45,7 +37,10 @@ export function parseSysctl(text: string): SysctlValues {
     const procForm = line.startsWith(PROC) ? /^(\/proc\/sys\/\S+?):(.*)$/.exec(line) : null
     if (procForm) values.set(keyFromPath(procForm[1]), procForm[2].trim())
     else if (sysctlForm && !sysctlForm[1].startsWith('/')) values.set(sysctlForm[1], sysctlForm[2].trim())
-    else throw new SysctlParseError(i + 1, `neither "key = value" nor "/proc/sys/path:value": ${line.slice(0, 200)}`)
+    else
+      throw new ParseError(i + 1, `neither "key = value" nor "/proc/sys/path:value": ${line.slice(0, 200)}`, {
+        what: 'sysctl output',
+      })
   }
   return {values, absent}
 }

@@ -1,7 +1,7 @@
 import {Chalk, type ChalkInstance} from 'chalk'
 import type {ProbeReport, Report} from './report.js'
 import {ENTRIES} from '../model/paths.js'
-import {failureParts} from '../node/tcp-probe.js'
+import {failureParts} from '../node/probe/tcp-probe.js'
 import {renderNotChecked} from './coverage-human.js'
 import {fixLines} from './fix-lines.js'
 import {renderWalk} from './trace-walk.js'

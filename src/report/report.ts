@@ -7,7 +7,7 @@ import {familyOf} from '../net/address.js'
 import type {TraceResult} from '../trace/types.js'
 import {API_VERSION, type DocumentMeta} from './document.js'
 import {joinHostPort} from '../net/host-port.js'
-import type {ProbeRun} from '../node/tcp-probe.js'
+import type {ProbeRun} from '../node/probe/tcp-probe.js'
 import type {NotChecked} from '../diagnosis/coverage.js'
 
 /** The JSON contract (README "JSON output"). The human report is rendered from this same object. */

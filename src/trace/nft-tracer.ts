@@ -149,7 +149,7 @@ export class NftTracer implements ChainSource<NftChain> {
       try {
         els = parseElements(braced.slice(1, -1))
       } catch (e) {
-        throw new Unknown((e as Error).message)
+        throw new Unknown((e as Error).message, {cause: e})
       }
       if (this.inlineCache.size > 10_000) this.inlineCache.clear()
       this.inlineCache.set(braced, els)

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict'
 import {describe, test} from 'node:test'
 import type {Duplex} from 'node:stream'
 import {KubeConfig} from '@kubernetes/client-node'
-import {execInPod} from '../../src/node/kube/exec-in-pod.js'
-import {openPortForward} from '../../src/node/kube/port-forward.js'
+import {execInPod} from '../../src/kube/exec-in-pod.js'
+import {openPortForward} from '../../src/kube/port-forward.js'
 import {
   KubeAbortedError,
   KubeCommandNotFoundError,
@@ -11,7 +11,7 @@ import {
   KubeNotFoundError,
   KubePortForwardError,
   KubeTimeoutError,
-} from '../../src/node/kube/kube-stream-errors.js'
+} from '../../src/kube/errors.js'
 import {labGuard} from '../helpers/lab-guard.js'
 import {withLab} from '../helpers/lab-suite.js'
 import {labPodSandbox} from '../lab/apiserver-sandboxes.js'

@@ -8,13 +8,9 @@ import {withLab} from '../helpers/lab-suite.js'
 import {runCli} from '../helpers/run-cli.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
 import {tryRun} from '../lab/sh.js'
-import {readNodeBundle} from '../../src/node/bundle.js'
-import {
-  buildCommandLine,
-  compressedCommandLine,
-  type CommandLine,
-  type IptablesTable,
-} from '../../src/node/node-commands.js'
+import {readNodeBundle} from '../../src/node/read/bundle.js'
+import {buildCommandLine, compressedCommandLine, type CommandLine} from '../../src/node/node-commands.js'
+import type {IptablesTable} from '../../src/node/read/command-arguments.js'
 
 const why = labGuard()
 

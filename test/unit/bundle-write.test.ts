@@ -11,7 +11,7 @@ import type {V1Pod} from '@kubernetes/client-node'
 import {diagnose} from '../../src/diagnosis/diagnose.js'
 import {gatherSnapshot} from '../../src/diagnosis/gather.js'
 import {writeBundle} from '../../src/diagnosis/write-bundle.js'
-import {loadNodeRecording} from '../../src/node/bundle.js'
+import {loadNodeRecording} from '../../src/node/read/bundle.js'
 import {runCli} from '../helpers/run-cli.js'
 
 const SECRET = 'pa55-w0rd-9f3e1c7a'

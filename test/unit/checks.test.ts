@@ -4,7 +4,7 @@ import type {V1Pod} from '@kubernetes/client-node'
 import {CATALOGUE} from '../../src/checks/catalogue.js'
 import {diagnose} from '../../src/diagnosis/diagnose.js'
 import {rulesFromCodes} from '../../src/diagnosis/ignore-rules.js'
-import type {NodeObservation} from '../../src/node/bundle.js'
+import type {NodeObservation} from '../../src/node/observation.js'
 import {
   DNS,
   NODES,
@@ -29,7 +29,7 @@ import {PROBES_OFF} from '../../src/diagnosis/probe-stage.js'
 import {checkTester, firedCodes} from '../helpers/check-tester.js'
 import type {DiagnoseOptions} from '../../src/diagnosis/diagnose.js'
 import {planProbes, PROBE_SETTINGS} from '../../src/diagnosis/probe-plan.js'
-import {interpretPathReads, type RawPathReads} from '../../src/node/path-reads.js'
+import {interpretPathReads, type RawPathReads} from '../../src/node/read/path-reads.js'
 
 const notReady = (...names: string[]) => labPods().map((p) => (names.includes(p.name) ? {...p, ready: false} : p))
 const insertBefore = (anchor: string, line: string) => (text: string) => {

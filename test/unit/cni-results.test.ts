@@ -9,15 +9,11 @@ import {join} from 'node:path'
 import {test} from 'node:test'
 import {parseCniResults} from '../../src/parse/cni-results.js'
 import {parseBridgeState, withCniResults} from '../../src/parse/bridge-state.js'
-import {
-  NODE_FILES,
-  parseNodeRecording,
-  readNodeBundle,
-  writeNodeRecording,
-  type NodeRecording,
-} from '../../src/node/bundle.js'
-import {SnapshotNodeAccess} from '../../src/node/snapshot-transport.js'
-import {PodExecNodeAccess} from '../../src/node/pod-exec-transport.js'
+import {NODE_FILES, type NodeRecording} from '../../src/node/read/node-files.js'
+import {parseNodeRecording} from '../../src/node/read/recording.js'
+import {readNodeBundle, writeNodeRecording} from '../../src/node/read/bundle.js'
+import {SnapshotNodeAccess} from '../../src/node/transport/snapshot-transport.js'
+import {PodExecNodeAccess} from '../../src/node/transport/pod/pod-exec-transport.js'
 import type {KubeConfig} from '@kubernetes/client-node'
 import {buildCommandLine} from '../../src/node/node-commands.js'
 import {diagnose} from '../../src/diagnosis/diagnose.js'

@@ -15,17 +15,25 @@ import {diagnose} from '../../src/diagnosis/diagnose.js'
 import {gatherSnapshot} from '../../src/diagnosis/gather.js'
 import {DiagnosisError} from '../../src/errors.js'
 import {parseBridgeState} from '../../src/parse/bridge-state.js'
-import {ConntrackParseError, parseConntrackList} from '../../src/parse/conntrack.js'
+import {parseConntrackList} from '../../src/parse/conntrack.js'
 import {BufferSource} from '../../src/parse/dump-source.js'
-import {parseRouteGet, parseRouteTable, RouteParseError} from '../../src/parse/ip-route.js'
-import {IpsetParseError, IpsetState} from '../../src/parse/ipset-save.js'
-import {DumpParseError, IptablesSave} from '../../src/parse/iptables-save.js'
-import {IpvsParseError, parseDeviceAddresses, parseIpvsadm} from '../../src/parse/ipvsadm.js'
+import {parseRouteGet, parseRouteTable} from '../../src/parse/ip-route.js'
+import {IpsetState} from '../../src/parse/ipset-save.js'
+import {IptablesSave} from '../../src/parse/iptables-save.js'
+import {parseDeviceAddresses, parseIpvsadm} from '../../src/parse/ipvsadm.js'
 import {parseMetrics} from '../../src/parse/kube-proxy-status.js'
 import {parseNftDump} from '../../src/parse/nft-dump.js'
 import {normaliseIptablesPaste, normaliseNftPaste} from '../../src/parse/paste-normalise.js'
-import {NftParseError} from '../../src/parse/nft-ruleset.js'
-import {parseSysctl, SysctlParseError} from '../../src/parse/sysctl.js'
+import {
+  ParseError as ConntrackParseError,
+  ParseError as DumpParseError,
+  ParseError as IpsetParseError,
+  ParseError as IpvsParseError,
+  ParseError as NftParseError,
+  ParseError as RouteParseError,
+  ParseError as SysctlParseError,
+} from '../../src/parse/parse-error.js'
+import {parseSysctl} from '../../src/parse/sysctl.js'
 import {IptablesTracer} from '../../src/trace/iptables-tracer.js'
 import {IpvsTracer} from '../../src/trace/ipvs-tracer.js'
 import {NftTracer} from '../../src/trace/nft-tracer.js'

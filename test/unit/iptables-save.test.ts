@@ -4,7 +4,8 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {test} from 'node:test'
 import {BufferSource, FileSource} from '../../src/parse/dump-source.js'
-import {DumpParseError, IptablesSave} from '../../src/parse/iptables-save.js'
+import {IptablesSave} from '../../src/parse/iptables-save.js'
+import {ParseError as DumpParseError} from '../../src/parse/parse-error.js'
 import {parseRule, tokenize} from '../../src/parse/iptables-rule.js'
 
 const parse = (text: string) => IptablesSave.parse(new BufferSource(Buffer.from(text)))

@@ -9,7 +9,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {test} from 'node:test'
 import ssh2 from 'ssh2'
-import {checkKnownHosts, hostKeyAlgorithms, knownHostsName} from '../../src/node/known-hosts.js'
+import {checkKnownHosts, hostKeyAlgorithms, knownHostsName} from '../../src/node/transport/ssh/known-hosts.js'
 import {freePort} from '../helpers/free-port.js'
 
 const blob = (pub: string) => Buffer.from(pub.trim().split(/\s+/)[1], 'base64')

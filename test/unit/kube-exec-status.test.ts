@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import {test} from 'node:test'
-import {exitCodeOf} from '../../src/node/kube/exec-in-pod.js'
+import {exitCodeOf} from '../../src/kube/exec-in-pod.js'
 
 test('exit code from the exec Status on the error channel', () => {
   assert.equal(exitCodeOf({metadata: {}, status: 'Success'} as never), 0)

@@ -1,10 +1,15 @@
 import assert from 'node:assert/strict'
 import {test} from 'node:test'
 import {chainOwner, tableChains} from '../../src/parse/chain-owner.js'
-import {ConntrackParseError, parseConntrackList} from '../../src/parse/conntrack.js'
+import {parseConntrackList} from '../../src/parse/conntrack.js'
 import {BufferSource} from '../../src/parse/dump-source.js'
 import {IptablesSave} from '../../src/parse/iptables-save.js'
-import {parseRouteGet, parseRouteTable, routeGetFailure, RouteParseError} from '../../src/parse/ip-route.js'
+import {parseRouteGet, parseRouteTable, routeGetFailure} from '../../src/parse/ip-route.js'
+import {
+  ParseError as ConntrackParseError,
+  ParseError as RouteParseError,
+  ParseError as SysctlParseError,
+} from '../../src/parse/parse-error.js'
 import {
   conntrackTableUsage,
   effectiveRouteLocalnet,
@@ -12,7 +17,6 @@ import {
   forwardingSettings,
   interfacesWith,
   parseSysctl,
-  SysctlParseError,
 } from '../../src/parse/sysctl.js'
 
 // Fixtures follow the formats captured from conntrack v1.4.7 and iproute2 in a lab namespace; the numbers are made up.

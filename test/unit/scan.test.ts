@@ -12,8 +12,8 @@ import {SnapshotClusterSource} from '../../src/cluster/snapshot-source.js'
 import {readClusterState} from '../../src/cluster/read-cluster.js'
 import {readSnapshotRecordings} from '../../src/diagnosis/gather.js'
 import {judgeOnThreads} from '../../src/diagnosis/scan-threads.js'
-import {parseNodeRecording} from '../../src/node/bundle.js'
-import {shareNodeReads} from '../../src/node/shared-reads.js'
+import {parseNodeRecording} from '../../src/node/read/recording.js'
+import {shareNodeReads} from '../../src/node/read/shared-reads.js'
 
 const EXAMPLES = resolve(import.meta.dirname, '../../../examples')
 

@@ -4,9 +4,10 @@ import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {homedir, tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {test} from 'node:test'
-import {checkKnownHosts, knownHostsName} from '../../src/node/known-hosts.js'
-import {commandLine, dnsLookupCommand, NODE_COMMANDS} from '../../src/node/node-commands.js'
-import {parseSshConfig, resolveHost} from '../../src/node/ssh-config.js'
+import {checkKnownHosts, knownHostsName} from '../../src/node/transport/ssh/known-hosts.js'
+import {commandLine, NODE_COMMANDS} from '../../src/node/node-commands.js'
+import {dnsLookupCommand} from '../../src/node/read/command-arguments.js'
+import {parseSshConfig, resolveHost} from '../../src/node/transport/ssh/ssh-config.js'
 
 const CONFIG = `
 # comment

@@ -3,7 +3,8 @@ import {spawnSync} from 'node:child_process'
 import {readFileSync} from 'node:fs'
 import {basename} from 'node:path'
 import {test} from 'node:test'
-import {buildCommandLine, NODE_COMMANDS, type NodeCommand} from '../../src/node/node-commands.js'
+import {buildCommandLine, NODE_COMMANDS} from '../../src/node/node-commands.js'
+import type {NodeCommand} from '../../src/node/read/node-reads.js'
 
 const SUDOERS = 'deploy/sudoers/kproxy-doctor'
 

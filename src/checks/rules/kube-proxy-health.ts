@@ -1,5 +1,5 @@
 import {notReadyReason, isPodReady} from '../../cluster/pod-status.js'
-import type {NodeObservation} from '../../node/bundle.js'
+import type {NodeObservation} from '../../node/observation.js'
 import type {Check, CheckContext, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {kubectlCommand, nodeCommand} from '../../model/reach.js'

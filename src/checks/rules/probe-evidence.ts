@@ -1,7 +1,7 @@
 import type {CheckContext} from '../check.js'
 import type {Entry, PathResult} from '../../model/paths.js'
 import {joinHostPort} from '../../net/host-port.js'
-import {failureParts, type ProbeRun, type ProbeTally, type ServiceProbeTarget} from '../../node/tcp-probe.js'
+import {failureParts, type ProbeRun, type ProbeTally, type ServiceProbeTarget} from '../../node/probe/tcp-probe.js'
 
 /** A check context that carries the live probe stage (diagnose.ts adds it). */
 export interface ProbeAware {

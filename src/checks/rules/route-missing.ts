@@ -5,7 +5,7 @@ import {nodeCommand} from '../../model/reach.js'
 import type {ExpectedEndpoint} from '../../model/expected.js'
 import {canonicalIp, familyOf, inCidr} from '../../net/address.js'
 import type {Route} from '../../parse/ip-route.js'
-import type {RouteAnswer} from '../../node/path-reads.js'
+import type {RouteAnswer} from '../../node/read/path-reads.js'
 
 const nodeAddresses = (node: V1Node | undefined) =>
   (node?.status?.addresses ?? [])

@@ -1,4 +1,4 @@
-import type {NodeObservation} from '../../node/bundle.js'
+import type {NodeObservation} from '../../node/observation.js'
 import type {Dataplane} from '../dataplane.js'
 import {iptablesMode} from './iptables.js'
 import {ipvsMode} from './ipvs.js'

@@ -1,4 +1,4 @@
-import type {NodeObservation} from '../../node/bundle.js'
+import type {NodeObservation} from '../../node/observation.js'
 import {iptablesDataplane} from '../iptables-dataplane.js'
 import {ipvsGlue} from './ipvs.js'
 import type {NodeFacts, ProxyModeAdapter} from './mode.js'

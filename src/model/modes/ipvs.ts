@@ -1,4 +1,4 @@
-import type {NodeObservation} from '../../node/bundle.js'
+import type {NodeObservation} from '../../node/observation.js'
 import {ipvsSetName} from '../chain-names.js'
 import {ipvsDataplane} from '../ipvs-dataplane.js'
 import type {NodeFacts, ProxyModeAdapter} from './mode.js'

@@ -1,4 +1,4 @@
-import type {NodeObservation} from '../../node/bundle.js'
+import type {NodeObservation} from '../../node/observation.js'
 import type {Dataplane} from '../dataplane.js'
 
 export type ProxyMode = 'iptables' | 'nftables' | 'ipvs'

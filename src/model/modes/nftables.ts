@@ -1,4 +1,4 @@
-import type {NodeObservation} from '../../node/bundle.js'
+import type {NodeObservation} from '../../node/observation.js'
 import {nftDataplane} from '../nft-dataplane.js'
 import type {NodeFacts, ProxyModeAdapter} from './mode.js'
 

@@ -1,0 +1,46 @@
+import type {IptablesSave} from '../parse/iptables-save.js'
+import type {NftRuleset} from '../parse/nft-ruleset.js'
+import type {BridgeState} from '../parse/bridge-state.js'
+import type {KubeProxyStatus} from '../parse/kube-proxy-status.js'
+import type {IpsetState} from '../parse/ipset-save.js'
+import type {VirtualServer} from '../parse/ipvsadm.js'
+import type {DnsAnswer} from './probe/dns-probe.js'
+import type {PathObservation} from './read/path-reads.js'
+
+export interface IpvsState {
+  virtualServers: VirtualServer[]
+  ipsets: IpsetState
+  /** Addresses bound to kube-ipvs0; undefined when the device was not read. */
+  vips?: string[]
+  sysctls: Record<string, string>
+}
+
+export interface NodeObservation {
+  name: string
+  reachable: boolean
+  error?: string
+  iptables?: IptablesSave
+  /** ip6tables-save: the IPv6 rules of a Service's IPv6 family (iptables and IPVS modes); undefined when not read. */
+  ip6tables?: IptablesSave
+  nft?: NftRuleset
+  /** The nft read held only kube-proxy's tables (nftables mode does not run there): other tables were not read. */
+  nftKubeProxyTablesOnly?: true
+  /** Each family's two iptables backends read one by one, where the node has both tools: leftovers hide in the unused one. */
+  backends?: Array<{family: 4 | 6; backend: 'legacy' | 'nft'; dump: IptablesSave}>
+  /** IPVS mode: virtual servers, ipsets, addresses on kube-ipvs0, the sysctls it needs. */
+  ipvs?: IpvsState
+  network?: BridgeState
+  dns?: DnsAnswer
+  kubeProxy?: KubeProxyStatus
+  /** Forwarding sysctls, routes to the endpoints, conntrack entries for the Service's addresses. */
+  path?: PathObservation
+}
+
+/** After one Service of a scan is judged: each dump drops the parsed chains only that Service asked for. */
+export function forgetOneOffChains(observations: NodeObservation[]): void {
+  for (const o of observations) {
+    o.iptables?.forgetOneOffChains()
+    o.ip6tables?.forgetOneOffChains()
+    for (const b of o.backends ?? []) b.dump.forgetOneOffChains()
+  }
+}

@@ -1,0 +1,475 @@
+import {errorRecording, isNftJson, NODE_FILES, type NodeRecording} from './node-files.js'
+import {parseNodeRecording} from './recording.js'
+import type {NodeObservation} from '../observation.js'
+import type {DnsRecordType} from '../../parse/dns-lookup.js'
+import {queryOverStream, type DnsAnswer, type DnsRecordAnswer} from '../probe/dns-probe.js'
+import {httpGetOnNode} from '../probe/http-on-node.js'
+import {parseHealthz, parseMetrics, type KubeProxyStatus} from '../../parse/kube-proxy-status.js'
+import {tcpOpener, type NodeAccess, type RunResult} from '../transport/node-access.js'
+import {BACKEND_SAVES, NODE_READS, type ArgsOf, type NodeCommandKey, type RecordedKey} from './node-reads.js'
+import {buildCommandLine, DUMP_STEPS, programOf, toolMissing} from '../node-commands.js'
+import {
+  isInterfaceName,
+  NFT_KUBE_PROXY_FAMILIES,
+  type NftKubeProxyFamily,
+  type ConntrackProtocol,
+} from './command-arguments.js'
+import {parseIp} from '../../net/address.js'
+import {backendNamedBy} from '../../parse/iptables-save.js'
+import type {RawCommandOutput, RawPathReads} from './path-reads.js'
+import {mapBounded} from '../../util/map-bounded.js'
+import {readScopedRules, type RulesScope} from './scoped-rules.js'
+import {Slots} from '../../util/slots.js'
+
+interface DnsQuestion {
+  name: string
+  server: string
+  /** A for an IPv4 ClusterIP, AAAA for an IPv6 one (default: A). */
+  types?: DnsRecordType[]
+}
+
+/** The Service's addresses the packet-path reads look at. */
+export interface PathTargets {
+  /** Endpoint IPs: `ip route get` for each. */
+  endpointAddresses: string[]
+  /** ClusterIPs with the protocols of the Service's ports: `conntrack -L -p PROTOCOL -d ADDRESS` for each pair. */
+  serviceAddresses: Array<{address: string; protocol: ConntrackProtocol}>
+}
+
+export interface CollectOptions {
+  /** Per operation (a dump: DUMP_STEPS of it); the whole node gets NODE_STEPS of it. */
+  timeoutMs: number
+  dns?: DnsQuestion
+  /** When given, the packet-path reads (sysctls, routes, conntrack) are made for these addresses. */
+  path?: PathTargets
+  /** --proxy-mode: trusted over kube-proxy's /proxyMode when deciding how much of nft to read. */
+  proxyMode?: string
+  /**
+   * Read only the iptables chains these packets can reach, chain by chain, where the node is read as root (else, or
+   * when the read cannot be scoped, the whole dump as always).
+   */
+  rulesScope?: RulesScope
+}
+
+/** Route lookups per node: every endpoint of a big Service, bounded for a huge one (the rest is said to be skipped). */
+const MAX_ROUTE_LOOKUPS = 256
+const LOOKUP_CONCURRENCY = 4
+/** How long one DNS question over TCP may wait for its answer. */
+const DNS_ANSWER_MS = 3000
+
+/** One node's reads: the raw outputs (what `collect` writes) and what they parse to (what `svc` judges). */
+export interface NodeCollection {
+  observation: NodeObservation
+  recording: NodeRecording
+}
+
+/** Reads one node through whatever transport `connect` opens; every read stays in memory. Never throws. */
+export async function collectNode(
+  name: string,
+  connect: () => Promise<NodeAccess>,
+  opts: CollectOptions,
+): Promise<NodeCollection> {
+  let access: NodeAccess | undefined
+  let timer: NodeJS.Timeout | undefined
+  const deadlineMs = opts.timeoutMs * NODE_STEPS
+  const running: Running = new Set()
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new Error(
+            access
+              ? `node did not finish its reads within ${deadlineMs / 1000}s${stillRunning(running)}`
+              : `node did not answer within ${deadlineMs / 1000}s`,
+          ),
+        ),
+      deadlineMs,
+    )
+  })
+  let recording: NodeRecording
+  try {
+    recording = await Promise.race([
+      (async () => {
+        access = await connect()
+        return readAll(gated(access, COMMANDS_AT_ONCE, running), opts)
+      })(),
+      deadline,
+    ])
+  } catch (e) {
+    recording = errorRecording((e as Error).message)
+  } finally {
+    clearTimeout(timer)
+    await access?.close()
+  }
+  return {observation: parseNodeRecording(name, recording), recording}
+}
+
+const ranOk = (r: RunResult): r is Extract<RunResult, {kind: 'ran'}> => r.kind === 'ran' && r.code === 0
+
+async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRecording> {
+  const rec: NodeRecording = new Map()
+  const record = (cmd: RecordedKey, out: Buffer) => rec.set(NODE_READS[cmd].recorded.file, out)
+  // The reads depend on little of each other: they run at once, each on its own channel, so a node's read takes about
+  // as long as its largest dump. Through sudo the privileged ones wait for iptables-save: where sudo wants a password,
+  // one attempt fails (and is logged on the node), not ten.
+  const sudo = (await access.usesSudo?.()) ?? false
+  const save = readRules(access, 4, sudo ? undefined : opts.rulesScope)
+  const privileged = sudo
+    ? save.then((r) => {
+        if (r.kind === 'ran' && r.code !== 0) throw new Error('iptables-save failed: no other privileged read')
+      })
+    : Promise.resolve()
+  const kubeProxy = askKubeProxy(access, opts.timeoutMs)
+  const pathReads = opts.path ? readPath(access, opts.path, privileged) : undefined
+  const dns = opts.dns ? askDns(access, opts.dns, opts.timeoutMs) : undefined
+  const network = readNetwork(access, record, privileged)
+  // IPv6 rules: recorded where ip6tables-save answers; a node without it has its IPv6 family said to be unchecked.
+  // Each family's backend saves follow that family's save (its header says which backend it already is): IPv6's
+  // need not wait for a large iptables-save.
+  const saves6 = async () => {
+    const save6 = await readRules(access, 6, sudo ? undefined : opts.rulesScope)
+    if (ranOk(save6)) record('ip6tablesSave', save6.stdout)
+    await readBackendSaves(access, record, 6, save6)
+  }
+  const dumps = privileged.then(() =>
+    Promise.all([
+      saves6(),
+      save.then((saved) => readBackendSaves(access, record, 4, saved)),
+      readNft(access, record, kubeProxy, opts),
+      readIpvs(access, record),
+    ]),
+  )
+  // Whatever fails after the first throw is not waited for (the node's error is the first one).
+  for (const p of [privileged, pathReads, dns, network, dumps]) p?.catch(() => undefined)
+  const saved = await save
+  if (saved.kind === 'ran') {
+    if (saved.code !== 0) {
+      if (/password is required|a terminal is required/.test(saved.stderr))
+        throw new Error(
+          'sudo on the node wants a password: allow "sudo -n iptables-save" for the SSH user, or log in as root',
+        )
+      throw new Error(`iptables-save exited ${saved.code}: ${saved.stderr.trim().split('\n')[0] || 'no message'}`)
+    }
+    record('iptablesSave', saved.stdout)
+  }
+  await Promise.all([dumps, network])
+  const json2 = (v: unknown) => Buffer.from(JSON.stringify(v, null, 2) + '\n')
+  if (pathReads) rec.set(NODE_FILES.pathReads, json2(await pathReads))
+  if (dns) rec.set(NODE_FILES.dns, json2(await dns))
+  rec.set(NODE_FILES.kubeProxy, json2(await kubeProxy))
+  return rec
+}
+
+/** One family's rules: chain by chain where a scope is given and the read can be scoped, else the whole dump. */
+async function readRules(access: NodeAccess, family: 4 | 6, scope: RulesScope | undefined): Promise<RunResult> {
+  if (scope) {
+    const scoped = await readScopedRules(access, family, scope)
+    if (scoped.kind === 'read') return {kind: 'ran', code: 0, stdout: scoped.dump, stderr: ''}
+  }
+  return access.run(family === 6 ? 'ip6tablesSave' : 'iptablesSave')
+}
+
+/**
+ * One family's backend saves, where the node has both tools. The family's save whose header names its backend
+ * ("v1.8.9 (nf_tables)") is that backend's dump: not read a second time (on a large node each read costs seconds).
+ */
+async function readBackendSaves(
+  access: NodeAccess,
+  record: (cmd: RecordedKey, out: Buffer) => void,
+  family: 4 | 6,
+  own: RunResult,
+): Promise<void> {
+  await Promise.all(
+    BACKEND_SAVES.filter((b) => b.family === family).map(async ({backend, command: cmd}) => {
+      if (
+        ranOk(own) &&
+        backendNamedBy(/^# Generated by .*$/m.exec(own.stdout.toString('latin1', 0, 512))?.[0] ?? '') === backend
+      )
+        return record(cmd, own.stdout)
+      const r = await access.run(cmd)
+      if (ranOk(r) && r.stdout.length > 0) record(cmd, r.stdout)
+    }),
+  )
+}
+
+/**
+ * Commands one node runs at once: OpenSSH allows 10 sessions per connection (MaxSessions), and a node's CPU is
+ * shared with its workloads.
+ */
+const COMMANDS_AT_ONCE = 6
+
+/** A whole node's reads may take this many steps: its largest dump (DUMP_STEPS), and the rest around it. */
+const NODE_STEPS = DUMP_STEPS + 2
+
+/** The commands under way: each key with its arguments, and since when. */
+type Running = Set<{key: NodeCommandKey; args: unknown[]; since: number}>
+
+/** The commands running when the node's deadline passed, by their allow-listed form, with how long each had run. */
+function stillRunning(running: Running): string {
+  if (running.size === 0) return ''
+  const now = performance.now()
+  const named = [...running].map(({key, args, since}) => {
+    const line: string = buildCommandLine(key, true, ...(args as ArgsOf<typeof key>))
+    return `${line.length <= 60 ? line : programOf(line)} for ${((now - since) / 1000).toFixed(0)}s`
+  })
+  return ` (still running: ${named.join(', ')})`
+}
+
+/**
+ * The access with at most `limit` commands running at once; the rest wait their turn (streams and files are not held
+ * back). `running` holds the commands under way.
+ */
+function gated(access: NodeAccess, limit: number, running: Running): NodeAccess {
+  const slots = new Slots(limit)
+  const run: NodeAccess['run'] = (key, ...args) =>
+    slots.run(async () => {
+      const entry = {key, args, since: performance.now()}
+      running.add(entry)
+      try {
+        return await access.run(key, ...args)
+      } finally {
+        running.delete(entry)
+      }
+    })
+  return {
+    run,
+    openTcp: (host, port, timeoutMs) => access.openTcp(host, port, timeoutMs),
+    readFile: (path) => access.readFile(path),
+    describe: () => access.describe(),
+    ...(access.usesSudo ? {usesSudo: () => access.usesSudo!()} : {}),
+    close: () => access.close(),
+  }
+}
+
+/**
+ * nftables: kube-proxy's nftables mode, and leftovers of it; a node without nft simply has none. Listing the whole
+ * ruleset of a large iptables-nft node takes minutes (every xtables rule is translated), while kube-proxy's own tables
+ * answer at once: the whole ruleset is read only where nftables mode may run (other tables drop packets too).
+ */
+async function readNft(
+  access: NodeAccess,
+  record: (cmd: RecordedKey, out: Buffer) => void,
+  kubeProxy: Promise<KubeProxyStatus>,
+  opts: CollectOptions,
+): Promise<void> {
+  const mode = opts.proxyMode ?? (await kubeProxy).proxyMode
+  const own = mode === 'nftables' ? undefined : await readKubeProxyTables(access)
+  if (own !== undefined && (mode === 'iptables' || mode === 'ipvs' || own.length === 0))
+    record('nftKubeProxyTable', own)
+  // Where the whole ruleset cannot be listed, kube-proxy's own tables are still what was read.
+  else if (!(await readRuleset(access, record)) && own !== undefined) record('nftKubeProxyTable', own)
+}
+
+/** IPVS mode: recorded only where ipvsadm answers (IPVS nodes); the rest goes with it. */
+async function readIpvs(access: NodeAccess, record: (cmd: RecordedKey, out: Buffer) => void): Promise<void> {
+  const ipvs = await access.run('ipvsadm')
+  if (!ranOk(ipvs)) return
+  record('ipvsadm', ipvs.stdout)
+  for (const r of await Promise.all(
+    (['ipsetSave', 'kubeIpvs0', 'sysctls'] as const).map(async (cmd) => [cmd, await access.run(cmd)] as const),
+  ))
+    if (r[1].kind === 'ran' && r[1].stdout.length > 0) record(r[0], r[1].stdout)
+}
+
+/** Bridges, links, neighbours, the fdb; and libcni's result cache (root only: after `privileged`) where the network was read. */
+async function readNetwork(
+  access: NodeAccess,
+  record: (cmd: RecordedKey, out: Buffer) => void,
+  privileged: Promise<void>,
+): Promise<void> {
+  const net = await access.run('network')
+  if (net.kind !== 'ran') return
+  record('network', net.stdout)
+  await privileged
+  // grep: 0 lines found, 1 an empty cache; 2 (no such folder, no sudo) leaves it unrecorded, as not read.
+  const cni = await access.run('cniResults')
+  if (cni.kind === 'ran' && (cni.code === 0 || cni.code === 1)) record('cniResults', cni.stdout)
+}
+
+/** The whole nft ruleset: JSON first (the stable machine format); the text form where this nft has no -j. Whether it was read. */
+async function readRuleset(access: NodeAccess, record: (cmd: RecordedKey, out: Buffer) => void): Promise<boolean> {
+  const json = await access.run('nftRulesetJson')
+  if (ranOk(json) && isNftJson(json.stdout)) {
+    record('nftRulesetJson', json.stdout)
+    return true
+  }
+  const text = await access.run('nftRuleset')
+  if (ranOk(text)) record('nftRuleset', text.stdout)
+  return ranOk(text)
+}
+
+/** nft's answer for a table that is not there. */
+const tableAbsent = (r: RunResult) => r.kind === 'ran' && r.code !== 0 && /No such file or directory/.test(r.stderr)
+
+/**
+ * kube-proxy's tables of both families as one ruleset (JSON where this nft has -j, else text); a family without its
+ * table adds nothing. Undefined when nft could not answer (no nft, no permission): the whole ruleset is tried instead.
+ */
+async function readKubeProxyTables(access: NodeAccess): Promise<Buffer | undefined> {
+  const families = await kubeProxyTableFamilies(access)
+  if (families?.length === 0) return Buffer.alloc(0)
+  for (const json of [true, false]) {
+    const answers = await Promise.all(
+      (families ?? NFT_KUBE_PROXY_FAMILIES).map((family) => access.run('nftKubeProxyTable', {family, json})),
+    )
+    if (answers.some((r) => r.kind === 'ran' && toolMissing(r))) return undefined
+    const tables = answers.filter((r) => !tableAbsent(r))
+    // Both families answered (a table or its absence): the read is whole.
+    if (tables.every((r) => ranOk(r) && (!json || isNftJson(r.stdout)))) {
+      const outs = tables.map((r) => (r as Extract<RunResult, {kind: 'ran'}>).stdout)
+      return json ? mergeJsonRulesets(outs) : Buffer.concat(outs)
+    }
+  }
+  return undefined
+}
+
+/** The families whose kube-proxy table `nft list sets` shows; undefined when it did not answer (then each is listed). */
+async function kubeProxyTableFamilies(access: NodeAccess): Promise<NftKubeProxyFamily[] | undefined> {
+  const r = await access.run('nftSets')
+  if (!ranOk(r)) return undefined
+  const tables = NODE_READS.nftSets.parse(r.stdout.toString('utf8'))
+  return NFT_KUBE_PROXY_FAMILIES.filter((family) => tables.some((t) => t.family === family && t.name === 'kube-proxy'))
+}
+
+/** Several `nft -j` documents as one: their objects in order, the first metainfo kept. */
+function mergeJsonRulesets(outs: Buffer[]): Buffer {
+  if (outs.length <= 1) return outs[0] ?? Buffer.alloc(0)
+  const objects = outs.flatMap((out, i) => {
+    let list: unknown[]
+    try {
+      list = (JSON.parse(out.toString('utf8')) as {nftables?: unknown[]}).nftables ?? []
+    } catch (e) {
+      throw new Error(`nft -j list table answered no JSON: ${(e as Error).message}`, {cause: e})
+    }
+    return i === 0 ? list : list.filter((o) => !(typeof o === 'object' && o !== null && 'metainfo' in o))
+  })
+  return Buffer.from(JSON.stringify({nftables: objects}) + '\n')
+}
+
+function raw(r: RunResult): RawCommandOutput {
+  if (r.kind === 'not-recorded') return {code: null, stdout: '', stderr: '', notRead: r.what}
+  return {code: r.code, stdout: r.stdout.toString('utf8'), stderr: r.stderr}
+}
+
+/** Distinct valid addresses in their canonical spelling, in first-seen order. */
+function distinctAddresses(list: string[]): string[] {
+  return [...new Set(list.map((a) => parseIp(a)?.text).filter((a): a is string => a !== undefined))]
+}
+
+/** The route tables (IPv6's where the Service has IPv6 addresses), the route to each endpoint, the sysctls of the interfaces those routes use, conntrack for the Service's addresses (after `privileged`). */
+async function readPath(access: NodeAccess, targets: PathTargets, privileged: Promise<void>): Promise<RawPathReads> {
+  const out: RawPathReads = {routeGet: [], conntrack: []}
+  out.routeTable = raw(await access.run('routeTable'))
+  const endpoints = distinctAddresses(targets.endpointAddresses)
+  const ipv6 = [...endpoints, ...targets.serviceAddresses.map((s) => s.address)].some((a) => parseIp(a)?.family === 6)
+  if (ipv6) out.routeTable6 = raw(await access.run('routeTable6'))
+  const looked = endpoints.slice(0, MAX_ROUTE_LOOKUPS)
+  if (endpoints.length > looked.length)
+    out.skipped = [
+      `ip route get: ${endpoints.length - looked.length} of ${endpoints.length} endpoint addresses not looked up (at most ${MAX_ROUTE_LOOKUPS} per node)`,
+    ]
+  const interfaces = new Set<string>()
+  out.routeGet = await mapBounded(looked, LOOKUP_CONCURRENCY, async (address) => {
+    const r = raw(await access.run('routeGet', {address}))
+    if (r.code === 0) {
+      try {
+        const dev = NODE_READS.routeGet.parse(r.stdout).dev
+        if (dev && isInterfaceName(dev)) interfaces.add(dev)
+      } catch {
+        // Recorded raw: the parse failure is reported for this lookup.
+      }
+    }
+    return {address, ...r}
+  })
+  out.sysctls = raw(await access.run('pathSysctls', {interfaces: [...interfaces].sort(), ipv6}))
+  // conntrack needs root: it waits for the first privileged read to pass.
+  await privileged
+  const seen = new Set<string>()
+  for (const {address, protocol} of targets.serviceAddresses) {
+    const ip = parseIp(address)?.text
+    if (!ip || seen.has(`${protocol} ${ip}`)) continue
+    seen.add(`${protocol} ${ip}`)
+    out.conntrack.push({protocol, address: ip, ...raw(await access.run('conntrackList', {protocol, address: ip}))})
+  }
+  return out
+}
+
+/** kube-proxy's own view: /proxyMode and /metrics on 127.0.0.1:10249, /healthz on :10256 (the defaults). */
+async function askKubeProxy(access: NodeAccess, timeoutMs: number): Promise<KubeProxyStatus> {
+  const out: KubeProxyStatus = {}
+  const get = (port: number, path: string) => httpGetOnNode(tcpOpener(access, timeoutMs), port, path, 3000)
+  try {
+    const r = await get(10249, '/proxyMode')
+    if (r.status === 200) out.proxyMode = r.body.trim()
+    else out.proxyModeError = `HTTP ${r.status}`
+  } catch (e) {
+    out.proxyModeError = (e as Error).message
+  }
+  try {
+    const r = await get(10256, '/healthz')
+    out.healthz = parseHealthz(r.status, r.body)
+  } catch (e) {
+    out.healthzError = (e as Error).message
+  }
+  try {
+    const r = await get(10249, '/metrics')
+    if (r.status === 200) out.metrics = parseMetrics(r.body)
+    else out.metricsError = `HTTP ${r.status}`
+  } catch (e) {
+    out.metricsError = (e as Error).message
+  }
+  return out
+}
+
+/**
+ * Asks the DNS server for each record type over TCP through the transport (one stream per question, each bounded by
+ * its own timeout), else with dig/nslookup on the node; each type's answer or failure is recorded on its own.
+ */
+async function askDns(access: NodeAccess, q: DnsQuestion, timeoutMs: number): Promise<DnsAnswer> {
+  const base = {name: q.name, server: q.server}
+  const types = q.types?.length ? q.types : (['A'] as DnsRecordType[])
+  const viaTcp = `DNS over TCP through ${access.describe().tcpVia}`
+  const answers: DnsRecordAnswer[] = []
+  let fallbackWhy: string | undefined
+  for (const type of types) {
+    const opened = await access.openTcp(q.server, 53, timeoutMs)
+    if (opened.kind !== 'open') {
+      fallbackWhy = opened.reason
+      break
+    }
+    try {
+      answers.push({type, ...(await queryOverStream(opened.stream, q.name, type, DNS_ANSWER_MS))})
+    } catch (e) {
+      answers.push({type, addresses: [], error: (e as Error).message})
+    }
+  }
+  if (fallbackWhy === undefined) return {...base, method: viaTcp, answers}
+  if (answers.length > 0)
+    return {
+      ...base,
+      method: viaTcp,
+      answers: [...answers, ...types.slice(answers.length).map((type) => ({type, addresses: [], error: fallbackWhy}))],
+    }
+  for (const type of types) {
+    const r = await access.run('dnsLookup', {name: q.name, server: q.server, type})
+    if (r.kind === 'not-recorded') return {...base, method: 'none', answers: [], error: `${fallbackWhy}; and ${r.what}`}
+    if (r.code === 127)
+      return {
+        ...base,
+        method: 'none',
+        answers: [],
+        error: `${fallbackWhy}; and the node has neither dig nor nslookup: run "nslookup ${q.name} ${q.server}" there by hand`,
+      }
+    const addresses = NODE_READS.dnsLookup.parse(r.stdout.toString(), type)
+    // dig +short prints nothing for a name without records of the type; only a failed run is an error.
+    const error =
+      addresses.length === 0 &&
+      (r.code !== 0 || r.stderr.trim() || /;;|\*\*|server can't find/i.test(r.stdout.toString()))
+        ? firstLine(r.stderr) || firstLine(r.stdout.toString()) || 'no answer'
+        : undefined
+    answers.push({type, addresses, ...(error ? {error} : {})})
+  }
+  return {...base, method: 'dig/nslookup on the node', answers}
+}
+
+const firstLine = (text: string) => text.trim().split('\n')[0] ?? ''

@@ -1,0 +1,176 @@
+import {BufferSource, type DumpSource} from '../../parse/dump-source.js'
+import {withCniResults} from '../../parse/bridge-state.js'
+import {NftRuleset} from '../../parse/nft-ruleset.js'
+import type {DnsAnswer, DnsRecordAnswer} from '../probe/dns-probe.js'
+import type {KubeProxyStatus} from '../../parse/kube-proxy-status.js'
+import {BACKEND_SAVES, NODE_READS as reads} from './node-reads.js'
+import type {NodeObservation} from '../observation.js'
+import {NODE_FILES, type NodeFile, type NodeRecording} from './node-files.js'
+import {interpretPathReads, type RawPathReads} from './path-reads.js'
+
+function parseJson<T>(buf: Buffer | undefined): T | undefined {
+  if (!buf) return undefined
+  try {
+    return JSON.parse(buf.toString('utf8')) as T
+  } catch {
+    return undefined
+  }
+}
+
+/** A recorded JSON file is used only in the shape this tool writes it; anything else counts as not recorded. */
+function shaped<T>(value: T | undefined, is: (v: unknown) => boolean): T | undefined {
+  return value !== undefined && is(value) ? value : undefined
+}
+
+const optional = (v: unknown, type: 'string' | 'number' | 'boolean') => v === undefined || typeof v === type
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+function isDnsRecordAnswer(v: unknown): boolean {
+  return (
+    isRecord(v) &&
+    (v.type === 'A' || v.type === 'AAAA') &&
+    Array.isArray(v.addresses) &&
+    v.addresses.every((a) => typeof a === 'string') &&
+    optional(v.rcode, 'string') &&
+    optional(v.error, 'string')
+  )
+}
+
+/**
+ * A recorded dns.json as this tool reads it: one answer per record type asked. A bundle written before AAAA questions
+ * holds one A answer at the top level (rcode, addresses, error), read as that; its AAAA is not asked.
+ */
+function dnsAnswerOf(v: unknown): DnsAnswer | undefined {
+  if (
+    !isRecord(v) ||
+    typeof v.name !== 'string' ||
+    typeof v.server !== 'string' ||
+    typeof v.method !== 'string' ||
+    !optional(v.error, 'string')
+  )
+    return undefined
+  const base = {name: v.name, server: v.server, method: v.method}
+  const error = v.error ? {error: v.error as string} : {}
+  if (Array.isArray(v.answers))
+    return v.answers.every(isDnsRecordAnswer) ? {...base, answers: v.answers as DnsRecordAnswer[], ...error} : undefined
+  if (!isDnsRecordAnswer({type: 'A', addresses: v.addresses, rcode: v.rcode})) return undefined
+  if (v.method === 'none') return {...base, answers: [], ...error}
+  return {
+    ...base,
+    answers: [
+      {type: 'A', addresses: v.addresses as string[], ...(v.rcode ? {rcode: v.rcode as string} : {}), ...error},
+    ],
+  }
+}
+
+function isKubeProxyStatus(v: unknown): boolean {
+  if (!isRecord(v)) return false
+  const h = v.healthz
+  const healthzOk =
+    h === undefined ||
+    (isRecord(h) &&
+      typeof h.status === 'number' &&
+      optional(h.lastUpdated, 'string') &&
+      optional(h.currentTime, 'string') &&
+      optional(h.nodeEligible, 'boolean'))
+  const m = v.metrics
+  const metricsOk = m === undefined || (isRecord(m) && Object.values(m).every((x) => typeof x === 'number'))
+  return (
+    healthzOk &&
+    metricsOk &&
+    ['proxyMode', 'proxyModeError', 'healthzError', 'metricsError'].every((k) => optional(v[k], 'string'))
+  )
+}
+
+/** Parses one node's recording (read live by collect-node.ts, or loaded from a snapshot folder). */
+export function parseNodeRecording(
+  name: string,
+  rec: NodeRecording,
+  onDisk: Map<NodeFile, DumpSource> = new Map(),
+): NodeObservation {
+  const text = (f: NodeFile) => rec.get(f)?.toString('utf8')
+  const dump = (f: NodeFile): DumpSource | undefined => {
+    const bytes = rec.get(f)
+    return onDisk.get(f) ?? (bytes ? new BufferSource(bytes) : undefined)
+  }
+  const error = text(NODE_FILES.error)
+  if (error !== undefined) return {name, reachable: false, error: error.trim()}
+  const obs: NodeObservation = {name, reachable: true}
+  try {
+    const save = dump(reads.iptablesSave.recorded.file)
+    if (save) obs.iptables = reads.iptablesSave.parse(save)
+  } catch (e) {
+    return {name, reachable: false, error: `${reads.iptablesSave.recorded.file} unreadable: ${(e as Error).message}`}
+  }
+  try {
+    const save6 = dump(reads.ip6tablesSave.recorded.file)
+    if (save6) obs.ip6tables = reads.ip6tablesSave.parse(save6)
+  } catch {
+    // Unreadable IPv6 rules leave the node's IPv6 family unjudged, said in what was not checked.
+  }
+  try {
+    // Both forms of the ruleset (nftRulesetJson, nftRuleset) are recorded as one file: the parser tells them apart.
+    const nft = text(reads.nftRuleset.recorded.file)
+    if (nft !== undefined && nft.trim() !== '') obs.nft = reads.nftRuleset.parse(nft)
+  } catch (e) {
+    return {name, reachable: false, error: `${reads.nftRuleset.recorded.file} unreadable: ${(e as Error).message}`}
+  }
+  try {
+    // No kube-proxy table in either family is an empty read, and still a read: nothing of nftables mode is left.
+    const own = obs.nft ? undefined : text(reads.nftKubeProxyTable.recorded.file)
+    if (own !== undefined) {
+      obs.nft = own.trim() === '' ? new NftRuleset() : reads.nftKubeProxyTable.parse(own)
+      obs.nftKubeProxyTablesOnly = true
+    }
+  } catch (e) {
+    return {
+      name,
+      reachable: false,
+      error: `${reads.nftKubeProxyTable.recorded.file} unreadable: ${(e as Error).message}`,
+    }
+  }
+  for (const {family, backend, command} of BACKEND_SAVES) {
+    try {
+      const source = dump(reads[command].recorded.file)
+      if (source && source.size > 0) (obs.backends ??= []).push({family, backend, dump: reads[command].parse(source)})
+    } catch {
+      // An unreadable extra backend dump only loses the leftover check.
+    }
+  }
+  if (rec.has(reads.ipvsadm.recorded.file)) {
+    try {
+      const kubeIpvs0 = text(reads.kubeIpvs0.recorded.file)
+      obs.ipvs = {
+        virtualServers: reads.ipvsadm.parse(text(reads.ipvsadm.recorded.file) ?? ''),
+        ipsets: reads.ipsetSave.parse(text(reads.ipsetSave.recorded.file) ?? ''),
+        vips: kubeIpvs0 !== undefined ? reads.kubeIpvs0.parse(kubeIpvs0) : undefined,
+        sysctls: reads.sysctls.parse(text(reads.sysctls.recorded.file) ?? ''),
+      }
+    } catch (e) {
+      return {name, reachable: false, error: `IPVS dumps unreadable: ${(e as Error).message}`}
+    }
+  }
+  if (!obs.iptables && !obs.nft)
+    return {
+      name,
+      reachable: false,
+      error: `neither ${reads.iptablesSave.recorded.file} nor ${reads.nftRuleset.recorded.file} is there`,
+    }
+  const network = text(reads.network.recorded.file)
+  if (network !== undefined) {
+    const cni = text(reads.cniResults.recorded.file)
+    const bridges = reads.network.parse(network)
+    obs.network =
+      cni !== undefined
+        ? withCniResults(bridges, reads.cniResults.parse(cni))
+        : {...bridges, cniNotes: ['CNI result cache (/var/lib/cni/results) not read']}
+  }
+  obs.kubeProxy = shaped(parseJson<KubeProxyStatus>(rec.get(NODE_FILES.kubeProxy)), isKubeProxyStatus)
+  obs.dns = dnsAnswerOf(parseJson<unknown>(rec.get(NODE_FILES.dns)))
+  const pathReads = parseJson<RawPathReads>(rec.get(NODE_FILES.pathReads))
+  if (pathReads && Array.isArray(pathReads.routeGet) && Array.isArray(pathReads.conntrack))
+    obs.path = interpretPathReads(pathReads)
+  if (!obs.kubeProxy) delete obs.kubeProxy
+  if (!obs.dns) delete obs.dns
+  return obs
+}

@@ -1,0 +1,129 @@
+import {lateTimeout} from '../../../util/late-timeout.js'
+import type {Duplex} from 'node:stream'
+import {gunzipSync} from 'node:zlib'
+import {
+  buildCommandLine,
+  commandTimeoutMs,
+  compressedCommandLine,
+  isCompressible,
+  isReadableNodeFile,
+  readFileCommand,
+  splitCompressedOutput,
+  type CommandLine,
+} from '../../node-commands.js'
+import {isNodeCommandKey, NODE_READS, type ArgsOf, type NodeCommandKey} from '../../read/node-reads.js'
+import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription} from '../node-access.js'
+import type {ExecResult} from './ssh-session.js'
+import {classifyOpenError} from '../../probe/tcp-probe.js'
+
+/** What the SSH transport needs of a session (SshSession; a stand-in in tests). */
+export interface SshChannel {
+  readonly host: {hostName: string; port: number; user?: string; compression?: boolean}
+  readonly hostKeyWarning?: string
+  /** One step's timeout, where the session has one (a stand-in in tests may not). */
+  readonly stepMs?: number
+  exec(command: CommandLine, timeoutMs?: number): Promise<ExecResult>
+  forward(ip: string, port: number): Promise<Duplex>
+  close(): void
+}
+
+/** NodeAccess over one SSH connection: exec for allow-listed commands, direct-tcpip for streams from the node. */
+export class SshNodeAccess implements NodeAccess {
+  private isRoot?: Promise<boolean>
+  private hasGzip?: Promise<boolean>
+
+  constructor(private readonly session: SshChannel) {}
+
+  /** `sudo -n` is needed unless the login is root; asked once per connection. */
+  private root(): Promise<boolean> {
+    this.isRoot ??= this.session
+      .exec(buildCommandLine('uid', true))
+      .then((r) => NODE_READS.uid.parse(r.stdout.toString()))
+    return this.isRoot
+  }
+
+  /** Whether the node has gzip; asked once per connection, only when a dump is read. */
+  private gzip(): Promise<boolean> {
+    this.hasGzip ??= this.session
+      .exec(buildCommandLine('hasGzip', true))
+      .then((r) => r.code === 0 && NODE_READS.hasGzip.parse(r.stdout.toString()))
+    return this.hasGzip
+  }
+
+  async usesSudo(): Promise<boolean> {
+    return !(await this.root())
+  }
+
+  async run<K extends NodeCommandKey>(key: K, ...args: ArgsOf<K>): Promise<RunResult> {
+    if (!isNodeCommandKey(key)) throw new Error(`"${String(key)}" is not an allow-listed node command: not run`)
+    const line = buildCommandLine(key, await this.root(), ...args)
+    // Compression costs the node CPU (gzip -1: about 0.3 s per 30 MB) to save wire time: worth it on a slow link, a
+    // loss on a LAN, so it follows the user's OpenSSH knob for that, `Compression yes`.
+    const timeoutMs = this.session.stepMs === undefined ? undefined : commandTimeoutMs(key, this.session.stepMs)
+    if (!this.session.host.compression || !isCompressible(key) || !(await this.gzip()))
+      return {kind: 'ran', ...(await this.session.exec(line, timeoutMs))}
+    const r = await this.session.exec(compressedCommandLine(line), timeoutMs)
+    let plain: Buffer
+    try {
+      plain = gunzipSync(r.stdout)
+    } catch (e) {
+      // A stream cut short (the command or gzip killed): nothing usable came, and there is no exit status.
+      return {
+        kind: 'ran',
+        code: null,
+        stdout: Buffer.alloc(0),
+        stderr: `${r.stderr}${r.stderr ? '\n' : ''}compressed output unreadable: ${(e as Error).message}`,
+      }
+    }
+    return {kind: 'ran', ...splitCompressedOutput(plain), stderr: r.stderr}
+  }
+
+  async openTcp(host: string, port: number, timeoutMs: number): Promise<TcpOpen> {
+    const pending = this.session.forward(host, port)
+    const timeout = lateTimeout(timeoutMs)
+    try {
+      const r = await Promise.race([pending, timeout.expired])
+      if (r !== 'timeout') return {kind: 'open', stream: r}
+      pending.then(
+        (s) => s.destroy(),
+        () => undefined,
+      )
+      return {
+        kind: 'refused',
+        outcome: 'timeout',
+        reason: `port forward to ${host}:${port} timed out after ${timeoutMs / 1000}s`,
+      }
+    } catch (e) {
+      const reason = (e as Error).message
+      return {kind: 'refused', outcome: classifyOpenError(e as Error), reason}
+    } finally {
+      timeout.cancel()
+    }
+  }
+
+  async readFile(path: string): Promise<FileRead> {
+    if (!isReadableNodeFile(path)) throw new Error(`refusing to read "${path}" on a node: not an allow-listed file`)
+    const r = await this.session.exec(readFileCommand(path))
+    return r.code === 0
+      ? {kind: 'read', content: r.stdout}
+      : {kind: 'missing', reason: r.stderr.trim().split('\n')[0] || `cat exited ${r.code}`}
+  }
+
+  /** What the run must say on stderr about this connection (a host key accepted unchecked). */
+  warnings(): string[] {
+    return this.session.hostKeyWarning ? [this.session.hostKeyWarning] : []
+  }
+
+  describe(): TransportDescription {
+    const h = this.session.host
+    return {
+      transport: 'ssh',
+      address: `${h.user ? `${h.user}@` : ''}${h.hostName}:${h.port}`,
+      tcpVia: 'an SSH port forward',
+    }
+  }
+
+  close(): void {
+    this.session.close()
+  }
+}

@@ -12,9 +12,9 @@ import {
   nodeObject,
   podObject,
   serviceObject,
-} from './fixtures.js'
-import {kubeProxyRules, type RuleFaults} from './kube-proxy-rules.js'
-import {kubeProxyNftRules} from './kube-proxy-nft.js'
+} from '../fixtures/api-objects.js'
+import {kubeProxyRules, type RuleFaults} from '../fixtures/kube-proxy-rules.js'
+import {kubeProxyNftRules} from '../fixtures/kube-proxy-nft.js'
 import {
   DNS,
   NODES,
@@ -27,10 +27,10 @@ import {
   type LabNode,
   type LabPod,
   type LabService,
-} from './lab-cluster.js'
+} from '../fixtures/lab-cluster.js'
 import {inNs, run, sleep, startDaemon, tryRun} from './sh.js'
 import type {FakeKubeProxyState} from './fake-kube-proxy.js'
-import {foreignFilterRules, type ForeignFilterRules} from './foreign-rules.js'
+import {foreignFilterRules, type ForeignFilterRules} from '../fixtures/foreign-rules.js'
 import {fileURLToPath} from 'node:url'
 import {labClientKey, labHostKey, sshClientHost, startSshRelay, startSshdInNs, writeSshdConfig} from './lab-sshd.js'
 

@@ -14,13 +14,13 @@ import {
   dualStackService,
   labPods,
   type LabPod,
-} from '../lab/lab-cluster.js'
-import {kubeProxyRules, type RuleFaults} from '../lab/kube-proxy-rules.js'
-import {kubeProxyNftRules} from '../lab/kube-proxy-nft.js'
+} from '../fixtures/lab-cluster.js'
+import {kubeProxyRules, type RuleFaults} from '../fixtures/kube-proxy-rules.js'
+import {kubeProxyNftRules} from '../fixtures/kube-proxy-nft.js'
 import {parseNftDump} from '../../src/parse/nft-dump.js'
 import {BufferSource} from '../../src/parse/dump-source.js'
 import {IptablesSave} from '../../src/parse/iptables-save.js'
-import {kubeProxyPodObject} from '../lab/fixtures.js'
+import {kubeProxyPodObject} from '../fixtures/api-objects.js'
 import {offlineCluster, type OfflineOptions} from '../helpers/offline-cluster.js'
 import {buildReport} from '../../src/report/report.js'
 import {renderHuman} from '../../src/report/human.js'
@@ -50,7 +50,7 @@ const withFilter =
     if (opts.rules?.length) out = out.replace('\nCOMMIT\n*nat', `\n${opts.rules.join('\n')}\nCOMMIT\n*nat`)
     return out
   }
-/** Docker's daemon on a node: FORWARD policy DROP, its chains, accepts for its own docker0 only (as in test/lab/foreign-rules.ts). */
+/** Docker's daemon on a node: FORWARD policy DROP, its chains, accepts for its own docker0 only (as in test/fixtures/foreign-rules.ts). */
 const DOCKER = {
   forwardPolicy: 'DROP' as const,
   chains: ['DOCKER', 'DOCKER-USER'],

@@ -13,8 +13,8 @@ import {SnapshotNodeAccess} from '../../src/node/snapshot-transport.js'
 import {loggedAccess} from '../../src/node/logged-access.js'
 import {SshNodeAccess, type SshChannel} from '../../src/node/ssh-transport.js'
 import type {ExecResult} from '../../src/node/ssh-session.js'
-import {kubeProxyRules} from '../lab/kube-proxy-rules.js'
-import {DNS, NODES, WEB, labPods} from '../lab/lab-cluster.js'
+import {kubeProxyRules} from '../fixtures/kube-proxy-rules.js'
+import {DNS, NODES, WEB, labPods} from '../fixtures/lab-cluster.js'
 
 const IPTABLES_SAVE = kubeProxyRules(NODES[0], [WEB, DNS], labPods(), {})
 

@@ -2,6 +2,7 @@ import type {ChildProcess} from 'node:child_process'
 import {readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {freePort} from '../helpers/free-port.js'
+import {madeOncePerRun} from './run-once.js'
 import {run, startDaemon} from './sh.js'
 
 /**
@@ -17,11 +18,18 @@ export function labClientKey(dir: string): string {
   return key
 }
 
-/** A node's host key pair (`dir`/hostkey-KEY); returns the public key as known_hosts wants it ("type base64"). */
+/**
+ * A node's host key pair (`dir`/hostkey-KEY), made once per test run; returns the public key as known_hosts wants it
+ * ("type base64").
+ */
 export function labHostKey(dir: string, key: string): string {
-  const hostKey = join(dir, `hostkey-${key}`)
-  run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', hostKey])
-  return readFileSync(`${hostKey}.pub`, 'utf8').split(' ').slice(0, 2).join(' ')
+  madeOncePerRun(`hostkey-${key}`, dir, (to) =>
+    run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(to, `hostkey-${key}`)]),
+  )
+  return readFileSync(join(dir, `hostkey-${key}.pub`), 'utf8')
+    .split(' ')
+    .slice(0, 2)
+    .join(' ')
 }
 
 /** Writes node KEY's sshd_config (key-only root login, PidFile and host key in `dir`); returns its path. */

@@ -42,7 +42,7 @@ const LAB_TOKEN = 'kpd-lab-token-' + randomBytes(6).toString('hex')
  * socat relay on 127.0.0.1), kube-proxy-style rules loaded with iptables-restore, and pods with small servers.
  */
 export class NetnsLab {
-  readonly id = 'kpd' + randomBytes(2).toString('hex')
+  readonly id = 'kpd' + randomBytes(4).toString('hex')
   readonly dir = mkdtempSync(join(tmpdir(), 'kpd-lab-'))
   readonly namespaces: string[] = []
   readonly procs: ChildProcess[] = []

@@ -10,12 +10,16 @@ import {run, startDaemon} from './sh.js'
  * a socat relay on the host's 127.0.0.1 (nothing joins the host's interfaces). Shared by the e2e lab and the bench.
  */
 
-/** The client's key pair (`dir`/id_ed25519) and the authorized_keys every lab sshd accepts; returns the private key. */
+/**
+ * The client's key pair (`dir`/id_ed25519) and the authorized_keys every lab sshd accepts, made once per test run;
+ * returns the private key.
+ */
 export function labClientKey(dir: string): string {
-  const key = join(dir, 'id_ed25519')
-  run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', key])
-  writeFileSync(join(dir, 'authorized_keys'), readFileSync(`${key}.pub`))
-  return key
+  madeOncePerRun('client-key', dir, (to) => {
+    run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(to, 'id_ed25519')])
+    writeFileSync(join(to, 'authorized_keys'), readFileSync(join(to, 'id_ed25519.pub')))
+  })
+  return join(dir, 'id_ed25519')
 }
 
 /**

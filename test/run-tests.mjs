@@ -9,7 +9,7 @@
 // KPD_E2E_CONCURRENCY sets how many lab files run at once (1: one at a time). Closes with one line for the whole
 // run: "N passed, N failed".
 import {spawnSync} from 'node:child_process'
-import {mkdtempSync, readdirSync, readFileSync, rmSync, statSync} from 'node:fs'
+import {existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
@@ -76,7 +76,7 @@ try {
       {stdio: 'inherit', env: {...process.env, KPD_TEST_RUN_DIR: runDir}},
     )
     // The runner's own closing lines, from the TAP copy (the last "# pass N" and "# fail N").
-    const text = readFileSync(tap, 'utf8')
+    const text = existsSync(tap) ? readFileSync(tap, 'utf8') : ''
     const count = (key) => Number([...text.matchAll(new RegExp(`^# ${key} (\\d+)$`, 'gm'))].pop()?.[1] ?? 0)
     totals.passed += count('pass')
     totals.failed += count('fail') + count('cancelled')

@@ -3,6 +3,7 @@ import {describe, test} from 'node:test'
 import {diagnose, type DiagnoseOptions} from '../../src/diagnosis/diagnose.js'
 import {offlineCluster, type OfflineOptions} from './offline-cluster.js'
 import {assertPastes} from './command-pastes.js'
+import {CHECK_FAMILIES, type CheckFamilyName} from './check-families.js'
 
 /** One expected finding: code, node ("-" when cluster-wide), severity. */
 type Expected = [code: string, node: string, severity: 'error' | 'warning' | 'info']
@@ -18,8 +19,8 @@ export interface CheckCase {
   fixes?: Record<string, {argv: string[][] | null; text: string | null}>
 }
 
-/** Codes seen firing in any case run so far in this process. */
-export const firedCodes = new Set<string>()
+/** Codes seen firing in any case run so far in this process (one check case file). */
+const firedCodes = new Set<string>()
 
 const key = (e: Expected) => e.join(' ')
 
@@ -58,5 +59,19 @@ export function checkTester(title: string, cases: CheckCase[]): void {
         }
       })
     }
+  })
+}
+
+/**
+ * A check case file's tables (test/unit/checks-FAMILY.test.ts), then its last test: every code CHECK_FAMILIES gives
+ * the family fired in one of the cases above, so a check whose cases stopped making it fire fails here.
+ */
+export function checkFamily(family: CheckFamilyName, tables: () => void): void {
+  describe(`${family} checks`, () => {
+    tables()
+    test(`every ${family} code fires in at least one case above`, () => {
+      const never = CHECK_FAMILIES[family].filter((code) => !firedCodes.has(code))
+      assert.deepEqual(never, [], `codes no case makes fire: ${never.join(', ')}`)
+    })
   })
 }

@@ -14,9 +14,9 @@ import {
   nodeObject,
   podObject,
   serviceObject,
-} from '../lab/fixtures.js'
-import {kubeProxyRules, type RuleFaults} from '../lab/kube-proxy-rules.js'
-import {kubeProxyIpvsTexts, type IpvsFaults} from '../lab/kube-proxy-ipvs.js'
+} from '../fixtures/api-objects.js'
+import {kubeProxyRules, type RuleFaults} from '../fixtures/kube-proxy-rules.js'
+import {kubeProxyIpvsTexts, type IpvsFaults} from '../fixtures/kube-proxy-ipvs.js'
 import {IpsetState} from '../../src/parse/ipset-save.js'
 import {parseDeviceAddresses, parseIpvsadm, parseSysctl} from '../../src/parse/ipvsadm.js'
 import {
@@ -29,7 +29,7 @@ import {
   labPods,
   type LabPod,
   type LabService,
-} from '../lab/lab-cluster.js'
+} from '../fixtures/lab-cluster.js'
 
 export interface OfflineOptions {
   /** A dual-stack cluster: the web Service, its Pods and the nodes get IPv6 addresses too, and an IPv6 EndpointSlice. */

@@ -15,6 +15,7 @@ import {
   type PodSandbox,
   type StreamTracker,
 } from './apiserver-streams.js'
+import {madeOncePerRun} from './run-once.js'
 import {run} from './sh.js'
 
 /**
@@ -119,25 +120,27 @@ export class LabApiServer {
   async start(): Promise<void> {
     const key = join(this.dir, 'key.pem')
     const cert = join(this.dir, 'cert.pem')
-    run('openssl', [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-      '-days',
-      '2',
-      '-subj',
-      '/CN=kpd-test-apiserver',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1,DNS:localhost',
-    ])
+    madeOncePerRun('apiserver-tls', this.dir, (to) =>
+      run('openssl', [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-keyout',
+        join(to, 'key.pem'),
+        '-out',
+        join(to, 'cert.pem'),
+        '-days',
+        '2',
+        '-subj',
+        '/CN=kpd-test-apiserver',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1,DNS:localhost',
+      ]),
+    )
     this.caPem = readFileSync(cert, 'utf8')
     this.server = createServer({key: readFileSync(key), cert: readFileSync(cert)}, (req, res) => this.handle(req, res))
     this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>

@@ -2,6 +2,7 @@ import type {ChildProcess} from 'node:child_process'
 import {readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {freePort} from '../helpers/free-port.js'
+import {madeOncePerRun} from './run-once.js'
 import {run, startDaemon} from './sh.js'
 
 /**
@@ -9,19 +10,30 @@ import {run, startDaemon} from './sh.js'
  * a socat relay on the host's 127.0.0.1 (nothing joins the host's interfaces). Shared by the e2e lab and the bench.
  */
 
-/** The client's key pair (`dir`/id_ed25519) and the authorized_keys every lab sshd accepts; returns the private key. */
+/**
+ * The client's key pair (`dir`/id_ed25519) and the authorized_keys every lab sshd accepts, made once per test run;
+ * returns the private key.
+ */
 export function labClientKey(dir: string): string {
-  const key = join(dir, 'id_ed25519')
-  run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', key])
-  writeFileSync(join(dir, 'authorized_keys'), readFileSync(`${key}.pub`))
-  return key
+  madeOncePerRun('client-key', dir, (to) => {
+    run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(to, 'id_ed25519')])
+    writeFileSync(join(to, 'authorized_keys'), readFileSync(join(to, 'id_ed25519.pub')))
+  })
+  return join(dir, 'id_ed25519')
 }
 
-/** A node's host key pair (`dir`/hostkey-KEY); returns the public key as known_hosts wants it ("type base64"). */
+/**
+ * A node's host key pair (`dir`/hostkey-KEY), made once per test run; returns the public key as known_hosts wants it
+ * ("type base64").
+ */
 export function labHostKey(dir: string, key: string): string {
-  const hostKey = join(dir, `hostkey-${key}`)
-  run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', hostKey])
-  return readFileSync(`${hostKey}.pub`, 'utf8').split(' ').slice(0, 2).join(' ')
+  madeOncePerRun(`hostkey-${key}`, dir, (to) =>
+    run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(to, `hostkey-${key}`)]),
+  )
+  return readFileSync(join(dir, `hostkey-${key}.pub`), 'utf8')
+    .split(' ')
+    .slice(0, 2)
+    .join(' ')
 }
 
 /** Writes node KEY's sshd_config (key-only root login, PidFile and host key in `dir`); returns its path. */

@@ -12,9 +12,9 @@ import {
   nodeObject,
   podObject,
   serviceObject,
-} from './fixtures.js'
-import {kubeProxyRules, type RuleFaults} from './kube-proxy-rules.js'
-import {kubeProxyNftRules} from './kube-proxy-nft.js'
+} from '../fixtures/api-objects.js'
+import {kubeProxyRules, type RuleFaults} from '../fixtures/kube-proxy-rules.js'
+import {kubeProxyNftRules} from '../fixtures/kube-proxy-nft.js'
 import {
   DNS,
   NODES,
@@ -27,14 +27,31 @@ import {
   type LabNode,
   type LabPod,
   type LabService,
-} from './lab-cluster.js'
+} from '../fixtures/lab-cluster.js'
 import {inNs, run, sleep, startDaemon, tryRun} from './sh.js'
 import type {FakeKubeProxyState} from './fake-kube-proxy.js'
-import {foreignFilterRules, type ForeignFilterRules} from './foreign-rules.js'
+import {foreignFilterRules, type ForeignFilterRules} from '../fixtures/foreign-rules.js'
 import {fileURLToPath} from 'node:url'
 import {labClientKey, labHostKey, sshClientHost, startSshRelay, startSshdInNs, writeSshdConfig} from './lab-sshd.js'
 
 const LAB_TOKEN = 'kpd-lab-token-' + randomBytes(6).toString('hex')
+
+/**
+ * Kills a server and waits (bounded) until it has exited. kill() only sends the signal: until the process is gone its
+ * listening socket holds the port, and a new server started at once on the same port fails to bind and exits (seen on
+ * a loaded machine: "web-b2 does not answer on 8080").
+ */
+function stopAndWait(proc: ChildProcess | undefined, timeoutMs = 5000): Promise<void> {
+  if (!proc || proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve()
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, timeoutMs)
+    proc.once('exit', () => {
+      clearTimeout(timer)
+      resolve()
+    })
+    proc.kill('SIGKILL')
+  })
+}
 
 /**
  * The e2e lab: one network namespace per node, per pod and for an outside client, joined by veths and bridges
@@ -42,7 +59,7 @@ const LAB_TOKEN = 'kpd-lab-token-' + randomBytes(6).toString('hex')
  * socat relay on 127.0.0.1), kube-proxy-style rules loaded with iptables-restore, and pods with small servers.
  */
 export class NetnsLab {
-  readonly id = 'kpd' + randomBytes(2).toString('hex')
+  readonly id = 'kpd' + randomBytes(4).toString('hex')
   readonly dir = mkdtempSync(join(tmpdir(), 'kpd-lab-'))
   readonly namespaces: string[] = []
   readonly procs: ChildProcess[] = []
@@ -220,7 +237,7 @@ export class NetnsLab {
   async listenOn(podName: string, port: number): Promise<void> {
     const pod = this.pods.find((p) => p.name === podName && p.kind === 'web')
     if (!pod) throw new Error(`no web pod ${podName}`)
-    this.webServers.get(pod.name)?.kill('SIGKILL')
+    await stopAndWait(this.webServers.get(pod.name))
     this.startWebServer(pod, port)
     for (let i = 0; i < 50; i++) {
       if (this.connect(this.nodeNs(pod.node), pod.ip, port, 1).startsWith(`${pod.reply} `)) return
@@ -572,6 +589,7 @@ export class NetnsLab {
 
   /** Restarts a node's sshd and waits (bounded) until it answers. */
   async restartSshd(nodeName: string, forwarding: boolean): Promise<void> {
+    await stopAndWait(this.sshd.get(nodeName))
     this.startSshd(
       NODES.find((n) => n.name === nodeName)!,
       forwarding,

@@ -7,8 +7,8 @@
  */
 import {cpSync, mkdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {join, resolve} from 'node:path'
-import {kubeProxyIpvsTexts, type IpvsFaults} from './kube-proxy-ipvs.js'
-import {NODES, SERVICES, labPods} from './lab-cluster.js'
+import {kubeProxyIpvsTexts, type IpvsFaults} from '../fixtures/kube-proxy-ipvs.js'
+import {NODES, SERVICES, labPods} from '../fixtures/lab-cluster.js'
 import {tryRun} from './sh.js'
 
 const root = resolve(process.argv[2] ?? 'examples')

@@ -17,8 +17,8 @@ import {PodExecNodeAccess} from '../../src/node/transport/pod/pod-exec-transport
 import type {KubeConfig} from '@kubernetes/client-node'
 import {buildCommandLine} from '../../src/node/node-commands.js'
 import {diagnose} from '../../src/diagnosis/diagnose.js'
-import {cniCacheFile, cniCacheGrep} from '../lab/fixtures.js'
-import {labPods} from '../lab/lab-cluster.js'
+import {cniCacheFile, cniCacheGrep} from '../fixtures/api-objects.js'
+import {labPods} from '../fixtures/lab-cluster.js'
 import {offlineCluster} from '../helpers/offline-cluster.js'
 
 const [webA1, webB1, webB2] = labPods()

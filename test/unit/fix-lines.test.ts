@@ -17,7 +17,7 @@ import {renderCommand} from '../../src/model/shell.js'
 import {offlineCluster} from '../helpers/offline-cluster.js'
 import {assertPastes} from '../helpers/command-pastes.js'
 import {runCli} from '../helpers/run-cli.js'
-import {labPods} from '../lab/lab-cluster.js'
+import {labPods} from '../fixtures/lab-cluster.js'
 
 const tmp = mkdtempSync(join(tmpdir(), 'kpd-fix-'))
 after(() => rmSync(tmp, {recursive: true, force: true}))

@@ -7,8 +7,8 @@ import {diagnose} from '../../src/diagnosis/diagnose.js'
 import {parseDeviceAddresses, parseIpvsadm} from '../../src/parse/ipvsadm.js'
 import {offlineCluster, type OfflineOptions} from '../helpers/offline-cluster.js'
 import {runCli} from '../helpers/run-cli.js'
-import {kubeProxyIpvsTexts} from '../lab/kube-proxy-ipvs.js'
-import {NODES, SERVICES, dualStackNode, dualStackPods, dualStackService, labPods} from '../lab/lab-cluster.js'
+import {kubeProxyIpvsTexts} from '../fixtures/kube-proxy-ipvs.js'
+import {NODES, SERVICES, dualStackNode, dualStackPods, dualStackService, labPods} from '../fixtures/lab-cluster.js'
 
 const run = (opts: OfflineOptions) => {
   const {cluster, observations} = offlineCluster(opts)

@@ -14,8 +14,8 @@ import {SnapshotNodeAccess} from '../../src/node/transport/snapshot-transport.js
 import {loggedAccess} from '../../src/node/transport/logged-access.js'
 import {SshNodeAccess, type SshChannel} from '../../src/node/transport/ssh/ssh-transport.js'
 import type {ExecResult} from '../../src/node/transport/ssh/ssh-session.js'
-import {kubeProxyRules} from '../lab/kube-proxy-rules.js'
-import {DNS, NODES, WEB, labPods} from '../lab/lab-cluster.js'
+import {kubeProxyRules} from '../fixtures/kube-proxy-rules.js'
+import {DNS, NODES, WEB, labPods} from '../fixtures/lab-cluster.js'
 
 const IPTABLES_SAVE = kubeProxyRules(NODES[0], [WEB, DNS], labPods(), {})
 

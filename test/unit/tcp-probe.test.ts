@@ -7,7 +7,7 @@ import {lateTimeout} from '../../src/util/late-timeout.js'
 import type {NodeAccess, TcpOpen} from '../../src/node/transport/node-access.js'
 import {planProbes, probesOfFamily} from '../../src/diagnosis/probe-plan.js'
 import {offlineCluster} from '../helpers/offline-cluster.js'
-import {labPods} from '../lab/lab-cluster.js'
+import {labPods} from '../fixtures/lab-cluster.js'
 
 /** A real TCP connect from this process, standing in for a connection the node's transport opens. */
 const openLocal: OpenTcp = (host, port) =>

@@ -1,0 +1,126 @@
+import assert from 'node:assert/strict'
+import {describe, test} from 'node:test'
+import {diagnose} from '../../src/diagnosis/diagnose.js'
+import {offlineCluster, type OfflineOptions} from '../helpers/offline-cluster.js'
+import {notReady} from '../helpers/check-states.js'
+import {checkFamily, checkTester} from '../helpers/check-tester.js'
+
+checkFamily('dns', () => {
+  checkTester('cluster DNS (dns.ts)', [
+    {
+      name: 'no DNS Service',
+      state: {editCluster: (c) => void (c.dns = {slices: []})},
+      findings: [['KPD-DNS-SERVICE-MISSING', '-', 'error']],
+    },
+    {
+      name: 'DNS pods not ready',
+      state: {pods: notReady('coredns-a')},
+      findings: [['KPD-DNS-NO-ENDPOINTS', '-', 'error']],
+    },
+    {
+      name: 'NXDOMAIN on one node',
+      state: {dns: {'node-b': {addresses: [], rcode: 'NXDOMAIN'}}},
+      findings: [['KPD-DNS-NO-ANSWER', 'node-b', 'error']],
+    },
+    {
+      name: 'the wrong address on one node',
+      state: {dns: {'node-a': {addresses: ['10.96.99.99']}}},
+      findings: [['KPD-DNS-NO-ANSWER', 'node-a', 'error']],
+    },
+    {
+      name: 'the query failed on one node',
+      state: {dns: {'node-a': {addresses: [], error: 'connection refused'}}},
+      findings: [['KPD-DNS-NO-ANSWER', 'node-a', 'error']],
+    },
+    {
+      name: 'not asked on one node (no TCP to the server from the node, no dig there): no verdict',
+      state: {
+        dns: {
+          'node-a': {
+            addresses: [],
+            method: 'none',
+            error: 'port forward refused; and the node has neither dig nor nslookup',
+          },
+        },
+      },
+      findings: [],
+    },
+  ])
+
+  const RIGHT_A = {type: 'A' as const, rcode: 'NOERROR', addresses: ['10.96.10.10']}
+  const RIGHT_AAAA = {type: 'AAAA' as const, rcode: 'NOERROR', addresses: ['fd00:10:96::10:10']}
+  /** A dual-stack web Service, both nodes answered `answers` (node-b the right A and AAAA). */
+  const dualStackDns = (
+    answers: Array<{type: 'A' | 'AAAA'; rcode?: string; addresses: string[]; error?: string}>,
+  ): OfflineOptions => ({dualStack: true, dns: {'node-a': {answers}}})
+
+  /** Each family's ClusterIP against the answer of its own type: [case, state, findings as "CODE node: message", DNS not-checked entries]. */
+  const DUAL_STACK_DNS: Array<[string, OfflineOptions, string[], string[]]> = [
+    ['A and AAAA both right', dualStackDns([RIGHT_A, RIGHT_AAAA]), [], []],
+    [
+      'AAAA missing (NOERROR, no address): an IPv6 finding only',
+      dualStackDns([RIGHT_A, {type: 'AAAA', rcode: 'NOERROR', addresses: []}]),
+      [
+        'KPD-DNS-NO-ANSWER node-a: node-a (IPv6): web.shop.svc.cluster.local AAAA resolves to nothing, not the ClusterIP fd00:10:96::10:10',
+      ],
+      [],
+    ],
+    [
+      'AAAA wrong: an IPv6 finding only',
+      dualStackDns([RIGHT_A, {type: 'AAAA', rcode: 'NOERROR', addresses: ['fd00:10:96::99:99']}]),
+      [
+        'KPD-DNS-NO-ANSWER node-a: node-a (IPv6): web.shop.svc.cluster.local AAAA resolves to fd00:10:96::99:99, not the ClusterIP fd00:10:96::10:10',
+      ],
+      [],
+    ],
+    [
+      'A wrong, AAAA right: an IPv4 finding only',
+      dualStackDns([{type: 'A', rcode: 'NOERROR', addresses: ['10.96.99.99']}, RIGHT_AAAA]),
+      [
+        'KPD-DNS-NO-ANSWER node-a: node-a (IPv4): web.shop.svc.cluster.local A resolves to 10.96.99.99, not the ClusterIP 10.96.10.10',
+      ],
+      [],
+    ],
+    [
+      'the AAAA question failed: an IPv6 finding naming the failure',
+      dualStackDns([RIGHT_A, {type: 'AAAA', addresses: [], error: 'no DNS answer within 3s'}]),
+      [
+        'KPD-DNS-NO-ANSWER node-a: node-a (IPv6): asking 10.96.0.10 for the AAAA record of web.shop.svc.cluster.local failed: no DNS answer within 3s',
+      ],
+      [],
+    ],
+    [
+      'A right, AAAA not asked (a bundle from before AAAA questions): no finding, IPv6 DNS not checked',
+      dualStackDns([RIGHT_A]),
+      [],
+      [
+        'node-a dns-from-node false: IPv6 DNS: the AAAA record of web.shop.svc.cluster.local was not asked of 10.96.0.10 (recorded by a version that asked A only)',
+      ],
+    ],
+  ]
+
+  describe('cluster DNS of a dual-stack Service: A for the IPv4 ClusterIP, AAAA for the IPv6 one', () => {
+    for (const [name, state, findings, notChecked] of DUAL_STACK_DNS) {
+      test(name, () => {
+        const {cluster, observations} = offlineCluster(state)
+        const d = diagnose(cluster, observations)
+        assert.deepEqual(
+          d.findings.map((f) => `${f.code} ${f.node}: ${f.message}`),
+          findings,
+        )
+        assert.deepEqual(
+          d.notChecked
+            .filter((n) => n.check === 'dns-from-node')
+            .map((n) => `${n.node} ${n.check} ${n.required}: ${n.reason}`),
+          notChecked,
+        )
+      })
+    }
+    test("the finding's command asks the failing family's record type", () => {
+      const {cluster, observations} = offlineCluster(DUAL_STACK_DNS[2][1])
+      assert.deepEqual(diagnose(cluster, observations).findings[0].argv, [
+        ['ssh', 'node-a', 'dig', '+tcp', 'web.shop.svc.cluster.local', 'AAAA', '@10.96.0.10'],
+      ])
+    })
+  })
+})

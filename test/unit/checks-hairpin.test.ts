@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict'
+import {test} from 'node:test'
+import {diagnose} from '../../src/diagnosis/diagnose.js'
+import {rulesFromCodes} from '../../src/diagnosis/ignore-rules.js'
+import {offlineCluster} from '../helpers/offline-cluster.js'
+import {checkFamily, checkTester} from '../helpers/check-tester.js'
+
+checkFamily('hairpin', () => {
+  checkTester('the bridge (hairpin.ts)', [
+    {
+      name: 'hairpin off on a backend port',
+      state: {hairpinOff: ['web-b1']},
+      findings: [['KPD-HAIRPIN-OFF', 'node-b', 'error']],
+      fixes: {
+        'KPD-HAIRPIN-OFF node-b': {
+          argv: [['ssh', 'node-b', 'cat', '/sys/class/net/cbr0/brif/vweb-b1/hairpin_mode']],
+          text: "Check the kubelet's --hairpin-mode and the CNI's hairpinMode.",
+        },
+      },
+    },
+    {
+      name: 'hairpin off on a port no pod could be matched to',
+      state: {
+        hairpinOff: ['web-b1'],
+        editNetwork: {'node-b': (t) => t.replace(/## neigh[\s\S]*$/, '## neigh\n## fdb\n')},
+      },
+      findings: [['KPD-HAIRPIN-UNMAPPED', 'node-b', 'warning']],
+    },
+    {
+      name: 'hairpin off on an idle backend (no fdb or neighbour entry) mapped through the CNI result cache: an error',
+      state: {
+        hairpinOff: ['web-b1'],
+        editNetwork: {'node-b': (t) => t.replace(/## neigh[\s\S]*$/, '## neigh\n## fdb\n')},
+        cniCache: {'node-b': (t) => t},
+      },
+      findings: [['KPD-HAIRPIN-OFF', 'node-b', 'error']],
+      fixes: {
+        'KPD-HAIRPIN-OFF node-b': {
+          argv: [['ssh', 'node-b', 'cat', '/sys/class/net/cbr0/brif/vweb-b1/hairpin_mode']],
+          text: "Check the kubelet's --hairpin-mode and the CNI's hairpinMode.",
+        },
+      },
+    },
+    {
+      name: 'hairpin off, no fdb, and a CNI result cache that is truncated: the file is skipped, the warning stays',
+      state: {
+        hairpinOff: ['web-b1'],
+        editNetwork: {'node-b': (t) => t.replace(/## neigh[\s\S]*$/, '## neigh\n## fdb\n')},
+        cniCache: {
+          'node-b': (t) =>
+            t
+              .split('\n')
+              .map((l) => l.slice(0, 200))
+              .join('\n'),
+        },
+      },
+      findings: [['KPD-HAIRPIN-UNMAPPED', 'node-b', 'warning']],
+    },
+    {
+      name: 'hairpin off on the bridge port of a pod the cache maps, bridge promiscuous: nothing',
+      state: {
+        hairpinOff: ['web-b1'],
+        cniCache: {'node-b': (t) => t},
+        editNetwork: {
+          'node-b': (t) =>
+            t
+              .replace('<BROADCAST,MULTICAST,UP,LOWER_UP>', '<BROADCAST,MULTICAST,PROMISC,UP,LOWER_UP>')
+              .replace(/## neigh[\s\S]*$/, '## neigh\n## fdb\n'),
+        },
+      },
+      findings: [],
+    },
+  ])
+
+  test('--ignore: a silenced code also silences the generic path finding for its step', () => {
+    const {cluster, observations} = offlineCluster({hairpinOff: ['web-b1']})
+    const d = diagnose(cluster, observations, {ignore: rulesFromCodes(['KPD-HAIRPIN-OFF'])})
+    assert.deepEqual(d.findings, [])
+    assert.deepEqual(
+      d.ignored.map((f) => `${f.code} ${f.node}`),
+      ['KPD-HAIRPIN-OFF node-b'],
+    )
+    assert.equal(d.ok, true)
+    assert.deepEqual([...d.ignoredBreaks.values()], ['KPD-HAIRPIN-OFF'])
+  })
+})

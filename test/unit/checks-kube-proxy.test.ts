@@ -1,0 +1,111 @@
+import type {V1Pod} from '@kubernetes/client-node'
+import {parseNftDump} from '../../src/parse/nft-dump.js'
+import {kubeProxyNftRules} from '../fixtures/kube-proxy-nft.js'
+import {kubeProxyPodObject} from '../fixtures/api-objects.js'
+import {checkFamily, checkTester} from '../helpers/check-tester.js'
+import {DNS, NODES, WEB, labPods} from '../fixtures/lab-cluster.js'
+import {kubeProxyStatus, legacyBackendLeftover, leftoverFix, now} from '../helpers/check-states.js'
+
+const IPVS_GLUE = [
+  '*nat',
+  ':PREROUTING ACCEPT [0:0]',
+  ':KUBE-SERVICES - [0:0]',
+  ':KUBE-NODE-PORT - [0:0]',
+  ':KUBE-MARK-MASQ - [0:0]',
+  '-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
+  '-A KUBE-SERVICES -m comment --comment "Kubernetes service cluster ip + port for masquerade purpose" -m set --match-set KUBE-CLUSTER-IP src,dst -j KUBE-MARK-MASQ',
+  '-A KUBE-SERVICES -m set --match-set KUBE-CLUSTER-IP dst,dst -j ACCEPT',
+  'COMMIT',
+  '',
+].join('\n')
+
+checkFamily('kube-proxy', () => {
+  checkTester('nodes and kube-proxy (node-unreadable, proxy-mode, kube-proxy-health, node-diverges)', [
+    {
+      name: 'one node unreadable',
+      state: {
+        editObservation: {
+          'node-b': (o) => ({
+            name: o.name,
+            reachable: false,
+            error: 'ssh: connect to host 10.200.0.12 port 22: Connection refused',
+          }),
+        },
+      },
+      findings: [['KPD-NODE-UNREADABLE', 'node-b', 'warning']],
+      fixes: {
+        'KPD-NODE-UNREADABLE node-b': {
+          argv: [['ssh', 'node-b', 'sudo', 'iptables-save'], ['head']],
+          text: 'Run it by hand to see why the doctor could not read the node.',
+        },
+      },
+    },
+    {
+      name: 'IPVS node without ipvsadm output',
+      state: {dumpFor: {'node-b': IPVS_GLUE}},
+      findings: [['KPD-MODE-UNSUPPORTED', 'node-b', 'warning']],
+    },
+    {
+      name: 'node-b in IPVS mode while configured for iptables',
+      state: {ipvs: {'node-b': {}}},
+      findings: [
+        ['KPD-MODE-MIXED', 'node-b', 'warning'],
+        ['KPD-MODE-MISMATCH', 'node-b', 'warning'],
+      ],
+    },
+    {
+      name: 'nftables table left on an iptables node',
+      state: {
+        editObservation: {
+          'node-a': (o) => ({...o, nft: parseNftDump(kubeProxyNftRules(NODES[0], [WEB, DNS], labPods()))}),
+        },
+      },
+      findings: [['KPD-MODE-LEFTOVER', 'node-a', 'warning']],
+    },
+    {
+      name: "kube-proxy's rules in both iptables backends of node-b: iptables-save shows nft, iptables-legacy-save still has KUBE-SERVICES",
+      state: {editObservation: {'node-b': legacyBackendLeftover(4)}},
+      findings: [['KPD-MODE-LEFTOVER', 'node-b', 'warning']],
+      fixes: leftoverFix('iptables'),
+    },
+    {
+      name: "kube-proxy's Pod crash-looping on node-a",
+      state: {
+        editCluster: (c) =>
+          void (c.kubeProxyPods = [
+            kubeProxyPodObject('node-a', false) as unknown as V1Pod,
+            kubeProxyPodObject('node-b', true) as unknown as V1Pod,
+          ]),
+      },
+      findings: [['KPD-PROXY-POD-DOWN', 'node-a', 'error']],
+    },
+    {
+      name: 'kube-proxy stuck on node-b: unhealthy, 15 min since its last sync, restores failing',
+      state: {
+        editObservation: {
+          'node-b': kubeProxyStatus({
+            proxyMode: 'iptables',
+            healthz: {
+              status: 503,
+              lastUpdated: new Date((now - 900) * 1000).toISOString(),
+              currentTime: new Date(now * 1000).toISOString(),
+            },
+            metrics: {
+              kubeproxy_sync_proxy_rules_last_timestamp_seconds: now - 900,
+              kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds: now - 30,
+              kubeproxy_sync_proxy_rules_iptables_restore_failures_total: 4,
+            },
+          }),
+        },
+        faults: {'node-b': {omitEndpoint: '10.244.2.11'}},
+      },
+      findings: [
+        ['KPD-PROXY-UNHEALTHY', 'node-b', 'error'],
+        ['KPD-PROXY-STUCK', 'node-b', 'error'],
+        ['KPD-PROXY-SYNC-FAILURES', 'node-b', 'warning'],
+        ['KPD-SEP-MISSING', 'node-b', 'error'],
+        ['KPD-NODE-DIVERGES', 'node-b', 'warning'],
+      ],
+    },
+  ])
+})

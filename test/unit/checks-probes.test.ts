@@ -1,0 +1,166 @@
+import assert from 'node:assert/strict'
+import type {DiagnoseOptions} from '../../src/diagnosis/diagnose.js'
+import {planProbes, PROBE_SETTINGS} from '../../src/diagnosis/probe-plan.js'
+import {offlineCluster, type OfflineOptions} from '../helpers/offline-cluster.js'
+import {checkFamily, checkTester} from '../helpers/check-tester.js'
+import {NODES} from '../fixtures/lab-cluster.js'
+import {notReady} from '../helpers/check-states.js'
+
+/**
+ * Live probe results as the lab's nodes would give them, built from each node's own probe plan for `state`: every
+ * attempt connects unless `fails` says how a target (by "node address:port") failed: [connected, refused, timed out].
+ */
+function probed(
+  state: OfflineOptions,
+  fails: Record<string, [connected: number, refused: number, timedOut: number]> = {},
+  notProbed?: string,
+): DiagnoseOptions {
+  const {cluster} = offlineCluster(state)
+  const nodes = NODES.map((n) => ({
+    node: n.name,
+    via: 'an SSH port forward',
+    tallies: planProbes(cluster, n.name).targets.map((target) => {
+      const attempts = target.attempts ?? PROBE_SETTINGS.vipAttempts
+      if (notProbed) return {target, attempts: 0, connected: 0, refused: 0, timedOut: 0, unreachable: 0, notProbed}
+      const [connected, refused, timedOut] = fails[`${n.name} ${target.host}:${target.port}`] ?? [attempts, 0, 0]
+      assert.equal(
+        connected + refused + timedOut,
+        attempts,
+        `${n.name} ${target.host}:${target.port} has ${attempts} attempts`,
+      )
+      return {target, attempts, connected, refused, timedOut, unreachable: 0}
+    }),
+  }))
+  return {probes: {ran: true, settings: PROBE_SETTINGS, nodes, notes: []}}
+}
+const withoutClusterIpRule = (t: string) =>
+  t
+    .split('\n')
+    .filter((l) => !l.startsWith('-A KUBE-SERVICES -d 10.96.10.10/32'))
+    .join('\n')
+
+checkFamily('probes', () => {
+  checkTester('live probes (vip-fails, endpoint-cross-node, backend-refused, probe-contradicts)', [
+    {name: 'healthy lab, every probe connected: no finding', state: {}, options: probed({}), findings: []},
+    {
+      name: 'the node sshd refuses port forwarding: nothing learnt, no finding',
+      state: {},
+      options: probed({}, {}, 'administratively prohibited'),
+      findings: [],
+    },
+    {
+      name: 'web-b2 Ready but refusing its port from both nodes: one backend finding, the VIP failures it explains add none',
+      state: {},
+      options: probed(
+        {},
+        {
+          'node-a 10.244.2.11:8080': [0, 3, 0],
+          'node-b 10.244.2.11:8080': [0, 3, 0],
+          'node-a 10.96.10.10:80': [5, 3, 0],
+          'node-b 10.200.0.12:30080': [6, 2, 0],
+        },
+      ),
+      findings: [['KPD-BACKEND-REFUSED', 'node-b', 'error']],
+    },
+    {
+      name: 'web-b2 timing out from both nodes is a backend fault too',
+      state: {},
+      options: probed(
+        {},
+        {
+          'node-a 10.244.2.11:8080': [0, 0, 3],
+          'node-b 10.244.2.11:8080': [0, 0, 3],
+          'node-b 10.96.10.10:80': [6, 0, 2],
+        },
+      ),
+      findings: [['KPD-BACKEND-REFUSED', 'node-b', 'error']],
+    },
+    {
+      name: 'web-b1 answers from node-b but times out from node-a: a cross-node fault, reported on node-a',
+      state: {},
+      options: probed(
+        {},
+        {
+          'node-a 10.244.2.10:8080': [0, 0, 3],
+          'node-a 10.96.10.10:80': [5, 0, 3],
+          'node-a 10.200.0.11:30080': [6, 0, 2],
+        },
+      ),
+      findings: [['KPD-ENDPOINT-CROSS-NODE', 'node-a', 'error']],
+    },
+    {
+      name: "node-b's ClusterIP fails while every endpoint answers from node-b and its rules trace as working",
+      state: {},
+      options: probed({}, {'node-b 10.96.10.10:80': [0, 0, 8]}),
+      findings: [['KPD-VIP-FAILS', 'node-b', 'error']],
+    },
+    {
+      name: "node-a's ClusterIP fails entirely although two of its endpoints answer: more than the bad backend explains",
+      state: {},
+      options: probed(
+        {},
+        {
+          'node-a 10.244.2.11:8080': [0, 3, 0],
+          'node-b 10.244.2.11:8080': [0, 3, 0],
+          'node-a 10.96.10.10:80': [0, 0, 8],
+        },
+      ),
+      findings: [
+        ['KPD-BACKEND-REFUSED', 'node-b', 'error'],
+        ['KPD-VIP-FAILS', 'node-a', 'error'],
+      ],
+    },
+    {
+      name: "node-a's ClusterIP 0/8 while two of three endpoints fail from node-a: chance explains it ((2/3)^8 is 4%), no VIP finding",
+      state: {},
+      options: probed(
+        {},
+        {
+          'node-a 10.244.2.10:8080': [0, 0, 3],
+          'node-a 10.244.2.11:8080': [0, 0, 3],
+          'node-a 10.96.10.10:80': [0, 0, 8],
+        },
+      ),
+      findings: [
+        ['KPD-ENDPOINT-CROSS-NODE', 'node-a', 'error'],
+        ['KPD-ENDPOINT-CROSS-NODE', 'node-a', 'error'],
+      ],
+    },
+    {
+      name: 'a NodePort failure the static trace predicts (NodePorts missing) is its finding alone',
+      state: {faults: {'node-a': {omitNodePorts: true}}},
+      options: probed({}, {'node-a 10.200.0.11:30080': [0, 8, 0]}),
+      findings: [['KPD-NODEPORT-MISSING', 'node-a', 'error']],
+    },
+    {
+      name: 'a NodePort that drops by design (externalTrafficPolicy Local, no local endpoint) is no finding',
+      state: {web: {externalTrafficPolicy: 'Local'}, pods: notReady('web-a1')},
+      options: probed(
+        {web: {externalTrafficPolicy: 'Local'}, pods: notReady('web-a1')},
+        {'node-a 10.200.0.11:30080': [0, 0, 8]},
+      ),
+      findings: [['KPD-ENDPOINT-NOT-READY', 'node-a', 'warning']],
+    },
+    {
+      name: 'the ClusterIP rule missing on node-a and the probe fails: the static finding, confirmed',
+      state: {editDump: {'node-a': withoutClusterIpRule}},
+      options: probed({}, {'node-a 10.96.10.10:80': [0, 0, 8]}),
+      findings: [['KPD-SVC-RULE-MISSING', 'node-a', 'error']],
+    },
+    {
+      name: 'the ClusterIP rule missing on node-a but the probe connects: the contradiction is a finding too',
+      state: {editDump: {'node-a': withoutClusterIpRule}},
+      options: probed({}),
+      findings: [
+        ['KPD-SVC-RULE-MISSING', 'node-a', 'error'],
+        ['KPD-PROBE-CONTRADICTS', 'node-a', 'error'],
+      ],
+    },
+    {
+      name: 'web-a1 fails from its own node but answers from node-b: neither backend nor cross-node, said so',
+      state: {},
+      options: probed({}, {'node-a 10.244.1.10:8080': [0, 0, 3], 'node-a 10.96.10.10:80': [6, 0, 2]}),
+      findings: [['KPD-PROBE-CONTRADICTS', 'node-a', 'error']],
+    },
+  ])
+})

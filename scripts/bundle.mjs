@@ -130,9 +130,10 @@ void runCli(process.argv.slice(2), {
     format: 'esm',
     splitting: true,
     outdir,
-    // Bundled CommonJS packages require Node's own modules.
+    // Bundled CommonJS packages require Node's own modules, and some name their own folder (ssh2's agent and its
+    // poly1305 module name __dirname when loaded: without it every SSH connection of the bundle fails).
     banner: {
-      js: `${banner} import {createRequire as kpdCreateRequire} from 'node:module'; const require = kpdCreateRequire(import.meta.url);`,
+      js: `${banner} import {createRequire as kpdCreateRequire} from 'node:module'; import {fileURLToPath as kpdFileURLToPath} from 'node:url'; const require = kpdCreateRequire(import.meta.url); const __filename = kpdFileURLToPath(import.meta.url); const __dirname = kpdFileURLToPath(new URL('.', import.meta.url));`,
     },
   })
   writeFileSync(join(outdir, 'THIRD-PARTY-NOTICES.txt'), notices(result.metafile))

@@ -35,15 +35,11 @@ export const STEP_MEANINGS: Record<Step, string> = {
   unknown: 'the walk met a rule it cannot evaluate: not decided',
 }
 
+/** The steps of no mode's rules: the cluster's side, whoever's filter, the bridge. */
+const STEPS_OF_NO_MODE = ['endpoints', 'filter', 'bridge/hairpin'] as const
+
 /** The steps met in a mode's own rules: each mode's vocabulary names them (ModeVocabulary.steps). */
-export const RULE_STEPS = [
-  'entry',
-  'service-match',
-  'nodeport-match',
-  'external-policy',
-  'service',
-  'endpoint',
-  'DNAT',
-  'masquerade',
-] as const satisfies readonly Step[]
-export type RuleStep = (typeof RULE_STEPS)[number]
+export type RuleStep = Exclude<(typeof STEPS)[number], (typeof STEPS_OF_NO_MODE)[number]>
+export const RULE_STEPS: readonly RuleStep[] = STEPS.filter(
+  (s): s is RuleStep => !(STEPS_OF_NO_MODE as readonly string[]).includes(s),
+)

@@ -7,6 +7,7 @@ import type {TransportName} from './transport-names.js'
 import {LEFTOVER_CLEANUP, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL} from './pod/debug-pod-labels.js'
 import {podOfAddress} from './pod/pod-address.js'
 import {HOST_ROOT} from '../node-commands.js'
+import {KubeForbiddenError} from '../../kube/errors.js'
 
 /** DNS-1123 subdomain: what Kubernetes allows in a node name, and so nothing that climbs out of a folder. */
 const NODE_NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/
@@ -235,28 +236,18 @@ export const TRANSPORTS = {
   },
   'kube-proxy': {
     async connect(opts) {
-      const [{podsByNode}, {PodExecNodeAccess}, {KubeForbiddenError}] = await Promise.all([
+      const [{podsByNode}, {PodExecNodeAccess}] = await Promise.all([
         import('./pod/find-pod.js'),
         import('./pod/pod-exec-transport.js'),
-        import('../../kube/errors.js'),
       ])
       const kubeConfig = needKubeConfig(opts, 'kube-proxy')
       const podOn = podsByNode(kubeConfig, kubeProxyPods(opts.access), opts.timeoutMs)
       return async (target) => {
-        let found
-        try {
-          found = await podOn(target.name)
-        } catch (e) {
-          if (e instanceof KubeForbiddenError)
-            throw new TransportUnavailable(
-              {kind: 'forbidden', by: 'RBAC', ...refused(e), neededTo: "find kube-proxy's Pods"},
-              {cause: e},
-            )
-          throw new TransportUnavailable(
-            {kind: 'failed', reason: `kube-proxy's Pods could not be listed: ${(e as Error).message}`},
-            {cause: e},
-          )
-        }
+        const found = await amongKubeProxyPods(
+          () => podOn(target.name),
+          "find kube-proxy's Pods",
+          "kube-proxy's Pods could not be listed",
+        )
         if (found.kind === 'none') throw new TransportUnavailable({kind: 'no-pod', reason: found.reason})
         return new PodExecNodeAccess(kubeConfig, found.pod, opts.timeoutMs)
       }
@@ -278,10 +269,9 @@ export const TRANSPORTS = {
    */
   'debug-pod': {
     async connect(opts) {
-      const [{kubeProxyImages}, {PodExecNodeAccess}, {KubeForbiddenError}, {DebugPods}] = await Promise.all([
+      const [{kubeProxyImages}, {PodExecNodeAccess}, {DebugPods}] = await Promise.all([
         import('./pod/find-pod.js'),
         import('./pod/pod-exec-transport.js'),
-        import('../../kube/errors.js'),
         import('./pod/debug-pod.js'),
       ])
       const kubeConfig = needKubeConfig(opts, 'debug-pod')
@@ -307,28 +297,11 @@ export const TRANSPORTS = {
         let image = opts.access.debugImage
         let origin = '--debug-image'
         if (!image) {
-          let found
-          try {
-            found = await imageOn(target.name)
-          } catch (e) {
-            if (e instanceof KubeForbiddenError)
-              throw new TransportUnavailable(
-                {
-                  kind: 'forbidden',
-                  by: 'RBAC',
-                  ...refused(e),
-                  neededTo: "find kube-proxy's image for the debug Pods (--debug-image names one)",
-                },
-                {cause: e},
-              )
-            throw new TransportUnavailable(
-              {
-                kind: 'failed',
-                reason: `kube-proxy's Pods could not be listed for their image: ${(e as Error).message}`,
-              },
-              {cause: e},
-            )
-          }
+          const found = await amongKubeProxyPods(
+            () => imageOn(target.name),
+            "find kube-proxy's image for the debug Pods (--debug-image names one)",
+            "kube-proxy's Pods could not be listed for their image",
+          )
           if ('reason' in found) throw new TransportUnavailable({kind: 'no-pod', reason: found.reason})
           image = found.image
           origin = found.where
@@ -413,6 +386,17 @@ export function autoOrder(): ViaTransport[] {
 
 /** A transport's row. */
 export const transport = (name: TransportName): Transport => TRANSPORTS[name]
+
+/** Looks among kube-proxy's Pods (`lookup`): a 403, or any failure, makes the transport unavailable for the node. */
+async function amongKubeProxyPods<T>(lookup: () => Promise<T>, neededTo: string, failed: string): Promise<T> {
+  try {
+    return await lookup()
+  } catch (e) {
+    if (e instanceof KubeForbiddenError)
+      throw new TransportUnavailable({kind: 'forbidden', by: 'RBAC', ...refused(e), neededTo}, {cause: e})
+    throw new TransportUnavailable({kind: 'failed', reason: `${failed}: ${(e as Error).message}`}, {cause: e})
+  }
+}
 
 /** The verb, resource and namespace of a 403. */
 const refused = (e: {verb: string; resource: string; namespace: string}) => ({

@@ -1,5 +1,5 @@
-import type {ProxyMode} from '../model/modes/index.js'
-import type {Step} from '../model/paths.js'
+import {PROXY_MODE_NAMES, type ProxyMode} from '../model/modes/index.js'
+import type {Step} from '../model/steps.js'
 
 /** What a CI reader groups findings by: from the Service's own objects to the packet path. */
 type CheckFamily = 'service' | 'endpoints' | 'dns' | 'kube-proxy' | 'rules' | 'hairpin' | 'path'
@@ -23,7 +23,7 @@ export interface CodeEntry {
   modes: readonly ProxyMode[]
 }
 
-const ALL_MODES: readonly ProxyMode[] = ['iptables', 'nftables', 'ipvs']
+const ALL_MODES = PROXY_MODE_NAMES
 
 export const CATALOGUE: readonly CodeEntry[] = [
   {
@@ -120,8 +120,8 @@ export const CATALOGUE: readonly CodeEntry[] = [
     code: 'KPD-MODE-UNSUPPORTED',
     severity: 'warning',
     family: 'kube-proxy',
-    title: 'The node runs a kube-proxy mode whose rules the doctor does not judge yet (IPVS)',
-    hint: 'Check it by hand: ipvsadm -Ln -t CLUSTER-IP:PORT lists a real server per ready endpoint; ip addr show kube-ipvs0 holds the ClusterIP.',
+    title: "The node's proxy mode is known but part of its state was not read: its rules are not judged",
+    hint: 'Read the node another way (--via) or install the missing tool there (ipvsadm for IPVS); meanwhile check it by hand: ipvsadm -Ln -t CLUSTER-IP:PORT lists a real server per ready endpoint.',
     explains: [],
     modes: ['ipvs'],
   },
@@ -184,17 +184,17 @@ export const CATALOGUE: readonly CodeEntry[] = [
     severity: 'error',
     family: 'rules',
     title: "kube-proxy's chains are missing or not hooked into the nat table",
-    hint: 'Is kube-proxy running on the node, in iptables mode? Check its logs and restart it: it re-creates the jumps on its next sync.',
-    explains: ['PREROUTING', 'OUTPUT', 'KUBE-SERVICES', 'POSTROUTING'],
+    hint: 'Is kube-proxy running on the node, in the mode it was judged in? Check its logs and restart it: it re-creates the jumps on its next sync.',
+    explains: ['entry', 'service-match', 'masquerade'],
     modes: ALL_MODES,
   },
   {
     code: 'KPD-SVC-RULE-MISSING',
     severity: 'error',
     family: 'rules',
-    title: 'Service port missing from nat KUBE-SERVICES',
+    title: "Service port missing from the node's rules that match Service addresses",
     hint: 'kube-proxy on this node has not synced the Service: check its logs and sync metrics, then restart it.',
-    explains: ['KUBE-SERVICES'],
+    explains: ['service-match'],
     modes: ALL_MODES,
   },
   {
@@ -203,7 +203,7 @@ export const CATALOGUE: readonly CodeEntry[] = [
     family: 'rules',
     title: 'A "no endpoints" REJECT/DROP rule is still present although the Service has endpoints',
     hint: 'kube-proxy on this node did not pick up the endpoints: restart it and check its logs.',
-    explains: ['KUBE-SERVICES', 'KUBE-NODEPORTS', 'filter'],
+    explains: ['service-match', 'nodeport-match', 'filter'],
     modes: ALL_MODES,
   },
   {
@@ -212,7 +212,7 @@ export const CATALOGUE: readonly CodeEntry[] = [
     family: 'rules',
     title: 'NodePort not programmed on the node',
     hint: 'kube-proxy on this node has not synced the NodePort: check its logs and nodePortAddresses, then restart it.',
-    explains: ['KUBE-NODEPORTS', 'KUBE-EXT'],
+    explains: ['nodeport-match', 'external-policy'],
     modes: ALL_MODES,
   },
   {
@@ -221,7 +221,7 @@ export const CATALOGUE: readonly CodeEntry[] = [
     family: 'rules',
     title: 'Ready endpoint missing from the service chain',
     hint: 'kube-proxy on this node missed an endpoint update: look for errors in the logs of its Pod in kube-system and restart it.',
-    explains: ['KUBE-SVC', 'KUBE-SEP'],
+    explains: ['service', 'endpoint'],
     modes: ALL_MODES,
   },
   {
@@ -266,7 +266,7 @@ export const CATALOGUE: readonly CodeEntry[] = [
     family: 'rules',
     title: 'IPVS real server stuck at weight 0 for a ready endpoint',
     hint: 'kube-proxy sets weight 0 only for terminating endpoints; a ready one at 0 gets no traffic (kubernetes #92019): restart kube-proxy on the node.',
-    explains: ['KUBE-SVC'],
+    explains: ['service'],
     modes: ['ipvs'],
   },
   {
@@ -275,7 +275,7 @@ export const CATALOGUE: readonly CodeEntry[] = [
     family: 'rules',
     title: 'Service address not bound to kube-ipvs0',
     hint: 'Without the address on kube-ipvs0 the packet is not delivered locally to IPVS: restart kube-proxy on the node.',
-    explains: ['KUBE-SERVICES'],
+    explains: ['service-match'],
     modes: ['ipvs'],
   },
   {
@@ -284,7 +284,7 @@ export const CATALOGUE: readonly CodeEntry[] = [
     family: 'rules',
     title: "An ipset entry IPVS mode's iptables rules depend on is missing",
     hint: 'kube-proxy keeps these sets in step with the Services; a missing entry means a stale or failing kube-proxy: restart it.',
-    explains: ['KUBE-SERVICES', 'POSTROUTING'],
+    explains: ['service-match', 'masquerade'],
     modes: ['ipvs'],
   },
   {
@@ -293,7 +293,7 @@ export const CATALOGUE: readonly CodeEntry[] = [
     family: 'rules',
     title: 'A sysctl IPVS mode needs is not set',
     hint: 'kube-proxy sets these at start: something reset them (a tuning daemon, a sysctl.d file). Set them back and find what changed them.',
-    explains: ['POSTROUTING'],
+    explains: ['masquerade'],
     modes: ['ipvs'],
   },
   {
@@ -311,7 +311,7 @@ export const CATALOGUE: readonly CodeEntry[] = [
     family: 'rules',
     title: 'Masquerade mark or MASQUERADE rule missing',
     hint: 'Without it, NodePort/external traffic to other nodes and hairpin traffic lose their replies. Restart kube-proxy; check masqueradeBit in its config.',
-    explains: ['POSTROUTING'],
+    explains: ['masquerade'],
     modes: ALL_MODES,
   },
   {

@@ -5,7 +5,8 @@ import type {ExpectedService} from '../model/expected.js'
 import type {Dataplane, NodeInfrastructure, ProgrammedPort} from '../model/dataplane.js'
 import type {ModeChoice} from '../model/modes/index.js'
 import type {EndpointHalf, PathResult} from '../model/paths.js'
-import type {Reach} from '../model/reach.js'
+import type {NodeRead, Reach} from '../model/reach.js'
+import type {ProbeRun} from '../node/probe/tcp-probe.js'
 import {renderCommand, type Command} from '../model/shell.js'
 
 type Severity = CodeEntry['severity']
@@ -60,8 +61,13 @@ export interface CheckContext {
   findings: Finding[]
   /** How the user reaches the cluster and each node: rules build their commands with it (model/reach.ts). */
   reach: Reach
-  /** Readable nodes in a proxy mode the doctor cannot diagnose yet (their rules are not judged). */
-  unsupported: Array<{node: string; mode: string; source: string}>
+  /**
+   * Readable nodes whose proxy mode was decided while part of its state was not read, in a way that could pass for all
+   * of it (ModeNotRead.finding): their rules are not judged, and KPD-MODE-UNSUPPORTED says so.
+   */
+  modeNotRead: Array<{node: string; mode: string; source: string; look(address: string): NodeRead}>
+  /** The live probe stage's results, or why there were none (see checks/rules/probe-evidence.ts). */
+  probes: ProbeRun
 }
 
 export interface Check {

@@ -1,6 +1,7 @@
 import {Flags} from '@oclif/core'
-import type {LiveOptions} from '../diagnosis/gather.js'
+import type {LiveOptions} from '../diagnosis/live-options.js'
 import {VIA, type Via} from '../diagnosis/choose-transport.js'
+import {PROXY_MODE_NAMES} from '../model/modes/index.js'
 import {stderrLog} from './verbose-log.js'
 
 const CLUSTER = 'CLUSTER'
@@ -137,13 +138,26 @@ export const clusterFlags = {
   ...verboseFlags,
 }
 
-/** Flags for reading one node live (`trace --node`): given without it, they are an error, not ignored. */
+/** --proxy-mode (svc, scan): the registry's modes. */
+export const proxyModeFlag = (helpGroup?: string) => ({
+  'proxy-mode': Flags.string({
+    options: [...PROXY_MODE_NAMES],
+    description: 'judge every node in this kube-proxy mode, whatever kube-proxy and the rules say',
+    helpGroup,
+  }),
+})
+
+/**
+ * Flags for reading one node live (`trace --node`), the way `svc` reads it: where the cluster is, and the access flags
+ * (--via and each way's own). Given without --node, they are an error, not ignored.
+ */
 export const nodeReadFlags = {
   context: Flags.string({...CONTEXT, dependsOn: ['node']}),
   kubeconfig: Flags.string({...KUBECONFIG, dependsOn: ['node']}),
   'ssh-config': Flags.string({...SSH_CONFIG, dependsOn: ['node']}),
   timeout: sshFlags.timeout,
   'insecure-ignore-host-key': sshFlags['insecure-ignore-host-key'],
+  ...viaFlags,
 }
 
 /** The flags a walk of a dump file would ignore (oclif skips defaulted flags when checking exclusivity). */
@@ -158,11 +172,7 @@ export const LIVE_ONLY_FLAGS = [
   'insecure-ignore-host-key',
   'all-nodes',
   'concurrency',
-  'via',
-  'kube-proxy-namespace',
-  'kube-proxy-selector',
-  'debug-image',
-  'debug-namespace',
+  ...Object.keys(viaFlags),
 ]
 
 export function splitList(v: string | undefined): string[] | undefined {
@@ -174,46 +184,61 @@ export function splitList(v: string | undefined): string[] | undefined {
     : undefined
 }
 
-/** The live-read options every cluster command takes from its flags. */
+/** The flags a live run's options are made of (a command has those it takes; the others take their defaults). */
+interface LiveFlags {
+  namespace?: string
+  kubeconfig?: string
+  context?: string
+  'ssh-config'?: string
+  nodes?: string
+  'all-nodes'?: boolean
+  'insecure-ignore-host-key': boolean
+  timeout: number
+  concurrency?: number
+  via?: string
+  'kube-proxy-namespace'?: string
+  'kube-proxy-selector'?: string
+  'debug-image'?: string
+  'debug-namespace'?: string
+  'proxy-mode'?: string
+  probe?: boolean
+  'all-rules'?: boolean
+}
+
+/**
+ * A live run's options, every group built here once from the flags: where the cluster is, how nodes are reached and
+ * which, what is read on them (only the chains the Service's packets reach where the command has --all-rules and it
+ * is off; collect reads every rule), whether they probe (--probe, svc), what the run says.
+ */
 export function liveOptions(
-  name: string,
-  flags: {
-    namespace?: string
-    kubeconfig?: string
-    context?: string
-    'ssh-config'?: string
-    nodes?: string
-    'all-nodes': boolean
-    'insecure-ignore-host-key': boolean
-    timeout: number
-    concurrency: number
-    via?: string
-    'kube-proxy-namespace'?: string
-    'kube-proxy-selector'?: string
-    'debug-image'?: string
-    'debug-namespace'?: string
-    'proxy-mode'?: string
-  },
-  log?: (line: string) => void,
+  flags: LiveFlags,
+  output: Pick<LiveOptions['output'], 'log' | 'onProgress'> = {},
 ): LiveOptions {
   return {
-    name,
-    namespace: flags.namespace,
-    kubeconfig: flags.kubeconfig,
-    context: flags.context,
-    sshConfig: flags['ssh-config'],
-    nodes: splitList(flags.nodes),
-    allNodes: flags['all-nodes'],
-    insecureIgnoreHostKey: flags['insecure-ignore-host-key'],
-    timeoutMs: flags.timeout * 1000,
-    concurrency: flags.concurrency,
-    via: flags.via as Via | undefined,
-    kubeProxyNamespace: flags['kube-proxy-namespace'],
-    kubeProxySelector: flags['kube-proxy-selector'],
-    debugImage: flags['debug-image'],
-    debugNamespace: flags['debug-namespace'],
-    proxyMode: flags['proxy-mode'],
-    announce: (line) => process.stderr.write(`kproxy-doctor: ${line}\n`),
-    log,
+    cluster: {
+      namespace: flags.namespace,
+      kubeconfig: flags.kubeconfig,
+      context: flags.context,
+      timeoutMs: flags.timeout * 1000,
+    },
+    access: {
+      via: (flags.via ?? 'auto') as Via,
+      sshConfig: flags['ssh-config'],
+      insecureIgnoreHostKey: flags['insecure-ignore-host-key'],
+      kubeProxyNamespace: flags['kube-proxy-namespace'],
+      kubeProxySelector: flags['kube-proxy-selector'],
+      debugImage: flags['debug-image'],
+      debugNamespace: flags['debug-namespace'],
+      nodes: splitList(flags.nodes),
+      allNodes: flags['all-nodes'],
+      concurrency: flags.concurrency ?? 1,
+    },
+    reads: {proxyMode: flags['proxy-mode'], scopeRules: flags['all-rules'] === false},
+    probes: {run: flags.probe ?? false},
+    output: {
+      log: output.log,
+      onProgress: output.onProgress,
+      announce: (line) => process.stderr.write(`kproxy-doctor: ${line}\n`),
+    },
   }
 }

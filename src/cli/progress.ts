@@ -1,4 +1,4 @@
-import type {ProgressEvent} from '../diagnosis/gather.js'
+import type {ProgressEvent} from '../diagnosis/live-options.js'
 import {printable} from '../report/printable.js'
 
 /** Where the progress line goes: stderr, or a fake terminal in tests. */

@@ -2,7 +2,7 @@ import v8 from 'node:v8'
 import {Flags} from '@oclif/core'
 import {DoctorCommand} from '../cli/base-command.js'
 import {ignoreFlags, ignoreRules} from '../cli/ignore-config.js'
-import {clusterFlags, failOnFlag, liveOptions, splitList, verboseLog} from '../cli/flags.js'
+import {clusterFlags, failOnFlag, liveOptions, proxyModeFlag, splitList, verboseLog} from '../cli/flags.js'
 import {progressReporter} from '../cli/progress.js'
 import {currentContext} from '../cli/kube-context.js'
 import {scanLive, scanSnapshot, type ScanTarget} from '../diagnosis/scan.js'
@@ -44,10 +44,7 @@ export default class Scan extends DoctorCommand {
     ...failOnFlag,
     snapshot: Flags.string({description: 'scan a recorded bundle instead of a live cluster'}),
     ...ignoreFlags,
-    'proxy-mode': Flags.string({
-      options: ['iptables', 'nftables', 'ipvs'],
-      description: 'judge every node in this kube-proxy mode, whatever kube-proxy and the rules say',
-    }),
+    ...proxyModeFlag(),
     threads: Flags.integer({
       min: 1,
       max: 64,
@@ -93,10 +90,10 @@ export default class Scan extends DoctorCommand {
           onProgress,
         })
       else {
-        const live = liveOptions('', flags, log)
+        const live = liveOptions(flags, {log, onProgress})
         const {loadKubeConfig} = await import('../cluster/live-source.js')
-        if (!flags['all-namespaces'] && !flags.namespace) target.namespace = loadKubeConfig(live).namespace
-        result = await scanLive({...live, ...target, ...diagnoseOptions, onProgress}, keep)
+        if (!flags['all-namespaces'] && !flags.namespace) target.namespace = loadKubeConfig(live.cluster).namespace
+        result = await scanLive(live, target, diagnoseOptions, keep)
       }
     } finally {
       progress?.done()

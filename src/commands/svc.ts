@@ -7,6 +7,7 @@ import {
   LIVE_ONLY_FLAGS,
   liveOptions,
   probeFlags,
+  proxyModeFlag,
   splitList,
   verboseLog,
 } from '../cli/flags.js'
@@ -67,11 +68,7 @@ export default class Svc extends DoctorCommand {
     }),
     ...ignoreFlags,
     ...failOnFlag,
-    'proxy-mode': Flags.string({
-      options: ['iptables', 'nftables', 'ipvs'],
-      description: 'judge every node in this kube-proxy mode, whatever kube-proxy and the rules say',
-      helpGroup: DIAGNOSIS,
-    }),
+    ...proxyModeFlag(DIAGNOSIS),
     'all-rules': Flags.boolean({
       description:
         "read each node's whole iptables dump, not only the chains this Service's packets can reach (read chain by chain where the node is read as root over SSH)",
@@ -97,12 +94,7 @@ export default class Svc extends DoctorCommand {
     try {
       g = flags.snapshot
         ? await gatherSnapshot(flags.snapshot, flags.namespace ?? 'default', args.name, splitList(flags.nodes))
-        : await gatherLive({
-            ...liveOptions(args.name, flags, log),
-            probe: flags.probe,
-            scopeRules: !flags['all-rules'],
-            onProgress: progress?.onProgress,
-          })
+        : await gatherLive(args.name, liveOptions(flags, {log, onProgress: progress?.onProgress}))
     } finally {
       progress?.done()
     }

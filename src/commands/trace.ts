@@ -1,38 +1,36 @@
 import {Flags} from '@oclif/core'
 import {DoctorCommand} from '../cli/base-command.js'
-import {NODE_READ_ONLY_FLAGS, nodeReadFlags} from '../cli/flags.js'
+import {liveOptions, NODE_READ_ONLY_FLAGS, nodeReadFlags} from '../cli/flags.js'
 import {DiagnosisError} from '../errors.js'
-import {
-  BufferSource,
-  FileSource,
-  MAX_STREAMED_DUMP_BYTES,
-  readDumpBytes,
-  type DumpSource,
-} from '../parse/dump-source.js'
-import {IptablesSave} from '../parse/iptables-save.js'
-import {ParseError} from '../parse/parse-error.js'
-import {normaliseIptablesPaste, normaliseNftPaste, type NormalisedPaste} from '../parse/paste-normalise.js'
-import {IpsetState} from '../parse/ipset-save.js'
 import {makeChalk} from '../report/human.js'
 import {renderTraceSummary, renderWalk} from '../report/trace-walk.js'
 import {outputWidth, wrapProse} from '../report/width.js'
 import {familyOf, parseIp} from '../net/address.js'
-import {parseIpvsadm} from '../parse/ipvsadm.js'
-import {IptablesTracer} from '../trace/iptables-tracer.js'
-import type {Protocol, TraceResult, Tracer} from '../trace/types.js'
-import type {NftRuleset} from '../parse/nft-ruleset.js'
-import {parseNftDump} from '../parse/nft-dump.js'
-import {NftTracer} from '../trace/nft-tracer.js'
+import type {Protocol, TraceResult} from '../trace/types.js'
 import type {NodeObservation} from '../node/observation.js'
-import {chooseMode} from '../model/modes/index.js'
-import {IpvsTracer} from '../trace/ipvs-tracer.js'
+import {
+  chooseMode,
+  DUMP_FILES,
+  filesExcluding,
+  modeOfFiles,
+  type DumpFile,
+  type FileTracer,
+  type GivenFiles,
+} from '../model/modes/index.js'
+
+/** One flag per dump file a mode's walk reads; a file no mode reads with another is an error beside it. */
+const dumpFileFlag = (file: DumpFile) =>
+  Flags.string({description: DUMP_FILES[file], exclusive: [...NODE_READ_ONLY_FLAGS, ...filesExcluding(file)]})
+const dumpFileFlags = Object.fromEntries(
+  (Object.keys(DUMP_FILES) as DumpFile[]).map((file) => [file, dumpFileFlag(file)]),
+) as Record<DumpFile, ReturnType<typeof dumpFileFlag>>
 
 export default class Trace extends DoctorCommand {
   static override summary = "Walk one new connection through a node's rules, rule by rule, as netfilter would"
   static override usage = [
     'trace --iptables-save FILE|- --src IP --dst IP --dport PORT [--ipset-save FILE] [--node-ip IP]... [--proto tcp|udp|sctp] [--sport PORT] [--in-iface IF] [--out-iface IF] [-o table|json]',
     'trace --nft FILE|- --src IP --dst IP --dport PORT [--node-ip IP]... [-o table|json]',
-    'trace --node NAME --src IP --dst IP --dport PORT [--context CTX] [--kubeconfig FILE] [--ssh-config FILE] [--timeout SECONDS] [-o table|json]',
+    'trace --node NAME --src IP --dst IP --dport PORT [--via auto|ssh|kube-proxy|debug-pod] [--context CTX] [--kubeconfig FILE] [--ssh-config FILE] [--timeout SECONDS] [-o table|json]',
   ]
   static override examples = [
     '<%= config.bin %> trace --iptables-save node-b.txt --src 10.0.3.7 --dst 10.200.0.12 --dport 30080 --node-ip 10.200.0.12',
@@ -41,21 +39,11 @@ export default class Trace extends DoctorCommand {
     'ssh node-c sudo nft list ruleset | <%= config.bin %> trace --nft - --src 10.244.1.5 --dst 10.96.10.10 --dport 80',
   ]
   static override flags = {
-    'iptables-save': Flags.string({
-      description: 'iptables-save dump to walk ("-" reads stdin)',
-      exclusive: [...NODE_READ_ONLY_FLAGS, 'nft'],
-    }),
-    nft: Flags.string({
-      description: '`nft list ruleset` text or `nft -j list ruleset` JSON to walk ("-" reads stdin)',
-      exclusive: NODE_READ_ONLY_FLAGS,
-    }),
-    'ipset-save': Flags.string({description: '`ipset save` output, for -m set matches', exclusive: ['node']}),
-    ipvsadm: Flags.string({
+    ...dumpFileFlags,
+    node: Flags.string({
       description:
-        '`ipvsadm -Sn` or `ipvsadm -Ln` output: trace an IPVS node (with --iptables-save for its iptables glue)',
-      exclusive: [...NODE_READ_ONLY_FLAGS, 'nft'],
+        'read the rules live from this node, the way --via says (as svc does); its addresses from the cluster',
     }),
-    node: Flags.string({description: 'read the dump live from this node over SSH (addresses from the cluster)'}),
     src: Flags.string({required: true, description: 'source address of the packet'}),
     dst: Flags.string({required: true, description: 'destination address'}),
     dport: Flags.integer({required: true, min: 1, max: 65535, description: 'destination port'}),
@@ -73,98 +61,33 @@ export default class Trace extends DoctorCommand {
 
   async run(): Promise<void> {
     const {flags} = await this.parse(Trace)
-    let dump: IptablesSave | undefined
-    let nftRules: NftRuleset | undefined
-    let tracer: Tracer | undefined
-    let paste: NormalisedPaste | undefined
+    for (const [name, ip] of [
+      ['--src', flags.src],
+      ['--dst', flags.dst],
+      ...(flags['node-ip'] ?? []).map((x) => ['--node-ip', x]),
+    ]) {
+      if (!parseIp(ip)) throw new DiagnosisError(`${name} ${ip} is not an IP address`)
+    }
+    if (familyOf(flags.src) !== familyOf(flags.dst))
+      throw new DiagnosisError(`--src ${flags.src} and --dst ${flags.dst} are of different address families`)
+    let localAddresses = flags['node-ip'] ?? []
+    let walk: FileTracer
+    if (flags.node) {
+      // Loaded only here: reading a node live pulls in the cluster and node access a file trace never uses.
+      const {readNodeLive} = await import('../diagnosis/gather.js')
+      const live = await readNodeLive(flags.node, liveOptions(flags))
+      for (const w of live.warnings) process.stderr.write(`kproxy-doctor: warning: ${w}\n`)
+      localAddresses = [...localAddresses, ...live.addresses]
+      walk = nodeWalk(live.obs, localAddresses, flags.dst.includes(':') ? 'ip6' : 'ip')
+    } else {
+      const given: GivenFiles = Object.fromEntries(
+        (Object.keys(DUMP_FILES) as DumpFile[]).filter((f) => flags[f] !== undefined).map((f) => [f, flags[f]]),
+      )
+      const picked = modeOfFiles(given)
+      if ('error' in picked) throw new DiagnosisError(picked.error)
+      walk = picked.mode.fromFiles.build(given, {localAddresses, dst: flags.dst})
+    }
     try {
-      for (const [name, ip] of [
-        ['--src', flags.src],
-        ['--dst', flags.dst],
-        ...(flags['node-ip'] ?? []).map((x) => ['--node-ip', x]),
-      ]) {
-        if (!parseIp(ip)) throw new DiagnosisError(`${name} ${ip} is not an IP address`)
-      }
-      if (familyOf(flags.src) !== familyOf(flags.dst))
-        throw new DiagnosisError(`--src ${flags.src} and --dst ${flags.dst} are of different address families`)
-      if (flags.ipvsadm && !flags['iptables-save'])
-        throw new DiagnosisError('--ipvsadm needs --iptables-save too: IPVS nodes still run the iptables glue first')
-      let localAddresses = flags['node-ip'] ?? []
-      if (flags.node) {
-        // Loaded only here: reading a node live pulls in the cluster and node access a file trace never uses.
-        const {readNodeLive} = await import('../diagnosis/gather.js')
-        const live = await readNodeLive(flags.node, {
-          kubeconfig: flags.kubeconfig,
-          context: flags.context,
-          sshConfig: flags['ssh-config'],
-          insecureIgnoreHostKey: flags['insecure-ignore-host-key'],
-          timeoutMs: flags.timeout * 1000,
-        })
-        localAddresses = [...localAddresses, ...live.addresses]
-        tracer = nodeTracer(live.obs, localAddresses, flags.dst.includes(':') ? 'ip6' : 'ip')
-      } else if (flags.nft) {
-        const file = flags.nft
-        let rs: NftRuleset
-        try {
-          paste = normaliseNftPaste(readDumpBytes(file).toString('utf8'))
-          rs = parseNftDump(paste.text)
-        } catch (e) {
-          throw new DiagnosisError(`${file === '-' ? 'stdin' : file}: ${(e as Error).message}`, {cause: e})
-        }
-        nftRules = rs
-      } else {
-        const file = flags['iptables-save']
-        if (!file) throw new DiagnosisError('give --iptables-save FILE, --nft FILE (or - for stdin) or --node NAME')
-        let source: DumpSource
-        try {
-          source = file === '-' ? new BufferSource(readDumpBytes('-', MAX_STREAMED_DUMP_BYTES)) : new FileSource(file)
-        } catch (e) {
-          throw new DiagnosisError(`cannot read ${file}: ${(e as Error).message}`, {cause: e})
-        }
-        if (source.size > MAX_STREAMED_DUMP_BYTES)
-          throw new DiagnosisError(
-            `${file} is larger than ${MAX_STREAMED_DUMP_BYTES / 2 ** 30} GiB: not a dump this tool reads`,
-          )
-        // Pastes are small; a dump too large to be one is streamed as iptables-save, as the node printed it.
-        if (source.size <= MAX_PASTE_BYTES) {
-          const text = source.read(0, source.size).toString('latin1')
-          source.close()
-          try {
-            paste = normaliseIptablesPaste(text, familyOf(flags.dst))
-          } catch (e) {
-            throw new DiagnosisError(`${file === '-' ? 'stdin' : file}: ${(e as Error).message}`, {cause: e})
-          }
-          source = new BufferSource(Buffer.from(paste.text, 'latin1'))
-        }
-        dump = parseDump(source, file, paste)
-      }
-      let ipsets: IpsetState | undefined
-      if (flags['ipset-save']) {
-        try {
-          ipsets = IpsetState.parse(readDumpBytes(flags['ipset-save']).toString('utf8'))
-        } catch (e) {
-          throw new DiagnosisError(`${flags['ipset-save']}: ${(e as Error).message}`, {cause: e})
-        }
-      }
-      if (flags.ipvsadm && dump) {
-        let servers
-        try {
-          servers = parseIpvsadm(readDumpBytes(flags.ipvsadm).toString('utf8'))
-        } catch (e) {
-          throw new DiagnosisError(`${flags.ipvsadm === '-' ? 'stdin' : flags.ipvsadm}: ${(e as Error).message}`, {
-            cause: e,
-          })
-        }
-        if (servers.length === 0) throw new DiagnosisError(`${flags.ipvsadm}: no virtual server in the ipvsadm output`)
-        // kube-proxy binds every virtual server address except the node's own (NodePorts) to kube-ipvs0.
-        const vips = [
-          ...new Set(servers.map((v) => v.address).filter((a) => parseIp(a) && !localAddresses.includes(a))),
-        ]
-        tracer = new IpvsTracer(dump, servers, {localAddresses, vips, ipsets: ipsets ?? IpsetState.parse('')})
-      }
-      tracer ??= nftRules
-        ? new NftTracer(nftRules, {localAddresses})
-        : new IptablesTracer(dump!, {localAddresses, ipsets})
       const packet = {
         src: flags.src,
         dst: flags.dst,
@@ -176,18 +99,13 @@ export default class Trace extends DoctorCommand {
       }
       let result: TraceResult
       try {
-        result = tracer.trace(packet)
+        result = walk.tracer.trace(packet)
       } catch (e) {
         // Rules are parsed when the walk reaches them: a broken one surfaces here.
-        if (e instanceof ParseError)
-          throw new DiagnosisError(
-            `${flags['iptables-save'] === '-' ? 'stdin' : flags['iptables-save']}: ${inputLineError(e, paste).message}`,
-            {cause: e},
-          )
-        throw e
+        throw walk.walkError(e)
       }
-      if (paste && dump) result = withInputLines(result, paste, new Set(dump.tableNames()))
-      const notes = paste?.notes ?? []
+      result = walk.inputLines(result)
+      const notes = walk.notes
       if (flags.output === 'json') process.stdout.write(JSON.stringify({...result, notes}, null, 2) + '\n')
       else {
         const c = makeChalk(process.stdout)
@@ -199,48 +117,20 @@ export default class Trace extends DoctorCommand {
       }
       process.exitCode = 0
     } finally {
-      dump?.close()
+      walk.close()
     }
   }
 }
 
-/** Inputs up to this size are read whole and normalised as pastes; larger ones are streamed as iptables-save. */
-const MAX_PASTE_BYTES = 64 << 20
-
-function parseDump(source: DumpSource, name: string, paste: NormalisedPaste | undefined): IptablesSave {
-  try {
-    return IptablesSave.parse(source, {requireTables: true})
-  } catch (e) {
-    throw new DiagnosisError(
-      `${name === '-' ? 'stdin' : name}: ${(e instanceof ParseError ? inputLineError(e, paste) : (e as Error)).message}`,
-      {cause: e},
-    )
-  }
-}
-
-/** The error with the line of the input, not of the normalised text. */
-function inputLineError(e: ParseError, paste: NormalisedPaste | undefined): ParseError {
-  if (!paste || e.line <= 0) return e
-  const line = paste.originalLine(e.line)
-  return line > 0
-    ? new ParseError(line, e.reason, {cause: e})
-    : new ParseError(0, `${e.reason} (in a line the normaliser added)`, {cause: e})
-}
-
-/** Trace steps name the input's lines; a line the normaliser added (a hook to the entry chain) is line 0. */
-function withInputLines(result: TraceResult, paste: NormalisedPaste, tables: Set<string>): TraceResult {
-  return {
-    ...result,
-    outcomes: result.outcomes.map((o) => ({
-      ...o,
-      steps: o.steps.map((s) => (tables.has(s.table) && s.line > 0 ? {...s, line: paste.originalLine(s.line)} : s)),
-    })),
-  }
-}
-
 /** For --node: walk the rules of the mode the node runs, decided as `svc` decides it (without the cluster's configuration). */
-function nodeTracer(obs: NodeObservation, localAddresses: string[], family: 'ip' | 'ip6'): Tracer {
+function nodeWalk(obs: NodeObservation, localAddresses: string[], family: 'ip' | 'ip6'): FileTracer {
   const choice = chooseMode(obs, {family, nodeAddress: localAddresses[0]}, undefined)
   if (!choice) throw new DiagnosisError(`${obs.name}: the rules of its kube-proxy mode could not be read`)
-  return choice.dataplane.tracer(localAddresses)
+  return {
+    tracer: choice.dataplane.tracer(localAddresses),
+    notes: [],
+    inputLines: (result) => result,
+    walkError: (e) => e,
+    close: () => undefined,
+  }
 }

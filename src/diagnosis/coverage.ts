@@ -56,7 +56,7 @@ export interface NotChecked {
 }
 
 export interface CoverageInputs {
-  context: Pick<CheckContext, 'observations' | 'unsupported' | 'service'>
+  context: Pick<CheckContext, 'observations' | 'modeNotRead' | 'service'>
   probes: ProbeRun
   /** How each selected node was read live, or why it was left API-only; absent for a snapshot. */
   readVia?: Map<string, NodeReadVia>
@@ -101,7 +101,7 @@ export function notChecked(inputs: CoverageInputs): NotChecked[] {
       ...nodeGaps(o, readVia?.get(o.name), `${context.service.name}.${context.service.namespace}.svc.`, families),
     )
   }
-  for (const u of context.unsupported)
+  for (const u of context.modeNotRead)
     out.push(entry(u.node, 'proxy-rules', `${u.mode} rules not judged: ${u.source}`, true))
   if (!notProxied)
     for (const f of inputs.familiesNotJudged ?? []) out.push(entry(f.node, 'proxy-rules', f.reason, true))

@@ -3,7 +3,14 @@ import {CHECKS} from '../checks/index.js'
 import {codesExplaining} from '../checks/catalogue.js'
 import {toFinding, type CheckContext, type Finding, type NodeView} from '../checks/check.js'
 import {expectedService, serviceFamilies, type IpFamily} from '../model/expected.js'
-import {chooseMode, decideMode, type NodeFacts, type ProxyMode, type TableFamily} from '../model/modes/index.js'
+import {
+  chooseMode,
+  decideMode,
+  proxyMode,
+  type NodeFacts,
+  type ProxyMode,
+  type TableFamily,
+} from '../model/modes/index.js'
 import type {NodeObservation} from '../node/observation.js'
 import {followEndpoints, tracePaths, type PathNode, type PathResult} from '../model/paths.js'
 import {podIPsOn} from '../cluster/pod-status.js'
@@ -12,7 +19,6 @@ import {nodeAddress} from './node-address.js'
 import type {ProbeRun} from '../node/probe/tcp-probe.js'
 import {probesOfFamily} from './probe-plan.js'
 import {DEFAULT_REACH, type Reach} from '../model/reach.js'
-import type {ProbeAware} from '../checks/rules/probe-evidence.js'
 import type {NodeReadVia} from './choose-transport.js'
 import {notChecked, type NotChecked} from './coverage.js'
 
@@ -51,15 +57,8 @@ const PROBES_NOT_RUN: ProbeRun = {ran: false, reason: 'live probes were not run'
 
 /** One address family's half of a diagnosis: its nodes' dataplanes, paths and findings, and what it could not judge. */
 interface FamilyRun {
-  context: CheckContext & ProbeAware
+  context: CheckContext
   notJudged: Array<{node: string; reason: string}>
-}
-
-/** Why a node's rules of one family were not judged, when its mode's data for that family was not read. */
-function notJudgedReason(family: IpFamily, mode: ProxyMode, source: string): string {
-  if (mode === 'nftables') return `${family} rules not read (nft list ruleset)`
-  const save = family === 'IPv6' ? 'ip6tables-save' : 'iptables-save'
-  return `${family} rules not read (${mode === 'ipvs' ? `ipvsadm -Sn and ${save}, for IPVS mode: ${source}` : save})`
 }
 
 /**
@@ -79,7 +78,7 @@ function diagnoseFamily(
   const paths: PathResult[] = []
   /** The read nodes, as first or second nodes of a path. */
   const pathNodes: PathNode[] = []
-  const unsupported: CheckContext['unsupported'] = []
+  const modeNotRead: CheckContext['modeNotRead'] = []
   const notJudged: FamilyRun['notJudged'] = []
   const tableFamily: TableFamily = family === 'IPv6' ? 'ip6' : 'ip'
   const addressFamily = family === 'IPv6' ? 6 : family === 'IPv4' ? 4 : undefined
@@ -95,9 +94,9 @@ function diagnoseFamily(
       opts.log?.(
         `${obs.name}${label}: proxy mode ${decision.mode} (${decision.source}): its data was not read, so its rules are not judged`,
       )
-      if (decision.mode === 'ipvs' && tableFamily === 'ip')
-        unsupported.push({node: obs.name, mode: 'ipvs', source: `${decision.source}; but no ipvsadm output was read`})
-      else if (family) notJudged.push({node: obs.name, reason: notJudgedReason(family, decision.mode, decision.source)})
+      const notRead = proxyMode(decision.mode).notRead(facts, decision.source)
+      if (notRead.finding) modeNotRead.push({node: obs.name, mode: decision.mode, ...notRead.finding})
+      else if (family) notJudged.push({node: obs.name, reason: notRead.reason})
       continue
     }
     opts.log?.(
@@ -127,14 +126,14 @@ function diagnoseFamily(
     pathNodes.push(pathNode)
     paths.push(...tracePaths({...pathNode, expected}))
   }
-  const context: CheckContext & ProbeAware = {
+  const context: CheckContext = {
     cluster,
     service: expectedService(cluster, '', family),
     nodes,
     observations,
     paths,
     halves: [],
-    unsupported,
+    modeNotRead,
     findings: [],
     probes,
     reach: opts.reach ?? DEFAULT_REACH,

@@ -11,18 +11,18 @@ import {parseNodeRecording} from '../node/read/recording.js'
 import type {NodeObservation} from '../node/observation.js'
 import type {DumpSource} from '../parse/dump-source.js'
 import {selectNodes} from '../node/read/select-nodes.js'
-import {transportConnector, type NodeConnector} from '../node/transport/transports.js'
-import {readNodesThrough, type NodeReadVia, type Via} from './choose-transport.js'
+import {transport, transportConnector, type NodeConnector} from '../node/transport/transports.js'
+import {readNodesThrough, type NodeReadVia, type NodeReads} from './choose-transport.js'
 import type {CollectOptions, PathTargets} from '../node/read/collect-node.js'
 import {nodeAddress} from './node-address.js'
 import {probeNodes, probeSettings, startProbes, type StartedProbes} from './probe-stage.js'
 import type {ProbeRun} from '../node/probe/tcp-probe.js'
 import {closingAfter, type NodeAccess} from '../node/transport/node-access.js'
 import {isNodeName} from '../model/names.js'
-import type {VerboseLog} from '../node/transport/logged-access.js'
 import type {Reach} from '../model/reach.js'
 import {serviceFamilies} from '../model/expected.js'
-import {liveReach, snapshotReach} from './reach.js'
+import {kubectlOf, liveReach, snapshotReach} from './reach.js'
+import type {LiveOptions} from './live-options.js'
 import {rulesScopeOf} from '../model/rules-scope.js'
 import type {RulesScope} from '../node/read/scoped-rules.js'
 
@@ -38,44 +38,6 @@ export interface Gathered {
   /** How the user reaches the cluster and each node, for the commands the report prints. */
   reach: Reach
 }
-
-export interface LiveOptions {
-  namespace?: string
-  name: string
-  kubeconfig?: string
-  context?: string
-  sshConfig?: string
-  nodes?: string[]
-  allNodes?: boolean
-  insecureIgnoreHostKey: boolean
-  timeoutMs: number
-  concurrency: number
-  /** --via, and which Pods are kube-proxy's (for the kube-proxy transport). */
-  via?: Via
-  kubeProxyNamespace?: string
-  kubeProxySelector?: string
-  /** --debug-image and --debug-namespace (--via debug-pod). */
-  debugImage?: string
-  debugNamespace?: string
-  /** What the run will create in the cluster, said before it does (stderr). */
-  announce?: (line: string) => void
-  /** --proxy-mode: trusted over kube-proxy's /proxyMode when deciding how much of nft to read. */
-  proxyMode?: string
-  /** Live probes from each node after it is read (svc); off unless asked. */
-  probe?: boolean
-  /** Read only the iptables chains the Service's packets can reach (svc); off: every node's whole dump (collect). */
-  scopeRules?: boolean
-  /** --verbose: every API request and node operation, on stderr. */
-  log?: VerboseLog
-  /** What the run has done so far (nodes read, Services diagnosed), for a progress line; never written anywhere here. */
-  onProgress?: (e: ProgressEvent) => void
-}
-
-/** A step of a long run, reported through `onProgress`: the cli layer decides whether and how to show it. */
-export type ProgressEvent =
-  | {kind: 'node-read-started'; node: string; total: number}
-  | {kind: 'node-read-finished'; node: string; ms: number; ok: boolean}
-  | {kind: 'service-diagnosed'; service: string; index: number; total: number}
 
 export interface GatheredLive extends Gathered {
   namespace: string
@@ -96,46 +58,34 @@ async function liveModules() {
   return {LiveClusterSource, loadKubeConfig, collectNode}
 }
 
-async function sshConnector(opts: {
-  sshConfig?: string
-  insecureIgnoreHostKey: boolean
-  timeoutMs: number
-  log?: VerboseLog
-}): Promise<NodeConnector> {
-  try {
-    return await transportConnector('ssh', opts)
-  } catch (e) {
-    throw new DiagnosisError((e as Error).message, {cause: e})
-  }
-}
-
-export async function gatherLive(opts: LiveOptions): Promise<GatheredLive> {
+/** One Service live: the cluster's objects, its nodes read (and probed, when asked), and how the user reaches them. */
+export async function gatherLive(name: string, opts: LiveOptions): Promise<GatheredLive> {
   const {LiveClusterSource, loadKubeConfig} = await liveModules()
-  const {kc, namespace: ctxNamespace} = loadKubeConfig(opts)
-  const namespace = opts.namespace ?? ctxNamespace
-  const source = new LiveClusterSource(kc, opts.timeoutMs, opts.log)
-  const cluster = await readClusterState(source, namespace, opts.name)
+  const {kc, namespace: ctxNamespace} = loadKubeConfig(opts.cluster)
+  const namespace = opts.cluster.namespace ?? ctxNamespace
+  const source = new LiveClusterSource(kc, opts.cluster.timeoutMs, opts.output.log)
+  const cluster = await readClusterState(source, namespace, name)
   const endpointNodes = new Set(cluster.slices.flatMap((s) => (s.endpoints ?? []).map((e) => e.nodeName ?? '')))
-  const selection = selectNodes(cluster.nodes, endpointNodes, {only: opts.nodes, all: opts.allNodes})
+  const selection = selectNodes(cluster.nodes, endpointNodes, {only: opts.access.nodes, all: opts.access.allNodes})
   const dnsIP = cluster.dns.service?.spec?.clusterIP
   // A record for the IPv4 ClusterIP, AAAA for the IPv6 one: each family of the Service is judged on its own answer.
   const types = serviceFamilies(cluster.service).map((f) => (f.family === 'IPv6' ? ('AAAA' as const) : ('A' as const)))
   const dns =
     dnsIP && dnsIP !== 'None'
-      ? {name: `${opts.name}.${namespace}.svc.${cluster.clusterDomain}`, server: dnsIP, types}
+      ? {name: `${name}.${namespace}.svc.${cluster.clusterDomain}`, server: dnsIP, types}
       : undefined
-  // Each node read over SSH is probed on the read's own connection while it reads: the probes need only the cluster.
+  // Each node read through a transport that probes is probed on the read's own access while it reads.
   const probing = new Map<string, StartedProbes>()
-  const settings = probeSettings(opts)
-  const probeBeside = opts.probe
-    ? (name: string, access: NodeAccess) => {
-        const started = startProbes(cluster, name, access, settings)
-        probing.set(name, started)
+  const settings = probeSettings(opts.cluster)
+  const probeBeside = opts.probes.run
+    ? (node: string, access: NodeAccess) => {
+        const started = startProbes(cluster, node, access, settings)
+        probing.set(node, started)
         return started.probes
       }
     : undefined
-  const rulesScope = opts.scopeRules ? rulesScopeOf(cluster.service) : undefined
-  const {observations, recordings, readVia, warnings} = await readNodesLive(
+  const rulesScope = opts.reads.scopeRules ? rulesScopeOf(cluster.service) : undefined
+  const {observations, recordings, reads} = await readNodesLive(
     cluster.nodes,
     selection.names,
     opts,
@@ -144,18 +94,24 @@ export async function gatherLive(opts: LiveOptions): Promise<GatheredLive> {
     probeBeside,
     rulesScope,
   )
-  const probes = opts.probe
-    ? await probeNodes(cluster, observations, await probeConnector(readVia, opts), opts, probing)
+  const probes = opts.probes.run
+    ? await probeNodes(
+        cluster,
+        observations,
+        await probeConnector(reads.readVia, opts),
+        {timeoutMs: opts.cluster.timeoutMs, concurrency: opts.access.concurrency},
+        probing,
+      )
     : undefined
-  const reach = await liveReach(opts, readVia, cluster.nodes)
+  const reach = await liveReach({...opts.cluster, sshConfig: opts.access.sshConfig}, reads.readVia, cluster.nodes)
   return {
     cluster,
     observations,
     recordings,
-    readVia,
+    readVia: reads.readVia,
     selectionNote: selection.note,
     rulesNote: chainByChainNote(observations),
-    warnings: [...hostKeyWarnings(opts), ...warnings],
+    warnings: [...hostKeyWarnings(opts.access), ...reads.warnings],
     namespace,
     probes,
     reach,
@@ -172,22 +128,32 @@ function chainByChainNote(observations: NodeObservation[]): string | undefined {
 }
 
 /**
- * How probes reach each node: over SSH for the nodes SSH read. A node read through kube-proxy's Pod or a debug Pod is
- * not probed (a port-forward reaches only the node's loopback, not the Service's or the endpoints' addresses; the debug
- * Pod is gone by then): its probe entry says so.
+ * How probes reach each node: through the transport that read it, where that transport opens connections from the node
+ * to other addresses (SSH). A node read another way (kube-proxy's Pod: a port-forward reaches only the node's loopback;
+ * the debug Pod is gone by then) is not probed: its probe entry says so.
  */
-async function probeConnector(
-  readVia: Map<string, NodeReadVia>,
-  opts: {sshConfig?: string; insecureIgnoreHostKey: boolean; timeoutMs: number; log?: VerboseLog},
-): Promise<NodeConnector> {
-  const viaSsh = [...readVia.values()].some((v) => v.transport === 'ssh')
-  const ssh = viaSsh ? await sshConnector(opts) : undefined
+async function probeConnector(readVia: Map<string, NodeReadVia>, opts: LiveOptions): Promise<NodeConnector> {
+  const connectors = new Map<string, Promise<NodeConnector>>()
   return async (target) => {
-    const via = readVia.get(target.name)
-    if (via?.transport === 'ssh' && ssh) return ssh(target)
-    throw new Error(
-      `not probed: read through ${via?.transport ?? 'no transport'}, which cannot open connections from the node to other addresses`,
-    )
+    const via = readVia.get(target.name)?.transport
+    if (!via || !transport(via).probes)
+      throw new Error(
+        `not probed: read through ${via ?? 'no transport'}, which cannot open connections from the node to other addresses`,
+      )
+    let connector = connectors.get(via)
+    if (!connector) {
+      connector = transportConnector(via, {
+        access: opts.access,
+        timeoutMs: opts.cluster.timeoutMs,
+        kubectl: kubectlOf(opts.cluster),
+        nodes: [],
+        log: opts.output.log,
+      }).catch((e: unknown) => {
+        throw new DiagnosisError((e as Error).message, {cause: e})
+      })
+      connectors.set(via, connector)
+    }
+    return (await connector)(target)
   }
 }
 
@@ -212,66 +178,54 @@ export function hostKeyWarnings(opts: {insecureIgnoreHostKey: boolean}): string[
 
 /**
  * Reads the named nodes live, at most `concurrency` at once, kept in memory; each node's failure stays on that node.
- * Nodes left API-only (--via none, or no way in) have no observation; `readVia` says why.
+ * Nodes left API-only (--via none, or no way in) have no observation; `reads.readVia` says why.
  */
 export async function readNodesLive(
   nodes: V1Node[],
   names: string[],
-  opts: Pick<
-    LiveOptions,
-    | 'sshConfig'
-    | 'insecureIgnoreHostKey'
-    | 'timeoutMs'
-    | 'concurrency'
-    | 'kubeconfig'
-    | 'context'
-    | 'via'
-    | 'kubeProxyNamespace'
-    | 'kubeProxySelector'
-    | 'debugImage'
-    | 'debugNamespace'
-    | 'announce'
-    | 'log'
-    | 'onProgress'
-    | 'proxyMode'
-  >,
+  opts: Pick<LiveOptions, 'cluster' | 'access' | 'reads' | 'output'>,
   dns: CollectOptions['dns'],
   path?: PathTargets,
-  /** Work to run on each SSH-read node's access while it is read (the live probes); closing waits for it. */
+  /** Work to run on each node's access while it is read (the live probes), where its transport probes. */
   beside?: (name: string, access: NodeAccess) => Promise<unknown>,
   /** Only these chains of each node's iptables rules (see readScopedRules). */
   rulesScope?: RulesScope,
 ): Promise<{
   observations: NodeObservation[]
   recordings: Map<string, NodeRecording>
-  readVia: Map<string, NodeReadVia>
-  warnings: string[]
+  reads: NodeReads
 }> {
   const {collectNode, loadKubeConfig} = await liveModules()
   const targets = names.map((name) => {
     const node = nodes.find((n) => n.metadata?.name === name)
     return {name, address: node && nodeAddress(node)}
   })
-  const progress = opts.onProgress
+  const progress = opts.output.onProgress
   const reads = await readNodesThrough(
     targets,
-    {...opts, kubeConfig: () => loadKubeConfig(opts).kc},
-    opts.concurrency,
-    async (name, connect, transport) => {
+    {
+      access: opts.access,
+      timeoutMs: opts.cluster.timeoutMs,
+      kubeConfig: () => loadKubeConfig(opts.cluster).kc,
+      kubectl: kubectlOf(opts.cluster),
+      announce: opts.output.announce,
+      log: opts.output.log,
+    },
+    async (name, connect, via) => {
       const startedAt = performance.now()
       progress?.({kind: 'node-read-started', node: name, total: names.length})
       const open =
-        beside && transport === 'ssh'
+        beside && transport(via).probes
           ? async () => {
               const access = await connect()
               return closingAfter(access, beside(name, access))
             }
           : connect
       const collection = await collectNode(name, open, {
-        timeoutMs: opts.timeoutMs,
+        timeoutMs: opts.cluster.timeoutMs,
         dns,
         path,
-        proxyMode: opts.proxyMode,
+        proxyMode: opts.reads.proxyMode,
         rulesScope,
       })
       progress?.({
@@ -292,8 +246,7 @@ export async function readNodesLive(
         reads.collected.get(n)?.recording ?? errorRecording(`not read: ${reads.readVia.get(n)?.why ?? 'API-only'}`),
       ]),
     ),
-    readVia: reads.readVia,
-    warnings: reads.warnings,
+    reads,
   }
 }
 
@@ -349,31 +302,25 @@ export function readSnapshotRecordings(dir: string, only?: string[], budget?: Du
   })
 }
 
-export interface NodeLiveOptions {
-  kubeconfig?: string
-  context?: string
-  sshConfig?: string
-  insecureIgnoreHostKey: boolean
-  timeoutMs: number
-}
-
-/** One node's reads, live over SSH and kept in memory, with the node's addresses from the cluster. */
+/**
+ * One node's reads, live and kept in memory, with the node's addresses from the cluster: read the way `svc` would read
+ * it (--via and the access flags), or an error saying why it could not be.
+ */
 export async function readNodeLive(
   name: string,
-  opts: NodeLiveOptions,
-): Promise<{obs: NodeObservation; addresses: string[]}> {
-  const {LiveClusterSource, loadKubeConfig, collectNode} = await liveModules()
-  const {kc} = loadKubeConfig(opts)
-  const nodes = await new LiveClusterSource(kc, opts.timeoutMs).listNodes()
+  opts: Pick<LiveOptions, 'cluster' | 'access' | 'reads' | 'output'>,
+): Promise<{obs: NodeObservation; addresses: string[]; warnings: string[]}> {
+  const {LiveClusterSource, loadKubeConfig} = await liveModules()
+  const {kc} = loadKubeConfig(opts.cluster)
+  const nodes = await new LiveClusterSource(kc, opts.cluster.timeoutMs).listNodes()
   const node = nodes.find((n) => n.metadata?.name === name)
   if (!node) throw new DiagnosisError(`node "${name}" not found in the cluster`)
-  const connect = await sshConnector(opts)
-  const {observation: obs} = await collectNode(name, () => connect({name, address: nodeAddress(node)}), {
-    timeoutMs: opts.timeoutMs,
-  })
+  const {observations, reads} = await readNodesLive(nodes, [name], opts, undefined)
+  const obs = observations[0]
+  if (!obs) throw new DiagnosisError(`${name}: not read: ${reads.readVia.get(name)?.why ?? 'API-only'}`)
   if (!obs.reachable) throw new DiagnosisError(`${name}: ${obs.error ?? 'unreadable'}`)
   const addresses = (node.status?.addresses ?? [])
     .filter((a) => a.type === 'InternalIP' || a.type === 'ExternalIP')
     .map((a) => a.address)
-  return {obs, addresses}
+  return {obs, addresses, warnings: [...hostKeyWarnings(opts.access), ...reads.warnings]}
 }

@@ -1,17 +1,12 @@
 import type {V1Node} from '@kubernetes/client-node'
 import type {NodeWay, Reach} from '../model/reach.js'
-import {sshConfigNames} from '../node/transport/transports.js'
+import {sshConfigNames, transport, type AccessOptions, type ExecTransport} from '../node/transport/transports.js'
 import type {NodeReadVia} from './choose-transport.js'
+import type {ClusterOptions} from './live-options.js'
 import {nodeAddress} from './node-address.js'
 
-/** The flags the user gave for reaching the cluster and the nodes: printed commands repeat them. */
-export interface ReachFlags {
-  kubeconfig?: string
-  context?: string
-  sshConfig?: string
-}
-
-function kubectl(flags: ReachFlags): string[] {
+/** kubectl with the user's --kubeconfig and --context, as printed commands repeat them. */
+export function kubectlOf(flags: {kubeconfig?: string; context?: string}): string[] {
   return [
     'kubectl',
     ...(flags.kubeconfig ? ['--kubeconfig', flags.kubeconfig] : []),
@@ -19,17 +14,14 @@ function kubectl(flags: ReachFlags): string[] {
   ]
 }
 
-/** `pod NAMESPACE/NAME`, as the kube-proxy transport describes where it read. */
-function kubeProxyPod(address: string | null): {namespace: string; pod: string} | undefined {
-  const m = /^pod ([^/\s]+)\/(\S+)$/.exec(address ?? '')
-  return m ? {namespace: m[1], pod: m[2]} : undefined
-}
+/** The flags the user gave for reaching the cluster and the nodes: printed commands repeat them. */
+export type ReachFlags = Pick<ClusterOptions, 'kubeconfig' | 'context'> & Pick<AccessOptions, 'sshConfig'>
 
 /**
- * How the user reaches what a live run read, the way it read it: kubectl with their --kubeconfig/--context; a node SSH
- * read by the name their SSH config gives it (with `-F FILE` when --ssh-config was given), else by the address the
- * transport connected to (the node's address from the API, which the same config then applies to); a node read through
- * kube-proxy's Pod by `kubectl exec` into that Pod; a node not read: no command.
+ * How the user reaches what a live run read, the way it read it (each transport's reach rule): kubectl with their
+ * --kubeconfig/--context; a node read over SSH by the name their SSH config gives it (with `-F FILE` when --ssh-config
+ * was given), else by the address the transport connected to (the node's address from the API, which the same config
+ * then applies to); a node read through a Pod that stays by `kubectl exec` into that Pod; a node not read: no command.
  */
 export async function liveReach(flags: ReachFlags, readVia: Map<string, NodeReadVia>, nodes: V1Node[]): Promise<Reach> {
   return reachOf(await liveReachData(flags, readVia, nodes))
@@ -54,20 +46,21 @@ export async function liveReachData(
   readVia: Map<string, NodeReadVia>,
   nodes: V1Node[],
 ): Promise<ReachData> {
-  const viaSsh = [...readVia.values()].some((v) => v.transport === 'ssh')
-  const named = viaSsh ? await sshConfigNames(flags.sshConfig) : () => false
+  const bySsh = [...readVia.values()].some((v) => v.transport && transport(v.transport).reach.by === 'ssh')
+  const named = bySsh ? await sshConfigNames(flags.sshConfig) : () => false
   const ways = new Map<string, NodeWay>()
   for (const [name, via] of readVia) {
-    if (via.transport === 'ssh') {
-      const address = nodes.find((n) => n.metadata?.name === name)
-      const host = named(name) ? name : ((address && nodeAddress(address)) ?? name)
+    const rule = via.transport ? transport(via.transport).reach : undefined
+    if (rule?.by === 'ssh') {
+      const node = nodes.find((n) => n.metadata?.name === name)
+      const host = named(name) ? name : ((node && nodeAddress(node)) ?? name)
       ways.set(name, {via: 'ssh', ssh: ['ssh', ...(flags.sshConfig ? ['-F', flags.sshConfig] : []), host]})
-    } else if (via.transport === 'kube-proxy') {
-      const pod = kubeProxyPod(via.address)
-      ways.set(name, pod ? {via: 'kube-proxy', ...pod} : {via: 'none'})
-    } else ways.set(name, {via: 'none'})
+      continue
+    }
+    const pod = rule?.by === 'exec' ? rule.pod(via.address) : undefined
+    ways.set(name, pod ? {via: via.transport as ExecTransport, namespace: pod.namespace, pod: pod.name} : {via: 'none'})
   }
-  return {kubectl: kubectl(flags), ways, others: 'none'}
+  return {kubectl: kubectlOf(flags), ways, others: 'none'}
 }
 
 /** For a snapshot: the live cluster it was recorded from (the manifest's context), each node by its name over ssh. */
@@ -76,5 +69,5 @@ export function snapshotReach(context: string | undefined): Reach {
 }
 
 export function snapshotReachData(context: string | undefined): ReachData {
-  return {kubectl: kubectl({context}), ways: new Map(), others: 'ssh-by-name'}
+  return {kubectl: kubectlOf({context}), ways: new Map(), others: 'ssh-by-name'}
 }

@@ -12,7 +12,8 @@ import type {PathTargets} from '../node/read/collect-node.js'
 import {selectNodes} from '../node/read/select-nodes.js'
 import {shareNodeReads, type SharedNodeReads} from '../node/read/shared-reads.js'
 import type {DiagnoseOptions} from './diagnose.js'
-import {hostKeyWarnings, readNodesLive, readSnapshotRecordings, type LiveOptions, type ProgressEvent} from './gather.js'
+import {hostKeyWarnings, readNodesLive, readSnapshotRecordings} from './gather.js'
+import type {LiveOptions, ProgressEvent} from './live-options.js'
 import {judgeService, type ServiceOutcome, type ServiceState, type Summarise} from './judge-services.js'
 import {liveReachData, reachOf, snapshotReachData, type ReachData} from './reach.js'
 import {PROBES_SNAPSHOT} from './probe-stage.js'
@@ -67,46 +68,47 @@ export interface ScanThreadOptions {
   threads?: number
 }
 
-export type ScanLiveOptions = Omit<LiveOptions, 'name' | 'outDir' | 'namespace'> &
-  ScanTarget &
-  DiagnoseOptions &
-  ScanThreadOptions
-
-/** Every matching Service of a live cluster, each node read once and shared by all of them. */
-export async function scanLive<R>(opts: ScanLiveOptions, keep: Keep<R>): Promise<ScanResult<R>> {
+/** Every matching Service of a live cluster (`target`), each node read once and shared by all of them. */
+export async function scanLive<R>(
+  live: LiveOptions,
+  target: ScanTarget,
+  opts: DiagnoseOptions & ScanThreadOptions,
+  keep: Keep<R>,
+): Promise<ScanResult<R>> {
   const [{LiveClusterSource, loadKubeConfig}] = await Promise.all([import('../cluster/live-source.js')])
-  const {kc} = loadKubeConfig(opts)
-  const source = new CachedClusterSource(new LiveClusterSource(kc, opts.timeoutMs, opts.log))
-  const states = await readStates(source, opts)
+  const {kc} = loadKubeConfig(live.cluster)
+  const source = new CachedClusterSource(new LiveClusterSource(kc, live.cluster.timeoutMs, live.output.log))
+  const states = await readStates(source, target)
   const nodes = await source.listNodes()
   const endpointNodes = new Set(
     states.flatMap((s) =>
       s.state ? s.state.slices.flatMap((sl) => (sl.endpoints ?? []).map((e) => e.nodeName ?? '')) : [],
     ),
   )
-  const selection = selectNodes(nodes, endpointNodes, {only: opts.nodes, all: opts.allNodes})
+  const selection = selectNodes(nodes, endpointNodes, {only: live.access.nodes, all: live.access.allNodes})
   const dns = dnsSelfLookup(states.find((s) => s.state)?.state)
-  const {observations, recordings, readVia, warnings} = await readNodesLive(
+  const {observations, recordings, reads} = await readNodesLive(
     nodes,
     selection.names,
-    opts,
+    live,
     dns,
     scanPathTargets(states),
   )
-  const reach = await liveReachData(opts, readVia, nodes)
+  const readVia = reads.readVia
+  const reach = await liveReachData({...live.cluster, sshConfig: live.access.sshConfig}, readVia, nodes)
   const sharedNodes = () => observations.map((o) => shareNodeReads(o.name, recordings.get(o.name)!))
   return {
     outcomes: await judge(
       states,
       {observations, sharedNodes},
-      {...opts, readVia, probes: PROBES_NOT_RUN_BY_SCAN},
+      {...opts, readVia, probes: PROBES_NOT_RUN_BY_SCAN, onProgress: live.output.onProgress},
       reach,
       keep,
       opts,
     ),
     observations,
     selectionNote: selection.note,
-    warnings: [...hostKeyWarnings(opts), ...warnings],
+    warnings: [...hostKeyWarnings(live.access), ...reads.warnings],
     notes: SCAN_NOTES,
   }
 }

@@ -1,6 +1,7 @@
 import type {RouteGuess, Tracer} from '../trace/types.js'
 import type {ExpectedEndpoint, ExpectedPort, ExpectedService} from './expected.js'
 import type {NodeRead} from './reach.js'
+import type {RuleStep} from './steps.js'
 
 /** A rule, map element or other line of a node's dump that stands as evidence. */
 export interface ProgrammedRule {
@@ -97,15 +98,24 @@ export interface NodeInfrastructure {
 
 /** The words a mode uses, for messages and for reading traces. */
 export interface ModeVocabulary {
-  mode: 'iptables' | 'nftables' | 'ipvs'
-  services: string
-  nodePorts: string
+  mode: string
+  /**
+   * This mode's own names for the steps of the path met in its rules (the chain, map or set a break there is in), for
+   * the detail of a break and the report's messages: `service-match` is iptables' "nat KUBE-SERVICES", nftables'
+   * "nftables chain services". The last word of `service-match` and `nodeport-match` is the chain a trace enters.
+   */
+  steps: Record<RuleStep, string>
   markChain: string
   masqChain: string
   /** Tables of a trace step that do NAT (iptables "nat"; nftables kube-proxy's table). */
   isNatTable(table: string): boolean
   isServiceChain(chain: string): boolean
   isEndpointChain(chain: string): boolean
+  /**
+   * The node-port lookup is part of the service lookup, never a chain a trace enters (nftables: a map the services chain
+   * consults): a node port matched nowhere breaks at nodeport-match even though no node-port chain was entered.
+   */
+  nodePortsInServices: boolean
 }
 
 /** One proxy mode's reading of a node: what it has, how to trace through it, how a person looks at it. */
@@ -119,4 +129,6 @@ export interface Dataplane {
   tracer(localAddresses: string[], locallyGenerated?: boolean, route?: (dst: string) => RouteGuess): Tracer
   /** What a person runs on the node to see `pattern` in its rules (checks turn it into a command with `nodeCommand`). */
   show(pattern: string): NodeRead
+  /** What a person runs on the node to list one chain (of a trace step's table) with its policy, counters and numbers. */
+  showChain(table: string, chain: string): NodeRead
 }

@@ -3,6 +3,7 @@ import {destinationPort, findOption, leadingDestination, targetOption, type Pars
 import {IptablesTracer, splitAddr} from '../trace/iptables-tracer.js'
 import type {ExpectedPort, ExpectedService} from './expected.js'
 import {endpointChainName, serviceChainNames} from './chain-names.js'
+import type {NodeRead} from './reach.js'
 import type {
   ChainNames,
   Dataplane,
@@ -179,10 +180,19 @@ function readAffinity(dump: IptablesSave, chain: string): ProgrammedPort['affini
   return {rule: r, seconds: seconds ? Number(seconds) : undefined}
 }
 
-const VOCABULARY: ModeVocabulary = {
+export const IPTABLES_VOCABULARY: ModeVocabulary = {
   mode: 'iptables',
-  services: 'nat KUBE-SERVICES',
-  nodePorts: 'nat KUBE-NODEPORTS',
+  steps: {
+    entry: 'the jumps from nat PREROUTING and OUTPUT to KUBE-SERVICES',
+    'service-match': 'nat KUBE-SERVICES',
+    'nodeport-match': 'nat KUBE-NODEPORTS',
+    'external-policy': 'the KUBE-EXT-… chain',
+    service: 'the KUBE-SVC-… (KUBE-SVL-… for a Local policy) chain',
+    endpoint: 'the KUBE-SEP-… chain',
+    DNAT: "the KUBE-SEP-… chain's DNAT rule",
+    masquerade: 'KUBE-POSTROUTING',
+  },
+  nodePortsInServices: false,
   markChain: 'KUBE-MARK-MASQ',
   masqChain: 'KUBE-POSTROUTING',
   isNatTable: (t) => t === 'nat',
@@ -204,7 +214,7 @@ function names(port: ExpectedPort): ChainNames {
 export function iptablesDataplane(dump: IptablesSave, family: 'ip' | 'ip6' = 'ip'): Dataplane {
   let infrastructure: NodeInfrastructure | undefined
   return {
-    vocab: VOCABULARY,
+    vocab: IPTABLES_VOCABULARY,
     names,
     // The node's own rules, the same for every Service (a scan asks for each).
     infrastructure: () => (infrastructure ??= readInfrastructure(dump)),
@@ -216,5 +226,14 @@ export function iptablesDataplane(dump: IptablesSave, family: 'ip' | 'ip6' = 'ip
       sudo: true,
       filter: ['grep', '--', pattern],
     }),
+    showChain: (table, chain) => listChain(family === 'ip6' ? 6 : 4, table, chain),
+  }
+}
+
+/** `iptables -t TABLE -L CHAIN -v -n --line-numbers` (ip6tables for IPv6): a chain with its policy, counters, numbers. */
+export function listChain(family: 4 | 6, table: string, chain: string): NodeRead {
+  return {
+    argv: [family === 6 ? 'ip6tables' : 'iptables', '-t', table, '-L', chain, '-v', '-n', '--line-numbers'],
+    sudo: true,
   }
 }

@@ -13,13 +13,22 @@ import type {
   ProgrammedRule,
 } from './dataplane.js'
 import type {ExpectedPort, ExpectedService} from './expected.js'
-import {readInfrastructure as readIptablesInfrastructure} from './iptables-dataplane.js'
+import {listChain, readInfrastructure as readIptablesInfrastructure} from './iptables-dataplane.js'
 import {ipvsSetName} from './chain-names.js'
 
-const VOCABULARY: ModeVocabulary = {
+export const IPVS_VOCABULARY: ModeVocabulary = {
   mode: 'ipvs',
-  services: 'nat KUBE-SERVICES',
-  nodePorts: 'nat KUBE-NODE-PORT',
+  steps: {
+    entry: 'the jumps from nat PREROUTING and OUTPUT to KUBE-SERVICES',
+    'service-match': 'nat KUBE-SERVICES',
+    'nodeport-match': 'nat KUBE-NODE-PORT',
+    'external-policy': "the KUBE-EXTERNAL-IP and KUBE-LOAD-BALANCER sets' rules",
+    service: 'the virtual server (VS) of the address and port',
+    endpoint: 'a real server (RS) of the virtual server',
+    DNAT: "the real server's address (IPVS masquerade forwarding)",
+    masquerade: 'KUBE-POSTROUTING',
+  },
+  nodePortsInServices: false,
   markChain: 'KUBE-MARK-MASQ',
   masqChain: 'KUBE-POSTROUTING',
   isNatTable: (t) => t === 'nat' || t === 'ipvs',
@@ -114,7 +123,7 @@ export function ipvsDataplane(
     }
   }
   return {
-    vocab: VOCABULARY,
+    vocab: IPVS_VOCABULARY,
     names,
     infrastructure,
     programmed,
@@ -130,5 +139,7 @@ export function ipvsDataplane(
       sudo: true,
       filter: ['grep', '-A4', '--', pattern.replace(/^(VS|RS) /, '').replace(/^(TCP|UDP|SCTP) /, '')],
     }),
+    // A trace step's chain is the glue's (IPVS itself has no chain that drops).
+    showChain: (table, chain) => listChain(family, table, chain),
   }
 }

@@ -13,10 +13,19 @@ import type {
 } from './dataplane.js'
 import type {ExpectedPort, ExpectedService} from './expected.js'
 
-const VOCABULARY: ModeVocabulary = {
+export const NFT_VOCABULARY: ModeVocabulary = {
   mode: 'nftables',
-  services: 'nftables chain services',
-  nodePorts: 'nftables map service-nodeports',
+  steps: {
+    entry: 'the jumps from the nat-prerouting and nat-output chains to services',
+    'service-match': 'nftables chain services',
+    'nodeport-match': 'nftables map service-nodeports',
+    'external-policy': 'the external-… chain',
+    service: 'the service-… (local-… for a Local policy) chain',
+    endpoint: 'the endpoint-… chain',
+    DNAT: "the endpoint-… chain's dnat rule",
+    masquerade: 'masquerading',
+  },
+  nodePortsInServices: true,
   markChain: 'mark-for-masquerade',
   masqChain: 'masquerading',
   isNatTable: (t) => t === 'ip kube-proxy' || t === 'ip6 kube-proxy',
@@ -141,7 +150,9 @@ function readProgrammed(t: NftTable | undefined, svc: ExpectedService): Programm
     const want = names(port)
     const clusterIPRule = element(t, 'service-ips', [svc.clusterIP!, port.protocol, String(port.port)])
     const chain =
-      clusterIPRule?.target && VOCABULARY.isServiceChain(clusterIPRule.target) ? clusterIPRule.target : want.internal
+      clusterIPRule?.target && NFT_VOCABULARY.isServiceChain(clusterIPRule.target)
+        ? clusterIPRule.target
+        : want.internal
     const externalRules = new Map<string, ProgrammedRule>()
     for (const ip of [...svc.externalIPs, ...svc.loadBalancerIPs]) {
       const r = element(t, 'service-ips', [ip, port.protocol, String(port.port)])
@@ -172,7 +183,7 @@ function readProgrammed(t: NftTable | undefined, svc: ExpectedService): Programm
 export function nftDataplane(rs: NftRuleset, family: 'ip' | 'ip6' = 'ip'): Dataplane {
   const table = rs.table(`${family} kube-proxy`)
   return {
-    vocab: VOCABULARY,
+    vocab: NFT_VOCABULARY,
     names,
     infrastructure: () => readInfrastructure(table),
     programmed: (svc) => readProgrammed(table, svc),
@@ -181,6 +192,11 @@ export function nftDataplane(rs: NftRuleset, family: 'ip' | 'ip6' = 'ip'): Datap
       argv: ['nft', 'list', 'table', family, 'kube-proxy'],
       sudo: true,
       filter: ['grep', '--', pattern],
+    }),
+    // A trace step's table is "FAMILY NAME" (a table of the ip family when the family is not said).
+    showChain: (table, chain) => ({
+      argv: ['nft', '-a', 'list', 'chain', ...(table.includes(' ') ? table.split(' ') : ['ip', table]), chain],
+      sudo: true,
     }),
   }
 }

@@ -2,6 +2,7 @@ import type {V1Node} from '@kubernetes/client-node'
 import type {ExpectedEndpoint, ExpectedPort, ExpectedService} from './expected.js'
 import type {BridgeState} from '../parse/bridge-state.js'
 import type {Dataplane, ModeVocabulary} from './dataplane.js'
+import {STEPS, type Step} from './steps.js'
 import {addressInCidr, cidrContains, cidrSize, familyOf, parseCidr, type Cidr} from '../net/address.js'
 import type {Packet, RouteGuess, TraceOutcome, TraceResult, TraceStep, Tracer} from '../trace/types.js'
 
@@ -16,23 +17,6 @@ export const ENTRIES: Entry[] = [
   'outside→externalIP',
   'pod→itself',
 ]
-
-/** The steps of the path, in the order a packet meets them. */
-const STEPS = [
-  'endpoints',
-  'PREROUTING',
-  'OUTPUT',
-  'KUBE-SERVICES',
-  'KUBE-NODEPORTS',
-  'KUBE-EXT',
-  'KUBE-SVC',
-  'KUBE-SEP',
-  'DNAT',
-  'filter',
-  'POSTROUTING',
-  'bridge/hairpin',
-] as const
-export type Step = (typeof STEPS)[number] | 'unknown'
 
 export interface PathResult {
   node: string
@@ -362,13 +346,13 @@ function judgeOutcome(
   const v = inputs.dataplane.vocab
   const nat = natChainsEntered(o, v)
   const share = pct(o.probability)
-  const servicesChain = v.services.split(' ').pop()!
-  const nodePortsChain = v.nodePorts.split(' ').pop()!
+  const servicesChain = v.steps['service-match'].split(' ').pop()!
+  const nodePortsChain = v.steps['nodeport-match'].split(' ').pop()!
   if (o.verdict === 'UNKNOWN') return {ok: null, breaksAt: 'unknown', detail: `cannot tell: ${o.reason}`}
   if (!nat.has(servicesChain))
     return {
       ok: false,
-      breaksAt: opts.hook,
+      breaksAt: 'entry',
       detail: `${opts.hook} does not send the packet to ${servicesChain} (${o.verdict === 'ACCEPT' ? 'left untranslated' : o.verdict})`,
     }
   const sawService = someOf(nat, v.isServiceChain)
@@ -378,7 +362,7 @@ function judgeOutcome(
       const kubeRule = !o.policy && last && (/^KUBE-/.test(last.chain) || v.isNatTable(last.table))
       return {
         ok: false,
-        breaksAt: kubeRule ? (opts.nodePort ? 'KUBE-NODEPORTS' : 'KUBE-SERVICES') : 'filter',
+        breaksAt: kubeRule ? (opts.nodePort ? 'nodeport-match' : 'service-match') : 'filter',
         detail: `${o.verdict} by ${terminalRule(o)}`,
       }
     }
@@ -389,12 +373,9 @@ function judgeOutcome(
     }
   }
   if (!sawService) {
-    const at: Step = opts.nodePort
-      ? nat.has(nodePortsChain) || v.mode === 'nftables'
-        ? 'KUBE-NODEPORTS'
-        : 'KUBE-SERVICES'
-      : 'KUBE-SERVICES'
-    const where = at === 'KUBE-NODEPORTS' ? v.nodePorts : v.services
+    const at: Step =
+      opts.nodePort && (nat.has(nodePortsChain) || v.nodePortsInServices) ? 'nodeport-match' : 'service-match'
+    const where = v.steps[at]
     return {
       ok: false,
       breaksAt: at,
@@ -405,13 +386,13 @@ function judgeOutcome(
   if (!sep)
     return {
       ok: false,
-      breaksAt: 'KUBE-SVC',
+      breaksAt: 'service',
       detail: `${share} of new connections pass through the service chain without choosing an endpoint`,
     }
   if (o.verdict !== 'DNAT')
     return {
       ok: false,
-      breaksAt: 'KUBE-SEP',
+      breaksAt: 'endpoint',
       detail: `${share} of new connections: ${sep} has no DNAT rule, the packet leaves untranslated`,
     }
   if (!expected.has(o.destination!))
@@ -423,14 +404,14 @@ function judgeOutcome(
   if (opts.needMasq && !o.masquerade)
     return {
       ok: false,
-      breaksAt: 'POSTROUTING',
+      breaksAt: 'masquerade',
       detail: `${share} of new connections to ${o.destination} are not masqueraded: replies bypass this node`,
     }
   if (opts.self && o.destination === opts.self.address) {
     if (!o.masquerade)
       return {
         ok: false,
-        breaksAt: 'POSTROUTING',
+        breaksAt: 'masquerade',
         detail: `when ${opts.self.podName ?? opts.self.ip} is chosen (${share}), the packet is not masqueraded: the pod sees its own address as source and the reply never returns`,
       }
     const net = inputs.network
@@ -487,12 +468,12 @@ function judge(
   if (hollow)
     return {
       ok: false,
-      breaksAt: 'KUBE-SEP',
+      breaksAt: 'endpoint',
       detail: `${opts.endpointChain(hollow)} (endpoint ${hollow.address}${hollow.podName ? `, ${hollow.podName}` : ''}) has no DNAT rule: the jump falls through and the endpoint never gets traffic`,
     }
   return {
     ok: false,
-    breaksAt: 'KUBE-SVC',
+    breaksAt: 'service',
     detail: `endpoint ${missing.map((e) => `${e.address}${e.podName ? ` (${e.podName})` : ''}`).join(', ')} is never chosen: missing from ${opts.chain ?? 'its service chain'}`,
   }
 }
@@ -579,7 +560,7 @@ function walkEndpointHalves(paths: PathResult[], nodes: PathNode[], endpoints: E
 function halfDropStep(o: TraceOutcome, v: ModeVocabulary): Step {
   const site = o.policy ?? o.steps.at(-1)
   if (!site || !v.isNatTable(site.table)) return 'filter'
-  return /POSTROUTING|postrouting/.test(site.chain) ? 'POSTROUTING' : 'PREROUTING'
+  return /POSTROUTING|postrouting/.test(site.chain) ? 'masquerade' : 'entry'
 }
 
 function endpointText(e: ExpectedEndpoint, node: string): string {

@@ -4,13 +4,14 @@
  * it for commands instead of formatting strings, so a printed command runs exactly as printed. The values are filled in
  * by the diagnosis from the flags actually used; unit tests get `DEFAULT_REACH`.
  */
+import {transport, type ExecTransport} from '../node/transport/transports.js'
 import {quoteWord, type Command} from './shell.js'
 
 export type NodeWay =
   /** `ssh` and its arguments up to the host: `['ssh', '-F', FILE, 'node-a']`, `['ssh', '-p', '2222', 'root@10.0.0.7']`. */
   | {via: 'ssh'; ssh: string[]}
-  /** Read through kube-proxy's Pod: commands are `kubectl exec` into it. */
-  | {via: 'kube-proxy'; namespace: string; pod: string}
+  /** Read through a Pod that stays (kube-proxy's): commands are `kubectl exec` into it, its transport's programs only. */
+  | {via: ExecTransport; namespace: string; pod: string}
   /** Not reachable from the user's shell as far as the doctor knows: give prose. */
   | {via: 'none'}
 
@@ -27,12 +28,6 @@ export interface NodeRead {
   /** A filter run locally on the output (`grep -- PATTERN`). */
   filter?: string[]
 }
-
-/**
- * The programs kube-proxy's image (distroless-iptables) ships: a command through its Pod runs only these (no ip,
- * bridge, sysctl, curl, dig, ipvsadm there).
- */
-const IN_KUBE_PROXY_IMAGE = /^(ip6?tables(-legacy|-nft)?(-save)?|nft|ipset|conntrack|cat|grep)$/
 
 /** Without flags: kubectl's current context, `ssh NODE` with the user's SSH config. */
 export const DEFAULT_REACH: Reach = {kubectl: ['kubectl'], node: (name) => ({via: 'ssh', ssh: ['ssh', name]})}
@@ -60,7 +55,7 @@ export function kubectlCommand(
 
 /**
  * The command that runs `read` on `node` the way the user reaches it: over ssh (each remote word quoted for the remote
- * shell, sudo when it needs root), or `kubectl exec` into kube-proxy's Pod (root already); undefined when the node is
+ * shell, sudo when it needs root), or `kubectl exec` into the Pod it was read through (root already); undefined when the node is
  * not reachable or a name is not plain.
  */
 export function nodeCommand(
@@ -74,9 +69,10 @@ export function nodeCommand(
   const filter = read.filter ? [read.filter] : []
   if (way.via === 'ssh')
     return [[...way.ssh, ...(read.sudo ? ['sudo', ...read.argv] : read.argv).map(quoteWord)], ...filter]
-  if (way.via === 'kube-proxy')
-    return IN_KUBE_PROXY_IMAGE.test(read.argv[0])
-      ? [[...reach.kubectl, '-n', way.namespace, 'exec', way.pod, '--', ...read.argv], ...filter]
-      : undefined
-  return undefined
+  if (way.via === 'none') return undefined
+  // The Pod has only its image's programs (kube-proxy's: no ip, bridge, sysctl, curl, dig or ipvsadm).
+  const reachRule = transport(way.via).reach
+  return reachRule.by === 'exec' && reachRule.programs.includes(read.argv[0])
+    ? [[...reach.kubectl, '-n', way.namespace, 'exec', way.pod, '--', ...read.argv], ...filter]
+    : undefined
 }

@@ -3,7 +3,7 @@ import type * as Yaml from 'yaml'
 import type {NodeReadVia} from '../diagnosis/choose-transport.js'
 
 /** The version of the JSON/YAML contract (README "JSON output"): fields are only ever added within one version. */
-export const API_VERSION = 'kproxy-doctor/v1'
+export const API_VERSION = 'kproxy-doctor/v2'
 
 /** Who wrote a document, when, and against which cluster context (null: from a snapshot, or none chosen). */
 export interface DocumentMeta {

@@ -121,6 +121,41 @@ describe(
       })
     }
 
+    test("trace --node reads its node the way svc does: through kube-proxy's Pod without SSH, and says why not with --via none", async () => {
+      const trace = (...extra: string[]) =>
+        runCli(
+          [
+            'trace',
+            '--node',
+            'node-b',
+            '--kubeconfig',
+            lab.kubeconfigPath,
+            '--src',
+            '10.244.1.20',
+            '--dst',
+            '10.96.10.10',
+            '--dport',
+            '80',
+            '-o',
+            'json',
+            ...extra,
+          ],
+          {HOME: home},
+        )
+      const before = execs()
+      const r = await trace()
+      assert.equal(r.code, 0, r.stderr)
+      assert.equal(r.json.verdict, 'DNAT')
+      assert.deepEqual(r.json.destinations, ['10.244.1.10:8080', '10.244.2.10:8080', '10.244.2.11:8080'])
+      assert.ok(
+        lab.api.requestLog.slice(before).some((e) => e.subresource === 'exec' && e.name === 'kube-proxy-bx7k2'),
+        "read through node-b's kube-proxy Pod",
+      )
+      const none = await trace('--via', 'none')
+      assert.equal(none.code, 2)
+      assert.equal(none.stderr.trim(), 'kproxy-doctor: node-b: not read: API-only (--via none)')
+    })
+
     test("kube-proxy's real image (no ip, bridge, ipvsadm, sysctl): the rules are still read and judged, what was not read is listed per node", async () => {
       lab.api.opts.podSandbox = labPodSandbox(lab, {'kube-proxy-': NOT_IN_KUBE_PROXY_IMAGE})
       lab.applyRules('node-b', {dropDnatFor: '10.244.1.10'})

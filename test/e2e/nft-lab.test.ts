@@ -77,7 +77,7 @@ describe('svc against a lab node in nftables mode', {skip: why}, () => {
       const r = await doctor()
       assert.equal(r.code, 1)
       assert.ok(codes(r, 'node-b').includes('KPD-NODEPORT-MISSING'))
-      assert.equal(path(r, 'node-b', 'outside→NodePort').breaksAt, 'KUBE-NODEPORTS')
+      assert.equal(path(r, 'node-b', 'outside→NodePort').breaksAt, 'nodeport-match')
     } finally {
       lab.clearFaults()
     }
@@ -109,7 +109,7 @@ describe('svc against a lab node in nftables mode', {skip: why}, () => {
       const r = await doctor()
       assert.equal(r.code, 1)
       assert.ok(codes(r, 'node-b').includes('KPD-MASQ-MISSING'))
-      assert.equal(path(r, 'node-b', 'outside→NodePort').breaksAt, 'POSTROUTING')
+      assert.equal(path(r, 'node-b', 'outside→NodePort').breaksAt, 'masquerade')
     } finally {
       lab.clearFaults()
     }

@@ -200,9 +200,9 @@ describe('svc against the netns lab', {skip: why}, () => {
       assert.equal(r.code, 1)
       assert.ok(codes(r, 'node-b').includes('KPD-SEP-MISSING'), JSON.stringify(r.json.findings))
       assert.deepEqual(codes(r, 'node-a'), [])
-      assert.equal(path(r, 'node-b', 'pod→ClusterIP').breaksAt, 'KUBE-SEP')
+      assert.equal(path(r, 'node-b', 'pod→ClusterIP').breaksAt, 'endpoint')
       assert.equal(path(r, 'node-a', 'pod→ClusterIP').ok, true)
-      assert.match(r.json.summary, /breaks at KUBE-SEP on node-b/)
+      assert.match(r.json.summary, /breaks at endpoint on node-b/)
     } finally {
       lab.clearFaults()
     }
@@ -236,7 +236,7 @@ describe('svc against the netns lab', {skip: why}, () => {
       assert.equal(r.code, 1)
       assert.ok(codes(r, 'node-b').includes('KPD-NODEPORT-MISSING'))
       assert.ok(!codes(r, 'node-a').includes('KPD-NODEPORT-MISSING'))
-      assert.equal(path(r, 'node-b', 'outside→NodePort').breaksAt, 'KUBE-NODEPORTS')
+      assert.equal(path(r, 'node-b', 'outside→NodePort').breaksAt, 'nodeport-match')
       assert.equal(path(r, 'node-a', 'outside→NodePort').ok, true)
     } finally {
       lab.clearFaults()
@@ -298,7 +298,7 @@ describe('svc against the netns lab', {skip: why}, () => {
       assert.equal(r.code, 1)
       assert.ok(codes(r, 'node-a').includes('KPD-HOOK-MISSING'))
       assert.deepEqual(codes(r, 'node-b'), [])
-      assert.equal(path(r, 'node-a', 'pod→ClusterIP').breaksAt, 'PREROUTING')
+      assert.equal(path(r, 'node-a', 'pod→ClusterIP').breaksAt, 'entry')
       assert.equal(path(r, 'node-a', 'node→ClusterIP').ok, true, 'OUTPUT is still hooked')
     } finally {
       lab.clearFaults()
@@ -317,7 +317,7 @@ describe('svc against the netns lab', {skip: why}, () => {
       const r = await doctor()
       assert.equal(r.code, 1)
       assert.ok(codes(r, 'node-a').includes('KPD-MASQ-MISSING'))
-      assert.equal(path(r, 'node-a', 'outside→NodePort').breaksAt, 'POSTROUTING')
+      assert.equal(path(r, 'node-a', 'outside→NodePort').breaksAt, 'masquerade')
     } finally {
       lab.clearFaults()
     }

@@ -138,7 +138,7 @@ checkFamily('rules', () => {
       const r = buildReport(diagnose(cluster, observations, {probes: PROBES_OFF}))
       assert.equal(
         r.summary,
-        '✗ shop/web: pod→ClusterIP to [fd00:10:96::10:10]:80 (http) breaks at KUBE-SEP on node-b: KUBE-SEP-3EIK7ZMJLCQCLWUX (endpoint [fd00:10:244:2::10]:8080, web-b1) has no DNAT rule: the jump falls through and the endpoint never gets traffic',
+        '✗ shop/web: pod→ClusterIP to [fd00:10:96::10:10]:80 (http) breaks at endpoint on node-b: KUBE-SEP-3EIK7ZMJLCQCLWUX (endpoint [fd00:10:244:2::10]:8080, web-b1) has no DNAT rule: the jump falls through and the endpoint never gets traffic',
       )
       assert.deepEqual(r.service.clusterIPs, ['10.96.10.10', 'fd00:10:96::10:10'])
       assert.equal(
@@ -168,7 +168,7 @@ checkFamily('rules', () => {
         human.join('\n'),
       )
       const nodeB = human.find((l) => /^\W*node-b\b/.test(l))
-      assert.equal(nodeB?.match(/✗ KUBE-SEP IPv6/g)?.length, 4, human.join('\n'))
+      assert.equal(nodeB?.match(/✗ endpoint IPv6/g)?.length, 4, human.join('\n'))
     })
 
     test("rules left in the other iptables backend: each family's leftover named with that family's tools, only for that family", () => {

@@ -220,6 +220,8 @@ test('trace lists only the flags it honours; the live-read flags without --node 
   const help = (await runCli(['trace', '--help'])).stdout
   assert.deepEqual(helpFlags(help), [
     'context',
+    'debug-image',
+    'debug-namespace',
     'dport',
     'dst',
     'in-iface',
@@ -227,6 +229,8 @@ test('trace lists only the flags it honours; the live-read flags without --node 
     'ipset-save',
     'iptables-save',
     'ipvsadm',
+    'kube-proxy-namespace',
+    'kube-proxy-selector',
     'kubeconfig',
     'nft',
     'node',
@@ -238,6 +242,7 @@ test('trace lists only the flags it honours; the live-read flags without --node 
     'src',
     'ssh-config',
     'timeout',
+    'via',
   ])
   const walk = [
     'trace',
@@ -257,6 +262,11 @@ test('trace lists only the flags it honours; the live-read flags without --node 
     ['--ssh-config', '/s'],
     ['--timeout', '3'],
     ['--insecure-ignore-host-key'],
+    ['--via', 'ssh'],
+    ['--kube-proxy-namespace', 'kp'],
+    ['--kube-proxy-selector', 'app=kp'],
+    ['--debug-image', 'busybox'],
+    ['--debug-namespace', 'dbg'],
     ['-n', 'shop'],
     ['--nodes', 'a'],
   ]) {

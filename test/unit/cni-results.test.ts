@@ -216,7 +216,7 @@ test("kube-proxy's Pod: the cache is not read (the node's /var/lib/cni is not mo
     kind: 'not-recorded',
     what: "/var/lib/cni/results (the CNI result cache) is not mounted in kube-proxy's Pod",
   })
-  assert.deepEqual(access.missingTools(), [
+  assert.deepEqual(access.notes().missingTools, [
     "/var/lib/cni/results (the CNI result cache) is not mounted in kube-proxy's Pod: pods mapped to bridge ports through fdb and neighbour entries only (they expire on idle Pods)",
   ])
 })

@@ -67,7 +67,7 @@ describe('IPVS mode (recorded ipvsadm, ipset, ip addr, sysctl output)', () => {
       name: 'real server missing',
       opts: {ipvs: {'node-b': {omitRealServer: '10.244.1.10'}}},
       expect: ['KPD-SEP-MISSING@node-b'],
-      breaks: ['pod→ClusterIP', 'KUBE-SVC'],
+      breaks: ['pod→ClusterIP', 'service'],
     },
     {
       name: 'stale real server',
@@ -79,7 +79,7 @@ describe('IPVS mode (recorded ipvsadm, ipset, ip addr, sysctl output)', () => {
       name: 'weight stuck at 0',
       opts: {ipvs: {'node-b': {weightZeroFor: '10.244.2.11'}}},
       expect: ['KPD-IPVS-WEIGHT-ZERO@node-b'],
-      breaks: ['pod→ClusterIP', 'KUBE-SVC'],
+      breaks: ['pod→ClusterIP', 'service'],
     },
     {
       name: 'real server on the wrong port',
@@ -110,13 +110,13 @@ describe('IPVS mode (recorded ipvsadm, ipset, ip addr, sysctl output)', () => {
       name: 'KUBE-NODE-PORT-TCP lacks the node port',
       opts: {ipvs: {'node-b': {omitIpsetMember: {set: 'KUBE-NODE-PORT-TCP', member: '30080'}}}},
       expect: ['KPD-IPVS-IPSET-MISSING@node-b'],
-      breaks: ['outside→NodePort', 'POSTROUTING'],
+      breaks: ['outside→NodePort', 'masquerade'],
     },
     {
       name: 'KUBE-LOOP-BACK empty: hairpin unmasqueraded',
       opts: {ipvs: {'node-b': {omitLoopBack: true}}},
       expect: ['KPD-MASQ-MISSING@node-b'],
-      breaks: ['pod→itself', 'POSTROUTING'],
+      breaks: ['pod→itself', 'masquerade'],
     },
     {
       name: 'vs.conntrack off',

@@ -3,7 +3,6 @@ import {codeEntry} from '../catalogue.js'
 import {stepChainOwner, tableChains, type ChainOwner} from '../../parse/chain-owner.js'
 import type {Command} from '../../model/shell.js'
 import {nodeCommand} from '../../model/reach.js'
-import {familyOf} from '../../net/address.js'
 import type {TraceOutcome} from '../../trace/types.js'
 
 /** Owners whose drops other codes judge: kube-proxy's own rules and kubelet's KUBE-FIREWALL. */
@@ -49,22 +48,10 @@ function dropSite(o: TraceOutcome): DropSite | undefined {
 
 /** The command that shows the chain with its policy, counters and rule numbers. */
 function showChain(ctx: CheckContext, node: NodeView, site: DropSite): Command | undefined {
-  if (node.dataplane.vocab.mode === 'nftables') {
-    const [family, table] = site.table.includes(' ') ? site.table.split(' ') : ['ip', site.table]
-    return nodeCommand(
-      ctx.reach,
-      node.name,
-      {argv: ['nft', '-a', 'list', 'chain', family, table, site.chain], sudo: true},
-      [family, table, site.chain],
-    )
-  }
-  const tool = familyOf(node.expected.clusterIP ?? '') === 6 ? 'ip6tables' : 'iptables'
-  return nodeCommand(
-    ctx.reach,
-    node.name,
-    {argv: [tool, '-t', site.table, '-L', site.chain, '-v', '-n', '--line-numbers'], sudo: true},
-    [site.table, site.chain],
-  )
+  return nodeCommand(ctx.reach, node.name, node.dataplane.showChain(site.table, site.chain), [
+    ...site.table.split(' '),
+    site.chain,
+  ])
 }
 
 function hasDockerChains(node: NodeView): boolean {

@@ -12,9 +12,9 @@ export const hookMissing: Check = {
       if (!n.infra.hasServicesChain) {
         out.push({
           node: n.name,
-          message: `${n.name} has no ${v.services} chain: kube-proxy (${v.mode} mode) has not programmed this node`,
-          command: nodeCommand(ctx.reach, n.name, n.dataplane.show(v.services.split(' ').pop()!), [
-            v.services.split(' ').pop(),
+          message: `${n.name} has no ${v.steps['service-match']} chain: kube-proxy (${v.mode} mode) has not programmed this node`,
+          command: nodeCommand(ctx.reach, n.name, n.dataplane.show(v.steps['service-match'].split(' ').pop()!), [
+            v.steps['service-match'].split(' ').pop(),
           ]),
           text: `Check that kube-proxy runs on ${n.name} (crictl ps --name kube-proxy on the node) and read its logs.`,
         })
@@ -25,8 +25,8 @@ export const hookMissing: Check = {
         out.push({
           node: n.name,
           message: `${n.name}: ${missing.join(', ')}: jump missing`,
-          command: nodeCommand(ctx.reach, n.name, n.dataplane.show(v.services.split(' ').pop()!), [
-            v.services.split(' ').pop(),
+          command: nodeCommand(ctx.reach, n.name, n.dataplane.show(v.steps['service-match'].split(' ').pop()!), [
+            v.steps['service-match'].split(' ').pop(),
           ]),
           text: `Then restart kube-proxy on ${n.name}.`,
         })

@@ -12,12 +12,12 @@ export const nodePortMissing: Check = {
       if (anyNodePort && !n.infra.nodePortsJump)
         out.push({
           node: n.name,
-          message: `${n.name}: ${n.dataplane.vocab.services} has no jump to ${n.dataplane.vocab.nodePorts}: no NodePort works on this node`,
+          message: `${n.name}: ${n.dataplane.vocab.steps['service-match']} has no jump to ${n.dataplane.vocab.steps['nodeport-match']}: no NodePort works on this node`,
           command: nodeCommand(
             ctx.reach,
             n.name,
-            n.dataplane.show(n.dataplane.vocab.nodePorts.split(' ').pop()!),
-            n.dataplane.vocab.nodePorts.split(' ').pop()!.split(' '),
+            n.dataplane.show(n.dataplane.vocab.steps['nodeport-match'].split(' ').pop()!),
+            n.dataplane.vocab.steps['nodeport-match'].split(' ').pop()!.split(' '),
           ),
         })
       for (const p of n.programmed) {
@@ -26,7 +26,7 @@ export const nodePortMissing: Check = {
         if (!p.nodePortRule)
           out.push({
             node: n.name,
-            message: `${n.name}: node port ${e.nodePort}/${e.protocol} of ${e.svcPortName} is missing from ${n.dataplane.vocab.nodePorts}`,
+            message: `${n.name}: node port ${e.nodePort}/${e.protocol} of ${e.svcPortName} is missing from ${n.dataplane.vocab.steps['nodeport-match']}`,
             command: nodeCommand(ctx.reach, n.name, n.dataplane.show(String(e.nodePort)), [String(e.nodePort)]),
           })
         else if (p.nodePortRule.target !== p.want.external)

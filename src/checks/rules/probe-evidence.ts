@@ -3,18 +3,12 @@ import type {Entry, PathResult} from '../../model/paths.js'
 import {joinHostPort} from '../../net/host-port.js'
 import {failureParts, type ProbeRun, type ProbeTally, type ServiceProbeTarget} from '../../node/probe/tcp-probe.js'
 
-/** A check context that carries the live probe stage (diagnose.ts adds it). */
-export interface ProbeAware {
-  probes: ProbeRun
-}
-
 export type Tally = ProbeTally<ServiceProbeTarget>
 type ProbesRan = Extract<ProbeRun, {ran: true}>
 
 /** The probe stage's results, when probes ran. */
 export function probesRan(ctx: CheckContext): ProbesRan | undefined {
-  const run = (ctx as CheckContext & Partial<ProbeAware>).probes
-  return run?.ran ? run : undefined
+  return ctx.probes.ran ? ctx.probes : undefined
 }
 
 const probed = (t: Tally) => t.attempts > 0

@@ -79,16 +79,11 @@ export const modeLeftover: Check = {
 export const modeUnsupported: Check = {
   meta: codeEntry('KPD-MODE-UNSUPPORTED'),
   run: (ctx) =>
-    ctx.unsupported.map((u) => ({
+    ctx.modeNotRead.map((u) => ({
       node: u.node,
       message: `${u.node} runs kube-proxy in ${u.mode} mode (${u.source}): its rules were not judged; cluster-wide checks (endpoints, DNS, kube-proxy health) still ran`,
       command: ctx.service.clusterIP
-        ? nodeCommand(
-            ctx.reach,
-            u.node,
-            {argv: ['ipvsadm', '-Ln'], sudo: true, filter: ['grep', '-A5', '--', ctx.service.clusterIP]},
-            [ctx.service.clusterIP],
-          )
+        ? nodeCommand(ctx.reach, u.node, u.look(ctx.service.clusterIP), [ctx.service.clusterIP])
         : undefined,
     })),
 }

@@ -17,7 +17,7 @@ export const serviceRuleMissing: Check = {
           if (!p.clusterIPRule)
             out.push({
               node: n.name,
-              message: `${n.name}: no ${n.dataplane.vocab.services} entry for ${e.svcPortName} cluster IP ${where}`,
+              message: `${n.name}: no ${n.dataplane.vocab.steps['service-match']} entry for ${e.svcPortName} cluster IP ${where}`,
               command: nodeCommand(ctx.reach, n.name, n.dataplane.show(svc.clusterIP!), [svc.clusterIP!]),
             })
           else if (p.clusterIPRule.target !== p.want.internal)
@@ -33,7 +33,7 @@ export const serviceRuleMissing: Check = {
             if (!p.externalRules.has(ip))
               out.push({
                 node: n.name,
-                message: `${n.name}: no ${n.dataplane.vocab.services} entry for ${e.svcPortName} at ${ip}:${e.port}`,
+                message: `${n.name}: no ${n.dataplane.vocab.steps['service-match']} entry for ${e.svcPortName} at ${ip}:${e.port}`,
                 command: nodeCommand(ctx.reach, n.name, n.dataplane.show(ip), [ip]),
               })
           }

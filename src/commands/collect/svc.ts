@@ -25,7 +25,7 @@ export default class CollectSvc extends DoctorCommand {
     const progress = progressReporter(flags)
     let g
     try {
-      g = await gatherLive({...liveOptions(args.name, flags, verboseLog(flags)), onProgress: progress?.onProgress})
+      g = await gatherLive(args.name, liveOptions(flags, {log: verboseLog(flags), onProgress: progress?.onProgress}))
     } finally {
       progress?.done()
     }

@@ -1,18 +1,34 @@
 import type {NodeObservation} from '../../node/observation.js'
 import type {Dataplane} from '../dataplane.js'
+import {DUMP_FILES, type DumpFile, type GivenFiles} from './dump-files.js'
 import {iptablesMode} from './iptables.js'
 import {ipvsMode} from './ipvs.js'
-import type {NodeFacts, ProxyMode, ProxyModeAdapter} from './mode.js'
+import type {NodeFacts, ProxyModeAdapter} from './mode.js'
 import {nftablesMode} from './nftables.js'
 
-export type {NodeFacts, ProxyMode, TableFamily} from './mode.js'
+export type {FileTracer, NodeFacts, ProxyModeAdapter, TableFamily} from './mode.js'
+export {DUMP_FILES, type DumpFile, type GivenFiles}
 
-/** Every mode the doctor judges, in the order their rules are recognised (IPVS's glue looks like iptables rules). */
-const PROXY_MODES: readonly ProxyModeAdapter[] = [ipvsMode, nftablesMode, iptablesMode]
+/**
+ * Every kube-proxy mode the doctor judges: one adapter each (mode.ts says what an adapter owns). `--proxy-mode`'s
+ * options, the mode type and the catalogue's "all modes" follow from this list, in this order.
+ */
+export const PROXY_MODES = [iptablesMode, nftablesMode, ipvsMode] as const
+
+export type ProxyMode = (typeof PROXY_MODES)[number]['mode']
+
+/** Every mode's name, in the registry's order. */
+export const PROXY_MODE_NAMES: readonly ProxyMode[] = PROXY_MODES.map((m) => m.mode)
+
+/** kube-proxy's default mode: where nothing on the node or in its configuration says otherwise. */
+const DEFAULT_MODE: ProxyMode = 'iptables'
 
 function isProxyMode(name: string): name is ProxyMode {
   return PROXY_MODES.some((m) => m.mode === name)
 }
+
+/** The adapter of a mode. */
+export const proxyMode = (mode: ProxyMode): ProxyModeAdapter => PROXY_MODES.find((m) => m.mode === mode)!
 
 export interface ModeChoice {
   mode: ProxyMode
@@ -30,11 +46,9 @@ export interface ModeDecision {
   unreadable: boolean
 }
 
-const adapter = (mode: ProxyMode) => PROXY_MODES.find((m) => m.mode === mode)!
-
 /**
- * Which mode a node runs, in this order: --proxy-mode; kube-proxy's own /proxyMode; the rules on the node (IPVS's glue
- * first, then the one mode whose rules are there); kube-proxy's configuration; iptables, kube-proxy's default.
+ * Which mode a node runs, in this order: --proxy-mode; kube-proxy's own /proxyMode; the rules on the node (evidence
+ * that settles it, else the one mode whose rules are there); kube-proxy's configuration; kube-proxy's default.
  */
 export function decideMode(
   obs: NodeObservation,
@@ -45,20 +59,20 @@ export function decideMode(
   const decided = (mode: ProxyMode, source: string): ModeDecision => ({
     mode,
     source,
-    unreadable: !adapter(mode).readable(obs, facts),
+    unreadable: !proxyMode(mode).readable(obs, facts),
   })
   if (override) return decided(override, '--proxy-mode')
   const reported = obs.kubeProxy?.proxyMode
   if (reported && isProxyMode(reported)) return decided(reported, "kube-proxy's /proxyMode on the node")
-  const glue = ipvsMode.recognise(obs, facts)
-  if (glue) return decided('ipvs', glue)
-  if (configured?.mode === 'ipvs' && !PROXY_MODES.some((m) => m.recognise(obs, facts)))
-    return decided('ipvs', configured.source)
-  const present = PROXY_MODES.filter((m) => m.recognise(obs, facts))
-  if (present.length === 1) return decided(present[0].mode, present[0].recognise(obs, facts)!)
-  if (configured && isProxyMode(configured.mode || 'iptables'))
-    return decided((configured.mode || 'iptables') as ProxyMode, configured.source)
-  return decided('iptables', 'default (iptables)')
+  const present = PROXY_MODES.flatMap((m) => {
+    const r = m.recognise(obs, facts)
+    return r ? [{mode: m.mode, ...r}] : []
+  })
+  const settled = present.find((p) => p.conclusive) ?? (present.length === 1 ? present[0] : undefined)
+  if (settled) return decided(settled.mode, settled.reason)
+  const wanted = configured?.mode || DEFAULT_MODE
+  if (configured && isProxyMode(wanted)) return decided(wanted, configured.source)
+  return decided(DEFAULT_MODE, `default (${DEFAULT_MODE})`)
 }
 
 /** The mode a node runs and its dataplane; undefined when that mode's data was not read (see decideMode). */
@@ -76,18 +90,19 @@ export function chooseMode(
     configured?.source ?? null,
     override ?? null,
   ])
-  const read = [obs.iptables, obs.ip6tables, obs.nft, obs.ipvs, obs.kubeProxy?.proxyMode]
+  // What was read, as it stands: a node whose reads were replaced is decided again.
+  const read = [...Object.values(obs), obs.kubeProxy?.proxyMode]
   const byQuestion = choices.get(obs) ?? new Map<string, RememberedChoice>()
   choices.set(obs, byQuestion)
   const seen = byQuestion.get(key)
-  if (seen && seen.read.every((r, i) => r === read[i])) return seen.choice
+  if (seen && seen.read.length === read.length && seen.read.every((r, i) => r === read[i])) return seen.choice
   const d = decideMode(obs, facts, configured, override)
   const leftovers = d.unreadable
     ? []
     : PROXY_MODES.filter((m) => m.mode !== d.mode).flatMap((m) => m.leftovers(obs, facts, d.mode) ?? [])
   const choice = d.unreadable
     ? undefined
-    : {mode: d.mode, source: d.source, dataplane: adapter(d.mode).dataplane(obs, facts), leftovers}
+    : {mode: d.mode, source: d.source, dataplane: proxyMode(d.mode).dataplane(obs, facts), leftovers}
   byQuestion.set(key, {read, choice})
   return choice
 }
@@ -98,3 +113,33 @@ interface RememberedChoice {
   choice: ModeChoice | undefined
 }
 const choices = new WeakMap<NodeObservation, Map<string, RememberedChoice>>()
+
+/**
+ * The mode `trace` walks from the files given: of the modes whose picking file is there, the one that reads the most
+ * of them (an IPVS node's ipvsadm output and its iptables glue: IPVS, not iptables). A mode missing a file it cannot
+ * walk without, or no file at all: a message for the user.
+ */
+export function modeOfFiles(given: GivenFiles): {mode: ProxyModeAdapter} | {error: string} {
+  const has = (f: DumpFile) => given[f] !== undefined
+  const picked = PROXY_MODES.filter((m) => has(m.fromFiles.picks))
+  const complete = picked.filter((m) => (m.fromFiles.needs ?? []).every((n) => has(n.file)))
+  const reads = (m: ProxyModeAdapter) => [m.fromFiles.picks, ...(m.fromFiles.needs ?? []).map((n) => n.file)].length
+  const best = complete.sort((a, b) => reads(b) - reads(a))[0]
+  if (best) return {mode: best}
+  const lacking = picked.flatMap((m) => (m.fromFiles.needs ?? []).filter((n) => !has(n.file)).map((n) => ({m, n})))[0]
+  if (lacking) return {error: `--${lacking.m.fromFiles.picks} needs --${lacking.n.file} too: ${lacking.n.why}`}
+  const alone = PROXY_MODES.filter((m) => !m.fromFiles.needs?.length).map((m) => `--${m.fromFiles.picks} FILE`)
+  return {error: `give ${alone.join(', ')} (or - for stdin) or --node NAME`}
+}
+
+/** The dump files a mode's walk reads (picks, needs, takes). */
+function filesOf(m: ProxyModeAdapter): DumpFile[] {
+  return [m.fromFiles.picks, ...(m.fromFiles.needs ?? []).map((n) => n.file), ...(m.fromFiles.takes ?? [])]
+}
+
+/** The dump files no mode reads together with `file`: given with it, they are an error (trace's flag exclusions). */
+export function filesExcluding(file: DumpFile): DumpFile[] {
+  return (Object.keys(DUMP_FILES) as DumpFile[]).filter(
+    (other) => other !== file && !PROXY_MODES.some((m) => filesOf(m).includes(file) && filesOf(m).includes(other)),
+  )
+}

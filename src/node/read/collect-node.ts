@@ -5,7 +5,7 @@ import type {DnsRecordType} from '../../parse/dns-lookup.js'
 import {queryOverStream, type DnsAnswer, type DnsRecordAnswer} from '../probe/dns-probe.js'
 import {httpGetOnNode} from '../probe/http-on-node.js'
 import {parseHealthz, parseMetrics, type KubeProxyStatus} from '../../parse/kube-proxy-status.js'
-import {tcpOpener, type NodeAccess, type RunResult} from '../transport/node-access.js'
+import {tcpOpener, wrapAccess, type NodeAccess, type RunResult} from '../transport/node-access.js'
 import {BACKEND_SAVES, NODE_READS, type ArgsOf, type NodeCommandKey, type RecordedKey} from './node-reads.js'
 import {buildCommandLine, DUMP_STEPS, programOf, toolMissing} from '../node-commands.js'
 import {
@@ -231,14 +231,7 @@ function gated(access: NodeAccess, limit: number, running: Running): NodeAccess 
         running.delete(entry)
       }
     })
-  return {
-    run,
-    openTcp: (host, port, timeoutMs) => access.openTcp(host, port, timeoutMs),
-    readFile: (path) => access.readFile(path),
-    describe: () => access.describe(),
-    ...(access.usesSudo ? {usesSudo: () => access.usesSudo!()} : {}),
-    close: () => access.close(),
-  }
+  return wrapAccess(access, {run})
 }
 
 /**

@@ -1,4 +1,4 @@
-import type {NodeAccess, RunResult, TcpOpen, FileRead} from './node-access.js'
+import {notesOf, wrapAccess, type NodeAccess, type RunResult, type TcpOpen, type FileRead} from './node-access.js'
 import type {ArgsOf, NodeCommandKey} from '../read/node-reads.js'
 import {joinHostPort} from '../../net/host-port.js'
 
@@ -38,17 +38,7 @@ function fileOutcome(r: FileRead): string {
  * TCP stream and file read, with the transport, the outcome and how long it took. One choke point for every
  * transport, so --verbose shows exactly what reached the node.
  */
-export function loggedAccess(
-  access: NodeAccess,
-  node: string,
-  log: VerboseLog,
-): NodeAccess & {
-  missingTools(): string[]
-  forbidden(): string[]
-  warnings(): string[]
-  leftovers(): string[]
-  origin(): string | undefined
-} {
+export function loggedAccess(access: NodeAccess, node: string, log: VerboseLog): NodeAccess {
   const d = access.describe()
   const via = `${node} [${d.transport} ${d.address}]`
   async function timed<T>(what: string, op: () => Promise<T>, outcome: (r: T) => string): Promise<T> {
@@ -62,32 +52,18 @@ export function loggedAccess(
       throw e
     }
   }
-  const notes = access as NodeAccess & {
-    missingTools?: () => string[]
-    forbidden?: () => string[]
-    warnings?: () => string[]
-    leftovers?: () => string[]
-    origin?: () => string | undefined
-  }
-  return {
-    // What the transport could not read stays visible through the wrapper (see transportNotes).
-    missingTools: () => notes.missingTools?.() ?? [],
-    forbidden: () => notes.forbidden?.() ?? [],
-    warnings: () => notes.warnings?.() ?? [],
-    leftovers: () => notes.leftovers?.() ?? [],
-    origin: () => notes.origin?.(),
+  return wrapAccess(access, {
     run: <K extends NodeCommandKey>(key: K, ...args: ArgsOf<K>) =>
       timed(`run ${key}${describeArgs(args)}`, () => access.run(key, ...args), runOutcome),
     openTcp: (host, port, timeoutMs) =>
       timed(`tcp ${joinHostPort(host, port)}`, () => access.openTcp(host, port, timeoutMs), tcpOutcome),
     readFile: (path) => timed(`read ${path}`, () => access.readFile(path), fileOutcome),
     describe: () => d,
-    ...(access.usesSudo ? {usesSudo: () => access.usesSudo!()} : {}),
     close: async () => {
       const startedAt = performance.now()
       await access.close()
       if (d.transport === 'debug-pod')
-        log(`${via} debug Pod ${notes.leftovers?.().length ? 'NOT deleted' : 'deleted'} in ${seconds(startedAt)}`)
+        log(`${via} debug Pod ${notesOf(access).leftovers.length ? 'NOT deleted' : 'deleted'} in ${seconds(startedAt)}`)
     },
-  }
+  })
 }

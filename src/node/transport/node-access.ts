@@ -37,6 +37,30 @@ export interface TransportDescription {
   tcpVia: string
 }
 
+/** A request the API server refused (403): the verb and resource that were needed, and the report's line for it. */
+export interface Refusal {
+  verb: string
+  resource: string
+  namespace: string
+  line: string
+}
+
+/**
+ * What a transport has to say about its reads of a node: what it could not read (a program its image lacks, a file
+ * its Pod does not see), the requests refused, what the run must warn about (an SSH host key accepted unchecked), what
+ * it could not clean up once closed (a debug Pod not deleted: the line says how to delete it), and where its means
+ * come from (the debug Pod's image).
+ */
+export interface TransportNotes {
+  missingTools: string[]
+  refusals: Refusal[]
+  warnings: string[]
+  leftovers: string[]
+  origin?: string
+}
+
+const NO_NOTES: TransportNotes = {missingTools: [], refusals: [], warnings: [], leftovers: []}
+
 /**
  * How the doctor reaches one node, read-only. Every command is a key of the allow-list in node-commands.ts (a free
  * string does not type-check and is refused at run time); arguments are validated inside the transport.
@@ -55,6 +79,31 @@ export interface NodeAccess {
   usesSudo?(): Promise<boolean>
   /** Ends the access; a transport that made something on the node's behalf (the debug Pod) removes it before resolving. */
   close(): void | Promise<void>
+  /** What the transport has to say about its reads so far (see TransportNotes); absent: nothing. */
+  notes?(): TransportNotes
+}
+
+/** The access's notes (none where the transport keeps none). */
+export function notesOf(access: NodeAccess): TransportNotes {
+  return access.notes?.() ?? NO_NOTES
+}
+
+/**
+ * The one way to wrap an access: everything forwarded to it (the optional usesSudo and notes too, where it has them)
+ * but what `own` replaces. The verbose log, the read's command gate and the probes beside a read wrap this way.
+ */
+export function wrapAccess(access: NodeAccess, own: Partial<Omit<NodeAccess, 'usesSudo' | 'notes'>>): NodeAccess {
+  const wrapped: NodeAccess = {
+    run: (key, ...args) => access.run(key, ...args),
+    openTcp: (host, port, timeoutMs) => access.openTcp(host, port, timeoutMs),
+    readFile: (path) => access.readFile(path),
+    describe: () => access.describe(),
+    close: () => access.close(),
+    ...own,
+  }
+  if (access.usesSudo) wrapped.usesSudo = () => access.usesSudo!()
+  if (access.notes) wrapped.notes = () => access.notes!()
+  return wrapped
 }
 
 /**
@@ -64,18 +113,12 @@ export interface NodeAccess {
 export function closingAfter(access: NodeAccess, beside: Promise<unknown>): NodeAccess {
   // Its outcome is the caller's to read; here only that it is over (and a failure is not an unhandled rejection).
   const settled = beside.catch(() => undefined)
-  const wrapped: NodeAccess = {
-    run: (key, ...args) => access.run(key, ...args),
-    openTcp: (host, port, timeoutMs) => access.openTcp(host, port, timeoutMs),
-    readFile: (path) => access.readFile(path),
-    describe: () => access.describe(),
+  return wrapAccess(access, {
     close: async () => {
       await settled
       await access.close()
     },
-  }
-  if (access.usesSudo) wrapped.usesSudo = () => access.usesSudo!()
-  return wrapped
+  })
 }
 
 /** The OpenTcp shape tcp-probe.ts and the HTTP/DNS helpers use: a refusal becomes an error carrying its reason. */

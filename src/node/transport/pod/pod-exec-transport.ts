@@ -9,7 +9,15 @@ import {
   type NodeCommandKey,
   type NodeRead,
 } from '../../read/node-reads.js'
-import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription} from '../node-access.js'
+import type {
+  FileRead,
+  NodeAccess,
+  Refusal,
+  RunResult,
+  TcpOpen,
+  TransportDescription,
+  TransportNotes,
+} from '../node-access.js'
 import type {POD_TRANSPORTS} from '../transport-names.js'
 import {execInPod, type ExecResult} from '../../../kube/exec-in-pod.js'
 import type {PodRef} from './find-pod.js'
@@ -22,6 +30,7 @@ import {
 import {openPortForward} from '../../../kube/port-forward.js'
 import {hairpinLines, interfacesOfProcNetDev} from './sysfs-bridges.js'
 import {procIpVsAsIpvsadm} from './proc-ip-vs.js'
+import {podAddress} from './pod-address.js'
 
 /** The sysctl names of the allow-listed `sysctls` key, read one by one from /proc/sys where `sysctl` is absent. */
 const SYSCTL_NAMES = NODE_READS.sysctls.argv.slice(1)
@@ -72,7 +81,8 @@ const KUBE_PROXY_POD: PodKind = {
 export class PodExecNodeAccess implements NodeAccess {
   /** Program the image lacks → what its absence cost (the whenMissing of the read that missed it). */
   private readonly missing = new Map<string, string>()
-  private readonly refusals = new Set<string>()
+  /** The RBAC refusals met, by their line (one each: the verb and resource needed). */
+  private readonly refusals = new Map<string, Refusal>()
   /** Node files the Pod does not see (its mounts are not the node's), with what that cost. */
   private readonly notMounted = new Set<string>()
   /** Programs the node lacks too (`chroot /host PROGRAM` exited 127), and whether the image has no chroot at all. */
@@ -88,12 +98,21 @@ export class PodExecNodeAccess implements NodeAccess {
     private readonly kind: PodKind = KUBE_PROXY_POD,
   ) {}
 
-  /** One line per program the image lacked, with what was read instead or not at all. */
-  missingTools(): string[] {
-    return [
-      ...[...this.missing].map(([tool, cost]) => `${tool} ${this.absentFrom(tool)}${cost ? `: ${cost}` : ''}`),
-      ...this.notMounted,
-    ]
+  /**
+   * One line per program the image lacked (with what was read instead or not at all) and per file the Pod does not see;
+   * the RBAC refusals met; the line saying the debug Pod could not be deleted (once closed); where its image comes from.
+   */
+  notes(): TransportNotes {
+    return {
+      missingTools: [
+        ...[...this.missing].map(([tool, cost]) => `${tool} ${this.absentFrom(tool)}${cost ? `: ${cost}` : ''}`),
+        ...this.notMounted,
+      ],
+      refusals: [...this.refusals.values()],
+      warnings: [],
+      leftovers: this.leftover ? [this.leftover] : [],
+      origin: this.kind.origin,
+    }
   }
 
   /** Where a program was looked for: the image, and in the debug Pod the node too (or why not). */
@@ -101,21 +120,6 @@ export class PodExecNodeAccess implements NodeAccess {
     if (!this.kind.nodeRoot) return `not in ${this.kind.image}`
     if (this.noChroot) return `not in ${this.kind.image} (which has no chroot to run the node's)`
     return this.notOnNode.has(tool) ? `neither in ${this.kind.image} nor on the node` : `not in ${this.kind.image}`
-  }
-
-  /** Where the Pod's image comes from (the debug Pod), for the report. */
-  origin(): string | undefined {
-    return this.kind.origin
-  }
-
-  /** The line saying the debug Pod could not be deleted (and how to delete it), once the access is closed. */
-  leftovers(): string[] {
-    return this.leftover ? [this.leftover] : []
-  }
-
-  /** The RBAC refusals met (one clear line each: the verb and resource needed). */
-  forbidden(): string[] {
-    return [...this.refusals]
   }
 
   /**
@@ -160,7 +164,7 @@ export class PodExecNodeAccess implements NodeAccess {
 
   private refused(e: KubeForbiddenError): string {
     const line = `RBAC forbids ${e.verb} on ${e.resource} in namespace "${e.namespace}" (403): needed to ${this.kind.purpose}`
-    this.refusals.add(line)
+    this.refusals.set(line, {verb: e.verb, resource: e.resource, namespace: e.namespace, line})
     return line
   }
 
@@ -341,7 +345,7 @@ export class PodExecNodeAccess implements NodeAccess {
   describe(): TransportDescription {
     return {
       transport: this.kind.transport,
-      address: `pod ${this.podName()}`,
+      address: podAddress(this.pod),
       tcpVia: `a port-forward to ${this.kind.pod} ${this.podName()}`,
     }
   }

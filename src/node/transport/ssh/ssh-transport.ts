@@ -12,7 +12,7 @@ import {
   type CommandLine,
 } from '../../node-commands.js'
 import {isNodeCommandKey, NODE_READS, type ArgsOf, type NodeCommandKey} from '../../read/node-reads.js'
-import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription} from '../node-access.js'
+import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription, TransportNotes} from '../node-access.js'
 import type {ExecResult} from './ssh-session.js'
 import {classifyOpenError} from '../../probe/tcp-probe.js'
 
@@ -110,8 +110,13 @@ export class SshNodeAccess implements NodeAccess {
   }
 
   /** What the run must say on stderr about this connection (a host key accepted unchecked). */
-  warnings(): string[] {
-    return this.session.hostKeyWarning ? [this.session.hostKeyWarning] : []
+  notes(): TransportNotes {
+    return {
+      missingTools: [],
+      refusals: [],
+      warnings: this.session.hostKeyWarning ? [this.session.hostKeyWarning] : [],
+      leftovers: [],
+    }
   }
 
   describe(): TransportDescription {

@@ -3,7 +3,7 @@ import {createHash} from 'node:crypto'
 import {accessSync, constants} from 'node:fs'
 import {homedir, hostname as localHostName, userInfo} from 'node:os'
 import {delimiter, join, resolve} from 'node:path'
-import {isKnownOption, refusedOptions, unknownOptionProblems, type RawOptions} from './ssh-options.js'
+import {refusedOptions, unknownOptionProblems, type RawOptions} from './ssh-options.js'
 
 /** The OpenSSH client settings the doctor connects to one host with (a node, or a jump host on the way). */
 export interface SshHostConfig {
@@ -231,7 +231,13 @@ export function hostConfigFrom(
   const agent = first(raw, 'identityagent')
   const strict = first(raw, 'stricthostkeychecking')?.toLowerCase()
   const family = first(raw, 'addressfamily')
-  const list = (key: string) => (first(raw, key) ? first(raw, key)!.split(',') : undefined)
+  // Only lists the configuration sets: OpenSSH's own defaults (which `ssh -G` prints) would override ssh2's order,
+  // which puts chacha20-poly1305 last where its native binding is missing (it broke a login through a jump host).
+  const list = (key: string) => {
+    const value = first(raw, key)
+    if (!value || value === opts.baseline?.get(key)?.[0]) return undefined
+    return value.split(',')
+  }
   const gssapi = yes(first(raw, 'gssapiauthentication')) ? ['GSSAPIAuthentication (Kerberos)'] : []
   const hostbased = yes(first(raw, 'hostbasedauthentication')) ? ['HostbasedAuthentication'] : []
   return {
@@ -280,9 +286,8 @@ export async function resolveSshHost(
   override: {user?: string; port?: number} = {},
 ): Promise<SshHostConfig> {
   const raw = await reader.options(alias, override)
-  const known = [...raw.keys()].every(isKnownOption)
   return hostConfigFrom(alias, raw, {
-    baseline: known ? undefined : await reader.baseline(),
+    baseline: await reader.baseline(),
     expandFiles: !(reader instanceof OpenSshReader),
   })
 }

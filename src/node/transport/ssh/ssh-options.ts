@@ -155,8 +155,7 @@ const OPTIONS: Record<string, Treatment> = {
   match: 'ignored',
 }
 
-/** The option names the table knows. */
-export function isKnownOption(key: string): boolean {
+function isKnownOption(key: string): boolean {
   return key in OPTIONS
 }
 

@@ -118,7 +118,9 @@ class BoundedExecCredentials {
             throw new Error('no token and no client certificate in its status')
           done(undefined, status)
         } catch (e) {
-          done(new CredentialPluginError(`${name} answered no usable ExecCredential: ${(e as Error).message}`))
+          done(
+            new CredentialPluginError(`${name} answered no usable ExecCredential: ${(e as Error).message}`, {cause: e}),
+          )
         }
       })
     })

@@ -312,6 +312,9 @@ test('a node is named by a Host pattern or a Match host criterion (Includes foll
     ],
   )
   assert.throws(() => configNamesNode({file: join(dir, 'nope')}), /SSH config .*nope does not exist/)
+  // Which nodes a file names is read as far as it goes: a missing Include is skipped there, as OpenSSH skips it.
+  const missing = write('names-missing-include', `Include ${join(dir, 'absent.conf')}\nHost node-7\n  User x\n`)
+  assert.equal(configNamesNode({file: missing})('node-7'), true)
 })
 
 test('ProxyCommand tokens: plain values substituted as they are, anything a shell would read otherwise refused', () => {

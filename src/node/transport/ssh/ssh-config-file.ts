@@ -58,10 +58,11 @@ function parseFile(path: string): SSHConfig {
 }
 
 /** The files an Include pattern names (~ and relative names as OpenSSH resolves them; * ? [ ] in any part). */
-function includedFiles(pattern: string, base: string): string[] {
+function includedFiles(pattern: string, base: string, strict: boolean): string[] {
   const path = pattern.replace(/^~(?=\/|$)/, homedir())
   const full = isAbsolute(path) ? path : join(base, path)
   if (!/[*?[]/.test(full)) {
+    if (!existsSync(full) && !strict) return []
     if (!existsSync(full))
       throw new SshConfigError(
         `Include ${pattern}: ${full} does not exist (OpenSSH would skip it; the fallback reader will not guess)`,
@@ -91,14 +92,14 @@ function includedFiles(pattern: string, base: string): string[] {
  * only while that block matches: its plain options stay in the block; its own Host or Match blocks would apply only
  * when both match, which the package cannot say, so that is refused unless the enclosing block is `Host *`.
  */
-function expandIncludes(config: SSHConfig, file: ConfigFile, depth: number): Line[] {
+function expandIncludes(config: SSHConfig, file: ConfigFile, depth: number, strict: boolean): Line[] {
   if (depth > MAX_INCLUDE_DEPTH)
     throw new SshConfigError(`${file.path}: Include nested deeper than ${MAX_INCLUDE_DEPTH}`)
   const out: Line[] = []
   const include = (line: Line & {value: Section['value']}) =>
     valuesOf(line.value).flatMap((pattern) =>
-      includedFiles(pattern, file.includeBase).flatMap((path) =>
-        expandIncludes(parseFile(path), {path, includeBase: file.includeBase}, depth + 1),
+      includedFiles(pattern, file.includeBase, strict).flatMap((path) =>
+        expandIncludes(parseFile(path), {path, includeBase: file.includeBase}, depth + 1, strict),
       ),
     )
   for (const line of config) {
@@ -121,7 +122,7 @@ function expandIncludes(config: SSHConfig, file: ConfigFile, depth: number): Lin
       current.push(...(firstSection < 0 ? included : included.slice(0, firstSection)))
       if (firstSection < 0) continue
       const everywhere = /^host$/i.test(line.param) && valuesOf(line.value).join(' ') === '*'
-      if (!everywhere)
+      if (!everywhere && strict)
         throw new SshConfigError(
           `${file.path}: an Include inside "${line.param} ${valuesOf(line.value).join(' ')}" names a file with Host or Match blocks: only OpenSSH's ssh can evaluate that (install an ssh client)`,
         )
@@ -134,10 +135,13 @@ function expandIncludes(config: SSHConfig, file: ConfigFile, depth: number): Lin
   return out
 }
 
-/** Every line of the configuration ssh would read, Includes followed. */
-function readConfig(source: Pick<SshConfigSource, 'file'>): SSHConfig {
+/**
+ * Every line of the configuration ssh would read, Includes followed. `strict`: what the package cannot evaluate is an
+ * error (computing a host's options); else it is read as far as it goes (which nodes a configuration names).
+ */
+function readConfig(source: Pick<SshConfigSource, 'file'>, strict: boolean): SSHConfig {
   const all = new SSHConfig()
-  for (const file of configFiles(source)) all.push(...expandIncludes(parseFile(file.path), file, 0))
+  for (const file of configFiles(source)) all.push(...expandIncludes(parseFile(file.path), file, 0, strict))
   return all
 }
 
@@ -167,7 +171,7 @@ export class FallbackReader implements SshConfigReader {
   private readonly config: SSHConfig
 
   constructor(source: SshConfigSource) {
-    this.config = readConfig(source)
+    this.config = readConfig(source, true)
     checkMatchBlocks(this.config)
     this.by = `the ssh_config reader of the ssh-config package (no ssh installed)${source.file ? `, ${source.file}` : ''}`
   }
@@ -221,7 +225,7 @@ export class FallbackReader implements SshConfigReader {
  * configuration file given explicitly must exist.
  */
 export function configNamesNode(source: Pick<SshConfigSource, 'file'>): (node: string) => boolean {
-  const sections = readConfig(source).filter(isSection)
+  const sections = readConfig(source, false).filter(isSection)
   const patterns = sections.flatMap((s): string[][] => {
     if (/^host$/i.test(s.param)) return [valuesOf(s.value)]
     const criteria = (s as Match).criteria ?? {}

@@ -92,7 +92,7 @@ export class SshSession {
         let sock: Duplex | undefined
         let how = 'directly'
         if (i > 0) {
-          sock = await forwardThrough(clients[i - 1], host, opts.timeoutMs)
+          sock = await forwardThrough(clients[i - 1], hops[i - 1].alias, host, opts.timeoutMs)
           how = `through ${hops[i - 1].alias}`
         } else if (host.proxyCommand) {
           const line = expandProxyCommand(host.proxyCommand, host)
@@ -216,10 +216,15 @@ export class SshSession {
 }
 
 /** A channel from `client`'s host to the next hop (`-W host:port`), the next hop's connection runs over. */
-function forwardThrough(client: ssh2.Client, next: SshHostConfig, timeoutMs: number): Promise<Duplex> {
+function forwardThrough(client: ssh2.Client, jump: string, next: SshHostConfig, timeoutMs: number): Promise<Duplex> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(
-      () => reject(new SshError(`no channel to ${next.hostName}:${next.port} within ${timeoutMs / 1000}s`)),
+      () =>
+        reject(
+          new SshError(
+            `jump host ${jump} opened no channel to ${next.hostName}:${next.port} within ${timeoutMs / 1000}s`,
+          ),
+        ),
       timeoutMs,
     )
     client.forwardOut('127.0.0.1', 0, next.hostName, next.port, (err, stream) => {
@@ -227,7 +232,7 @@ function forwardThrough(client: ssh2.Client, next: SshHostConfig, timeoutMs: num
       if (err)
         reject(
           new SshError(
-            `the jump host could not open a connection to ${next.hostName}:${next.port}: ${err.message}${(err as Error & {reason?: unknown}).reason === 1 ? ' (administratively prohibited: its sshd forbids forwarding, or the connection failed at once)' : ''}`,
+            `jump host ${jump} could not open a connection to ${next.hostName}:${next.port}: ${err.message}${(err as Error & {reason?: unknown}).reason === 1 ? ' (administratively prohibited: its sshd forbids forwarding, or the connection failed at once)' : ''}`,
           ),
         )
       else resolve(stream)

@@ -78,6 +78,21 @@ ${LOADED_ON_USE.map((name) => `      case ${JSON.stringify(name)}: return requir
   },
 }
 
+/**
+ * ssh2 reads __dirname as its modules load (the path of its Windows Pageant helper, the folder of its poly1305
+ * WebAssembly loader), which an ES module bundle does not have: loading ssh2 threw "__dirname is not defined" and every
+ * SSH read failed. Neither path is used here (Pageant is Windows-only and not bundled; the WebAssembly is inline).
+ */
+const ssh2Dirname = {
+  name: 'ssh2-dirname',
+  setup(build) {
+    build.onLoad({filter: /[\\/]node_modules[\\/]ssh2[\\/].*\.js$/}, (args) => {
+      const text = readFileSync(args.path, 'utf8')
+      return text.includes('__dirname') ? {contents: text.replaceAll('__dirname', '"."'), loader: 'js'} : undefined
+    })
+  },
+}
+
 // oclif checks at start that Node.js satisfies @oclif/core's engines, which loads semver and reads oclif's package.json
 // (absent from the bundle): npm checks this package's engines (node >= 20) on install, and the single executable
 // brings its own Node.js.
@@ -89,7 +104,7 @@ const common = {
   target: 'node20',
   external: [...OPTIONAL_NATIVE, ...DEVELOPMENT_ONLY],
   define: {KPD_BUILT_IN: JSON.stringify(JSON.stringify(builtIn))},
-  plugins: [loadedOnUse],
+  plugins: [loadedOnUse, ssh2Dirname],
   metafile: true,
   legalComments: 'none',
   logLevel: 'warning',

@@ -11,6 +11,15 @@ import type {
 } from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
 import {abortableBy} from '../kube/abortable.js'
+import {
+  boundExecCredentials,
+  CredentialPluginError,
+  endCredentialPlugins,
+  pendingCredentialPlugin,
+} from '../kube/exec-credential.js'
+import {existsSync} from 'node:fs'
+import {homedir} from 'node:os'
+import {delimiter, join} from 'node:path'
 import type {ClusterSource} from './cluster-source.js'
 
 export interface KubeOptions {
@@ -21,23 +30,86 @@ export interface KubeOptions {
 
 export interface LoadedKubeConfig {
   kc: KubeConfig
-  /** The namespace of the chosen context, or "default". */
+  /** The namespace of the chosen context, or "default" (in a Pod: its service account's namespace). */
   namespace: string
+  /** Read from the Pod's service account (no kubeconfig file): it has no context names. */
+  inCluster: boolean
 }
 
-/** Loads the kubeconfig the way kubectl does: --kubeconfig, else $KUBECONFIG, ~/.kube/config, in-cluster. */
-export function loadKubeConfig(opts: Pick<KubeOptions, 'kubeconfig' | 'context'>): LoadedKubeConfig {
+/** Where a Pod's service account credentials are mounted (a test gives another root). */
+const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount'
+
+/** What the lookup is given besides the flags: the environment and filesystem root (tests give their own). */
+export interface KubeConfigLookup {
+  env?: NodeJS.ProcessEnv
+  /** Prefixed to the service account folder: a test's fake token folder. */
+  serviceAccountRoot?: string
+  home?: string
+}
+
+/**
+ * Loads the kubeconfig the way kubectl does: --kubeconfig, else the files $KUBECONFIG lists (those that exist, merged),
+ * else ~/.kube/config, else the in-cluster configuration of a Pod (KUBERNETES_SERVICE_HOST/PORT and the service
+ * account's token); none of them: one line saying what was tried and how to point at a kubeconfig. With `timeoutMs`,
+ * an exec credential plugin runs under that deadline (kube/exec-credential.ts).
+ */
+export function loadKubeConfig(
+  opts: Pick<KubeOptions, 'kubeconfig' | 'context'> & {timeoutMs?: number},
+  lookup: KubeConfigLookup = {},
+): LoadedKubeConfig {
+  const env = lookup.env ?? process.env
   const kc = new KubeConfig()
-  try {
-    if (opts.kubeconfig) kc.loadFromFile(opts.kubeconfig)
-    else kc.loadFromDefault()
-  } catch (e) {
-    throw new DiagnosisError(
-      `cannot load kubeconfig ${opts.kubeconfig ?? ''}: ${(e as Error).message}`.replace('  ', ' '),
-      {cause: e},
-    )
+  const tried: string[] = []
+  let inCluster = false
+  const load = (file: string) => {
+    try {
+      kc.loadFromFile(file)
+    } catch (e) {
+      throw new DiagnosisError(`cannot load kubeconfig ${file}: ${(e as Error).message}`, {cause: e})
+    }
+  }
+  if (opts.kubeconfig) {
+    if (!existsSync(opts.kubeconfig))
+      throw new DiagnosisError(`kubeconfig ${opts.kubeconfig} does not exist (--kubeconfig)`)
+    load(opts.kubeconfig)
+  } else {
+    const listed = (env.KUBECONFIG ?? '').split(delimiter).filter(Boolean)
+    const home = join(lookup.home ?? homedir(), '.kube', 'config')
+    const files = (listed.length > 0 ? listed : [home]).filter((f) => existsSync(f))
+    tried.push(listed.length > 0 ? `$KUBECONFIG (${listed.join(delimiter)}: none exists)` : `${home} (does not exist)`)
+    if (files.length > 0) {
+      load(files[0])
+      for (const file of files.slice(1)) {
+        const other = new KubeConfig()
+        try {
+          other.loadFromFile(file)
+        } catch (e) {
+          throw new DiagnosisError(`cannot load kubeconfig ${file}: ${(e as Error).message}`, {cause: e})
+        }
+        mergeFirstWins(kc, other)
+      }
+    } else {
+      const root = lookup.serviceAccountRoot ?? ''
+      const host = env.KUBERNETES_SERVICE_HOST
+      const port = env.KUBERNETES_SERVICE_PORT
+      const token = `${root}${SERVICE_ACCOUNT_DIR}/token`
+      if (!host || !port) tried.push('in-cluster (KUBERNETES_SERVICE_HOST/PORT are not set: not in a Pod)')
+      else if (!existsSync(token)) tried.push(`in-cluster (no service account token at ${token})`)
+      else {
+        withEnv(env, () => kc.loadFromCluster(root))
+        inCluster = true
+      }
+      if (!inCluster)
+        throw new DiagnosisError(
+          `no kubeconfig found: tried ${tried.join(', ')}; pass --kubeconfig FILE or set KUBECONFIG to point at one`,
+        )
+    }
   }
   if (opts.context) {
+    if (inCluster)
+      throw new DiagnosisError(
+        `context "${opts.context}": the in-cluster configuration (this Pod's service account) has no contexts; --kubeconfig names a kubeconfig that has`,
+      )
     if (!kc.getContextObject(opts.context)) {
       const known = kc.getContexts().map((c) => c.name)
       throw new DiagnosisError(
@@ -47,9 +119,49 @@ export function loadKubeConfig(opts: Pick<KubeOptions, 'kubeconfig' | 'context'>
     kc.setCurrentContext(opts.context)
   }
   if (!kc.getCurrentCluster())
-    throw new DiagnosisError('no cluster in kubeconfig: set --kubeconfig, $KUBECONFIG or --context')
+    throw new DiagnosisError(
+      kc.getContexts().length === 0
+        ? 'the kubeconfig has no contexts: set --kubeconfig or $KUBECONFIG to one that has'
+        : `no current context in the kubeconfig: pass --context (known: ${kc
+            .getContexts()
+            .map((c) => c.name)
+            .join(', ')})`,
+    )
+  if (opts.timeoutMs !== undefined) boundExecCredentials(kc, opts.timeoutMs)
   const ctx = kc.getContextObject(kc.getCurrentContext())
-  return {kc, namespace: ctx?.namespace || 'default'}
+  return {kc, namespace: ctx?.namespace || 'default', inCluster}
+}
+
+/** Adds `other`'s clusters, users and contexts to `kc`, a name already there winning (kubectl's merge of $KUBECONFIG). */
+function mergeFirstWins(kc: KubeConfig, other: KubeConfig): void {
+  const add = <T extends {name: string}>(mine: T[], theirs: T[]) => [
+    ...mine,
+    ...theirs.filter((t) => !mine.some((m) => m.name === t.name)),
+  ]
+  kc.loadFromOptions({
+    clusters: add(kc.getClusters(), other.getClusters()),
+    users: add(kc.getUsers(), other.getUsers()),
+    contexts: add(kc.getContexts(), other.getContexts()),
+    currentContext: kc.getCurrentContext() || other.getCurrentContext(),
+  })
+}
+
+/** Runs `f` with `env`'s service variables in process.env (the client library reads them there). */
+function withEnv(env: NodeJS.ProcessEnv, f: () => void): void {
+  if (env === process.env) return f()
+  const saved = {host: process.env.KUBERNETES_SERVICE_HOST, port: process.env.KUBERNETES_SERVICE_PORT}
+  process.env.KUBERNETES_SERVICE_HOST = env.KUBERNETES_SERVICE_HOST
+  process.env.KUBERNETES_SERVICE_PORT = env.KUBERNETES_SERVICE_PORT
+  try {
+    f()
+  } finally {
+    for (const [key, value] of [
+      ['KUBERNETES_SERVICE_HOST', saved.host],
+      ['KUBERNETES_SERVICE_PORT', saved.port],
+    ] as const)
+      if (value === undefined) delete process.env[key]
+      else process.env[key] = value
+  }
 }
 
 export class LiveClusterSource implements ClusterSource {
@@ -58,7 +170,7 @@ export class LiveClusterSource implements ClusterSource {
   private server: string
 
   constructor(
-    kc: KubeConfig,
+    private readonly kc: KubeConfig,
     private readonly timeoutMs: number,
     /** --verbose: one line per API request with its outcome and duration. */
     private readonly log?: (line: string) => void,
@@ -164,11 +276,29 @@ export class LiveClusterSource implements ClusterSource {
     const startedAt = performance.now()
     const request = `API ${verb} ${resource}${namespace ? ` -n ${namespace}` : ''}`
     const took = () => `${((performance.now() - startedAt) / 1000).toFixed(2)}s`
+    // The whole call is raced against the deadline, the credential step (an exec plugin) included: the abort signal
+    // reaches only the HTTP request, which a hung plugin never lets start.
+    const expired = new Promise<never>((_, reject) =>
+      deadline.signal.addEventListener('abort', () => reject(new Error('deadline')), {once: true}),
+    )
     try {
-      const result = await fn(options)
+      const result = await Promise.race([fn(options), expired])
       this.log?.(`${request} → ok in ${took()}`)
       return result
     } catch (e) {
+      if (e instanceof CredentialPluginError) {
+        this.log?.(`${request} → no credentials in ${took()}`)
+        throw new DiagnosisError(e.message, {cause: e})
+      }
+      const plugin = deadline.signal.aborted ? pendingCredentialPlugin(this.kc) : undefined
+      if (plugin !== undefined) {
+        endCredentialPlugins(this.kc)
+        this.log?.(`${request} → no credentials in ${took()}`)
+        throw new DiagnosisError(
+          `the kubeconfig's exec credential plugin \`${plugin}\` did not answer within ${this.timeoutMs / 1000}s`,
+          {cause: e},
+        )
+      }
       this.log?.(
         `${request} → ${e instanceof ApiException ? `HTTP ${e.code}` : deadline.signal.aborted ? 'no answer' : 'failed'} in ${took()}`,
       )

@@ -1,6 +1,7 @@
 import type {KubeConfig} from '@kubernetes/client-node'
 import {KubeCommandNotFoundError, KubeStreamError} from './errors.js'
 import {openPodStream} from './pod-stream.js'
+import {COMMAND_OUTPUT_CAP_BYTES} from '../util/output-cap.js'
 
 export interface ExecResult {
   stdout: string
@@ -12,7 +13,7 @@ export interface ExecOptions {
   /** The whole call (connect, run, output) is cut off after this; the socket is destroyed. */
   timeoutMs: number
   signal?: AbortSignal
-  /** stdout plus stderr beyond this ends the call with an error (default 32 MiB). */
+  /** stdout plus stderr beyond this ends the call with an error (default COMMAND_OUTPUT_CAP_BYTES, 32 MiB). */
   maxOutputBytes?: number
 }
 
@@ -48,7 +49,7 @@ export async function execInPod(
   query.set('stdout', 'true')
   query.set('stderr', 'true')
   query.set('tty', 'false')
-  const maxOutput = options.maxOutputBytes ?? 32 * 1024 * 1024
+  const maxOutput = options.maxOutputBytes ?? COMMAND_OUTPUT_CAP_BYTES
   const what = `exec of ${argv[0]} in pod ${namespace}/${pod}`
   const stdout: Buffer[] = []
   const stderr: Buffer[] = []

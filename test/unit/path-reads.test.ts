@@ -217,6 +217,7 @@ test('ConnectTimeout bounds the SSH handshake: a server that accepts TCP and nev
       alias: 'mute',
       hostName: '127.0.0.1',
       port,
+      user: 'root',
       identityFiles: [key],
       userKnownHostsFiles: [],
       identitiesOnly: true,

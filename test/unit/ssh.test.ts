@@ -1,51 +1,12 @@
 import assert from 'node:assert/strict'
 import {createHmac} from 'node:crypto'
 import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
-import {homedir, tmpdir} from 'node:os'
+import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {test} from 'node:test'
 import {checkKnownHosts, knownHostsName} from '../../src/node/transport/ssh/known-hosts.js'
 import {commandLine, NODE_COMMANDS} from '../../src/node/node-commands.js'
 import {dnsLookupCommand} from '../../src/node/read/command-arguments.js'
-import {parseSshConfig, resolveHost} from '../../src/node/transport/ssh/ssh-config.js'
-
-const CONFIG = `
-# comment
-Host bastion
-  HostName 10.0.0.1
-Host node-* !node-9
-  User admin
-  Port 2222
-  IdentityFile ~/.ssh/k8s
-  IdentitiesOnly yes
-Host node-1
-  HostName override.example
-  Port 22
-  Compression yes
-Host *
-  User fallback
-  IdentityFile /etc/ssh/extra_key
-  StrictHostKeyChecking=no
-  UserKnownHostsFile /tmp/kh1 /tmp/kh2
-`
-
-test('ssh config: first value wins, IdentityFile accumulates, negated patterns, fallback HostName', () => {
-  const blocks = parseSshConfig(CONFIG)
-  const n1 = resolveHost(blocks, 'node-1', '192.168.1.1')
-  assert.equal(n1.hostName, 'override.example')
-  assert.equal(n1.port, 2222, 'the earlier Host node-* block sets Port first')
-  assert.equal(n1.user, 'admin')
-  assert.deepEqual(n1.identityFiles, [join(homedir(), '.ssh/k8s'), '/etc/ssh/extra_key'])
-  assert.equal(n1.identitiesOnly, true)
-  assert.equal(n1.strictHostKeyChecking, 'no')
-  assert.deepEqual(n1.userKnownHostsFiles, ['/tmp/kh1', '/tmp/kh2'])
-  assert.equal(n1.compression, true)
-  const n9 = resolveHost(blocks, 'node-9', '192.168.1.9')
-  assert.equal(n9.hostName, '192.168.1.9', 'no HostName: the node address is used')
-  assert.equal(n9.user, 'fallback')
-  assert.equal(n9.port, 22)
-  assert.equal(n9.compression, false, "OpenSSH's default: no compression")
-})
 
 test('known_hosts: plain, [host]:port, hashed entries, mismatch and unknown', () => {
   const dir = mkdtempSync(join(tmpdir(), 'kpd-kh-'))

@@ -188,18 +188,27 @@ function needKubeConfig(opts: TransportOptions, transport: string): KubeConfig {
 export const TRANSPORTS = {
   ssh: {
     async connect(opts) {
-      const [{loadSshConfig, resolveHost}, {SshSession}, {SshNodeAccess}] = await Promise.all([
-        import('./ssh/ssh-config.js'),
+      const [{sshConfigReader, configNamesNode}, {resolveRoute}, {SshSession}, {SshNodeAccess}] = await Promise.all([
+        import('./ssh/ssh-config-file.js'),
+        import('./ssh/ssh-route.js'),
         import('./ssh/ssh-session.js'),
         import('./ssh/ssh-transport.js'),
       ])
-      const blocks = loadSshConfig(opts.access.sshConfig)
+      const source = {file: opts.access.sshConfig, timeoutMs: opts.timeoutMs}
+      const reader = await sshConfigReader(source)
+      const names = configNamesNode(source)
+      opts.log?.(`ssh: each node's configuration is read by ${reader.by}`)
       return async (target) => {
-        const host = resolveHost(blocks, target.name, target.address ?? target.name)
+        // As the printed commands reach it (diagnosis/reach.ts): by its name when the configuration names it, else by
+        // the address the API gives it, which the same configuration then applies to.
+        const alias = names(target.name) ? target.name : (target.address ?? target.name)
+        const route = await resolveRoute(reader, alias)
+        const log = opts.log
         return new SshNodeAccess(
-          await SshSession.connect(host, {
+          await SshSession.connect(route, {
             insecureIgnoreHostKey: opts.access.insecureIgnoreHostKey,
             timeoutMs: opts.timeoutMs,
+            log: log && ((line) => log(`${target.name} [ssh] ${line}`)),
           }),
         )
       }
@@ -442,16 +451,11 @@ export async function transportConnector(name: TransportName, opts: TransportOpt
 const sshConfigName = (access: Pick<AccessOptions, 'sshConfig'>) => access.sshConfig ?? '~/.ssh/config'
 
 /**
- * Whether the OpenSSH config names a node: a Host pattern other than a bare `*` matches its name (a `Host *` block
- * holds defaults, not a way to the node). A config file given explicitly must exist.
+ * Whether the OpenSSH config names a node: a Host pattern other than a bare `*` (or a `Match host` criterion) matches
+ * its name (a `Host *` block holds defaults, not a way to the node). Includes are followed; a config file given
+ * explicitly must exist.
  */
 export async function sshConfigNames(sshConfig: string | undefined): Promise<(node: string) => boolean> {
-  const {loadSshConfig, globToRegExp} = await import('./ssh/ssh-config.js')
-  const blocks = loadSshConfig(sshConfig).slice(1)
-  return (node) =>
-    blocks.some((b) => {
-      const positive = b.patterns.filter((p) => !p.startsWith('!') && p !== '*')
-      const excluded = b.patterns.some((p) => p.startsWith('!') && globToRegExp(p.slice(1)).test(node))
-      return !excluded && positive.some((p) => globToRegExp(p).test(node))
-    })
+  const {configNamesNode} = await import('./ssh/ssh-config-file.js')
+  return configNamesNode({file: sshConfig})
 }

@@ -1,15 +1,22 @@
 import {existsSync, readFileSync} from 'node:fs'
+import type {Duplex} from 'node:stream'
 import ssh2 from 'ssh2'
-import type {ClientChannel} from 'ssh2'
+import ssh2Constants from 'ssh2/lib/protocol/constants.js'
+import type {Algorithms, ClientChannel} from 'ssh2'
 import {checkKnownHosts, hostKeyAlgorithms, knownHostsName, type KnownHostsResult} from './known-hosts.js'
 import type {SshHostConfig} from './ssh-config.js'
+import {expandProxyCommand, startProxyCommand, type ProxyCommandProcess} from './proxy-command.js'
+import {hostLabel} from './ssh-route.js'
 import {programOf, type CommandLine} from '../../node-commands.js'
 import {Slots} from '../../../util/slots.js'
+import {capText, COMMAND_OUTPUT_CAP_BYTES} from '../../../util/output-cap.js'
 
 export interface SshOptions {
   /** Skip host key checking (only with the explicit flag). */
   insecureIgnoreHostKey: boolean
   timeoutMs: number
+  /** --verbose: each hop of the route, with how its host key was verified. */
+  log?: (line: string) => void
 }
 
 class SshError extends Error {}
@@ -28,108 +35,97 @@ const MAX_SESSIONS = 8
 /** How often a session sshd refused is asked for again (50 ms, 100 ms, … between tries: under 3 s in all). */
 const SESSION_OPEN_TRIES = 10
 
+/** A command printed more than the cap on one command's output (util/output-cap.ts): the read stops there. */
+export class OutputCapExceeded extends SshError {
+  constructor(program: string, cap: number, decompressed = false) {
+    super(
+      `"${program}" printed more than ${capText(cap)}${decompressed ? ' once decompressed (Compression yes)' : ''}: stopped there (the cap on one command's output)`,
+    )
+  }
+}
+
 /** sshd would not open a session channel (it has as many as its MaxSessions allows, or is out of them for a moment). */
 class SessionRefused extends SshError {}
 
-/** One SSH connection to one node, used only through the allow-listed commands in node-commands.ts. */
+/** One logged-in connection to one host of a route, and what its host key check said. */
+interface HopConnection {
+  client: ssh2.Client
+  /** How the host key was verified, for --verbose. */
+  verified: string
+  warning?: string
+}
+
+/**
+ * One SSH connection to one node, used only through the allow-listed commands in node-commands.ts. The node may sit
+ * behind jump hosts (ProxyJump: each hop a connection of its own, opened through the one before it) or a ProxyCommand
+ * (SSH spoken over the command's stdio); closing ends them all.
+ */
 export class SshSession {
   private constructor(
-    private readonly client: ssh2.Client,
+    private readonly clients: ssh2.Client[],
+    private readonly proxy: ProxyCommandProcess | undefined,
     readonly host: SshHostConfig,
     /** One step's timeout: each command's, unless given its own (the dumps). */
     readonly stepMs: number,
-    /** Said on stderr: this host's key was accepted without being checked, and why. */
+    /** Said on stderr: host keys accepted without being checked, and why. */
     readonly hostKeyWarning?: string,
+    /** The jump hosts or ProxyCommand the connection goes through, for the transport's description. */
+    readonly via?: string,
   ) {}
 
-  static connect(host: SshHostConfig, opts: SshOptions): Promise<SshSession> {
-    const client = new ssh2.Client()
-    const keyName = host.hostKeyAlias ?? knownHostsName(host.hostName, host.port)
-    const policy = hostKeyPolicy(host, opts)
-    let hostKeyWarning: string | undefined
-    let hostKeyProblem: string | undefined
-    const username = host.user ?? process.env.USER ?? 'root'
-    const auth: Array<Record<string, unknown>> = []
-    for (const file of host.identityFiles) {
-      if (existsSync(file)) auth.push({type: 'publickey', username, key: readFileSync(file)})
-    }
-    if (process.env.SSH_AUTH_SOCK && !host.identitiesOnly)
-      auth.push({type: 'agent', username, agent: process.env.SSH_AUTH_SOCK})
-    const serverHostKey = hostKeyAlgorithms(host.userKnownHostsFiles, keyName)
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        clearTimeout(connectTimer)
-        client.destroy()
-        reject(new SshError(`SSH to ${host.hostName}:${host.port} timed out after ${opts.timeoutMs / 1000}s`))
-      }, opts.timeoutMs)
-      // OpenSSH's ConnectTimeout bounds the TCP connect and the SSH banner/key exchange, not the login after it.
-      const connectSeconds = host.connectTimeoutSeconds
-      const connectTimer =
-        connectSeconds !== undefined && connectSeconds > 0 && connectSeconds * 1000 < opts.timeoutMs
-          ? setTimeout(() => {
-              clearTimeout(timer)
-              client.destroy()
-              reject(
-                new SshError(
-                  `SSH to ${host.hostName}:${host.port}: no SSH handshake within ${connectSeconds}s (ConnectTimeout)`,
-                ),
-              )
-            }, connectSeconds * 1000)
-          : undefined
-      client.on('handshake', () => clearTimeout(connectTimer))
-      client.on('ready', () => {
-        clearTimeout(timer)
-        clearTimeout(connectTimer)
-        resolve(new SshSession(client, host, opts.timeoutMs, hostKeyWarning))
-      })
-      client.on('error', (err: Error & {level?: string}) => {
-        clearTimeout(timer)
-        clearTimeout(connectTimer)
-        if (hostKeyProblem) reject(new SshError(hostKeyProblem))
-        else if (err.level === 'client-authentication')
-          reject(
-            new SshError(
-              `SSH login as ${username}@${host.hostName}:${host.port} refused (tried ${auth.length} key(s)${auth.length === 0 ? ': no IdentityFile found' : ''})`,
-            ),
-          )
-        else reject(new SshError(`SSH to ${host.hostName}:${host.port} failed: ${err.message}`))
-      })
-      if (auth.length === 0) {
-        clearTimeout(timer)
-        clearTimeout(connectTimer)
-        reject(
-          new SshError(
-            `no SSH key for ${host.alias}: none of ${host.identityFiles.join(', ')} exists and no ssh-agent`,
-          ),
-        )
-        return
+  private get client(): ssh2.Client {
+    return this.clients[this.clients.length - 1]
+  }
+
+  /**
+   * Connects to the last host of `route` through the ones before it (a single host: directly, or through its
+   * ProxyCommand). Each hop is checked against its own known_hosts and logged in with its own keys.
+   */
+  static async connect(route: SshHostConfig | SshHostConfig[], opts: SshOptions): Promise<SshSession> {
+    const hops = Array.isArray(route) ? route : [route]
+    const clients: ssh2.Client[] = []
+    const warnings: string[] = []
+    let proxy: ProxyCommandProcess | undefined
+    const target = hops[hops.length - 1]
+    try {
+      for (const [i, host] of hops.entries()) {
+        let sock: Duplex | undefined
+        let how = 'directly'
+        if (i > 0) {
+          sock = await forwardThrough(clients[i - 1], hops[i - 1].alias, host, opts.timeoutMs)
+          how = `through ${hops[i - 1].alias}`
+        } else if (host.proxyCommand) {
+          const line = expandProxyCommand(host.proxyCommand, host)
+          proxy = startProxyCommand(line)
+          sock = proxy.sock
+          how = `through ProxyCommand "${line}"`
+        }
+        const hop = await connectHop(host, opts, sock, i === 0 ? proxy : undefined).catch((e: Error) => {
+          throw i < hops.length - 1 ? new SshError(`jump host ${host.alias}: ${e.message}`, {cause: e}) : e
+        })
+        clients.push(hop.client)
+        if (hop.warning) warnings.push(hop.warning)
+        opts.log?.(`hop ${i + 1}/${hops.length} ${host.alias}: ${hostLabel(host)} ${how}; host key ${hop.verified}`)
       }
-      client.connect({
-        host: host.hostName,
-        port: host.port,
-        username,
-        readyTimeout: opts.timeoutMs,
-        keepaliveInterval: 5000,
-        authHandler: auth as never,
-        // Offer only the key types known_hosts holds for the host, as OpenSSH does: a node known by its RSA key must be
-        // asked for that key, or ssh2's preferred ed25519 key would look like a changed key.
-        ...(serverHostKey ? {algorithms: {serverHostKey: serverHostKey as never}} : {}),
-        hostVerifier: (key: Buffer) => {
-          const verdict = judgeHostKey(
-            policy,
-            checkKnownHosts(host.userKnownHostsFiles, keyName, key),
-            keyName,
-            host.userKnownHostsFiles,
-          )
-          if (verdict.accept) hostKeyWarning = verdict.warning
-          else hostKeyProblem = verdict.problem
-          return verdict.accept
-        },
-      })
-    })
+    } catch (e) {
+      for (const c of clients.reverse()) c.end()
+      proxy?.end()
+      throw e
+    }
+    const via = hops.length > 1 ? hops.slice(0, -1).map(hostLabel).join(' → ') : proxy ? 'ProxyCommand' : undefined
+    return new SshSession(
+      clients,
+      proxy,
+      target,
+      opts.timeoutMs,
+      warnings.length > 0 ? warnings.join('; ') : undefined,
+      via,
+    )
   }
 
   private readonly sessions = new Slots(MAX_SESSIONS)
+  /** The cap on one command's output (stdout and stderr together). */
+  readonly maxOutputBytes = COMMAND_OUTPUT_CAP_BYTES
 
   /**
    * Runs an allow-listed command line (built only by node-commands.ts from a key). At most MAX_SESSIONS run at once on
@@ -162,17 +158,33 @@ export class SshSession {
         }
         const out: Buffer[] = []
         let stderr = ''
+        let printed = 0
+        let stopped = false
         timer = setTimeout(() => {
+          stopped = true
           stream.close()
           reject(new SshError(`"${programOf(command)}" did not finish within ${timeoutMs / 1000}s`))
         }, timeoutMs)
-        stream.on('data', (chunk: Buffer) => out.push(chunk))
+        // A flooding node: past the cap the command is stopped and the read fails, whatever it would still print.
+        const count = (bytes: number) => {
+          if (stopped) return false
+          printed += bytes
+          if (printed <= this.maxOutputBytes) return true
+          stopped = true
+          clearTimeout(timer)
+          stream.close()
+          reject(new OutputCapExceeded(programOf(command).replace(/;$/, ''), this.maxOutputBytes))
+          return false
+        }
+        stream.on('data', (chunk: Buffer) => {
+          if (count(chunk.length)) out.push(chunk)
+        })
         stream.stderr.on('data', (chunk: Buffer) => {
-          if (stderr.length < 4096) stderr += chunk.toString()
+          if (count(chunk.length) && stderr.length < 4096) stderr += chunk.toString()
         })
         stream.on('close', (code: number | null) => {
           clearTimeout(timer)
-          resolve({code, stdout: Buffer.concat(out), stderr})
+          if (!stopped) resolve({code, stdout: Buffer.concat(out), stderr})
         })
       })
     })
@@ -198,8 +210,178 @@ export class SshSession {
   }
 
   close(): void {
-    this.client.end()
+    for (const c of [...this.clients].reverse()) c.end()
+    this.proxy?.end()
   }
+}
+
+/** A channel from `client`'s host to the next hop (`-W host:port`), the next hop's connection runs over. */
+function forwardThrough(client: ssh2.Client, jump: string, next: SshHostConfig, timeoutMs: number): Promise<Duplex> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () =>
+        reject(
+          new SshError(
+            `jump host ${jump} opened no channel to ${next.hostName}:${next.port} within ${timeoutMs / 1000}s`,
+          ),
+        ),
+      timeoutMs,
+    )
+    client.forwardOut('127.0.0.1', 0, next.hostName, next.port, (err, stream) => {
+      clearTimeout(timer)
+      if (err)
+        reject(
+          new SshError(
+            `jump host ${jump} could not open a connection to ${next.hostName}:${next.port}: ${err.message}${(err as Error & {reason?: unknown}).reason === 1 ? ' (administratively prohibited: its sshd forbids forwarding, or the connection failed at once)' : ''}`,
+          ),
+        )
+      else resolve(stream)
+    })
+  })
+}
+
+/** ssh2's algorithms that the configuration allows, in its order; undefined: ssh2's own choice. */
+function offered(configured: string[] | undefined, supported: readonly string[], option: string): string[] | undefined {
+  if (!configured) return undefined
+  const usable = configured.filter((a) => supported.includes(a))
+  if (usable.length === 0)
+    throw new SshError(`${option} ${configured.join(',')}: the doctor's SSH client supports none of them`)
+  return usable
+}
+
+/** The algorithms to offer: the configuration's lists, cut to what ssh2 speaks (and host keys to known_hosts' types). */
+function algorithmsFor(host: SshHostConfig, known: string[] | undefined): Algorithms {
+  const {SUPPORTED_CIPHER, SUPPORTED_MAC, SUPPORTED_KEX, SUPPORTED_SERVER_HOST_KEY} = ssh2Constants
+  const configured = host.algorithms ?? {}
+  const serverHostKey = offered(configured.serverHostKey, SUPPORTED_SERVER_HOST_KEY, 'HostKeyAlgorithms')
+  const hostKeys = known && serverHostKey ? known.filter((a) => serverHostKey.includes(a)) : (known ?? serverHostKey)
+  const out: Algorithms = {}
+  const cipher = offered(configured.cipher, SUPPORTED_CIPHER, 'Ciphers')
+  const mac = offered(configured.mac, SUPPORTED_MAC, 'MACs')
+  const kex = offered(configured.kex, SUPPORTED_KEX, 'KexAlgorithms')
+  if (cipher) out.cipher = cipher as never
+  if (mac) out.hmac = mac as never
+  if (kex) out.kex = kex as never
+  // Known_hosts' key types win over the configuration's order, as OpenSSH orders them; none in common is an error.
+  if (hostKeys && hostKeys.length === 0)
+    throw new SshError(
+      `HostKeyAlgorithms ${configured.serverHostKey!.join(',')}: none of them is a type of the host's keys in known_hosts`,
+    )
+  if (hostKeys) out.serverHostKey = hostKeys as never
+  return out
+}
+
+/** Logs in to one host over `sock` (a forwarded channel or a ProxyCommand's stdio), or over TCP without one. */
+function connectHop(
+  host: SshHostConfig,
+  opts: SshOptions,
+  sock: Duplex | undefined,
+  proxy: ProxyCommandProcess | undefined,
+): Promise<HopConnection> {
+  const client = new ssh2.Client()
+  const keyName = host.hostKeyAlias ?? knownHostsName(host.hostName, host.port)
+  const knownFiles = [...host.userKnownHostsFiles, ...(host.globalKnownHostsFiles ?? [])]
+  const policy = hostKeyPolicy(host, opts)
+  let verdict: HostKeyVerdict | undefined
+  let known: KnownHostsResult | undefined
+  const username = host.user
+  const auth: Array<Record<string, unknown>> = []
+  for (const file of host.identityFiles) {
+    if (existsSync(file)) auth.push({type: 'publickey', username, key: readFileSync(file)})
+  }
+  if (host.identityAgent && !host.identitiesOnly) auth.push({type: 'agent', username, agent: host.identityAgent})
+  let algorithms: Algorithms
+  try {
+    algorithms = algorithmsFor(host, hostKeyAlgorithms(knownFiles, keyName))
+  } catch (e) {
+    return Promise.reject(e)
+  }
+  const where = `${host.hostName}:${host.port}`
+  return new Promise((resolve, reject) => {
+    let settled = false
+    const fail = (e: Error) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      clearTimeout(connectTimer)
+      client.destroy()
+      reject(e)
+    }
+    const timer = setTimeout(
+      () => fail(new SshError(`SSH to ${where} timed out after ${opts.timeoutMs / 1000}s`)),
+      opts.timeoutMs,
+    )
+    // OpenSSH's ConnectTimeout bounds the TCP connect and the SSH banner/key exchange, not the login after it.
+    const connectSeconds = host.connectTimeoutSeconds
+    const connectTimer =
+      connectSeconds !== undefined && connectSeconds > 0 && connectSeconds * 1000 < opts.timeoutMs
+        ? setTimeout(
+            () => fail(new SshError(`SSH to ${where}: no SSH handshake within ${connectSeconds}s (ConnectTimeout)`)),
+            connectSeconds * 1000,
+          )
+        : undefined
+    // A ProxyCommand that exits before the login is over: its status and what it said are the reason.
+    void proxy?.exited.then((status) =>
+      fail(
+        new SshError(
+          `ProxyCommand for ${host.alias} ${status} before the SSH login${proxy.stderr() ? `: ${proxy.stderr()}` : ''}`,
+        ),
+      ),
+    )
+    client.on('handshake', () => clearTimeout(connectTimer))
+    client.on('ready', () => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      clearTimeout(connectTimer)
+      const accepted = verdict?.accept ? verdict : undefined
+      resolve({
+        client,
+        verified:
+          known?.status === 'match'
+            ? `matched ${known.file}`
+            : policy === 'off'
+              ? 'NOT checked (--insecure-ignore-host-key)'
+              : 'accepted unchecked (StrictHostKeyChecking)',
+        warning: accepted?.warning,
+      })
+    })
+    client.on('error', (err: Error & {level?: string}) => {
+      if (verdict && !verdict.accept) fail(new SshError(verdict.problem))
+      else if (err.level === 'client-authentication')
+        fail(
+          new SshError(
+            `SSH login as ${username}@${where} refused (tried ${auth.length} key(s)${auth.length === 0 ? ': no IdentityFile found' : ''})${host.unusableLogins?.length ? `; the configuration also allows ${host.unusableLogins.join(', ')}, which the doctor cannot use` : ''}`,
+          ),
+        )
+      else fail(new SshError(`SSH to ${where} failed: ${err.message}`))
+    })
+    if (auth.length === 0) {
+      fail(
+        new SshError(`no SSH key for ${host.alias}: none of ${host.identityFiles.join(', ')} exists and no ssh-agent`),
+      )
+      return
+    }
+    const keepaliveSeconds = host.serverAliveIntervalSeconds
+    client.connect({
+      ...(sock ? {sock: sock as never} : {host: host.hostName, port: host.port}),
+      username,
+      readyTimeout: opts.timeoutMs,
+      keepaliveInterval: keepaliveSeconds ? keepaliveSeconds * 1000 : 5000,
+      ...(host.serverAliveCountMax !== undefined ? {keepaliveCountMax: host.serverAliveCountMax} : {}),
+      ...(host.addressFamily === 'inet' ? {forceIPv4: true} : host.addressFamily === 'inet6' ? {forceIPv6: true} : {}),
+      ...(host.bindAddress ? {localAddress: host.bindAddress} : {}),
+      authHandler: auth as never,
+      // Offer only the key types known_hosts holds for the host, as OpenSSH does: a node known by its RSA key must be
+      // asked for that key, or ssh2's preferred ed25519 key would look like a changed key.
+      algorithms,
+      hostVerifier: (key: Buffer) => {
+        known = checkKnownHosts(knownFiles, keyName, key)
+        verdict = judgeHostKey(policy, known, keyName, knownFiles)
+        return verdict.accept
+      },
+    })
+  })
 }
 
 /**

@@ -7,19 +7,25 @@ import {
   compressedCommandLine,
   isCompressible,
   isReadableNodeFile,
+  programOf,
   readFileCommand,
   splitCompressedOutput,
   type CommandLine,
 } from '../../node-commands.js'
 import {isNodeCommandKey, NODE_READS, type ArgsOf, type NodeCommandKey} from '../../read/node-reads.js'
 import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription, TransportNotes} from '../node-access.js'
-import type {ExecResult} from './ssh-session.js'
+import {OutputCapExceeded, type ExecResult} from './ssh-session.js'
+import {COMMAND_OUTPUT_CAP_BYTES} from '../../../util/output-cap.js'
 import {classifyOpenError} from '../../probe/tcp-probe.js'
 
 /** What the SSH transport needs of a session (SshSession; a stand-in in tests). */
 export interface SshChannel {
   readonly host: {hostName: string; port: number; user?: string; compression?: boolean}
   readonly hostKeyWarning?: string
+  /** The jump hosts or ProxyCommand the connection goes through. */
+  readonly via?: string
+  /** The cap on one command's output, where the session has its own (the cap applies to a decompressed dump too). */
+  readonly maxOutputBytes?: number
   /** One step's timeout, where the session has one (a stand-in in tests may not). */
   readonly stepMs?: number
   exec(command: CommandLine, timeoutMs?: number): Promise<ExecResult>
@@ -63,10 +69,14 @@ export class SshNodeAccess implements NodeAccess {
     if (!this.session.host.compression || !isCompressible(key) || !(await this.gzip()))
       return {kind: 'ran', ...(await this.session.exec(line, timeoutMs))}
     const r = await this.session.exec(compressedCommandLine(line), timeoutMs)
+    const cap = this.session.maxOutputBytes ?? COMMAND_OUTPUT_CAP_BYTES
     let plain: Buffer
     try {
-      plain = gunzipSync(r.stdout)
+      // A gzip bomb stops at the cap: zlib gives up as soon as the output would pass it.
+      plain = gunzipSync(r.stdout, {maxOutputLength: cap})
     } catch (e) {
+      if ((e as {code?: string}).code === 'ERR_BUFFER_TOO_LARGE')
+        throw new OutputCapExceeded(programOf(line), cap, true)
       // A stream cut short (the command or gzip killed): nothing usable came, and there is no exit status.
       return {
         kind: 'ran',
@@ -123,7 +133,7 @@ export class SshNodeAccess implements NodeAccess {
     const h = this.session.host
     return {
       transport: 'ssh',
-      address: `${h.user ? `${h.user}@` : ''}${h.hostName}:${h.port}`,
+      address: `${h.user ? `${h.user}@` : ''}${h.hostName}:${h.port}${this.session.via ? ` via ${this.session.via}` : ''}`,
       tcpVia: 'an SSH port forward',
     }
   }

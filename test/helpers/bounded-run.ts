@@ -26,12 +26,19 @@ export function runBounded<T>(
   url: string,
   name: string,
   args: unknown[],
-  limits: {heapMb: number; timeoutMs: number},
+  limits: {heapMb: number; timeoutMs: number; nodeArgs?: string[]},
 ): Promise<BoundedResult<T>> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [`--max-old-space-size=${limits.heapMb}`, '--input-type=module', '-e', CHILD, JSON.stringify({url, name, args})],
+      [
+        `--max-old-space-size=${limits.heapMb}`,
+        ...(limits.nodeArgs ?? []),
+        '--input-type=module',
+        '-e',
+        CHILD,
+        JSON.stringify({url, name, args}),
+      ],
       {encoding: 'utf8', timeout: limits.timeoutMs, killSignal: 'SIGKILL', maxBuffer: 256 << 20},
       (err, stdout, stderr) => {
         if (err && (err as {killed?: boolean}).killed)

@@ -111,3 +111,77 @@ export function randomNftGraph(r: Prng): string {
   lines.push('}', '')
   return lines.join('\n')
 }
+
+/** How a jump-loop dump is built: its chains, the random rules in each, and whether they goto as well as jump. */
+export interface JumpLoopShape {
+  chains: number
+  rulesPerChain: number
+  gotos: boolean
+}
+
+/**
+ * A dump of jump loops behind random branches: each chain holds `rulesPerChain` rules that, with probability 1/2, jump
+ * (or goto) to a random chain, earlier ones and itself included, so every lap of a loop forks the walk again; the
+ * last rule of some chains DNATs. About 6 KB with the default shape. The kernel refuses such rules (a loop), so they
+ * reach the tool only as a paste, a hostile node or a corrupt dump: the walk must end soon, keep little, and say
+ * "loop".
+ */
+export function jumpLoopIptables(r: Prng, shape: JumpLoopShape = {chains: 12, rulesPerChain: 4, gotos: false}): string {
+  const chain = (i: number) => `KUBE-LOOP-${i}`
+  const lines = [
+    '*nat',
+    ':PREROUTING ACCEPT [0:0]',
+    ':INPUT ACCEPT [0:0]',
+    ':OUTPUT ACCEPT [0:0]',
+    ':POSTROUTING ACCEPT [0:0]',
+    ':KUBE-SERVICES - [0:0]',
+    ...Array.from({length: shape.chains}, (_, i) => `:${chain(i)} - [0:0]`),
+    '-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
+    '-A OUTPUT -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
+    `-A KUBE-SERVICES -d 10.96.10.10/32 -p tcp -m comment --comment "shop/web:http cluster IP" -m tcp --dport 80 -j ${chain(0)}`,
+  ]
+  for (let i = 0; i < shape.chains; i++) {
+    for (let k = 0; k < shape.rulesPerChain; k++) {
+      const verb = shape.gotos && r.chance(0.5) ? 'g' : 'j'
+      lines.push(
+        `-A ${chain(i)} -m comment --comment "shop/web:http" -m statistic --mode random --probability 0.50000000000 -${verb} ${chain(r.int(shape.chains))}`,
+      )
+    }
+    if (r.chance(0.5))
+      lines.push(
+        `-A ${chain(i)} -p tcp -m comment --comment "shop/web:http" -m tcp -j DNAT --to-destination 10.244.${r.int(4)}.${1 + r.int(250)}:8080`,
+      )
+  }
+  lines.push('COMMIT', '')
+  return lines.join('\n')
+}
+
+/** The same in nftables: each random rule is a numgen vmap that jumps (or goes) to a random chain or on. */
+export function jumpLoopNft(r: Prng, shape: JumpLoopShape = {chains: 12, rulesPerChain: 4, gotos: false}): string {
+  const chain = (i: number) => `loop-${i}`
+  const lines = [
+    'table ip kube-proxy {',
+    '\tchain nat-prerouting {',
+    '\t\ttype nat hook prerouting priority dstnat; policy accept;',
+    '\t\tjump services',
+    '\t}',
+    '\tchain nat-output {',
+    '\t\ttype nat hook output priority -100; policy accept;',
+    '\t\tjump services',
+    '\t}',
+    '\tchain services {',
+    `\t\tip daddr 10.96.10.10 tcp dport 80 jump ${chain(0)}`,
+    '\t}',
+  ]
+  for (let i = 0; i < shape.chains; i++) {
+    lines.push(`\tchain ${chain(i)} {`)
+    for (let k = 0; k < shape.rulesPerChain; k++) {
+      const verb = shape.gotos && r.chance(0.5) ? 'goto' : 'jump'
+      lines.push(`\t\tnumgen random mod 2 vmap { 0 : ${verb} ${chain(r.int(shape.chains))}, 1 : continue }`)
+    }
+    if (r.chance(0.5)) lines.push(`\t\tmeta l4proto tcp dnat to 10.244.${r.int(4)}.${1 + r.int(250)}:8080`)
+    lines.push('\t}')
+  }
+  lines.push('}', '')
+  return lines.join('\n')
+}

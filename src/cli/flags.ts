@@ -1,6 +1,7 @@
 import {Flags} from '@oclif/core'
 import type {LiveOptions} from '../diagnosis/gather.js'
 import {VIA, type Via} from '../diagnosis/choose-transport.js'
+import {stderrLine} from './stderr.js'
 import {stderrLog} from './verbose-log.js'
 
 const CLUSTER = 'CLUSTER'
@@ -213,7 +214,7 @@ export function liveOptions(
     debugImage: flags['debug-image'],
     debugNamespace: flags['debug-namespace'],
     proxyMode: flags['proxy-mode'],
-    announce: (line) => process.stderr.write(`kproxy-doctor: ${line}\n`),
+    announce: stderrLine,
     log,
   }
 }

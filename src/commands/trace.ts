@@ -13,8 +13,8 @@ import {DumpParseError, IptablesSave} from '../parse/iptables-save.js'
 import {normaliseIptablesPaste, normaliseNftPaste, type NormalisedPaste} from '../parse/paste-normalise.js'
 import {IpsetState} from '../parse/ipset-save.js'
 import {makeChalk} from '../report/human.js'
-import {renderTraceSummary, renderWalk} from '../report/trace-walk.js'
-import {outputWidth, wrapProse} from '../report/width.js'
+import {writeTrace} from '../report/output.js'
+import {outputWidth} from '../report/width.js'
 import {familyOf, parseIp} from '../net/address.js'
 import {parseIpvsadm} from '../parse/ipvsadm.js'
 import {IptablesTracer} from '../trace/iptables-tracer.js'
@@ -183,16 +183,12 @@ export default class Trace extends DoctorCommand {
         throw e
       }
       if (paste && dump) result = withInputLines(result, paste, new Set(dump.tableNames()))
-      const notes = paste?.notes ?? []
-      if (flags.output === 'json') process.stdout.write(JSON.stringify({...result, notes}, null, 2) + '\n')
-      else {
-        const c = makeChalk(process.stdout)
-        const width = outputWidth(process.stdout)
-        const assumed = notes.flatMap((n) => wrapProse(`note: ${n}`, width, '', '  ')).join('\n')
-        process.stdout.write(
-          `${assumed}${assumed ? '\n\n' : ''}${renderWalk(result, c, width).join('\n')}\n\n${renderTraceSummary(result, c, width)}\n`,
-        )
-      }
+      writeTrace(
+        {...result, notes: paste?.notes ?? []},
+        flags.output as 'table' | 'json',
+        {chalk: makeChalk(process.stdout), width: outputWidth(process.stdout)},
+        (chunk) => process.stdout.write(chunk),
+      )
       process.exitCode = 0
     } finally {
       dump?.close()

@@ -29,23 +29,38 @@ export function printable(text: string): string {
 }
 
 /**
+ * The longest string a human format shows whole (a kube-proxy rule is a few hundred characters). A longer one is cut,
+ * saying how much was left out: a rule of 40,000 characters in a paste took 4 s to wrap to a terminal's width, each
+ * time it was shown; -o json keeps every string whole.
+ */
+const MAX_SHOWN = 2_000
+
+/** The printable text, cut after MAX_SHOWN characters (never inside a surrogate pair). */
+function shown(text: string): string {
+  const p = printable(text)
+  if (p.length <= MAX_SHOWN) return p
+  const end = /[\ud800-\udbff]/.test(p[MAX_SHOWN - 1]) ? MAX_SHOWN - 1 : MAX_SHOWN
+  return `${p.slice(0, end)}… (${p.length - end} more characters, in -o json)`
+}
+
+/**
  * A copy of a document (a report, a trace, a scan, a map of them) with every string in it made printable, keys
- * included: what the human renderers are given, so that no string they lay out can reach the terminal as a control.
- * The layout's own line breaks and colours are added after. Typed arrays and other non-plain objects are kept as
- * they are (they are not text).
+ * included, and cut when very long: what the human renderers are given, so that no string they lay out can reach the
+ * terminal as a control. The layout's own line breaks and colours are added after. Typed arrays and other non-plain
+ * objects are kept as they are (they are not text).
  */
 export function printableDocument<T>(document: T): T {
   return printableValue(document) as T
 }
 
 function printableValue(value: unknown): unknown {
-  if (typeof value === 'string') return printable(value)
+  if (typeof value === 'string') return shown(value)
   if (Array.isArray(value)) return value.map(printableValue)
   if (value instanceof Map) return new Map([...value].map(([k, v]) => [printableValue(k), printableValue(v)]))
   if (value === null || typeof value !== 'object') return value
   const proto = Object.getPrototypeOf(value)
   if (proto !== Object.prototype && proto !== null) return value
   const out: Record<string, unknown> = {}
-  for (const [k, v] of Object.entries(value)) out[printable(k)] = printableValue(v)
+  for (const [k, v] of Object.entries(value)) out[shown(k)] = printableValue(v)
   return out
 }

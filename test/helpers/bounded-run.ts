@@ -39,15 +39,17 @@ export function runBounded<T>(
         CHILD,
         JSON.stringify({url, name, args}),
       ],
-      {encoding: 'utf8', timeout: limits.timeoutMs, killSignal: 'SIGKILL', maxBuffer: 256 << 20},
+      {encoding: 'utf8', timeout: Math.ceil(limits.timeoutMs), killSignal: 'SIGKILL', maxBuffer: 256 << 20},
       (err, stdout, stderr) => {
+        // What the child said last on stderr before it was stopped (a fuzz loop says which input it is on).
+        const last = lastLine(stderr.replace(/\n?<--- Last few GCs --->[\s\S]*$/, ''))
         if (err && (err as {killed?: boolean}).killed)
-          return resolve({ok: false, why: 'timed out', detail: `no answer in ${limits.timeoutMs} ms`})
+          return resolve({ok: false, why: 'timed out', detail: `no answer in ${limits.timeoutMs} ms; last: ${last}`})
         if (/heap out of memory|Invalid array length|Invalid string length/.test(stderr + stdout))
           return resolve({
             ok: false,
             why: 'out of memory',
-            detail: /^.*(?:heap out of memory|Invalid \w+ length).*$/m.exec(stderr + stdout)![0],
+            detail: `${/^.*(?:heap out of memory|Invalid \w+ length).*$/m.exec(stderr + stdout)![0]}; last: ${last}`,
           })
         try {
           const m = JSON.parse(stdout) as {value?: T; error?: string}
@@ -58,4 +60,9 @@ export function runBounded<T>(
       },
     )
   })
+}
+
+function lastLine(text: string): string {
+  const lines = text.trimEnd().split('\n')
+  return lines[lines.length - 1] ?? ''
 }

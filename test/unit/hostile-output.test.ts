@@ -277,3 +277,25 @@ test('the one-line error: a hostile name on the command line or from the API is 
   assertPrintable(json.stdout, 'the error document')
   assert.equal(json.json.kind, 'Error')
 })
+
+test('a rule of 40,000 characters (a paste) is shown cut in the walk, saying how much was left out, not wrapped for seconds', () => {
+  // Found by the fuzz campaign: wrapping one such rule to 80 columns took 4 s, and the walk shows a rule several times.
+  const dump = [
+    '*nat',
+    ':PREROUTING ACCEPT [0:0]',
+    ':INPUT ACCEPT [0:0]',
+    ':OUTPUT ACCEPT [0:0]',
+    ':POSTROUTING ACCEPT [0:0]',
+    `-A PREROUTING -p tcp -m comment --comment "${'{'.repeat(40_000)}" -j DNAT --to-destination 10.244.1.10:8080`,
+    'COMMIT',
+    '',
+  ].join('\n')
+  const result = new IptablesTracer(IptablesSave.parse(new BufferSource(Buffer.from(dump))), {
+    localAddresses: ['10.200.0.11'],
+  }).trace({src: '10.244.2.5', dst: '10.96.10.10', proto: 'tcp', dport: 80, sport: 40000, inIface: 'cbr0'})
+  const out = collected((w) => writeTrace({...result, notes: []}, 'table', LAYOUTS[1], w))
+  assert.match(out, /\(\d+ more characters, in -o json\)/)
+  assert.ok(out.length < 10_000, `${out.length} characters printed`)
+  const json = collected((w) => writeTrace({...result, notes: []}, 'json', LAYOUTS[0], w))
+  assert.ok(JSON.parse(json).outcomes[0].steps[0].rule.length > 40_000, '-o json keeps the rule whole')
+})

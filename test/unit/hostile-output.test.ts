@@ -210,7 +210,7 @@ test('hostile text in a scan: the table, JSON and JUnit (valid XML) hold no cont
     {
       outcomes: [
         {namespace: 'shop', name: SERVICE, type: 'NodePort', diagnosis: kept},
-        {namespace: 'shop', name: NAME('skipped'), type: 'ExternalName', skipped: NAME('no rules by design')},
+        {namespace: 'shop', name: NAME('skipped🚫'), type: 'ExternalName', skipped: NAME('no rules by design')},
       ],
       observations: d.context.observations,
       notes: [NAME('a scan note')],
@@ -228,7 +228,10 @@ test('hostile text in a scan: the table, JSON and JUnit (valid XML) hold no cont
         layout.colour && format === 'table',
         layout.width < 1000,
       )
-      if (format === 'junit') assert.equal(XMLValidator.validate(out), true, 'JUnit is well-formed XML')
+      if (format === 'junit') {
+        assert.equal(XMLValidator.validate(out), true, 'JUnit is well-formed XML')
+        assert.ok(out.includes('skipped🚫'), 'a character beyond the BMP is kept: XML holds it')
+      }
     }
   const out = collected((w) => writeScanReport(summary, 'json', {severity: 'error', skipped: false}, LAYOUTS[0], w))
   assertPrintable(out, 'scan -o json')

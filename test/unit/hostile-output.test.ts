@@ -23,6 +23,8 @@ import {buildScanReport, keepScannedServices} from '../../src/report/scan-report
 import {IptablesTracer} from '../../src/trace/iptables-tracer.js'
 import {offlineCluster} from '../helpers/offline-cluster.js'
 import {runCli} from '../helpers/run-cli.js'
+import {stderrLine} from '../../src/cli/stderr.js'
+import {stderrLog} from '../../src/cli/verbose-log.js'
 
 /** Clear screen, cursor home, window title, an OSC 52 clipboard write: what one iptables comment can hold. */
 const ESCAPES = '\x1b[2J\x1b[H\x1b]0;owned\x07\x1b]52;c;ZWNobyBvd25lZA==\x07'
@@ -301,4 +303,21 @@ test('a rule of 40,000 characters (a paste) is shown cut in the walk, saying how
   assert.ok(out.length < 10_000, `${out.length} characters printed`)
   const json = collected((w) => writeTrace({...result, notes: []}, 'json', LAYOUTS[0], w))
   assert.ok(JSON.parse(json).outcomes[0].steps[0].rule.length > 40_000, '-o json keeps the rule whole')
+})
+
+test('warnings and --verbose lines on stderr: one printable line each, whatever a node or the API said', () => {
+  const lines: string[] = []
+  const write = process.stderr.write
+  process.stderr.write = ((chunk: string) => lines.push(chunk) > 0) as typeof process.stderr.write
+  try {
+    stderrLine(`warning: no node could be read: ${NODE_A}: ${NAME('ssh: connect ECONNREFUSED')}`)
+    stderrLog()(`node ${NODE_A} read in 1.2 s: ${NAME('kube-proxy says')}`)
+  } finally {
+    process.stderr.write = write
+  }
+  assert.equal(lines.length, 2)
+  for (const line of lines) {
+    assertPrintable(line, 'a stderr line')
+    assert.match(line, /^kproxy-doctor: [^\n]*\n$/)
+  }
 })

@@ -23,7 +23,8 @@ interface Line {
   from: number
 }
 
-const PROMPT = /^(?:\[[^\]]*\]\s*[$#%]|[\w.-]+@[\w.-]+(?::\S*)?\s*[$#%]|[$%])\s*(.*)$/
+/** A shell prompt and the command after it (s: the command is the rest of the line, a line separator included). */
+const PROMPT = /^(?:\[[^\]]*\]\s*[$#%]|[\w.-]+@[\w.-]+(?::\S*)?\s*[$#%]|[$%])\s*(.*)$/s
 const FENCE = /^\s*(?:```|~~~)/
 const QUOTES = /^(?:>[ \t]?)+/
 /**

@@ -272,7 +272,9 @@ class Ends<C> {
 
   add(b: Branch<C>): void {
     const last = b.state.steps?.step
-    const key = `${b.end}\0${b.reason ?? ''}\0${b.policyOf === undefined ? '' : this.source.chainName(b.policyOf)}\0${last ? `${last.table}\0${last.chain}\0${last.line}\0${last.rule}` : ''}\0${b.state.src}\0${b.state.dst}\0${b.state.dport}\0${b.state.mark}`
+    // A dump's line names its rule; a step of no line (an IPVS virtual server) is named by its text.
+    const rule = last ? `${last.table}\0${last.chain}\0${last.line}${last.line === 0 ? `\0${last.rule}` : ''}` : ''
+    const key = `${b.end}\0${b.reason ?? ''}\0${b.policyOf === undefined ? '' : this.source.chainName(b.policyOf)}\0${rule}\0${b.state.dst}\0${b.state.dport}\0${b.state.mark}`
     const same = this.byKey.get(key)
     const into = same?.find((i) => samePacket(this.list[i].state, b.state))
     if (into !== undefined) {

@@ -8,6 +8,7 @@ import {IptablesSave} from '../../src/parse/iptables-save.js'
 import {NftRuleset} from '../../src/parse/nft-ruleset.js'
 import {renderHuman} from '../../src/report/human.js'
 import {buildReport, exitCode} from '../../src/report/report.js'
+import {renderWalk} from '../../src/report/trace-walk.js'
 import {IptablesTracer} from '../../src/trace/iptables-tracer.js'
 import {NftTracer} from '../../src/trace/nft-tracer.js'
 import type {Packet} from '../../src/trace/types.js'
@@ -189,4 +190,35 @@ test('walk bounds: a path not walked to its end is ?, and the headline does not 
   const human = renderHuman(r, new Chalk({level: 0}))
   assert.match(human.split('\n')[0], /^\? /)
   assert.doesNotMatch(human, /✓ shop\/web/)
+})
+
+test('walk bounds: a walk of 100 outcomes shows 64, the breaking one among them, and says how many more and their share', () => {
+  const step = (chain: string, line: number, rule: string) => ({table: 'nat', chain, line, rule})
+  const outcomes = Array.from({length: 100}, (_, i) => ({
+    verdict: i === 90 ? ('DROP' as const) : ('DNAT' as const),
+    destination: i === 90 ? null : `10.244.0.${i}:8080`,
+    masquerade: false,
+    probability: 0.01,
+    steps: [
+      step('PREROUTING', 1, '-A PREROUTING -j KUBE-SVC-X'),
+      step('KUBE-SVC-X', 2 + i, `-A KUBE-SVC-X -j KUBE-SEP-${i}`),
+      // A long rule (a hostile paste): its line is cut, colours closed before the cut.
+      step(`KUBE-SEP-${i}`, 200 + i, `-A KUBE-SEP-${i} ${'! -s 10.0.0.1/32 '.repeat(i === 3 ? 200 : 1)}-j DROP`),
+    ],
+  }))
+  const walk = renderWalk(
+    {verdict: 'MIXED', destinations: [], masquerade: false, outcomes},
+    new Chalk({level: 1}),
+    120,
+    {
+      bad: (o) => o.verdict === 'DROP',
+      why: 'dropped',
+    },
+  ).join('\n')
+  const plain = walk.replace(/\x1b\[[0-9;]*m/g, '') // eslint-disable-line no-control-regex
+  assert.equal(plain.match(/^[ ✗] 2[a-z]\d* /gm)?.length, 64, plain)
+  assert.match(plain, /^✗ 2/m, 'the breaking outcome is shown')
+  assert.match(plain, /… \(\d+ more characters in -o json\)/, 'the long line is cut')
+  assert.match(plain, /… and 36 more outcomes \(36% of new connections\): -o json lists every one/)
+  assert.doesNotMatch(walk.replace(/\x1b\[[0-9;]*m/g, ''), /\x1b/, 'no colour code is cut in two') // eslint-disable-line no-control-regex
 })

@@ -2,6 +2,7 @@ import {Flags} from '@oclif/core'
 import type {LiveOptions} from '../diagnosis/live-options.js'
 import {VIA, type Via} from '../diagnosis/choose-transport.js'
 import {PROXY_MODE_NAMES} from '../model/modes/index.js'
+import {stderrLine} from './stderr.js'
 import {stderrLog} from './verbose-log.js'
 
 const CLUSTER = 'CLUSTER'
@@ -238,7 +239,7 @@ export function liveOptions(
     output: {
       log: output.log,
       onProgress: output.onProgress,
-      announce: (line) => process.stderr.write(`kproxy-doctor: ${line}\n`),
+      announce: stderrLine,
     },
   }
 }

@@ -1,4 +1,4 @@
-import {printable} from '../report/printable.js'
+import {stderrLine} from './stderr.js'
 
 /**
  * The --verbose sink: one line per event on stderr, prefixed with the time since the run started, so the slow step
@@ -7,8 +7,5 @@ import {printable} from '../report/printable.js'
  */
 export function stderrLog(): (line: string) => void {
   const startedAt = performance.now()
-  return (line) =>
-    process.stderr.write(
-      `kproxy-doctor: +${((performance.now() - startedAt) / 1000).toFixed(2)}s ${printable(line).replaceAll('\n', ' ')}\n`,
-    )
+  return (line) => stderrLine(`+${((performance.now() - startedAt) / 1000).toFixed(2)}s ${line}`)
 }

@@ -16,7 +16,7 @@ const DNS_LABELS = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9](
  */
 export function zoneFromCorefile(corefile: string): string | undefined {
   for (const raw of corefile.split('\n')) {
-    const words = raw.replace(/#.*$/, '').trim().split(/\s+/)
+    const words = raw.replace(/#.*$/s, '').trim().split(/\s+/)
     if (words[0] !== 'kubernetes') continue
     for (const word of words.slice(1)) {
       if (word === '{') break

@@ -2,8 +2,12 @@ import {existsSync} from 'node:fs'
 import {join} from 'node:path'
 import type {V1ConfigMap, V1EndpointSlice, V1Endpoints, V1Node, V1Pod, V1Service} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
+import {nestsDeeperThan} from '../parse/json-depth.js'
 import {readRegularFile} from '../parse/regular-file.js'
 import type {ClusterSource} from './cluster-source.js'
+
+/** Deeper than any Kubernetes object nests (a Pod's spec about 12 levels). */
+const MAX_NESTING = 64
 
 /** The files of a snapshot bundle, one per kind, each a List as `kubectl get -o json` prints it. */
 export const SNAPSHOT_FILES = {
@@ -107,6 +111,8 @@ export class SnapshotClusterSource implements ClusterSource {
     try {
       const parsed = JSON.parse(readRegularFile(path).toString('utf8')) as {items?: T[]}
       if (!Array.isArray(parsed.items)) throw new Error('no "items" list')
+      // No API object nests this deep; a value that does overflows the stack wherever it is turned into text.
+      if (nestsDeeperThan(parsed, MAX_NESTING)) throw new Error(`nested deeper than ${MAX_NESTING} levels`)
       this.parsed.set(kind, parsed.items)
       return parsed.items
     } catch (e) {

@@ -1,6 +1,7 @@
 import v8 from 'node:v8'
 import {Flags} from '@oclif/core'
 import {DoctorCommand} from '../cli/base-command.js'
+import {stderrLine} from '../cli/stderr.js'
 import {ignoreFlags, ignoreRules} from '../cli/ignore-config.js'
 import {clusterFlags, failOnFlag, liveOptions, proxyModeFlag, splitList, verboseLog} from '../cli/flags.js'
 import {progressReporter} from '../cli/progress.js'
@@ -9,10 +10,9 @@ import {scanLive, scanSnapshot, type ScanTarget} from '../diagnosis/scan.js'
 import type {ProxyMode} from '../model/modes/index.js'
 import {makeChalk} from '../report/human.js'
 import {outputWidth} from '../report/width.js'
-import {renderJunit} from '../report/junit.js'
-import {renderScanHuman} from '../report/scan-human.js'
+import {writeScanReport} from '../report/output.js'
 import {parseFailOn} from '../report/report.js'
-import {buildScanReport, keepScannedServices, scanExitCode, writeScanJson} from '../report/scan-report.js'
+import {buildScanReport, keepScannedServices, scanExitCode} from '../report/scan-report.js'
 import {DiagnosisError} from '../errors.js'
 
 export default class Scan extends DoctorCommand {
@@ -98,17 +98,21 @@ export default class Scan extends DoctorCommand {
     } finally {
       progress?.done()
     }
-    for (const w of result.warnings) process.stderr.write(`kproxy-doctor: warning: ${w}\n`)
+    for (const w of result.warnings) stderrLine(`warning: ${w}`)
     // Nodes left API-only (--via none, no way in) have no observation: only nodes that were tried and failed warn here.
     if (result.observations.length > 0 && !result.observations.some((o) => o.reachable))
-      process.stderr.write(
-        `kproxy-doctor: warning: no node could be read: ${result.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}\n`,
+      stderrLine(
+        `warning: no node could be read: ${result.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}`,
       )
     const scope = target.namespace === undefined ? 'all namespaces' : `namespace ${target.namespace}`
     const report = buildScanReport(result, scope, failOn)
-    if (flags.output === 'json') writeScanJson(report, (chunk) => process.stdout.write(chunk))
-    else if (flags.output === 'junit') process.stdout.write(renderJunit(report, failOn))
-    else process.stdout.write(renderScanHuman(report, makeChalk(process.stdout), outputWidth(process.stdout)) + '\n')
+    writeScanReport(
+      report,
+      flags.output as 'table' | 'json' | 'junit',
+      failOn,
+      {chalk: makeChalk(process.stdout), width: outputWidth(process.stdout)},
+      (chunk) => process.stdout.write(chunk),
+    )
     process.exitCode = scanExitCode(report)
   }
 }

@@ -1,5 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 import {DoctorCommand} from '../cli/base-command.js'
+import {stderrLine} from '../cli/stderr.js'
 import {ignoreFlags, ignoreRules} from '../cli/ignore-config.js'
 import {
   clusterFlags,
@@ -18,10 +19,11 @@ import type {ProxyMode} from '../model/modes/index.js'
 import {gatherLive, gatherSnapshot, type GatheredLive} from '../diagnosis/gather.js'
 import {PROBES_OFF, PROBES_SNAPSHOT} from '../diagnosis/probe-stage.js'
 import {DiagnosisError} from '../errors.js'
-import {serialize, withReadVia} from '../report/document.js'
-import {apiOnlyNote, renderReadVia} from '../report/read-via.js'
-import {makeChalk, renderHeadline, renderHuman} from '../report/human.js'
-import {outputWidth, wrapProse} from '../report/width.js'
+import {withReadVia} from '../report/document.js'
+import {apiOnlyNote} from '../report/read-via.js'
+import {makeChalk} from '../report/human.js'
+import {writeServiceReport} from '../report/output.js'
+import {outputWidth} from '../report/width.js'
 import {buildReport, exitCode, parseFailOn} from '../report/report.js'
 
 const OUTPUT = 'OUTPUT'
@@ -98,7 +100,7 @@ export default class Svc extends DoctorCommand {
     } finally {
       progress?.done()
     }
-    for (const w of g.warnings) process.stderr.write(`kproxy-doctor: warning: ${w}\n`)
+    for (const w of g.warnings) stderrLine(`warning: ${w}`)
     const probes = flags.snapshot ? PROBES_SNAPSHOT : ((g as GatheredLive).probes ?? PROBES_OFF)
     const readVia = 'readVia' in g ? (g as GatheredLive).readVia : undefined
     const d = diagnose(g.cluster, g.observations, {
@@ -111,9 +113,7 @@ export default class Svc extends DoctorCommand {
     })
     // No node read: the API-side checks still ran and are reported; every node is in notChecked (required when tried).
     if (g.observations.length > 0 && !g.observations.some((o) => o.reachable))
-      process.stderr.write(
-        `kproxy-doctor: warning: no node could be read: ${g.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}\n`,
-      )
+      stderrLine(`warning: no node could be read: ${g.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}`)
     const context = flags.snapshot ? null : await currentContext(flags)
     const notes = [g.selectionNote, g.rulesNote, readVia && apiOnlyNote(readVia)].filter((n): n is string => !!n)
     const built = buildReport(d, {
@@ -123,16 +123,12 @@ export default class Svc extends DoctorCommand {
     })
     const order = readVia ? [...g.observations.map((o) => o.name), ...readVia.keys()].sort() : []
     const report = readVia ? withReadVia(built, readVia, order) : built
-    const c = makeChalk(process.stdout)
-    const width = outputWidth(process.stdout)
-    if (flags.output === 'json' || flags.output === 'yaml') process.stdout.write(serialize(report, flags.output))
-    else if (flags.quiet) process.stdout.write(wrapProse(renderHeadline(report, c), width, '', '  ').join('\n') + '\n')
-    else
-      process.stdout.write(
-        renderHuman(report, c, width) +
-          '\n' +
-          (readVia ? '\n' + renderReadVia(readVia, [...new Set(order)], width) + '\n' : ''),
-      )
+    writeServiceReport(
+      report,
+      {format: flags.output as 'table' | 'json' | 'yaml', quiet: flags.quiet, readVia, order},
+      {chalk: makeChalk(process.stdout), width: outputWidth(process.stdout)},
+      (chunk) => process.stdout.write(chunk),
+    )
     process.exitCode = exitCode(report, failOn)
   }
 }

@@ -3,8 +3,8 @@ import {DoctorCommand} from '../cli/base-command.js'
 import {liveOptions, NODE_READ_ONLY_FLAGS, nodeReadFlags} from '../cli/flags.js'
 import {DiagnosisError} from '../errors.js'
 import {makeChalk} from '../report/human.js'
-import {renderTraceSummary, renderWalk} from '../report/trace-walk.js'
-import {outputWidth, wrapProse} from '../report/width.js'
+import {writeTrace} from '../report/output.js'
+import {outputWidth} from '../report/width.js'
 import {familyOf, parseIp} from '../net/address.js'
 import type {Protocol, TraceResult} from '../trace/types.js'
 import type {NodeObservation} from '../node/observation.js'
@@ -105,16 +105,12 @@ export default class Trace extends DoctorCommand {
         throw walk.walkError(e)
       }
       result = walk.inputLines(result)
-      const notes = walk.notes
-      if (flags.output === 'json') process.stdout.write(JSON.stringify({...result, notes}, null, 2) + '\n')
-      else {
-        const c = makeChalk(process.stdout)
-        const width = outputWidth(process.stdout)
-        const assumed = notes.flatMap((n) => wrapProse(`note: ${n}`, width, '', '  ')).join('\n')
-        process.stdout.write(
-          `${assumed}${assumed ? '\n\n' : ''}${renderWalk(result, c, width).join('\n')}\n\n${renderTraceSummary(result, c, width)}\n`,
-        )
-      }
+      writeTrace(
+        {...result, notes: walk.notes},
+        flags.output as 'table' | 'json',
+        {chalk: makeChalk(process.stdout), width: outputWidth(process.stdout)},
+        (chunk) => process.stdout.write(chunk),
+      )
       process.exitCode = 0
     } finally {
       walk.close()

@@ -64,6 +64,11 @@ export interface CoverageInputs {
   familiesNotJudged?: Array<{node: string; reason: string}>
   /** The families of a dual-stack Service other than the primary (their DNS records, routes and sysctls are gaps of their own). */
   otherFamilies?: string[]
+  /**
+   * Paths whose walk could not be decided (a rule the tracer cannot evaluate, a loop, the walk's budget), each by the
+   * node it is undecided on and why, minus those whose KPD-PATH-UNDECIDED finding an ignore rule silenced.
+   */
+  undecidedPaths?: Array<{node: string; why: string}>
 }
 
 const entry = (node: string | null, check: CoverageCheck, reason: string, required: boolean): NotChecked => ({
@@ -106,6 +111,11 @@ export function notChecked(inputs: CoverageInputs): NotChecked[] {
   if (!notProxied)
     for (const f of inputs.familiesNotJudged ?? []) out.push(entry(f.node, 'proxy-rules', f.reason, true))
   if (!notProxied) out.push(...probeGaps(probes))
+  // A path not walked to its end is not known to work: the headline must not say every path does.
+  const undecided = new Map<string, {node: string; why: string}>()
+  for (const u of inputs.undecidedPaths ?? []) undecided.set(`${u.node}\0${u.why}`, u)
+  for (const u of undecided.values())
+    out.push(entry(u.node, 'proxy-rules', `a packet path was not walked to its end: ${u.why}`, true))
   return out
 }
 

@@ -177,6 +177,22 @@ function labelled(f: Finding, family: IpFamily): string {
 }
 
 /**
+ * Paths whose walk could not be decided, by the node where (the path's own, or the endpoint's for a second half) and
+ * why, unless the user silenced KPD-PATH-UNDECIDED on that node.
+ */
+function undecidedPaths(paths: PathResult[], ignored: Finding[]): Array<{node: string; why: string}> {
+  return paths
+    .filter((p) => p.ok === null && p.breaksAt === 'unknown')
+    .map((p) => {
+      const node = p.breaksOn ?? p.node
+      const half = p.remote.find((h) => h.node === node && h.breaksAt === 'unknown')
+      const detail = half?.detail ?? p.detail
+      return {node, why: detail.replace(/^.*?(?:where the walk )?cannot tell: /, '')}
+    })
+    .filter((u) => !ignored.some((f) => f.code === 'KPD-PATH-UNDECIDED' && f.node === u.node))
+}
+
+/**
  * Model, trace, check: the one engine behind `svc`, live or from a snapshot. A dual-stack Service is judged once per
  * family (spec.clusterIPs), each family against its own rules; the findings and paths of all families make one report.
  */
@@ -233,6 +249,7 @@ export function diagnose(
     readVia: opts.readVia,
     familiesNotJudged,
     otherFamilies: families.slice(1).map((f) => f.family),
+    undecidedPaths: undecidedPaths(paths, ignored),
   })
   for (const n of skipped)
     opts.log?.(

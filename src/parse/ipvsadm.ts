@@ -51,6 +51,14 @@ export function vsKey(proto: string, address: string, port: number): string {
   return `${proto.toUpperCase()} ${joinHostPort(address, port)}`
 }
 
+/** A real server's weight: a whole number ipvsadm can print (a NaN or an Infinity would make every share NaN). */
+function weight(text: string | undefined, lineNo: number): number {
+  const n = Number(text)
+  if (text === undefined || !/^\d+$/.test(text) || n > 2 ** 31 - 1)
+    throw new ParseError(lineNo, `weight ${JSON.stringify(text ?? '')} is not a whole number`)
+  return n
+}
+
 export function parseIpvsadm(text: string): VirtualServer[] {
   const out: VirtualServer[] = []
   const find = (proto: string, addr: string | undefined, lineNo: number) => {
@@ -87,7 +95,7 @@ export function parseIpvsadm(text: string): VirtualServer[] {
       vs.reals.push({
         ...addressAndPort(r >= 0 ? words[r + 1] : undefined, lineNo),
         forward: fwd ? FORWARD_FLAGS[fwd] : 'Route',
-        weight: w >= 0 ? Number(words[w + 1]) : 1,
+        weight: w >= 0 ? weight(words[w + 1], lineNo) : 1,
         line: lineNo,
         text: line,
       })
@@ -110,7 +118,7 @@ export function parseIpvsadm(text: string): VirtualServer[] {
       current.reals.push({
         ...addressAndPort(words[1], lineNo),
         forward: words[2],
-        weight: Number(words[3]),
+        weight: weight(words[3], lineNo),
         line: lineNo,
         text: line,
       })
@@ -136,7 +144,8 @@ export function parseDeviceAddresses(text: string, device = 'kube-ipvs0'): strin
 export function parseSysctl(text: string): Record<string, string> {
   const out: Record<string, string> = {}
   for (const line of text.split('\n')) {
-    const m = /^([\w.\-/]+)\s*=\s*(.*)$/.exec(line.trim())
+    // The value is the rest of the line (s: also past a line separator, which `(.*)$` would otherwise backtrack over).
+    const m = /^([\w.\-/]+)\s*=\s*(.*)$/s.exec(line.trim())
     if (m) out[m[1]] = m[2].trim()
   }
   return out

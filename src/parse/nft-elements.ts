@@ -12,14 +12,19 @@ export interface NftElement {
   comment?: string
 }
 
+/**
+ * What separates words: any white space, as JavaScript's \s knows it, so the one test that skips white space is the
+ * one that ends a word (a vertical tab, a form feed or a no-break space pasted from a web page included).
+ */
+const SPACE = /\s/
+
 /** Words of one element, quoted strings kept whole (quotes included). */
 function words(text: string): string[] {
   const out: string[] = []
   let i = 0
   const n = text.length
   while (i < n) {
-    const ch = text.charCodeAt(i)
-    if (ch === 32 || ch === 9 || ch === 10 || ch === 13) {
+    if (SPACE.test(text[i])) {
       i++
       continue
     }
@@ -28,7 +33,7 @@ function words(text: string): string[] {
       const end = text.indexOf('"', i + 1)
       if (end < 0) throw new ParseError(0, `unterminated quote in element "${text.slice(0, 80)}"`)
       i = end + 1
-    } else while (i < n && !/\s/.test(text[i])) i++
+    } else while (i < n && !SPACE.test(text[i])) i++
     out.push(text.slice(start, i))
   }
   return out

@@ -1,5 +1,6 @@
 import {ParseError} from './parse-error.js'
 import {joinHostPort} from '../net/host-port.js'
+import {nestsDeeperThan} from './json-depth.js'
 import {NftRuleset, type NftChain, type NftSet, type NftTable} from './nft-ruleset.js'
 
 /**
@@ -14,20 +15,6 @@ const list = (x: J): J[] => (Array.isArray(x) ? x : [])
 
 /** Deeper than anything nft prints (a rule's expressions nest about 8 levels): more is not nft's output. */
 const MAX_NESTING = 64
-
-/** How deep `root` nests, counted without recursion (a hostile document can nest far deeper than the stack). */
-function nestingDepth(root: J): number {
-  let deepest = 0
-  const stack: Array<[J, number]> = [[root, 0]]
-  while (stack.length > 0) {
-    const [x, depth] = stack.pop()!
-    if (depth > deepest) deepest = depth
-    if (depth > MAX_NESTING) break
-    if (Array.isArray(x)) for (const y of x) stack.push([y, depth + 1])
-    else if (isObj(x)) for (const y of Object.values(x)) stack.push([y, depth + 1])
-  }
-  return deepest
-}
 
 function hex(n: J): string {
   return typeof n === 'number' ? `0x${n.toString(16).padStart(8, '0')}` : value(n)
@@ -166,11 +153,12 @@ export function nftRulesetFromJson(text: string): NftRuleset {
   try {
     doc = JSON.parse(text) as {nftables?: J[]}
   } catch (e) {
-    throw new ParseError(1, `not JSON: ${(e as Error).message}`, {cause: e})
+    // One line: JSON.parse quotes the input around the fault, line breaks included.
+    throw new ParseError(1, `not JSON: ${(e as Error).message.replace(/\s+/g, ' ')}`, {cause: e})
   }
   if (!isObj(doc) || !Array.isArray(doc.nftables))
     throw new ParseError(1, 'no "nftables" array: not `nft -j list ruleset` output')
-  if (nestingDepth(doc) > MAX_NESTING)
+  if (nestsDeeperThan(doc, MAX_NESTING))
     throw new ParseError(1, `nested deeper than ${MAX_NESTING} levels: not \`nft -j list ruleset\` output`)
   const rs = new NftRuleset()
   const table = (family: J, name: J): NftTable => {
@@ -191,9 +179,11 @@ export function nftRulesetFromJson(text: string): NftRuleset {
     } catch (e) {
       // A value of a shape nft never prints (e.g. an object where a name belongs) cannot be turned into text.
       if (e instanceof TypeError)
-        throw new ParseError(i + 1, `item ${i + 1} (a "${kind}") holds a value of the wrong shape: ${e.message}`, {
-          cause: e,
-        })
+        throw new ParseError(
+          i + 1,
+          `item ${i + 1} (a ${JSON.stringify(kind)}) holds a value of the wrong shape: ${e.message.replace(/\s+/g, ' ')}`,
+          {cause: e},
+        )
       throw e
     }
   }
@@ -222,12 +212,12 @@ function readItem(rs: NftRuleset, table: (family: J, name: J) => NftTable, kind:
         name: String(body.name),
         line: Number(body.handle ?? i + 1),
         isMap: kind === 'map',
-        elements: elementsOf(body.elem, kind === 'map', `${kind} ${String(body.name)}`),
+        elements: elementsOf(body.elem, kind === 'map', `${kind} ${JSON.stringify(String(body.name))}`),
       })
     } else if (kind === 'rule') {
       const t = table(body.family, body.table)
       const chain = t.chains.get(String(body.chain))
-      if (!chain) throw new ParseError(i + 1, `rule for unknown chain ${String(body.chain)}`)
+      if (!chain) throw new ParseError(i + 1, `rule for unknown chain ${JSON.stringify(String(body.chain))}`)
       if (body.expr !== undefined && !Array.isArray(body.expr))
         throw new ParseError(i + 1, `item ${i + 1}: the rule's "expr" is not a list`)
       const text = list(body.expr).map(statement).join(' ')

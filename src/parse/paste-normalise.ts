@@ -23,9 +23,16 @@ interface Line {
   from: number
 }
 
-const PROMPT = /^(?:\[[^\]]*\]\s*[$#%]|[\w.-]+@[\w.-]+(?::\S*)?\s*[$#%]|[$%])\s*(.*)$/
+/** A shell prompt and the command after it (s: the command is the rest of the line, a line separator included). */
+const PROMPT = /^(?:\[[^\]]*\]\s*[$#%]|[\w.-]+@[\w.-]+(?::\S*)?\s*[$#%]|[$%])\s*(.*)$/s
 const FENCE = /^\s*(?:```|~~~)/
-const QUOTE = /^>[ \t]?/
+const QUOTES = /^(?:>[ \t]?)+/
+/**
+ * `nft -a`'s "# handle N" at the end of a line, found from the one white-space character before it; the rest of the
+ * white space goes with trimEnd. (`\s+# handle` tried every start in a run of white space: quadratic, 58 s for a
+ * 200 KB line of spaces.)
+ */
+const HANDLE_COMMENT = /\s# handle \d+\s*$/
 const COUNTERS = /^\[\d+:\d+\]\s+(?=-A\s)/
 const BUILT_IN = new Set(['PREROUTING', 'INPUT', 'FORWARD', 'OUTPUT', 'POSTROUTING'])
 const NAT_ONLY_TARGETS =
@@ -52,8 +59,8 @@ function lineList(numbers: number[]): string {
 function unwrap(input: string, notes: string[]): {lines: Line[]; commands: string[]} {
   const raw = input.split('\n').map((t, i) => ({text: t.endsWith('\r') ? t.slice(0, -1) : t, from: i + 1}))
   const content = raw.filter((l) => l.text.trim() !== '')
-  if (content.length > 0 && content.every((l) => QUOTE.test(l.text))) {
-    for (const l of raw) while (QUOTE.test(l.text)) l.text = l.text.replace(QUOTE, '')
+  if (content.length > 0 && content.every((l) => l.text.startsWith('>'))) {
+    for (const l of raw) l.text = l.text.replace(QUOTES, '')
     notes.push(`removed mail quoting ("> ") from ${plural(content.length, 'line')}`)
   }
   const fences: number[] = []
@@ -102,10 +109,10 @@ export function normaliseNftPaste(input: string): NormalisedPaste {
   const {lines} = unwrap(input, notes)
   let handles = 0
   for (const l of lines) {
-    const stripped = l.text.replace(/\s+# handle \d+\s*$/, '')
-    if (stripped !== l.text) {
+    const handle = HANDLE_COMMENT.exec(l.text)
+    if (handle) {
       handles++
-      l.text = stripped
+      l.text = l.text.slice(0, handle.index).trimEnd()
     }
   }
   if (handles > 0) notes.push(`removed ${plural(handles, '"# handle N" comment')} (\`nft -a\` output)`)
@@ -123,7 +130,8 @@ interface Section {
 
 function familyOfRules(lines: Line[]): Family | undefined {
   for (const l of lines) {
-    const m = /\s(?:-[sd]|--to-destination|--to-source)\s+!?\s*([0-9a-fA-F:.[\]/]+)/.exec(l.text)
+    // One white-space run before the address or the "!" (\s+!?\s* would split a run of spaces every way: quadratic).
+    const m = /\s(?:-[sd]|--to-destination|--to-source)\s+(?:!\s*)?([0-9a-fA-F:.[\]/]+)/.exec(l.text)
     if (m) return /^\d+\.\d+\.\d+\.\d+/.test(m[1]) ? 4 : m[1].includes(':') ? 6 : undefined
   }
   return undefined

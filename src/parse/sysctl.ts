@@ -33,8 +33,10 @@ export function parseSysctl(text: string): SysctlValues {
       absent.add(keyFromPath(missing[1]))
       continue
     }
-    const sysctlForm = /^([A-Za-z0-9_./-]+) = ?(.*)$/.exec(line)
-    const procForm = line.startsWith(PROC) ? /^(\/proc\/sys\/\S+?):(.*)$/.exec(line) : null
+    // The value is the rest of the line, whatever it holds (the s flag: `.` also takes a line separator, U+2028, else
+    // `(.*)$` fails at one and the lazy key is retried at every later ':': quadratic).
+    const sysctlForm = /^([A-Za-z0-9_./-]+) = ?(.*)$/s.exec(line)
+    const procForm = line.startsWith(PROC) ? /^(\/proc\/sys\/\S+?):(.*)$/s.exec(line) : null
     if (procForm) values.set(keyFromPath(procForm[1]), procForm[2].trim())
     else if (sysctlForm && !sysctlForm[1].startsWith('/')) values.set(sysctlForm[1], sysctlForm[2].trim())
     else

@@ -1,6 +1,5 @@
 import type {ChalkInstance} from 'chalk'
 import type {Report} from './report.js'
-import {printable} from './printable.js'
 import {wrapProse} from './width.js'
 
 /** Codes are named after a check when they are this few; "node-read" and the like would list dozens. */
@@ -33,17 +32,13 @@ export function renderNotChecked(
     for (const g of required) {
       const codes = g.codes.length > 0 && g.codes.length <= MAX_CODES_SHOWN ? ` (${g.codes.join(', ')})` : ''
       const where = g.nodes.length > 0 ? ` on ${g.nodes.join(', ')}` : ''
-      lines.push(
-        ...wrapProse(printable(`${g.check}${codes}${where}: ${g.reason}`), width, '  ? ', '    ').map((l) =>
-          c.yellow(l),
-        ),
-      )
+      lines.push(...wrapProse(`${g.check}${codes}${where}: ${g.reason}`, width, '  ? ', '    ').map((l) => c.yellow(l)))
     }
   }
   // What the user opted out of, or the input cannot give, is one line: the reasons are in -o json and --verbose.
   if (optional.length > 0) {
     const list = optional.map((g) => `${g.check}${g.nodes.length > 0 ? ` on ${g.nodes.join(', ')}` : ''}`).join('; ')
-    const text = printable(`${required.length > 0 ? '  - also not checked' : 'Not checked'} (not required): ${list}`)
+    const text = `${required.length > 0 ? '  - also not checked' : 'Not checked'} (not required): ${list}`
     lines.push(...wrapProse(text, width, '', required.length > 0 ? '    ' : '  ').map((l) => c.dim(l)))
   }
   return lines

@@ -1,6 +1,7 @@
 import {createRequire} from 'node:module'
 import type * as Yaml from 'yaml'
 import type {NodeReadVia} from '../diagnosis/choose-transport.js'
+import {writeJson} from './json-writer.js'
 
 /** The version of the JSON/YAML contract (README "JSON output"): fields are only ever added within one version. */
 export const API_VERSION = 'kproxy-doctor/v2'
@@ -38,10 +39,46 @@ export function errorDocument(message: string, meta: Omit<DocumentMeta, 'context
 /** yaml, loaded for -o yaml only. */
 const loadModule = createRequire(import.meta.url)
 
+/** A document as JSON or YAML, written in pieces (see writeJson); no character in it acts on a terminal. */
+export function writeDocument(document: object, format: 'json' | 'yaml', write: (chunk: string) => void): void {
+  if (format === 'json') writeJson(document, write)
+  else write(yamlText(document))
+}
+
+/** A small document (an error document) as one string. */
 export function serialize(document: object, format: 'json' | 'yaml'): string {
-  if (format === 'json') return JSON.stringify(document, null, 2) + '\n'
-  const {stringify} = loadModule('yaml') as typeof Yaml
-  return stringify(document, {lineWidth: 0})
+  let text = ''
+  writeDocument(document, format, (chunk) => (text += chunk))
+  return text
+}
+
+/** What a terminal acts on (see printable.ts), but the line breaks YAML's own layout writes. */
+const YAML_CONTROL = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u
+const YAML_CONTROLS = new RegExp(YAML_CONTROL.source, 'gu')
+
+/**
+ * YAML in which every string holding a control is double-quoted, where YAML escapes mean the character itself
+ * (\n, \t, \e, \x9b, \u202e): the same value when parsed, and no line break or control of the string's own reaches
+ * the output (yaml would write a line break as a block scalar's new line, and DEL, C1 and format characters as they
+ * are).
+ */
+function yamlText(document: object): string {
+  const {Document, visit} = loadModule('yaml') as typeof Yaml
+  const doc = new Document(document)
+  visit(doc, {
+    Scalar(_, node) {
+      if (typeof node.value === 'string' && YAML_CONTROL.test(node.value)) node.type = 'QUOTE_DOUBLE'
+    },
+  })
+  const text = doc.toString({lineWidth: 0, doubleQuotedMinMultiLineLength: Number.MAX_SAFE_INTEGER})
+  // Left as they are by yaml, so inside the double quotes chosen above: its escape.
+  return text.replace(YAML_CONTROLS, (c) =>
+    c === '\n'
+      ? c
+      : c.length > 1
+        ? `\\U${c.codePointAt(0)!.toString(16).padStart(8, '0')}`
+        : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  )
 }
 
 /** A report node as `nodes[]` of the JSON contract holds it, before the read-via field is added. */

@@ -6,10 +6,13 @@ import {fixText} from './fix-lines.js'
 const FAMILIES = [...new Set(CATALOGUE.map((e) => e.family))]
 const checkFamily = (code: string) => codeEntry(code).family
 
-/** XML 1.0 text: escaped, with characters XML cannot hold removed. */
+/**
+ * XML 1.0 text: escaped, with characters XML cannot hold removed (its Char production: tab, line feed, carriage
+ * return, U+0020-U+D7FF, U+E000-U+FFFD, U+10000-U+10FFFF; a lone surrogate is none of them).
+ */
 function xml(text: string): string {
   return text
-    .replace(/[^\t\n\r\x20-\uD7FF\uE000-\uFFFD]/gu, '')
+    .replace(/[^\t\n\r\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu, '')
     .replace(/&/g, '&amp;')
     .replace(/</g, '&lt;')
     .replace(/>/g, '&gt;')

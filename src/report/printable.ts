@@ -1,11 +1,66 @@
 /**
- * Strips what a terminal would interpret from text that came from a node or the API (ANSI escapes, other C0/C1
- * controls, bidi overrides), so a hostile name cannot rewrite the screen. Tabs and newlines are kept.
+ * What a terminal would act on rather than show, in text that came from a node or the API: C0 and C1 controls (line
+ * breaks, tabs and ESC included), DEL, the Unicode line and paragraph separators, and format characters (bidi
+ * overrides and isolates, zero-width characters, the byte order mark). One iptables comment or one object name can
+ * otherwise clear the screen, move the cursor, set the window title, write the clipboard (OSC 52), reorder a line, or
+ * start a line of its own that forges a verdict.
  */
-const CONTROL =
-  // eslint-disable-next-line no-control-regex
-  /\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?|\u001b\[[0-?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g
+const CONTROL = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u
+const CONTROLS = new RegExp(CONTROL.source, 'gu')
 
+const NAMED: Record<string, string> = {'\n': '\\n', '\r': '\\r', '\t': '\\t'}
+
+const hex = (n: number, digits: number) => n.toString(16).padStart(digits, '0')
+
+/** One control as the escape a reader recognises: \n, \r, \t, \x1b, \u202e, \u{e0001}. */
+function escaped(c: string): string {
+  const code = c.codePointAt(0)!
+  return (
+    NAMED[c] ?? (code <= 0xff ? `\\x${hex(code, 2)}` : code <= 0xffff ? `\\u${hex(code, 4)}` : `\\u{${hex(code, 1)}}`)
+  )
+}
+
+/**
+ * The text with every control shown as its escape (ESC as \x1b, a line break as \n), so it prints as one harmless
+ * line that still says what was there: a name with a line break in it cannot start a line of its own.
+ */
 export function printable(text: string): string {
-  return text.replace(CONTROL, '')
+  return CONTROL.test(text) ? text.replace(CONTROLS, escaped) : text
+}
+
+/**
+ * The longest string a human format shows whole (a kube-proxy rule is a few hundred characters). A longer one is cut,
+ * saying how much was left out: a rule of 40,000 characters in a paste took 4 s to wrap to a terminal's width, each
+ * time it was shown; -o json keeps every string whole.
+ */
+const MAX_SHOWN = 2_000
+
+/** The printable text, cut after MAX_SHOWN characters (never inside a surrogate pair). */
+function shown(text: string): string {
+  const p = printable(text)
+  if (p.length <= MAX_SHOWN) return p
+  const end = /[\ud800-\udbff]/.test(p[MAX_SHOWN - 1]) ? MAX_SHOWN - 1 : MAX_SHOWN
+  return `${p.slice(0, end)}… (${p.length - end} more characters, in -o json)`
+}
+
+/**
+ * A copy of a document (a report, a trace, a scan, a map of them) with every string in it made printable, keys
+ * included, and cut when very long: what the human renderers are given, so that no string they lay out can reach the
+ * terminal as a control. The layout's own line breaks and colours are added after. Typed arrays and other non-plain
+ * objects are kept as they are (they are not text).
+ */
+export function printableDocument<T>(document: T): T {
+  return printableValue(document) as T
+}
+
+function printableValue(value: unknown): unknown {
+  if (typeof value === 'string') return shown(value)
+  if (Array.isArray(value)) return value.map(printableValue)
+  if (value instanceof Map) return new Map([...value].map(([k, v]) => [printableValue(k), printableValue(v)]))
+  if (value === null || typeof value !== 'object') return value
+  const proto = Object.getPrototypeOf(value)
+  if (proto !== Object.prototype && proto !== null) return value
+  const out: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(value)) out[shown(k)] = printableValue(v)
+  return out
 }

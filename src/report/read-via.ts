@@ -1,5 +1,4 @@
 import type {NodeReadVia} from '../diagnosis/choose-transport.js'
-import {printable} from './printable.js'
 import {wrapProse} from './width.js'
 
 /** What is not checked on a node that was not read: everything but the API-side checks. */
@@ -13,7 +12,10 @@ export function apiOnlyNote(readVia: Map<string, NodeReadVia>): string | undefin
   return `node checks not done (${NODE_CHECKS}) on ${apiOnly.map(([name]) => name).join(', ')}: ${reasons.join(' / ')}; the API-side checks ran`
 }
 
-/** The human report's "Nodes read via" block: per node, the way in, why, the ways not used, and what was not read. */
+/**
+ * The human report's "Nodes read via" block: per node, the way in, why, the ways not used, and what was not read.
+ * Given printable text (report/output.ts).
+ */
 export function renderReadVia(
   readVia: Map<string, NodeReadVia>,
   order: string[],
@@ -29,8 +31,8 @@ export function renderReadVia(
       v.transport && v.notUsed.length > 0
         ? `; not used: ${v.notUsed.map((n) => `${n.transport} (${n.reason})`).join(', ')}`
         : ''
-    lines.push(...wrapProse(printable(`${name}: ${way}: ${v.why}${notUsed}`), width, '  ', '      '))
-    for (const what of v.notRead) lines.push(...wrapProse(printable(`not read: ${what}`), width, '    ', '      '))
+    lines.push(...wrapProse(`${name}: ${way}: ${v.why}${notUsed}`, width, '  ', '      '))
+    for (const what of v.notRead) lines.push(...wrapProse(`not read: ${what}`, width, '    ', '      '))
   }
   return lines.join('\n')
 }

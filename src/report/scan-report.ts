@@ -3,6 +3,7 @@ import type {Diagnosis} from '../diagnosis/diagnose.js'
 import type {Keep, ScanResult} from '../diagnosis/scan.js'
 import {buildReport, fails, type FailOn, type Report, type ReportOptions} from './report.js'
 import type {Command} from '../model/shell.js'
+import {escapeJsonControls} from './json-writer.js'
 
 /** The JSON contract of `scan -o json`: per Service the same shape as `svc -o json`. */
 interface ScanReport {
@@ -42,7 +43,7 @@ export type ScanSummary = Omit<ScanReport, 'services'> & {services: ScannedServi
  * are then left off. One pass over the text instead of re-indenting every line.
  */
 function elementJson(r: Report): Uint8Array {
-  return Buffer.from(JSON.stringify([[r]], null, 2)).subarray(6, -6)
+  return Buffer.from(escapeJsonControls(JSON.stringify([[r]], null, 2))).subarray(6, -6)
 }
 
 /** What a scan keeps of each Service's diagnosis (see ScannedService), on any of its threads; `withJson` for `-o json`. */
@@ -82,7 +83,9 @@ export function scannedService(withJson: boolean, opts: ReportOptions): (d: Diag
 /** Writes the scan's `-o json` document: exactly JSON.stringify(ScanReport, null, 2) and a newline, in pieces. */
 export function writeScanJson(r: ScanSummary, write: (chunk: string | Uint8Array) => void): void {
   const placeholder = 'kproxy-doctor: the services go here'
-  const [before, after] = JSON.stringify({...r, services: placeholder}, null, 2).split(`"${placeholder}"`)
+  const [before, after] = escapeJsonControls(JSON.stringify({...r, services: placeholder}, null, 2)).split(
+    `"${placeholder}"`,
+  )
   write(before)
   if (r.services.length === 0) write('[]')
   else {

@@ -72,14 +72,44 @@ export interface WalkOptions {
 }
 
 /**
+ * A walk shows at most this many outcomes (the breaking ones first), each line at most MAX_LINE characters: a Service
+ * of thousands of endpoints, or a dump of jump loops, has more than anyone reads, and wrapping them to a terminal's
+ * width took seconds. The JSON (`-o json`, `--explain`) holds every outcome and step.
+ */
+const MAX_OUTCOMES_SHOWN = 64
+const MAX_LINE = 1_000
+
+/**
+ * A line cut at MAX_LINE, saying so: never inside a colour code, and with the colours reset after the cut (a colour
+ * opened before it would colour the rest of the output).
+ */
+function capped(text: string): string {
+  if (text.length <= MAX_LINE) return text
+  const esc = text.lastIndexOf('\x1b', MAX_LINE - 1)
+  const end = esc >= 0 && !text.slice(esc, MAX_LINE).includes('m') ? esc : MAX_LINE
+  const kept = text.slice(0, end)
+  return `${kept}${kept.includes('\x1b[') ? '\x1b[0m' : ''}… (${text.length - end} more characters in -o json)`
+}
+
+/** The outcomes a walk shows, in their order: the breaking ones first chosen, then the others, MAX_OUTCOMES_SHOWN in all. */
+function shownOutcomes(os: TraceOutcome[], bad: WalkOptions['bad']): TraceOutcome[] {
+  if (os.length <= MAX_OUTCOMES_SHOWN) return os
+  const chosen = new Set(os.filter((o) => bad?.(o) ?? false).slice(0, MAX_OUTCOMES_SHOWN))
+  for (const o of os) if (chosen.size < MAX_OUTCOMES_SHOWN) chosen.add(o)
+  return os.filter((o) => chosen.has(o))
+}
+
+/**
  * The walk, flat and numbered: the steps every outcome takes (1, 2, …), the split into outcomes once (3a, 3b, … with
  * each one's share and only the steps that differ, ending in its verdict), then the steps they all take again.
  * Full rules are in the JSON (`trace`).
  */
 export function renderWalk(t: TraceResult, c: ChalkInstance, width: number, opts: WalkOptions = {}): string[] {
   const indent = opts.indent ?? ''
-  const os = t.outcomes
-  if (os.length === 0) return [`${indent}no outcome`]
+  const all = t.outcomes
+  if (all.length === 0) return [`${indent}no outcome`]
+  const os = shownOutcomes(all, opts.bad)
+  const hidden = all.filter((o) => !os.includes(o))
   let k = 0
   while (os.every((o) => k < o.steps.length && key(o.steps[k]) === key(os[0].steps[k]))) k++
   let s = 0
@@ -91,7 +121,7 @@ export function renderWalk(t: TraceResult, c: ChalkInstance, width: number, opts
   const tables: {table?: string} = {}
   const numbered = (label: string, text: string, mark = '') => {
     const head = `${indent}${mark || ' '} ${label.padEnd(3)} `
-    lines.push(...wrapVerbatim(text, width, head, ' '.repeat(head.length + 2)))
+    lines.push(...wrapVerbatim(capped(text), width, head, ' '.repeat(head.length + 2)))
   }
   for (const seg of segments(os[0].steps.slice(0, k), tables)) numbered(String(++n), seg)
   const single = os.length === 1
@@ -112,6 +142,17 @@ export function renderWalk(t: TraceResult, c: ChalkInstance, width: number, opts
       )
       if (i === os.length - 1) Object.assign(tables, {table: o.steps[o.steps.length - s - 1]?.table ?? after.table})
     })
+    if (hidden.length > 0) {
+      const share = Math.round(hidden.reduce((a, o) => a + o.probability, 0) * 1000) / 10
+      lines.push(
+        ...wrapProse(
+          c.dim(`… and ${hidden.length} more outcomes (${share}% of new connections): -o json lists every one`),
+          width,
+          `${indent}      `,
+          `${indent}        `,
+        ),
+      )
+    }
   }
   for (const seg of segments(os[0].steps.slice(single ? k : os[0].steps.length - s), tables)) numbered(String(++n), seg)
   const sameEnd = os.every(
@@ -125,7 +166,8 @@ export function renderWalk(t: TraceResult, c: ChalkInstance, width: number, opts
     const ends = os.map(
       (o) => `${single ? '' : `${share(o)} `}${outcomeText(o, c)}${opts.bad?.(o) ? ' ' + c.red('✗') : ''}`,
     )
-    lines.push(...wrapProse(ends.join(', '), width, `${indent}  ⇒   `, `${indent}      `))
+    const more = hidden.length > 0 ? `, and ${hidden.length} more` : ''
+    lines.push(...wrapProse(capped(ends.join(', ')) + more, width, `${indent}  ⇒   `, `${indent}      `))
   }
   return lines
 }

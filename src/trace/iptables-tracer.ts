@@ -169,6 +169,10 @@ export class IptablesTracer implements ChainSource<Chain> {
     return {byDst, other}
   }
 
+  chainName(chain: Chain): string {
+    return `${chain.table}/${chain.name}`
+  }
+
   describe(chain: Chain, index: number): string {
     const rule = chain.rules[index]
     return rule ? `${chain.table}/${chain.name} line ${rule.line}` : `${chain.table}/${chain.name}`

@@ -161,6 +161,10 @@ export class NftTracer implements ChainSource<NftChain> {
     return chain.rules.length
   }
 
+  chainName(chain: NftChain): string {
+    return `${chain.table}/${chain.name}`
+  }
+
   describe(chain: NftChain, index: number): string {
     const rule = chain.rules[index]
     return rule ? `${chain.table}/${chain.name} rule ${index + 1} (line ${rule.line})` : `${chain.table}/${chain.name}`

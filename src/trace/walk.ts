@@ -208,49 +208,140 @@ export interface ChainSource<C> {
   /** How a chain ends when the walk falls off it (or RETURNs from it) at the bottom of the call stack. */
   fallOff(chain: C, state: WalkState): ChainEnd
   describe(chain: C, index: number): string
+  /** The chain's name as a trace shows it ("nat/KUBE-SVC-X", "ip kube-proxy/services"). */
+  chainName(chain: C): string
 }
 
-/** How much one trace may do: rule evaluations and branches, shared by every hook and chain of the trace. */
+/**
+ * How much one trace may do and keep, shared by every hook and chain of the trace: rule evaluations (its time),
+ * branches, and the steps its ended branches keep (its memory and the size of its output).
+ */
 export class WalkBudget {
   evaluations = 0
   branches = 0
+  /** Steps kept by the branches ended so far: each counted once, by the walk that added it. */
+  keptSteps = 0
   constructor(
     readonly maxEvaluations = MAX_EVALUATIONS,
     readonly maxBranches = MAX_BRANCHES,
+    readonly maxKeptSteps = MAX_KEPT_STEPS,
   ) {}
   exhausted(): boolean {
-    return this.evaluations >= this.maxEvaluations || this.branches >= this.maxBranches
+    return (
+      this.evaluations >= this.maxEvaluations ||
+      this.branches >= this.maxBranches ||
+      this.keptSteps >= this.maxKeptSteps
+    )
   }
   stopReason(where: string): string {
-    return this.branches >= this.maxBranches
-      ? `stopped at ${where}: more than ${this.maxBranches} branches (the walk's budget); this branch was not followed further`
-      : `stopped at ${where}: ${this.maxEvaluations} rule evaluations (the walk's budget) used up; this branch was not followed further`
+    const what =
+      this.branches >= this.maxBranches
+        ? `more than ${this.maxBranches} branches (the walk's budget)`
+        : this.keptSteps >= this.maxKeptSteps
+          ? `more than ${this.maxKeptSteps} steps kept (the walk's budget)`
+          : `${this.maxEvaluations} rule evaluations (the walk's budget) used up`
+    return `stopped at ${where}: ${what}; this branch was not followed further`
   }
 }
 
 const MAX_EVALUATIONS = 2_000_000
+/**
+ * What all the outcomes of one trace may keep, in steps: a Service of 65,536 endpoints (MAX_BRANCHES) keeps about
+ * ten per endpoint. Each kept step is a reference in memory and some 150 bytes of `-o json --explain`.
+ */
+const MAX_KEPT_STEPS = 2_000_000
+
+/** The steps a state's outcome keeps (finish keeps at most MAX_STEPS_SHOWN). */
+const keptLength = (s: WalkState) => Math.min(s.steps?.length ?? 0, MAX_STEPS_SHOWN)
+
+/**
+ * The ends of one walk, identical ones merged: two branches that end the same way (the same end, reason and policy),
+ * by the same rule, with the same packet, are one outcome whose share is the sum of theirs and whose steps are the
+ * first one's. Without it a walk through random branches keeps every way there, which grows exponentially with the
+ * branches passed (a 6 KB dump of jump loops behind random branches kept 65,536 outcomes and millions of steps).
+ */
+class Ends<C> {
+  readonly list: Array<Branch<C>> = []
+  private readonly byKey = new Map<string, number[]>()
+  constructor(
+    private readonly source: ChainSource<C>,
+    private readonly budget: WalkBudget,
+    /** Steps the walk started with: kept already, by the walk that added them. */
+    private readonly startLength: number,
+  ) {}
+
+  add(b: Branch<C>): void {
+    const last = b.state.steps?.step
+    // A dump's line names its rule; a step of no line (an IPVS virtual server) is named by its text.
+    const rule = last ? `${last.table}\0${last.chain}\0${last.line}${last.line === 0 ? `\0${last.rule}` : ''}` : ''
+    const key = `${b.end}\0${b.reason ?? ''}\0${b.policyOf === undefined ? '' : this.source.chainName(b.policyOf)}\0${rule}\0${b.state.dst}\0${b.state.dport}\0${b.state.mark}`
+    const same = this.byKey.get(key)
+    const into = same?.find((i) => samePacket(this.list[i].state, b.state))
+    if (into !== undefined) {
+      const kept = this.list[into]
+      kept.state = changed(kept.state, {probability: kept.state.probability + b.state.probability})
+      return
+    }
+    if (same) same.push(this.list.length)
+    else this.byKey.set(key, [this.list.length])
+    this.list.push(b)
+    this.budget.keptSteps += Math.max(0, keptLength(b.state) - this.startLength)
+  }
+}
 
 interface Frame<C> {
   chain: C
   index: number
   /** The chain whose policy applies when this bottom frame ends (a goto from a base chain keeps the base chain's). */
   policyOf: C
+  /** The chains this frame entered, its own and then each goto's, with the packet as it entered: never changed, shared by forks. */
+  entered: ReadonlyArray<{chain: C; state: WalkState}>
+}
+
+/** Whether two states are the same packet at the same point of its walk (how it got there and how likely are not compared). */
+function samePacket(a: WalkState, b: WalkState): boolean {
+  return (
+    a === b ||
+    (a.dst === b.dst &&
+      a.dport === b.dport &&
+      a.src === b.src &&
+      a.mark === b.mark &&
+      a.dnatted === b.dnatted &&
+      a.masquerade === b.masquerade &&
+      a.sticky === b.sticky &&
+      a.inIface === b.inIface &&
+      a.outIface === b.outIface &&
+      a.inNotVia === b.inNotVia &&
+      a.outNotVia === b.outNotVia)
+  )
+}
+
+/**
+ * Whether entering `chain` with `state` repeats an entry still open on this branch (a chain it came through and has
+ * not returned from): the same packet in the same chain again would walk the same rules again, without end. The
+ * kernel refuses such a rule set, so a loop comes only from a paste, a damaged dump or a hostile node.
+ */
+function entersAgain<C>(frames: ReadonlyArray<Frame<C>>, chain: C, state: WalkState): boolean {
+  for (const f of frames) for (const e of f.entered) if (e.chain === chain && samePacket(e.state, state)) return true
+  return false
 }
 
 /**
  * Walks one branch from `start` to every end it can reach, without recursion: each branch carries its own call
- * stack of (chain, next rule) frames, and a probabilistic rule forks the branch. Bounded by `budget`; a branch that
- * runs it out ends UNKNOWN, naming where it stopped.
+ * stack of (chain, next rule) frames, and a probabilistic rule forks the branch. A jump or goto into a chain the
+ * branch is still in, with the same packet, ends it UNKNOWN as a loop. Bounded by `budget`: the branch that runs it
+ * out ends UNKNOWN, naming where it stopped, and takes with it every branch still waiting (one outcome, their shares
+ * summed), so what a stopped walk keeps stays small.
  */
 export function walkChain<C>(source: ChainSource<C>, start: C, first: WalkState, budget: WalkBudget): Array<Branch<C>> {
-  const out: Array<Branch<C>> = []
+  const ends = new Ends(source, budget, keptLength(first))
   const pending: Array<{
     state: WalkState
     frames: Array<Frame<C>>
     action?: RuleAction<C>
     atChain?: C
     atIndex?: number
-  }> = [{state: first, frames: [{chain: start, index: 0, policyOf: start}]}]
+  }> = [{state: first, frames: [{chain: start, index: 0, policyOf: start, entered: [{chain: start, state: first}]}]}]
   while (pending.length > 0) {
     const thread = pending.pop()!
     let state = thread.state
@@ -266,44 +357,67 @@ export function walkChain<C>(source: ChainSource<C>, start: C, first: WalkState,
         action = undefined
         if (a.kind === 'next') continue
         if (a.kind === 'end') {
-          out.push(a.reason === undefined ? {state, end: a.end} : {state, end: a.end, reason: a.reason})
+          ends.add(a.reason === undefined ? {state, end: a.end} : {state, end: a.end, reason: a.reason})
           break
         }
         if (a.kind === 'return') {
           if (frames.length === 1) {
-            out.push({state, end: source.fallOff(top.policyOf, state), policyOf: top.policyOf})
+            ends.add({state, end: source.fallOff(top.policyOf, state), policyOf: top.policyOf})
             break
           }
           frames.pop()
           continue
         }
+        if (entersAgain(frames, a.chain, state)) {
+          const from = atChain === undefined ? '' : `${source.describe(atChain, atIndex)} `
+          ends.add({
+            state,
+            end: 'UNKNOWN',
+            reason: `a loop: ${from}${a.kind === 'goto' ? 'goes' : 'jumps'} to ${source.chainName(a.chain)} again with the same packet, which would run the same rules without end (the kernel refuses rules that loop: a paste or a damaged dump?)`,
+          })
+          break
+        }
         if (a.kind === 'goto') {
-          frames[frames.length - 1] = {chain: a.chain, index: 0, policyOf: top.policyOf}
+          frames[frames.length - 1] = {
+            chain: a.chain,
+            index: 0,
+            policyOf: top.policyOf,
+            entered: [...top.entered, {chain: a.chain, state}],
+          }
           continue
         }
         if (frames.length > MAX_DEPTH) {
-          out.push({
+          ends.add({
             state,
             end: 'UNKNOWN',
             reason: `jumps nest deeper than ${MAX_DEPTH} chains at ${atChain === undefined ? '' : source.describe(atChain, atIndex)} (a loop?)`,
           })
           break
         }
-        frames.push({chain: a.chain, index: 0, policyOf: a.chain})
+        frames.push({chain: a.chain, index: 0, policyOf: a.chain, entered: [{chain: a.chain, state}]})
         continue
       }
       const top = frames[frames.length - 1]
       if (source.skipTo) top.index = source.skipTo(top.chain, top.index, state)
       if (top.index >= source.ruleCount(top.chain)) {
         if (frames.length === 1) {
-          out.push({state, end: source.fallOff(top.policyOf, state), policyOf: top.policyOf})
+          ends.add({state, end: source.fallOff(top.policyOf, state), policyOf: top.policyOf})
           break
         }
         frames.pop()
         continue
       }
       if (budget.exhausted()) {
-        out.push({state, end: 'UNKNOWN', reason: budget.stopReason(source.describe(top.chain, top.index))})
+        // Every branch still waiting stops here too: one outcome for all of them, their shares summed.
+        let probability = state.probability
+        for (const waiting of pending) probability += waiting.state.probability
+        const others = pending.length
+        pending.length = 0
+        ends.add({
+          state: others > 0 ? changed(state, {probability: Math.min(1, probability)}) : state,
+          end: 'UNKNOWN',
+          reason: `${budget.stopReason(source.describe(top.chain, top.index))}${others > 0 ? ` (nor were the ${others} other branches still to walk: their shares are in this one's)` : ''}`,
+        })
         break
       }
       budget.evaluations++
@@ -326,5 +440,5 @@ export function walkChain<C>(source: ChainSource<C>, start: C, first: WalkState,
       action = outcomes[0].action
     }
   }
-  return out
+  return ends.list
 }

@@ -27,6 +27,29 @@ export class Prng {
   }
 }
 
+/**
+ * White space that is not a space or a line break: a vertical tab, a form feed, a no-break space (copied from a web
+ * page or a chat), the line and paragraph separators, a byte order mark, a tab, a carriage return, NEL.
+ */
+const ODD_WHITESPACE = ['\v', '\f', '\u00a0', '\u2028', '\u2029', '\ufeff', '\t', '\r', '\u0085']
+
+/**
+ * Names a hostile node or API could give: terminal controls (clear screen, a window title, an OSC 52 clipboard
+ * write, C1 CSI), bidi overrides, zero-width characters, a line break that starts a forged line, a leading '-'.
+ */
+const HOSTILE_NAMES = [
+  'x\x1b[2J\x1b[H',
+  'x\x1b]0;title\x07',
+  'x\x1b]52;c;ZWNobyBvd25lZA==\x07',
+  'x\x9b31m',
+  'node-a\u202eb-edon',
+  'node\u200b-a',
+  'web\n✓ shop/web: every traced path works',
+  '-rf',
+  '--help',
+  '-KUBE-SVC-X',
+]
+
 /** Words that steer a mutation into the parsers' interesting corners. */
 const TOKENS = [
   '-A',
@@ -102,6 +125,8 @@ const TOKENS = [
   '\u202e',
   '\n',
   '\n\n',
+  ...ODD_WHITESPACE,
+  ...HOSTILE_NAMES,
 ]
 const NUMBERS = [
   '0',
@@ -198,6 +223,28 @@ const MUTATORS: Array<[string, Mutator]> = [
     },
   ],
   [
+    'odd white space',
+    (t, r) => {
+      // Every space of one line, or of the whole input, becomes one odd character.
+      const ch = r.pick(ODD_WHITESPACE)
+      if (r.chance(0.3)) return t.replaceAll(' ', ch)
+      const ls = lines(t)
+      const i = r.int(ls.length)
+      ls[i] = ls[i].replaceAll(' ', ch)
+      return ls.join('\n')
+    },
+  ],
+  [
+    'hostile name',
+    (t, r) => {
+      // One name (a chain, a node, a Pod, a word) becomes a hostile one everywhere it appears.
+      const names = [...new Set(t.match(/\b(?:KUBE-[A-Z0-9-]+|[a-z][a-z0-9-]{2,})\b/g) ?? [])]
+      if (names.length === 0) return t
+      const name = r.pick(names)
+      return t.replaceAll(name, r.chance(0.5) ? r.pick(HOSTILE_NAMES) : name + r.pick(HOSTILE_NAMES))
+    },
+  ],
+  [
     'deep nesting',
     (t, r) => {
       const a = at(t, r)
@@ -251,6 +298,7 @@ function oddJson(r: Prng): string {
     '{"concat": ' + '['.repeat(depth) + ']'.repeat(depth) + '}',
     '{"set": ' + '[{"set": '.repeat(depth) + '[]' + '}]'.repeat(depth) + '}',
     JSON.stringify('z'.repeat(100_000)),
+    ...HOSTILE_NAMES.map((n) => JSON.stringify(n)),
   ])
 }
 

@@ -28,9 +28,10 @@ test('a remote word is quoted for the remote shell, then the whole for the local
   assert.deepEqual(argvAfterShell(local[2]), ['sudo', 'conntrack', '-D', '-d', '10.0.0.1;id'])
 })
 
-test('terminal controls are stripped from untrusted text, newlines and tabs kept', () => {
-  assert.equal(printable('KUBE-SVC\u001b[2J\u001b]0;pwned\u0007-X\u009b'), 'KUBE-SVC-X')
-  assert.equal(printable('a\tb\nc\u202ed'), 'a\tb\ncd')
+test('terminal controls in untrusted text are shown as their escapes, line breaks and tabs included (#32)', () => {
+  assert.equal(printable('KUBE-SVC\u001b[2J\u001b]0;pwned\u0007-X\u009b'), 'KUBE-SVC\\x1b[2J\\x1b]0;pwned\\x07-X\\x9b')
+  assert.equal(printable('a\tb\nc\u202ed\r\u2028\ufeff\u{e0001}'), 'a\\tb\\nc\\u202ed\\r\\u2028\\ufeff\\u{e0001}')
+  assert.equal(printable('plain ✓ → ünïcödé 名前'), 'plain ✓ → ünïcödé 名前')
 })
 
 test('chain by chain reads: only chain names of the allowed shape, single-quoted, as root, in bounded batches', () => {

@@ -1,5 +1,6 @@
 import type {Hook} from '@oclif/core'
 import {editDistance} from '../../cluster/similar-names.js'
+import {stderrLine} from '../stderr.js'
 
 /** An unknown command: one line naming the closest command, exit 2 (bad input), as for every other usage error. */
 const hook: Hook<'command_not_found'> = async function (opts) {
@@ -17,9 +18,7 @@ const hook: Hook<'command_not_found'> = async function (opts) {
   }
   const typed = best?.typed ?? typedWords[0]
   const suggestion = best ? ` Did you mean "${best.command}"?` : ''
-  process.stderr.write(
-    `kproxy-doctor: "${typed}" is not a ${opts.config.bin} command.${suggestion} Run "${opts.config.bin} help" for the list.\n`,
-  )
+  stderrLine(`"${typed}" is not a ${opts.config.bin} command.${suggestion} Run "${opts.config.bin} help" for the list.`)
   process.exitCode = 2
 }
 

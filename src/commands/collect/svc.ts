@@ -4,6 +4,8 @@ import {clusterFlags, liveOptions, verboseLog} from '../../cli/flags.js'
 import {progressReporter} from '../../cli/progress.js'
 import {gatherLive} from '../../diagnosis/gather.js'
 import {checkBundleOut, writeBundle} from '../../diagnosis/write-bundle.js'
+import {renderArgv} from '../../model/shell.js'
+import {printable} from '../../report/printable.js'
 
 export default class CollectSvc extends DoctorCommand {
   static override summary = 'Record what `svc` reads (API objects and node dumps) as a bundle for --snapshot'
@@ -37,9 +39,13 @@ export default class CollectSvc extends DoctorCommand {
       {force: flags.force},
     )
     const bad = g.observations.filter((o) => !o.reachable)
+    // Node names come from the API: made printable like every untrusted text on a terminal.
     process.stdout.write(
-      `wrote ${flags.out}: ${g.observations.length - bad.length} node(s) read${bad.length ? `, ${bad.length} not (${bad.map((o) => o.name).join(', ')})` : ''}\n`,
+      printable(
+        `wrote ${flags.out}: ${g.observations.length - bad.length} node(s) read${bad.length ? `, ${bad.length} not (${bad.map((o) => o.name).join(', ')})` : ''}`,
+      ) + '\n',
     )
-    process.stdout.write(`diagnose it with: kproxy-doctor svc ${args.name} -n ${g.namespace} --snapshot ${flags.out}\n`)
+    const again = renderArgv(['kproxy-doctor', 'svc', args.name, '-n', g.namespace, '--snapshot', flags.out])
+    process.stdout.write(printable(`diagnose it with: ${again}`) + '\n')
   }
 }

@@ -442,7 +442,15 @@ function compileOption(module: string, o: RuleOption, ruleText: string): OptionT
     case 'comment':
       return always(!o.negated)
     case 'statistic':
-      if (o.name === '--mode') return v === 'random' ? always(!o.negated) : unknown('statistic mode other than random')
+      if (o.name === '--mode')
+        return v === 'random' || v === 'nth' ? always(!o.negated) : unknown(`statistic mode ${v}`)
+      // One in N packets: a share (the walk cannot know the connection's count); --packet says which of the N.
+      if (o.name === '--every') {
+        const n = /^\d{1,10}$/.test(v) ? Number(v) : NaN
+        if (o.values.length !== 1 || !(n >= 1)) return unknown(`--every ${v}`)
+        return always({probability: o.negated ? 1 - 1 / n : 1 / n})
+      }
+      if (o.name === '--packet') return always(true)
       if (o.name === '--probability') {
         const p = /^\d*\.?\d+(e-?\d+)?$/.test(v) ? Number(v) : NaN
         if (o.values.length !== 1 || !(p >= 0 && p <= 1)) return unknown(`probability ${v}`)

@@ -50,7 +50,7 @@ function stepsOf(list: StepList | undefined): TraceStep[] {
 
 export type ChainEnd = 'ACCEPT' | 'RETURN' | 'DROP' | 'REJECT' | 'UNKNOWN'
 
-export interface Branch<C = unknown> {
+interface Branch<C = unknown> {
   state: WalkState
   end: ChainEnd
   reason?: string
@@ -166,7 +166,7 @@ export function isLocalAddress(local: Set<string>, ip: string): boolean {
  * when it stays on the node); one from outside goes PREROUTING → INPUT, or PREROUTING → FORWARD → POSTROUTING.
  * `runHook` runs every chain of one hook over the live branches and returns those still going.
  */
-export function walkHooks(
+function walkHooks(
   localOrigin: boolean,
   isLocal: (ip: string) => boolean,
   first: WalkState,
@@ -232,7 +232,7 @@ const DESTINATION_NAT_HOOKS: ReadonlySet<string> = new Set(['prerouting', 'outpu
  * (or the end of a chain whose policy accepts) goes on to the next base chain, as in the kernel; any other end is
  * final and goes to `done`. Returns the branches that leave the hook.
  */
-export function runHookChains(
+function runHookChains(
   hook: string,
   chains: readonly HookChain[],
   live: WalkState[],
@@ -306,7 +306,7 @@ export interface ChainSource<C> {
  * How much one trace may do and keep, shared by every hook and chain of the trace: rule evaluations (its time),
  * branches, and the steps its ended branches keep (its memory and the size of its output).
  */
-export class WalkBudget {
+class WalkBudget {
   evaluations = 0
   branches = 0
   /** Steps kept by the branches ended so far: each counted once, by the walk that added it. */
@@ -423,7 +423,7 @@ function entersAgain<C>(frames: ReadonlyArray<Frame<C>>, chain: C, state: WalkSt
  * out ends UNKNOWN, naming where it stopped, and takes with it every branch still waiting (one outcome, their shares
  * summed), so what a stopped walk keeps stays small.
  */
-export function walkChain<C>(source: ChainSource<C>, start: C, first: WalkState, budget: WalkBudget): Array<Branch<C>> {
+function walkChain<C>(source: ChainSource<C>, start: C, first: WalkState, budget: WalkBudget): Array<Branch<C>> {
   const ends = new Ends(source, budget, keptLength(first))
   const pending: Array<{
     state: WalkState

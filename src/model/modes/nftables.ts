@@ -20,7 +20,7 @@ function inRuleset(rs: NftRuleset, dump: IptablesSave, family: 'ip' | 'ip6'): bo
  * the save `iptables-save` answered, by the backend its header names (a save that names none: iptables-nft's when
  * the ruleset holds its tables, else iptables-legacy's).
  */
-export function iptablesOwners(obs: NodeObservation, facts: NodeFacts): IptablesOwners {
+function iptablesOwners(obs: NodeObservation, facts: NodeFacts): IptablesOwners {
   const rs = obs.nft
   const ipFamily = facts.family === 'ip6' ? 6 : 4
   const own = ipFamily === 6 ? obs.ip6tables : obs.iptables

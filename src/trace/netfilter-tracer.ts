@@ -26,7 +26,7 @@ export interface IptablesOwners {
  */
 export class NetfilterTracer implements Tracer {
   private readonly nft: NftTracer
-  private readonly iptables: IptablesTracer[]
+  private readonly iptables: Array<{tracer: IptablesTracer; family: 4 | 6 | undefined}>
   /** The ruleset's tables iptables-nft made: walked from its save instead. */
   private readonly iptablesNftTables: ReadonlySet<string>
   private readonly byHook = new Map<string, HookChain[]>()
@@ -41,7 +41,7 @@ export class NetfilterTracer implements Tracer {
     const iptablesOpts = {...opts, ipsets: owners.ipsets}
     this.iptables = [owners.nft, owners.legacy]
       .filter((d): d is IptablesSave => d !== undefined)
-      .map((d) => new IptablesTracer(d, iptablesOpts))
+      .map((d) => ({tracer: new IptablesTracer(d, iptablesOpts), family: d.addressFamily()}))
     this.iptablesNftTables = new Set((owners.nft?.tableNames() ?? []).map((t) => `${family} ${t}`))
   }
 
@@ -49,7 +49,10 @@ export class NetfilterTracer implements Tracer {
     const local = new Set(this.opts.localAddresses)
     const isLocal = (ip: string) => isLocalAddress(local, ip)
     this.nft.prepare(packet)
-    for (const t of this.iptables) t.prepare(packet)
+    // A save of the other address family has no rule for this packet (iptables and ip6tables are separate tables).
+    const ipFamily = packet.dst.includes(':') ? 6 : 4
+    const iptables = this.iptables.filter((t) => t.family === undefined || t.family === ipFamily).map((t) => t.tracer)
+    for (const t of iptables) t.prepare(packet)
     const families = familiesOf(packet)
     const chainsOf = (hook: string) => {
       const key = `${hook} ${families[0]}`
@@ -58,7 +61,7 @@ export class NetfilterTracer implements Tracer {
         // A stable sort: at one priority, the ruleset's own tables, then iptables-nft's, then iptables-legacy's.
         chains = [
           ...this.nft.hookChains(hook, families, this.iptablesNftTables),
-          ...this.iptables.flatMap((t) => t.hookChains(hook)),
+          ...iptables.flatMap((t) => t.hookChains(hook)),
         ].sort((a, b) => a.priority - b.priority)
         this.byHook.set(key, chains)
       }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import {describe, test} from 'node:test'
+import {runCli} from '../helpers/run-cli.js'
 import {BufferSource} from '../../src/parse/dump-source.js'
 import {IptablesSave} from '../../src/parse/iptables-save.js'
 import {parseNftDump} from '../../src/parse/nft-dump.js'
@@ -148,4 +149,32 @@ describe('one walk over every owner of the node: nftables tables and iptables-nf
     assert.deepEqual(r.destinations, ['10.244.2.10:8080'])
     assert.deepEqual(ends(r), [{verdict: 'DNAT', policy: undefined, chains: ['ip kube-proxy/nat-prerouting']}])
   })
+})
+
+test("trace --nft with the node's --iptables-save walks both: iptables-nft's MARK then its drop, where nft -j alone cannot tell", async () => {
+  const FORMS = 'test/fixtures/nft/iptables-nft-forms'
+  const packet = ['--src', '10.244.1.5', '--dst', '10.244.2.10', '--dport', '1005', '-o', 'json']
+  const both = await runCli([
+    'trace',
+    '--nft',
+    `${FORMS}.list.json`,
+    '--iptables-save',
+    `${FORMS}.nft-save.txt`,
+    ...packet,
+  ])
+  assert.equal(both.code, 0, both.stderr)
+  assert.equal(both.json.verdict, 'DROP')
+  assert.deepEqual(
+    both.json.outcomes[0].steps.map(
+      (s: {table: string; chain: string; rule: string}) => `${s.table}/${s.chain} ${s.rule}`,
+    ),
+    [
+      'filter/FORWARD -A FORWARD -p tcp -m tcp --dport 1005 -j MARKS',
+      'filter/MARKS -A MARKS -j MARK --set-xmark 0x8/0xffff0000',
+      'filter/MARKS -A MARKS -m mark --mark 0x8/0x8 -j DROP',
+    ],
+  )
+  const alone = await runCli(['trace', '--nft', `${FORMS}.list.json`, ...packet])
+  assert.equal(alone.json.verdict, 'UNKNOWN')
+  assert.match(alone.json.outcomes[0].reason, /-j MARK \(nft prints it as "xt target MARK" without its options\)/)
 })

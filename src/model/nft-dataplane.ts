@@ -1,5 +1,6 @@
 import {parseElements, type NftChain, type NftRuleset, type NftSet, type NftTable} from '../parse/nft-ruleset.js'
 import {NftTracer, nftTokens} from '../trace/nft-tracer.js'
+import {NetfilterTracer, type IptablesOwners} from '../trace/netfilter-tracer.js'
 import {splitAddr} from '../trace/iptables-tracer.js'
 import {nftEndpointChainName, nftServiceChainNames, nftServicePortBase} from './chain-names.js'
 import type {
@@ -179,15 +180,21 @@ function readProgrammed(t: NftTable | undefined, svc: ExpectedService): Programm
   })
 }
 
-/** kube-proxy's nftables mode: table `ip kube-proxy` (or `ip6 kube-proxy` for IPv6 Services). */
-export function nftDataplane(rs: NftRuleset, family: 'ip' | 'ip6' = 'ip'): Dataplane {
+/**
+ * kube-proxy's nftables mode: table `ip kube-proxy` (or `ip6 kube-proxy` for IPv6 Services). A packet is walked
+ * through every table on the node: the ruleset's, and the iptables tables of `iptables` (iptables-nft's, legacy's).
+ */
+export function nftDataplane(rs: NftRuleset, family: 'ip' | 'ip6' = 'ip', iptables: IptablesOwners = {}): Dataplane {
   const table = rs.table(`${family} kube-proxy`)
   return {
     vocab: NFT_VOCABULARY,
     names,
     infrastructure: () => readInfrastructure(table),
     programmed: (svc) => readProgrammed(table, svc),
-    tracer: (localAddresses, locallyGenerated, route) => new NftTracer(rs, {localAddresses, locallyGenerated, route}),
+    tracer: (localAddresses, locallyGenerated, route) =>
+      iptables.nft || iptables.legacy
+        ? new NetfilterTracer(rs, iptables, family, {localAddresses, locallyGenerated, route})
+        : new NftTracer(rs, {localAddresses, locallyGenerated, route}),
     show: (pattern) => ({
       argv: ['nft', 'list', 'table', family, 'kube-proxy'],
       sudo: true,

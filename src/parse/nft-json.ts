@@ -109,6 +109,11 @@ function statement(e: J): string {
       return `${value(o.key)} vmap ${value(o.data)}`
     case 'set':
       return `${o.op} ${o.set} { ${value(o.elem)} }`
+    case 'xt':
+      // iptables-nft's untranslated match or target, as the text form prints it.
+      return `xt ${String(o.type)} ${String(o.name)}`
+    case 'limit':
+      return `limit rate ${o.inv === true ? 'over ' : ''}${String(o.rate)}/${String(o.per)}`
   }
   return `json-${k}`
 }

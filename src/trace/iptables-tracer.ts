@@ -2,17 +2,17 @@ import type {IptablesSave} from '../parse/iptables-save.js'
 import {leadingDestination, type ParsedRule, type RuleOption} from '../parse/iptables-rule.js'
 import type {IpsetState} from '../parse/ipset-save.js'
 import {cidrContains, familyOf, isMulticast, parseCidr, parseIp} from '../net/address.js'
-import {summarize, type Packet, type RouteGuess, type TraceOutcome, type TraceResult, type TraceStep} from './types.js'
+import {summarize, type Packet, type RouteGuess, type TraceResult, type TraceStep} from './types.js'
 import {
   changed,
   finish,
   interfaceMatches,
+  hookChainOf,
   isLocalAddress,
   startState,
-  walkChain,
-  WalkBudget,
-  walkHooks,
+  traceHooks,
   withStep as addStep,
+  type HookChain,
   type ChainEnd,
   type ChainSource,
   type RuleOutcome,
@@ -80,8 +80,6 @@ const INDEXED_FROM = 64
  */
 const FACTS = Symbol('iptables tracer facts')
 type RulesWithFacts = ParsedRule[] & {[FACTS]?: RuleFacts}
-/** Per dump, per hook: the base chains of that hook's tables the dump has, in netfilter's order. */
-const hookChainsOf = new WeakMap<IptablesSave, Map<string, Chain[]>>()
 
 type Outcome = RuleOutcome<Chain>
 
@@ -93,6 +91,8 @@ export class IptablesTracer implements ChainSource<Chain> {
   private passedState: State | undefined
   private passedOutcome: Outcome[] = []
   private readonly localCache = new Map<string, boolean>()
+  /** Per hook: the base chains of that hook's tables the dump has, in netfilter's order. */
+  private readonly byHook = new Map<string, HookChain[]>()
 
   constructor(
     private readonly dump: IptablesSave,
@@ -102,9 +102,7 @@ export class IptablesTracer implements ChainSource<Chain> {
   }
 
   trace(packet: Packet): TraceResult {
-    this.packet = packet
-    const budget = new WalkBudget()
-    const done: TraceOutcome[] = []
+    this.prepare(packet)
     const packetFamily = familyOf(packet.dst)
     const dumpFamily = this.dump.addressFamily()
     if (packetFamily !== undefined && dumpFamily !== undefined && packetFamily !== dumpFamily) {
@@ -112,26 +110,18 @@ export class IptablesTracer implements ChainSource<Chain> {
       return summarize([finish(startState(packet), 'UNKNOWN', reason)])
     }
     const localOrigin = this.opts.locallyGenerated || this.isLocal(packet.src)
-    const runHook = (hook: string, live: State[]): State[] => {
-      let current = live
-      for (const chain of this.hookChains(hook)) {
-        const next: State[] = []
-        for (const s of current) {
-          for (const b of walkChain(this, chain, s, budget)) {
-            if (b.end === 'ACCEPT' || b.end === 'RETURN') next.push(b.state)
-            else
-              done.push(
-                finish(b.state, b.end, b.reason, b.policyOf && {table: b.policyOf.table, chain: b.policyOf.name}),
-              )
-          }
-        }
-        current = next
-      }
-      return current
-    }
-    for (const s of walkHooks(localOrigin, (ip) => this.isLocal(ip), startState(packet), runHook, this.opts.route))
-      done.push(finish(s, 'ACCEPT'))
-    return summarize(done)
+    return traceHooks(
+      packet,
+      localOrigin,
+      (ip) => this.isLocal(ip),
+      (hook) => this.hookChains(hook),
+      this.opts.route,
+    )
+  }
+
+  /** Sets the packet the rules are evaluated for: before walking any of this dump's chains (a cross walk's too). */
+  prepare(packet: Packet): void {
+    this.packet = packet
   }
 
   ruleCount(chain: Chain): number {
@@ -241,17 +231,21 @@ export class IptablesTracer implements ChainSource<Chain> {
     return local
   }
 
-  private hookChains(hook: string): Chain[] {
-    let byHook = hookChainsOf.get(this.dump)
-    if (!byHook) hookChainsOf.set(this.dump, (byHook = new Map()))
-    let chains = byHook.get(hook)
+  /**
+   * The base chains of one hook of the tables the dump has, in netfilter's order, each with the priority its table
+   * registers at (iptables-nft's and iptables-legacy's alike: raw -300, mangle -150, nat -100 or 100, filter 0).
+   */
+  hookChains(hook: string): HookChain[] {
+    let chains = this.byHook.get(hook)
     if (!chains) {
       const name = hook.toUpperCase()
-      byHook.set(
+      this.byHook.set(
         hook,
         (chains = HOOK_TABLES[hook]
           .filter((table) => this.dump.hasChain(table, name))
-          .map((table) => this.chain(table, name)!)),
+          .map((table) =>
+            hookChainOf(this, this.chain(table, name)!, tablePriority(table, hook), table === 'nat', policyName),
+          )),
       )
     }
     return chains
@@ -448,7 +442,15 @@ function compileOption(module: string, o: RuleOption, ruleText: string): OptionT
     case 'comment':
       return always(!o.negated)
     case 'statistic':
-      if (o.name === '--mode') return v === 'random' ? always(!o.negated) : unknown('statistic mode other than random')
+      if (o.name === '--mode')
+        return v === 'random' || v === 'nth' ? always(!o.negated) : unknown(`statistic mode ${v}`)
+      // One in N packets: a share (the walk cannot know the connection's count); --packet says which of the N.
+      if (o.name === '--every') {
+        const n = /^\d{1,10}$/.test(v) ? Number(v) : NaN
+        if (o.values.length !== 1 || !(n >= 1)) return unknown(`--every ${v}`)
+        return always({probability: o.negated ? 1 - 1 / n : 1 / n})
+      }
+      if (o.name === '--packet') return always(true)
       if (o.name === '--probability') {
         const p = /^\d*\.?\d+(e-?\d+)?$/.test(v) ? Number(v) : NaN
         if (o.values.length !== 1 || !(p >= 0 && p <= 1)) return unknown(`probability ${v}`)
@@ -504,6 +506,24 @@ function compileOption(module: string, o: RuleOption, ruleText: string): OptionT
         return r === undefined ? notKnown : r
       }
     }
+    case 'connmark': {
+      // A new connection's mark is 0 (CONNMARK on its first packet is not followed).
+      if (o.name !== '--mark') return unknown(`option ${o.name} of -m connmark`)
+      const [valueText, maskText, extra] = v.split('/')
+      const value = parseU32(valueText)
+      const mask = maskText === undefined ? 0xffffffff : parseU32(maskText)
+      if (o.values.length !== 1 || value === undefined || mask === undefined || extra !== undefined)
+        return unknown(`connmark ${o.values.join(' ')} is not VALUE[/MASK]`)
+      return always(value === 0)
+    }
+    case 'nfacct':
+      // Accounting only: every packet matches, and is counted.
+      return o.name === '--nfacct-name' ? always(!o.negated) : unknown(`option ${o.name} of -m nfacct`)
+    case 'limit':
+      // A connection's first packet is within any rate's burst.
+      return o.name === '--limit' || o.name === '--limit-burst'
+        ? always(!o.negated)
+        : unknown(`option ${o.name} of -m limit`)
     case 'icmp':
     case 'icmp6':
       return always(false)
@@ -526,6 +546,9 @@ const KNOWN_MODULES = new Set([
   'set',
   'icmp',
   'icmp6',
+  'connmark',
+  'nfacct',
+  'limit',
 ])
 
 /** A rule's own non-negated -d ADDRESS/32 values (ADDRESS an address), or null for none. */
@@ -609,12 +632,29 @@ function dnatTarget(rule: ParsedRule): {ip: string; port?: number} | null {
   return !parsed || (parsed.ip !== '' && !parseIp(parsed.ip)) ? null : parsed
 }
 
+/** The priority an iptables table's base chain of a hook registers at (the kernel's NF_IP_PRI_*). */
+function tablePriority(table: string, hook: string): number {
+  switch (table) {
+    case 'raw':
+      return -300
+    case 'mangle':
+      return -150
+    case 'nat':
+      return hook === 'prerouting' || hook === 'output' ? -100 : 100
+    case 'security':
+      return 50
+  }
+  return 0
+}
+
+const policyName = (c: Chain) => ({table: c.table, chain: c.name})
+
 /** iptables tables in the order netfilter runs them at each hook. */
 const HOOK_TABLES: Record<string, string[]> = {
   prerouting: ['raw', 'mangle', 'nat'],
-  input: ['mangle', 'nat', 'filter'],
-  forward: ['mangle', 'filter'],
-  output: ['raw', 'mangle', 'nat', 'filter'],
+  input: ['mangle', 'filter', 'security', 'nat'],
+  forward: ['mangle', 'filter', 'security'],
+  output: ['raw', 'mangle', 'nat', 'filter', 'security'],
   postrouting: ['mangle', 'nat'],
 }
 

@@ -8,17 +8,15 @@ import {
   type NftTable,
 } from '../parse/nft-ruleset.js'
 import {inCidr, parseIp} from '../net/address.js'
-import {summarize, type Packet, type RouteGuess, type TraceOutcome, type TraceResult} from './types.js'
+import type {Packet, RouteGuess, TraceResult} from './types.js'
 import {
   changed,
-  finish,
+  hookChainOf,
   isLocalAddress,
   MAX_BRANCHES,
-  startState,
-  walkChain,
-  WalkBudget,
-  walkHooks,
+  traceHooks,
   withStep,
+  type HookChain,
   type ChainEnd,
   type ChainSource,
   type RuleAction,
@@ -79,6 +77,7 @@ export class NftTracer implements ChainSource<NftChain> {
   private packet!: Packet
   private readonly tokenCache = new WeakMap<NftRule, string[]>()
   private readonly inlineCache = new Map<string, NftElement[]>()
+  private readonly chanceCache = new WeakMap<NftRule, {share: number; rest: string[]} | string | null>()
 
   constructor(
     private readonly rs: NftRuleset,
@@ -88,45 +87,31 @@ export class NftTracer implements ChainSource<NftChain> {
   }
 
   trace(packet: Packet): TraceResult {
-    this.packet = packet
-    const budget = new WalkBudget()
-    const done: TraceOutcome[] = []
-    const families = packet.dst.includes(':') ? ['ip6', 'inet'] : ['ip', 'inet']
-    const runHook = (hook: string, live: State[]): State[] => {
-      let current = live
-      const natDone = new Set<State>()
-      for (const chain of this.rs.baseChains(hook, families)) {
-        const next: State[] = []
-        for (const s of current) {
-          if (chain.base!.type === 'nat' && natDone.has(s)) {
-            next.push(s)
-            continue
-          }
-          for (const b of walkChain(this, chain, s, budget)) {
-            if (b.end === 'ACCEPT' || b.end === 'RETURN') {
-              next.push(b.state)
-              if (chain.base!.type === 'nat' && (b.state.dnatted !== s.dnatted || b.state.masquerade !== s.masquerade))
-                natDone.add(b.state)
-            } else
-              done.push(
-                finish(b.state, b.end, b.reason, b.policyOf && {table: b.policyOf.table, chain: b.policyOf.name}),
-              )
-          }
-        }
-        current = next
-      }
-      return current
-    }
+    this.prepare(packet)
     const localOrigin = this.opts.locallyGenerated || isLocalAddress(this.local, packet.src)
-    for (const s of walkHooks(
+    return traceHooks(
+      packet,
       localOrigin,
       (ip) => isLocalAddress(this.local, ip),
-      startState(packet),
-      runHook,
+      (hook) => this.hookChains(hook, familiesOf(packet)),
       this.opts.route,
-    ))
-      done.push(finish(s, 'ACCEPT'))
-    return summarize(done)
+    )
+  }
+
+  /** Sets the packet the rules are evaluated for: before walking any of this ruleset's chains (a cross walk's too). */
+  prepare(packet: Packet): void {
+    this.packet = packet
+  }
+
+  /**
+   * The base chains of one hook of the tables of these families, by priority; tables of `skipTables` ("ip filter")
+   * are left to the engine that reads them (iptables-nft's, traced from its iptables-save form).
+   */
+  hookChains(hook: string, families: string[], skipTables?: ReadonlySet<string>): HookChain[] {
+    return this.rs
+      .baseChains(hook, families)
+      .filter((c) => !skipTables?.has(c.table))
+      .map((c) => hookChainOf(this, c, c.base!.priority, c.base!.type === 'nat', policyName))
   }
 
   private tableOf(chain: NftChain): NftTable {
@@ -179,7 +164,24 @@ export class NftTracer implements ChainSource<NftChain> {
     const rule = chain.rules[index]
     let outcomes: Array<{state: State; verdict?: Verdict; probability: number}>
     try {
-      outcomes = this.evalRule(rule, state, this.packet)
+      const chance = this.chanceOf(rule)
+      if (chance === undefined) outcomes = this.evalRule(rule, state, this.packet, this.tokensOf(rule))
+      else {
+        // A rule that matches by chance (iptables-nft's -m statistic): its share walks the rest of the rule, the rest passes.
+        outcomes =
+          chance.share > 0
+            ? this.evalRule(
+                rule,
+                changed(state, {probability: state.probability * chance.share}),
+                this.packet,
+                chance.rest,
+              )
+            : [{state, probability: 1}]
+        if (outcomes.length === 1 && outcomes[0].verdict === undefined && outcomes[0].state.steps === state.steps)
+          outcomes = [{state, probability: 1}]
+        else if (chance.share < 1)
+          outcomes.push({state: changed(state, {probability: state.probability * (1 - chance.share)}), probability: 1})
+      }
     } catch (e) {
       if (e instanceof Unknown)
         return [{state: step(state, rule), action: {kind: 'end', end: 'UNKNOWN', reason: `${e.message}: ${rule.text}`}}]
@@ -216,12 +218,29 @@ export class NftTracer implements ChainSource<NftChain> {
    * Evaluates a rule's expressions left to right. Returns the ways it can end: no match (the input state, no
    * verdict), or a verdict with the state its statements left (several ways for numgen).
    */
+  /**
+   * The share of new connections a rule matches by chance, and its other words: iptables-nft prints `-m statistic
+   * --mode random` as `meta random & 2147483647 < N` (N / 2^31 of them; `>=` for the negated form) and `--mode nth` as
+   * `numgen inc mod N [offset O] V` (one in N: a share, the walk cannot know the packet's count). Undefined when the
+   * rule has neither.
+   */
+  private chanceOf(rule: NftRule): {share: number; rest: string[]} | undefined {
+    if (!rule.text.includes('meta random') && !rule.text.includes('numgen inc')) return undefined
+    let c = this.chanceCache.get(rule)
+    if (c === undefined) {
+      c = chanceIn(this.tokensOf(rule))
+      this.chanceCache.set(rule, c)
+    }
+    if (typeof c === 'string') throw new Unknown(c)
+    return c ?? undefined
+  }
+
   private evalRule(
     rule: NftRule,
     input: State,
     packet: Packet,
+    toks: string[],
   ): Array<{state: State; verdict?: Verdict; probability: number}> {
-    const toks = this.tokensOf(rule)
     let s = input
     let i = 0
     const noMatch = [{state: input, probability: 1}]
@@ -240,6 +259,26 @@ export class NftTracer implements ChainSource<NftChain> {
       if (t === 'log') {
         i++
         while (['prefix', 'level', 'flags', 'group'].includes(toks[i])) i += 2
+        continue
+      }
+      if (t === 'xt') {
+        const effect = xtEffect(toks[i + 1], unquote(toks[i + 2] ?? ''))
+        if (effect === 'reject') return [{state: matched(), verdict: {kind: 'reject'}, probability: 1}]
+        if (effect !== 'pass') throw new Unknown(effect)
+        i += 3
+        continue
+      }
+      if (t === 'limit' && toks[i + 1] === 'rate') {
+        // A connection's first packet is within any rate's burst: `limit rate N/unit` matches it, `over` does not.
+        if (toks[i + 2] === 'over') return noMatch
+        i += 3
+        if (toks[i] === 'burst') i += 3
+        continue
+      }
+      if (t === 'ct' && toks[i + 1] === 'mark' && toks[i + 2] === 'set') {
+        // The connection's mark: only read by later packets of the connection (and by `ct mark` matches, see value()).
+        s = matched()
+        i += 4
         continue
       }
       if (['accept', 'drop', 'reject', 'return', 'continue'].includes(t))
@@ -392,7 +431,12 @@ export class NftTracer implements ChainSource<NftChain> {
         return s.outIface
       case 'meta nfproto':
         return s.dst.includes(':') ? 'ipv6' : 'ipv4'
+      case 'ct mark':
+        // A new connection's mark is 0 (a `ct mark set` on its first packet is not followed: see evalRule).
+        return '0'
     }
+    if (name.startsWith('ct mark &')) return '0'
+    if (name.startsWith('ct mark &')) return '0'
     if (name.startsWith('meta mark')) {
       const mask = name.split('&')[1]
       return String(mask ? (s.mark & Number(mask.trim())) >>> 0 : s.mark)
@@ -425,6 +469,13 @@ export class NftTracer implements ChainSource<NftChain> {
     return elements.find((e) => e.key.every((k, n) => matchOne(sel[n], actual[n]!, k)))?.value
   }
 }
+
+/** The families of tables a packet passes: its own (ip, ip6) and inet. */
+export function familiesOf(packet: Packet): string[] {
+  return packet.dst.includes(':') ? ['ip6', 'inet'] : ['ip', 'inet']
+}
+
+const policyName = (c: NftChain) => ({table: c.table, chain: c.name})
 
 function step(s: State, rule: NftRule): State {
   return withStep(s, {table: rule.table, chain: rule.chain, line: rule.line, rule: rule.text})
@@ -479,9 +530,9 @@ const SELECTORS = [
 
 function selector(toks: string[], i: number): {name: string; next: number} | undefined {
   const two = `${toks[i]} ${toks[i + 1]}`
-  if (two === 'meta mark') {
-    if (toks[i + 2] === '&') return {name: `meta mark & ${toks[i + 3]}`, next: i + 4}
-    return {name: 'meta mark', next: i + 2}
+  if (two === 'meta mark' || two === 'ct mark') {
+    if (toks[i + 2] === '&') return {name: `${two} & ${toks[i + 3]}`, next: i + 4}
+    return {name: two, next: i + 2}
   }
   if (toks[i] === 'fib' && toks[i + 2] === 'type' && (toks[i + 1] === 'daddr' || toks[i + 1] === 'saddr'))
     return {name: `fib ${toks[i + 1]} type`, next: i + 3}
@@ -518,23 +569,109 @@ function matchOne(sel: string, actual: string, spec: string): boolean {
       .split(',')
       .map((x) => x.trim())
       .includes(actual)
-  if (sel.startsWith('meta mark')) return Number(v) >>> 0 === Number(actual)
+  if (sel.startsWith('meta mark') || sel.startsWith('ct mark')) return Number(v) >>> 0 === Number(actual)
   if (sel === 'iifname' || sel === 'oifname' || sel.startsWith('meta '))
     return v.endsWith('*') ? actual.startsWith(v.slice(0, -1)) : v === actual
   return v === actual
 }
 
-/** meta mark set EXPR: `meta mark | X`, `meta mark ^ X`, `meta mark & X`, or a constant. */
+const MARK_OPS: Record<string, (a: number, b: number) => number> = {
+  '|': (a, b) => (a | b) >>> 0,
+  or: (a, b) => (a | b) >>> 0,
+  '^': (a, b) => (a ^ b) >>> 0,
+  xor: (a, b) => (a ^ b) >>> 0,
+  '&': (a, b) => (a & b) >>> 0,
+  and: (a, b) => (a & b) >>> 0,
+}
+
+/**
+ * meta mark set EXPR: `meta mark | X` (kube-proxy's), iptables-nft's `mark or X`, `mark and X xor Y` (-j MARK
+ * --set-xmark), `mark and X`, `mark xor X`, or a constant.
+ */
 function markSet(toks: string[], mark: number): {mark: number; used: number} {
-  if (toks[0] === 'meta' && toks[1] === 'mark') {
-    const op = toks[2]
-    const v = Number(toks[3]) >>> 0
-    if (op === '|') return {mark: (mark | v) >>> 0, used: 4}
-    if (op === '^') return {mark: (mark ^ v) >>> 0, used: 4}
-    if (op === '&') return {mark: (mark & v) >>> 0, used: 4}
-    throw new Unknown(`meta mark set with operator "${op}"`)
+  const from = toks[0] === 'meta' && toks[1] === 'mark' ? 2 : toks[0] === 'mark' ? 1 : -1
+  if (from >= 0) {
+    let value = mark
+    let i = from
+    while (MARK_OPS[toks[i]] !== undefined) {
+      const v = parseMarkValue(toks[i + 1])
+      if (v === undefined) throw new Unknown(`meta mark set with operand "${toks[i + 1] ?? ''}"`)
+      value = MARK_OPS[toks[i]](value, v)
+      i += 2
+    }
+    if (i === from) throw new Unknown(`meta mark set with operator "${toks[i] ?? ''}"`)
+    return {mark: value, used: i}
   }
   const v = Number(toks[0])
   if (Number.isNaN(v)) throw new Unknown(`meta mark set "${toks[0]}"`)
   return {mark: v >>> 0, used: 1}
+}
+
+function parseMarkValue(text: string | undefined): number | undefined {
+  if (text === undefined || !/^(0x[0-9a-fA-F]{1,8}|\d{1,10})$/.test(text)) return undefined
+  const n = Number(text)
+  return n <= 0xffffffff ? n >>> 0 : undefined
+}
+
+/**
+ * What an `xt` expression does (iptables-nft's matches and targets that nft does not translate: `xt match NAME`,
+ * `xt target NAME`; nft prints no options): pass (the walk goes on), reject, or why it cannot be told.
+ */
+function xtEffect(kind: string | undefined, name: string): 'pass' | 'reject' | string {
+  if (kind === 'match' && XT_MATCHES_PASSED.has(name)) return 'pass'
+  if (kind === 'target' && XT_TARGETS_PASSED.has(name)) return 'pass'
+  if (kind === 'target' && name === 'REJECT') return 'reject'
+  return `iptables-nft's ${kind === 'target' ? '-j' : '-m'} ${name} (nft prints it as "xt ${kind ?? ''} ${name}" without its options): read this table with iptables-nft-save`
+}
+
+/** Matches every new packet passes: a comment, an accounting object (it only counts). */
+const XT_MATCHES_PASSED: ReadonlySet<string> = new Set(['comment', 'nfacct'])
+/** Targets that change nothing the walk follows and go on to the next rule. */
+const XT_TARGETS_PASSED: ReadonlySet<string> = new Set([
+  'LOG',
+  'NFLOG',
+  'TRACE',
+  'AUDIT',
+  'CHECKSUM',
+  'TCPMSS',
+  'CONNMARK',
+])
+
+/** 2^31: `meta random & 2147483647` is uniform below it. */
+const RANDOM_RANGE = 2 ** 31
+
+/**
+ * The chance words of a rule (see NftTracer.chanceOf): its share and its other words; null for none; a string: why
+ * the chance cannot be told.
+ */
+function chanceIn(toks: string[]): {share: number; rest: string[]} | string | null {
+  for (let i = 0; i < toks.length; i++) {
+    if (toks[i] === 'meta' && toks[i + 1] === 'random') {
+      if (toks[i + 2] !== '&' || Number(toks[i + 3]) !== RANDOM_RANGE - 1)
+        return `"${toks.slice(i, i + 4).join(' ')}" is not iptables-nft's statistic form`
+      const op = toks[i + 4]
+      const n = Number(toks[i + 5])
+      if (!Number.isSafeInteger(n) || n < 0 || !['<', '>=', '<=', '>'].includes(op))
+        return `"${toks.slice(i, i + 6).join(' ')}" is not iptables-nft's statistic form`
+      const below = Math.min(1, (op === '<=' || op === '>' ? n + 1 : n) / RANDOM_RANGE)
+      return {share: op === '<' || op === '<=' ? below : 1 - below, rest: [...toks.slice(0, i), ...toks.slice(i + 6)]}
+    }
+    if (toks[i] === 'numgen' && toks[i + 1] === 'inc' && toks[i + 2] === 'mod') {
+      const n = Number(toks[i + 3])
+      let j = i + 4
+      let offset = 0
+      if (toks[j] === 'offset') {
+        offset = Number(toks[j + 1])
+        j += 2
+      }
+      let negate = false
+      if (toks[j] === '==' || toks[j] === '!=') negate = toks[j++] === '!='
+      const v = Number(toks[j])
+      if (!Number.isSafeInteger(n) || n < 1 || !Number.isSafeInteger(offset) || !Number.isSafeInteger(v))
+        return `"${toks.slice(i, j + 1).join(' ')}" is not iptables-nft's statistic nth form`
+      const hit = v >= offset && v < offset + n ? 1 / n : 0
+      return {share: negate ? 1 - hit : hit, rest: [...toks.slice(0, i), ...toks.slice(j + 1)]}
+    }
+  }
+  return null
 }

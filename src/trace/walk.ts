@@ -1,6 +1,14 @@
 import {isLoopback} from '../net/address.js'
 import {joinHostPort} from '../net/host-port.js'
-import type {Packet, RouteGuess, TraceOutcome, TraceStep, Verdict} from './types.js'
+import {
+  summarize,
+  type Packet,
+  type RouteGuess,
+  type TraceOutcome,
+  type TraceResult,
+  type TraceStep,
+  type Verdict,
+} from './types.js'
 
 /** One branch of a packet's walk: where it is headed now, its mark, and how it got there. */
 export interface WalkState {
@@ -42,7 +50,7 @@ function stepsOf(list: StepList | undefined): TraceStep[] {
 
 export type ChainEnd = 'ACCEPT' | 'RETURN' | 'DROP' | 'REJECT' | 'UNKNOWN'
 
-export interface Branch<C = unknown> {
+interface Branch<C = unknown> {
   state: WalkState
   end: ChainEnd
   reason?: string
@@ -158,7 +166,7 @@ export function isLocalAddress(local: Set<string>, ip: string): boolean {
  * when it stays on the node); one from outside goes PREROUTING → INPUT, or PREROUTING → FORWARD → POSTROUTING.
  * `runHook` runs every chain of one hook over the live branches and returns those still going.
  */
-export function walkHooks(
+function walkHooks(
   localOrigin: boolean,
   isLocal: (ip: string) => boolean,
   first: WalkState,
@@ -184,6 +192,88 @@ export function walkHooks(
     ),
   )
   return [...forwarded, ...delivered]
+}
+
+/**
+ * One base chain of a hook, of whichever engine reads its table (an nftables table, an iptables-nft or
+ * iptables-legacy table): the kernel runs every base chain registered at a hook, of every owner, by priority.
+ */
+export interface HookChain {
+  priority: number
+  /** A nat chain: once a chain of the hook has rewritten the packet (DNAT before routing, SNAT after), the rest let it pass. */
+  nat: boolean
+  /** Walks one branch through the chain: its ends, a policy verdict named by its table and chain. */
+  walk(state: WalkState, budget: WalkBudget): Array<Branch<{table: string; chain: string}>>
+}
+
+/** A base chain of an engine's ChainSource as one of a hook's chains. */
+export function hookChainOf<C>(
+  source: ChainSource<C>,
+  chain: C,
+  priority: number,
+  nat: boolean,
+  policyName: (chain: C) => {table: string; chain: string},
+): HookChain {
+  return {
+    priority,
+    nat,
+    walk: (state, budget) =>
+      walkChain(source, chain, state, budget).map((b) =>
+        b.policyOf === undefined ? (b as Branch<never>) : {...b, policyOf: policyName(b.policyOf)},
+      ),
+  }
+}
+
+/** Hooks whose nat chains translate the destination (the rest translate the source). */
+const DESTINATION_NAT_HOOKS: ReadonlySet<string> = new Set(['prerouting', 'output'])
+
+/**
+ * Runs every branch still going through a hook's base chains in their order (sort them by priority first): an accept
+ * (or the end of a chain whose policy accepts) goes on to the next base chain, as in the kernel; any other end is
+ * final and goes to `done`. Returns the branches that leave the hook.
+ */
+function runHookChains(
+  hook: string,
+  chains: readonly HookChain[],
+  live: WalkState[],
+  budget: WalkBudget,
+  done: TraceOutcome[],
+): WalkState[] {
+  const destinationNat = DESTINATION_NAT_HOOKS.has(hook)
+  let current = live
+  for (const chain of chains) {
+    const next: WalkState[] = []
+    for (const s of current) {
+      if (chain.nat && (destinationNat ? s.dnatted : s.masquerade)) {
+        next.push(s)
+        continue
+      }
+      for (const b of chain.walk(s, budget)) {
+        if (b.end === 'ACCEPT' || b.end === 'RETURN') next.push(b.state)
+        else done.push(finish(b.state, b.end, b.reason, b.policyOf))
+      }
+    }
+    current = next
+  }
+  return current
+}
+
+/**
+ * Walks one NEW packet through every hook on its way (walkHooks), each hook's base chains as `chainsOf` gives them
+ * in order; one budget for the whole trace.
+ */
+export function traceHooks(
+  packet: Packet,
+  localOrigin: boolean,
+  isLocal: (ip: string) => boolean,
+  chainsOf: (hook: string) => readonly HookChain[],
+  route?: (dst: string) => RouteGuess,
+): TraceResult {
+  const budget = new WalkBudget()
+  const done: TraceOutcome[] = []
+  const runHook = (hook: string, live: WalkState[]) => runHookChains(hook, chainsOf(hook), live, budget, done)
+  for (const s of walkHooks(localOrigin, isLocal, startState(packet), runHook, route)) done.push(finish(s, 'ACCEPT'))
+  return summarize(done)
 }
 
 /** What one rule does to one branch of the walk. */
@@ -216,7 +306,7 @@ export interface ChainSource<C> {
  * How much one trace may do and keep, shared by every hook and chain of the trace: rule evaluations (its time),
  * branches, and the steps its ended branches keep (its memory and the size of its output).
  */
-export class WalkBudget {
+class WalkBudget {
   evaluations = 0
   branches = 0
   /** Steps kept by the branches ended so far: each counted once, by the walk that added it. */
@@ -333,7 +423,7 @@ function entersAgain<C>(frames: ReadonlyArray<Frame<C>>, chain: C, state: WalkSt
  * out ends UNKNOWN, naming where it stopped, and takes with it every branch still waiting (one outcome, their shares
  * summed), so what a stopped walk keeps stays small.
  */
-export function walkChain<C>(source: ChainSource<C>, start: C, first: WalkState, budget: WalkBudget): Array<Branch<C>> {
+function walkChain<C>(source: ChainSource<C>, start: C, first: WalkState, budget: WalkBudget): Array<Branch<C>> {
   const ends = new Ends(source, budget, keptLength(first))
   const pending: Array<{
     state: WalkState

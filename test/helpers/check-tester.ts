@@ -17,6 +17,8 @@ export interface CheckCase {
   findings: Expected[]
   /** The exact fix of some findings, keyed "CODE node" ("-" when cluster-wide): the command's argv stages and the prose. */
   fixes?: Record<string, {argv: string[][] | null; text: string | null}>
+  /** What some findings' messages must say, keyed "CODE node" as `fixes`. */
+  messages?: Record<string, RegExp[]>
 }
 
 /** Codes seen firing in any case run so far in this process (one check case file). */
@@ -56,6 +58,11 @@ export function checkTester(title: string, cases: CheckCase[]): void {
           const f = findings.find((x) => `${x.code} ${x.node ?? '-'}` === key)
           assert.ok(f, `no finding ${key}`)
           assert.deepEqual({argv: f.argv, text: f.text}, fix, key)
+        }
+        for (const [key, patterns] of Object.entries(c.messages ?? {})) {
+          const f = findings.find((x) => `${x.code} ${x.node ?? '-'}` === key)
+          assert.ok(f, `no finding ${key}`)
+          for (const p of patterns) assert.match(f.message, p, key)
         }
       })
     }

@@ -116,14 +116,16 @@ const choices = new WeakMap<NodeObservation, Map<string, RememberedChoice>>()
 
 /**
  * The mode `trace` walks from the files given: of the modes whose picking file is there, the one that reads the most
- * of them (an IPVS node's ipvsadm output and its iptables glue: IPVS, not iptables). A mode missing a file it cannot
+ * of them (an IPVS node's ipvsadm output and its iptables glue: IPVS, not iptables; an nftables ruleset and the
+ * node's iptables-save: nftables, walking both). A mode missing a file it cannot
  * walk without, or no file at all: a message for the user.
  */
 export function modeOfFiles(given: GivenFiles): {mode: ProxyModeAdapter} | {error: string} {
   const has = (f: DumpFile) => given[f] !== undefined
   const picked = PROXY_MODES.filter((m) => has(m.fromFiles.picks))
   const complete = picked.filter((m) => (m.fromFiles.needs ?? []).every((n) => has(n.file)))
-  const reads = (m: ProxyModeAdapter) => [m.fromFiles.picks, ...(m.fromFiles.needs ?? []).map((n) => n.file)].length
+  // The given files each mode reads (nftables' ruleset with the node's iptables-nft save: nftables, not iptables).
+  const reads = (m: ProxyModeAdapter) => filesOf(m).filter(has).length
   const best = complete.sort((a, b) => reads(b) - reads(a))[0]
   if (best) return {mode: best}
   const lacking = picked.flatMap((m) => (m.fromFiles.needs ?? []).filter((n) => !has(n.file)).map((n) => ({m, n})))[0]

@@ -18,6 +18,7 @@ import {
   type RuleOutcome,
   type WalkState as State,
 } from './walk.js'
+import {missingBaseChain, missingTarget} from './iptables-fragment.js'
 
 const NEXT = {kind: 'next'} as const
 
@@ -81,7 +82,7 @@ const INDEXED_FROM = 64
 const FACTS = Symbol('iptables tracer facts')
 type RulesWithFacts = ParsedRule[] & {[FACTS]?: RuleFacts}
 /** Per dump, per hook: the base chains of that hook's tables the dump has, in netfilter's order. */
-const hookChainsOf = new WeakMap<IptablesSave, Map<string, Chain[]>>()
+const hookChainsOf = new WeakMap<IptablesSave, Map<string, Array<Chain | string>>>()
 
 type Outcome = RuleOutcome<Chain>
 
@@ -115,6 +116,10 @@ export class IptablesTracer implements ChainSource<Chain> {
     const runHook = (hook: string, live: State[]): State[] => {
       let current = live
       for (const chain of this.hookChains(hook)) {
+        if (typeof chain === 'string') {
+          for (const s of current) done.push(finish(s, 'UNKNOWN', chain))
+          return []
+        }
         const next: State[] = []
         for (const s of current) {
           for (const b of walkChain(this, chain, s, budget)) {
@@ -176,6 +181,10 @@ export class IptablesTracer implements ChainSource<Chain> {
   describe(chain: Chain, index: number): string {
     const rule = chain.rules[index]
     return rule ? `${chain.table}/${chain.name} line ${rule.line}` : `${chain.table}/${chain.name}`
+  }
+
+  openEnd(chain: Chain): string | undefined {
+    return this.dump.openEnd(chain.table, chain.name)
   }
 
   fallOff(chain: Chain): ChainEnd {
@@ -241,7 +250,8 @@ export class IptablesTracer implements ChainSource<Chain> {
     return local
   }
 
-  private hookChains(hook: string): Chain[] {
+  /** The hook's base chains in netfilter's order; a string where a fragment lacks one (why the walk stops there). */
+  private hookChains(hook: string): Array<Chain | string> {
     let byHook = hookChainsOf.get(this.dump)
     if (!byHook) hookChainsOf.set(this.dump, (byHook = new Map()))
     let chains = byHook.get(hook)
@@ -249,9 +259,11 @@ export class IptablesTracer implements ChainSource<Chain> {
       const name = hook.toUpperCase()
       byHook.set(
         hook,
-        (chains = HOOK_TABLES[hook]
-          .filter((table) => this.dump.hasChain(table, name))
-          .map((table) => this.chain(table, name)!)),
+        (chains = HOOK_TABLES[hook].flatMap<Chain | string>((table) => {
+          const missing = missingBaseChain(this.dump, table, name)
+          if (missing !== undefined) return [missing]
+          return this.dump.hasChain(table, name) ? [this.chain(table, name)!] : []
+        })),
       )
     }
     return chains
@@ -336,7 +348,7 @@ export class IptablesTracer implements ChainSource<Chain> {
     // Not kept with the rule: a scan's shared KUBE-SERVICES would hold every Service's chains (see forgetOneOffChains).
     const next = this.chain(chain.table, target)
     if (next === null)
-      return unknownEnd(s, `target ${target} is not a chain of table ${chain.table} nor a target the tracer knows`)
+      return unknownEnd(s, missingTarget(this.dump, chain.table, target))
     return {state: s, action: {kind: rule.isGoto ? 'goto' : 'jump', chain: next}}
   }
 

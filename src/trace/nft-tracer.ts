@@ -94,6 +94,11 @@ export class NftTracer implements ChainSource<NftChain> {
     const families = packet.dst.includes(':') ? ['ip6', 'inet'] : ['ip', 'inet']
     const runHook = (hook: string, live: State[]): State[] => {
       let current = live
+      const missing = this.rs.missingHook(hook, families)
+      if (missing !== undefined) {
+        for (const s of current) done.push(finish(s, 'UNKNOWN', missing))
+        return []
+      }
       const natDone = new Set<State>()
       for (const chain of this.rs.baseChains(hook, families)) {
         const next: State[] = []

@@ -300,7 +300,10 @@ function refuseMixedTables(lines: Line[]): void {
     if (/\s-j\s+(?:DNAT|SNAT|MASQUERADE|REDIRECT)\b/.test(l.text)) natOnly ??= l
     if (/\s-j\s+(?:REJECT|DROP)\b/.test(l.text)) filterOnly ??= l
     if (natOnly && filterOnly) {
-      throw refuse(Math.max(natOnly.from, filterOnly.from), `a nat rule on line ${natOnly.from} and a filter rule on line ${filterOnly.from}`)
+      throw refuse(
+        Math.max(natOnly.from, filterOnly.from),
+        `a nat rule on line ${natOnly.from} and a filter rule on line ${filterOnly.from}`,
+      )
     }
   }
 }

@@ -347,8 +347,7 @@ export class IptablesTracer implements ChainSource<Chain> {
     }
     // Not kept with the rule: a scan's shared KUBE-SERVICES would hold every Service's chains (see forgetOneOffChains).
     const next = this.chain(chain.table, target)
-    if (next === null)
-      return unknownEnd(s, missingTarget(this.dump, chain.table, target))
+    if (next === null) return unknownEnd(s, missingTarget(this.dump, chain.table, target))
     return {state: s, action: {kind: rule.isGoto ? 'goto' : 'jump', chain: next}}
   }
 

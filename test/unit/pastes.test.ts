@@ -212,7 +212,7 @@ const SEVERAL_NOTES = [
 ]
 const CUT_NOTES = [
   'removed shell prompt line 1 ("sudo iptables-save -t nat | head -22")',
-  'the last rule (line 26) looks cut off (it ends with an option that needs a value): "ent --comment \"shop/cart:https\" -m tcp -j DNAT --to-destinat"; it is left out and its table read as cut there: a packet whose walk reaches what may have followed is UNKNOWN',
+  'the last rule (line 26) looks cut off (it ends with an option that needs a value): "ent --comment "shop/cart:https" -m tcp -j DNAT --to-destinat"; it is left out and its table read as cut there: a packet whose walk reaches what may have followed is UNKNOWN',
 ]
 const CUT_REASON =
   "table nat is cut short in this input (its last rule is on KUBE-SEP-R8KD3VYJ6TQF2LWA): the rest of KUBE-SERVICES's rules may have been after the cut; paste `iptables-save -t nat` whole"
@@ -271,7 +271,7 @@ const FRAGMENTS: Fragment[] = [
     paste: 'grep-cut-off.txt',
     notes: [
       'removed shell prompt line 1 ("sudo iptables-save | grep KUBE-SVC-Q2VJ7TBNH5LXKD3R")',
-      'the last rule (line 3) looks cut off (it ends with an option that needs a value): "ttps -> 10.244.3.7:8443\" -m statistic --mode random --probab"; it is left out and its table read as cut there: a packet whose walk reaches what may have followed is UNKNOWN',
+      'the last rule (line 3) looks cut off (it ends with an option that needs a value): "ttps -> 10.244.3.7:8443" -m statistic --mode random --probab"; it is left out and its table read as cut there: a packet whose walk reaches what may have followed is UNKNOWN',
       'no "*table" line in the input: assumed table nat (the rules DNAT, masquerade or jump to kube-proxy\'s nat chains)',
       'the input is a fragment: KUBE-SERVICES has rules but no declaration (grep output?): a packet that falls off it is UNKNOWN',
       'no built-in chains in the input: traced from KUBE-SERVICES',

@@ -6,8 +6,10 @@ import {BUILT_IN_CHAINS} from './iptables-save.js'
  * Rules as people paste them into issues, chats and mails, turned back into what the parsers read, saying every
  * assumption made: shell prompts, markdown fences and mail quoting are removed; `iptables -S` output (-P/-N) and
  * `iptables-save -c` counters are rewritten as iptables-save; grep output without a `*table` line gets its table
- * (and, when it has no built-in chain, kube-proxy's hooks); an iptables-save followed by an ip6tables-save is split by
- * address family; `nft -a` handle comments are removed. A paste cut off in its last rule is refused, naming the line.
+ * (and, when it has no built-in chain, hooks into KUBE-SERVICES, or into a chain only for what its own rules match);
+ * an iptables-save followed by an ip6tables-save is split by address family; `nft -a` handle comments are removed.
+ * A fragment is said as one (a last rule cut off is left out, its table read as cut); `-L` listings and rules of two
+ * tables without "*table" lines are refused, naming the line.
  */
 export interface NormalisedPaste {
   /** The input as the parser reads it. */

@@ -10,6 +10,8 @@ export interface RuleSegment {
 }
 
 const EMPTY = -1
+/** The policy code of a chain that has rules but no declaration line (grep output, a cut table). */
+const UNDECLARED = 255
 /** FNV-1a, the hash of chain names (nameHash; a caller scanning a name can compute it on the way). */
 export const FNV_OFFSET = 0x811c9dc5
 export const FNV_PRIME = 0x01000193
@@ -126,8 +128,20 @@ export class ChainIndex {
     this.policyCode[id] = policy
   }
 
+  /** The chain's policy code as declared; UNDECLARED (255) when no declaration line named it. */
   policy(id: number): number {
     return this.policyCode[id]
+  }
+
+  /** Whether some chain has rules but no declaration line. */
+  hasUndeclared(): boolean {
+    for (let id = 0; id < this.count; id++) if (this.policyCode[id] === UNDECLARED) return true
+    return false
+  }
+
+  /** Whether a declaration line (":CHAIN POLICY [p:b]") named the chain. */
+  declared(id: number): boolean {
+    return this.policyCode[id] !== UNDECLARED
   }
 
   addRule(id: number, start: number, end: number, line: number): void {
@@ -206,6 +220,7 @@ export class ChainIndex {
     for (let i = 0; i < len; i++) pool[at + i] = bytes[start + i]
     this.names[2 * id] = at
     this.names[2 * id + 1] = len
+    this.policyCode[id] = UNDECLARED
     this.poolUsed += len
     this.slots[2 * slot] = id + 1
     this.slots[2 * slot + 1] = h

@@ -18,6 +18,26 @@ const MAX_LINE_BYTES = 1 << 20
 export interface IptablesParseOptions {
   /** Refuse a dump with no table at all (what a failed `ssh node sudo iptables-save` pipes in). */
   requireTables?: boolean
+  /**
+   * A last table that ends without COMMIT is read as cut there (a paste copied short), not refused: its chains whose
+   * rules may come after the cut are open-ended (see openEnd). A node's own dump cut short is still refused.
+   */
+  acceptCut?: boolean
+}
+
+/** Where a table of a paste was cut: its name and the chain of its last rule (undefined when it had none). */
+export interface CutTable {
+  table: string
+  lastChain: string | undefined
+}
+
+/** The built-in chains of each table, as iptables-save always declares them. */
+export const BUILT_IN_CHAINS: Record<string, readonly string[]> = {
+  raw: ['PREROUTING', 'OUTPUT'],
+  mangle: ['PREROUTING', 'INPUT', 'FORWARD', 'OUTPUT', 'POSTROUTING'],
+  nat: ['PREROUTING', 'INPUT', 'OUTPUT', 'POSTROUTING'],
+  filter: ['INPUT', 'FORWARD', 'OUTPUT'],
+  security: ['INPUT', 'FORWARD', 'OUTPUT'],
 }
 const NL = 10
 const CR = 13
@@ -49,7 +69,7 @@ export class IptablesSave {
 
   static parse(source: DumpSource, opts: IptablesParseOptions = {}): IptablesSave {
     const dump = new IptablesSave(source)
-    dump.index()
+    dump.index(opts.acceptCut === true)
     if (opts.requireTables && dump.tableOrder.length === 0)
       throw new ParseError(
         0,
@@ -196,10 +216,61 @@ export class IptablesSave {
     )
   }
 
-  private index(): void {
+  /** The table the input was cut in (a paste that ends without its last COMMIT, read with acceptCut). */
+  cut: CutTable | undefined
+
+  /** Whether a declaration line named the chain (a chain with rules but none comes from grep output or a cut copy). */
+  declared(table: string, chain: string): boolean {
+    const t = this.tables.get(table)
+    const id = t?.find(chain) ?? NOT_FOUND
+    return t !== undefined && id !== NOT_FOUND && t.declared(id)
+  }
+
+  /**
+   * Whether the input is known to hold only part of the node's rules: a chain with rules but no declaration, a table
+   * without its built-in chains, a table cut short. The doctor's own chain-by-chain read is partial by design and
+   * holds every chain a Service's packets reach, so it is never a fragment.
+   */
+  isFragment(): boolean {
+    return (this.fragmentCache ??=
+      !this.readChainByChain() &&
+      (this.cut !== undefined ||
+        this.tableOrder.some(
+          (table) =>
+            this.tables.get(table)!.hasUndeclared() ||
+            (BUILT_IN_CHAINS[table] ?? []).some((c) => !this.hasChain(table, c)),
+        )))
+  }
+
+  private fragmentCache: boolean | undefined
+
+  /**
+   * Why the walk cannot know what happens after the last rule of this chain in this input (undefined: it can): its
+   * declaration is missing (a grep keeps only the lines it matched), or the table is cut where its rules may go on.
+   * iptables-save prints each chain's rules in the order it declared the chains, so in a cut table the chain of the
+   * last rule and the empty chains declared after it may have lost rules; the chains before it are whole.
+   */
+  openEnd(table: string, chain: string): string | undefined {
+    if (!this.isFragment()) return undefined
+    const t = this.tables.get(table)
+    const id = t?.find(chain) ?? NOT_FOUND
+    if (!t || id === NOT_FOUND) return undefined
+    const whole = `paste \`iptables-save -t ${table}\` whole`
+    if (!t.declared(id))
+      return `${table}/${chain} is not declared in this input (no ":${chain}" line: grep output or a cut copy), so its other rules${BUILT_IN_CHAINS[table]?.includes(chain) ? ' and its policy' : ''} are not known; ${whole}`
+    const cut = this.cut
+    if (cut?.table === table) {
+      const last = cut.lastChain === undefined ? -1 : t.find(cut.lastChain)
+      if (id === last || (id > last && t.ruleCount(id) === 0))
+        return `table ${table} is cut short in this input${cut.lastChain ? ` (its last rule is on ${cut.lastChain})` : ''}: the rest of ${chain}'s rules may have been after the cut; ${whole}`
+    }
+    return undefined
+  }
+
+  private index(acceptCut: boolean): void {
     const scan = new IndexScan(this.tables, this.tableOrder, Math.ceil(this.source.size / 256))
     this.source.chunks((chunk, base) => scan.chunk(chunk, base))
-    scan.end(this.source.size)
+    this.cut = scan.end(this.source.size, acceptCut)
     if (scan.backend !== 'unknown') this.backend = scan.backend
     // An empty dump (no tables at all) is what a node without iptables rules prints, e.g. one in nftables mode.
     this.lineCount = scan.lineNo
@@ -326,15 +397,19 @@ class IndexScan {
     }
   }
 
-  end(size: number): void {
+  /** The end of the input; the table it cuts when acceptCut (else a table without COMMIT is refused). */
+  end(size: number, acceptCut: boolean): CutTable | undefined {
     const b = this.carry
     if (b && b.length > 0) this.line(b, 0, b.length, size - b.length, size)
     this.carry = undefined
+    if (this.table && acceptCut)
+      return {table: this.tableName, lastChain: this.lastId >= 0 ? this.table.name(this.lastId) : undefined}
     if (this.table)
       throw new ParseError(
         this.lineNo,
         `table ${this.tableName} (line ${this.tableLine}) never ends with COMMIT: the dump is cut off`,
       )
+    return undefined
   }
 
   /** The line buf[start, end) (end: its newline, or the end of the dump), at fileOffset; the next line starts at nextOffset. */

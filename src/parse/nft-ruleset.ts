@@ -177,6 +177,29 @@ export class NftRuleset {
     return this.tables.find((t) => t.id === id)
   }
 
+  /**
+   * Why a walk of a packet of these families cannot pass this hook in this input (undefined: it can): kube-proxy's
+   * table is there with chains but without a base chain kube-proxy always writes at this hook (nat at prerouting, output
+   * and postrouting; filter at input, forward and output), so what it does there is not in the input (a trimmed paste).
+   */
+  missingHook(hook: string, families: string[]): string | undefined {
+    for (const t of this.tables) {
+      if (!families.includes(t.family) || t.name !== 'kube-proxy' || t.chains.size === 0) continue
+      const chains = [...t.chains.values()]
+      const whole = `paste \`nft list table ${t.id}\` whole`
+      if (!chains.some((c) => c.base !== undefined)) {
+        const names = [...t.chains.keys()]
+        return `no hook into table ${t.id} in this input: it has chains (${names.slice(0, 3).join(', ')}${names.length > 3 ? `, ${names.length - 3} more` : ''}) but no base chain (a trimmed table); ${whole}`
+      }
+      const missing = KUBE_PROXY_BASE_HOOKS.filter(
+        ([type, h]) => h === hook && !chains.some((c) => c.base?.type === type && c.base.hook === hook),
+      )
+      if (missing.length > 0)
+        return `table ${t.id} in this input has no base chain of ${missing.map(([type]) => `type ${type} hook ${hook}`).join(' nor ')} (a trimmed table): what kube-proxy does there is not known; ${whole}`
+    }
+    return undefined
+  }
+
   /** Base chains at a hook, in the order the kernel runs them (priority, then definition order). */
   baseChains(hook: string, families: string[]): NftChain[] {
     return this.tables
@@ -185,6 +208,16 @@ export class NftRuleset {
       .sort((a, b) => a.base!.priority - b.base!.priority)
   }
 }
+
+/** The base chains (type, hook) every nftables-mode kube-proxy writes in its table. */
+const KUBE_PROXY_BASE_HOOKS: ReadonlyArray<readonly [string, string]> = [
+  ['nat', 'prerouting'],
+  ['nat', 'output'],
+  ['nat', 'postrouting'],
+  ['filter', 'input'],
+  ['filter', 'forward'],
+  ['filter', 'output'],
+]
 
 function braceDelta(text: string): number {
   let d = 0

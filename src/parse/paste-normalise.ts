@@ -1,12 +1,15 @@
 import {ParseError} from './parse-error.js'
 import {parseRule} from './iptables-rule.js'
+import {BUILT_IN_CHAINS} from './iptables-save.js'
 
 /**
  * Rules as people paste them into issues, chats and mails, turned back into what the parsers read, saying every
  * assumption made: shell prompts, markdown fences and mail quoting are removed; `iptables -S` output (-P/-N) and
  * `iptables-save -c` counters are rewritten as iptables-save; grep output without a `*table` line gets its table
- * (and, when it has no built-in chain, kube-proxy's hooks); an iptables-save followed by an ip6tables-save is split by
- * address family; `nft -a` handle comments are removed. A paste cut off in its last rule is refused, naming the line.
+ * (and, when it has no built-in chain, hooks into KUBE-SERVICES, or into a chain only for what its own rules match);
+ * an iptables-save followed by an ip6tables-save is split by address family; `nft -a` handle comments are removed.
+ * A fragment is said as one (a last rule cut off is left out, its table read as cut); `-L` listings and rules of two
+ * tables without "*table" lines are refused, naming the line.
  */
 export interface NormalisedPaste {
   /** The input as the parser reads it. */
@@ -15,6 +18,12 @@ export interface NormalisedPaste {
   notes: string[]
   /** The input's line number for a line of `text` (0 for a line the normaliser added). */
   originalLine(line: number): number
+}
+
+/** A command after a shell prompt in the paste, and the prompt's line. */
+interface Command {
+  text: string
+  from: number
 }
 
 interface Line {
@@ -51,12 +60,12 @@ function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`
 }
 
-function lineList(numbers: number[]): string {
+function lineList(numbers: Array<number | string>): string {
   return numbers.length > 6 ? `${numbers.slice(0, 6).join(', ')} and ${numbers.length - 6} more` : numbers.join(', ')
 }
 
 /** Removes what surrounds the rules in a paste: mail quoting, markdown fences, shell prompts. Line numbers are kept (removed lines become empty). */
-function unwrap(input: string, notes: string[]): {lines: Line[]; commands: string[]} {
+function unwrap(input: string, notes: string[]): {lines: Line[]; commands: Command[]} {
   const raw = input.split('\n').map((t, i) => ({text: t.endsWith('\r') ? t.slice(0, -1) : t, from: i + 1}))
   const content = raw.filter((l) => l.text.trim() !== '')
   if (content.length > 0 && content.every((l) => l.text.startsWith('>'))) {
@@ -65,7 +74,7 @@ function unwrap(input: string, notes: string[]): {lines: Line[]; commands: strin
   }
   const fences: number[] = []
   const prompts: number[] = []
-  const commands: string[] = []
+  const commands: Command[] = []
   const fenced = raw.filter((l) => FENCE.test(l.text)).length >= 2
   let inFence = false
   let prose = 0
@@ -84,7 +93,7 @@ function unwrap(input: string, notes: string[]): {lines: Line[]; commands: strin
     const prompt = PROMPT.exec(l.text.trim())
     if (prompt) {
       prompts.push(l.from)
-      commands.push(prompt[1])
+      commands.push({text: prompt[1], from: l.from})
       l.text = ''
     }
   }
@@ -94,7 +103,7 @@ function unwrap(input: string, notes: string[]): {lines: Line[]; commands: strin
     )
   if (prompts.length > 0)
     notes.push(
-      `removed shell prompt ${prompts.length === 1 ? 'line' : 'lines'} ${lineList(prompts)} ("${commands[0].slice(0, 60)}")`,
+      `removed shell prompt ${prompts.length === 1 ? 'line' : 'lines'} ${lineList(prompts)} ("${commands[0].text.slice(0, 60)}")`,
     )
   return {lines: raw, commands}
 }
@@ -173,29 +182,137 @@ function span(s: Section): string {
   return `lines ${numbers[0]}-${numbers[numbers.length - 1]}`
 }
 
-/** The last rule of a paste that ends without COMMIT must be whole: a rule cut mid-way would be traced as another rule. */
-function refuseCutOff(lines: Line[]): void {
-  const last = [...lines].reverse().find((l) => l.text.trim() !== '')
-  if (!last || !/^-A\s/.test(last.text)) return
+/** Why the last rule of a paste looks cut off (a rule cut mid-way would be traced as another rule), or undefined. */
+function cutOffReason(last: Line): string | undefined {
   const text = last.text.trim()
-  const where = (why: string, cause?: unknown) =>
-    new ParseError(last.from, `the last rule looks cut off (${why}): "${text.slice(-60)}"; paste the whole output`, {
-      cause,
-    })
   let rule
   try {
     rule = parseRule('', last.from, text)
   } catch (e) {
-    throw where((e as Error).message, e)
+    return (e as Error).message
   }
-  if (NEEDS_VALUE.test(text)) throw where('it ends with an option that needs a value')
-  if (rule.target === undefined) throw where('it has no -j or -g target')
+  if (NEEDS_VALUE.test(text)) return 'it ends with an option that needs a value'
+  if (rule.target === undefined) return 'it has no -j or -g target'
   if (/^(?:DNAT|SNAT|MARK|CONNMARK)$/.test(rule.target) && rule.targetOptions.length === 0)
-    throw where(`-j ${rule.target} without its options`)
+    return `-j ${rule.target} without its options`
+  return undefined
 }
 
+/**
+ * A table whose last rule looks cut off, the COMMIT pasted after it or not: the rule is left out and the table read as
+ * cut there (IptablesSave's acceptCut), so what may have followed it is UNKNOWN to the walk. `lines` are one table's
+ * (from its "*table" line, or the rules of a paste without one); returns whether the table was cut.
+ */
+function leaveOutCutRule(lines: Line[], notes: string[]): boolean {
+  const content = lines.filter((l) => l.text.trim() !== '')
+  let lastIndex = content.length - 1
+  const commit = lastIndex >= 0 && content[lastIndex].text.trim() === 'COMMIT' ? content[lastIndex] : undefined
+  if (commit) lastIndex--
+  const last = content[lastIndex]
+  if (!last || !/^-A\s/.test(last.text)) return false
+  const why = cutOffReason(last)
+  if (why === undefined) return false
+  notes.push(
+    `the last rule (line ${last.from}) looks cut off (${why}): "${last.text.trim().slice(-60)}"; it is left out and its table read as cut there: a packet whose walk reaches what may have followed is UNKNOWN`,
+  )
+  last.text = ''
+  if (commit) commit.text = ''
+  return true
+}
+
+/** A rule's own non-negated destination (an address /32 or /128), protocol and destination port: what a packet it takes must be. */
+function ownMatch(text: string): string | undefined {
+  const dst = /(?:^|\s)(?<!!\s)-d\s+([0-9a-fA-F:.]+\/(?:32|128))(?=\s|$)/.exec(text)?.[1]
+  if (dst === undefined) return undefined
+  const proto = /(?:^|\s)(?<!!\s)-p\s+(tcp|udp|sctp)(?=\s|$)/.exec(text)?.[1]
+  const port = proto ? /(?:^|\s)(?<!!\s)--dport\s+(\d+)(?=\s|$)/.exec(text)?.[1] : undefined
+  return `-d ${dst}${proto ? ` -p ${proto}${port ? ` -m ${proto} --dport ${port}` : ''}` : ''}`
+}
+
+/**
+ * How a paste without built-in chains is entered: kube-proxy's KUBE-SERVICES when it is there; else each chain no rule
+ * jumps to, only by the destination (and port) its own rules match, so that a packet goes only where the paste's rules
+ * say it may (a packet none takes falls off the added hook, which is not declared: UNKNOWN). Never a guess.
+ */
+function entryHooks(table: string, body: Line[], chainsWithRules: Set<string>, notes: string[]): Line[] {
+  const hooks = HOOKS[table] ?? []
+  const out: Line[] = []
+  const hook = (rule: string) => hooks.forEach((h) => out.push({text: `-A ${h} ${rule}`, from: 0}))
+  if (chainsWithRules.has('KUBE-SERVICES')) {
+    hook('-j KUBE-SERVICES')
+    notes.push('no built-in chains in the input: traced from KUBE-SERVICES')
+    return out
+  }
+  const jumpedTo = new Set(body.map((l) => /\s-[jg]\s+(\S+)/.exec(l.text)?.[1]).filter((c) => c !== undefined))
+  const entered: string[] = []
+  const notEntered: string[] = []
+  for (const chain of chainsWithRules) {
+    if (jumpedTo.has(chain)) continue
+    const matches = new Set(
+      body
+        .filter((l) => new RegExp(`^-A\\s+${chain.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s`).test(l.text))
+        .map((l) => ownMatch(l.text))
+        .filter((m) => m !== undefined),
+    )
+    if (matches.size === 0) notEntered.push(chain)
+    for (const m of matches) {
+      hook(`${m} -j ${chain}`)
+      entered.push(`${chain} for ${m}`)
+    }
+  }
+  notes.push(
+    `no built-in chains and no KUBE-SERVICES in the input: ${entered.length > 0 ? `entered ${entered.join('; ')} (the packets its own rules match)` : 'no chain entered'}${notEntered.length > 0 ? `; not entered: ${notEntered.join(', ')} (no rule of it names a destination)` : ''}; any other packet is UNKNOWN`,
+  )
+  return out
+}
+
+/** The table a prompt's command names ("iptables -t nat -S", "iptables -S": filter), or undefined ("iptables-save | grep"). */
+function tableOfCommand(command: string): string | undefined {
+  const named = /\bip6?tables\S*\s.*(?:-t|--table)[ =]?(\w+)/.exec(command)?.[1]
+  if (named) return named
+  return /\bip6?tables(?:-nft|-legacy)?\s+(?:-\S+\s+)*(?:-S|--list-rules)\b/.test(command) ? 'filter' : undefined
+}
+
+/** Rules of two tables in one paste without "*table" lines: refused, naming where, since tables are never folded. */
+function refuseMixedTables(lines: Line[]): void {
+  const refuse = (line: number, why: string) =>
+    new ParseError(
+      line,
+      `the input holds rules of more than one table without "*table" lines (${why}): tables are never folded into one; paste \`iptables-save\` whole (it names each table), or one table's \`iptables -t TABLE -S\``,
+    )
+  const declaredAt = new Map<string, number>()
+  const runs = new Map<string, number>()
+  let previous: string | undefined
+  let natOnly: Line | undefined
+  let filterOnly: Line | undefined
+  for (const l of lines) {
+    const declared = /^-[PN]\s+(\S+)/.exec(l.text)?.[1]
+    if (declared) {
+      if (declaredAt.has(declared))
+        throw refuse(l.from, `${declared} declared on lines ${declaredAt.get(declared)} and ${l.from}`)
+      declaredAt.set(declared, l.from)
+      continue
+    }
+    const chain = /^-A\s+(\S+)/.exec(l.text)?.[1]
+    if (!chain) continue
+    if (chain !== previous && runs.has(chain))
+      throw refuse(l.from, `${chain}'s rules on lines ${runs.get(chain)} and ${l.from}, apart`)
+    if (chain !== previous) runs.set(chain, l.from)
+    previous = chain
+    if (/\s-j\s+(?:DNAT|SNAT|MASQUERADE|REDIRECT)\b/.test(l.text)) natOnly ??= l
+    if (/\s-j\s+(?:REJECT|DROP)\b/.test(l.text)) filterOnly ??= l
+    if (natOnly && filterOnly) {
+      throw refuse(
+        Math.max(natOnly.from, filterOnly.from),
+        `a nat rule on line ${natOnly.from} and a filter rule on line ${filterOnly.from}`,
+      )
+    }
+  }
+}
 /** `iptables -S` and grep output: -P/-N/-A lines with no `*table`, rewritten as one iptables-save table. */
-function asSaveTable(lines: Line[], commands: string[], notes: string[]): Line[] {
+function asSaveTable(lines: Line[], command: Command | undefined, notes: string[]): Line[] {
+  refuseMixedTables(lines)
+  const cut = leaveOutCutRule(lines, notes)
   let policies = 0
   const declared = new Set<string>()
   const body: Line[] = []
@@ -218,15 +335,11 @@ function asSaveTable(lines: Line[], commands: string[], notes: string[]): Line[]
     }
   }
   if (policies > 0) notes.push('read as `iptables -S` output: -P and -N lines taken as chain declarations')
-  const fromCommand = commands
-    .map((c) => /\biptables\S*\s.*(?:-t|--table)[ =]?(\w+)/.exec(c)?.[1])
-    .find((t) => t !== undefined)
+  const fromCommand = command && tableOfCommand(command.text)
   let table: string
   if (fromCommand) {
     table = fromCommand
-    notes.push(
-      `no "*table" line in the input: table ${table}, from the command "${commands.find((c) => c.includes(fromCommand))!.slice(0, 60)}"`,
-    )
+    notes.push(`no "*table" line in the input: table ${table}, from the command "${command!.text.slice(0, 60)}"`)
   } else if (body.some((l) => NAT_ONLY_TARGETS.test(l.text))) {
     table = 'nat'
     notes.push(
@@ -236,23 +349,87 @@ function asSaveTable(lines: Line[], commands: string[], notes: string[]): Line[]
     table = 'filter'
     notes.push('no "*table" line in the input: assumed table filter (what `iptables -S` shows without -t)')
   }
-  const out: Line[] = [{text: `*${table}`, from: 0}]
-  for (const chain of chainsWithRules)
-    if (!declared.has(chain)) out.push({text: `:${chain} ${BUILT_IN.has(chain) ? 'ACCEPT' : '-'} [0:0]`, from: 0})
+  const undeclared = [...chainsWithRules].filter((c) => !declared.has(c))
+  if (undeclared.length > 0)
+    notes.push(
+      `the input is a fragment: ${lineList(undeclared)} ${undeclared.length === 1 ? 'has' : 'have'} rules but no declaration (grep output?): a packet that falls off ${undeclared.length === 1 ? 'it' : 'one of them'} is UNKNOWN`,
+    )
   const hasBuiltIn = [...declared, ...chainsWithRules].some((c) => BUILT_IN.has(c))
-  if (!hasBuiltIn) {
-    const jumpedTo = new Set(body.flatMap((l) => [...(/\s-[jg]\s+(\S+)/.exec(l.text)?.slice(1) ?? [])]))
-    const entry = chainsWithRules.has('KUBE-SERVICES')
-      ? 'KUBE-SERVICES'
-      : [...chainsWithRules].find((c) => !jumpedTo.has(c))
-    if (entry) {
-      for (const hook of HOOKS[table] ?? [])
-        out.push({text: `:${hook} ACCEPT [0:0]`, from: 0}, {text: `-A ${hook} -j ${entry}`, from: 0})
-      notes.push(`no built-in chains in the input: traced from ${entry}`)
+  const out: Line[] = [{text: `*${table}`, from: 0}]
+  if (!hasBuiltIn && chainsWithRules.size > 0) out.push(...entryHooks(table, body, chainsWithRules, notes))
+  out.push(...body)
+  if (!cut) out.push({text: 'COMMIT', from: 0})
+  return out
+}
+
+/** `iptables -L` output: refused, with the command whose output can be traced. */
+function refuseListing(lines: Line[], commands: Command[]): void {
+  const listing = lines.find((l) => /^Chain \S+ \((?:policy \w+|\d+ references?)/.test(l.text))
+  if (!listing) return
+  const table = commands.map((c) => /(?:-t|--table)[ =]?(\w+)/.exec(c.text)?.[1]).find((t) => t !== undefined)
+  throw new ParseError(
+    listing.from,
+    `this is \`iptables -L\` output, which leaves out what a walk needs (-L prints rules without their exact matches and options): run \`iptables-save${table ? ` -t ${table}` : ''}\` on the node and paste that`,
+  )
+}
+
+/** Removes `iptables -S -v`'s packet counters (" -c PACKETS BYTES", outside quotes) from -P and -A lines; the lines changed. */
+function removeListCounters(lines: Line[]): number[] {
+  const changed: number[] = []
+  for (const l of lines) {
+    if (!/^-[PA]\s/.test(l.text) || !/\s-c\s+\d+\s+\d+/.test(l.text)) continue
+    const parts = l.text.split('"')
+    for (let i = 0; i < parts.length; i += 2) parts[i] = parts[i].replace(/\s-c\s+\d+\s+\d+(?=\s|$)/g, '')
+    const text = parts.join('"')
+    if (text !== l.text) {
+      l.text = text
+      changed.push(l.from)
     }
   }
-  out.push(...body, {text: 'COMMIT', from: 0})
-  return out
+  return changed
+}
+
+/**
+ * The tables of a paste with "*table" lines, said where they are fragments: a table without its built-in chains, a
+ * chain with rules but no declaration, a last table with no COMMIT (read as cut; a last rule cut mid-way is left out).
+ */
+function fragmentNotes(lines: Line[], notes: string[]): void {
+  let table: {name: string; lines: Line[]} | undefined
+  const tables: Array<{name: string; lines: Line[]; committed: boolean}> = []
+  for (const l of lines) {
+    const start = /^\*(\S+)/.exec(l.text)
+    if (start) {
+      table = {name: start[1], lines: []}
+      tables.push({...table, committed: false})
+      table = tables[tables.length - 1]
+      continue
+    }
+    if (!table) continue
+    table.lines.push(l)
+    if (l.text.trim() === 'COMMIT') {
+      tables[tables.length - 1].committed = true
+      table = undefined
+    }
+  }
+  for (const t of tables) {
+    const declared = new Set(t.lines.map((l) => /^:(\S+)/.exec(l.text)?.[1]).filter((c) => c !== undefined))
+    const withRules = new Set(t.lines.map((l) => /^-A\s+(\S+)/.exec(l.text)?.[1]).filter((c) => c !== undefined))
+    const builtIns = (BUILT_IN_CHAINS[t.name] ?? []).filter((c) => !declared.has(c) && !withRules.has(c))
+    if (builtIns.length > 0)
+      notes.push(
+        `the input is a fragment: table ${t.name} has no ${builtIns.join(', ')} chain: a packet whose walk needs ${builtIns.length === 1 ? 'it' : 'one of them'} is UNKNOWN`,
+      )
+    const undeclared = [...withRules].filter((c) => !declared.has(c))
+    if (undeclared.length > 0)
+      notes.push(
+        `the input is a fragment: ${undeclared.slice(0, 6).join(', ')}${undeclared.length > 6 ? ` and ${undeclared.length - 6} more` : ''} of table ${t.name} ${undeclared.length === 1 ? 'has' : 'have'} rules but no declaration: a packet that falls off ${undeclared.length === 1 ? 'it' : 'one of them'} is UNKNOWN`,
+      )
+  }
+  const last = tables[tables.length - 1]
+  if (last && !leaveOutCutRule(last.lines, notes) && !last.committed)
+    notes.push(
+      `table ${last.name} ends without COMMIT: read as cut short there: a packet whose walk reaches what may have followed is UNKNOWN`,
+    )
 }
 
 const HEADER = /^#\s*Generated by (ip6?)tables/
@@ -268,6 +445,8 @@ function plainSave(input: string): NormalisedPaste | undefined {
   const tables = new Set<string>()
   let family: string | undefined
   let lines = 0
+  // The open table's built-in chains not declared yet (a fragment is normalised line by line, to say so).
+  let missingBuiltIns: string[] | undefined
   for (let pos = 0; pos <= input.length;) {
     let nl = input.indexOf('\n', pos)
     if (nl < 0) nl = input.length
@@ -279,17 +458,24 @@ function plainSave(input: string): NormalisedPaste | undefined {
         if (input.charCodeAt(pos + 1) !== 0x41 /* A */ || input.charCodeAt(pos + 2) !== 0x20) return undefined
       } else if (c === 0x2a /* * */) {
         const table = /^\*(\S+)/.exec(input.slice(pos, end))
-        if (!table || tables.has(table[1])) return undefined
+        if (!table || tables.has(table[1]) || missingBuiltIns !== undefined) return undefined
         tables.add(table[1])
+        missingBuiltIns = [...(BUILT_IN_CHAINS[table[1]] ?? [])]
       } else if (c === 0x23 /* # */) {
         const header = HEADER.exec(input.slice(pos, end))
         if (header && family !== undefined && header[1] !== family) return undefined
         if (header) family = header[1]
-      } else if (c !== 0x3a /* : */ && input.slice(pos, end) !== 'COMMIT') return undefined
+      } else if (c === 0x3a /* : */) {
+        if (missingBuiltIns && missingBuiltIns.length > 0)
+          missingBuiltIns = missingBuiltIns.filter((b) => !input.startsWith(`:${b} `, pos))
+      } else if (input.slice(pos, end) === 'COMMIT') {
+        if (missingBuiltIns && missingBuiltIns.length > 0) return undefined
+        missingBuiltIns = undefined
+      } else return undefined
     }
     pos = nl + 1
   }
-  if (tables.size === 0) return undefined
+  if (tables.size === 0 || missingBuiltIns !== undefined) return undefined
   const text = input.includes('\r') ? input.replace(/\r(?=\n|$)/g, '') : input
   return {text, notes: [], originalLine: (n) => (Number.isInteger(n) && n >= 1 && n <= lines ? n : 0)}
 }
@@ -303,6 +489,7 @@ export function normaliseIptablesPaste(input: string, family: Family | undefined
   if (plain) return plain
   const notes: string[] = []
   const {lines, commands} = unwrap(input, notes)
+  refuseListing(lines, commands)
   const counted: number[] = []
   for (const l of lines) {
     if (COUNTERS.test(l.text)) {
@@ -313,6 +500,11 @@ export function normaliseIptablesPaste(input: string, family: Family | undefined
   if (counted.length > 0)
     notes.push(
       `removed packet counters ("[packets:bytes]", \`iptables-save -c\`) from ${plural(counted.length, 'rule')}`,
+    )
+  const listCounted = removeListCounters(lines)
+  if (listCounted.length > 0)
+    notes.push(
+      `removed packet counters ("-c PACKETS BYTES", \`iptables -S -v\`) from ${plural(listCounted.length, 'line')}`,
     )
   let kept = lines
   const dumps = splitDumps(lines)
@@ -325,9 +517,31 @@ export function normaliseIptablesPaste(input: string, family: Family | undefined
     kept = wanted.lines
   }
   const hasTable = kept.some((l) => /^\*/.test(l.text))
-  if (!hasTable && kept.some((l) => /^-[APN]\s/.test(l.text))) {
-    refuseCutOff(kept)
-    kept = asSaveTable(kept, commands, notes)
-  }
+  if (hasTable) fragmentNotes(kept, notes)
+  else if (kept.some((l) => /^-[APN]\s/.test(l.text))) kept = asSaveTables(kept, commands, notes)
   return result(kept, notes)
+}
+
+/**
+ * Rules without "*table" lines as iptables-save tables: one per command whose prompt the paste shows (`iptables -t nat
+ * -S`, then `iptables -S`), each with that command's table; else one table, which must hold the rules of one table.
+ */
+function asSaveTables(lines: Line[], commands: Command[], notes: string[]): Line[] {
+  const withRules = (part: Line[]) => part.some((l) => /^-[APN]\s/.test(l.text))
+  const parts: Array<{command: Command | undefined; lines: Line[]}> = [{command: undefined, lines: []}]
+  for (const l of lines) {
+    const command = commands.find((c) => c.from === l.from)
+    if (command) parts.push({command, lines: []})
+    else parts[parts.length - 1].lines.push(l)
+  }
+  const ruled = parts.filter((p) => withRules(p.lines))
+  if (ruled.length > 1 && ruled.every((p) => p.command && tableOfCommand(p.command.text) !== undefined)) {
+    const tables = ruled.map((p) => tableOfCommand(p.command!.text)!)
+    if (new Set(tables).size === tables.length) {
+      notes.push(`the input holds ${ruled.length} tables, one per command: ${tables.join(', ')}`)
+      return ruled.flatMap((p) => asSaveTable(p.lines, p.command, notes))
+    }
+  }
+  const command = ruled.length === 1 ? ruled[0].command : undefined
+  return asSaveTable(lines, command ?? commands.find((c) => tableOfCommand(c.text) !== undefined), notes)
 }

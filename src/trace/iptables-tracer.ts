@@ -10,6 +10,7 @@ import {
   hookChainOf,
   isLocalAddress,
   startState,
+  missingHookChain,
   traceHooks,
   withStep as addStep,
   type HookChain,
@@ -18,6 +19,7 @@ import {
   type RuleOutcome,
   type WalkState as State,
 } from './walk.js'
+import {missingBaseChain, missingTarget} from './iptables-fragment.js'
 
 const NEXT = {kind: 'next'} as const
 
@@ -168,6 +170,10 @@ export class IptablesTracer implements ChainSource<Chain> {
     return rule ? `${chain.table}/${chain.name} line ${rule.line}` : `${chain.table}/${chain.name}`
   }
 
+  openEnd(chain: Chain): string | undefined {
+    return this.dump.openEnd(chain.table, chain.name)
+  }
+
   fallOff(chain: Chain): ChainEnd {
     const policy = this.dump.policy(chain.table, chain.name)
     if (policy === 'DROP') return 'DROP'
@@ -241,11 +247,13 @@ export class IptablesTracer implements ChainSource<Chain> {
       const name = hook.toUpperCase()
       this.byHook.set(
         hook,
-        (chains = HOOK_TABLES[hook]
-          .filter((table) => this.dump.hasChain(table, name))
-          .map((table) =>
-            hookChainOf(this, this.chain(table, name)!, tablePriority(table, hook), table === 'nat', policyName),
-          )),
+        (chains = HOOK_TABLES[hook].flatMap((table) => {
+          const missing = missingBaseChain(this.dump, table, name)
+          if (missing !== undefined) return [missingHookChain(tablePriority(table, hook), missing)]
+          return this.dump.hasChain(table, name)
+            ? [hookChainOf(this, this.chain(table, name)!, tablePriority(table, hook), table === 'nat', policyName)]
+            : []
+        })),
       )
     }
     return chains
@@ -329,8 +337,7 @@ export class IptablesTracer implements ChainSource<Chain> {
     }
     // Not kept with the rule: a scan's shared KUBE-SERVICES would hold every Service's chains (see forgetOneOffChains).
     const next = this.chain(chain.table, target)
-    if (next === null)
-      return unknownEnd(s, `target ${target} is not a chain of table ${chain.table} nor a target the tracer knows`)
+    if (next === null) return unknownEnd(s, missingTarget(this.dump, chain.table, target))
     return {state: s, action: {kind: rule.isGoto ? 'goto' : 'jump', chain: next}}
   }
 

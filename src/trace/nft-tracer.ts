@@ -14,6 +14,7 @@ import {
   hookChainOf,
   isLocalAddress,
   MAX_BRANCHES,
+  missingHookChain,
   traceHooks,
   withStep,
   type HookChain,
@@ -108,6 +109,9 @@ export class NftTracer implements ChainSource<NftChain> {
    * are left to the engine that reads them (iptables-nft's, traced from its iptables-save form).
    */
   hookChains(hook: string, families: string[], skipTables?: ReadonlySet<string>): HookChain[] {
+    // A kube-proxy table pasted without the base chain of this hook: no verdict past it.
+    const missing = this.rs.missingHook(hook, families)
+    if (missing !== undefined) return [missingHookChain(-Infinity, missing)]
     return this.rs
       .baseChains(hook, families)
       .filter((c) => !skipTables?.has(c.table))

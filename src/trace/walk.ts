@@ -224,6 +224,14 @@ export function hookChainOf<C>(
   }
 }
 
+/**
+ * Where a fragment lacks a base chain the hook needs: every branch that reaches it ends UNKNOWN saying what is
+ * missing, so nothing after it is judged as if the input were whole.
+ */
+export function missingHookChain(priority: number, reason: string): HookChain {
+  return {priority, nat: false, walk: (state) => [{state, end: 'UNKNOWN', reason}]}
+}
+
 /** Hooks whose nat chains translate the destination (the rest translate the source). */
 const DESTINATION_NAT_HOOKS: ReadonlySet<string> = new Set(['prerouting', 'output'])
 
@@ -295,6 +303,11 @@ export interface ChainSource<C> {
   skipTo?(chain: C, from: number, state: WalkState): number
   /** One or more ways the rule at `index` can go (several for a probabilistic rule). */
   evaluate(chain: C, index: number, state: WalkState): Array<RuleOutcome<C>>
+  /**
+   * Optional: why falling off the end of this chain cannot be judged (its rules in the input may be only some of the
+   * node's: a fragment); the branch then ends UNKNOWN with that reason. Undefined: the chain's end is known.
+   */
+  openEnd?(chain: C): string | undefined
   /** How a chain ends when the walk falls off it (or RETURNs from it) at the bottom of the call stack. */
   fallOff(chain: C, state: WalkState): ChainEnd
   describe(chain: C, index: number): string
@@ -490,6 +503,11 @@ function walkChain<C>(source: ChainSource<C>, start: C, first: WalkState, budget
       const top = frames[frames.length - 1]
       if (source.skipTo) top.index = source.skipTo(top.chain, top.index, state)
       if (top.index >= source.ruleCount(top.chain)) {
+        const open = source.openEnd?.(top.chain)
+        if (open !== undefined) {
+          ends.add({state, end: 'UNKNOWN', reason: open})
+          break
+        }
         if (frames.length === 1) {
           ends.add({state, end: source.fallOff(top.policyOf, state), policyOf: top.policyOf})
           break

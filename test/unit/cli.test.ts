@@ -203,7 +203,8 @@ test('trace: JSON contract on a dump, stdin, and line numbers for unreadable inp
   writeFileSync(bad, '*nat\n:A - [0:0]\n-A A -j\nCOMMIT\n')
   const broken = await runCli(['trace', '--iptables-save', bad, '--src', '1.1.1.1', '--dst', '2.2.2.2', '--dport', '1'])
   assert.equal(broken.code, 0, 'chain A is never walked, so its broken rule does not matter')
-  writeFileSync(bad, '*nat\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j\nCOMMIT\n')
+  // Not the table's last rule: a last rule that looks cut off is left out of a paste, its table read as cut there.
+  writeFileSync(bad, '*nat\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j\n-A PREROUTING -j ACCEPT\nCOMMIT\n')
   const refused = await runCli([
     'trace',
     '--iptables-save',

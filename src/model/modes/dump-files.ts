@@ -74,7 +74,7 @@ export function readIptablesFile(file: string, dst: string): IptablesFile {
     source = new BufferSource(Buffer.from(paste.text, 'latin1'))
   }
   try {
-    return {file, dump: IptablesSave.parse(source, {requireTables: true}), paste}
+    return {file, dump: IptablesSave.parse(source, {requireTables: true, acceptCut: paste !== undefined}), paste}
   } catch (e) {
     throw new DiagnosisError(
       `${fileName(file)}: ${(e instanceof ParseError ? inputLineError(e, paste) : (e as Error)).message}`,

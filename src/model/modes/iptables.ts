@@ -1,4 +1,5 @@
 import type {NodeObservation} from '../../node/observation.js'
+import {acceptsUnknown, ipvsGlueWithoutIpvsadm} from '../../trace/iptables-fragment.js'
 import {IptablesTracer} from '../../trace/iptables-tracer.js'
 import {IPTABLES_VOCABULARY, iptablesDataplane} from '../iptables-dataplane.js'
 import {readIpsetFile, readIptablesFile, walkError, withInputLines} from './dump-files.js'
@@ -44,10 +45,12 @@ export const iptablesMode: ProxyModeAdapter<'iptables'> = {
         rules.dump.close()
         throw e
       }
+      const ipvs = ipvsGlueWithoutIpvsadm(rules.dump)
       return {
         tracer: new IptablesTracer(rules.dump, {localAddresses, ipsets}),
         notes: rules.paste?.notes ?? [],
-        inputLines: (result) => withInputLines(result, rules),
+        // An IPVS node's glue walked without its ipvsadm output: the rules' ACCEPT is not where the packet goes.
+        inputLines: (result) => withInputLines(ipvs ? acceptsUnknown(result, ipvs) : result, rules),
         walkError: (e) => walkError(e, rules.file, rules.paste),
         close: () => rules.dump.close(),
       }

@@ -68,6 +68,11 @@ export interface CheckContext {
   modeNotRead: Array<{node: string; mode: string; source: string; look(address: string): NodeRead}>
   /** The live probe stage's results, or why there were none (see checks/rules/probe-evidence.ts). */
   probes: ProbeRun
+  /**
+   * The cluster DNS Service is judged as a Service of its own in this run (a scan): the other Services leave the faults
+   * of its path (its conntrack entries) to its own diagnosis, so one fault gives one finding.
+   */
+  dnsJudgedApart: boolean
 }
 
 export interface Check {

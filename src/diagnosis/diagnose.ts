@@ -51,6 +51,8 @@ export interface DiagnoseOptions {
   readVia?: Map<string, NodeReadVia>
   /** How the user reaches the cluster and the nodes (their flags, the way each node was read): for printed commands. */
   reach?: Reach
+  /** A scan: the cluster DNS Service is judged as a Service of its own, not as part of every other Service's path. */
+  dnsJudgedApart?: boolean
 }
 
 const PROBES_NOT_RUN: ProbeRun = {ran: false, reason: 'live probes were not run'}
@@ -137,6 +139,7 @@ function diagnoseFamily(
     findings: [],
     probes,
     reach: opts.reach ?? DEFAULT_REACH,
+    dnsJudgedApart: opts.dnsJudgedApart ?? false,
   }
   // One path across two nodes: each remote endpoint's half, judged on its node, before the checks read the paths.
   context.halves = followEndpoints(

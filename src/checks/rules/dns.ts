@@ -1,5 +1,6 @@
-import type {Check, FindingDraft} from '../check.js'
+import type {Check, CheckContext, Finding, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
+import {addEvidence, causeOnWay} from './path-causes.js'
 import {kubectlCommand, nodeCommand} from '../../model/reach.js'
 import {canonicalIp, familyOf} from '../../net/address.js'
 
@@ -43,8 +44,26 @@ export const dnsNoEndpoints: Check = {
 const NOT_ASKED = 'none'
 
 /**
+ * The static finding that explains a DNS question from `node` going unanswered: the path to a ready DNS endpoint breaks
+ * (its node does not forward, a route or a filter rule on the way), walked as for any endpoint (path-causes.ts).
+ */
+function dnsPathCause(ctx: CheckContext, node: string): {finding: Finding; endpoint: string} | undefined {
+  for (const e of ctx.cluster.dns.slices.flatMap((s) => s.endpoints ?? [])) {
+    if (!(e.conditions?.ready ?? true)) continue
+    for (const ip of e.addresses) {
+      const finding = causeOnWay(ctx, node, {ip, node: e.nodeName})
+      const pod = e.targetRef?.kind === 'Pod' ? ` (pod ${e.targetRef.name})` : ''
+      if (finding) return {finding, endpoint: `${ip}${pod}${e.nodeName ? ` on ${e.nodeName}` : ''}`}
+    }
+  }
+  return undefined
+}
+
+/**
  * Each family's ClusterIP against the answer of its own record type (A for IPv4, AAAA for IPv6): the checks run once
- * per family, and diagnose labels a finding only one family gives with it ("node-b (IPv6): …").
+ * per family, and diagnose labels a finding only one family gives with it ("node-b (IPv6): …"). A question that got no
+ * answer because the path to the DNS endpoints breaks is evidence on the finding of that break, not a finding of its own
+ * (it runs after the path checks for that).
  */
 export const dnsNoAnswer: Check = {
   meta: codeEntry('KPD-DNS-NO-ANSWER'),
@@ -67,7 +86,14 @@ export const dnsNoAnswer: Check = {
         d.name,
         d.server,
       ])
-      if (a.error)
+      const cause = a.error ? dnsPathCause(ctx, o.name) : undefined
+      if (cause)
+        addEvidence(
+          ctx,
+          cause.finding,
+          `${o.name}: asking ${d.server} for the ${type} record of ${d.name} failed (${a.error}): its DNS endpoint ${cause.endpoint} is behind this fault`,
+        )
+      else if (a.error)
         out.push({
           node: o.name,
           message: `${o.name}: asking ${d.server} for the ${type} record of ${d.name} failed: ${a.error}`,

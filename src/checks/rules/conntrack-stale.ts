@@ -87,8 +87,7 @@ function dnsService(dns: V1Service, slices: V1EndpointSlice[]): JudgedService {
 function judgedServices(ctx: CheckContext): JudgedService[] {
   const out = [ownService(ctx)]
   const dns = ctx.cluster.dns.service
-  const same =
-    dns?.metadata?.namespace === ctx.service.namespace && dns?.metadata?.name === ctx.service.name
+  const same = dns?.metadata?.namespace === ctx.service.namespace && dns?.metadata?.name === ctx.service.name
   if (dns && !same && !ctx.dnsJudgedApart) out.push(dnsService(dns, ctx.cluster.dns.slices))
   return out
 }

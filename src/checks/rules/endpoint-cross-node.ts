@@ -51,7 +51,9 @@ export const endpointCrossNode: Check = {
       const homeNode = ctx.cluster.nodes.find((n) => n.metadata?.name === home)
       const podCidr = homeNode?.spec?.podCIDR
       const tally = (e: EndpointProbes, node: string) => describeTally(e.byNode.find((b) => b.node === node)!.tally)
-      const listed = endpoints.map((e) => `${endpointName(e.target)}: ${tally(e, home)} from ${home}, ${tally(e, from)} from ${from}`)
+      const listed = endpoints.map(
+        (e) => `${endpointName(e.target)}: ${tally(e, home)} from ${home}, ${tally(e, from)} from ${from}`,
+      )
       out.push({
         node: null,
         message:

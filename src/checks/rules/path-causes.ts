@@ -19,9 +19,15 @@ function names(message: string, address: string): boolean {
  * is another (ip_forward, its filter FORWARD, and the second half of any of the Service's paths from `from` that DNATs
  * to the endpoint and breaks there). Undefined when neither half breaks in what was read: nobody can tell which node.
  */
-export function causeOnWay(ctx: CheckContext, from: string, endpoint: {ip: string; node?: string}): Finding | undefined {
+export function causeOnWay(
+  ctx: CheckContext,
+  from: string,
+  endpoint: {ip: string; node?: string},
+): Finding | undefined {
   const errors = ctx.findings.filter((f) => f.severity === 'error' && f.node !== null)
-  const onSource = errors.find((f) => f.node === from && PER_ADDRESS_CAUSES.has(f.code) && names(f.message, endpoint.ip))
+  const onSource = errors.find(
+    (f) => f.node === from && PER_ADDRESS_CAUSES.has(f.code) && names(f.message, endpoint.ip),
+  )
   if (onSource || !endpoint.node || endpoint.node === from) return onSource
   const home = endpoint.node
   const onHome = errors.find(

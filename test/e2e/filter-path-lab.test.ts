@@ -158,8 +158,13 @@ describe('svc diagnoses drops in chains kube-proxy does not own (netns lab, real
         /^node-b: new connections to 10\.244\.2\.11:8080 \(web-b2\) are dropped by filter cali-FORWARD line \d+, a Calico chain; entry points: /,
       )
       assert.match(f.message, /node-a's pod→ClusterIP \(http\), arriving DNATed/)
-      assert.equal(f.evidence.length, 1)
+      assert.equal(f.evidence.length, 2)
       assert.match(f.evidence[0], /^filter line \d+: -A cali-FORWARD -d 10\.244\.2\.11\/32 .*-j DROP$/)
+      // node-a's live probe of web-b2 really fails: the symptom is evidence on the cause, on node-b, not a second finding.
+      assert.match(
+        f.evidence[1],
+        /^live probe: endpoint 10\.244\.2\.11:8080 \(pod web-b2 on node-b\) answers from node-b \(\d+\/\d+ connected\) but not from node-a \(0\/\d+ connected \(.+\)\)$/,
+      )
       assert.match(f.text!, /^Calico drops it, usually for a NetworkPolicy/)
       assert.deepEqual(f.argv, [
         [

@@ -167,7 +167,7 @@ function isDnsService(cluster: ClusterState): boolean {
 /** The ready cluster DNS endpoints of its TCP port (the nodes' DNS question goes over TCP), of its ClusterIP's family. */
 function dnsEndpoints(cluster: ClusterState) {
   const spec = cluster.dns.service?.spec
-  const port = (spec?.ports ?? []).find((p) => p.protocol === 'TCP' && p.port === 53)
+  const port = (spec?.ports ?? []).find((p) => (p.protocol ?? 'TCP') === 'TCP' && p.port === 53)
   const family = familyOf(spec?.clusterIP ?? '') === 6 ? 'IPv6' : 'IPv4'
   if (!port) return []
   return endpointsForPort(cluster.dns.slices, port, family)

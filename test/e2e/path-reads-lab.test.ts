@@ -105,6 +105,15 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
         ),
         f.evidence.join('\n'),
       )
+      // node-b's live probe of web-a1 really fails too (node-a forwards nothing): evidence on the same finding.
+      assert.ok(
+        f.evidence.some((e) =>
+          /^live probe: endpoint 10\.244\.1\.10:8080 \(pod web-a1 on node-a\) answers from node-a \(\d+\/\d+ connected\) but not from node-b \(0\/\d+ connected/.test(
+            e,
+          ),
+        ),
+        f.evidence.join('\n'),
+      )
       // The headline leads with the cause, and its next step is the cause's fix.
       assert.match(r.json.summary, /^✗ shop\/web: .*node-a/, r.json.summary)
       assert.doesNotMatch(r.json.summary, /DNS|10\.96\.0\.10/)

@@ -389,10 +389,11 @@ export const CATALOGUE: readonly CodeEntry[] = [
   },
   {
     code: 'KPD-ENDPOINT-CROSS-NODE',
-    severity: 'error',
+    severity: 'warning',
     family: 'path',
-    title: 'An endpoint answers from its own node but not from another node (live probe)',
-    hint: "The path between the two nodes breaks: on the probing node its route to the pod network (ip route get with the pod's address); on the endpoint's node ip_forward, filter FORWARD and the pod's bridge port.",
+    title:
+      'An endpoint answers from its own node but not from another, and neither node shows why (live probe; no node blamed)',
+    hint: "The path between the two nodes breaks where nothing read shows: on the probing node its route to the pod network (ip route get with the pod's address); on the endpoint's node filter FORWARD and the pod's bridge port; a firewall between them.",
     explains: [],
     modes: ALL_MODES,
   },

@@ -4,7 +4,7 @@ import type {NodeObservation} from '../node/observation.js'
 import type {ExpectedService} from '../model/expected.js'
 import type {Dataplane, NodeInfrastructure, ProgrammedPort} from '../model/dataplane.js'
 import type {ModeChoice} from '../model/modes/index.js'
-import type {EndpointHalf, PathResult} from '../model/paths.js'
+import type {ArrivalWalk, EndpointHalf, PathResult} from '../model/paths.js'
 import type {NodeRead, Reach} from '../model/reach.js'
 import type {ProbeRun} from '../node/probe/tcp-probe.js'
 import {renderCommand, type Command} from '../model/shell.js'
@@ -57,6 +57,12 @@ export interface CheckContext {
   paths: PathResult[]
   /** The second half of each path that DNATs to an endpoint on another read node, walked there (followEndpoints). */
   halves: EndpointHalf[]
+  /**
+   * Each read node's DNS question (from its own address, over TCP) walked to the ready cluster DNS endpoints on the other
+   * read nodes, as those nodes receive it; empty when the DNS Service is the one diagnosed (its own halves say it) or
+   * judged apart (a scan).
+   */
+  dnsArrivals: ArrivalWalk[]
   /** Findings of the checks that ran before this one (checks run in CHECKS order). */
   findings: Finding[]
   /** How the user reaches the cluster and each node: rules build their commands with it (model/reach.ts). */
@@ -68,6 +74,11 @@ export interface CheckContext {
   modeNotRead: Array<{node: string; mode: string; source: string; look(address: string): NodeRead}>
   /** The live probe stage's results, or why there were none (see checks/rules/probe-evidence.ts). */
   probes: ProbeRun
+  /**
+   * The cluster DNS Service is judged as a Service of its own in this run (a scan): the other Services leave the faults
+   * of its path (its conntrack entries) to its own diagnosis, so one fault gives one finding.
+   */
+  dnsJudgedApart: boolean
 }
 
 export interface Check {

@@ -72,7 +72,6 @@ export const CHECKS: Check[] = [
   hairpinUnmapped,
   pathUndecided,
   nodeDiverges,
-  dnsNoAnswer,
   filterDrop,
   nodeForwardingOff,
   bridgeNetfilterOff,
@@ -82,6 +81,8 @@ export const CHECKS: Check[] = [
   conntrackFull,
   // Last: it reads the findings above.
   pathBroken,
+  // A DNS question without answer is evidence on the finding that breaks the path to the DNS endpoints, if one does.
+  dnsNoAnswer,
   // Live probes, in the order a connection meets their faults: the source node's dataplane, the way to the
   // endpoint's node, the backend; then what contradicts the static diagnosis.
   vipFails,

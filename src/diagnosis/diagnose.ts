@@ -12,7 +12,10 @@ import {
   type TableFamily,
 } from '../model/modes/index.js'
 import type {NodeObservation} from '../node/observation.js'
-import {followEndpoints, tracePaths, type PathNode, type PathResult} from '../model/paths.js'
+import {followEndpoints, tracePaths, walkArrivals, type PathNode, type PathResult} from '../model/paths.js'
+import {endpointsForPort} from '../model/endpoints.js'
+import {joinHostPort} from '../net/host-port.js'
+import {familyOf} from '../net/address.js'
 import {podIPsOn} from '../cluster/pod-status.js'
 import {silencingRule, type IgnoreRule} from './ignore-rules.js'
 import {nodeAddress} from './node-address.js'
@@ -51,6 +54,8 @@ export interface DiagnoseOptions {
   readVia?: Map<string, NodeReadVia>
   /** How the user reaches the cluster and the nodes (their flags, the way each node was read): for printed commands. */
   reach?: Reach
+  /** A scan: the cluster DNS Service is judged as a Service of its own, not as part of every other Service's path. */
+  dnsJudgedApart?: boolean
 }
 
 const PROBES_NOT_RUN: ProbeRun = {ran: false, reason: 'live probes were not run'}
@@ -133,10 +138,12 @@ function diagnoseFamily(
     observations,
     paths,
     halves: [],
+    dnsArrivals: [],
     modeNotRead,
     findings: [],
     probes,
     reach: opts.reach ?? DEFAULT_REACH,
+    dnsJudgedApart: opts.dnsJudgedApart ?? false,
   }
   // One path across two nodes: each remote endpoint's half, judged on its node, before the checks read the paths.
   context.halves = followEndpoints(
@@ -144,9 +151,28 @@ function diagnoseFamily(
     pathNodes,
     context.service.ports.flatMap((port) => port.allEndpoints),
   )
+  if (!context.dnsJudgedApart && !isDnsService(cluster))
+    context.dnsArrivals = walkArrivals(pathNodes, dnsEndpoints(cluster), 'tcp')
   // Silenced checks still run: what they find explains its path step, so the generic path-broken finding stays quiet too.
   for (const c of CHECKS) context.findings.push(...c.run(context).map((d) => toFinding(c.meta, d)))
   return {context, notJudged}
+}
+
+function isDnsService(cluster: ClusterState): boolean {
+  const dns = cluster.dns.service?.metadata
+  const svc = cluster.service.metadata
+  return !!dns && dns.namespace === svc?.namespace && dns.name === svc?.name
+}
+
+/** The ready cluster DNS endpoints of its TCP port (the nodes' DNS question goes over TCP), of its ClusterIP's family. */
+function dnsEndpoints(cluster: ClusterState) {
+  const spec = cluster.dns.service?.spec
+  const port = (spec?.ports ?? []).find((p) => (p.protocol ?? 'TCP') === 'TCP' && p.port === 53)
+  const family = familyOf(spec?.clusterIP ?? '') === 6 ? 'IPv6' : 'IPv4'
+  if (!port) return []
+  return endpointsForPort(cluster.dns.slices, port, family)
+    .filter((e) => e.ready)
+    .map((e) => ({...e, address: joinHostPort(e.ip, e.port)}))
 }
 
 const findingKey = (f: Finding) => `${f.code}\0${f.node ?? ''}\0${f.message}\0${f.command ?? ''}`

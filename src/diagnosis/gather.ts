@@ -157,16 +157,25 @@ async function probeConnector(readVia: Map<string, NodeReadVia>, opts: LiveOptio
   }
 }
 
-/** What the packet-path reads look at: the endpoints' addresses, and each ClusterIP with each port protocol. */
+/**
+ * What the packet-path reads look at: the endpoints' addresses, each ClusterIP with each port protocol, and the cluster
+ * DNS Service's ClusterIPs over UDP (clients find the Service by its name: a stale DNS entry breaks its path too).
+ */
 function pathTargets(cluster: ClusterState): PathTargets {
   const spec = cluster.service.spec
   const clusterIPs = (spec?.clusterIPs ?? (spec?.clusterIP ? [spec.clusterIP] : [])).filter((ip) => ip !== 'None')
   const protocols = [...new Set((spec?.ports ?? []).map((p) => (p.protocol ?? 'TCP').toLowerCase()))]
     .filter((p) => p === 'tcp' || p === 'udp' || p === 'sctp')
     .sort()
+  const dns = cluster.dns.service?.spec
+  const dnsIPs = (dns?.clusterIPs ?? (dns?.clusterIP ? [dns.clusterIP] : [])).filter((ip) => ip !== 'None')
+  const dnsUdp = (dns?.ports ?? []).some((p) => (p.protocol ?? 'TCP') === 'UDP')
   return {
     endpointAddresses: cluster.slices.flatMap((s) => (s.endpoints ?? []).flatMap((e) => e.addresses ?? [])),
-    serviceAddresses: clusterIPs.flatMap((address) => protocols.map((protocol) => ({address, protocol}))),
+    serviceAddresses: [
+      ...clusterIPs.flatMap((address) => protocols.map((protocol) => ({address, protocol}))),
+      ...(dnsUdp ? dnsIPs.map((address) => ({address, protocol: 'udp' as const})) : []),
+    ],
   }
 }
 

@@ -81,6 +81,7 @@ export async function judgeOnThreads<R>(j: ThreadedJudging<R>): Promise<number[]
     proxyMode: j.opts.proxyMode,
     probes: j.opts.probes,
     readVia: j.opts.readVia,
+    dnsJudgedApart: j.opts.dnsJudgedApart,
   }
   const data: ScanWorkerData = {
     states: j.states,

@@ -185,7 +185,8 @@ async function judge<R>(
   {threads: requested}: ScanThreadOptions,
 ): Promise<Array<ServiceOutcome<R>>> {
   const {onProgress, ...diagnoseOptions} = opts
-  const withReach = {...diagnoseOptions, reach: reachOf(reach)}
+  // The cluster DNS Service is one of the Services a scan judges (when it selects it): its own faults stay on it.
+  const withReach = {...diagnoseOptions, reach: reachOf(reach), dnsJudgedApart: true}
   const outcomes: Array<ServiceOutcome<R>> = new Array(states.length)
   let judged = 0
   const onJudged = (index: number, outcome: ServiceOutcome<R>) => {

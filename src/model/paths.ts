@@ -528,10 +528,7 @@ function walkEndpointHalves(paths: PathResult[], nodes: PathNode[], endpoints: E
       const target = nodeNamed.get(endpoint.nodeName!)!
       let at = tracers.get(target.node)
       if (!at) {
-        at = {
-          tracer: target.dataplane.tracer(target.address ? [target.address] : [], false, routeGuess(target)),
-          notVia: nodeLocalInterfaces(target),
-        }
+        at = arrivalTracer(target)
         tracers.set(target.node, at)
       }
       const {tracer, notVia} = at
@@ -556,6 +553,62 @@ function walkEndpointHalves(paths: PathResult[], nodes: PathNode[], endpoints: E
   return out
 }
 
+/** A node's tracer for packets arriving from another node, and the interfaces such packets never come in by. */
+function arrivalTracer(target: PathNode): {tracer: Tracer; notVia: ReadonlySet<string>} {
+  return {
+    tracer: target.dataplane.tracer(target.address ? [target.address] : [], false, routeGuess(target)),
+    notVia: nodeLocalInterfaces(target),
+  }
+}
+
+/** A packet from one read node's own address to a pod on another read node, judged as that node receives it. */
+export interface ArrivalWalk {
+  from: string
+  node: string
+  endpoint: ExpectedEndpoint
+  ok: boolean | null
+  breaksAt: Step | null
+  detail: string
+}
+
+/** At most this many arrivals walked per diagnosis (each crosses the pod node's PREROUTING and FORWARD). */
+const MAX_ARRIVALS = 256
+
+/**
+ * Packets a node sends from its own address to pods on the other read nodes (the cluster DNS endpoints, which the
+ * node's DNS question reaches), walked on each pod's node: the second half of a path that is not the Service's own.
+ */
+export function walkArrivals(nodes: PathNode[], endpoints: ExpectedEndpoint[], proto: Packet['proto']): ArrivalWalk[] {
+  const nodeNamed = new Map(nodes.map((n) => [n.node, n]))
+  const tracers = new Map<string, {tracer: Tracer; notVia: ReadonlySet<string>}>()
+  const out: ArrivalWalk[] = []
+  for (const from of nodes) {
+    if (!from.address) continue
+    for (const endpoint of endpoints) {
+      const target = endpoint.nodeName ? nodeNamed.get(endpoint.nodeName) : undefined
+      if (!target || target === from || familyOf(endpoint.ip) !== familyOf(from.address)) continue
+      if (out.length >= MAX_ARRIVALS) return out
+      let at = tracers.get(target.node)
+      if (!at) {
+        at = arrivalTracer(target)
+        tracers.set(target.node, at)
+      }
+      const packet: Packet = {
+        src: from.address,
+        dst: endpoint.ip,
+        proto,
+        dport: endpoint.port,
+        sport: 40005,
+        inNotVia: at.notVia,
+      }
+      const trace = at.tracer.trace(packet)
+      const j = judgeHalf({trace, probability: 1, endpoint, node: target.node}, target.dataplane.vocab)
+      out.push({from: from.node, node: target.node, endpoint, ...j})
+    }
+  }
+  return out
+}
+
 /** Where a second half is dropped: a nat (or other mangling) hook's chain, else the filter path. */
 function halfDropStep(o: TraceOutcome, v: ModeVocabulary): Step {
   const site = o.policy ?? o.steps.at(-1)
@@ -568,7 +621,7 @@ function endpointText(e: ExpectedEndpoint, node: string): string {
 }
 
 /** The verdict of one second half: the first place it breaks (in step order), else where it arrives. */
-function judgeHalf(h: EndpointHalf, v: ModeVocabulary): Judgement {
+function judgeHalf(h: Pick<EndpointHalf, 'trace' | 'probability' | 'endpoint' | 'node'>, v: ModeVocabulary): Judgement {
   let worst: Judgement | undefined
   const to = endpointText(h.endpoint, h.node)
   for (const o of h.trace.outcomes) {

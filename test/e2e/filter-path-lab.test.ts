@@ -69,8 +69,8 @@ describe('svc diagnoses drops in chains kube-proxy does not own (netns lab, real
       )
       const r = await doctor()
       assert.equal(r.code, 1, r.stdout + r.stderr)
-      // Cluster DNS runs on node-a: node-b's queries, DNATed to it, cross node-a's FORWARD too (a true finding).
-      assert.deepEqual(problems(r), ['KPD-DNS-NO-ANSWER node-b', 'KPD-FILTER-DROP node-a'])
+      // Cluster DNS runs on node-a: node-b's queries, DNATed to it, cross node-a's FORWARD too: evidence on the one finding.
+      assert.deepEqual(problems(r), ['KPD-FILTER-DROP node-a'])
       const f = findings(r).find((x) => x.code === 'KPD-FILTER-DROP')!
       assert.match(
         f.message,
@@ -82,7 +82,11 @@ describe('svc diagnoses drops in chains kube-proxy does not own (netns lab, real
         /node-b's pod→ClusterIP \(http\), arriving DNATed/,
         "the second half of node-b's path, to web-a1, crosses node-a",
       )
-      assert.deepEqual(f.evidence, ["filter: :FORWARD DROP (the chain's policy)"])
+      assert.equal(f.evidence[0], "filter: :FORWARD DROP (the chain's policy)")
+      assert.match(
+        f.evidence.join('\n'),
+        /\nnode-b: asking 10\.96\.0\.10 for the A record of web\.shop\.svc\.cluster\.local failed \(.+\): its DNS endpoint 10\.244\.1\.53 \(pod coredns-a\) on node-a is behind this fault/,
+      )
       assert.match(f.text!, /^Docker set this policy/)
       assert.deepEqual(f.argv, [
         [
@@ -154,8 +158,13 @@ describe('svc diagnoses drops in chains kube-proxy does not own (netns lab, real
         /^node-b: new connections to 10\.244\.2\.11:8080 \(web-b2\) are dropped by filter cali-FORWARD line \d+, a Calico chain; entry points: /,
       )
       assert.match(f.message, /node-a's pod→ClusterIP \(http\), arriving DNATed/)
-      assert.equal(f.evidence.length, 1)
+      assert.equal(f.evidence.length, 2)
       assert.match(f.evidence[0], /^filter line \d+: -A cali-FORWARD -d 10\.244\.2\.11\/32 .*-j DROP$/)
+      // node-a's live probe of web-b2 really fails: the symptom is evidence on the cause, on node-b, not a second finding.
+      assert.match(
+        f.evidence[1],
+        /^live probe: endpoint 10\.244\.2\.11:8080 \(pod web-b2 on node-b\) answers from node-b \(\d+\/\d+ connected\) but not from node-a \(0\/\d+ connected \(.+\)\)$/,
+      )
       assert.match(f.text!, /^Calico drops it, usually for a NetworkPolicy/)
       assert.deepEqual(f.argv, [
         [

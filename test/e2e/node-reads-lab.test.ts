@@ -28,6 +28,8 @@ function chainRead(line: string): {family: 4 | 6; reads: Array<{table: IptablesT
 }
 
 const CLUSTER_IP = '10.96.10.10'
+/** The cluster DNS Service: its UDP conntrack entries are read on every svc run (DNS is part of every Service's path). */
+const DNS_IP = '10.96.0.10'
 const ENDPOINTS = ['10.244.1.10', '10.244.2.10', '10.244.2.11']
 
 describe('node reads against the netns lab: what is sent to the node, and what comes back', {skip: why}, () => {
@@ -70,6 +72,7 @@ describe('node reads against the netns lab: what is sent to the node, and what c
       ...ENDPOINTS.map((address) => line('routeGet', true, {address})),
       line('pathSysctls', true, {interfaces: ['cbr0', 'eth0']}),
       line('conntrackList', true, {protocol: 'tcp', address: CLUSTER_IP}),
+      line('conntrackList', true, {protocol: 'udp', address: DNS_IP}),
     ].sort()
   }
 

@@ -4,6 +4,13 @@ import {diagnose} from '../../src/diagnosis/diagnose.js'
 import {offlineCluster, type OfflineOptions} from '../helpers/offline-cluster.js'
 import {notReady} from '../helpers/check-states.js'
 import {checkFamily, checkTester} from '../helpers/check-tester.js'
+import {withPath} from '../helpers/path-states.js'
+import {buildReport} from '../../src/report/report.js'
+import {renderHuman} from '../../src/report/human.js'
+import {Chalk} from 'chalk'
+
+/** node-a, where CoreDNS runs, with net.ipv4.ip_forward = 0 (the other path reads healthy). */
+const FORWARDING_OFF_ON_A = withPath({'node-a': {sysctl: {'net.ipv4.ip_forward': '0'}}})
 
 checkFamily('dns', () => {
   checkTester('cluster DNS (dns.ts)', [
@@ -31,6 +38,27 @@ checkFamily('dns', () => {
       name: 'the query failed on one node',
       state: {dns: {'node-a': {addresses: [], error: 'connection refused'}}},
       findings: [['KPD-DNS-NO-ANSWER', 'node-a', 'error']],
+    },
+    {
+      name: "node-b's question unanswered while CoreDNS's node-a forwards nothing: one finding, the cause on node-a (the symptom is its evidence)",
+      state: {...FORWARDING_OFF_ON_A, dns: {'node-b': {addresses: [], error: 'no DNS answer within 3s'}}},
+      findings: [['KPD-NODE-FORWARDING-OFF', 'node-a', 'error']],
+    },
+    {
+      name: "node-a's own question unanswered although node-a only stops forwarding: its host reaches its own CoreDNS without forwarding, so forwarding does not explain it",
+      state: {...FORWARDING_OFF_ON_A, dns: {'node-a': {addresses: [], error: 'no DNS answer within 3s'}}},
+      findings: [
+        ['KPD-NODE-FORWARDING-OFF', 'node-a', 'error'],
+        ['KPD-DNS-NO-ANSWER', 'node-a', 'error'],
+      ],
+    },
+    {
+      name: 'node-b gets NXDOMAIN while node-a forwards nothing: an answer came, so the path does not explain it',
+      state: {...FORWARDING_OFF_ON_A, dns: {'node-b': {addresses: [], rcode: 'NXDOMAIN'}}},
+      findings: [
+        ['KPD-NODE-FORWARDING-OFF', 'node-a', 'error'],
+        ['KPD-DNS-NO-ANSWER', 'node-b', 'error'],
+      ],
     },
     {
       name: 'not asked on one node (no TCP to the server from the node, no dig there): no verdict',
@@ -98,6 +126,40 @@ checkFamily('dns', () => {
       ],
     ],
   ]
+
+  test("the DNS symptom of node-a's forwarding: evidence on KPD-NODE-FORWARDING-OFF, and the headline and next step lead with the cause", () => {
+    const {cluster, observations} = offlineCluster({
+      ...FORWARDING_OFF_ON_A,
+      dns: {'node-b': {addresses: [], error: 'no DNS answer within 3s'}},
+    })
+    const d = diagnose(cluster, observations)
+    assert.deepEqual(
+      d.findings.map((f) => [f.code, f.node, f.evidence]),
+      [
+        [
+          'KPD-NODE-FORWARDING-OFF',
+          'node-a',
+          [
+            'sysctl net.ipv4.ip_forward = 0',
+            'node-b: asking 10.96.0.10 for the A record of web.shop.svc.cluster.local failed (no DNS answer within 3s): its DNS endpoint 10.244.1.53 (pod coredns-a) on node-a is behind this fault',
+          ],
+        ],
+      ],
+    )
+    const r = buildReport(d)
+    assert.deepEqual(r.next, {
+      command: 'ssh node-a sudo sysctl -w net.ipv4.ip_forward=1',
+      argv: [['ssh', 'node-a', 'sudo', 'sysctl', '-w', 'net.ipv4.ip_forward=1']],
+      text: 'Then find what set it to 0 (net.ipv4.ip_forward in /etc/sysctl.conf and /etc/sysctl.d).',
+    })
+    assert.equal(
+      r.summary,
+      '✗ shop/web: node-a: net.ipv4.ip_forward = 0: the node forwards no IPv4 packet, so its pods reach no Service and no pod on another node, pods on other nodes cannot reach its pods, and NodePorts on node-a reach no endpoint',
+    )
+    const first = renderHuman(r, new Chalk({level: 0}), 120).split('\n')[0]
+    assert.match(first, /^✗ shop\/web: node-a: net\.ipv4\.ip_forward = 0: /)
+    assert.ok(r.summary.startsWith(first), first)
+  })
 
   describe('cluster DNS of a dual-stack Service: A for the IPv4 ClusterIP, AAAA for the IPv6 one', () => {
     for (const [name, state, findings, notChecked] of DUAL_STACK_DNS) {

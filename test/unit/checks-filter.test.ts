@@ -166,6 +166,22 @@ checkFamily('filter', () => {
       findings: [['KPD-FILTER-DROP', 'node-a', 'error']],
     },
     {
+      name: "Docker's FORWARD policy DROP on node-a, and node-b's DNS question to CoreDNS there unanswered: one finding, on node-a (the question is its evidence)",
+      state: {
+        editDump: {'node-a': withFilter({...DOCKER, rules: [DOCKER_USER_RETURN]})},
+        dns: {'node-b': {addresses: [], error: 'no DNS answer within 3s'}},
+      },
+      findings: [['KPD-FILTER-DROP', 'node-a', 'error']],
+    },
+    {
+      name: "a policy chain on node-a drops CoreDNS (no endpoint of shop/web), node-b's DNS question unanswered: the question's walk breaks on node-a, the finding is there",
+      state: {
+        editDump: {'node-a': withFilter(calicoDrop('10.244.1.53'))},
+        dns: {'node-b': {addresses: [], error: 'no DNS answer within 3s'}},
+      },
+      findings: [['KPD-DNS-NO-ANSWER', 'node-a', 'error']],
+    },
+    {
       name: "a Calico rule on node-b dropping only node-a's pods: seen only in the second half of node-a's paths, reported on node-b",
       state: {
         editDump: {

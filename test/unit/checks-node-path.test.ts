@@ -3,112 +3,19 @@ import {describe, test} from 'node:test'
 import {diagnose} from '../../src/diagnosis/diagnose.js'
 import type {NodeObservation} from '../../src/node/observation.js'
 import {interpretPathReads, type RawPathReads} from '../../src/node/read/path-reads.js'
+import {pathReads, withPath} from '../helpers/path-states.js'
+import {notReady} from '../helpers/check-states.js'
 import {offlineCluster, type OfflineOptions} from '../helpers/offline-cluster.js'
 import {checkFamily, checkTester} from '../helpers/check-tester.js'
 import {NODES, WEB, dualStackNode, dualStackPods, labPods, type LabPod} from '../fixtures/lab-cluster.js'
 
-/** A node's packet-path reads as the commands print them (the lab's healthy values), with a fault's changes. */
-interface PathFaults {
-  sysctl?: Record<string, string>
-  /** sysctl keys the node does not have (br_netfilter not loaded). */
-  absent?: string[]
-  /** The route table without node-b's pod CIDR (`missing`), or with it as another route type. */
-  podRoute?: 'missing' | 'unreachable'
-  conntrack?: string[]
-  /** Entries of `conntrack -L -p udp -d 10.96.10.10` (the web Service made UDP in those cases). */
-  udp?: string[]
-  conntrackMissing?: boolean
-}
 const ok = (stdout: string) => ({code: 0, stdout, stderr: ''})
-function pathReads(node: 'node-a' | 'node-b', f: PathFaults = {}): RawPathReads {
-  const self = NODES.find((n) => n.name === node)!
-  const other = NODES.find((n) => n.name !== node)!
-  const sysctl = {
-    'net.ipv4.ip_forward': '1',
-    'net.bridge.bridge-nf-call-iptables': '1',
-    'net.netfilter.nf_conntrack_count': '12',
-    'net.netfilter.nf_conntrack_max': '262144',
-    'net.ipv4.conf.all.rp_filter': '0',
-    'net.ipv4.conf.all.route_localnet': '1',
-    ...f.sysctl,
-  }
-  const absent = f.absent ?? []
-  const otherRoute =
-    node === 'node-a' && f.podRoute === 'missing'
-      ? []
-      : node === 'node-a' && f.podRoute === 'unreachable'
-        ? [`unreachable ${other.podCIDR}`]
-        : [`${other.podCIDR} via ${other.ip} dev eth0`]
-  const routeGet = (ip: string) => {
-    if (labPods().find((p) => p.ip === ip)!.node === node)
-      return ok(`${ip} dev cbr0 src ${self.gateway} uid 0 \\    cache `)
-    if (node === 'node-a' && f.podRoute === 'missing')
-      return ok(`${ip} via 10.200.0.1 dev eth0 src ${self.ip} uid 0 \\    cache `)
-    if (node === 'node-a' && f.podRoute === 'unreachable')
-      return {code: 2, stdout: '', stderr: 'RTNETLINK answers: No route to host\n'}
-    return ok(`${ip} via ${other.ip} dev eth0 src ${self.ip} uid 0 \\    cache `)
-  }
-  return {
-    sysctls: {
-      code: absent.length > 0 ? 255 : 0,
-      stdout: Object.entries(sysctl)
-        .filter(([k]) => !absent.includes(k))
-        .map(([k, v]) => `${k} = ${v}\n`)
-        .join(''),
-      stderr: absent
-        .map((k) => `sysctl: cannot stat /proc/sys/${k.replaceAll('.', '/')}: No such file or directory\n`)
-        .join(''),
-    },
-    routeTable: ok(
-      [
-        'default via 10.200.0.1 dev eth0 onlink',
-        `10.200.0.0/24 dev eth0 proto kernel scope link src ${self.ip}`,
-        `${self.podCIDR} dev cbr0 proto kernel scope link src ${self.gateway}`,
-        ...otherRoute,
-        '',
-      ].join('\n'),
-    ),
-    routeGet: ['10.244.1.10', '10.244.2.10', '10.244.2.11'].map((address) => ({address, ...routeGet(address)})),
-    conntrack: [
-      {
-        protocol: 'tcp',
-        address: WEB.clusterIP,
-        ...(f.conntrackMissing
-          ? {code: 127, stdout: '', stderr: 'sh: 1: conntrack: not found\n'}
-          : ok(
-              [
-                `tcp      6 86390 ESTABLISHED src=10.244.1.100 dst=10.96.10.10 sport=51000 dport=80 src=10.244.2.10 dst=10.244.1.100 sport=8080 dport=51000 [ASSURED] mark=0 use=1`,
-                `tcp      6 110 TIME_WAIT src=10.244.1.100 dst=10.96.10.10 sport=51002 dport=80 src=10.244.1.10 dst=10.244.1.100 sport=8080 dport=51002 [ASSURED] mark=0 use=1`,
-                ...(f.conntrack ?? []),
-                '',
-              ].join('\n'),
-            )),
-      },
-      {
-        protocol: 'udp',
-        address: WEB.clusterIP,
-        ...ok(
-          [
-            'udp      17 25 src=10.244.1.100 dst=10.96.10.10 sport=40001 dport=80 src=10.244.2.11 dst=10.244.1.100 sport=8080 dport=40001 mark=0 use=1',
-            ...(f.udp ?? []),
-            '',
-          ].join('\n'),
-        ),
-      },
-    ],
-  }
-}
 const UDP_WEB = {ports: [{...WEB.ports[0], protocol: 'UDP' as const, targetPort: 8080}]}
 const STALE_UDP =
   'udp      17 28 src=10.244.1.100 dst=10.96.10.10 sport=40053 dport=80 [UNREPLIED] src=10.244.2.7 dst=10.244.1.100 sport=8080 dport=40053 mark=0 use=1'
-const withPath = (faults: Partial<Record<'node-a' | 'node-b', PathFaults>> = {}) => ({
-  editObservation: Object.fromEntries(
-    (['node-a', 'node-b'] as const).map((node) => [
-      node,
-      (obs: NodeObservation): NodeObservation => ({...obs, path: interpretPathReads(pathReads(node, faults[node]))}),
-    ]),
-  ),
-})
+/** A client on node-b pinned to port 40053, its DNS entry still DNATed to 10.244.1.54, a CoreDNS address that is gone. */
+const STALE_DNS =
+  'udp      17 29 src=10.244.2.100 dst=10.96.0.10 sport=40053 dport=53 [UNREPLIED] src=10.244.1.54 dst=10.244.2.100 sport=53 dport=40053 mark=0 use=1'
 const STALE_TCP =
   'tcp      6 86000 ESTABLISHED src=10.244.1.100 dst=10.96.10.10 sport=51010 dport=80 src=10.244.2.7 dst=10.244.1.100 sport=8080 dport=51010 [ASSURED] mark=0 use=1'
 
@@ -369,6 +276,56 @@ checkFamily('node-path', () => {
       {
         name: 'a UDP entry for a port the Service does not have (TCP Service): not judged',
         state: withPath({'node-a': {udp: [STALE_UDP]}}),
+        findings: [],
+      },
+      {
+        name: 'a stale UDP entry for cluster DNS on node-b (a pinned client, CoreDNS since readdressed): KPD-CONNTRACK-STALE on node-b while diagnosing shop/web, its exact conntrack -D',
+        state: withPath({'node-b': {dnsUdp: [STALE_DNS]}}),
+        findings: [['KPD-CONNTRACK-STALE', 'node-b', 'error']],
+        fixes: {
+          'KPD-CONNTRACK-STALE node-b': {
+            argv: [
+              [
+                'ssh',
+                'node-b',
+                'sudo',
+                'conntrack',
+                '-D',
+                '-p',
+                'udp',
+                '--orig-dst',
+                '10.96.0.10',
+                '--orig-port-dst',
+                '53',
+                '--reply-src',
+                '10.244.1.54',
+              ],
+            ],
+            text: null,
+          },
+        },
+      },
+      {
+        name: 'a UDP DNS entry DNATed to the ready CoreDNS pod (10.244.1.53:53): no finding',
+        state: withPath({'node-b': {dnsUdp: [STALE_DNS.replaceAll('10.244.1.54', '10.244.1.53')]}}),
+        findings: [],
+      },
+      {
+        name: 'a UDP DNS entry to a CoreDNS pod that is no longer ready: stale (only ready DNS endpoints answer)',
+        state: {
+          ...withPath({'node-b': {dnsUdp: [STALE_DNS.replaceAll('10.244.1.54', '10.244.1.53')]}}),
+          pods: notReady('coredns-a'),
+        },
+        findings: [
+          ['KPD-DNS-NO-ENDPOINTS', '-', 'error'],
+          ['KPD-CONNTRACK-STALE', 'node-a', 'error'],
+          ['KPD-CONNTRACK-STALE', 'node-b', 'error'],
+        ],
+      },
+      {
+        name: 'a stale DNS entry in a scan: judged once, on the cluster DNS Service of its own, not on shop/web',
+        state: withPath({'node-b': {dnsUdp: [STALE_DNS]}}),
+        options: {dnsJudgedApart: true},
         findings: [],
       },
       {

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict'
-import type {DiagnoseOptions} from '../../src/diagnosis/diagnose.js'
+import {diagnose, type DiagnoseOptions} from '../../src/diagnosis/diagnose.js'
 import {planProbes, PROBE_SETTINGS} from '../../src/diagnosis/probe-plan.js'
 import {offlineCluster, type OfflineOptions} from '../helpers/offline-cluster.js'
+import {test} from 'node:test'
 import {checkFamily, checkTester} from '../helpers/check-tester.js'
 import {NODES} from '../fixtures/lab-cluster.js'
 import {notReady} from '../helpers/check-states.js'
+import {withPath} from '../helpers/path-states.js'
 
 /**
  * Live probe results as the lab's nodes would give them, built from each node's own probe plan for `state`: every
@@ -32,6 +34,15 @@ function probed(
     }),
   }))
   return {probes: {ran: true, settings: PROBE_SETTINGS, nodes, notes: []}}
+}
+/** A policy engine's chain in node-b's filter FORWARD dropping new connections to `ip`. */
+const forwardDropOnB = (ip: string) => (t: string) => {
+  const first = '-A FORWARD -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall"'
+  assert.ok(t.includes(first) && t.includes('\nCOMMIT\n*nat'))
+  return t
+    .replace(':OUTPUT ACCEPT [0:0]\n', ':OUTPUT ACCEPT [0:0]\n:cali-FORWARD - [0:0]\n')
+    .replace(first, `-A FORWARD -j cali-FORWARD\n${first}`)
+    .replace('\nCOMMIT\n*nat', `\n-A cali-FORWARD -d ${ip}/32 -m conntrack --ctstate NEW -j DROP\nCOMMIT\n*nat`)
 }
 const withoutClusterIpRule = (t: string) =>
   t
@@ -76,7 +87,7 @@ checkFamily('probes', () => {
       findings: [['KPD-BACKEND-REFUSED', 'node-b', 'error']],
     },
     {
-      name: 'web-b1 answers from node-b but times out from node-a: a cross-node fault, reported on node-a',
+      name: "web-b1 answers from node-b but times out from node-a and neither node's walk shows why: cannot tell, a warning blaming neither node",
       state: {},
       options: probed(
         {},
@@ -86,7 +97,48 @@ checkFamily('probes', () => {
           'node-a 10.200.0.11:30080': [6, 0, 2],
         },
       ),
-      findings: [['KPD-ENDPOINT-CROSS-NODE', 'node-a', 'error']],
+      findings: [['KPD-ENDPOINT-CROSS-NODE', '-', 'warning']],
+    },
+    {
+      name: 'web-b1 times out from node-a and node-b forwards nothing: the probe is evidence on KPD-NODE-FORWARDING-OFF on node-b, no second finding',
+      state: withPath({'node-b': {sysctl: {'net.ipv4.ip_forward': '0'}}}),
+      options: probed(
+        {},
+        {
+          'node-a 10.244.2.10:8080': [0, 0, 3],
+          'node-a 10.244.2.11:8080': [0, 0, 3],
+          'node-a 10.96.10.10:80': [4, 0, 4],
+          'node-a 10.200.0.11:30080': [4, 0, 4],
+        },
+      ),
+      findings: [['KPD-NODE-FORWARDING-OFF', 'node-b', 'error']],
+    },
+    {
+      name: "web-b2 times out from node-a, node-b's filter FORWARD drops it (the second half of node-a's paths breaks there): the probe is evidence on KPD-FILTER-DROP on node-b",
+      state: {editDump: {'node-b': forwardDropOnB('10.244.2.11')}},
+      options: probed(
+        {editDump: {'node-b': forwardDropOnB('10.244.2.11')}},
+        {
+          'node-a 10.244.2.11:8080': [0, 0, 3],
+          'node-a 10.96.10.10:80': [5, 0, 3],
+          'node-a 10.200.0.11:30080': [6, 0, 2],
+        },
+      ),
+      findings: [['KPD-FILTER-DROP', 'node-b', 'error']],
+    },
+    {
+      name: "node-b's endpoints time out from node-a, whose route to node-b's pods is gone: the probe is evidence on KPD-ROUTE-MISSING on node-a",
+      state: withPath({'node-a': {podRoute: 'missing'}}),
+      options: probed(
+        {},
+        {
+          'node-a 10.244.2.10:8080': [0, 0, 3],
+          'node-a 10.244.2.11:8080': [0, 0, 3],
+          'node-a 10.96.10.10:80': [4, 0, 4],
+          'node-a 10.200.0.11:30080': [4, 0, 4],
+        },
+      ),
+      findings: [['KPD-ROUTE-MISSING', 'node-a', 'error']],
     },
     {
       name: "node-b's ClusterIP fails while every endpoint answers from node-b and its rules trace as working",
@@ -121,10 +173,7 @@ checkFamily('probes', () => {
           'node-a 10.96.10.10:80': [0, 0, 8],
         },
       ),
-      findings: [
-        ['KPD-ENDPOINT-CROSS-NODE', 'node-a', 'error'],
-        ['KPD-ENDPOINT-CROSS-NODE', 'node-a', 'error'],
-      ],
+      findings: [['KPD-ENDPOINT-CROSS-NODE', '-', 'warning']],
     },
     {
       name: 'a NodePort failure the static trace predicts (NodePorts missing) is its finding alone',
@@ -163,4 +212,23 @@ checkFamily('probes', () => {
       findings: [['KPD-PROBE-CONTRADICTS', 'node-a', 'error']],
     },
   ])
+
+  test('a probe failure a static cause explains is evidence on that finding, on the node where the path breaks', () => {
+    const evidence = (state: OfflineOptions, fails: Parameters<typeof probed>[1]) => {
+      const {cluster, observations} = offlineCluster(state)
+      return diagnose(cluster, observations, probed(state, fails)).findings.map((f) => [f.code, f.node, f.evidence])
+    }
+    const fromA = {
+      'node-a 10.244.2.11:8080': [0, 0, 3] as [number, number, number],
+      'node-a 10.96.10.10:80': [5, 0, 3] as [number, number, number],
+      'node-a 10.200.0.11:30080': [6, 0, 2] as [number, number, number],
+    }
+    const probeLine =
+      'live probe: endpoint 10.244.2.11:8080 (pod web-b2 on node-b) answers from node-b (3/3 connected) but not from node-a (0/3 connected (3 timed out))'
+    assert.deepEqual(evidence(withPath({'node-b': {sysctl: {'net.ipv4.ip_forward': '0'}}}), fromA), [
+      ['KPD-NODE-FORWARDING-OFF', 'node-b', ['sysctl net.ipv4.ip_forward = 0', probeLine]],
+    ])
+    const [drop] = evidence({editDump: {'node-b': forwardDropOnB('10.244.2.11')}}, fromA)
+    assert.deepEqual([drop[0], drop[1], (drop[2] as string[]).at(-1)], ['KPD-FILTER-DROP', 'node-b', probeLine])
+  })
 })

@@ -1,5 +1,7 @@
-import type {Check, FindingDraft} from '../check.js'
-import {codeEntry} from '../catalogue.js'
+import type {Check, CheckContext, Finding, FindingDraft} from '../check.js'
+import {codeEntry, codesExplaining} from '../catalogue.js'
+import {addEvidence, causeOnWay} from './path-causes.js'
+import type {ArrivalWalk} from '../../model/paths.js'
 import {kubectlCommand, nodeCommand} from '../../model/reach.js'
 import {canonicalIp, familyOf} from '../../net/address.js'
 
@@ -43,8 +45,40 @@ export const dnsNoEndpoints: Check = {
 const NOT_ASKED = 'none'
 
 /**
+ * The static finding that explains a DNS question from `node` going unanswered: the path to a ready DNS endpoint breaks
+ * (its node does not forward, a route or a filter rule on the way, named by a finding; or the question's own walk on the
+ * endpoint's node breaks where a finding there explains). Else the walk that breaks, if one does, for the evidence.
+ */
+function dnsPathCause(
+  ctx: CheckContext,
+  node: string,
+): {finding: Finding; endpoint: string} | {finding?: undefined; walk: ArrivalWalk} | undefined {
+  let walk: ArrivalWalk | undefined
+  for (const e of ctx.cluster.dns.slices.flatMap((s) => s.endpoints ?? [])) {
+    if (!(e.conditions?.ready ?? true)) continue
+    for (const ip of e.addresses) {
+      const pod = e.targetRef?.kind === 'Pod' ? ` (pod ${e.targetRef.name})` : ''
+      const endpoint = `${ip}${pod}${e.nodeName ? ` on ${e.nodeName}` : ''}`
+      const finding = causeOnWay(ctx, node, {ip, node: e.nodeName})
+      if (finding) return {finding, endpoint}
+      const broken = ctx.dnsArrivals.find((a) => a.from === node && a.endpoint.ip === ip && a.ok === false)
+      if (!broken?.breaksAt) continue
+      const explaining = codesExplaining(broken.breaksAt)
+      const explained = ctx.findings.find(
+        (f) => f.severity === 'error' && f.node === broken.node && explaining.includes(f.code),
+      )
+      if (explained) return {finding: explained, endpoint}
+      walk ??= broken
+    }
+  }
+  return walk === undefined ? undefined : {walk}
+}
+
+/**
  * Each family's ClusterIP against the answer of its own record type (A for IPv4, AAAA for IPv6): the checks run once
- * per family, and diagnose labels a finding only one family gives with it ("node-b (IPv6): …").
+ * per family, and diagnose labels a finding only one family gives with it ("node-b (IPv6): …"). A question that got no
+ * answer because the path to the DNS endpoints breaks is evidence on the finding of that break, not a finding of its own
+ * (it runs after the path checks for that).
  */
 export const dnsNoAnswer: Check = {
   meta: codeEntry('KPD-DNS-NO-ANSWER'),
@@ -67,7 +101,22 @@ export const dnsNoAnswer: Check = {
         d.name,
         d.server,
       ])
-      if (a.error)
+      const cause = a.error ? dnsPathCause(ctx, o.name) : undefined
+      if (cause?.finding)
+        addEvidence(
+          ctx,
+          cause.finding,
+          `${o.name}: asking ${d.server} for the ${type} record of ${d.name} failed (${a.error}): its DNS endpoint ${cause.endpoint} is behind this fault`,
+        )
+      else if (cause)
+        // No finding names the break, but the walk shows where: the finding goes on that node.
+        out.push({
+          node: cause.walk.node,
+          message: `${cause.walk.node}: the DNS questions of ${o.name} get no answer: asking ${d.server} for the ${type} record of ${d.name} failed (${a.error}), and their walk on ${cause.walk.node} breaks at ${cause.walk.breaksAt}: ${cause.walk.detail}`,
+          evidence: [`method: ${d.method}`],
+          command: cmd,
+        })
+      else if (a.error)
         out.push({
           node: o.name,
           message: `${o.name}: asking ${d.server} for the ${type} record of ${d.name} failed: ${a.error}`,

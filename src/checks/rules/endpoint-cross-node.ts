@@ -9,36 +9,61 @@ import {
   endpointVerdict,
   failed,
   probesRan,
-  staticCause,
+  type EndpointProbes,
 } from './probe-evidence.js'
+import {addEvidence, causeOnWay} from './path-causes.js'
 
 /**
- * An endpoint that answers from its own node but not from another: the path between the two nodes breaks, on the
- * probing node (its route to the pod network, filter OUTPUT) or on the endpoint's node (ip_forward, filter FORWARD,
- * the pod's bridge port). One finding per failing node, unless a static finding (forwarding off, a missing route, a
- * drop) on either node already names the cause: the probe table still shows the failure.
+ * Endpoints that answer from their own node but not from another: the path between the two nodes breaks. Both halves
+ * are walked (the probing node's route and filter OUTPUT; the endpoint node's ip_forward, filter FORWARD and the second
+ * half of the Service's paths there): when one of them breaks, the probe is evidence on that finding, on the node where
+ * it breaks. When neither does, nobody can tell which node: one warning per pair of nodes, blaming neither.
  */
 export const endpointCrossNode: Check = {
   meta: codeEntry('KPD-ENDPOINT-CROSS-NODE'),
   run(ctx) {
     const run = probesRan(ctx)
     if (!run) return []
-    const out: FindingDraft[] = []
+    const unexplained = new Map<string, {from: string; home: string; endpoints: EndpointProbes[]}>()
     for (const e of endpointProbes(run)) {
       if (endpointVerdict(e) !== 'cross-node') continue
       const t = e.target
-      const own = e.byNode.find((b) => b.node === t.podNode && answered(b.tally))!
-      const podNode = ctx.cluster.nodes.find((n) => n.metadata?.name === t.podNode)
-      const podCidr = podNode?.spec?.podCIDR
-      for (const b of e.byNode.filter((x) => failed(x.tally) && !staticCause(ctx, [x.node, t.podNode!], t.host)))
-        out.push({
-          node: b.node,
-          message:
-            `${endpointName(t)} answers from ${t.podNode} (${describeTally(own.tally)}) but not from ${b.node} (${describeTally(b.tally)}): ` +
-            `the path from ${b.node} to ${t.podNode}'s pods breaks (on ${b.node}: its route to ${podCidr ?? t.host}, filter OUTPUT; on ${t.podNode}: ip_forward, filter FORWARD, the pod's bridge port)`,
-          command: nodeCommand(ctx.reach, b.node, {argv: ['ip', 'route', 'get', t.host]}, [t.host]),
-          text: `Then look at ${t.podNode}'s filter table (iptables-save -t filter on that node), its ip_forward and the pod's bridge port.`,
-        })
+      const home = t.podNode!
+      const own = e.byNode.find((b) => b.node === home && answered(b.tally))!
+      for (const b of e.byNode.filter((x) => failed(x.tally))) {
+        const cause = causeOnWay(ctx, b.node, {ip: t.host, node: home})
+        if (cause) {
+          addEvidence(
+            ctx,
+            cause,
+            `live probe: ${endpointName(t)} answers from ${home} (${describeTally(own.tally)}) but not from ${b.node} (${describeTally(b.tally)})`,
+          )
+          continue
+        }
+        const key = `${b.node}\0${home}`
+        const pair = unexplained.get(key) ?? {from: b.node, home, endpoints: []}
+        pair.endpoints.push(e)
+        unexplained.set(key, pair)
+      }
+    }
+    const out: FindingDraft[] = []
+    for (const {from, home, endpoints} of unexplained.values()) {
+      const homeNode = ctx.cluster.nodes.find((n) => n.metadata?.name === home)
+      const podCidr = homeNode?.spec?.podCIDR
+      const tally = (e: EndpointProbes, node: string) => describeTally(e.byNode.find((b) => b.node === node)!.tally)
+      const listed = endpoints.map(
+        (e) => `${endpointName(e.target)}: ${tally(e, home)} from ${home}, ${tally(e, from)} from ${from}`,
+      )
+      out.push({
+        node: null,
+        message:
+          `${endpoints.length === 1 ? 'an endpoint answers' : `${endpoints.length} endpoints answer`} from ${home} but not from ${from} (${listed.join('; ')}), ` +
+          `and neither node's walk breaks in what was read: the path from ${from} to ${home}'s pods breaks where the rules and settings read do not show (on ${from}: its route to ${podCidr ?? endpoints[0].target.host}, filter OUTPUT; on ${home}: filter FORWARD, the pod's bridge port, a CNI or cloud firewall between them)`,
+        command: nodeCommand(ctx.reach, from, {argv: ['ip', 'route', 'get', endpoints[0].target.host]}, [
+          endpoints[0].target.host,
+        ]),
+        text: `Then look at ${home}'s filter table (iptables-save -t filter on that node) and the pod's bridge port, and at any firewall between the two nodes.`,
+      })
     }
     return out
   },

@@ -106,20 +106,3 @@ export function endpointsBehind(ctx: CheckContext, node: string, t: ServiceProbe
 export function addressOf(t: ServiceProbeTarget): string {
   return joinHostPort(t.host, t.port)
 }
-
-/** Findings on a node that already say why connections through it to an endpoint fail: the probe adds nothing new. */
-const NODE_WIDE_CAUSES = new Set(['KPD-NODE-FORWARDING-OFF'])
-const PER_ADDRESS_CAUSES = new Set(['KPD-ROUTE-MISSING', 'KPD-FILTER-DROP'])
-
-/** The static finding (on one of `nodes`) that explains a failed probe to `address`, if an earlier check made one. */
-export function staticCause(ctx: CheckContext, nodes: string[], address: string) {
-  const named = (message: string) =>
-    message.split(/[^0-9A-Fa-f.:]+/).some((w) => w.replace(/[.:]+$/, '') === address || w.startsWith(`${address}:`))
-  return ctx.findings.find(
-    (f) =>
-      f.severity === 'error' &&
-      f.node !== null &&
-      nodes.includes(f.node) &&
-      (NODE_WIDE_CAUSES.has(f.code) || (PER_ADDRESS_CAUSES.has(f.code) && named(f.message))),
-  )
-}

@@ -22,7 +22,7 @@ export interface KernelVerdict {
 }
 
 /** "10.244.1.5:8080 ×3 (replied), 10.244.2.11:8080 ×5 (no reply)": the kernel's choices, grouped. */
-export function describeConnections(connections: KernelConnection[]): string {
+function describeConnections(connections: KernelConnection[]): string {
   const groups = new Map<string, number>()
   for (const c of connections) {
     const key = `${c.dnat ? c.endpoint : `${c.endpoint} untranslated`}\u0000${c.answer}`

@@ -26,6 +26,8 @@ export interface KernelTraceItem {
   connections: Array<{endpoint: string; dnat: boolean; answer: KernelAnswer; state: string | null}>
   /** Entries beyond the number of probes: other traffic to the address in the same seconds (evidence, not proof). */
   others: number
+  /** Probes that left no entry (a connection refused with a reset is removed from the table at once). */
+  unrecorded: number
   rules: Array<{table: string; chain: string; rule: string; verdict: string}>
   agreesWithWalk: boolean | null
   detail: string
@@ -52,6 +54,7 @@ export function kernelTrace(verdicts: KernelVerdict[]): KernelTraceItem[] {
       matchedBy: v.matchedBy,
       connections: v.connections.map(({endpoint, dnat, answer, state}) => ({endpoint, dnat, answer, state})),
       others: v.others,
+      unrecorded: v.unrecorded,
       rules: [],
       agreesWithWalk: v.agreesWithWalk,
       detail: v.detail,

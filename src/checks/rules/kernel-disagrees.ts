@@ -15,6 +15,8 @@ export interface KernelVerdict {
   connections: KernelConnection[]
   /** Entries beyond the probes' own count: other traffic in the same seconds (evidence, not proof). */
   others: number
+  /** Probes that left no entry: a connection whose only answer is a reset is removed from the table at once. */
+  unrecorded: number
   /** null: nothing to compare (no entry found, the read failed, the path not walked). */
   agreesWithWalk: boolean | null
   /** What each side saw, in a sentence. */
@@ -43,17 +45,29 @@ function walkedEndpoints(p: PathResult): string[] {
 
 function judge(node: string, t: Tally, ev: TargetKernelEvidence, path: PathResult | undefined): KernelVerdict {
   const entry: Entry = path?.entry ?? (t.target.kind === 'NodePort' ? 'outside→NodePort' : 'node→ClusterIP')
-  const base = {node, target: t.target, entry, matchedBy: ev.matchedBy, connections: ev.connections, others: ev.others}
+  const unrecorded = ev.error ? 0 : Math.max(0, t.attempts - (ev.connections.length - ev.others))
+  const base = {
+    node,
+    target: t.target,
+    entry,
+    matchedBy: ev.matchedBy,
+    connections: ev.connections,
+    others: ev.others,
+    unrecorded,
+  }
   const busy =
-    ev.others > 0
+    (ev.others > 0
       ? ` (${ev.connections.length} entries for ${t.attempts} probes: other traffic to the address is among them)`
-      : ''
+      : '') +
+    (unrecorded > 0 && ev.connections.length > 0
+      ? `; ${unrecorded} of ${t.attempts} probes left no entry${t.refused > 0 ? ` (${t.refused} refused: the kernel removes an entry whose only answer is a reset, and with it its choice)` : ''}`
+      : '')
   if (ev.error) return {...base, agreesWithWalk: null, detail: `conntrack entries not read: ${ev.error}`}
   if (ev.connections.length === 0)
     return {
       ...base,
       agreesWithWalk: null,
-      detail: `no conntrack entry of the probes found (matched by ${ev.matchedBy})`,
+      detail: `no conntrack entry of the probes found (matched by ${ev.matchedBy})${t.refused > 0 ? `: ${t.refused} of ${t.attempts} were refused, and the kernel removes an entry whose only answer is a reset` : ''}`,
     }
   const chose = `the kernel sent ${describeConnections(ev.connections)}${busy}`
   if (!path) return {...base, agreesWithWalk: null, detail: `${chose}; the path was not walked`}

@@ -67,6 +67,14 @@ const REFUSING_A = kernelFrom({
   ]),
 })
 
+const UNTRANSLATED_B = kernelFrom({
+  '10.96.10.10:80': probeLines('10.200.0.12', '10.96.10.10', 80, [
+    ['10.244.1.10:8080', 'replied'],
+    ['10.244.2.10:8080', 'replied'],
+    ['10.96.10.10:80', 'no reply'],
+  ]),
+})
+
 checkFamily('probes', () => {
   checkTester('live probes (vip-fails, endpoint-cross-node, backend-refused, probe-contradicts)', [
     {name: 'healthy lab, every probe connected: no finding', state: {}, options: probed({}), findings: []},
@@ -236,6 +244,26 @@ checkFamily('probes', () => {
       findings: [
         ['KPD-SVC-RULE-MISSING', 'node-a', 'error'],
         ['KPD-PROBE-CONTRADICTS', 'node-a', 'error'],
+      ],
+    },
+    {
+      name: "node-b's SEP chain of web-b2 without its DNAT: the kernel leaves those connections untranslated, as the walk does",
+      state: {faults: {'node-b': {dropDnatFor: '10.244.2.11'}}},
+      options: probed({}, {'node-b 10.96.10.10:80': [6, 0, 2], 'node-b 10.200.0.12:30080': [6, 0, 2]}, undefined, {
+        'node-b': UNTRANSLATED_B,
+      }),
+      findings: [
+        ['KPD-SEP-MISSING', 'node-b', 'error'],
+        ['KPD-NODE-DIVERGES', 'node-b', 'warning'],
+      ],
+    },
+    {
+      name: "a healthy walk, yet the kernel leaves node-b's ClusterIP probes untranslated: the rules in force are not those read",
+      state: {},
+      options: probed({}, {'node-b 10.96.10.10:80': [6, 0, 2]}, undefined, {'node-b': UNTRANSLATED_B}),
+      findings: [
+        ['KPD-VIP-FAILS', 'node-b', 'error'],
+        ['KPD-KERNEL-DISAGREES', 'node-b', 'error'],
       ],
     },
     {

@@ -90,7 +90,9 @@ function judge(node: string, t: Tally, ev: TargetKernelEvidence, path: PathResul
       detail: `${walkSays}, but ${chose}: ${outside.join(', ')} ${outside.length > 1 ? 'are' : 'is'} not among them`,
     }
   const untranslated = ev.connections.filter((c) => !c.dnat)
-  if (untranslated.length > 0)
+  // The walk's own untranslated share (a SEP chain without its DNAT, a drop before it) is no disagreement.
+  const walkLeavesSome = path.trace.outcomes.some((o) => o.verdict !== 'DNAT' && o.probability > 0)
+  if (untranslated.length > 0 && !walkLeavesSome)
     return {
       ...base,
       agreesWithWalk: false,

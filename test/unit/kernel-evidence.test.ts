@@ -227,3 +227,33 @@ test('a walk the kernel contradicts: KPD-KERNEL-DISAGREES with both sides, the K
     '    ? kernel evidence: not confirmed: no conntrack tool on the node (sh: 1: conntrack: not found)',
   ])
 })
+
+test('a dual-stack Service: IPv6 probes’ entries name [address]:port endpoints, judged against the IPv6 walk', () => {
+  const state = {dualStack: true}
+  const {cluster, observations} = offlineCluster(state)
+  const v6 = (ep: string, sport: number) =>
+    `tcp      6 118 TIME_WAIT src=fd00:10:200::11 dst=fd00:10:96::10:10 sport=${sport} dport=80 src=${ep} dst=fd00:10:200::11 sport=8080 dport=${sport} [ASSURED] mark=0 use=1`
+  const lines = ['fd00:10:244:1::10', 'fd00:10:244:2::10', 'fd00:10:244:2::11'].map((ep, i) => v6(ep, 41000 + i))
+  const nodes: NodeProbes[] = NODES.map((n) => ({
+    node: n.name,
+    via: 'an SSH port forward',
+    tallies: planProbes(cluster, n.name).targets.map((target) => {
+      const attempts = target.attempts ?? PROBE_SETTINGS.vipAttempts
+      return {target, attempts, connected: attempts, refused: 0, timedOut: 0, unreachable: 0}
+    }),
+    ...(n.name === 'node-a' ? {kernel: kernelFrom({'fd00:10:96::10:10:80': lines}, 3)} : {}),
+  }))
+  const d = diagnose(cluster, observations, {probes: {ran: true, settings: PROBE_SETTINGS, nodes, notes: []}})
+  assert.deepEqual(
+    d.kernel.map((k) => [k.node, k.target.host, k.connections.map((c) => c.endpoint), k.agreesWithWalk]),
+    [
+      [
+        'node-a',
+        'fd00:10:96::10:10',
+        ['[fd00:10:244:1::10]:8080', '[fd00:10:244:2::10]:8080', '[fd00:10:244:2::11]:8080'],
+        true,
+      ],
+    ],
+  )
+  assert.deepEqual(d.findings, [])
+})

@@ -416,6 +416,15 @@ export const CATALOGUE: readonly CodeEntry[] = [
     modes: ALL_MODES,
   },
   {
+    code: 'KPD-KERNEL-DISAGREES',
+    severity: 'error',
+    family: 'path',
+    title: "The kernel's conntrack entries of the live probes contradict the walk",
+    hint: "Run the diagnosis again; if it persists, compare the node's rules with the walk (kproxy-doctor svc … --explain) and the kernel's conntrack entries, and report the rule the tracer misreads.",
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
     code: 'KPD-NODE-FORWARDING-OFF',
     severity: 'error',
     family: 'path',

@@ -21,6 +21,7 @@ import {silencingRule, type IgnoreRule} from './ignore-rules.js'
 import {nodeAddress} from './node-address.js'
 import type {ProbeRun} from '../node/probe/tcp-probe.js'
 import {probesOfFamily} from './probe-plan.js'
+import {kernelVerdicts, type KernelVerdict} from '../checks/rules/kernel-disagrees.js'
 import {DEFAULT_REACH, type Reach} from '../model/reach.js'
 import type {NodeReadVia} from './choose-transport.js'
 import {notChecked, type NotChecked} from './coverage.js'
@@ -36,6 +37,8 @@ export interface Diagnosis {
   ignoredBreaks: Map<PathResult, string>
   /** The live probes the checks used, or why there were none. */
   probes: ProbeRun
+  /** What the kernel's conntrack entries say of the probes of each Service address, set against the walk. */
+  kernel: KernelVerdict[]
   /** Every check that could not run, per node, with the reason and whether the run was expected to make it. */
   notChecked: NotChecked[]
   ok: boolean
@@ -289,6 +292,7 @@ export function diagnose(
     paths,
     ignoredBreaks,
     probes,
+    kernel: runs.flatMap((r) => kernelVerdicts(r.context)),
     notChecked: skipped,
     ok: !findings.some((f) => f.severity === 'error'),
   }

@@ -3,6 +3,7 @@ import type {ProbeReport, Report} from './report.js'
 import {ENTRIES} from '../model/paths.js'
 import {failureParts} from '../node/probe/tcp-probe.js'
 import {renderNotChecked} from './coverage-human.js'
+import {renderKernelEvidence} from './kernel-evidence-human.js'
 import {fixLines} from './fix-lines.js'
 import {renderWalk} from './trace-walk.js'
 import {fittingTable, type Cell, wrapProse, wrapVerbatim} from './width.js'
@@ -250,6 +251,7 @@ export function renderHuman(r: Report, c: ChalkInstance, width = Number.POSITIVE
   for (const n of r.notes) lines.push(...wrapProse(c.yellow(`note: ${n}`), width, '', '  '))
   if (r.nodes.length > 0) lines.push(...renderPathTable(r, c, width))
   lines.push(...renderProbes(r.probes, c, width))
+  lines.push(...renderKernelEvidence(r, c, width))
   lines.push(...renderNotChecked(r, c, width))
   const count = (sev: string) => r.findings.filter((f) => f.severity === sev).length
   lines.push('')

@@ -9,6 +9,7 @@ import {API_VERSION, type DocumentMeta} from './document.js'
 import {joinHostPort} from '../net/host-port.js'
 import type {ProbeRun} from '../node/probe/tcp-probe.js'
 import type {NotChecked} from '../diagnosis/coverage.js'
+import {kernelTrace, type KernelTraceItem} from './kernel-trace.js'
 
 /** The JSON contract (README "JSON output"). The human report is rendered from this same object. */
 export interface Report {
@@ -61,6 +62,8 @@ export interface Report {
   ignored: Array<{code: string; node: string | null; source: string; reason: string | null}>
   /** Live probes from each node (connect-and-close), or why none were made. */
   probes: ProbeReport
+  /** What the kernel's conntrack entries say of each probed Service address, set against the walk. */
+  kernelTrace: KernelTraceItem[]
   /** The Service's name asked of cluster DNS from each node: one entry per record type asked (type null: nothing could be asked). */
   dns: Array<{
     node: string
@@ -298,6 +301,7 @@ export function buildReport(d: Diagnosis, opts: ReportOptions = {}): Report {
       reason: f.ignoredBy.reason ?? null,
     })),
     probes: probeReport(d.probes),
+    kernelTrace: kernelTrace(d.kernel),
     dns: d.context.observations.flatMap((o): Array<Report['dns'][number]> => {
       const q = o.dns
       if (!q) return []

@@ -224,12 +224,52 @@ function undecidedPaths(paths: PathResult[], ignored: Finding[]): Array<{node: s
 /**
  * Model, trace, check: the one engine behind `svc`, live or from a snapshot. A dual-stack Service is judged once per
  * family (spec.clusterIPs), each family against its own rules; the findings and paths of all families make one report.
+ *
+ * A node's rules are parsed chain by chain as the walk reaches them, so a broken rule is met while judging, not while
+ * reading: when judging fails, each read node is judged alone, and those that fail alone are reported unreadable (with
+ * the file and line) while the others are judged. A failure no single node explains is the Service's (the caller's).
  */
 export function diagnose(
   cluster: ClusterState,
   observations: NodeObservation[],
   opts: DiagnoseOptions = {},
 ): Diagnosis {
+  try {
+    return judge(cluster, observations, opts)
+  } catch (e) {
+    const unjudgeable = nodesNotJudgeable(cluster, observations, opts)
+    if (unjudgeable.size === 0) throw e
+    for (const [node, why] of unjudgeable) opts.log?.(`${node}: ${why}`)
+    return judge(
+      cluster,
+      observations.map((o) => {
+        const error = unjudgeable.get(o.name)
+        return error === undefined ? o : {name: o.name, reachable: false, error}
+      }),
+      opts,
+    )
+  }
+}
+
+/** The read nodes whose judging fails on their own, each with why (the parser's file and line). */
+function nodesNotJudgeable(
+  cluster: ClusterState,
+  observations: NodeObservation[],
+  opts: DiagnoseOptions,
+): Map<string, string> {
+  const out = new Map<string, string>()
+  for (const obs of observations) {
+    if (!obs.reachable) continue
+    try {
+      judge(cluster, [obs], {...opts, log: undefined})
+    } catch (e) {
+      out.set(obs.name, `its rules could not be judged: ${(e as Error).message}`)
+    }
+  }
+  return out
+}
+
+function judge(cluster: ClusterState, observations: NodeObservation[], opts: DiagnoseOptions): Diagnosis {
   const probes = opts.probes ?? PROBES_NOT_RUN
   const families = serviceFamilies(cluster.service)
   const dualStack = families.length > 1

@@ -34,7 +34,7 @@ export const legacyBackendLeftover =
 export const leftoverFix = (tool: string) => ({
   'KPD-MODE-LEFTOVER node-b': {
     argv: [
-      ['ssh', 'node-b', 'sudo', `${tool}-legacy-save`, '-t', 'nat'],
+      ['ssh', '--', 'node-b', 'sudo', `${tool}-legacy-save`, '-t', 'nat'],
       ['grep', '-c', 'KUBE-SEP'],
     ],
     text: "Then flush the unused backend's KUBE-* chains.",

@@ -13,7 +13,7 @@ checkFamily('hairpin', () => {
       findings: [['KPD-HAIRPIN-OFF', 'node-b', 'error']],
       fixes: {
         'KPD-HAIRPIN-OFF node-b': {
-          argv: [['ssh', 'node-b', 'cat', '/sys/class/net/cbr0/brif/vweb-b1/hairpin_mode']],
+          argv: [['ssh', '--', 'node-b', 'cat', '/sys/class/net/cbr0/brif/vweb-b1/hairpin_mode']],
           text: "Check the kubelet's --hairpin-mode and the CNI's hairpinMode.",
         },
       },
@@ -36,7 +36,7 @@ checkFamily('hairpin', () => {
       findings: [['KPD-HAIRPIN-OFF', 'node-b', 'error']],
       fixes: {
         'KPD-HAIRPIN-OFF node-b': {
-          argv: [['ssh', 'node-b', 'cat', '/sys/class/net/cbr0/brif/vweb-b1/hairpin_mode']],
+          argv: [['ssh', '--', 'node-b', 'cat', '/sys/class/net/cbr0/brif/vweb-b1/hairpin_mode']],
           text: "Check the kubelet's --hairpin-mode and the CNI's hairpinMode.",
         },
       },

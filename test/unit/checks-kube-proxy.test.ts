@@ -35,7 +35,7 @@ checkFamily('kube-proxy', () => {
       findings: [['KPD-NODE-UNREADABLE', 'node-b', 'warning']],
       fixes: {
         'KPD-NODE-UNREADABLE node-b': {
-          argv: [['ssh', 'node-b', 'sudo', 'iptables-save'], ['head']],
+          argv: [['ssh', '--', 'node-b', 'sudo', 'iptables-save'], ['head']],
           text: 'Run it by hand to see why the doctor could not read the node.',
         },
       },

@@ -77,7 +77,7 @@ checkFamily('rules', () => {
         fixes: {
           'KPD-SEP-MISSING node-b': {
             argv: [
-              ['ssh', 'node-b', 'sudo', 'ip6tables-save'],
+              ['ssh', '--', 'node-b', 'sudo', 'ip6tables-save'],
               ['grep', '--', 'KUBE-SEP-3EIK7ZMJLCQCLWUX'],
             ],
             text: null,
@@ -99,7 +99,7 @@ checkFamily('rules', () => {
         fixes: {
           'KPD-SEP-MISSING node-b': {
             argv: [
-              ['ssh', 'node-b', 'sudo', 'iptables-save'],
+              ['ssh', '--', 'node-b', 'sudo', 'iptables-save'],
               ['grep', '--', 'KUBE-SEP-FZQ6KZLGXRSKN2AD'],
             ],
             text: null,
@@ -224,7 +224,7 @@ checkFamily('rules', () => {
         fixes: {
           'KPD-SEP-MISSING node-a': {
             argv: [
-              ['ssh', 'node-a', 'sudo', 'iptables-save'],
+              ['ssh', '--', 'node-a', 'sudo', 'iptables-save'],
               ['grep', '--', 'KUBE-SVC-67NZLRHBNDSAWJRO'],
             ],
             text: null,

@@ -38,18 +38,18 @@ for (const example of ['broken-cluster', 'healthy-cluster', 'ipvs-cluster']) {
     }
     if (example === 'broken-cluster') {
       assert.deepEqual(r.json.next, {
-        command: 'ssh node-b sudo iptables-save | grep -- KUBE-SEP-DYSIX5QMVXZZP7LU',
+        command: 'ssh -- node-b sudo iptables-save | grep -- KUBE-SEP-DYSIX5QMVXZZP7LU',
         argv: [
-          ['ssh', 'node-b', 'sudo', 'iptables-save'],
+          ['ssh', '--', 'node-b', 'sudo', 'iptables-save'],
           ['grep', '--', 'KUBE-SEP-DYSIX5QMVXZZP7LU'],
         ],
         text: null,
       })
       const human = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', `examples/${example}`])
-      assert.match(human.stdout, /^ {2}next: ssh node-b sudo iptables-save \| grep -- KUBE-SEP-DYSIX5QMVXZZP7LU$/m)
+      assert.match(human.stdout, /^ {2}next: ssh -- node-b sudo iptables-save \| grep -- KUBE-SEP-DYSIX5QMVXZZP7LU$/m)
       assert.match(
         human.stdout,
-        /^ {4}fix: ssh node-a cat \/sys\/class\/net\/cbr0\/brif\/vweb-a1\/hairpin_mode\n {4}hint: Check the kubelet's --hairpin-mode/m,
+        /^ {4}fix: ssh -- node-a cat \/sys\/class\/net\/cbr0\/brif\/vweb-a1\/hairpin_mode\n {4}hint: Check the kubelet's --hairpin-mode/m,
       )
     }
   })
@@ -66,7 +66,7 @@ test("a snapshot's commands name the context it was recorded from", async () => 
   ])
   const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', dir, '-o', 'json'])
   assert.equal(r.code, 1)
-  assert.equal(r.json.next.command, 'ssh node-b sudo iptables-save | grep -- KUBE-SEP-DYSIX5QMVXZZP7LU')
+  assert.equal(r.json.next.command, 'ssh -- node-b sudo iptables-save | grep -- KUBE-SEP-DYSIX5QMVXZZP7LU')
 })
 
 test("the user's --kubeconfig, --context, -n, ssh -F FILE, the SSH address and the kube-proxy Pod are in the commands", async () => {
@@ -104,7 +104,7 @@ test("the user's --kubeconfig, --context, -n, ssh -F FILE, the SSH address and t
     "kubectl --kubeconfig '/home/me/.kube/prod config' --context prod -n shop describe pod web-a1",
   )
   assert.deepEqual(fixes['KPD-SEP-MISSING node-a'].argv, [
-    ['ssh', '-F', sshConfig, 'node-a', 'sudo', 'iptables-save'],
+    ['ssh', '-F', sshConfig, '--', 'node-a', 'sudo', 'iptables-save'],
     ['grep', '--', 'KUBE-SVC-67NZLRHBNDSAWJRO'],
   ])
   assert.deepEqual(fixes['KPD-NODE-UNREADABLE node-b'].argv, [
@@ -120,7 +120,7 @@ test("the user's --kubeconfig, --context, -n, ssh -F FILE, the SSH address and t
     cluster.nodes,
   )
   assert.deepEqual(nodeCommand(unnamed, 'node-b', {argv: ['conntrack', '-S'], sudo: true}), [
-    ['ssh', '-F', sshConfig, '10.200.0.12', 'sudo', 'conntrack', '-S'],
+    ['ssh', '-F', sshConfig, '--', '10.200.0.12', 'sudo', 'conntrack', '-S'],
   ])
   assert.equal(nodeCommand(unnamed, 'node-c', {argv: ['conntrack', '-S']}), undefined)
   const apiOnly = await liveReach({}, new Map([['node-b', via({})]]), cluster.nodes)

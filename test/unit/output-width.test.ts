@@ -147,8 +147,8 @@ function argvOf(text: string): string {
 test('a wrapped command pastes into bash as the same command', () => {
   const c = new Chalk({level: 0})
   const commands = [
-    "ssh node-b sudo iptables-save | grep -- 'KUBE-SEP-DYSIX5QMVXZZP7LU'",
-    'ssh node-b sudo conntrack -D -f ipv4 -p udp --orig-dst 10.96.0.10 --orig-port-dst 53 --reply-src 10.244.1.7',
+    "ssh -- node-b sudo iptables-save | grep -- 'KUBE-SEP-DYSIX5QMVXZZP7LU'",
+    'ssh -- node-b sudo conntrack -D -f ipv4 -p udp --orig-dst 10.96.0.10 --orig-port-dst 53 --reply-src 10.244.1.7',
     `ssh 'node with space' 'ip neigh; bridge fdb show | grep -v permanent'   # map pod IP → MAC → port, a long comment that wraps`,
     `kubectl -n "my ns" describe pod "a b c d e f g h" --context='x y z' \\$HOME a\\ b`,
   ]

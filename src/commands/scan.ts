@@ -110,7 +110,7 @@ export default class Scan extends DoctorCommand {
       report,
       flags.output as 'table' | 'json' | 'junit',
       failOn,
-      {chalk: makeChalk(process.stdout), width: outputWidth(process.stdout)},
+      {chalk: makeChalk(), width: outputWidth(process.stdout)},
       (chunk) => process.stdout.write(chunk),
     )
     process.exitCode = scanExitCode(report)

@@ -126,7 +126,7 @@ export default class Svc extends DoctorCommand {
     writeServiceReport(
       report,
       {format: flags.output as 'table' | 'json' | 'yaml', quiet: flags.quiet, readVia, order},
-      {chalk: makeChalk(process.stdout), width: outputWidth(process.stdout)},
+      {chalk: makeChalk(), width: outputWidth(process.stdout)},
       (chunk) => process.stdout.write(chunk),
     )
     process.exitCode = exitCode(report, failOn)

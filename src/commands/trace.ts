@@ -108,7 +108,7 @@ export default class Trace extends DoctorCommand {
       writeTrace(
         {...result, notes: walk.notes},
         flags.output as 'table' | 'json',
-        {chalk: makeChalk(process.stdout), width: outputWidth(process.stdout)},
+        {chalk: makeChalk(), width: outputWidth(process.stdout)},
         (chunk) => process.stdout.write(chunk),
       )
       process.exitCode = 0

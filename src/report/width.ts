@@ -131,11 +131,8 @@ export function fittingTable(
   width: number,
 ): string[] | undefined {
   for (const {head, legend} of heads) {
-    const table = new Table({
-      head,
-      style: {head: [], border: []},
-      chars: {mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': ''},
-    })
+    // compact: no rule between body rows (only under the heading), so a row spanning columns draws no stray `┴`.
+    const table = new Table({head, style: {head: [], border: [], compact: true}})
     table.push(...rows)
     const text = table.toString()
     if (widest(text) <= width) return [text, ...(legend ? wrapProse(legend, width, '', '  ') : [])]

@@ -238,7 +238,7 @@ describe(
           r.json.nodes.map(
             (n: {name: string; reachable: boolean; error: string}) => `${n.name} ${n.reachable} ${n.error}`,
           ),
-          ['node-a false not read: API-only (--via none)', 'node-b false not read: API-only (--via none)'],
+          ['node-a false API-only (--via none)', 'node-b false API-only (--via none)'],
         )
         assert.match(
           r.json.notes.join('\n'),

@@ -327,7 +327,7 @@ export function exitCode(r: Pick<Report, 'findings' | 'notChecked'>, failOn: Fai
 }
 
 /** A required check could not run: the run cannot say the Service works. */
-export function isIncomplete(r: Pick<Report, 'notChecked'>): boolean {
+function isIncomplete(r: Pick<Report, 'notChecked'>): boolean {
   return r.notChecked.some((n) => n.required)
 }
 

@@ -196,7 +196,7 @@ describe(
       lab.api.opts.forbidden = new Set(['create pods/exec kube-system'])
       try {
         const r = await viaApi()
-        assert.equal(r.code, 0, r.stderr)
+        assert.equal(r.code, 3, r.stderr)
         const lines = r.stderr.trim().split('\n')
         assert.deepEqual(lines, [
           'kproxy-doctor: warning: RBAC forbids create on pods/exec in namespace "kube-system" (403): needed to read nodes through kube-proxy\'s Pods',
@@ -217,7 +217,7 @@ describe(
           /node checks not done \(rules, packet paths.*\) on node-a, node-b: API-only: ssh: no Host entry/,
         )
         const human = await runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath], {HOME: home})
-        assert.equal(human.code, 0)
+        assert.equal(human.code, 3)
         assert.match(
           human.stdout,
           /^ {2}node-a: not read \(API-only\): API-only: ssh: no Host entry for node-a in ~\/\.ssh\/config; kube-proxy: RBAC forbids create on pods\/exec in namespace "kube-system" \(403\)/m,
@@ -248,9 +248,12 @@ describe(
       } finally {
         for (const p of ['web-a1', 'web-b1', 'web-b2']) lab.setPodReady(p, true)
       }
+      // No finding, but no node read: incomplete, exit 3 (issue #26), unless --fail-on leaves incomplete out.
       const healthy = await viaApi('--via', 'none')
-      assert.equal(healthy.code, 0, healthy.stderr)
+      assert.equal(healthy.code, 3, healthy.stderr)
       assert.deepEqual(findings(healthy), [])
+      assert.match(healthy.json.summary, /^\? shop\/web: no node could be read/)
+      assert.equal((await viaApi('--via', 'none', '--fail-on', 'error')).code, 0)
     })
 
     test('a hung exec on node-b ends at its timeout (a dump: 4 × --timeout); node-a is still diagnosed', async () => {
@@ -267,7 +270,7 @@ describe(
           Date.now() - started < baseline + 18_000 + 10_000,
           `bounded: ${Date.now() - started} ms (a run without the hung exec: ${baseline} ms)`,
         )
-        assert.equal(r.code, 0, r.stderr)
+        assert.equal(r.code, 3, r.stderr)
         const b = node(r, 'node-b')
         assert.equal(b.reachable, false)
         assert.match(

@@ -59,10 +59,12 @@ describe(
     const node = (r: CliResult, name: string) => r.json.nodes.find((n: {name: string}) => n.name === name)
     const execs = () => lab.api.requestLog.filter((e) => e.subresource === 'exec').length
 
-    test("healthy lab: both nodes read through kube-proxy's Pods, /proxyMode through a port-forward, exit 0, every path ✓", async () => {
+    test("healthy lab: both nodes read through kube-proxy's Pods, /proxyMode through a port-forward, no finding, every path ✓; what the image lacks makes the run incomplete (exit 3) unless --fail-on error", async () => {
       const before = execs()
       const r = await viaApi()
-      assert.equal(r.code, 0, r.stderr + JSON.stringify(r.json?.findings))
+      assert.equal(r.code, 3, r.stderr + JSON.stringify(r.json?.findings))
+      assert.ok(r.json.notChecked.some((n: {required: boolean}) => n.required))
+      assert.equal((await viaApi('--fail-on', 'error')).code, 0)
       assert.deepEqual(findings(r), [])
       for (const name of ['node-a', 'node-b'] as const) {
         const n = node(r, name)

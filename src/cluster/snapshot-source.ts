@@ -1,4 +1,4 @@
-import {existsSync} from 'node:fs'
+import {existsSync, statSync} from 'node:fs'
 import {join} from 'node:path'
 import type {V1ConfigMap, V1EndpointSlice, V1Endpoints, V1Node, V1Pod, V1Service} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
@@ -33,12 +33,26 @@ export interface SnapshotManifest {
   nodes: Array<{name: string; read: boolean; error?: string}>
 }
 
+/** Whether the path is a folder, something else, or nothing (statSync follows a symlink to a folder, as cd does). */
+function folderState(path: string): 'folder' | 'other' | 'missing' {
+  try {
+    return statSync(path).isDirectory() ? 'folder' : 'other'
+  } catch {
+    return 'missing'
+  }
+}
+
 interface Meta {
   metadata?: {name?: string; namespace?: string; labels?: Record<string, string>}
 }
 
 export class SnapshotClusterSource implements ClusterSource {
   constructor(private readonly dir: string) {
+    const what = folderState(dir)
+    if (what !== 'folder')
+      throw new DiagnosisError(
+        `--snapshot ${dir}: ${what === 'missing' ? 'no such folder' : 'not a folder'} (a bundle is the folder \`collect svc --out\` writes)`,
+      )
     if (!existsSync(join(dir, SNAPSHOT_FILES.services)))
       throw new DiagnosisError(`${dir} is not a snapshot bundle: ${SNAPSHOT_FILES.services} is missing`)
   }

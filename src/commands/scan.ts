@@ -14,16 +14,18 @@ import {writeScanReport} from '../report/output.js'
 import {parseFailOn} from '../report/report.js'
 import {buildScanReport, keepScannedServices, scanExitCode} from '../report/scan-report.js'
 import {DiagnosisError} from '../errors.js'
+import {DIAGNOSIS_EXIT_CODES} from '../cli/exit-codes.js'
 
 export default class Scan extends DoctorCommand {
   static override summary =
     'Diagnose every Service of a namespace (or the cluster) in one run, each node read once: for CI smoke checks'
+  static override description = DIAGNOSIS_EXIT_CODES
   static override examples = [
     '<%= config.bin %> scan -n shop',
     '<%= config.bin %> scan -A -o junit > kproxy-doctor.xml',
     '<%= config.bin %> scan -n shop -l tier=frontend --fail-on warning',
-    '<%= config.bin %> scan -A --fail-on error,skipped -o junit',
-    '<%= config.bin %> scan -n shop --snapshot examples/broken-cluster',
+    '<%= config.bin %> scan -A --fail-on error -o junit   # nodes it cannot read do not fail the run (no exit 3)',
+    '<%= config.bin %> scan -n shop --snapshot ./web-bundle   # a bundle `collect svc` wrote',
   ]
   static override flags = {
     ...clusterFlags,
@@ -110,9 +112,9 @@ export default class Scan extends DoctorCommand {
       report,
       flags.output as 'table' | 'json' | 'junit',
       failOn,
-      {chalk: makeChalk(process.stdout), width: outputWidth(process.stdout)},
+      {chalk: makeChalk(), width: outputWidth(process.stdout)},
       (chunk) => process.stdout.write(chunk),
     )
-    process.exitCode = scanExitCode(report)
+    process.exitCode = scanExitCode(report, failOn)
   }
 }

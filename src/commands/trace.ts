@@ -17,6 +17,7 @@ import {
   type FileTracer,
   type GivenFiles,
 } from '../model/modes/index.js'
+import {TRACE_EXIT_CODES} from '../cli/exit-codes.js'
 
 /** One flag per dump file a mode's walk reads; a file no mode reads with another is an error beside it. */
 const dumpFileFlag = (file: DumpFile) =>
@@ -27,6 +28,7 @@ const dumpFileFlags = Object.fromEntries(
 
 export default class Trace extends DoctorCommand {
   static override summary = "Walk one new connection through a node's rules, rule by rule, as netfilter would"
+  static override description = TRACE_EXIT_CODES
   static override usage = [
     'trace --iptables-save FILE|- --src IP --dst IP --dport PORT [--ipset-save FILE] [--node-ip IP]... [--proto tcp|udp|sctp] [--sport PORT] [--in-iface IF] [--out-iface IF] [-o table|json]',
     'trace --nft FILE|- --src IP --dst IP --dport PORT [--node-ip IP]... [-o table|json]',
@@ -108,7 +110,7 @@ export default class Trace extends DoctorCommand {
       writeTrace(
         {...result, notes: walk.notes},
         flags.output as 'table' | 'json',
-        {chalk: makeChalk(process.stdout), width: outputWidth(process.stdout)},
+        {chalk: makeChalk(), width: outputWidth(process.stdout)},
         (chunk) => process.stdout.write(chunk),
       )
       process.exitCode = 0

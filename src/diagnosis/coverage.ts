@@ -9,7 +9,7 @@ import type {NodeReadVia} from './choose-transport.js'
 /**
  * The checks a run can fail to make, each with the finding codes it would have produced. `required` on a
  * NotChecked entry says whether the run was expected to make it (see notChecked below): a required check that
- * could not run keeps the headline from saying ✓, and `--fail-on skipped` fails on it.
+ * could not run keeps the headline from saying ✓ and makes the run incomplete (exit 3 unless `--fail-on` leaves it out).
  */
 const NODE_SIDE_FAMILIES = new Set(['rules', 'hairpin', 'path'])
 const PROBE_CODES = ['KPD-VIP-FAILS', 'KPD-ENDPOINT-CROSS-NODE', 'KPD-BACKEND-REFUSED', 'KPD-PROBE-CONTRADICTS']
@@ -121,6 +121,10 @@ export function notChecked(inputs: CoverageInputs): NotChecked[] {
       ...nodeGaps(o, readVia?.get(o.name), `${context.service.name}.${context.service.namespace}.svc.`, families),
     )
   }
+  // No node read (every node unreadable, or left API-only by --via none): nothing on the nodes was checked, so the
+  // run cannot say the Service works, whatever the user chose.
+  if (!notProxied && !context.observations.some((o) => o.reachable))
+    out.push(entry(null, 'node-read', 'no node was read: the packet path on the nodes is unchecked', true))
   for (const u of context.modeNotRead)
     out.push(entry(u.node, 'proxy-rules', `${u.mode} rules not judged: ${u.source}`, true))
   if (!notProxied)

@@ -252,7 +252,7 @@ export async function readNodesLive(
     recordings: new Map(
       names.map((n) => [
         n,
-        reads.collected.get(n)?.recording ?? errorRecording(`not read: ${reads.readVia.get(n)?.why ?? 'API-only'}`),
+        reads.collected.get(n)?.recording ?? errorRecording(reads.readVia.get(n)?.why ?? 'API-only'),
       ]),
     ),
     reads,

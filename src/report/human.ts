@@ -1,4 +1,4 @@
-import {Chalk, type ChalkInstance} from 'chalk'
+import {Chalk, supportsColor, type ChalkInstance} from 'chalk'
 import type {ProbeReport, Report} from './report.js'
 import {ENTRIES} from '../model/paths.js'
 import {failureParts} from '../node/probe/tcp-probe.js'
@@ -8,12 +8,13 @@ import {fixLines} from './fix-lines.js'
 import {renderWalk} from './trace-walk.js'
 import {fittingTable, type Cell, wrapProse, wrapVerbatim} from './width.js'
 
-/** FORCE_COLOR (any value but 0/false) turns colours on even into a pipe, as in Node itself; else NO_COLOR or a non-terminal turns them off. */
-export function makeChalk(stream: NodeJS.WriteStream): ChalkInstance {
-  const force = process.env.FORCE_COLOR
-  if (force !== undefined && force !== '0' && force !== 'false') return new Chalk({level: 1})
-  const off = !!process.env.NO_COLOR || !stream.isTTY
-  return new Chalk({level: off ? 0 : 1})
+/**
+ * Colours as chalk detects them for stdout (FORCE_COLOR, TERM=dumb, a terminal or not), and off under NO_COLOR
+ * (no-color.org), which chalk does not read, unless FORCE_COLOR asks for them.
+ */
+export function makeChalk(env: NodeJS.ProcessEnv = process.env): ChalkInstance {
+  const noColor = !!env.NO_COLOR && env.FORCE_COLOR === undefined
+  return new Chalk({level: supportsColor && !noColor ? supportsColor.level : 0})
 }
 
 const SEVERITY_MARK = {error: '✗', warning: '!', info: 'i'} as const
@@ -104,10 +105,18 @@ function pathCell(r: Report, node: string, e: string, c: ChalkInstance): string 
 /** The per-node table of paths, or when it does not fit the width, one block per node. */
 function renderPathTable(r: Report, c: ChalkInstance, width: number): string[] {
   const entries = ENTRIES.filter((e) => r.paths.some((p) => p.entry === e))
+  // An unread node: its name, then one cell across the other columns with the reason, wrapped to the width left.
+  const nameWidth = Math.max(4, ...r.nodes.map((n) => n.name.length))
   const rows = r.nodes.map((n) =>
     n.reachable
       ? [n.name, n.mode ?? '?', ...entries.map((e) => pathCell(r, n.name, e, c))]
-      : [n.name, {colSpan: Math.max(entries.length, 1) + 1, content: c.yellow(`not read: ${n.error ?? '?'}`)}],
+      : [
+          n.name,
+          {
+            colSpan: entries.length + 1,
+            content: wrapProse(c.yellow(`not read: ${n.error ?? '?'}`), width - nameWidth - 7, '', '  ').join('\n'),
+          },
+        ],
   )
   const short = entries.map((e) => SHORT_ENTRY[e] ?? e)
   const legend = SHORT_LEGEND.split(', ')

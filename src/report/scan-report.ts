@@ -125,10 +125,7 @@ export function buildScanReport(scan: ScanResult<ScannedService>, scope: string,
   const failing = services.filter((s) => fails(s, failOn)).length
   const readable = scan.observations.filter((o) => o.reachable).length
   const mark = failing > 0 ? '✗' : withChecksNotRun > 0 ? '?' : '✓'
-  const what = [
-    failOn.severity === 'warning' ? 'have errors or warnings' : 'are broken',
-    ...(failOn.skipped ? ['have checks that could not run'] : []),
-  ].join(' or ')
+  const what = failOn.severity === 'warning' ? 'have errors or warnings' : 'are broken'
   const verdict =
     failing > 0
       ? `${failing} of ${services.length} diagnosed Services ${what}`
@@ -180,7 +177,11 @@ export function worstFinding(r: Pick<Report, 'findings'>): Finding | undefined {
   return r.findings.find((f) => f.severity === 'error') ?? r.findings.find((f) => f.severity === 'warning')
 }
 
-/** 0: nothing at or above the --fail-on severity; 1: something is. */
-export function scanExitCode(r: ScanSummary): number {
-  return r.ok ? 0 : 1
+/**
+ * 1: a Service has a finding --fail-on names; else 3: a Service has a required check that could not run (no node read,
+ * a family not read) and --fail-on has `incomplete`; else 0.
+ */
+export function scanExitCode(r: ScanSummary, failOn: FailOn): number {
+  if (!r.ok) return 1
+  return failOn.incomplete && r.counts.withChecksNotRun > 0 ? 3 : 0
 }

@@ -234,7 +234,7 @@ describe(
       lab.api.opts.forbidPodsOn = new Set(['node-b'])
       try {
         const r = await viaDebugPod()
-        assert.equal(r.code, 0, r.stderr)
+        assert.equal(r.code, 3, r.stderr)
         const warnings = r.stderr.split('\n').filter((l) => l.includes('warning'))
         assert.deepEqual(warnings, [
           'kproxy-doctor: warning: RBAC forbids create on pods in namespace "kube-system" (403): needed to create the debug Pods',
@@ -288,7 +288,7 @@ describe(
         (pod as Pod).metadata?.labels?.[MANAGED] === 'kproxy-doctor' && (pod as Pod).spec?.nodeName === 'node-b'
       try {
         const r = await viaDebugPod('--timeout', '3')
-        assert.equal(r.code, 0, r.stderr)
+        assert.equal(r.code, 3, r.stderr)
         const b = node(r, 'node-b')
         assert.equal(b.reachable, false)
         assert.match(

@@ -59,10 +59,12 @@ describe(
     const node = (r: CliResult, name: string) => r.json.nodes.find((n: {name: string}) => n.name === name)
     const execs = () => lab.api.requestLog.filter((e) => e.subresource === 'exec').length
 
-    test("healthy lab: both nodes read through kube-proxy's Pods, /proxyMode through a port-forward, exit 0, every path ✓", async () => {
+    test("healthy lab: both nodes read through kube-proxy's Pods, /proxyMode through a port-forward, no finding, every path ✓; what the image lacks makes the run incomplete (exit 3) unless --fail-on error", async () => {
       const before = execs()
       const r = await viaApi()
-      assert.equal(r.code, 0, r.stderr + JSON.stringify(r.json?.findings))
+      assert.equal(r.code, 3, r.stderr + JSON.stringify(r.json?.findings))
+      assert.ok(r.json.notChecked.some((n: {required: boolean}) => n.required))
+      assert.equal((await viaApi('--fail-on', 'error')).code, 0)
       assert.deepEqual(findings(r), [])
       for (const name of ['node-a', 'node-b'] as const) {
         const n = node(r, name)
@@ -196,7 +198,7 @@ describe(
       lab.api.opts.forbidden = new Set(['create pods/exec kube-system'])
       try {
         const r = await viaApi()
-        assert.equal(r.code, 0, r.stderr)
+        assert.equal(r.code, 3, r.stderr)
         const lines = r.stderr.trim().split('\n')
         assert.deepEqual(lines, [
           'kproxy-doctor: warning: RBAC forbids create on pods/exec in namespace "kube-system" (403): needed to read nodes through kube-proxy\'s Pods',
@@ -217,7 +219,7 @@ describe(
           /node checks not done \(rules, packet paths.*\) on node-a, node-b: API-only: ssh: no Host entry/,
         )
         const human = await runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath], {HOME: home})
-        assert.equal(human.code, 0)
+        assert.equal(human.code, 3)
         assert.match(
           human.stdout,
           /^ {2}node-a: not read \(API-only\): API-only: ssh: no Host entry for node-a in ~\/\.ssh\/config; kube-proxy: RBAC forbids create on pods\/exec in namespace "kube-system" \(403\)/m,
@@ -238,7 +240,7 @@ describe(
           r.json.nodes.map(
             (n: {name: string; reachable: boolean; error: string}) => `${n.name} ${n.reachable} ${n.error}`,
           ),
-          ['node-a false not read: API-only (--via none)', 'node-b false not read: API-only (--via none)'],
+          ['node-a false API-only (--via none)', 'node-b false API-only (--via none)'],
         )
         assert.match(
           r.json.notes.join('\n'),
@@ -248,9 +250,12 @@ describe(
       } finally {
         for (const p of ['web-a1', 'web-b1', 'web-b2']) lab.setPodReady(p, true)
       }
+      // No finding, but no node read: incomplete, exit 3 (issue #26), unless --fail-on leaves incomplete out.
       const healthy = await viaApi('--via', 'none')
-      assert.equal(healthy.code, 0, healthy.stderr)
+      assert.equal(healthy.code, 3, healthy.stderr)
       assert.deepEqual(findings(healthy), [])
+      assert.match(healthy.json.summary, /^\? shop\/web: no node could be read/)
+      assert.equal((await viaApi('--via', 'none', '--fail-on', 'error')).code, 0)
     })
 
     test('a hung exec on node-b ends at its timeout (a dump: 4 × --timeout); node-a is still diagnosed', async () => {
@@ -267,7 +272,7 @@ describe(
           Date.now() - started < baseline + 18_000 + 10_000,
           `bounded: ${Date.now() - started} ms (a run without the hung exec: ${baseline} ms)`,
         )
-        assert.equal(r.code, 0, r.stderr)
+        assert.equal(r.code, 3, r.stderr)
         const b = node(r, 'node-b')
         assert.equal(b.reachable, false)
         assert.match(

@@ -122,12 +122,12 @@ test('a garbage dump makes that node unreadable with the line; with no readable 
     '*nat\n:PREROUTING ACCEPT [0:0]\nthis is not a rule\nCOMMIT\n',
   )
   const one = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', dir, '-o', 'json'])
-  assert.equal(one.code, 0)
+  assert.equal(one.code, 3, 'a node not read: the run is incomplete')
   const b = one.json.nodes.find((n: {name: string}) => n.name === 'node-b')
   assert.match(b.error, /line 3: not iptables-save output/)
   writeFileSync(join(dir, 'nodes/node-a/iptables-save.txt'), '<html>oops</html>\n')
   const none = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', dir, '-o', 'json'])
-  assert.equal(none.code, 0)
+  assert.equal(none.code, 3)
   assert.match(none.stderr, /^kproxy-doctor: warning: no node could be read: node-a: .*line 1/)
   assert.equal(none.json.summary, '? shop/web: no node could be read, the packet path is unchecked')
   assert.deepEqual(
@@ -135,6 +135,7 @@ test('a garbage dump makes that node unreadable with the line; with no readable 
     [
       ['node-a', 'node-read', true],
       ['node-b', 'node-read', true],
+      [null, 'node-read', true],
       [null, 'live-probes', false],
     ],
   )
@@ -142,8 +143,10 @@ test('a garbage dump makes that node unreadable with the line; with no readable 
     none.json.findings.map((f: {code: string; node: string}) => `${f.code}@${f.node}`),
     ['KPD-NODE-UNREADABLE@node-a', 'KPD-NODE-UNREADABLE@node-b'],
   )
-  const strict = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', dir, '--fail-on', 'skipped'])
-  assert.equal(strict.code, 1)
+  const lenient = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', dir, '--fail-on', 'error'])
+  assert.equal(lenient.code, 0, '--fail-on without incomplete: no exit 3')
+  const strict = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', dir, '--fail-on', 'warning,incomplete'])
+  assert.equal(strict.code, 1, 'a warning finding named by --fail-on wins over incomplete')
 })
 
 test('one-line errors with exit 2: unknown Service, unreachable API, unknown context, bad flags', async () => {

@@ -219,11 +219,11 @@ test('hostile text in a scan: the table, JSON and JUnit (valid XML) hold no cont
       warnings: [],
     },
     'namespace shop',
-    {severity: 'error', skipped: false},
+    {severity: 'error', incomplete: false},
   )
   for (const layout of LAYOUTS)
     for (const format of ['table', 'junit'] as const) {
-      const out = collected((w) => writeScanReport(summary, format, {severity: 'error', skipped: true}, layout, w))
+      const out = collected((w) => writeScanReport(summary, format, {severity: 'error', incomplete: true}, layout, w))
       assertPrintable(
         out,
         `scan -o ${format} (${layout.name})`,
@@ -235,7 +235,7 @@ test('hostile text in a scan: the table, JSON and JUnit (valid XML) hold no cont
         assert.ok(out.includes('skipped🚫'), 'a character beyond the BMP is kept: XML holds it')
       }
     }
-  const out = collected((w) => writeScanReport(summary, 'json', {severity: 'error', skipped: false}, LAYOUTS[0], w))
+  const out = collected((w) => writeScanReport(summary, 'json', {severity: 'error', incomplete: false}, LAYOUTS[0], w))
   assertPrintable(out, 'scan -o json')
   assert.equal(JSON.parse(out).services[0].service.name, SERVICE)
 })

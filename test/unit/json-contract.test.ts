@@ -64,7 +64,7 @@ test('exit 2 with -o json or -o yaml: the line on stderr and an error document o
       /^snapshot examples\/healthy-cluster was recorded for shop\/web, not shop\/nope$/,
     ],
     [['svc', 'web', '--snapshot', '/nonexistent', '--output=json'], /\/nonexistent/],
-    [['svc', 'web', '-o', 'json', '--bogus'], /^Nonexistent flag: --bogus$/],
+    [['svc', 'web', '-o', 'json', '--bogus'], /^--bogus: no such flag \(kproxy-doctor svc --help lists them\)$/],
     [
       ['svc', 'web', '-ojson', '--snapshot', 'examples/healthy-cluster', '--context', 'x'],
       /^--context=x cannot also be provided when using --snapshot$/,

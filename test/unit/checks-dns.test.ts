@@ -148,8 +148,8 @@ checkFamily('dns', () => {
     )
     const r = buildReport(d)
     assert.deepEqual(r.next, {
-      command: 'ssh node-a sudo sysctl -w net.ipv4.ip_forward=1',
-      argv: [['ssh', 'node-a', 'sudo', 'sysctl', '-w', 'net.ipv4.ip_forward=1']],
+      command: 'ssh -- node-a sudo sysctl -w net.ipv4.ip_forward=1',
+      argv: [['ssh', '--', 'node-a', 'sudo', 'sysctl', '-w', 'net.ipv4.ip_forward=1']],
       text: 'Then find what set it to 0 (net.ipv4.ip_forward in /etc/sysctl.conf and /etc/sysctl.d).',
     })
     assert.equal(

@@ -287,6 +287,7 @@ checkFamily('node-path', () => {
             argv: [
               [
                 'ssh',
+                '--',
                 'node-b',
                 'sudo',
                 'conntrack',

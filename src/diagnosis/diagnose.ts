@@ -149,7 +149,7 @@ function diagnoseFamily(
   return {context, notJudged}
 }
 
-const findingKey = (f: Finding) => `${f.code}\0${f.node ?? ''}\0${f.message}\0${f.command ?? ''}`
+const findingKey = (f: Finding) => `${f.code}\0${f.node ?? ''}\0${f.message}\0${JSON.stringify([f.check, f.fix])}`
 
 /**
  * The findings of every family as one list: a finding every family gives alike (a cluster fact, a node setting: the

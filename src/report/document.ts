@@ -4,7 +4,7 @@ import type {NodeReadVia} from '../diagnosis/choose-transport.js'
 import {writeJson} from './json-writer.js'
 
 /** The version of the JSON/YAML contract (README "JSON output"): fields are only ever added within one version. */
-export const API_VERSION = 'kproxy-doctor/v2'
+export const API_VERSION = 'kproxy-doctor/v3'
 
 /** Who wrote a document, when, and against which cluster context (null: from a snapshot, or none chosen). */
 export interface DocumentMeta {

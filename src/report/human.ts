@@ -45,7 +45,8 @@ export function groupFindingsByText(findings: Report['findings']): FindingLine[]
       f.severity,
       generic(f.message),
       ...f.evidence.map(generic),
-      generic(f.command ?? ''),
+      generic(f.check?.command ?? ''),
+      generic(JSON.stringify(f.fix ?? null)),
       generic(f.text ?? ''),
     ].join('\u0001')
     const prev = node ? byKey.get(k) : undefined
@@ -222,7 +223,7 @@ function renderWalks(r: Report, c: ChalkInstance, width: number): string[] {
 export function renderHuman(r: Report, c: ChalkInstance, width = Number.POSITIVE_INFINITY): string {
   const lines: string[] = []
   lines.push(...wrapProse(renderHeadline(r, c), width, '', '  '))
-  lines.push(...fixLines(r.next, 'next', '  ', c, width))
+  lines.push(...fixLines(r.next, '  ', c, width))
   lines.push('')
   const s = r.service
   const ports = s.ports
@@ -277,8 +278,8 @@ export function renderHuman(r: Report, c: ChalkInstance, width = Number.POSITIVE
       ),
     )
     for (const e of f.evidence) lines.push(...wrapVerbatim(e, width, '    evidence: ', '        ').map((l) => c.dim(l)))
-    lines.push(...fixLines(f, 'fix', '    ', c, width))
-    if (nodes.length > 1 && f.node && (f.command ?? '').includes(f.node))
+    lines.push(...fixLines(f, '    ', c, width))
+    if (nodes.length > 1 && f.node && JSON.stringify([f.check, f.fix]).includes(f.node))
       lines.push(...wrapProse(c.dim(`(likewise on ${nodes.slice(1).join(', ')})`), width, '         ', '         '))
   }
   lines.push(...renderWalks(r, c, width))

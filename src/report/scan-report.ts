@@ -2,7 +2,6 @@ import type {Finding} from '../checks/check.js'
 import type {Diagnosis} from '../diagnosis/diagnose.js'
 import type {Keep, ScanResult} from '../diagnosis/scan.js'
 import {buildReport, fails, type FailOn, type Report, type ReportOptions} from './report.js'
-import type {Command} from '../model/shell.js'
 import {escapeJsonControls} from './json-writer.js'
 
 /** The JSON contract of `scan -o json`: per Service the same shape as `svc -o json`. */
@@ -107,8 +106,8 @@ export interface FindingGroup {
   title: string
   /** The first finding's message and fix: the others differ only by node. */
   message: string
-  command: string | null
-  argv: Command | null
+  check: Finding['check']
+  fix: Finding['fix']
   text: string | null
   nodes: string[]
 }
@@ -166,8 +165,8 @@ export function groupFindings(findings: Finding[]): FindingGroup[] {
         severity: f.severity,
         title: f.title,
         message: f.message,
-        command: f.command,
-        argv: f.argv,
+        check: f.check,
+        fix: f.fix,
         text: f.text,
         nodes: f.node ? [f.node] : [],
       })

@@ -36,7 +36,7 @@ export const endpointCrossNode: Check = {
           message:
             `${endpointName(t)} answers from ${t.podNode} (${describeTally(own.tally)}) but not from ${b.node} (${describeTally(b.tally)}): ` +
             `the path from ${b.node} to ${t.podNode}'s pods breaks (on ${b.node}: its route to ${podCidr ?? t.host}, filter OUTPUT; on ${t.podNode}: ip_forward, filter FORWARD, the pod's bridge port)`,
-          command: nodeCommand(ctx.reach, b.node, {argv: ['ip', 'route', 'get', t.host]}, [t.host]),
+          check: nodeCommand(ctx.reach, b.node, {argv: ['ip', 'route', 'get', t.host]}, [t.host]),
           text: `Then look at ${t.podNode}'s filter table (iptables-save -t filter on that node), its ip_forward and the pod's bridge port.`,
         })
     }

@@ -32,8 +32,8 @@ const DIAGNOSIS = 'DIAGNOSIS'
 export default class Svc extends DoctorCommand {
   static override summary = 'Diagnose one Service: where its packet path breaks, on which node, and what to run next'
   static override usage = [
-    'svc NAME [-n NAMESPACE] [--context CTX] [--kubeconfig FILE] [--ssh-config FILE] [--nodes a,b | --all-nodes] [--no-probe] [--fail-on error|warning|skipped,…] [--all-rules] [-o table|json|yaml] [-q | --explain]',
-    'svc NAME [-n NAMESPACE] --snapshot DIR [--nodes a,b] [-o table|json|yaml] [-q | --explain]',
+    'svc NAME [-n NAMESPACE] [--context CTX] [--kubeconfig FILE] [--ssh-config FILE] [--nodes a,b | --all-nodes] [--no-probe] [--fail-on error|warning|skipped,…] [--all-rules] [-o table|json|yaml|junit] [-q | --explain]',
+    'svc NAME [-n NAMESPACE] --snapshot DIR [--nodes a,b] [-o table|json|yaml|junit] [-q | --explain]',
   ]
   static override examples = [
     '<%= config.bin %> svc web -n shop',
@@ -46,7 +46,7 @@ export default class Svc extends DoctorCommand {
     ...probeFlags,
     output: Flags.string({
       char: 'o',
-      options: ['table', 'json', 'yaml'],
+      options: ['table', 'json', 'yaml', 'junit'],
       default: 'table',
       description: 'output format',
       helpGroup: OUTPUT,
@@ -125,7 +125,7 @@ export default class Svc extends DoctorCommand {
     const report = readVia ? withReadVia(built, readVia, order) : built
     writeServiceReport(
       report,
-      {format: flags.output as 'table' | 'json' | 'yaml', quiet: flags.quiet, readVia, order},
+      {format: flags.output as 'table' | 'json' | 'yaml' | 'junit', quiet: flags.quiet, failOn, readVia, order},
       {chalk: makeChalk(process.stdout), width: outputWidth(process.stdout)},
       (chunk) => process.stdout.write(chunk),
     )

@@ -13,6 +13,18 @@ export interface DocumentMeta {
   context: string | null
 }
 
+/** The header of `trace -o json|yaml`'s document (the walk's fields follow it). */
+export interface TraceHeader {
+  apiVersion: typeof API_VERSION
+  kind: 'TraceReport'
+  toolVersion: string
+  time: string
+}
+
+export function traceHeader(meta: Omit<DocumentMeta, 'context'>): TraceHeader {
+  return {apiVersion: API_VERSION, kind: 'TraceReport', toolVersion: meta.toolVersion, time: meta.time}
+}
+
 /** What `-o json`/`-o yaml` print when the diagnosis could not be made (exit 2), alongside the line on stderr. */
 export interface ErrorDocument {
   apiVersion: typeof API_VERSION

@@ -18,7 +18,7 @@ export function makeChalk(stream: NodeJS.WriteStream): ChalkInstance {
 const SEVERITY_MARK = {error: '✗', warning: '!', info: 'i'} as const
 
 /** The first line of the report: the verdict and where the path breaks. */
-export function renderHeadline(r: Report, c: ChalkInstance): string {
+export function renderHeadline(r: Pick<Report, 'summary'>, c: ChalkInstance): string {
   return r.summary.startsWith('✓')
     ? c.green(r.summary)
     : r.summary.startsWith('✗')

@@ -13,6 +13,8 @@ import {renderScanHuman} from '../../src/report/scan-human.js'
 import {offlineCluster, type OfflineOptions} from '../helpers/offline-cluster.js'
 import {runCli} from '../helpers/run-cli.js'
 
+const META = {toolVersion: '0.0.0', time: '2026-01-01T00:00:00.000Z', context: null}
+
 /** Every node read in full: packet-path reads made (empty), so only what a case changes is not checked. */
 const fullyRead = (obs: NodeObservation): NodeObservation => ({
   ...obs,
@@ -412,7 +414,7 @@ describe('human and JUnit rendering of checks not run', () => {
       warnings: [],
       notes: [],
     }
-    const lenient = buildScanReport(scan, 'namespace shop', {severity: 'error', skipped: false})
+    const lenient = buildScanReport(scan, 'namespace shop', {severity: 'error', skipped: false}, META)
     assert.equal(lenient.ok, true)
     assert.equal(
       lenient.summary,
@@ -432,7 +434,7 @@ describe('human and JUnit rendering of checks not run', () => {
       '  ? dns-from-node (KPD-DNS-NO-ANSWER) on node-a: web.shop.svc.cluster.local not asked of 10.96.0.10: no way',
       '  - also not checked (not required): live-probes',
     ])
-    const strict = buildScanReport(scan, 'namespace shop', {severity: 'error', skipped: true})
+    const strict = buildScanReport(scan, 'namespace shop', {severity: 'error', skipped: true}, META)
     assert.equal(strict.ok, false)
     assert.equal(
       strict.summary,

@@ -22,7 +22,12 @@ export function fixLines(
   if (!step) return []
   // A command wraps only between words outside quotes, each line ending in ` \`: the lines paste as the same command.
   const command = (label: string, text: string) =>
-    wrapCommand(text, width, `${indent}${c.bold(`${label}:`)} `, ' '.repeat(indent.length + label.length + 4))
+    wrapCommand(
+      text,
+      width,
+      `${indent}${c.bold(`${label}:`)} `,
+      ' '.repeat(indent.length + Math.min(label.length + 4, 10)),
+    )
   const prose = (label: string, text: string) =>
     wrapProse(text, width, `${indent}${c.bold(`${label}:`)} `, ' '.repeat(indent.length + 6))
   const {check, fix, text} = step

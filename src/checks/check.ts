@@ -27,7 +27,7 @@ export interface Finding {
 }
 
 /** A command exactly as printed (`command`, every word quoted) and its argv stages (`argv`). */
-export interface CheckStep {
+interface CheckStep {
   command: string
   argv: Command
 }

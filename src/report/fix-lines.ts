@@ -4,7 +4,7 @@ import type {NextStep} from './report.js'
 import {wrapCommand, wrapProse} from './width.js'
 
 /** What the `fix` label says it changes: `fix (changes node-b):`, `fix (changes the cluster):`. */
-export function fixLabel(fix: Pick<FixStep, 'changes' | 'node'>): string {
+function fixLabel(fix: Pick<FixStep, 'changes' | 'node'>): string {
   return `fix (changes ${fix.changes === 'node' ? (fix.node ?? 'the node') : 'the cluster'})`
 }
 

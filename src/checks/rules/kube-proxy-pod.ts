@@ -4,7 +4,7 @@ import {kubectlCommand} from '../../model/reach.js'
 import type {Command} from '../../model/shell.js'
 
 /** kube-proxy's Pod on `node`, when it runs as a DaemonSet and one is there. */
-export function kubeProxyPodOn(ctx: CheckContext, node: string): V1Pod | undefined {
+function kubeProxyPodOn(ctx: CheckContext, node: string): V1Pod | undefined {
   return ctx.cluster.kubeProxyPods.find((p) => p.spec?.nodeName === node && p.metadata?.name)
 }
 

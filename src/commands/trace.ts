@@ -4,6 +4,7 @@ import {liveOptions, NODE_READ_ONLY_FLAGS, nodeReadFlags} from '../cli/flags.js'
 import {DiagnosisError} from '../errors.js'
 import {makeChalk} from '../report/human.js'
 import {writeTrace} from '../report/output.js'
+import {traceHeader} from '../report/document.js'
 import {outputWidth} from '../report/width.js'
 import {familyOf, parseIp} from '../net/address.js'
 import type {Protocol, TraceResult} from '../trace/types.js'
@@ -57,7 +58,12 @@ export default class Trace extends DoctorCommand {
     }),
     'in-iface': Flags.string({description: 'interface the packet arrives on, for -i matches'}),
     'out-iface': Flags.string({description: 'interface it leaves by, for -o matches'}),
-    output: Flags.string({char: 'o', options: ['table', 'json'], default: 'table'}),
+    output: Flags.string({
+      char: 'o',
+      options: ['table', 'json', 'yaml'],
+      default: 'table',
+      description: 'output format',
+    }),
     ...nodeReadFlags,
   }
 
@@ -108,8 +114,12 @@ export default class Trace extends DoctorCommand {
       }
       result = walk.inputLines(result)
       writeTrace(
-        {...result, notes: walk.notes},
-        flags.output as 'table' | 'json',
+        {
+          ...traceHeader({toolVersion: this.config.version, time: new Date().toISOString()}),
+          ...result,
+          notes: walk.notes,
+        },
+        {format: flags.output as 'table' | 'json' | 'yaml'},
         {chalk: makeChalk(), width: outputWidth(process.stdout)},
         (chunk) => process.stdout.write(chunk),
       )

@@ -178,7 +178,7 @@ function dnsEndpoints(cluster: ClusterState) {
     .map((e) => ({...e, address: joinHostPort(e.ip, e.port)}))
 }
 
-const findingKey = (f: Finding) => `${f.code}\0${f.node ?? ''}\0${f.message}\0${f.command ?? ''}`
+const findingKey = (f: Finding) => `${f.code}\0${f.node ?? ''}\0${f.message}\0${JSON.stringify([f.check, f.fix])}`
 
 /**
  * The findings of every family as one list: a finding every family gives alike (a cluster fact, a node setting: the

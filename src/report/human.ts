@@ -20,7 +20,7 @@ export function makeChalk(env: NodeJS.ProcessEnv = process.env): ChalkInstance {
 const SEVERITY_MARK = {error: '✗', warning: '!', info: 'i'} as const
 
 /** The first line of the report: the verdict and where the path breaks. */
-export function renderHeadline(r: Report, c: ChalkInstance): string {
+export function renderHeadline(r: Pick<Report, 'summary'>, c: ChalkInstance): string {
   return r.summary.startsWith('✓')
     ? c.green(r.summary)
     : r.summary.startsWith('✗')
@@ -47,7 +47,8 @@ export function groupFindingsByText(findings: Report['findings']): FindingLine[]
       f.severity,
       generic(f.message),
       ...f.evidence.map(generic),
-      generic(f.command ?? ''),
+      generic(f.check?.command ?? ''),
+      generic(JSON.stringify(f.fix ?? null)),
       generic(f.text ?? ''),
     ].join('\u0001')
     const prev = node ? byKey.get(k) : undefined
@@ -232,7 +233,7 @@ function renderWalks(r: Report, c: ChalkInstance, width: number): string[] {
 export function renderHuman(r: Report, c: ChalkInstance, width = Number.POSITIVE_INFINITY): string {
   const lines: string[] = []
   lines.push(...wrapProse(renderHeadline(r, c), width, '', '  '))
-  lines.push(...fixLines(r.next, 'next', '  ', c, width))
+  lines.push(...fixLines(r.next, '  ', c, width))
   lines.push('')
   const s = r.service
   const ports = s.ports
@@ -288,8 +289,8 @@ export function renderHuman(r: Report, c: ChalkInstance, width = Number.POSITIVE
       ),
     )
     for (const e of f.evidence) lines.push(...wrapVerbatim(e, width, '    evidence: ', '        ').map((l) => c.dim(l)))
-    lines.push(...fixLines(f, 'fix', '    ', c, width))
-    if (nodes.length > 1 && f.node && (f.command ?? '').includes(f.node))
+    lines.push(...fixLines(f, '    ', c, width))
+    if (nodes.length > 1 && f.node && JSON.stringify([f.check, f.fix]).includes(f.node))
       lines.push(...wrapProse(c.dim(`(likewise on ${nodes.slice(1).join(', ')})`), width, '         ', '         '))
   }
   lines.push(...renderWalks(r, c, width))

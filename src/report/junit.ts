@@ -42,7 +42,7 @@ export function renderJunit(r: ScanSummary, failOn: FailOn): string {
       const text = found
         .map(
           (g) =>
-            `${g.severity} ${g.code}: ${g.message}${g.nodes.length ? ` [nodes: ${g.nodes.join(', ')}]` : ''}\n${fixText(g, 'next')}`,
+            `${g.severity} ${g.code}: ${g.message}${g.nodes.length ? ` [nodes: ${g.nodes.join(', ')}]` : ''}\n${fixText(g)}`,
         )
         .join('\n\n')
       const body =

@@ -31,7 +31,7 @@ export interface Report {
   }
   ok: boolean
   summary: string
-  /** What to run or do first: the headline finding's command (the exact line, and its argv) and prose. */
+  /** What to run or do first: the headline finding's check, fix and prose (as each finding has them). */
   next: NextStep | null
   proxy: {mode: string; source: string; masqueradeMark: string}
   endpoints: {ready: number; notReady: number; source: string}
@@ -83,11 +83,11 @@ export interface Report {
   notes: string[]
 }
 
-/** A finding's fix: a command that runs as printed (`command`, its argv stages in `argv`) and/or prose (`text`). */
-export type NextStep = Pick<Finding, 'command' | 'argv' | 'text'>
+/** A finding's steps: a read-only `check`, a `fix` that changes the node or cluster, and/or prose (`text`). */
+export type NextStep = Pick<Finding, 'check' | 'fix' | 'text'>
 
 function nextStep(f: NextStep | undefined): NextStep | null {
-  return f ? {command: f.command, argv: f.argv, text: f.text} : null
+  return f ? {check: f.check, fix: f.fix, text: f.text} : null
 }
 
 export interface ProbeReport {

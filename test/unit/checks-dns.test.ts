@@ -180,7 +180,7 @@ checkFamily('dns', () => {
     }
     test("the finding's command asks the failing family's record type", () => {
       const {cluster, observations} = offlineCluster(DUAL_STACK_DNS[2][1])
-      assert.deepEqual(diagnose(cluster, observations).findings[0].argv, [
+      assert.deepEqual(diagnose(cluster, observations).findings[0].check?.argv, [
         ['ssh', '--', 'node-a', 'dig', '+tcp', 'web.shop.svc.cluster.local', 'AAAA', '@10.96.0.10'],
       ])
     })

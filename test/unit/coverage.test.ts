@@ -13,6 +13,8 @@ import {renderScanHuman} from '../../src/report/scan-human.js'
 import {offlineCluster, type OfflineOptions} from '../helpers/offline-cluster.js'
 import {runCli} from '../helpers/run-cli.js'
 
+const META = {toolVersion: '0.0.0', time: '2026-01-01T00:00:00.000Z', context: null}
+
 /** Every node read in full: packet-path reads made (empty), so only what a case changes is not checked. */
 const fullyRead = (obs: NodeObservation): NodeObservation => ({
   ...obs,
@@ -431,7 +433,7 @@ describe('human and JUnit rendering of checks not run', () => {
       notes: [],
     }
     const incomplete = {severity: 'error', incomplete: true} as const
-    const strict = buildScanReport(scan, 'namespace shop', incomplete)
+    const strict = buildScanReport(scan, 'namespace shop', incomplete, META)
     assert.equal(strict.ok, true)
     assert.equal(scanExitCode(strict, incomplete), 3)
     assert.equal(
@@ -454,7 +456,7 @@ describe('human and JUnit rendering of checks not run', () => {
       '  - also not checked (not required): live-probes',
     ])
     const lenientOn = {severity: 'error', incomplete: false} as const
-    const lenient = buildScanReport(scan, 'namespace shop', lenientOn)
+    const lenient = buildScanReport(scan, 'namespace shop', lenientOn, META)
     assert.equal(scanExitCode(lenient, lenientOn), 0)
     assert.equal(lenient.summary, strict.summary, 'the headline says ? whatever --fail-on says')
     const skippedXml = renderJunit(lenient, lenientOn)

@@ -13,7 +13,7 @@ test('the JSON report says which contract, tool version, time and context it com
   const r = await runCli([...broken, '-o', 'json'])
   assert.equal(r.code, 1)
   assert.deepEqual(Object.keys(r.json).slice(0, 5), ['apiVersion', 'kind', 'toolVersion', 'time', 'context'])
-  assert.equal(r.json.apiVersion, 'kproxy-doctor/v2')
+  assert.equal(r.json.apiVersion, 'kproxy-doctor/v3')
   assert.equal(r.json.kind, 'ServiceReport')
   assert.equal(r.json.toolVersion, version)
   const time = Date.parse(r.json.time)

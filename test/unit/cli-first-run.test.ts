@@ -136,6 +136,7 @@ describe('conventions', () => {
       return false
     }
   })()
+  const withoutCi = (env: NodeJS.ProcessEnv) => Object.fromEntries(Object.entries(env).filter(([k]) => k !== 'CI'))
   /** The svc headline's bytes as a terminal gets them (script(1) gives the program a pseudo-terminal). */
   function inTerminal(env: string): string {
     const bin = resolve('bin/run.js')
@@ -146,7 +147,8 @@ describe('conventions', () => {
         `env ${env} ${process.execPath} ${bin} svc web -n shop --snapshot examples/broken-cluster -q`,
         '/dev/null',
       ],
-      {encoding: 'utf8', env: {...process.env, NO_COLOR: '', FORCE_COLOR: '', TERM: 'xterm'}},
+      // Without CI: chalk turns colour off in a CI job (CI=true), which is its detection too, not the terminal's.
+      {encoding: 'utf8', env: {...withoutCi(process.env), NO_COLOR: '', FORCE_COLOR: '', TERM: 'xterm'}},
     )
   }
 

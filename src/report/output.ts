@@ -42,7 +42,7 @@ export function writeServiceReport(
 ): void {
   if (how.format === 'junit')
     return write(
-      renderJunit(printableDocument(singleServiceSummary(report)), how.failOn ?? {severity: 'error', skipped: false}),
+      renderJunit(printableDocument(singleServiceSummary(report)), how.failOn ?? {severity: 'error', incomplete: true}),
     )
   if (how.format !== 'table') return writeDocument(report, how.format, write)
   const r = printableDocument(report)

@@ -286,14 +286,14 @@ checkFamily('node-path', () => {
         findings: [['KPD-CONNTRACK-STALE', 'node-b', 'error']],
         fixes: {
           'KPD-CONNTRACK-STALE node-b': {
-            argv: [
+            check: [
               [
                 'ssh',
                 '--',
                 'node-b',
                 'sudo',
                 'conntrack',
-                '-D',
+                '-L',
                 '-p',
                 'udp',
                 '--orig-dst',
@@ -304,6 +304,29 @@ checkFamily('node-path', () => {
                 '10.244.1.54',
               ],
             ],
+            fix: {
+              argv: [
+                [
+                  'ssh',
+                  '--',
+                  'node-b',
+                  'sudo',
+                  'conntrack',
+                  '-D',
+                  '-p',
+                  'udp',
+                  '--orig-dst',
+                  '10.96.0.10',
+                  '--orig-port-dst',
+                  '53',
+                  '--reply-src',
+                  '10.244.1.54',
+                ],
+              ],
+              text: null,
+              changes: 'node',
+              node: 'node-b',
+            },
             text: null,
           },
         },

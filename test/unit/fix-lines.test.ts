@@ -127,7 +127,7 @@ test("the user's --kubeconfig, --context, -n, ssh -F FILE, the SSH address and t
     "kubectl --kubeconfig '/home/me/.kube/prod config' --context prod -n shop describe pod web-a1",
   )
   assert.deepEqual(fixes['KPD-SEP-MISSING node-a'].check?.argv, [
-    ['ssh', '-F', sshConfig, 'node-a', 'sudo', 'iptables-save'],
+    ['ssh', '-F', sshConfig, '--', 'node-a', 'sudo', 'iptables-save'],
     ['grep', '--', 'KUBE-SVC-67NZLRHBNDSAWJRO'],
   ])
   assert.deepEqual(fixes['KPD-NODE-UNREADABLE node-b'].check?.argv, [

@@ -109,20 +109,27 @@ test('hostile Node addresses, Pod names and kube-proxy Pod names: every printed 
   ])
   const reach = await liveReach({sshConfig}, readVia, cluster.nodes)
   const findings = diagnose(cluster, observations, {reach}).findings
-  const commands = findings.filter((f) => f.command !== null)
-  assert.ok(commands.length >= 1, `commands printed: ${commands.map((f) => f.command).join('; ')}`)
+  // Every printed command: each finding's check and its fix.
+  const commands = findings.flatMap((f) =>
+    [f.check, f.fix?.command && f.fix.argv ? {command: f.fix.command, argv: f.fix.argv} : null]
+      .filter((c) => c !== null)
+      .map((c) => ({code: f.code, command: c.command, argv: c.argv})),
+  )
+  assert.ok(commands.length >= 1, `commands printed: ${commands.map((c) => c.command).join('; ')}`)
   const hostile = [HOSTILE_ADDRESS, HOSTILE_POD, HOSTILE_KUBE_PROXY, 'ProxyCommand']
-  for (const f of commands) {
-    assertPastes(f.command!, f.argv!, f.code)
-    assertNoClusterOption(f.argv!, hostile, f.code)
+  for (const c of commands) {
+    assertPastes(c.command, c.argv, c.code)
+    assertNoClusterOption(c.argv, hostile, c.code)
   }
   // The node the SSH config does not name is reached by its name, never by the hostile address; the Pods get prose.
   const sepMissing = findings.find((f) => f.code === 'KPD-SEP-MISSING' && f.node === 'node-a')!
-  assert.deepEqual(sepMissing.argv![0].slice(0, 5), ['ssh', '-F', sshConfig, '--', 'node-a'])
+  assert.deepEqual(sepMissing.check!.argv[0].slice(0, 5), ['ssh', '-F', sshConfig, '--', 'node-a'])
   const unreadable = findings.find((f) => f.code === 'KPD-NODE-UNREADABLE' && f.node === 'node-b')!
-  assert.equal(unreadable.command, null)
-  assert.ok(unreadable.text)
+  assert.equal(unreadable.check?.command ?? null, null)
+  assert.equal(unreadable.fix?.command ?? null, null)
+  assert.ok(unreadable.text ?? unreadable.fix?.text)
   const notReady = findings.find((f) => f.code === 'KPD-ENDPOINT-NOT-READY')!
-  assert.equal(notReady.command, null)
+  assert.equal(notReady.check?.command ?? null, null)
+  assert.equal(notReady.fix?.command ?? null, null)
   assert.equal(existsSync(PWNED), false)
 })

@@ -114,7 +114,7 @@ export const dnsNoAnswer: Check = {
           node: cause.walk.node,
           message: `${cause.walk.node}: the DNS questions of ${o.name} get no answer: asking ${d.server} for the ${type} record of ${d.name} failed (${a.error}), and their walk on ${cause.walk.node} breaks at ${cause.walk.breaksAt}: ${cause.walk.detail}`,
           evidence: [`method: ${d.method}`],
-          command: cmd,
+          check: cmd,
         })
       else if (a.error)
         out.push({

@@ -333,13 +333,8 @@ export class NftTracer implements ChainSource<NftChain> {
       }
       if (t === 'numgen') {
         if (toks[i + 1] !== 'random' || toks[i + 2] !== 'mod') throw new Unknown('numgen other than "random mod N"')
-        const n = Number(toks[i + 3])
-        let j = i + 4
-        let offset = 0
-        if (toks[j] === 'offset') {
-          offset = Number(toks[j + 1])
-          j += 2
-        }
+        const {n, offset, next} = numgenModulus(toks, i)
+        const j = next
         if (!Number.isSafeInteger(n) || n < 1 || n > MAX_BRANCHES || !Number.isSafeInteger(offset) || offset < 0)
           throw new Unknown(`numgen modulus ${toks[i + 3]} / offset ${offset} not usable`)
         if (toks[j] !== 'vmap' || !toks[j + 1]?.startsWith('{')) throw new Unknown('numgen without an inline vmap')
@@ -661,13 +656,8 @@ function chanceIn(toks: string[]): {share: number; rest: string[]} | string | nu
       return {share: op === '<' || op === '<=' ? below : 1 - below, rest: [...toks.slice(0, i), ...toks.slice(i + 6)]}
     }
     if (toks[i] === 'numgen' && toks[i + 1] === 'inc' && toks[i + 2] === 'mod') {
-      const n = Number(toks[i + 3])
-      let j = i + 4
-      let offset = 0
-      if (toks[j] === 'offset') {
-        offset = Number(toks[j + 1])
-        j += 2
-      }
+      const {n, offset, next} = numgenModulus(toks, i)
+      let j = next
       let negate = false
       if (toks[j] === '==' || toks[j] === '!=') negate = toks[j++] === '!='
       const v = Number(toks[j])
@@ -678,4 +668,11 @@ function chanceIn(toks: string[]): {share: number; rest: string[]} | string | nu
     }
   }
   return null
+}
+
+/** `numgen random|inc mod N [offset O]` at toks[i]: N, O (0 when absent) and the index of the token after them. */
+function numgenModulus(toks: string[], i: number): {n: number; offset: number; next: number} {
+  const n = Number(toks[i + 3])
+  if (toks[i + 4] !== 'offset') return {n, offset: 0, next: i + 4}
+  return {n, offset: Number(toks[i + 5]), next: i + 6}
 }

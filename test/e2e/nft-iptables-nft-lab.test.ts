@@ -72,7 +72,14 @@ describe('nftables mode beside iptables-nft rules (netns lab, real sshd)', {skip
       assert.deepEqual(problems(r), ['KPD-FILTER-DROP node-b'])
       const f = findings(r).find((x) => x.code === 'KPD-FILTER-DROP')!
       assert.match(f.message, /^node-b: new connections to .* are dropped by the DROP policy of filter FORWARD/)
-      assert.deepEqual(f.evidence, ["filter: :FORWARD DROP (the chain's policy)"])
+      // node-a's probes of node-b's pods are the symptom: evidence on the cause, not a finding of their own.
+      assert.deepEqual(f.evidence, [
+        "filter: :FORWARD DROP (the chain's policy)",
+        ...['10.244.2.10:8080 (pod web-b1 on node-b)', '10.244.2.11:8080 (pod web-b2 on node-b)'].map(
+          (endpoint) =>
+            `live probe: endpoint ${endpoint} answers from node-b (3/3 connected) but not from node-a (0/3 connected (3 timed out))`,
+        ),
+      ])
     } finally {
       lab.setForeignRules('node-b', undefined)
     }

@@ -95,7 +95,7 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
       assert.deepEqual(problems(r), ['KPD-NODE-FORWARDING-OFF node-a'])
       const f = finding(r, 'KPD-NODE-FORWARDING-OFF')
       assert.deepEqual(f.argv, [
-        ['ssh', '-F', lab.sshConfigPath, 'node-a', 'sudo', 'sysctl', '-w', 'net.ipv4.ip_forward=1'],
+        ['ssh', '-F', lab.sshConfigPath, '--', 'node-a', 'sudo', 'sysctl', '-w', 'net.ipv4.ip_forward=1'],
       ])
       assert.ok(
         f.evidence.some((e) =>
@@ -156,7 +156,7 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
         '--reply-src',
         '10.244.1.55',
       ]
-      assert.deepEqual(f.argv, [['ssh', '-F', lab.sshConfigPath, 'node-a', 'sudo', ...fix]])
+      assert.deepEqual(f.argv, [['ssh', '-F', lab.sshConfigPath, '--', 'node-a', 'sudo', ...fix]])
       assert.equal(tryRun('ip', ['netns', 'exec', lab.nodeNs('node-a'), ...fix]).code, 0)
       assert.deepEqual(
         lab.dnsQuery('client-a', WEB_NAME, stalePort),
@@ -211,7 +211,7 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
         /^node-b: route_localnet is off on cbr0, eth0: connections to 127\.0\.0\.1:30080 \(localhost NodePorts of shop\/web\) on node-b fail/,
       )
       assert.deepEqual(f.argv, [
-        ['ssh', '-F', lab.sshConfigPath, 'node-b', 'sudo', 'sysctl', '-w', 'net.ipv4.conf.all.route_localnet=1'],
+        ['ssh', '-F', lab.sshConfigPath, '--', 'node-b', 'sudo', 'sysctl', '-w', 'net.ipv4.conf.all.route_localnet=1'],
       ])
     } finally {
       lab.setSysctl('node-b', 'net.ipv4.conf.all.route_localnet', '1')
@@ -389,6 +389,7 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
           'ssh',
           '-F',
           lab.sshConfigPath,
+          '--',
           'node-a',
           'sudo',
           'conntrack',
@@ -404,7 +405,7 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
         ],
       ])
       // The printed fix, run on the node (the lab logs in as root: the words after sudo).
-      const fix = f.argv![0].slice(5)
+      const fix = f.argv![0].slice(6)
       assert.equal(tryRun('ip', ['netns', 'exec', lab.nodeNs('node-a'), ...fix]).code, 0)
       assert.deepEqual(
         lab.dnsQuery('client-a', WEB_NAME, stalePort),

@@ -38,9 +38,24 @@ function describeConnections(connections: KernelConnection[]): string {
     .join(', ')
 }
 
-/** The endpoints the walk DNATs the path's new connections to, host:port. */
+/**
+ * The endpoints the walk DNATs the path's new connections to, host:port, whatever happens to them after: the kernel
+ * records its DNAT choice in conntrack before a filter chain drops the packet.
+ */
 function walkedEndpoints(p: PathResult): string[] {
-  return [...new Set(p.trace.outcomes.flatMap((o) => (o.verdict === 'DNAT' && o.destination ? [o.destination] : [])))]
+  return [...new Set(p.trace.outcomes.flatMap((o) => (o.destination ? [o.destination] : [])))]
+}
+
+/** Of those, the endpoints every walked connection to which is dropped or rejected after its DNAT. */
+function droppedAfterDnat(p: PathResult): string[] {
+  const dropped = new Map<string, boolean>()
+  for (const o of p.trace.outcomes)
+    if (o.destination)
+      dropped.set(
+        o.destination,
+        (dropped.get(o.destination) ?? true) && (o.verdict === 'DROP' || o.verdict === 'REJECT'),
+      )
+  return [...dropped].filter(([, d]) => d).map(([endpoint]) => endpoint)
 }
 
 function judge(node: string, t: Tally, ev: TargetKernelEvidence, path: PathResult | undefined): KernelVerdict {
@@ -88,6 +103,19 @@ function judge(node: string, t: Tally, ev: TargetKernelEvidence, path: PathResul
       ...base,
       agreesWithWalk: false,
       detail: `${walkSays}, but ${chose}: ${outside.join(', ')} ${outside.length > 1 ? 'are' : 'is'} not among them`,
+    }
+  const droppedYetReplied = [
+    ...new Set(
+      translated
+        .filter((c) => c.answer === 'replied' && droppedAfterDnat(path).includes(c.endpoint))
+        .map((c) => c.endpoint),
+    ),
+  ]
+  if (droppedYetReplied.length > 0)
+    return {
+      ...base,
+      agreesWithWalk: false,
+      detail: `the walk says new connections to ${droppedYetReplied.join(', ')} are dropped after their DNAT, but ${chose}`,
     }
   const untranslated = ev.connections.filter((c) => !c.dnat)
   // The walk's own untranslated share (a SEP chain without its DNAT, a drop before it) is no disagreement.

@@ -20,8 +20,8 @@ interface JsonFinding {
   severity: string
   node: string | null
   message: string
-  command: string | null
-  argv: string[][] | null
+  check: {command: string; argv: string[][] | null} | null
+  fix: {command: string | null; argv: string[][] | null; text: string | null} | null
   text: string | null
   evidence: string[]
 }
@@ -88,7 +88,7 @@ describe('svc diagnoses drops in chains kube-proxy does not own (netns lab, real
         /\nnode-b: asking 10\.96\.0\.10 for the A record of web\.shop\.svc\.cluster\.local failed \(.+\): its DNS endpoint 10\.244\.1\.53 \(pod coredns-a\) on node-a is behind this fault/,
       )
       assert.match(f.text!, /^Docker set this policy/)
-      assert.deepEqual(f.argv, [
+      assert.deepEqual(f.check?.argv, [
         [
           'ssh',
           '-F',
@@ -167,7 +167,7 @@ describe('svc diagnoses drops in chains kube-proxy does not own (netns lab, real
         /^live probe: endpoint 10\.244\.2\.11:8080 \(pod web-b2 on node-b\) answers from node-b \(\d+\/\d+ connected\) but not from node-a \(0\/\d+ connected \(.+\)\)$/,
       )
       assert.match(f.text!, /^Calico drops it, usually for a NetworkPolicy/)
-      assert.deepEqual(f.argv, [
+      assert.deepEqual(f.check?.argv, [
         [
           'ssh',
           '-F',

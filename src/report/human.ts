@@ -343,7 +343,13 @@ function renderProbes(p: ProbeReport, c: ChalkInstance, width: number): string[]
   const table: Cell[][] = []
   for (const n of p.nodes) {
     if (n.error) {
-      table.push([n.node, {colSpan: head.length - 1, content: c.yellow(`not probed: ${n.error}`)}])
+      table.push([
+        n.node,
+        {
+          colSpan: head.length - 1,
+          content: c.yellow(n.error.startsWith('not probed') ? n.error : `not probed: ${n.error}`),
+        },
+      ])
       continue
     }
     for (const port of ports) {

@@ -16,8 +16,6 @@ const KUBE_PROXY_POD = {'node-a': 'pod kube-system/kube-proxy-ax7k2', 'node-b': 
 const NOT_IN_KUBE_PROXY_IMAGE = ['ip', 'bridge', 'ipvsadm', 'sysctl']
 /** The lab's stand-in image: the host's programs, never ipvsadm (whether the host has one or not). */
 const LAB_IMAGE = {'kube-proxy-': ['ipvsadm']}
-const NO_IPVS =
-  'ipvsadm not in the kube-proxy image: no /proc/net/ip_vs either (the kernel has no IPVS table: IPVS is not in use)'
 const NO_CNI_CACHE =
   "/var/lib/cni/results (the CNI result cache) is not mounted in kube-proxy's Pod: pods mapped to bridge ports through fdb and neighbour entries only (they expire on idle Pods)"
 
@@ -59,12 +57,11 @@ describe(
     const node = (r: CliResult, name: string) => r.json.nodes.find((n: {name: string}) => n.name === name)
     const execs = () => lab.api.requestLog.filter((e) => e.subresource === 'exec').length
 
-    test("healthy lab: both nodes read through kube-proxy's Pods, /proxyMode through a port-forward, no finding, every path ✓; what the image lacks makes the run incomplete (exit 3) unless --fail-on error", async () => {
+    test("healthy lab: both nodes read through kube-proxy's Pods, /proxyMode through a port-forward, no finding, every path ✓, exit 0 (no /proc/net/ip_vs is an IPVS state read, not a gap)", async () => {
       const before = execs()
       const r = await viaApi()
-      assert.equal(r.code, 3, r.stderr + JSON.stringify(r.json?.findings))
-      assert.ok(r.json.notChecked.some((n: {required: boolean}) => n.required))
-      assert.equal((await viaApi('--fail-on', 'error')).code, 0)
+      assert.equal(r.code, 0, r.stderr + JSON.stringify(r.json?.findings))
+      assert.ok(!r.json.notChecked.some((n: {required: boolean}) => n.required), JSON.stringify(r.json.notChecked))
       assert.deepEqual(findings(r), [])
       for (const name of ['node-a', 'node-b'] as const) {
         const n = node(r, name)
@@ -75,7 +72,7 @@ describe(
           address: KUBE_PROXY_POD[name],
           why: `kube-proxy's Pod runs on ${name} and exec into it is allowed`,
           notUsed: [{transport: 'ssh', reason: `no Host entry for ${name} in ~/.ssh/config`}],
-          notRead: [NO_IPVS, NO_CNI_CACHE],
+          notRead: [NO_CNI_CACHE],
         })
       }
       assert.ok(
@@ -174,10 +171,8 @@ describe(
           '/var/lib/cni/results',
           'bridge',
           'ip',
-          'ipvsadm',
           'sysctl',
         ])
-        assert.ok(notRead.includes(NO_IPVS), notRead.join('\n'))
         assert.ok(
           notRead.includes('sysctl not in the kube-proxy image: sysctls read from /proc/sys instead'),
           notRead.join('\n'),

@@ -314,7 +314,7 @@ describe(
           ],
         )
         assert.match(
-          (errors(r)[0] as FindingLine & {check: {command: string}}).check.command,
+          (errors(r)[0] as FindingLine & {fix: {command: string}}).fix.command,
           /sysctl -w net\.ipv6\.conf\.all\.forwarding=1/,
         )
       } finally {

@@ -147,7 +147,7 @@ describe('svc diagnoses drops in chains kube-proxy does not own (netns lab, real
       assert.equal(lab.probe(lab.podNs('client-a'), WEB_B1, 8080, 1).kind, 'answer')
       const r = await doctor()
       assert.equal(r.code, 1, r.stdout + r.stderr)
-      assert.deepEqual(problems(r), ['KPD-FILTER-DROP node-b'])
+      assert.deepEqual(problems(r), ['KPD-FILTER-DROP node-b'], JSON.stringify(findings(r).map((f) => f.message)))
       // node-a's pod→ClusterIP works on node-a; the share it sends to web-b2 breaks on node-b.
       const a = r.json.paths.find(
         (p: {node: string; entry: string}) => p.node === 'node-a' && p.entry === 'pod→ClusterIP',

@@ -405,7 +405,16 @@ describe('svc against the netns lab', {skip: why}, () => {
     await lab.restartSshd('node-b', false)
     try {
       const r = await doctor()
-      assert.equal(r.code, 0, JSON.stringify(r.json.findings))
+      // No finding; the probes node-b's sshd would not forward are a required check that could not run (exit 3,
+      // as docs/output.md says: --no-probe opts out).
+      assert.deepEqual(r.json.findings, [])
+      assert.equal(r.code, 3, r.stderr)
+      assert.deepEqual(
+        r.json.notChecked
+          .filter((n: {required: boolean}) => n.required)
+          .map((n: {node: string; check: string}) => `${n.check} ${n.node}`),
+        ['live-probes node-b'],
+      )
       const dns = Object.fromEntries(
         r.json.dns.map((d: {node: string; method: string; addresses: string[]}) => [d.node, d]),
       )
@@ -554,6 +563,7 @@ describe('svc against the netns lab', {skip: why}, () => {
         [
           ['node-a', true],
           ['node-b', true],
+          [null, true], // the whole run's entry: no node read at all
         ],
       )
       const strict = await runCli([

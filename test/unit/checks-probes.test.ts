@@ -335,6 +335,21 @@ checkFamily('probes', () => {
       ],
     },
     {
+      name: "a policy chain in node-b's FORWARD drops web-b2: node-b's own NodePort probes reach web-b2 through OUTPUT, not FORWARD, and its kernel saw replies: the drop alone",
+      state: {editDump: {'node-b': forwardDropOnB('10.244.2.11')}},
+      options: probed(
+        {},
+        {
+          'node-a 10.244.2.11:8080': [0, 0, 3],
+          'node-a 10.96.10.10:80': [5, 0, 3],
+          'node-a 10.200.0.11:30080': [6, 0, 2],
+        },
+        undefined,
+        {'node-b': HEALTHY_B},
+      ),
+      findings: [['KPD-FILTER-DROP', 'node-b', 'error']],
+    },
+    {
       name: 'conntrack not readable on node-a: nothing confirmed, no finding',
       state: {},
       options: probed({}, {}, undefined, {'node-a': {read: false, reason: 'no conntrack tool on the node'}}),

@@ -104,13 +104,18 @@ function judge(node: string, t: Tally, ev: TargetKernelEvidence, path: PathResul
       agreesWithWalk: false,
       detail: `${walkSays}, but ${chose}: ${outside.join(', ')} ${outside.length > 1 ? 'are' : 'is'} not among them`,
     }
-  const droppedYetReplied = [
-    ...new Set(
-      translated
-        .filter((c) => c.answer === 'replied' && droppedAfterDnat(path).includes(c.endpoint))
-        .map((c) => c.endpoint),
-    ),
-  ]
+  // A NodePort probe is the node's own connection to its own address: it leaves through OUTPUT and never crosses the
+  // FORWARD hook where the outside→NodePort walk may drop it after DNAT, so only the DNAT choice is comparable.
+  const crossesWalkedHooks = t.target.kind !== 'NodePort'
+  const droppedYetReplied = crossesWalkedHooks
+    ? [
+        ...new Set(
+          translated
+            .filter((c) => c.answer === 'replied' && droppedAfterDnat(path).includes(c.endpoint))
+            .map((c) => c.endpoint),
+        ),
+      ]
+    : []
   if (droppedYetReplied.length > 0)
     return {
       ...base,

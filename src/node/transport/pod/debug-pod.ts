@@ -229,9 +229,16 @@ export class DebugPods {
     for (let pause = 100; ; pause = Math.min(1000, pause * 2)) {
       const left = this.timeoutMs - (Date.now() - startedAt)
       if (left <= 0) break
-      const pod = await bounded(`get pod ${ref.namespace}/${ref.name}`, 'get', ref.namespace, left, (signal) =>
-        this.core.readNamespacedPod({namespace: ref.namespace, name: ref.name}, abortableBy(signal)),
-      )
+      let pod: V1Pod
+      try {
+        pod = await bounded(`get pod ${ref.namespace}/${ref.name}`, 'get', ref.namespace, left, (signal) =>
+          this.core.readNamespacedPod({namespace: ref.namespace, name: ref.name}, abortableBy(signal)),
+        )
+      } catch (e) {
+        // A get cut by what was left of the wait is the wait running out, not a hung API server.
+        if (e instanceof KubeTimeoutError && Date.now() - startedAt >= this.timeoutMs) break
+        throw e
+      }
       const state = pod.status?.containerStatuses?.find((c) => c.name === CONTAINER)?.state
       if (pod.status?.phase === 'Running' && state?.running) return
       const waiting = state?.waiting?.reason

@@ -247,8 +247,20 @@ function probeGaps(probes: ProbeRun): NotChecked[] {
   for (const n of [...probes.nodes].sort((a, b) => a.node.localeCompare(b.node))) {
     // A node read through kube-proxy's Pod or a debug Pod cannot open TCP to other addresses by nature: listed, not required.
     if (n.error) out.push(entry(n.node, 'live-probes', n.error, !/^not probed: read through /.test(n.error)))
-    const refused = [...new Set(n.tallies.flatMap((t) => (t.notProbed ? [t.notProbed] : [])))]
-    for (const why of refused) out.push(entry(n.node, 'live-probes', `some targets not probed: ${why}`, true))
+    // One entry per node, however many targets the transport would not open (each refusal names its own target).
+    const refused = n.tallies.filter((t) => t.notProbed)
+    if (refused.length > 0) {
+      const reasons = [...new Set(refused.map((t) => t.notProbed))]
+      const more = reasons.length > 2 ? `; and ${reasons.length - 2} more` : ''
+      out.push(
+        entry(
+          n.node,
+          'live-probes',
+          `${refused.length} of ${n.tallies.length} targets not probed: ${reasons.slice(0, 2).join('; ')}${more}`,
+          true,
+        ),
+      )
+    }
     // The probes' verdicts stand without it: what the kernel did is confirmation, not required.
     if (n.kernel && !n.kernel.read)
       out.push(entry(n.node, 'kernel-evidence', `not confirmed: ${n.kernel.reason}`, false))

@@ -405,15 +405,15 @@ describe('svc against the netns lab', {skip: why}, () => {
     await lab.restartSshd('node-b', false)
     try {
       const r = await doctor()
-      // No finding; the probes node-b's sshd would not forward are a required check that could not run (exit 3,
-      // as docs/output.md says: --no-probe opts out).
+      // No finding; the probes and kube-proxy's ports node-b's sshd would not forward are required checks that could
+      // not run (exit 3, as docs/output.md says: --no-probe opts out of the probes).
       assert.deepEqual(r.json.findings, [])
       assert.equal(r.code, 3, r.stderr)
       assert.deepEqual(
         r.json.notChecked
           .filter((n: {required: boolean}) => n.required)
           .map((n: {node: string; check: string}) => `${n.check} ${n.node}`),
-        ['live-probes node-b'],
+        ['kube-proxy-healthz node-b', 'kube-proxy-metrics node-b', 'live-probes node-b'],
       )
       const dns = Object.fromEntries(
         r.json.dns.map((d: {node: string; method: string; addresses: string[]}) => [d.node, d]),

@@ -17,20 +17,51 @@ export interface Finding {
   title: string
   node: string | null
   message: string
-  /** The command to paste, exactly as printed (`fix:`), or null; its argv stages in `argv`. */
-  command: string | null
-  argv: Command | null
-  /** Prose: what to do or look at, on its own line; null when the command says it all. */
+  /** A read-only command that shows the evidence (`check:`), or null. */
+  check: CheckStep | null
+  /** What repairs it, where the repair is known (`fix (changes NODE):`), or null; it changes the node or the cluster. */
+  fix: FixStep | null
+  /** Prose: what to do or look at, on its own line; null when the commands say it all. */
   text: string | null
   evidence: string[]
 }
 
+/** A command exactly as printed (`command`, every word quoted) and its argv stages (`argv`). */
+interface CheckStep {
+  command: string
+  argv: Command
+}
+
+/**
+ * A repair: a command that changes something (and/or prose when it is a setting to change by hand), and what it
+ * changes: a node (`node` names it) or the cluster (`node` null).
+ */
+export interface FixStep {
+  command: string | null
+  argv: Command | null
+  text: string | null
+  changes: 'node' | 'cluster'
+  node: string | null
+}
+
+/** A repair as a rule gives it: a command built with the context's `reach`, and/or prose; what it changes. */
+export type FixDraft = {command?: Command; text?: string} & (
+  | {changes: 'cluster'}
+  /** `node` defaults to the finding's node. */
+  | {changes: 'node'; node?: string}
+)
+
 export interface FindingDraft {
   node: string | null
   message: string
-  /** A command built with the context's `reach` (never a formatted string); undefined when it cannot be built. */
-  command?: Command
-  /** Prose, never a command to paste; defaults to the catalogue's text when there is no command either. */
+  /**
+   * A read-only command that shows the evidence, built with the context's `reach` (never a formatted string);
+   * undefined when it cannot be built.
+   */
+  check?: Command
+  /** What repairs it, when the repair is known; dropped when it has neither a command nor prose. */
+  fix?: FixDraft
+  /** Prose, never a command to paste; defaults to the catalogue's text when there is neither a check nor a fix. */
   text?: string
   evidence?: string[]
 }
@@ -93,9 +124,21 @@ export function toFinding(meta: CodeEntry, d: FindingDraft): Finding {
     title: meta.title,
     node: d.node,
     message: d.message,
-    command: d.command ? renderCommand(d.command) : null,
-    argv: d.command ?? null,
-    text: d.text ?? (d.command ? null : meta.hint),
+    check: d.check ? {command: renderCommand(d.check), argv: d.check} : null,
+    fix: fixStep(d),
+    text: d.text ?? (d.check || d.fix?.command || d.fix?.text ? null : meta.hint),
     evidence: d.evidence ?? [],
+  }
+}
+
+function fixStep(d: FindingDraft): FixStep | null {
+  const fix = d.fix
+  if (!fix || (!fix.command && !fix.text)) return null
+  return {
+    command: fix.command ? renderCommand(fix.command) : null,
+    argv: fix.command ?? null,
+    text: fix.text ?? null,
+    changes: fix.changes,
+    node: fix.changes === 'node' ? (fix.node ?? d.node) : null,
   }
 }

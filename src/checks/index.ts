@@ -27,6 +27,7 @@ import {vipFails} from './rules/vip-fails.js'
 import {endpointCrossNode} from './rules/endpoint-cross-node.js'
 import {backendRefused} from './rules/backend-refused.js'
 import {probeContradicts} from './rules/probe-contradicts.js'
+import {kernelDisagrees} from './rules/kernel-disagrees.js'
 import {nodeForwardingOff} from './rules/node-forwarding.js'
 import {bridgeNetfilterOff} from './rules/bridge-netfilter.js'
 import {routeLocalnetOff} from './rules/route-localnet.js'
@@ -89,4 +90,5 @@ export const CHECKS: Check[] = [
   endpointCrossNode,
   backendRefused,
   probeContradicts,
+  kernelDisagrees,
 ]

@@ -1,6 +1,7 @@
 import {Command} from '@oclif/core'
 import {errorDocument, serialize} from '../report/document.js'
 import {stderrLine} from './stderr.js'
+import {usageMessage} from './usage-errors.js'
 
 /**
  * How a kproxy-doctor command fails, whatever failed (bad flags included): one line on stderr and exit 2; when the
@@ -9,7 +10,7 @@ import {stderrLine} from './stderr.js'
 export abstract class DoctorCommand extends Command {
   protected override async catch(err: Error & {code?: string}): Promise<void> {
     if (err.code === 'EEXIT') throw err
-    const message = oneLine(err.message || String(err))
+    const message = usageMessage(err, this.ctor, this.id, this.config) ?? oneLine(err.message || String(err))
     stderrLine(message)
     const format = requestedFormat(this.argv)
     if (format)

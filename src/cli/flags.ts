@@ -2,6 +2,7 @@ import {Flags} from '@oclif/core'
 import type {LiveOptions} from '../diagnosis/live-options.js'
 import {VIA, type Via} from '../diagnosis/choose-transport.js'
 import {PROXY_MODE_NAMES} from '../model/modes/index.js'
+import {FAIL_ON_DEFAULT} from '../report/report.js'
 import {stderrLine} from './stderr.js'
 import {stderrLog} from './verbose-log.js'
 
@@ -119,12 +120,12 @@ export function verboseLog(flags: {verbose?: boolean}): ((line: string) => void)
   return flags.verbose ? stderrLog() : undefined
 }
 
-/** `--fail-on` (svc, scan): what exits 1 besides an error finding; checked by report/report.ts parseFailOn. */
+/** `--fail-on` (svc, scan): what fails the run; checked by report/report.ts parseFailOn. */
 export const failOnFlag = {
   'fail-on': Flags.string({
-    default: 'error',
+    default: FAIL_ON_DEFAULT,
     description:
-      'exit 1 on: error (an error finding, always), warning (a warning too), skipped (a required check that could not run); comma list, e.g. warning,skipped',
+      'what fails the run, a comma list replacing the default: error (an error finding: exit 1), warning (a warning or an error: exit 1), incomplete (a required check could not run, e.g. no node read: exit 3), or none',
     helpGroup: 'DIAGNOSIS',
   }),
 }

@@ -1,4 +1,4 @@
-import {existsSync} from 'node:fs'
+import {existsSync, statSync} from 'node:fs'
 import {join} from 'node:path'
 import type {V1ConfigMap, V1EndpointSlice, V1Endpoints, V1Node, V1Pod, V1Service} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
@@ -33,12 +33,26 @@ export interface SnapshotManifest {
   nodes: Array<{name: string; read: boolean; error?: string}>
 }
 
+/** Whether the path is a folder, something else, or nothing (statSync follows a symlink to a folder, as cd does). */
+function folderState(path: string): 'folder' | 'other' | 'missing' {
+  try {
+    return statSync(path).isDirectory() ? 'folder' : 'other'
+  } catch {
+    return 'missing'
+  }
+}
+
 interface Meta {
   metadata?: {name?: string; namespace?: string; labels?: Record<string, string>}
 }
 
 export class SnapshotClusterSource implements ClusterSource {
   constructor(private readonly dir: string) {
+    const what = folderState(dir)
+    if (what !== 'folder')
+      throw new DiagnosisError(
+        `--snapshot ${dir}: ${what === 'missing' ? 'no such folder' : 'not a folder'} (a bundle is the folder \`collect svc --out\` writes)`,
+      )
     if (!existsSync(join(dir, SNAPSHOT_FILES.services)))
       throw new DiagnosisError(`${dir} is not a snapshot bundle: ${SNAPSHOT_FILES.services} is missing`)
   }
@@ -78,12 +92,26 @@ export class SnapshotClusterSource implements ClusterSource {
       (s) => namespace === undefined || s.metadata?.namespace === namespace,
     )
   }
+  /**
+   * A file `collect` always writes, missing from a bundle it wrote (one with a manifest): the bundle is damaged, and
+   * reading on would judge the Service on nothing (no Pods: every endpoint "gone"). Hand-made bundles without a
+   * manifest keep their missing files as empty.
+   */
+  private present(kind: 'endpointslices' | 'pods' | 'nodes'): boolean {
+    if (existsSync(join(this.dir, SNAPSHOT_FILES[kind]))) return true
+    if (this.manifest())
+      throw new DiagnosisError(
+        `snapshot ${this.dir} is damaged: ${SNAPSHOT_FILES[kind]} is missing (every bundle collect writes has it)`,
+      )
+    return false
+  }
+
   async listNamespaceEndpointSlices(namespace: string): Promise<V1EndpointSlice[] | undefined> {
-    if (!existsSync(join(this.dir, SNAPSHOT_FILES.endpointslices))) return undefined
+    if (!this.present('endpointslices')) return undefined
     return this.items<V1EndpointSlice>('endpointslices').filter((s) => s.metadata?.namespace === namespace)
   }
   async listEndpointSlices(namespace: string, serviceName: string): Promise<V1EndpointSlice[] | undefined> {
-    if (!existsSync(join(this.dir, SNAPSHOT_FILES.endpointslices))) return undefined
+    if (!this.present('endpointslices')) return undefined
     return this.items<V1EndpointSlice>('endpointslices').filter(
       (s) => s.metadata?.namespace === namespace && s.metadata?.labels?.['kubernetes.io/service-name'] === serviceName,
     )
@@ -92,9 +120,11 @@ export class SnapshotClusterSource implements ClusterSource {
     return this.items<V1Endpoints>('endpoints').find((e) => matches(e, namespace, name))
   }
   async listPods(namespace: string): Promise<V1Pod[]> {
+    if (!this.present('pods')) return []
     return this.items<V1Pod>('pods').filter((p) => p.metadata?.namespace === namespace)
   }
   async listNodes(): Promise<V1Node[]> {
+    if (!this.present('nodes')) return []
     return this.items<V1Node>('nodes')
   }
   async getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {

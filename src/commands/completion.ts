@@ -1,11 +1,13 @@
 import {Args} from '@oclif/core'
 import {DoctorCommand} from '../cli/base-command.js'
 import {bashCompletion, zshCompletion, type CompletableCommand} from '../cli/completion-script.js'
+import {PRINT_EXIT_CODES} from '../cli/exit-codes.js'
 
 export default class Completion extends DoctorCommand {
   static override summary = 'Print a shell completion script (bash or zsh)'
   static override description =
-    'Load it in the current shell with `source <(kproxy-doctor completion bash)`, or add that line to ~/.bashrc (~/.zshrc for zsh).'
+    'Load it in the current shell with `source <(kproxy-doctor completion bash)`, or add that line to ~/.bashrc (~/.zshrc for zsh).\n\n' +
+    PRINT_EXIT_CODES
   static override examples = [
     'source <(<%= config.bin %> completion bash)',
     'source <(<%= config.bin %> completion zsh)',

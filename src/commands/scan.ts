@@ -14,16 +14,18 @@ import {writeScanReport} from '../report/output.js'
 import {parseFailOn} from '../report/report.js'
 import {buildScanReport, keepScannedServices, scanExitCode} from '../report/scan-report.js'
 import {DiagnosisError} from '../errors.js'
+import {DIAGNOSIS_EXIT_CODES} from '../cli/exit-codes.js'
 
 export default class Scan extends DoctorCommand {
   static override summary =
     'Diagnose every Service of a namespace (or the cluster) in one run, each node read once: for CI smoke checks'
+  static override description = DIAGNOSIS_EXIT_CODES
   static override examples = [
     '<%= config.bin %> scan -n shop',
     '<%= config.bin %> scan -A -o junit > kproxy-doctor.xml',
     '<%= config.bin %> scan -n shop -l tier=frontend --fail-on warning',
-    '<%= config.bin %> scan -A --fail-on error,skipped -o junit',
-    '<%= config.bin %> scan -n shop --snapshot examples/broken-cluster',
+    '<%= config.bin %> scan -A --fail-on error -o junit   # nodes it cannot read do not fail the run (no exit 3)',
+    '<%= config.bin %> scan -n shop --snapshot ./web-bundle   # a bundle `collect svc` wrote',
   ]
   static override flags = {
     ...clusterFlags,
@@ -37,9 +39,14 @@ export default class Scan extends DoctorCommand {
     services: Flags.string({description: 'only these Services (comma-separated names)'}),
     output: Flags.string({
       char: 'o',
-      options: ['table', 'json', 'junit'],
+      options: ['table', 'json', 'yaml', 'junit'],
       default: 'table',
       description: 'output format',
+    }),
+    quiet: Flags.boolean({
+      char: 'q',
+      description: 'print only the verdict line (the exit code tells the rest)',
+      default: false,
     }),
     ...failOnFlag,
     snapshot: Flags.string({description: 'scan a recorded bundle instead of a live cluster'}),
@@ -62,6 +69,10 @@ export default class Scan extends DoctorCommand {
     const {flags} = await this.parse(Scan)
     const failOn = parseFailOn(flags['fail-on'])
     if (typeof failOn === 'string') throw new DiagnosisError(failOn)
+    if (flags.quiet && flags.output !== 'table')
+      throw new DiagnosisError(
+        `--quiet prints only the verdict line of the table: it cannot be combined with -o ${flags.output}`,
+      )
     const ignore = ignoreRules(flags)
     const log = verboseLog(flags)
     const diagnoseOptions = {
@@ -78,8 +89,9 @@ export default class Scan extends DoctorCommand {
     const progress = progressReporter(flags)
     const onProgress = progress?.onProgress
     const context = flags.snapshot ? null : await currentContext(flags)
-    const keep = keepScannedServices(flags.output === 'json', {
-      meta: {toolVersion: this.config.version, time: new Date().toISOString(), context},
+    const meta = {toolVersion: this.config.version, time: new Date().toISOString(), context}
+    const keep = keepScannedServices(flags.output === 'json' || flags.output === 'yaml', {
+      meta,
     })
     let result
     try {
@@ -105,14 +117,13 @@ export default class Scan extends DoctorCommand {
         `warning: no node could be read: ${result.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}`,
       )
     const scope = target.namespace === undefined ? 'all namespaces' : `namespace ${target.namespace}`
-    const report = buildScanReport(result, scope, failOn)
+    const report = buildScanReport(result, scope, failOn, meta)
     writeScanReport(
       report,
-      flags.output as 'table' | 'json' | 'junit',
-      failOn,
-      {chalk: makeChalk(process.stdout), width: outputWidth(process.stdout)},
+      {format: flags.output as 'table' | 'json' | 'yaml' | 'junit', quiet: flags.quiet, failOn},
+      {chalk: makeChalk(), width: outputWidth(process.stdout)},
       (chunk) => process.stdout.write(chunk),
     )
-    process.exitCode = scanExitCode(report)
+    process.exitCode = scanExitCode(report, failOn)
   }
 }

@@ -25,20 +25,22 @@ import {makeChalk} from '../report/human.js'
 import {writeServiceReport} from '../report/output.js'
 import {outputWidth} from '../report/width.js'
 import {buildReport, exitCode, parseFailOn} from '../report/report.js'
+import {DIAGNOSIS_EXIT_CODES} from '../cli/exit-codes.js'
 
 const OUTPUT = 'OUTPUT'
 const DIAGNOSIS = 'DIAGNOSIS'
 
 export default class Svc extends DoctorCommand {
   static override summary = 'Diagnose one Service: where its packet path breaks, on which node, and what to run next'
+  static override description = DIAGNOSIS_EXIT_CODES
   static override usage = [
-    'svc NAME [-n NAMESPACE] [--context CTX] [--kubeconfig FILE] [--ssh-config FILE] [--nodes a,b | --all-nodes] [--no-probe] [--fail-on error|warning|skipped,…] [--all-rules] [-o table|json|yaml] [-q | --explain]',
-    'svc NAME [-n NAMESPACE] --snapshot DIR [--nodes a,b] [-o table|json|yaml] [-q | --explain]',
+    'svc NAME [-n NAMESPACE] [--context CTX] [--kubeconfig FILE] [--ssh-config FILE] [--nodes a,b | --all-nodes] [--no-probe] [--fail-on error,warning,incomplete|none] [--all-rules] [-o table|json|yaml|junit] [-q | --explain]',
+    'svc NAME [-n NAMESPACE] --snapshot DIR [--nodes a,b] [-o table|json|yaml|junit] [-q | --explain]',
   ]
   static override examples = [
     '<%= config.bin %> svc web -n shop',
     '<%= config.bin %> svc web -n shop -o json --nodes node-a,node-b',
-    '<%= config.bin %> svc web -n shop --snapshot examples/broken-cluster',
+    '<%= config.bin %> collect svc web -n shop --out ./web-bundle && <%= config.bin %> svc web -n shop --snapshot ./web-bundle',
   ]
   static override args = {name: Args.string({required: true, description: 'Service name'})}
   static override flags = {
@@ -46,7 +48,7 @@ export default class Svc extends DoctorCommand {
     ...probeFlags,
     output: Flags.string({
       char: 'o',
-      options: ['table', 'json', 'yaml'],
+      options: ['table', 'json', 'yaml', 'junit'],
       default: 'table',
       description: 'output format',
       helpGroup: OUTPUT,
@@ -125,8 +127,8 @@ export default class Svc extends DoctorCommand {
     const report = readVia ? withReadVia(built, readVia, order) : built
     writeServiceReport(
       report,
-      {format: flags.output as 'table' | 'json' | 'yaml', quiet: flags.quiet, readVia, order},
-      {chalk: makeChalk(process.stdout), width: outputWidth(process.stdout)},
+      {format: flags.output as 'table' | 'json' | 'yaml' | 'junit', quiet: flags.quiet, failOn, readVia, order},
+      {chalk: makeChalk(), width: outputWidth(process.stdout)},
       (chunk) => process.stdout.write(chunk),
     )
     process.exitCode = exitCode(report, failOn)

@@ -4,6 +4,7 @@ import {liveOptions, NODE_READ_ONLY_FLAGS, nodeReadFlags} from '../cli/flags.js'
 import {DiagnosisError} from '../errors.js'
 import {makeChalk} from '../report/human.js'
 import {writeTrace} from '../report/output.js'
+import {traceHeader} from '../report/document.js'
 import {outputWidth} from '../report/width.js'
 import {familyOf, parseIp} from '../net/address.js'
 import type {Protocol, TraceResult} from '../trace/types.js'
@@ -17,6 +18,7 @@ import {
   type FileTracer,
   type GivenFiles,
 } from '../model/modes/index.js'
+import {TRACE_EXIT_CODES} from '../cli/exit-codes.js'
 
 /** One flag per dump file a mode's walk reads; a file no mode reads with another is an error beside it. */
 const dumpFileFlag = (file: DumpFile) =>
@@ -27,6 +29,7 @@ const dumpFileFlags = Object.fromEntries(
 
 export default class Trace extends DoctorCommand {
   static override summary = "Walk one new connection through a node's rules, rule by rule, as netfilter would"
+  static override description = TRACE_EXIT_CODES
   static override usage = [
     'trace --iptables-save FILE|- --src IP --dst IP --dport PORT [--ipset-save FILE] [--node-ip IP]... [--proto tcp|udp|sctp] [--sport PORT] [--in-iface IF] [--out-iface IF] [-o table|json]',
     'trace --nft FILE|- --src IP --dst IP --dport PORT [--node-ip IP]... [-o table|json]',
@@ -55,7 +58,12 @@ export default class Trace extends DoctorCommand {
     }),
     'in-iface': Flags.string({description: 'interface the packet arrives on, for -i matches'}),
     'out-iface': Flags.string({description: 'interface it leaves by, for -o matches'}),
-    output: Flags.string({char: 'o', options: ['table', 'json'], default: 'table'}),
+    output: Flags.string({
+      char: 'o',
+      options: ['table', 'json', 'yaml'],
+      default: 'table',
+      description: 'output format',
+    }),
     ...nodeReadFlags,
   }
 
@@ -106,9 +114,13 @@ export default class Trace extends DoctorCommand {
       }
       result = walk.inputLines(result)
       writeTrace(
-        {...result, notes: walk.notes},
-        flags.output as 'table' | 'json',
-        {chalk: makeChalk(process.stdout), width: outputWidth(process.stdout)},
+        {
+          ...traceHeader({toolVersion: this.config.version, time: new Date().toISOString()}),
+          ...result,
+          notes: walk.notes,
+        },
+        {format: flags.output as 'table' | 'json' | 'yaml'},
+        {chalk: makeChalk(), width: outputWidth(process.stdout)},
         (chunk) => process.stdout.write(chunk),
       )
       process.exitCode = 0

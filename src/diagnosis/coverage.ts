@@ -9,10 +9,11 @@ import type {NodeReadVia} from './choose-transport.js'
 /**
  * The checks a run can fail to make, each with the finding codes it would have produced. `required` on a
  * NotChecked entry says whether the run was expected to make it (see notChecked below): a required check that
- * could not run keeps the headline from saying ✓, and `--fail-on skipped` fails on it.
+ * could not run keeps the headline from saying ✓ and makes the run incomplete (exit 3 unless `--fail-on` leaves it out).
  */
 const NODE_SIDE_FAMILIES = new Set(['rules', 'hairpin', 'path'])
 const PROBE_CODES = ['KPD-VIP-FAILS', 'KPD-ENDPOINT-CROSS-NODE', 'KPD-BACKEND-REFUSED', 'KPD-PROBE-CONTRADICTS']
+const KERNEL_CODES = ['KPD-KERNEL-DISAGREES']
 const HEALTH_CODES = ['KPD-PROXY-UNHEALTHY']
 const METRICS_CODES = ['KPD-PROXY-STUCK', 'KPD-PROXY-SYNC-FAILURES']
 const DNS_CODES = ['KPD-DNS-NO-ANSWER']
@@ -21,13 +22,25 @@ const ROUTE_CODES = ['KPD-ROUTE-MISSING']
 const CONNTRACK_CODES = ['KPD-CONNTRACK-STALE', 'KPD-CONNTRACK-FULL']
 const PATH_READ_CODES = [...SYSCTL_CODES, ...ROUTE_CODES, ...CONNTRACK_CODES]
 const RULE_CODES = CATALOGUE.filter(
-  (e) => NODE_SIDE_FAMILIES.has(e.family) && !PROBE_CODES.includes(e.code) && !PATH_READ_CODES.includes(e.code),
+  (e) =>
+    NODE_SIDE_FAMILIES.has(e.family) &&
+    !PROBE_CODES.includes(e.code) &&
+    !KERNEL_CODES.includes(e.code) &&
+    !PATH_READ_CODES.includes(e.code),
 ).map((e) => e.code)
 const HAIRPIN_CODES = CATALOGUE.filter((e) => e.family === 'hairpin').map((e) => e.code)
 
 const COVERAGE_CHECKS = {
   /** Everything read on the node: rules, packet paths, kube-proxy's endpoints, DNS from the node, probes. */
-  'node-read': [...RULE_CODES, ...PATH_READ_CODES, ...HEALTH_CODES, ...METRICS_CODES, ...DNS_CODES, ...PROBE_CODES],
+  'node-read': [
+    ...RULE_CODES,
+    ...PATH_READ_CODES,
+    ...HEALTH_CODES,
+    ...METRICS_CODES,
+    ...DNS_CODES,
+    ...PROBE_CODES,
+    ...KERNEL_CODES,
+  ],
   /** The node's rules judged in its proxy mode, and the paths traced through them. */
   'proxy-rules': RULE_CODES,
   sysctls: SYSCTL_CODES,
@@ -41,6 +54,8 @@ const COVERAGE_CHECKS = {
   /** The pod-to-bridge-port mapping the hairpin checks use. */
   hairpin: HAIRPIN_CODES,
   'live-probes': PROBE_CODES,
+  /** The kernel's conntrack entries of the live probes, set against the walk. */
+  'kernel-evidence': KERNEL_CODES,
 } as const
 
 type CoverageCheck = keyof typeof COVERAGE_CHECKS
@@ -106,6 +121,10 @@ export function notChecked(inputs: CoverageInputs): NotChecked[] {
       ...nodeGaps(o, readVia?.get(o.name), `${context.service.name}.${context.service.namespace}.svc.`, families),
     )
   }
+  // No node read (every node unreadable, or left API-only by --via none): nothing on the nodes was checked, so the
+  // run cannot say the Service works, whatever the user chose.
+  if (!notProxied && !context.observations.some((o) => o.reachable))
+    out.push(entry(null, 'node-read', 'no node was read: the packet path on the nodes is unchecked', true))
   for (const u of context.modeNotRead)
     out.push(entry(u.node, 'proxy-rules', `${u.mode} rules not judged: ${u.source}`, true))
   if (!notProxied)
@@ -228,8 +247,23 @@ function probeGaps(probes: ProbeRun): NotChecked[] {
   for (const n of [...probes.nodes].sort((a, b) => a.node.localeCompare(b.node))) {
     // A node read through kube-proxy's Pod or a debug Pod cannot open TCP to other addresses by nature: listed, not required.
     if (n.error) out.push(entry(n.node, 'live-probes', n.error, !/^not probed: read through /.test(n.error)))
-    const refused = [...new Set(n.tallies.flatMap((t) => (t.notProbed ? [t.notProbed] : [])))]
-    for (const why of refused) out.push(entry(n.node, 'live-probes', `some targets not probed: ${why}`, true))
+    // One entry per node, however many targets the transport would not open (each refusal names its own target).
+    const refused = n.tallies.filter((t) => t.notProbed)
+    if (refused.length > 0) {
+      const reasons = [...new Set(refused.map((t) => t.notProbed))]
+      const more = reasons.length > 2 ? `; and ${reasons.length - 2} more` : ''
+      out.push(
+        entry(
+          n.node,
+          'live-probes',
+          `${refused.length} of ${n.tallies.length} targets not probed: ${reasons.slice(0, 2).join('; ')}${more}`,
+          true,
+        ),
+      )
+    }
+    // The probes' verdicts stand without it: what the kernel did is confirmation, not required.
+    if (n.kernel && !n.kernel.read)
+      out.push(entry(n.node, 'kernel-evidence', `not confirmed: ${n.kernel.reason}`, false))
   }
   return out
 }

@@ -21,6 +21,7 @@ import {silencingRule, type IgnoreRule} from './ignore-rules.js'
 import {nodeAddress} from './node-address.js'
 import type {ProbeRun} from '../node/probe/tcp-probe.js'
 import {probesOfFamily} from './probe-plan.js'
+import {kernelVerdicts, type KernelVerdict} from '../checks/rules/kernel-disagrees.js'
 import {DEFAULT_REACH, type Reach} from '../model/reach.js'
 import type {NodeReadVia} from './choose-transport.js'
 import {notChecked, type NotChecked} from './coverage.js'
@@ -36,6 +37,8 @@ export interface Diagnosis {
   ignoredBreaks: Map<PathResult, string>
   /** The live probes the checks used, or why there were none. */
   probes: ProbeRun
+  /** What the kernel's conntrack entries say of the probes of each Service address, set against the walk. */
+  kernel: KernelVerdict[]
   /** Every check that could not run, per node, with the reason and whether the run was expected to make it. */
   notChecked: NotChecked[]
   ok: boolean
@@ -175,7 +178,7 @@ function dnsEndpoints(cluster: ClusterState) {
     .map((e) => ({...e, address: joinHostPort(e.ip, e.port)}))
 }
 
-const findingKey = (f: Finding) => `${f.code}\0${f.node ?? ''}\0${f.message}\0${f.command ?? ''}`
+const findingKey = (f: Finding) => `${f.code}\0${f.node ?? ''}\0${f.message}\0${JSON.stringify([f.check, f.fix])}`
 
 /**
  * The findings of every family as one list: a finding every family gives alike (a cluster fact, a node setting: the
@@ -221,12 +224,52 @@ function undecidedPaths(paths: PathResult[], ignored: Finding[]): Array<{node: s
 /**
  * Model, trace, check: the one engine behind `svc`, live or from a snapshot. A dual-stack Service is judged once per
  * family (spec.clusterIPs), each family against its own rules; the findings and paths of all families make one report.
+ *
+ * A node's rules are parsed chain by chain as the walk reaches them, so a broken rule is met while judging, not while
+ * reading: when judging fails, each read node is judged alone, and those that fail alone are reported unreadable (with
+ * the file and line) while the others are judged. A failure no single node explains is the Service's (the caller's).
  */
 export function diagnose(
   cluster: ClusterState,
   observations: NodeObservation[],
   opts: DiagnoseOptions = {},
 ): Diagnosis {
+  try {
+    return judge(cluster, observations, opts)
+  } catch (e) {
+    const unjudgeable = nodesNotJudgeable(cluster, observations, opts)
+    if (unjudgeable.size === 0) throw e
+    for (const [node, why] of unjudgeable) opts.log?.(`${node}: ${why}`)
+    return judge(
+      cluster,
+      observations.map((o) => {
+        const error = unjudgeable.get(o.name)
+        return error === undefined ? o : {name: o.name, reachable: false, error}
+      }),
+      opts,
+    )
+  }
+}
+
+/** The read nodes whose judging fails on their own, each with why (the parser's file and line). */
+function nodesNotJudgeable(
+  cluster: ClusterState,
+  observations: NodeObservation[],
+  opts: DiagnoseOptions,
+): Map<string, string> {
+  const out = new Map<string, string>()
+  for (const obs of observations) {
+    if (!obs.reachable) continue
+    try {
+      judge(cluster, [obs], {...opts, log: undefined})
+    } catch (e) {
+      out.set(obs.name, `its rules could not be judged: ${(e as Error).message}`)
+    }
+  }
+  return out
+}
+
+function judge(cluster: ClusterState, observations: NodeObservation[], opts: DiagnoseOptions): Diagnosis {
   const probes = opts.probes ?? PROBES_NOT_RUN
   const families = serviceFamilies(cluster.service)
   const dualStack = families.length > 1
@@ -289,6 +332,7 @@ export function diagnose(
     paths,
     ignoredBreaks,
     probes,
+    kernel: runs.flatMap((r) => kernelVerdicts(r.context)),
     notChecked: skipped,
     ok: !findings.some((f) => f.severity === 'error'),
   }

@@ -252,7 +252,7 @@ export async function readNodesLive(
     recordings: new Map(
       names.map((n) => [
         n,
-        reads.collected.get(n)?.recording ?? errorRecording(`not read: ${reads.readVia.get(n)?.why ?? 'API-only'}`),
+        reads.collected.get(n)?.recording ?? errorRecording(reads.readVia.get(n)?.why ?? 'API-only'),
       ]),
     ),
     reads,
@@ -286,7 +286,13 @@ export interface SnapshotRecording {
 /** The recordings of the nodes in a snapshot (or only those named); a node folder that cannot be read is its error. */
 export function readSnapshotRecordings(dir: string, only?: string[], budget?: DumpMemoryBudget): SnapshotRecording[] {
   const nodesDir = join(dir, NODES_DIR)
-  const recorded = existsSync(nodesDir) ? readdirSync(nodesDir).sort() : []
+  // A node is a folder (or a link where one was, refused below); a stray file (.DS_Store, notes) is no node.
+  const recorded = existsSync(nodesDir)
+    ? readdirSync(nodesDir, {withFileTypes: true})
+        .filter((e) => (e.isDirectory() || e.isSymbolicLink()) && isNodeName(e.name))
+        .map((e) => e.name)
+        .sort()
+    : []
   const names = only && only.length > 0 ? only : recorded
   if (names.length === 0) throw new DiagnosisError(`snapshot ${dir} holds no node folder under ${NODES_DIR}/`)
   const invalid = names.filter((n) => !isNodeName(n))

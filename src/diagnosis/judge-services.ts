@@ -47,6 +47,9 @@ export function judgeService<R>(
   if (!state) return {...base, skipped: `not diagnosed: ${unreadable ?? 'unreadable'}`}
   try {
     return {...base, diagnosis: summarise(diagnose(state, observations, opts))}
+  } catch (e) {
+    // One Service that cannot be judged (an object of a shape no check expects) never ends the scan of the others.
+    return {...base, skipped: `not judged: ${(e as Error).message}`}
   } finally {
     forgetOneOffChains(observations)
   }

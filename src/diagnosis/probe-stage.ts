@@ -3,6 +3,7 @@ import type {NodeObservation} from '../node/observation.js'
 import {mapBounded} from '../util/map-bounded.js'
 import {probeOpener, probeTargets, type NodeProbes, type ProbeRun, type ProbeSettings} from '../node/probe/tcp-probe.js'
 import type {NodeAccess} from '../node/transport/node-access.js'
+import {readKernelEvidence} from '../node/probe/kernel-evidence.js'
 import type {NodeConnector} from '../node/transport/transports.js'
 import {nodeAddress} from './node-address.js'
 import {planProbes, PROBE_SETTINGS, type ProbePlan} from './probe-plan.js'
@@ -84,10 +85,21 @@ async function probePlan(
   access: NodeAccess,
   settings: ProbeSettings,
 ): Promise<NodeProbes> {
+  const startedAt = Date.now()
   const tallies = await probeTargets(probeOpener(access, settings.timeoutMs), plan.targets, {
     attempts: settings.vipAttempts,
     timeoutMs: settings.timeoutMs,
     concurrency: settings.concurrency,
   })
-  return {node: name, via: access.describe().tcpVia, tallies}
+  // The Service's own addresses only: a direct probe of an endpoint is not translated, there is no choice to confirm.
+  const vips = tallies.filter((t) => t.target.kind !== 'endpoint' && t.attempts > 0)
+  const kernel =
+    vips.length > 0
+      ? await readKernelEvidence(
+          access,
+          vips.map((t) => ({host: t.target.host, port: t.target.port, attempts: t.attempts})),
+          startedAt,
+        )
+      : undefined
+  return {node: name, via: access.describe().tcpVia, tallies, ...(kernel ? {kernel} : {})}
 }

@@ -10,7 +10,12 @@ export function kubectlOf(flags: {kubeconfig?: string; context?: string}): strin
   return [
     'kubectl',
     ...(flags.kubeconfig ? ['--kubeconfig', flags.kubeconfig] : []),
-    ...(flags.context ? ['--context', flags.context] : []),
+    // A snapshot's context comes from its manifest: joined to its flag, a value like `-v9` stays the flag's value.
+    ...(flags.context
+      ? flags.context.startsWith('-')
+        ? [`--context=${flags.context}`]
+        : ['--context', flags.context]
+      : []),
   ]
 }
 
@@ -37,7 +42,7 @@ export interface ReachData {
 
 export function reachOf(data: ReachData): Reach {
   const other = (name: string): NodeWay =>
-    data.others === 'ssh-by-name' ? {via: 'ssh', ssh: ['ssh', name]} : {via: 'none'}
+    data.others === 'ssh-by-name' ? {via: 'ssh', ssh: ['ssh'], host: name} : {via: 'none'}
   return {kubectl: data.kubectl, node: (name) => data.ways.get(name) ?? other(name)}
 }
 
@@ -54,7 +59,7 @@ export async function liveReachData(
     if (rule?.by === 'ssh') {
       const node = nodes.find((n) => n.metadata?.name === name)
       const host = named(name) ? name : ((node && nodeAddress(node)) ?? name)
-      ways.set(name, {via: 'ssh', ssh: ['ssh', ...(flags.sshConfig ? ['-F', flags.sshConfig] : []), host]})
+      ways.set(name, {via: 'ssh', ssh: ['ssh', ...(flags.sshConfig ? ['-F', flags.sshConfig] : [])], host})
       continue
     }
     const pod = rule?.by === 'exec' ? rule.pod(via.address) : undefined

@@ -26,9 +26,6 @@ function list(items: unknown[]) {
   return JSON.stringify({apiVersion: 'v1', kind: 'List', items}, null, 2) + '\n'
 }
 
-/** kubectl's copy of the last applied object: it can hold whatever the manifest held, Secrets' values included. */
-const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration'
-
 type Meta = NonNullable<V1Pod['metadata']>
 
 /** A Pod's identity and ownership; its annotations are left out (nothing the diagnosis reads is there). */
@@ -41,6 +38,20 @@ function podMetadata(m: Meta | undefined): Meta {
     ...(m?.ownerReferences ? {ownerReferences: m.ownerReferences} : {}),
     ...(m?.creationTimestamp ? {creationTimestamp: m.creationTimestamp} : {}),
     ...(m?.deletionTimestamp ? {deletionTimestamp: m.deletionTimestamp} : {}),
+  }
+}
+
+type ContainerState = NonNullable<NonNullable<NonNullable<V1Pod['status']>['containerStatuses']>[number]['state']>
+
+/** A container's state as the diagnosis reads it: reason and exit code, never the termination message it wrote. */
+function containerState(st: ContainerState | undefined): ContainerState | undefined {
+  if (!st) return undefined
+  return {
+    ...(st.waiting ? {waiting: {reason: st.waiting.reason}} : {}),
+    ...(st.running ? {running: {startedAt: st.running.startedAt}} : {}),
+    ...(st.terminated
+      ? {terminated: {reason: st.terminated.reason, exitCode: st.terminated.exitCode} as ContainerState['terminated']}
+      : {}),
   }
 }
 
@@ -69,8 +80,8 @@ function podFields(p: V1Pod): V1Pod {
         restartCount: c.restartCount,
         image: c.image,
         imageID: c.imageID,
-        state: c.state,
-        lastState: c.lastState,
+        state: containerState(c.state),
+        lastState: containerState(c.lastState),
         started: c.started,
       })),
       startTime: s?.startTime,
@@ -78,11 +89,24 @@ function podFields(p: V1Pod): V1Pod {
   }
 }
 
-/** Other objects whole, less what only the API server's bookkeeping or kubectl needs (managedFields, last-applied). */
+/**
+ * Other objects whole, less their annotations (nothing the diagnosis reads is there; kubectl's last-applied copy can
+ * hold whatever the manifest held) and the API server's bookkeeping (managedFields).
+ */
 function withoutBookkeeping<T extends {metadata?: Meta}>(o: T): T {
-  const {managedFields: _managedFields, annotations, ...meta} = o.metadata ?? {}
-  const kept = Object.entries(annotations ?? {}).filter(([k]) => k !== LAST_APPLIED)
-  return {...o, metadata: {...meta, ...(kept.length > 0 ? {annotations: Object.fromEntries(kept)} : {})}}
+  const {managedFields: _managedFields, annotations: _annotations, ...meta} = o.metadata ?? {}
+  return {...o, metadata: meta}
+}
+
+/** The ConfigMap entries the diagnosis reads: kube-proxy's config.conf (else its one entry), CoreDNS's Corefile. */
+const CONFIG_KEYS = ['config.conf', 'Corefile']
+
+function configMapFields(c: V1ConfigMap): V1ConfigMap {
+  const data = c.data ?? {}
+  const read = CONFIG_KEYS.filter((k) => k in data)
+  const keys = read.length > 0 ? read : Object.keys(data).slice(0, 1)
+  const {binaryData: _binaryData, ...rest} = withoutBookkeeping(c)
+  return {...rest, data: Object.fromEntries(keys.map((k) => [k, data[k]]))}
 }
 
 /**
@@ -167,7 +191,7 @@ function writeContent(
   write(SNAPSHOT_FILES.pods, list(pods.map(podFields)))
   write(SNAPSHOT_FILES.nodes, list((cluster.nodes as V1Node[]).map(withoutBookkeeping)))
   const configMaps = [cluster.proxyConfigMap, cluster.corednsConfigMap].filter((c): c is V1ConfigMap => c !== undefined)
-  write(SNAPSHOT_FILES.configmaps, list(configMaps.map(withoutBookkeeping)))
+  write(SNAPSHOT_FILES.configmaps, list(configMaps.map(configMapFields)))
   const manifest: SnapshotManifest = {
     apiVersion: 'kproxy-doctor/v1',
     kind: 'Bundle',

@@ -27,11 +27,19 @@ function toBigInt(bytes: number[]): bigint {
 const ipCache = new Map<string, ParsedIp | null>()
 
 /**
+ * Longer than any address's text (an IPv6 address with an IPv4 tail and a zone, in brackets) or CIDR's: such a text
+ * is no address, answered without parsing and never a cache key (a node's or a paste's text would otherwise fill the
+ * caches with keys of any length).
+ */
+const MAX_IP_TEXT = 64
+const MAX_CIDR_TEXT = 2 * MAX_IP_TEXT + 1
+
+/**
  * Parses an IPv4 or IPv6 address (brackets allowed); undefined when it is not one. Cached: tracers ask often.
  * Values from a snapshot's JSON are typed only by what the file holds: anything that is not a string is no address.
  */
 export function parseIp(text: string): ParsedIp | undefined {
-  if (typeof text !== 'string') return undefined
+  if (typeof text !== 'string' || text.length > MAX_IP_TEXT) return undefined
   const hit = ipCache.get(text)
   if (hit !== undefined) return hit ?? undefined
   let parsed: ParsedIp | null = null
@@ -63,7 +71,7 @@ const cidrCache = new Map<string, Cidr | null>()
 
 /** `a.b.c.d/nn`, `a.b.c.d/255.255.0.0`, `x::/nn` or a bare address (a host prefix); undefined when malformed. */
 export function parseCidr(text: string): Cidr | undefined {
-  if (typeof text !== 'string') return undefined
+  if (typeof text !== 'string' || text.length > MAX_CIDR_TEXT) return undefined
   const hit = cidrCache.get(text)
   if (hit !== undefined) return hit ?? undefined
   let out: Cidr | null = null

@@ -20,7 +20,13 @@ export class FileSource implements DumpSource {
     fd?: number,
   ) {
     this.fd = fd ?? openSync(path, 'r')
-    this.size = fstatSync(this.fd).size
+    const stat = fstatSync(this.fd)
+    // A directory opens, and only its first read fails, with an EISDIR that names no path.
+    if (stat.isDirectory()) {
+      closeSync(this.fd)
+      throw new Error('it is a directory, not a dump file')
+    }
+    this.size = stat.size
   }
   read(start: number, end: number): Buffer {
     const out = Buffer.allocUnsafe(end - start)

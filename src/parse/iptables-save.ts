@@ -80,6 +80,9 @@ export class IptablesSave {
     return dump
   }
 
+  /** The file the dump was read from (a node's iptables-save.txt): a rule's parse error names it with its line. */
+  file: string | undefined
+
   private addressFamilyCache: 4 | 6 | undefined | null = null
 
   /** The family of the addresses the rules name (4 for iptables-save, 6 for ip6tables-save); undefined when none do. */
@@ -175,7 +178,7 @@ export class IptablesSave {
           const e = nl > pos && text.charCodeAt(nl - 1) === 13 ? nl - 1 : nl
           if (e > pos) {
             const ruleText = text.slice(pos, e)
-            const rule = parseLine(table, chain, line, ruleText)
+            const rule = parseLine(table, chain, line, ruleText, this.file)
             parsed.push(
               lazy && rule.unparsable === undefined
                 ? new LazyRule(table, line, ruleText, rule.target, rule.isGoto)
@@ -317,7 +320,7 @@ class LazyRule implements ParsedRule {
   }
 }
 
-function parseLine(table: string, chain: string, line: number, text: string): ParsedRule {
+function parseLine(table: string, chain: string, line: number, text: string, file?: string): ParsedRule {
   // iptables-nft prints a rule whose match revision it does not know with this marker: the rule is real, only
   // unreadable here, so only the branches that reach it are UNKNOWN. Any other broken line is a broken dump.
   if (text.includes(UNSUPPORTED_REVISION))
@@ -334,7 +337,7 @@ function parseLine(table: string, chain: string, line: number, text: string): Pa
   try {
     return parseRule(table, line, text)
   } catch (e) {
-    throw new ParseError(line, (e as Error).message, {cause: e})
+    throw new ParseError(line, (e as Error).message, {what: file, cause: e})
   }
 }
 

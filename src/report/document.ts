@@ -4,13 +4,25 @@ import type {NodeReadVia} from '../diagnosis/choose-transport.js'
 import {writeJson} from './json-writer.js'
 
 /** The version of the JSON/YAML contract (README "JSON output"): fields are only ever added within one version. */
-export const API_VERSION = 'kproxy-doctor/v2'
+export const API_VERSION = 'kproxy-doctor/v3'
 
 /** Who wrote a document, when, and against which cluster context (null: from a snapshot, or none chosen). */
 export interface DocumentMeta {
   toolVersion: string
   time: string
   context: string | null
+}
+
+/** The header of `trace -o json|yaml`'s document (the walk's fields follow it). */
+export interface TraceHeader {
+  apiVersion: typeof API_VERSION
+  kind: 'TraceReport'
+  toolVersion: string
+  time: string
+}
+
+export function traceHeader(meta: Omit<DocumentMeta, 'context'>): TraceHeader {
+  return {apiVersion: API_VERSION, kind: 'TraceReport', toolVersion: meta.toolVersion, time: meta.time}
 }
 
 /** What `-o json`/`-o yaml` print when the diagnosis could not be made (exit 2), alongside the line on stderr. */
@@ -102,7 +114,7 @@ export function withReadVia<T extends {nodes: ReportNode[]}>(
   const known = new Set(report.nodes.map((n) => n.name))
   const apiOnly = [...readVia]
     .filter(([name, v]) => v.transport === null && !known.has(name))
-    .map(([name, v]) => ({name, reachable: false, error: `not read: ${v.why}`, mode: null, modeSource: null}))
+    .map(([name, v]) => ({name, reachable: false, error: v.why, mode: null, modeSource: null}))
   const rank = (name: string) => (order.includes(name) ? order.indexOf(name) : order.length)
   const nodes = [...report.nodes, ...apiOnly]
     .sort((a, b) => rank(a.name) - rank(b.name))

@@ -1,24 +1,26 @@
-import {Chalk, type ChalkInstance} from 'chalk'
+import {Chalk, supportsColor, type ChalkInstance} from 'chalk'
 import type {ProbeReport, Report} from './report.js'
 import {ENTRIES} from '../model/paths.js'
 import {failureParts} from '../node/probe/tcp-probe.js'
 import {renderNotChecked} from './coverage-human.js'
+import {renderKernelEvidence} from './kernel-evidence-human.js'
 import {fixLines} from './fix-lines.js'
 import {renderWalk} from './trace-walk.js'
 import {fittingTable, type Cell, wrapProse, wrapVerbatim} from './width.js'
 
-/** FORCE_COLOR (any value but 0/false) turns colours on even into a pipe, as in Node itself; else NO_COLOR or a non-terminal turns them off. */
-export function makeChalk(stream: NodeJS.WriteStream): ChalkInstance {
-  const force = process.env.FORCE_COLOR
-  if (force !== undefined && force !== '0' && force !== 'false') return new Chalk({level: 1})
-  const off = !!process.env.NO_COLOR || !stream.isTTY
-  return new Chalk({level: off ? 0 : 1})
+/**
+ * Colours as chalk detects them for stdout (FORCE_COLOR, TERM=dumb, a terminal or not), and off under NO_COLOR
+ * (no-color.org), which chalk does not read, unless FORCE_COLOR asks for them.
+ */
+export function makeChalk(env: NodeJS.ProcessEnv = process.env): ChalkInstance {
+  const noColor = !!env.NO_COLOR && env.FORCE_COLOR === undefined
+  return new Chalk({level: supportsColor && !noColor ? supportsColor.level : 0})
 }
 
 const SEVERITY_MARK = {error: '✗', warning: '!', info: 'i'} as const
 
 /** The first line of the report: the verdict and where the path breaks. */
-export function renderHeadline(r: Report, c: ChalkInstance): string {
+export function renderHeadline(r: Pick<Report, 'summary'>, c: ChalkInstance): string {
   return r.summary.startsWith('✓')
     ? c.green(r.summary)
     : r.summary.startsWith('✗')
@@ -45,7 +47,8 @@ export function groupFindingsByText(findings: Report['findings']): FindingLine[]
       f.severity,
       generic(f.message),
       ...f.evidence.map(generic),
-      generic(f.command ?? ''),
+      generic(f.check?.command ?? ''),
+      generic(JSON.stringify(f.fix ?? null)),
       generic(f.text ?? ''),
     ].join('\u0001')
     const prev = node ? byKey.get(k) : undefined
@@ -103,10 +106,18 @@ function pathCell(r: Report, node: string, e: string, c: ChalkInstance): string 
 /** The per-node table of paths, or when it does not fit the width, one block per node. */
 function renderPathTable(r: Report, c: ChalkInstance, width: number): string[] {
   const entries = ENTRIES.filter((e) => r.paths.some((p) => p.entry === e))
+  // An unread node: its name, then one cell across the other columns with the reason, wrapped to the width left.
+  const nameWidth = Math.max(4, ...r.nodes.map((n) => n.name.length))
   const rows = r.nodes.map((n) =>
     n.reachable
       ? [n.name, n.mode ?? '?', ...entries.map((e) => pathCell(r, n.name, e, c))]
-      : [n.name, {colSpan: Math.max(entries.length, 1) + 1, content: c.yellow(`not read: ${n.error ?? '?'}`)}],
+      : [
+          n.name,
+          {
+            colSpan: entries.length + 1,
+            content: wrapProse(c.yellow(`not read: ${n.error ?? '?'}`), width - nameWidth - 7, '', '  ').join('\n'),
+          },
+        ],
   )
   const short = entries.map((e) => SHORT_ENTRY[e] ?? e)
   const legend = SHORT_LEGEND.split(', ')
@@ -222,7 +233,7 @@ function renderWalks(r: Report, c: ChalkInstance, width: number): string[] {
 export function renderHuman(r: Report, c: ChalkInstance, width = Number.POSITIVE_INFINITY): string {
   const lines: string[] = []
   lines.push(...wrapProse(renderHeadline(r, c), width, '', '  '))
-  lines.push(...fixLines(r.next, 'next', '  ', c, width))
+  lines.push(...fixLines(r.next, '  ', c, width))
   lines.push('')
   const s = r.service
   const ports = s.ports
@@ -250,6 +261,7 @@ export function renderHuman(r: Report, c: ChalkInstance, width = Number.POSITIVE
   for (const n of r.notes) lines.push(...wrapProse(c.yellow(`note: ${n}`), width, '', '  '))
   if (r.nodes.length > 0) lines.push(...renderPathTable(r, c, width))
   lines.push(...renderProbes(r.probes, c, width))
+  lines.push(...renderKernelEvidence(r, c, width))
   lines.push(...renderNotChecked(r, c, width))
   const count = (sev: string) => r.findings.filter((f) => f.severity === sev).length
   lines.push('')
@@ -277,8 +289,8 @@ export function renderHuman(r: Report, c: ChalkInstance, width = Number.POSITIVE
       ),
     )
     for (const e of f.evidence) lines.push(...wrapVerbatim(e, width, '    evidence: ', '        ').map((l) => c.dim(l)))
-    lines.push(...fixLines(f, 'fix', '    ', c, width))
-    if (nodes.length > 1 && f.node && (f.command ?? '').includes(f.node))
+    lines.push(...fixLines(f, '    ', c, width))
+    if (nodes.length > 1 && f.node && JSON.stringify([f.check, f.fix]).includes(f.node))
       lines.push(...wrapProse(c.dim(`(likewise on ${nodes.slice(1).join(', ')})`), width, '         ', '         '))
   }
   lines.push(...renderWalks(r, c, width))
@@ -331,7 +343,13 @@ function renderProbes(p: ProbeReport, c: ChalkInstance, width: number): string[]
   const table: Cell[][] = []
   for (const n of p.nodes) {
     if (n.error) {
-      table.push([n.node, {colSpan: head.length - 1, content: c.yellow(`not probed: ${n.error}`)}])
+      table.push([
+        n.node,
+        {
+          colSpan: head.length - 1,
+          content: c.yellow(n.error.startsWith('not probed') ? n.error : `not probed: ${n.error}`),
+        },
+      ])
       continue
     }
     for (const port of ports) {

@@ -22,14 +22,17 @@ function xml(text: string): string {
 /**
  * JUnit XML for CI: one testsuite per Service, one testcase per check family; a family fails when it has a finding at
  * or above --fail-on, carrying the findings' text. Skipped Services are one skipped testcase with the reason. Required
- * checks that could not run are one more testcase, "not checked": skipped, or a failure with `--fail-on skipped`.
+ * checks that could not run are one more testcase, "not checked": an error (the run is incomplete, exit 3), or skipped
+ * when --fail-on leaves `incomplete` out.
  */
 export function renderJunit(r: ScanSummary, failOn: FailOn): string {
-  const fails = (severity: string) => severity === 'error' || (failOn.severity === 'warning' && severity === 'warning')
+  const fails = (severity: string) =>
+    (failOn.severity !== 'none' && severity === 'error') || (failOn.severity === 'warning' && severity === 'warning')
   const suites: string[] = []
   let total = 0
   let failures = 0
   let skippedTotal = 0
+  let errors = 0
   for (const s of r.services) {
     const id = `${s.service.namespace}/${s.service.name}`
     const groups = groupFindings(s.findings)
@@ -39,7 +42,7 @@ export function renderJunit(r: ScanSummary, failOn: FailOn): string {
       const text = found
         .map(
           (g) =>
-            `${g.severity} ${g.code}: ${g.message}${g.nodes.length ? ` [nodes: ${g.nodes.join(', ')}]` : ''}\n${fixText(g, 'next')}`,
+            `${g.severity} ${g.code}: ${g.message}${g.nodes.length ? ` [nodes: ${g.nodes.join(', ')}]` : ''}\n${fixText(g)}`,
         )
         .join('\n\n')
       const body =
@@ -55,15 +58,18 @@ export function renderJunit(r: ScanSummary, failOn: FailOn): string {
     })
     const notRun = s.notChecked.filter((n) => n.required)
     let suiteSkipped = 0
+    let suiteErrors = 0
     if (notRun.length > 0) {
       const text = notRun.map((n) => `${n.node ?? 'all nodes'}: ${n.check}: ${n.reason}`).join('\n')
-      const message = `${notRun.length} check(s) could not run`
-      if (failOn.skipped)
+      const message = `${notRun.length} required check(s) could not run: the run is incomplete`
+      // An incomplete run is an error testcase (exit 3), never a pass; skipped only where --fail-on leaves it out.
+      if (failOn.incomplete) {
+        suiteErrors = 1
         cases.push({
-          failed: true,
-          xml: `    <testcase classname="${xml(id)}" name="not checked"><failure type="skipped" message="${xml(message)}">${xml(text)}</failure></testcase>`,
+          failed: false,
+          xml: `    <testcase classname="${xml(id)}" name="not checked"><error type="incomplete" message="${xml(message)}">${xml(text)}</error></testcase>`,
         })
-      else {
+      } else {
         suiteSkipped = 1
         cases.push({
           failed: false,
@@ -75,8 +81,9 @@ export function renderJunit(r: ScanSummary, failOn: FailOn): string {
     total += cases.length
     failures += suiteFailures
     skippedTotal += suiteSkipped
+    errors += suiteErrors
     suites.push(
-      `  <testsuite name="${xml(id)}" tests="${cases.length}" failures="${suiteFailures}" errors="0" skipped="${suiteSkipped}">\n${cases.map((c) => c.xml).join('\n')}\n  </testsuite>`,
+      `  <testsuite name="${xml(id)}" tests="${cases.length}" failures="${suiteFailures}" errors="${suiteErrors}" skipped="${suiteSkipped}">\n${cases.map((c) => c.xml).join('\n')}\n  </testsuite>`,
     )
   }
   for (const s of r.skipped) {
@@ -87,5 +94,5 @@ export function renderJunit(r: ScanSummary, failOn: FailOn): string {
       `  <testsuite name="${xml(id)}" tests="1" failures="0" errors="0" skipped="1">\n    <testcase classname="${xml(id)}" name="service"><skipped message="${xml(s.reason)}"/></testcase>\n  </testsuite>`,
     )
   }
-  return `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="kproxy-doctor scan" tests="${total}" failures="${failures}" errors="0" skipped="${skippedTotal}">\n${suites.join('\n')}\n</testsuites>\n`
+  return `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="kproxy-doctor scan" tests="${total}" failures="${failures}" errors="${errors}" skipped="${skippedTotal}">\n${suites.join('\n')}\n</testsuites>\n`
 }

@@ -1,14 +1,14 @@
 import type {ChalkInstance} from 'chalk'
 import type {NodeReadVia} from '../diagnosis/choose-transport.js'
 import type {TraceResult} from '../trace/types.js'
-import {writeDocument} from './document.js'
+import {writeDocument, type TraceHeader} from './document.js'
 import {renderHeadline, renderHuman} from './human.js'
 import {renderJunit} from './junit.js'
 import {printableDocument} from './printable.js'
 import {renderReadVia} from './read-via.js'
 import type {FailOn, Report} from './report.js'
 import {renderScanHuman} from './scan-human.js'
-import {writeScanJson, type ScanSummary} from './scan-report.js'
+import {scanDocument, singleServiceSummary, writeScanJson, type ScanSummary} from './scan-report.js'
 import {renderTraceSummary, renderWalk} from './trace-walk.js'
 import {wrapProse} from './width.js'
 
@@ -26,17 +26,28 @@ export interface Layout {
   width: number
 }
 
-/** `svc`: the report as a table (or only its headline with -q), JSON or YAML; the table ends with how each node was read. */
+/** `svc`: the report as a table (or only its headline with -q), JSON, YAML or JUnit; the table ends with how each node was read. */
 export function writeServiceReport(
   report: Report,
-  how: {format: 'table' | 'json' | 'yaml'; quiet: boolean; readVia?: Map<string, NodeReadVia>; order: string[]},
+  how: {
+    format: 'table' | 'json' | 'yaml' | 'junit'
+    quiet: boolean
+    /** What fails a JUnit testcase (default: an error). */
+    failOn?: FailOn
+    readVia?: Map<string, NodeReadVia>
+    order: string[]
+  },
   layout: Layout,
   write: Write,
 ): void {
+  if (how.format === 'junit')
+    return write(
+      renderJunit(printableDocument(singleServiceSummary(report)), how.failOn ?? {severity: 'error', incomplete: true}),
+    )
   if (how.format !== 'table') return writeDocument(report, how.format, write)
   const r = printableDocument(report)
   const {chalk: c, width} = layout
-  if (how.quiet) return write(wrapProse(renderHeadline(r, c), width, '', '  ').join('\n') + '\n')
+  if (how.quiet) return write(headline(r.summary, c, width))
   write(renderHuman(r, c, width) + '\n')
   if (how.readVia)
     write(
@@ -44,29 +55,40 @@ export function writeServiceReport(
     )
 }
 
-/** `scan`: the table, JSON (written Service by Service) or JUnit XML. */
-export function writeScanReport(
-  summary: ScanSummary,
-  format: 'table' | 'json' | 'junit',
-  failOn: FailOn,
-  layout: Layout,
-  write: Write,
-): void {
-  if (format === 'json') return writeScanJson(summary, write)
-  const r = printableDocument(summary)
-  write(format === 'junit' ? renderJunit(r, failOn) : renderScanHuman(r, layout.chalk, layout.width) + '\n')
+/** A document's first line alone (-q), coloured by its mark. */
+function headline(summary: string, c: ChalkInstance, width: number): string {
+  return wrapProse(renderHeadline({summary}, c), width, '', '  ').join('\n') + '\n'
 }
 
-/** `trace`: the walk and its verdict after what the paste normaliser assumed, or JSON. */
-export function writeTrace(
-  trace: TraceResult & {notes: string[]},
-  format: 'table' | 'json',
+/** `scan`: the table (or only its verdict with -q), JSON or YAML (written Service by Service), or JUnit XML. */
+export function writeScanReport(
+  summary: ScanSummary,
+  how: {format: 'table' | 'json' | 'yaml' | 'junit'; quiet: boolean; failOn: FailOn},
   layout: Layout,
   write: Write,
 ): void {
-  if (format === 'json') return writeDocument(trace, 'json', write)
+  if (how.format === 'json') return writeScanJson(summary, write)
+  if (how.format === 'yaml') return writeDocument(scanDocument(summary), 'yaml', write)
+  const r = printableDocument(summary)
+  if (how.format === 'junit') return write(renderJunit(r, how.failOn))
+  if (how.quiet) return write(headline(r.summary, layout.chalk, layout.width))
+  write(renderScanHuman(r, layout.chalk, layout.width) + '\n')
+}
+
+/** `trace`'s document: the walk and what the paste normaliser assumed, with the contract's header. */
+export type TraceDocument = TraceResult & {notes: string[]} & Partial<TraceHeader>
+
+/** `trace`: the walk and its verdict after what the paste normaliser assumed (or only the verdict with -q), JSON or YAML. */
+export function writeTrace(
+  trace: TraceDocument,
+  how: {format: 'table' | 'json' | 'yaml'; quiet?: boolean},
+  layout: Layout,
+  write: Write,
+): void {
+  if (how.format !== 'table') return writeDocument(trace, how.format, write)
   const t = printableDocument(trace)
   const {chalk: c, width} = layout
+  if (how.quiet) return write(`${renderTraceSummary(t, c, width)}\n`)
   const assumed = t.notes.flatMap((n) => wrapProse(`note: ${n}`, width, '', '  ')).join('\n')
   write(
     `${assumed}${assumed ? '\n\n' : ''}${renderWalk(t, c, width).join('\n')}\n\n${renderTraceSummary(t, c, width)}\n`,

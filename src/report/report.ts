@@ -9,6 +9,7 @@ import {API_VERSION, type DocumentMeta} from './document.js'
 import {joinHostPort} from '../net/host-port.js'
 import type {ProbeRun} from '../node/probe/tcp-probe.js'
 import type {NotChecked} from '../diagnosis/coverage.js'
+import {kernelTrace, type KernelTraceItem} from './kernel-trace.js'
 
 /** The JSON contract (README "JSON output"). The human report is rendered from this same object. */
 export interface Report {
@@ -30,7 +31,7 @@ export interface Report {
   }
   ok: boolean
   summary: string
-  /** What to run or do first: the headline finding's command (the exact line, and its argv) and prose. */
+  /** What to run or do first: the headline finding's check, fix and prose (as each finding has them). */
   next: NextStep | null
   proxy: {mode: string; source: string; masqueradeMark: string}
   endpoints: {ready: number; notReady: number; source: string}
@@ -61,6 +62,8 @@ export interface Report {
   ignored: Array<{code: string; node: string | null; source: string; reason: string | null}>
   /** Live probes from each node (connect-and-close), or why none were made. */
   probes: ProbeReport
+  /** What the kernel's conntrack entries say of each probed Service address, set against the walk. */
+  kernelTrace: KernelTraceItem[]
   /** The Service's name asked of cluster DNS from each node: one entry per record type asked (type null: nothing could be asked). */
   dns: Array<{
     node: string
@@ -74,17 +77,17 @@ export interface Report {
   }>
   /**
    * Every check that could not run, per node (null: the whole run), with the codes it would have produced and why;
-   * `required` ones keep the headline from saying ✓ and fail `--fail-on skipped`.
+   * `required` ones keep the headline from saying ✓ and make the run incomplete (exit 3 unless `--fail-on` says otherwise).
    */
   notChecked: NotChecked[]
   notes: string[]
 }
 
-/** A finding's fix: a command that runs as printed (`command`, its argv stages in `argv`) and/or prose (`text`). */
-export type NextStep = Pick<Finding, 'command' | 'argv' | 'text'>
+/** A finding's steps: a read-only `check`, a `fix` that changes the node or cluster, and/or prose (`text`). */
+export type NextStep = Pick<Finding, 'check' | 'fix' | 'text'>
 
 function nextStep(f: NextStep | undefined): NextStep | null {
-  return f ? {command: f.command, argv: f.argv, text: f.text} : null
+  return f ? {check: f.check, fix: f.fix, text: f.text} : null
 }
 
 export interface ProbeReport {
@@ -298,6 +301,7 @@ export function buildReport(d: Diagnosis, opts: ReportOptions = {}): Report {
       reason: f.ignoredBy.reason ?? null,
     })),
     probes: probeReport(d.probes),
+    kernelTrace: kernelTrace(d.kernel),
     dns: d.context.observations.flatMap((o): Array<Report['dns'][number]> => {
       const q = o.dns
       if (!q) return []
@@ -317,36 +321,55 @@ export function buildReport(d: Diagnosis, opts: ReportOptions = {}): Report {
 }
 
 /**
- * 0: nothing --fail-on names; 1: an error finding (always), a warning with `warning`, a required check that could not
- * run with `skipped`. (2 is for a diagnosis that could not be made, see errors.ts.)
+ * The exit code of a run whose diagnosis was made, as --fail-on says: 1 when a finding fails it (an error with
+ * `error`, an error or a warning with `warning`), else 3 when it is incomplete (a required check could not run: a node
+ * not read, a family's rules not judged) and `incomplete` is asked for, else 0. (2: the diagnosis could not be made.)
  */
-export function exitCode(r: Report, failOn: FailOn = DEFAULT_FAIL_ON): number {
-  return fails(r, failOn) ? 1 : 0
+export function exitCode(r: Pick<Report, 'findings' | 'notChecked'>, failOn: FailOn = DEFAULT_FAIL_ON): number {
+  if (fails(r, failOn)) return 1
+  return failOn.incomplete && isIncomplete(r) ? 3 : 0
 }
 
-/** What makes a Service fail a run (`--fail-on`): findings of this severity or worse, and, with `skipped`, required checks not made. */
+/** A required check could not run: the run cannot say the Service works. */
+function isIncomplete(r: Pick<Report, 'notChecked'>): boolean {
+  return r.notChecked.some((n) => n.required)
+}
+
+/**
+ * What makes a run fail (`--fail-on`): findings of this severity or worse (none: no finding) exit 1; with
+ * `incomplete`, a required check that could not run exits 3.
+ */
 export interface FailOn {
-  severity: 'error' | 'warning'
-  skipped: boolean
+  severity: 'none' | 'error' | 'warning'
+  incomplete: boolean
 }
 
-const DEFAULT_FAIL_ON: FailOn = {severity: 'error', skipped: false}
+/** `--fail-on`'s default: what CI should trust. */
+export const FAIL_ON_DEFAULT = 'error,incomplete'
+const DEFAULT_FAIL_ON: FailOn = {severity: 'error', incomplete: true}
+const FAIL_ON_WORDS = ['none', 'error', 'warning', 'incomplete']
 
-/** `--fail-on error|warning|skipped`, or a comma list of them (`warning,skipped`); a string is the error message. */
+/**
+ * `--fail-on`: a comma list of what fails the run, replacing the default `error,incomplete`: `error` (an error
+ * finding, exit 1), `warning` (a warning or an error, exit 1), `incomplete` (a required check that could not run,
+ * exit 3), or `none` alone (only exit 0 or 2). A string is the error message.
+ */
 export function parseFailOn(value: string): FailOn | string {
   const words = value
     .split(',')
     .map((w) => w.trim())
     .filter(Boolean)
-  const bad = words.find((w) => w !== 'error' && w !== 'warning' && w !== 'skipped')
-  if (bad !== undefined || words.length === 0)
-    return `--fail-on takes error, warning, skipped or a comma list of them (got "${value}")`
-  return {severity: words.includes('warning') ? 'warning' : 'error', skipped: words.includes('skipped')}
+  if (words.includes('skipped'))
+    return `--fail-on skipped is now --fail-on incomplete (a required check that could not run exits 3; the default is ${FAIL_ON_DEFAULT})`
+  const bad = words.find((w) => !FAIL_ON_WORDS.includes(w))
+  if (bad !== undefined || words.length === 0 || (words.includes('none') && words.length > 1))
+    return `--fail-on takes a comma list of error, warning, incomplete, or none alone (got "${value}"; the default is ${FAIL_ON_DEFAULT})`
+  const severity = words.includes('warning') ? 'warning' : words.includes('error') ? 'error' : 'none'
+  return {severity, incomplete: words.includes('incomplete')}
 }
 
-/** Whether one Service's report fails the run under --fail-on. */
-export function fails(r: Pick<Report, 'ok' | 'findings' | 'notChecked'>, failOn: FailOn): boolean {
-  if (!r.ok) return true
-  if (failOn.severity === 'warning' && r.findings.some((f) => f.severity === 'warning')) return true
-  return failOn.skipped && r.notChecked.some((n) => n.required)
+/** Whether one Service's findings fail the run under --fail-on (exit 1). */
+export function fails(r: Pick<Report, 'findings'>, failOn: FailOn): boolean {
+  if (failOn.severity === 'none') return false
+  return r.findings.some((f) => f.severity === 'error' || (failOn.severity === 'warning' && f.severity === 'warning'))
 }

@@ -71,7 +71,7 @@ export function renderScanHuman(r: ScanSummary, c: ChalkInstance, width = Number
       lines.push(
         ...wrapProse(`${color(`${SEVERITY_MARK[f.severity]} ${f.code}`)}${where} ${message}`, width, '  ', '      '),
       )
-      lines.push(...fixLines(f, 'next', '      ', c, width))
+      lines.push(...fixLines(f, '      ', c, width))
     }
   }
   if (r.skipped.length > 0) {

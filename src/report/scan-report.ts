@@ -2,12 +2,18 @@ import type {Finding} from '../checks/check.js'
 import type {Diagnosis} from '../diagnosis/diagnose.js'
 import type {Keep, ScanResult} from '../diagnosis/scan.js'
 import {buildReport, fails, type FailOn, type Report, type ReportOptions} from './report.js'
-import type {Command} from '../model/shell.js'
 import {escapeJsonControls} from './json-writer.js'
+import {API_VERSION, type DocumentMeta} from './document.js'
 
-/** The JSON contract of `scan -o json`: per Service the same shape as `svc -o json`. */
+/** The JSON contract of `scan -o json|yaml`: per Service the same shape as `svc -o json`. */
 interface ScanReport {
+  apiVersion: typeof API_VERSION
   kind: 'ScanReport'
+  toolVersion: string
+  /** When the scan was made (ISO 8601, UTC). */
+  time: string
+  /** The kubeconfig context read; null for a snapshot. */
+  context: string | null
   ok: boolean
   summary: string
   counts: {
@@ -100,6 +106,17 @@ export function writeScanJson(r: ScanSummary, write: (chunk: string | Uint8Array
   write(after + '\n')
 }
 
+/** The scan's whole document as objects (-o yaml): each Service's report read back from its JSON. */
+export function scanDocument(r: ScanSummary): ScanReport {
+  return {
+    ...r,
+    services: r.services.map((s) => {
+      if (!s.json) throw new Error(`the scan kept no report of ${s.service.namespace}/${s.service.name}`)
+      return JSON.parse(Buffer.from(s.json).toString('utf8')) as Report
+    }),
+  }
+}
+
 /** Findings of one code on one Service, the nodes listed once. */
 export interface FindingGroup {
   code: string
@@ -107,14 +124,19 @@ export interface FindingGroup {
   title: string
   /** The first finding's message and fix: the others differ only by node. */
   message: string
-  command: string | null
-  argv: Command | null
+  check: Finding['check']
+  fix: Finding['fix']
   text: string | null
   nodes: string[]
 }
 
 /** The scan's report from what it kept of each Service's report. */
-export function buildScanReport(scan: ScanResult<ScannedService>, scope: string, failOn: FailOn): ScanSummary {
+export function buildScanReport(
+  scan: ScanResult<ScannedService>,
+  scope: string,
+  failOn: FailOn,
+  meta: DocumentMeta,
+): ScanSummary {
   const services = scan.outcomes.flatMap((o) => (o.diagnosis ? [o.diagnosis] : []))
   const skipped = scan.outcomes.flatMap((o) =>
     o.skipped ? [{namespace: o.namespace, name: o.name, type: o.type, reason: o.skipped}] : [],
@@ -125,10 +147,7 @@ export function buildScanReport(scan: ScanResult<ScannedService>, scope: string,
   const failing = services.filter((s) => fails(s, failOn)).length
   const readable = scan.observations.filter((o) => o.reachable).length
   const mark = failing > 0 ? '✗' : withChecksNotRun > 0 ? '?' : '✓'
-  const what = [
-    failOn.severity === 'warning' ? 'have errors or warnings' : 'are broken',
-    ...(failOn.skipped ? ['have checks that could not run'] : []),
-  ].join(' or ')
+  const what = failOn.severity === 'warning' ? 'have errors or warnings' : 'are broken'
   const verdict =
     failing > 0
       ? `${failing} of ${services.length} diagnosed Services ${what}`
@@ -136,7 +155,11 @@ export function buildScanReport(scan: ScanResult<ScannedService>, scope: string,
         ? `no fault found in what was checked, but ${withChecksNotRun} of ${services.length} diagnosed Services have checks that could not run (see Not checked)`
         : `all ${services.length} diagnosed Services work`
   return {
+    apiVersion: API_VERSION,
     kind: 'ScanReport',
+    toolVersion: meta.toolVersion,
+    time: meta.time,
+    context: meta.context,
     ok: failing === 0,
     summary: `${mark} ${scope}: ${verdict} (${skipped.length} skipped; ${readable} of ${scan.observations.length} nodes read)`,
     counts: {
@@ -154,6 +177,31 @@ export function buildScanReport(scan: ScanResult<ScannedService>, scope: string,
   }
 }
 
+/** A `svc` report as a scan of one Service, for `svc -o junit` (the same testsuite a scan writes for it). */
+export function singleServiceSummary(r: Report): ScanSummary {
+  return {
+    apiVersion: r.apiVersion,
+    kind: 'ScanReport',
+    toolVersion: r.toolVersion,
+    time: r.time,
+    context: r.context,
+    ok: r.ok,
+    summary: r.summary,
+    counts: {
+      services: 1,
+      diagnosed: 1,
+      skipped: 0,
+      withErrors: r.findings.some((f) => f.severity === 'error') ? 1 : 0,
+      withWarnings: r.findings.some((f) => f.severity === 'warning') ? 1 : 0,
+      withChecksNotRun: r.notChecked.some((n) => n.required) ? 1 : 0,
+    },
+    services: [r],
+    skipped: [],
+    nodes: r.nodes.map((n) => ({name: n.name, reachable: n.reachable, error: n.error})),
+    notes: r.notes,
+  }
+}
+
 export function groupFindings(findings: Finding[]): FindingGroup[] {
   const groups = new Map<string, FindingGroup>()
   for (const f of findings) {
@@ -166,8 +214,8 @@ export function groupFindings(findings: Finding[]): FindingGroup[] {
         severity: f.severity,
         title: f.title,
         message: f.message,
-        command: f.command,
-        argv: f.argv,
+        check: f.check,
+        fix: f.fix,
         text: f.text,
         nodes: f.node ? [f.node] : [],
       })
@@ -180,7 +228,11 @@ export function worstFinding(r: Pick<Report, 'findings'>): Finding | undefined {
   return r.findings.find((f) => f.severity === 'error') ?? r.findings.find((f) => f.severity === 'warning')
 }
 
-/** 0: nothing at or above the --fail-on severity; 1: something is. */
-export function scanExitCode(r: ScanSummary): number {
-  return r.ok ? 0 : 1
+/**
+ * 1: a Service has a finding --fail-on names; else 3: a Service has a required check that could not run (no node read,
+ * a family not read) and --fail-on has `incomplete`; else 0.
+ */
+export function scanExitCode(r: ScanSummary, failOn: FailOn): number {
+  if (!r.ok) return 1
+  return failOn.incomplete && r.counts.withChecksNotRun > 0 ? 3 : 0
 }

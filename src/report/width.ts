@@ -131,13 +131,19 @@ export function fittingTable(
   width: number,
 ): string[] | undefined {
   for (const {head, legend} of heads) {
+    // No rule between rows. cli-table3 still draws the junctions of a row spanning columns where that rule would be
+    // (a stray `┴┴┴` line): compact leaves out the rules between body rows, and the one under the heading is dropped.
     const table = new Table({
       head,
-      style: {head: [], border: []},
+      style: {head: [], border: [], compact: true},
       chars: {mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': ''},
     })
     table.push(...rows)
-    const text = table.toString()
+    const text = table
+      .toString()
+      .split('\n')
+      .filter((l) => !/^[┴┬┼]+$/.test(l))
+      .join('\n')
     if (widest(text) <= width) return [text, ...(legend ? wrapProse(legend, width, '', '  ') : [])]
   }
   return undefined

@@ -10,12 +10,16 @@ import {labGuard} from '../helpers/lab-guard.js'
 import {withLab} from '../helpers/lab-suite.js'
 import {runCli, type CliResult} from '../helpers/run-cli.js'
 import {labPodSandbox} from '../lab/apiserver-sandboxes.js'
+import {KUBE_PROXY_DIGEST} from '../fixtures/api-objects.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
 
 const why = labGuard()
 
 const BIN = resolve(dirname(fileURLToPath(import.meta.url)), '../../../bin/run.js')
-const KUBE_PROXY_IMAGE = 'registry.k8s.io/kube-proxy:v1.33.0'
+/** kube-proxy's DaemonSet's image, pinned by the digest its running Pods report (never a Pod's own choice). */
+const KUBE_PROXY_IMAGE = `registry.k8s.io/kube-proxy:v1.33.0@${KUBE_PROXY_DIGEST}`
+const KUBE_PROXY_ORIGIN =
+  "kube-proxy's DaemonSet kube-system/kube-proxy, digest from its running Pod kube-system/kube-proxy-ax7k2"
 /** The debug Pod's stand-in image lacks what kube-proxy's lacks: those programs run as the node's own (chroot /host). */
 const DEBUG_IMAGE_LACKS = {'kproxy-doctor-': ['ip', 'bridge', 'ipvsadm', 'sysctl'], 'kube-proxy-': ['ipvsadm']}
 const MANAGED = 'app.kubernetes.io/managed-by'
@@ -82,7 +86,7 @@ describe(
       (lab.api.createdPods as Pod[])
         .filter((p) => p.metadata?.labels?.[MANAGED] === 'kproxy-doctor')
         .map((p) => p.metadata?.name)
-    const announcement = (nodes: string, image = "kube-proxy's image, already on the node") => [
+    const announcement = (nodes: string, image = `image ${KUBE_PROXY_IMAGE}, ${KUBE_PROXY_ORIGIN}`) => [
       `kproxy-doctor: --via debug-pod: creating a privileged Pod (hostNetwork, hostPID, the node's / read-only at /host; ${image}) in namespace "kube-system" on ${nodes}; each is deleted once its node is read`,
       /^kproxy-doctor: the Pods are labelled app\.kubernetes\.io\/managed-by=kproxy-doctor,kproxy-doctor\/run=[0-9a-f]{6}; leftovers, if any: kubectl delete pod -A -l app\.kubernetes\.io\/managed-by=kproxy-doctor$/,
     ]
@@ -137,10 +141,7 @@ describe(
           assert.equal(n.reachable, true)
           assert.equal(n.readVia.transport, 'debug-pod')
           assert.equal(n.readVia.address, `pod kube-system/kproxy-doctor-${id}-${name}`)
-          assert.equal(
-            n.readVia.why,
-            `--via debug-pod (image ${KUBE_PROXY_IMAGE}, kube-proxy's, from kube-system/kube-proxy-${name.slice(-1)}x7k2)`,
-          )
+          assert.equal(n.readVia.why, `--via debug-pod (image ${KUBE_PROXY_IMAGE}, ${KUBE_PROXY_ORIGIN})`)
           assert.deepEqual(n.readVia.notUsed, [
             {transport: 'ssh', reason: '--via debug-pod'},
             {transport: 'kube-proxy', reason: '--via debug-pod'},
@@ -204,7 +205,7 @@ describe(
         {HOME: home},
       )
       assert.equal(r.code, 0, r.stdout + r.stderr)
-      assertAnnounced(r, 'node-a, node-b', 'image busybox:1.36')
+      assertAnnounced(r, 'node-a, node-b', 'image busybox:1.36, --debug-image')
       const id = /kproxy-doctor\/run=([0-9a-f]{6});/.exec(r.stderr)?.[1]
       assert.deepEqual(
         podsOf(id).map((p) => p.spec?.containers?.[0].image),
@@ -233,7 +234,7 @@ describe(
       lab.api.opts.forbidPodsOn = new Set(['node-b'])
       try {
         const r = await viaDebugPod()
-        assert.equal(r.code, 0, r.stderr)
+        assert.equal(r.code, 3, r.stderr)
         const warnings = r.stderr.split('\n').filter((l) => l.includes('warning'))
         assert.deepEqual(warnings, [
           'kproxy-doctor: warning: RBAC forbids create on pods in namespace "kube-system" (403): needed to create the debug Pods',
@@ -263,7 +264,7 @@ describe(
       lab.api.opts.forbidden = new Set(['create pods kube-system'])
       try {
         const r = await viaDebugPod()
-        assert.equal(r.code, 0, r.stderr)
+        assert.equal(r.code, 3, r.stderr) // no node read: the run is incomplete
         assert.deepEqual(
           r.stderr.split('\n').filter((l) => l.includes('warning')),
           [
@@ -287,7 +288,7 @@ describe(
         (pod as Pod).metadata?.labels?.[MANAGED] === 'kproxy-doctor' && (pod as Pod).spec?.nodeName === 'node-b'
       try {
         const r = await viaDebugPod('--timeout', '3')
-        assert.equal(r.code, 0, r.stderr)
+        assert.equal(r.code, 3, r.stderr)
         const b = node(r, 'node-b')
         assert.equal(b.reachable, false)
         assert.match(
@@ -308,7 +309,7 @@ describe(
       lab.api.opts.podStartMs = Infinity
       try {
         const r = await viaDebugPod('--timeout', '2', '--nodes', 'node-a')
-        assert.equal(r.code, 0, r.stderr)
+        assert.equal(r.code, 3, r.stderr) // the one node asked for was not read: the run is incomplete
         const a = node(r, 'node-a')
         assert.equal(a.readVia.transport, null)
         assert.match(

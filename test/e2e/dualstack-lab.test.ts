@@ -199,12 +199,12 @@ describe(
           errors(r).map((f) => [f.code, f.node]),
           [['KPD-DNAT-WRONG', 'node-b']],
         )
-        const f = errors(r)[0] as FindingLine & {command: string}
+        const f = errors(r)[0] as FindingLine & {check: {command: string}}
         assert.equal(
           f.message,
           'node-b (IPv6): KUBE-SEP-3EIK7ZMJLCQCLWUX DNATs to [fd00:10:244:2::10]:9999, but the endpoint (pod web-b1) is [fd00:10:244:2::10]:8080 (targetPort http)',
         )
-        assert.match(f.command, /ip6tables-save/)
+        assert.match(f.check.command, /ip6tables-save/)
         assert.match(
           r.json.summary,
           /^✗ shop\/web: (pod|node)→ClusterIP to \[fd00:10:96::10:10\]:80 \(http\) breaks at DNAT on node-b: 33\.3% of new connections DNAT to \[fd00:10:244:2::10\]:9999/,
@@ -258,7 +258,7 @@ describe(
         )
         // The finding's command asks the IPv6 family's record.
         assert.match(
-          (errors(r)[0] as FindingLine & {command: string}).command,
+          (errors(r)[0] as FindingLine & {check: {command: string}}).check.command,
           /dig \+tcp web\.shop\.svc\.cluster\.local AAAA @10\.96\.0\.10/,
         )
         assert.ok(
@@ -284,12 +284,12 @@ describe(
           errors(r).map((f) => [f.code, f.node]),
           [['KPD-ROUTE-MISSING', 'node-a']],
         )
-        const f = errors(r)[0] as FindingLine & {command: string}
+        const f = errors(r)[0] as FindingLine & {check: {command: string}}
         assert.equal(
           f.message,
           `node-a (IPv6): no working route to node-b's pod CIDR fd00:10:244:2::/64: the route is unreachable ("RTNETLINK answers: No route to host"), so node-a cannot reach endpoints fd00:10:244:2::10 (pod web-b1), fd00:10:244:2::11 (pod web-b2) on node-b`,
         )
-        assert.match(f.command, /ip route get fd00:10:244:2::10/)
+        assert.match(f.check.command, /ip route get fd00:10:244:2::10/)
       } finally {
         lab.restorePodRoute('node-a', 'node-b', 6)
       }
@@ -314,7 +314,7 @@ describe(
           ],
         )
         assert.match(
-          (errors(r)[0] as FindingLine & {command: string}).command,
+          (errors(r)[0] as FindingLine & {fix: {command: string}}).fix.command,
           /sysctl -w net\.ipv6\.conf\.all\.forwarding=1/,
         )
       } finally {
@@ -421,7 +421,7 @@ describe(
             'IPv6: node-b sends shop/web:http to {[fd00:10:244:1::10]:8080, [fd00:10:244:2::10]:9999, [fd00:10:244:2::11]:8080} while 1 other node(s) (node-a) send it to {[fd00:10:244:1::10]:8080, [fd00:10:244:2::10]:8080, [fd00:10:244:2::11]:8080}',
           ],
         ])
-        assert.match((r.json.findings[2] as {command: string}).command, /nft list table ip6 kube-proxy/)
+        assert.match((r.json.findings[2] as {check: {command: string}}).check.command, /nft list table ip6 kube-proxy/)
         assertOnlyIpv6BrokenOnNodeB(r)
       } finally {
         lab.applyRules('node-b', {}, {})
@@ -448,7 +448,7 @@ describe(
           ],
         ])
         assert.match(
-          (r.json.findings[2] as {command: string}).command,
+          (r.json.findings[2] as {check: {command: string}}).check.command,
           /nft list table ip6 kube-proxy \| grep -- fd00:10:96::10:10/,
         )
         assert.ok(

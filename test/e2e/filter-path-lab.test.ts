@@ -20,8 +20,8 @@ interface JsonFinding {
   severity: string
   node: string | null
   message: string
-  command: string | null
-  argv: string[][] | null
+  check: {command: string; argv: string[][] | null} | null
+  fix: {command: string | null; argv: string[][] | null; text: string | null} | null
   text: string | null
   evidence: string[]
 }
@@ -88,11 +88,12 @@ describe('svc diagnoses drops in chains kube-proxy does not own (netns lab, real
         /\nnode-b: asking 10\.96\.0\.10 for the A record of web\.shop\.svc\.cluster\.local failed \(.+\): its DNS endpoint 10\.244\.1\.53 \(pod coredns-a\) on node-a is behind this fault/,
       )
       assert.match(f.text!, /^Docker set this policy/)
-      assert.deepEqual(f.argv, [
+      assert.deepEqual(f.check?.argv, [
         [
           'ssh',
           '-F',
           lab.sshConfigPath,
+          '--',
           'node-a',
           'sudo',
           'iptables',
@@ -146,7 +147,7 @@ describe('svc diagnoses drops in chains kube-proxy does not own (netns lab, real
       assert.equal(lab.probe(lab.podNs('client-a'), WEB_B1, 8080, 1).kind, 'answer')
       const r = await doctor()
       assert.equal(r.code, 1, r.stdout + r.stderr)
-      assert.deepEqual(problems(r), ['KPD-FILTER-DROP node-b'])
+      assert.deepEqual(problems(r), ['KPD-FILTER-DROP node-b'], JSON.stringify(findings(r).map((f) => f.message)))
       // node-a's pod→ClusterIP works on node-a; the share it sends to web-b2 breaks on node-b.
       const a = r.json.paths.find(
         (p: {node: string; entry: string}) => p.node === 'node-a' && p.entry === 'pod→ClusterIP',
@@ -166,11 +167,12 @@ describe('svc diagnoses drops in chains kube-proxy does not own (netns lab, real
         /^live probe: endpoint 10\.244\.2\.11:8080 \(pod web-b2 on node-b\) answers from node-b \(\d+\/\d+ connected\) but not from node-a \(0\/\d+ connected \(.+\)\)$/,
       )
       assert.match(f.text!, /^Calico drops it, usually for a NetworkPolicy/)
-      assert.deepEqual(f.argv, [
+      assert.deepEqual(f.check?.argv, [
         [
           'ssh',
           '-F',
           lab.sshConfigPath,
+          '--',
           'node-b',
           'sudo',
           'iptables',

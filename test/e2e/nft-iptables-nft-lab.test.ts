@@ -69,7 +69,7 @@ describe('nftables mode beside iptables-nft rules (netns lab, real sshd)', {skip
       assert.equal(failures(lab.sample(lab.podNs('client-b'), CLUSTER_IP, 80, 3)), 3, 'the fault really drops')
       const r = await doctor()
       assert.equal(r.code, 1, r.stdout + r.stderr)
-      assert.deepEqual(problems(r), ['KPD-FILTER-DROP node-b'])
+      assert.deepEqual(problems(r), ['KPD-FILTER-DROP node-b'], JSON.stringify(findings(r).map((f) => f.message)))
       const f = findings(r).find((x) => x.code === 'KPD-FILTER-DROP')!
       assert.match(f.message, /^node-b: new connections to .* are dropped by the DROP policy of filter FORWARD/)
       // node-a's probes of node-b's pods are the symptom: evidence on the cause, not a finding of their own.
@@ -93,7 +93,7 @@ describe('nftables mode beside iptables-nft rules (netns lab, real sshd)', {skip
       assert.ok(failures(answers) > 0 && failures(answers) < 18, `some connections drop: ${answers}`)
       const r = await doctor()
       assert.equal(r.code, 1, r.stdout + r.stderr)
-      assert.deepEqual(problems(r), ['KPD-FILTER-DROP node-b'])
+      assert.deepEqual(problems(r), ['KPD-FILTER-DROP node-b'], JSON.stringify(findings(r).map((f) => f.message)))
       const f = findings(r).find((x) => x.code === 'KPD-FILTER-DROP')!
       assert.match(f.message, /10\.244\.2\.11:8080 \(web-b2\)/)
       assert.match(f.message, /filter cali-FORWARD line \d+, a Calico chain/)

@@ -61,7 +61,7 @@ describe('svc against a lab node in nftables mode', {skip: why}, () => {
       assert.equal(r.code, 1)
       assert.ok(codes(r, 'node-b').includes('KPD-SEP-MISSING'), JSON.stringify(r.json.findings))
       assert.match(
-        r.json.findings.find((f: {code: string}) => f.code === 'KPD-SEP-MISSING').command,
+        r.json.findings.find((f: {code: string}) => f.code === 'KPD-SEP-MISSING').check.command,
         /nft list table ip kube-proxy/,
       )
       assert.deepEqual(codes(r, 'node-a'), [])

@@ -8,6 +8,7 @@ import {withLab} from '../helpers/lab-suite.js'
 import {runCli} from '../helpers/run-cli.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
 import {tryRun} from '../lab/sh.js'
+import {NODES} from '../fixtures/lab-cluster.js'
 import {readNodeBundle} from '../../src/node/read/bundle.js'
 import {buildCommandLine, compressedCommandLine, type CommandLine} from '../../src/node/node-commands.js'
 import type {IptablesTable} from '../../src/node/read/command-arguments.js'
@@ -73,6 +74,9 @@ describe('node reads against the netns lab: what is sent to the node, and what c
       line('pathSysctls', true, {interfaces: ['cbr0', 'eth0']}),
       line('conntrackList', true, {protocol: 'tcp', address: CLUSTER_IP}),
       line('conntrackList', true, {protocol: 'udp', address: DNS_IP}),
+      // The kernel's evidence for the node's probes of the Service's addresses (ClusterIP, its own NodePort).
+      line('conntrackProbe', true, {address: CLUSTER_IP, port: 80}),
+      line('conntrackProbe', true, {address: NODES.find((n) => n.name === nodeName)!.ip, port: 30080}),
     ].sort()
   }
 

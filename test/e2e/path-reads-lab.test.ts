@@ -31,8 +31,8 @@ interface Finding {
   node: string | null
   severity: string
   message: string
-  command: string | null
-  argv: string[][] | null
+  check: {command: string; argv: string[][] | null} | null
+  fix: {command: string | null; argv: string[][] | null; text: string | null} | null
   text: string | null
   evidence: string[]
 }
@@ -94,8 +94,8 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
       // One fault, one finding, on the node where the path breaks: the DNS symptom is evidence, never a second error.
       assert.deepEqual(problems(r), ['KPD-NODE-FORWARDING-OFF node-a'])
       const f = finding(r, 'KPD-NODE-FORWARDING-OFF')
-      assert.deepEqual(f.argv, [
-        ['ssh', '-F', lab.sshConfigPath, 'node-a', 'sudo', 'sysctl', '-w', 'net.ipv4.ip_forward=1'],
+      assert.deepEqual(f.fix?.argv, [
+        ['ssh', '-F', lab.sshConfigPath, '--', 'node-a', 'sudo', 'sysctl', '-w', 'net.ipv4.ip_forward=1'],
       ])
       assert.ok(
         f.evidence.some((e) =>
@@ -117,7 +117,7 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
       // The headline leads with the cause, and its next step is the cause's fix.
       assert.match(r.json.summary, /^✗ shop\/web: .*node-a/, r.json.summary)
       assert.doesNotMatch(r.json.summary, /DNS|10\.96\.0\.10/)
-      assert.deepEqual(r.json.next.argv, f.argv)
+      assert.deepEqual(r.json.next.fix.argv, f.fix?.argv)
     } finally {
       lab.setSysctl('node-a', 'net.ipv4.ip_forward', '1')
     }
@@ -156,7 +156,7 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
         '--reply-src',
         '10.244.1.55',
       ]
-      assert.deepEqual(f.argv, [['ssh', '-F', lab.sshConfigPath, 'node-a', 'sudo', ...fix]])
+      assert.deepEqual(f.fix?.argv, [['ssh', '-F', lab.sshConfigPath, '--', 'node-a', 'sudo', ...fix]])
       assert.equal(tryRun('ip', ['netns', 'exec', lab.nodeNs('node-a'), ...fix]).code, 0)
       assert.deepEqual(
         lab.dnsQuery('client-a', WEB_NAME, stalePort),
@@ -210,8 +210,8 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
         f.message,
         /^node-b: route_localnet is off on cbr0, eth0: connections to 127\.0\.0\.1:30080 \(localhost NodePorts of shop\/web\) on node-b fail/,
       )
-      assert.deepEqual(f.argv, [
-        ['ssh', '-F', lab.sshConfigPath, 'node-b', 'sudo', 'sysctl', '-w', 'net.ipv4.conf.all.route_localnet=1'],
+      assert.deepEqual(f.fix?.argv, [
+        ['ssh', '-F', lab.sshConfigPath, '--', 'node-b', 'sudo', 'sysctl', '-w', 'net.ipv4.conf.all.route_localnet=1'],
       ])
     } finally {
       lab.setSysctl('node-b', 'net.ipv4.conf.all.route_localnet', '1')
@@ -384,11 +384,12 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
         f.message,
         `node-a: 1 conntrack entry for kube-system/kube-dns:dns (UDP 10.96.0.10:53) still DNAT to 10.244.1.54:53, which is no endpoint of the Service: 10.244.1.100:${stalePort} get no answer (each new packet refreshes a UDP entry, so a client that keeps asking from the same port never recovers)`,
       )
-      assert.deepEqual(f.argv, [
+      assert.deepEqual(f.fix?.argv, [
         [
           'ssh',
           '-F',
           lab.sshConfigPath,
+          '--',
           'node-a',
           'sudo',
           'conntrack',
@@ -404,7 +405,7 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
         ],
       ])
       // The printed fix, run on the node (the lab logs in as root: the words after sudo).
-      const fix = f.argv![0].slice(5)
+      const fix = f.fix!.argv![0].slice(6)
       assert.equal(tryRun('ip', ['netns', 'exec', lab.nodeNs('node-a'), ...fix]).code, 0)
       assert.deepEqual(
         lab.dnsQuery('client-a', WEB_NAME, stalePort),
@@ -449,7 +450,14 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
       const withoutF = (argv: string[][] | null) =>
         argv?.map((s) => (s[0] === 'ssh' && s[1] === '-F' ? ['ssh', ...s.slice(3)] : s)) ?? null
       const messages = (r: CliResult) =>
-        r.json.findings.map((f: Finding) => [f.code, f.node, f.message, withoutF(f.argv), f.text])
+        r.json.findings.map((f: Finding) => [
+          f.code,
+          f.node,
+          f.message,
+          withoutF(f.check?.argv ?? null),
+          withoutF(f.fix?.argv ?? null),
+          f.text,
+        ])
       assert.deepEqual(messages(offline), messages(live))
     } finally {
       lab.restorePodRoute('node-a', 'node-b')

@@ -144,7 +144,7 @@ describe('live probes against the netns lab', {skip: why}, () => {
         /^✗ shop\/web: breaks at the backend \(live probe\): endpoint 10\.244\.2\.11:8080 \(pod web-b2 on node-b\)/,
       )
       assert.match(
-        r.json.next.command,
+        r.json.next.check.command,
         /^kubectl .*-n shop get pod web-b2 -o 'jsonpath=\{\.spec\.containers\[\*\]\.readinessProbe\}'$/,
       )
       assert.match(r.json.next.text, /^Check what web-b2 listens on/)

@@ -327,8 +327,8 @@ describe('svc through jump hosts and a ProxyCommand, judged as direct SSH', {ski
       const r = await doctorFromOp(svcArgs(config))
       assert.deepEqual(judgement(r), judgement(base))
       assert.ok(judgement(r).findings.includes('error KPD-NODE-FORWARDING-OFF node-a'), JSON.stringify(judgement(r)))
-      const fix = r.json.findings.find((f: Finding) => f.code === 'KPD-NODE-FORWARDING-OFF').argv as string[][]
-      assert.deepEqual(fix, [['ssh', '-F', config, 'node-a', 'sudo', 'sysctl', '-w', 'net.ipv4.ip_forward=1']])
+      const fix = r.json.findings.find((f: Finding) => f.code === 'KPD-NODE-FORWARDING-OFF').fix.argv as string[][]
+      assert.deepEqual(fix, [['ssh', '-F', config, '--', 'node-a', 'sudo', 'sysctl', '-w', 'net.ipv4.ip_forward=1']])
       // Pasted in the operator's shell, it goes through the same jump host and repairs the node (root needs no sudo).
       const ran = sshFromOp(config, ['node-a', 'sysctl', '-w', 'net.ipv4.ip_forward=1'])
       assert.equal(ran.code, 0, ran.stderr)

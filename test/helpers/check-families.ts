@@ -54,7 +54,13 @@ export const CHECK_FAMILIES = {
     'KPD-CONNTRACK-STALE',
     'KPD-CONNTRACK-FULL',
   ],
-  probes: ['KPD-BACKEND-REFUSED', 'KPD-ENDPOINT-CROSS-NODE', 'KPD-VIP-FAILS', 'KPD-PROBE-CONTRADICTS'],
+  probes: [
+    'KPD-BACKEND-REFUSED',
+    'KPD-ENDPOINT-CROSS-NODE',
+    'KPD-VIP-FAILS',
+    'KPD-PROBE-CONTRADICTS',
+    'KPD-KERNEL-DISAGREES',
+  ],
 } as const satisfies Record<string, readonly string[]>
 
 export type CheckFamilyName = keyof typeof CHECK_FAMILIES

@@ -33,11 +33,17 @@ export const legacyBackendLeftover =
   }
 export const leftoverFix = (tool: string) => ({
   'KPD-MODE-LEFTOVER node-b': {
-    argv: [
-      ['ssh', 'node-b', 'sudo', `${tool}-legacy-save`, '-t', 'nat'],
+    check: [
+      ['ssh', '--', 'node-b', 'sudo', `${tool}-legacy-save`, '-t', 'nat'],
       ['grep', '-c', 'KUBE-SEP'],
     ],
-    text: "Then flush the unused backend's KUBE-* chains.",
+    fix: {
+      argv: null,
+      text: `Flush the unused ${tool}-legacy backend's KUBE-* chains (kube-proxy --cleanup run with that backend, in a maintenance window).`,
+      changes: 'node' as const,
+      node: 'node-b',
+    },
+    text: null,
   },
 })
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import {describe, test} from 'node:test'
 import {diagnose, type DiagnoseOptions} from '../../src/diagnosis/diagnose.js'
 import {offlineCluster, type OfflineOptions} from './offline-cluster.js'
-import {assertPastes} from './command-pastes.js'
+import {assertPastes, assertReadOnly} from './command-pastes.js'
 import {CHECK_FAMILIES, type CheckFamilyName} from './check-families.js'
 
 /** One expected finding: code, node ("-" when cluster-wide), severity. */
@@ -15,10 +15,19 @@ export interface CheckCase {
   options?: DiagnoseOptions
   /** EVERY finding the whole diagnosis must produce: one more or one fewer fails the case. */
   findings: Expected[]
-  /** The exact fix of some findings, keyed "CODE node" ("-" when cluster-wide): the command's argv stages and the prose. */
-  fixes?: Record<string, {argv: string[][] | null; text: string | null}>
+  /**
+   * The exact steps of some findings, keyed "CODE node" ("-" when cluster-wide): the check's argv stages, the fix (its
+   * argv stages, prose, and what it changes), and the prose.
+   */
+  fixes?: Record<string, ExpectedSteps>
   /** What some findings' messages must say, keyed "CODE node" as `fixes`. */
   messages?: Record<string, RegExp[]>
+}
+
+interface ExpectedSteps {
+  check: string[][] | null
+  fix: {argv: string[][] | null; text: string | null; changes: 'node' | 'cluster'; node: string | null} | null
+  text: string | null
 }
 
 /** Codes seen firing in any case run so far in this process (one check case file). */
@@ -48,16 +57,32 @@ export function checkTester(title: string, cases: CheckCase[]): void {
         assert.deepEqual(got, c.findings.map(key).sort())
         for (const f of findings) {
           assert.ok(
-            f.message.length > 0 && (f.command !== null || f.text !== null),
-            `${f.code} needs a message and a command or a text`,
+            f.message.length > 0 && (f.check !== null || f.fix !== null || f.text !== null),
+            `${f.code} needs a message and a check, a fix or a text`,
           )
-          assert.equal(f.command === null, f.argv === null, `${f.code}: command and argv go together`)
-          if (f.command !== null) assertPastes(f.command, f.argv!, `${c.name}: ${f.code}`)
+          if (f.check) {
+            assertPastes(f.check.command, f.check.argv, `${c.name}: ${f.code} check`)
+            assertReadOnly(f.check.argv, `${c.name}: ${f.code} check`)
+          }
+          if (f.fix) {
+            assert.ok(f.fix.command !== null || f.fix.text !== null, `${f.code}: a fix with neither command nor text`)
+            assert.equal(f.fix.command === null, f.fix.argv === null, `${f.code}: fix command and argv go together`)
+            if (f.fix.command) assertPastes(f.fix.command, f.fix.argv!, `${c.name}: ${f.code} fix`)
+            assert.equal(f.fix.changes === 'node', f.fix.node !== null, `${f.code}: a node fix names its node`)
+          }
         }
         for (const [key, fix] of Object.entries(c.fixes ?? {})) {
           const f = findings.find((x) => `${x.code} ${x.node ?? '-'}` === key)
           assert.ok(f, `no finding ${key}`)
-          assert.deepEqual({argv: f.argv, text: f.text}, fix, key)
+          assert.deepEqual(
+            {
+              check: f.check?.argv ?? null,
+              fix: f.fix && {argv: f.fix.argv, text: f.fix.text, changes: f.fix.changes, node: f.fix.node},
+              text: f.text,
+            },
+            fix,
+            key,
+          )
         }
         for (const [key, patterns] of Object.entries(c.messages ?? {})) {
           const f = findings.find((x) => `${x.code} ${x.node ?? '-'}` === key)

@@ -32,3 +32,25 @@ export function assertPastes(command: string, argv: string[][], what: string): v
     rmSync(dir, {recursive: true, force: true})
   }
 }
+
+/** Words that make a command change something: a `check:` holds none of them (those are a `fix:`). */
+const CHANGING = new Set([
+  '-w',
+  '-D',
+  '-F',
+  '-X',
+  'delete',
+  'modprobe',
+  'replace',
+  'set',
+  'restart',
+  'apply',
+  'edit',
+  'patch',
+])
+
+/** A `check:` only looks: none of its stages' words changes the node or the cluster. */
+export function assertReadOnly(argv: string[][], what: string): void {
+  for (const stage of argv)
+    for (const word of stage) assert.ok(!CHANGING.has(word), `${what}: ${stage.join(' ')} changes something (${word})`)
+}

@@ -110,7 +110,7 @@ function assertPrintable(output: string, what: string): void {
 /** The walk as `trace` prints it (80 columns), which must hold no control whatever the rules hold. */
 function assertTracePrintable(result: TraceResult): void {
   let out = ''
-  writeTrace({...result, notes: []}, 'table', {chalk: PLAIN, width: 80}, (c) => (out += String(c)))
+  writeTrace({...result, notes: []}, {format: 'table'}, {chalk: PLAIN, width: 80}, (c) => (out += String(c)))
   assertPrintable(out, 'the trace')
 }
 

@@ -1,7 +1,7 @@
 import {execFile} from 'node:child_process'
 import {fileURLToPath} from 'node:url'
 import {dirname, resolve} from 'node:path'
-import {schemaErrors} from './report-schema.js'
+import {parseYaml, schemaErrors} from './report-schema.js'
 
 const BIN = resolve(dirname(fileURLToPath(import.meta.url)), '../../../bin/run.js')
 
@@ -16,7 +16,7 @@ export interface CliResult {
 /**
  * Runs kproxy-doctor as a user would (a separate process), without blocking this process' event loop. Without
  * COLUMNS in `env` the output is not wrapped (as in a pipe), whatever the calling shell exported. Every JSON
- * document `svc` or `trace` prints is checked against schema/report.schema.json: a mismatch fails the calling test.
+ * document `svc`, `scan` or `trace` prints (JSON or YAML) is checked against schema/report.schema.json: a mismatch fails the calling test.
  */
 export function runCli(
   args: string[],
@@ -39,16 +39,16 @@ export function runCli(
       (err, stdout, stderr) => {
         const code = err ? (typeof (err as {code?: unknown}).code === 'number' ? (err as {code: number}).code : -1) : 0
         let json
-        if (args.some((a) => a === 'json' || a === '-ojson' || a === '--output=json')) {
+        const yaml = args.some((a) => a === 'yaml' || a === '-oyaml' || a === '--output=yaml')
+        if (yaml || args.some((a) => a === 'json' || a === '-ojson' || a === '--output=json')) {
           try {
-            json = JSON.parse(stdout)
+            json = yaml ? parseYaml(stdout) : JSON.parse(stdout)
           } catch {
             json = undefined
           }
         }
-        const kind = args[0] === 'trace' ? 'trace' : args[0] === 'svc' ? 'svc' : undefined
-        const invalid =
-          json !== undefined && kind && !(kind === 'trace' && code === 2) ? schemaErrors(json, kind) : null
+        const kind = args[0] === 'trace' || args[0] === 'svc' || args[0] === 'scan' ? args[0] : undefined
+        const invalid = json !== undefined && kind ? schemaErrors(json, kind) : null
         if (invalid)
           rejectResult(
             new Error(`kproxy-doctor ${args.join(' ')}: output does not match schema/report.schema.json:\n${invalid}`),

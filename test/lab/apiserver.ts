@@ -40,6 +40,7 @@ const RESOURCES: Record<string, ResourceDef> = {
   namespaces: {group: '', version: 'v1', kind: 'Namespace', namespaced: false},
   nodes: {group: '', version: 'v1', kind: 'Node', namespaced: false},
   endpointslices: {group: 'discovery.k8s.io', version: 'v1', kind: 'EndpointSlice', namespaced: true},
+  daemonsets: {group: 'apps', version: 'v1', kind: 'DaemonSet', namespaced: true, shortNames: ['ds']},
 }
 
 type Obj = {
@@ -306,9 +307,15 @@ current-context: lab
           serverAddressByClientCIDRs: [{clientCIDR: '0.0.0.0/0', serverAddress: `127.0.0.1:${this.port}`}],
         })
       if (p === '/apis') {
+        const apps = {
+          name: 'apps',
+          versions: [{groupVersion: 'apps/v1', version: 'v1'}],
+          preferredVersion: {groupVersion: 'apps/v1', version: 'v1'},
+        }
         const groups = this.opts.withoutEndpointSlices
-          ? []
+          ? [apps]
           : [
+              apps,
               {
                 name: 'discovery.k8s.io',
                 versions: [{groupVersion: 'discovery.k8s.io/v1', version: 'v1'}],
@@ -318,6 +325,7 @@ current-context: lab
         return this.send(res, 200, {kind: 'APIGroupList', apiVersion: 'v1', groups})
       }
       if (p === '/api/v1') return this.send(res, 200, this.resourceList('v1', ''))
+      if (p === '/apis/apps/v1') return this.send(res, 200, this.resourceList('apps/v1', 'apps'))
       if (p === '/apis/discovery.k8s.io/v1' && !this.opts.withoutEndpointSlices)
         return this.send(res, 200, this.resourceList('discovery.k8s.io/v1', 'discovery.k8s.io'))
     }

@@ -8,6 +8,7 @@ import {
   cniCacheFile,
   endpointSliceObject,
   kubeProxyConfigMap,
+  kubeProxyDaemonSetObject,
   kubeProxyPodObject,
   nodeObject,
   podObject,
@@ -561,6 +562,7 @@ export class NetnsLab {
       ]),
     )
     this.api.set('configmaps', [kubeProxyConfigMap()])
+    this.api.set('daemonsets', [kubeProxyDaemonSetObject()])
     this.api.set(
       'namespaces',
       ['default', 'shop', 'kube-system'].map((name) => ({metadata: {name}})),

@@ -48,10 +48,31 @@ async function recordExample(out: string, force = false): Promise<void> {
       })),
     },
   }
+  // What the diagnosis never reads, and an application or an operator may have written a secret into (#32).
+  pod.status = {
+    ...pod.status,
+    containerStatuses: (pod.status?.containerStatuses ?? []).map((c) => ({
+      ...c,
+      lastState: {terminated: {exitCode: 1, reason: 'Error', message: `panic: password ${SECRET}`}},
+    })),
+  }
+  const annotated = <T extends {metadata?: object}>(o: T): T => ({
+    ...o,
+    metadata: {...o.metadata, annotations: {'example.com/note': SECRET}},
+  })
+  const proxyConfigMap = g.cluster.proxyConfigMap && {
+    ...g.cluster.proxyConfigMap,
+    data: {...g.cluster.proxyConfigMap.data, 'kubeconfig.conf': `token: ${SECRET}`},
+  }
   const cluster = {
     ...g.cluster,
     pods: [pod, ...g.cluster.pods.slice(1)],
-    service: {...g.cluster.service, metadata: {...g.cluster.service.metadata, managedFields: [{manager: 'kubectl'}]}},
+    nodes: g.cluster.nodes.map(annotated),
+    proxyConfigMap,
+    service: annotated({
+      ...g.cluster.service,
+      metadata: {...g.cluster.service.metadata, managedFields: [{manager: 'kubectl'}]},
+    }),
   }
   const recordings = new Map(
     g.observations.map((o) => [o.name, loadNodeRecording(join('examples/broken-cluster/nodes', o.name))!]),
@@ -59,7 +80,7 @@ async function recordExample(out: string, force = false): Promise<void> {
   writeBundle(out, cluster, recordings, {namespace: 'shop', name: 'web', observations: g.observations}, {force})
 }
 
-test('collect: the bundle holds no env value, no managedFields, no last-applied copy; 0700 folders, 0600 files; the diagnosis from it is unchanged', async () => {
+test('collect: the bundle holds no env value, no termination message, annotation or unread ConfigMap entry, no managedFields, no last-applied copy; 0700 folders, 0600 files; the diagnosis from it is unchanged', async () => {
   const work = mkdtempSync(join(tmpdir(), 'kpd-bundle-'))
   try {
     const out = join(work, 'bundle')

@@ -148,8 +148,17 @@ checkFamily('dns', () => {
     )
     const r = buildReport(d)
     assert.deepEqual(r.next, {
-      command: 'ssh node-a sudo sysctl -w net.ipv4.ip_forward=1',
-      argv: [['ssh', 'node-a', 'sudo', 'sysctl', '-w', 'net.ipv4.ip_forward=1']],
+      check: {
+        command: 'ssh -- node-a sysctl net.ipv4.ip_forward',
+        argv: [['ssh', '--', 'node-a', 'sysctl', 'net.ipv4.ip_forward']],
+      },
+      fix: {
+        command: 'ssh -- node-a sudo sysctl -w net.ipv4.ip_forward=1',
+        argv: [['ssh', '--', 'node-a', 'sudo', 'sysctl', '-w', 'net.ipv4.ip_forward=1']],
+        text: null,
+        changes: 'node',
+        node: 'node-a',
+      },
       text: 'Then find what set it to 0 (net.ipv4.ip_forward in /etc/sysctl.conf and /etc/sysctl.d).',
     })
     assert.equal(
@@ -180,8 +189,8 @@ checkFamily('dns', () => {
     }
     test("the finding's command asks the failing family's record type", () => {
       const {cluster, observations} = offlineCluster(DUAL_STACK_DNS[2][1])
-      assert.deepEqual(diagnose(cluster, observations).findings[0].argv, [
-        ['ssh', 'node-a', 'dig', '+tcp', 'web.shop.svc.cluster.local', 'AAAA', '@10.96.0.10'],
+      assert.deepEqual(diagnose(cluster, observations).findings[0].check?.argv, [
+        ['ssh', '--', 'node-a', 'dig', '+tcp', 'web.shop.svc.cluster.local', 'AAAA', '@10.96.0.10'],
       ])
     })
   })

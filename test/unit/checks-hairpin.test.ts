@@ -13,8 +13,14 @@ checkFamily('hairpin', () => {
       findings: [['KPD-HAIRPIN-OFF', 'node-b', 'error']],
       fixes: {
         'KPD-HAIRPIN-OFF node-b': {
-          argv: [['ssh', 'node-b', 'cat', '/sys/class/net/cbr0/brif/vweb-b1/hairpin_mode']],
-          text: "Check the kubelet's --hairpin-mode and the CNI's hairpinMode.",
+          check: [['ssh', '--', 'node-b', 'cat', '/sys/class/net/cbr0/brif/vweb-b1/hairpin_mode']],
+          fix: {
+            argv: [['ssh', '--', 'node-b', 'sudo', 'bridge', 'link', 'set', 'dev', 'vweb-b1', 'hairpin', 'on']],
+            text: null,
+            changes: 'node',
+            node: 'node-b',
+          },
+          text: "It is reset when the pod is re-created: set the kubelet's --hairpin-mode=hairpin-veth (or the CNI's hairpinMode: true) on the node.",
         },
       },
     },
@@ -36,8 +42,14 @@ checkFamily('hairpin', () => {
       findings: [['KPD-HAIRPIN-OFF', 'node-b', 'error']],
       fixes: {
         'KPD-HAIRPIN-OFF node-b': {
-          argv: [['ssh', 'node-b', 'cat', '/sys/class/net/cbr0/brif/vweb-b1/hairpin_mode']],
-          text: "Check the kubelet's --hairpin-mode and the CNI's hairpinMode.",
+          check: [['ssh', '--', 'node-b', 'cat', '/sys/class/net/cbr0/brif/vweb-b1/hairpin_mode']],
+          fix: {
+            argv: [['ssh', '--', 'node-b', 'sudo', 'bridge', 'link', 'set', 'dev', 'vweb-b1', 'hairpin', 'on']],
+            text: null,
+            changes: 'node',
+            node: 'node-b',
+          },
+          text: "It is reset when the pod is re-created: set the kubelet's --hairpin-mode=hairpin-veth (or the CNI's hairpinMode: true) on the node.",
         },
       },
     },

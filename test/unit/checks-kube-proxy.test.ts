@@ -35,7 +35,8 @@ checkFamily('kube-proxy', () => {
       findings: [['KPD-NODE-UNREADABLE', 'node-b', 'warning']],
       fixes: {
         'KPD-NODE-UNREADABLE node-b': {
-          argv: [['ssh', 'node-b', 'sudo', 'iptables-save'], ['head']],
+          check: [['ssh', '--', 'node-b', 'sudo', 'iptables-save'], ['head']],
+          fix: null,
           text: 'Run it by hand to see why the doctor could not read the node.',
         },
       },
@@ -106,6 +107,80 @@ checkFamily('kube-proxy', () => {
         ['KPD-SEP-MISSING', 'node-b', 'error'],
         ['KPD-NODE-DIVERGES', 'node-b', 'warning'],
       ],
+      fixes: {
+        // No kube-proxy Pod known (a system service): the Pods on the node are listed, the restart is prose.
+        'KPD-PROXY-UNHEALTHY node-b': {
+          check: [
+            [
+              'kubectl',
+              '-n',
+              'kube-system',
+              'get',
+              'pods',
+              '-l',
+              'k8s-app=kube-proxy',
+              '--field-selector',
+              'spec.nodeName=node-b',
+              '-o',
+              'wide',
+            ],
+          ],
+          fix: {
+            argv: null,
+            text: "Restart kube-proxy on node-b (its systemd unit, or its static Pod's manifest).",
+            changes: 'node',
+            node: 'node-b',
+          },
+          text: null,
+        },
+      },
+    },
+    {
+      name: "kube-proxy's Pod on node-b unhealthy: its log and its restart name the Pod",
+      state: {
+        editCluster: (c) =>
+          void (c.kubeProxyPods = [
+            kubeProxyPodObject('node-a', true) as unknown as V1Pod,
+            kubeProxyPodObject('node-b', true) as unknown as V1Pod,
+          ]),
+        editObservation: {
+          'node-b': kubeProxyStatus({
+            proxyMode: 'iptables',
+            healthz: {status: 503, currentTime: new Date(now * 1000).toISOString()},
+          }),
+        },
+        faults: {'node-b': {omitEndpoint: '10.244.2.11'}},
+      },
+      findings: [
+        ['KPD-PROXY-UNHEALTHY', 'node-b', 'error'],
+        ['KPD-SEP-MISSING', 'node-b', 'error'],
+        ['KPD-NODE-DIVERGES', 'node-b', 'warning'],
+      ],
+      fixes: {
+        'KPD-PROXY-UNHEALTHY node-b': {
+          check: [['kubectl', '-n', 'kube-system', 'logs', 'kube-proxy-bx7k2', '--tail=200']],
+          fix: {
+            argv: [['kubectl', '-n', 'kube-system', 'delete', 'pod', 'kube-proxy-bx7k2']],
+            text: null,
+            changes: 'cluster',
+            node: null,
+          },
+          text: null,
+        },
+        'KPD-SEP-MISSING node-b': {
+          check: [
+            ['ssh', '--', 'node-b', 'sudo', 'iptables-save'],
+            ['grep', '--', 'KUBE-SVC-67NZLRHBNDSAWJRO'],
+          ],
+          fix: {
+            argv: [['kubectl', '-n', 'kube-system', 'delete', 'pod', 'kube-proxy-bx7k2']],
+            text: null,
+            changes: 'cluster',
+            node: null,
+          },
+          text: null,
+        },
+      },
     },
   ])
 })

@@ -113,8 +113,8 @@ checkFamily('node-path', () => {
         sysctls: [],
       })
       const {cluster, observations} = offlineCluster(state)
-      assert.deepEqual(diagnose(cluster, observations).findings[0].argv, [
-        ['ssh', 'node-b', 'sudo', 'sysctl', '-w', 'net.ipv6.conf.all.forwarding=1'],
+      assert.deepEqual(diagnose(cluster, observations).findings[0].fix?.argv, [
+        ['ssh', '--', 'node-b', 'sudo', 'sysctl', '-w', 'net.ipv6.conf.all.forwarding=1'],
       ])
     })
     test('bridge-nf-call-ip6tables off on node-b, which hosts endpoints: KPD-BRIDGE-NF-OFF for IPv6 only', () => {
@@ -154,10 +154,12 @@ checkFamily('node-path', () => {
       const {cluster, observations} = offlineCluster(withDualStackPath('missing'))
       const f = diagnose(cluster, observations).findings[0]
       assert.deepEqual(
-        [f.argv, f.text],
+        [f.check?.argv, f.fix?.argv, f.fix?.text, f.text],
         [
-          [['ssh', 'node-a', 'ip', 'route', 'get', 'fd00:10:244:2::10']],
-          "Expected: via node-b (fd00:10:200::12) or the CNI's tunnel. Restart the CNI agent on node-a, or add the route by hand (ip route replace fd00:10:244:2::/64 via fd00:10:200::12).",
+          [['ssh', '--', 'node-a', 'ip', 'route', 'get', 'fd00:10:244:2::10']],
+          [['ssh', '--', 'node-a', 'sudo', 'ip', 'route', 'replace', 'fd00:10:244:2::/64', 'via', 'fd00:10:200::12']],
+          'Restart the CNI agent on node-a: it owns the route (the command adds it by hand until then).',
+          "Expected: via node-b (fd00:10:200::12) or the CNI's tunnel.",
         ],
       )
     })
@@ -284,13 +286,14 @@ checkFamily('node-path', () => {
         findings: [['KPD-CONNTRACK-STALE', 'node-b', 'error']],
         fixes: {
           'KPD-CONNTRACK-STALE node-b': {
-            argv: [
+            check: [
               [
                 'ssh',
+                '--',
                 'node-b',
                 'sudo',
                 'conntrack',
-                '-D',
+                '-L',
                 '-p',
                 'udp',
                 '--orig-dst',
@@ -301,6 +304,29 @@ checkFamily('node-path', () => {
                 '10.244.1.54',
               ],
             ],
+            fix: {
+              argv: [
+                [
+                  'ssh',
+                  '--',
+                  'node-b',
+                  'sudo',
+                  'conntrack',
+                  '-D',
+                  '-p',
+                  'udp',
+                  '--orig-dst',
+                  '10.96.0.10',
+                  '--orig-port-dst',
+                  '53',
+                  '--reply-src',
+                  '10.244.1.54',
+                ],
+              ],
+              text: null,
+              changes: 'node',
+              node: 'node-b',
+            },
             text: null,
           },
         },
@@ -339,8 +365,14 @@ checkFamily('node-path', () => {
         findings: [['KPD-CONNTRACK-FULL', 'node-b', 'warning']],
         fixes: {
           'KPD-CONNTRACK-FULL node-b': {
-            argv: [['ssh', 'node-b', 'sudo', 'conntrack', '-S']],
-            text: "Then raise the limit: net.netfilter.nf_conntrack_max=524288 with sysctl -w on node-b, or kube-proxy's conntrack.maxPerCore.",
+            check: [['ssh', '--', 'node-b', 'sudo', 'conntrack', '-S']],
+            fix: {
+              argv: [['ssh', '--', 'node-b', 'sudo', 'sysctl', '-w', 'net.netfilter.nf_conntrack_max=524288']],
+              text: null,
+              changes: 'node',
+              node: 'node-b',
+            },
+            text: "To keep it, raise kube-proxy's conntrack.maxPerCore (kube-proxy sets nf_conntrack_max when it starts) or set it in /etc/sysctl.d on node-b.",
           },
         },
       },
@@ -359,7 +391,8 @@ checkFamily('node-path', () => {
         f.code,
         f.node,
         f.message,
-        f.command,
+        f.check?.command ?? null,
+        f.fix && `${f.fix.changes} ${f.fix.node}: ${f.fix.command ?? f.fix.text}`,
         f.text,
         f.evidence,
       ])
@@ -369,7 +402,8 @@ checkFamily('node-path', () => {
         'KPD-NODE-FORWARDING-OFF',
         'node-a',
         'node-a: net.ipv4.ip_forward = 0: the node forwards no IPv4 packet, so its pods reach no Service and no pod on another node, pods on other nodes cannot reach its pods, and NodePorts on node-a reach no endpoint',
-        'ssh node-a sudo sysctl -w net.ipv4.ip_forward=1',
+        'ssh -- node-a sysctl net.ipv4.ip_forward',
+        'node node-a: ssh -- node-a sudo sysctl -w net.ipv4.ip_forward=1',
         'Then find what set it to 0 (net.ipv4.ip_forward in /etc/sysctl.conf and /etc/sysctl.d).',
         ['sysctl net.ipv4.ip_forward = 0'],
       ],
@@ -379,7 +413,8 @@ checkFamily('node-path', () => {
         'KPD-BRIDGE-NF-OFF',
         'node-b',
         'node-b: br_netfilter is not loaded (no net.bridge.bridge-nf-call-iptables): packets between pods on one bridge skip iptables, so a pod on node-b whose connection to shop/web is DNATed to 10.244.2.10 (pod web-b1), 10.244.2.11 (pod web-b2) on the same node gets replies that are not un-NATed, and the connection fails',
-        'ssh node-b sudo modprobe br_netfilter',
+        'ssh -- node-b lsmod | grep br_netfilter',
+        'node node-b: ssh -- node-b sudo modprobe br_netfilter',
         'Then set net.bridge.bridge-nf-call-iptables=1 (sysctl -w on node-b), and load br_netfilter at boot (/etc/modules-load.d).',
         ['sysctl: cannot stat /proc/sys/net/bridge/bridge-nf-call-iptables'],
       ],
@@ -389,7 +424,8 @@ checkFamily('node-path', () => {
         'KPD-ROUTE-LOCALNET-OFF',
         'node-b',
         'node-b: route_localnet is off on cbr0, eth0: connections to 127.0.0.1:30080 (localhost NodePorts of shop/web) on node-b fail: the kernel drops a packet from 127.0.0.1 routed to endpoint 10.244.2.10, 10.244.2.11 (out of cbr0); 10.244.1.10 (out of eth0) as a martian',
-        'ssh node-b sudo sysctl -w net.ipv4.conf.all.route_localnet=1',
+        'ssh -- node-b sysctl net.ipv4.conf.all.route_localnet',
+        'node node-b: ssh -- node-b sudo sysctl -w net.ipv4.conf.all.route_localnet=1',
         "kube-proxy sets it only when it starts: find what reset it on node-b (a sysctl.d file re-applied, a hardening script). To turn localhost NodePorts off instead, set iptables.localhostNodePorts: false in kube-proxy's configuration.",
         ['sysctl net.ipv4.conf.all.route_localnet = 0'],
       ],
@@ -399,8 +435,9 @@ checkFamily('node-path', () => {
         'KPD-ROUTE-MISSING',
         'node-a',
         "node-a: no working route to node-b's pod CIDR 10.244.2.0/24: only the default route matches (via 10.200.0.1 dev eth0), not a route to node-b (10.200.0.12), so node-a cannot reach endpoints 10.244.2.10 (pod web-b1), 10.244.2.11 (pod web-b2) on node-b",
-        'ssh node-a ip route get 10.244.2.10',
-        "Expected: via node-b (10.200.0.12) or the CNI's tunnel. Restart the CNI agent on node-a, or add the route by hand (ip route replace 10.244.2.0/24 via 10.200.0.12).",
+        'ssh -- node-a ip route get 10.244.2.10',
+        'node node-a: ssh -- node-a sudo ip route replace 10.244.2.0/24 via 10.200.0.12',
+        "Expected: via node-b (10.200.0.12) or the CNI's tunnel.",
         [
           'ip route get 10.244.2.10: 10.244.2.10 via 10.200.0.1 dev eth0 src 10.200.0.11 uid 0',
           'ip route get 10.244.2.11: 10.244.2.11 via 10.200.0.1 dev eth0 src 10.200.0.11 uid 0',
@@ -417,7 +454,8 @@ checkFamily('node-path', () => {
         'KPD-CONNTRACK-STALE',
         'node-a',
         'node-a: 2 conntrack entries for shop/web:http (UDP 10.96.10.10:80) still DNAT to 10.244.2.7:8080, which is no endpoint of the Service: 10.244.1.100:40053, 10.244.1.100:40054 get no answer (each new packet refreshes a UDP entry, so a client that keeps asking from the same port never recovers)',
-        'ssh node-a sudo conntrack -D -p udp --orig-dst 10.96.10.10 --orig-port-dst 80 --reply-src 10.244.2.7',
+        'ssh -- node-a sudo conntrack -L -p udp --orig-dst 10.96.10.10 --orig-port-dst 80 --reply-src 10.244.2.7',
+        'node node-a: ssh -- node-a sudo conntrack -D -p udp --orig-dst 10.96.10.10 --orig-port-dst 80 --reply-src 10.244.2.7',
         null,
         [`conntrack: ${STALE_UDP}`, `conntrack: ${STALE_UDP.replace(/40053/g, '40054')}`],
       ],
@@ -427,8 +465,9 @@ checkFamily('node-path', () => {
         'KPD-CONNTRACK-FULL',
         'node-b',
         'node-b: the conntrack table is 91% full (nf_conntrack_count 240000 of nf_conntrack_max 262144; warned from 90%): when it is full the kernel drops the packets of new connections ("nf_conntrack: table full, dropping packet")',
-        'ssh node-b sudo conntrack -S',
-        "Then raise the limit: net.netfilter.nf_conntrack_max=524288 with sysctl -w on node-b, or kube-proxy's conntrack.maxPerCore.",
+        'ssh -- node-b sudo conntrack -S',
+        'node node-b: ssh -- node-b sudo sysctl -w net.netfilter.nf_conntrack_max=524288',
+        "To keep it, raise kube-proxy's conntrack.maxPerCore (kube-proxy sets nf_conntrack_max when it starts) or set it in /etc/sysctl.d on node-b.",
         ['sysctl net.netfilter.nf_conntrack_count = 240000', 'sysctl net.netfilter.nf_conntrack_max = 262144'],
       ],
     ])

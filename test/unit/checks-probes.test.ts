@@ -7,6 +7,8 @@ import {checkFamily, checkTester} from '../helpers/check-tester.js'
 import {NODES} from '../fixtures/lab-cluster.js'
 import {notReady} from '../helpers/check-states.js'
 import {withPath} from '../helpers/path-states.js'
+import {kernelFrom, probeLines} from '../helpers/conntrack-lines.js'
+import type {KernelEvidence} from '../../src/node/probe/kernel-evidence.js'
 
 /**
  * Live probe results as the lab's nodes would give them, built from each node's own probe plan for `state`: every
@@ -16,6 +18,7 @@ function probed(
   state: OfflineOptions,
   fails: Record<string, [connected: number, refused: number, timedOut: number]> = {},
   notProbed?: string,
+  kernel: Record<string, KernelEvidence> = {},
 ): DiagnoseOptions {
   const {cluster} = offlineCluster(state)
   const nodes = NODES.map((n) => ({
@@ -32,6 +35,7 @@ function probed(
       )
       return {target, attempts, connected, refused, timedOut, unreachable: 0}
     }),
+    ...(kernel[n.name] ? {kernel: kernel[n.name]} : {}),
   }))
   return {probes: {ran: true, settings: PROBE_SETTINGS, nodes, notes: []}}
 }
@@ -49,6 +53,38 @@ const withoutClusterIpRule = (t: string) =>
     .split('\n')
     .filter((l) => !l.startsWith('-A KUBE-SERVICES -d 10.96.10.10/32'))
     .join('\n')
+
+const WEB = [
+  ['10.244.1.10:8080', 'replied'],
+  ['10.244.2.10:8080', 'replied'],
+  ['10.244.2.11:8080', 'replied'],
+] as const satisfies Array<[string, 'replied']>
+const healthy = (node: string) =>
+  kernelFrom({
+    '10.96.10.10:80': probeLines(node, '10.96.10.10', 80, [...WEB]),
+    [`${node}:30080`]: probeLines(node, node, 30080, [...WEB]),
+  })
+const HEALTHY_A = healthy('10.200.0.11')
+const HEALTHY_B = healthy('10.200.0.12')
+const STRAY_A = kernelFrom({
+  '10.96.10.10:80': probeLines('10.200.0.11', '10.96.10.10', 80, [...WEB, ['10.244.9.9:8080', 'replied']]),
+  '10.200.0.11:30080': probeLines('10.200.0.11', '10.200.0.11', 30080, [...WEB]),
+})
+const REFUSING_A = kernelFrom({
+  '10.96.10.10:80': probeLines('10.200.0.11', '10.96.10.10', 80, [
+    ['10.244.1.10:8080', 'replied'],
+    ['10.244.2.10:8080', 'replied'],
+    ['10.244.2.11:8080', 'reset'],
+  ]),
+})
+
+const UNTRANSLATED_B = kernelFrom({
+  '10.96.10.10:80': probeLines('10.200.0.12', '10.96.10.10', 80, [
+    ['10.244.1.10:8080', 'replied'],
+    ['10.244.2.10:8080', 'replied'],
+    ['10.96.10.10:80', 'no reply'],
+  ]),
+})
 
 checkFamily('probes', () => {
   checkTester('live probes (vip-fails, endpoint-cross-node, backend-refused, probe-contradicts)', [
@@ -231,4 +267,93 @@ checkFamily('probes', () => {
     const [drop] = evidence({editDump: {'node-b': forwardDropOnB('10.244.2.11')}}, fromA)
     assert.deepEqual([drop[0], drop[1], (drop[2] as string[]).at(-1)], ['KPD-FILTER-DROP', 'node-b', probeLine])
   })
+
+  checkTester('kernel evidence (kernel-disagrees)', [
+    {
+      name: "the kernel's entries on both nodes name the walk's endpoints, every one replied: no finding",
+      state: {},
+      options: probed({}, {}, undefined, {'node-a': HEALTHY_A, 'node-b': HEALTHY_B}),
+      findings: [],
+    },
+    {
+      name: "node-a's kernel DNATs ClusterIP probes to 10.244.9.9:8080, no endpoint of the walk: the model is wrong",
+      state: {},
+      options: probed({}, {}, undefined, {'node-a': STRAY_A, 'node-b': HEALTHY_B}),
+      findings: [['KPD-KERNEL-DISAGREES', 'node-a', 'error']],
+    },
+    {
+      name: 'web-b2 refusing: the kernel chose it and got resets, as the walk says it would: the backend finding alone',
+      state: {},
+      options: probed(
+        {},
+        {
+          'node-a 10.244.2.11:8080': [0, 3, 0],
+          'node-b 10.244.2.11:8080': [0, 3, 0],
+          'node-a 10.96.10.10:80': [5, 3, 0],
+        },
+        undefined,
+        {'node-a': REFUSING_A},
+      ),
+      findings: [['KPD-BACKEND-REFUSED', 'node-b', 'error']],
+    },
+    {
+      name: "node-a's NodePort rules missing from the rules read, yet its kernel DNATs the probes and gets replies",
+      state: {faults: {'node-a': {omitNodePorts: true}}},
+      options: probed({}, {}, undefined, {'node-a': HEALTHY_A}),
+      findings: [
+        ['KPD-NODEPORT-MISSING', 'node-a', 'error'],
+        ['KPD-KERNEL-DISAGREES', 'node-a', 'error'],
+      ],
+    },
+    {
+      name: 'the ClusterIP rule missing but the probe connects: the probe contradiction alone, not the kernel twice',
+      state: {editDump: {'node-a': withoutClusterIpRule}},
+      options: probed({}, {}, undefined, {'node-a': HEALTHY_A}),
+      findings: [
+        ['KPD-SVC-RULE-MISSING', 'node-a', 'error'],
+        ['KPD-PROBE-CONTRADICTS', 'node-a', 'error'],
+      ],
+    },
+    {
+      name: "node-b's SEP chain of web-b2 without its DNAT: the kernel leaves those connections untranslated, as the walk does",
+      state: {faults: {'node-b': {dropDnatFor: '10.244.2.11'}}},
+      options: probed({}, {'node-b 10.96.10.10:80': [6, 0, 2], 'node-b 10.200.0.12:30080': [6, 0, 2]}, undefined, {
+        'node-b': UNTRANSLATED_B,
+      }),
+      findings: [
+        ['KPD-SEP-MISSING', 'node-b', 'error'],
+        ['KPD-NODE-DIVERGES', 'node-b', 'warning'],
+      ],
+    },
+    {
+      name: "a healthy walk, yet the kernel leaves node-b's ClusterIP probes untranslated: the rules in force are not those read",
+      state: {},
+      options: probed({}, {'node-b 10.96.10.10:80': [6, 0, 2]}, undefined, {'node-b': UNTRANSLATED_B}),
+      findings: [
+        ['KPD-VIP-FAILS', 'node-b', 'error'],
+        ['KPD-KERNEL-DISAGREES', 'node-b', 'error'],
+      ],
+    },
+    {
+      name: "a policy chain in node-b's FORWARD drops web-b2: node-b's own NodePort probes reach web-b2 through OUTPUT, not FORWARD, and its kernel saw replies: the drop alone",
+      state: {editDump: {'node-b': forwardDropOnB('10.244.2.11')}},
+      options: probed(
+        {},
+        {
+          'node-a 10.244.2.11:8080': [0, 0, 3],
+          'node-a 10.96.10.10:80': [5, 0, 3],
+          'node-a 10.200.0.11:30080': [6, 0, 2],
+        },
+        undefined,
+        {'node-b': HEALTHY_B},
+      ),
+      findings: [['KPD-FILTER-DROP', 'node-b', 'error']],
+    },
+    {
+      name: 'conntrack not readable on node-a: nothing confirmed, no finding',
+      state: {},
+      options: probed({}, {}, undefined, {'node-a': {read: false, reason: 'no conntrack tool on the node'}}),
+      findings: [],
+    },
+  ])
 })

@@ -76,10 +76,16 @@ checkFamily('rules', () => {
         ],
         fixes: {
           'KPD-SEP-MISSING node-b': {
-            argv: [
-              ['ssh', 'node-b', 'sudo', 'ip6tables-save'],
+            check: [
+              ['ssh', '--', 'node-b', 'sudo', 'ip6tables-save'],
               ['grep', '--', 'KUBE-SEP-3EIK7ZMJLCQCLWUX'],
             ],
+            fix: {
+              argv: null,
+              text: "Restart kube-proxy on node-b (its systemd unit, or its static Pod's manifest).",
+              changes: 'node',
+              node: 'node-b',
+            },
             text: null,
           },
         },
@@ -98,10 +104,16 @@ checkFamily('rules', () => {
         ],
         fixes: {
           'KPD-SEP-MISSING node-b': {
-            argv: [
-              ['ssh', 'node-b', 'sudo', 'iptables-save'],
+            check: [
+              ['ssh', '--', 'node-b', 'sudo', 'iptables-save'],
               ['grep', '--', 'KUBE-SEP-FZQ6KZLGXRSKN2AD'],
             ],
+            fix: {
+              argv: null,
+              text: "Restart kube-proxy on node-b (its systemd unit, or its static Pod's manifest).",
+              changes: 'node',
+              node: 'node-b',
+            },
             text: null,
           },
         },
@@ -223,10 +235,16 @@ checkFamily('rules', () => {
         ],
         fixes: {
           'KPD-SEP-MISSING node-a': {
-            argv: [
-              ['ssh', 'node-a', 'sudo', 'iptables-save'],
+            check: [
+              ['ssh', '--', 'node-a', 'sudo', 'iptables-save'],
               ['grep', '--', 'KUBE-SVC-67NZLRHBNDSAWJRO'],
             ],
+            fix: {
+              argv: null,
+              text: "Restart kube-proxy on node-a (its systemd unit, or its static Pod's manifest).",
+              changes: 'node',
+              node: 'node-a',
+            },
             text: null,
           },
         },

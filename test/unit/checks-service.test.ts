@@ -54,7 +54,8 @@ checkFamily('service', () => {
         findings: [['KPD-SELECTOR-NO-PODS', '-', 'error']],
         fixes: {
           'KPD-SELECTOR-NO-PODS -': {
-            argv: [['kubectl', '-n', 'shop', 'get', 'pods', '--show-labels']],
+            check: [['kubectl', '-n', 'shop', 'get', 'pods', '--show-labels']],
+            fix: null,
             text: "Compare the Pods' labels with the selector app=web.",
           },
         },
@@ -69,7 +70,11 @@ checkFamily('service', () => {
         state: {pods: notReady('web-b2')},
         findings: [['KPD-ENDPOINT-NOT-READY', 'node-b', 'warning']],
         fixes: {
-          'KPD-ENDPOINT-NOT-READY node-b': {argv: [['kubectl', '-n', 'shop', 'describe', 'pod', 'web-b2']], text: null},
+          'KPD-ENDPOINT-NOT-READY node-b': {
+            check: [['kubectl', '-n', 'shop', 'describe', 'pod', 'web-b2']],
+            fix: null,
+            text: null,
+          },
         },
       },
       {

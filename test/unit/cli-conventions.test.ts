@@ -198,7 +198,12 @@ test('bash completion: commands, topics, flags of the command typed, flag values
   assert.deepEqual(await bashComplete(r.stdout, ['kproxy-doctor', 'sv']), ['svc'])
   assert.deepEqual(await bashComplete(r.stdout, ['kproxy-doctor', 'collect', '']), ['svc'])
   assert.deepEqual(await bashComplete(r.stdout, ['kproxy-doctor', 'svc', 'web', '--sn']), ['--snapshot'])
-  assert.deepEqual(await bashComplete(r.stdout, ['kproxy-doctor', 'svc', 'web', '-o', '']), ['table', 'json', 'yaml'])
+  assert.deepEqual(await bashComplete(r.stdout, ['kproxy-doctor', 'svc', 'web', '-o', '']), [
+    'table',
+    'json',
+    'yaml',
+    'junit',
+  ])
   assert.deepEqual(await bashComplete(r.stdout, ['kproxy-doctor', 'collect', 'svc', 'web', '--o']), ['--out'])
   assert.deepEqual(await bashComplete(r.stdout, ['kproxy-doctor', 'trace', '--pro']), ['--proto'])
   assert.deepEqual(await bashComplete(r.stdout, ['kproxy-doctor', 'svc', 'web', '--snapshot', 'examples/broken-c']), [
@@ -312,7 +317,7 @@ test(
   async () => {
     const script = (await runCli(['completion', 'zsh'])).stdout
     const values = await zshComplete(script, ['kproxy-doctor', 'svc', 'web', '-o', ''])
-    assert.deepEqual(values, ['_bash_complete -o default -F _kproxy_doctor_complete', 'table', 'json', 'yaml'])
+    assert.deepEqual(values, ['_bash_complete -o default -F _kproxy_doctor_complete', 'table', 'json', 'yaml', 'junit'])
     assert.deepEqual((await zshComplete(script, ['kproxy-doctor', 'collect', ''])).slice(1), ['svc'])
     const svcFlags = (await zshComplete(script, ['kproxy-doctor', 'svc', 'web', '--'])).slice(1)
     assert.ok(

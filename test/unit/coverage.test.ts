@@ -7,11 +7,13 @@ import {PROBES_OFF} from '../../src/diagnosis/probe-stage.js'
 import type {NodeObservation} from '../../src/node/observation.js'
 import {buildReport, exitCode, parseFailOn, type Report} from '../../src/report/report.js'
 import {renderNotChecked} from '../../src/report/coverage-human.js'
-import {buildScanReport} from '../../src/report/scan-report.js'
+import {buildScanReport, scanExitCode} from '../../src/report/scan-report.js'
 import {renderJunit} from '../../src/report/junit.js'
 import {renderScanHuman} from '../../src/report/scan-human.js'
 import {offlineCluster, type OfflineOptions} from '../helpers/offline-cluster.js'
 import {runCli} from '../helpers/run-cli.js'
+
+const META = {toolVersion: '0.0.0', time: '2026-01-01T00:00:00.000Z', context: null}
 
 /** Every node read in full: packet-path reads made (empty), so only what a case changes is not checked. */
 const fullyRead = (obs: NodeObservation): NodeObservation => ({
@@ -36,9 +38,10 @@ const rows = (r: Report) => r.notChecked.map((n) => [n.node ?? '-', n.check, n.r
 
 const PROBES_OFF_ROW = ['-', 'live-probes', false, 'live probes are off (--no-probe): the diagnosis is static only']
 const plain = new Chalk({level: 0})
+const NO_NODE_READ_ROW = ['-', 'node-read', true, 'no node was read: the packet path on the nodes is unchecked']
 
 describe('notChecked: what could not be checked, per node, with the reason', () => {
-  test('every node read in full with --no-probe: only the probes are listed, not required; the headline stays ✓ and exit 0 even with --fail-on skipped', () => {
+  test('every node read in full with --no-probe: only the probes are listed, not required; the headline stays ✓ and exit 0, complete', () => {
     const r = report()
     assert.deepEqual(rows(r), [PROBES_OFF_ROW])
     assert.deepEqual(r.notChecked[0].codes, [
@@ -48,10 +51,10 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
       'KPD-PROBE-CONTRADICTS',
     ])
     assert.equal(r.summary, '✓ shop/web: every traced path works on 2 node(s)')
-    assert.equal(exitCode(r, {severity: 'error', skipped: true}), 0)
+    assert.equal(exitCode(r), 0)
   })
 
-  test('a node that could not be read: required; the headline says ? and how many checks did not run; exit 0, or 1 with --fail-on skipped', () => {
+  test('a node that could not be read: required; the headline says ? and how many checks did not run; exit 3 (incomplete), 0 when --fail-on leaves incomplete out', () => {
     const r = report({
       editObservation: {
         'node-b': () => ({name: 'node-b', reachable: false, error: 'ssh: connect ECONNREFUSED 10.200.0.12:22'}),
@@ -71,8 +74,13 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
       '? shop/web: no fault found in what was checked, but 1 check(s) could not run (see Not checked); 1 warning(s)',
     )
     assert.equal(r.ok, true)
-    assert.equal(exitCode(r), 0)
-    assert.equal(exitCode(r, {severity: 'error', skipped: true}), 1)
+    assert.equal(exitCode(r), 3)
+    assert.equal(exitCode(r, {severity: 'error', incomplete: false}), 0)
+    assert.equal(
+      exitCode(r, {severity: 'warning', incomplete: true}),
+      1,
+      'a finding --fail-on names wins over incomplete',
+    )
   })
 
   test('an error finding still decides the headline (✗) when checks were also skipped', () => {
@@ -197,7 +205,7 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
       r.summary,
       '? shop/web: no fault found in what was checked, but 1 check(s) could not run (see Not checked)',
     )
-    assert.equal(exitCode(r, {severity: 'error', skipped: true}), 1)
+    assert.equal(exitCode(r), 3)
   })
 
   test('a dual-stack Service on IPVS nodes: both families judged (IPv6 from ipvsadm and ip6tables-save); without ip6tables-save the IPv6 family is a required entry', () => {
@@ -226,7 +234,7 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
     assert.match(unread.summary, /^\? shop\/web: /)
   })
 
-  test('--via none: every node API-only, listed but not required; RBAC or no way in: required', () => {
+  test('--via none: every node API-only, listed but not required, and the run is incomplete (no node read, exit 3); RBAC or no way in: required', () => {
     const via = (why: string): NodeReadVia => ({transport: null, address: null, why, notUsed: [], notRead: []})
     const {cluster} = offlineCluster()
     const none = buildReport(
@@ -241,15 +249,21 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
     assert.deepEqual(rows(none), [
       ['node-a', 'node-read', false, 'not read: API-only (--via none)'],
       ['node-b', 'node-read', false, 'not read: API-only (--via none)'],
+      NO_NODE_READ_ROW,
       PROBES_OFF_ROW,
     ])
     assert.equal(none.summary, '? shop/web: no node could be read, the packet path is unchecked')
-    assert.equal(exitCode(none, {severity: 'error', skipped: true}), 0)
+    assert.equal(exitCode(none), 3)
+    assert.equal(exitCode(none, {severity: 'error', incomplete: false}), 0)
     const rbac =
       'API-only: ssh: no Host entry for node-a in ~/.ssh/config; kube-proxy: RBAC forbids list on pods in namespace "kube-system" (403): needed to find kube-proxy\'s Pods'
     const denied = buildReport(diagnose(cluster, [], {probes: PROBES_OFF, readVia: new Map([['node-a', via(rbac)]])}))
-    assert.deepEqual(rows(denied), [['node-a', 'node-read', true, `not read: ${rbac}`], PROBES_OFF_ROW])
-    assert.equal(exitCode(denied, {severity: 'error', skipped: true}), 1)
+    assert.deepEqual(rows(denied), [
+      ['node-a', 'node-read', true, `not read: ${rbac}`],
+      NO_NODE_READ_ROW,
+      PROBES_OFF_ROW,
+    ])
+    assert.equal(exitCode(denied), 3)
   })
 
   test("tools missing from kube-proxy's image: what was gone around is not listed, what was lost is", () => {
@@ -312,19 +326,25 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
 })
 
 describe('--fail-on', () => {
-  test('error, warning, skipped, or a comma list; anything else names the accepted words', () => {
-    assert.deepEqual(parseFailOn('error'), {severity: 'error', skipped: false})
-    assert.deepEqual(parseFailOn('warning'), {severity: 'warning', skipped: false})
-    assert.deepEqual(parseFailOn('skipped'), {severity: 'error', skipped: true})
-    assert.deepEqual(parseFailOn('warning, skipped'), {severity: 'warning', skipped: true})
+  test('a comma list of error, warning, incomplete, or none alone; skipped names its new spelling; anything else the accepted words', () => {
+    assert.deepEqual(parseFailOn('error,incomplete'), {severity: 'error', incomplete: true})
+    assert.deepEqual(parseFailOn('error'), {severity: 'error', incomplete: false})
+    assert.deepEqual(parseFailOn('warning'), {severity: 'warning', incomplete: false})
+    assert.deepEqual(parseFailOn('incomplete'), {severity: 'none', incomplete: true})
+    assert.deepEqual(parseFailOn('warning, incomplete'), {severity: 'warning', incomplete: true})
+    assert.deepEqual(parseFailOn('none'), {severity: 'none', incomplete: false})
+    const words =
+      '--fail-on takes a comma list of error, warning, incomplete, or none alone (got "X"; the default is error,incomplete)'
+    assert.equal(parseFailOn('warnings'), words.replace('X', 'warnings'))
+    assert.equal(parseFailOn(','), words.replace('X', ','))
+    assert.equal(parseFailOn('none,error'), words.replace('X', 'none,error'))
     assert.equal(
-      parseFailOn('warnings'),
-      '--fail-on takes error, warning, skipped or a comma list of them (got "warnings")',
+      parseFailOn('warning,skipped'),
+      '--fail-on skipped is now --fail-on incomplete (a required check that could not run exits 3; the default is error,incomplete)',
     )
-    assert.equal(parseFailOn(','), '--fail-on takes error, warning, skipped or a comma list of them (got ",")')
   })
 
-  test('svc and scan refuse an unknown --fail-on word with exit 2; the healthy snapshot passes --fail-on skipped', async () => {
+  test('svc and scan refuse an unknown --fail-on word with exit 2; the healthy snapshot passes the strictest --fail-on', async () => {
     const bad = await runCli([
       'svc',
       'web',
@@ -336,7 +356,7 @@ describe('--fail-on', () => {
       'skip',
     ])
     assert.equal(bad.code, 2)
-    assert.match(bad.stderr, /--fail-on takes error, warning, skipped or a comma list of them \(got "skip"\)/)
+    assert.match(bad.stderr, /--fail-on takes a comma list of error, warning, incomplete, or none alone \(got "skip";/)
     const scanBad = await runCli(['scan', '-n', 'shop', '--snapshot', 'examples/healthy-cluster', '--fail-on', 'info'])
     assert.equal(scanBad.code, 2)
     const ok = await runCli([
@@ -347,7 +367,7 @@ describe('--fail-on', () => {
       '--snapshot',
       'examples/healthy-cluster',
       '--fail-on',
-      'warning,skipped',
+      'warning,incomplete',
       '-o',
       'json',
     ])
@@ -394,7 +414,7 @@ describe('human and JUnit rendering of checks not run', () => {
     assert.deepEqual(renderNotChecked({notChecked: []}, plain), [])
   })
 
-  test('JUnit: a "not checked" testcase, skipped by default, a failure with --fail-on skipped; the scan headline says ? or ✗', () => {
+  test('JUnit: a "not checked" testcase, an error by default (incomplete, exit 3), skipped when --fail-on leaves incomplete out; the scan headline says ?', () => {
     const {cluster, observations} = offlineCluster({
       dns: {'node-a': {addresses: [], method: 'none', error: 'no way'}},
       editObservation: {'node-a': fullyRead, 'node-b': fullyRead},
@@ -412,39 +432,40 @@ describe('human and JUnit rendering of checks not run', () => {
       warnings: [],
       notes: [],
     }
-    const lenient = buildScanReport(scan, 'namespace shop', {severity: 'error', skipped: false})
-    assert.equal(lenient.ok, true)
+    const incomplete = {severity: 'error', incomplete: true} as const
+    const strict = buildScanReport(scan, 'namespace shop', incomplete, META)
+    assert.equal(strict.ok, true)
+    assert.equal(scanExitCode(strict, incomplete), 3)
     assert.equal(
-      lenient.summary,
+      strict.summary,
       '? namespace shop: no fault found in what was checked, but 1 of 1 diagnosed Services have checks that could not run (see Not checked) (0 skipped; 2 of 2 nodes read)',
     )
-    const skippedXml = renderJunit(lenient, {severity: 'error', skipped: false})
-    assert.match(skippedXml, /<testsuite name="shop\/web" tests="8" failures="0" errors="0" skipped="1">/)
+    const errorXml = renderJunit(strict, incomplete)
+    assert.match(errorXml, /<testsuites name="kproxy-doctor scan" tests="8" failures="0" errors="1" skipped="0">/)
+    assert.match(errorXml, /<testsuite name="shop\/web" tests="8" failures="0" errors="1" skipped="0">/)
     assert.ok(
-      skippedXml.includes(
-        '<testcase classname="shop/web" name="not checked"><skipped message="1 check(s) could not run"/><system-out>node-a: dns-from-node: web.shop.svc.cluster.local not asked of 10.96.0.10: no way</system-out></testcase>',
+      errorXml.includes(
+        '<testcase classname="shop/web" name="not checked"><error type="incomplete" message="1 required check(s) could not run: the run is incomplete">node-a: dns-from-node: web.shop.svc.cluster.local not asked of 10.96.0.10: no way</error></testcase>',
       ),
-      skippedXml,
+      errorXml,
     )
-    const human = renderScanHuman(lenient, plain).split('\n')
+    const human = renderScanHuman(strict, plain).split('\n')
     assert.deepEqual(human.slice(human.indexOf('Not checked (1 required):')), [
       'Not checked (1 required):',
       '  ? dns-from-node (KPD-DNS-NO-ANSWER) on node-a: web.shop.svc.cluster.local not asked of 10.96.0.10: no way',
       '  - also not checked (not required): live-probes',
     ])
-    const strict = buildScanReport(scan, 'namespace shop', {severity: 'error', skipped: true})
-    assert.equal(strict.ok, false)
-    assert.equal(
-      strict.summary,
-      '✗ namespace shop: 1 of 1 diagnosed Services are broken or have checks that could not run (0 skipped; 2 of 2 nodes read)',
-    )
-    const failedXml = renderJunit(strict, {severity: 'error', skipped: true})
-    assert.match(failedXml, /<testsuites name="kproxy-doctor scan" tests="8" failures="1" errors="0" skipped="0">/)
+    const lenientOn = {severity: 'error', incomplete: false} as const
+    const lenient = buildScanReport(scan, 'namespace shop', lenientOn, META)
+    assert.equal(scanExitCode(lenient, lenientOn), 0)
+    assert.equal(lenient.summary, strict.summary, 'the headline says ? whatever --fail-on says')
+    const skippedXml = renderJunit(lenient, lenientOn)
+    assert.match(skippedXml, /<testsuite name="shop\/web" tests="8" failures="0" errors="0" skipped="1">/)
     assert.ok(
-      failedXml.includes(
-        '<testcase classname="shop/web" name="not checked"><failure type="skipped" message="1 check(s) could not run">',
+      skippedXml.includes(
+        '<testcase classname="shop/web" name="not checked"><skipped message="1 required check(s) could not run: the run is incomplete"/><system-out>node-a: dns-from-node: web.shop.svc.cluster.local not asked of 10.96.0.10: no way</system-out></testcase>',
       ),
-      failedXml,
+      skippedXml,
     )
   })
 })

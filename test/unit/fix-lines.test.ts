@@ -22,35 +22,55 @@ import {labPods} from '../fixtures/lab-cluster.js'
 const tmp = mkdtempSync(join(tmpdir(), 'kpd-fix-'))
 after(() => rmSync(tmp, {recursive: true, force: true}))
 
-interface Fix {
-  command: string | null
-  argv: string[][] | null
+interface Steps {
+  check: {command: string; argv: string[][]} | null
+  fix: {
+    command: string | null
+    argv: string[][] | null
+    text: string | null
+    changes: string
+    node: string | null
+  } | null
   text: string | null
 }
 
 for (const example of ['broken-cluster', 'healthy-cluster', 'ipvs-cluster']) {
-  test(`examples/${example}: every fix and the next step paste as printed (bash -n, no placeholder, argv round trip)`, async () => {
+  test(`examples/${example}: every check, fix and the next step paste as printed (bash -n, no placeholder, argv round trip)`, async () => {
     const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', `examples/${example}`, '-o', 'json'])
-    const fixes: Fix[] = [...r.json.findings, ...(r.json.next ? [r.json.next] : [])]
-    for (const f of fixes) {
-      assert.ok(f.command !== null || f.text !== null)
-      if (f.command !== null) assertPastes(f.command, f.argv!, example)
+    const steps: Steps[] = [...r.json.findings, ...(r.json.next ? [r.json.next] : [])]
+    for (const f of steps) {
+      assert.ok(f.check !== null || f.fix !== null || f.text !== null)
+      if (f.check) assertPastes(f.check.command, f.check.argv, example)
+      if (f.fix?.command) assertPastes(f.fix.command, f.fix.argv!, example)
     }
     if (example === 'broken-cluster') {
       assert.deepEqual(r.json.next, {
-        command: 'ssh node-b sudo iptables-save | grep -- KUBE-SEP-DYSIX5QMVXZZP7LU',
-        argv: [
-          ['ssh', 'node-b', 'sudo', 'iptables-save'],
-          ['grep', '--', 'KUBE-SEP-DYSIX5QMVXZZP7LU'],
-        ],
+        check: {
+          command: 'ssh -- node-b sudo iptables-save | grep -- KUBE-SEP-DYSIX5QMVXZZP7LU',
+          argv: [
+            ['ssh', '--', 'node-b', 'sudo', 'iptables-save'],
+            ['grep', '--', 'KUBE-SEP-DYSIX5QMVXZZP7LU'],
+          ],
+        },
+        fix: {
+          command: 'kubectl -n kube-system delete pod kube-proxy-bx7k2',
+          argv: [['kubectl', '-n', 'kube-system', 'delete', 'pod', 'kube-proxy-bx7k2']],
+          text: null,
+          changes: 'cluster',
+          node: null,
+        },
         text: null,
       })
       const human = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', `examples/${example}`])
-      assert.match(human.stdout, /^ {2}next: ssh node-b sudo iptables-save \| grep -- KUBE-SEP-DYSIX5QMVXZZP7LU$/m)
       assert.match(
         human.stdout,
-        /^ {4}fix: ssh node-a cat \/sys\/class\/net\/cbr0\/brif\/vweb-a1\/hairpin_mode\n {4}hint: Check the kubelet's --hairpin-mode/m,
+        /^ {2}check: ssh -- node-b sudo iptables-save \| grep -- KUBE-SEP-DYSIX5QMVXZZP7LU\n {2}fix \(changes the cluster\): kubectl -n kube-system delete pod kube-proxy-bx7k2$/m,
       )
+      assert.match(
+        human.stdout,
+        /^ {4}check: ssh -- node-a cat \/sys\/class\/net\/cbr0\/brif\/vweb-a1\/hairpin_mode\n {4}fix \(changes node-a\): ssh -- node-a sudo bridge link set dev vweb-a1 hairpin on\n {4}hint: It is reset when the pod is re-created/m,
+      )
+      assert.doesNotMatch(human.stdout, /^\s*(next|fix):/m, 'one vocabulary: check:, fix (changes …):, hint:')
     }
   })
 }
@@ -66,7 +86,8 @@ test("a snapshot's commands name the context it was recorded from", async () => 
   ])
   const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', dir, '-o', 'json'])
   assert.equal(r.code, 1)
-  assert.equal(r.json.next.command, 'ssh node-b sudo iptables-save | grep -- KUBE-SEP-DYSIX5QMVXZZP7LU')
+  assert.equal(r.json.next.check.command, 'ssh -- node-b sudo iptables-save | grep -- KUBE-SEP-DYSIX5QMVXZZP7LU')
+  assert.equal(r.json.next.fix.command, "kubectl --context 'prod east' -n kube-system delete pod kube-proxy-bx7k2")
 })
 
 test("the user's --kubeconfig, --context, -n, ssh -F FILE, the SSH address and the kube-proxy Pod are in the commands", async () => {
@@ -98,20 +119,25 @@ test("the user's --kubeconfig, --context, -n, ssh -F FILE, the SSH address and t
     diagnose(cluster, observations, {reach}).findings.map((f) => [`${f.code} ${f.node}`, f]),
   )
   const k = ['kubectl', '--kubeconfig', '/home/me/.kube/prod config', '--context', 'prod']
-  assert.deepEqual(fixes['KPD-ENDPOINT-NOT-READY node-a'].argv, [[...k, '-n', 'shop', 'describe', 'pod', 'web-a1']])
+  assert.deepEqual(fixes['KPD-ENDPOINT-NOT-READY node-a'].check?.argv, [
+    [...k, '-n', 'shop', 'describe', 'pod', 'web-a1'],
+  ])
   assert.equal(
-    fixes['KPD-ENDPOINT-NOT-READY node-a'].command,
+    fixes['KPD-ENDPOINT-NOT-READY node-a'].check?.command,
     "kubectl --kubeconfig '/home/me/.kube/prod config' --context prod -n shop describe pod web-a1",
   )
-  assert.deepEqual(fixes['KPD-SEP-MISSING node-a'].argv, [
-    ['ssh', '-F', sshConfig, 'node-a', 'sudo', 'iptables-save'],
+  assert.deepEqual(fixes['KPD-SEP-MISSING node-a'].check?.argv, [
+    ['ssh', '-F', sshConfig, '--', 'node-a', 'sudo', 'iptables-save'],
     ['grep', '--', 'KUBE-SVC-67NZLRHBNDSAWJRO'],
   ])
-  assert.deepEqual(fixes['KPD-NODE-UNREADABLE node-b'].argv, [
+  assert.deepEqual(fixes['KPD-NODE-UNREADABLE node-b'].check?.argv, [
     [...k, '-n', 'kube-system', 'exec', 'kube-proxy-bx7k2', '--', 'iptables-save'],
     ['head'],
   ])
-  for (const f of Object.values(fixes)) if (f.command) assertPastes(f.command, f.argv!, f.code)
+  for (const f of Object.values(fixes)) {
+    if (f.check) assertPastes(f.check.command, f.check.argv, f.code)
+    if (f.fix?.command) assertPastes(f.fix.command, f.fix.argv!, f.code)
+  }
 
   // A node the config does not name is reached at the address SSH connected to; a node not read gets prose.
   const unnamed = await liveReach(
@@ -120,14 +146,14 @@ test("the user's --kubeconfig, --context, -n, ssh -F FILE, the SSH address and t
     cluster.nodes,
   )
   assert.deepEqual(nodeCommand(unnamed, 'node-b', {argv: ['conntrack', '-S'], sudo: true}), [
-    ['ssh', '-F', sshConfig, '10.200.0.12', 'sudo', 'conntrack', '-S'],
+    ['ssh', '-F', sshConfig, '--', '10.200.0.12', 'sudo', 'conntrack', '-S'],
   ])
   assert.equal(nodeCommand(unnamed, 'node-c', {argv: ['conntrack', '-S']}), undefined)
   const apiOnly = await liveReach({}, new Map([['node-b', via({})]]), cluster.nodes)
   const unread = diagnose(cluster, observations, {reach: apiOnly}).findings.find(
     (f) => f.code === 'KPD-NODE-UNREADABLE',
   )!
-  assert.equal(unread.command, null)
+  assert.equal(unread.check, null)
   assert.ok(unread.text && unread.text.length > 0)
 })
 

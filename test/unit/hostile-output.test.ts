@@ -219,11 +219,14 @@ test('hostile text in a scan: the table, JSON and JUnit (valid XML) hold no cont
       warnings: [],
     },
     'namespace shop',
-    {severity: 'error', skipped: false},
+    {severity: 'error', incomplete: false},
+    {toolVersion: '0.0.0', time: '2026-01-01T00:00:00.000Z', context: null},
   )
   for (const layout of LAYOUTS)
     for (const format of ['table', 'junit'] as const) {
-      const out = collected((w) => writeScanReport(summary, format, {severity: 'error', skipped: true}, layout, w))
+      const out = collected((w) =>
+        writeScanReport(summary, {format, quiet: false, failOn: {severity: 'error', incomplete: true}}, layout, w),
+      )
       assertPrintable(
         out,
         `scan -o ${format} (${layout.name})`,
@@ -235,7 +238,14 @@ test('hostile text in a scan: the table, JSON and JUnit (valid XML) hold no cont
         assert.ok(out.includes('skipped🚫'), 'a character beyond the BMP is kept: XML holds it')
       }
     }
-  const out = collected((w) => writeScanReport(summary, 'json', {severity: 'error', skipped: false}, LAYOUTS[0], w))
+  const out = collected((w) =>
+    writeScanReport(
+      summary,
+      {format: 'json', quiet: false, failOn: {severity: 'error', incomplete: false}},
+      LAYOUTS[0],
+      w,
+    ),
+  )
   assertPrintable(out, 'scan -o json')
   assert.equal(JSON.parse(out).services[0].service.name, SERVICE)
 })
@@ -262,11 +272,11 @@ test('hostile rule text in a trace: the walk and -o json hold no control', () =>
   assert.equal(result.verdict, 'MIXED')
   const trace = {...result, notes: [NAME('assumed')]}
   for (const layout of LAYOUTS) {
-    const out = collected((w) => writeTrace(trace, 'table', layout, w))
+    const out = collected((w) => writeTrace(trace, {format: 'table'}, layout, w))
     assertPrintable(out, `trace (${layout.name})`, layout.colour, layout.width < 1000)
     if (layout.width > 1000) assert.match(out, /KUBE-SVC-\\x1b\[2J/)
   }
-  const out = collected((w) => writeTrace(trace, 'json', LAYOUTS[0], w))
+  const out = collected((w) => writeTrace(trace, {format: 'json'}, LAYOUTS[0], w))
   assertPrintable(out, 'trace -o json')
   assert.deepEqual(JSON.parse(out), JSON.parse(JSON.stringify(trace)))
 })
@@ -298,10 +308,10 @@ test('a rule of 40,000 characters (a paste) is shown cut in the walk, saying how
   const result = new IptablesTracer(IptablesSave.parse(new BufferSource(Buffer.from(dump))), {
     localAddresses: ['10.200.0.11'],
   }).trace({src: '10.244.2.5', dst: '10.96.10.10', proto: 'tcp', dport: 80, sport: 40000, inIface: 'cbr0'})
-  const out = collected((w) => writeTrace({...result, notes: []}, 'table', LAYOUTS[1], w))
+  const out = collected((w) => writeTrace({...result, notes: []}, {format: 'table'}, LAYOUTS[1], w))
   assert.match(out, /\(\d+ more characters, in -o json\)/)
   assert.ok(out.length < 10_000, `${out.length} characters printed`)
-  const json = collected((w) => writeTrace({...result, notes: []}, 'json', LAYOUTS[0], w))
+  const json = collected((w) => writeTrace({...result, notes: []}, {format: 'json'}, LAYOUTS[0], w))
   assert.ok(JSON.parse(json).outcomes[0].steps[0].rule.length > 40_000, '-o json keeps the rule whole')
 })
 

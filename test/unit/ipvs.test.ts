@@ -144,7 +144,7 @@ describe('IPVS mode (recorded ipvsadm, ipset, ip addr, sysctl output)', () => {
       }
       for (const f of d.findings.filter((x) => x.node === 'node-b' && x.severity === 'error'))
         assert.ok(
-          f.evidence.length > 0 || /ipvsadm|ipset|kube-ipvs0|sysctl/.test(f.command ?? ''),
+          f.evidence.length > 0 || /ipvsadm|ipset|kube-ipvs0|sysctl/.test(f.check?.command ?? ''),
           `${f.code} shows its evidence or where to look`,
         )
     })

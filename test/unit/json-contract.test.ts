@@ -13,7 +13,7 @@ test('the JSON report says which contract, tool version, time and context it com
   const r = await runCli([...broken, '-o', 'json'])
   assert.equal(r.code, 1)
   assert.deepEqual(Object.keys(r.json).slice(0, 5), ['apiVersion', 'kind', 'toolVersion', 'time', 'context'])
-  assert.equal(r.json.apiVersion, 'kproxy-doctor/v2')
+  assert.equal(r.json.apiVersion, 'kproxy-doctor/v3')
   assert.equal(r.json.kind, 'ServiceReport')
   assert.equal(r.json.toolVersion, version)
   const time = Date.parse(r.json.time)
@@ -64,7 +64,7 @@ test('exit 2 with -o json or -o yaml: the line on stderr and an error document o
       /^snapshot examples\/healthy-cluster was recorded for shop\/web, not shop\/nope$/,
     ],
     [['svc', 'web', '--snapshot', '/nonexistent', '--output=json'], /\/nonexistent/],
-    [['svc', 'web', '-o', 'json', '--bogus'], /^Nonexistent flag: --bogus$/],
+    [['svc', 'web', '-o', 'json', '--bogus'], /^--bogus: no such flag \(kproxy-doctor svc --help lists them\)$/],
     [
       ['svc', 'web', '-ojson', '--snapshot', 'examples/healthy-cluster', '--context', 'x'],
       /^--context=x cannot also be provided when using --snapshot$/,

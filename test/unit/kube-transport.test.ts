@@ -126,7 +126,7 @@ test('read-via in the report: every node says how it was read; API-only nodes ar
       {
         name: 'node-b',
         reachable: false,
-        error: 'not read: API-only (--via none)',
+        error: 'API-only (--via none)',
         mode: null,
         modeSource: null,
         readVia: readVia.get('node-b'),

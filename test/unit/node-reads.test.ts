@@ -33,6 +33,10 @@ const SAMPLES: {[K in Query]: Array<ArgsOf<K>[0]>} = {
   conntrackList: CONNTRACK_PROTOCOLS.flatMap((protocol) =>
     ['10.96.0.10', 'fd00:10:96::a'].map((address) => ({protocol, address})),
   ),
+  conntrackProbe: [
+    {address: '10.96.0.10', port: 80},
+    {address: 'fd00:10:96::a', port: 30080},
+  ],
   nftKubeProxyTable: NFT_KUBE_PROXY_FAMILIES.flatMap((family) => [true, false].map((json) => ({family, json}))),
   iptablesChains: [
     {family: 4, reads: [{table: 'nat', chain: 'KUBE-SERVICES'}]},

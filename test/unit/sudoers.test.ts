@@ -25,6 +25,8 @@ function sudoCommands(): string[] {
   for (const protocol of ['tcp', 'udp', 'sctp'] as const)
     for (const address of ['10.96.0.10', 'fd00:10:96::a'])
       lines.push(buildCommandLine('conntrackList', false, {protocol, address}))
+  for (const address of ['10.96.0.10', 'fd00:10:96::a'])
+    lines.push(buildCommandLine('conntrackProbe', false, {address, port: 443}))
   for (const family of ['ip', 'ip6'] as const)
     for (const json of [true, false]) lines.push(buildCommandLine('nftKubeProxyTable', false, {family, json}))
   return lines

@@ -184,9 +184,9 @@ test('walk bounds: a path not walked to its end is ?, and the headline does not 
     [['node-a', true]],
   )
   assert.match(r.notChecked.find((n) => n.check === 'proxy-rules')!.reason, /not walked to its end: a loop: /)
-  // The exit code follows --fail-on as for any check that could not run: 0 by default, 1 with skipped.
-  assert.equal(exitCode(r), 0)
-  assert.equal(exitCode(r, {severity: 'error', skipped: true}), 1)
+  // The exit code follows --fail-on as for any check that could not run: 3 (incomplete) by default.
+  assert.equal(exitCode(r), 3)
+  assert.equal(exitCode(r, {severity: 'error', incomplete: false}), 0)
   const human = renderHuman(r, new Chalk({level: 0}))
   assert.match(human.split('\n')[0], /^\? /)
   assert.doesNotMatch(human, /✓ shop\/web/)

@@ -36,7 +36,7 @@ export const backendRefused: Check = {
         message:
           `${endpointName(t)} of ${ctx.service.namespace}/${ctx.service.name}:${t.servicePort} is Ready but ${failureVerb(e.byNode.map((b) => b.tally))} on port ${t.port} from every node that probed it (${from}); ` +
           `${declaredPorts(pod)}${ownProbed ? '' : `; its own node ${t.podNode} was not probed, so a fault on that node's side is not ruled out`}`,
-        command: t.pod
+        check: t.pod
           ? kubectlCommand(
               ctx.reach,
               ctx.service.namespace,

@@ -37,9 +37,15 @@ export const bridgeNetfilterOff: Check = {
             ? `sysctl: cannot stat /proc/sys/${KEY.replaceAll('.', '/')}`
             : `sysctl ${KEY} = ${sysctls.value.values.get(KEY)}`,
         ],
-        command: notLoaded
-          ? nodeCommand(ctx.reach, obs.name, {argv: ['modprobe', 'br_netfilter'], sudo: true})
-          : nodeCommand(ctx.reach, obs.name, {argv: ['sysctl', '-w', `${KEY}=1`], sudo: true}),
+        check: notLoaded
+          ? nodeCommand(ctx.reach, obs.name, {argv: ['lsmod'], filter: ['grep', 'br_netfilter']})
+          : nodeCommand(ctx.reach, obs.name, {argv: ['sysctl', KEY]}, [KEY]),
+        fix: {
+          changes: 'node',
+          command: notLoaded
+            ? nodeCommand(ctx.reach, obs.name, {argv: ['modprobe', 'br_netfilter'], sudo: true})
+            : nodeCommand(ctx.reach, obs.name, {argv: ['sysctl', '-w', `${KEY}=1`], sudo: true}, [KEY]),
+        },
         text: notLoaded
           ? `Then set ${KEY}=1 (sysctl -w on ${obs.name}), and load br_netfilter at boot (/etc/modules-load.d).`
           : `Make it persistent in /etc/sysctl.d on ${obs.name}.`,

@@ -22,8 +22,15 @@ export const conntrackFull: Check = {
           `sysctl net.netfilter.nf_conntrack_count = ${usage.count}`,
           `sysctl net.netfilter.nf_conntrack_max = ${usage.max}`,
         ],
-        command: nodeCommand(ctx.reach, obs.name, {argv: ['conntrack', '-S'], sudo: true}),
-        text: `Then raise the limit: net.netfilter.nf_conntrack_max=${usage.max * 2} with sysctl -w on ${obs.name}, or kube-proxy's conntrack.maxPerCore.`,
+        check: nodeCommand(ctx.reach, obs.name, {argv: ['conntrack', '-S'], sudo: true}),
+        fix: {
+          changes: 'node',
+          command: nodeCommand(ctx.reach, obs.name, {
+            argv: ['sysctl', '-w', `net.netfilter.nf_conntrack_max=${usage.max * 2}`],
+            sudo: true,
+          }),
+        },
+        text: `To keep it, raise kube-proxy's conntrack.maxPerCore (kube-proxy sets nf_conntrack_max when it starts) or set it in /etc/sysctl.d on ${obs.name}.`,
       })
     }
     return out

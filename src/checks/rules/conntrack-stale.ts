@@ -152,17 +152,15 @@ export const conntrackStale: Check = {
       const count = g.entries.length === 1 ? '1 conntrack entry' : `${g.entries.length} conntrack entries`
       const proto = g.protocol.toUpperCase()
       const family = familyOf(g.serviceAddress) === 6 ? ['-f', 'ipv6'] : []
-      out.push({
-        node: g.node,
-        message: `${g.node}: ${count} for ${g.service.label}:${g.portName} (${proto} ${joinHostPort(g.serviceAddress, g.servicePort)}) still DNAT to ${g.target}, which is ${g.service.notWhat}: ${clients.slice(0, 4).join(', ')}${clients.length > 4 ? ` and ${clients.length - 4} more` : ''} get no answer${g.service.consequence}${g.protocol === 'udp' ? ' (each new packet refreshes a UDP entry, so a client that keeps asking from the same port never recovers)' : ''}`,
-        evidence: g.entries.slice(0, 4).map((e) => `conntrack: ${e.text}`),
-        command: nodeCommand(
+      // The exact tuple: the Service's address and port, DNATed to the gone endpoint.
+      const conntrackCommand = (verb: '-L' | '-D') =>
+        nodeCommand(
           ctx.reach,
           g.node,
           {
             argv: [
               'conntrack',
-              '-D',
+              verb,
               ...family,
               '-p',
               g.protocol,
@@ -176,7 +174,13 @@ export const conntrackStale: Check = {
             sudo: true,
           },
           [g.protocol, g.serviceAddress, g.targetIp],
-        ),
+        )
+      out.push({
+        node: g.node,
+        message: `${g.node}: ${count} for ${g.service.label}:${g.portName} (${proto} ${joinHostPort(g.serviceAddress, g.servicePort)}) still DNAT to ${g.target}, which is ${g.service.notWhat}: ${clients.slice(0, 4).join(', ')}${clients.length > 4 ? ` and ${clients.length - 4} more` : ''} get no answer${g.service.consequence}${g.protocol === 'udp' ? ' (each new packet refreshes a UDP entry, so a client that keeps asking from the same port never recovers)' : ''}`,
+        evidence: g.entries.slice(0, 4).map((e) => `conntrack: ${e.text}`),
+        check: conntrackCommand('-L'),
+        fix: {changes: 'node', command: conntrackCommand('-D')},
       })
     }
     return out

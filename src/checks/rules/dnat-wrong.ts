@@ -1,6 +1,7 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {nodeCommand} from '../../model/reach.js'
+import {restartKubeProxy} from './kube-proxy-pod.js'
 import {endpointChains} from '../../model/dataplane.js'
 
 export const dnatWrong: Check = {
@@ -34,7 +35,8 @@ export const dnatWrong: Check = {
               node: n.name,
               message: `${n.name}: ${prog.chain} DNATs to ${prog.backend?.address}, but the endpoint${expected.podName ? ` (pod ${expected.podName})` : ''} is ${expected.address} (targetPort ${p.expected.targetPort})`,
               evidence: evidence ? [evidence] : [],
-              command: nodeCommand(ctx.reach, n.name, n.dataplane.show(prog.chain), prog.chain.split(' ')),
+              check: nodeCommand(ctx.reach, n.name, n.dataplane.show(prog.chain), prog.chain.split(' ')),
+              fix: restartKubeProxy(ctx, n.name),
             }
             seen.set(key, draft)
             out.push(draft)

@@ -16,7 +16,7 @@ export const dnsServiceMissing: Check = {
             message: ctx.cluster.dns.error
               ? `the cluster DNS Service could not be read: ${ctx.cluster.dns.error}`
               : 'no cluster DNS Service in kube-system (looked for kube-dns, coredns): names of Services do not resolve',
-            command: kubectlCommand(ctx.reach, 'kube-system', ['get', 'svc', '-l', 'k8s-app=kube-dns']),
+            check: kubectlCommand(ctx.reach, 'kube-system', ['get', 'svc', '-l', 'k8s-app=kube-dns']),
             text: 'Redeploy CoreDNS if it is gone.',
           },
         ],
@@ -34,7 +34,7 @@ export const dnsNoEndpoints: Check = {
           {
             node: null,
             message: `cluster DNS Service kube-system/${dns.service.metadata?.name} has no ready endpoints: no name resolves in the cluster`,
-            command: kubectlCommand(ctx.reach, 'kube-system', ['get', 'pods', '-l', 'k8s-app=kube-dns']),
+            check: kubectlCommand(ctx.reach, 'kube-system', ['get', 'pods', '-l', 'k8s-app=kube-dns']),
             text: 'Then read their events (kubectl describe) and logs.',
           },
         ]
@@ -114,26 +114,26 @@ export const dnsNoAnswer: Check = {
           node: cause.walk.node,
           message: `${cause.walk.node}: the DNS questions of ${o.name} get no answer: asking ${d.server} for the ${type} record of ${d.name} failed (${a.error}), and their walk on ${cause.walk.node} breaks at ${cause.walk.breaksAt}: ${cause.walk.detail}`,
           evidence: [`method: ${d.method}`],
-          command: cmd,
+          check: cmd,
         })
       else if (a.error)
         out.push({
           node: o.name,
           message: `${o.name}: asking ${d.server} for the ${type} record of ${d.name} failed: ${a.error}`,
           evidence: [`method: ${d.method}`],
-          command: cmd,
+          check: cmd,
         })
       else if (a.rcode && a.rcode !== 'NOERROR')
         out.push({
           node: o.name,
           message: `${o.name}: ${d.server} answers ${a.rcode} for the ${type} record of ${d.name}`,
-          command: cmd,
+          check: cmd,
         })
       else if (!a.addresses.map(canonicalIp).includes(wanted))
         out.push({
           node: o.name,
           message: `${o.name}: ${d.name} ${type} resolves to ${a.addresses.join(', ') || 'nothing'}, not the ClusterIP ${clusterIP}`,
-          command: cmd,
+          check: cmd,
         })
     }
     return out

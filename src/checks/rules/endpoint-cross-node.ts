@@ -59,7 +59,7 @@ export const endpointCrossNode: Check = {
         message:
           `${endpoints.length === 1 ? 'an endpoint answers' : `${endpoints.length} endpoints answer`} from ${home} but not from ${from} (${listed.join('; ')}), ` +
           `and neither node's walk breaks in what was read: the path from ${from} to ${home}'s pods breaks where the rules and settings read do not show (on ${from}: its route to ${podCidr ?? endpoints[0].target.host}, filter OUTPUT; on ${home}: filter FORWARD, the pod's bridge port, a CNI or cloud firewall between them)`,
-        command: nodeCommand(ctx.reach, from, {argv: ['ip', 'route', 'get', endpoints[0].target.host]}, [
+        check: nodeCommand(ctx.reach, from, {argv: ['ip', 'route', 'get', endpoints[0].target.host]}, [
           endpoints[0].target.host,
         ]),
         text: `Then look at ${home}'s filter table (iptables-save -t filter on that node) and the pod's bridge port, and at any firewall between the two nodes.`,

@@ -1,6 +1,7 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {nodeCommand} from '../../model/reach.js'
+import {restartKubeProxy} from './kube-proxy-pod.js'
 import {endpointChains} from '../../model/dataplane.js'
 
 export const endpointMissing: Check = {
@@ -19,14 +20,16 @@ export const endpointMissing: Check = {
               out.push({
                 node: n.name,
                 message: `${n.name}: endpoint ${who} of ${p.expected.svcPortName} is missing from ${c.chain}`,
-                command: nodeCommand(ctx.reach, n.name, n.dataplane.show(c.chain), c.chain.split(' ')),
+                check: nodeCommand(ctx.reach, n.name, n.dataplane.show(c.chain), c.chain.split(' ')),
+                fix: restartKubeProxy(ctx, n.name),
               })
             else if (!prog.dnatRule)
               out.push({
                 node: n.name,
                 message: `${n.name}: ${prog.chain} (endpoint ${who}) has no DNAT rule: the jump falls through, the endpoint gets no traffic from this node`,
                 evidence: [`${prog.jump.table} line ${prog.jump.line}: ${prog.jump.text}`],
-                command: nodeCommand(ctx.reach, n.name, n.dataplane.show(prog.chain), prog.chain.split(' ')),
+                check: nodeCommand(ctx.reach, n.name, n.dataplane.show(prog.chain), prog.chain.split(' ')),
+                fix: restartKubeProxy(ctx, n.name),
               })
           }
         }

@@ -18,7 +18,7 @@ export const endpointNotReady: Check = {
         out.push({
           node: e.nodeName ?? null,
           message: `endpoint ${e.address}${e.podName ? ` (pod ${e.podName})` : ''} is not ready: ${reason}`,
-          command:
+          check:
             (e.podName ?? pod?.metadata?.name)
               ? kubectlCommand(
                   ctx.reach,

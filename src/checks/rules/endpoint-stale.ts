@@ -2,6 +2,7 @@ import {podByIp} from '../../cluster/pod-status.js'
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {nodeCommand} from '../../model/reach.js'
+import {restartKubeProxy} from './kube-proxy-pod.js'
 import {endpointChains} from '../../model/dataplane.js'
 
 export const endpointStale: Check = {
@@ -25,7 +26,8 @@ export const endpointStale: Check = {
                 `${prog.jump.table} line ${prog.jump.line}: ${prog.jump.text}`,
                 ...(prog.dnatRule ? [`${prog.dnatRule.table} line ${prog.dnatRule.line}: ${prog.dnatRule.text}`] : []),
               ],
-              command: nodeCommand(ctx.reach, n.name, n.dataplane.show(prog.chain), prog.chain.split(' ')),
+              check: nodeCommand(ctx.reach, n.name, n.dataplane.show(prog.chain), prog.chain.split(' ')),
+              fix: restartKubeProxy(ctx, n.name),
             })
           }
       }

@@ -121,7 +121,7 @@ export const filterDrop: Check = {
             ? `${d.site.table} line ${d.site.rule.line}: ${d.site.rule.text}`
             : `${d.site.table}: :${d.site.chain} ${d.site.verdict} (the chain's policy)`,
         ],
-        command: showChain(ctx, d.node, d.site),
+        check: showChain(ctx, d.node, d.site),
         text: nextStep(d),
       }
     })

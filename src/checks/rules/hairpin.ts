@@ -24,13 +24,22 @@ export const hairpinOff: Check = {
               `/sys/class/net/${bp.bridge}/brif/${bp.port}/hairpin_mode = 0`,
               `pod ${net.mappedBy.get(e.ip) ?? `${e.ip} → ${bp.port}`}`,
             ],
-            command: nodeCommand(
+            check: nodeCommand(
               ctx.reach,
               n.name,
               {argv: ['cat', `/sys/class/net/${bp.bridge}/brif/${bp.port}/hairpin_mode`]},
               [bp.bridge, bp.port],
             ),
-            text: "Check the kubelet's --hairpin-mode and the CNI's hairpinMode.",
+            fix: {
+              changes: 'node',
+              command: nodeCommand(
+                ctx.reach,
+                n.name,
+                {argv: ['bridge', 'link', 'set', 'dev', bp.port, 'hairpin', 'on'], sudo: true},
+                [bp.port],
+              ),
+            },
+            text: "It is reset when the pod is re-created: set the kubelet's --hairpin-mode=hairpin-veth (or the CNI's hairpinMode: true) on the node.",
           })
         }
       }
@@ -64,7 +73,7 @@ export const hairpinUnmapped: Check = {
           ...off.slice(0, 4).map((p) => `/sys/class/net/${p.bridge}/brif/${p.port}/hairpin_mode = 0`),
           ...(net.cniNotes ?? []).slice(0, 2),
         ],
-        command: nodeCommand(ctx.reach, n.name, {argv: ['bridge', 'fdb', 'show'], filter: ['grep', '-v', 'permanent']}),
+        check: nodeCommand(ctx.reach, n.name, {argv: ['bridge', 'fdb', 'show'], filter: ['grep', '-v', 'permanent']}),
         text: 'Map each pod IP to its host veth (the CNI result cache in /var/lib/cni/results, as root), or to its MAC (ip neigh on the node) and the MAC to its bridge port (bridge fdb show).',
       })
     }

@@ -1,6 +1,7 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {nodeCommand} from '../../model/reach.js'
+import {restartKubeProxy} from './kube-proxy-pod.js'
 
 export const hookMissing: Check = {
   meta: codeEntry('KPD-HOOK-MISSING'),
@@ -13,10 +14,11 @@ export const hookMissing: Check = {
         out.push({
           node: n.name,
           message: `${n.name} has no ${v.steps['service-match']} chain: kube-proxy (${v.mode} mode) has not programmed this node`,
-          command: nodeCommand(ctx.reach, n.name, n.dataplane.show(v.steps['service-match'].split(' ').pop()!), [
+          check: nodeCommand(ctx.reach, n.name, n.dataplane.show(v.steps['service-match'].split(' ').pop()!), [
             v.steps['service-match'].split(' ').pop(),
           ]),
-          text: `Check that kube-proxy runs on ${n.name} (crictl ps --name kube-proxy on the node) and read its logs.`,
+          fix: restartKubeProxy(ctx, n.name),
+          text: `If it does not come back, check that kube-proxy runs on ${n.name} (crictl ps --name kube-proxy on the node) and read its logs.`,
         })
         continue
       }
@@ -25,10 +27,10 @@ export const hookMissing: Check = {
         out.push({
           node: n.name,
           message: `${n.name}: ${missing.join(', ')}: jump missing`,
-          command: nodeCommand(ctx.reach, n.name, n.dataplane.show(v.steps['service-match'].split(' ').pop()!), [
+          check: nodeCommand(ctx.reach, n.name, n.dataplane.show(v.steps['service-match'].split(' ').pop()!), [
             v.steps['service-match'].split(' ').pop(),
           ]),
-          text: `Then restart kube-proxy on ${n.name}.`,
+          fix: restartKubeProxy(ctx, n.name),
         })
     }
     return out

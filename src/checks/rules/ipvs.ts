@@ -2,6 +2,7 @@ import {vsKey} from '../../parse/ipvsadm.js'
 import type {Check, FindingDraft, NodeView} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {nodeCommand} from '../../model/reach.js'
+import {restartKubeProxy} from './kube-proxy-pod.js'
 import {ipvsSetName} from '../../model/chain-names.js'
 import {familyOf} from '../../net/address.js'
 
@@ -22,7 +23,8 @@ export const ipvsWeightZero: Check = {
               node: n.name,
               message: `${n.name}: real server ${e.backend?.address}${ep.podName ? ` (pod ${ep.podName})` : ''} of ${p.chain.replace(/^VS /, '')} has weight 0 although the endpoint is ready: it gets no new connections`,
               evidence: [`ipvs line ${e.jump.line}: ${e.jump.text}`],
-              command: nodeCommand(ctx.reach, n.name, n.dataplane.show(p.chain), p.chain.split(' ')),
+              check: nodeCommand(ctx.reach, n.name, n.dataplane.show(p.chain), p.chain.split(' ')),
+              fix: restartKubeProxy(ctx, n.name),
             })
         }
       }
@@ -43,7 +45,8 @@ export const ipvsVipUnbound: Check = {
           out.push({
             node: n.name,
             message: `${n.name}: ${ip} is not on kube-ipvs0 (it holds ${vips.length} address(es))`,
-            command: nodeCommand(ctx.reach, n.name, {argv: ['ip', '-o', 'addr', 'show', 'dev', 'kube-ipvs0']}),
+            check: nodeCommand(ctx.reach, n.name, {argv: ['ip', '-o', 'addr', 'show', 'dev', 'kube-ipvs0']}),
+            fix: restartKubeProxy(ctx, n.name),
           })
       }
     }
@@ -84,18 +87,20 @@ export const ipvsIpsetMissing: Check = {
             out.push({
               node: n.name,
               message: `${n.name}: ipset ${set} does not exist: ${effect}`,
-              command: nodeCommand(ctx.reach, n.name, {argv: ['ipset', 'list', '-n'], sudo: true}),
+              check: nodeCommand(ctx.reach, n.name, {argv: ['ipset', 'list', '-n'], sudo: true}),
+              fix: restartKubeProxy(ctx, n.name),
             })
           else if (!sets.has(set, member))
             out.push({
               node: n.name,
               message: `${n.name}: ipset ${set} lacks ${member} (${p.svcPortName}): ${effect}`,
-              command: nodeCommand(
+              check: nodeCommand(
                 ctx.reach,
                 n.name,
                 {argv: ['ipset', 'list', set], sudo: true, filter: ['grep', '--', member.split(',')[0]]},
                 [set, member.split(',')[0]],
               ),
+              fix: restartKubeProxy(ctx, n.name),
             })
         }
       }
@@ -129,7 +134,11 @@ export const ipvsSysctl: Check = {
           out.push({
             node: n.name,
             message: `${n.name}: ${key} = ${got[key] ?? 'missing'}, expected ${value}: ${effect}`,
-            command: nodeCommand(ctx.reach, n.name, {argv: ['sysctl', key]}, [key]),
+            check: nodeCommand(ctx.reach, n.name, {argv: ['sysctl', key]}, [key]),
+            fix: {
+              changes: 'node',
+              command: nodeCommand(ctx.reach, n.name, {argv: ['sysctl', '-w', `${key}=${value}`], sudo: true}, [key]),
+            },
           })
       }
     }

@@ -3,6 +3,7 @@ import type {NodeObservation} from '../../node/observation.js'
 import type {Check, CheckContext, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {kubectlCommand, nodeCommand} from '../../model/reach.js'
+import {kubeProxyLogs, restartKubeProxy} from './kube-proxy-pod.js'
 
 /** Seconds between two instants, for "last good sync N s ago". */
 function ago(then: number, now: number): string {
@@ -28,12 +29,8 @@ export const proxyUnhealthy: Check = {
       out.push({
         node: n.name,
         message: `kube-proxy on ${n.name} answers /healthz with ${h.status}${h.nodeEligible === false ? ' (node not eligible: being deleted or tainted for deletion)' : ''}${last}: the rules on this node may be stale`,
-        command: kubectlCommand(
-          ctx.reach,
-          'kube-system',
-          ['logs', '-l', 'k8s-app=kube-proxy', '--field-selector', `spec.nodeName=${n.name}`],
-          [n.name],
-        ),
+        check: kubeProxyLogs(ctx, n.name),
+        fix: restartKubeProxy(ctx, n.name),
       })
     }
     return out
@@ -58,11 +55,11 @@ export const proxyStuck: Check = {
           `kubeproxy_sync_proxy_rules_last_timestamp_seconds ${last}`,
           `kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds ${queued}`,
         ],
-        command: nodeCommand(ctx.reach, n.name, {
+        check: nodeCommand(ctx.reach, n.name, {
           argv: ['curl', '-s', '127.0.0.1:10249/metrics'],
           filter: ['grep', 'sync_proxy_rules'],
         }),
-        text: `Then restart kube-proxy on ${n.name}.`,
+        fix: restartKubeProxy(ctx, n.name),
       })
     }
     return out
@@ -102,7 +99,7 @@ export const proxyPodDown: Check = {
         out.push({
           node: o.name,
           message: `no kube-proxy Pod on ${o.name} (the other nodes have one): nothing keeps its rules up to date`,
-          command: kubectlCommand(ctx.reach, null, ['describe', 'node', o.name], [o.name]),
+          check: kubectlCommand(ctx.reach, null, ['describe', 'node', o.name], [o.name]),
           text: `Compare the node's taints with the kube-proxy DaemonSet's tolerations (kubectl -n kube-system get ds -o wide).`,
         })
         continue
@@ -112,13 +109,14 @@ export const proxyPodDown: Check = {
       out.push({
         node: o.name,
         message: `kube-proxy Pod ${pod.metadata?.name} on ${o.name} is not ready: ${notReadyReason(pod)}${restarts ? ` (${restarts} restarts)` : ''}: the node's rules are not being kept up to date`,
-        command: kubectlCommand(
+        check: kubectlCommand(
           ctx.reach,
           'kube-system',
           ['describe', 'pod', pod.metadata?.name ?? ''],
           [pod.metadata?.name],
         ),
-        text: `Then read its logs, and those of its previous run (kubectl logs --previous).`,
+        fix: restartKubeProxy(ctx, o.name),
+        text: `Read its logs first, and those of its previous run (kubectl logs --previous).`,
       })
     }
     return out

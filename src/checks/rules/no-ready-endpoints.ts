@@ -27,7 +27,7 @@ export const noReadyEndpoints: Check = {
         node: null,
         message,
         evidence,
-        command: p.allEndpoints[0]?.podName
+        check: p.allEndpoints[0]?.podName
           ? kubectlCommand(ctx.reach, ns, ['describe', 'pod', p.allEndpoints[0].podName], [p.allEndpoints[0].podName])
           : kubectlCommand(
               ctx.reach,

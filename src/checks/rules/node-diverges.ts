@@ -1,5 +1,6 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
+import {restartKubeProxy} from './kube-proxy-pod.js'
 
 export const nodeDiverges: Check = {
   meta: codeEntry('KPD-NODE-DIVERGES'),
@@ -34,6 +35,7 @@ export const nodeDiverges: Check = {
             out.push({
               node,
               message: `${node} sends ${port.svcPortName} to {${sig}} while ${majorityNodes.length} other node(s) (${majorityNodes.slice(0, 3).join(', ')}) send it to {${majority}}`,
+              fix: restartKubeProxy(ctx, node),
             })
         }
       }

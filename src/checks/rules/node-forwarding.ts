@@ -18,7 +18,11 @@ export const nodeForwardingOff: Check = {
         node: obs.name,
         message: `${obs.name}: ${key} = 0: the node forwards no IPv${family} packet, so its pods reach no Service and no pod on another node, pods on other nodes cannot reach its pods, and NodePorts on ${obs.name} reach no endpoint`,
         evidence: [`sysctl ${key} = ${sysctls.value.values.get(key)}`],
-        command: nodeCommand(ctx.reach, obs.name, {argv: ['sysctl', '-w', `${key}=1`], sudo: true}),
+        check: nodeCommand(ctx.reach, obs.name, {argv: ['sysctl', key]}, [key]),
+        fix: {
+          changes: 'node',
+          command: nodeCommand(ctx.reach, obs.name, {argv: ['sysctl', '-w', `${key}=1`], sudo: true}),
+        },
         text: `Then find what set it to 0 (${key} in /etc/sysctl.conf and /etc/sysctl.d).`,
       })
     }

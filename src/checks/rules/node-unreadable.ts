@@ -10,7 +10,7 @@ export const nodeUnreadable: Check = {
       .map((o) => ({
         node: o.name,
         message: `${o.name} could not be read: ${o.error ?? 'unknown error'}`,
-        command: nodeCommand(ctx.reach, o.name, {argv: ['iptables-save'], sudo: true, filter: ['head']}),
+        check: nodeCommand(ctx.reach, o.name, {argv: ['iptables-save'], sudo: true, filter: ['head']}),
         text: 'Run it by hand to see why the doctor could not read the node.',
       })),
 }

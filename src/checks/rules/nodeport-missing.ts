@@ -1,6 +1,7 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {nodeCommand} from '../../model/reach.js'
+import {restartKubeProxy} from './kube-proxy-pod.js'
 
 export const nodePortMissing: Check = {
   meta: codeEntry('KPD-NODEPORT-MISSING'),
@@ -13,12 +14,13 @@ export const nodePortMissing: Check = {
         out.push({
           node: n.name,
           message: `${n.name}: ${n.dataplane.vocab.steps['service-match']} has no jump to ${n.dataplane.vocab.steps['nodeport-match']}: no NodePort works on this node`,
-          command: nodeCommand(
+          check: nodeCommand(
             ctx.reach,
             n.name,
             n.dataplane.show(n.dataplane.vocab.steps['nodeport-match'].split(' ').pop()!),
             n.dataplane.vocab.steps['nodeport-match'].split(' ').pop()!.split(' '),
           ),
+          fix: restartKubeProxy(ctx, n.name),
         })
       for (const p of n.programmed) {
         const e = p.expected
@@ -27,14 +29,16 @@ export const nodePortMissing: Check = {
           out.push({
             node: n.name,
             message: `${n.name}: node port ${e.nodePort}/${e.protocol} of ${e.svcPortName} is missing from ${n.dataplane.vocab.steps['nodeport-match']}`,
-            command: nodeCommand(ctx.reach, n.name, n.dataplane.show(String(e.nodePort)), [String(e.nodePort)]),
+            check: nodeCommand(ctx.reach, n.name, n.dataplane.show(String(e.nodePort)), [String(e.nodePort)]),
+            fix: restartKubeProxy(ctx, n.name),
           })
         else if (p.nodePortRule.target !== p.want.external)
           out.push({
             node: n.name,
             message: `${n.name}: node port ${e.nodePort} jumps to ${p.nodePortRule.target}, expected ${p.want.external}`,
             evidence: [`${p.nodePortRule.table} line ${p.nodePortRule.line}: ${p.nodePortRule.text}`],
-            command: nodeCommand(ctx.reach, n.name, n.dataplane.show(String(e.nodePort)), [String(e.nodePort)]),
+            check: nodeCommand(ctx.reach, n.name, n.dataplane.show(String(e.nodePort)), [String(e.nodePort)]),
+            fix: restartKubeProxy(ctx, n.name),
           })
       }
     }

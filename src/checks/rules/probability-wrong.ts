@@ -1,6 +1,7 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {nodeCommand} from '../../model/reach.js'
+import {restartKubeProxy} from './kube-proxy-pod.js'
 import {endpointChains} from '../../model/dataplane.js'
 
 // kube-proxy writes %0.10f and iptables-save prints 11 decimals: compare with a tolerance.
@@ -21,7 +22,8 @@ export const probabilityWrong: Check = {
                 node: n.name,
                 message: `${n.name}: rule ${i + 1} of ${eps.length} in ${chain} has probability ${e.probability.toFixed(5)}, expected ${want.toFixed(5)} (1/${eps.length - i})`,
                 evidence: [`${e.jump.table} line ${e.jump.line}: ${e.jump.text}`],
-                command: nodeCommand(ctx.reach, n.name, n.dataplane.show(chain), chain.split(' ')),
+                check: nodeCommand(ctx.reach, n.name, n.dataplane.show(chain), chain.split(' ')),
+                fix: restartKubeProxy(ctx, n.name),
               })
           })
         }

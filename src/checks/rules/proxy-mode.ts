@@ -63,12 +63,15 @@ export const modeLeftover: Check = {
         out.push({
           node: n.name,
           message: `${n.name}: ${tool}-${b.backend} also holds kube-proxy rules (nat KUBE-SERVICES, ${b.dump.ruleCount('nat', 'KUBE-SERVICES')} rules) while ${tool}-save shows the ${main} backend: both rewrite packets`,
-          command: nodeCommand(ctx.reach, n.name, {
+          check: nodeCommand(ctx.reach, n.name, {
             argv: [`${tool}-${b.backend}-save`, '-t', 'nat'],
             sudo: true,
             filter: ['grep', '-c', 'KUBE-SEP'],
           }),
-          text: "Then flush the unused backend's KUBE-* chains.",
+          fix: {
+            changes: 'node',
+            text: `Flush the unused ${tool}-${b.backend} backend's KUBE-* chains (kube-proxy --cleanup run with that backend, in a maintenance window).`,
+          },
         })
       }
     }
@@ -82,7 +85,7 @@ export const modeUnsupported: Check = {
     ctx.modeNotRead.map((u) => ({
       node: u.node,
       message: `${u.node} runs kube-proxy in ${u.mode} mode (${u.source}): its rules were not judged; cluster-wide checks (endpoints, DNS, kube-proxy health) still ran`,
-      command: ctx.service.clusterIP
+      check: ctx.service.clusterIP
         ? nodeCommand(ctx.reach, u.node, u.look(ctx.service.clusterIP), [ctx.service.clusterIP])
         : undefined,
     })),

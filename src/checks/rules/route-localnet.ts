@@ -45,7 +45,11 @@ export const routeLocalnetOff: Check = {
             return value === undefined ? [] : [`sysctl ${key} = ${value}`]
           },
         ),
-        command: nodeCommand(ctx.reach, view.name, {argv: ['sysctl', '-w', `${KEY}=1`], sudo: true}),
+        check: nodeCommand(ctx.reach, view.name, {argv: ['sysctl', KEY]}),
+        fix: {
+          changes: 'node',
+          command: nodeCommand(ctx.reach, view.name, {argv: ['sysctl', '-w', `${KEY}=1`], sudo: true}),
+        },
         text: `kube-proxy sets it only when it starts: find what reset it on ${view.name} (a sysctl.d file re-applied, a hardening script). To turn localhost NodePorts off instead, set iptables.localhostNodePorts: false in kube-proxy's configuration.`,
       })
     }

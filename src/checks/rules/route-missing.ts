@@ -99,10 +99,23 @@ export const routeMissing: Check = {
           node: obs.name,
           message: `${obs.name}: no working route to ${cidr}: ${g.reason}, so ${obs.name} cannot reach endpoint${g.endpoints.length > 1 ? 's' : ''} ${listed} on ${g.home}`,
           evidence: g.evidence.slice(0, 4),
-          command: nodeCommand(ctx.reach, obs.name, {argv: ['ip', 'route', 'get', g.endpoints[0].ip]}, [
+          check: nodeCommand(ctx.reach, obs.name, {argv: ['ip', 'route', 'get', g.endpoints[0].ip]}, [
             g.endpoints[0].ip,
           ]),
-          text: `Expected: via ${g.home}${gateway ? ` (${gateway})` : ''} or the CNI's tunnel. Restart the CNI agent on ${obs.name}${g.cidr && gateway ? `, or add the route by hand (ip route replace ${g.cidr} via ${gateway})` : ''}.`,
+          fix: {
+            changes: 'node',
+            command:
+              g.cidr && gateway
+                ? nodeCommand(
+                    ctx.reach,
+                    obs.name,
+                    {argv: ['ip', 'route', 'replace', g.cidr, 'via', gateway], sudo: true},
+                    [g.cidr, gateway],
+                  )
+                : undefined,
+            text: `Restart the CNI agent on ${obs.name}: it owns the route${g.cidr && gateway ? ' (the command adds it by hand until then)' : ''}.`,
+          },
+          text: `Expected: via ${g.home}${gateway ? ` (${gateway})` : ''} or the CNI's tunnel.`,
         })
       }
     }

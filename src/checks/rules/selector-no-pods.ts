@@ -47,7 +47,7 @@ export const selectorNoPods: Check = {
         node: null,
         message: `selector ${text} matches no Pod in namespace ${ctx.service.namespace}${near.length > 0 ? `; close: ${near.join('; ')}` : ''}`,
         evidence: near,
-        command: kubectlCommand(ctx.reach, ctx.service.namespace, ['get', 'pods', '--show-labels']),
+        check: kubectlCommand(ctx.reach, ctx.service.namespace, ['get', 'pods', '--show-labels']),
         text: `Compare the Pods' labels with the selector ${text}.`,
       },
     ]

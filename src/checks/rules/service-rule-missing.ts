@@ -1,6 +1,7 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {nodeCommand} from '../../model/reach.js'
+import {restartKubeProxy} from './kube-proxy-pod.js'
 import {joinHostPort} from '../../net/host-port.js'
 
 export const serviceRuleMissing: Check = {
@@ -18,14 +19,16 @@ export const serviceRuleMissing: Check = {
             out.push({
               node: n.name,
               message: `${n.name}: no ${n.dataplane.vocab.steps['service-match']} entry for ${e.svcPortName} cluster IP ${where}`,
-              command: nodeCommand(ctx.reach, n.name, n.dataplane.show(svc.clusterIP!), [svc.clusterIP!]),
+              check: nodeCommand(ctx.reach, n.name, n.dataplane.show(svc.clusterIP!), [svc.clusterIP!]),
+              fix: restartKubeProxy(ctx, n.name),
             })
           else if (p.clusterIPRule.target !== p.want.internal)
             out.push({
               node: n.name,
               message: `${n.name}: ${where} jumps to ${p.clusterIPRule.target}, expected ${p.want.internal}`,
               evidence: [`${p.clusterIPRule.table} line ${p.clusterIPRule.line}: ${p.clusterIPRule.text}`],
-              command: nodeCommand(ctx.reach, n.name, n.dataplane.show(svc.clusterIP!), [svc.clusterIP!]),
+              check: nodeCommand(ctx.reach, n.name, n.dataplane.show(svc.clusterIP!), [svc.clusterIP!]),
+              fix: restartKubeProxy(ctx, n.name),
             })
         }
         if (e.hasEndpoints) {
@@ -34,7 +37,8 @@ export const serviceRuleMissing: Check = {
               out.push({
                 node: n.name,
                 message: `${n.name}: no ${n.dataplane.vocab.steps['service-match']} entry for ${e.svcPortName} at ${ip}:${e.port}`,
-                command: nodeCommand(ctx.reach, n.name, n.dataplane.show(ip), [ip]),
+                check: nodeCommand(ctx.reach, n.name, n.dataplane.show(ip), [ip]),
+                fix: restartKubeProxy(ctx, n.name),
               })
           }
         }

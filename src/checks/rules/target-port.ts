@@ -48,7 +48,7 @@ export const targetPortUndeclared: Check = {
             .slice(0, 3)
             .map((p) => p.metadata?.name)
             .join(', ')})`,
-          command: kubectlCommand(
+          check: kubectlCommand(
             ctx.reach,
             ctx.service.namespace,
             ['get', 'pod', lacking[0].metadata?.name ?? '', '-o', 'jsonpath={.spec.containers[*].ports}'],

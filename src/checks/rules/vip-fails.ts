@@ -50,7 +50,7 @@ export const vipFails: Check = {
           message:
             `${n.node}: ${what} from ${n.node}: ${describeTally(t)}, while ${everyAnswers ? 'every endpoint behind it answers' : 'endpoints behind it answer'} from ${n.node} directly (${endpoints}); ` +
             `${path ? `the static trace of ${path.entry} says it works` : 'its rules were not traced'}: the node's Service dataplane breaks where the rules read do not show`,
-          command: nodeCommand(ctx.reach, n.node, {argv: ['conntrack', '-L', '-d', t.target.host], sudo: true}, [
+          check: nodeCommand(ctx.reach, n.node, {argv: ['conntrack', '-L', '-d', t.target.host], sudo: true}, [
             t.target.host,
           ]),
           text: 'Then run the diagnosis again: kube-proxy may have rewritten the rules since they were read.',

@@ -6,9 +6,11 @@ import {gatherLive} from '../../diagnosis/gather.js'
 import {checkBundleOut, writeBundle} from '../../diagnosis/write-bundle.js'
 import {renderArgv} from '../../model/shell.js'
 import {printable} from '../../report/printable.js'
+import {COLLECT_EXIT_CODES} from '../../cli/exit-codes.js'
 
 export default class CollectSvc extends DoctorCommand {
   static override summary = 'Record what `svc` reads (API objects and node dumps) as a bundle for --snapshot'
+  static override description = COLLECT_EXIT_CODES
   static override examples = ['<%= config.bin %> collect svc web -n shop --out ./web-bundle']
   static override args = {name: Args.string({required: true, description: 'Service name'})}
   static override flags = {

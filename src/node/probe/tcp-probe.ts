@@ -1,6 +1,7 @@
 import {lateTimeout} from '../../util/late-timeout.js'
 import type {Duplex} from 'node:stream'
 import type {NodeAccess} from '../transport/node-access.js'
+import type {KernelEvidence} from './kernel-evidence.js'
 
 /** Opens a TCP connection that originates on the node (an SSH direct-tcpip channel, a port-forward, …). */
 export type OpenTcp = (host: string, port: number) => Promise<Duplex>
@@ -43,6 +44,8 @@ export interface NodeProbes {
   /** The node could not be reached for probing (nothing was learnt). */
   error?: string
   tallies: Array<ProbeTally<ServiceProbeTarget>>
+  /** What the kernel's conntrack table says of the probes of the Service's addresses (absent: none were probed). */
+  kernel?: KernelEvidence
 }
 
 export interface ProbeSettings {

@@ -19,6 +19,13 @@ export function ipArgument(text: string): string {
   return ip.text
 }
 
+/** A TCP/UDP port number as a word (1-65535); anything else throws. */
+export function portArgument(port: number): string {
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    throw new Error(`refusing to build a node command: ${JSON.stringify(port)} is not a port number`)
+  return String(port)
+}
+
 const DNS_NAME = /^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$/
 const DNS_SERVER = /^[0-9a-fA-F:.]+$/
 const RECORD_TYPES: ReadonlySet<string> = new Set(['A', 'AAAA'])

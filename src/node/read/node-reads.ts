@@ -20,6 +20,7 @@ import {
   ipArgument,
   nftFamily,
   pathSysctlNames,
+  portArgument,
   quote,
   type ConntrackProtocol,
   type IptablesTable,
@@ -297,6 +298,30 @@ export const NODE_READS = {
     ...PATH_READ,
     root: 'sudo',
     parse: parseConntrackList,
+  },
+  /**
+   * `conntrack -L -p tcp --orig-dst ADDRESS --orig-port-dst PORT`: the entries the live probes of one Service address
+   * left, read right after the node's probes (node/probe/kernel-evidence.ts): the endpoint the kernel's DNAT chose
+   * (the reply tuple's source) and whether a reply came back. Probes are matched to entries on the doctor's side.
+   */
+  conntrackProbe: {
+    argv: (a: {address: string; port: number}) => [
+      'conntrack',
+      '-L',
+      '-p',
+      'tcp',
+      '--orig-dst',
+      ipArgument(a.address),
+      '--orig-port-dst',
+      portArgument(a.port),
+    ],
+    line: (a: {address: string; port: number}) =>
+      `conntrack -L -p tcp --orig-dst ${quote(ipArgument(a.address))} --orig-port-dst ${quote(portArgument(a.port))}`,
+    root: 'sudo',
+    compressible: false,
+    recorded: {notRecorded: 'read right after the live probes, which a snapshot does not make'},
+    parse: parseConntrackList,
+    transports: RUNNING_TRANSPORTS,
   },
   /**
    * `nft [-j] list table FAMILY kube-proxy`: kube-proxy's own table only. On a large iptables-nft node listing the whole

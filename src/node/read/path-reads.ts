@@ -75,21 +75,61 @@ function requireSuccess(raw: RawCommandOutput): void {
 const isConntrackProtocol = (p: string): p is ConntrackProtocol =>
   (CONNTRACK_PROTOCOLS as readonly string[]).includes(p)
 
-/** Parses the raw path reads. */
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+/** A command's outcome in the shape this tool records it (a bundle's path-reads.json is only as typed as its file). */
+function isRawOutput(v: unknown): v is RawCommandOutput {
+  if (!isRecord(v)) return false
+  if (typeof v.notRead === 'string') return true
+  return (v.code === null || typeof v.code === 'number') && typeof v.stdout === 'string' && typeof v.stderr === 'string'
+}
+
+/** Entries of `list` in the recorded shape; each other one is said as left out, never a crash of the whole run. */
+function wellFormed<T extends RawCommandOutput>(list: unknown[], what: string, keys: string[], skipped: string[]): T[] {
+  const out: T[] = []
+  list.forEach((entry, i) => {
+    if (isRawOutput(entry) && keys.every((k) => typeof (entry as unknown as Record<string, unknown>)[k] === 'string'))
+      out.push(entry as T)
+    else skipped.push(`${what} ${i + 1} of path-reads.json is not a recorded command's output`)
+  })
+  return out
+}
+
+/** Parses the raw path reads (as recorded: anything of another shape is said as not read). */
 export function interpretPathReads(raw: RawPathReads): PathObservation {
-  const out: PathObservation = {routeLookups: [], conntrack: [], skipped: raw.skipped ?? []}
+  const skipped = Array.isArray(raw.skipped) ? raw.skipped.filter((s) => typeof s === 'string') : []
+  const out: PathObservation = {routeLookups: [], conntrack: [], skipped}
+  const malformed = (what: string) => ({
+    status: 'not-read' as const,
+    reason: `${what}: path-reads.json holds no output for it`,
+  })
   // sysctl exits 1 when one key is missing and still prints the others; the missing ones are said on stderr.
-  if (raw.sysctls)
-    out.sysctls = interpret(raw.sysctls, 'sysctl', (r) =>
-      reads.pathSysctls.parse(`${r.stdout}\n${r.stderr.replace(/^(?!sysctl: cannot stat).*$/gm, '')}`),
-    )
+  if (raw.sysctls !== undefined)
+    out.sysctls = !isRawOutput(raw.sysctls)
+      ? malformed('sysctl')
+      : interpret(raw.sysctls, 'sysctl', (r) =>
+          reads.pathSysctls.parse(`${r.stdout}\n${r.stderr.replace(/^(?!sysctl: cannot stat).*$/gm, '')}`),
+        )
   const table = (read: typeof reads.routeTable | typeof reads.routeTable6) => (r: RawCommandOutput) => {
     requireSuccess(r)
     return read.parse(r.stdout)
   }
-  if (raw.routeTable) out.routeTable = interpret(raw.routeTable, 'ip route show', table(reads.routeTable))
-  if (raw.routeTable6) out.routeTable6 = interpret(raw.routeTable6, 'ip -6 route show', table(reads.routeTable6))
-  out.routeLookups = raw.routeGet.map(({address, ...r}) => ({
+  if (raw.routeTable !== undefined)
+    out.routeTable = isRawOutput(raw.routeTable)
+      ? interpret(raw.routeTable, 'ip route show', table(reads.routeTable))
+      : malformed('ip route show')
+  if (raw.routeTable6 !== undefined)
+    out.routeTable6 = isRawOutput(raw.routeTable6)
+      ? interpret(raw.routeTable6, 'ip -6 route show', table(reads.routeTable6))
+      : malformed('ip -6 route show')
+  const routeGet = wellFormed<RawPathReads['routeGet'][number]>(raw.routeGet, 'route lookup', ['address'], skipped)
+  const conntrack = wellFormed<RawPathReads['conntrack'][number]>(
+    raw.conntrack,
+    'conntrack read',
+    ['protocol', 'address'],
+    skipped,
+  )
+  out.routeLookups = routeGet.map(({address, ...r}) => ({
     address,
     result: interpret<RouteAnswer>(r, `ip route get ${address}`, (res) => {
       if (res.code === 0) return {kind: 'route', route: reads.routeGet.parse(res.stdout)}
@@ -99,7 +139,7 @@ export function interpretPathReads(raw: RawPathReads): PathObservation {
       throw new Error('no route in the output')
     }),
   }))
-  out.conntrack = raw.conntrack.flatMap(({protocol, address, ...r}) =>
+  out.conntrack = conntrack.flatMap(({protocol, address, ...r}) =>
     isConntrackProtocol(protocol)
       ? [
           {

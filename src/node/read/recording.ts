@@ -1,6 +1,7 @@
 import {BufferSource, type DumpSource} from '../../parse/dump-source.js'
 import {withCniResults} from '../../parse/bridge-state.js'
 import {NftRuleset} from '../../parse/nft-ruleset.js'
+import type {IptablesSave} from '../../parse/iptables-save.js'
 import type {DnsAnswer, DnsRecordAnswer} from '../probe/dns-probe.js'
 import type {KubeProxyStatus} from '../../parse/kube-proxy-status.js'
 import {BACKEND_SAVES, NODE_READS as reads} from './node-reads.js'
@@ -82,6 +83,12 @@ function isKubeProxyStatus(v: unknown): boolean {
   )
 }
 
+/** Rules are parsed chain by chain when first walked: a broken rule's error then names the file it is in. */
+function named(dump: IptablesSave, file: string): IptablesSave {
+  dump.file = file
+  return dump
+}
+
 /** Parses one node's recording (read live by collect-node.ts, or loaded from a snapshot folder). */
 export function parseNodeRecording(
   name: string,
@@ -98,13 +105,13 @@ export function parseNodeRecording(
   const obs: NodeObservation = {name, reachable: true}
   try {
     const save = dump(reads.iptablesSave.recorded.file)
-    if (save) obs.iptables = reads.iptablesSave.parse(save)
+    if (save) obs.iptables = named(reads.iptablesSave.parse(save), reads.iptablesSave.recorded.file)
   } catch (e) {
     return {name, reachable: false, error: `${reads.iptablesSave.recorded.file} unreadable: ${(e as Error).message}`}
   }
   try {
     const save6 = dump(reads.ip6tablesSave.recorded.file)
-    if (save6) obs.ip6tables = reads.ip6tablesSave.parse(save6)
+    if (save6) obs.ip6tables = named(reads.ip6tablesSave.parse(save6), reads.ip6tablesSave.recorded.file)
   } catch {
     // Unreadable IPv6 rules leave the node's IPv6 family unjudged, said in what was not checked.
   }
@@ -132,7 +139,12 @@ export function parseNodeRecording(
   for (const {family, backend, command} of BACKEND_SAVES) {
     try {
       const source = dump(reads[command].recorded.file)
-      if (source && source.size > 0) (obs.backends ??= []).push({family, backend, dump: reads[command].parse(source)})
+      if (source && source.size > 0)
+        (obs.backends ??= []).push({
+          family,
+          backend,
+          dump: named(reads[command].parse(source), reads[command].recorded.file),
+        })
     } catch {
       // An unreadable extra backend dump only loses the leftover check.
     }

@@ -278,7 +278,7 @@ export const TRANSPORTS = {
    */
   'debug-pod': {
     async connect(opts) {
-      const [{kubeProxyImages}, {PodExecNodeAccess}, {DebugPods}] = await Promise.all([
+      const [{kubeProxyImage}, {PodExecNodeAccess}, {DebugPods}] = await Promise.all([
         import('./pod/find-pod.js'),
         import('./pod/pod-exec-transport.js'),
         import('./pod/debug-pod.js'),
@@ -289,32 +289,38 @@ export const TRANSPORTS = {
         runId: randomBytes(3).toString('hex'),
         kubectl: opts.kubectl,
       }
-      if (opts.nodes.length > 0) {
-        const image = opts.access.debugImage
-          ? `image ${opts.access.debugImage}`
-          : "kube-proxy's image, already on the node"
+      // The image is settled, and said, before anything is created: --debug-image, or kube-proxy's DaemonSet's image
+      // pinned by digest. Without either, no debug Pod is made (each node says why).
+      let chosen: {image: string; origin: string} | TransportUnavailable
+      if (opts.access.debugImage) chosen = {image: opts.access.debugImage, origin: '--debug-image'}
+      else if (opts.nodes.length === 0) chosen = new TransportUnavailable({kind: 'no-pod', reason: 'no node to read'})
+      else
+        try {
+          const found = await amongKubeProxyPods(
+            kubeProxyImage(kubeConfig, kubeProxyPods(opts.access), opts.timeoutMs),
+            "find kube-proxy's image for the debug Pods (--debug-image names one)",
+            "kube-proxy's DaemonSet could not be read for its image",
+          )
+          chosen =
+            'reason' in found
+              ? new TransportUnavailable({kind: 'no-pod', reason: found.reason})
+              : {image: found.image, origin: found.where}
+        } catch (e) {
+          if (!(e instanceof TransportUnavailable)) throw e
+          chosen = e
+        }
+      if (opts.nodes.length > 0 && !(chosen instanceof TransportUnavailable)) {
         opts.announce?.(
-          `--via debug-pod: creating a privileged Pod (hostNetwork, hostPID, the node's / read-only at ${HOST_ROOT}; ${image}) in namespace "${debug.namespace}" on ${opts.nodes.join(', ')}; each is deleted once its node is read`,
+          `--via debug-pod: creating a privileged Pod (hostNetwork, hostPID, the node's / read-only at ${HOST_ROOT}; image ${chosen.image}, ${chosen.origin}) in namespace "${debug.namespace}" on ${opts.nodes.join(', ')}; each is deleted once its node is read`,
         )
         opts.announce?.(
           `the Pods are labelled ${MANAGED_BY_LABEL}=${MANAGED_BY},${RUN_LABEL}=${debug.runId}; leftovers, if any: ${LEFTOVER_CLEANUP}`,
         )
       }
-      const imageOn = kubeProxyImages(kubeConfig, kubeProxyPods(opts.access), opts.timeoutMs)
       const debugPods = new DebugPods(kubeConfig, debug, opts.timeoutMs)
       return async (target) => {
-        let image = opts.access.debugImage
-        let origin = '--debug-image'
-        if (!image) {
-          const found = await amongKubeProxyPods(
-            () => imageOn(target.name),
-            "find kube-proxy's image for the debug Pods (--debug-image names one)",
-            "kube-proxy's Pods could not be listed for their image",
-          )
-          if ('reason' in found) throw new TransportUnavailable({kind: 'no-pod', reason: found.reason})
-          image = found.image
-          origin = found.where
-        }
+        if (chosen instanceof TransportUnavailable) throw chosen
+        const {image, origin} = chosen
         let pod
         try {
           pod = await debugPods.start(target.name, image)

@@ -31,7 +31,7 @@ function debugPodName(runId: string, node: string): string {
  * (`cat` on an open stdin: kube-proxy's image has cat and no shell or sleep); the doctor execs the reads into it.
  * The image is pulled only if the node lacks it; activeDeadlineSeconds stops the container should the Pod outlive the run.
  */
-function debugPodSpec(settings: DebugPodSettings, node: string, image: string, timeoutMs: number): V1Pod {
+export function debugPodSpec(settings: DebugPodSettings, node: string, image: string, timeoutMs: number): V1Pod {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -52,7 +52,7 @@ function debugPodSpec(settings: DebugPodSettings, node: string, image: string, t
       automountServiceAccountToken: false,
       enableServiceLinks: false,
       terminationGracePeriodSeconds: 1,
-      activeDeadlineSeconds: Math.ceil((10 * timeoutMs) / 1000) + 60,
+      activeDeadlineSeconds: Math.min(Math.ceil((10 * timeoutMs) / 1000) + 60, MAX_ACTIVE_DEADLINE_S),
       tolerations: [{operator: 'Exists'}],
       containers: [
         {
@@ -70,6 +70,12 @@ function debugPodSpec(settings: DebugPodSettings, node: string, image: string, t
   }
 }
 
+/**
+ * The longest a debug Pod may live, whatever --timeout: a run that dies without deleting it (killed, a crash) leaves a
+ * privileged Pod on the node for at most this long.
+ */
+const MAX_ACTIVE_DEADLINE_S = 900
+
 /** Single-quotes a word for a POSIX shell when it is not plain (a kubeconfig path with spaces). */
 function shellWord(word: string): string {
   return /^[A-Za-z0-9_./:@%+=,-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`
@@ -79,33 +85,46 @@ function shellWord(word: string): string {
 const LIVE = new Map<string, () => Promise<string | undefined>>()
 let cleaning = false
 
+/**
+ * The signals that end a run, with the shell's exit code for each: Ctrl-C, a kill, a closed terminal or dropped bastion
+ * session (SIGHUP), Ctrl-\\ (SIGQUIT). Each deletes the debug Pods first.
+ */
+const ENDING_SIGNALS = {SIGHUP: 129, SIGINT: 130, SIGQUIT: 131, SIGTERM: 143} as const
+
+/** A line on stderr, if there still is one: after SIGHUP the terminal may be gone, and the Pods are deleted anyway. */
+function say(line: string): void {
+  try {
+    process.stderr.write(`kproxy-doctor: ${line}\n`, () => undefined)
+  } catch {
+    // no terminal left to tell
+  }
+}
+
 function onSignal(signal: NodeJS.Signals): void {
-  const code = signal === 'SIGINT' ? 130 : 143
+  const code = ENDING_SIGNALS[signal as keyof typeof ENDING_SIGNALS] ?? 143
   if (cleaning) {
-    process.stderr.write(
-      `kproxy-doctor: ${signal} again: exiting without waiting; remove the debug Pods left with: ${LEFTOVER_CLEANUP}\n`,
-    )
+    say(`${signal} again: exiting without waiting; remove the debug Pods left with: ${LEFTOVER_CLEANUP}`)
     process.exit(code)
   }
   cleaning = true
   const removals = [...LIVE.values()]
-  process.stderr.write(
-    `kproxy-doctor: ${signal}: deleting ${removals.length} debug Pod${removals.length === 1 ? '' : 's'} before exiting\n`,
-  )
+  say(`${signal}: deleting ${removals.length} debug Pod${removals.length === 1 ? '' : 's'} before exiting`)
   void Promise.all(removals.map((remove) => remove())).then((lines) => {
-    for (const line of lines) if (line) process.stderr.write(`kproxy-doctor: warning: ${line}\n`)
+    for (const line of lines) if (line) say(`warning: ${line}`)
     process.exit(code)
   })
 }
 
+const signals = Object.keys(ENDING_SIGNALS) as Array<keyof typeof ENDING_SIGNALS>
+
 function track(name: string, remove: () => Promise<string | undefined>): void {
-  if (LIVE.size === 0) for (const s of ['SIGINT', 'SIGTERM'] as const) process.on(s, onSignal)
+  if (LIVE.size === 0) for (const s of signals) process.on(s, onSignal)
   LIVE.set(name, remove)
 }
 
 function untrack(name: string): void {
   LIVE.delete(name)
-  if (LIVE.size === 0 && !cleaning) for (const s of ['SIGINT', 'SIGTERM'] as const) process.off(s, onSignal)
+  if (LIVE.size === 0 && !cleaning) for (const s of signals) process.off(s, onSignal)
 }
 
 /** Calls the API with a deadline; a 403 is a KubeForbiddenError for `verb pods`, other failures a KubeStreamError. */
@@ -156,7 +175,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /**
  * Creates, waits for and deletes this run's debug Pods. Every Pod is tracked from before its create call until it is
- * gone: Ctrl-C or SIGTERM deletes the tracked ones, each within the timeout, before the process exits.
+ * gone: Ctrl-C, SIGTERM, SIGHUP or SIGQUIT deletes the tracked ones, each within the timeout, before the process exits.
  */
 export class DebugPods {
   private readonly core: CoreV1Api
@@ -210,9 +229,16 @@ export class DebugPods {
     for (let pause = 100; ; pause = Math.min(1000, pause * 2)) {
       const left = this.timeoutMs - (Date.now() - startedAt)
       if (left <= 0) break
-      const pod = await bounded(`get pod ${ref.namespace}/${ref.name}`, 'get', ref.namespace, left, (signal) =>
-        this.core.readNamespacedPod({namespace: ref.namespace, name: ref.name}, abortableBy(signal)),
-      )
+      let pod: V1Pod
+      try {
+        pod = await bounded(`get pod ${ref.namespace}/${ref.name}`, 'get', ref.namespace, left, (signal) =>
+          this.core.readNamespacedPod({namespace: ref.namespace, name: ref.name}, abortableBy(signal)),
+        )
+      } catch (e) {
+        // A get cut by what was left of the wait is the wait running out, not a hung API server.
+        if (e instanceof KubeTimeoutError && Date.now() - startedAt >= this.timeoutMs) break
+        throw e
+      }
       const state = pod.status?.containerStatuses?.find((c) => c.name === CONTAINER)?.state
       if (pod.status?.phase === 'Running' && state?.running) return
       const waiting = state?.waiting?.reason

@@ -236,8 +236,11 @@ export class PodExecNodeAccess implements NodeAccess {
     if (!('kind' in r)) return ran(r)
     const proc = await this.exec(['cat', '/proc/net/ip_vs'], readOf('ipvsadm'), timeoutMs)
     if ('kind' in proc) return this.notInImage('ipvsadm', ' (nor cat, to read /proc/net/ip_vs)')
+    // No /proc/net/ip_vs: the kernel has no IPVS table, which is what an empty `ipvsadm -Sn` says; nothing unread.
+    if (proc.exitCode !== 0 && /No such file/.test(proc.stderr))
+      return {kind: 'ran', code: 0, stdout: Buffer.alloc(0), stderr: ''}
     if (proc.exitCode !== 0) {
-      this.missing.set('ipvsadm', 'no /proc/net/ip_vs either (the kernel has no IPVS table: IPVS is not in use)')
+      this.missing.set('ipvsadm', `/proc/net/ip_vs could not be read either (${proc.stderr.trim().split('\n')[0]})`)
       return {kind: 'ran', code: proc.exitCode, stdout: Buffer.alloc(0), stderr: proc.stderr}
     }
     return {kind: 'ran', code: 0, stdout: Buffer.from(procIpVsAsIpvsadm(proc.stdout)), stderr: ''}

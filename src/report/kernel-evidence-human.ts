@@ -1,0 +1,60 @@
+import type {ChalkInstance} from 'chalk'
+import type {Report} from './report.js'
+import type {KernelTraceItem} from './kernel-trace.js'
+import {wrapProse} from './width.js'
+
+function mark(item: KernelTraceItem, c: ChalkInstance): string {
+  if (item.agreesWithWalk === true) return c.green('✓')
+  if (item.agreesWithWalk === false) return c.red('✗')
+  return c.yellow('?')
+}
+
+const MATCHED = {'source-port': 'by source port', 'time-window': 'by the seconds since the probes'} as const
+
+/**
+ * The human report's "Kernel evidence": per node, one line per probed Service address (the endpoints the kernel's DNAT
+ * chose, replied or not, agrees with the walk ✓/✗, ? where nothing could be compared), and the nodes where conntrack
+ * could not be read, never with a ✓. Nothing when no probe ran.
+ */
+export function renderKernelEvidence(
+  r: Pick<Report, 'kernelTrace' | 'notChecked' | 'probes'>,
+  c: ChalkInstance,
+  width = Number.POSITIVE_INFINITY,
+): string[] {
+  const unread = r.notChecked.filter((n) => n.check === 'kernel-evidence' && n.node !== null)
+  if (!r.probes.ran || (r.kernelTrace.length === 0 && unread.length === 0)) return []
+  const matched = [...new Set(r.kernelTrace.flatMap((i) => (i.matchedBy ? [MATCHED[i.matchedBy]] : [])))]
+  const lines = [
+    '',
+    ...wrapProse(
+      `${c.bold('Kernel evidence')} (conntrack, read right after the probes${matched.length > 0 ? `; entries matched ${matched.join(' or ')}` : ''})`,
+      width,
+      '',
+      '  ',
+    ),
+  ]
+  const nodes = [...new Set([...r.kernelTrace.map((i) => i.node), ...unread.map((n) => n.node!)])].sort()
+  for (const node of nodes) {
+    lines.push(`  ${node}`)
+    for (const n of unread.filter((u) => u.node === node))
+      lines.push(...wrapProse(`kernel evidence: ${n.reason}`, width, '    ? ', '      ').map((l) => c.yellow(l)))
+    for (const item of r.kernelTrace.filter((i) => i.node === node)) {
+      const verdict =
+        item.agreesWithWalk === true
+          ? 'agrees with the walk'
+          : item.agreesWithWalk === false
+            ? 'disagrees'
+            : 'not compared'
+      const busy = item.others > 0 ? ' (other traffic among the entries: evidence, not proof)' : ''
+      lines.push(
+        ...wrapProse(
+          `${item.kind} ${item.target} (${item.port}): ${verdict}${busy}: ${item.detail}`,
+          width,
+          `    ${mark(item, c)} `,
+          '      ',
+        ),
+      )
+    }
+  }
+  return lines
+}

@@ -139,7 +139,7 @@ export async function withKernelTrace<T>(
       const why = failed(await run(cmd, STEP_MS))
       if (why) {
         if (!made) untrack(id)
-        return {result: await probes(), trace: {traced: false, reason: cannot(`nft ${cmd.argv.slice(1).join(' ').slice(0, 40)}…`, why)}}
+        return {result: await probes(), trace: {traced: false, reason: cannot(`nft ${cmd.argv.filter((w) => w !== '--').slice(1, 3).join(' ')}`, why)}}
       }
       made = true
     }

@@ -114,7 +114,9 @@ async function probePlan(
   // The Service's own addresses are traced (the endpoints' direct probes are not translated: nothing to confirm).
   const tuples = [
     ...new Map(
-      plan.targets.filter((t) => t.kind !== 'endpoint').map((t) => [`${t.host} ${t.port}`, {address: t.host, port: t.port}]),
+      plan.targets
+        .filter((t) => t.kind !== 'endpoint')
+        .map((t) => [`${t.host} ${t.port}`, {address: t.host, port: t.port}]),
     ).values(),
   ]
   const traced = kernelTrace

@@ -11,23 +11,23 @@ import {ipArgument, portArgument, quote} from './read/command-arguments.js'
  */
 
 /** Every table of the doctor's starts so; the rest of the name is the run's id and its creation time (Unix seconds). */
-export const TRACE_TABLE_PREFIX = 'kpd_trace_'
+const TRACE_TABLE_PREFIX = 'kpd_trace_'
 const TABLE_NAME = /^kpd_trace_([0-9a-f]{6})_([0-9]{10})$/
 
 /** How long an element of the probe set lives: a tuple forgotten by a killed run stops matching within this. */
-export const SET_TIMEOUT_SECONDS = 30
+const SET_TIMEOUT_SECONDS = 30
 /**
  * Earlier than every other base chain at its hook (raw is -300, conntrack -200, DNAT -100): the mark is set before any
  * rule of kube-proxy's or anyone's sees the packet.
  */
-export const TRACE_PRIORITY = -500
+const TRACE_PRIORITY = -500
 /** The packets the trace rule may mark: a probe makes a handful; nothing else can flood the trace. */
 const RATE = ['limit', 'rate', '20/second', 'burst', '40', 'packets'] as const
 /** The longest `nft monitor trace` may run on the node, whatever the doctor does. */
 export const MAX_MONITOR_SECONDS = 20
 
 export type TraceHook = 'prerouting' | 'output'
-export const TRACE_HOOKS: readonly TraceHook[] = ['prerouting', 'output']
+const TRACE_HOOKS: readonly TraceHook[] = ['prerouting', 'output']
 export type TraceFamily = 'ip' | 'ip6'
 const SET_OF: Record<TraceFamily, {set: string; type: string}> = {
   ip: {set: 'probes4', type: 'ipv4_addr'},
@@ -53,18 +53,20 @@ export function newTraceTableName(nowMs: number = Date.now()): string {
 }
 
 /** When a table of the doctor's was made (Unix seconds), or undefined where the name is not one of the doctor's. */
-export function traceTableCreatedAt(name: string): number | undefined {
+function traceTableCreatedAt(name: string): number | undefined {
   const m = TABLE_NAME.exec(name)
   return m ? Number(m[2]) : undefined
 }
 
 function tableArgument(name: string): string {
-  if (!TABLE_NAME.test(name)) throw new Error(`refusing to build a kernel trace command: ${JSON.stringify(name)} is not a table of the doctor's`)
+  if (!TABLE_NAME.test(name))
+    throw new Error(`refusing to build a kernel trace command: ${JSON.stringify(name)} is not a table of the doctor's`)
   return name
 }
 
 function hookArgument(hook: string): TraceHook {
-  if (!TRACE_HOOKS.includes(hook as TraceHook)) throw new Error(`refusing to build a kernel trace command: hook ${JSON.stringify(hook)}`)
+  if (!TRACE_HOOKS.includes(hook as TraceHook))
+    throw new Error(`refusing to build a kernel trace command: hook ${JSON.stringify(hook)}`)
   return hook as TraceHook
 }
 
@@ -81,7 +83,11 @@ const nft = (...words: string[]): readonly string[] => ['nft', ...words]
 
 /** The commands, by what they do. Nothing else of this kind runs on a node. */
 export const KERNEL_TRACE_COMMANDS = {
-  listTables: (): KernelTraceCommand => ({purpose: 'list the nftables tables', argv: nft('list', 'tables'), changes: false}),
+  listTables: (): KernelTraceCommand => ({
+    purpose: 'list the nftables tables',
+    argv: nft('list', 'tables'),
+    changes: false,
+  }),
   createTable: (table: string): KernelTraceCommand => ({
     purpose: 'create the doctor’s private table',
     argv: nft('add', 'table', 'inet', tableArgument(table)),
@@ -90,24 +96,85 @@ export const KERNEL_TRACE_COMMANDS = {
   createChain: (table: string, hook: TraceHook): KernelTraceCommand => ({
     purpose: `its ${hook} base chain, before every other`,
     // `--`: the negative priority is not an option of nft's.
-    argv: nft('--', 'add', 'chain', 'inet', tableArgument(table), hookArgument(hook), '{', 'type', 'filter', 'hook', hook, 'priority', String(TRACE_PRIORITY), ';', 'policy', 'accept', ';', '}'),
+    argv: nft(
+      '--',
+      'add',
+      'chain',
+      'inet',
+      tableArgument(table),
+      hookArgument(hook),
+      '{',
+      'type',
+      'filter',
+      'hook',
+      hook,
+      'priority',
+      String(TRACE_PRIORITY),
+      ';',
+      'policy',
+      'accept',
+      ';',
+      '}',
+    ),
     changes: true,
   }),
   createSet: (table: string, family: TraceFamily): KernelTraceCommand => ({
     purpose: `the set of the probes' ${family === 'ip' ? 'IPv4' : 'IPv6'} tuples, elements timing out after ${SET_TIMEOUT_SECONDS}s`,
-    argv: nft('add', 'set', 'inet', tableArgument(table), SET_OF[family].set, '{', 'type', SET_OF[family].type, '.', 'inet_proto', '.', 'inet_service', ';', 'flags', 'timeout', ';', 'timeout', `${SET_TIMEOUT_SECONDS}s`, ';', '}'),
+    argv: nft(
+      'add',
+      'set',
+      'inet',
+      tableArgument(table),
+      SET_OF[family].set,
+      '{',
+      'type',
+      SET_OF[family].type,
+      '.',
+      'inet_proto',
+      '.',
+      'inet_service',
+      ';',
+      'flags',
+      'timeout',
+      ';',
+      'timeout',
+      `${SET_TIMEOUT_SECONDS}s`,
+      ';',
+      '}',
+    ),
     changes: true,
   }),
   createRule: (table: string, hook: TraceHook, family: TraceFamily): KernelTraceCommand => ({
     purpose: `mark only the probes' packets for tracing (${hook}, rate-limited)`,
-    argv: nft('add', 'rule', 'inet', tableArgument(table), hookArgument(hook), family, 'daddr', '.', 'meta', 'l4proto', '.', 'th', 'dport', `@${SET_OF[family].set}`, ...RATE, 'meta', 'nftrace', 'set', '1'),
+    argv: nft(
+      'add',
+      'rule',
+      'inet',
+      tableArgument(table),
+      hookArgument(hook),
+      family,
+      'daddr',
+      '.',
+      'meta',
+      'l4proto',
+      '.',
+      'th',
+      'dport',
+      `@${SET_OF[family].set}`,
+      ...RATE,
+      'meta',
+      'nftrace',
+      'set',
+      '1',
+    ),
     changes: true,
   }),
   addTuples: (table: string, family: TraceFamily, tuples: readonly TraceTuple[]): KernelTraceCommand => {
     if (tuples.length === 0) throw new Error('refusing to build a kernel trace command: no tuple')
     const elements = tuples.flatMap((t, i) => {
       const address = ipArgument(t.address)
-      if (familyOf(address) !== family) throw new Error(`refusing to build a kernel trace command: ${address} is not ${family}`)
+      if (familyOf(address) !== family)
+        throw new Error(`refusing to build a kernel trace command: ${address} is not ${family}`)
       return [...(i > 0 ? [','] : []), address, '.', 'tcp', '.', portArgument(t.port)]
     })
     return {
@@ -119,7 +186,11 @@ export const KERNEL_TRACE_COMMANDS = {
   monitor: (seconds: number): KernelTraceCommand => {
     if (!Number.isInteger(seconds) || seconds < 1 || seconds > MAX_MONITOR_SECONDS)
       throw new Error(`refusing to build a kernel trace command: monitor for ${JSON.stringify(seconds)}s`)
-    return {purpose: `watch the trace events for at most ${seconds}s`, argv: ['timeout', String(seconds), ...nft('monitor', 'trace')], changes: false}
+    return {
+      purpose: `watch the trace events for at most ${seconds}s`,
+      argv: ['timeout', String(seconds), ...nft('monitor', 'trace')],
+      changes: false,
+    }
   },
   deleteTable: (table: string): KernelTraceCommand => ({
     purpose: 'delete the doctor’s table',

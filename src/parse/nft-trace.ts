@@ -34,7 +34,7 @@ export interface TracedPacket {
 const HEAD = /^trace id ([0-9a-f]+) (\S+) (\S+) (\S+) (.*)$/
 
 /** One line of the monitor's output, or undefined for a line that is not a trace event (nft's own notices). */
-export function parseTraceLine(line: string): TraceEvent | undefined {
+function parseTraceLine(line: string): TraceEvent | undefined {
   const m = HEAD.exec(line.trim())
   if (!m) return undefined
   const [, id, family, table, chain, rest] = m

@@ -37,12 +37,16 @@ function onSignal(signal: NodeJS.Signals): void {
   const code = ENDING_SIGNALS[signal as keyof typeof ENDING_SIGNALS] ?? 143
   const tracked = [...LIVE.values()]
   if (cleaning) {
-    say(`${signal} again: exiting without waiting; remove what is left with: ${[...new Set(tracked.map((t) => t.leftover))].join('; ')}`)
+    say(
+      `${signal} again: exiting without waiting; remove what is left with: ${[...new Set(tracked.map((t) => t.leftover))].join('; ')}`,
+    )
     process.exit(code)
   }
   cleaning = true
   const kinds = [...new Set(tracked.map((t) => t.kind))]
-  say(`${signal}: ${kinds.map((k) => `deleting ${plural(k, tracked.filter((t) => t.kind === k).length)}`).join(', ')} before exiting`)
+  say(
+    `${signal}: ${kinds.map((k) => `deleting ${plural(k, tracked.filter((t) => t.kind === k).length)}`).join(', ')} before exiting`,
+  )
   void Promise.all(tracked.map((t) => t.remove().catch((e: Error) => e.message))).then((lines) => {
     for (const line of lines) if (line) say(`warning: ${line}`)
     process.exit(code)

@@ -171,7 +171,8 @@ test('a run: the stale table removed, the table made, the monitor around the pro
   let probedWhileWatching = false
   const {access, ran} = fakeNode((cmd) => {
     if (cmd.argv.join(' ') === 'nft list tables') return {stdout: Buffer.from(LISTING)}
-    if (cmd.argv[0] === 'timeout') return {code: 124, stdout: Buffer.from(RECORDED.replaceAll('kpd_trace_a1b2c3_1795000000', table()))}
+    if (cmd.argv[0] === 'timeout')
+      return {code: 124, stdout: Buffer.from(RECORDED.replaceAll('kpd_trace_a1b2c3_1795000000', table()))}
     return undefined
   })
   const table = () => /kpd_trace_[0-9a-f]{6}_1795000100/.exec(ran.join('\n'))![0]
@@ -226,13 +227,16 @@ test('a failing step deletes the table; no root says so; iptables-legacy changes
   assert.equal(r.result, 1)
   assert.equal(
     !r.trace.traced && r.trace.reason,
-    "kernel trace not run: nft add set failed: Error: Could not process rule: No such file or directory (exit 1)",
+    'kernel trace not run: nft add set failed: Error: Could not process rule: No such file or directory (exit 1)',
   )
   assert.match(failing.ran.at(-1)!, /^nft delete table inet kpd_trace_/)
 
   const noRoot = fakeNode(() => ({code: 1, stderr: 'Error: Operation not permitted\n'}))
   const n = await withKernelTrace(noRoot.access, 'node-a', [{address: '10.96.10.10', port: 80}], opts, async () => 1)
-  assert.equal(!n.trace.traced && n.trace.reason, 'kernel trace not run: no root for nft (Error: Operation not permitted (exit 1))')
+  assert.equal(
+    !n.trace.traced && n.trace.reason,
+    'kernel trace not run: no root for nft (Error: Operation not permitted (exit 1))',
+  )
   assert.deepEqual(noRoot.ran, ['nft list tables'])
 
   const legacy = fakeNode(() => ({stdout: Buffer.from('')}))
@@ -241,7 +245,7 @@ test('a failing step deletes the table; no root says so; iptables-legacy changes
   assert.deepEqual(legacy.ran, ['nft list tables'])
 })
 
-test('cleanup deletes every table of the doctor\'s, whatever its age, and nothing else', async () => {
+test("cleanup deletes every table of the doctor's, whatever its age, and nothing else", async () => {
   const {access, ran} = fakeNode((cmd) =>
     cmd.argv.join(' ') === 'nft list tables'
       ? {stdout: Buffer.from(`${LISTING}table inet kpd_trace_ffffff_1795000099\ntable inet kpd_trace_x\n`)}
@@ -305,14 +309,21 @@ function withTrace(trace: (walked: Array<{table: string; chain: string}>) => str
 
 test("KPD-KERNEL-DISAGREES: the kernel's chains equal the walk's: agrees, no finding; a wrong walk's SEP chain: caught", () => {
   const {cluster, observations} = offlineCluster({})
-  const agree = diagnose(cluster, observations, withTrace((walked) => traceOf(TABLE, walked)))
+  const agree = diagnose(
+    cluster,
+    observations,
+    withTrace((walked) => traceOf(TABLE, walked)),
+  )
   assert.deepEqual(
     agree.findings.map((f) => f.code),
     [],
   )
   const v = agree.kernel.find((k) => k.node === 'node-a' && k.target.kind === 'ClusterIP')!
   assert.equal(v.agreesWithWalk, true)
-  assert.match(v.detail, /; netfilter's trace agrees: 6 chains of kube-proxy's, as walked \(KUBE-SERVICES → (KUBE-SVC-\w+) → KUBE-MARK-MASQ → \1 → KUBE-SEP-\w+ → KUBE-POSTROUTING\)$/)
+  assert.match(
+    v.detail,
+    /; netfilter's trace agrees: 6 chains of kube-proxy's, as walked \(KUBE-SERVICES → (KUBE-SVC-\w+) → KUBE-MARK-MASQ → \1 → KUBE-SEP-\w+ → KUBE-POSTROUTING\)$/,
+  )
   assert.ok(v.rules.length > 0 && v.rules.every((r) => r.table !== `inet ${TABLE}`))
 
   // The kernel went to another SEP chain than any the walk can take: the model is wrong on this path.

@@ -110,7 +110,11 @@ test("the sudoers snippet allows exactly the kernel trace's commands, as regular
       const [program, ...args] = c.split(' ')
       return s.program === program && s.args.test(args.join(' '))
     })
-  assert.deepEqual(commands.filter((c) => !allows(c)), [], 'run with sudo but not allowed')
+  assert.deepEqual(
+    commands.filter((c) => !allows(c)),
+    [],
+    'run with sudo but not allowed',
+  )
   assert.deepEqual(
     specs.filter((s) => !commands.some((c) => s.args.test(c.split(' ').slice(1).join(' ')))).map((s) => s.args.source),
     [],

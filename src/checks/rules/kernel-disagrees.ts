@@ -82,12 +82,7 @@ function judge(
   return {...v, rules: c.rules, agreesWithWalk, detail: `${v.detail}; ${c.detail}`}
 }
 
-function judgeConntrack(
-  node: string,
-  t: Tally,
-  ev: TargetKernelEvidence,
-  path: PathResult | undefined,
-): KernelVerdict {
+function judgeConntrack(node: string, t: Tally, ev: TargetKernelEvidence, path: PathResult | undefined): KernelVerdict {
   const entry: Entry = path?.entry ?? (t.target.kind === 'NodePort' ? 'outside→NodePort' : 'node→ClusterIP')
   const unrecorded = ev.error ? 0 : Math.max(0, t.attempts - (ev.connections.length - ev.others))
   const base = {

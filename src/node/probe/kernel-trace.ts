@@ -68,7 +68,7 @@ function nftBackend(listing: string): boolean {
 }
 
 /** The line of commands a person can run to remove one table (what a killed run leaves). */
-export function removalLine(table: string, isRoot: boolean): string {
+function removalLine(table: string, isRoot: boolean): string {
   return kernelTraceLine(KERNEL_TRACE_COMMANDS.deleteTable(table), isRoot)
 }
 
@@ -109,7 +109,10 @@ export async function withKernelTrace<T>(
   if (opts.dryRun)
     return {
       result: await probes(),
-      trace: {traced: false, reason: 'kernel trace not run: --dry-run (the commands were printed, nothing was changed)'},
+      trace: {
+        traced: false,
+        reason: 'kernel trace not run: --dry-run (the commands were printed, nothing was changed)',
+      },
     }
 
   const listed = await run(KERNEL_TRACE_COMMANDS.listTables(), STEP_MS)
@@ -130,7 +133,9 @@ export async function withKernelTrace<T>(
   const id = `kernel-trace/${node}/${table}`
   const leftoverLine = `kproxy-doctor cleanup --node ${node} (or on the node: ${removalLine(table, isRoot)})`
   const removeTable = async (): Promise<string | undefined> => {
-    const why = failed(await run(remove, STEP_MS).catch((e: Error) => ({kind: 'not-recorded' as const, what: e.message})))
+    const why = failed(
+      await run(remove, STEP_MS).catch((e: Error) => ({kind: 'not-recorded' as const, what: e.message})),
+    )
     return why ? `kernel trace table ${table} on ${node} not deleted (${why}): ${leftoverLine}` : undefined
   }
   trackUntilExit(id, {kind: 'kernel trace table', remove: removeTable, leftover: leftoverLine})
@@ -139,7 +144,19 @@ export async function withKernelTrace<T>(
       const why = failed(await run(cmd, STEP_MS))
       if (why) {
         if (!made) untrack(id)
-        return {result: await probes(), trace: {traced: false, reason: cannot(`nft ${cmd.argv.filter((w) => w !== '--').slice(1, 3).join(' ')}`, why)}}
+        return {
+          result: await probes(),
+          trace: {
+            traced: false,
+            reason: cannot(
+              `nft ${cmd.argv
+                .filter((w) => w !== '--')
+                .slice(1, 3)
+                .join(' ')}`,
+              why,
+            ),
+          },
+        }
       }
       made = true
     }

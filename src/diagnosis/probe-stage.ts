@@ -65,7 +65,13 @@ export async function probeNodes(
     try {
       access = await connect({name, address: node && nodeAddress(node)})
     } catch (e) {
-      return {node: name, via: 'nothing', error: (e as Error).message.split('\n')[0], tallies: []}
+      const error = (e as Error).message.split('\n')[0]
+      // No probe, nothing to trace: said in coverage where --kernel-trace was asked for.
+      const untraced = kernelTrace && {
+        traced: false as const,
+        reason: `kernel trace not run: the node is not probed (${error})`,
+      }
+      return {node: name, via: 'nothing', error, tallies: [], ...(untraced ? {kernelTrace: untraced} : {})}
     }
     try {
       return await probePlan(plan, name, access, settings, kernelTrace)

@@ -74,7 +74,7 @@ describe('--kernel-trace against the netns lab (iptables-nft and nftables mode, 
     for (const node of NODE_NAMES) {
       const at = r.stderr.indexOf(`kproxy-doctor: --kernel-trace on ${node}: delete the doctor's own tables`)
       assert.ok(at >= 0, r.stderr)
-      assert.match(r.stderr.slice(at), /\n {2}nft add table inet kpd_trace_[0-9a-f]{6}_\d{10}\n/)
+      assert.match(r.stderr.slice(at), /\nkproxy-doctor: {3}nft add table inet kpd_trace_[0-9a-f]{6}_\d{10}\n/)
     }
   })
 

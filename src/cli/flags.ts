@@ -205,6 +205,8 @@ interface LiveFlags {
   'proxy-mode'?: string
   probe?: boolean
   'all-rules'?: boolean
+  'kernel-trace'?: boolean
+  'dry-run'?: boolean
 }
 
 /**
@@ -236,7 +238,10 @@ export function liveOptions(
       concurrency: flags.concurrency ?? 1,
     },
     reads: {proxyMode: flags['proxy-mode'], scopeRules: flags['all-rules'] === false},
-    probes: {run: flags.probe ?? false},
+    probes: {
+      run: flags.probe ?? false,
+      ...(flags['kernel-trace'] ? {kernelTrace: {dryRun: flags['dry-run'] ?? false}} : {}),
+    },
     output: {
       log: output.log,
       onProgress: output.onProgress,

@@ -80,6 +80,19 @@ export default class Svc extends DoctorCommand {
       helpGroup: DIAGNOSIS,
       exclusive: ['snapshot'],
     }),
+    'kernel-trace': Flags.boolean({
+      description:
+        "confirm each probe with netfilter's own trace on nftables/iptables-nft nodes: a private nft table of the doctor's marks only the probes' packets, deleted at the end (the commands are printed first; needs root on the node)",
+      default: false,
+      helpGroup: DIAGNOSIS,
+      exclusive: ['snapshot'],
+    }),
+    'dry-run': Flags.boolean({
+      description: 'with --kernel-trace: print the commands it would run on each node, run none of them',
+      default: false,
+      helpGroup: DIAGNOSIS,
+      dependsOn: ['kernel-trace'],
+    }),
   }
 
   async run(): Promise<void> {
@@ -88,6 +101,8 @@ export default class Svc extends DoctorCommand {
       throw new DiagnosisError(
         `--quiet prints only the headline of the table: it cannot be combined with -o ${flags.output}`,
       )
+    if (flags['kernel-trace'] && !flags.probe)
+      throw new DiagnosisError('--kernel-trace traces the live probes: it cannot be combined with --no-probe')
     const ignore = ignoreRules(flags)
     const log = verboseLog(flags)
     const failOn = parseFailOn(flags['fail-on'])

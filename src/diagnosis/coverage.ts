@@ -56,6 +56,8 @@ const COVERAGE_CHECKS = {
   'live-probes': PROBE_CODES,
   /** The kernel's conntrack entries of the live probes, set against the walk. */
   'kernel-evidence': KERNEL_CODES,
+  /** --kernel-trace: netfilter's own trace of the probes' packets, set against the walk. */
+  'kernel-trace': KERNEL_CODES,
 } as const
 
 type CoverageCheck = keyof typeof COVERAGE_CHECKS
@@ -264,6 +266,8 @@ function probeGaps(probes: ProbeRun): NotChecked[] {
     // The probes' verdicts stand without it: what the kernel did is confirmation, not required.
     if (n.kernel && !n.kernel.read)
       out.push(entry(n.node, 'kernel-evidence', `not confirmed: ${n.kernel.reason}`, false))
+    // Opted into, yet confirmation only: a node that cannot be traced does not fail the run.
+    if (n.kernelTrace && !n.kernelTrace.traced) out.push(entry(n.node, 'kernel-trace', n.kernelTrace.reason, false))
   }
   return out
 }

@@ -77,9 +77,13 @@ export async function gatherLive(name: string, opts: LiveOptions): Promise<Gathe
   // Each node read through a transport that probes is probed on the read's own access while it reads.
   const probing = new Map<string, StartedProbes>()
   const settings = probeSettings(opts.cluster)
+  const kernelTrace = opts.probes.kernelTrace && {
+    dryRun: opts.probes.kernelTrace.dryRun,
+    announce: opts.output.announce ?? (() => undefined),
+  }
   const probeBeside = opts.probes.run
     ? (node: string, access: NodeAccess) => {
-        const started = startProbes(cluster, node, access, settings)
+        const started = startProbes(cluster, node, access, settings, kernelTrace)
         probing.set(node, started)
         return started.probes
       }
@@ -101,6 +105,7 @@ export async function gatherLive(name: string, opts: LiveOptions): Promise<Gathe
         await probeConnector(reads.readVia, opts),
         {timeoutMs: opts.cluster.timeoutMs, concurrency: opts.access.concurrency},
         probing,
+        kernelTrace,
       )
     : undefined
   const reach = await liveReach({...opts.cluster, sshConfig: opts.access.sshConfig}, reads.readVia, cluster.nodes)

@@ -22,6 +22,8 @@ interface ReadOptions {
 /** Live probes from each node after it is read (svc). */
 interface ProbeOptions {
   run: boolean
+  /** --kernel-trace (svc): netfilter traces the probes' packets; dryRun: --dry-run, the commands are printed only. */
+  kernelTrace?: {dryRun: boolean}
 }
 
 /** A step of a long run, reported through `onProgress`: the cli layer decides whether and how to show it. */

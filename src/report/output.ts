@@ -94,3 +94,13 @@ export function writeTrace(
     `${assumed}${assumed ? '\n\n' : ''}${renderWalk(t, c, width).join('\n')}\n\n${renderTraceSummary(t, c, width)}\n`,
   )
 }
+
+/** `cleanup`: one line per node of what it deleted (names from a node's output, made printable). */
+export function writeCleanup(r: {node: string; removed: string[]}, write: Write): void {
+  const p = printableDocument(r)
+  write(
+    p.removed.length === 0
+      ? `${p.node}: no table of kproxy-doctor's (kpd_trace_*) to delete\n`
+      : p.removed.map((t) => `${p.node}: deleted table inet ${t}\n`).join(''),
+  )
+}

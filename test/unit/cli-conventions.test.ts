@@ -51,10 +51,12 @@ test('svc help groups its flags and lists exactly the flags svc honours', async 
     'context',
     'debug-image',
     'debug-namespace',
+    'dry-run',
     'explain',
     'fail-on',
     'ignore',
     'insecure-ignore-host-key',
+    'kernel-trace',
     'kube-proxy-namespace',
     'kube-proxy-selector',
     'kubeconfig',
@@ -187,6 +189,7 @@ test('bash completion: commands, topics, flags of the command typed, flag values
   const r = await runCli(['completion', 'bash'])
   assert.equal(r.code, 0)
   assert.deepEqual((await bashComplete(r.stdout, ['kproxy-doctor', ''])).sort(), [
+    'cleanup',
     'collect',
     'completion',
     'help',

@@ -5,6 +5,12 @@ import {basename} from 'node:path'
 import {test} from 'node:test'
 import {buildCommandLine, NODE_COMMANDS} from '../../src/node/node-commands.js'
 import type {NodeCommand} from '../../src/node/read/node-reads.js'
+import {
+  KERNEL_TRACE_COMMANDS,
+  kernelTraceLine,
+  setupCommands,
+  traceTableName,
+} from '../../src/node/kernel-trace-commands.js'
 
 const SUDOERS = 'deploy/sudoers/kproxy-doctor'
 
@@ -66,3 +72,60 @@ test(
     assert.equal(r.status, 0, r.stdout + r.stderr)
   },
 )
+
+/** KPD_KERNEL_TRACE's specs: [program, args] where args is a regular expression (^…$, sudoers' \, a comma) or exact. */
+function kernelTraceSpecs(text: string): Array<{program: string; args: RegExp}> {
+  const joined = text.replace(/\\\n/g, ' ')
+  const alias = /^Cmnd_Alias\s+KPD_KERNEL_TRACE\s*=\s*(.+)$/m.exec(joined)
+  assert.ok(alias, 'the snippet defines Cmnd_Alias KPD_KERNEL_TRACE')
+  return alias[1].split(/(?<!\\),/).map((spec) => {
+    const [program, ...rest] = spec.trim().split(/\s+/)
+    const args = rest.join(' ').replace(/\\,/g, ',')
+    return {
+      program: basename(program),
+      args: args.startsWith('^') ? new RegExp(args) : new RegExp(`^${args.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`),
+    }
+  })
+}
+
+test("the sudoers snippet allows exactly the kernel trace's commands, as regular expressions no appended command passes", () => {
+  const specs = kernelTraceSpecs(readFileSync(SUDOERS, 'utf8'))
+  const table = traceTableName('a1b2c3', 1795000000)
+  const commands = [
+    KERNEL_TRACE_COMMANDS.listTables(),
+    ...setupCommands(table, [
+      {address: '10.96.10.10', port: 80},
+      {address: '10.200.0.11', port: 30080},
+      {address: 'fd00:10:96::a', port: 443},
+    ]),
+    KERNEL_TRACE_COMMANDS.monitor(5),
+    KERNEL_TRACE_COMMANDS.deleteTable(table),
+  ].map((c) => {
+    const line = kernelTraceLine(c, false)
+    // What sudo is asked to run: the words after `sudo -n`, shell quotes removed.
+    return line.slice(line.indexOf('sudo -n ') + 'sudo -n '.length).replace(/'/g, '')
+  })
+  const allows = (c: string) =>
+    specs.some((s) => {
+      const [program, ...args] = c.split(' ')
+      return s.program === program && s.args.test(args.join(' '))
+    })
+  assert.deepEqual(
+    commands.filter((c) => !allows(c)),
+    [],
+    'run with sudo but not allowed',
+  )
+  assert.deepEqual(
+    specs.filter((s) => !commands.some((c) => s.args.test(c.split(' ').slice(1).join(' ')))).map((s) => s.args.source),
+    [],
+    'allowed but never run',
+  )
+  for (const appended of [
+    `nft add table inet ${table} ; flush ruleset`,
+    `nft delete table ip kube-proxy`,
+    `nft add table inet ${table}x`,
+    `nft add element inet ${table} probes4 { 10.96.10.10 . tcp . 80 } ; flush ruleset`,
+    'nft monitor trace ; flush ruleset',
+  ])
+    assert.equal(allows(appended), false, appended)
+})

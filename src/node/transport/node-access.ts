@@ -1,5 +1,6 @@
 import type {Duplex} from 'node:stream'
 import type {ArgsOf, NodeCommandKey} from '../read/node-reads.js'
+import type {KernelTraceCommand} from '../kernel-trace-commands.js'
 
 /** An allow-listed command that ran on the node (whatever its exit code). */
 interface CommandRan {
@@ -77,6 +78,11 @@ export interface NodeAccess {
    * first: a sudo that wants a password then fails once on the node, not once per read. Absent: no sudo.
    */
   usesSudo?(): Promise<boolean>
+  /**
+   * A command of the kernel trace's own allow-list (kernel-trace-commands.ts: the doctor's private nftables table and
+   * `nft monitor trace`), run only under --kernel-trace or `cleanup`. Absent: the transport cannot run them.
+   */
+  runKernelTrace?(cmd: KernelTraceCommand, timeoutMs: number): Promise<RunResult>
   /** Ends the access; a transport that made something on the node's behalf (the debug Pod) removes it before resolving. */
   close(): void | Promise<void>
   /** What the transport has to say about its reads so far (see TransportNotes); absent: nothing. */
@@ -102,6 +108,7 @@ export function wrapAccess(access: NodeAccess, own: Partial<Omit<NodeAccess, 'us
     ...own,
   }
   if (access.usesSudo) wrapped.usesSudo = () => access.usesSudo!()
+  if (access.runKernelTrace) wrapped.runKernelTrace = (cmd, timeoutMs) => access.runKernelTrace!(cmd, timeoutMs)
   if (access.notes) wrapped.notes = () => access.notes!()
   return wrapped
 }

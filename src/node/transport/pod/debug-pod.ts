@@ -1,6 +1,7 @@
 import type {KubeConfig, V1Pod} from '@kubernetes/client-node'
 import {ApiException, CoreV1Api} from '../../../vendor/client-node.js'
 import {HOST_ROOT} from '../../node-commands.js'
+import {trackUntilExit, untrack as untrackOnExit} from '../../../util/ending-signals.js'
 import {LEFTOVER_CLEANUP, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL} from './debug-pod-labels.js'
 import {abortableBy} from '../../../kube/abortable.js'
 import type {PodRef} from './find-pod.js'
@@ -81,50 +82,13 @@ function shellWord(word: string): string {
   return /^[A-Za-z0-9_./:@%+=,-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`
 }
 
-/** Each debug Pod not yet deleted → its removal; the signal handlers delete them all before the process exits. */
-const LIVE = new Map<string, () => Promise<string | undefined>>()
-let cleaning = false
-
-/**
- * The signals that end a run, with the shell's exit code for each: Ctrl-C, a kill, a closed terminal or dropped bastion
- * session (SIGHUP), Ctrl-\\ (SIGQUIT). Each deletes the debug Pods first.
- */
-const ENDING_SIGNALS = {SIGHUP: 129, SIGINT: 130, SIGQUIT: 131, SIGTERM: 143} as const
-
-/** A line on stderr, if there still is one: after SIGHUP the terminal may be gone, and the Pods are deleted anyway. */
-function say(line: string): void {
-  try {
-    process.stderr.write(`kproxy-doctor: ${line}\n`, () => undefined)
-  } catch {
-    // no terminal left to tell
-  }
-}
-
-function onSignal(signal: NodeJS.Signals): void {
-  const code = ENDING_SIGNALS[signal as keyof typeof ENDING_SIGNALS] ?? 143
-  if (cleaning) {
-    say(`${signal} again: exiting without waiting; remove the debug Pods left with: ${LEFTOVER_CLEANUP}`)
-    process.exit(code)
-  }
-  cleaning = true
-  const removals = [...LIVE.values()]
-  say(`${signal}: deleting ${removals.length} debug Pod${removals.length === 1 ? '' : 's'} before exiting`)
-  void Promise.all(removals.map((remove) => remove())).then((lines) => {
-    for (const line of lines) if (line) say(`warning: ${line}`)
-    process.exit(code)
-  })
-}
-
-const signals = Object.keys(ENDING_SIGNALS) as Array<keyof typeof ENDING_SIGNALS>
-
+/** Each debug Pod not yet deleted is tracked: an ending signal deletes it before the process exits (util/ending-signals). */
 function track(name: string, remove: () => Promise<string | undefined>): void {
-  if (LIVE.size === 0) for (const s of signals) process.on(s, onSignal)
-  LIVE.set(name, remove)
+  trackUntilExit(`debug-pod/${name}`, {kind: 'debug Pod', remove, leftover: LEFTOVER_CLEANUP})
 }
 
 function untrack(name: string): void {
-  LIVE.delete(name)
-  if (LIVE.size === 0 && !cleaning) for (const s of signals) process.off(s, onSignal)
+  untrackOnExit(`debug-pod/${name}`)
 }
 
 /** Calls the API with a deadline; a 403 is a KubeForbiddenError for `verb pods`, other failures a KubeStreamError. */

@@ -1,6 +1,7 @@
 import type {KubeConfig} from '@kubernetes/client-node'
 import {argvOf, commandTimeoutMs, isReadableNodeFile, onNodeRoot} from '../../node-commands.js'
 import {dnsLookupCommand} from '../../read/command-arguments.js'
+import type {KernelTraceCommand} from '../../kernel-trace-commands.js'
 import {
   isNodeCommandKey,
   NODE_READS,
@@ -202,6 +203,13 @@ export class PodExecNodeAccess implements NodeAccess {
       ((pod: PodExecNodeAccess, ...args: ArgsOf<K>) => Promise<RunResult>) | undefined
     if (own) return own(this, ...args)
     return this.runArgv(argvOf(key, ...args), read, commandTimeoutMs(key, this.timeoutMs))
+  }
+
+  /** The node's own nft where the image lacks it (the debug Pod); the Pod runs privileged, as root. */
+  async runKernelTrace(cmd: KernelTraceCommand, timeoutMs: number): Promise<RunResult> {
+    const r = await this.exec(cmd.argv, undefined, timeoutMs)
+    if ('kind' in r) return {kind: 'not-recorded', what: `${r.tool} ${this.absentFrom(r.tool)}`}
+    return ran(r)
   }
 
   private async runArgv(argv: readonly string[], read: NodeRead, timeoutMs: number): Promise<RunResult> {

@@ -17,6 +17,7 @@ import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription, Tra
 import {OutputCapExceeded, type ExecResult} from './ssh-session.js'
 import {COMMAND_OUTPUT_CAP_BYTES} from '../../../util/output-cap.js'
 import {classifyOpenError} from '../../probe/tcp-probe.js'
+import {kernelTraceLine, type KernelTraceCommand} from '../../kernel-trace-commands.js'
 
 /** What the SSH transport needs of a session (SshSession; a stand-in in tests). */
 export interface SshChannel {
@@ -86,6 +87,10 @@ export class SshNodeAccess implements NodeAccess {
       }
     }
     return {kind: 'ran', ...splitCompressedOutput(plain), stderr: r.stderr}
+  }
+
+  async runKernelTrace(cmd: KernelTraceCommand, timeoutMs: number): Promise<RunResult> {
+    return {kind: 'ran', ...(await this.session.exec(kernelTraceLine(cmd, await this.root()), timeoutMs))}
   }
 
   async openTcp(host: string, port: number, timeoutMs: number): Promise<TcpOpen> {

@@ -46,6 +46,23 @@ export interface ClusterState {
   corednsConfigMap?: V1ConfigMap
   /** API reads that could not be made, with the reason: the checks that need them are reported as not done. */
   unread: UnreadApiData[]
+  /**
+   * The objects that say who implements Services on each node (the agents' Pods and their configuration, as the
+   * registry of Service implementers asks for them); undefined when they were not read (an older bundle).
+   */
+  implementerObjects?: ImplementerObjects
+}
+
+/** The API objects of the Service implementers other than kube-proxy: their agents' Pods and ConfigMaps. */
+export interface ImplementerObjects {
+  pods: V1Pod[]
+  configMaps: V1ConfigMap[]
+}
+
+/** Which API objects to read for the Service implementers: Pods of these namespaces, these ConfigMaps. */
+export interface ImplementerReads {
+  namespaces: string[]
+  configMaps: Array<{namespace: string; name: string}>
 }
 
 export interface UnreadApiData {

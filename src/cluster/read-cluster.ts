@@ -110,7 +110,9 @@ async function readImplementerObjects(
       }),
     ),
   )
-  return {pods: pods.flat(), configMaps: configMaps.filter((c): c is V1ConfigMap => !!c)}
+  const agent = (p: V1Pod) =>
+    reads.agentLabels.some((labels) => Object.entries(labels).every(([k, v]) => p.metadata?.labels?.[k] === v))
+  return {pods: pods.flat().filter(agent), configMaps: configMaps.filter((c): c is V1ConfigMap => !!c)}
 }
 
 async function readClusterDomain(

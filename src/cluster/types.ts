@@ -59,10 +59,17 @@ export interface ImplementerObjects {
   configMaps: V1ConfigMap[]
 }
 
-/** Which API objects to read for the Service implementers: Pods of these namespaces, these ConfigMaps. */
+/**
+ * Which API objects to read for the Service implementers: the Pods of these namespaces that carry one of these label
+ * sets (their agents), these ConfigMaps; and what of them a bundle keeps (the ConfigMaps' keys, the agents' environment
+ * variables by name and arguments by prefix: nothing else of them, which may hold secrets).
+ */
 export interface ImplementerReads {
   namespaces: string[]
-  configMaps: Array<{namespace: string; name: string}>
+  agentLabels: Array<Record<string, string>>
+  configMaps: Array<{namespace: string; name: string; keys: string[]}>
+  env: string[]
+  argPrefixes: string[]
 }
 
 export interface UnreadApiData {

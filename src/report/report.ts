@@ -201,7 +201,9 @@ function firstLine(d: Diagnosis, findings: Finding[]): {summary: string; next: N
   const readable = d.context.nodes.length
   const warnings = findings.filter((f) => f.severity === 'warning').length
   if (svc.notProxied) return {summary: `✓ ${id}: ${svc.notProxied}`, next: null}
-  if (readable === 0)
+  // Nodes read whose Services another implementer serves are read: what was not checked there is said below.
+  const servedByOthers = d.context.implementers.some((i) => !i.kubeProxyJudged)
+  if (readable === 0 && !servedByOthers)
     return {summary: `? ${id}: no node could be read, the packet path is unchecked`, next: nextStep(findings[0])}
   const required = d.notChecked.filter((n) => n.required).length
   if (required > 0) {

@@ -12,7 +12,7 @@ import {
 /** yaml, loaded when Antrea's configuration is read. */
 const loadModule = createRequire(import.meta.url)
 
-const CONFIG_MAPS = [{namespace: 'kube-system', name: 'antrea-config'}]
+const CONFIG_MAPS = [{namespace: 'kube-system', name: 'antrea-config', keys: ['antrea-agent.conf']}]
 const AGENT = {app: 'antrea', component: 'antrea-agent'}
 
 interface AntreaAgentConf {
@@ -38,7 +38,7 @@ function proxyAll(text: string | undefined): string | undefined {
 export const antreaImplementer: ServiceImplementerAdapter = {
   name: 'antrea',
   title: 'Antrea (AntreaProxy)',
-  reads: {namespaces: ['kube-system'], configMaps: CONFIG_MAPS},
+  reads: {namespaces: ['kube-system'], agentLabels: [AGENT], configMaps: CONFIG_MAPS, env: [], argPrefixes: []},
   fromApi(objects, _cluster, node) {
     const pod = agentPodOn(objects, node, AGENT)
     const said = proxyAll(configMapOf(objects, CONFIG_MAPS)?.data?.['antrea-agent.conf'])

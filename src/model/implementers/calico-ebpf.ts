@@ -16,7 +16,13 @@ const AGENT = {'k8s-app': 'calico-node'}
 export const calicoEbpfImplementer: ServiceImplementerAdapter = {
   name: 'calico-ebpf',
   title: 'Calico (eBPF dataplane)',
-  reads: {namespaces: ['kube-system', 'calico-system'], configMaps: []},
+  reads: {
+    namespaces: ['kube-system', 'calico-system'],
+    agentLabels: [AGENT],
+    configMaps: [],
+    env: ['FELIX_BPFENABLED'],
+    argPrefixes: [],
+  },
   fromApi(objects, _cluster, node) {
     const pod = agentPodOn(objects, node, AGENT)
     const enabled = pod

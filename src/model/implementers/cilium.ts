@@ -8,8 +8,8 @@ import {
 } from './implementer.js'
 
 const CONFIG_MAPS = [
-  {namespace: 'kube-system', name: 'cilium-config'},
-  {namespace: 'cilium', name: 'cilium-config'},
+  {namespace: 'kube-system', name: 'cilium-config', keys: ['kube-proxy-replacement']},
+  {namespace: 'cilium', name: 'cilium-config', keys: ['kube-proxy-replacement']},
 ]
 const AGENT = {'k8s-app': 'cilium'}
 /** kube-proxy-replacement's values under which Cilium serves every Service itself ("partial" leaves some to kube-proxy). */
@@ -19,7 +19,13 @@ const REPLACES = ['true', 'strict']
 export const ciliumImplementer: ServiceImplementerAdapter = {
   name: 'cilium',
   title: 'Cilium',
-  reads: {namespaces: ['kube-system', 'cilium'], configMaps: CONFIG_MAPS},
+  reads: {
+    namespaces: ['kube-system', 'cilium'],
+    agentLabels: [AGENT],
+    configMaps: CONFIG_MAPS,
+    env: [],
+    argPrefixes: [],
+  },
   fromApi(objects, _cluster, node) {
     const pod = agentPodOn(objects, node, AGENT)
     const config = configMapOf(objects, CONFIG_MAPS)

@@ -1,5 +1,5 @@
 import type {V1ConfigMap, V1Container, V1Pod} from '@kubernetes/client-node'
-import type {ClusterState, ImplementerObjects} from '../../cluster/types.js'
+import type {ClusterState, ImplementerObjects, ImplementerReads} from '../../cluster/types.js'
 import type {NodeObservation} from '../../node/observation.js'
 
 /** What on the node says an implementer runs there. */
@@ -22,8 +22,11 @@ export interface ServiceImplementerAdapter {
   name: string
   /** As the report's prose names it. */
   title: string
-  /** The API objects it is recognised by: the Pods of these namespaces, these ConfigMaps. */
-  reads: {namespaces: string[]; configMaps: Array<{namespace: string; name: string}>}
+  /**
+   * The API objects it is recognised by: its agent's Pods (these namespaces, these labels), these ConfigMaps and the
+   * keys of them it reads; the agent's environment variables and arguments it reads (a bundle keeps only these).
+   */
+  reads: ImplementerReads
   /** From the API objects alone: why it implements Services on `node`; undefined when they do not say so. */
   fromApi(objects: ImplementerObjects, cluster: ClusterState, node: string): string | undefined
   /** From what was read on the node alone; undefined when nothing there says it runs. */

@@ -28,7 +28,10 @@ export const KUBE_PROXY = kubeProxyImplementer.name
 /** The API objects every implementer is recognised by: what readClusterState is asked to read. */
 export const IMPLEMENTER_READS: ImplementerReads = {
   namespaces: [...new Set(SERVICE_IMPLEMENTERS.flatMap((i) => i.reads.namespaces))],
+  agentLabels: SERVICE_IMPLEMENTERS.flatMap((i) => i.reads.agentLabels),
   configMaps: SERVICE_IMPLEMENTERS.flatMap((i) => i.reads.configMaps),
+  env: SERVICE_IMPLEMENTERS.flatMap((i) => i.reads.env),
+  argPrefixes: SERVICE_IMPLEMENTERS.flatMap((i) => i.reads.argPrefixes),
 }
 
 /** One implementer found on a node, with what said so. */

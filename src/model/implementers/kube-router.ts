@@ -25,7 +25,13 @@ function runsServiceProxy(args: string[]): boolean {
 export const kubeRouterImplementer: ServiceImplementerAdapter = {
   name: 'kube-router',
   title: 'kube-router',
-  reads: {namespaces: ['kube-system'], configMaps: []},
+  reads: {
+    namespaces: ['kube-system'],
+    agentLabels: [AGENT],
+    configMaps: [],
+    env: [],
+    argPrefixes: ['--run-service-proxy'],
+  },
   fromApi(objects, _cluster, node) {
     const pod = agentPodOn(objects, node, AGENT)
     const container = pod

@@ -6,7 +6,13 @@ const AGENT = {app: 'ovnkube-node'}
 export const ovnKubernetesImplementer: ServiceImplementerAdapter = {
   name: 'ovn-kubernetes',
   title: 'OVN-Kubernetes',
-  reads: {namespaces: ['ovn-kubernetes', 'openshift-ovn-kubernetes'], configMaps: []},
+  reads: {
+    namespaces: ['ovn-kubernetes', 'openshift-ovn-kubernetes'],
+    agentLabels: [AGENT],
+    configMaps: [],
+    env: [],
+    argPrefixes: [],
+  },
   fromApi(objects, _cluster, node) {
     const pod = agentPodOn(objects, node, AGENT)
     return pod ? `ovnkube-node ${pod.metadata?.namespace}/${pod.metadata?.name} runs on ${node}` : undefined

@@ -387,7 +387,7 @@ export function fails(r: Pick<Report, 'findings'>, failOn: FailOn): boolean {
 }
 
 /** `nodes[].implementer`: the implementer judged on the node, what said so, and any other active beside it. */
-export interface ReportImplementer {
+interface ReportImplementer {
   name: string
   evidence: string[]
   source: string

@@ -3,7 +3,7 @@ import type {ClusterState, ImplementerObjects, ImplementerReads} from '../../clu
 import type {NodeObservation} from '../../node/observation.js'
 
 /** What on the node says an implementer runs there. */
-export interface NodeEvidence {
+interface NodeEvidence {
   reason: string
   /**
    * The evidence is the implementer's own rules being there, which it also programs when it leaves Services to

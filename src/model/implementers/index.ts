@@ -23,7 +23,7 @@ export const SERVICE_IMPLEMENTERS = [
   ovnKubernetesImplementer,
 ] as const satisfies readonly ServiceImplementerAdapter[]
 
-export const KUBE_PROXY = kubeProxyImplementer.name
+const KUBE_PROXY = kubeProxyImplementer.name
 
 /** The API objects every implementer is recognised by: what readClusterState is asked to read. */
 export const IMPLEMENTER_READS: ImplementerReads = {

@@ -292,7 +292,8 @@ function judge(cluster: ClusterState, observations: NodeObservation[], opts: Dia
   const families = serviceFamilies(cluster.service)
   const dualStack = families.length > 1
   const implementers = observations.filter((o) => o.reachable).map((o) => decideImplementer(cluster, o.name, o))
-  for (const i of implementers)
+  // Said where it changes what is judged: kube-proxy alone is what every run assumed before.
+  for (const i of implementers.filter((x) => x.name !== 'kube-proxy' || x.active.length > 1))
     opts.log?.(
       `${i.node}: Services implemented by ${i.title} (${i.source}${i.evidence.length ? `: ${i.evidence.join('; ')}` : ''})`,
     )

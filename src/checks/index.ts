@@ -11,6 +11,7 @@ import {noReadyEndpoints} from './rules/no-ready-endpoints.js'
 import {nodeDiverges} from './rules/node-diverges.js'
 import {nodePortMissing} from './rules/nodeport-missing.js'
 import {nodeUnreadable} from './rules/node-unreadable.js'
+import {noImplementer, twoImplementers} from './rules/implementers.js'
 import {notProxied} from './rules/not-proxied.js'
 import {pathBroken, pathUndecided} from './rules/path-verdicts.js'
 import {filterDrop} from './rules/filter-drop.js'
@@ -46,6 +47,8 @@ export const CHECKS: Check[] = [
   dnsServiceMissing,
   dnsNoEndpoints,
   nodeUnreadable,
+  noImplementer,
+  twoImplementers,
   modeMixed,
   modeUnsupported,
   modeMismatch,

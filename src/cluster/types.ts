@@ -46,6 +46,30 @@ export interface ClusterState {
   corednsConfigMap?: V1ConfigMap
   /** API reads that could not be made, with the reason: the checks that need them are reported as not done. */
   unread: UnreadApiData[]
+  /**
+   * The objects that say who implements Services on each node (the agents' Pods and their configuration, as the
+   * registry of Service implementers asks for them); undefined when they were not read (an older bundle).
+   */
+  implementerObjects?: ImplementerObjects
+}
+
+/** The API objects of the Service implementers other than kube-proxy: their agents' Pods and ConfigMaps. */
+export interface ImplementerObjects {
+  pods: V1Pod[]
+  configMaps: V1ConfigMap[]
+}
+
+/**
+ * Which API objects to read for the Service implementers: the Pods of these namespaces that carry one of these label
+ * sets (their agents), these ConfigMaps; and what of them a bundle keeps (the ConfigMaps' keys, the agents' environment
+ * variables by name and arguments by prefix: nothing else of them, which may hold secrets).
+ */
+export interface ImplementerReads {
+  namespaces: string[]
+  agentLabels: Array<Record<string, string>>
+  configMaps: Array<{namespace: string; name: string; keys: string[]}>
+  env: string[]
+  argPrefixes: string[]
 }
 
 export interface UnreadApiData {

@@ -1,6 +1,7 @@
 import {existsSync, lstatSync, readdirSync} from 'node:fs'
 import {join} from 'node:path'
 import {readClusterState} from '../cluster/read-cluster.js'
+import {IMPLEMENTER_READS} from '../model/implementers/index.js'
 import {SnapshotClusterSource} from '../cluster/snapshot-source.js'
 import type {ClusterState} from '../cluster/types.js'
 import type {V1Node} from '@kubernetes/client-node'
@@ -64,7 +65,7 @@ export async function gatherLive(name: string, opts: LiveOptions): Promise<Gathe
   const {kc, namespace: ctxNamespace} = loadKubeConfig(opts.cluster)
   const namespace = opts.cluster.namespace ?? ctxNamespace
   const source = new LiveClusterSource(kc, opts.cluster.timeoutMs, opts.output.log)
-  const cluster = await readClusterState(source, namespace, name)
+  const cluster = await readClusterState(source, namespace, name, {implementers: IMPLEMENTER_READS})
   const endpointNodes = new Set(cluster.slices.flatMap((s) => (s.endpoints ?? []).map((e) => e.nodeName ?? '')))
   const selection = selectNodes(cluster.nodes, endpointNodes, {only: opts.access.nodes, all: opts.access.allNodes})
   const dnsIP = cluster.dns.service?.spec?.clusterIP
@@ -267,7 +268,7 @@ export async function readNodesLive(
 export async function gatherSnapshot(dir: string, namespace: string, name: string, only?: string[]): Promise<Gathered> {
   const source = new SnapshotClusterSource(dir)
   source.requireRecorded(namespace, name)
-  const cluster = await readClusterState(source, namespace, name)
+  const cluster = await readClusterState(source, namespace, name, {implementers: IMPLEMENTER_READS})
   return {
     cluster,
     observations: readSnapshotNodes(dir, only),

@@ -2,6 +2,7 @@ import {CachedClusterSource} from '../cluster/cached-source.js'
 import type {ClusterSource} from '../cluster/cluster-source.js'
 import {parseLabelSelector} from '../cluster/label-selector.js'
 import {readClusterState} from '../cluster/read-cluster.js'
+import {IMPLEMENTER_READS} from '../model/implementers/index.js'
 import {SnapshotClusterSource} from '../cluster/snapshot-source.js'
 import type {ClusterState} from '../cluster/types.js'
 import {DiagnosisError} from '../errors.js'
@@ -163,7 +164,9 @@ async function readStates(source: ClusterSource, target: ScanTarget, recorded?: 
       try {
         return {
           service,
-          state: await readClusterState(source, service.metadata?.namespace ?? '', service.metadata?.name ?? ''),
+          state: await readClusterState(source, service.metadata?.namespace ?? '', service.metadata?.name ?? '', {
+            implementers: IMPLEMENTER_READS,
+          }),
         }
       } catch (e) {
         return {service, unreadable: (e as Error).message}

@@ -100,6 +100,7 @@ interface ReportNode {
   error: string | null
   mode: string | null
   modeSource: string | null
+  implementer?: unknown
 }
 
 /**
@@ -114,7 +115,7 @@ export function withReadVia<T extends {nodes: ReportNode[]}>(
   const known = new Set(report.nodes.map((n) => n.name))
   const apiOnly = [...readVia]
     .filter(([name, v]) => v.transport === null && !known.has(name))
-    .map(([name, v]) => ({name, reachable: false, error: v.why, mode: null, modeSource: null}))
+    .map(([name, v]) => ({name, reachable: false, error: v.why, mode: null, modeSource: null, implementer: null}))
   const rank = (name: string) => (order.includes(name) ? order.indexOf(name) : order.length)
   const nodes = [...report.nodes, ...apiOnly]
     .sort((a, b) => rank(a.name) - rank(b.name))

@@ -29,10 +29,11 @@ th{background:#f0f0f0}
 .scroll{overflow-x:auto;max-width:100%}
 .ok{color:var(--ok)}.broken{color:var(--bad);font-weight:600}.unknown{color:var(--unk)}.ignored{color:var(--ign)}
 figure{margin:.5em 0}
-figure svg{display:block;height:auto;min-width:640px;width:100%}
+figure svg{display:block;max-width:none}
 figcaption{font-size:.9rem;color:var(--muted)}
 .break{border:2px solid var(--bad);border-radius:6px;padding:8px 12px;margin:.5em 0;background:#fff7f7}
-.break.unknown{border-color:var(--unk);background:#fffbea}.break.ignored{border-color:var(--ign);background:#f6f6f6}
+.break.is-unknown{border-color:var(--unk);background:#fffbea}.break.is-ignored{border-color:var(--ign);background:#f6f6f6}
+.break h3{margin:.2em 0}
 code,pre{font-family:ui-monospace,"SFMono-Regular",Menlo,Consolas,monospace;font-size:.85rem}
 pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f8fa;padding:6px 8px;margin:.3em 0}
 ul{padding-left:1.3em}li{overflow-wrap:anywhere}
@@ -71,7 +72,7 @@ function breaks(g: NodeGraph): string {
     .map((n) => {
       const lane = lanesOf(n)
       const where = n.kind === 'step' ? `breaks at ${stepLink(n.label)}` : `endpoint on ${esc(n.label)}`
-      return `<div class="break ${n.state}"><h4><span class="${n.state}">${esc(MARK[n.state])}</span> ${esc(lane.entry)} to ${esc(lane.destination)} (${esc(lane.port)}): ${where}${n.sublabel ? ` <small>(${esc(n.sublabel)})</small>` : ''}</h4>
+      return `<div class="break is-${n.state}"><h3><span class="${n.state}">${esc(MARK[n.state])}</span> ${esc(lane.entry)} to ${esc(lane.destination)} (${esc(lane.port)}): ${where}${n.sublabel ? ` <small>(${esc(n.sublabel)})</small>` : ''}</h3>
 <p>${esc(n.reason ?? '')}</p>
 ${n.finding ? findingBlock(n.finding) : ''}</div>`
     })
@@ -146,6 +147,17 @@ function serviceSection(report: Report, graphs: NodeGraph[], prefix: string): st
   return parts.join('\n')
 }
 
+/** A page title a browser tab shows whole: at most 70 characters as written (html-validate's long-title counts entities). */
+function shortTitle(title: string): string {
+  if (esc(title).length <= 70) return esc(title)
+  let out = ''
+  for (const c of title) {
+    if (out.length + esc(c).length > 69) break
+    out += esc(c)
+  }
+  return `${out}…`
+}
+
 /** The page: a title, an optional scan headline, and one part per Service report with its graphs. */
 export function renderHtml(page: {
   title: string
@@ -162,7 +174,7 @@ export function renderHtml(page: {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${esc(page.title)}</title>
+<title>${shortTitle(page.title)}</title>
 <style>${CSS}</style>
 </head>
 <body>

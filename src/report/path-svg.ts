@@ -46,9 +46,13 @@ function layout(g: NodeGraph): {placed: Map<string, Placed>; width: number; heig
     laneTops.push(top)
     const used = new Map<number, number>()
     let extra = 0
+    const rowOf = new Map<string, number>()
     for (const n of g.nodes.filter((x) => x.lane === lane)) {
-      const row = used.get(n.column) ?? 0
-      used.set(n.column, row + 1)
+      // A Pod beside its endpoint's node; anything else below the last box of its column.
+      const parent = n.kind === 'pod' ? g.edges.find((e) => e.to === n.id)?.from : undefined
+      const row = (parent !== undefined ? rowOf.get(parent) : undefined) ?? used.get(n.column) ?? 0
+      rowOf.set(n.id, row)
+      used.set(n.column, Math.max(used.get(n.column) ?? 0, row + 1))
       columns = Math.max(columns, n.column + 1)
       placed.set(n.id, {n, x: PAD + n.column * (BOX_W + GAP_X), y: top + row * (BOX_H + GAP_Y)})
       if (n.reason && n.state !== 'ok' && n.kind === 'step') extra = LINE * 2
@@ -74,7 +78,7 @@ function box(p: Placed): string {
   ]
   if (n.sublabel)
     lines.push(
-      `<text x="${x + BOX_W / 2}" y="${y + 40}" text-anchor="middle" font-size="11" fill="${INK[s]}">${esc(fit(n.sublabel, FIT + 4))}</text>`,
+      `<text x="${x + BOX_W / 2}" y="${y + 40}" text-anchor="middle" font-size="11" fill="${INK[s]}">${esc(fit(n.sublabel, FIT))}</text>`,
     )
   const reason =
     n.reason && s !== 'ok' && n.kind === 'step'
@@ -130,5 +134,5 @@ export function pathSvg(g: NodeGraph, id: string): string {
     ),
   )
   parts.push('</svg>')
-  return `<figure class="scroll">${parts.join('\n')}<figcaption>${esc(title)}: ${esc(desc)}</figcaption></figure>`
+  return `<figure class="scroll">${parts.join('\n')}<figcaption>${esc(title)}, a lane per entry point (what breaks is listed below)</figcaption></figure>`
 }

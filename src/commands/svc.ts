@@ -22,7 +22,7 @@ import {DiagnosisError} from '../errors.js'
 import {withReadVia} from '../report/document.js'
 import {apiOnlyNote} from '../report/read-via.js'
 import {makeChalk} from '../report/human.js'
-import {writeServiceReport} from '../report/output.js'
+import {writeHtml, writeMermaid, writeServiceReport} from '../report/output.js'
 import {outputWidth} from '../report/width.js'
 import {buildReport, exitCode, parseFailOn} from '../report/report.js'
 import {DIAGNOSIS_EXIT_CODES} from '../cli/exit-codes.js'
@@ -34,8 +34,8 @@ export default class Svc extends DoctorCommand {
   static override summary = 'Diagnose one Service: where its packet path breaks, on which node, and what to run next'
   static override description = DIAGNOSIS_EXIT_CODES
   static override usage = [
-    'svc NAME [-n NAMESPACE] [--context CTX] [--kubeconfig FILE] [--ssh-config FILE] [--nodes a,b | --all-nodes] [--no-probe] [--fail-on error,warning,incomplete|none] [--all-rules] [-o table|json|yaml|junit] [-q | --explain]',
-    'svc NAME [-n NAMESPACE] --snapshot DIR [--nodes a,b] [-o table|json|yaml|junit] [-q | --explain]',
+    'svc NAME [-n NAMESPACE] [--context CTX] [--kubeconfig FILE] [--ssh-config FILE] [--nodes a,b | --all-nodes] [--no-probe] [--fail-on error,warning,incomplete|none] [--all-rules] [-o table|json|yaml|junit|mermaid|html] [-q | --explain]',
+    'svc NAME [-n NAMESPACE] --snapshot DIR [--nodes a,b] [-o table|json|yaml|junit|mermaid|html] [-q | --explain]',
   ]
   static override examples = [
     '<%= config.bin %> svc web -n shop',
@@ -48,9 +48,10 @@ export default class Svc extends DoctorCommand {
     ...probeFlags,
     output: Flags.string({
       char: 'o',
-      options: ['table', 'json', 'yaml', 'junit'],
+      options: ['table', 'json', 'yaml', 'junit', 'mermaid', 'html'],
       default: 'table',
-      description: 'output format',
+      description:
+        'output format (mermaid: the packet paths as a flowchart; html: one self-contained page with them drawn)',
       helpGroup: OUTPUT,
     }),
     quiet: Flags.boolean({
@@ -140,12 +141,21 @@ export default class Svc extends DoctorCommand {
     })
     const order = readVia ? [...g.observations.map((o) => o.name), ...readVia.keys()].sort() : []
     const report = readVia ? withReadVia(built, readVia, order) : built
-    writeServiceReport(
-      report,
-      {format: flags.output as 'table' | 'json' | 'yaml' | 'junit', quiet: flags.quiet, failOn, readVia, order},
-      {chalk: makeChalk(), width: outputWidth(process.stdout)},
-      (chunk) => process.stdout.write(chunk),
-    )
+    const write = (chunk: string | Uint8Array) => process.stdout.write(chunk)
+    if (flags.output === 'mermaid') await writeMermaid(report, write)
+    else if (flags.output === 'html')
+      await writeHtml(
+        [report],
+        {title: `kproxy-doctor: ${report.service.namespace}/${report.service.name}`, summary: null},
+        write,
+      )
+    else
+      writeServiceReport(
+        report,
+        {format: flags.output as 'table' | 'json' | 'yaml' | 'junit', quiet: flags.quiet, failOn, readVia, order},
+        {chalk: makeChalk(), width: outputWidth(process.stdout)},
+        write,
+      )
     process.exitCode = exitCode(report, failOn)
   }
 }

@@ -55,6 +55,25 @@ export function writeServiceReport(
     )
 }
 
+/** `svc -o mermaid`: the report's packet paths as a Mermaid flowchart (pictures.ts, loaded only when asked for). */
+export async function writeMermaid(report: Report, write: Write): Promise<void> {
+  const {mermaidOf} = await import('./pictures.js')
+  write(mermaidOf(report))
+}
+
+/**
+ * `svc -o html`, `scan -o html`: one self-contained page of the reports' packet paths (pictures.ts, loaded only when
+ * asked for); `summary` is a scan's verdict, shown above its Services.
+ */
+export async function writeHtml(
+  reports: Report[],
+  page: {title: string; summary: string | null},
+  write: Write,
+): Promise<void> {
+  const {htmlOf} = await import('./pictures.js')
+  write(htmlOf(reports, page))
+}
+
 /** A document's first line alone (-q), coloured by its mark. */
 function headline(summary: string, c: ChalkInstance, width: number): string {
   return wrapProse(renderHeadline({summary}, c), width, '', '  ').join('\n') + '\n'

@@ -206,6 +206,8 @@ test('bash completion: commands, topics, flags of the command typed, flag values
     'json',
     'yaml',
     'junit',
+    'mermaid',
+    'html',
   ])
   assert.deepEqual(await bashComplete(r.stdout, ['kproxy-doctor', 'collect', 'svc', 'web', '--o']), ['--out'])
   assert.deepEqual(await bashComplete(r.stdout, ['kproxy-doctor', 'trace', '--pro']), ['--proto'])
@@ -320,7 +322,15 @@ test(
   async () => {
     const script = (await runCli(['completion', 'zsh'])).stdout
     const values = await zshComplete(script, ['kproxy-doctor', 'svc', 'web', '-o', ''])
-    assert.deepEqual(values, ['_bash_complete -o default -F _kproxy_doctor_complete', 'table', 'json', 'yaml', 'junit'])
+    assert.deepEqual(values, [
+      '_bash_complete -o default -F _kproxy_doctor_complete',
+      'table',
+      'json',
+      'yaml',
+      'junit',
+      'mermaid',
+      'html',
+    ])
     assert.deepEqual((await zshComplete(script, ['kproxy-doctor', 'collect', ''])).slice(1), ['svc'])
     const svcFlags = (await zshComplete(script, ['kproxy-doctor', 'svc', 'web', '--'])).slice(1)
     assert.ok(

@@ -77,6 +77,11 @@ export interface NodeAccess {
    * first: a sudo that wants a password then fails once on the node, not once per read. Absent: no sudo.
    */
   usesSudo?(): Promise<boolean>
+  /**
+   * Whether the small reads asked for at once reach the node as one command (the SSH transport's batches, see
+   * isBatchable): a gate on commands running at once then counts each batch once, not each read in it.
+   */
+  readonly batchesReads?: boolean
   /** Ends the access; a transport that made something on the node's behalf (the debug Pod) removes it before resolving. */
   close(): void | Promise<void>
   /** What the transport has to say about its reads so far (see TransportNotes); absent: nothing. */
@@ -89,7 +94,7 @@ export function notesOf(access: NodeAccess): TransportNotes {
 }
 
 /**
- * The one way to wrap an access: everything forwarded to it (the optional usesSudo and notes too, where it has them)
+ * The one way to wrap an access: everything forwarded to it (the optional usesSudo, notes and batchesReads too, where it has them)
  * but what `own` replaces. The verbose log, the read's command gate and the probes beside a read wrap this way.
  */
 export function wrapAccess(access: NodeAccess, own: Partial<Omit<NodeAccess, 'usesSudo' | 'notes'>>): NodeAccess {
@@ -101,6 +106,7 @@ export function wrapAccess(access: NodeAccess, own: Partial<Omit<NodeAccess, 'us
     close: () => access.close(),
     ...own,
   }
+  if (access.batchesReads) Object.assign(wrapped, {batchesReads: true})
   if (access.usesSudo) wrapped.usesSudo = () => access.usesSudo!()
   if (access.notes) wrapped.notes = () => access.notes!()
   return wrapped

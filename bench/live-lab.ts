@@ -3,10 +3,11 @@
  * bin/run.js, against plain `ssh node true` and `ssh node iptables-save > /dev/null` through the same SSH config in the
  * same run. Target: svc ≤ 1.5 s. Each figure is the best of KPD_BENCH_LAB_RUNS runs (default 5), taken in turns. The
  * lab (test/lab/netns-lab.ts) is removed at the end, also on failure; traffic stays inside its namespaces.
- *   node dist/bench/live-lab.js      (npm run bench runs it as part of the live part)
+ *   node dist/bench/live-lab.js   (alone; `npm run bench` runs it in its live part, before the 10k-Service node)
  */
 import {spawn} from 'node:child_process'
 import {resolve} from 'node:path'
+import {linesOfBatch} from '../src/node/node-commands.js'
 import {NetnsLab} from '../test/lab/netns-lab.js'
 
 const TARGET_MS = 1500
@@ -77,6 +78,13 @@ export async function labBench(write: (text: string) => void): Promise<boolean> 
         `  ${w.what.padEnd(30)} ${best[j].toFixed(0).padStart(6)} ms${j === 2 && best[j] > TARGET_MS ? '  TARGET MISSED' : ''}\n`,
       ),
     )
+    // What one svc sends each node: SSH execs (each a session and a shell sshd starts) against the reads in them.
+    lab.clearCommandLogs()
+    await timed(workloads[2].command, 0)
+    for (const node of ['node-a', 'node-b']) {
+      const execs = lab.commandLog(node)
+      write(`  ${node}: ${execs.length} SSH execs for ${execs.flatMap(linesOfBatch).length} reads in one svc\n`)
+    }
     return best[2] <= TARGET_MS
   } finally {
     lab.down()

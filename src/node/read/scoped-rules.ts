@@ -1,7 +1,7 @@
 import {cidrContains, parseCidr, parseIp} from '../../net/address.js'
 import {destinationPort, findOption, parseRule, type ParsedRule} from '../../parse/iptables-rule.js'
 import {CHAIN_BY_CHAIN_HEADER} from '../../parse/iptables-save.js'
-import type {NodeAccess} from '../transport/node-access.js'
+import type {NodeAccess, RunResult} from '../transport/node-access.js'
 import {parseChainListing} from '../../parse/iptables-chains.js'
 import {IPTABLES_TABLES, isChainName, MAX_CHAINS_PER_READ, type IptablesTable} from './command-arguments.js'
 import {NODE_READS} from './node-reads.js'
@@ -156,7 +156,13 @@ function asSaveDump(reads: ChainRead[], version: string): Buffer {
  * will not pass on, an answer it cannot split, a chain jumped to that does not answer, too many chains) says the whole
  * dump must be read instead.
  */
-export async function readScopedRules(access: NodeAccess, family: 4 | 6, scope: RulesScope): Promise<ScopedRead> {
+export async function readScopedRules(
+  access: NodeAccess,
+  family: 4 | 6,
+  scope: RulesScope,
+  /** `iptables -V` (`ip6tables -V`) already asked by the caller; else asked here. */
+  version?: Promise<RunResult>,
+): Promise<ScopedRead> {
   const addresses = new Set(scope.addresses.map((a) => parseIp(a)?.text).filter((a): a is string => a !== undefined))
   const ports = new Set(scope.ports)
   const named = new Set(scope.chains.map((c) => `${c.table} ${c.chain}`))
@@ -179,11 +185,11 @@ export async function readScopedRules(access: NodeAccess, family: 4 | 6, scope: 
     queue.push(read)
   }
   const versionRead = family === 6 ? 'ip6tablesVersion' : 'iptablesVersion'
-  const asked = await access.run(versionRead)
-  const version = NODE_READS[versionRead].parse(
+  const asked = await (version ?? access.run(versionRead))
+  const parsed = NODE_READS[versionRead].parse(
     asked.kind === 'ran' && asked.code === 0 ? asked.stdout.toString('utf8') : '',
   )
-  const unfit = asked.kind === 'ran' ? notChainByChain(version) : asked.what
+  const unfit = asked.kind === 'ran' ? notChainByChain(parsed) : asked.what
   if (unfit) return {kind: 'whole', why: unfit}
   for (const table of IPTABLES_TABLES) for (const chain of BUILTIN_CHAINS[table]) want(table, chain, true)
   for (const {table, chain} of scope.chains) {
@@ -252,5 +258,5 @@ export async function readScopedRules(access: NodeAccess, family: 4 | 6, scope: 
       kind: 'whole',
       why: 'IPVS mode: its iptables rules are few, and its leftover check looks for every KUBE-SVC chain',
     }
-  return {kind: 'read', dump: asSaveDump(all, version.line)}
+  return {kind: 'read', dump: asSaveDump(all, parsed.line)}
 }

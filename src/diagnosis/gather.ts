@@ -24,7 +24,7 @@ import type {Reach} from '../model/reach.js'
 import {serviceFamilies} from '../model/expected.js'
 import {kubectlOf, liveReach, snapshotReach} from './reach.js'
 import type {LiveOptions} from './live-options.js'
-import {rulesScopeOf} from '../model/rules-scope.js'
+import {predictedChains, rulesScopeOf} from '../model/rules-scope.js'
 import type {RulesScope} from '../node/read/scoped-rules.js'
 
 export interface Gathered {
@@ -89,7 +89,9 @@ export async function gatherLive(name: string, opts: LiveOptions): Promise<Gathe
         return started.probes
       }
     : undefined
-  const rulesScope = opts.reads.scopeRules ? rulesScopeOf(cluster.service) : undefined
+  const rulesScope = opts.reads.scopeRules
+    ? {...rulesScopeOf(cluster.service), predicted: predictedChains(cluster)}
+    : undefined
   const {observations, recordings, reads} = await readNodesLive(
     cluster.nodes,
     selection.names,

@@ -89,7 +89,7 @@ export class SnapshotClusterSource implements ClusterSource {
   }
   async listServices(namespace: string | undefined): Promise<V1Service[]> {
     return this.items<V1Service>('services').filter(
-      (s) => namespace === undefined || s.metadata?.namespace === namespace,
+      (s) => namespace === undefined || s?.metadata?.namespace === namespace,
     )
   }
   /**
@@ -108,12 +108,12 @@ export class SnapshotClusterSource implements ClusterSource {
 
   async listNamespaceEndpointSlices(namespace: string): Promise<V1EndpointSlice[] | undefined> {
     if (!this.present('endpointslices')) return undefined
-    return this.items<V1EndpointSlice>('endpointslices').filter((s) => s.metadata?.namespace === namespace)
+    return this.items<V1EndpointSlice>('endpointslices').filter((s) => s?.metadata?.namespace === namespace)
   }
   async listEndpointSlices(namespace: string, serviceName: string): Promise<V1EndpointSlice[] | undefined> {
     if (!this.present('endpointslices')) return undefined
     return this.items<V1EndpointSlice>('endpointslices').filter(
-      (s) => s.metadata?.namespace === namespace && s.metadata?.labels?.['kubernetes.io/service-name'] === serviceName,
+      (s) => s?.metadata?.namespace === namespace && s.metadata?.labels?.['kubernetes.io/service-name'] === serviceName,
     )
   }
   async getEndpoints(namespace: string, name: string): Promise<V1Endpoints | undefined> {
@@ -121,7 +121,7 @@ export class SnapshotClusterSource implements ClusterSource {
   }
   async listPods(namespace: string): Promise<V1Pod[]> {
     if (!this.present('pods')) return []
-    return this.items<V1Pod>('pods').filter((p) => p.metadata?.namespace === namespace)
+    return this.items<V1Pod>('pods').filter((p) => p?.metadata?.namespace === namespace)
   }
   async listNodes(): Promise<V1Node[]> {
     if (!this.present('nodes')) return []
@@ -156,6 +156,7 @@ function withoutContent(e: Error): string {
   return e instanceof SyntaxError ? 'not valid JSON' : e.message
 }
 
-function matches(o: Meta, namespace: string, name: string): boolean {
-  return o.metadata?.namespace === namespace && o.metadata?.name === name
+/** An item of a list may be anything (null included): cluster/validated-source.ts refuses what is no object. */
+function matches(o: Meta | null, namespace: string, name: string): boolean {
+  return o?.metadata?.namespace === namespace && o.metadata?.name === name
 }

@@ -3,6 +3,7 @@ import {join} from 'node:path'
 import {readClusterState} from '../cluster/read-cluster.js'
 import {IMPLEMENTER_READS} from '../model/implementers/index.js'
 import {SnapshotClusterSource} from '../cluster/snapshot-source.js'
+import {ValidatedClusterSource} from '../cluster/validated-source.js'
 import type {ClusterState} from '../cluster/types.js'
 import type {V1Node} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
@@ -64,7 +65,7 @@ export async function gatherLive(name: string, opts: LiveOptions): Promise<Gathe
   const {LiveClusterSource, loadKubeConfig} = await liveModules()
   const {kc, namespace: ctxNamespace} = loadKubeConfig(opts.cluster)
   const namespace = opts.cluster.namespace ?? ctxNamespace
-  const source = new LiveClusterSource(kc, opts.cluster.timeoutMs, opts.output.log)
+  const source = new ValidatedClusterSource(new LiveClusterSource(kc, opts.cluster.timeoutMs, opts.output.log))
   const cluster = await readClusterState(source, namespace, name, {implementers: IMPLEMENTER_READS})
   const endpointNodes = new Set(cluster.slices.flatMap((s) => (s.endpoints ?? []).map((e) => e.nodeName ?? '')))
   const selection = selectNodes(cluster.nodes, endpointNodes, {only: opts.access.nodes, all: opts.access.allNodes})
@@ -119,7 +120,7 @@ export async function gatherLive(name: string, opts: LiveOptions): Promise<Gathe
     readVia: reads.readVia,
     selectionNote: selection.note,
     rulesNote: chainByChainNote(observations),
-    warnings: [...hostKeyWarnings(opts.access), ...reads.warnings],
+    warnings: [...source.warnings(), ...hostKeyWarnings(opts.access), ...reads.warnings],
     namespace,
     probes,
     reach,
@@ -268,14 +269,15 @@ export async function readNodesLive(
 }
 
 export async function gatherSnapshot(dir: string, namespace: string, name: string, only?: string[]): Promise<Gathered> {
-  const source = new SnapshotClusterSource(dir)
-  source.requireRecorded(namespace, name)
+  const snapshot = new SnapshotClusterSource(dir)
+  snapshot.requireRecorded(namespace, name)
+  const source = new ValidatedClusterSource(snapshot)
   const cluster = await readClusterState(source, namespace, name, {implementers: IMPLEMENTER_READS})
   return {
     cluster,
     observations: readSnapshotNodes(dir, only),
-    warnings: [],
-    reach: snapshotReach(source.manifest()?.context),
+    warnings: source.warnings(),
+    reach: snapshotReach(snapshot.manifest()?.context),
   }
 }
 
@@ -335,7 +337,7 @@ export async function readNodeLive(
 ): Promise<{obs: NodeObservation; addresses: string[]; warnings: string[]}> {
   const {LiveClusterSource, loadKubeConfig} = await liveModules()
   const {kc} = loadKubeConfig(opts.cluster)
-  const nodes = await new LiveClusterSource(kc, opts.cluster.timeoutMs).listNodes()
+  const nodes = await new ValidatedClusterSource(new LiveClusterSource(kc, opts.cluster.timeoutMs)).listNodes()
   const node = nodes.find((n) => n.metadata?.name === name)
   if (!node) throw new DiagnosisError(`node "${name}" not found in the cluster`)
   const {observations, reads} = await readNodesLive(nodes, [name], opts, undefined)

@@ -8,6 +8,7 @@ import {
   type NodeCommandKey,
   type NodeRead,
 } from './read/node-reads.js'
+import {COMMAND_OUTPUT_CAP_BYTES, DUMP_OUTPUT_CAP_BYTES} from '../util/output-cap.js'
 
 /**
  * The one place a command line for a node is built, from the registry of node reads (read/node-reads.ts): a key off
@@ -90,6 +91,11 @@ export const DUMP_STEPS = 4
 /** How long one command may run: the step timeout, DUMP_STEPS of it for the dumps. */
 export function commandTimeoutMs(key: NodeCommandKey, stepMs: number): number {
   return readOf(key).compressible ? stepMs * DUMP_STEPS : stepMs
+}
+
+/** The most one command may print, through a Pod: DUMP_OUTPUT_CAP_BYTES for the dumps, the command cap for the others. */
+export function outputCapBytes(read: NodeRead | undefined): number {
+  return read?.compressible ? DUMP_OUTPUT_CAP_BYTES : COMMAND_OUTPUT_CAP_BYTES
 }
 
 /** The program a command line runs, for messages: past `{ ` (compressed) and `sudo -n`. */

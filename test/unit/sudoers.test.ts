@@ -1,29 +1,17 @@
 import assert from 'node:assert/strict'
 import {spawnSync} from 'node:child_process'
-import {readFileSync} from 'node:fs'
-import {basename} from 'node:path'
 import {test} from 'node:test'
 import {buildCommandLine, NODE_COMMANDS} from '../../src/node/node-commands.js'
 import type {NodeCommand} from '../../src/node/read/node-reads.js'
+import {readFileSync} from 'node:fs'
+import {basename} from 'node:path'
 import {
   KERNEL_TRACE_COMMANDS,
   kernelTraceLine,
   setupCommands,
   traceTableName,
 } from '../../src/node/kernel-trace-commands.js'
-
-const SUDOERS = 'deploy/sudoers/kproxy-doctor'
-
-/** The commands the sudoers snippet allows, as "program args" ("" arguments read as none). */
-function allowedCommands(text: string): string[] {
-  const joined = text.replace(/\\\n/g, ' ')
-  const alias = /^Cmnd_Alias\s+KPD_READS\s*=\s*(.+)$/m.exec(joined)
-  assert.ok(alias, 'the snippet defines Cmnd_Alias KPD_READS')
-  return alias[1].split(',').map((spec) => {
-    const [program, ...args] = spec.trim().split(/\s+/)
-    return [basename(program), ...args.filter((a) => a !== '""')].join(' ')
-  })
-}
+import {isRegex, sudoAllows, SUDOERS, sudoersSpecs} from '../helpers/sudoers-specs.js'
 
 /** What the doctor runs under `sudo -n` when it logs in as a user that is not root, as sudo sees it (shell quotes removed). */
 function sudoCommands(): string[] {
@@ -40,27 +28,56 @@ function sudoCommands(): string[] {
     .map((line) => line.slice('sudo -n '.length).replace(/'/g, ''))
 }
 
-/** A sudoers command spec as a matcher: `*` stands for one argument (the test is stricter than sudo here). */
-function matches(spec: string, command: string): boolean {
-  const pattern = spec
-    .split(' ')
-    .map((word) => (word === '*' ? '[^ ]+' : word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
-    .join(' ')
-  return new RegExp(`^${pattern}$`).test(command)
-}
-
 test('the sudoers snippet allows exactly the commands the doctor runs with sudo -n, with exactly their arguments', () => {
-  const specs = allowedCommands(readFileSync(SUDOERS, 'utf8'))
+  const specs = sudoersSpecs()
   const commands = sudoCommands()
   assert.deepEqual(
-    commands.filter((c) => !specs.some((s) => matches(s, c))),
+    commands.filter((c) => !specs.some((s) => sudoAllows(s, c))),
     [],
     'run with sudo but not allowed',
   )
   assert.deepEqual(
-    specs.filter((s) => !commands.some((c) => matches(s, c))),
+    specs.filter((s) => !commands.some((c) => sudoAllows(s, c))),
     [],
     'allowed but never run',
+  )
+})
+
+test('each allowed form is exact: no glob, and a regular expression admits no extra word (sudoers * matches across words)', () => {
+  const specs = sudoersSpecs()
+  assert.deepEqual(
+    specs.filter((s) => {
+      const args = s.split(' ').slice(1).join(' ')
+      return !isRegex(args) && /[*?[\]]/.test(args)
+    }),
+    [],
+    'a glob in an allowed command',
+  )
+  // What a glob such as `conntrack -L -p tcp -d *` let through: deleting entries, other outputs, other filters.
+  const hostile = [
+    'conntrack -L -p tcp -d 10.96.0.10 -D',
+    'conntrack -L -p tcp -d 10.96.0.10 -o xml',
+    'conntrack -L -p tcp -d 10.96.0.10 --orig-dst 10.0.0.1',
+    'conntrack -L -p tcp -d -D',
+    'conntrack -L -p tcp -d',
+    'conntrack -D -p tcp -d 10.96.0.10',
+    'conntrack -L -p tcp --orig-dst 10.96.0.10 --orig-port-dst 443 -D',
+    'conntrack -L -p tcp --orig-dst 10.96.0.10 -D --orig-port-dst 443',
+    'conntrack -L -p icmp -d 10.96.0.10',
+    'conntrack -F',
+  ]
+  assert.deepEqual(
+    hostile.filter((c) => specs.some((s) => sudoAllows(s, c))),
+    [],
+    'allowed beyond the form the doctor runs',
+  )
+  assert.deepEqual(
+    [
+      'conntrack -L -p udp -d fd00:10:96::a',
+      'conntrack -L -p tcp --orig-dst ::ffff:10.0.0.1 --orig-port-dst 65535',
+    ].filter((c) => !specs.some((s) => sudoAllows(s, c))),
+    [],
+    'a form the doctor runs refused',
   )
 })
 

@@ -27,10 +27,26 @@ function debugPodName(runId: string, node: string): string {
 }
 
 /**
- * The debug Pod for one node: pinned to it (spec.nodeName, no scheduler), in its network and PID namespaces,
- * privileged, tolerating every taint, the node's root filesystem read-only at HOST_ROOT. Its container only waits
- * (`cat` on an open stdin: kube-proxy's image has cat and no shell or sleep); the doctor execs the reads into it.
- * The image is pulled only if the node lacks it; activeDeadlineSeconds stops the container should the Pod outlive the run.
+ * What the debug Pod's reads need, and no more. NET_ADMIN: iptables-save, nft list, ipvsadm and conntrack -L read the
+ * kernel's tables (netlink, getsockopt); NET_RAW: the legacy iptables-save opens a raw socket to read them;
+ * SYS_CHROOT: a program the image lacks runs as the node's own, `chroot /host PROGRAM`, which is also why the node's
+ * root is mounted (read-only: nothing is written). Not privileged, no other capability, no hostPID (no read looks at
+ * the node's processes), no privilege escalation, its own root filesystem read-only.
+ */
+export const DEBUG_POD_CAPABILITIES = ['NET_ADMIN', 'NET_RAW', 'SYS_CHROOT']
+
+/** What the Pod may take of the node: the reads are a few programs printing text (nft holds a ruleset in memory). */
+export const DEBUG_POD_RESOURCES = {
+  requests: {cpu: '50m', memory: '64Mi'},
+  limits: {cpu: '1', memory: '512Mi'},
+}
+
+/**
+ * The debug Pod for one node: pinned to it (spec.nodeName, no scheduler), in its network namespace, with the
+ * capabilities its reads need (DEBUG_POD_CAPABILITIES), tolerating every taint, the node's root filesystem read-only
+ * at HOST_ROOT, resources bounded. Its container only waits (`cat` on an open stdin: kube-proxy's image has cat and
+ * no shell or sleep); the doctor execs the reads into it. The image is pulled only if the node lacks it;
+ * activeDeadlineSeconds stops the container should the Pod outlive the run.
  */
 export function debugPodSpec(settings: DebugPodSettings, node: string, image: string, timeoutMs: number): V1Pod {
   return {
@@ -48,7 +64,6 @@ export function debugPodSpec(settings: DebugPodSettings, node: string, image: st
     spec: {
       nodeName: node,
       hostNetwork: true,
-      hostPID: true,
       restartPolicy: 'Never',
       automountServiceAccountToken: false,
       enableServiceLinks: false,
@@ -62,7 +77,13 @@ export function debugPodSpec(settings: DebugPodSettings, node: string, image: st
           imagePullPolicy: 'IfNotPresent',
           command: ['cat'],
           stdin: true,
-          securityContext: {privileged: true},
+          securityContext: {
+            privileged: false,
+            allowPrivilegeEscalation: false,
+            readOnlyRootFilesystem: true,
+            capabilities: {drop: ['ALL'], add: DEBUG_POD_CAPABILITIES},
+          },
+          resources: DEBUG_POD_RESOURCES,
           volumeMounts: [{name: 'host-root', mountPath: HOST_ROOT, readOnly: true}],
         },
       ],
@@ -73,7 +94,7 @@ export function debugPodSpec(settings: DebugPodSettings, node: string, image: st
 
 /**
  * The longest a debug Pod may live, whatever --timeout: a run that dies without deleting it (killed, a crash) leaves a
- * privileged Pod on the node for at most this long.
+ * debug Pod on the node for at most this long.
  */
 const MAX_ACTIVE_DEADLINE_S = 900
 

@@ -4,7 +4,8 @@ import type {ClusterSource} from './cluster-source.js'
 import {slicesFromEndpoints} from './endpoints-fallback.js'
 import {defaultKubeProxyConfig, parseKubeProxyConfig} from './kube-proxy-config.js'
 import {chooseClusterDomain, type ClusterDomain} from './cluster-domain.js'
-import type {ClusterState, DnsState, KubeProxyConfig, UnreadApiData} from './types.js'
+import type {ClusterState, DnsState, KubeProxyConfig, PolicyClients, UnreadApiData} from './types.js'
+import {readPolicyState} from './read-policy.js'
 import {similarNames} from './similar-names.js'
 
 const DNS_SERVICE_NAMES = ['kube-dns', 'coredns', 'rke2-coredns-rke2-coredns']
@@ -13,6 +14,8 @@ const COREDNS_CONFIGMAP_NAMES = ['coredns', 'rke2-coredns-rke2-coredns']
 export interface ReadClusterOptions {
   /** The user's --cluster-domain, which wins over what the cluster says. */
   clusterDomain?: string
+  /** Judge NetworkPolicies for these clients (svc, collect); absent: policies are not read (a scan). */
+  policy?: PolicyClients
 }
 
 export async function readClusterState(
@@ -49,6 +52,14 @@ export async function readClusterState(
     readClusterDomain(source, options.clusterDomain),
   ])
   const kubeProxyPods = (systemPods ?? pods).filter((p) => p.metadata?.labels?.['k8s-app'] === 'kube-proxy')
+  const policy = options.policy
+    ? await readPolicyState(source, options.policy, {
+        namespace,
+        pods,
+        systemPods: namespace === 'kube-system' ? pods : systemPods,
+        dnsSlices: dns.slices,
+      })
+    : undefined
   return {
     service,
     ...endpoints,
@@ -62,6 +73,7 @@ export async function readClusterState(
     clusterDomainSource: domain.source,
     corednsConfigMap: domain.configMap,
     unread,
+    ...(policy ? {policy} : {}),
   }
 }
 

@@ -22,7 +22,7 @@ import {isNodeName} from '../model/names.js'
 import type {Reach} from '../model/reach.js'
 import {serviceFamilies} from '../model/expected.js'
 import {kubectlOf, liveReach, snapshotReach} from './reach.js'
-import type {LiveOptions} from './live-options.js'
+import {policyClients, type ClientFlags, type LiveOptions} from './live-options.js'
 import {rulesScopeOf} from '../model/rules-scope.js'
 import type {RulesScope} from '../node/read/scoped-rules.js'
 
@@ -64,7 +64,9 @@ export async function gatherLive(name: string, opts: LiveOptions): Promise<Gathe
   const {kc, namespace: ctxNamespace} = loadKubeConfig(opts.cluster)
   const namespace = opts.cluster.namespace ?? ctxNamespace
   const source = new LiveClusterSource(kc, opts.cluster.timeoutMs, opts.output.log)
-  const cluster = await readClusterState(source, namespace, name)
+  const cluster = await readClusterState(source, namespace, name, {
+    policy: policyClients(opts.cluster.client, namespace),
+  })
   const endpointNodes = new Set(cluster.slices.flatMap((s) => (s.endpoints ?? []).map((e) => e.nodeName ?? '')))
   const selection = selectNodes(cluster.nodes, endpointNodes, {only: opts.access.nodes, all: opts.access.allNodes})
   const dnsIP = cluster.dns.service?.spec?.clusterIP
@@ -259,10 +261,16 @@ export async function readNodesLive(
   }
 }
 
-export async function gatherSnapshot(dir: string, namespace: string, name: string, only?: string[]): Promise<Gathered> {
+export async function gatherSnapshot(
+  dir: string,
+  namespace: string,
+  name: string,
+  only?: string[],
+  client?: ClientFlags,
+): Promise<Gathered> {
   const source = new SnapshotClusterSource(dir)
   source.requireRecorded(namespace, name)
-  const cluster = await readClusterState(source, namespace, name)
+  const cluster = await readClusterState(source, namespace, name, {policy: policyClients(client, namespace)})
   return {
     cluster,
     observations: readSnapshotNodes(dir, only),

@@ -53,6 +53,8 @@ test('svc help groups its flags and lists exactly the flags svc honours', async 
     'debug-namespace',
     'explain',
     'fail-on',
+    'from',
+    'from-namespace',
     'ignore',
     'insecure-ignore-host-key',
     'kube-proxy-namespace',

@@ -95,7 +95,9 @@ export function policyEndpoints(
 export function policySourcesNote(cluster: ClusterState): string | undefined {
   const policy = cluster.policy
   if (!policy || policy.unread) return undefined
-  const sources = judgedSources(cluster, policy).map((s) => s.label)
   const asked = policy.clients.pod || policy.clients.namespace
+  // No policy at all and no client asked for: nothing to say beyond the absence of findings.
+  if (policy.policies.length === 0 && !asked) return undefined
+  const sources = judgedSources(cluster, policy).map((s) => s.label)
   return `NetworkPolicies (${policy.policies.length} in ${policy.namespaces.join(', ')}) judged for ${sources.join(', ')}${asked ? '' : ' (--from POD or --from-namespace NS asks for another client)'}`
 }

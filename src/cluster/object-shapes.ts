@@ -170,6 +170,40 @@ const NODE: Shape = {
 
 const CONFIG_MAP: Shape = {fields: {metadata, data: 'string-map'}}
 
+const labelSelector: Shape = {
+  fields: {
+    matchLabels: 'string-map',
+    matchExpressions: {list: {fields: {key: 'string', operator: 'string', values: strings}}},
+  },
+}
+const policyPeers: Shape = {
+  list: {
+    fields: {
+      podSelector: labelSelector,
+      namespaceSelector: labelSelector,
+      ipBlock: {fields: {cidr: 'string', except: strings}},
+    },
+  },
+}
+const policyPorts: Shape = {list: {fields: {protocol: 'string', port: 'int-or-string', endPort: 'number'}}}
+
+/** `_from` is the client library's spelling of `from`, `from` kubectl's (a hand-made bundle). */
+const NETWORK_POLICY: Shape = {
+  fields: {
+    metadata,
+    spec: {
+      fields: {
+        podSelector: labelSelector,
+        policyTypes: strings,
+        ingress: {list: {fields: {_from: policyPeers, from: policyPeers, ports: policyPorts}}},
+        egress: {list: {fields: {to: policyPeers, ports: policyPorts}}},
+      },
+    },
+  },
+}
+
+const NAMESPACE: Shape = {fields: {metadata}}
+
 /** The kinds the doctor reads, each with the shape of what it reads of them. */
 const OBJECT_SHAPES = {
   Service: SERVICE,
@@ -178,6 +212,8 @@ const OBJECT_SHAPES = {
   Pod: POD,
   Node: NODE,
   ConfigMap: CONFIG_MAP,
+  NetworkPolicy: NETWORK_POLICY,
+  Namespace: NAMESPACE,
 } as const
 
 export type ObjectKind = keyof typeof OBJECT_SHAPES

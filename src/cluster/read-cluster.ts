@@ -10,8 +10,10 @@ import type {
   ImplementerObjects,
   ImplementerReads,
   KubeProxyConfig,
+  PolicyClients,
   UnreadApiData,
 } from './types.js'
+import {readPolicyState} from './read-policy.js'
 import {similarNames} from './similar-names.js'
 
 const DNS_SERVICE_NAMES = ['kube-dns', 'coredns', 'rke2-coredns-rke2-coredns']
@@ -22,6 +24,8 @@ export interface ReadClusterOptions {
   clusterDomain?: string
   /** The Service implementers' objects to read (their agents' Pods and ConfigMaps); none when undefined. */
   implementers?: ImplementerReads
+  /** Judge NetworkPolicies for these clients (svc, collect); absent: policies are not read (a scan). */
+  policy?: PolicyClients
 }
 
 export async function readClusterState(
@@ -61,6 +65,14 @@ export async function readClusterState(
   const implementerObjects = options.implementers
     ? await readImplementerObjects(source, options.implementers, {namespace, pods}, systemPods, unread)
     : undefined
+  const policy = options.policy
+    ? await readPolicyState(source, options.policy, {
+        namespace,
+        pods,
+        systemPods: namespace === 'kube-system' ? pods : systemPods,
+        dnsSlices: dns.slices,
+      })
+    : undefined
   return {
     service,
     ...endpoints,
@@ -75,6 +87,7 @@ export async function readClusterState(
     corednsConfigMap: domain.configMap,
     unread,
     ...(implementerObjects ? {implementerObjects} : {}),
+    ...(policy ? {policy} : {}),
   }
 }
 

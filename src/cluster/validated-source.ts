@@ -1,4 +1,13 @@
-import type {V1ConfigMap, V1EndpointSlice, V1Endpoints, V1Node, V1Pod, V1Service} from '@kubernetes/client-node'
+import type {
+  V1ConfigMap,
+  V1EndpointSlice,
+  V1Endpoints,
+  V1Namespace,
+  V1NetworkPolicy,
+  V1Node,
+  V1Pod,
+  V1Service,
+} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
 import type {ClusterSource} from './cluster-source.js'
 import {objectProblem, type ObjectKind} from './object-shapes.js'
@@ -61,6 +70,15 @@ export class ValidatedClusterSource implements ClusterSource {
   }
   async getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
     return this.one('ConfigMap', await this.source.getConfigMap(namespace, name))
+  }
+
+  async listNetworkPolicies(namespace: string): Promise<V1NetworkPolicy[] | undefined> {
+    const policies = await this.source.listNetworkPolicies(namespace)
+    return policies && this.list('NetworkPolicy', policies)
+  }
+  async listNamespaces(): Promise<V1Namespace[] | undefined> {
+    const namespaces = await this.source.listNamespaces()
+    return namespaces && this.list('Namespace', namespaces)
   }
 
   private one<T>(kind: ObjectKind, object: T | undefined): T | undefined {

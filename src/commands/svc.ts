@@ -3,10 +3,12 @@ import {DoctorCommand} from '../cli/base-command.js'
 import {stderrLine} from '../cli/stderr.js'
 import {ignoreFlags, ignoreRules} from '../cli/ignore-config.js'
 import {
+  clientFlags,
   clusterFlags,
   failOnFlag,
   LIVE_ONLY_FLAGS,
   liveOptions,
+  parseClientFlags,
   probeFlags,
   proxyModeFlag,
   splitList,
@@ -15,6 +17,7 @@ import {
 import {progressReporter} from '../cli/progress.js'
 import {currentContext} from '../cli/kube-context.js'
 import {diagnose} from '../diagnosis/diagnose.js'
+import {policySourcesNote} from '../checks/rules/policy-sources.js'
 import type {ProxyMode} from '../model/modes/index.js'
 import {gatherLive, gatherSnapshot, type GatheredLive} from '../diagnosis/gather.js'
 import {PROBES_OFF, PROBES_SNAPSHOT} from '../diagnosis/probe-stage.js'
@@ -74,6 +77,7 @@ export default class Svc extends DoctorCommand {
     ...ignoreFlags,
     ...failOnFlag,
     ...proxyModeFlag(DIAGNOSIS),
+    ...clientFlags,
     'all-rules': Flags.boolean({
       description:
         "read each node's whole iptables dump, not only the chains this Service's packets can reach (read chain by chain where the node is read as root over SSH)",
@@ -113,7 +117,13 @@ export default class Svc extends DoctorCommand {
     let g
     try {
       g = flags.snapshot
-        ? await gatherSnapshot(flags.snapshot, flags.namespace ?? 'default', args.name, splitList(flags.nodes))
+        ? await gatherSnapshot(
+            flags.snapshot,
+            flags.namespace ?? 'default',
+            args.name,
+            splitList(flags.nodes),
+            parseClientFlags(flags),
+          )
         : await gatherLive(args.name, liveOptions(flags, {log, onProgress: progress?.onProgress}))
     } finally {
       progress?.done()
@@ -133,7 +143,9 @@ export default class Svc extends DoctorCommand {
     if (g.observations.length > 0 && !g.observations.some((o) => o.reachable))
       stderrLine(`warning: no node could be read: ${g.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}`)
     const context = flags.snapshot ? null : await currentContext(flags)
-    const notes = [g.selectionNote, g.rulesNote, readVia && apiOnlyNote(readVia)].filter((n): n is string => !!n)
+    const notes = [g.selectionNote, g.rulesNote, readVia && apiOnlyNote(readVia), policySourcesNote(g.cluster)].filter(
+      (n): n is string => !!n,
+    )
     const built = buildReport(d, {
       explain: flags.explain,
       notes,

@@ -344,6 +344,7 @@ function judge(cluster: ClusterState, observations: NodeObservation[], opts: Dia
     familiesNotJudged,
     otherFamilies: families.slice(1).map((f) => f.family),
     undecidedPaths: undecidedPaths(paths, ignored),
+    ...(cluster.policy ? {policy: cluster.policy} : {}),
   })
   for (const n of skipped)
     opts.log?.(

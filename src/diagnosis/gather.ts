@@ -24,7 +24,7 @@ import {isNodeName} from '../model/names.js'
 import type {Reach} from '../model/reach.js'
 import {serviceFamilies} from '../model/expected.js'
 import {kubectlOf, liveReach, snapshotReach} from './reach.js'
-import type {LiveOptions} from './live-options.js'
+import {policyClients, type ClientFlags, type LiveOptions} from './live-options.js'
 import {predictedChains, rulesScopeOf} from '../model/rules-scope.js'
 import type {RulesScope} from '../node/read/scoped-rules.js'
 
@@ -66,7 +66,10 @@ export async function gatherLive(name: string, opts: LiveOptions): Promise<Gathe
   const {kc, namespace: ctxNamespace} = loadKubeConfig(opts.cluster)
   const namespace = opts.cluster.namespace ?? ctxNamespace
   const source = new ValidatedClusterSource(new LiveClusterSource(kc, opts.cluster.timeoutMs, opts.output.log))
-  const cluster = await readClusterState(source, namespace, name, {implementers: IMPLEMENTER_READS})
+  const cluster = await readClusterState(source, namespace, name, {
+    implementers: IMPLEMENTER_READS,
+    policy: policyClients(opts.cluster.client, namespace),
+  })
   const endpointNodes = new Set(cluster.slices.flatMap((s) => (s.endpoints ?? []).map((e) => e.nodeName ?? '')))
   const selection = selectNodes(cluster.nodes, endpointNodes, {only: opts.access.nodes, all: opts.access.allNodes})
   const dnsIP = cluster.dns.service?.spec?.clusterIP
@@ -268,11 +271,20 @@ export async function readNodesLive(
   }
 }
 
-export async function gatherSnapshot(dir: string, namespace: string, name: string, only?: string[]): Promise<Gathered> {
+export async function gatherSnapshot(
+  dir: string,
+  namespace: string,
+  name: string,
+  only?: string[],
+  client?: ClientFlags,
+): Promise<Gathered> {
   const snapshot = new SnapshotClusterSource(dir)
   snapshot.requireRecorded(namespace, name)
   const source = new ValidatedClusterSource(snapshot)
-  const cluster = await readClusterState(source, namespace, name, {implementers: IMPLEMENTER_READS})
+  const cluster = await readClusterState(source, namespace, name, {
+    implementers: IMPLEMENTER_READS,
+    policy: policyClients(client, namespace),
+  })
   return {
     cluster,
     observations: readSnapshotNodes(dir, only),

@@ -1,4 +1,5 @@
 import type {KubeOptions} from '../cluster/live-source.js'
+import type {PolicyClients} from '../cluster/types.js'
 import type {VerboseLog} from '../node/transport/logged-access.js'
 import type {AccessOptions} from '../node/transport/transports.js'
 
@@ -8,6 +9,14 @@ import type {AccessOptions} from '../node/transport/transports.js'
  */
 export interface ClusterOptions extends KubeOptions {
   /** -n (default: the context's namespace, else default). */
+  namespace?: string
+  /** --from, --from-namespace: the client NetworkPolicies are judged for. */
+  client?: ClientFlags
+}
+
+/** --from POD (NAMESPACE/POD, or a Pod of the Service's namespace) and --from-namespace NS, as given. */
+export interface ClientFlags {
+  pod?: {namespace?: string; name: string}
   namespace?: string
 }
 
@@ -53,4 +62,12 @@ export interface LiveOptions {
   reads: ReadOptions
   probes: ProbeOptions
   output: OutputOptions
+}
+
+/** The clients to judge NetworkPolicies for: a --from Pod without a namespace is in the Service's. */
+export function policyClients(flags: ClientFlags | undefined, serviceNamespace: string): PolicyClients {
+  return {
+    ...(flags?.pod ? {pod: {namespace: flags.pod.namespace ?? serviceNamespace, name: flags.pod.name}} : {}),
+    ...(flags?.namespace ? {namespace: flags.namespace} : {}),
+  }
 }

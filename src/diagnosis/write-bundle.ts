@@ -219,13 +219,30 @@ function writeContent(
   write(SNAPSHOT_FILES.services, list(services.map(withoutBookkeeping)))
   const slices: V1EndpointSlice[] = [...cluster.slices, ...cluster.dns.slices]
   write(SNAPSHOT_FILES.endpointslices, list(slices.map(withoutBookkeeping)))
-  const pods: V1Pod[] = [...cluster.pods, ...cluster.kubeProxyPods.filter((p) => !cluster.pods.includes(p))]
+  const policy = cluster.policy
+  const pods: V1Pod[] = [
+    ...new Set([
+      ...cluster.pods,
+      ...cluster.kubeProxyPods,
+      ...(policy?.dnsPods ?? []),
+      ...(policy?.clientPod ? [policy.clientPod] : []),
+    ]),
+  ]
   const agents = (cluster.implementerObjects?.pods ?? []).filter((p) => !pods.includes(p))
   write(SNAPSHOT_FILES.pods, list([...pods.map(podFields), ...agents.map(agentPodFields)]))
   write(SNAPSHOT_FILES.nodes, list((cluster.nodes as V1Node[]).map(withoutBookkeeping)))
   const configMaps = [cluster.proxyConfigMap, cluster.corednsConfigMap].filter((c): c is V1ConfigMap => c !== undefined)
   const implementerConfigs = (cluster.implementerObjects?.configMaps ?? []).map(implementerConfigFields)
   write(SNAPSHOT_FILES.configmaps, list([...configMaps.map(configMapFields), ...implementerConfigs]))
+  // Policies that were not read are left out, so that a replay says they were not recorded rather than that none exist.
+  if (policy && !policy.unread) {
+    write(SNAPSHOT_FILES.networkpolicies, list(policy.policies.map(withoutBookkeeping)))
+    if (policy.namespaceLabels)
+      write(
+        SNAPSHOT_FILES.namespaces,
+        list(Object.entries(policy.namespaceLabels).map(([name, labels]) => ({metadata: {name, labels}}))),
+      )
+  }
   const manifest: SnapshotManifest = {
     apiVersion: 'kproxy-doctor/v1',
     kind: 'Bundle',

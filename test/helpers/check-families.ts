@@ -63,6 +63,7 @@ export const CHECK_FAMILIES = {
     'KPD-PROBE-CONTRADICTS',
     'KPD-KERNEL-DISAGREES',
   ],
+  policy: ['KPD-POLICY-DENIES', 'KPD-POLICY-SERVICE-PORT', 'KPD-POLICY-EGRESS-DENIES', 'KPD-POLICY-DNS-EGRESS'],
 } as const satisfies Record<string, readonly string[]>
 
 export type CheckFamilyName = keyof typeof CHECK_FAMILIES

@@ -41,6 +41,13 @@ const RESOURCES: Record<string, ResourceDef> = {
   nodes: {group: '', version: 'v1', kind: 'Node', namespaced: false},
   endpointslices: {group: 'discovery.k8s.io', version: 'v1', kind: 'EndpointSlice', namespaced: true},
   daemonsets: {group: 'apps', version: 'v1', kind: 'DaemonSet', namespaced: true, shortNames: ['ds']},
+  networkpolicies: {
+    group: 'networking.k8s.io',
+    version: 'v1',
+    kind: 'NetworkPolicy',
+    namespaced: true,
+    shortNames: ['netpol'],
+  },
 }
 
 type Obj = {
@@ -312,10 +319,16 @@ current-context: lab
           versions: [{groupVersion: 'apps/v1', version: 'v1'}],
           preferredVersion: {groupVersion: 'apps/v1', version: 'v1'},
         }
+        const networking = {
+          name: 'networking.k8s.io',
+          versions: [{groupVersion: 'networking.k8s.io/v1', version: 'v1'}],
+          preferredVersion: {groupVersion: 'networking.k8s.io/v1', version: 'v1'},
+        }
         const groups = this.opts.withoutEndpointSlices
-          ? [apps]
+          ? [apps, networking]
           : [
               apps,
+              networking,
               {
                 name: 'discovery.k8s.io',
                 versions: [{groupVersion: 'discovery.k8s.io/v1', version: 'v1'}],
@@ -326,6 +339,8 @@ current-context: lab
       }
       if (p === '/api/v1') return this.send(res, 200, this.resourceList('v1', ''))
       if (p === '/apis/apps/v1') return this.send(res, 200, this.resourceList('apps/v1', 'apps'))
+      if (p === '/apis/networking.k8s.io/v1')
+        return this.send(res, 200, this.resourceList('networking.k8s.io/v1', 'networking.k8s.io'))
       if (p === '/apis/discovery.k8s.io/v1' && !this.opts.withoutEndpointSlices)
         return this.send(res, 200, this.resourceList('discovery.k8s.io/v1', 'discovery.k8s.io'))
     }

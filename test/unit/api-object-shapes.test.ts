@@ -173,6 +173,8 @@ function memorySource(items: Record<File, Json[]>): ClusterSource {
     listEndpointSlices: async (namespace) => cast(items.endpointslices.filter((s) => ns(s) === namespace)),
     listNamespaceEndpointSlices: async (namespace) => cast(items.endpointslices.filter((s) => ns(s) === namespace)),
     getEndpoints: async () => undefined,
+    listNetworkPolicies: async () => undefined,
+    listNamespaces: async () => undefined,
     listPods: async (namespace) => cast(items.pods.filter((p) => ns(p) === namespace)),
     listNodes: async () => cast(items.nodes),
     getConfigMap: async (namespace, name) => cast<never>(items.configmaps).find((c) => named(c, namespace, name)),
@@ -201,4 +203,29 @@ test('every field of every object, given a value of each wrong type: a diagnosis
           }
         }
   assert.ok(tried > 1000, `${tried} objects tried`)
+})
+
+test('a wrong-typed NetworkPolicy or Namespace is left out with one warning naming it and the field; well-typed ones pass', async () => {
+  const good = {
+    metadata: {namespace: 'shop', name: 'allow-web'},
+    spec: {podSelector: {matchLabels: {app: 'web'}}, ingress: [{_from: [{podSelector: {}}], ports: [{port: 8080}]}]},
+  }
+  const bad = {metadata: {namespace: 'shop', name: 'broken'}, spec: {podSelector: {}, ingress: 'all'}}
+  const source = new ValidatedClusterSource({
+    describe: () => 'memory',
+    listNetworkPolicies: async () => [good, bad],
+    listNamespaces: async () => [{metadata: {name: 'shop', labels: {team: 7}}}, {metadata: {name: 'web'}}],
+  } as unknown as ClusterSource)
+  assert.deepEqual(
+    ((await source.listNetworkPolicies('shop')) ?? []).map((p) => p.metadata?.name),
+    ['allow-web'],
+  )
+  assert.deepEqual(
+    ((await source.listNamespaces()) ?? []).map((n) => n.metadata?.name),
+    ['web'],
+  )
+  assert.deepEqual(source.warnings(), [
+    'NetworkPolicy shop/broken skipped: spec.ingress should be a list, is a string',
+    'Namespace shop skipped: metadata.labels.team should be a string, is a number',
+  ])
 })

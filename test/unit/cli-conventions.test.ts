@@ -54,6 +54,8 @@ test('svc help groups its flags and lists exactly the flags svc honours', async 
     'dry-run',
     'explain',
     'fail-on',
+    'from',
+    'from-namespace',
     'ignore',
     'insecure-ignore-host-key',
     'kernel-trace',

@@ -9,7 +9,8 @@
  * the scan within 10× one svc.
  * Then, as root with the tools present (else one line says it was skipped; KPD_BENCH_LIVE=0 skips it), the live part
  * (live-fleet.ts, a few minutes: KPD_BENCH_LIVE_SERVICES Services, default 10,000, each read bounded by
- * KPD_BENCH_LIVE_TIMEOUT s, default 100): the fastest exact read per backend (KPD_BENCH_LIVE_READS=0 skips it), a live svc against plain
+ * KPD_BENCH_LIVE_TIMEOUT s, default 100): the fastest exact read per backend (KPD_BENCH_LIVE_READS=0 skips it), a live
+ * svc on the e2e suite's two-node lab against plain `ssh node true` (live-lab.ts: goal ≤ 1.5 s), a live svc against plain
  * `ssh node iptables-save > /dev/null` (goal ≤ 1.3×; and svc --all-rules, which reads that whole dump), and svc over KPD_BENCH_FLEET_NODES small nodes (default 30) plus
  * the large one. Its figures are printed, not counted in the targets below (they depend on the machine's load).
  */

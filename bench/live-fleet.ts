@@ -21,6 +21,7 @@ import {
 } from '../test/lab/lab-sshd.js'
 import {runAsync, sleep, tryRun} from '../test/lab/sh.js'
 import {generateBundle} from './generate.js'
+import {labBench} from './live-lab.js'
 import {measureLiveReads} from './live-read.js'
 
 const LIVE_SERVICES = Number(process.env.KPD_BENCH_LIVE_SERVICES ?? 10000)
@@ -354,6 +355,11 @@ export async function liveBench(write: (text: string) => void): Promise<void> {
       write(
         `  ${b.backend.padEnd(38)} ${b.fastest ? `${b.fastest.command.padEnd(32)} ${s(b.fastest.ms).padStart(9)}  ${(b.fastest.bytes / 1048576).toFixed(1).padStart(6)} MB` : `none: ${b.error ?? 'no complete read finished'}`}\n`,
       )
+  }
+  try {
+    await labBench(write)
+  } catch (e) {
+    write(`live svc on the two-node lab not measured: ${(e as Error).message}\n`)
   }
   try {
     await svcAndFleet(write)

@@ -5,6 +5,7 @@ declare -A need=(
   [ip]=iproute2 [bridge]=iproute2 [iptables-restore]=iptables [iptables-save]=iptables [nft]=nftables [ipset]=ipset
   [sshd]=openssh-server [ssh]=openssh-client [ssh-keygen]=openssh-client [socat]=socat [dnsmasq]=dnsmasq-base
   [openssl]=openssl [conntrack]=conntrack [dig]=dnsutils [kubectl]=kubernetes-client [zsh]=zsh [visudo]=sudo [unshare]=util-linux [nfacct]=nfacct
+  [chromium]=chromium
 )
 missing=()
 for cmd in "${!need[@]}"; do

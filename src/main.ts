@@ -25,6 +25,7 @@ export const COMMANDS: Record<string, () => Promise<Command.Class>> = {
   'collect:svc': async () => (await import('./commands/collect/svc.js')).default,
   completion: async () => (await import('./commands/completion.js')).default,
   version: async () => (await import('./commands/version.js')).default,
+  cleanup: async () => (await import('./commands/cleanup.js')).default,
   help: async () => (await import('@oclif/plugin-help')).commands.help,
 }
 

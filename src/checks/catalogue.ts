@@ -2,7 +2,7 @@ import {PROXY_MODE_NAMES, type ProxyMode} from '../model/modes/index.js'
 import type {Step} from '../model/steps.js'
 
 /** What a CI reader groups findings by: from the Service's own objects to the packet path. */
-type CheckFamily = 'service' | 'endpoints' | 'dns' | 'kube-proxy' | 'rules' | 'hairpin' | 'path'
+type CheckFamily = 'service' | 'endpoints' | 'dns' | 'kube-proxy' | 'rules' | 'hairpin' | 'path' | 'policy'
 
 /**
  * One row of the finding-code catalogue: the single source of each code's severity, words and reach. Checks take
@@ -104,6 +104,24 @@ export const CATALOGUE: readonly CodeEntry[] = [
     family: 'kube-proxy',
     title: 'Node could not be read',
     hint: 'Check SSH access to the node (ssh NODE true) and --ssh-config; the other nodes are still diagnosed.',
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-NO-IMPLEMENTER',
+    severity: 'error',
+    family: 'kube-proxy',
+    title: 'Nothing implements Services on this node',
+    hint: "Neither kube-proxy nor a replacement (Cilium, Calico eBPF, kube-router, Antrea, OVN-Kubernetes) runs on the node: deploy kube-proxy there, or enable your CNI's Service implementation.",
+    explains: ['entry', 'service-match'],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-TWO-IMPLEMENTERS',
+    severity: 'warning',
+    family: 'kube-proxy',
+    title: 'Two implementers of Services are active on this node',
+    hint: "kube-proxy's rules and a replacement both program the Service addresses and fight over them: remove kube-proxy (and its rules: kube-proxy --cleanup) or turn the replacement off.",
     explains: [],
     modes: ALL_MODES,
   },
@@ -475,6 +493,42 @@ export const CATALOGUE: readonly CodeEntry[] = [
     family: 'path',
     title: "A node's conntrack table is nearly full: new connections are dropped when it is",
     hint: 'Raise net.netfilter.nf_conntrack_max (or kube-proxy --conntrack-max-per-core), or find what opens so many connections (conntrack -S, conntrack -L).',
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-POLICY-DENIES',
+    severity: 'error',
+    family: 'policy',
+    title: "A NetworkPolicy selecting the Service's endpoints allows nothing from this client on the targetPort",
+    hint: "Add an ingress rule for the client (its namespace and labels, or its node's address) on the targetPort, the port the policy sees after the Service's DNAT.",
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-POLICY-SERVICE-PORT',
+    severity: 'error',
+    family: 'policy',
+    title: "A NetworkPolicy allows the Service's port, not the targetPort it sees after DNAT",
+    hint: 'Policies judge the packet after kube-proxy translated it to the endpoint: write the targetPort (or its name) in the rule, not the Service port.',
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-POLICY-EGRESS-DENIES',
+    severity: 'error',
+    family: 'policy',
+    title: "The client's egress NetworkPolicy allows nothing to the Service's endpoints",
+    hint: "Add an egress rule to the endpoint Pods (their namespace and labels) on the targetPort: egress is judged after DNAT, on the endpoint's address, not the ClusterIP.",
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-POLICY-DNS-EGRESS',
+    severity: 'warning',
+    family: 'policy',
+    title: "The client's egress NetworkPolicy allows no DNS to the cluster DNS Pods: names do not resolve",
+    hint: 'Add an egress rule to the cluster DNS Pods (kube-system, k8s-app=kube-dns) on UDP and TCP 53.',
     explains: [],
     modes: ALL_MODES,
   },

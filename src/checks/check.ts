@@ -4,6 +4,7 @@ import type {NodeObservation} from '../node/observation.js'
 import type {ExpectedService} from '../model/expected.js'
 import type {Dataplane, NodeInfrastructure, ProgrammedPort} from '../model/dataplane.js'
 import type {ModeChoice} from '../model/modes/index.js'
+import type {NodeImplementer} from '../model/implementers/index.js'
 import type {ArrivalWalk, EndpointHalf, PathResult} from '../model/paths.js'
 import type {NodeRead, Reach} from '../model/reach.js'
 import type {ProbeRun} from '../node/probe/tcp-probe.js'
@@ -110,6 +111,11 @@ export interface CheckContext {
    * of its path (its conntrack entries) to its own diagnosis, so one fault gives one finding.
    */
   dnsJudgedApart: boolean
+  /**
+   * Who implements Services on each node (read or not): kube-proxy's checks see only the nodes where its rules are
+   * judged (`nodes`); these say who serves the others.
+   */
+  implementers: NodeImplementer[]
 }
 
 export interface Check {

@@ -11,6 +11,7 @@ import {noReadyEndpoints} from './rules/no-ready-endpoints.js'
 import {nodeDiverges} from './rules/node-diverges.js'
 import {nodePortMissing} from './rules/nodeport-missing.js'
 import {nodeUnreadable} from './rules/node-unreadable.js'
+import {noImplementer, twoImplementers} from './rules/implementers.js'
 import {notProxied} from './rules/not-proxied.js'
 import {pathBroken, pathUndecided} from './rules/path-verdicts.js'
 import {filterDrop} from './rules/filter-drop.js'
@@ -34,6 +35,7 @@ import {routeLocalnetOff} from './rules/route-localnet.js'
 import {routeMissing} from './rules/route-missing.js'
 import {conntrackStale} from './rules/conntrack-stale.js'
 import {conntrackFull} from './rules/conntrack-full.js'
+import {policyDenies, policyDnsEgress, policyEgressDenies, policyServicePort} from './rules/network-policy.js'
 
 /** Every check, in the order findings are listed: cluster facts first, then the packet path from hook to pod. */
 export const CHECKS: Check[] = [
@@ -46,6 +48,8 @@ export const CHECKS: Check[] = [
   dnsServiceMissing,
   dnsNoEndpoints,
   nodeUnreadable,
+  noImplementer,
+  twoImplementers,
   modeMixed,
   modeUnsupported,
   modeMismatch,
@@ -80,6 +84,12 @@ export const CHECKS: Check[] = [
   routeMissing,
   conntrackStale,
   conntrackFull,
+  // NetworkPolicy, judged from the API: the endpoint's ingress (the Service-port mistake before the plain denial), the
+  // client's egress, its DNS.
+  policyServicePort,
+  policyDenies,
+  policyEgressDenies,
+  policyDnsEgress,
   // Last: it reads the findings above.
   pathBroken,
   // A DNS question without answer is evidence on the finding that breaks the path to the DNS endpoints, if one does.

@@ -21,3 +21,9 @@ export const COLLECT_EXIT_CODES = [
 ].join('\n')
 
 export const PRINT_EXIT_CODES = ['Exit codes:', '0  printed', '2  bad arguments'].join('\n')
+
+export const CLEANUP_EXIT_CODES = [
+  'Exit codes:',
+  "0  every table of the doctor's on the node was deleted (or there was none)",
+  COULD_NOT_RUN.replace('unreadable input', 'the node not reached, a table not deleted'),
+].join('\n')

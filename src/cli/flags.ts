@@ -1,5 +1,6 @@
 import {Flags} from '@oclif/core'
-import type {LiveOptions} from '../diagnosis/live-options.js'
+import type {ClientFlags, LiveOptions} from '../diagnosis/live-options.js'
+import {DiagnosisError} from '../errors.js'
 import {VIA, type Via} from '../diagnosis/choose-transport.js'
 import {PROXY_MODE_NAMES} from '../model/modes/index.js'
 import {FAIL_ON_DEFAULT} from '../report/report.js'
@@ -162,6 +163,45 @@ export const nodeReadFlags = {
   ...viaFlags,
 }
 
+/** --from, --from-namespace (svc): the client NetworkPolicies are judged for. */
+export const clientFlags = {
+  from: Flags.string({
+    description:
+      "judge NetworkPolicies for this client Pod (NAMESPACE/POD, or a Pod of the Service's namespace); default: any Pod of the Service's namespace, and the nodes for NodePort traffic",
+    helpGroup: 'DIAGNOSIS',
+  }),
+  'from-namespace': Flags.string({
+    description: 'judge NetworkPolicies for any Pod of this namespace',
+    helpGroup: 'DIAGNOSIS',
+  }),
+}
+
+/** A Kubernetes object name (RFC 1123 subdomain), as a namespace or Pod name must be. */
+const OBJECT_NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/
+
+/** --from and --from-namespace, checked: a name that cannot be a Pod's or a namespace's is one clear error. */
+export function parseClientFlags(flags: {from?: string; 'from-namespace'?: string}): ClientFlags | undefined {
+  const check = (flag: string, value: string, what: string) => {
+    if (!OBJECT_NAME.test(value))
+      throw new DiagnosisError(
+        `--${flag} ${JSON.stringify(value)}: not a ${what} name (lower-case letters, digits, '-' and '.')`,
+      )
+    return value
+  }
+  let pod: ClientFlags['pod']
+  if (flags.from !== undefined) {
+    const parts = flags.from.split('/')
+    if (parts.length > 2) throw new DiagnosisError(`--from ${JSON.stringify(flags.from)}: write POD or NAMESPACE/POD`)
+    pod =
+      parts.length === 2
+        ? {namespace: check('from', parts[0], 'namespace'), name: check('from', parts[1], 'Pod')}
+        : {name: check('from', parts[0], 'Pod')}
+  }
+  const namespace = flags['from-namespace'] && check('from-namespace', flags['from-namespace'], 'namespace')
+  if (!pod && !namespace) return undefined
+  return {...(pod ? {pod} : {}), ...(namespace ? {namespace} : {})}
+}
+
 /** The flags a walk of a dump file would ignore (oclif skips defaulted flags when checking exclusivity). */
 export const NODE_READ_ONLY_FLAGS = ['node', ...Object.keys(nodeReadFlags)]
 
@@ -205,6 +245,10 @@ interface LiveFlags {
   'proxy-mode'?: string
   probe?: boolean
   'all-rules'?: boolean
+  'kernel-trace'?: boolean
+  'dry-run'?: boolean
+  from?: string
+  'from-namespace'?: string
 }
 
 /**
@@ -222,6 +266,7 @@ export function liveOptions(
       kubeconfig: flags.kubeconfig,
       context: flags.context,
       timeoutMs: flags.timeout * 1000,
+      client: parseClientFlags(flags),
     },
     access: {
       via: (flags.via ?? 'auto') as Via,
@@ -236,7 +281,10 @@ export function liveOptions(
       concurrency: flags.concurrency ?? 1,
     },
     reads: {proxyMode: flags['proxy-mode'], scopeRules: flags['all-rules'] === false},
-    probes: {run: flags.probe ?? false},
+    probes: {
+      run: flags.probe ?? false,
+      ...(flags['kernel-trace'] ? {kernelTrace: {dryRun: flags['dry-run'] ?? false}} : {}),
+    },
     output: {
       log: output.log,
       onProgress: output.onProgress,

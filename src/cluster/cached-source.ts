@@ -1,4 +1,13 @@
-import type {V1ConfigMap, V1EndpointSlice, V1Endpoints, V1Node, V1Pod, V1Service} from '@kubernetes/client-node'
+import type {
+  V1ConfigMap,
+  V1EndpointSlice,
+  V1Endpoints,
+  V1Namespace,
+  V1NetworkPolicy,
+  V1Node,
+  V1Pod,
+  V1Service,
+} from '@kubernetes/client-node'
 import type {ClusterSource} from './cluster-source.js'
 
 const SERVICE_NAME_LABEL = 'kubernetes.io/service-name'
@@ -63,6 +72,14 @@ export class CachedClusterSource implements ClusterSource {
 
   listNodes(): Promise<V1Node[]> {
     return this.once('nodes', () => this.source.listNodes())
+  }
+
+  listNetworkPolicies(namespace: string): Promise<V1NetworkPolicy[] | undefined> {
+    return this.once(`networkpolicies/${namespace}`, () => this.source.listNetworkPolicies(namespace))
+  }
+
+  listNamespaces(): Promise<V1Namespace[] | undefined> {
+    return this.once('namespaces', () => this.source.listNamespaces())
   }
 
   getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {

@@ -1,4 +1,13 @@
-import type {V1ConfigMap, V1EndpointSlice, V1Endpoints, V1Node, V1Pod, V1Service} from '@kubernetes/client-node'
+import type {
+  V1ConfigMap,
+  V1EndpointSlice,
+  V1Endpoints,
+  V1Namespace,
+  V1NetworkPolicy,
+  V1Node,
+  V1Pod,
+  V1Service,
+} from '@kubernetes/client-node'
 
 /** What the diagnosis asks of a cluster; served by the live API or by a recorded snapshot. */
 export interface ClusterSource {
@@ -14,6 +23,10 @@ export interface ClusterSource {
   listPods(namespace: string): Promise<V1Pod[]>
   listNodes(): Promise<V1Node[]>
   getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined>
+  /** The NetworkPolicies (networking.k8s.io/v1) of a namespace; undefined when the group is not served or not recorded. */
+  listNetworkPolicies(namespace: string): Promise<V1NetworkPolicy[] | undefined>
+  /** Every Namespace (their labels, for namespaceSelector); undefined when not recorded. */
+  listNamespaces(): Promise<V1Namespace[] | undefined>
   /** Where this source reads from, for messages. */
   describe(): string
 }

@@ -1,10 +1,12 @@
-import {ApiException, CoreV1Api, DiscoveryV1Api, KubeConfig} from '../vendor/client-node.js'
+import {ApiException, CoreV1Api, DiscoveryV1Api, KubeConfig, NetworkingV1Api} from '../vendor/client-node.js'
 import type {
   ConfigurationOptions,
   ObservableMiddleware,
   V1ConfigMap,
   V1EndpointSlice,
   V1Endpoints,
+  V1Namespace,
+  V1NetworkPolicy,
   V1Node,
   V1Pod,
   V1Service,
@@ -167,6 +169,7 @@ function withEnv(env: NodeJS.ProcessEnv, f: () => void): void {
 export class LiveClusterSource implements ClusterSource {
   private core: CoreV1Api
   private discovery: DiscoveryV1Api
+  private networking: NetworkingV1Api
   private server: string
 
   constructor(
@@ -177,6 +180,7 @@ export class LiveClusterSource implements ClusterSource {
   ) {
     this.core = kc.makeApiClient(CoreV1Api)
     this.discovery = kc.makeApiClient(DiscoveryV1Api)
+    this.networking = kc.makeApiClient(NetworkingV1Api)
     this.server = redactUrl(kc.getCurrentCluster()?.server ?? '?')
   }
 
@@ -237,6 +241,21 @@ export class LiveClusterSource implements ClusterSource {
 
   async listNodes(): Promise<V1Node[]> {
     return (await this.call('list', 'nodes', undefined, (o) => this.core.listNode({}, o))).items
+  }
+
+  async listNetworkPolicies(namespace: string): Promise<V1NetworkPolicy[] | undefined> {
+    const list = await this.call(
+      'list',
+      'networkpolicies.networking.k8s.io',
+      namespace,
+      (o) => this.networking.listNamespacedNetworkPolicy({namespace}, o),
+      true,
+    )
+    return list?.items
+  }
+
+  async listNamespaces(): Promise<V1Namespace[] | undefined> {
+    return (await this.call('list', 'namespaces', undefined, (o) => this.core.listNamespace({}, o))).items
   }
 
   getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {

@@ -1,10 +1,19 @@
-import type {V1ConfigMap, V1Service} from '@kubernetes/client-node'
+import type {V1ConfigMap, V1Pod, V1Service} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
 import type {ClusterSource} from './cluster-source.js'
 import {slicesFromEndpoints} from './endpoints-fallback.js'
 import {defaultKubeProxyConfig, parseKubeProxyConfig} from './kube-proxy-config.js'
 import {chooseClusterDomain, type ClusterDomain} from './cluster-domain.js'
-import type {ClusterState, DnsState, KubeProxyConfig, UnreadApiData} from './types.js'
+import type {
+  ClusterState,
+  DnsState,
+  ImplementerObjects,
+  ImplementerReads,
+  KubeProxyConfig,
+  PolicyClients,
+  UnreadApiData,
+} from './types.js'
+import {readPolicyState} from './read-policy.js'
 import {similarNames} from './similar-names.js'
 
 const DNS_SERVICE_NAMES = ['kube-dns', 'coredns', 'rke2-coredns-rke2-coredns']
@@ -13,6 +22,10 @@ const COREDNS_CONFIGMAP_NAMES = ['coredns', 'rke2-coredns-rke2-coredns']
 export interface ReadClusterOptions {
   /** The user's --cluster-domain, which wins over what the cluster says. */
   clusterDomain?: string
+  /** The Service implementers' objects to read (their agents' Pods and ConfigMaps); none when undefined. */
+  implementers?: ImplementerReads
+  /** Judge NetworkPolicies for these clients (svc, collect); absent: policies are not read (a scan). */
+  policy?: PolicyClients
 }
 
 export async function readClusterState(
@@ -49,6 +62,17 @@ export async function readClusterState(
     readClusterDomain(source, options.clusterDomain),
   ])
   const kubeProxyPods = (systemPods ?? pods).filter((p) => p.metadata?.labels?.['k8s-app'] === 'kube-proxy')
+  const implementerObjects = options.implementers
+    ? await readImplementerObjects(source, options.implementers, {namespace, pods}, systemPods, unread)
+    : undefined
+  const policy = options.policy
+    ? await readPolicyState(source, options.policy, {
+        namespace,
+        pods,
+        systemPods: namespace === 'kube-system' ? pods : systemPods,
+        dnsSlices: dns.slices,
+      })
+    : undefined
   return {
     service,
     ...endpoints,
@@ -62,7 +86,46 @@ export async function readClusterState(
     clusterDomainSource: domain.source,
     corednsConfigMap: domain.configMap,
     unread,
+    ...(implementerObjects ? {implementerObjects} : {}),
+    ...(policy ? {policy} : {}),
   }
+}
+
+/**
+ * The Pods of the implementers' namespaces (those already read are not asked again) and their ConfigMaps. A namespace
+ * or ConfigMap that does not exist is nothing found; one that cannot be read is said in `unread`.
+ */
+async function readImplementerObjects(
+  source: ClusterSource,
+  reads: ImplementerReads,
+  service: {namespace: string; pods: V1Pod[]},
+  systemPods: V1Pod[] | undefined,
+  unread: UnreadApiData[],
+): Promise<ImplementerObjects> {
+  const known = new Map<string, V1Pod[]>([[service.namespace, service.pods]])
+  if (systemPods) known.set('kube-system', systemPods)
+  const namespaces = [...new Set(reads.namespaces)]
+  const pods = await Promise.all(
+    namespaces.map(
+      (ns) =>
+        known.get(ns) ??
+        source.listPods(ns).catch((e: Error) => {
+          unread.push({what: `Service implementers' Pods (${ns})`, reason: e.message})
+          return []
+        }),
+    ),
+  )
+  const configMaps = await Promise.all(
+    reads.configMaps.map(({namespace, name}) =>
+      source.getConfigMap(namespace, name).catch((e: Error) => {
+        unread.push({what: `ConfigMap ${namespace}/${name}`, reason: e.message})
+        return undefined
+      }),
+    ),
+  )
+  const agent = (p: V1Pod) =>
+    reads.agentLabels.some((labels) => Object.entries(labels).every(([k, v]) => p.metadata?.labels?.[k] === v))
+  return {pods: pods.flat().filter(agent), configMaps: configMaps.filter((c): c is V1ConfigMap => !!c)}
 }
 
 async function readClusterDomain(

@@ -1,6 +1,15 @@
 import {existsSync, statSync} from 'node:fs'
 import {join} from 'node:path'
-import type {V1ConfigMap, V1EndpointSlice, V1Endpoints, V1Node, V1Pod, V1Service} from '@kubernetes/client-node'
+import type {
+  V1ConfigMap,
+  V1EndpointSlice,
+  V1Endpoints,
+  V1Namespace,
+  V1NetworkPolicy,
+  V1Node,
+  V1Pod,
+  V1Service,
+} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
 import {nestsDeeperThan} from '../parse/json-depth.js'
 import {readRegularFile} from '../parse/regular-file.js'
@@ -17,6 +26,8 @@ export const SNAPSHOT_FILES = {
   pods: 'pods.json',
   nodes: 'nodes.json',
   configmaps: 'configmaps.json',
+  networkpolicies: 'networkpolicies.json',
+  namespaces: 'namespaces.json',
 } as const
 
 /** What a bundle was recorded for: written by `collect`, read so that a bundle is never asked what it does not hold. */
@@ -89,7 +100,7 @@ export class SnapshotClusterSource implements ClusterSource {
   }
   async listServices(namespace: string | undefined): Promise<V1Service[]> {
     return this.items<V1Service>('services').filter(
-      (s) => namespace === undefined || s.metadata?.namespace === namespace,
+      (s) => namespace === undefined || s?.metadata?.namespace === namespace,
     )
   }
   /**
@@ -108,12 +119,12 @@ export class SnapshotClusterSource implements ClusterSource {
 
   async listNamespaceEndpointSlices(namespace: string): Promise<V1EndpointSlice[] | undefined> {
     if (!this.present('endpointslices')) return undefined
-    return this.items<V1EndpointSlice>('endpointslices').filter((s) => s.metadata?.namespace === namespace)
+    return this.items<V1EndpointSlice>('endpointslices').filter((s) => s?.metadata?.namespace === namespace)
   }
   async listEndpointSlices(namespace: string, serviceName: string): Promise<V1EndpointSlice[] | undefined> {
     if (!this.present('endpointslices')) return undefined
     return this.items<V1EndpointSlice>('endpointslices').filter(
-      (s) => s.metadata?.namespace === namespace && s.metadata?.labels?.['kubernetes.io/service-name'] === serviceName,
+      (s) => s?.metadata?.namespace === namespace && s.metadata?.labels?.['kubernetes.io/service-name'] === serviceName,
     )
   }
   async getEndpoints(namespace: string, name: string): Promise<V1Endpoints | undefined> {
@@ -121,11 +132,20 @@ export class SnapshotClusterSource implements ClusterSource {
   }
   async listPods(namespace: string): Promise<V1Pod[]> {
     if (!this.present('pods')) return []
-    return this.items<V1Pod>('pods').filter((p) => p.metadata?.namespace === namespace)
+    return this.items<V1Pod>('pods').filter((p) => p?.metadata?.namespace === namespace)
   }
   async listNodes(): Promise<V1Node[]> {
     if (!this.present('nodes')) return []
     return this.items<V1Node>('nodes')
+  }
+  /** A bundle recorded before policies were read has no networkpolicies.json: undefined, not "none". */
+  async listNetworkPolicies(namespace: string): Promise<V1NetworkPolicy[] | undefined> {
+    if (!existsSync(join(this.dir, SNAPSHOT_FILES.networkpolicies))) return undefined
+    return this.items<V1NetworkPolicy>('networkpolicies').filter((p) => p.metadata?.namespace === namespace)
+  }
+  async listNamespaces(): Promise<V1Namespace[] | undefined> {
+    if (!existsSync(join(this.dir, SNAPSHOT_FILES.namespaces))) return undefined
+    return this.items<V1Namespace>('namespaces')
   }
   async getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
     return this.items<V1ConfigMap>('configmaps').find((c) => matches(c, namespace, name))
@@ -156,6 +176,7 @@ function withoutContent(e: Error): string {
   return e instanceof SyntaxError ? 'not valid JSON' : e.message
 }
 
-function matches(o: Meta, namespace: string, name: string): boolean {
-  return o.metadata?.namespace === namespace && o.metadata?.name === name
+/** An item of a list may be anything (null included): cluster/validated-source.ts refuses what is no object. */
+function matches(o: Meta | null, namespace: string, name: string): boolean {
+  return o?.metadata?.namespace === namespace && o.metadata?.name === name
 }

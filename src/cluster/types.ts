@@ -1,4 +1,4 @@
-import type {V1ConfigMap, V1EndpointSlice, V1Node, V1Pod, V1Service} from '@kubernetes/client-node'
+import type {V1ConfigMap, V1EndpointSlice, V1NetworkPolicy, V1Node, V1Pod, V1Service} from '@kubernetes/client-node'
 
 export interface KubeProxyConfig {
   /** "iptables", "ipvs", "nftables", or "" when unset (iptables on Linux). */
@@ -46,6 +46,59 @@ export interface ClusterState {
   corednsConfigMap?: V1ConfigMap
   /** API reads that could not be made, with the reason: the checks that need them are reported as not done. */
   unread: UnreadApiData[]
+  /**
+   * The objects that say who implements Services on each node (the agents' Pods and their configuration, as the
+   * registry of Service implementers asks for them); undefined when they were not read (an older bundle).
+   */
+  implementerObjects?: ImplementerObjects
+  /** What NetworkPolicies are judged with; absent when the run does not judge them (a scan). */
+  policy?: PolicyState
+}
+
+/** The clients NetworkPolicies are judged for (svc --from, --from-namespace); neither: the default sources. */
+export interface PolicyClients {
+  /** --from: one Pod. */
+  pod?: {namespace: string; name: string}
+  /** --from-namespace: any Pod of this namespace. */
+  namespace?: string
+}
+
+/** The NetworkPolicies (networking.k8s.io/v1) on the Service's path and what judging them needs. */
+export interface PolicyState {
+  clients: PolicyClients
+  /** The NetworkPolicies of every namespace in `namespaces`. */
+  policies: V1NetworkPolicy[]
+  /** The namespaces whose policies were read: the Service's and its clients'. */
+  namespaces: string[]
+  /** Each Namespace's labels by name; undefined when they could not be read (a namespaceSelector is then undecided). */
+  namespaceLabels?: Record<string, Record<string, string>>
+  /** Why the Namespaces could not be read, when they could not. */
+  namespacesUnread?: string
+  /** The --from Pod, as read. */
+  clientPod?: V1Pod
+  /** The cluster DNS Service's Pods (its EndpointSlices' targets), for a client's DNS egress. */
+  dnsPods: V1Pod[]
+  /** Why the policies were not read (a 403, the API group not served, a bundle recorded without them): not judged. */
+  unread?: {reason: string; required: boolean}
+}
+
+/** The API objects of the Service implementers other than kube-proxy: their agents' Pods and ConfigMaps. */
+export interface ImplementerObjects {
+  pods: V1Pod[]
+  configMaps: V1ConfigMap[]
+}
+
+/**
+ * Which API objects to read for the Service implementers: the Pods of these namespaces that carry one of these label
+ * sets (their agents), these ConfigMaps; and what of them a bundle keeps (the ConfigMaps' keys, the agents' environment
+ * variables by name and arguments by prefix: nothing else of them, which may hold secrets).
+ */
+export interface ImplementerReads {
+  namespaces: string[]
+  agentLabels: Array<Record<string, string>>
+  configMaps: Array<{namespace: string; name: string; keys: string[]}>
+  env: string[]
+  argPrefixes: string[]
 }
 
 export interface UnreadApiData {

@@ -10,9 +10,9 @@ import {scanLive, scanSnapshot, type ScanTarget} from '../diagnosis/scan.js'
 import type {ProxyMode} from '../model/modes/index.js'
 import {makeChalk} from '../report/human.js'
 import {outputWidth} from '../report/width.js'
-import {writeScanReport} from '../report/output.js'
+import {writeHtml, writeScanReport} from '../report/output.js'
 import {parseFailOn} from '../report/report.js'
-import {buildScanReport, keepScannedServices, scanExitCode} from '../report/scan-report.js'
+import {buildScanReport, keepScannedServices, scanDocument, scanExitCode} from '../report/scan-report.js'
 import {DiagnosisError} from '../errors.js'
 import {DIAGNOSIS_EXIT_CODES} from '../cli/exit-codes.js'
 
@@ -39,9 +39,9 @@ export default class Scan extends DoctorCommand {
     services: Flags.string({description: 'only these Services (comma-separated names)'}),
     output: Flags.string({
       char: 'o',
-      options: ['table', 'json', 'yaml', 'junit'],
+      options: ['table', 'json', 'yaml', 'junit', 'html'],
       default: 'table',
-      description: 'output format',
+      description: "output format (html: one self-contained page with each Service's packet paths drawn)",
     }),
     quiet: Flags.boolean({
       char: 'q',
@@ -90,7 +90,7 @@ export default class Scan extends DoctorCommand {
     const onProgress = progress?.onProgress
     const context = flags.snapshot ? null : await currentContext(flags)
     const meta = {toolVersion: this.config.version, time: new Date().toISOString(), context}
-    const keep = keepScannedServices(flags.output === 'json' || flags.output === 'yaml', {
+    const keep = keepScannedServices(['json', 'yaml', 'html'].includes(flags.output), {
       meta,
     })
     let result
@@ -118,12 +118,20 @@ export default class Scan extends DoctorCommand {
       )
     const scope = target.namespace === undefined ? 'all namespaces' : `namespace ${target.namespace}`
     const report = buildScanReport(result, scope, failOn, meta)
-    writeScanReport(
-      report,
-      {format: flags.output as 'table' | 'json' | 'yaml' | 'junit', quiet: flags.quiet, failOn},
-      {chalk: makeChalk(), width: outputWidth(process.stdout)},
-      (chunk) => process.stdout.write(chunk),
-    )
+    const write = (chunk: string | Uint8Array) => process.stdout.write(chunk)
+    if (flags.output === 'html')
+      await writeHtml(
+        scanDocument(report).services,
+        {title: `kproxy-doctor scan: ${scope}`, summary: report.summary},
+        write,
+      )
+    else
+      writeScanReport(
+        report,
+        {format: flags.output as 'table' | 'json' | 'yaml' | 'junit', quiet: flags.quiet, failOn},
+        {chalk: makeChalk(), width: outputWidth(process.stdout)},
+        write,
+      )
     process.exitCode = scanExitCode(report, failOn)
   }
 }

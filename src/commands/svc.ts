@@ -3,10 +3,12 @@ import {DoctorCommand} from '../cli/base-command.js'
 import {stderrLine} from '../cli/stderr.js'
 import {ignoreFlags, ignoreRules} from '../cli/ignore-config.js'
 import {
+  clientFlags,
   clusterFlags,
   failOnFlag,
   LIVE_ONLY_FLAGS,
   liveOptions,
+  parseClientFlags,
   probeFlags,
   proxyModeFlag,
   splitList,
@@ -15,6 +17,7 @@ import {
 import {progressReporter} from '../cli/progress.js'
 import {currentContext} from '../cli/kube-context.js'
 import {diagnose} from '../diagnosis/diagnose.js'
+import {policySourcesNote} from '../checks/rules/policy-sources.js'
 import type {ProxyMode} from '../model/modes/index.js'
 import {gatherLive, gatherSnapshot, type GatheredLive} from '../diagnosis/gather.js'
 import {PROBES_OFF, PROBES_SNAPSHOT} from '../diagnosis/probe-stage.js'
@@ -22,7 +25,7 @@ import {DiagnosisError} from '../errors.js'
 import {withReadVia} from '../report/document.js'
 import {apiOnlyNote} from '../report/read-via.js'
 import {makeChalk} from '../report/human.js'
-import {writeServiceReport} from '../report/output.js'
+import {writeHtml, writeMermaid, writeServiceReport} from '../report/output.js'
 import {outputWidth} from '../report/width.js'
 import {buildReport, exitCode, parseFailOn} from '../report/report.js'
 import {DIAGNOSIS_EXIT_CODES} from '../cli/exit-codes.js'
@@ -34,8 +37,8 @@ export default class Svc extends DoctorCommand {
   static override summary = 'Diagnose one Service: where its packet path breaks, on which node, and what to run next'
   static override description = DIAGNOSIS_EXIT_CODES
   static override usage = [
-    'svc NAME [-n NAMESPACE] [--context CTX] [--kubeconfig FILE] [--ssh-config FILE] [--nodes a,b | --all-nodes] [--no-probe] [--fail-on error,warning,incomplete|none] [--all-rules] [-o table|json|yaml|junit] [-q | --explain]',
-    'svc NAME [-n NAMESPACE] --snapshot DIR [--nodes a,b] [-o table|json|yaml|junit] [-q | --explain]',
+    'svc NAME [-n NAMESPACE] [--context CTX] [--kubeconfig FILE] [--ssh-config FILE] [--nodes a,b | --all-nodes] [--no-probe] [--fail-on error,warning,incomplete|none] [--all-rules] [-o table|json|yaml|junit|mermaid|html] [-q | --explain]',
+    'svc NAME [-n NAMESPACE] --snapshot DIR [--nodes a,b] [-o table|json|yaml|junit|mermaid|html] [-q | --explain]',
   ]
   static override examples = [
     '<%= config.bin %> svc web -n shop',
@@ -48,9 +51,10 @@ export default class Svc extends DoctorCommand {
     ...probeFlags,
     output: Flags.string({
       char: 'o',
-      options: ['table', 'json', 'yaml', 'junit'],
+      options: ['table', 'json', 'yaml', 'junit', 'mermaid', 'html'],
       default: 'table',
-      description: 'output format',
+      description:
+        'output format (mermaid: the packet paths as a flowchart; html: one self-contained page with them drawn)',
       helpGroup: OUTPUT,
     }),
     quiet: Flags.boolean({
@@ -73,12 +77,26 @@ export default class Svc extends DoctorCommand {
     ...ignoreFlags,
     ...failOnFlag,
     ...proxyModeFlag(DIAGNOSIS),
+    ...clientFlags,
     'all-rules': Flags.boolean({
       description:
         "read each node's whole iptables dump, not only the chains this Service's packets can reach (read chain by chain where the node is read as root over SSH)",
       default: false,
       helpGroup: DIAGNOSIS,
       exclusive: ['snapshot'],
+    }),
+    'kernel-trace': Flags.boolean({
+      description:
+        "confirm each probe with netfilter's own trace on nftables/iptables-nft nodes: a private nft table of the doctor's marks only the probes' packets, deleted at the end (the commands are printed first; needs root on the node)",
+      default: false,
+      helpGroup: DIAGNOSIS,
+      exclusive: ['snapshot'],
+    }),
+    'dry-run': Flags.boolean({
+      description: 'with --kernel-trace: print the commands it would run on each node, run none of them',
+      default: false,
+      helpGroup: DIAGNOSIS,
+      dependsOn: ['kernel-trace'],
     }),
   }
 
@@ -88,6 +106,8 @@ export default class Svc extends DoctorCommand {
       throw new DiagnosisError(
         `--quiet prints only the headline of the table: it cannot be combined with -o ${flags.output}`,
       )
+    if (flags['kernel-trace'] && !flags.probe)
+      throw new DiagnosisError('--kernel-trace traces the live probes: it cannot be combined with --no-probe')
     const ignore = ignoreRules(flags)
     const log = verboseLog(flags)
     const failOn = parseFailOn(flags['fail-on'])
@@ -97,7 +117,13 @@ export default class Svc extends DoctorCommand {
     let g
     try {
       g = flags.snapshot
-        ? await gatherSnapshot(flags.snapshot, flags.namespace ?? 'default', args.name, splitList(flags.nodes))
+        ? await gatherSnapshot(
+            flags.snapshot,
+            flags.namespace ?? 'default',
+            args.name,
+            splitList(flags.nodes),
+            parseClientFlags(flags),
+          )
         : await gatherLive(args.name, liveOptions(flags, {log, onProgress: progress?.onProgress}))
     } finally {
       progress?.done()
@@ -117,7 +143,9 @@ export default class Svc extends DoctorCommand {
     if (g.observations.length > 0 && !g.observations.some((o) => o.reachable))
       stderrLine(`warning: no node could be read: ${g.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}`)
     const context = flags.snapshot ? null : await currentContext(flags)
-    const notes = [g.selectionNote, g.rulesNote, readVia && apiOnlyNote(readVia)].filter((n): n is string => !!n)
+    const notes = [g.selectionNote, g.rulesNote, readVia && apiOnlyNote(readVia), policySourcesNote(g.cluster)].filter(
+      (n): n is string => !!n,
+    )
     const built = buildReport(d, {
       explain: flags.explain,
       notes,
@@ -125,12 +153,21 @@ export default class Svc extends DoctorCommand {
     })
     const order = readVia ? [...g.observations.map((o) => o.name), ...readVia.keys()].sort() : []
     const report = readVia ? withReadVia(built, readVia, order) : built
-    writeServiceReport(
-      report,
-      {format: flags.output as 'table' | 'json' | 'yaml' | 'junit', quiet: flags.quiet, failOn, readVia, order},
-      {chalk: makeChalk(), width: outputWidth(process.stdout)},
-      (chunk) => process.stdout.write(chunk),
-    )
+    const write = (chunk: string | Uint8Array) => process.stdout.write(chunk)
+    if (flags.output === 'mermaid') await writeMermaid(report, write)
+    else if (flags.output === 'html')
+      await writeHtml(
+        [report],
+        {title: `kproxy-doctor: ${report.service.namespace}/${report.service.name}`, summary: null},
+        write,
+      )
+    else
+      writeServiceReport(
+        report,
+        {format: flags.output as 'table' | 'json' | 'yaml' | 'junit', quiet: flags.quiet, failOn, readVia, order},
+        {chalk: makeChalk(), width: outputWidth(process.stdout)},
+        write,
+      )
     process.exitCode = exitCode(report, failOn)
   }
 }

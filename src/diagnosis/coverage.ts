@@ -4,6 +4,7 @@ import type {NodeObservation} from '../node/observation.js'
 import {familyOf} from '../net/address.js'
 import {FORWARDING_KEYS, type SysctlValues} from '../parse/sysctl.js'
 import type {ProbeRun} from '../node/probe/tcp-probe.js'
+import type {PolicyState} from '../cluster/types.js'
 import type {NodeReadVia} from './choose-transport.js'
 
 /**
@@ -29,6 +30,7 @@ const RULE_CODES = CATALOGUE.filter(
     !PATH_READ_CODES.includes(e.code),
 ).map((e) => e.code)
 const HAIRPIN_CODES = CATALOGUE.filter((e) => e.family === 'hairpin').map((e) => e.code)
+const POLICY_CODES = CATALOGUE.filter((e) => e.family === 'policy').map((e) => e.code)
 
 const COVERAGE_CHECKS = {
   /** Everything read on the node: rules, packet paths, kube-proxy's endpoints, DNS from the node, probes. */
@@ -56,6 +58,10 @@ const COVERAGE_CHECKS = {
   'live-probes': PROBE_CODES,
   /** The kernel's conntrack entries of the live probes, set against the walk. */
   'kernel-evidence': KERNEL_CODES,
+  /** --kernel-trace: netfilter's own trace of the probes' packets, set against the walk. */
+  'kernel-trace': KERNEL_CODES,
+  /** The NetworkPolicies on the Service's path, judged from the API. */
+  'network-policy': POLICY_CODES,
 } as const
 
 type CoverageCheck = keyof typeof COVERAGE_CHECKS
@@ -84,6 +90,8 @@ export interface CoverageInputs {
    * node it is undecided on and why, minus those whose KPD-PATH-UNDECIDED finding an ignore rule silenced.
    */
   undecidedPaths?: Array<{node: string; why: string}>
+  /** The NetworkPolicies as read (absent: not judged in this run, as in a scan). */
+  policy?: PolicyState
 }
 
 const entry = (node: string | null, check: CoverageCheck, reason: string, required: boolean): NotChecked => ({
@@ -135,7 +143,25 @@ export function notChecked(inputs: CoverageInputs): NotChecked[] {
   for (const u of inputs.undecidedPaths ?? []) undecided.set(`${u.node}\0${u.why}`, u)
   for (const u of undecided.values())
     out.push(entry(u.node, 'proxy-rules', `a packet path was not walked to its end: ${u.why}`, true))
+  out.push(...policyGaps(inputs.policy))
   return out
+}
+
+/** NetworkPolicies not read, or Namespaces not read while a policy selects by namespace. */
+function policyGaps(policy: PolicyState | undefined): NotChecked[] {
+  if (!policy) return []
+  if (policy.unread)
+    return [entry(null, 'network-policy', `NetworkPolicies not read: ${policy.unread.reason}`, policy.unread.required)]
+  if (policy.namespacesUnread)
+    return [
+      entry(
+        null,
+        'network-policy',
+        `Namespaces not read (a namespaceSelector decides nothing): ${policy.namespacesUnread}`,
+        true,
+      ),
+    ]
+  return []
 }
 
 /** Whether a sysctl read answered for the key, with a value or with its absence. */
@@ -264,6 +290,8 @@ function probeGaps(probes: ProbeRun): NotChecked[] {
     // The probes' verdicts stand without it: what the kernel did is confirmation, not required.
     if (n.kernel && !n.kernel.read)
       out.push(entry(n.node, 'kernel-evidence', `not confirmed: ${n.kernel.reason}`, false))
+    // Opted into, yet confirmation only: a node that cannot be traced does not fail the run.
+    if (n.kernelTrace && !n.kernelTrace.traced) out.push(entry(n.node, 'kernel-trace', n.kernelTrace.reason, false))
   }
   return out
 }

@@ -12,6 +12,7 @@ import {
   type TableFamily,
 } from '../model/modes/index.js'
 import type {NodeObservation} from '../node/observation.js'
+import {decideImplementer, type NodeImplementer} from '../model/implementers/index.js'
 import {followEndpoints, tracePaths, walkArrivals, type PathNode, type PathResult} from '../model/paths.js'
 import {endpointsForPort} from '../model/endpoints.js'
 import {joinHostPort} from '../net/host-port.js'
@@ -81,6 +82,7 @@ function diagnoseFamily(
   family: IpFamily | undefined,
   label: string,
   probes: ProbeRun,
+  implementers: NodeImplementer[],
 ): FamilyRun {
   const nodes: NodeView[] = []
   const paths: PathResult[] = []
@@ -92,6 +94,8 @@ function diagnoseFamily(
   const addressFamily = family === 'IPv6' ? 6 : family === 'IPv4' ? 4 : undefined
   for (const obs of observations) {
     if (!obs.reachable) continue
+    // Another implementer serves Services here: kube-proxy's checks would judge rules nobody is meant to program.
+    if (!implementers.find((i) => i.node === obs.name)?.kubeProxyJudged) continue
     const k8sNode = cluster.nodes.find((n) => n.metadata?.name === obs.name)
     const address = k8sNode ? nodeAddress(k8sNode, addressFamily) : undefined
     const facts: NodeFacts = {family: tableFamily, nodeAddress: address}
@@ -147,6 +151,7 @@ function diagnoseFamily(
     probes,
     reach: opts.reach ?? DEFAULT_REACH,
     dnsJudgedApart: opts.dnsJudgedApart ?? false,
+    implementers,
   }
   // One path across two nodes: each remote endpoint's half, judged on its node, before the checks read the paths.
   context.halves = followEndpoints(
@@ -159,6 +164,19 @@ function diagnoseFamily(
   // Silenced checks still run: what they find explains its path step, so the generic path-broken finding stays quiet too.
   for (const c of CHECKS) context.findings.push(...c.run(context).map((d) => toFinding(c.meta, d)))
   return {context, notJudged}
+}
+
+/** The nodes whose Services another implementer serves, or none: kube-proxy's rules were not judged there, and why. */
+function implementerGaps(implementers: NodeImplementer[]): Array<{node: string; reason: string}> {
+  return implementers
+    .filter((i) => !i.kubeProxyJudged)
+    .map((i) => ({
+      node: i.node,
+      reason:
+        i.name === 'none'
+          ? "no implementer of Services found: kube-proxy's rules were not judged"
+          : `Services here are implemented by ${i.title}, not kube-proxy (${i.evidence.join('; ')}): kube-proxy's rules were not judged, and ${i.title}'s Service state was not read; look with: ${i.look}`,
+    }))
 }
 
 function isDnsService(cluster: ClusterState): boolean {
@@ -273,6 +291,12 @@ function judge(cluster: ClusterState, observations: NodeObservation[], opts: Dia
   const probes = opts.probes ?? PROBES_NOT_RUN
   const families = serviceFamilies(cluster.service)
   const dualStack = families.length > 1
+  const implementers = observations.filter((o) => o.reachable).map((o) => decideImplementer(cluster, o.name, o))
+  // Said where it changes what is judged: kube-proxy alone is what every run assumed before.
+  for (const i of implementers.filter((x) => x.name !== 'kube-proxy' || x.active.length > 1))
+    opts.log?.(
+      `${i.node}: Services implemented by ${i.title} (${i.source}${i.evidence.length ? `: ${i.evidence.join('; ')}` : ''})`,
+    )
   // The primary family (spec.clusterIP's) carries the cluster-wide facts and the coverage; the others add what differs
   // for their addresses (a finding both families give alike is listed once). Each family is judged on its own probes.
   const runs = (families.length > 0 ? families : [undefined]).map((f) =>
@@ -283,6 +307,7 @@ function judge(cluster: ClusterState, observations: NodeObservation[], opts: Dia
       f?.family,
       dualStack && f ? ` (${f.family})` : '',
       dualStack && f ? probesOfFamily(probes, f.family === 'IPv6' ? 6 : 4) : probes,
+      implementers,
     ),
   )
   const context = runs[0].context
@@ -311,7 +336,7 @@ function judge(cluster: ClusterState, observations: NodeObservation[], opts: Dia
     const silenced = ignored.find(explained)
     if (silenced && !findings.some(explained)) ignoredBreaks.set(p, silenced.code)
   }
-  const familiesNotJudged = runs.flatMap((r) => r.notJudged)
+  const familiesNotJudged = [...implementerGaps(implementers), ...runs.flatMap((r) => r.notJudged)]
   const skipped = notChecked({
     context,
     probes,
@@ -319,6 +344,7 @@ function judge(cluster: ClusterState, observations: NodeObservation[], opts: Dia
     familiesNotJudged,
     otherFamilies: families.slice(1).map((f) => f.family),
     undecidedPaths: undecidedPaths(paths, ignored),
+    ...(cluster.policy ? {policy: cluster.policy} : {}),
   })
   for (const n of skipped)
     opts.log?.(

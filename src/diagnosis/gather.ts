@@ -1,7 +1,9 @@
 import {existsSync, lstatSync, readdirSync} from 'node:fs'
 import {join} from 'node:path'
 import {readClusterState} from '../cluster/read-cluster.js'
+import {IMPLEMENTER_READS} from '../model/implementers/index.js'
 import {SnapshotClusterSource} from '../cluster/snapshot-source.js'
+import {ValidatedClusterSource} from '../cluster/validated-source.js'
 import type {ClusterState} from '../cluster/types.js'
 import type {V1Node} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
@@ -22,8 +24,8 @@ import {isNodeName} from '../model/names.js'
 import type {Reach} from '../model/reach.js'
 import {serviceFamilies} from '../model/expected.js'
 import {kubectlOf, liveReach, snapshotReach} from './reach.js'
-import type {LiveOptions} from './live-options.js'
-import {rulesScopeOf} from '../model/rules-scope.js'
+import {policyClients, type ClientFlags, type LiveOptions} from './live-options.js'
+import {predictedChains, rulesScopeOf} from '../model/rules-scope.js'
 import type {RulesScope} from '../node/read/scoped-rules.js'
 
 export interface Gathered {
@@ -63,8 +65,11 @@ export async function gatherLive(name: string, opts: LiveOptions): Promise<Gathe
   const {LiveClusterSource, loadKubeConfig} = await liveModules()
   const {kc, namespace: ctxNamespace} = loadKubeConfig(opts.cluster)
   const namespace = opts.cluster.namespace ?? ctxNamespace
-  const source = new LiveClusterSource(kc, opts.cluster.timeoutMs, opts.output.log)
-  const cluster = await readClusterState(source, namespace, name)
+  const source = new ValidatedClusterSource(new LiveClusterSource(kc, opts.cluster.timeoutMs, opts.output.log))
+  const cluster = await readClusterState(source, namespace, name, {
+    implementers: IMPLEMENTER_READS,
+    policy: policyClients(opts.cluster.client, namespace),
+  })
   const endpointNodes = new Set(cluster.slices.flatMap((s) => (s.endpoints ?? []).map((e) => e.nodeName ?? '')))
   const selection = selectNodes(cluster.nodes, endpointNodes, {only: opts.access.nodes, all: opts.access.allNodes})
   const dnsIP = cluster.dns.service?.spec?.clusterIP
@@ -77,14 +82,20 @@ export async function gatherLive(name: string, opts: LiveOptions): Promise<Gathe
   // Each node read through a transport that probes is probed on the read's own access while it reads.
   const probing = new Map<string, StartedProbes>()
   const settings = probeSettings(opts.cluster)
+  const kernelTrace = opts.probes.kernelTrace && {
+    dryRun: opts.probes.kernelTrace.dryRun,
+    announce: opts.output.announce ?? (() => undefined),
+  }
   const probeBeside = opts.probes.run
     ? (node: string, access: NodeAccess) => {
-        const started = startProbes(cluster, node, access, settings)
+        const started = startProbes(cluster, node, access, settings, kernelTrace)
         probing.set(node, started)
         return started.probes
       }
     : undefined
-  const rulesScope = opts.reads.scopeRules ? rulesScopeOf(cluster.service) : undefined
+  const rulesScope = opts.reads.scopeRules
+    ? {...rulesScopeOf(cluster.service), predicted: predictedChains(cluster)}
+    : undefined
   const {observations, recordings, reads} = await readNodesLive(
     cluster.nodes,
     selection.names,
@@ -101,6 +112,7 @@ export async function gatherLive(name: string, opts: LiveOptions): Promise<Gathe
         await probeConnector(reads.readVia, opts),
         {timeoutMs: opts.cluster.timeoutMs, concurrency: opts.access.concurrency},
         probing,
+        kernelTrace,
       )
     : undefined
   const reach = await liveReach({...opts.cluster, sshConfig: opts.access.sshConfig}, reads.readVia, cluster.nodes)
@@ -111,7 +123,7 @@ export async function gatherLive(name: string, opts: LiveOptions): Promise<Gathe
     readVia: reads.readVia,
     selectionNote: selection.note,
     rulesNote: chainByChainNote(observations),
-    warnings: [...hostKeyWarnings(opts.access), ...reads.warnings],
+    warnings: [...source.warnings(), ...hostKeyWarnings(opts.access), ...reads.warnings],
     namespace,
     probes,
     reach,
@@ -259,15 +271,25 @@ export async function readNodesLive(
   }
 }
 
-export async function gatherSnapshot(dir: string, namespace: string, name: string, only?: string[]): Promise<Gathered> {
-  const source = new SnapshotClusterSource(dir)
-  source.requireRecorded(namespace, name)
-  const cluster = await readClusterState(source, namespace, name)
+export async function gatherSnapshot(
+  dir: string,
+  namespace: string,
+  name: string,
+  only?: string[],
+  client?: ClientFlags,
+): Promise<Gathered> {
+  const snapshot = new SnapshotClusterSource(dir)
+  snapshot.requireRecorded(namespace, name)
+  const source = new ValidatedClusterSource(snapshot)
+  const cluster = await readClusterState(source, namespace, name, {
+    implementers: IMPLEMENTER_READS,
+    policy: policyClients(client, namespace),
+  })
   return {
     cluster,
     observations: readSnapshotNodes(dir, only),
-    warnings: [],
-    reach: snapshotReach(source.manifest()?.context),
+    warnings: source.warnings(),
+    reach: snapshotReach(snapshot.manifest()?.context),
   }
 }
 
@@ -327,7 +349,7 @@ export async function readNodeLive(
 ): Promise<{obs: NodeObservation; addresses: string[]; warnings: string[]}> {
   const {LiveClusterSource, loadKubeConfig} = await liveModules()
   const {kc} = loadKubeConfig(opts.cluster)
-  const nodes = await new LiveClusterSource(kc, opts.cluster.timeoutMs).listNodes()
+  const nodes = await new ValidatedClusterSource(new LiveClusterSource(kc, opts.cluster.timeoutMs)).listNodes()
   const node = nodes.find((n) => n.metadata?.name === name)
   if (!node) throw new DiagnosisError(`node "${name}" not found in the cluster`)
   const {observations, reads} = await readNodesLive(nodes, [name], opts, undefined)

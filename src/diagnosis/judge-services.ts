@@ -42,6 +42,7 @@ export function judgeService<R>(
     name: service.metadata?.name ?? '',
     type: service.spec?.type ?? 'ClusterIP',
   }
+  if (unreadable) return {...base, skipped: `not diagnosed: ${unreadable}`}
   const reason = notProxiedReason(service)
   if (reason) return {...base, skipped: reason}
   if (!state) return {...base, skipped: `not diagnosed: ${unreadable ?? 'unreadable'}`}

@@ -1,4 +1,5 @@
 import type {KubeOptions} from '../cluster/live-source.js'
+import type {PolicyClients} from '../cluster/types.js'
 import type {VerboseLog} from '../node/transport/logged-access.js'
 import type {AccessOptions} from '../node/transport/transports.js'
 
@@ -8,6 +9,14 @@ import type {AccessOptions} from '../node/transport/transports.js'
  */
 export interface ClusterOptions extends KubeOptions {
   /** -n (default: the context's namespace, else default). */
+  namespace?: string
+  /** --from, --from-namespace: the client NetworkPolicies are judged for. */
+  client?: ClientFlags
+}
+
+/** --from POD (NAMESPACE/POD, or a Pod of the Service's namespace) and --from-namespace NS, as given. */
+export interface ClientFlags {
+  pod?: {namespace?: string; name: string}
   namespace?: string
 }
 
@@ -22,6 +31,8 @@ interface ReadOptions {
 /** Live probes from each node after it is read (svc). */
 interface ProbeOptions {
   run: boolean
+  /** --kernel-trace (svc): netfilter traces the probes' packets; dryRun: --dry-run, the commands are printed only. */
+  kernelTrace?: {dryRun: boolean}
 }
 
 /** A step of a long run, reported through `onProgress`: the cli layer decides whether and how to show it. */
@@ -51,4 +62,12 @@ export interface LiveOptions {
   reads: ReadOptions
   probes: ProbeOptions
   output: OutputOptions
+}
+
+/** The clients to judge NetworkPolicies for: a --from Pod without a namespace is in the Service's. */
+export function policyClients(flags: ClientFlags | undefined, serviceNamespace: string): PolicyClients {
+  return {
+    ...(flags?.pod ? {pod: {namespace: flags.pod.namespace ?? serviceNamespace, name: flags.pod.name}} : {}),
+    ...(flags?.namespace ? {namespace: flags.namespace} : {}),
+  }
 }

@@ -4,6 +4,7 @@ import {mapBounded} from '../util/map-bounded.js'
 import {probeOpener, probeTargets, type NodeProbes, type ProbeRun, type ProbeSettings} from '../node/probe/tcp-probe.js'
 import type {NodeAccess} from '../node/transport/node-access.js'
 import {readKernelEvidence} from '../node/probe/kernel-evidence.js'
+import {withKernelTrace} from '../node/probe/kernel-trace.js'
 import type {NodeConnector} from '../node/transport/transports.js'
 import {nodeAddress} from './node-address.js'
 import {planProbes, PROBE_SETTINGS, type ProbePlan} from './probe-plan.js'
@@ -23,6 +24,12 @@ export function probeSettings(opts: {timeoutMs: number}): ProbeSettings {
   return {...PROBE_SETTINGS, timeoutMs: Math.min(PROBE_SETTINGS.timeoutMs, opts.timeoutMs)}
 }
 
+/** --kernel-trace: netfilter traces the probes' packets (dry run: the commands are printed only). */
+export interface KernelTraceSettings {
+  dryRun: boolean
+  announce: (line: string) => void
+}
+
 /** One node's probes under way: the notes of its plan, and the tallies to come. */
 export interface StartedProbes {
   notes: string[]
@@ -40,6 +47,7 @@ export async function probeNodes(
   connect: NodeConnector,
   opts: {timeoutMs: number; concurrency: number},
   started: ReadonlyMap<string, StartedProbes> = new Map(),
+  kernelTrace?: KernelTraceSettings,
 ): Promise<ProbeRun> {
   const settings = probeSettings(opts)
   const readable = observations.filter((o) => o.reachable).map((o) => o.name)
@@ -57,10 +65,16 @@ export async function probeNodes(
     try {
       access = await connect({name, address: node && nodeAddress(node)})
     } catch (e) {
-      return {node: name, via: 'nothing', error: (e as Error).message.split('\n')[0], tallies: []}
+      const error = (e as Error).message.split('\n')[0]
+      // No probe, nothing to trace: said in coverage where --kernel-trace was asked for.
+      const untraced = kernelTrace && {
+        traced: false as const,
+        reason: `kernel trace not run: the node is not probed (${error})`,
+      }
+      return {node: name, via: 'nothing', error, tallies: [], ...(untraced ? {kernelTrace: untraced} : {})}
     }
     try {
-      return await probePlan(plan, name, access, settings)
+      return await probePlan(plan, name, access, settings, kernelTrace)
     } finally {
       await access.close()
     }
@@ -74,9 +88,19 @@ export function startProbes(
   name: string,
   access: NodeAccess,
   settings: ProbeSettings,
+  kernelTrace?: KernelTraceSettings,
 ): StartedProbes {
   const plan = planProbes(cluster, name, settings)
-  return {notes: plan.notes, probes: probePlan(plan, name, access, settings)}
+  return {notes: plan.notes, probes: probePlan(plan, name, access, settings, kernelTrace)}
+}
+
+/** The longest the probes of a plan can take (every connection timing out), in whole seconds, and one more. */
+function worstCaseSeconds(plan: ProbePlan, settings: ProbeSettings): number {
+  const connections = plan.targets.reduce(
+    (n, t) => n + (t.kind === 'endpoint' ? settings.endpointAttempts : settings.vipAttempts),
+    0,
+  )
+  return Math.ceil((Math.ceil(connections / settings.concurrency) * settings.timeoutMs) / 1000) + 1
 }
 
 async function probePlan(
@@ -84,13 +108,33 @@ async function probePlan(
   name: string,
   access: NodeAccess,
   settings: ProbeSettings,
+  kernelTrace?: KernelTraceSettings,
 ): Promise<NodeProbes> {
   const startedAt = Date.now()
-  const tallies = await probeTargets(probeOpener(access, settings.timeoutMs), plan.targets, {
-    attempts: settings.vipAttempts,
-    timeoutMs: settings.timeoutMs,
-    concurrency: settings.concurrency,
-  })
+  const probe = () =>
+    probeTargets(probeOpener(access, settings.timeoutMs), plan.targets, {
+      attempts: settings.vipAttempts,
+      timeoutMs: settings.timeoutMs,
+      concurrency: settings.concurrency,
+    })
+  // The Service's own addresses are traced (the endpoints' direct probes are not translated: nothing to confirm).
+  const tuples = [
+    ...new Map(
+      plan.targets
+        .filter((t) => t.kind !== 'endpoint')
+        .map((t) => [`${t.host} ${t.port}`, {address: t.host, port: t.port}]),
+    ).values(),
+  ]
+  const traced = kernelTrace
+    ? await withKernelTrace(
+        access,
+        name,
+        tuples,
+        {...kernelTrace, monitorSeconds: worstCaseSeconds(plan, settings)},
+        probe,
+      )
+    : undefined
+  const tallies = traced ? traced.result : await probe()
   // The Service's own addresses only: a direct probe of an endpoint is not translated, there is no choice to confirm.
   const vips = tallies.filter((t) => t.target.kind !== 'endpoint' && t.attempts > 0)
   const kernel =
@@ -101,5 +145,11 @@ async function probePlan(
           startedAt,
         )
       : undefined
-  return {node: name, via: access.describe().tcpVia, tallies, ...(kernel ? {kernel} : {})}
+  return {
+    node: name,
+    via: access.describe().tcpVia,
+    tallies,
+    ...(kernel ? {kernel} : {}),
+    ...(traced ? {kernelTrace: traced.trace} : {}),
+  }
 }

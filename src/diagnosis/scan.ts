@@ -1,8 +1,11 @@
+import type {V1Service} from '@kubernetes/client-node'
 import {CachedClusterSource} from '../cluster/cached-source.js'
 import type {ClusterSource} from '../cluster/cluster-source.js'
 import {parseLabelSelector} from '../cluster/label-selector.js'
 import {readClusterState} from '../cluster/read-cluster.js'
+import {IMPLEMENTER_READS} from '../model/implementers/index.js'
 import {SnapshotClusterSource} from '../cluster/snapshot-source.js'
+import {ValidatedClusterSource, type SkippedObject} from '../cluster/validated-source.js'
 import type {ClusterState} from '../cluster/types.js'
 import {DiagnosisError} from '../errors.js'
 import {notProxiedReason} from '../model/expected.js'
@@ -77,8 +80,9 @@ export async function scanLive<R>(
 ): Promise<ScanResult<R>> {
   const [{LiveClusterSource, loadKubeConfig}] = await Promise.all([import('../cluster/live-source.js')])
   const {kc} = loadKubeConfig(live.cluster)
-  const source = new CachedClusterSource(new LiveClusterSource(kc, live.cluster.timeoutMs, live.output.log))
-  const states = await readStates(source, target)
+  const validated = new ValidatedClusterSource(new LiveClusterSource(kc, live.cluster.timeoutMs, live.output.log))
+  const source = new CachedClusterSource(validated)
+  const states = await readStates(source, target, () => validated.skipped())
   const nodes = await source.listNodes()
   const endpointNodes = new Set(
     states.flatMap((s) =>
@@ -108,7 +112,7 @@ export async function scanLive<R>(
     ),
     observations,
     selectionNote: selection.note,
-    warnings: [...hostKeyWarnings(live.access), ...reads.warnings],
+    warnings: [...validated.warnings(), ...hostKeyWarnings(live.access), ...reads.warnings],
     notes: SCAN_NOTES,
   }
 }
@@ -122,8 +126,9 @@ export async function scanSnapshot<R>(
 ): Promise<ScanResult<R>> {
   const snapshot = new SnapshotClusterSource(dir)
   const recorded = snapshot.manifest()?.services
-  const source = new CachedClusterSource(snapshot)
-  const states = await readStates(source, target, recorded)
+  const validated = new ValidatedClusterSource(snapshot)
+  const source = new CachedClusterSource(validated)
+  const states = await readStates(source, target, () => validated.skipped(), recorded)
   const recordings = readSnapshotRecordings(dir, opts.nodes, {bytes: SCAN_DUMPS_IN_MEMORY_BYTES})
   const observations = recordings.map((r) => parseNodeRecording(r.name, r.rec, r.onDisk))
   const sharedNodes = () => recordings.map((r) => shareNodeReads(r.name, r.rec, r.onDisk))
@@ -131,15 +136,31 @@ export async function scanSnapshot<R>(
   return {
     outcomes: await judge(states, {observations, sharedNodes}, {...opts, probes: PROBES_SNAPSHOT}, reach, keep, opts),
     observations,
-    warnings: [],
+    warnings: validated.warnings(),
     notes: SCAN_NOTES,
   }
 }
 
-/** The matching Services; of a snapshot, only those it was recorded for (the others lack their Pods). */
-async function readStates(source: ClusterSource, target: ScanTarget, recorded?: string[]): Promise<ServiceState[]> {
+/**
+ * The matching Services; of a snapshot, only those it was recorded for (the others lack their Pods). A Service left
+ * out of the list for a wrong-typed field (`skipped`) is one of them, unreadable, when its name is known: it is not
+ * judged, and the others are.
+ */
+async function readStates(
+  source: ClusterSource,
+  target: ScanTarget,
+  skipped: () => SkippedObject[],
+  recorded?: string[],
+): Promise<ServiceState[]> {
   const selects = target.selector ? parseLabelSelector(target.selector) : () => true
-  const all = (await source.listServices(target.namespace)).filter(
+  const listed = await source.listServices(target.namespace)
+  const unreadable = new Map<V1Service, string>()
+  for (const s of skipped())
+    if (s.kind === 'Service' && s.name !== undefined && s.namespace !== undefined) {
+      const service: V1Service = {metadata: {namespace: s.namespace, name: s.name}}
+      unreadable.set(service, `the Service cannot be read: ${s.problem}`)
+    }
+  const all = [...listed, ...unreadable.keys()].filter(
     (s) => !recorded || recorded.includes(`${s.metadata?.namespace}/${s.metadata?.name}`),
   )
   const wanted = all
@@ -159,11 +180,15 @@ async function readStates(source: ClusterSource, target: ScanTarget, recorded?: 
     )
   return Promise.all(
     wanted.map(async (service): Promise<ServiceState> => {
+      const problem = unreadable.get(service)
+      if (problem) return {service, unreadable: problem}
       if (notProxiedReason(service)) return {service}
       try {
         return {
           service,
-          state: await readClusterState(source, service.metadata?.namespace ?? '', service.metadata?.name ?? ''),
+          state: await readClusterState(source, service.metadata?.namespace ?? '', service.metadata?.name ?? '', {
+            implementers: IMPLEMENTER_READS,
+          }),
         }
       } catch (e) {
         return {service, unreadable: (e as Error).message}

@@ -1,3 +1,4 @@
+import {IMPLEMENTER_READS} from '../model/implementers/index.js'
 import {lstatSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmdirSync, rmSync, writeFileSync} from 'node:fs'
 import {basename, dirname, join, resolve} from 'node:path'
 import type {V1ConfigMap, V1EndpointSlice, V1Node, V1Pod, V1Service} from '@kubernetes/client-node'
@@ -99,6 +100,37 @@ function withoutBookkeeping<T extends {metadata?: Meta}>(o: T): T {
 }
 
 /** The ConfigMap entries the diagnosis reads: kube-proxy's config.conf (else its one entry), CoreDNS's Corefile. */
+/**
+ * A Service implementer's agent Pod as a bundle keeps it: what podFields keeps, and of its containers only the
+ * environment variables (literal values) and arguments the implementers' registry reads: never the rest, which may
+ * hold secrets.
+ */
+function agentPodFields(p: V1Pod): V1Pod {
+  const kept = podFields(p)
+  const containers = (p.spec?.containers ?? []).map((c) => {
+    const env = (c.env ?? []).filter((e) => IMPLEMENTER_READS.env.includes(e.name) && e.value !== undefined)
+    const args = [...(c.command ?? []), ...(c.args ?? [])].filter((a) =>
+      IMPLEMENTER_READS.argPrefixes.some((prefix) => a.startsWith(prefix)),
+    )
+    return {
+      name: c.name,
+      ...(env.length > 0 ? {env: env.map((e) => ({name: e.name, value: e.value}))} : {}),
+      ...(args.length > 0 ? {args} : {}),
+    }
+  })
+  return {...kept, spec: {...kept.spec, containers}}
+}
+
+/** A Service implementer's ConfigMap as a bundle keeps it: only the keys the implementers' registry reads. */
+function implementerConfigFields(c: V1ConfigMap): V1ConfigMap {
+  const wanted = IMPLEMENTER_READS.configMaps.find(
+    (w) => w.namespace === c.metadata?.namespace && w.name === c.metadata?.name,
+  )
+  const data = c.data ?? {}
+  const {binaryData: _binaryData, ...rest} = withoutBookkeeping(c)
+  return {...rest, data: Object.fromEntries((wanted?.keys ?? []).filter((k) => k in data).map((k) => [k, data[k]]))}
+}
+
 const CONFIG_KEYS = ['config.conf', 'Corefile']
 
 function configMapFields(c: V1ConfigMap): V1ConfigMap {
@@ -187,11 +219,30 @@ function writeContent(
   write(SNAPSHOT_FILES.services, list(services.map(withoutBookkeeping)))
   const slices: V1EndpointSlice[] = [...cluster.slices, ...cluster.dns.slices]
   write(SNAPSHOT_FILES.endpointslices, list(slices.map(withoutBookkeeping)))
-  const pods: V1Pod[] = [...cluster.pods, ...cluster.kubeProxyPods.filter((p) => !cluster.pods.includes(p))]
-  write(SNAPSHOT_FILES.pods, list(pods.map(podFields)))
+  const policy = cluster.policy
+  const pods: V1Pod[] = [
+    ...new Set([
+      ...cluster.pods,
+      ...cluster.kubeProxyPods,
+      ...(policy?.dnsPods ?? []),
+      ...(policy?.clientPod ? [policy.clientPod] : []),
+    ]),
+  ]
+  const agents = (cluster.implementerObjects?.pods ?? []).filter((p) => !pods.includes(p))
+  write(SNAPSHOT_FILES.pods, list([...pods.map(podFields), ...agents.map(agentPodFields)]))
   write(SNAPSHOT_FILES.nodes, list((cluster.nodes as V1Node[]).map(withoutBookkeeping)))
   const configMaps = [cluster.proxyConfigMap, cluster.corednsConfigMap].filter((c): c is V1ConfigMap => c !== undefined)
-  write(SNAPSHOT_FILES.configmaps, list(configMaps.map(configMapFields)))
+  const implementerConfigs = (cluster.implementerObjects?.configMaps ?? []).map(implementerConfigFields)
+  write(SNAPSHOT_FILES.configmaps, list([...configMaps.map(configMapFields), ...implementerConfigs]))
+  // Policies that were not read are left out, so that a replay says they were not recorded rather than that none exist.
+  if (policy && !policy.unread) {
+    write(SNAPSHOT_FILES.networkpolicies, list(policy.policies.map(withoutBookkeeping)))
+    if (policy.namespaceLabels)
+      write(
+        SNAPSHOT_FILES.namespaces,
+        list(Object.entries(policy.namespaceLabels).map(([name, labels]) => ({metadata: {name, labels}}))),
+      )
+  }
   const manifest: SnapshotManifest = {
     apiVersion: 'kproxy-doctor/v1',
     kind: 'Bundle',

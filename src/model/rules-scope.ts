@@ -1,7 +1,9 @@
 import type {V1Service} from '@kubernetes/client-node'
+import type {ClusterState} from '../cluster/types.js'
 import type {IptablesTable} from '../node/read/command-arguments.js'
 import type {RulesScope} from '../node/read/scoped-rules.js'
-import {serviceChainNames, servicePortName, USERSPACE_MODE_CHAINS} from './chain-names.js'
+import {endpointChainName, serviceChainNames, servicePortName, USERSPACE_MODE_CHAINS} from './chain-names.js'
+import {expectedService, serviceFamilies} from './expected.js'
 
 /**
  * The chains the dataplanes (iptables-dataplane.ts, ipvs-dataplane.ts, modes/) look up by name. A chain by chain read
@@ -45,4 +47,27 @@ export function rulesScopeOf(svc: V1Service): RulesScope {
     ports: [...new Set(ports)],
     chains: [...CHAINS_LOOKED_UP, ...[...new Set(own)].map((chain) => ({table: 'nat' as const, chain}))],
   }
+}
+
+/** kube-proxy's filter chains that the built-in ones (INPUT, FORWARD, OUTPUT) jump to. */
+const FILTER_CHAINS_JUMPED_TO = ['KUBE-PROXY-FIREWALL', 'KUBE-NODEPORTS', 'KUBE-FORWARD', 'KUBE-FIREWALL']
+
+/** At most this many endpoint chains predicted: a huge Service's are read as the jumps find them. */
+const MAX_PREDICTED_ENDPOINT_CHAINS = 256
+
+/**
+ * The chains a chain by chain read will likely be sent to by the rules it reads (RulesScope.predicted): kube-proxy's
+ * filter chains and the Service's KUBE-SEP chains, named by its endpoints as kube-proxy names them. Read in the first
+ * round, they save the rounds the jumps would take (a round is an SSH command on every node).
+ */
+export function predictedChains(cluster: ClusterState): Array<{table: IptablesTable; chain: string}> {
+  const endpointChains = new Set<string>()
+  for (const {family} of serviceFamilies(cluster.service))
+    for (const port of expectedService(cluster, '', family).ports)
+      for (const ep of port.allEndpoints)
+        endpointChains.add(endpointChainName(port.svcPortName, port.protocol, ep.address))
+  return [
+    ...FILTER_CHAINS_JUMPED_TO.map((chain) => ({table: 'filter' as const, chain})),
+    ...[...endpointChains].slice(0, MAX_PREDICTED_ENDPOINT_CHAINS).map((chain) => ({table: 'nat' as const, chain})),
+  ]
 }

@@ -8,6 +8,7 @@ import {
   type NodeCommandKey,
   type NodeRead,
 } from './read/node-reads.js'
+import {COMMAND_OUTPUT_CAP_BYTES, DUMP_OUTPUT_CAP_BYTES} from '../util/output-cap.js'
 
 /**
  * The one place a command line for a node is built, from the registry of node reads (read/node-reads.ts): a key off
@@ -75,6 +76,12 @@ export function isCompressible(key: NodeCommandKey): boolean {
   return readOf(key).compressible
 }
 
+/** Whether a read may share one exec with the other small reads asked for at once (batchCommandLine). */
+export function isBatchable(key: NodeCommandKey): boolean {
+  const read = readOf(key)
+  return !read.compressible && read.ownExec === undefined
+}
+
 /**
  * How much longer than one step a dump may take: measured at 10,000 Services, iptables-nft-save takes about 10 s and
  * nftables mode's `nft list ruleset` about 47 s on a loaded 2-core machine (npm run bench), past the 20 s step.
@@ -84,6 +91,11 @@ export const DUMP_STEPS = 4
 /** How long one command may run: the step timeout, DUMP_STEPS of it for the dumps. */
 export function commandTimeoutMs(key: NodeCommandKey, stepMs: number): number {
   return readOf(key).compressible ? stepMs * DUMP_STEPS : stepMs
+}
+
+/** The most one command may print, through a Pod: DUMP_OUTPUT_CAP_BYTES for the dumps, the command cap for the others. */
+export function outputCapBytes(read: NodeRead | undefined): number {
+  return read?.compressible ? DUMP_OUTPUT_CAP_BYTES : COMMAND_OUTPUT_CAP_BYTES
 }
 
 /** The program a command line runs, for messages: past `{ ` (compressed) and `sudo -n`. */
@@ -113,6 +125,72 @@ export function splitCompressedOutput(plain: Buffer): {code: number | null; stdo
   const m = at >= 0 ? /^(\d+)\n$/.exec(plain.subarray(at + EXIT_TRAILER.length).toString('latin1')) : null
   if (!m) return {code: null, stdout: plain}
   return {code: Number(m[1]), stdout: plain.subarray(0, at)}
+}
+
+/** What ends one read's output inside a batch: on stdout with the read's exit status, on stderr alone. */
+const BATCH_MARK = '#kpd-batch-'
+/** A batch's nonce: hex only (it is written unquoted into the line), long enough that no read prints it by chance. */
+const BATCH_NONCE = /^[0-9a-f]{12,}$/
+
+/** The separator after each read of a batch: its exit status on stdout, a mark on stderr, each after a newline. */
+function batchSeparator(nonce: string): string {
+  return `; }; printf '\\n${BATCH_MARK}${nonce} %d\\n' "$?"; printf '\\n${BATCH_MARK}${nonce}\\n' >&2`
+}
+
+/**
+ * Several allow-listed lines as one: one exec (one session, one shell on the node) instead of one each. Each line runs
+ * as it would alone, `{ LINE; }`, one after another, its stdout and stderr ended by a mark carrying the batch's nonce
+ * (and on stdout its exit status), so splitBatchOutput gives back each read's output byte for byte.
+ */
+export function batchCommandLine(lines: readonly CommandLine[], nonce: string): CommandLine {
+  if (!BATCH_NONCE.test(nonce)) throw new Error('refusing to build a batch: its nonce must be hex')
+  if (lines.length === 0) throw new Error('refusing to build an empty batch')
+  return lines.map((line) => `{ ${line}${batchSeparator(nonce)}`).join('; ') as CommandLine
+}
+
+/** The allow-listed lines a batch line is made of (what the node runs, read by read): for the lab's command log. */
+export function linesOfBatch(line: string): string[] {
+  const m = /; }; printf '\\n#kpd-batch-([0-9a-f]+) %d\\n'/.exec(line)
+  if (!m || !line.startsWith('{ ')) return [line]
+  const sep = batchSeparator(m[1])
+  return line
+    .slice(0, -sep.length)
+    .split(`${sep}; { `)
+    .map((part, i) => (i === 0 ? part.slice(2) : part))
+}
+
+interface BatchedOutput {
+  code: number | null
+  stdout: Buffer
+  stderr: string
+}
+
+/**
+ * Undoes batchCommandLine: each read's stdout, stderr and exit status, in the batch's order. A batch cut short (killed
+ * at its timeout, the connection lost) gives the reads that did not finish what came of them and no exit status.
+ */
+export function splitBatchOutput(count: number, nonce: string, out: {stdout: Buffer; stderr: string}): BatchedOutput[] {
+  const stdoutMark = Buffer.from(`\n${BATCH_MARK}${nonce} `, 'latin1')
+  const stderrMark = `\n${BATCH_MARK}${nonce}\n`
+  const results: BatchedOutput[] = []
+  let at = 0
+  let errAt = 0
+  for (let i = 0; i < count; i++) {
+    const end = at <= out.stdout.length ? out.stdout.indexOf(stdoutMark, at) : -1
+    const errEnd = errAt <= out.stderr.length ? out.stderr.indexOf(stderrMark, errAt) : -1
+    const stderr = out.stderr.slice(errAt, errEnd < 0 ? undefined : errEnd)
+    errAt = errEnd < 0 ? out.stderr.length + 1 : errEnd + stderrMark.length
+    if (end < 0) {
+      results.push({code: null, stdout: out.stdout.subarray(Math.min(at, out.stdout.length)), stderr})
+      at = out.stdout.length + 1
+      continue
+    }
+    const lineEnd = out.stdout.indexOf(0x0a, end + stdoutMark.length)
+    const code = /^\d+$/.exec(out.stdout.toString('latin1', end + stdoutMark.length, lineEnd < 0 ? undefined : lineEnd))
+    results.push({code: code ? Number(code[0]) : null, stdout: out.stdout.subarray(at, end), stderr})
+    at = lineEnd < 0 ? out.stdout.length + 1 : lineEnd + 1
+  }
+  return results
 }
 
 export function commandLine(cmd: NodeCommand, isRoot: boolean): CommandLine {

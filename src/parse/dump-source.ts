@@ -79,6 +79,8 @@ export function readDumpBytes(file: string, maxBytes = MAX_TEXT_DUMP_BYTES): Buf
   const name = file === '-' ? 'stdin' : file
   const fd = file === '-' ? 0 : openSync(file, 'r')
   try {
+    // A directory opens, and only its first read fails, with an EISDIR that names no path.
+    if (file !== '-' && fstatSync(fd).isDirectory()) throw new Error('it is a directory, not a dump file')
     if (file !== '-' && fstatSync(fd).size > maxBytes)
       throw new InputTooLargeError(
         `${name} is larger than ${Math.round(maxBytes / 2 ** 20)} MiB: not a dump this tool reads`,

@@ -48,6 +48,44 @@ export function errorDocument(message: string, meta: Omit<DocumentMeta, 'context
   }
 }
 
+/** `collect svc -o json|yaml`: the bundle written, each node read or not, and the command that diagnoses it. */
+export interface CollectReport {
+  apiVersion: typeof API_VERSION
+  kind: 'CollectReport'
+  toolVersion: string
+  time: string
+  context: string | null
+  bundle: string
+  service: {namespace: string; name: string}
+  nodes: Array<{name: string; read: boolean; error: string | null}>
+  next: {command: string; argv: string[][]}
+}
+
+/** `cleanup -o json|yaml`: the doctor's own tables deleted on the node, and those that could not be. */
+export interface CleanupReport {
+  apiVersion: typeof API_VERSION
+  kind: 'CleanupReport'
+  toolVersion: string
+  time: string
+  node: string
+  removed: string[]
+  failed: string[]
+}
+
+export function collectDocument(
+  r: Omit<CollectReport, 'apiVersion' | 'kind' | 'toolVersion' | 'time'>,
+  meta: Omit<DocumentMeta, 'context'>,
+): CollectReport {
+  return {apiVersion: API_VERSION, kind: 'CollectReport', toolVersion: meta.toolVersion, time: meta.time, ...r}
+}
+
+export function cleanupDocument(
+  r: {node: string; removed: string[]; failed: string[]},
+  meta: Omit<DocumentMeta, 'context'>,
+): CleanupReport {
+  return {apiVersion: API_VERSION, kind: 'CleanupReport', toolVersion: meta.toolVersion, time: meta.time, ...r}
+}
+
 /** yaml, loaded for -o yaml only. */
 const loadModule = createRequire(import.meta.url)
 
@@ -100,6 +138,7 @@ interface ReportNode {
   error: string | null
   mode: string | null
   modeSource: string | null
+  implementer?: unknown
 }
 
 /**
@@ -114,7 +153,7 @@ export function withReadVia<T extends {nodes: ReportNode[]}>(
   const known = new Set(report.nodes.map((n) => n.name))
   const apiOnly = [...readVia]
     .filter(([name, v]) => v.transport === null && !known.has(name))
-    .map(([name, v]) => ({name, reachable: false, error: v.why, mode: null, modeSource: null}))
+    .map(([name, v]) => ({name, reachable: false, error: v.why, mode: null, modeSource: null, implementer: null}))
   const rank = (name: string) => (order.includes(name) ? order.indexOf(name) : order.length)
   const nodes = [...report.nodes, ...apiOnly]
     .sort((a, b) => rank(a.name) - rank(b.name))

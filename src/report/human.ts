@@ -1,5 +1,6 @@
 import {Chalk, supportsColor, type ChalkInstance} from 'chalk'
 import type {ProbeReport, Report} from './report.js'
+import {SERVICE_IMPLEMENTERS} from '../model/implementers/index.js'
 import {ENTRIES} from '../model/paths.js'
 import {failureParts} from '../node/probe/tcp-probe.js'
 import {renderNotChecked} from './coverage-human.js'
@@ -258,6 +259,8 @@ export function renderHuman(r: Report, c: ChalkInstance, width = Number.POSITIVE
       '  ',
     ),
   )
+  const implementers = implementersLine(r)
+  if (implementers) lines.push(...wrapProse(`${c.bold('Services implemented by:')} ${implementers}`, width, '', '  '))
   for (const n of r.notes) lines.push(...wrapProse(c.yellow(`note: ${n}`), width, '', '  '))
   if (r.nodes.length > 0) lines.push(...renderPathTable(r, c, width))
   lines.push(...renderProbes(r.probes, c, width))
@@ -398,4 +401,21 @@ function renderProbes(p: ProbeReport, c: ChalkInstance, width: number): string[]
     }
   for (const note of p.notes) lines.push(...wrapProse(c.yellow(`note: ${note}`), width, '', '  '))
   return lines
+}
+
+/**
+ * "node-a Cilium, node-b Cilium (and kube-proxy)": who implements Services on each read node, said where any node is
+ * served by another than kube-proxy alone; undefined where kube-proxy serves every node (the header says its mode).
+ */
+function implementersLine(r: Report): string | undefined {
+  const read = r.nodes.filter((n) => n.implementer)
+  if (!read.some((n) => n.implementer!.name !== 'kube-proxy' || n.implementer!.others.length > 0)) return undefined
+  const title = (name: string) =>
+    name === 'none' ? 'nothing' : (SERVICE_IMPLEMENTERS.find((i) => i.name === name)?.title ?? name)
+  return read
+    .map((n) => {
+      const i = n.implementer!
+      return `${n.name} ${title(i.name)}${i.others.length > 0 ? ` (and ${i.others.map(title).join(', ')})` : ''}`
+    })
+    .join(', ')
 }

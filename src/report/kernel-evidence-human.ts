@@ -21,13 +21,16 @@ export function renderKernelEvidence(
   c: ChalkInstance,
   width = Number.POSITIVE_INFINITY,
 ): string[] {
-  const unread = r.notChecked.filter((n) => n.check === 'kernel-evidence' && n.node !== null)
+  const unread = r.notChecked.filter(
+    (n) => (n.check === 'kernel-evidence' || n.check === 'kernel-trace') && n.node !== null,
+  )
+  const traced = r.kernelTrace.some((i) => i.rules.length > 0)
   if (!r.probes.ran || (r.kernelTrace.length === 0 && unread.length === 0)) return []
   const matched = [...new Set(r.kernelTrace.flatMap((i) => (i.matchedBy ? [MATCHED[i.matchedBy]] : [])))]
   const lines = [
     '',
     ...wrapProse(
-      `${c.bold('Kernel evidence')} (conntrack, read right after the probes${matched.length > 0 ? `; entries matched ${matched.join(' or ')}` : ''})`,
+      `${c.bold('Kernel evidence')} (conntrack, read right after the probes${matched.length > 0 ? `; entries matched ${matched.join(' or ')}` : ''}${traced ? "; netfilter's own trace of each probe, --kernel-trace" : ''})`,
       width,
       '',
       '  ',
@@ -37,7 +40,14 @@ export function renderKernelEvidence(
   for (const node of nodes) {
     lines.push(`  ${node}`)
     for (const n of unread.filter((u) => u.node === node))
-      lines.push(...wrapProse(`kernel evidence: ${n.reason}`, width, '    ? ', '      ').map((l) => c.yellow(l)))
+      lines.push(
+        ...wrapProse(
+          n.check === 'kernel-trace' ? n.reason : `kernel evidence: ${n.reason}`,
+          width,
+          '    ? ',
+          '      ',
+        ).map((l) => c.yellow(l)),
+      )
     for (const item of r.kernelTrace.filter((i) => i.node === node)) {
       const verdict =
         item.agreesWithWalk === true
@@ -46,9 +56,14 @@ export function renderKernelEvidence(
             ? 'disagrees'
             : 'not compared'
       const busy = item.others > 0 ? ' (other traffic among the entries: evidence, not proof)' : ''
+      // The trace verdict: the last rule netfilter says the probe's first packet matched.
+      const last = item.rules.at(-1)
+      const trace = last
+        ? ` [traced: ${item.rules.length} rules, last ${last.table} ${last.chain} verdict ${last.verdict}]`
+        : ''
       lines.push(
         ...wrapProse(
-          `${item.kind} ${item.target} (${item.port}): ${verdict}${busy}: ${item.detail}`,
+          `${item.kind} ${item.target} (${item.port}): ${verdict}${busy}${trace}: ${item.detail}`,
           width,
           `    ${mark(item, c)} `,
           '      ',

@@ -55,7 +55,7 @@ export function kernelTrace(verdicts: KernelVerdict[]): KernelTraceItem[] {
       connections: v.connections.map(({endpoint, dnat, answer, state}) => ({endpoint, dnat, answer, state})),
       others: v.others,
       unrecorded: v.unrecorded,
-      rules: [],
+      rules: v.rules,
       agreesWithWalk: v.agreesWithWalk,
       detail: v.detail,
     }

@@ -5,6 +5,7 @@ import {ENTRIES, type PathResult, type RemoteHalf} from '../model/paths.js'
 import {serviceFamilies} from '../model/expected.js'
 import {familyOf} from '../net/address.js'
 import type {TraceResult} from '../trace/types.js'
+import type {NodeImplementer} from '../model/implementers/index.js'
 import {API_VERSION, type DocumentMeta} from './document.js'
 import {joinHostPort} from '../net/host-port.js'
 import type {ProbeRun} from '../node/probe/tcp-probe.js'
@@ -36,7 +37,15 @@ export interface Report {
   proxy: {mode: string; source: string; masqueradeMark: string}
   endpoints: {ready: number; notReady: number; source: string}
   findings: Finding[]
-  nodes: Array<{name: string; reachable: boolean; error: string | null; mode: string | null; modeSource: string | null}>
+  nodes: Array<{
+    name: string
+    reachable: boolean
+    error: string | null
+    mode: string | null
+    modeSource: string | null
+    /** Who implements Services on the node, and what said so; null where the node was not read. */
+    implementer: ReportImplementer | null
+  }>
   /**
    * Each entry point per node, as one path across two nodes: `remote` holds the second half on the node of each
    * endpoint on another node; `ok`/`breaksAt`/`breaksOn` give the first break across both (README "Paths").
@@ -192,7 +201,9 @@ function firstLine(d: Diagnosis, findings: Finding[]): {summary: string; next: N
   const readable = d.context.nodes.length
   const warnings = findings.filter((f) => f.severity === 'warning').length
   if (svc.notProxied) return {summary: `✓ ${id}: ${svc.notProxied}`, next: null}
-  if (readable === 0)
+  // Nodes read whose Services another implementer serves are read: what was not checked there is said below.
+  const servedByOthers = d.context.implementers.some((i) => !i.kubeProxyJudged)
+  if (readable === 0 && !servedByOthers)
     return {summary: `? ${id}: no node could be read, the packet path is unchecked`, next: nextStep(findings[0])}
   const required = d.notChecked.filter((n) => n.required).length
   if (required > 0) {
@@ -278,6 +289,7 @@ export function buildReport(d: Diagnosis, opts: ReportOptions = {}): Report {
         error: o.error ?? null,
         mode: view?.mode.mode ?? null,
         modeSource: view?.mode.source ?? null,
+        implementer: reportImplementer(d.context.implementers.find((i) => i.node === o.name)),
       }
     }),
     paths: d.paths.map((p) => ({
@@ -372,4 +384,26 @@ export function parseFailOn(value: string): FailOn | string {
 export function fails(r: Pick<Report, 'findings'>, failOn: FailOn): boolean {
   if (failOn.severity === 'none') return false
   return r.findings.some((f) => f.severity === 'error' || (failOn.severity === 'warning' && f.severity === 'warning'))
+}
+
+/** `nodes[].implementer`: the implementer judged on the node, what said so, and any other active beside it. */
+interface ReportImplementer {
+  name: string
+  evidence: string[]
+  source: string
+  /** The other implementers active on the node (KPD-TWO-IMPLEMENTERS), by name. */
+  others: string[]
+  /** Where kube-proxy does not implement Services: what a person runs to look at the implementer's state. */
+  look: string | null
+}
+
+function reportImplementer(i: NodeImplementer | undefined): ReportImplementer | null {
+  if (!i) return null
+  return {
+    name: i.name,
+    evidence: i.evidence,
+    source: i.source,
+    others: i.active.filter((a) => a.name !== i.name).map((a) => a.name),
+    look: i.look,
+  }
 }

@@ -34,7 +34,8 @@ type Pod = {
     volumes?: {name: string; hostPath?: {path?: string}}[]
     containers?: {
       image?: string
-      securityContext?: {privileged?: boolean}
+      securityContext?: unknown
+      resources?: unknown
       volumeMounts?: {name: string; mountPath: string; readOnly?: boolean}[]
     }[]
   }
@@ -87,7 +88,7 @@ describe(
         .filter((p) => p.metadata?.labels?.[MANAGED] === 'kproxy-doctor')
         .map((p) => p.metadata?.name)
     const announcement = (nodes: string, image = `image ${KUBE_PROXY_IMAGE}, ${KUBE_PROXY_ORIGIN}`) => [
-      `kproxy-doctor: --via debug-pod: creating a privileged Pod (hostNetwork, hostPID, the node's / read-only at /host; ${image}) in namespace "kube-system" on ${nodes}; each is deleted once its node is read`,
+      `kproxy-doctor: --via debug-pod: creating a Pod (hostNetwork; capabilities NET_ADMIN, NET_RAW, SYS_CHROOT, not privileged; the node's / read-only at /host; at most 1 CPU and 512Mi memory; ${image}) in namespace "kube-system" on ${nodes}; each is deleted once its node is read`,
       /^kproxy-doctor: the Pods are labelled app\.kubernetes\.io\/managed-by=kproxy-doctor,kproxy-doctor\/run=[0-9a-f]{6}; leftovers, if any: kubectl delete pod -A -l app\.kubernetes\.io\/managed-by=kproxy-doctor$/,
     ]
     const assertAnnounced = (r: CliResult, nodes = 'node-a, node-b', image?: string) => {
@@ -97,7 +98,7 @@ describe(
       assert.match(lines[1], second as RegExp, r.stderr)
     }
 
-    test("SEP DNAT deleted on node-b: the same findings and paths on the same node as over SSH; the Pods sent are pinned, privileged, read-only on the node, kube-proxy's image; none is left", async () => {
+    test("SEP DNAT deleted on node-b: the same findings and paths on the same node as over SSH; the Pods sent are pinned, with only the capabilities the reads need, read-only on the node, kube-proxy's image; none is left", async () => {
       lab.applyRules('node-b', {dropDnatFor: '10.244.1.10'})
       try {
         const before = lab.api.requestLog.length
@@ -124,12 +125,19 @@ describe(
           assert.equal(p.metadata?.name, `kproxy-doctor-${id}-${spec.nodeName}`)
           assert.equal(p.metadata?.labels?.[MANAGED], 'kproxy-doctor')
           assert.equal(spec.hostNetwork, true)
-          assert.equal(spec.hostPID, true)
+          assert.equal(spec.hostPID, undefined)
           assert.deepEqual(spec.tolerations, [{operator: 'Exists'}])
           assert.equal(spec.containers?.length, 1)
           const c = spec.containers![0]
           assert.equal(c.image, KUBE_PROXY_IMAGE)
-          assert.equal(c.securityContext?.privileged, true)
+          // What the reads need and no more: no privileged container, three capabilities, nothing written.
+          assert.deepEqual(c.securityContext, {
+            privileged: false,
+            allowPrivilegeEscalation: false,
+            readOnlyRootFilesystem: true,
+            capabilities: {drop: ['ALL'], add: ['NET_ADMIN', 'NET_RAW', 'SYS_CHROOT']},
+          })
+          assert.deepEqual(c.resources, {requests: {cpu: '50m', memory: '64Mi'}, limits: {cpu: '1', memory: '512Mi'}})
           const root = spec.volumes?.find((v) => v.hostPath?.path === '/')
           assert.deepEqual(
             c.volumeMounts?.filter((m) => m.name === root?.name),

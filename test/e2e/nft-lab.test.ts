@@ -4,6 +4,7 @@ import {labGuard} from '../helpers/lab-guard.js'
 import {runCli, type CliResult} from '../helpers/run-cli.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
 import {withLab} from '../helpers/lab-suite.js'
+import {linesOfBatch} from '../../src/node/node-commands.js'
 
 const why = labGuard()
 const CLUSTER_IP = '10.96.10.10'
@@ -145,7 +146,7 @@ describe('svc against a lab node in nftables mode', {skip: why}, () => {
           .map((f: {node: string; message: string}) => [f.node, f.message]),
         [['node-b', 'node-b runs iptables mode but still has nftables table ip kube-proxy from nftables mode']],
       )
-      const sent = lab.commandLog('node-b')
+      const sent = lab.commandLog('node-b').flatMap(linesOfBatch)
       // `nft list sets` shows which kube-proxy tables there are: only the IPv4 one is listed (an absent table's listing
       // costs a second on a large iptables-nft node).
       assert.ok(

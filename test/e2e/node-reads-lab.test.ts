@@ -10,7 +10,7 @@ import type {NetnsLab} from '../lab/netns-lab.js'
 import {tryRun} from '../lab/sh.js'
 import {NODES} from '../fixtures/lab-cluster.js'
 import {readNodeBundle} from '../../src/node/read/bundle.js'
-import {buildCommandLine, compressedCommandLine, type CommandLine} from '../../src/node/node-commands.js'
+import {buildCommandLine, compressedCommandLine, linesOfBatch, type CommandLine} from '../../src/node/node-commands.js'
 import type {IptablesTable} from '../../src/node/read/command-arguments.js'
 
 const why = labGuard()
@@ -96,7 +96,13 @@ describe('node reads against the netns lab: what is sent to the node, and what c
     ])
     assert.equal(r.code, 0, r.stdout + r.stderr)
     for (const node of ['node-a', 'node-b']) {
-      const log = [...lab.commandLog(node)]
+      // Reads asked for at once arrive as one batch (one exec): each is checked as the line it is made of.
+      const received = lab.commandLog(node)
+      const log = received.flatMap(linesOfBatch)
+      assert.ok(
+        received.length < log.length,
+        `reads batched on ${node}: ${received.length} execs for ${log.length} reads`,
+      )
       assert.deepEqual(log.filter((c) => !isChainRead(c)).sort(), expectedCommands(node), `commands sent to ${node}`)
       const reads = log.filter(isChainRead).map(chainRead)
       // Every line is exactly what the allow-list builds from its reads.
@@ -163,8 +169,9 @@ describe('node reads against the netns lab: what is sent to the node, and what c
         runs.length,
         lab
           .commandLog(node)
+          .flatMap(linesOfBatch)
           .filter((c) => c !== buildCommandLine('uid', true) && c !== buildCommandLine('hasGzip', true)).length,
-        `one verbose line per command sshd received on ${node}:\n${runs.join('\n')}`,
+        `one verbose line per command sshd received (batches split) on ${node}:\n${runs.join('\n')}`,
       )
       for (const l of runs) assert.match(l, / → exit \d+, \d+ (B|KiB) in \d+\.\d\ds$/)
       assert.ok(

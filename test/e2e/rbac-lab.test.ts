@@ -54,6 +54,13 @@ describe('the documented ClusterRole', {skip: why}, () => {
       assert.equal(r.code, code, `${args.join(' ')}\n${r.stdout}${r.stderr}`)
       runs.push({args, code})
     }
+    // A policy that allows everything and selects by namespace: the Namespaces are read too.
+    lab.api.set('networkpolicies', [
+      {
+        metadata: {namespace: 'shop', name: 'allow-all'},
+        spec: {podSelector: {}, ingress: [{from: [{namespaceSelector: {}}, {ipBlock: {cidr: '0.0.0.0/0'}}]}]},
+      },
+    ])
     try {
       lab.api.requestLog.length = 0
       await run(['svc', 'web', '-n', 'shop', ...cluster, ...nodes], 0)
@@ -85,6 +92,7 @@ describe('the documented ClusterRole', {skip: why}, () => {
         lab.api.opts.withoutEndpointSlices = false
       }
     } finally {
+      lab.api.set('networkpolicies', [])
       rmSync(out, {recursive: true, force: true})
     }
     const log = lab.api.requestLog

@@ -17,6 +17,8 @@ export const CHECK_FAMILIES = {
   dns: ['KPD-DNS-SERVICE-MISSING', 'KPD-DNS-NO-ENDPOINTS', 'KPD-DNS-NO-ANSWER'],
   'kube-proxy': [
     'KPD-NODE-UNREADABLE',
+    'KPD-NO-IMPLEMENTER',
+    'KPD-TWO-IMPLEMENTERS',
     'KPD-MODE-MIXED',
     'KPD-MODE-UNSUPPORTED',
     'KPD-MODE-MISMATCH',
@@ -61,6 +63,7 @@ export const CHECK_FAMILIES = {
     'KPD-PROBE-CONTRADICTS',
     'KPD-KERNEL-DISAGREES',
   ],
+  policy: ['KPD-POLICY-DENIES', 'KPD-POLICY-SERVICE-PORT', 'KPD-POLICY-EGRESS-DENIES', 'KPD-POLICY-DNS-EGRESS'],
 } as const satisfies Record<string, readonly string[]>
 
 export type CheckFamilyName = keyof typeof CHECK_FAMILIES

@@ -41,6 +41,13 @@ const RESOURCES: Record<string, ResourceDef> = {
   nodes: {group: '', version: 'v1', kind: 'Node', namespaced: false},
   endpointslices: {group: 'discovery.k8s.io', version: 'v1', kind: 'EndpointSlice', namespaced: true},
   daemonsets: {group: 'apps', version: 'v1', kind: 'DaemonSet', namespaced: true, shortNames: ['ds']},
+  networkpolicies: {
+    group: 'networking.k8s.io',
+    version: 'v1',
+    kind: 'NetworkPolicy',
+    namespaced: true,
+    shortNames: ['netpol'],
+  },
 }
 
 type Obj = {
@@ -312,10 +319,16 @@ current-context: lab
           versions: [{groupVersion: 'apps/v1', version: 'v1'}],
           preferredVersion: {groupVersion: 'apps/v1', version: 'v1'},
         }
+        const networking = {
+          name: 'networking.k8s.io',
+          versions: [{groupVersion: 'networking.k8s.io/v1', version: 'v1'}],
+          preferredVersion: {groupVersion: 'networking.k8s.io/v1', version: 'v1'},
+        }
         const groups = this.opts.withoutEndpointSlices
-          ? [apps]
+          ? [apps, networking]
           : [
               apps,
+              networking,
               {
                 name: 'discovery.k8s.io',
                 versions: [{groupVersion: 'discovery.k8s.io/v1', version: 'v1'}],
@@ -326,6 +339,8 @@ current-context: lab
       }
       if (p === '/api/v1') return this.send(res, 200, this.resourceList('v1', ''))
       if (p === '/apis/apps/v1') return this.send(res, 200, this.resourceList('apps/v1', 'apps'))
+      if (p === '/apis/networking.k8s.io/v1')
+        return this.send(res, 200, this.resourceList('networking.k8s.io/v1', 'networking.k8s.io'))
       if (p === '/apis/discovery.k8s.io/v1' && !this.opts.withoutEndpointSlices)
         return this.send(res, 200, this.resourceList('discovery.k8s.io/v1', 'discovery.k8s.io'))
     }
@@ -457,12 +472,11 @@ current-context: lab
     type Spec = {
       nodeName?: string
       hostNetwork?: boolean
-      hostPID?: boolean
       tolerations?: Record<string, unknown>[]
       volumes?: {name: string; hostPath?: {path?: string}}[]
       containers?: {
         image?: string
-        securityContext?: {privileged?: boolean}
+        securityContext?: {privileged?: boolean; capabilities?: {add?: string[]}}
         volumeMounts?: {name: string; mountPath: string; readOnly?: boolean}[]
       }[]
     }
@@ -472,14 +486,17 @@ current-context: lab
     if (!spec.nodeName || !nodes.includes(spec.nodeName))
       out.push(`spec.nodeName: ${JSON.stringify(spec.nodeName)} is not a node`)
     if (spec.hostNetwork !== true) out.push('spec.hostNetwork must be true')
-    if (spec.hostPID !== true) out.push('spec.hostPID must be true')
     if (!(spec.tolerations ?? []).some((t) => t.operator === 'Exists' && t.key === undefined && t.effect === undefined))
       out.push('spec.tolerations must hold {operator: Exists}')
     const containers = spec.containers ?? []
     if (containers.length !== 1) out.push('one container')
     const c = containers[0]
     if (!c?.image) out.push('containers[0].image is required')
-    if (c?.securityContext?.privileged !== true) out.push('containers[0].securityContext.privileged must be true')
+    // What the reads need to read the kernel's tables, privileged or not.
+    const caps =
+      c?.securityContext?.privileged === true ? ['NET_ADMIN', 'NET_RAW'] : c?.securityContext?.capabilities?.add
+    for (const cap of ['NET_ADMIN', 'NET_RAW'])
+      if (!caps?.includes(cap)) out.push(`containers[0].securityContext.capabilities.add must hold ${cap}`)
     const root = (spec.volumes ?? []).find((v) => v.hostPath?.path === '/')
     const mount = root && c?.volumeMounts?.find((m) => m.name === root.name)
     if (!mount) out.push("the node's / (a hostPath volume) must be mounted")

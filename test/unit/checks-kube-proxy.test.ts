@@ -5,6 +5,12 @@ import {kubeProxyPodObject} from '../fixtures/api-objects.js'
 import {checkFamily, checkTester} from '../helpers/check-tester.js'
 import {DNS, NODES, WEB, labPods} from '../fixtures/lab-cluster.js'
 import {kubeProxyStatus, legacyBackendLeftover, leftoverFix, now} from '../helpers/check-states.js'
+import {ciliumAgentPod, ciliumConfigMap, ciliumNodeDump, cniOnlyDump} from '../fixtures/implementers.js'
+import type {ClusterState} from '../../src/cluster/types.js'
+
+/** The implementers' objects as read: these Pods and ConfigMaps (plain JSON shaped like the API's objects). */
+const implementerObjects = (pods: unknown[], configMaps: unknown[]) => (c: ClusterState) =>
+  void (c.implementerObjects = {pods, configMaps} as ClusterState['implementerObjects'])
 
 const IPVS_GLUE = [
   '*nat',
@@ -39,6 +45,37 @@ checkFamily('kube-proxy', () => {
           fix: null,
           text: 'Run it by hand to see why the doctor could not read the node.',
         },
+      },
+    },
+    {
+      name: "Cilium's kube-proxy replacement on every node, no kube-proxy: kube-proxy's checks do not run",
+      state: {
+        dumpFor: {'node-a': ciliumNodeDump(), 'node-b': ciliumNodeDump()},
+        editCluster: implementerObjects(
+          [ciliumAgentPod('node-a'), ciliumAgentPod('node-b')],
+          [ciliumConfigMap('true')],
+        ),
+      },
+      findings: [],
+    },
+    {
+      name: "node-b has nobody's Service rules and the cluster runs no kube-proxy",
+      state: {dumpFor: {'node-b': cniOnlyDump('LOCAL-FIREWALL')}, editCluster: implementerObjects([], [])},
+      findings: [['KPD-NO-IMPLEMENTER', 'node-b', 'error']],
+      fixes: {
+        'KPD-NO-IMPLEMENTER node-b': {
+          check: [['kubectl', 'get', 'pods', '-A', '-o', 'wide', '--field-selector', 'spec.nodeName=node-b']],
+          fix: null,
+          text: null,
+        },
+      },
+    },
+    {
+      name: "kube-proxy's rules and Cilium's replacement both on node-a",
+      state: {editCluster: implementerObjects([ciliumAgentPod('node-a')], [ciliumConfigMap('strict')])},
+      findings: [['KPD-TWO-IMPLEMENTERS', 'node-a', 'warning']],
+      messages: {
+        'KPD-TWO-IMPLEMENTERS node-a': [/^node-a: kube-proxy and Cilium both implement Services on the node$/],
       },
     },
     {

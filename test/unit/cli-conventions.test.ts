@@ -51,10 +51,14 @@ test('svc help groups its flags and lists exactly the flags svc honours', async 
     'context',
     'debug-image',
     'debug-namespace',
+    'dry-run',
     'explain',
     'fail-on',
+    'from',
+    'from-namespace',
     'ignore',
     'insecure-ignore-host-key',
+    'kernel-trace',
     'kube-proxy-namespace',
     'kube-proxy-selector',
     'kubeconfig',
@@ -187,6 +191,7 @@ test('bash completion: commands, topics, flags of the command typed, flag values
   const r = await runCli(['completion', 'bash'])
   assert.equal(r.code, 0)
   assert.deepEqual((await bashComplete(r.stdout, ['kproxy-doctor', ''])).sort(), [
+    'cleanup',
     'collect',
     'completion',
     'help',
@@ -203,6 +208,8 @@ test('bash completion: commands, topics, flags of the command typed, flag values
     'json',
     'yaml',
     'junit',
+    'mermaid',
+    'html',
   ])
   assert.deepEqual(await bashComplete(r.stdout, ['kproxy-doctor', 'collect', 'svc', 'web', '--o']), ['--out'])
   assert.deepEqual(await bashComplete(r.stdout, ['kproxy-doctor', 'trace', '--pro']), ['--proto'])
@@ -317,7 +324,15 @@ test(
   async () => {
     const script = (await runCli(['completion', 'zsh'])).stdout
     const values = await zshComplete(script, ['kproxy-doctor', 'svc', 'web', '-o', ''])
-    assert.deepEqual(values, ['_bash_complete -o default -F _kproxy_doctor_complete', 'table', 'json', 'yaml', 'junit'])
+    assert.deepEqual(values, [
+      '_bash_complete -o default -F _kproxy_doctor_complete',
+      'table',
+      'json',
+      'yaml',
+      'junit',
+      'mermaid',
+      'html',
+    ])
     assert.deepEqual((await zshComplete(script, ['kproxy-doctor', 'collect', ''])).slice(1), ['svc'])
     const svcFlags = (await zshComplete(script, ['kproxy-doctor', 'svc', 'web', '--'])).slice(1)
     assert.ok(

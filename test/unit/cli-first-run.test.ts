@@ -16,7 +16,7 @@ import {runCli} from '../helpers/run-cli.js'
 const tmp = mkdtempSync(join(tmpdir(), 'kpd-first-run-'))
 after(() => rmSync(tmp, {recursive: true, force: true}))
 
-const COMMANDS = [['svc'], ['scan'], ['trace'], ['collect', 'svc'], ['version'], ['completion']]
+const COMMANDS = [['svc'], ['scan'], ['trace'], ['collect', 'svc'], ['cleanup'], ['version'], ['completion']]
 
 describe('conventions', () => {
   test('-h is --help on every command, and every command lists its exit codes', async () => {

@@ -118,6 +118,8 @@ test('cluster reads: a 403 on kube-system Pods is recorded as unread with the re
       return []
     },
     listNodes: async () => [],
+    listNetworkPolicies: async () => [],
+    listNamespaces: async () => [],
     getConfigMap: async (ns, name) =>
       ns === 'kube-system' && name === 'coredns'
         ? {metadata: {name, namespace: ns}, data: {Corefile: KUBEADM_COREFILE.replace('cluster.local', 'k8s.lan')}}

@@ -43,6 +43,20 @@ test('trace given a directory as its dump: one line naming the path, exit 2', as
   assert.equal(r.stderr, `kproxy-doctor: cannot read ${tmp}: it is a directory, not a dump file\n`)
 })
 
+test('trace given a directory as --nft, --ipset-save or --ipvsadm: one line naming the path (before: EISDIR), exit 2', async () => {
+  const packet = ['--src', '10.244.1.5', '--dst', '10.96.10.10', '--dport', '80']
+  const dump = 'examples/healthy-cluster/nodes/node-a/iptables-save.txt'
+  for (const flags of [
+    ['--nft', tmp],
+    ['--iptables-save', dump, '--ipset-save', tmp],
+    ['--iptables-save', dump, '--ipvsadm', tmp],
+  ]) {
+    const r = await runCli(['trace', ...flags, ...packet])
+    assert.equal(r.code, 2, r.stdout + r.stderr)
+    assert.equal(r.stderr, `kproxy-doctor: ${tmp}: it is a directory, not a dump file\n`, flags.join(' '))
+  }
+})
+
 test("a stray file in a bundle's nodes/ folder is no node: the bundle is read", async () => {
   const dir = join(tmp, 'stray')
   cpSync('examples/healthy-cluster', dir, {recursive: true})

@@ -57,3 +57,18 @@ for (const [signal, code] of [
     assert.match(stderr, new RegExp(`^kproxy-doctor: ${signal}: deleting 1 debug Pod before exiting$`, 'm'))
   })
 }
+
+test('the debug Pod has what its reads need, no more: not privileged, three capabilities, no hostPID, bounded resources', () => {
+  const spec = debugPodSpec(settings, 'node-a', 'img', 10_000).spec!
+  assert.equal(spec.hostPID, undefined)
+  assert.equal(spec.hostNetwork, true)
+  const [c] = spec.containers
+  assert.deepEqual(c.securityContext, {
+    privileged: false,
+    allowPrivilegeEscalation: false,
+    readOnlyRootFilesystem: true,
+    capabilities: {drop: ['ALL'], add: ['NET_ADMIN', 'NET_RAW', 'SYS_CHROOT']},
+  })
+  assert.deepEqual(c.resources, {requests: {cpu: '50m', memory: '64Mi'}, limits: {cpu: '1', memory: '512Mi'}})
+  assert.deepEqual(c.volumeMounts, [{name: 'host-root', mountPath: '/host', readOnly: true}])
+})

@@ -129,6 +129,7 @@ test('read-via in the report: every node says how it was read; API-only nodes ar
         error: 'API-only (--via none)',
         mode: null,
         modeSource: null,
+        implementer: null,
         readVia: readVia.get('node-b'),
       },
     ],

@@ -9,7 +9,7 @@ import {readNodeBundle, writeNodeRecording} from '../../src/node/read/bundle.js'
 import {collectNode} from '../../src/node/read/collect-node.js'
 import type {FileRead, NodeAccess, RunResult, TcpOpen} from '../../src/node/transport/node-access.js'
 import type {ArgsOf, NodeCommandKey} from '../../src/node/read/node-reads.js'
-import type {CommandLine} from '../../src/node/node-commands.js'
+import {buildCommandLine, linesOfBatch, type CommandLine} from '../../src/node/node-commands.js'
 import {SnapshotNodeAccess} from '../../src/node/transport/snapshot-transport.js'
 import {loggedAccess} from '../../src/node/transport/logged-access.js'
 import {SshNodeAccess, type SshChannel} from '../../src/node/transport/ssh/ssh-transport.js'
@@ -519,6 +519,56 @@ test("ssh transport with Compression yes: dumps come back through gzip where the
       'id -u',
       process.getuid?.() === 0 ? 'iptables-save' : 'sudo -n iptables-save',
     ])
+  } finally {
+    rmSync(bin, {recursive: true, force: true})
+  }
+})
+
+test('ssh transport: small reads asked for at once go as one exec; each gets its own stdout, stderr and exit status back, byte for byte', async () => {
+  const bin = mkdtempSync(join(tmpdir(), 'kpd-batch-'))
+  try {
+    // Outputs without a final newline, one that prints a line like a batch mark, a failing read with stderr only.
+    writeFileSync(join(bin, 'iptables'), "#!/bin/sh\nprintf 'iptables v1.8.9 (nf_tables)'\n", {mode: 0o755})
+    writeFileSync(join(bin, 'ip6tables'), '#!/bin/sh\necho "#kpd-batch-0123456789abcdef 0"\necho oops >&2\nexit 3\n', {
+      mode: 0o755,
+    })
+    writeFileSync(join(bin, 'ip'), "#!/bin/sh\nprintf 'default via 10.0.0.1 dev eth0\\n\\n'\nprintf 'warn' >&2\n", {
+      mode: 0o755,
+    })
+    writeFileSync(join(bin, 'ipvsadm'), '#!/bin/sh\necho "-A -t 10.96.0.1:443 -s rr"\n', {mode: 0o755})
+    const session = shellSession(bin)
+    const access = new SshNodeAccess({...session, host: {hostName: '10.0.0.7', port: 22}})
+    await access.usesSudo()
+    session.lines.length = 0
+    const [v4, v6, routes, ipvs] = await Promise.all([
+      access.run('iptablesVersion'),
+      access.run('ip6tablesVersion'),
+      access.run('routeTable'),
+      access.run('ipvsadm'),
+    ])
+    assert.deepEqual(
+      [v4, v6, routes, ipvs].map((r) => r.kind === 'ran' && [r.code, r.stdout.toString(), r.stderr]),
+      [
+        [0, 'iptables v1.8.9 (nf_tables)', ''],
+        [3, '#kpd-batch-0123456789abcdef 0\n', 'oops\n'],
+        [0, 'default via 10.0.0.1 dev eth0\n\n', 'warn'],
+        [0, '-A -t 10.96.0.1:443 -s rr\n', ''],
+      ],
+    )
+    // The three small reads in one exec, exactly their allow-listed lines; the dump in an exec of its own.
+    const sudo = process.getuid?.() !== 0
+    assert.equal(session.lines.length, 2, session.lines.join('\n'))
+    const batch = session.lines.find((l) => linesOfBatch(l).length > 1)!
+    assert.deepEqual(linesOfBatch(batch), [
+      buildCommandLine('iptablesVersion', !sudo),
+      buildCommandLine('ip6tablesVersion', !sudo),
+      buildCommandLine('routeTable', !sudo),
+    ])
+    assert.ok(session.lines.includes(buildCommandLine('ipvsadm', !sudo)))
+    // One read alone goes as itself.
+    session.lines.length = 0
+    await access.run('routeTable')
+    assert.deepEqual(session.lines, ['ip route show'])
   } finally {
     rmSync(bin, {recursive: true, force: true})
   }

@@ -3,8 +3,6 @@
  * served and allowed. A row added without one of these fails here, naming the row.
  */
 import assert from 'node:assert/strict'
-import {readFileSync} from 'node:fs'
-import {basename} from 'node:path'
 import {test} from 'node:test'
 import {argvOf, buildCommandLine} from '../../src/node/node-commands.js'
 import {CONNTRACK_PROTOCOLS, NFT_KUBE_PROXY_FAMILIES} from '../../src/node/read/command-arguments.js'
@@ -19,6 +17,7 @@ import {
 } from '../../src/node/read/node-reads.js'
 import {PodExecNodeAccess} from '../../src/node/transport/pod/pod-exec-transport.js'
 import {POD_TRANSPORTS, TRANSPORT_NAMES} from '../../src/node/transport/transport-names.js'
+import {sudoAllows, sudoersSpecs} from '../helpers/sudoers-specs.js'
 
 type Query = {[K in NodeCommandKey]: ArgsOf<K> extends [] ? never : K}[NodeCommandKey]
 
@@ -125,21 +124,6 @@ test('every read names the transports that serve it, and each of them can', () =
     )
 })
 
-/** The commands deploy/sudoers/kproxy-doctor allows, as word patterns: basename, arguments ("" none; * one word). */
-function sudoersSpecs(): string[][] {
-  const text = readFileSync('deploy/sudoers/kproxy-doctor', 'utf8').replace(/\\\n/g, ' ')
-  const alias = /^Cmnd_Alias\s+KPD_READS\s*=\s*(.+)$/m.exec(text)?.[1] ?? ''
-  return alias.split(',').map((spec) => {
-    const [program, ...words] = spec.trim().split(/\s+/)
-    return [basename(program), ...words.filter((w) => w !== '""')]
-  })
-}
-
-function allowed(specs: string[][], command: string): boolean {
-  const words = command.replace(/'/g, '').split(' ')
-  return specs.some((s) => s.length === words.length && s.every((w, i) => w === '*' || w === words[i]))
-}
-
 test('root: a root read runs as `sudo -n` where the login is not root and the sudoers file allows it; the others never', () => {
   const specs = sudoersSpecs()
   assert.ok(specs.length > 5, 'the sudoers file lists the reads')
@@ -154,7 +138,10 @@ test('root: a root read runs as `sudo -n` where the login is not root and the su
     if (root === 'no') assert.doesNotMatch(asUser, /^sudo /, `${key}: sudo for a read that needs no root`)
     else {
       assert.match(asUser, /^sudo -n /, key)
-      assert.ok(allowed(specs, asUser.slice('sudo -n '.length)), `${key}: "${asUser}" is not in deploy/sudoers`)
+      assert.ok(
+        specs.some((s) => sudoAllows(s, asUser.slice('sudo -n '.length).replace(/'/g, ''))),
+        `${key}: "${asUser}" is not in deploy/sudoers`,
+      )
     }
   }
 })

@@ -179,14 +179,16 @@ test('collectNode makes the path reads through NodeAccess; the bundle it writes 
   })
   assert.equal(observation.reachable, true, observation.error)
   assert.deepEqual(
-    node.asked.filter((l) => /route|conntrack|sysctl '/.test(l)),
+    // Reads that wait on no other are asked at once (conntrack beside the routes): the set, in no order. The sysctl
+    // line names the interfaces the routes answered, so it came after them.
+    node.asked.filter((l) => /route|conntrack|sysctl '/.test(l)).sort(),
     [
       'ip route show',
       "ip -o route get '10.244.1.10'",
       "ip -o route get '10.244.2.10'",
       "sysctl 'net.ipv4.ip_forward' 'net.bridge.bridge-nf-call-iptables' 'net.netfilter.nf_conntrack_count' 'net.netfilter.nf_conntrack_max' 'net.ipv4.conf.all.rp_filter' 'net.ipv4.conf.all.route_localnet' 'net.ipv4.conf.cbr0.rp_filter' 'net.ipv4.conf.cbr0.route_localnet'",
       "conntrack -L -p 'tcp' -d '10.96.10.10'",
-    ],
+    ].sort(),
   )
   const path = observation.path!
   assert.deepEqual(path.sysctls?.status === 'read' && forwardingSettings(path.sysctls.value).ipForward, false)

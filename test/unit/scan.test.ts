@@ -213,6 +213,7 @@ test('scan -o junit: valid XML, one testcase per Service and check family, failu
         ['rules', 'KPD-SEP-MISSING'],
         ['hairpin', 'KPD-HAIRPIN-OFF'],
         ['path', null],
+        ['policy', null],
       ],
     )
     assert.match(
@@ -316,7 +317,7 @@ test('every finding code belongs to a named JUnit check family', async () => {
     const r = await runCli(['scan', '-n', 'shop', '--snapshot', join(EXAMPLES, 'healthy-cluster'), '-o', 'junit'])
     const families = [...r.stdout.matchAll(/<testcase classname="shop\/web" name="([^"]+)"/g)].map((m) => m[1])
     assert.ok(!families.includes('other'), `codes without a family: ${CHECKS.map((c) => c.meta.code).join(', ')}`)
-    assert.deepEqual(families, ['service', 'endpoints', 'dns', 'kube-proxy', 'rules', 'hairpin', 'path'])
+    assert.deepEqual(families, ['service', 'endpoints', 'dns', 'kube-proxy', 'rules', 'hairpin', 'path', 'policy'])
   } finally {
     rmSync(dir, {recursive: true, force: true})
   }

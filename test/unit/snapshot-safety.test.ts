@@ -70,6 +70,7 @@ test('snapshot: --nodes takes node names only, of nodes the bundle holds; a syml
       error: 'nodes/node-b is not a folder (symbolic links are not followed)',
       mode: null,
       modeSource: null,
+      implementer: null,
     })
   })
 })
@@ -95,6 +96,7 @@ test("snapshot: a symbolic link inside a node's folder makes that node unreadabl
       error: `iptables-save.txt: ${dump} is a symbolic link: a bundle holds only regular files`,
       mode: null,
       modeSource: null,
+      implementer: null,
     })
     assert.equal(r.json.nodes.find((n: {name: string}) => n.name === 'node-a').reachable, true)
     assert.ok(!(r.stdout + r.stderr).includes('very-secret'))

@@ -1,23 +1,17 @@
 import assert from 'node:assert/strict'
 import {spawnSync} from 'node:child_process'
-import {readFileSync} from 'node:fs'
-import {basename} from 'node:path'
 import {test} from 'node:test'
 import {buildCommandLine, NODE_COMMANDS} from '../../src/node/node-commands.js'
 import type {NodeCommand} from '../../src/node/read/node-reads.js'
-
-const SUDOERS = 'deploy/sudoers/kproxy-doctor'
-
-/** The commands the sudoers snippet allows, as "program args" ("" arguments read as none). */
-function allowedCommands(text: string): string[] {
-  const joined = text.replace(/\\\n/g, ' ')
-  const alias = /^Cmnd_Alias\s+KPD_READS\s*=\s*(.+)$/m.exec(joined)
-  assert.ok(alias, 'the snippet defines Cmnd_Alias KPD_READS')
-  return alias[1].split(',').map((spec) => {
-    const [program, ...args] = spec.trim().split(/\s+/)
-    return [basename(program), ...args.filter((a) => a !== '""')].join(' ')
-  })
-}
+import {readFileSync} from 'node:fs'
+import {basename} from 'node:path'
+import {
+  KERNEL_TRACE_COMMANDS,
+  kernelTraceLine,
+  setupCommands,
+  traceTableName,
+} from '../../src/node/kernel-trace-commands.js'
+import {isRegex, sudoAllows, SUDOERS, sudoersSpecs} from '../helpers/sudoers-specs.js'
 
 /** What the doctor runs under `sudo -n` when it logs in as a user that is not root, as sudo sees it (shell quotes removed). */
 function sudoCommands(): string[] {
@@ -34,27 +28,56 @@ function sudoCommands(): string[] {
     .map((line) => line.slice('sudo -n '.length).replace(/'/g, ''))
 }
 
-/** A sudoers command spec as a matcher: `*` stands for one argument (the test is stricter than sudo here). */
-function matches(spec: string, command: string): boolean {
-  const pattern = spec
-    .split(' ')
-    .map((word) => (word === '*' ? '[^ ]+' : word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
-    .join(' ')
-  return new RegExp(`^${pattern}$`).test(command)
-}
-
 test('the sudoers snippet allows exactly the commands the doctor runs with sudo -n, with exactly their arguments', () => {
-  const specs = allowedCommands(readFileSync(SUDOERS, 'utf8'))
+  const specs = sudoersSpecs()
   const commands = sudoCommands()
   assert.deepEqual(
-    commands.filter((c) => !specs.some((s) => matches(s, c))),
+    commands.filter((c) => !specs.some((s) => sudoAllows(s, c))),
     [],
     'run with sudo but not allowed',
   )
   assert.deepEqual(
-    specs.filter((s) => !commands.some((c) => matches(s, c))),
+    specs.filter((s) => !commands.some((c) => sudoAllows(s, c))),
     [],
     'allowed but never run',
+  )
+})
+
+test('each allowed form is exact: no glob, and a regular expression admits no extra word (sudoers * matches across words)', () => {
+  const specs = sudoersSpecs()
+  assert.deepEqual(
+    specs.filter((s) => {
+      const args = s.split(' ').slice(1).join(' ')
+      return !isRegex(args) && /[*?[\]]/.test(args)
+    }),
+    [],
+    'a glob in an allowed command',
+  )
+  // What a glob such as `conntrack -L -p tcp -d *` let through: deleting entries, other outputs, other filters.
+  const hostile = [
+    'conntrack -L -p tcp -d 10.96.0.10 -D',
+    'conntrack -L -p tcp -d 10.96.0.10 -o xml',
+    'conntrack -L -p tcp -d 10.96.0.10 --orig-dst 10.0.0.1',
+    'conntrack -L -p tcp -d -D',
+    'conntrack -L -p tcp -d',
+    'conntrack -D -p tcp -d 10.96.0.10',
+    'conntrack -L -p tcp --orig-dst 10.96.0.10 --orig-port-dst 443 -D',
+    'conntrack -L -p tcp --orig-dst 10.96.0.10 -D --orig-port-dst 443',
+    'conntrack -L -p icmp -d 10.96.0.10',
+    'conntrack -F',
+  ]
+  assert.deepEqual(
+    hostile.filter((c) => specs.some((s) => sudoAllows(s, c))),
+    [],
+    'allowed beyond the form the doctor runs',
+  )
+  assert.deepEqual(
+    [
+      'conntrack -L -p udp -d fd00:10:96::a',
+      'conntrack -L -p tcp --orig-dst ::ffff:10.0.0.1 --orig-port-dst 65535',
+    ].filter((c) => !specs.some((s) => sudoAllows(s, c))),
+    [],
+    'a form the doctor runs refused',
   )
 })
 
@@ -66,3 +89,60 @@ test(
     assert.equal(r.status, 0, r.stdout + r.stderr)
   },
 )
+
+/** KPD_KERNEL_TRACE's specs: [program, args] where args is a regular expression (^…$, sudoers' \, a comma) or exact. */
+function kernelTraceSpecs(text: string): Array<{program: string; args: RegExp}> {
+  const joined = text.replace(/\\\n/g, ' ')
+  const alias = /^Cmnd_Alias\s+KPD_KERNEL_TRACE\s*=\s*(.+)$/m.exec(joined)
+  assert.ok(alias, 'the snippet defines Cmnd_Alias KPD_KERNEL_TRACE')
+  return alias[1].split(/(?<!\\),/).map((spec) => {
+    const [program, ...rest] = spec.trim().split(/\s+/)
+    const args = rest.join(' ').replace(/\\,/g, ',')
+    return {
+      program: basename(program),
+      args: args.startsWith('^') ? new RegExp(args) : new RegExp(`^${args.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`),
+    }
+  })
+}
+
+test("the sudoers snippet allows exactly the kernel trace's commands, as regular expressions no appended command passes", () => {
+  const specs = kernelTraceSpecs(readFileSync(SUDOERS, 'utf8'))
+  const table = traceTableName('a1b2c3', 1795000000)
+  const commands = [
+    KERNEL_TRACE_COMMANDS.listTables(),
+    ...setupCommands(table, [
+      {address: '10.96.10.10', port: 80},
+      {address: '10.200.0.11', port: 30080},
+      {address: 'fd00:10:96::a', port: 443},
+    ]),
+    KERNEL_TRACE_COMMANDS.monitor(5),
+    KERNEL_TRACE_COMMANDS.deleteTable(table),
+  ].map((c) => {
+    const line = kernelTraceLine(c, false)
+    // What sudo is asked to run: the words after `sudo -n`, shell quotes removed.
+    return line.slice(line.indexOf('sudo -n ') + 'sudo -n '.length).replace(/'/g, '')
+  })
+  const allows = (c: string) =>
+    specs.some((s) => {
+      const [program, ...args] = c.split(' ')
+      return s.program === program && s.args.test(args.join(' '))
+    })
+  assert.deepEqual(
+    commands.filter((c) => !allows(c)),
+    [],
+    'run with sudo but not allowed',
+  )
+  assert.deepEqual(
+    specs.filter((s) => !commands.some((c) => s.args.test(c.split(' ').slice(1).join(' ')))).map((s) => s.args.source),
+    [],
+    'allowed but never run',
+  )
+  for (const appended of [
+    `nft add table inet ${table} ; flush ruleset`,
+    `nft delete table ip kube-proxy`,
+    `nft add table inet ${table}x`,
+    `nft add element inet ${table} probes4 { 10.96.10.10 . tcp . 80 } ; flush ruleset`,
+    'nft monitor trace ; flush ruleset',
+  ])
+    assert.equal(allows(appended), false, appended)
+})

@@ -4,6 +4,8 @@ import type {Entry, PathResult} from '../../model/paths.js'
 import type {KernelConnection, MatchedBy, TargetKernelEvidence} from '../../node/probe/kernel-evidence.js'
 import type {ServiceProbeTarget} from '../../node/probe/tcp-probe.js'
 import {addressOf, probesRan, staticPathFor, type Tally} from './probe-evidence.js'
+import type {KernelTraceRun} from '../../node/probe/kernel-trace.js'
+import {compareTrace, type KernelRule} from './kernel-trace-walk.js'
 
 /** What the kernel did with the probes of one Service address from one node, set against the walk of the same path. */
 export interface KernelVerdict {
@@ -17,6 +19,8 @@ export interface KernelVerdict {
   others: number
   /** Probes that left no entry: a connection whose only answer is a reset is removed from the table at once. */
   unrecorded: number
+  /** --kernel-trace: the rules netfilter's trace says the probe's first packet matched (empty: no trace). */
+  rules: KernelRule[]
   /** null: nothing to compare (no entry found, the read failed, the path not walked). */
   agreesWithWalk: boolean | null
   /** What each side saw, in a sentence. */
@@ -58,7 +62,27 @@ function droppedAfterDnat(p: PathResult): string[] {
   return [...dropped].filter(([, d]) => d).map(([endpoint]) => endpoint)
 }
 
-function judge(node: string, t: Tally, ev: TargetKernelEvidence, path: PathResult | undefined): KernelVerdict {
+/**
+ * The conntrack verdict, and where --kernel-trace traced the probes, netfilter's own rule-by-rule way set against the
+ * walk too: either side disagreeing is a disagreement, and the detail says what each saw.
+ */
+function judge(
+  node: string,
+  t: Tally,
+  ev: TargetKernelEvidence,
+  path: PathResult | undefined,
+  trace: KernelTraceRun | undefined,
+): KernelVerdict {
+  const v = judgeConntrack(node, t, ev, path)
+  if (!trace?.traced) return v
+  const packets = trace.packets.filter((p) => p.daddr === ev.host && p.dport === ev.port)
+  const c = compareTrace(packets, trace.table, path)
+  const agreesWithWalk =
+    v.agreesWithWalk === false || c.agrees === false ? false : (v.agreesWithWalk ?? c.agrees) === null ? null : true
+  return {...v, rules: c.rules, agreesWithWalk, detail: `${v.detail}; ${c.detail}`}
+}
+
+function judgeConntrack(node: string, t: Tally, ev: TargetKernelEvidence, path: PathResult | undefined): KernelVerdict {
   const entry: Entry = path?.entry ?? (t.target.kind === 'NodePort' ? 'outside→NodePort' : 'node→ClusterIP')
   const unrecorded = ev.error ? 0 : Math.max(0, t.attempts - (ev.connections.length - ev.others))
   const base = {
@@ -69,6 +93,7 @@ function judge(node: string, t: Tally, ev: TargetKernelEvidence, path: PathResul
     connections: ev.connections,
     others: ev.others,
     unrecorded,
+    rules: [],
   }
   const busy =
     (ev.others > 0
@@ -162,7 +187,7 @@ export function kernelVerdicts(ctx: CheckContext): KernelVerdict[] {
       const t = n.tallies.find(
         (x) => x.target.kind !== 'endpoint' && x.target.host === ev.host && x.target.port === ev.port,
       )
-      if (t) out.push(judge(n.node, t, ev, staticPathFor(ctx, n.node, t.target)))
+      if (t) out.push(judge(n.node, t, ev, staticPathFor(ctx, n.node, t.target), n.kernelTrace))
     }
   }
   return out

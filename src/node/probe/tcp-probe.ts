@@ -2,6 +2,7 @@ import {lateTimeout} from '../../util/late-timeout.js'
 import type {Duplex} from 'node:stream'
 import type {NodeAccess} from '../transport/node-access.js'
 import type {KernelEvidence} from './kernel-evidence.js'
+import type {KernelTraceRun} from './kernel-trace.js'
 
 /** Opens a TCP connection that originates on the node (an SSH direct-tcpip channel, a port-forward, …). */
 export type OpenTcp = (host: string, port: number) => Promise<Duplex>
@@ -46,6 +47,8 @@ export interface NodeProbes {
   tallies: Array<ProbeTally<ServiceProbeTarget>>
   /** What the kernel's conntrack table says of the probes of the Service's addresses (absent: none were probed). */
   kernel?: KernelEvidence
+  /** --kernel-trace: netfilter's own trace of the probes' packets, or why there is none. */
+  kernelTrace?: KernelTraceRun
 }
 
 export interface ProbeSettings {

@@ -7,7 +7,7 @@ import {httpGetOnNode} from '../probe/http-on-node.js'
 import {parseHealthz, parseMetrics, type KubeProxyStatus} from '../../parse/kube-proxy-status.js'
 import {tcpOpener, wrapAccess, type NodeAccess, type RunResult} from '../transport/node-access.js'
 import {BACKEND_SAVES, NODE_READS, type ArgsOf, type NodeCommandKey, type RecordedKey} from './node-reads.js'
-import {buildCommandLine, DUMP_STEPS, programOf, toolMissing} from '../node-commands.js'
+import {buildCommandLine, DUMP_STEPS, isBatchable, programOf, toolMissing} from '../node-commands.js'
 import {
   isInterfaceName,
   NFT_KUBE_PROXY_FAMILIES,
@@ -113,7 +113,8 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
   // as long as its largest dump. Through sudo the privileged ones wait for iptables-save: where sudo wants a password,
   // one attempt fails (and is logged on the node), not ten.
   const sudo = (await access.usesSudo?.()) ?? false
-  const save = readRules(access, 4, sudo ? undefined : opts.rulesScope)
+  const rules4 = readRules(access, 4, sudo ? undefined : opts.rulesScope)
+  const save = rules4.rules
   const privileged = sudo
     ? save.then((r) => {
         if (r.kind === 'ran' && r.code !== 0) throw new Error('iptables-save failed: no other privileged read')
@@ -124,17 +125,19 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
   const dns = opts.dns ? askDns(access, opts.dns, opts.timeoutMs) : undefined
   const network = readNetwork(access, record, privileged)
   // IPv6 rules: recorded where ip6tables-save answers; a node without it has its IPv6 family said to be unchecked.
-  // Each family's backend saves follow that family's save (its header says which backend it already is): IPv6's
-  // need not wait for a large iptables-save.
+  // Each family's backend saves follow that family's save (its header says which backend it already is), or start
+  // as soon as `iptables -V` names the backend: IPv6's need not wait for a large iptables-save.
   const saves6 = async () => {
-    const save6 = await readRules(access, 6, sudo ? undefined : opts.rulesScope)
-    if (ranOk(save6)) record('ip6tablesSave', save6.stdout)
-    await readBackendSaves(access, record, 6, save6)
+    const rules6 = readRules(access, 6, sudo ? undefined : opts.rulesScope)
+    const recorded = rules6.rules.then((save6) => {
+      if (ranOk(save6)) record('ip6tablesSave', save6.stdout)
+    })
+    await Promise.all([recorded, readBackendSaves(access, record, 6, rules6)])
   }
   const dumps = privileged.then(() =>
     Promise.all([
       saves6(),
-      save.then((saved) => readBackendSaves(access, record, 4, saved)),
+      readBackendSaves(access, record, 4, rules4),
       readNft(access, record, kubeProxy, opts),
       readIpvs(access, record),
     ]),
@@ -160,28 +163,48 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
   return rec
 }
 
+/** One family's rules, and the iptables backend that answers them where `iptables -V` was asked (else undefined). */
+interface FamilyRules {
+  rules: Promise<RunResult>
+  backend: Promise<'legacy' | 'nft' | undefined>
+}
+
 /** One family's rules: chain by chain where a scope is given and the read can be scoped, else the whole dump. */
-async function readRules(access: NodeAccess, family: 4 | 6, scope: RulesScope | undefined): Promise<RunResult> {
-  if (scope) {
-    const scoped = await readScopedRules(access, family, scope)
-    if (scoped.kind === 'read') return {kind: 'ran', code: 0, stdout: scoped.dump, stderr: ''}
-  }
-  return access.run(family === 6 ? 'ip6tablesSave' : 'iptablesSave')
+function readRules(access: NodeAccess, family: 4 | 6, scope: RulesScope | undefined): FamilyRules {
+  const dump = () => access.run(family === 6 ? 'ip6tablesSave' : 'iptablesSave')
+  if (!scope) return {rules: dump(), backend: Promise.resolve(undefined)}
+  const versionRead = family === 6 ? 'ip6tablesVersion' : 'iptablesVersion'
+  const version = access.run(versionRead)
+  const rules = readScopedRules(access, family, scope, version).then((scoped) =>
+    scoped.kind === 'read' ? ({kind: 'ran', code: 0, stdout: scoped.dump, stderr: ''} as const) : dump(),
+  )
+  const backend = version.then((v) => {
+    if (!ranOk(v)) return undefined
+    const {line, nfTables} = NODE_READS[versionRead].parse(v.stdout.toString('utf8'))
+    return nfTables ? 'nft' : /\(legacy\)/.test(line) ? 'legacy' : undefined
+  })
+  backend.catch(() => undefined)
+  return {rules, backend}
 }
 
 /**
  * One family's backend saves, where the node has both tools. The family's save whose header names its backend
- * ("v1.8.9 (nf_tables)") is that backend's dump: not read a second time (on a large node each read costs seconds).
+ * ("v1.8.9 (nf_tables)") is that backend's dump: not read a second time (on a large node each read costs seconds). The
+ * other backend's save starts as soon as `iptables -V` (`ip6tables -V`) has named the family's own backend, beside
+ * the family's own read, not after it.
  */
 async function readBackendSaves(
   access: NodeAccess,
   record: (cmd: RecordedKey, out: Buffer) => void,
   family: 4 | 6,
-  own: RunResult,
+  {rules, backend: named}: FamilyRules,
 ): Promise<void> {
+  const ownBackend = await named
   await Promise.all(
     BACKEND_SAVES.filter((b) => b.family === family).map(async ({backend, command: cmd}) => {
+      const own = ownBackend === undefined || ownBackend === backend ? await rules : undefined
       if (
+        own &&
         ranOk(own) &&
         backendNamedBy(/^# Generated by .*$/m.exec(own.stdout.toString('latin1', 0, 512))?.[0] ?? '') === backend
       )
@@ -217,20 +240,22 @@ function stillRunning(running: Running): string {
 
 /**
  * The access with at most `limit` commands running at once; the rest wait their turn (streams and files are not held
- * back). `running` holds the commands under way.
+ * back; nor the small reads of an access that batches them: the ones asked for at once are one command on the node).
+ * `running` holds the commands under way.
  */
 function gated(access: NodeAccess, limit: number, running: Running): NodeAccess {
   const slots = new Slots(limit)
+  const tracked: NodeAccess['run'] = async (key, ...args) => {
+    const entry = {key, args, since: performance.now()}
+    running.add(entry)
+    try {
+      return await access.run(key, ...args)
+    } finally {
+      running.delete(entry)
+    }
+  }
   const run: NodeAccess['run'] = (key, ...args) =>
-    slots.run(async () => {
-      const entry = {key, args, since: performance.now()}
-      running.add(entry)
-      try {
-        return await access.run(key, ...args)
-      } finally {
-        running.delete(entry)
-      }
-    })
+    access.batchesReads && isBatchable(key) ? tracked(key, ...args) : slots.run(() => tracked(key, ...args))
   return wrapAccess(access, {run})
 }
 
@@ -270,12 +295,14 @@ async function readNetwork(
   record: (cmd: RecordedKey, out: Buffer) => void,
   privileged: Promise<void>,
 ): Promise<void> {
+  // Both at once (one round of reads, not two); the cache is kept only where the network was read.
+  const cniRead = privileged.then(() => access.run('cniResults'))
+  cniRead.catch(() => undefined)
   const net = await access.run('network')
   if (net.kind !== 'ran') return
   record('network', net.stdout)
-  await privileged
   // grep: 0 lines found, 1 an empty cache; 2 (no such folder, no sudo) leaves it unrecorded, as not read.
-  const cni = await access.run('cniResults')
+  const cni = await cniRead
   if (cni.kind === 'ran' && (cni.code === 0 || cni.code === 1)) record('cniResults', cni.stdout)
 }
 
@@ -349,20 +376,19 @@ function distinctAddresses(list: string[]): string[] {
   return [...new Set(list.map((a) => parseIp(a)?.text).filter((a): a is string => a !== undefined))]
 }
 
-/** The route tables (IPv6's where the Service has IPv6 addresses), the route to each endpoint, the sysctls of the interfaces those routes use, conntrack for the Service's addresses (after `privileged`). */
+/**
+ * The route tables (IPv6's where the Service has IPv6 addresses) and the route to each endpoint, then the sysctls of
+ * the interfaces those routes use; beside them, conntrack for the Service's addresses (after `privileged`). Whatever
+ * does not wait for another read is asked for at once: one round of reads (one batch over SSH), not one per read.
+ */
 async function readPath(access: NodeAccess, targets: PathTargets, privileged: Promise<void>): Promise<RawPathReads> {
-  const out: RawPathReads = {routeGet: [], conntrack: []}
-  out.routeTable = raw(await access.run('routeTable'))
   const endpoints = distinctAddresses(targets.endpointAddresses)
   const ipv6 = [...endpoints, ...targets.serviceAddresses.map((s) => s.address)].some((a) => parseIp(a)?.family === 6)
-  if (ipv6) out.routeTable6 = raw(await access.run('routeTable6'))
   const looked = endpoints.slice(0, MAX_ROUTE_LOOKUPS)
-  if (endpoints.length > looked.length)
-    out.skipped = [
-      `ip route get: ${endpoints.length - looked.length} of ${endpoints.length} endpoint addresses not looked up (at most ${MAX_ROUTE_LOOKUPS} per node)`,
-    ]
   const interfaces = new Set<string>()
-  out.routeGet = await mapBounded(looked, LOOKUP_CONCURRENCY, async (address) => {
+  const routeTable = access.run('routeTable').then(raw)
+  const routeTable6 = ipv6 ? access.run('routeTable6').then(raw) : undefined
+  const routeGets = mapBounded(looked, LOOKUP_CONCURRENCY, async (address) => {
     const r = raw(await access.run('routeGet', {address}))
     if (r.code === 0) {
       try {
@@ -374,16 +400,35 @@ async function readPath(access: NodeAccess, targets: PathTargets, privileged: Pr
     }
     return {address, ...r}
   })
-  out.sysctls = raw(await access.run('pathSysctls', {interfaces: [...interfaces].sort(), ipv6}))
+  const sysctls = routeGets.then(async () =>
+    raw(await access.run('pathSysctls', {interfaces: [...interfaces].sort(), ipv6})),
+  )
   // conntrack needs root: it waits for the first privileged read to pass.
-  await privileged
-  const seen = new Set<string>()
+  const pairs = new Map<string, {protocol: ConntrackProtocol; address: string}>()
   for (const {address, protocol} of targets.serviceAddresses) {
     const ip = parseIp(address)?.text
-    if (!ip || seen.has(`${protocol} ${ip}`)) continue
-    seen.add(`${protocol} ${ip}`)
-    out.conntrack.push({protocol, address: ip, ...raw(await access.run('conntrackList', {protocol, address: ip}))})
+    if (ip && !pairs.has(`${protocol} ${ip}`)) pairs.set(`${protocol} ${ip}`, {protocol, address: ip})
   }
+  const conntrack = privileged.then(() =>
+    Promise.all(
+      [...pairs.values()].map(async ({protocol, address}) => ({
+        protocol,
+        address,
+        ...raw(await access.run('conntrackList', {protocol, address})),
+      })),
+    ),
+  )
+  for (const p of [routeTable, routeTable6, routeGets, sysctls, conntrack]) p?.catch(() => undefined)
+  const out: RawPathReads = {routeGet: [], conntrack: []}
+  out.routeTable = await routeTable
+  if (routeTable6) out.routeTable6 = await routeTable6
+  if (endpoints.length > looked.length)
+    out.skipped = [
+      `ip route get: ${endpoints.length - looked.length} of ${endpoints.length} endpoint addresses not looked up (at most ${MAX_ROUTE_LOOKUPS} per node)`,
+    ]
+  out.routeGet = await routeGets
+  out.sysctls = await sysctls
+  out.conntrack.push(...(await conntrack))
   return out
 }
 

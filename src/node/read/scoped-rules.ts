@@ -1,7 +1,7 @@
 import {cidrContains, parseCidr, parseIp} from '../../net/address.js'
 import {destinationPort, findOption, parseRule, type ParsedRule} from '../../parse/iptables-rule.js'
 import {CHAIN_BY_CHAIN_HEADER} from '../../parse/iptables-save.js'
-import type {NodeAccess} from '../transport/node-access.js'
+import type {NodeAccess, RunResult} from '../transport/node-access.js'
 import {parseChainListing} from '../../parse/iptables-chains.js'
 import {IPTABLES_TABLES, isChainName, MAX_CHAINS_PER_READ, type IptablesTable} from './command-arguments.js'
 import {NODE_READS} from './node-reads.js'
@@ -17,6 +17,12 @@ export interface RulesScope {
   ports: number[]
   /** Chains read by name even where no rule read jumps to them (the model looks them up: KUBE-SERVICES, KUBE-SVC-…). */
   chains: Array<{table: IptablesTable; chain: string}>
+  /**
+   * Chains a rule read will likely jump to (the Service's KUBE-SEP chains, kube-proxy's filter chains): read in the
+   * first round, to save the rounds the jumps would take; kept, with what they jump to, only where a rule read jumps to
+   * them, so the read is the same as without them.
+   */
+  predicted?: Array<{table: IptablesTable; chain: string}>
 }
 
 /** kube-proxy's IPVS mode, by its glue in nat: the KUBE-NODE-PORT chain, or KUBE-SERVICES matching its ipsets. */
@@ -64,6 +70,10 @@ interface ChainRead {
   /** "ACCEPT"/"DROP" for a built-in chain, "-" for a user chain; undefined: the chain is not there. */
   policy?: string
   rules: string[]
+  /** Built in, named by the scope or jumped to by a rule read: false only for a predicted chain nothing reached yet. */
+  reached: boolean
+  /** The chains its rules send packets to that are worth reading, once read (followed when it is reached). */
+  jumps?: string[]
 }
 
 /** Whether a packet of the scope can take the rule's jump: false only when one -d host or one --dport rules it out. */
@@ -146,29 +156,40 @@ function asSaveDump(reads: ChainRead[], version: string): Buffer {
  * will not pass on, an answer it cannot split, a chain jumped to that does not answer, too many chains) says the whole
  * dump must be read instead.
  */
-export async function readScopedRules(access: NodeAccess, family: 4 | 6, scope: RulesScope): Promise<ScopedRead> {
+export async function readScopedRules(
+  access: NodeAccess,
+  family: 4 | 6,
+  scope: RulesScope,
+  /** `iptables -V` (`ip6tables -V`) already asked by the caller; else asked here. */
+  version?: Promise<RunResult>,
+): Promise<ScopedRead> {
   const addresses = new Set(scope.addresses.map((a) => parseIp(a)?.text).filter((a): a is string => a !== undefined))
   const ports = new Set(scope.ports)
   const named = new Set(scope.chains.map((c) => `${c.table} ${c.chain}`))
   const reads = new Map<string, ChainRead>()
   const queue: ChainRead[] = []
-  const want = (table: IptablesTable, chain: string, mustExist: boolean) => {
+  const want = (table: IptablesTable, chain: string, mustExist: boolean, reached = true) => {
     const key = `${table} ${chain}`
     const known = reads.get(key)
     if (known) {
       known.mustExist ||= mustExist
+      if (reached && !known.reached) {
+        known.reached = true
+        for (const next of known.jumps ?? []) want(table, next, true)
+      }
       return
     }
-    const read: ChainRead = {table, chain, builtin: BUILTIN_CHAINS[table].includes(chain), mustExist, rules: []}
+    const builtin = BUILTIN_CHAINS[table].includes(chain)
+    const read: ChainRead = {table, chain, builtin, mustExist, rules: [], reached}
     reads.set(key, read)
     queue.push(read)
   }
   const versionRead = family === 6 ? 'ip6tablesVersion' : 'iptablesVersion'
-  const asked = await access.run(versionRead)
-  const version = NODE_READS[versionRead].parse(
+  const asked = await (version ?? access.run(versionRead))
+  const parsed = NODE_READS[versionRead].parse(
     asked.kind === 'ran' && asked.code === 0 ? asked.stdout.toString('utf8') : '',
   )
-  const unfit = asked.kind === 'ran' ? notChainByChain(version) : asked.what
+  const unfit = asked.kind === 'ran' ? notChainByChain(parsed) : asked.what
   if (unfit) return {kind: 'whole', why: unfit}
   for (const table of IPTABLES_TABLES) for (const chain of BUILTIN_CHAINS[table]) want(table, chain, true)
   for (const {table, chain} of scope.chains) {
@@ -176,6 +197,7 @@ export async function readScopedRules(access: NodeAccess, family: 4 | 6, scope: 
       return {kind: 'whole', why: `${JSON.stringify(chain)} is not a chain name the doctor passes on`}
     want(table, chain, BUILTIN_CHAINS[table].includes(chain))
   }
+  for (const {table, chain} of scope.predicted ?? []) if (isChainName(chain)) want(table, chain, false, false)
   for (let round = 0; queue.length > 0; round++) {
     if (round >= MAX_ROUNDS) return {kind: 'whole', why: `the jumps go more than ${MAX_ROUNDS} chains deep`}
     if (reads.size > MAX_CHAINS) return {kind: 'whole', why: `more than ${MAX_CHAINS} chains can be reached`}
@@ -207,6 +229,7 @@ export async function readScopedRules(access: NodeAccess, family: 4 | 6, scope: 
         if ('wrong' in listing) return {kind: 'whole', why: listing.wrong}
         read.policy = listing.policy
         read.rules.push(...listing.rules)
+        const jumps: string[] = []
         for (const [n, text] of read.rules.entries()) {
           let rule: ParsedRule
           try {
@@ -217,12 +240,15 @@ export async function readScopedRules(access: NodeAccess, family: 4 | 6, scope: 
           const next = nextChain(rule, read, addresses, ports, named)
           if (next === undefined)
             return {kind: 'whole', why: `${JSON.stringify(rule.target)} is not a chain name the doctor passes on`}
-          if (next !== null) want(read.table, next, true)
+          if (next !== null) jumps.push(next)
         }
+        read.jumps = jumps
+        if (read.reached) for (const next of jumps) want(read.table, next, true)
       }
     }
   }
-  const all = [...reads.values()]
+  // A predicted chain no rule read jumps to is not part of the read (as if never asked for).
+  const all = [...reads.values()].filter((r) => r.reached)
   // A chain first read by name and found missing, that a rule read later jumps to: the rules changed between rounds.
   const vanished = all.find((r) => r.mustExist && r.policy === undefined)
   if (vanished)
@@ -232,5 +258,5 @@ export async function readScopedRules(access: NodeAccess, family: 4 | 6, scope: 
       kind: 'whole',
       why: 'IPVS mode: its iptables rules are few, and its leftover check looks for every KUBE-SVC chain',
     }
-  return {kind: 'read', dump: asSaveDump(all, version.line)}
+  return {kind: 'read', dump: asSaveDump(all, parsed.line)}
 }

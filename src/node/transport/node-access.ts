@@ -1,5 +1,6 @@
 import type {Duplex} from 'node:stream'
 import type {ArgsOf, NodeCommandKey} from '../read/node-reads.js'
+import type {KernelTraceCommand} from '../kernel-trace-commands.js'
 
 /** An allow-listed command that ran on the node (whatever its exit code). */
 interface CommandRan {
@@ -77,6 +78,16 @@ export interface NodeAccess {
    * first: a sudo that wants a password then fails once on the node, not once per read. Absent: no sudo.
    */
   usesSudo?(): Promise<boolean>
+  /**
+   * A command of the kernel trace's own allow-list (kernel-trace-commands.ts: the doctor's private nftables table and
+   * `nft monitor trace`), run only under --kernel-trace or `cleanup`. Absent: the transport cannot run them.
+   */
+  runKernelTrace?(cmd: KernelTraceCommand, timeoutMs: number): Promise<RunResult>
+  /**
+   * Whether the small reads asked for at once reach the node as one command (the SSH transport's batches, see
+   * isBatchable): a gate on commands running at once then counts each batch once, not each read in it.
+   */
+  readonly batchesReads?: boolean
   /** Ends the access; a transport that made something on the node's behalf (the debug Pod) removes it before resolving. */
   close(): void | Promise<void>
   /** What the transport has to say about its reads so far (see TransportNotes); absent: nothing. */
@@ -89,7 +100,7 @@ export function notesOf(access: NodeAccess): TransportNotes {
 }
 
 /**
- * The one way to wrap an access: everything forwarded to it (the optional usesSudo and notes too, where it has them)
+ * The one way to wrap an access: everything forwarded to it (the optional usesSudo, notes and batchesReads too, where it has them)
  * but what `own` replaces. The verbose log, the read's command gate and the probes beside a read wrap this way.
  */
 export function wrapAccess(access: NodeAccess, own: Partial<Omit<NodeAccess, 'usesSudo' | 'notes'>>): NodeAccess {
@@ -101,7 +112,9 @@ export function wrapAccess(access: NodeAccess, own: Partial<Omit<NodeAccess, 'us
     close: () => access.close(),
     ...own,
   }
+  if (access.batchesReads) Object.assign(wrapped, {batchesReads: true})
   if (access.usesSudo) wrapped.usesSudo = () => access.usesSudo!()
+  if (access.runKernelTrace) wrapped.runKernelTrace = (cmd, timeoutMs) => access.runKernelTrace!(cmd, timeoutMs)
   if (access.notes) wrapped.notes = () => access.notes!()
   return wrapped
 }

@@ -273,16 +273,17 @@ export const TRANSPORTS = {
     reach: {by: 'exec', pod: podOfAddress, programs: IN_KUBE_PROXY_IMAGE},
   },
   /**
-   * A short-lived privileged Pod made on each node (pod/debug-pod.ts), then read as kube-proxy's Pod is: the same
+   * A short-lived Pod with the capabilities its reads need made on each node (pod/debug-pod.ts), then read as kube-proxy's Pod is: the same
    * engine, another way to get the Pod. Closing the access deletes the Pod. Opt-in only: it writes to the cluster.
    */
   'debug-pod': {
     async connect(opts) {
-      const [{kubeProxyImage}, {PodExecNodeAccess}, {DebugPods}] = await Promise.all([
-        import('./pod/find-pod.js'),
-        import('./pod/pod-exec-transport.js'),
-        import('./pod/debug-pod.js'),
-      ])
+      const [{kubeProxyImage}, {PodExecNodeAccess}, {DebugPods, DEBUG_POD_CAPABILITIES, DEBUG_POD_RESOURCES}] =
+        await Promise.all([
+          import('./pod/find-pod.js'),
+          import('./pod/pod-exec-transport.js'),
+          import('./pod/debug-pod.js'),
+        ])
       const kubeConfig = needKubeConfig(opts, 'debug-pod')
       const debug = {
         namespace: opts.access.debugNamespace ?? DEFAULT_DEBUG_NAMESPACE,
@@ -311,7 +312,7 @@ export const TRANSPORTS = {
         }
       if (opts.nodes.length > 0 && !(chosen instanceof TransportUnavailable)) {
         opts.announce?.(
-          `--via debug-pod: creating a privileged Pod (hostNetwork, hostPID, the node's / read-only at ${HOST_ROOT}; image ${chosen.image}, ${chosen.origin}) in namespace "${debug.namespace}" on ${opts.nodes.join(', ')}; each is deleted once its node is read`,
+          `--via debug-pod: creating a Pod (hostNetwork; capabilities ${DEBUG_POD_CAPABILITIES.join(', ')}, not privileged; the node's / read-only at ${HOST_ROOT}; at most ${DEBUG_POD_RESOURCES.limits.cpu} CPU and ${DEBUG_POD_RESOURCES.limits.memory} memory; image ${chosen.image}, ${chosen.origin}) in namespace "${debug.namespace}" on ${opts.nodes.join(', ')}; each is deleted once its node is read`,
         )
         opts.announce?.(
           `the Pods are labelled ${MANAGED_BY_LABEL}=${MANAGED_BY},${RUN_LABEL}=${debug.runId}; leftovers, if any: ${LEFTOVER_CLEANUP}`,

@@ -1,6 +1,7 @@
 import type {KubeConfig, V1Pod} from '@kubernetes/client-node'
 import {ApiException, CoreV1Api} from '../../../vendor/client-node.js'
 import {HOST_ROOT} from '../../node-commands.js'
+import {trackUntilExit, untrack as untrackOnExit} from '../../../util/ending-signals.js'
 import {LEFTOVER_CLEANUP, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL} from './debug-pod-labels.js'
 import {abortableBy} from '../../../kube/abortable.js'
 import type {PodRef} from './find-pod.js'
@@ -26,10 +27,26 @@ function debugPodName(runId: string, node: string): string {
 }
 
 /**
- * The debug Pod for one node: pinned to it (spec.nodeName, no scheduler), in its network and PID namespaces,
- * privileged, tolerating every taint, the node's root filesystem read-only at HOST_ROOT. Its container only waits
- * (`cat` on an open stdin: kube-proxy's image has cat and no shell or sleep); the doctor execs the reads into it.
- * The image is pulled only if the node lacks it; activeDeadlineSeconds stops the container should the Pod outlive the run.
+ * What the debug Pod's reads need, and no more. NET_ADMIN: iptables-save, nft list, ipvsadm and conntrack -L read the
+ * kernel's tables (netlink, getsockopt); NET_RAW: the legacy iptables-save opens a raw socket to read them;
+ * SYS_CHROOT: a program the image lacks runs as the node's own, `chroot /host PROGRAM`, which is also why the node's
+ * root is mounted (read-only: nothing is written). Not privileged, no other capability, no hostPID (no read looks at
+ * the node's processes), no privilege escalation, its own root filesystem read-only.
+ */
+export const DEBUG_POD_CAPABILITIES = ['NET_ADMIN', 'NET_RAW', 'SYS_CHROOT']
+
+/** What the Pod may take of the node: the reads are a few programs printing text (nft holds a ruleset in memory). */
+export const DEBUG_POD_RESOURCES = {
+  requests: {cpu: '50m', memory: '64Mi'},
+  limits: {cpu: '1', memory: '512Mi'},
+}
+
+/**
+ * The debug Pod for one node: pinned to it (spec.nodeName, no scheduler), in its network namespace, with the
+ * capabilities its reads need (DEBUG_POD_CAPABILITIES), tolerating every taint, the node's root filesystem read-only
+ * at HOST_ROOT, resources bounded. Its container only waits (`cat` on an open stdin: kube-proxy's image has cat and
+ * no shell or sleep); the doctor execs the reads into it. The image is pulled only if the node lacks it;
+ * activeDeadlineSeconds stops the container should the Pod outlive the run.
  */
 export function debugPodSpec(settings: DebugPodSettings, node: string, image: string, timeoutMs: number): V1Pod {
   return {
@@ -47,7 +64,6 @@ export function debugPodSpec(settings: DebugPodSettings, node: string, image: st
     spec: {
       nodeName: node,
       hostNetwork: true,
-      hostPID: true,
       restartPolicy: 'Never',
       automountServiceAccountToken: false,
       enableServiceLinks: false,
@@ -61,7 +77,13 @@ export function debugPodSpec(settings: DebugPodSettings, node: string, image: st
           imagePullPolicy: 'IfNotPresent',
           command: ['cat'],
           stdin: true,
-          securityContext: {privileged: true},
+          securityContext: {
+            privileged: false,
+            allowPrivilegeEscalation: false,
+            readOnlyRootFilesystem: true,
+            capabilities: {drop: ['ALL'], add: DEBUG_POD_CAPABILITIES},
+          },
+          resources: DEBUG_POD_RESOURCES,
           volumeMounts: [{name: 'host-root', mountPath: HOST_ROOT, readOnly: true}],
         },
       ],
@@ -72,7 +94,7 @@ export function debugPodSpec(settings: DebugPodSettings, node: string, image: st
 
 /**
  * The longest a debug Pod may live, whatever --timeout: a run that dies without deleting it (killed, a crash) leaves a
- * privileged Pod on the node for at most this long.
+ * debug Pod on the node for at most this long.
  */
 const MAX_ACTIVE_DEADLINE_S = 900
 
@@ -81,50 +103,13 @@ function shellWord(word: string): string {
   return /^[A-Za-z0-9_./:@%+=,-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`
 }
 
-/** Each debug Pod not yet deleted → its removal; the signal handlers delete them all before the process exits. */
-const LIVE = new Map<string, () => Promise<string | undefined>>()
-let cleaning = false
-
-/**
- * The signals that end a run, with the shell's exit code for each: Ctrl-C, a kill, a closed terminal or dropped bastion
- * session (SIGHUP), Ctrl-\\ (SIGQUIT). Each deletes the debug Pods first.
- */
-const ENDING_SIGNALS = {SIGHUP: 129, SIGINT: 130, SIGQUIT: 131, SIGTERM: 143} as const
-
-/** A line on stderr, if there still is one: after SIGHUP the terminal may be gone, and the Pods are deleted anyway. */
-function say(line: string): void {
-  try {
-    process.stderr.write(`kproxy-doctor: ${line}\n`, () => undefined)
-  } catch {
-    // no terminal left to tell
-  }
-}
-
-function onSignal(signal: NodeJS.Signals): void {
-  const code = ENDING_SIGNALS[signal as keyof typeof ENDING_SIGNALS] ?? 143
-  if (cleaning) {
-    say(`${signal} again: exiting without waiting; remove the debug Pods left with: ${LEFTOVER_CLEANUP}`)
-    process.exit(code)
-  }
-  cleaning = true
-  const removals = [...LIVE.values()]
-  say(`${signal}: deleting ${removals.length} debug Pod${removals.length === 1 ? '' : 's'} before exiting`)
-  void Promise.all(removals.map((remove) => remove())).then((lines) => {
-    for (const line of lines) if (line) say(`warning: ${line}`)
-    process.exit(code)
-  })
-}
-
-const signals = Object.keys(ENDING_SIGNALS) as Array<keyof typeof ENDING_SIGNALS>
-
+/** Each debug Pod not yet deleted is tracked: an ending signal deletes it before the process exits (util/ending-signals). */
 function track(name: string, remove: () => Promise<string | undefined>): void {
-  if (LIVE.size === 0) for (const s of signals) process.on(s, onSignal)
-  LIVE.set(name, remove)
+  trackUntilExit(`debug-pod/${name}`, {kind: 'debug Pod', remove, leftover: LEFTOVER_CLEANUP})
 }
 
 function untrack(name: string): void {
-  LIVE.delete(name)
-  if (LIVE.size === 0 && !cleaning) for (const s of signals) process.off(s, onSignal)
+  untrackOnExit(`debug-pod/${name}`)
 }
 
 /** Calls the API with a deadline; a 403 is a KubeForbiddenError for `verb pods`, other failures a KubeStreamError. */

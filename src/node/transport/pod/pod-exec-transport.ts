@@ -1,6 +1,7 @@
 import type {KubeConfig} from '@kubernetes/client-node'
-import {argvOf, commandTimeoutMs, isReadableNodeFile, onNodeRoot} from '../../node-commands.js'
+import {argvOf, commandTimeoutMs, isReadableNodeFile, onNodeRoot, outputCapBytes} from '../../node-commands.js'
 import {dnsLookupCommand} from '../../read/command-arguments.js'
+import type {KernelTraceCommand} from '../../kernel-trace-commands.js'
 import {
   isNodeCommandKey,
   NODE_READS,
@@ -131,9 +132,10 @@ export class PodExecNodeAccess implements NodeAccess {
     forRead?: NodeRead,
     timeoutMs = this.timeoutMs,
   ): Promise<ExecResult | Missing> {
-    const r = await this.execRaw(argv, timeoutMs)
+    const cap = outputCapBytes(forRead)
+    const r = await this.execRaw(argv, timeoutMs, cap)
     if (!('kind' in r) || !this.kind.nodeRoot || this.noChroot) return this.noted(r, forRead)
-    const onNode = await this.execRaw(onNodeRoot(argv), timeoutMs)
+    const onNode = await this.execRaw(onNodeRoot(argv), timeoutMs, cap)
     if ('kind' in onNode) this.noChroot = true
     else if (onNode.exitCode === 127) this.notOnNode.add(argv[0])
     else return onNode
@@ -145,10 +147,15 @@ export class PodExecNodeAccess implements NodeAccess {
     return r
   }
 
-  private async execRaw(argv: readonly string[], timeoutMs = this.timeoutMs): Promise<ExecResult | Missing> {
+  private async execRaw(
+    argv: readonly string[],
+    timeoutMs = this.timeoutMs,
+    maxOutputBytes = outputCapBytes(undefined),
+  ): Promise<ExecResult | Missing> {
     try {
       return await execInPod(this.kubeConfig, this.pod.namespace, this.pod.name, this.pod.container, [...argv], {
         timeoutMs,
+        maxOutputBytes,
       })
     } catch (e) {
       if (e instanceof KubeCommandNotFoundError) return {kind: 'missing', tool: argv[0]}
@@ -202,6 +209,13 @@ export class PodExecNodeAccess implements NodeAccess {
       ((pod: PodExecNodeAccess, ...args: ArgsOf<K>) => Promise<RunResult>) | undefined
     if (own) return own(this, ...args)
     return this.runArgv(argvOf(key, ...args), read, commandTimeoutMs(key, this.timeoutMs))
+  }
+
+  /** The node's own nft where the image lacks it (the debug Pod); the Pod runs privileged, as root. */
+  async runKernelTrace(cmd: KernelTraceCommand, timeoutMs: number): Promise<RunResult> {
+    const r = await this.exec(cmd.argv, undefined, timeoutMs)
+    if ('kind' in r) return {kind: 'not-recorded', what: `${r.tool} ${this.absentFrom(r.tool)}`}
+    return ran(r)
   }
 
   private async runArgv(argv: readonly string[], read: NodeRead, timeoutMs: number): Promise<RunResult> {

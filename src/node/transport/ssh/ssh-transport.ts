@@ -1,14 +1,18 @@
+import {randomBytes} from 'node:crypto'
 import {lateTimeout} from '../../../util/late-timeout.js'
 import type {Duplex} from 'node:stream'
 import {gunzipSync} from 'node:zlib'
 import {
+  batchCommandLine,
   buildCommandLine,
   commandTimeoutMs,
   compressedCommandLine,
+  isBatchable,
   isCompressible,
   isReadableNodeFile,
   programOf,
   readFileCommand,
+  splitBatchOutput,
   splitCompressedOutput,
   type CommandLine,
 } from '../../node-commands.js'
@@ -17,6 +21,7 @@ import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription, Tra
 import {OutputCapExceeded, type ExecResult} from './ssh-session.js'
 import {COMMAND_OUTPUT_CAP_BYTES} from '../../../util/output-cap.js'
 import {classifyOpenError} from '../../probe/tcp-probe.js'
+import {kernelTraceLine, type KernelTraceCommand} from '../../kernel-trace-commands.js'
 
 /** What the SSH transport needs of a session (SshSession; a stand-in in tests). */
 export interface SshChannel {
@@ -33,10 +38,24 @@ export interface SshChannel {
   close(): void
 }
 
-/** NodeAccess over one SSH connection: exec for allow-listed commands, direct-tcpip for streams from the node. */
+/** A read waiting for the next batch: its line, its timeout, and who waits for its output. */
+interface Queued {
+  line: CommandLine
+  timeoutMs: number | undefined
+  settle: (r: Promise<ExecResult>) => void
+}
+
+/**
+ * NodeAccess over one SSH connection: exec for allow-listed commands, direct-tcpip for streams from the node. The small
+ * reads asked for at the same moment (before the event loop turns) go to the node as one batch, one exec: each exec is
+ * a session and a shell that sshd starts, which on a loaded node costs more than the read itself (issue #28). The dumps
+ * and the reads whose row says `ownExec` keep an exec each (large or slow: they should not hold the small reads back).
+ */
 export class SshNodeAccess implements NodeAccess {
   private isRoot?: Promise<boolean>
   private hasGzip?: Promise<boolean>
+  private queued: Queued[] = []
+  readonly batchesReads = true
 
   constructor(private readonly session: SshChannel) {}
 
@@ -66,6 +85,7 @@ export class SshNodeAccess implements NodeAccess {
     // Compression costs the node CPU (gzip -1: about 0.3 s per 30 MB) to save wire time: worth it on a slow link, a
     // loss on a LAN, so it follows the user's OpenSSH knob for that, `Compression yes`.
     const timeoutMs = this.session.stepMs === undefined ? undefined : commandTimeoutMs(key, this.session.stepMs)
+    if (isBatchable(key)) return {kind: 'ran', ...(await this.batched(line, timeoutMs))}
     if (!this.session.host.compression || !isCompressible(key) || !(await this.gzip()))
       return {kind: 'ran', ...(await this.session.exec(line, timeoutMs))}
     const r = await this.session.exec(compressedCommandLine(line), timeoutMs)
@@ -86,6 +106,35 @@ export class SshNodeAccess implements NodeAccess {
       }
     }
     return {kind: 'ran', ...splitCompressedOutput(plain), stderr: r.stderr}
+  }
+
+  async runKernelTrace(cmd: KernelTraceCommand, timeoutMs: number): Promise<RunResult> {
+    return {kind: 'ran', ...(await this.session.exec(kernelTraceLine(cmd, await this.root()), timeoutMs))}
+  }
+
+  /** Runs a line in the next batch: the lines queued before the event loop turns run as one exec. */
+  private batched(line: CommandLine, timeoutMs: number | undefined): Promise<ExecResult> {
+    return new Promise<ExecResult>((resolve) => {
+      this.queued.push({line, timeoutMs, settle: resolve})
+      if (this.queued.length === 1) setImmediate(() => this.flush())
+    })
+  }
+
+  /** The queued lines: alone as itself, several as one batch whose output is split back per line. */
+  private flush(): void {
+    const batch = this.queued.splice(0)
+    if (batch.length === 1) return batch[0].settle(this.session.exec(batch[0].line, batch[0].timeoutMs))
+    const nonce = randomBytes(8).toString('hex')
+    const timeouts = batch.map((q) => q.timeoutMs)
+    const ran = this.session.exec(
+      batchCommandLine(
+        batch.map((q) => q.line),
+        nonce,
+      ),
+      timeouts.includes(undefined) ? undefined : Math.max(...(timeouts as number[])),
+    )
+    const outputs = ran.then((r) => splitBatchOutput(batch.length, nonce, r))
+    batch.forEach((q, i) => q.settle(outputs.then((o) => o[i])))
   }
 
   async openTcp(host: string, port: number, timeoutMs: number): Promise<TcpOpen> {

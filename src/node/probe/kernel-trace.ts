@@ -1,0 +1,206 @@
+import {parseNftTrace, type TracedPacket} from '../../parse/nft-trace.js'
+import {trackUntilExit, untrack} from '../../util/ending-signals.js'
+import {
+  KERNEL_TRACE_COMMANDS,
+  kernelTraceLine,
+  MAX_MONITOR_SECONDS,
+  newTraceTableName,
+  setupCommands,
+  staleTables,
+  doctorTables,
+  STALE_AFTER_SECONDS,
+  type KernelTraceCommand,
+  type TraceTuple,
+} from '../kernel-trace-commands.js'
+import type {NodeAccess, RunResult} from '../transport/node-access.js'
+
+/** What --kernel-trace learnt on one node, or why it learnt nothing (said in coverage; the run is not failed for it). */
+export type KernelTraceRun =
+  | {
+      traced: true
+      table: string
+      /** The probes' packets as netfilter traced them, each with its events in order. */
+      packets: TracedPacket[]
+      /** Tables of killed runs removed first. */
+      removedStale: string[]
+      /** The table could not be deleted: the line says how to. */
+      leftover?: string
+      /** The monitor's own failure, where it ran but said something (its first line). */
+      warning?: string
+    }
+  | {traced: false; reason: string}
+
+export interface KernelTraceOptions {
+  /** Says a line on stderr (announced): the commands, before anything is changed. */
+  announce: (line: string) => void
+  /** --dry-run: print the commands, run none. */
+  dryRun: boolean
+  /** How long the monitor may watch (≤ MAX_MONITOR_SECONDS). */
+  monitorSeconds: number
+  /** How long the monitor waits before the probes start: its subscription to the trace events. */
+  settleMs?: number
+  now?: () => number
+}
+
+const firstLine = (text: string) => text.trim().split('\n')[0] || 'no message'
+const LEGACY = 'kernel trace not available on iptables-legacy (no change made)'
+const STEP_MS = 10_000
+
+function failed(r: RunResult): string | undefined {
+  if (r.kind === 'not-recorded') return r.what
+  if (r.code === 0) return undefined
+  return firstLine(r.stderr) + (r.code === null ? ' (cut short)' : ` (exit ${r.code})`)
+}
+
+/** Why a failed command means nothing can be traced here, in the report's words. */
+function cannot(what: string, why: string): string {
+  if (/not permitted|permission denied|password is required|a terminal is required/i.test(why))
+    return `kernel trace not run: no root for nft (${why})`
+  return `kernel trace not run: ${what} failed: ${why}`
+}
+
+/**
+ * Whether the node's kube-proxy rules live in nftables (nftables mode, or iptables through its nft backend): a table of
+ * kube-proxy's, or iptables-nft's nat/filter tables. Else its iptables is the legacy one, which nft cannot trace.
+ */
+function nftBackend(listing: string): boolean {
+  return /^table (ip|ip6|inet) (kube-proxy|nat|filter|mangle|raw)\s*$/m.test(listing)
+}
+
+/** The line of commands a person can run to remove one table (what a killed run leaves). */
+function removalLine(table: string, isRoot: boolean): string {
+  return kernelTraceLine(KERNEL_TRACE_COMMANDS.deleteTable(table), isRoot)
+}
+
+/**
+ * Runs `probes` with netfilter tracing their packets on the node, through the kernel trace's own allow-list: removes
+ * the tables killed runs left, makes a private table that marks only the probes' tuples, watches `nft monitor trace`
+ * (bounded by `timeout` on the node) while the probes run, and deletes the table at the end, on error, and on an ending
+ * signal. The commands are announced before anything is changed. Nothing here fails the probes: what could not be
+ * traced is the result's reason.
+ */
+export async function withKernelTrace<T>(
+  access: NodeAccess,
+  node: string,
+  tuples: readonly TraceTuple[],
+  opts: KernelTraceOptions,
+  probes: () => Promise<T>,
+): Promise<{result: T; trace: KernelTraceRun}> {
+  const now = opts.now ?? Date.now
+  const run = access.runKernelTrace?.bind(access)
+  const transport = access.describe().transport
+  if (!run || tuples.length === 0) {
+    const reason = !run
+      ? `kernel trace not run: the ${transport} transport cannot run nft`
+      : 'kernel trace not run: no Service address was probed'
+    return {result: await probes(), trace: {traced: false, reason}}
+  }
+  const isRoot = !(await access.usesSudo?.())
+  const table = newTraceTableName(now())
+  const seconds = Math.max(1, Math.min(MAX_MONITOR_SECONDS, Math.ceil(opts.monitorSeconds)))
+  const setup = setupCommands(table, tuples)
+  const monitor = KERNEL_TRACE_COMMANDS.monitor(seconds)
+  const remove = KERNEL_TRACE_COMMANDS.deleteTable(table)
+  const say = (cmd: KernelTraceCommand) => opts.announce(`  ${kernelTraceLine(cmd, isRoot)}`)
+  opts.announce(
+    `--kernel-trace on ${node}${opts.dryRun ? ' (dry run: nothing is run)' : ''}: delete the doctor's own tables (kpd_trace_*) older than ${STALE_AFTER_SECONDS}s, then run (nothing outside its own table is changed):`,
+  )
+  for (const cmd of [...setup, monitor, remove]) say(cmd)
+  if (opts.dryRun)
+    return {
+      result: await probes(),
+      trace: {
+        traced: false,
+        reason: 'kernel trace not run: --dry-run (the commands were printed, nothing was changed)',
+      },
+    }
+
+  const listed = await run(KERNEL_TRACE_COMMANDS.listTables(), STEP_MS)
+  const listFailed = failed(listed)
+  if (listFailed || listed.kind !== 'ran')
+    return {result: await probes(), trace: {traced: false, reason: cannot('nft list tables', listFailed ?? '')}}
+  const listing = listed.stdout.toString('utf8')
+  if (!nftBackend(listing)) return {result: await probes(), trace: {traced: false, reason: LEGACY}}
+
+  const removedStale: string[] = []
+  for (const stale of staleTables(listing, now())) {
+    const cmd = KERNEL_TRACE_COMMANDS.deleteTable(stale)
+    opts.announce(`  removing a table a killed run left on ${node}: ${kernelTraceLine(cmd, isRoot)}`)
+    if (!failed(await run(cmd, STEP_MS))) removedStale.push(stale)
+  }
+
+  let made = false
+  const id = `kernel-trace/${node}/${table}`
+  const leftoverLine = `kproxy-doctor cleanup --node ${node} (or on the node: ${removalLine(table, isRoot)})`
+  const removeTable = async (): Promise<string | undefined> => {
+    const why = failed(
+      await run(remove, STEP_MS).catch((e: Error) => ({kind: 'not-recorded' as const, what: e.message})),
+    )
+    return why ? `kernel trace table ${table} on ${node} not deleted (${why}): ${leftoverLine}` : undefined
+  }
+  trackUntilExit(id, {kind: 'kernel trace table', remove: removeTable, leftover: leftoverLine})
+  try {
+    for (const cmd of setup) {
+      const why = failed(await run(cmd, STEP_MS))
+      if (why) {
+        if (!made) untrack(id)
+        return {
+          result: await probes(),
+          trace: {
+            traced: false,
+            reason: cannot(
+              `nft ${cmd.argv
+                .filter((w) => w !== '--')
+                .slice(1, 3)
+                .join(' ')}`,
+              why,
+            ),
+          },
+        }
+      }
+      made = true
+    }
+    const watching = run(monitor, (seconds + 5) * 1000)
+    watching.catch(() => undefined)
+    await new Promise((resolve) => setTimeout(resolve, opts.settleMs ?? 500))
+    const result = await probes()
+    const watched = await watching.catch((e: Error) => ({kind: 'not-recorded' as const, what: e.message}))
+    if (watched.kind !== 'ran')
+      return {result, trace: {traced: false, reason: `kernel trace not read: ${watched.what}`}}
+    // `timeout` ends the monitor: exit 124 is its normal end.
+    const warning = watched.code === 124 || watched.code === 0 ? undefined : firstLine(watched.stderr)
+    const packets = parseNftTrace(watched.stdout.toString('utf8')).filter(
+      (p) => p.events.some((e) => e.table === table) && tuples.some((t) => t.address === p.daddr && t.port === p.dport),
+    )
+    return {result, trace: {traced: true, table, packets, removedStale, ...(warning ? {warning} : {})}}
+  } finally {
+    if (made) {
+      const leftover = await removeTable()
+      if (leftover) opts.announce(`warning: ${leftover}`)
+    }
+    untrack(id)
+  }
+}
+
+/** `kproxy-doctor cleanup`: every table of the doctor's on the node, whatever its age, deleted; their names. */
+export async function removeTraceTables(
+  access: NodeAccess,
+  announce: (line: string) => void,
+): Promise<{removed: string[]; failed: string[]} | {error: string}> {
+  const run = access.runKernelTrace?.bind(access)
+  if (!run) return {error: `the ${access.describe().transport} transport cannot run nft`}
+  const isRoot = !(await access.usesSudo?.())
+  const listed = await run(KERNEL_TRACE_COMMANDS.listTables(), STEP_MS)
+  const why = failed(listed)
+  if (why || listed.kind !== 'ran') return {error: `nft list tables failed: ${why}`}
+  const removed: string[] = []
+  const notRemoved: string[] = []
+  for (const t of doctorTables(listed.stdout.toString('utf8'))) {
+    const cmd = KERNEL_TRACE_COMMANDS.deleteTable(t.name)
+    announce(kernelTraceLine(cmd, isRoot))
+    const r = failed(await run(cmd, STEP_MS))
+    if (r) notRemoved.push(`${t.name}: ${r}`)
+    else removed.push(t.name)
+  }
+  return {removed, failed: notRemoved}
+}

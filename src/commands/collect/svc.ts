@@ -20,6 +20,17 @@ export default class CollectSvc extends DoctorCommand {
       description: 'new folder to write the bundle to (built beside it, then renamed into place)',
     }),
     force: Flags.boolean({default: false, description: 'replace --out even when it is not empty'}),
+    probe: Flags.boolean({
+      default: false,
+      description:
+        "also probe the Service from each node as `svc` does, and record the probes and the kernel's evidence of them (conntrack) beside each node's reads, for --snapshot to replay",
+    }),
+    'kernel-trace': Flags.boolean({
+      default: false,
+      dependsOn: ['probe'],
+      description:
+        "with --probe: record netfilter's own trace of each probe too (as `svc --kernel-trace`: a private nft table marks only the probes' packets, deleted at the end; the commands are printed first)",
+    }),
   }
 
   async run(): Promise<void> {
@@ -37,7 +48,13 @@ export default class CollectSvc extends DoctorCommand {
       flags.out,
       g.cluster,
       g.recordings,
-      {namespace: g.namespace, name: args.name, context: flags.context, observations: g.observations},
+      {
+        namespace: g.namespace,
+        name: args.name,
+        context: flags.context,
+        observations: g.observations,
+        ...(g.probes ? {probes: g.probes} : {}),
+      },
       {force: flags.force},
     )
     const bad = g.observations.filter((o) => !o.reachable)

@@ -137,7 +137,7 @@ export function notChecked(inputs: CoverageInputs): NotChecked[] {
     out.push(entry(u.node, 'proxy-rules', `${u.mode} rules not judged: ${u.source}`, true))
   if (!notProxied)
     for (const f of inputs.familiesNotJudged ?? []) out.push(entry(f.node, 'proxy-rules', f.reason, true))
-  if (!notProxied) out.push(...probeGaps(probes, context.observations))
+  if (!notProxied) out.push(...probeGaps(probes, context.observations, context.service.clusterIP))
   // A path not walked to its end is not known to work: the headline must not say every path does.
   const undecided = new Map<string, {node: string; why: string}>()
   for (const u of inputs.undecidedPaths ?? []) undecided.set(`${u.node}\0${u.why}`, u)
@@ -281,10 +281,17 @@ function kernelGaps(n: NodeProbes): NotChecked[] {
  * A snapshot's replayed kernel evidence: each read node's gaps as recorded, and a node whose bundle folder holds none
  * (collected without --probe, or by a version that did not record it) says so.
  */
-function recordedGaps(recorded: RecordedProbes, observations: NodeObservation[]): NotChecked[] {
+function recordedGaps(
+  recorded: RecordedProbes,
+  observations: NodeObservation[],
+  clusterIP: string | undefined,
+): NotChecked[] {
   const out: NotChecked[] = []
   for (const o of [...observations].filter((x) => x.reachable).sort((a, b) => a.name.localeCompare(b.name))) {
-    const n = recorded.nodes.find((x) => x.node === o.name)
+    // Recorded for this Service: probes of its ClusterIP (a bundle's evidence is of the Service it was collected for).
+    const n = recorded.nodes.find(
+      (x) => x.node === o.name && x.tallies.some((t) => t.target.kind !== 'endpoint' && t.target.host === clusterIP),
+    )
     if (n) out.push(...kernelGaps(n))
     else
       out.push(
@@ -299,11 +306,11 @@ function recordedGaps(recorded: RecordedProbes, observations: NodeObservation[])
   return out
 }
 
-function probeGaps(probes: ProbeRun, observations: NodeObservation[]): NotChecked[] {
+function probeGaps(probes: ProbeRun, observations: NodeObservation[], clusterIP: string | undefined): NotChecked[] {
   if (!probes.ran)
     return [
       entry(null, 'live-probes', probes.reason, false),
-      ...(probes.recorded ? recordedGaps(probes.recorded, observations) : []),
+      ...(probes.recorded ? recordedGaps(probes.recorded, observations, clusterIP) : []),
     ]
   const out: NotChecked[] = []
   for (const n of [...probes.nodes].sort((a, b) => a.node.localeCompare(b.node))) {

@@ -301,7 +301,10 @@ export async function gatherSnapshot(
  * The probes `collect --probe` recorded beside each read node's files, replayed as recorded (the earliest time is the
  * collection's); a file that is not one is a warning, and that node has none.
  */
-function recordedProbes(dir: string, observations: NodeObservation[]): {probes: RecordedProbes; warnings: string[]} {
+export function recordedProbes(
+  dir: string,
+  observations: NodeObservation[],
+): {probes: RecordedProbes; warnings: string[]} {
   const warnings: string[] = []
   const found: Array<{recordedAt: string; probes: NodeProbes}> = []
   for (const o of observations.filter((x) => x.reachable)) {

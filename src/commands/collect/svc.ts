@@ -29,6 +29,17 @@ export default class CollectSvc extends DoctorCommand {
       description: 'output format: what was written and read, as a CollectReport document for json and yaml',
     }),
     quiet: Flags.boolean({char: 'q', default: false, description: 'print only the line naming the bundle written'}),
+    probe: Flags.boolean({
+      default: false,
+      description:
+        "also probe the Service from each node as `svc` does, and record the probes and the kernel's evidence of them (conntrack) beside each node's reads, for --snapshot to replay",
+    }),
+    'kernel-trace': Flags.boolean({
+      default: false,
+      dependsOn: ['probe'],
+      description:
+        "with --probe: record netfilter's own trace of each probe too (as `svc --kernel-trace`: a private nft table marks only the probes' packets, deleted at the end; the commands are printed first)",
+    }),
   }
 
   async run(): Promise<void> {
@@ -50,7 +61,13 @@ export default class CollectSvc extends DoctorCommand {
       flags.out,
       g.cluster,
       g.recordings,
-      {namespace: g.namespace, name: args.name, context: flags.context, observations: g.observations},
+      {
+        namespace: g.namespace,
+        name: args.name,
+        context: flags.context,
+        observations: g.observations,
+        ...(g.probes ? {probes: g.probes} : {}),
+      },
       {force: flags.force},
     )
     const again = ['kproxy-doctor', 'svc', args.name, '-n', g.namespace, '--snapshot', flags.out]

@@ -2,7 +2,7 @@ import {PROXY_MODE_NAMES, type ProxyMode} from '../model/modes/index.js'
 import type {Step} from '../model/steps.js'
 
 /** What a CI reader groups findings by: from the Service's own objects to the packet path. */
-type CheckFamily = 'service' | 'endpoints' | 'dns' | 'kube-proxy' | 'rules' | 'cilium' | 'hairpin' | 'path' | 'policy'
+type CheckFamily = 'service' | 'endpoints' | 'dns' | 'kube-proxy' | 'rules' | 'hairpin' | 'path' | 'policy'
 
 /**
  * One row of the finding-code catalogue: the single source of each code's severity, words and reach. Checks take
@@ -128,7 +128,7 @@ export const CATALOGUE: readonly CodeEntry[] = [
   {
     code: 'KPD-CILIUM-FRONTEND-MISSING',
     severity: 'error',
-    family: 'cilium',
+    family: 'rules',
     title: "Cilium's agent on this node has no frontend for the Service's ClusterIP or NodePort",
     hint: 'The agent has not programmed the Service: read its log (kubectl logs on the agent Pod) for errors syncing Services, then restart the agent Pod.',
     explains: [],
@@ -137,7 +137,7 @@ export const CATALOGUE: readonly CodeEntry[] = [
   {
     code: 'KPD-CILIUM-BACKEND-MISSING',
     severity: 'error',
-    family: 'cilium',
+    family: 'rules',
     title: "Cilium's agent on this node lacks a ready endpoint of the EndpointSlices",
     hint: "The agent missed an EndpointSlice update: compare cilium-dbg service list with the slices, read the agent's log, then restart the agent Pod.",
     explains: [],
@@ -146,7 +146,7 @@ export const CATALOGUE: readonly CodeEntry[] = [
   {
     code: 'KPD-CILIUM-BACKEND-STALE',
     severity: 'error',
-    family: 'cilium',
+    family: 'rules',
     title: "Cilium's agent on this node still sends traffic to a backend in no EndpointSlice",
     hint: 'The agent kept a backend after its EndpointSlice dropped it: restart the agent Pod on the node (it rebuilds its load-balancing maps from the slices).',
     explains: [],
@@ -155,7 +155,7 @@ export const CATALOGUE: readonly CodeEntry[] = [
   {
     code: 'KPD-CILIUM-BACKEND-NOT-READY-ACTIVE',
     severity: 'warning',
-    family: 'cilium',
+    family: 'rules',
     title: "Cilium's agent on this node keeps a backend active whose endpoint is not ready",
     hint: "New connections still go to a Pod the EndpointSlice marks not ready: read the agent's log for EndpointSlice errors, then restart the agent Pod.",
     explains: [],
@@ -164,7 +164,7 @@ export const CATALOGUE: readonly CodeEntry[] = [
   {
     code: 'KPD-CILIUM-NODE-DIVERGES',
     severity: 'warning',
-    family: 'cilium',
+    family: 'rules',
     title: "Cilium's agent on this node has a different backend set than the agents on the other nodes",
     hint: 'An agent that missed updates (often after a restart): compare cilium-dbg service list on this node and a healthy one, then restart the agent Pod here.',
     explains: [],

@@ -18,6 +18,19 @@ export const ENTRIES: Entry[] = [
   'pod→itself',
 ]
 
+/** The steps only some entry points cross; every other step but the cluster's side is crossed by every entry point. */
+const STEP_CROSSED_BY: Partial<Record<Step, (entry: Entry) => boolean>> = {
+  endpoints: () => false,
+  'nodeport-match': (entry) => entry === 'outside→NodePort',
+  'external-policy': (entry) => entry.startsWith('outside→'),
+  'bridge/hairpin': (entry) => entry === 'pod→itself',
+}
+
+/** The node's steps a packet of `entry` crosses, in the order it meets them (model/steps.ts). */
+export function stepsCrossedBy(entry: Entry): Step[] {
+  return STEPS.filter((step) => STEP_CROSSED_BY[step]?.(entry) ?? true)
+}
+
 export interface PathResult {
   node: string
   entry: Entry

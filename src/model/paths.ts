@@ -236,28 +236,18 @@ export function tracePaths(inputs: PathInputs): PathResult[] {
           },
         )
     }
-    if (svc.loadBalancerIPs[0])
-      run(
-        'outside→LoadBalancer',
-        {src: OUTSIDE, dst: svc.loadBalancerIPs[0], proto, dport: port.port, sport: 40003, ...fromOutside},
-        port.external.endpoints,
-        {
-          hook: 'PREROUTING',
-          needMasq: !port.external.local,
-          chain: names.externalPolicy,
-        },
-      )
-    if (svc.externalIPs[0])
-      run(
-        'outside→externalIP',
-        {src: OUTSIDE, dst: svc.externalIPs[0], proto, dport: port.port, sport: 40004, ...fromOutside},
-        port.external.endpoints,
-        {
-          hook: 'PREROUTING',
-          needMasq: !port.external.local,
-          chain: names.externalPolicy,
-        },
-      )
+    const outsideAddresses = [
+      ['outside→LoadBalancer', svc.loadBalancerIPs[0], 40003],
+      ['outside→externalIP', svc.externalIPs[0], 40004],
+    ] as const
+    for (const [entry, address, sport] of outsideAddresses)
+      if (address)
+        run(
+          entry,
+          {src: OUTSIDE, dst: address, proto, dport: port.port, sport, ...fromOutside},
+          port.external.endpoints,
+          {hook: 'PREROUTING', needMasq: !port.external.local, chain: names.externalPolicy},
+        )
     const self = port.internal.endpoints.find((e) => e.nodeName === inputs.node)
     if (self) {
       run(

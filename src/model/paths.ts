@@ -18,6 +18,19 @@ export const ENTRIES: Entry[] = [
   'pod→itself',
 ]
 
+/** The steps only some entry points cross; every other step but the cluster's side is crossed by every entry point. */
+const STEP_CROSSED_BY: Partial<Record<Step, (entry: Entry) => boolean>> = {
+  endpoints: () => false,
+  'nodeport-match': (entry) => entry === 'outside→NodePort',
+  'external-policy': (entry) => entry.startsWith('outside→'),
+  'bridge/hairpin': (entry) => entry === 'pod→itself',
+}
+
+/** The node's steps a packet of `entry` crosses, in the order it meets them (model/steps.ts). */
+export function stepsCrossedBy(entry: Entry): Step[] {
+  return STEPS.filter((step) => STEP_CROSSED_BY[step]?.(entry) ?? true)
+}
+
 export interface PathResult {
   node: string
   entry: Entry
@@ -223,28 +236,18 @@ export function tracePaths(inputs: PathInputs): PathResult[] {
           },
         )
     }
-    if (svc.loadBalancerIPs[0])
-      run(
-        'outside→LoadBalancer',
-        {src: OUTSIDE, dst: svc.loadBalancerIPs[0], proto, dport: port.port, sport: 40003, ...fromOutside},
-        port.external.endpoints,
-        {
-          hook: 'PREROUTING',
-          needMasq: !port.external.local,
-          chain: names.externalPolicy,
-        },
-      )
-    if (svc.externalIPs[0])
-      run(
-        'outside→externalIP',
-        {src: OUTSIDE, dst: svc.externalIPs[0], proto, dport: port.port, sport: 40004, ...fromOutside},
-        port.external.endpoints,
-        {
-          hook: 'PREROUTING',
-          needMasq: !port.external.local,
-          chain: names.externalPolicy,
-        },
-      )
+    const outsideAddresses = [
+      ['outside→LoadBalancer', svc.loadBalancerIPs[0], 40003],
+      ['outside→externalIP', svc.externalIPs[0], 40004],
+    ] as const
+    for (const [entry, address, sport] of outsideAddresses)
+      if (address)
+        run(
+          entry,
+          {src: OUTSIDE, dst: address, proto, dport: port.port, sport, ...fromOutside},
+          port.external.endpoints,
+          {hook: 'PREROUTING', needMasq: !port.external.local, chain: names.externalPolicy},
+        )
     const self = port.internal.endpoints.find((e) => e.nodeName === inputs.node)
     if (self) {
       run(

@@ -2,6 +2,7 @@ import type {Finding} from '../checks/check.js'
 import {codesExplaining} from '../checks/catalogue.js'
 import {PROXY_MODE_NAMES, proxyMode, type ProxyMode} from '../model/modes/index.js'
 import type {Step} from '../model/steps.js'
+import {ENTRIES, stepsCrossedBy, type Entry} from '../model/paths.js'
 import type {Report} from './report.js'
 
 /**
@@ -66,45 +67,6 @@ export interface NodeGraph {
   findings: Finding[]
 }
 
-/** The steps a packet of each entry point crosses, in order (model/steps.ts; docs/checks.md "Steps"). */
-const ENTRY_STEPS: Record<string, Step[]> = {
-  'pod→ClusterIP': ['entry', 'service-match', 'service', 'endpoint', 'DNAT', 'filter', 'masquerade'],
-  'node→ClusterIP': ['entry', 'service-match', 'service', 'endpoint', 'DNAT', 'filter', 'masquerade'],
-  'outside→NodePort': [
-    'entry',
-    'service-match',
-    'nodeport-match',
-    'external-policy',
-    'service',
-    'endpoint',
-    'DNAT',
-    'filter',
-    'masquerade',
-  ],
-  'outside→LoadBalancer': [
-    'entry',
-    'service-match',
-    'external-policy',
-    'service',
-    'endpoint',
-    'DNAT',
-    'filter',
-    'masquerade',
-  ],
-  'outside→externalIP': [
-    'entry',
-    'service-match',
-    'external-policy',
-    'service',
-    'endpoint',
-    'DNAT',
-    'filter',
-    'masquerade',
-  ],
-  'pod→itself': ['entry', 'service-match', 'service', 'endpoint', 'DNAT', 'filter', 'masquerade', 'bridge/hairpin'],
-}
-const DEFAULT_STEPS: Step[] = ENTRY_STEPS['pod→ClusterIP']
-
 /** A share as a percentage with at most one decimal. */
 function percent(share: number): string {
   return `${Math.round(share * 1000) / 10}%`
@@ -135,7 +97,7 @@ function laneState(p: Path): GraphState {
 function addLane(report: Report, g: NodeGraph, p: Path, lane: number): void {
   const state = laneState(p)
   const local = p.breaksOn === null || p.breaksOn === p.node
-  const steps = ENTRY_STEPS[p.entry] ?? DEFAULT_STEPS
+  const steps = stepsCrossedBy((ENTRIES as string[]).includes(p.entry) ? (p.entry as Entry) : 'pod→ClusterIP')
   const at = p.breaksAt
   // Where the lane stops on this node: at its break, or after its last step.
   const breaksHere = state !== 'ok' && local && at !== null

@@ -2,8 +2,9 @@ import assert from 'node:assert/strict'
 import {describe, test} from 'node:test'
 import {labGuard} from '../helpers/lab-guard.js'
 import {withLab} from '../helpers/lab-suite.js'
-import {runCli, type CliResult} from '../helpers/run-cli.js'
+import type {CliResult} from '../helpers/run-cli.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
+import {labSvc} from '../helpers/lab-cli.js'
 
 const why = labGuard()
 
@@ -82,20 +83,7 @@ describe(
     let lab: NetnsLab
     withLab((l) => (lab = l), {dualStack: true})
 
-    const doctor = (...extra: string[]): Promise<CliResult> =>
-      runCli([
-        'svc',
-        'web',
-        '-n',
-        'shop',
-        '--kubeconfig',
-        lab.kubeconfigPath,
-        '--ssh-config',
-        lab.sshConfigPath,
-        '-o',
-        'json',
-        ...extra,
-      ])
+    const doctor = (...extra: string[]): Promise<CliResult> => labSvc(lab, '-o', 'json', ...extra)
     const errors = (r: CliResult): FindingLine[] =>
       (r.json?.findings ?? []).filter((f: FindingLine) => f.severity === 'error')
     const failures = (answers: string[]) => answers.filter((a) => a === '').length
@@ -338,19 +326,7 @@ describe(
       {dualStack: true},
     )
 
-    const doctor = (): Promise<CliResult> =>
-      runCli([
-        'svc',
-        'web',
-        '-n',
-        'shop',
-        '--kubeconfig',
-        lab.kubeconfigPath,
-        '--ssh-config',
-        lab.sshConfigPath,
-        '-o',
-        'json',
-      ])
+    const doctor = (): Promise<CliResult> => labSvc(lab, '-o', 'json')
     const findings = (r: CliResult) =>
       (r.json?.findings ?? []).map((f: FindingLine) => [f.node, f.code, f.severity, f.message])
     const failures = (answers: string[]) => answers.filter((a) => a === '').length

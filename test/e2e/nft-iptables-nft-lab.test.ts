@@ -2,8 +2,9 @@ import assert from 'node:assert/strict'
 import {describe, test} from 'node:test'
 import {labGuard} from '../helpers/lab-guard.js'
 import {withLab} from '../helpers/lab-suite.js'
-import {runCli, type CliResult} from '../helpers/run-cli.js'
+import type {CliResult} from '../helpers/run-cli.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
+import {labSvc} from '../helpers/lab-cli.js'
 
 /**
  * kube-proxy in nftables mode beside rules other owners write with iptables-nft (Docker's FORWARD policy, a CNI's
@@ -31,21 +32,7 @@ describe('nftables mode beside iptables-nft rules (netns lab, real sshd)', {skip
     lab.setMode('node-b', 'nftables')
   })
 
-  const doctor = (): Promise<CliResult> =>
-    runCli([
-      'svc',
-      'web',
-      '-n',
-      'shop',
-      '--kubeconfig',
-      lab.kubeconfigPath,
-      '--ssh-config',
-      lab.sshConfigPath,
-      '--proxy-mode',
-      'nftables',
-      '-o',
-      'json',
-    ])
+  const doctor = (): Promise<CliResult> => labSvc(lab, '--proxy-mode', 'nftables', '-o', 'json')
   const findings = (r: CliResult): JsonFinding[] => r.json?.findings ?? []
   /** Every error and warning as "CODE node", sorted: the exact set, so a new false positive fails. */
   const problems = (r: CliResult) =>

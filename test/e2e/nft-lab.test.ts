@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
 import {describe, test} from 'node:test'
 import {labGuard} from '../helpers/lab-guard.js'
-import {runCli, type CliResult} from '../helpers/run-cli.js'
+import type {CliResult} from '../helpers/run-cli.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
 import {withLab} from '../helpers/lab-suite.js'
 import {linesOfBatch} from '../../src/node/node-commands.js'
+import {labSvc} from '../helpers/lab-cli.js'
 
 const why = labGuard()
 const CLUSTER_IP = '10.96.10.10'
@@ -17,19 +18,7 @@ describe('svc against a lab node in nftables mode', {skip: why}, () => {
     lab.setMode('node-b', 'nftables')
   })
 
-  const doctor = (): Promise<CliResult> =>
-    runCli([
-      'svc',
-      'web',
-      '-n',
-      'shop',
-      '--kubeconfig',
-      lab.kubeconfigPath,
-      '--ssh-config',
-      lab.sshConfigPath,
-      '-o',
-      'json',
-    ])
+  const doctor = (): Promise<CliResult> => labSvc(lab, '-o', 'json')
   const codes = (r: CliResult, node: string, severity = 'error') =>
     r.json.findings
       .filter((f: {node: string; severity: string}) => f.node === node && f.severity === severity)

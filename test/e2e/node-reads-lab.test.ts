@@ -12,6 +12,7 @@ import {NODES} from '../fixtures/lab-cluster.js'
 import {readNodeBundle} from '../../src/node/read/bundle.js'
 import {buildCommandLine, compressedCommandLine, linesOfBatch, type CommandLine} from '../../src/node/node-commands.js'
 import type {IptablesTable} from '../../src/node/read/command-arguments.js'
+import {labAccess, labSvc} from '../helpers/lab-cli.js'
 
 const why = labGuard()
 
@@ -82,18 +83,7 @@ describe('node reads against the netns lab: what is sent to the node, and what c
 
   test('choke point: the lab sshd logs every command a `svc` run sends, and it is exactly the allow-listed set', async () => {
     lab.clearCommandLogs()
-    const r = await runCli([
-      'svc',
-      'web',
-      '-n',
-      'shop',
-      '--kubeconfig',
-      lab.kubeconfigPath,
-      '--ssh-config',
-      lab.sshConfigPath,
-      '-o',
-      'json',
-    ])
+    const r = await labSvc(lab, '-o', 'json')
     assert.equal(r.code, 0, r.stdout + r.stderr)
     for (const node of ['node-a', 'node-b']) {
       // Reads asked for at once arrive as one batch (one exec): each is checked as the line it is made of.
@@ -134,19 +124,7 @@ describe('node reads against the netns lab: what is sent to the node, and what c
 
   test('--verbose: stderr names every API request, every node command with its transport and duration, each mode decision; stdout stays one JSON document', async () => {
     lab.clearCommandLogs()
-    const r = await runCli([
-      'svc',
-      'web',
-      '-n',
-      'shop',
-      '--kubeconfig',
-      lab.kubeconfigPath,
-      '--ssh-config',
-      lab.sshConfigPath,
-      '-o',
-      'json',
-      '--verbose',
-    ])
+    const r = await labSvc(lab, '-o', 'json', '--verbose')
     assert.equal(r.code, 0, r.stdout + r.stderr)
     assert.equal(JSON.parse(r.stdout).kind, 'ServiceReport')
     const lines = r.stderr.split('\n').filter((l) => l.startsWith('kproxy-doctor: +'))
@@ -204,19 +182,7 @@ describe('node reads against the netns lab: what is sent to the node, and what c
         'the unreachable route really breaks traffic to node-b pods',
       )
       const out = join(dir, 'bundle')
-      const c = await runCli([
-        'collect',
-        'svc',
-        'web',
-        '-n',
-        'shop',
-        '--kubeconfig',
-        lab.kubeconfigPath,
-        '--ssh-config',
-        lab.sshConfigPath,
-        '--out',
-        out,
-      ])
+      const c = await runCli(['collect', 'svc', 'web', '-n', 'shop', ...labAccess(lab), '--out', out])
       assert.equal(c.code, 0, c.stdout + c.stderr)
       const a = readNodeBundle(join(out, 'nodes', 'node-a'), 'node-a')
       const b = readNodeBundle(join(out, 'nodes', 'node-b'), 'node-b')
@@ -292,19 +258,7 @@ describe('node reads against the netns lab: what is sent to the node, and what c
     for (const [what, apply] of faults) {
       apply()
       try {
-        const args = [
-          'svc',
-          'web',
-          '-n',
-          'shop',
-          '--kubeconfig',
-          lab.kubeconfigPath,
-          '--ssh-config',
-          lab.sshConfigPath,
-          '-o',
-          'json',
-          '--no-probe',
-        ]
+        const args = ['svc', 'web', '-n', 'shop', ...labAccess(lab), '-o', 'json', '--no-probe']
         const scoped = await runCli(args)
         const whole = await runCli([...args, '--all-rules'])
         assert.ok(

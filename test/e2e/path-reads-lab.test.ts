@@ -8,6 +8,7 @@ import {withLab} from '../helpers/lab-suite.js'
 import {runCli, type CliResult} from '../helpers/run-cli.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
 import {tryRun} from '../lab/sh.js'
+import {labAccess} from '../helpers/lab-cli.js'
 
 /**
  * The packet-path faults of the lab (proven with real traffic in packet-path-lab.test.ts), diagnosed end to end: `svc`
@@ -42,23 +43,7 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
   withLab((l) => (lab = l))
 
   const svc = (name: string, namespace: string, ...extra: string[]): Promise<CliResult> =>
-    runCli(
-      [
-        'svc',
-        name,
-        '-n',
-        namespace,
-        '--kubeconfig',
-        lab.kubeconfigPath,
-        '--ssh-config',
-        lab.sshConfigPath,
-        '-o',
-        'json',
-        ...extra,
-      ],
-      {},
-      150_000,
-    )
+    runCli(['svc', name, '-n', namespace, ...labAccess(lab), '-o', 'json', ...extra], {}, 150_000)
   const web = (...extra: string[]) => svc('web', 'shop', ...extra)
   /** Every error and warning, as "CODE node", sorted. */
   const problems = (r: CliResult): string[] =>
@@ -221,12 +206,7 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
 
   test('scan live: the packet-path reads are made once per node for every Service; ip_forward=0 and a stale DNS entry are found on node-a for the Services they break', async () => {
     lab.clearFaults()
-    const scan = (...extra: string[]) =>
-      runCli(
-        ['scan', '--kubeconfig', lab.kubeconfigPath, '--ssh-config', lab.sshConfigPath, '-o', 'json', ...extra],
-        {},
-        150_000,
-      )
+    const scan = (...extra: string[]) => runCli(['scan', ...labAccess(lab), '-o', 'json', ...extra], {}, 150_000)
     const scanned = (r: CliResult) =>
       (r.json?.services ?? [])
         .flatMap((s: {service: {namespace: string; name: string}; findings: Finding[]}) =>
@@ -286,24 +266,7 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
     lab.api.set('services', [...published, ...copies])
     try {
       const scan = (threads: string) =>
-        runCli(
-          [
-            'scan',
-            '-n',
-            'shop',
-            '--threads',
-            threads,
-            '--verbose',
-            '--kubeconfig',
-            lab.kubeconfigPath,
-            '--ssh-config',
-            lab.sshConfigPath,
-            '-o',
-            'json',
-          ],
-          {},
-          150_000,
-        )
+        runCli(['scan', '-n', 'shop', '--threads', threads, '--verbose', ...labAccess(lab), '-o', 'json'], {}, 150_000)
       const one = await scan('1')
       const three = await scan('3')
       assert.equal(three.code, 1, three.stderr.slice(-2000))
@@ -427,23 +390,7 @@ describe('packet-path faults diagnosed over the real sshd', {skip: why}, () => {
       const live = await web()
       assert.deepEqual(problems(live), ['KPD-NODE-FORWARDING-OFF node-b', 'KPD-ROUTE-MISSING node-a'])
       const out = join(dir, 'bundle')
-      const c = await runCli(
-        [
-          'collect',
-          'svc',
-          'web',
-          '-n',
-          'shop',
-          '--kubeconfig',
-          lab.kubeconfigPath,
-          '--ssh-config',
-          lab.sshConfigPath,
-          '--out',
-          out,
-        ],
-        {},
-        150_000,
-      )
+      const c = await runCli(['collect', 'svc', 'web', '-n', 'shop', ...labAccess(lab), '--out', out], {}, 150_000)
       assert.equal(c.code, 0, c.stdout + c.stderr)
       const offline = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', out, '-o', 'json'])
       // The same fixes, but the live run's ssh repeats --ssh-config (-F FILE) and a snapshot's cannot know it.

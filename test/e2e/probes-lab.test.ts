@@ -2,8 +2,9 @@ import assert from 'node:assert/strict'
 import {describe, test} from 'node:test'
 import {labGuard} from '../helpers/lab-guard.js'
 import {withLab} from '../helpers/lab-suite.js'
-import {runCli, type CliResult} from '../helpers/run-cli.js'
+import type {CliResult} from '../helpers/run-cli.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
+import {labSvc} from '../helpers/lab-cli.js'
 
 /**
  * Live probes against the netns lab, over the real sshd: each node opens connect-and-close connections through SSH
@@ -31,18 +32,7 @@ describe('live probes against the netns lab', {skip: why}, () => {
   let lab: NetnsLab
   withLab((l) => (lab = l))
 
-  const doctor = (...extra: string[]): Promise<CliResult> =>
-    runCli([
-      'svc',
-      'web',
-      '-n',
-      'shop',
-      '--kubeconfig',
-      lab.kubeconfigPath,
-      '--ssh-config',
-      lab.sshConfigPath,
-      ...extra,
-    ])
+  const doctor = (...extra: string[]): Promise<CliResult> => labSvc(lab, ...extra)
   const findings = (r: CliResult) =>
     r.json.findings.map((f: {code: string; node: string | null; severity: string}) => [f.code, f.node, f.severity])
   const targets = (r: CliResult, node: string): Target[] =>

@@ -8,6 +8,7 @@ import {runCli, type CliResult} from '../helpers/run-cli.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
 import {withLab} from '../helpers/lab-suite.js'
 import {runAsync, tryRun} from '../lab/sh.js'
+import {labAccess, labSvc} from '../helpers/lab-cli.js'
 
 const why = labGuard()
 
@@ -19,20 +20,7 @@ describe('svc against the netns lab', {skip: why}, () => {
   let lab: NetnsLab
   withLab((l) => (lab = l))
 
-  const doctor = (...extra: string[]): Promise<CliResult> =>
-    runCli([
-      'svc',
-      'web',
-      '-n',
-      'shop',
-      '--kubeconfig',
-      lab.kubeconfigPath,
-      '--ssh-config',
-      lab.sshConfigPath,
-      '-o',
-      'json',
-      ...extra,
-    ])
+  const doctor = (...extra: string[]): Promise<CliResult> => labSvc(lab, '-o', 'json', ...extra)
 
   const codes = (r: CliResult, node?: string | null, severity = 'error') =>
     (r.json?.findings ?? [])
@@ -170,16 +158,7 @@ describe('svc against the netns lab', {skip: why}, () => {
   })
 
   test('human report: first line, matrix, no colour when piped', async () => {
-    const r = await runCli([
-      'svc',
-      'web',
-      '-n',
-      'shop',
-      '--kubeconfig',
-      lab.kubeconfigPath,
-      '--ssh-config',
-      lab.sshConfigPath,
-    ])
+    const r = await labSvc(lab)
     assert.equal(r.code, 0)
     const lines = r.stdout.split('\n')
     assert.match(lines[0], /^✓ shop\/web: every traced path works on 2 node\(s\)/)
@@ -436,10 +415,7 @@ describe('svc against the netns lab', {skip: why}, () => {
       'trace',
       '--node',
       'node-b',
-      '--kubeconfig',
-      lab.kubeconfigPath,
-      '--ssh-config',
-      lab.sshConfigPath,
+      ...labAccess(lab),
       '--src',
       '10.200.0.100',
       '--dst',
@@ -628,16 +604,7 @@ describe('svc against the netns lab', {skip: why}, () => {
   })
 
   test('Service not found: exit 2, one line, the near name suggested', async () => {
-    const r = await runCli([
-      'svc',
-      'wbe',
-      '-n',
-      'shop',
-      '--kubeconfig',
-      lab.kubeconfigPath,
-      '--ssh-config',
-      lab.sshConfigPath,
-    ])
+    const r = await runCli(['svc', 'wbe', '-n', 'shop', ...labAccess(lab)])
     assert.equal(r.code, 2)
     assert.equal(r.stderr.trim().split('\n').length, 1)
     assert.match(r.stderr, /Service "shop\/wbe" not found.*Did you mean: web\?/)
@@ -665,19 +632,7 @@ describe('svc against the netns lab', {skip: why}, () => {
     const out = mkdtempSync(join(tmpdir(), 'kpd-bundle-'))
     lab.applyRules('node-b', {dropDnatFor: '10.244.2.11'})
     try {
-      const c = await runCli([
-        'collect',
-        'svc',
-        'web',
-        '-n',
-        'shop',
-        '--kubeconfig',
-        lab.kubeconfigPath,
-        '--ssh-config',
-        lab.sshConfigPath,
-        '--out',
-        out,
-      ])
+      const c = await runCli(['collect', 'svc', 'web', '-n', 'shop', ...labAccess(lab), '--out', out])
       assert.equal(c.code, 0, c.stderr)
       const live = await doctor()
       const offline = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', out, '-o', 'json'])

@@ -5,6 +5,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {after, test} from 'node:test'
 import {runCli} from '../helpers/run-cli.js'
+import {BROKEN_EXAMPLE_TRACE} from '../helpers/example-args.js'
 
 const tmp = mkdtempSync(join(tmpdir(), 'kpd-conventions-'))
 after(() => rmSync(tmp, {recursive: true, force: true}))
@@ -259,17 +260,7 @@ test('trace lists only the flags it honours; the live-read flags without --node 
     'timeout',
     'via',
   ])
-  const walk = [
-    'trace',
-    '--iptables-save',
-    'examples/broken-cluster/nodes/node-b/iptables-save.txt',
-    '--src',
-    '10.244.2.100',
-    '--dst',
-    '10.96.10.10',
-    '--dport',
-    '80',
-  ]
+  const walk = [...BROKEN_EXAMPLE_TRACE]
   assert.equal((await runCli(walk)).code, 0)
   for (const extra of [
     ['--context', 'prod'],

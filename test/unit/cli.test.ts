@@ -4,6 +4,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {after, test} from 'node:test'
 import {runCli} from '../helpers/run-cli.js'
+import {BROKEN_EXAMPLE_TRACE} from '../helpers/example-args.js'
 
 const tmp = mkdtempSync(join(tmpdir(), 'kpd-cli-'))
 after(() => rmSync(tmp, {recursive: true, force: true}))
@@ -170,21 +171,7 @@ test('one-line errors with exit 2: unknown Service, unreachable API, unknown con
 })
 
 test('trace: JSON contract on a dump, stdin, and line numbers for unreadable input', async () => {
-  const args = [
-    'trace',
-    '--iptables-save',
-    'examples/broken-cluster/nodes/node-b/iptables-save.txt',
-    '--src',
-    '10.244.2.100',
-    '--dst',
-    '10.96.10.10',
-    '--dport',
-    '80',
-    '--in-iface',
-    'cbr0',
-    '-o',
-    'json',
-  ]
+  const args = [...BROKEN_EXAMPLE_TRACE, '--in-iface', 'cbr0', '-o', 'json']
   const r = await runCli(args)
   assert.equal(r.code, 0)
   assert.equal(r.json.verdict, 'DNAT')

@@ -11,6 +11,7 @@ import {schemaErrors} from '../helpers/report-schema.js'
 import {offlineCluster} from '../helpers/offline-cluster.js'
 import {diagnose} from '../../src/diagnosis/diagnose.js'
 import {assertKubectlParses, kubectlInstalled} from '../helpers/kubectl-parse.js'
+import {BROKEN_EXAMPLE_TRACE} from '../helpers/example-args.js'
 
 /** A document with every `time` (when it was made: each run differs) left out, at any depth. */
 const withoutTimes = (doc: unknown): unknown =>
@@ -19,19 +20,7 @@ const withoutTimes = (doc: unknown): unknown =>
 const version = JSON.parse(readFileSync('package.json', 'utf8')).version
 const svc = ['svc', 'web', '-n', 'shop', '--snapshot', 'examples/broken-cluster']
 const scan = ['scan', '-n', 'shop', '--snapshot', 'examples/broken-cluster']
-const trace = [
-  'trace',
-  '--iptables-save',
-  'examples/broken-cluster/nodes/node-b/iptables-save.txt',
-  '--src',
-  '10.244.2.100',
-  '--dst',
-  '10.96.10.10',
-  '--dport',
-  '80',
-  '--in-iface',
-  'cbr0',
-]
+const trace = [...BROKEN_EXAMPLE_TRACE, '--in-iface', 'cbr0']
 
 for (const [args, kind, code] of [
   [svc, 'ServiceReport', 1],

@@ -1,38 +1,14 @@
 import assert from 'node:assert/strict'
 import {test} from 'node:test'
-import {BufferSource} from '../../src/parse/dump-source.js'
-import {IptablesSave} from '../../src/parse/iptables-save.js'
+import type {IptablesSave} from '../../src/parse/iptables-save.js'
 import {NftRuleset} from '../../src/parse/nft-ruleset.js'
 import {IptablesTracer} from '../../src/trace/iptables-tracer.js'
 import {NftTracer} from '../../src/trace/nft-tracer.js'
-import type {Packet} from '../../src/trace/types.js'
 import {cpuTimed} from '../helpers/cpu-time.js'
+import {NAT_NODE, natDump, POD_TO_CLUSTER_IP} from '../helpers/nat-dump.js'
 
-const NODE = '192.168.1.10'
-const pkt: Packet = {
-  src: '10.244.1.5',
-  dst: '10.96.0.10',
-  proto: 'tcp',
-  dport: 80,
-  sport: 40000,
-  inIface: 'cni0',
-  outIface: 'eth0',
-}
-
-function natDump(rules: string[], chains: string[]): IptablesSave {
-  const text = [
-    '*nat',
-    ':PREROUTING ACCEPT [0:0]',
-    ':INPUT ACCEPT [0:0]',
-    ':OUTPUT ACCEPT [0:0]',
-    ':POSTROUTING ACCEPT [0:0]',
-    ...chains.map((c) => `:${c} - [0:0]`),
-    ...rules,
-    'COMMIT',
-    '',
-  ].join('\n')
-  return IptablesSave.parse(new BufferSource(Buffer.from(text)))
-}
+const NODE = NAT_NODE
+const pkt = POD_TO_CLUSTER_IP
 
 /** A Service chain as kube-proxy writes it: n-1 statistic rules with probability 1/(n-i), then the last endpoint. */
 function serviceWithEndpoints(n: number): IptablesSave {
@@ -54,7 +30,7 @@ function serviceWithEndpoints(n: number): IptablesSave {
   }
   chains.push('KUBE-MARK-MASQ')
   rules.push('-A KUBE-MARK-MASQ -j MARK --or-mark 0x4000')
-  return natDump(rules, chains)
+  return natDump(chains, rules)
 }
 
 for (const n of [3_500, 10_000]) {
@@ -74,7 +50,7 @@ test('iptables tracer: 20,000 non-terminal rules in one chain are walked in a lo
   const rules = ['-A PREROUTING -j KUBE-SERVICES']
   for (let i = 0; i < 20_000; i++) rules.push(`-A KUBE-SERVICES -m comment --comment "note ${i}"`)
   rules.push('-A KUBE-SERVICES -d 10.96.0.10/32 -p tcp -m tcp --dport 80 -j DNAT --to-destination 10.244.2.2:8080')
-  const r = new IptablesTracer(natDump(rules, ['KUBE-SERVICES']), {localAddresses: [NODE]}).trace(pkt)
+  const r = new IptablesTracer(natDump(['KUBE-SERVICES'], rules), {localAddresses: [NODE]}).trace(pkt)
   assert.equal(r.verdict, 'DNAT')
   assert.deepEqual(r.destinations, ['10.244.2.2:8080'])
   assert.equal(r.outcomes[0].steps.length, 10_001)
@@ -90,7 +66,7 @@ test('iptables tracer: 40 chains that each jump twice to the next end in UNKNOWN
   }
   chains.push('KUBE-D40')
   rules.push('-A KUBE-D40 -d 10.96.0.99/32 -j DROP')
-  const {value: r, ms} = cpuTimed(() => new IptablesTracer(natDump(rules, chains), {localAddresses: [NODE]}).trace(pkt))
+  const {value: r, ms} = cpuTimed(() => new IptablesTracer(natDump(chains, rules), {localAddresses: [NODE]}).trace(pkt))
   assert.equal(r.verdict, 'UNKNOWN')
   assert.match(
     r.outcomes[0].reason ?? '',
@@ -101,7 +77,7 @@ test('iptables tracer: 40 chains that each jump twice to the next end in UNKNOWN
 
 test('iptables tracer: a jump loop ends in UNKNOWN naming the chain', () => {
   const r = new IptablesTracer(
-    natDump(['-A PREROUTING -j KUBE-A', '-A KUBE-A -j KUBE-B', '-A KUBE-B -j KUBE-A'], ['KUBE-A', 'KUBE-B']),
+    natDump(['KUBE-A', 'KUBE-B'], ['-A PREROUTING -j KUBE-A', '-A KUBE-A -j KUBE-B', '-A KUBE-B -j KUBE-A']),
     {localAddresses: [NODE]},
   ).trace(pkt)
   assert.equal(r.verdict, 'UNKNOWN')

@@ -3,44 +3,19 @@ import {test} from 'node:test'
 import {Chalk} from 'chalk'
 import {diagnose} from '../../src/diagnosis/diagnose.js'
 import {PROBES_OFF} from '../../src/diagnosis/probe-stage.js'
-import {BufferSource} from '../../src/parse/dump-source.js'
-import {IptablesSave} from '../../src/parse/iptables-save.js'
 import {NftRuleset} from '../../src/parse/nft-ruleset.js'
 import {renderHuman} from '../../src/report/human.js'
 import {buildReport, exitCode} from '../../src/report/report.js'
 import {renderWalk} from '../../src/report/trace-walk.js'
 import {IptablesTracer} from '../../src/trace/iptables-tracer.js'
 import {NftTracer} from '../../src/trace/nft-tracer.js'
-import type {Packet} from '../../src/trace/types.js'
 import {runBounded} from '../helpers/bounded-run.js'
 import type {JumpLoopTrace} from '../helpers/jump-loop-trace.js'
 import {offlineCluster} from '../helpers/offline-cluster.js'
+import {NAT_NODE, natDump, POD_TO_CLUSTER_IP} from '../helpers/nat-dump.js'
 
-const NODE = '192.168.1.10'
-const pkt: Packet = {
-  src: '10.244.1.5',
-  dst: '10.96.0.10',
-  proto: 'tcp',
-  dport: 80,
-  sport: 40000,
-  inIface: 'cni0',
-  outIface: 'eth0',
-}
-
-function natDump(chains: string[], rules: string[]): IptablesSave {
-  const text = [
-    '*nat',
-    ':PREROUTING ACCEPT [0:0]',
-    ':INPUT ACCEPT [0:0]',
-    ':OUTPUT ACCEPT [0:0]',
-    ':POSTROUTING ACCEPT [0:0]',
-    ...chains.map((c) => `:${c} - [0:0]`),
-    ...rules,
-    'COMMIT',
-    '',
-  ].join('\n')
-  return IptablesSave.parse(new BufferSource(Buffer.from(text)))
-}
+const NODE = NAT_NODE
+const pkt = POD_TO_CLUSTER_IP
 const traceNat = (chains: string[], rules: string[]) =>
   new IptablesTracer(natDump(chains, rules), {localAddresses: [NODE]}).trace(pkt)
 

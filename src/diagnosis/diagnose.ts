@@ -210,7 +210,7 @@ const kubeRouterJudged = (implementers: NodeImplementer[], o: NodeObservation) =
 function kubeRouterUnchecked(views: KubeRouterNodeView[]): Array<{node: string; reason: string}> {
   return views.map((v) => ({
     node: v.name,
-    reason: `kube-router's IPVS virtual and real servers were judged; not checked: its iptables rules (the KUBE-ROUTER-SERVICES chain, the kube-router-svip ipset), the Service addresses on kube-dummy-if, hairpin and masquerade, and the packet walk${v.unjudged.length > 0 ? `; ${v.unjudged.join('; ')}` : ''}`,
+    reason: `kube-router's IPVS virtual and real servers were judged; not checked: its iptables rules (the KUBE-ROUTER-SERVICES chain and the kube-router-svip and kube-router-svip-prt ipsets, the KUBE-ROUTER-HAIRPIN chain), the Service addresses on kube-dummy-if, masquerading and the packet walk${v.unjudged.length > 0 ? `; ${v.unjudged.join('; ')}` : ''}`,
   }))
 }
 

@@ -4,7 +4,10 @@
  * the EndpointSlices' ready endpoints, and the nodes with one another; the findings say kube-router and restart its Pod.
  */
 import assert from 'node:assert/strict'
-import {test} from 'node:test'
+import {cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {after, describe, test} from 'node:test'
 import {diagnose} from '../../src/diagnosis/diagnose.js'
 import {parseIpvsadm} from '../../src/parse/ipvsadm.js'
 import {IpsetState} from '../../src/parse/ipset-save.js'
@@ -14,6 +17,7 @@ import {checkTester} from '../helpers/check-tester.js'
 import {kubeRouterIpvsadm, kubeRouterNodeDump, type KubeRouterFaults} from '../fixtures/kube-router-ipvs.js'
 import {kubeRouterPod} from '../fixtures/implementers.js'
 import {NODES} from '../fixtures/lab-cluster.js'
+import {runCli} from '../helpers/run-cli.js'
 
 const NAMES = NODES.map((n) => n.name)
 const EXTERNAL_IP = '192.0.2.50'
@@ -232,4 +236,79 @@ test("a kube-router node whose IPVS state was not read: kube-proxy's rules not j
     "Services here are implemented by kube-router, not kube-proxy (…): kube-proxy's rules were not judged, and kube-router's Service state was not read; look with: kubectl -n kube-system exec kube-router-bq4zt -- ipvsadm -Ln",
   ])
   assert.deepEqual(gaps[0].slice(0, 2), ['node-a', false])
+})
+
+/**
+ * The healthy example cluster as it would be recorded with kube-router's service proxy instead of kube-proxy: no
+ * kube-proxy Pods or rules; kube-router's Pods, its chains and each node's `ipvsadm -Ln` (with that node's faults).
+ */
+function kubeRouterBundle(name: string, faults: Record<string, KubeRouterFaults> = {}): string {
+  const dir = join(scratch, name)
+  cpSync('examples/healthy-cluster', dir, {recursive: true})
+  const list = JSON.parse(readFileSync(join(dir, 'pods.json'), 'utf8')) as {
+    items: Array<{metadata: {labels?: Record<string, string>}}>
+  }
+  const pods = list.items.filter((p) => p.metadata.labels?.['k8s-app'] !== 'kube-proxy')
+  const routers = NAMES.map((n) => kubeRouterPod(n, ['--run-router=true', '--run-service-proxy=true']))
+  writeFileSync(join(dir, 'pods.json'), JSON.stringify({apiVersion: 'v1', kind: 'List', items: [...pods, ...routers]}))
+  for (const node of NODES) {
+    const folder = join(dir, 'nodes', node.name)
+    for (const f of ['kube-proxy.json', 'nft-ruleset.txt', 'iptables-nft-save.txt']) rmSync(join(folder, f), {force: true})
+    writeFileSync(join(folder, 'iptables-save.txt'), kubeRouterNodeDump(node))
+    writeFileSync(join(folder, 'ipvsadm.txt'), kubeRouterIpvsadm(node, faults[node.name]))
+  }
+  return dir
+}
+
+const scratch = mkdtempSync(join(tmpdir(), 'kpd-kube-router-'))
+after(() => rmSync(scratch, {recursive: true, force: true}))
+
+describe('a kube-router cluster replayed from a bundle (svc --snapshot)', () => {
+  test('healthy: no finding, each node names kube-router, its unchecked glue listed as not required, exit 0', async () => {
+    const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', kubeRouterBundle('healthy'), '-o', 'json'])
+    assert.deepEqual(r.json.findings, [])
+    assert.deepEqual(
+      r.json.nodes.map((n: {name: string; implementer: {name: string; source: string}}) => [
+        n.name,
+        n.implementer.name,
+        n.implementer.source,
+      ]),
+      [
+        ['node-a', 'kube-router', 'api+node'],
+        ['node-b', 'kube-router', 'api+node'],
+      ],
+    )
+    assert.deepEqual(
+      r.json.notChecked
+        .filter((n: {check: string}) => n.check === 'proxy-rules')
+        .map((n: {node: string; required: boolean}) => [n.node, n.required]),
+      [
+        ['node-a', false],
+        ['node-b', false],
+      ],
+    )
+    assert.equal(r.code, 0)
+  })
+
+  test("node-b's kube-router missed web-b2 and keeps a stale real server: exact findings, kube-router's Pod restarted, exit 1", async () => {
+    const dir = kubeRouterBundle('broken', {
+      'node-b': {omitRealServer: '10.244.2.11', staleRealServer: {ip: '10.244.2.99', port: 8080}},
+    })
+    const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', dir, '-o', 'json'])
+    assert.deepEqual(
+      r.json.findings.map((f: {code: string; node: string}) => [f.code, f.node]),
+      [
+        ['KPD-SEP-MISSING', 'node-b'],
+        ['KPD-SEP-MISSING', 'node-b'],
+        ['KPD-SEP-STALE', 'node-b'],
+        ['KPD-SEP-STALE', 'node-b'],
+        ['KPD-NODE-DIVERGES', 'node-b'],
+      ],
+    )
+    for (const f of r.json.findings as Array<{fix: {command: string}; message: string}>) {
+      assert.equal(f.fix.command, 'kubectl -n kube-system delete pod kube-router-bq4zt')
+      assert.doesNotMatch(f.message, /kube-proxy/)
+    }
+    assert.equal(r.code, 1)
+  })
 })

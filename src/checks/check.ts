@@ -130,6 +130,8 @@ export interface CheckContext {
 /** What the checks of programmed Service ports read of a node, whoever programmed them (kube-proxy or kube-router). */
 export type ProgrammedView = Pick<NodeView, 'name' | 'expected' | 'programmed'> & {
   dataplane: Pick<Dataplane, 'vocab' | 'show'>
+  /** Who programmed them where it is not kube-proxy ("kube-router"): the messages name it. */
+  by?: string
   /** kube-proxy's rules: whether its dispatch chain exists (absent: the ports are IPVS virtual servers, no dispatch). */
   infra?: NodeInfrastructure
 }

@@ -28,6 +28,7 @@ const SKIP_LB_ANNOTATION = 'kube-router.io/service.skiplbips'
  */
 export interface KubeRouterNodeView {
   name: string
+  by: 'kube-router'
   expected: ExpectedService
   programmed: ProgrammedPort[]
   dataplane: Pick<Dataplane, 'vocab' | 'show'>
@@ -58,6 +59,7 @@ export function kubeRouterNodeView(
   }
   return {
     name: obs.name,
+    by: 'kube-router',
     expected,
     programmed: ipvs.programmed(expected),
     dataplane: {vocab: KUBE_ROUTER_VOCABULARY, show: ipvs.show},

@@ -46,9 +46,7 @@ function kubeRouter(
         (o) => ({
           ...o,
           ipvs: {
-            virtualServers: parseIpvsadm(
-              kubeRouterIpvsadm(n, {externalIPs: opts.externalIPs, ...faults[n.name]}),
-            ),
+            virtualServers: parseIpvsadm(kubeRouterIpvsadm(n, {externalIPs: opts.externalIPs, ...faults[n.name]})),
             ipsets: IpsetState.parse(''),
             sysctls: {},
           },
@@ -87,10 +85,10 @@ checkTester("kube-router's IPVS state against the EndpointSlices", [
     ],
     messages: {
       'KPD-SEP-MISSING node-b': [
-        /^node-b: endpoint 10\.244\.2\.11:8080 \(pod web-b2 on node-b\) of shop\/web:http is missing from VS TCP 10\.96\.10\.10:80$/,
+        /^node-b: endpoint 10\.244\.2\.11:8080 \(pod web-b2 on node-b\) of shop\/web:http is missing from kube-router's VS TCP 10\.96\.10\.10:80$/,
       ],
       'KPD-NODE-DIVERGES node-b': [
-        /^node-b sends shop\/web:http to \{10\.244\.1\.10:8080, 10\.244\.2\.10:8080\} while 1 other node\(s\) \(node-a\) send it to \{10\.244\.1\.10:8080, 10\.244\.2\.10:8080, 10\.244\.2\.11:8080\}$/,
+        /^node-b \(kube-router\) sends shop\/web:http to \{10\.244\.1\.10:8080, 10\.244\.2\.10:8080\} while 1 other node\(s\) \(node-a\) send it to \{10\.244\.1\.10:8080, 10\.244\.2\.10:8080, 10\.244\.2\.11:8080\}$/,
       ],
     },
     fixes: {
@@ -111,7 +109,7 @@ checkTester("kube-router's IPVS state against the EndpointSlices", [
     ],
     messages: {
       'KPD-SEP-STALE node-b': [
-        /^node-b: VS TCP 10\.96\.10\.10:80 sends the remaining traffic to 10\.244\.2\.99:8080, in no EndpointSlice and owned by no Pod in shop$/,
+        /^node-b: kube-router's VS TCP 10\.96\.10\.10:80 sends the remaining traffic to 10\.244\.2\.99:8080, in no EndpointSlice and owned by no Pod in shop$/,
       ],
     },
     fixes: {
@@ -147,7 +145,9 @@ checkTester("kube-router's IPVS state against the EndpointSlices", [
     state: kubeRouter({'node-a': {omitVs: ['NodePort']}}),
     findings: [['KPD-NODEPORT-MISSING', 'node-a', 'error']],
     messages: {
-      'KPD-NODEPORT-MISSING node-a': [/^node-a: node port 30080\/tcp of shop\/web:http is missing from kube-router IPVS$/],
+      'KPD-NODEPORT-MISSING node-a': [
+        /^node-a: node port 30080\/tcp of shop\/web:http is missing from kube-router IPVS$/,
+      ],
     },
   },
   {
@@ -170,11 +170,18 @@ checkTester("kube-router's IPVS state against the EndpointSlices", [
     name: "node-b's kube-router holds web-a1 at weight 0 although it is ready",
     state: kubeRouter({'node-b': {weightZeroFor: '10.244.1.10'}}),
     findings: [['KPD-IPVS-WEIGHT-ZERO', 'node-b', 'error']],
-    fixes: {'KPD-IPVS-WEIGHT-ZERO node-b': {
-      check: [[...LOOK_B], ['grep', '-A4', '--', '10.96.10.10:80']],
-      fix: RESTART_B,
-      text: null,
-    }},
+    messages: {
+      'KPD-IPVS-WEIGHT-ZERO node-b': [
+        /^node-b: real server 10\.244\.1\.10:8080 \(pod web-a1\) of kube-router's TCP 10\.96\.10\.10:80 has weight 0 although the endpoint is ready/,
+      ],
+    },
+    fixes: {
+      'KPD-IPVS-WEIGHT-ZERO node-b': {
+        check: [[...LOOK_B], ['grep', '-A4', '--', '10.96.10.10:80']],
+        fix: RESTART_B,
+        text: null,
+      },
+    },
   },
   {
     name: "node-b's IPVS state not read: node-a judged, node-b not (listed as not checked)",
@@ -251,9 +258,15 @@ function kubeRouterBundle(name: string, faults: Record<string, KubeRouterFaults>
   const pods = list.items.filter((p) => p.metadata.labels?.['k8s-app'] !== 'kube-proxy')
   const routers = NAMES.map((n) => kubeRouterPod(n, ['--run-router=true', '--run-service-proxy=true']))
   writeFileSync(join(dir, 'pods.json'), JSON.stringify({apiVersion: 'v1', kind: 'List', items: [...pods, ...routers]}))
+  const configMaps = JSON.parse(readFileSync(join(dir, 'configmaps.json'), 'utf8')) as {
+    items: Array<{metadata: {name: string}}>
+  }
+  const others = configMaps.items.filter((c) => c.metadata.name !== 'kube-proxy')
+  writeFileSync(join(dir, 'configmaps.json'), JSON.stringify({apiVersion: 'v1', kind: 'List', items: others}))
   for (const node of NODES) {
     const folder = join(dir, 'nodes', node.name)
-    for (const f of ['kube-proxy.json', 'nft-ruleset.txt', 'iptables-nft-save.txt']) rmSync(join(folder, f), {force: true})
+    for (const f of ['kube-proxy.json', 'nft-ruleset.txt', 'iptables-nft-save.txt'])
+      rmSync(join(folder, f), {force: true})
     writeFileSync(join(folder, 'iptables-save.txt'), kubeRouterNodeDump(node))
     writeFileSync(join(folder, 'ipvsadm.txt'), kubeRouterIpvsadm(node, faults[node.name]))
   }

@@ -19,7 +19,7 @@ export const endpointMissing: Check = {
             if (!prog)
               out.push({
                 node: n.name,
-                message: `${n.name}: endpoint ${who} of ${p.expected.svcPortName} is missing from ${c.chain}`,
+                message: `${n.name}: endpoint ${who} of ${p.expected.svcPortName} is missing from ${n.by ? `${n.by}'s ` : ''}${c.chain}`,
                 check: nodeCommand(ctx.reach, n.name, n.dataplane.show(c.chain), c.chain.split(' ')),
                 fix: restartServiceProxy(ctx, n.name),
               })

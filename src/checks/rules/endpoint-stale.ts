@@ -21,7 +21,7 @@ export const endpointStale: Check = {
               : `in no EndpointSlice and owned by no Pod in ${ctx.service.namespace}`
             out.push({
               node: n.name,
-              message: `${n.name}: ${chain} sends ${Math.round(prog.probability * 100) === 100 ? 'the remaining' : 'some'} traffic to ${prog.backend?.address}, ${owner}`,
+              message: `${n.name}: ${n.by ? `${n.by}'s ` : ''}${chain} sends ${Math.round(prog.probability * 100) === 100 ? 'the remaining' : 'some'} traffic to ${prog.backend?.address}, ${owner}`,
               evidence: [
                 `${prog.jump.table} line ${prog.jump.line}: ${prog.jump.text}`,
                 ...(prog.dnatRule ? [`${prog.dnatRule.table} line ${prog.dnatRule.line}: ${prog.dnatRule.text}`] : []),

@@ -24,7 +24,7 @@ export const ipvsWeightZero: Check = {
           if (e.weight === 0 && ep?.ready && !ep.terminating)
             out.push({
               node: n.name,
-              message: `${n.name}: real server ${e.backend?.address}${ep.podName ? ` (pod ${ep.podName})` : ''} of ${p.chain.replace(/^VS /, '')} has weight 0 although the endpoint is ready: it gets no new connections`,
+              message: `${n.name}: real server ${e.backend?.address}${ep.podName ? ` (pod ${ep.podName})` : ''} of ${'by' in n ? `${n.by}'s ` : ''}${p.chain.replace(/^VS /, '')} has weight 0 although the endpoint is ready: it gets no new connections`,
               evidence: [`ipvs line ${e.jump.line}: ${e.jump.text}`],
               check: nodeCommand(ctx.reach, n.name, n.dataplane.show(p.chain), p.chain.split(' ')),
               fix: restartServiceProxy(ctx, n.name),

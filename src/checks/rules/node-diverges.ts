@@ -8,6 +8,11 @@ export const nodeDiverges: Check = {
     const out: FindingDraft[] = []
     const views = programmedViews(ctx)
     if (views.length < 2 || ctx.service.notProxied) return out
+    // Where another implementer programs the node (kube-router), the message names it.
+    const byOf = (node: string) => {
+      const by = views.find((v) => v.name === node)?.by
+      return by ? ` (${by})` : ''
+    }
     const signature = (addresses: string[]) => addresses.sort().join(', ') || '(none)'
     ctx.service.ports.forEach((port, i) => {
       if (port.internal.local) return
@@ -35,7 +40,7 @@ export const nodeDiverges: Check = {
           for (const node of nodes)
             out.push({
               node,
-              message: `${node} sends ${port.svcPortName} to {${sig}} while ${majorityNodes.length} other node(s) (${majorityNodes.slice(0, 3).join(', ')}) send it to {${majority}}`,
+              message: `${node}${byOf(node)} sends ${port.svcPortName} to {${sig}} while ${majorityNodes.length} other node(s) (${majorityNodes.slice(0, 3).join(', ')}) send it to {${majority}}`,
               fix: restartServiceProxy(ctx, node),
             })
         }

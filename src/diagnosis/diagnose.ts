@@ -202,9 +202,14 @@ function kubeRouterViews(
   })
 }
 
-/** kube-router serves the node's Services and its IPVS state (ipvsadm) was read: judged instead of kube-proxy's rules. */
-const kubeRouterJudged = (implementers: NodeImplementer[], o: NodeObservation) =>
-  !!o.ipvs && implementers.find((i) => i.node === o.name)?.name === 'kube-router'
+/**
+ * kube-router serves the node's Services and its IPVS state (ipvsadm) was read: judged instead of kube-proxy's rules.
+ * Beside an active kube-proxy (KPD-TWO-IMPLEMENTERS) kube-proxy's rules are judged, and the IPVS state with them.
+ */
+const kubeRouterJudged = (implementers: NodeImplementer[], o: NodeObservation) => {
+  const i = implementers.find((x) => x.node === o.name)
+  return !!o.ipvs && i?.name === 'kube-router' && !i.kubeProxyJudged
+}
 
 /** What the doctor does not check of kube-router on the nodes where its IPVS state was judged (never ✓, never ✗). */
 function kubeRouterUnchecked(views: KubeRouterNodeView[]): Array<{node: string; reason: string}> {

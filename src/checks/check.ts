@@ -6,6 +6,7 @@ import type {Dataplane, NodeInfrastructure, ProgrammedPort} from '../model/datap
 import type {ModeChoice} from '../model/modes/index.js'
 import type {NodeImplementer} from '../model/implementers/index.js'
 import type {CiliumNodeView} from '../model/cilium-services.js'
+import type {KubeRouterNodeView} from '../model/kube-router-ipvs.js'
 import type {ArrivalWalk, EndpointHalf, PathResult} from '../model/paths.js'
 import type {NodeRead, Reach} from '../model/reach.js'
 import type {ProbeRun} from '../node/probe/tcp-probe.js'
@@ -119,7 +120,24 @@ export interface CheckContext {
   implementers: NodeImplementer[]
   /** The nodes whose Services Cilium implements and whose agent's Service list was read, compared with the slices. */
   cilium: CiliumNodeView[]
+  /**
+   * The nodes whose Services kube-router serves and whose IPVS state was read: the checks of virtual and real servers
+   * judge them with kube-proxy's nodes (`programmedViews`), in kube-router's words.
+   */
+  kubeRouter: KubeRouterNodeView[]
 }
+
+/** What the checks of programmed Service ports read of a node, whoever programmed them (kube-proxy or kube-router). */
+export type ProgrammedView = Pick<NodeView, 'name' | 'expected' | 'programmed'> & {
+  dataplane: Pick<Dataplane, 'vocab' | 'show'>
+  /** Who programmed them where it is not kube-proxy ("kube-router"): the messages name it. */
+  by?: string
+  /** kube-proxy's rules: whether its dispatch chain exists (absent: the ports are IPVS virtual servers, no dispatch). */
+  infra?: NodeInfrastructure
+}
+
+/** Every node whose programmed Service ports are judged: kube-proxy's, then kube-router's. */
+export const programmedViews = (ctx: CheckContext): ProgrammedView[] => [...ctx.nodes, ...ctx.kubeRouter]
 
 export interface Check {
   meta: CodeEntry

@@ -83,6 +83,8 @@ export interface CoverageInputs {
   readVia?: Map<string, NodeReadVia>
   /** A family of a dual-stack Service whose rules were not read or not judged on a node, and why. */
   familiesNotJudged?: Array<{node: string; reason: string}>
+  /** What is not checked of another implementer's state where the rest of it was judged (kube-router's glue). */
+  implementerUnchecked?: Array<{node: string; reason: string}>
   /** The families of a dual-stack Service other than the primary (their DNS records, routes and sysctls are gaps of their own). */
   otherFamilies?: string[]
   /**
@@ -137,6 +139,8 @@ export function notChecked(inputs: CoverageInputs): NotChecked[] {
     out.push(entry(u.node, 'proxy-rules', `${u.mode} rules not judged: ${u.source}`, true))
   if (!notProxied)
     for (const f of inputs.familiesNotJudged ?? []) out.push(entry(f.node, 'proxy-rules', f.reason, true))
+  if (!notProxied)
+    for (const f of inputs.implementerUnchecked ?? []) out.push(entry(f.node, 'proxy-rules', f.reason, false))
   if (!notProxied) out.push(...probeGaps(probes, context.observations, context.service.clusterIP))
   // A path not walked to its end is not known to work: the headline must not say every path does.
   const undecided = new Map<string, {node: string; why: string}>()

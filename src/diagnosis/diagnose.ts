@@ -14,6 +14,7 @@ import {
 import type {NodeObservation} from '../node/observation.js'
 import {decideImplementer, type NodeImplementer} from '../model/implementers/index.js'
 import {ciliumNodeView, type CiliumNodeView} from '../model/cilium-services.js'
+import {kubeRouterNodeView, type KubeRouterNodeView} from '../model/kube-router-ipvs.js'
 import {followEndpoints, tracePaths, walkArrivals, type PathNode, type PathResult} from '../model/paths.js'
 import {endpointsForPort} from '../model/endpoints.js'
 import {joinHostPort} from '../net/host-port.js'
@@ -154,6 +155,7 @@ function diagnoseFamily(
     dnsJudgedApart: opts.dnsJudgedApart ?? false,
     implementers,
     cilium: ciliumViews(cluster, observations, implementers, family),
+    kubeRouter: kubeRouterViews(cluster, observations, implementers, family),
   }
   // One path across two nodes: each remote endpoint's half, judged on its node, before the checks read the paths.
   context.halves = followEndpoints(
@@ -182,6 +184,41 @@ function ciliumViews(
   })
 }
 
+/** The nodes whose Services kube-router serves and whose IPVS state was read, each read by the IPVS engine. */
+function kubeRouterViews(
+  cluster: ClusterState,
+  observations: NodeObservation[],
+  implementers: NodeImplementer[],
+  family: IpFamily | undefined,
+): KubeRouterNodeView[] {
+  const addressFamily = family === 'IPv6' ? 6 : 4
+  return observations.flatMap((o) => {
+    if (!o.reachable || !kubeRouterJudged(implementers, o)) return []
+    const expected = expectedService(cluster, o.name, family)
+    const k8sNode = cluster.nodes.find((n) => n.metadata?.name === o.name)
+    const address = k8sNode ? nodeAddress(k8sNode, addressFamily) : undefined
+    const annotations = cluster.service.metadata?.annotations ?? {}
+    return expected.notProxied ? [] : [kubeRouterNodeView(expected, annotations, o, address, addressFamily)]
+  })
+}
+
+/**
+ * kube-router serves the node's Services and its IPVS state (ipvsadm) was read: judged instead of kube-proxy's rules.
+ * Beside an active kube-proxy (KPD-TWO-IMPLEMENTERS) kube-proxy's rules are judged, and the IPVS state with them.
+ */
+const kubeRouterJudged = (implementers: NodeImplementer[], o: NodeObservation) => {
+  const i = implementers.find((x) => x.node === o.name)
+  return !!o.ipvs && i?.name === 'kube-router' && !i.kubeProxyJudged
+}
+
+/** What the doctor does not check of kube-router on the nodes where its IPVS state was judged (never ✓, never ✗). */
+function kubeRouterUnchecked(views: KubeRouterNodeView[]): Array<{node: string; reason: string}> {
+  return views.map((v) => ({
+    node: v.name,
+    reason: `kube-router's IPVS virtual and real servers were judged; not checked: its iptables rules (the KUBE-ROUTER-SERVICES chain and the kube-router-svip and kube-router-svip-prt ipsets, the KUBE-ROUTER-HAIRPIN chain), the Service addresses on kube-dummy-if, masquerading and the packet walk${v.unjudged.length > 0 ? `; ${v.unjudged.join('; ')}` : ''}`,
+  }))
+}
+
 /** Cilium serves the node's Services and its agent's Service list was read: its state is judged instead of kube-proxy's. */
 const ciliumJudged = (implementers: NodeImplementer[], o: NodeObservation) =>
   !!o.ciliumServices && implementers.find((i) => i.node === o.name)?.name === 'cilium'
@@ -195,7 +232,7 @@ function implementerGaps(
     .filter((i) => !i.kubeProxyJudged)
     .filter((i) => {
       const o = observations.find((x) => x.name === i.node)
-      return !o || !ciliumJudged(implementers, o)
+      return !o || !(ciliumJudged(implementers, o) || kubeRouterJudged(implementers, o))
     })
     .map((i) => ({
       node: i.node,
@@ -369,6 +406,7 @@ function judge(cluster: ClusterState, observations: NodeObservation[], opts: Dia
     probes,
     readVia: opts.readVia,
     familiesNotJudged,
+    implementerUnchecked: kubeRouterUnchecked(context.kubeRouter),
     otherFamilies: families.slice(1).map((f) => f.family),
     undecidedPaths: undecidedPaths(paths, ignored),
     ...(cluster.policy ? {policy: cluster.policy} : {}),

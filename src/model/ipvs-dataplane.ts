@@ -15,6 +15,7 @@ import type {
 import type {ExpectedPort, ExpectedService} from './expected.js'
 import {listChain, readInfrastructure as readIptablesInfrastructure} from './iptables-dataplane.js'
 import {ipvsSetName} from './chain-names.js'
+import type {NodeRead} from './reach.js'
 
 export const IPVS_VOCABULARY: ModeVocabulary = {
   mode: 'ipvs',
@@ -40,19 +41,26 @@ function rule(v: {line: number; text: string}, target: string): ProgrammedRule {
   return {table: 'ipvs', line: v.line, text: v.text, target}
 }
 
+/** What IPVS on one node holds for a Service: each port's virtual servers and their real servers. */
+export interface IpvsPrograms {
+  names(port: ExpectedPort): ChainNames
+  programmed(svc: ExpectedService): ProgrammedPort[]
+  /** `ipvsadm -Ln`, filtered to a virtual or real server's address. */
+  show(pattern: string): NodeRead
+}
+
 /**
- * kube-proxy's IPVS mode on one node for one address family: virtual servers per service address, real servers per
- * endpoint; `dump` is that family's iptables glue (iptables-save or ip6tables-save), whose ipsets are the family's own.
+ * The IPVS engine: a node's virtual servers per service address (ClusterIP, the node's address and NodePort,
+ * externalIPs, LoadBalancer IPs) and real servers per endpoint, as `ipvsadm` lists them. kube-proxy's IPVS mode and
+ * kube-router's service proxy program the same kernel state; each adds its own glue around it.
  */
-export function ipvsDataplane(
-  dump: IptablesSave,
+export function ipvsPrograms(
   ipvs: IpvsState,
   nodeAddress: string | undefined,
   nodeName: string,
-  family: 4 | 6 = 4,
-): Dataplane {
+  family: 4 | 6,
+): IpvsPrograms {
   const loopBack = ipvsSetName('KUBE-LOOP-BACK', family)
-  const clusterIpSet = ipvsSetName('KUBE-CLUSTER-IP', family)
   const find = (proto: string, ip: string | undefined, port: number | undefined): VirtualServer | undefined =>
     ip && port ? ipvs.virtualServers.find((v) => v.proto === proto && v.address === ip && v.port === port) : undefined
   const names = (port: ExpectedPort): ChainNames => {
@@ -108,6 +116,30 @@ export function ipvsDataplane(
         want,
       }
     })
+  return {
+    names,
+    programmed,
+    show: (pattern) => ({
+      argv: ['ipvsadm', '-Ln'],
+      sudo: true,
+      filter: ['grep', '-A4', '--', pattern.replace(/^(VS|RS) /, '').replace(/^(TCP|UDP|SCTP) /, '')],
+    }),
+  }
+}
+
+/**
+ * kube-proxy's IPVS mode on one node for one address family: the IPVS engine's virtual and real servers; `dump` is
+ * that family's iptables glue (iptables-save or ip6tables-save), whose ipsets are the family's own.
+ */
+export function ipvsDataplane(
+  dump: IptablesSave,
+  ipvs: IpvsState,
+  nodeAddress: string | undefined,
+  nodeName: string,
+  family: 4 | 6 = 4,
+): Dataplane {
+  const clusterIpSet = ipvsSetName('KUBE-CLUSTER-IP', family)
+  const {names, programmed, show} = ipvsPrograms(ipvs, nodeAddress, nodeName, family)
   const infrastructure = (): NodeInfrastructure => {
     const base = readIptablesInfrastructure(dump)
     const accept = dump
@@ -134,11 +166,7 @@ export function ipvsDataplane(
         ipsets: ipvs.ipsets,
         locallyGenerated,
       }),
-    show: (pattern) => ({
-      argv: ['ipvsadm', '-Ln'],
-      sudo: true,
-      filter: ['grep', '-A4', '--', pattern.replace(/^(VS|RS) /, '').replace(/^(TCP|UDP|SCTP) /, '')],
-    }),
+    show,
     // A trace step's chain is the glue's (IPVS itself has no chain that drops).
     showChain: (table, chain) => listChain(family, table, chain),
   }

@@ -92,6 +92,24 @@ const FROM_API: DetectionCase[] = [
     expected: only('kube-router', 'api', /service proxy/),
   },
   {
+    name: 'kube-router: --run-service-proxy=false beside kube-proxy: kube-proxy remains the implementer',
+    pods: [kubeRouterPod(NODE, ['--run-router=true', '--run-service-proxy=false'])],
+    kubeProxyPod: true,
+    expected: only('kube-proxy', 'api', /kube-proxy's Pod kube-system\/kube-proxy-ax7k2 runs on node-a/),
+  },
+  {
+    name: 'kube-router: --run-service-proxy true (a separate word), the last of two flags wins',
+    pods: [kubeRouterPod(NODE, ['--run-service-proxy=false', '--run-service-proxy', 'true'])],
+    kubeProxyPod: true,
+    expected: {
+      name: 'kube-router',
+      source: 'api',
+      active: ['kube-proxy', 'kube-router'],
+      kubeProxyJudged: true,
+      evidence: /kube-router-aq4zt runs on node-a with its service proxy/,
+    },
+  },
+  {
     name: 'Antrea: antrea-agent with antreaProxy.proxyAll true',
     pods: [antreaAgentPod(NODE)],
     configMaps: [antreaConfigMap(true)],

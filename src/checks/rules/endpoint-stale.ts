@@ -1,15 +1,15 @@
 import {podByIp} from '../../cluster/pod-status.js'
-import type {Check, FindingDraft} from '../check.js'
+import {programmedViews, type Check, type FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {nodeCommand} from '../../model/reach.js'
-import {restartKubeProxy} from './kube-proxy-pod.js'
+import {restartServiceProxy} from './kube-proxy-pod.js'
 import {endpointChains} from '../../model/dataplane.js'
 
 export const endpointStale: Check = {
   meta: codeEntry('KPD-SEP-STALE'),
   run(ctx) {
     const out: FindingDraft[] = []
-    for (const n of ctx.nodes) {
+    for (const n of programmedViews(ctx)) {
       for (const p of n.programmed) {
         const known = new Set(p.expected.allEndpoints.map((e) => e.ip))
         for (const {chain, endpoints} of endpointChains(p))
@@ -21,13 +21,13 @@ export const endpointStale: Check = {
               : `in no EndpointSlice and owned by no Pod in ${ctx.service.namespace}`
             out.push({
               node: n.name,
-              message: `${n.name}: ${chain} sends ${Math.round(prog.probability * 100) === 100 ? 'the remaining' : 'some'} traffic to ${prog.backend?.address}, ${owner}`,
+              message: `${n.name}: ${n.by ? `${n.by}'s ` : ''}${chain} sends ${Math.round(prog.probability * 100) === 100 ? 'the remaining' : 'some'} traffic to ${prog.backend?.address}, ${owner}`,
               evidence: [
                 `${prog.jump.table} line ${prog.jump.line}: ${prog.jump.text}`,
                 ...(prog.dnatRule ? [`${prog.dnatRule.table} line ${prog.dnatRule.line}: ${prog.dnatRule.text}`] : []),
               ],
               check: nodeCommand(ctx.reach, n.name, n.dataplane.show(prog.chain), prog.chain.split(' ')),
-              fix: restartKubeProxy(ctx, n.name),
+              fix: restartServiceProxy(ctx, n.name),
             })
           }
       }

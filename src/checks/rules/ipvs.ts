@@ -1,8 +1,8 @@
 import {vsKey} from '../../parse/ipvsadm.js'
-import type {Check, FindingDraft, NodeView} from '../check.js'
+import type {Check, CheckContext, FindingDraft, NodeView} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {nodeCommand} from '../../model/reach.js'
-import {restartKubeProxy} from './kube-proxy-pod.js'
+import {restartKubeProxy, restartServiceProxy} from './kube-proxy-pod.js'
 import {ipvsSetName} from '../../model/chain-names.js'
 import {familyOf} from '../../net/address.js'
 
@@ -10,21 +10,24 @@ function ipvsNodes(views: NodeView[]) {
   return views.filter((n) => n.mode.mode === 'ipvs' && n.obs.ipvs)
 }
 
+/** The nodes whose virtual servers were read: kube-proxy's in IPVS mode, and kube-router's. */
+const virtualServerNodes = (ctx: CheckContext) => [...ipvsNodes(ctx.nodes), ...ctx.kubeRouter]
+
 export const ipvsWeightZero: Check = {
   meta: codeEntry('KPD-IPVS-WEIGHT-ZERO'),
   run(ctx) {
     const out: FindingDraft[] = []
-    for (const n of ipvsNodes(ctx.nodes)) {
+    for (const n of virtualServerNodes(ctx)) {
       for (const p of n.programmed) {
         for (const e of p.endpoints) {
           const ep = p.expected.allEndpoints.find((x) => x.address === e.backend?.address)
           if (e.weight === 0 && ep?.ready && !ep.terminating)
             out.push({
               node: n.name,
-              message: `${n.name}: real server ${e.backend?.address}${ep.podName ? ` (pod ${ep.podName})` : ''} of ${p.chain.replace(/^VS /, '')} has weight 0 although the endpoint is ready: it gets no new connections`,
+              message: `${n.name}: real server ${e.backend?.address}${ep.podName ? ` (pod ${ep.podName})` : ''} of ${'by' in n ? `${n.by}'s ` : ''}${p.chain.replace(/^VS /, '')} has weight 0 although the endpoint is ready: it gets no new connections`,
               evidence: [`ipvs line ${e.jump.line}: ${e.jump.text}`],
               check: nodeCommand(ctx.reach, n.name, n.dataplane.show(p.chain), p.chain.split(' ')),
-              fix: restartKubeProxy(ctx, n.name),
+              fix: restartServiceProxy(ctx, n.name),
             })
         }
       }

@@ -2,6 +2,7 @@ import type {V1Pod} from '@kubernetes/client-node'
 import type {CheckContext, FixDraft} from '../check.js'
 import {kubectlCommand} from '../../model/reach.js'
 import type {Command} from '../../model/shell.js'
+import {kubeRouterPodOn} from '../../model/implementers/kube-router.js'
 
 /** kube-proxy's Pod on `node`, when it runs as a DaemonSet and one is there. */
 function kubeProxyPodOn(ctx: CheckContext, node: string): V1Pod | undefined {
@@ -43,4 +44,24 @@ export function kubeProxyLogs(ctx: CheckContext, node: string): Command | undefi
         ['get', 'pods', '-l', 'k8s-app=kube-proxy', '--field-selector', `spec.nodeName=${node}`, '-o', 'wide'],
         [node],
       )
+}
+
+/**
+ * Restarting whatever programs the Service ports on `node`: kube-router's Pod where kube-router serves the node (its
+ * DaemonSet recreates it, and the new one re-syncs IPVS), else kube-proxy.
+ */
+export function restartServiceProxy(ctx: CheckContext, node: string): FixDraft {
+  if (!ctx.kubeRouter.some((v) => v.name === node)) return restartKubeProxy(ctx, node)
+  const pod = kubeRouterPodOn(ctx.cluster.implementerObjects?.pods ?? [], node)
+  return pod?.metadata?.name
+    ? {
+        changes: 'cluster',
+        command: kubectlCommand(
+          ctx.reach,
+          pod.metadata.namespace ?? 'kube-system',
+          ['delete', 'pod', pod.metadata.name],
+          [pod.metadata.name],
+        ),
+      }
+    : {changes: 'node', node, text: `Restart kube-router on ${node} (it re-syncs its IPVS services on start).`}
 }

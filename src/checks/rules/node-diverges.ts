@@ -1,18 +1,24 @@
-import type {Check, FindingDraft} from '../check.js'
+import {programmedViews, type Check, type FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
-import {restartKubeProxy} from './kube-proxy-pod.js'
+import {restartServiceProxy} from './kube-proxy-pod.js'
 
 export const nodeDiverges: Check = {
   meta: codeEntry('KPD-NODE-DIVERGES'),
   run(ctx) {
     const out: FindingDraft[] = []
-    if (ctx.nodes.length < 2 || ctx.service.notProxied) return out
+    const views = programmedViews(ctx)
+    if (views.length < 2 || ctx.service.notProxied) return out
+    // Where another implementer programs the node (kube-router), the message names it.
+    const byOf = (node: string) => {
+      const by = views.find((v) => v.name === node)?.by
+      return by ? ` (${by})` : ''
+    }
     const signature = (addresses: string[]) => addresses.sort().join(', ') || '(none)'
     ctx.service.ports.forEach((port, i) => {
       if (port.internal.local) return
       // Nodes are compared only with nodes that should program the same set (topology hints differ by zone).
       const groups = new Map<string, Array<{node: string; sig: string}>>()
-      for (const n of ctx.nodes) {
+      for (const n of views) {
         const p = n.programmed[i]
         if (!p) continue
         const wanted = signature(p.expected.internal.endpoints.map((e) => e.address))
@@ -34,8 +40,8 @@ export const nodeDiverges: Check = {
           for (const node of nodes)
             out.push({
               node,
-              message: `${node} sends ${port.svcPortName} to {${sig}} while ${majorityNodes.length} other node(s) (${majorityNodes.slice(0, 3).join(', ')}) send it to {${majority}}`,
-              fix: restartKubeProxy(ctx, node),
+              message: `${node}${byOf(node)} sends ${port.svcPortName} to {${sig}} while ${majorityNodes.length} other node(s) (${majorityNodes.slice(0, 3).join(', ')}) send it to {${majority}}`,
+              fix: restartServiceProxy(ctx, node),
             })
         }
       }

@@ -1,16 +1,16 @@
-import type {Check, FindingDraft} from '../check.js'
+import {programmedViews, type Check, type FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {nodeCommand} from '../../model/reach.js'
-import {restartKubeProxy} from './kube-proxy-pod.js'
+import {restartServiceProxy} from './kube-proxy-pod.js'
 
 export const nodePortMissing: Check = {
   meta: codeEntry('KPD-NODEPORT-MISSING'),
   run(ctx) {
     const out: FindingDraft[] = []
-    for (const n of ctx.nodes) {
-      if (!n.infra.hasServicesChain) continue
+    for (const n of programmedViews(ctx)) {
+      if (n.infra && !n.infra.hasServicesChain) continue
       const anyNodePort = n.programmed.some((p) => p.expected.nodePort && p.expected.hasEndpoints)
-      if (anyNodePort && !n.infra.nodePortsJump)
+      if (anyNodePort && n.infra && !n.infra.nodePortsJump)
         out.push({
           node: n.name,
           message: `${n.name}: ${n.dataplane.vocab.steps['service-match']} has no jump to ${n.dataplane.vocab.steps['nodeport-match']}: no NodePort works on this node`,
@@ -20,7 +20,7 @@ export const nodePortMissing: Check = {
             n.dataplane.show(n.dataplane.vocab.steps['nodeport-match'].split(' ').pop()!),
             n.dataplane.vocab.steps['nodeport-match'].split(' ').pop()!.split(' '),
           ),
-          fix: restartKubeProxy(ctx, n.name),
+          fix: restartServiceProxy(ctx, n.name),
         })
       for (const p of n.programmed) {
         const e = p.expected
@@ -30,7 +30,7 @@ export const nodePortMissing: Check = {
             node: n.name,
             message: `${n.name}: node port ${e.nodePort}/${e.protocol} of ${e.svcPortName} is missing from ${n.dataplane.vocab.steps['nodeport-match']}`,
             check: nodeCommand(ctx.reach, n.name, n.dataplane.show(String(e.nodePort)), [String(e.nodePort)]),
-            fix: restartKubeProxy(ctx, n.name),
+            fix: restartServiceProxy(ctx, n.name),
           })
         else if (p.nodePortRule.target !== p.want.external)
           out.push({
@@ -38,7 +38,7 @@ export const nodePortMissing: Check = {
             message: `${n.name}: node port ${e.nodePort} jumps to ${p.nodePortRule.target}, expected ${p.want.external}`,
             evidence: [`${p.nodePortRule.table} line ${p.nodePortRule.line}: ${p.nodePortRule.text}`],
             check: nodeCommand(ctx.reach, n.name, n.dataplane.show(String(e.nodePort)), [String(e.nodePort)]),
-            fix: restartKubeProxy(ctx, n.name),
+            fix: restartServiceProxy(ctx, n.name),
           })
       }
     }

@@ -1,3 +1,4 @@
+import type {V1Pod} from '@kubernetes/client-node'
 import {
   agentPodOn,
   chainsStartingWith,
@@ -21,6 +22,9 @@ function runsServiceProxy(args: string[]): boolean {
   return on
 }
 
+/** kube-router's agent Pod on `node`, if one was read. */
+export const kubeRouterPodOn = (pods: V1Pod[], node: string) => agentPodOn({pods, configMaps: []}, node, AGENT)
+
 /** kube-router with its service proxy (IPVS): its Pod on the node, --run-service-proxy not false. */
 export const kubeRouterImplementer: ServiceImplementerAdapter = {
   name: 'kube-router',
@@ -33,7 +37,7 @@ export const kubeRouterImplementer: ServiceImplementerAdapter = {
     argPrefixes: ['--run-service-proxy'],
   },
   fromApi(objects, _cluster, node) {
-    const pod = agentPodOn(objects, node, AGENT)
+    const pod = kubeRouterPodOn(objects.pods, node)
     const container = pod
       ? (containersOf(pod).find((c) => c.name === 'kube-router') ?? containersOf(pod)[0])
       : undefined
@@ -46,5 +50,5 @@ export const kubeRouterImplementer: ServiceImplementerAdapter = {
       ? {reason: `kube-router's iptables chains (${someChains(chains)})`, onlyWithoutKubeProxy: true}
       : undefined
   },
-  look: (objects, node) => execInPod(agentPodOn(objects, node, AGENT), `on ${node}`, 'ipvsadm -Ln'),
+  look: (objects, node) => execInPod(kubeRouterPodOn(objects.pods, node), `on ${node}`, 'ipvsadm -Ln'),
 }

@@ -103,7 +103,10 @@ export function readDumpBytes(file: string, maxBytes = MAX_TEXT_DUMP_BYTES): Buf
         throw new InputTooLargeError(
           `${name} is larger than ${Math.round(maxBytes / 2 ** 20)} MiB: not a dump this tool reads`,
         )
-      parts.push(Buffer.from(chunk.subarray(0, n)))
+      // Buffer.from(a Buffer) copies byte by byte (2 s for a 137 MB nft ruleset); copy() is one memcpy.
+      const part = Buffer.allocUnsafeSlow(n)
+      chunk.copy(part, 0, 0, n)
+      parts.push(part)
     }
     return Buffer.concat(parts)
   } finally {

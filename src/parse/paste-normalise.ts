@@ -139,9 +139,14 @@ function nothingToNormalise(input: string): boolean {
   return (
     !input.includes('\r') &&
     !input.includes('# handle ') &&
-    !/^>/m.test(input) &&
-    !/^\s*(?:```|~~~)/m.test(input) &&
-    !/^\s*(?:\[[^\]\n]*\]\s*[$#%]|[\w.-]+@[\w.-]+(?::\S*)?\s*[$#%]|[$%])/m.test(input)
+    !input.startsWith('>') &&
+    !input.includes('\n>') &&
+    !input.includes('```') &&
+    !input.includes('~~~') &&
+    // Every prompt holds one of $ # %, which a ruleset seldom does: three string searches (a regular expression tries
+    // every character, 0.7 s on a 137 MB ruleset).
+    ((!input.includes('$') && !input.includes('#') && !input.includes('%')) ||
+      !/^\s*(?:\[[^\]\n]*\]\s*[$#%]|[\w.-]+@[\w.-]+(?::\S*)?\s*[$#%]|[$%])/m.test(input))
   )
 }
 

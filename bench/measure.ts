@@ -3,6 +3,7 @@
  * whole process from outside).
  *   node measure.js svc BUNDLE SERVICE
  *   node measure.js trace FILE DST
+ *   node measure.js trace-nft FILE DST   (FILE: `nft list ruleset` text)
  *   node measure.js scan BUNDLE
  */
 import {resolve} from 'node:path'
@@ -17,6 +18,7 @@ const {runCli} = (await import(pathToFileURL(resolve(import.meta.dirname, '../bu
 const ARGS: Record<string, string[]> = {
   svc: ['svc', b, '-n', 'bench', '--snapshot', a, '-o', 'json'],
   trace: ['trace', '--iptables-save', a, '--src', '10.128.0.200', '--dst', b, '--dport', '80', '-o', 'json'],
+  'trace-nft': ['trace', '--nft', a, '--src', '10.128.0.200', '--dst', b, '--dport', '80', '-o', 'json'],
   scan: ['scan', '-n', 'bench', '--snapshot', a, '-o', 'json'],
 }
 const args = ARGS[mode]
@@ -41,7 +43,7 @@ if (mode === 'scan') {
   const parsed = JSON.parse(out)
   if (mode === 'svc' && parsed.ok !== true)
     throw new Error(`diagnosis not ok: ${parsed.summary ?? JSON.stringify(parsed.counts)}`)
-  if (mode === 'trace' && parsed.verdict !== 'DNAT') throw new Error(`trace verdict ${parsed.verdict}`)
+  if (mode.startsWith('trace') && parsed.verdict !== 'DNAT') throw new Error(`trace verdict ${parsed.verdict}`)
 }
 process.stderr.write(
   `\n${JSON.stringify({ms: performance.now() - started, maxRssBytes: process.resourceUsage().maxRSS * 1024})}\n`,

@@ -87,6 +87,17 @@ export function readDumpBytes(file: string, maxBytes = MAX_TEXT_DUMP_BYTES): Buf
       )
     const parts: Buffer[] = []
     let total = 0
+    if (file !== '-') {
+      // A file's bytes go straight into one buffer of its size: no second copy (a 137 MB ruleset was held three times
+      // over, as reads, their concatenation and its text). It is read on below if it grew since fstat.
+      const whole = Buffer.allocUnsafe(fstatSync(fd).size)
+      while (total < whole.length) {
+        const n = readSync(fd, whole, total, whole.length - total, null)
+        if (n <= 0) return whole.subarray(0, total)
+        total += n
+      }
+      parts.push(whole)
+    }
     const chunk = Buffer.allocUnsafe(1 << 20)
     for (;;) {
       let n: number
@@ -103,9 +114,13 @@ export function readDumpBytes(file: string, maxBytes = MAX_TEXT_DUMP_BYTES): Buf
         throw new InputTooLargeError(
           `${name} is larger than ${Math.round(maxBytes / 2 ** 20)} MiB: not a dump this tool reads`,
         )
-      parts.push(Buffer.from(chunk.subarray(0, n)))
+      // Buffer.from(a Buffer) copies through the typed-array constructor (half a second in a CPU profile of a 137 MB
+      // ruleset read from a pipe); copy() is one memcpy.
+      const part = Buffer.allocUnsafeSlow(n)
+      chunk.copy(part, 0, 0, n)
+      parts.push(part)
     }
-    return Buffer.concat(parts)
+    return parts.length === 1 ? parts[0] : Buffer.concat(parts)
   } finally {
     if (file !== '-') closeSync(fd)
   }

@@ -17,6 +17,13 @@ export interface NftElement {
  * one that ends a word (a vertical tab, a form feed or a no-break space pasted from a web page included).
  */
 const SPACE = /\s/
+const QUOTE = 0x22
+
+/** Whether the character code is white space as SPACE knows it (ASCII decided without a regular expression call). */
+function isSpace(code: number): boolean {
+  if (code < 128) return code === 32 || (code >= 9 && code <= 13)
+  return SPACE.test(String.fromCharCode(code))
+}
 
 /** Words of one element, quoted strings kept whole (quotes included). */
 function words(text: string): string[] {
@@ -24,16 +31,16 @@ function words(text: string): string[] {
   let i = 0
   const n = text.length
   while (i < n) {
-    if (SPACE.test(text[i])) {
+    if (isSpace(text.charCodeAt(i))) {
       i++
       continue
     }
     const start = i
-    if (text[i] === '"') {
+    if (text.charCodeAt(i) === QUOTE) {
       const end = text.indexOf('"', i + 1)
       if (end < 0) throw new ParseError(0, `unterminated quote in element "${text.slice(0, 80)}"`)
       i = end + 1
-    } else while (i < n && !SPACE.test(text[i])) i++
+    } else while (i < n && !isSpace(text.charCodeAt(i))) i++
     out.push(text.slice(start, i))
   }
   return out
@@ -91,14 +98,14 @@ export function parseElements(body: string): NftElement[] {
   let start = 0
   const n = body.length
   for (let i = 0; i < n; i++) {
-    const ch = body[i]
-    if (ch === '"') {
+    const ch = body.charCodeAt(i)
+    if (ch === QUOTE) {
       const end = body.indexOf('"', i + 1)
       if (end < 0) throw new ParseError(0, `unterminated quote in element list "${body.slice(i, i + 80)}"`)
       i = end
-    } else if (ch === '{') depth++
-    else if (ch === '}') depth--
-    else if (ch === ',' && depth === 0) {
+    } else if (ch === 0x7b /* { */) depth++
+    else if (ch === 0x7d /* } */) depth--
+    else if (ch === 0x2c /* , */ && depth === 0) {
       const piece = body.slice(start, i)
       if (piece.trim() !== '') out.push(parseOne(piece))
       start = i + 1

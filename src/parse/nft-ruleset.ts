@@ -96,7 +96,7 @@ export class NftRuleset {
       if (line === '' || line.startsWith('#')) continue
       // A statement continues while its braces are open (multi-line element lists, anonymous sets).
       let depth = braceDelta(line)
-      const opensBlock = /^(table|chain|set|map)\s/.test(line) && line.endsWith('{')
+      const opensBlock = line.endsWith('{') && /^(table|chain|set|map)\s/.test(line)
       if (!opensBlock && depth > 0) {
         const parts = [line]
         while (depth > 0 && i + 1 < lines.length) {
@@ -136,10 +136,12 @@ export class NftRuleset {
         continue
       }
       if (chain) {
-        m =
-          /^type\s+(\w+)\s+hook\s+(\w+)(?:\s+device\s+\S+)?\s+priority\s+([^;]+);\s*(?:policy\s+(accept|drop);)?/.exec(
-            line,
-          )
+        // Most lines of a chain are rules: a prefix test spares them the regular expressions.
+        m = line.startsWith('type')
+          ? /^type\s+(\w+)\s+hook\s+(\w+)(?:\s+device\s+\S+)?\s+priority\s+([^;]+);\s*(?:policy\s+(accept|drop);)?/.exec(
+              line,
+            )
+          : null
         if (m) {
           chain.base = {
             type: m[1],
@@ -149,11 +151,11 @@ export class NftRuleset {
           }
           continue
         }
-        if (/^comment\s+"/.test(line)) continue
+        if (line.startsWith('comment') && /^comment\s+"/.test(line)) continue
         chain.rules.push({table: table.id, chain: chain.name, line: lineNo, text: line})
         continue
       }
-      m = /^chain\s+(\S+)\s*\{$/.exec(line)
+      m = line.startsWith('chain') ? /^chain\s+(\S+)\s*\{$/.exec(line) : null
       if (m) {
         chain = {table: table.id, name: unquote(m[1]), line: lineNo, rules: []}
         table.chains.set(chain.name, chain)
@@ -220,16 +222,19 @@ const KUBE_PROXY_BASE_HOOKS: ReadonlyArray<readonly [string, string]> = [
 ]
 
 function braceDelta(text: string): number {
+  // Most lines (rules, elements) hold no brace at all.
+  if (text.indexOf('{') < 0 && text.indexOf('}') < 0) return 0
   let d = 0
   let quoted = false
-  for (const ch of text) {
-    if (ch === '"') quoted = !quoted
-    else if (!quoted && ch === '{') d++
-    else if (!quoted && ch === '}') d--
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i)
+    if (ch === 0x22 /* " */) quoted = !quoted
+    else if (!quoted && ch === 0x7b /* { */) d++
+    else if (!quoted && ch === 0x7d /* } */) d--
   }
   return d
 }
 
 function unquote(s: string): string {
-  return s.replace(/^"(.*)"$/, '$1')
+  return s.charCodeAt(0) === 0x22 /* " */ ? s.replace(/^"(.*)"$/, '$1') : s
 }

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict'
 import {test} from 'node:test'
-import {normaliseIptablesPaste} from '../../src/parse/paste-normalise.js'
+import {normaliseIptablesPaste, normaliseNftPaste} from '../../src/parse/paste-normalise.js'
 import {runCli} from '../helpers/run-cli.js'
 
 const DIR = 'test/fixtures/pastes'
@@ -181,6 +181,35 @@ test('plain iptables-save output is passed through as it is (only CRs ending lin
   )
   assert.match(two.notes[0], /^the input holds 2 dumps/)
   assert.equal(two.notes.filter((n) => n.startsWith('the input holds')).length, 1)
+})
+
+test('plain nft list ruleset output is passed through as it is; a prompt, fence, quoting or handle in it is still removed', () => {
+  const plain =
+    'table ip kube-proxy {\n\tchain services {\n\t\tip daddr . meta l4proto . th dport vmap @service-ips\n\t}\n' +
+    '\tmap service-ips {\n\t\ttype ipv4_addr . inet_proto . inet_service : verdict\n\t\telements = { 10.96.0.1 . tcp . 443 comment "default/kubernetes:https" : goto service-x }\n\t}\n}'
+  const p = normaliseNftPaste(plain)
+  assert.equal(p.text, plain)
+  assert.deepEqual(p.notes, [])
+  assert.deepEqual(
+    [0, 1, 5, 9, 10, 1.5].map((n) => p.originalLine(n)),
+    [0, 1, 5, 9, 0, 0],
+  )
+  // Each of what a paste wraps a ruleset in, at a line of its own: the line-by-line normaliser still sees it.
+  const wrapped: Array<[string, string]> = [
+    ['$ sudo nft list ruleset\n' + plain, 'removed shell prompt line 1 ("sudo nft list ruleset")'],
+    ['root@node-a:~# nft list ruleset\n' + plain, 'removed shell prompt line 1 ("nft list ruleset")'],
+    ['```\n' + plain + '\n```', 'removed markdown fences (```) on lines 1, 11'],
+    [plain.replace('@service-ips\n', '@service-ips # handle 7\n'), 'removed 1 "# handle N" comment (`nft -a` output)'],
+    [
+      plain
+        .split('\n')
+        .map((l) => '> ' + l)
+        .join('\n'),
+      'removed mail quoting ("> ") from 9 lines',
+    ],
+  ]
+  for (const [input, note] of wrapped) assert.deepEqual(normaliseNftPaste(input).notes, [note], input.slice(0, 40))
+  assert.equal(normaliseNftPaste(plain.replaceAll('\n', '\r\n')).text, plain)
 })
 
 /**

@@ -502,7 +502,7 @@ export const CATALOGUE: readonly CodeEntry[] = [
     family: 'policy',
     title: "A NetworkPolicy selecting the Service's endpoints allows nothing from this client on the targetPort",
     hint: "Add an ingress rule for the client (its namespace and labels, or its node's address) on the targetPort, the port the policy sees after the Service's DNAT.",
-    explains: [],
+    explains: ['filter'],
     modes: ALL_MODES,
   },
   {
@@ -531,6 +531,16 @@ export const CATALOGUE: readonly CodeEntry[] = [
     hint: 'Add an egress rule to the cluster DNS Pods (kube-system, k8s-app=kube-dns) on UDP and TCP 53.',
     explains: [],
     modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-POLICY-DATAPLANE-DISAGREES',
+    severity: 'error',
+    family: 'policy',
+    title:
+      "A policy engine's rules on a node drop traffic the API's NetworkPolicies allow, or enforce a policy the API does not have",
+    hint: "Read the engine's agent logs on that node; its rules are out of step with the API server's policies (restarting the agent rebuilds them).",
+    explains: ['filter'],
+    modes: ['iptables', 'nftables'],
   },
 ]
 

@@ -5,6 +5,7 @@ import type {ExpectedService} from '../model/expected.js'
 import type {Dataplane, NodeInfrastructure, ProgrammedPort} from '../model/dataplane.js'
 import type {ModeChoice} from '../model/modes/index.js'
 import type {NodeImplementer} from '../model/implementers/index.js'
+import type {CiliumNodeView} from '../model/cilium-services.js'
 import type {ArrivalWalk, EndpointHalf, PathResult} from '../model/paths.js'
 import type {NodeRead, Reach} from '../model/reach.js'
 import type {ProbeRun} from '../node/probe/tcp-probe.js'
@@ -116,6 +117,8 @@ export interface CheckContext {
    * judged (`nodes`); these say who serves the others.
    */
   implementers: NodeImplementer[]
+  /** The nodes whose Services Cilium implements and whose agent's Service list was read, compared with the slices. */
+  cilium: CiliumNodeView[]
 }
 
 export interface Check {

@@ -12,6 +12,13 @@ import {nodeDiverges} from './rules/node-diverges.js'
 import {nodePortMissing} from './rules/nodeport-missing.js'
 import {nodeUnreadable} from './rules/node-unreadable.js'
 import {noImplementer, twoImplementers} from './rules/implementers.js'
+import {
+  ciliumBackendMissing,
+  ciliumBackendNotReadyActive,
+  ciliumBackendStale,
+  ciliumFrontendMissing,
+  ciliumNodeDiverges,
+} from './rules/cilium.js'
 import {notProxied} from './rules/not-proxied.js'
 import {pathBroken, pathUndecided} from './rules/path-verdicts.js'
 import {filterDrop} from './rules/filter-drop.js'
@@ -51,6 +58,11 @@ export const CHECKS: Check[] = [
   nodeUnreadable,
   noImplementer,
   twoImplementers,
+  ciliumFrontendMissing,
+  ciliumBackendMissing,
+  ciliumBackendStale,
+  ciliumBackendNotReadyActive,
+  ciliumNodeDiverges,
   modeMixed,
   modeUnsupported,
   modeMismatch,

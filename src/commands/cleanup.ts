@@ -4,6 +4,7 @@ import {liveOptions, nodeReadFlags} from '../cli/flags.js'
 import {stderrLine} from '../cli/stderr.js'
 import {CLEANUP_EXIT_CODES} from '../cli/exit-codes.js'
 import {DiagnosisError} from '../errors.js'
+import {cleanupDocument} from '../report/document.js'
 import {writeCleanup} from '../report/output.js'
 
 export default class Cleanup extends DoctorCommand {
@@ -11,12 +12,18 @@ export default class Cleanup extends DoctorCommand {
     "Delete what `svc --kernel-trace` leaves on a node when it is killed: the doctor's own nftables tables (kpd_trace_*), nothing else"
   static override description = CLEANUP_EXIT_CODES
   static override usage = [
-    'cleanup --node NAME [--via auto|ssh|kube-proxy|debug-pod] [--context CTX] [--kubeconfig FILE] [--ssh-config FILE] [--timeout SECONDS]',
+    'cleanup --node NAME [-o table|json|yaml] [--via auto|ssh|kube-proxy|debug-pod] [--context CTX] [--kubeconfig FILE] [--ssh-config FILE] [--timeout SECONDS]',
   ]
   static override examples = ['<%= config.bin %> cleanup --node node-b']
   static override flags = {
     node: Flags.string({description: 'the node to clean up, reached the way svc reaches it', required: true}),
     ...nodeReadFlags,
+    output: Flags.string({
+      char: 'o',
+      options: ['table', 'json', 'yaml'],
+      default: 'table',
+      description: 'output format: the tables deleted and not, as a CleanupReport document for json and yaml',
+    }),
   }
 
   async run(): Promise<void> {
@@ -24,7 +31,11 @@ export default class Cleanup extends DoctorCommand {
     const {cleanupNodeLive} = await import('../diagnosis/cleanup-node.js')
     const r = await cleanupNodeLive(flags.node, liveOptions(flags))
     for (const f of r.failed) stderrLine(`warning: ${r.node}: not deleted: ${f}`)
-    writeCleanup(r, (chunk) => process.stdout.write(chunk))
+    writeCleanup(
+      cleanupDocument(r, {toolVersion: this.config.version, time: new Date().toISOString()}),
+      {format: flags.output as 'table' | 'json' | 'yaml'},
+      (chunk) => process.stdout.write(chunk),
+    )
     if (r.failed.length > 0) throw new DiagnosisError(`${r.node}: ${r.failed.length} table(s) not deleted`)
   }
 }

@@ -129,7 +129,7 @@ export default class Svc extends DoctorCommand {
       progress?.done()
     }
     for (const w of g.warnings) stderrLine(`warning: ${w}`)
-    const probes = flags.snapshot ? PROBES_SNAPSHOT : ((g as GatheredLive).probes ?? PROBES_OFF)
+    const probes = flags.snapshot ? (g.probes ?? PROBES_SNAPSHOT) : ((g as GatheredLive).probes ?? PROBES_OFF)
     const readVia = 'readVia' in g ? (g as GatheredLive).readVia : undefined
     const d = diagnose(g.cluster, g.observations, {
       ignore,

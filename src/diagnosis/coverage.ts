@@ -3,7 +3,7 @@ import type {CheckContext} from '../checks/check.js'
 import type {NodeObservation} from '../node/observation.js'
 import {familyOf} from '../net/address.js'
 import {FORWARDING_KEYS, type SysctlValues} from '../parse/sysctl.js'
-import type {ProbeRun} from '../node/probe/tcp-probe.js'
+import type {NodeProbes, ProbeRun, RecordedProbes} from '../node/probe/tcp-probe.js'
 import type {PolicyState} from '../cluster/types.js'
 import type {NodeReadVia} from './choose-transport.js'
 
@@ -137,7 +137,7 @@ export function notChecked(inputs: CoverageInputs): NotChecked[] {
     out.push(entry(u.node, 'proxy-rules', `${u.mode} rules not judged: ${u.source}`, true))
   if (!notProxied)
     for (const f of inputs.familiesNotJudged ?? []) out.push(entry(f.node, 'proxy-rules', f.reason, true))
-  if (!notProxied) out.push(...probeGaps(probes))
+  if (!notProxied) out.push(...probeGaps(probes, context.observations, context.service.clusterIP))
   // A path not walked to its end is not known to work: the headline must not say every path does.
   const undecided = new Map<string, {node: string; why: string}>()
   for (const u of inputs.undecidedPaths ?? []) undecided.set(`${u.node}\0${u.why}`, u)
@@ -267,8 +267,51 @@ function nodeGaps(
  * Probes not run at all (always the user's choice or the input's nature: --no-probe, a snapshot, a scan), a node not
  * probed, a target the transport would not open.
  */
-function probeGaps(probes: ProbeRun): NotChecked[] {
-  if (!probes.ran) return [entry(null, 'live-probes', probes.reason, false)]
+/** What the kernel could not confirm of one node's probes. */
+function kernelGaps(n: NodeProbes): NotChecked[] {
+  const out: NotChecked[] = []
+  // The probes' verdicts stand without it: what the kernel did is confirmation, not required.
+  if (n.kernel && !n.kernel.read) out.push(entry(n.node, 'kernel-evidence', `not confirmed: ${n.kernel.reason}`, false))
+  // Opted into, yet confirmation only: a node that cannot be traced does not fail the run.
+  if (n.kernelTrace && !n.kernelTrace.traced) out.push(entry(n.node, 'kernel-trace', n.kernelTrace.reason, false))
+  return out
+}
+
+/**
+ * A snapshot's replayed kernel evidence: each read node's gaps as recorded, and a node whose bundle folder holds none
+ * (collected without --probe, or by a version that did not record it) says so.
+ */
+function recordedGaps(
+  recorded: RecordedProbes,
+  observations: NodeObservation[],
+  clusterIP: string | undefined,
+): NotChecked[] {
+  const out: NotChecked[] = []
+  for (const o of [...observations].filter((x) => x.reachable).sort((a, b) => a.name.localeCompare(b.name))) {
+    // Recorded for this Service: probes of its ClusterIP (a bundle's evidence is of the Service it was collected for).
+    const n = recorded.nodes.find(
+      (x) => x.node === o.name && x.tallies.some((t) => t.target.kind !== 'endpoint' && t.target.host === clusterIP),
+    )
+    if (n) out.push(...kernelGaps(n))
+    else
+      out.push(
+        entry(
+          o.name,
+          'kernel-evidence',
+          'not recorded in the bundle (collected without --probe, or by a version that did not record it)',
+          false,
+        ),
+      )
+  }
+  return out
+}
+
+function probeGaps(probes: ProbeRun, observations: NodeObservation[], clusterIP: string | undefined): NotChecked[] {
+  if (!probes.ran)
+    return [
+      entry(null, 'live-probes', probes.reason, false),
+      ...(probes.recorded ? recordedGaps(probes.recorded, observations, clusterIP) : []),
+    ]
   const out: NotChecked[] = []
   for (const n of [...probes.nodes].sort((a, b) => a.node.localeCompare(b.node))) {
     // A node read through kube-proxy's Pod or a debug Pod cannot open TCP to other addresses by nature: listed, not required.
@@ -287,11 +330,7 @@ function probeGaps(probes: ProbeRun): NotChecked[] {
         ),
       )
     }
-    // The probes' verdicts stand without it: what the kernel did is confirmation, not required.
-    if (n.kernel && !n.kernel.read)
-      out.push(entry(n.node, 'kernel-evidence', `not confirmed: ${n.kernel.reason}`, false))
-    // Opted into, yet confirmation only: a node that cannot be traced does not fail the run.
-    if (n.kernelTrace && !n.kernelTrace.traced) out.push(entry(n.node, 'kernel-trace', n.kernelTrace.reason, false))
+    out.push(...kernelGaps(n))
   }
   return out
 }

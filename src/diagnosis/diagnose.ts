@@ -13,6 +13,7 @@ import {
 } from '../model/modes/index.js'
 import type {NodeObservation} from '../node/observation.js'
 import {decideImplementer, type NodeImplementer} from '../model/implementers/index.js'
+import {ciliumNodeView, type CiliumNodeView} from '../model/cilium-services.js'
 import {followEndpoints, tracePaths, walkArrivals, type PathNode, type PathResult} from '../model/paths.js'
 import {endpointsForPort} from '../model/endpoints.js'
 import {joinHostPort} from '../net/host-port.js'
@@ -152,6 +153,7 @@ function diagnoseFamily(
     reach: opts.reach ?? DEFAULT_REACH,
     dnsJudgedApart: opts.dnsJudgedApart ?? false,
     implementers,
+    cilium: ciliumViews(cluster, observations, implementers, family),
   }
   // One path across two nodes: each remote endpoint's half, judged on its node, before the checks read the paths.
   context.halves = followEndpoints(
@@ -166,10 +168,35 @@ function diagnoseFamily(
   return {context, notJudged}
 }
 
+/** The nodes whose Services Cilium implements and whose agent's Service list was read, each compared with the slices. */
+function ciliumViews(
+  cluster: ClusterState,
+  observations: NodeObservation[],
+  implementers: NodeImplementer[],
+  family: IpFamily | undefined,
+): CiliumNodeView[] {
+  return observations.flatMap((o) => {
+    if (!o.reachable || !ciliumJudged(implementers, o)) return []
+    const expected = expectedService(cluster, o.name, family)
+    return expected.notProxied ? [] : [ciliumNodeView(expected, o.name, o.ciliumServices!)]
+  })
+}
+
+/** Cilium serves the node's Services and its agent's Service list was read: its state is judged instead of kube-proxy's. */
+const ciliumJudged = (implementers: NodeImplementer[], o: NodeObservation) =>
+  !!o.ciliumServices && implementers.find((i) => i.node === o.name)?.name === 'cilium'
+
 /** The nodes whose Services another implementer serves, or none: kube-proxy's rules were not judged there, and why. */
-function implementerGaps(implementers: NodeImplementer[]): Array<{node: string; reason: string}> {
+function implementerGaps(
+  implementers: NodeImplementer[],
+  observations: NodeObservation[],
+): Array<{node: string; reason: string}> {
   return implementers
     .filter((i) => !i.kubeProxyJudged)
+    .filter((i) => {
+      const o = observations.find((x) => x.name === i.node)
+      return !o || !ciliumJudged(implementers, o)
+    })
     .map((i) => ({
       node: i.node,
       reason:
@@ -336,7 +363,7 @@ function judge(cluster: ClusterState, observations: NodeObservation[], opts: Dia
     const silenced = ignored.find(explained)
     if (silenced && !findings.some(explained)) ignoredBreaks.set(p, silenced.code)
   }
-  const familiesNotJudged = [...implementerGaps(implementers), ...runs.flatMap((r) => r.notJudged)]
+  const familiesNotJudged = [...implementerGaps(implementers, observations), ...runs.flatMap((r) => r.notJudged)]
   const skipped = notChecked({
     context,
     probes,

@@ -17,8 +17,9 @@ import {transport, transportConnector, type NodeConnector} from '../node/transpo
 import {readNodesThrough, type NodeReadVia, type NodeReads} from './choose-transport.js'
 import type {CollectOptions, PathTargets} from '../node/read/collect-node.js'
 import {nodeAddress} from './node-address.js'
-import {probeNodes, probeSettings, startProbes, type StartedProbes} from './probe-stage.js'
-import type {ProbeRun} from '../node/probe/tcp-probe.js'
+import {PROBES_SNAPSHOT, probeNodes, probeSettings, startProbes, type StartedProbes} from './probe-stage.js'
+import type {NodeProbes, ProbeRun, RecordedProbes} from '../node/probe/tcp-probe.js'
+import {readRecordedEvidence} from '../node/probe/recorded-evidence.js'
 import {closingAfter, type NodeAccess} from '../node/transport/node-access.js'
 import {isNodeName} from '../model/names.js'
 import type {Reach} from '../model/reach.js'
@@ -285,12 +286,37 @@ export async function gatherSnapshot(
     implementers: IMPLEMENTER_READS,
     policy: policyClients(client, namespace),
   })
+  const observations = readSnapshotNodes(dir, only)
+  const recorded = recordedProbes(dir, observations)
   return {
     cluster,
-    observations: readSnapshotNodes(dir, only),
-    warnings: source.warnings(),
+    observations,
+    warnings: [...source.warnings(), ...recorded.warnings],
     reach: snapshotReach(snapshot.manifest()?.context),
+    probes: {...PROBES_SNAPSHOT, recorded: recorded.probes},
   }
+}
+
+/**
+ * The probes `collect --probe` recorded beside each read node's files, replayed as recorded (the earliest time is the
+ * collection's); a file that is not one is a warning, and that node has none.
+ */
+export function recordedProbes(
+  dir: string,
+  observations: NodeObservation[],
+): {probes: RecordedProbes; warnings: string[]} {
+  const warnings: string[] = []
+  const found: Array<{recordedAt: string; probes: NodeProbes}> = []
+  for (const o of observations.filter((x) => x.reachable)) {
+    try {
+      const r = readRecordedEvidence(join(dir, NODES_DIR, o.name), o.name)
+      if (r) found.push(r)
+    } catch (e) {
+      warnings.push(`${(e as Error).message}: its kernel evidence is not replayed`)
+    }
+  }
+  const recordedAt = found.map((f) => f.recordedAt).sort()[0] ?? null
+  return {probes: {recordedAt, nodes: found.map((f) => f.probes)}, warnings}
 }
 
 /** The nodes recorded in a snapshot (or only those named). */

@@ -1,7 +1,7 @@
 import type {ClusterState} from '../cluster/types.js'
 import {expectedService, serviceFamilies} from '../model/expected.js'
 import {familyOf} from '../net/address.js'
-import type {ProbeRun, ProbeSettings, ServiceProbeTarget} from '../node/probe/tcp-probe.js'
+import type {NodeProbes, ProbeRun, ProbeSettings, ServiceProbeTarget} from '../node/probe/tcp-probe.js'
 import {nodeAddress} from './node-address.js'
 
 /**
@@ -79,9 +79,8 @@ export function planProbes(
 
 /** The part of a probe run that concerns one address family's targets (a dual-stack Service is judged per family). */
 export function probesOfFamily(run: ProbeRun, family: 4 | 6): ProbeRun {
-  if (!run.ran) return run
-  return {
-    ...run,
-    nodes: run.nodes.map((n) => ({...n, tallies: n.tallies.filter((t) => familyOf(t.target.host) === family)})),
-  }
+  const ofFamily = (nodes: NodeProbes[]) =>
+    nodes.map((n) => ({...n, tallies: n.tallies.filter((t) => familyOf(t.target.host) === family)}))
+  if (!run.ran) return run.recorded ? {...run, recorded: {...run.recorded, nodes: ofFamily(run.recorded.nodes)}} : run
+  return {...run, nodes: ofFamily(run.nodes)}
 }

@@ -14,7 +14,7 @@ export const PROBES_OFF: ProbeRun = {
   ran: false,
   reason: 'live probes are off (--no-probe): the diagnosis is static only',
 }
-export const PROBES_SNAPSHOT: ProbeRun = {
+export const PROBES_SNAPSHOT: Extract<ProbeRun, {ran: false}> = {
   ran: false,
   reason: 'live probes are not run from a snapshot (it opens no connection): the diagnosis is static only',
 }

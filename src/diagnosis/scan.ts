@@ -15,7 +15,7 @@ import type {PathTargets} from '../node/read/collect-node.js'
 import {selectNodes} from '../node/read/select-nodes.js'
 import {shareNodeReads, type SharedNodeReads} from '../node/read/shared-reads.js'
 import type {DiagnoseOptions} from './diagnose.js'
-import {hostKeyWarnings, readNodesLive, readSnapshotRecordings} from './gather.js'
+import {hostKeyWarnings, readNodesLive, readSnapshotRecordings, recordedProbes} from './gather.js'
 import type {LiveOptions, ProgressEvent} from './live-options.js'
 import {judgeService, type ServiceOutcome, type ServiceState, type Summarise} from './judge-services.js'
 import {liveReachData, reachOf, snapshotReachData, type ReachData} from './reach.js'
@@ -132,11 +132,20 @@ export async function scanSnapshot<R>(
   const recordings = readSnapshotRecordings(dir, opts.nodes, {bytes: SCAN_DUMPS_IN_MEMORY_BYTES})
   const observations = recordings.map((r) => parseNodeRecording(r.name, r.rec, r.onDisk))
   const sharedNodes = () => recordings.map((r) => shareNodeReads(r.name, r.rec, r.onDisk))
+  // The same replay as svc --snapshot gives each Service (the evidence is of the Service collected).
+  const evidence = recordedProbes(dir, observations)
   const reach = snapshotReachData(snapshot.manifest()?.context)
   return {
-    outcomes: await judge(states, {observations, sharedNodes}, {...opts, probes: PROBES_SNAPSHOT}, reach, keep, opts),
+    outcomes: await judge(
+      states,
+      {observations, sharedNodes},
+      {...opts, probes: {...PROBES_SNAPSHOT, recorded: evidence.probes}},
+      reach,
+      keep,
+      opts,
+    ),
     observations,
-    warnings: validated.warnings(),
+    warnings: [...validated.warnings(), ...evidence.warnings],
     notes: SCAN_NOTES,
   }
 }

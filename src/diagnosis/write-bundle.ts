@@ -9,6 +9,8 @@ import {isNodeName} from '../model/names.js'
 import {writeNodeRecording} from '../node/read/bundle.js'
 import type {NodeObservation} from '../node/observation.js'
 import type {NodeRecording} from '../node/read/node-files.js'
+import {writeRecordedEvidence} from '../node/probe/recorded-evidence.js'
+import type {ProbeRun} from '../node/probe/tcp-probe.js'
 import {NODES_DIR} from './gather.js'
 
 export interface BundleSubject {
@@ -16,6 +18,8 @@ export interface BundleSubject {
   name: string
   context?: string
   observations: NodeObservation[]
+  /** collect --probe: the probes, their kernel evidence and any trace, recorded beside each node's reads. */
+  probes?: ProbeRun
 }
 
 export interface BundleWriteOptions {
@@ -210,10 +214,13 @@ function writeContent(
 ): void {
   // O_EXCL: a file is only ever created, never opened through something already there.
   const write = (file: string, text: string) => writeFileSync(join(dir, file), text, {mode: 0o600, flag: 'wx'})
+  const recordedAt = new Date().toISOString()
   mkdirSync(join(dir, NODES_DIR), {mode: 0o700})
   for (const [name, rec] of recordings) {
     mkdirSync(join(dir, NODES_DIR, name), {mode: 0o700})
     writeNodeRecording(join(dir, NODES_DIR, name), rec)
+    const probed = subject.probes?.ran ? subject.probes.nodes.find((n) => n.node === name) : undefined
+    if (probed) writeRecordedEvidence(join(dir, NODES_DIR, name), probed, recordedAt)
   }
   const services: V1Service[] = [cluster.service, ...(cluster.dns.service ? [cluster.dns.service] : [])]
   write(SNAPSHOT_FILES.services, list(services.map(withoutBookkeeping)))
@@ -247,7 +254,7 @@ function writeContent(
     apiVersion: 'kproxy-doctor/v1',
     kind: 'Bundle',
     services: [`${subject.namespace}/${subject.name}`],
-    recordedAt: new Date().toISOString(),
+    recordedAt,
     ...(subject.context ? {context: subject.context} : {}),
     nodes: subject.observations.map((o) => ({name: o.name, read: o.reachable, ...(o.error ? {error: o.error} : {})})),
   }

@@ -6,6 +6,7 @@ import type {IpsetState} from '../parse/ipset-save.js'
 import type {VirtualServer} from '../parse/ipvsadm.js'
 import type {DnsAnswer} from './probe/dns-probe.js'
 import type {PathObservation} from './read/path-reads.js'
+import type {CiliumFrontend} from '../parse/cilium-services.js'
 
 export interface IpvsState {
   virtualServers: VirtualServer[]
@@ -34,6 +35,8 @@ export interface NodeObservation {
   kubeProxy?: KubeProxyStatus
   /** Forwarding sysctls, routes to the endpoints, conntrack entries for the Service's addresses. */
   path?: PathObservation
+  /** Where Cilium implements Services: its agent's `cilium-dbg service list -o json`; undefined when not read. */
+  ciliumServices?: CiliumFrontend[]
 }
 
 /** After one Service of a scan is judged: each dump drops the parsed chains only that Service asked for. */

@@ -48,6 +48,44 @@ export function errorDocument(message: string, meta: Omit<DocumentMeta, 'context
   }
 }
 
+/** `collect svc -o json|yaml`: the bundle written, each node read or not, and the command that diagnoses it. */
+export interface CollectReport {
+  apiVersion: typeof API_VERSION
+  kind: 'CollectReport'
+  toolVersion: string
+  time: string
+  context: string | null
+  bundle: string
+  service: {namespace: string; name: string}
+  nodes: Array<{name: string; read: boolean; error: string | null}>
+  next: {command: string; argv: string[][]}
+}
+
+/** `cleanup -o json|yaml`: the doctor's own tables deleted on the node, and those that could not be. */
+export interface CleanupReport {
+  apiVersion: typeof API_VERSION
+  kind: 'CleanupReport'
+  toolVersion: string
+  time: string
+  node: string
+  removed: string[]
+  failed: string[]
+}
+
+export function collectDocument(
+  r: Omit<CollectReport, 'apiVersion' | 'kind' | 'toolVersion' | 'time'>,
+  meta: Omit<DocumentMeta, 'context'>,
+): CollectReport {
+  return {apiVersion: API_VERSION, kind: 'CollectReport', toolVersion: meta.toolVersion, time: meta.time, ...r}
+}
+
+export function cleanupDocument(
+  r: {node: string; removed: string[]; failed: string[]},
+  meta: Omit<DocumentMeta, 'context'>,
+): CleanupReport {
+  return {apiVersion: API_VERSION, kind: 'CleanupReport', toolVersion: meta.toolVersion, time: meta.time, ...r}
+}
+
 /** yaml, loaded for -o yaml only. */
 const loadModule = createRequire(import.meta.url)
 

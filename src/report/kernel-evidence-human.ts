@@ -25,12 +25,19 @@ export function renderKernelEvidence(
     (n) => (n.check === 'kernel-evidence' || n.check === 'kernel-trace') && n.node !== null,
   )
   const traced = r.kernelTrace.some((i) => i.rules.length > 0)
-  if (!r.probes.ran || (r.kernelTrace.length === 0 && unread.length === 0)) return []
+  // A snapshot has no probes of its own: what it shows is what its bundle recorded (none: said in coverage only).
+  const recordedAt = r.kernelTrace.find((i) => i.recordedAt)?.recordedAt
+  const replay = !r.probes.ran
+  if (replay && !recordedAt) return []
+  if (r.kernelTrace.length === 0 && unread.length === 0) return []
   const matched = [...new Set(r.kernelTrace.flatMap((i) => (i.matchedBy ? [MATCHED[i.matchedBy]] : [])))]
+  const when = replay
+    ? `replayed from the bundle: recorded at collection time${recordedAt ? `, ${recordedAt}` : ''}, not a fresh read; conntrack as read right after the probes then`
+    : 'conntrack, read right after the probes'
   const lines = [
     '',
     ...wrapProse(
-      `${c.bold('Kernel evidence')} (conntrack, read right after the probes${matched.length > 0 ? `; entries matched ${matched.join(' or ')}` : ''}${traced ? "; netfilter's own trace of each probe, --kernel-trace" : ''})`,
+      `${c.bold('Kernel evidence')} (${when}${matched.length > 0 ? `; entries matched ${matched.join(' or ')}` : ''}${traced ? "; netfilter's own trace of each probe, --kernel-trace" : ''})`,
       width,
       '',
       '  ',

@@ -31,6 +31,8 @@ export interface KernelTraceItem {
   rules: Array<{table: string; chain: string; rule: string; verdict: string}>
   agreesWithWalk: boolean | null
   detail: string
+  /** Replayed from a snapshot bundle: when `collect --probe` recorded it, not a fresh read. */
+  recordedAt?: string
 }
 
 function replied(v: KernelVerdict): boolean | null {
@@ -58,6 +60,7 @@ export function kernelTrace(verdicts: KernelVerdict[]): KernelTraceItem[] {
       rules: v.rules,
       agreesWithWalk: v.agreesWithWalk,
       detail: v.detail,
+      ...(v.recordedAt ? {recordedAt: v.recordedAt} : {}),
     }
   })
 }

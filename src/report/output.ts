@@ -1,7 +1,7 @@
 import type {ChalkInstance} from 'chalk'
 import type {NodeReadVia} from '../diagnosis/choose-transport.js'
 import type {TraceResult} from '../trace/types.js'
-import {writeDocument, type TraceHeader} from './document.js'
+import {writeDocument, type CleanupReport, type CollectReport, type TraceHeader} from './document.js'
 import {renderHeadline, renderHuman} from './human.js'
 import {renderJunit} from './junit.js'
 import {printableDocument} from './printable.js'
@@ -114,12 +114,30 @@ export function writeTrace(
   )
 }
 
-/** `cleanup`: one line per node of what it deleted (names from a node's output, made printable). */
-export function writeCleanup(r: {node: string; removed: string[]}, write: Write): void {
+/** `cleanup`: one line per table it deleted (names from a node's output, made printable), or the document. */
+export function writeCleanup(r: CleanupReport, how: {format: 'table' | 'json' | 'yaml'}, write: Write): void {
+  if (how.format !== 'table') return writeDocument(r, how.format, write)
   const p = printableDocument(r)
   write(
     p.removed.length === 0
       ? `${p.node}: no table of kproxy-doctor's (kpd_trace_*) to delete\n`
       : p.removed.map((t) => `${p.node}: deleted table inet ${t}\n`).join(''),
   )
+}
+
+/** `collect svc`: the bundle written and how many nodes were read (-q: that line alone), or the document. */
+export function writeCollect(
+  r: CollectReport,
+  how: {format: 'table' | 'json' | 'yaml'; quiet?: boolean},
+  write: Write,
+): void {
+  if (how.format !== 'table') return writeDocument(r, how.format, write)
+  // Node names come from the API: made printable like every untrusted text on a terminal.
+  const p = printableDocument(r)
+  const bad = p.nodes.filter((n) => !n.read)
+  const read = p.nodes.length - bad.length
+  write(
+    `wrote ${p.bundle}: ${read} node(s) read${bad.length ? `, ${bad.length} not (${bad.map((n) => n.name).join(', ')})` : ''}\n`,
+  )
+  if (!how.quiet) write(`diagnose it with: ${p.next.command}\n`)
 }

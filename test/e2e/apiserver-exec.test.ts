@@ -153,13 +153,12 @@ describe('test API server: pods/exec and pods/portforward over WebSocket', {skip
       spec: {
         nodeName: 'node-b',
         hostNetwork: true,
-        hostPID: true,
         tolerations: [{operator: 'Exists'}],
         containers: [
           {
             name: 'debug',
             image: 'registry.k8s.io/kube-proxy:v1.33.0',
-            securityContext: {privileged: true},
+            securityContext: {capabilities: {drop: ['ALL'], add: ['NET_ADMIN', 'NET_RAW', 'SYS_CHROOT']}} as object,
             volumeMounts: [{name: 'root', mountPath: '/host', readOnly: true}],
           },
         ],
@@ -168,12 +167,12 @@ describe('test API server: pods/exec and pods/portforward over WebSocket', {skip
     }
     const writable = structuredClone(body)
     writable.spec.containers[0].volumeMounts[0].readOnly = false
-    writable.spec.hostPID = false
+    writable.spec.containers[0].securityContext = {capabilities: {add: ['NET_ADMIN']}}
     await assert.rejects(
       core.createNamespacedPod({namespace: 'kube-system', body: writable}),
       (e: {code?: number; body?: unknown}) =>
         e.code === 422 &&
-        /spec\.hostPID must be true; the node's \/ at \/host must be read-only$/.test(
+        /: containers\[0\]\.securityContext\.capabilities\.add must hold NET_RAW; the node's \/ at \/host must be read-only$/.test(
           (JSON.parse(String(e.body)) as {message: string}).message,
         ),
     )

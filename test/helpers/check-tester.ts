@@ -4,6 +4,7 @@ import {diagnose, type DiagnoseOptions} from '../../src/diagnosis/diagnose.js'
 import {offlineCluster, type OfflineOptions} from './offline-cluster.js'
 import {assertPastes, assertReadOnly} from './command-pastes.js'
 import {CHECK_FAMILIES, type CheckFamilyName} from './check-families.js'
+import {assertKubectlParses, kubectlInstalled} from './kubectl-parse.js'
 
 /** One expected finding: code, node ("-" when cluster-wide), severity. */
 type Expected = [code: string, node: string, severity: 'error' | 'warning' | 'info']
@@ -32,6 +33,11 @@ interface ExpectedSteps {
 
 /** Codes seen firing in any case run so far in this process (one check case file). */
 const firedCodes = new Set<string>()
+/** Every kubectl command (argv as JSON) a check or fix of those cases printed. */
+const kubectlCommands = new Set<string>()
+const noteKubectl = (argv: string[][] | null | undefined) => {
+  for (const stage of argv ?? []) if (stage[0] === 'kubectl') kubectlCommands.add(JSON.stringify(stage))
+}
 
 const key = (e: Expected) => e.join(' ')
 
@@ -45,7 +51,11 @@ export function checkTester(title: string, cases: CheckCase[]): void {
       test(c.name, () => {
         const {cluster, observations} = offlineCluster(c.state)
         const findings = diagnose(cluster, observations, c.options).findings
-        for (const f of findings) firedCodes.add(f.code)
+        for (const f of findings) {
+          firedCodes.add(f.code)
+          noteKubectl(f.check?.argv)
+          noteKubectl(f.fix?.argv)
+        }
         const got = findings
           .map((f): Expected => [f.code, f.node ?? '-', f.severity])
           .map(key)
@@ -105,5 +115,13 @@ export function checkFamily(family: CheckFamilyName, tables: () => void): void {
       const never = CHECK_FAMILIES[family].filter((code) => !firedCodes.has(code))
       assert.deepEqual(never, [], `codes no case makes fire: ${never.join(', ')}`)
     })
+    test(
+      `every kubectl command the ${family} cases print parses as kubectl reads it`,
+      {skip: !kubectlInstalled && 'kubectl is not installed'},
+      (t) => {
+        if (kubectlCommands.size === 0) return t.skip('no case of this family prints a kubectl command')
+        for (const command of kubectlCommands) assertKubectlParses(JSON.parse(command) as string[], command)
+      },
+    )
   })
 }

@@ -8,7 +8,13 @@ ajv.addSchema(schema, 'report')
 const validateDocument = ajv.compile({$ref: 'report'})
 
 /** The document each command prints with -o json|yaml when it ran (an Error document when it could not: exit 2). */
-const KIND = {svc: 'ServiceReport', scan: 'ScanReport', trace: 'TraceReport'} as const
+const KIND = {
+  svc: 'ServiceReport',
+  scan: 'ScanReport',
+  trace: 'TraceReport',
+  collect: 'CollectReport',
+  cleanup: 'CleanupReport',
+} as const
 
 /**
  * Why `document` does not match schema/report.schema.json, or is not the `kind` the command prints (an Error document

@@ -19,7 +19,7 @@ const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ')
 
 export function renderCodesTable(): string {
   const rows = CATALOGUE.map((e) => {
-    const modes = e.modes.length === PROXY_MODES.length ? 'all' : e.modes.join(', ')
+    const modes = e.modes.length === PROXY_MODES.length ? 'all' : e.modes.join(', ') || '– (Cilium)'
     const steps = e.explains.length > 0 ? e.explains.map((s) => `\`${s}\``).join(', ') : '–'
     return `| \`${e.code}\` | ${e.severity} | ${e.family} | ${cell(e.title)} | ${cell(e.hint)} | ${steps} | ${modes} |`
   })

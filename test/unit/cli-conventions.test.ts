@@ -211,7 +211,10 @@ test('bash completion: commands, topics, flags of the command typed, flag values
     'mermaid',
     'html',
   ])
-  assert.deepEqual(await bashComplete(r.stdout, ['kproxy-doctor', 'collect', 'svc', 'web', '--o']), ['--out'])
+  assert.deepEqual(await bashComplete(r.stdout, ['kproxy-doctor', 'collect', 'svc', 'web', '--o']), [
+    '--out',
+    '--output',
+  ])
   assert.deepEqual(await bashComplete(r.stdout, ['kproxy-doctor', 'trace', '--pro']), ['--proto'])
   assert.deepEqual(await bashComplete(r.stdout, ['kproxy-doctor', 'svc', 'web', '--snapshot', 'examples/broken-c']), [
     'examples/broken-cluster',

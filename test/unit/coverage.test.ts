@@ -382,15 +382,22 @@ describe('a snapshot: the probes and the packet-path reads it does not hold are 
     assert.equal(r.code, 0)
     const pathReason = 'no packet-path reads were recorded for this node (an older bundle has no path-reads.json)'
     const probeReason = 'live probes are not run from a snapshot (it opens no connection): the diagnosis is static only'
+    const kernelReason =
+      'not recorded in the bundle (collected without --probe, or by a version that did not record it)'
     assert.deepEqual(rows(r.json), [
       ['node-a', 'path-reads', false, pathReason],
       ['node-b', 'path-reads', false, pathReason],
       ['-', 'live-probes', false, probeReason],
+      ['node-a', 'kernel-evidence', false, kernelReason],
+      ['node-b', 'kernel-evidence', false, kernelReason],
     ])
     assert.equal(r.json.summary, '✓ shop/web: every traced path works on 2 node(s)')
     const human = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/healthy-cluster'])
     const section = human.stdout.slice(human.stdout.indexOf('Not checked'), human.stdout.indexOf('\n\nFindings'))
-    assert.equal(section, 'Not checked (not required): path-reads on node-a, node-b; live-probes')
+    assert.equal(
+      section,
+      'Not checked (not required): path-reads on node-a, node-b; live-probes; kernel-evidence on node-a, node-b',
+    )
   })
 })
 

@@ -20,6 +20,7 @@ import {
   ciliumNodeDump,
   kubeRouterPod,
 } from '../fixtures/implementers.js'
+import {ciliumServiceList} from '../fixtures/cilium-services.js'
 import {runCli} from '../helpers/run-cli.js'
 
 const scratch = mkdtempSync(join(tmpdir(), 'kpd-implementers-'))
@@ -34,7 +35,7 @@ const writeList = (file: string, items: unknown[]) =>
  * The healthy example cluster as it would be recorded with Cilium's kube-proxy replacement instead of kube-proxy:
  * no kube-proxy Pods, ConfigMap or rules; Cilium's agents, cilium-config and Cilium's chains on each node.
  */
-function ciliumBundle(name: string, extraAgents: unknown[] = []): string {
+function ciliumBundle(name: string, extraAgents: unknown[] = [], lists: Record<string, string> = {}): string {
   const dir = join(scratch, name)
   cpSync('examples/healthy-cluster', dir, {recursive: true})
   const pods = readList(join(dir, 'pods.json')).items.filter((p) => p.metadata.labels?.['k8s-app'] !== 'kube-proxy')
@@ -45,6 +46,7 @@ function ciliumBundle(name: string, extraAgents: unknown[] = []): string {
     for (const f of ['kube-proxy.json', 'nft-ruleset.txt', 'iptables-nft-save.txt'])
       rmSync(join(folder, f), {force: true})
     writeFileSync(join(folder, 'iptables-save.txt'), ciliumNodeDump())
+    if (lists[node]) writeFileSync(join(folder, 'cilium-services.json'), lists[node])
   }
   return dir
 }
@@ -88,6 +90,53 @@ describe('a Cilium cluster without kube-proxy', () => {
     assert.ok(!r.json.findings.some((f: {code: string}) => f.code === 'KPD-HOOK-MISSING'))
     assert.match(r.json.summary, /^\? shop\/web: no fault found in what was checked/)
     assert.equal(r.code, 3)
+  })
+
+  test("agents' Service lists recorded: judged, kube-proxy's rules no longer listed as not checked, exit 0", async () => {
+    const dir = ciliumBundle('judged', [], {
+      'node-a': ciliumServiceList('node-a'),
+      'node-b': ciliumServiceList('node-b'),
+    })
+    const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', dir, '-o', 'json'])
+    assert.deepEqual(r.json.findings, [])
+    assert.deepEqual(
+      r.json.notChecked.filter((n: {check: string}) => n.check === 'proxy-rules'),
+      [],
+    )
+    assert.equal(r.code, 0)
+  })
+
+  test("node-b's agent keeps a backend the slices dropped: KPD-CILIUM-BACKEND-STALE on node-b, exit 1", async () => {
+    const stale = {extraBackends: [{ip: '10.244.2.99', port: 8080}]}
+    const dir = ciliumBundle('stale', [], {
+      'node-a': ciliumServiceList('node-a'),
+      'node-b': ciliumServiceList('node-b', stale),
+    })
+    const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', dir, '-o', 'json'])
+    assert.deepEqual(
+      r.json.findings.map((f: {code: string; node: string}) => [f.code, f.node]),
+      [
+        ['KPD-CILIUM-BACKEND-STALE', 'node-b'],
+        ['KPD-CILIUM-BACKEND-STALE', 'node-b'],
+        ['KPD-CILIUM-NODE-DIVERGES', 'node-b'],
+        ['KPD-CILIUM-NODE-DIVERGES', 'node-b'],
+      ],
+    )
+    assert.equal(r.code, 1)
+  })
+
+  test("a damaged Service list: that node's error, the other node judged", async () => {
+    const dir = ciliumBundle('damaged', [], {
+      'node-a': ciliumServiceList('node-a'),
+      'node-b': 'Error: agent not ready\n',
+    })
+    const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', dir, '-o', 'json'])
+    assert.deepEqual(
+      r.json.notChecked
+        .filter((n: {check: string}) => n.check === 'node-read')
+        .map((n: {node: string; reason: string}) => [n.node, n.reason]),
+      [['node-b', 'not read: cilium-services.json unreadable: cilium-dbg service list -o json not JSON']],
+    )
   })
 
   test('svc (human): the header says Cilium implements Services on each node; no ✗', async () => {

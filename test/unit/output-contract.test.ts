@@ -4,13 +4,13 @@
  * scan, `-q` where `-v` is; one vocabulary for what to do (check:, fix (changes …):, hint:).
  */
 import assert from 'node:assert/strict'
-import {spawnSync} from 'node:child_process'
 import {readFileSync} from 'node:fs'
 import {test} from 'node:test'
 import {runCli} from '../helpers/run-cli.js'
 import {schemaErrors} from '../helpers/report-schema.js'
 import {offlineCluster} from '../helpers/offline-cluster.js'
 import {diagnose} from '../../src/diagnosis/diagnose.js'
+import {assertKubectlParses, kubectlInstalled} from '../helpers/kubectl-parse.js'
 
 /** A document with every `time` (when it was made: each run differs) left out, at any depth. */
 const withoutTimes = (doc: unknown): unknown =>
@@ -115,12 +115,9 @@ test('one vocabulary in svc and scan: check:, fix (changes …):, hint:; never n
   }
 })
 
-/** kubectl, when installed: the printed kubectl commands go through its own flag parser. */
-const kubectl = spawnSync('kubectl', ['version', '--client'], {encoding: 'utf8'}).status === 0
-
 test(
   'every kubectl check and fix of the examples parses as kubectl reads it (it gets as far as the API server)',
-  {skip: !kubectl && 'kubectl is not installed'},
+  {skip: !kubectlInstalled && 'kubectl is not installed'},
   async () => {
     const commands = new Set<string>()
     for (const example of ['broken-cluster', 'ipvs-cluster', 'healthy-cluster']) {
@@ -139,16 +136,6 @@ test(
     // The restart of kube-proxy by its Pod's name, and the Pods on a node where no Pod of it is known.
     assert.ok(commands.has(JSON.stringify(['kubectl', '-n', 'kube-system', 'delete', 'pod', 'kube-proxy-bx7k2'])))
     assert.ok(commands.size >= 2, [...commands].join('\n'))
-    for (const command of commands) {
-      const [, ...args] = JSON.parse(command) as string[]
-      // Port 1 on loopback refuses: kubectl parses the flags, then fails to connect, changing nothing.
-      const r = spawnSync(
-        'kubectl',
-        ['--server', 'https://127.0.0.1:1', '--token', 'none', '--request-timeout', '2s', ...args],
-        {encoding: 'utf8', timeout: 30_000, env: {...process.env, KUBECONFIG: '/dev/null'}},
-      )
-      assert.doesNotMatch(r.stderr, /unknown (flag|command|shorthand)|for usage/, `${command}: ${r.stderr}`)
-      assert.match(r.stderr, /127\.0\.0\.1:1.*refused/, `${command}: ${r.stderr}`)
-    }
+    for (const command of commands) assertKubectlParses(JSON.parse(command) as string[], command)
   },
 )

@@ -25,6 +25,8 @@ export interface KernelVerdict {
   agreesWithWalk: boolean | null
   /** What each side saw, in a sentence. */
   detail: string
+  /** Replayed from a bundle: when `collect --probe` recorded it (ISO 8601); absent for this run's own probes. */
+  recordedAt?: string
 }
 
 /** "10.244.1.5:8080 ×3 (replied), 10.244.2.11:8080 ×5 (no reply)": the kernel's choices, grouped. */
@@ -179,15 +181,19 @@ function judgeConntrack(node: string, t: Tally, ev: TargetKernelEvidence, path: 
  */
 export function kernelVerdicts(ctx: CheckContext): KernelVerdict[] {
   const run = probesRan(ctx)
-  if (!run) return []
+  // A bundle's recorded probes give their kernel evidence only: the probe checks judge this run's own probes.
+  const recorded = ctx.probes.ran ? undefined : ctx.probes.recorded
+  const nodes = run?.nodes ?? recorded?.nodes ?? []
   const out: KernelVerdict[] = []
-  for (const n of run.nodes) {
+  for (const n of nodes) {
     if (!n.kernel?.read) continue
     for (const ev of n.kernel.targets) {
       const t = n.tallies.find(
         (x) => x.target.kind !== 'endpoint' && x.target.host === ev.host && x.target.port === ev.port,
       )
-      if (t) out.push(judge(n.node, t, ev, staticPathFor(ctx, n.node, t.target), n.kernelTrace))
+      if (!t) continue
+      const v = judge(n.node, t, ev, staticPathFor(ctx, n.node, t.target), n.kernelTrace)
+      out.push(recorded?.recordedAt ? {...v, recordedAt: recorded.recordedAt} : v)
     }
   }
   return out
@@ -211,7 +217,7 @@ export const kernelDisagrees: Check = {
         continue
       out.push({
         node: v.node,
-        message: `${v.node}: ${v.target.kind} ${address} (${v.target.servicePort}, ${v.entry}): ${v.detail}`,
+        message: `${v.node}: ${v.target.kind} ${address} (${v.target.servicePort}, ${v.entry}): ${v.detail}${v.recordedAt ? ` (recorded at collection time, ${v.recordedAt})` : ''}`,
         text: `Run the diagnosis again: kube-proxy may have rewritten the rules since they were read. If it persists, compare the node's rules with the walk (kproxy-doctor svc … --explain) and the kernel's entries (conntrack -L -p tcp --orig-dst ${v.target.host} --orig-port-dst ${v.target.port}), and report the rule the tracer misreads.`,
         evidence: v.connections.map((c) => c.text),
       })

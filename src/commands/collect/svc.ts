@@ -5,7 +5,9 @@ import {progressReporter} from '../../cli/progress.js'
 import {gatherLive} from '../../diagnosis/gather.js'
 import {checkBundleOut, writeBundle} from '../../diagnosis/write-bundle.js'
 import {renderArgv} from '../../model/shell.js'
-import {printable} from '../../report/printable.js'
+import {DiagnosisError} from '../../errors.js'
+import {collectDocument} from '../../report/document.js'
+import {writeCollect} from '../../report/output.js'
 import {COLLECT_EXIT_CODES} from '../../cli/exit-codes.js'
 
 export default class CollectSvc extends DoctorCommand {
@@ -20,10 +22,32 @@ export default class CollectSvc extends DoctorCommand {
       description: 'new folder to write the bundle to (built beside it, then renamed into place)',
     }),
     force: Flags.boolean({default: false, description: 'replace --out even when it is not empty'}),
+    output: Flags.string({
+      char: 'o',
+      options: ['table', 'json', 'yaml'],
+      default: 'table',
+      description: 'output format: what was written and read, as a CollectReport document for json and yaml',
+    }),
+    quiet: Flags.boolean({char: 'q', default: false, description: 'print only the line naming the bundle written'}),
+    probe: Flags.boolean({
+      default: false,
+      description:
+        "also probe the Service from each node as `svc` does, and record the probes and the kernel's evidence of them (conntrack) beside each node's reads, for --snapshot to replay",
+    }),
+    'kernel-trace': Flags.boolean({
+      default: false,
+      dependsOn: ['probe'],
+      description:
+        "with --probe: record netfilter's own trace of each probe too (as `svc --kernel-trace`: a private nft table marks only the probes' packets, deleted at the end; the commands are printed first)",
+    }),
   }
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(CollectSvc)
+    if (flags.quiet && flags.output !== 'table')
+      throw new DiagnosisError(
+        `--quiet prints only the line naming the bundle: it cannot be combined with -o ${flags.output}`,
+      )
     // Refuse an unusable --out before spending a minute reading the cluster and its nodes.
     checkBundleOut(flags.out, flags.force)
     const progress = progressReporter(flags)
@@ -37,17 +61,32 @@ export default class CollectSvc extends DoctorCommand {
       flags.out,
       g.cluster,
       g.recordings,
-      {namespace: g.namespace, name: args.name, context: flags.context, observations: g.observations},
+      {
+        namespace: g.namespace,
+        name: args.name,
+        context: flags.context,
+        observations: g.observations,
+        ...(g.probes ? {probes: g.probes} : {}),
+      },
       {force: flags.force},
     )
-    const bad = g.observations.filter((o) => !o.reachable)
-    // Node names come from the API: made printable like every untrusted text on a terminal.
-    process.stdout.write(
-      printable(
-        `wrote ${flags.out}: ${g.observations.length - bad.length} node(s) read${bad.length ? `, ${bad.length} not (${bad.map((o) => o.name).join(', ')})` : ''}`,
-      ) + '\n',
+    const again = ['kproxy-doctor', 'svc', args.name, '-n', g.namespace, '--snapshot', flags.out]
+    const document = collectDocument(
+      {
+        context: flags.context ?? null,
+        bundle: flags.out,
+        service: {namespace: g.namespace, name: args.name},
+        nodes: g.observations.map((o) => ({
+          name: o.name,
+          read: o.reachable,
+          error: o.reachable ? null : (o.error ?? null),
+        })),
+        next: {command: renderArgv(again), argv: [again]},
+      },
+      {toolVersion: this.config.version, time: new Date().toISOString()},
     )
-    const again = renderArgv(['kproxy-doctor', 'svc', args.name, '-n', g.namespace, '--snapshot', flags.out])
-    process.stdout.write(printable(`diagnose it with: ${again}`) + '\n')
+    writeCollect(document, {format: flags.output as 'table' | 'json' | 'yaml', quiet: flags.quiet}, (chunk) =>
+      process.stdout.write(chunk),
+    )
   }
 }

@@ -6,6 +6,7 @@ import {
   someChains,
   type ServiceImplementerAdapter,
 } from './implementer.js'
+import type {ImplementerObjects} from '../../cluster/types.js'
 
 const CONFIG_MAPS = [
   {namespace: 'kube-system', name: 'cilium-config', keys: ['kube-proxy-replacement']},
@@ -14,6 +15,9 @@ const CONFIG_MAPS = [
 const AGENT = {'k8s-app': 'cilium'}
 /** kube-proxy-replacement's values under which Cilium serves every Service itself ("partial" leaves some to kube-proxy). */
 const REPLACES = ['true', 'strict']
+
+/** Cilium's agent Pod on `node`, where one was read. */
+export const ciliumAgentPodOn = (objects: ImplementerObjects, node: string) => agentPodOn(objects, node, AGENT)
 
 /** Cilium with its kube-proxy replacement (eBPF): its agent Pod on the node and cilium-config's kube-proxy-replacement. */
 export const ciliumImplementer: ServiceImplementerAdapter = {

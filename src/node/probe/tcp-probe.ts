@@ -59,8 +59,16 @@ export interface ProbeSettings {
 }
 
 /** The probe stage of one diagnosis: run (with each node's results), or not run and why. */
+/** The probes `collect --probe` recorded in a bundle, replayed by `svc --snapshot`: never a fresh read. */
+export interface RecordedProbes {
+  /** When they ran (the bundle's collection), ISO 8601; null: the bundle recorded no probes. */
+  recordedAt: string | null
+  nodes: NodeProbes[]
+}
+
 export type ProbeRun =
-  {ran: true; settings: ProbeSettings; nodes: NodeProbes[]; notes: string[]} | {ran: false; reason: string}
+  | {ran: true; settings: ProbeSettings; nodes: NodeProbes[]; notes: string[]}
+  | {ran: false; reason: string; recorded?: RecordedProbes}
 
 export interface ProbeOptions {
   attempts: number

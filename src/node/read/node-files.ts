@@ -20,6 +20,8 @@ export const NODE_FILES = {
   kubeProxy: 'kube-proxy.json',
   /** Packet-path reads (sysctls, routes, route lookups, conntrack), raw, with exit codes and stderr. */
   pathReads: 'path-reads.json',
+  /** Where Cilium implements Services: its agent's `cilium-dbg service list -o json`. */
+  ciliumServices: 'cilium-services.json',
   error: 'error.txt',
 } as const
 

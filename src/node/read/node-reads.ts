@@ -1,4 +1,5 @@
 import {parseBridgeState} from '../../parse/bridge-state.js'
+import {parseCiliumServices} from '../../parse/cilium-services.js'
 import {parseCniResults} from '../../parse/cni-results.js'
 import {parseConntrackList} from '../../parse/conntrack.js'
 import {parseLookupOutput, type DnsRecordType} from '../../parse/dns-lookup.js'
@@ -184,6 +185,20 @@ export const NODE_READS = {
   ipvsadm: {
     ...wholeDump(['ipvsadm', '-Sn'], NODE_FILES.ipvsadm, parseIpvsadm),
     whenMissing: {ipvsadm: 'IPVS state read from /proc/net/ip_vs instead'},
+  },
+  /**
+   * Cilium's load-balancing state, where Cilium implements Services (cilium-dbg; agents before 1.15 call it cilium).
+   * Judged from a bundle; collection does not ask it yet: it belongs in an exec into Cilium's agent Pod.
+   */
+  ciliumServiceList: {
+    argv: ['cilium-dbg', 'service', 'list', '-o', 'json'],
+    root: 'no',
+    compressible: false,
+    recorded: {file: NODE_FILES.ciliumServices},
+    parse: parseCiliumServices,
+    whenMissing: {'cilium-dbg': "Cilium's Service list not read: its state is not judged"},
+    transports: ['ssh', 'snapshot'],
+    withoutShell: "Cilium's Service list: it runs in Cilium's agent container, not kube-proxy's or the debug Pod's",
   },
   ipsetSave: wholeDump(['ipset', 'save'], NODE_FILES.ipset, (text: string) => IpsetState.parse(text)),
   kubeIpvs0: {

@@ -177,6 +177,18 @@ export function parseNodeRecording(
         ? withCniResults(bridges, reads.cniResults.parse(cni))
         : {...bridges, cniNotes: ['CNI result cache (/var/lib/cni/results) not read']}
   }
+  const cilium = text(reads.ciliumServiceList.recorded.file)
+  if (cilium !== undefined) {
+    try {
+      obs.ciliumServices = reads.ciliumServiceList.parse(cilium)
+    } catch (e) {
+      return {
+        name,
+        reachable: false,
+        error: `${reads.ciliumServiceList.recorded.file} unreadable: ${(e as Error).message}`,
+      }
+    }
+  }
   obs.kubeProxy = shaped(parseJson<KubeProxyStatus>(rec.get(NODE_FILES.kubeProxy)), isKubeProxyStatus)
   obs.dns = dnsAnswerOf(parseJson<unknown>(rec.get(NODE_FILES.dns)))
   const pathReads = parseJson<RawPathReads>(rec.get(NODE_FILES.pathReads))

@@ -547,7 +547,7 @@ export const CATALOGUE: readonly CodeEntry[] = [
     family: 'policy',
     title: "A NetworkPolicy selecting the Service's endpoints allows nothing from this client on the targetPort",
     hint: "Add an ingress rule for the client (its namespace and labels, or its node's address) on the targetPort, the port the policy sees after the Service's DNAT.",
-    explains: ['filter'],
+    explains: [],
     modes: ALL_MODES,
   },
   {

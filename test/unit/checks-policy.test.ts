@@ -102,6 +102,15 @@ const calico = withFilter(
   ],
 )
 
+/** A firewall nobody else owns, dropping new connections to web-b1 (10.244.2.10) on node-b. */
+const handWrittenDrop = withFilter(['LAB-FIREWALL'], '-A FORWARD -j LAB-FIREWALL', [
+  '-A LAB-FIREWALL -d 10.244.2.10/32 -p tcp -m conntrack --ctstate NEW -j DROP',
+])
+/** kubelet's KUBE-FIREWALL, jumped to from FORWARD here, dropping new connections to web-b1 (10.244.2.10). */
+const kubeletDrop = withFilter(['KUBE-FIREWALL'], '-A FORWARD -j KUBE-FIREWALL', [
+  '-A KUBE-FIREWALL -d 10.244.2.10/32 -p tcp -m conntrack --ctstate NEW -j DROP',
+])
+
 /** shop's policies in the API (null: not read) and a policy engine's rules in node-b's dump. */
 const withEngine = (policies: V1NetworkPolicy[] | null, dump: (text: string) => string): OfflineOptions => ({
   ...(policies ? withPolicies(policies) : {}),
@@ -408,6 +417,28 @@ checkFamily('policy', () => {
       findings: [['KPD-POLICY-DENIES', '-', 'error']],
     },
     {
+      name: "kube-router rejects web-b2 as the API's policy does, and a hand-written firewall drops web-b1 on the same path: both findings",
+      state: withEngine([denyIngress], (t) => handWrittenDrop(kubeRouter('default-deny')(t))),
+      findings: [
+        ['KPD-FILTER-DROP', 'node-b', 'error'],
+        ['KPD-POLICY-DENIES', '-', 'error'],
+      ],
+      messages: {
+        'KPD-FILTER-DROP node-b': [
+          /^node-b: new connections to 10\.244\.2\.10:8080 \(web-b1\) are dropped by filter LAB-FIREWALL line \d+, a chain no known project names/,
+        ],
+      },
+    },
+    {
+      name: "kube-router rejects web-b2 as the API's policy does, and kubelet's KUBE-FIREWALL drops web-b1: the break the policy does not explain is still said",
+      state: withEngine([denyIngress], (t) => kubeletDrop(kubeRouter('default-deny')(t))),
+      findings: [
+        ['KPD-POLICY-DENIES', '-', 'error'],
+        ['KPD-PATH-BROKEN', 'node-b', 'error'],
+      ],
+      messages: {'KPD-PATH-BROKEN node-b': [/breaks at filter/]},
+    },
+    {
       name: 'kube-router rejects web-b2 for shop/default-deny, which the API allows everyone: the disagreement',
       state: withEngine([allowAll], kubeRouter('default-deny')),
       findings: [['KPD-POLICY-DATAPLANE-DISAGREES', 'node-b', 'error']],
@@ -416,6 +447,23 @@ checkFamily('policy', () => {
           /^node-b: kube-router's rules reject new connections to web-b2 \(10\.244\.2\.11\) for NetworkPolicy shop\/default-deny, but the API's NetworkPolicies allow any Pod of namespace shop, node node-a \(10\.200\.0\.11\), node node-b \(10\.200\.0\.12\) there/,
         ],
       },
+    },
+    {
+      name: '--from a Pod the API allows in, kube-router rejecting the address the walk made up for a Pod of the node: no disagreement, the drop as it is',
+      state: {
+        ...withPolicies(
+          [
+            policy('shop', 'from-blue', {
+              podSelector: {},
+              ingress: [{_from: [{namespaceSelector: {matchLabels: {team: 'blue'}}}]}],
+            }),
+          ],
+          fromCurl,
+        ),
+        editDump: {'node-b': kubeRouter('from-blue')},
+      },
+      findings: [['KPD-FILTER-DROP', 'node-b', 'error']],
+      messages: {'KPD-FILTER-DROP node-b': [/\(its rules name NetworkPolicy shop\/from-blue\)/]},
     },
     {
       name: 'kube-router rejects web-b2 for shop/old-policy, which the API does not have: the disagreement',

@@ -24,15 +24,19 @@ export interface DropSite {
 }
 
 export interface Dropped {
+  /** dropKey of the node and site. */
+  key: string
   node: NodeView
   site: DropSite
   entries: Set<string>
   destinations: Set<string>
+  /** The walks' source addresses (a node's, an outside client's, or one the doctor made up for a Pod of the node). */
+  sources: Set<string>
   /** The NetworkPolicies (namespace/name) a policy engine's rules on the walk name. */
   policies: Set<string>
 }
 
-function dropSite(o: TraceOutcome): DropSite | undefined {
+export function dropSite(o: TraceOutcome): DropSite | undefined {
   if (o.verdict !== 'DROP' && o.verdict !== 'REJECT') return undefined
   if (o.policy)
     return {
@@ -52,26 +56,33 @@ function dropSite(o: TraceOutcome): DropSite | undefined {
   }
 }
 
+/** One drop site on one node: its table, chain and rule (or the chain's policy). */
+export const dropKey = (node: string, site: DropSite) =>
+  `${node}\0${site.table}\0${site.chain}\0${site.rule?.line ?? 'policy'}`
+
 /**
  * Every walk dropped or rejected outside kube-proxy's own chains, one per node and rule: on the node where the packet
  * enters and, for an endpoint on another read node, on that node as the packet arrives there.
  */
 export function foreignDrops(ctx: CheckContext): Dropped[] {
   const dropped = new Map<string, Dropped>()
-  const note = (nodeName: string, o: TraceOutcome, entry: string, destination: string) => {
+  const note = (nodeName: string, o: TraceOutcome, entry: string, destination: string, source: string) => {
     const node = ctx.nodes.find((n) => n.name === nodeName)
     const site = dropSite(o)
     if (!node || !site || KUBERNETES_OWNERS.has(site.owner)) return
-    const key = `${nodeName}\0${site.table}\0${site.chain}\0${site.rule?.line ?? 'policy'}`
+    const key = dropKey(nodeName, site)
     const d = dropped.get(key) ?? {
+      key,
       node,
       site,
       entries: new Set<string>(),
       destinations: new Set<string>(),
+      sources: new Set<string>(),
       policies: new Set<string>(),
     }
     d.entries.add(entry)
     d.destinations.add(destination)
+    d.sources.add(source)
     if (POLICY_ENGINES.has(site.owner))
       for (const name of policiesOnWalk(o.steps, ctx.service.namespace, (table, chain) => {
         const dump = node.obs.iptables
@@ -83,7 +94,7 @@ export function foreignDrops(ctx: CheckContext): Dropped[] {
   }
   for (const p of ctx.paths.filter((x) => x.ok === false)) {
     for (const o of p.trace.outcomes)
-      note(p.node, o, `${p.entry} (${p.port})`, o.destination ?? `${p.packet.dst}:${p.packet.dport}`)
+      note(p.node, o, `${p.entry} (${p.port})`, o.destination ?? `${p.packet.dst}:${p.packet.dport}`, p.packet.src)
   }
   for (const half of ctx.halves) {
     for (const o of half.trace.outcomes)
@@ -92,6 +103,7 @@ export function foreignDrops(ctx: CheckContext): Dropped[] {
         o,
         `${half.path.node}'s ${half.path.entry} (${half.path.port}), arriving DNATed`,
         half.endpoint.address,
+        half.packet.src,
       )
   }
   return [...dropped.values()]

@@ -1,13 +1,14 @@
 import type {Check, CheckContext, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
-import {judgeIngress, policyName, type PolicyDestination} from '../../model/network-policy.js'
-import {dropEvidence, foreignDrops, type Dropped} from './foreign-drops.js'
+import {judgeIngress, policyName, type PolicyDestination, type PolicySource} from '../../model/network-policy.js'
+import type {PathResult} from '../../model/paths.js'
+import {dropEvidence, dropKey, dropSite, foreignDrops, type Dropped} from './foreign-drops.js'
 import {judgedSources, policyEndpoints} from './policy-sources.js'
 
 /**
  * What the API's NetworkPolicies say of a policy engine's drop that names policies: `denied` (they deny a judged client
  * the dropped endpoints too: KPD-POLICY-DENIES reports it, with the drop as evidence), `allowed` (they allow every judged
- * client), `missing` (a named policy is not in the API), undefined (no policy named, policies unread, or the verdict
+ * client, and the walks' own sources the engine dropped), `missing` (a named policy is not in the API), undefined (no policy named, policies unread, or the verdict
  * depends on what is not known of the client: KPD-FILTER-DROP reports the drop as it is).
  */
 export function dataplaneVerdict(ctx: CheckContext, d: Dropped): 'denied' | 'allowed' | 'missing' | undefined {
@@ -25,7 +26,35 @@ export function dataplaneVerdict(ctx: CheckContext, d: Dropped): 'denied' | 'all
   )
   if (verdicts.length === 0) return undefined
   if (verdicts.some((v) => v === false)) return 'denied'
-  return verdicts.every((v) => v === true) ? 'allowed' : undefined
+  if (!verdicts.every((v) => v === true)) return undefined
+  // The engine dropped the walks' own sources: a disagreement only where the API allows those very sources too.
+  const walkVerdicts = [...d.sources].flatMap((ip) =>
+    endpoints.map(
+      (e) => judgeIngress(world, walkSource(ctx, ip), e.destination, {port: e.port, protocol: e.protocol}).allowed,
+    ),
+  )
+  return walkVerdicts.every((v) => v === true) ? 'allowed' : undefined
+}
+
+/**
+ * A walk's source address as the API's policies see it: a Pod's (namespace and labels), a node's, or else an address
+ * alone (an outside client, or the address the doctor makes up for "a Pod of this node", whose namespace and labels
+ * are nobody's): matched by ipBlocks and rules without peers only, so it is allowed only where any Pod or client with
+ * that address would be.
+ */
+function walkSource(ctx: CheckContext, ip: string): PolicySource {
+  const pod = ctx.cluster.pods.find((p) => !p.spec?.hostNetwork && p.status?.podIPs?.some((a) => a.ip === ip))
+  if (pod)
+    return {
+      kind: 'pod',
+      namespace: pod.metadata?.namespace ?? '',
+      name: pod.metadata?.name ?? '',
+      ip,
+      labels: pod.metadata?.labels ?? {},
+      hostNetwork: false,
+    }
+  const node = ctx.cluster.nodes.find((n) => n.status?.addresses?.some((a) => a.address === ip))
+  return {kind: 'host', node: node?.metadata?.name ?? '', ip}
 }
 
 /** The Service's endpoints among a drop's destinations ("IP" or "IP:port"). */
@@ -41,6 +70,31 @@ export function agreeingDrops(ctx: CheckContext, endpoints: PolicyDestination[])
     .filter((d) => dataplaneVerdict(ctx, d) === 'denied')
     .filter((d) => droppedEndpoints(ctx, d).some((e) => ips.has(e.destination.ip)))
     .map((d) => `${d.node.name} drops it too (${d.site.owner}, for ${[...d.policies].join(', ')}): ${dropEvidence(d)}`)
+}
+
+/**
+ * Whether KPD-POLICY-DENIES explains where path `p` breaks: it was reported, and every walk of the path dropped on the
+ * node it breaks on was dropped by a policy engine's rule the API's policies agree with. Any other drop on the path (a
+ * firewall's, kubelet's, an engine's the API does not agree with) leaves the break to the finding that names it.
+ */
+export function policyExplainsBreak(ctx: CheckContext, p: PathResult): boolean {
+  if (!ctx.findings.some((f) => f.code === 'KPD-POLICY-DENIES' && f.severity === 'error')) return false
+  const node = p.breaksOn ?? p.node
+  const outcomes =
+    node === p.node
+      ? p.trace.outcomes
+      : ctx.halves.filter((h) => h.path === p && h.node === node).flatMap((h) => h.trace.outcomes)
+  const drops = outcomes.filter((o) => o.verdict === 'DROP' || o.verdict === 'REJECT')
+  if (drops.length === 0) return false
+  const agreeing = new Set(
+    foreignDrops(ctx)
+      .filter((d) => dataplaneVerdict(ctx, d) === 'denied')
+      .map((d) => d.key),
+  )
+  return drops.every((o) => {
+    const site = dropSite(o)
+    return !!site && agreeing.has(dropKey(node, site))
+  })
 }
 
 /** A policy engine's rules drop what the API's NetworkPolicies allow, or implement a policy the API does not have. */

@@ -65,6 +65,9 @@ export const dropKey = (node: string, site: DropSite) =>
  * enters and, for an endpoint on another read node, on that node as the packet arrives there.
  */
 export function foreignDrops(ctx: CheckContext): Dropped[] {
+  // Asked by several checks and for every broken path: collected once per diagnosis (its paths never change).
+  const known = collected.get(ctx.paths)
+  if (known) return known
   const dropped = new Map<string, Dropped>()
   const note = (nodeName: string, o: TraceOutcome, entry: string, destination: string, source: string) => {
     const node = ctx.nodes.find((n) => n.name === nodeName)
@@ -106,8 +109,12 @@ export function foreignDrops(ctx: CheckContext): Dropped[] {
         half.packet.src,
       )
   }
-  return [...dropped.values()]
+  const all = [...dropped.values()]
+  collected.set(ctx.paths, all)
+  return all
 }
+
+const collected = new WeakMap<CheckContext['paths'], Dropped[]>()
 
 /** The rule (or policy) that dropped it, as evidence. */
 export function dropEvidence(d: Dropped): string {

@@ -202,6 +202,7 @@ export const policyServicePort: Check = {
       out.push({
         node: null,
         message: `NetworkPolicy ${policyName(r.policy)} ingress rule ${r.rule} allows ${d.protocol} ${d.servicePort}, the Service's port; after DNAT the endpoints receive ${d.protocol} ${d.port} (targetPort), which no rule allows: ${d.sources.map((s) => s.label).join(', ')} cannot reach ${endpointsText(d)}`,
+        evidence: agreeingDrops(ctx, d.endpoints),
         check: getPolicy(ctx, r.policy),
         fix: {
           changes: 'cluster',

@@ -1,4 +1,4 @@
-import type {Check, CheckContext, FindingDraft} from '../check.js'
+import type {Check, CheckContext, Finding, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {judgeIngress, policyName, type PolicyDestination, type PolicySource} from '../../model/network-policy.js'
 import type {PathResult} from '../../model/paths.js'
@@ -11,7 +11,16 @@ import {judgedSources, policyEndpoints} from './policy-sources.js'
  * client, and the walks' own sources the engine dropped), `missing` (a named policy is not in the API), undefined (no policy named, policies unread, or the verdict
  * depends on what is not known of the client: KPD-FILTER-DROP reports the drop as it is).
  */
-export function dataplaneVerdict(ctx: CheckContext, d: Dropped): 'denied' | 'allowed' | 'missing' | undefined {
+export function dataplaneVerdict(ctx: CheckContext, d: Dropped): Verdict {
+  // One drop is judged by several checks and for every broken path through it; the policies never change meanwhile.
+  if (!judged.has(d)) judged.set(d, judge(ctx, d))
+  return judged.get(d)
+}
+
+type Verdict = 'denied' | 'allowed' | 'missing' | undefined
+const judged = new WeakMap<Dropped, Verdict>()
+
+function judge(ctx: CheckContext, d: Dropped): Verdict {
   const policy = ctx.cluster.policy
   if (d.policies.size === 0 || !policy || policy.unread) return undefined
   const known = new Set(policy.policies.map(policyName))
@@ -72,13 +81,16 @@ export function agreeingDrops(ctx: CheckContext, endpoints: PolicyDestination[])
     .map((d) => `${d.node.name} drops it too (${d.site.owner}, for ${[...d.policies].join(', ')}): ${dropEvidence(d)}`)
 }
 
+/** The findings of the API's policies denying the judged clients the endpoints: they carry agreeing drops as evidence. */
+const API_DENIALS: ReadonlySet<string> = new Set(['KPD-POLICY-DENIES', 'KPD-POLICY-SERVICE-PORT'])
+
 /**
- * Whether KPD-POLICY-DENIES explains where path `p` breaks: it was reported, and every walk of the path dropped on the
+ * Whether KPD-POLICY-DENIES (or KPD-POLICY-SERVICE-PORT) explains where path `p` breaks: it was reported, and every walk of the path dropped on the
  * node it breaks on was dropped by a policy engine's rule the API's policies agree with. Any other drop on the path (a
  * firewall's, kubelet's, an engine's the API does not agree with) leaves the break to the finding that names it.
  */
 export function policyExplainsBreak(ctx: CheckContext, p: PathResult): boolean {
-  if (!ctx.findings.some((f) => f.code === 'KPD-POLICY-DENIES' && f.severity === 'error')) return false
+  if (!ctx.findings.some((f) => API_DENIALS.has(f.code) && f.severity === 'error')) return false
   const node = p.breaksOn ?? p.node
   const outcomes =
     node === p.node
@@ -95,6 +107,26 @@ export function policyExplainsBreak(ctx: CheckContext, p: PathResult): boolean {
     const site = dropSite(o)
     return !!site && agreeing.has(dropKey(node, site))
   })
+}
+
+/**
+ * The API's denial (KPD-POLICY-DENIES, KPD-POLICY-SERVICE-PORT) behind a failed connection to `ip` from or on `nodes`:
+ * a policy engine there drops the walks to it, as the API's policies say; undefined when none does.
+ */
+export function policyCause(ctx: CheckContext, nodes: string[], ip: string): Finding | undefined {
+  const dropped = foreignDrops(ctx).some(
+    (d) =>
+      nodes.includes(d.node.name) &&
+      dataplaneVerdict(ctx, d) === 'denied' &&
+      droppedEndpoints(ctx, d).some((e) => e.destination.ip === ip),
+  )
+  if (!dropped) return undefined
+  return ctx.findings.find(
+    (f) =>
+      API_DENIALS.has(f.code) &&
+      f.severity === 'error' &&
+      f.evidence.some((e) => nodes.some((n) => e.startsWith(`${n} drops it too`))),
+  )
 }
 
 /** A policy engine's rules drop what the API's NetworkPolicies allow, or implement a policy the API does not have. */

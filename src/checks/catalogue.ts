@@ -577,6 +577,16 @@ export const CATALOGUE: readonly CodeEntry[] = [
     explains: [],
     modes: ALL_MODES,
   },
+  {
+    code: 'KPD-POLICY-DATAPLANE-DISAGREES',
+    severity: 'error',
+    family: 'policy',
+    title:
+      "A policy engine's rules on a node drop traffic the API's NetworkPolicies allow, or enforce a policy the API does not have",
+    hint: "Read the engine's agent logs on that node; its rules are out of step with the API server's policies (restarting the agent rebuilds them).",
+    explains: ['filter'],
+    modes: ['iptables', 'nftables'],
+  },
 ]
 
 const BY_CODE = new Map(CATALOGUE.map((e) => [e.code, e]))

@@ -43,6 +43,7 @@ import {routeMissing} from './rules/route-missing.js'
 import {conntrackStale} from './rules/conntrack-stale.js'
 import {conntrackFull} from './rules/conntrack-full.js'
 import {policyDenies, policyDnsEgress, policyEgressDenies, policyServicePort} from './rules/network-policy.js'
+import {policyDataplaneDisagrees} from './rules/policy-dataplane.js'
 
 /** Every check, in the order findings are listed: cluster facts first, then the packet path from hook to pod. */
 export const CHECKS: Check[] = [
@@ -102,6 +103,7 @@ export const CHECKS: Check[] = [
   policyDenies,
   policyEgressDenies,
   policyDnsEgress,
+  policyDataplaneDisagrees,
   // Last: it reads the findings above.
   pathBroken,
   // A DNS question without answer is evidence on the finding that breaks the path to the DNS endpoints, if one does.

@@ -5,6 +5,11 @@ import {fixText} from './fix-lines.js'
 
 const FAMILIES = [...new Set(CATALOGUE.map((e) => e.family))]
 const checkFamily = (code: string) => codeEntry(code).family
+/** Families scan does not judge, and why: their testcase is skipped, never a pass. */
+const NOT_JUDGED_BY_SCAN: Partial<Record<string, string>> = {
+  policy:
+    'scan does not judge NetworkPolicies (they depend on the client): svc NAME --from POD or --from-namespace NS judges them',
+}
 
 /**
  * XML 1.0 text: escaped, with characters XML cannot hold removed (its Char production: tab, line feed, carriage
@@ -20,10 +25,10 @@ function xml(text: string): string {
 }
 
 /**
- * JUnit XML for CI: one testsuite per Service, one testcase per check family; a family fails when it has a finding at
- * or above --fail-on, carrying the findings' text. Skipped Services are one skipped testcase with the reason. Required
- * checks that could not run are one more testcase, "not checked": an error (the run is incomplete, exit 3), or skipped
- * when --fail-on leaves `incomplete` out.
+ * JUnit XML for CI: one testsuite per Service, one testcase per check family (skipped, with the reason, for a family
+ * scan does not judge); a family fails when it has a finding at or above --fail-on, carrying the findings' text.
+ * Skipped Services are one skipped testcase with the reason. Required checks that could not run are one more testcase,
+ * "not checked": an error (the run is incomplete, exit 3), or skipped when --fail-on leaves `incomplete` out.
  */
 export function renderJunit(r: ScanSummary, failOn: FailOn): string {
   const fails = (severity: string) =>
@@ -45,19 +50,23 @@ export function renderJunit(r: ScanSummary, failOn: FailOn): string {
             `${g.severity} ${g.code}: ${g.message}${g.nodes.length ? ` [nodes: ${g.nodes.join(', ')}]` : ''}\n${fixText(g)}`,
         )
         .join('\n\n')
+      const notJudged = found.length === 0 ? NOT_JUDGED_BY_SCAN[family] : undefined
       const body =
-        failing.length > 0
-          ? `<failure type="${xml(failing[0].code)}" message="${xml(failing.map((g) => g.code).join(', '))}">${xml(text)}</failure>`
-          : found.length > 0
-            ? `<system-out>${xml(text)}</system-out>`
-            : ''
+        notJudged !== undefined
+          ? `<skipped message="${xml(notJudged)}"/>`
+          : failing.length > 0
+            ? `<failure type="${xml(failing[0].code)}" message="${xml(failing.map((g) => g.code).join(', '))}">${xml(text)}</failure>`
+            : found.length > 0
+              ? `<system-out>${xml(text)}</system-out>`
+              : ''
       return {
         failed: failing.length > 0,
+        skipped: notJudged !== undefined,
         xml: `    <testcase classname="${xml(id)}" name="${xml(family)}">${body}</testcase>`,
       }
     })
     const notRun = s.notChecked.filter((n) => n.required)
-    let suiteSkipped = 0
+    let suiteSkipped = cases.filter((c) => c.skipped).length
     let suiteErrors = 0
     if (notRun.length > 0) {
       const text = notRun.map((n) => `${n.node ?? 'all nodes'}: ${n.check}: ${n.reason}`).join('\n')
@@ -67,12 +76,14 @@ export function renderJunit(r: ScanSummary, failOn: FailOn): string {
         suiteErrors = 1
         cases.push({
           failed: false,
+          skipped: false,
           xml: `    <testcase classname="${xml(id)}" name="not checked"><error type="incomplete" message="${xml(message)}">${xml(text)}</error></testcase>`,
         })
       } else {
-        suiteSkipped = 1
+        suiteSkipped += 1
         cases.push({
           failed: false,
+          skipped: true,
           xml: `    <testcase classname="${xml(id)}" name="not checked"><skipped message="${xml(message)}"/><system-out>${xml(text)}</system-out></testcase>`,
         })
       }

@@ -14,6 +14,8 @@ const why = labGuard()
 const CLUSTER_IP = '10.96.10.10'
 const WEB_B1 = '10.244.2.10'
 const WEB_B2 = '10.244.2.11'
+const CLIENT_A = '10.244.1.100'
+const CLIENT_B = '10.244.2.100'
 
 interface JsonFinding {
   code: string
@@ -187,6 +189,96 @@ describe('svc diagnoses drops in chains kube-proxy does not own (netns lab, real
       ])
     } finally {
       lab.setForeignRules('node-b', undefined)
+    }
+    const r = await doctor()
+    assert.deepEqual(problems(r), [], 'the healthy lab again')
+  })
+  /** client-b served by the API as a Pod of namespace monitoring (its address is the one kube-router's rules let in). */
+  const clientBInMonitoring = (yes: boolean) => {
+    lab.pods.find((p) => p.name === 'client-b')!.namespace = yes ? 'monitoring' : 'shop'
+    lab.publish()
+    if (yes)
+      lab.api.set(
+        'namespaces',
+        ['default', 'shop', 'kube-system', 'monitoring'].map((name) => ({metadata: {name}})),
+      )
+  }
+
+  test("(p) kube-router's firewall for web-b2 lets in only namespace monitoring, as NetworkPolicy shop/only-monitoring says: shop's client refused, monitoring's answered; one finding, the policy's, with node-b's REJECT as evidence", async () => {
+    clientBInMonitoring(true)
+    lab.setForeignRules('node-b', {
+      kubeRouterPod: {pod: 'web-b2', namespace: 'shop', ip: WEB_B2, policy: 'only-monitoring', allowFrom: [CLIENT_B]},
+    })
+    lab.api.set('networkpolicies', [
+      {
+        metadata: {namespace: 'shop', name: 'only-monitoring'},
+        spec: {
+          podSelector: {},
+          ingress: [{from: [{namespaceSelector: {matchLabels: {'kubernetes.io/metadata.name': 'monitoring'}}}]}],
+        },
+      },
+    ])
+    try {
+      assert.equal(lab.probe(lab.podNs('client-a'), WEB_B2, 8080, 1).kind, 'refused', "shop's client is refused")
+      assert.match(lab.connect(lab.podNs('client-b'), WEB_B2, 8080), /^web-b2 /, "monitoring's client is let in")
+      const r = await doctor()
+      assert.equal(r.code, 1, r.stdout + r.stderr)
+      assert.deepEqual(problems(r), ['KPD-POLICY-DENIES -'], JSON.stringify(findings(r).map((f) => f.message)))
+      const f = findings(r).find((x) => x.code === 'KPD-POLICY-DENIES')!
+      assert.match(f.message, /NetworkPolicy shop\/only-monitoring selects them/)
+      assert.ok(
+        f.evidence.some((e) =>
+          /^node-b drops it too \(kube-router, for shop\/only-monitoring\): filter line \d+: -A KUBE-POD-FW-LABPODFIREWALL1 .*-j REJECT/.test(
+            e,
+          ),
+        ),
+        f.evidence.join('\n'),
+      )
+    } finally {
+      lab.setForeignRules('node-b', undefined)
+      lab.api.set('networkpolicies', [])
+      clientBInMonitoring(false)
+    }
+    const r = await doctor()
+    assert.deepEqual(problems(r), [], 'the healthy lab again')
+  })
+
+  test("(q) NetworkPolicy shop/allow-shop-http allows shop's Pods on port 80, the Service's port, and kube-router enforces it on node-b: the connection to 8080 refused, the mistake named with the policy", async () => {
+    lab.setForeignRules('node-b', {
+      kubeRouterPod: {
+        pod: 'web-b2',
+        namespace: 'shop',
+        ip: WEB_B2,
+        policy: 'allow-shop-http',
+        allowFrom: [CLIENT_A],
+        port: 80,
+      },
+    })
+    lab.api.set('networkpolicies', [
+      {
+        metadata: {namespace: 'shop', name: 'allow-shop-http'},
+        spec: {podSelector: {}, ingress: [{from: [{podSelector: {}}], ports: [{protocol: 'TCP', port: 80}]}]},
+      },
+    ])
+    try {
+      assert.equal(lab.probe(lab.podNs('client-a'), WEB_B2, 8080, 1).kind, 'refused', 'the targetPort is refused')
+      const r = await doctor()
+      assert.equal(r.code, 1, r.stdout + r.stderr)
+      const messages = JSON.stringify(findings(r).map((f) => `${f.code}: ${f.message} ${f.evidence.join(' | ')}`))
+      // shop's Pods are let in on the Service's port only: the mistake, named; the nodes on no port: the policy denies.
+      assert.deepEqual(problems(r), ['KPD-POLICY-DENIES -', 'KPD-POLICY-SERVICE-PORT -'], messages)
+      const f = findings(r).find((x) => x.code === 'KPD-POLICY-SERVICE-PORT')!
+      assert.match(
+        f.message,
+        /^NetworkPolicy shop\/allow-shop-http ingress rule 0 allows TCP 80, the Service's port; after DNAT the endpoints receive TCP 8080/,
+      )
+      assert.ok(
+        f.evidence.some((e) => /^node-b drops it too \(kube-router, for shop\/allow-shop-http\)/.test(e)),
+        f.evidence.join('\n'),
+      )
+    } finally {
+      lab.setForeignRules('node-b', undefined)
+      lab.api.set('networkpolicies', [])
     }
     const r = await doctor()
     assert.deepEqual(problems(r), [], 'the healthy lab again')

@@ -70,7 +70,13 @@ export const CHECK_FAMILIES = {
     'KPD-PROBE-CONTRADICTS',
     'KPD-KERNEL-DISAGREES',
   ],
-  policy: ['KPD-POLICY-DENIES', 'KPD-POLICY-SERVICE-PORT', 'KPD-POLICY-EGRESS-DENIES', 'KPD-POLICY-DNS-EGRESS'],
+  policy: [
+    'KPD-POLICY-DENIES',
+    'KPD-POLICY-SERVICE-PORT',
+    'KPD-POLICY-EGRESS-DENIES',
+    'KPD-POLICY-DNS-EGRESS',
+    'KPD-POLICY-DATAPLANE-DISAGREES',
+  ],
 } as const satisfies Record<string, readonly string[]>
 
 export type CheckFamilyName = keyof typeof CHECK_FAMILIES

@@ -1,9 +1,12 @@
+import assert from 'node:assert/strict'
+import {test} from 'node:test'
 import type {V1NetworkPolicy, V1NetworkPolicySpec} from '@kubernetes/client-node'
 import type {ClusterState, PolicyState} from '../../src/cluster/types.js'
 import {podObject} from '../fixtures/api-objects.js'
 import {labPods} from '../fixtures/lab-cluster.js'
 import {checkFamily, checkTester} from '../helpers/check-tester.js'
-import type {OfflineOptions} from '../helpers/offline-cluster.js'
+import {offlineCluster, type OfflineOptions} from '../helpers/offline-cluster.js'
+import {diagnose} from '../../src/diagnosis/diagnose.js'
 
 /**
  * NetworkPolicy findings on the lab's Service shop/web (NodePort, port 80 → targetPort "http" = 8080 on web-a1, web-b1,
@@ -51,6 +54,69 @@ const denyIngress = policy('shop', 'default-deny', {podSelector: {}, policyTypes
 const clusterIP = (c: ClusterState) => {
   c.service.spec!.type = 'ClusterIP'
 }
+
+/**
+ * A policy engine's drop on node-b set against the API's NetworkPolicies (web-b2 10.244.2.11 on node-b). The engines'
+ * rules as iptables-save prints them (kube-router's pod firewall and policy chains; Calico's workload and policy
+ * chains), with their comments.
+ */
+const FIRST_FORWARD_RULE =
+  '-A FORWARD -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall"'
+/** Chains declared after the built-in ones, a jump ahead of kube-proxy's FORWARD rules, the chains' rules at the end. */
+const withFilter =
+  (chains: string[], forward: string, rules: string[]) =>
+  (text: string): string => {
+    assert.ok(text.includes(FIRST_FORWARD_RULE))
+    return text
+      .replace(':OUTPUT ACCEPT [0:0]\n', `:OUTPUT ACCEPT [0:0]\n${chains.map((c) => `:${c} - [0:0]\n`).join('')}`)
+      .replace(FIRST_FORWARD_RULE, `${forward}\n${FIRST_FORWARD_RULE}`)
+      .replace('\nCOMMIT\n*nat', `\n${rules.join('\n')}\nCOMMIT\n*nat`)
+  }
+
+/** kube-router's firewall for web-b2 running through the chain of NetworkPolicy shop/`name` (which takes nothing). */
+const kubeRouter = (name: string) =>
+  withFilter(
+    ['KUBE-ROUTER-FORWARD', 'KUBE-POD-FW-4KQ2HUZKX7NJTMFO', 'KUBE-NWPLCY-7VGKF3XYVTYP2HBV'],
+    '-A FORWARD -m comment --comment "kube-router netpol - TEMCG2JMHZYE7H7T" -j KUBE-ROUTER-FORWARD',
+    [
+      '-A KUBE-ROUTER-FORWARD -d 10.244.2.11/32 -m comment --comment "rule to jump traffic destined to POD name:web-b2 namespace: shop to chain KUBE-POD-FW-4KQ2HUZKX7NJTMFO" -j KUBE-POD-FW-4KQ2HUZKX7NJTMFO',
+      '-A KUBE-POD-FW-4KQ2HUZKX7NJTMFO -m comment --comment "rule for stateful firewall for pod" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT',
+      '-A KUBE-POD-FW-4KQ2HUZKX7NJTMFO -m comment --comment "rule to drop invalid state for pod" -m conntrack --ctstate INVALID -j DROP',
+      `-A KUBE-POD-FW-4KQ2HUZKX7NJTMFO -d 10.244.2.11/32 -m comment --comment "run through nw policy ${name}" -j KUBE-NWPLCY-7VGKF3XYVTYP2HBV`,
+      '-A KUBE-POD-FW-4KQ2HUZKX7NJTMFO -m comment --comment "rule to REJECT traffic destined for POD name:web-b2 namespace: shop" -m mark ! --mark 0x10000/0x10000 -j REJECT --reject-with icmp-port-unreachable',
+      '-A KUBE-POD-FW-4KQ2HUZKX7NJTMFO -j MARK --set-xmark 0x0/0x10000',
+    ],
+  )
+
+/** Calico's workload chain for web-b2: its policy chain takes only TCP 9090, the end of the tier drops the rest. */
+const calico = withFilter(
+  ['cali-FORWARD', 'cali-tw-cali95aa86cbb2a', 'cali-pi-_tTE-E7yY40ogArNVgKt'],
+  '-A FORWARD -m comment --comment "cali:wUHhoiAYhphO9Mso" -j cali-FORWARD',
+  [
+    '-A cali-FORWARD -d 10.244.2.11/32 -m comment --comment "cali:jdEuaPBe14V2hutn" -j cali-tw-cali95aa86cbb2a',
+    '-A cali-tw-cali95aa86cbb2a -m comment --comment "cali:Cu-tVtfKKu413YTT" -j MARK --set-xmark 0x0/0x10000',
+    '-A cali-tw-cali95aa86cbb2a -m comment --comment "cali:pm-LK-c1ra31tRwz" -m mark --mark 0x0/0x20000 -j cali-pi-_tTE-E7yY40ogArNVgKt',
+    '-A cali-tw-cali95aa86cbb2a -m comment --comment "cali:q_zG8dAujKUIBe0Q" -m comment --comment "Return if policy accepted" -m mark --mark 0x10000/0x10000 -j RETURN',
+    '-A cali-tw-cali95aa86cbb2a -m comment --comment "cali:FUDVBYh1Yr6tVRgq" -m comment --comment "Drop if no policies passed packet" -m mark --mark 0x0/0x20000 -j DROP',
+    '-A cali-pi-_tTE-E7yY40ogArNVgKt -p tcp -m comment --comment "cali:fwIMoHrbCWNN0i6y" -m comment --comment "Policy shop/knp.default.metrics-only ingress" -m multiport --dports 9090 -j MARK --set-xmark 0x10000/0x10000',
+  ],
+)
+
+/** A firewall nobody else owns, dropping new connections to web-b1 (10.244.2.10) on node-b. */
+const handWrittenDrop = withFilter(['LAB-FIREWALL'], '-A FORWARD -j LAB-FIREWALL', [
+  '-A LAB-FIREWALL -d 10.244.2.10/32 -p tcp -m conntrack --ctstate NEW -j DROP',
+])
+/** kubelet's KUBE-FIREWALL, jumped to from FORWARD here, dropping new connections to web-b1 (10.244.2.10). */
+const kubeletDrop = withFilter(['KUBE-FIREWALL'], '-A FORWARD -j KUBE-FIREWALL', [
+  '-A KUBE-FIREWALL -d 10.244.2.10/32 -p tcp -m conntrack --ctstate NEW -j DROP',
+])
+
+/** shop's policies in the API (null: not read) and a policy engine's rules in node-b's dump. */
+const withEngine = (policies: V1NetworkPolicy[] | null, dump: (text: string) => string): OfflineOptions => ({
+  ...(policies ? withPolicies(policies) : {}),
+  editDump: {'node-b': dump},
+})
+const allowAll = policy('shop', 'default-deny', {podSelector: {}, policyTypes: ['Ingress'], ingress: [{}]})
 
 checkFamily('policy', () => {
   checkTester('NetworkPolicy from the API (network-policy.ts)', [
@@ -344,4 +410,112 @@ checkFamily('policy', () => {
       findings: [],
     },
   ])
+  checkTester("a policy engine's drop against the API's NetworkPolicies (policy-dataplane.ts)", [
+    {
+      name: "kube-router rejects web-b2 for shop/default-deny, which the API denies too: one finding, the policy's",
+      state: withEngine([denyIngress], kubeRouter('default-deny')),
+      findings: [['KPD-POLICY-DENIES', '-', 'error']],
+    },
+    {
+      name: "kube-router rejects web-b2 as the API's policy does, and a hand-written firewall drops web-b1 on the same path: both findings",
+      state: withEngine([denyIngress], (t) => handWrittenDrop(kubeRouter('default-deny')(t))),
+      findings: [
+        ['KPD-FILTER-DROP', 'node-b', 'error'],
+        ['KPD-POLICY-DENIES', '-', 'error'],
+      ],
+      messages: {
+        'KPD-FILTER-DROP node-b': [
+          /^node-b: new connections to 10\.244\.2\.10:8080 \(web-b1\) are dropped by filter LAB-FIREWALL line \d+, a chain no known project names/,
+        ],
+      },
+    },
+    {
+      name: "kube-router rejects web-b2 as the API's policy does, and kubelet's KUBE-FIREWALL drops web-b1: the break the policy does not explain is still said",
+      state: withEngine([denyIngress], (t) => kubeletDrop(kubeRouter('default-deny')(t))),
+      findings: [
+        ['KPD-POLICY-DENIES', '-', 'error'],
+        ['KPD-PATH-BROKEN', 'node-b', 'error'],
+      ],
+      messages: {'KPD-PATH-BROKEN node-b': [/breaks at filter/]},
+    },
+    {
+      name: 'kube-router rejects web-b2 for shop/default-deny, which the API allows everyone: the disagreement',
+      state: withEngine([allowAll], kubeRouter('default-deny')),
+      findings: [['KPD-POLICY-DATAPLANE-DISAGREES', 'node-b', 'error']],
+      messages: {
+        'KPD-POLICY-DATAPLANE-DISAGREES node-b': [
+          /^node-b: kube-router's rules reject new connections to web-b2 \(10\.244\.2\.11\) for NetworkPolicy shop\/default-deny, but the API's NetworkPolicies allow any Pod of namespace shop, node node-a \(10\.200\.0\.11\), node node-b \(10\.200\.0\.12\) there/,
+        ],
+      },
+    },
+    {
+      name: '--from a Pod the API allows in, kube-router rejecting the address the walk made up for a Pod of the node: no disagreement, the drop as it is',
+      state: {
+        ...withPolicies(
+          [
+            policy('shop', 'from-blue', {
+              podSelector: {},
+              ingress: [{_from: [{namespaceSelector: {matchLabels: {team: 'blue'}}}]}],
+            }),
+          ],
+          fromCurl,
+        ),
+        editDump: {'node-b': kubeRouter('from-blue')},
+      },
+      findings: [['KPD-FILTER-DROP', 'node-b', 'error']],
+      messages: {'KPD-FILTER-DROP node-b': [/\(its rules name NetworkPolicy shop\/from-blue\)/]},
+    },
+    {
+      name: 'kube-router rejects web-b2 for shop/old-policy, which the API does not have: the disagreement',
+      state: withEngine([], kubeRouter('old-policy')),
+      findings: [['KPD-POLICY-DATAPLANE-DISAGREES', 'node-b', 'error']],
+      messages: {
+        'KPD-POLICY-DATAPLANE-DISAGREES node-b': [
+          /for NetworkPolicy shop\/old-policy, but the API has no shop\/old-policy: kube-router still enforces a deleted or renamed policy/,
+        ],
+      },
+    },
+    {
+      name: "policies not read from the API: the drop as KPD-FILTER-DROP, naming the policy from kube-router's comments",
+      state: withEngine(null, kubeRouter('default-deny')),
+      findings: [['KPD-FILTER-DROP', 'node-b', 'error']],
+      messages: {
+        'KPD-FILTER-DROP node-b': [
+          /rejected by filter KUBE-POD-FW-4KQ2HUZKX7NJTMFO line \d+, a kube-router chain \(its rules name NetworkPolicy shop\/default-deny\)/,
+        ],
+      },
+    },
+    {
+      name: "Calico drops web-b2 at the end of the tier, its policy chain naming shop/metrics-only, which the API has and denies 8080 with: one finding, the policy's",
+      state: withEngine(
+        [policy('shop', 'metrics-only', {podSelector: {}, ingress: [{ports: [{protocol: 'TCP', port: 9090}]}]})],
+        calico,
+      ),
+      findings: [['KPD-POLICY-DENIES', '-', 'error']],
+    },
+    {
+      name: 'Calico drops web-b2 for shop/metrics-only, which the API does not have',
+      state: withEngine([], calico),
+      findings: [['KPD-POLICY-DATAPLANE-DISAGREES', 'node-b', 'error']],
+      messages: {
+        'KPD-POLICY-DATAPLANE-DISAGREES node-b': [
+          /^node-b: Calico's rules drop .* for NetworkPolicy shop\/metrics-only, but the API has no shop\/metrics-only/,
+        ],
+      },
+    },
+  ])
+})
+
+test("the policy finding carries the engine's drop as evidence, naming node, engine, policy and rule", () => {
+  const {cluster, observations} = offlineCluster(withEngine([denyIngress], kubeRouter('default-deny')))
+  const f = diagnose(cluster, observations).findings.find((x) => x.code === 'KPD-POLICY-DENIES')
+  assert.ok(f)
+  assert.deepEqual(
+    f.evidence.filter((e) => e.startsWith('node-b drops it too')),
+    [
+      'node-b drops it too (kube-router, for shop/default-deny): filter line ' +
+        /filter line (\d+)/.exec(f.evidence.join('\n'))![1] +
+        ': -A KUBE-POD-FW-4KQ2HUZKX7NJTMFO -m comment --comment "rule to REJECT traffic destined for POD name:web-b2 namespace: shop" -m mark ! --mark 0x10000/0x10000 -j REJECT --reject-with icmp-port-unreachable',
+    ],
+  )
 })

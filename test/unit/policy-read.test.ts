@@ -97,7 +97,13 @@ test('policies: a 403 is a required gap, an API group not served is not required
     {
       node: null,
       check: 'network-policy',
-      codes: ['KPD-POLICY-DENIES', 'KPD-POLICY-SERVICE-PORT', 'KPD-POLICY-EGRESS-DENIES', 'KPD-POLICY-DNS-EGRESS'],
+      codes: [
+        'KPD-POLICY-DENIES',
+        'KPD-POLICY-SERVICE-PORT',
+        'KPD-POLICY-EGRESS-DENIES',
+        'KPD-POLICY-DNS-EGRESS',
+        'KPD-POLICY-DATAPLANE-DISAGREES',
+      ],
       reason:
         'NetworkPolicies not read: RBAC forbids list networkpolicies.networking.k8s.io in namespace "shop" (403): forbidden',
       required: true,

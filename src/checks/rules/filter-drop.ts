@@ -1,50 +1,10 @@
 import type {Check, CheckContext, FindingDraft, NodeView} from '../check.js'
 import {codeEntry} from '../catalogue.js'
-import {stepChainOwner, tableChains, type ChainOwner} from '../../parse/chain-owner.js'
+import {tableChains} from '../../parse/chain-owner.js'
 import type {Command} from '../../model/shell.js'
 import {nodeCommand} from '../../model/reach.js'
-import type {TraceOutcome} from '../../trace/types.js'
-
-/** Owners whose drops other codes judge: kube-proxy's own rules and kubelet's KUBE-FIREWALL. */
-const KUBERNETES_OWNERS: ReadonlySet<ChainOwner> = new Set(['kube-proxy', 'kubelet'])
-const POLICY_ENGINES: ReadonlySet<ChainOwner> = new Set(['Calico', 'kube-router', 'Antrea', 'Cilium', 'Weave Net'])
-
-/** Where a walk was dropped or rejected: a rule of a chain, or a base chain's policy. */
-interface DropSite {
-  table: string
-  chain: string
-  owner: ChainOwner
-  verdict: 'DROP' | 'REJECT'
-  /** The rule, when a rule (not the policy) dropped it. */
-  rule?: {line: number; text: string}
-}
-
-interface Dropped {
-  node: NodeView
-  site: DropSite
-  entries: Set<string>
-  destinations: Set<string>
-}
-
-function dropSite(o: TraceOutcome): DropSite | undefined {
-  if (o.verdict !== 'DROP' && o.verdict !== 'REJECT') return undefined
-  if (o.policy)
-    return {
-      table: o.policy.table,
-      chain: o.policy.chain,
-      owner: stepChainOwner(o.policy.table, o.policy.chain),
-      verdict: o.verdict,
-    }
-  const last = o.steps.at(-1)
-  if (!last || last.table === 'ipvs' || last.line === 0) return undefined
-  return {
-    table: last.table,
-    chain: last.chain,
-    owner: stepChainOwner(last.table, last.chain),
-    verdict: o.verdict,
-    rule: {line: last.line, text: last.rule},
-  }
-}
+import {dropEvidence, foreignDrops, POLICY_ENGINES, type Dropped, type DropSite} from './foreign-drops.js'
+import {dataplaneVerdict} from './policy-dataplane.js'
 
 /** The command that shows the chain with its policy, counters and rule numbers. */
 function showChain(ctx: CheckContext, node: NodeView, site: DropSite): Command | undefined {
@@ -79,51 +39,27 @@ function nextStep(d: Dropped): string {
 }
 
 /**
- * A path dropped or rejected outside kube-proxy's own chains: a rule of another owner, or a base chain's policy. On the
- * node where the packet enters and, for an endpoint on another read node, on that node as the packet arrives there.
+ * A path dropped or rejected outside kube-proxy's own chains: a rule of another owner, or a base chain's policy. A
+ * policy engine's drop that names a NetworkPolicy, with the policies read from the API, is the policy checks' to
+ * judge (network-policy.ts, policy-dataplane.ts): one fault, one finding.
  */
 export const filterDrop: Check = {
   meta: codeEntry('KPD-FILTER-DROP'),
   run(ctx) {
-    const dropped = new Map<string, Dropped>()
-    const note = (nodeName: string, o: TraceOutcome, entry: string, destination: string) => {
-      const node = ctx.nodes.find((n) => n.name === nodeName)
-      const site = dropSite(o)
-      if (!node || !site || KUBERNETES_OWNERS.has(site.owner)) return
-      const key = `${nodeName}\0${site.table}\0${site.chain}\0${site.rule?.line ?? 'policy'}`
-      const d = dropped.get(key) ?? {node, site, entries: new Set<string>(), destinations: new Set<string>()}
-      d.entries.add(entry)
-      d.destinations.add(destination)
-      dropped.set(key, d)
-    }
-    for (const p of ctx.paths.filter((x) => x.ok === false)) {
-      for (const o of p.trace.outcomes)
-        note(p.node, o, `${p.entry} (${p.port})`, o.destination ?? `${p.packet.dst}:${p.packet.dport}`)
-    }
     const endpoints = ctx.service.ports.flatMap((port) => port.allEndpoints)
-    for (const half of ctx.halves) {
-      for (const o of half.trace.outcomes)
-        note(
-          half.node,
-          o,
-          `${half.path.node}'s ${half.path.entry} (${half.path.port}), arriving DNATed`,
-          half.endpoint.address,
-        )
-    }
-    return [...dropped.values()].map((d): FindingDraft => {
-      const podName = new Map(endpoints.map((e) => [e.address, e.podName]))
-      const destinations = [...d.destinations].sort().map((a) => (podName.get(a) ? `${a} (${podName.get(a)})` : a))
-      return {
-        node: d.node.name,
-        message: `${d.node.name}: new connections to ${destinations.join(', ')} are ${d.site.verdict === 'DROP' ? 'dropped' : 'rejected'} by ${where(d.site)}; entry points: ${[...d.entries].join('; ')}`,
-        evidence: [
-          d.site.rule
-            ? `${d.site.table} line ${d.site.rule.line}: ${d.site.rule.text}`
-            : `${d.site.table}: :${d.site.chain} ${d.site.verdict} (the chain's policy)`,
-        ],
-        check: showChain(ctx, d.node, d.site),
-        text: nextStep(d),
-      }
-    })
+    const podName = new Map(endpoints.map((e) => [e.address, e.podName]))
+    return foreignDrops(ctx)
+      .filter((d) => dataplaneVerdict(ctx, d) === undefined)
+      .map((d): FindingDraft => {
+        const destinations = [...d.destinations].sort().map((a) => (podName.get(a) ? `${a} (${podName.get(a)})` : a))
+        const policies = d.policies.size > 0 ? ` (its rules name NetworkPolicy ${[...d.policies].join(', ')})` : ''
+        return {
+          node: d.node.name,
+          message: `${d.node.name}: new connections to ${destinations.join(', ')} are ${d.site.verdict === 'DROP' ? 'dropped' : 'rejected'} by ${where(d.site)}${policies}; entry points: ${[...d.entries].join('; ')}`,
+          evidence: [dropEvidence(d)],
+          check: showChain(ctx, d.node, d.site),
+          text: nextStep(d),
+        }
+      })
   },
 }

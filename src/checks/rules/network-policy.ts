@@ -16,6 +16,7 @@ import {
   type RuleMatch,
 } from '../../model/network-policy.js'
 import {judgedSources, podDestination, policyEndpoints, type JudgedSource} from './policy-sources.js'
+import {agreeingDrops} from './policy-dataplane.js'
 
 /** yaml, loaded when a policy finding prints its rule. */
 const loadModule = createRequire(import.meta.url)
@@ -201,6 +202,7 @@ export const policyServicePort: Check = {
       out.push({
         node: null,
         message: `NetworkPolicy ${policyName(r.policy)} ingress rule ${r.rule} allows ${d.protocol} ${d.servicePort}, the Service's port; after DNAT the endpoints receive ${d.protocol} ${d.port} (targetPort), which no rule allows: ${d.sources.map((s) => s.label).join(', ')} cannot reach ${endpointsText(d)}`,
+        evidence: agreeingDrops(ctx, d.endpoints),
         check: getPolicy(ctx, r.policy),
         fix: {
           changes: 'cluster',
@@ -236,6 +238,7 @@ export const policyDenies: Check = {
       out.push({
         node: null,
         message: `${d.sources.map((s) => s.label).join(', ')} → ${endpointsText(d)} on ${d.protocol} ${d.port} (targetPort of Service port ${d.servicePort}): ${verdictText(d.verdict, d.endpoints.length > 1 ? 'them' : d.endpoints[0].name)}`,
+        evidence: agreeingDrops(ctx, d.endpoints),
         check: getPolicy(ctx, target),
         fix: {
           changes: 'cluster',

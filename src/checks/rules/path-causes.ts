@@ -1,5 +1,6 @@
 import type {CheckContext, Finding} from '../check.js'
 import {codesExplaining} from '../catalogue.js'
+import {policyCause} from './policy-dataplane.js'
 
 /** Findings on an endpoint's node that break every connection from another node to its pods. */
 const NODE_WIDE_CAUSES = new Set(['KPD-NODE-FORWARDING-OFF'])
@@ -16,8 +17,8 @@ function names(message: string, address: string): boolean {
 /**
  * The static finding that explains why connections from node `from` to a pod at `endpoint.ip` on `endpoint.node`
  * fail, walking both halves: on `from` (its route to the pod, its filter OUTPUT), then on the endpoint's node when it
- * is another (ip_forward, its filter FORWARD, and the second half of any of the Service's paths from `from` that DNATs
- * to the endpoint and breaks there). Undefined when neither half breaks in what was read: nobody can tell which node.
+ * is another (ip_forward, its filter FORWARD, a policy engine's drop the API's NetworkPolicies agree with, and the
+ * second half of any of the Service's paths from `from` that DNATs to the endpoint and breaks there). Undefined when neither half breaks in what was read: nobody can tell which node.
  */
 export function causeOnWay(
   ctx: CheckContext,
@@ -36,6 +37,8 @@ export function causeOnWay(
       (NODE_WIDE_CAUSES.has(f.code) || (PER_ADDRESS_CAUSES.has(f.code) && names(f.message, endpoint.ip))),
   )
   if (onHome) return onHome
+  const policy = policyCause(ctx, [from, home], endpoint.ip)
+  if (policy) return policy
   for (const p of ctx.paths) {
     if (p.node !== from) continue
     const half = p.remote.find((h) => h.endpoint === endpoint.ip && h.node === home && h.ok === false)

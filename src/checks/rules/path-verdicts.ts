@@ -1,13 +1,18 @@
 import type {Check} from '../check.js'
 import type {PathResult} from '../../model/paths.js'
 import {codeEntry, codesExplaining} from '../catalogue.js'
+import {policyExplainsBreak} from './policy-dataplane.js'
 
 /** The node where a path breaks: its own, or the node of the endpoint whose half breaks. */
 const at = (p: PathResult) => p.breaksOn ?? p.node
 /** "node-a's " when the path comes from another node than the one it breaks on. */
 const from = (p: PathResult) => (at(p) === p.node ? '' : `${p.node}'s `)
 
-/** Runs last: a path that breaks where no other error finding of its node (or the cluster) explains it. */
+/**
+ * Runs last: a path that breaks where no other error finding of its node (or the cluster) explains it, nor a
+ * NetworkPolicy the API and the node's policy engine agree on (that finding is the cluster's, and explains only its own
+ * drops).
+ */
 export const pathBroken: Check = {
   meta: codeEntry('KPD-PATH-BROKEN'),
   run(ctx) {
@@ -20,6 +25,7 @@ export const pathBroken: Check = {
           (f) => f.severity === 'error' && (f.node === at(p) || f.node === null) && explaining.includes(f.code),
         )
       })
+      .filter((p) => !(p.breaksAt === 'filter' && policyExplainsBreak(ctx, p)))
       .filter((p) => !seen.has(`${at(p)} ${p.breaksAt}`) && !!seen.add(`${at(p)} ${p.breaksAt}`))
       .map((p) => {
         const last = at(p) === p.node ? p.trace.outcomes.find((o) => o.verdict !== 'DNAT')?.steps.at(-1) : undefined

@@ -11,6 +11,7 @@ import {startSshdInNs, writeSshdConfig} from '../lab/lab-sshd.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
 import {run, sleep, tryRun} from '../lab/sh.js'
 import {NODES} from '../fixtures/lab-cluster.js'
+import {capText, DUMP_OUTPUT_CAP_BYTES} from '../../src/util/output-cap.js'
 
 /**
  * Hostile nodes over SSH: one whose iptables-save never stops printing, one whose gzip (the dumps come back through it
@@ -19,10 +20,11 @@ import {NODES} from '../fixtures/lab-cluster.js'
  */
 
 const why = labGuard()
+/** The dumps get the dump cap over SSH as through a Pod (a 12,000-Service node's iptables-save is past the command cap). */
 const CAP_LINE = (program: string, decompressed: boolean) =>
-  `"${program}" printed more than 32 MiB${decompressed ? ' once decompressed (Compression yes)' : ''}: stopped there (the cap on one command's output)`
-/** The doctor's peak RSS bound: its own footprint and one capped output, far from the gigabytes a flood reached. */
-const RSS_BOUND_MB = 400
+  `"${program}" printed more than ${capText(DUMP_OUTPUT_CAP_BYTES)}${decompressed ? ' once decompressed (Compression yes)' : ''}: stopped there (the cap on one command's output)`
+/** The doctor's peak RSS bound: its own footprint and one capped dump, far from the gigabytes a flood reached. */
+const RSS_BOUND_MB = DUMP_OUTPUT_CAP_BYTES / (1024 * 1024) + 256
 
 describe('svc against a flooding node and a gzip bomb over SSH', {skip: why}, () => {
   let lab: NetnsLab

@@ -169,7 +169,9 @@ export function checkBundleOut(out: string, force: boolean): 'absent' | 'empty' 
 
 /**
  * Writes what a diagnosis read as a snapshot bundle (one List file per API kind, one folder per node), built in a
- * temporary sibling folder (0700, files 0600) and renamed into place whole.
+ * temporary sibling folder (0700, files 0600) and renamed into place whole. A node whose name is no Kubernetes node
+ * name (a hostile API server's) gets no folder, never a path of its own: it is returned, for a warning, and the other
+ * nodes are written (one bad Node never ends the run).
  */
 export function writeBundle(
   out: string,
@@ -177,10 +179,9 @@ export function writeBundle(
   recordings: Map<string, NodeRecording>,
   subject: BundleSubject,
   opts: BundleWriteOptions = {},
-): void {
-  for (const name of recordings.keys())
-    if (!isNodeName(name))
-      throw new DiagnosisError(`refusing to write a bundle folder for node "${name}": not a Kubernetes node name`)
+): {leftOut: string[]} {
+  const leftOut = [...recordings.keys()].filter((name) => !isNodeName(name))
+  const written = new Map([...recordings].filter(([name]) => isNodeName(name)))
   const state = checkBundleOut(out, opts.force ?? false)
   const target = resolve(out)
   let building: string
@@ -190,7 +191,7 @@ export function writeBundle(
     throw new DiagnosisError(`cannot create a folder next to ${out}: ${(e as Error).message}`, {cause: e})
   }
   try {
-    writeContent(building, cluster, recordings, subject)
+    writeContent(building, cluster, written, subject)
     if (state === 'empty') rmdirSync(target)
     if (state === 'replace') {
       const old = `${building}.old`
@@ -204,6 +205,7 @@ export function writeBundle(
       ? e
       : new DiagnosisError(`cannot write the bundle ${out}: ${(e as Error).message}`, {cause: e})
   }
+  return {leftOut}
 }
 
 function writeContent(

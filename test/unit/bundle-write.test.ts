@@ -187,3 +187,33 @@ test('collect: a symbolic link as --out is refused and not followed, whatever it
     rmSync(work, {recursive: true, force: true})
   }
 })
+
+test('collect: a Node whose name is no Kubernetes name (a hostile API server) gets no folder; the others are written and replay', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kpd-bundle-hostile-'))
+  try {
+    const g = await gatherSnapshot('examples/broken-cluster', 'shop', 'web')
+    const hostile = '-oProxyCommand=touch x\x1b]52;c;aGk=\x07/../../escape'
+    const base = g.cluster.nodes[0]
+    const cluster = {...g.cluster, nodes: [...g.cluster.nodes, {...base, metadata: {...base.metadata, name: hostile}}]}
+    const recordings = new Map(
+      g.observations.map((o) => [o.name, loadNodeRecording(join('examples/broken-cluster/nodes', o.name))!]),
+    )
+    recordings.set(hostile, recordings.get('node-a')!)
+    const out = join(dir, 'bundle')
+    const r = writeBundle(out, cluster, recordings, {namespace: 'shop', name: 'web', observations: g.observations})
+    assert.deepEqual(r, {leftOut: [hostile]})
+    assert.deepEqual(readdirSync(join(out, 'nodes')).sort(), ['node-a', 'node-b'])
+    assert.deepEqual(readdirSync(dir), ['bundle'])
+    const replay = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', out, '-o', 'json'])
+    assert.deepEqual(
+      replay.json.nodes.map((n: {name: string; reachable: boolean}) => [n.name, n.reachable]),
+      [
+        ['node-a', true],
+        ['node-b', true],
+      ],
+      replay.stderr,
+    )
+  } finally {
+    rmSync(dir, {recursive: true, force: true})
+  }
+})

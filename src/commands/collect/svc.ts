@@ -9,6 +9,7 @@ import {DiagnosisError} from '../../errors.js'
 import {collectDocument} from '../../report/document.js'
 import {writeCollect} from '../../report/output.js'
 import {COLLECT_EXIT_CODES} from '../../cli/exit-codes.js'
+import {stderrLine} from '../../cli/stderr.js'
 
 export default class CollectSvc extends DoctorCommand {
   static override summary = 'Record what `svc` reads (API objects and node dumps) as a bundle for --snapshot'
@@ -57,7 +58,7 @@ export default class CollectSvc extends DoctorCommand {
     } finally {
       progress?.done()
     }
-    writeBundle(
+    const {leftOut} = writeBundle(
       flags.out,
       g.cluster,
       g.recordings,
@@ -70,6 +71,8 @@ export default class CollectSvc extends DoctorCommand {
       },
       {force: flags.force},
     )
+    for (const name of leftOut)
+      stderrLine(`warning: node "${name}" has no folder in the bundle: its name is not a Kubernetes node name`)
     const again = ['kproxy-doctor', 'svc', args.name, '-n', g.namespace, '--snapshot', flags.out]
     const document = collectDocument(
       {

@@ -124,20 +124,20 @@ export class SshSession {
   }
 
   private readonly sessions = new Slots(MAX_SESSIONS)
-  /** The cap on one command's output (stdout and stderr together). */
-  readonly maxOutputBytes = COMMAND_OUTPUT_CAP_BYTES
 
   /**
    * Runs an allow-listed command line (built only by node-commands.ts from a key). At most MAX_SESSIONS run at once on
-   * the connection; the others wait for one to end (their timeout starts when they run).
+   * the connection; the others wait for one to end (their timeout starts when they run). Past `maxOutputBytes`
+   * (stdout and stderr together; the command cap unless the read's row gives its own, as the dumps do) the command is
+   * stopped and the read fails.
    */
-  exec(command: CommandLine, timeoutMs = this.stepMs): Promise<ExecResult> {
+  exec(command: CommandLine, timeoutMs = this.stepMs, maxOutputBytes = COMMAND_OUTPUT_CAP_BYTES): Promise<ExecResult> {
     return this.sessions.run(async () => {
       // sshd frees a session's slot a little after the client sees it close: a refused open is tried again, a bounded
       // number of times, once the other sessions have had a moment to end.
       for (let attempt = 1; ; attempt++) {
         try {
-          return await this.execNow(command, timeoutMs)
+          return await this.execNow(command, timeoutMs, maxOutputBytes)
         } catch (e) {
           if (!(e instanceof SessionRefused) || attempt >= SESSION_OPEN_TRIES) throw e
           await new Promise((resolve) => setTimeout(resolve, 50 * attempt))
@@ -146,7 +146,7 @@ export class SshSession {
     })
   }
 
-  private execNow(command: CommandLine, timeoutMs: number): Promise<ExecResult> {
+  private execNow(command: CommandLine, timeoutMs: number, maxOutputBytes: number): Promise<ExecResult> {
     return new Promise((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined
       this.client.exec(command, (err, stream) => {
@@ -169,11 +169,11 @@ export class SshSession {
         const count = (bytes: number) => {
           if (stopped) return false
           printed += bytes
-          if (printed <= this.maxOutputBytes) return true
+          if (printed <= maxOutputBytes) return true
           stopped = true
           clearTimeout(timer)
           stream.close()
-          reject(new OutputCapExceeded(programOf(command).replace(/;$/, ''), this.maxOutputBytes))
+          reject(new OutputCapExceeded(programOf(command).replace(/;$/, ''), maxOutputBytes))
           return false
         }
         stream.on('data', (chunk: Buffer) => {

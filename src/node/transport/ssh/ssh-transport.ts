@@ -10,6 +10,7 @@ import {
   isBatchable,
   isCompressible,
   isReadableNodeFile,
+  outputCapBytes,
   programOf,
   readFileCommand,
   splitBatchOutput,
@@ -19,7 +20,6 @@ import {
 import {isNodeCommandKey, NODE_READS, type ArgsOf, type NodeCommandKey} from '../../read/node-reads.js'
 import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription, TransportNotes} from '../node-access.js'
 import {OutputCapExceeded, type ExecResult} from './ssh-session.js'
-import {COMMAND_OUTPUT_CAP_BYTES} from '../../../util/output-cap.js'
 import {classifyOpenError} from '../../probe/tcp-probe.js'
 import {kernelTraceLine, type KernelTraceCommand} from '../../kernel-trace-commands.js'
 
@@ -29,11 +29,12 @@ export interface SshChannel {
   readonly hostKeyWarning?: string
   /** The jump hosts or ProxyCommand the connection goes through. */
   readonly via?: string
-  /** The cap on one command's output, where the session has its own (the cap applies to a decompressed dump too). */
+  /** A lower cap on one command's output than the read's own, where the session has one (a stand-in in tests). */
   readonly maxOutputBytes?: number
   /** One step's timeout, where the session has one (a stand-in in tests may not). */
   readonly stepMs?: number
-  exec(command: CommandLine, timeoutMs?: number): Promise<ExecResult>
+  /** Runs a line; past `maxOutputBytes` of output (the command cap when not given) it is stopped and rejects. */
+  exec(command: CommandLine, timeoutMs?: number, maxOutputBytes?: number): Promise<ExecResult>
   forward(ip: string, port: number): Promise<Duplex>
   close(): void
 }
@@ -86,10 +87,12 @@ export class SshNodeAccess implements NodeAccess {
     // loss on a LAN, so it follows the user's OpenSSH knob for that, `Compression yes`.
     const timeoutMs = this.session.stepMs === undefined ? undefined : commandTimeoutMs(key, this.session.stepMs)
     if (isBatchable(key)) return {kind: 'ran', ...(await this.batched(line, timeoutMs))}
+    // The dumps get the dump cap, as through a Pod: kube-proxy's iptables-save at 12,000 Services is past the command
+    // cap. The cap holds for what comes over the wire and, compressed, for what it decompresses to.
+    const cap = Math.min(outputCapBytes(NODE_READS[key]), this.session.maxOutputBytes ?? Infinity)
     if (!this.session.host.compression || !isCompressible(key) || !(await this.gzip()))
-      return {kind: 'ran', ...(await this.session.exec(line, timeoutMs))}
-    const r = await this.session.exec(compressedCommandLine(line), timeoutMs)
-    const cap = this.session.maxOutputBytes ?? COMMAND_OUTPUT_CAP_BYTES
+      return {kind: 'ran', ...(await this.session.exec(line, timeoutMs, cap))}
+    const r = await this.session.exec(compressedCommandLine(line), timeoutMs, cap)
     let plain: Buffer
     try {
       // A gzip bomb stops at the cap: zlib gives up as soon as the output would pass it.

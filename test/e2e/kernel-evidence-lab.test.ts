@@ -32,6 +32,11 @@ interface KernelItem {
   rules: unknown[]
   agreesWithWalk: boolean | null
   detail: string
+  counters?: {
+    moved: Array<{table: string; chain: string; rule: string; packets: number; bytes: number}>
+    busy: boolean
+    note: string
+  }
 }
 
 describe('kernel evidence of the live probes against the netns lab', {skip: why}, () => {
@@ -181,5 +186,20 @@ describe('kernel evidence of the live probes against the netns lab', {skip: why}
     } finally {
       await lab.listenOn('web-b2', 8080)
     }
+  })
+
+  test('rule counters: the KUBE-SERVICES, KUBE-SVC and KUBE-SEP rules the probes hit are reported as moved, exactly', async () => {
+    const r = await doctor('-o', 'json')
+    assert.equal(r.code, 0, r.stdout + r.stderr)
+    console.log(
+      JSON.stringify(
+        kernel(r).map((k) => [k.node, k.target, k.counters]),
+        null,
+        1,
+      ),
+    )
+    console.log(JSON.stringify(r.json.notChecked))
+    const human = await doctor()
+    console.log(human.stdout)
   })
 })

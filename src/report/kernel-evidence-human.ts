@@ -15,7 +15,7 @@ function counterLines(counters: NonNullable<KernelTraceItem['counters']>, width:
     ...wrapProse(`rule counters: ${counters.note}`, width, '      ', '        '),
     ...counters.moved.flatMap((m) =>
       wrapProse(
-        `moved +${m.packets} packet${m.packets === 1 ? '' : 's'}: ${m.table} ${m.chain}: ${m.rule}`,
+        `moved +${m.packets} packet${m.packets === 1 ? '' : 's'} (${m.probes} probe${m.probes === 1 ? '' : 's'} through it): ${m.table} ${m.chain}: ${m.rule}`,
         width,
         '        ',
         '          ',

@@ -112,9 +112,9 @@ test('the counters of the Service’s chains are read right before and right aft
   const quiet = targetCounters(counters, path, 4, probesThroughRules([{attempts: 8, path}]))
   assert.deepEqual(quiet, {
     moved: [
-      {table: 'nat', chain: 'KUBE-SERVICES', rule: SVC, packets: 3, bytes: 180},
-      {table: 'nat', chain: 'KUBE-SVC-X', rule: TO_A, packets: 3, bytes: 180},
-      {table: 'nat', chain: 'KUBE-SEP-A', rule: DNAT_A, packets: 3, bytes: 180},
+      {table: 'nat', chain: 'KUBE-SERVICES', rule: SVC, packets: 3, bytes: 180, probes: 8},
+      {table: 'nat', chain: 'KUBE-SVC-X', rule: TO_A, packets: 3, bytes: 180, probes: 8},
+      {table: 'nat', chain: 'KUBE-SEP-A', rule: DNAT_A, packets: 3, bytes: 180, probes: 8},
     ],
     busy: false,
     note: '3 rules of the walk moved',

@@ -4,8 +4,11 @@ import type {ReadChainCounters, RuleCountersRun} from '../../node/probe/rule-cou
 
 /** What the rule counters of one probed Service address's walked chains say (JSON `kernelTrace[].counters`). */
 export interface TargetCounters {
-  /** The rules the walk takes whose counters moved while the probes ran, in the order read. */
-  moved: MovedRule[]
+  /**
+   * The rules the walk takes whose counters moved while the probes ran, in the order read, each with how many of the
+   * node's probe connections the walks take through it (a chain shared by the ClusterIP and the NodePort counts both).
+   */
+  moved: Array<MovedRule & {probes: number}>
   /** Other traffic moved the counters too: a rule moved more than the probes through it, or one the walk does not take. */
   busy: boolean
   /** The sentence the report gives. */
@@ -57,9 +60,11 @@ export function targetCounters(
     counted(run.after, family, walkedChains),
     Number.POSITIVE_INFINITY,
   )
-  const moved = ev.moved.filter((m) => walked.has(ruleKey(m.table, m.chain, m.rule)))
+  const moved = ev.moved
+    .filter((m) => walked.has(ruleKey(m.table, m.chain, m.rule)))
+    .map((m) => ({...m, probes: probesThrough(m.table, m.chain, m.rule)}))
   const strays = ev.moved.filter((m) => !walked.has(ruleKey(m.table, m.chain, m.rule)) && !SHARED_CHAINS.has(m.chain))
-  const busy = strays.length > 0 || moved.some((m) => m.packets > probesThrough(m.table, m.chain, m.rule))
+  const busy = strays.length > 0 || moved.some((m) => m.packets > m.probes)
   const parts = [
     moved.length === 0
       ? 'no rule of the walk moved'

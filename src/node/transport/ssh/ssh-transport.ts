@@ -33,7 +33,8 @@ export interface SshChannel {
   readonly maxOutputBytes?: number
   /** One step's timeout, where the session has one (a stand-in in tests may not). */
   readonly stepMs?: number
-  exec(command: CommandLine, timeoutMs?: number): Promise<ExecResult>
+  /** `stop`: ends the command early, with what it printed so far (the kernel trace's monitor). */
+  exec(command: CommandLine, timeoutMs?: number, stop?: AbortSignal): Promise<ExecResult>
   forward(ip: string, port: number): Promise<Duplex>
   close(): void
 }
@@ -108,8 +109,8 @@ export class SshNodeAccess implements NodeAccess {
     return {kind: 'ran', ...splitCompressedOutput(plain), stderr: r.stderr}
   }
 
-  async runKernelTrace(cmd: KernelTraceCommand, timeoutMs: number): Promise<RunResult> {
-    return {kind: 'ran', ...(await this.session.exec(kernelTraceLine(cmd, await this.root()), timeoutMs))}
+  async runKernelTrace(cmd: KernelTraceCommand, timeoutMs: number, stop?: AbortSignal): Promise<RunResult> {
+    return {kind: 'ran', ...(await this.session.exec(kernelTraceLine(cmd, await this.root()), timeoutMs, stop))}
   }
 
   /** Runs a line in the next batch: the lines queued before the event loop turns run as one exec. */

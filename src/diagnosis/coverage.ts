@@ -60,6 +60,8 @@ const COVERAGE_CHECKS = {
   'kernel-evidence': KERNEL_CODES,
   /** --kernel-trace: netfilter's own trace of the probes' packets, set against the walk. */
   'kernel-trace': KERNEL_CODES,
+  /** iptables: the rule counters of the Service's chains around the live probes (which rules the probes moved). */
+  'rule-counters': KERNEL_CODES,
   /** The NetworkPolicies on the Service's path, judged from the API. */
   'network-policy': POLICY_CODES,
 } as const
@@ -278,6 +280,7 @@ function kernelGaps(n: NodeProbes): NotChecked[] {
   if (n.kernel && !n.kernel.read) out.push(entry(n.node, 'kernel-evidence', `not confirmed: ${n.kernel.reason}`, false))
   // Opted into, yet confirmation only: a node that cannot be traced does not fail the run.
   if (n.kernelTrace && !n.kernelTrace.traced) out.push(entry(n.node, 'kernel-trace', n.kernelTrace.reason, false))
+  if (n.counters && !n.counters.read) out.push(entry(n.node, 'rule-counters', n.counters.reason, false))
   return out
 }
 

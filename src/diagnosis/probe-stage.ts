@@ -5,6 +5,8 @@ import {probeOpener, probeTargets, type NodeProbes, type ProbeRun, type ProbeSet
 import type {NodeAccess} from '../node/transport/node-access.js'
 import {readKernelEvidence} from '../node/probe/kernel-evidence.js'
 import {withKernelTrace} from '../node/probe/kernel-trace.js'
+import {withRuleCounters, type CounterChain, type RuleCountersRun} from '../node/probe/rule-counters-read.js'
+import {counterChains} from '../model/rules-scope.js'
 import type {NodeConnector} from '../node/transport/transports.js'
 import {nodeAddress} from './node-address.js'
 import {planProbes, PROBE_SETTINGS, type ProbePlan} from './probe-plan.js'
@@ -74,7 +76,7 @@ export async function probeNodes(
       return {node: name, via: 'nothing', error, tallies: [], ...(untraced ? {kernelTrace: untraced} : {})}
     }
     try {
-      return await probePlan(plan, name, access, settings, kernelTrace)
+      return await probePlan(plan, name, access, settings, counterChains(cluster), kernelTrace)
     } finally {
       await access.close()
     }
@@ -91,7 +93,7 @@ export function startProbes(
   kernelTrace?: KernelTraceSettings,
 ): StartedProbes {
   const plan = planProbes(cluster, name, settings)
-  return {notes: plan.notes, probes: probePlan(plan, name, access, settings, kernelTrace)}
+  return {notes: plan.notes, probes: probePlan(plan, name, access, settings, counterChains(cluster), kernelTrace)}
 }
 
 /** The longest the probes of a plan can take (every connection timing out), in whole seconds, and one more. */
@@ -108,15 +110,20 @@ async function probePlan(
   name: string,
   access: NodeAccess,
   settings: ProbeSettings,
+  chains: readonly CounterChain[],
   kernelTrace?: KernelTraceSettings,
 ): Promise<NodeProbes> {
   const startedAt = Date.now()
-  const probe = () =>
+  const connect = () =>
     probeTargets(probeOpener(access, settings.timeoutMs), plan.targets, {
       attempts: settings.vipAttempts,
       timeoutMs: settings.timeoutMs,
       concurrency: settings.concurrency,
     })
+  // The counters of the chains on the Service's path, read right before and right after: which rules the probes moved.
+  const probesServiceAddresses = plan.targets.some((t) => t.kind !== 'endpoint')
+  const probe = (): Promise<{result: Awaited<ReturnType<typeof connect>>; counters?: RuleCountersRun}> =>
+    probesServiceAddresses ? withRuleCounters(access, chains, connect) : connect().then((result) => ({result}))
   // The Service's own addresses are traced (the endpoints' direct probes are not translated: nothing to confirm).
   const tuples = [
     ...new Map(
@@ -134,7 +141,7 @@ async function probePlan(
         probe,
       )
     : undefined
-  const tallies = traced ? traced.result : await probe()
+  const {result: tallies, counters} = traced ? traced.result : await probe()
   // The Service's own addresses only: a direct probe of an endpoint is not translated, there is no choice to confirm.
   const vips = tallies.filter((t) => t.target.kind !== 'endpoint' && t.attempts > 0)
   const kernel =
@@ -150,6 +157,7 @@ async function probePlan(
     via: access.describe().tcpVia,
     tallies,
     ...(kernel ? {kernel} : {}),
+    ...(counters ? {counters} : {}),
     ...(traced ? {kernelTrace: traced.trace} : {}),
   }
 }

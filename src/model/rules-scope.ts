@@ -71,3 +71,25 @@ export function predictedChains(cluster: ClusterState): Array<{table: IptablesTa
     ...[...endpointChains].slice(0, MAX_PREDICTED_ENDPOINT_CHAINS).map((chain) => ({table: 'nat' as const, chain})),
   ]
 }
+
+/** At most this many chains' counters are read around a node's probes (per family). */
+const MAX_COUNTER_CHAINS = 64
+
+/**
+ * The nat chains a probe's first packet can cross on its way to the Service's addresses, per family of the Service:
+ * kube-proxy's dispatch chains, the Service's own chains and its endpoints' (named as kube-proxy names them). Their rule
+ * counters are read before and after the live probes; the nat table sees only a connection's first packet, so each
+ * probe moves a rule once at most.
+ */
+export function counterChains(cluster: ClusterState): Array<{family: 4 | 6; table: 'nat'; chain: string}> {
+  return serviceFamilies(cluster.service).flatMap(({family}) => {
+    const chains = new Set(['KUBE-SERVICES', 'KUBE-NODEPORTS'])
+    for (const port of expectedService(cluster, '', family).ports) {
+      for (const chain of Object.values(serviceChainNames(port.svcPortName, port.protocol))) chains.add(chain)
+      for (const ep of port.allEndpoints) chains.add(endpointChainName(port.svcPortName, port.protocol, ep.address))
+    }
+    return [...chains]
+      .slice(0, MAX_COUNTER_CHAINS)
+      .map((chain) => ({family: family === 'IPv6' ? (6 as const) : (4 as const), table: 'nat' as const, chain}))
+  })
+}

@@ -9,6 +9,21 @@ function mark(item: KernelTraceItem, c: ChalkInstance): string {
   return c.yellow('?')
 }
 
+/** The rule counters of one probed address: what they say, then a line per rule of the walk the probes moved. */
+function counterLines(counters: NonNullable<KernelTraceItem['counters']>, width: number): string[] {
+  return [
+    ...wrapProse(`rule counters: ${counters.note}`, width, '      ', '        '),
+    ...counters.moved.flatMap((m) =>
+      wrapProse(
+        `moved +${m.packets} packet${m.packets === 1 ? '' : 's'} (${m.probes} probe${m.probes === 1 ? '' : 's'} through it): ${m.table} ${m.chain}: ${m.rule}`,
+        width,
+        '        ',
+        '          ',
+      ),
+    ),
+  ]
+}
+
 const MATCHED = {'source-port': 'by source port', 'time-window': 'by the seconds since the probes'} as const
 
 /**
@@ -22,7 +37,8 @@ export function renderKernelEvidence(
   width = Number.POSITIVE_INFINITY,
 ): string[] {
   const unread = r.notChecked.filter(
-    (n) => (n.check === 'kernel-evidence' || n.check === 'kernel-trace') && n.node !== null,
+    (n) =>
+      (n.check === 'kernel-evidence' || n.check === 'kernel-trace' || n.check === 'rule-counters') && n.node !== null,
   )
   const traced = r.kernelTrace.some((i) => i.rules.length > 0)
   // A snapshot has no probes of its own: what it shows is what its bundle recorded (none: said in coverage only).
@@ -49,7 +65,7 @@ export function renderKernelEvidence(
     for (const n of unread.filter((u) => u.node === node))
       lines.push(
         ...wrapProse(
-          n.check === 'kernel-trace' ? n.reason : `kernel evidence: ${n.reason}`,
+          n.check === 'kernel-evidence' ? `kernel evidence: ${n.reason}` : n.reason,
           width,
           '    ? ',
           '      ',
@@ -76,6 +92,7 @@ export function renderKernelEvidence(
           '      ',
         ),
       )
+      if (item.counters) lines.push(...counterLines(item.counters, width))
     }
   }
   return lines

@@ -1,6 +1,7 @@
 import type {KernelVerdict} from '../checks/rules/kernel-disagrees.js'
 import type {KernelAnswer, MatchedBy} from '../node/probe/kernel-evidence.js'
 import {joinHostPort} from '../net/host-port.js'
+import type {TargetCounters} from '../checks/rules/kernel-counters.js'
 
 /**
  * One probed Service address from one node, as the kernel saw the probes (JSON `kernelTrace`): the endpoints its DNAT
@@ -33,6 +34,8 @@ export interface KernelTraceItem {
   detail: string
   /** Replayed from a snapshot bundle: when `collect --probe` recorded it, not a fresh read. */
   recordedAt?: string
+  /** The walk's rules whose counters the probes moved (iptables; absent where the counters were not read). */
+  counters?: TargetCounters
 }
 
 function replied(v: KernelVerdict): boolean | null {
@@ -61,6 +64,7 @@ export function kernelTrace(verdicts: KernelVerdict[]): KernelTraceItem[] {
       agreesWithWalk: v.agreesWithWalk,
       detail: v.detail,
       ...(v.recordedAt ? {recordedAt: v.recordedAt} : {}),
+      ...(v.counters ? {counters: v.counters} : {}),
     }
   })
 }

@@ -14,6 +14,19 @@ const why = labGuard()
 
 const WEB = ['10.244.1.10:8080', '10.244.2.10:8080', '10.244.2.11:8080']
 const STALE = '10.244.2.99:8080'
+/** The lab's kube-proxy rules (test/lab): the Service's chains and the rules of its ClusterIP's and NodePort's way. */
+const SVC_CHAIN = 'KUBE-SVC-67NZLRHBNDSAWJRO'
+const EXT_CHAIN = 'KUBE-EXT-67NZLRHBNDSAWJRO'
+const CLUSTER_IP_RULE = `-A KUBE-SERVICES -d 10.96.10.10/32 -p tcp -m comment --comment "shop/web:http cluster IP" -m tcp --dport 80 -j ${SVC_CHAIN}`
+const SVC_MASQ_RULE = `-A ${SVC_CHAIN} ! -s 10.244.0.0/16 -d 10.96.10.10/32 -p tcp -m comment --comment "shop/web:http cluster IP" -m tcp --dport 80 -j KUBE-MARK-MASQ`
+const NODEPORT_RULE = `-A KUBE-NODEPORTS -p tcp -m comment --comment "shop/web:http" -m tcp --dport 30080 -j ${EXT_CHAIN}`
+const EXT_MASQ_RULE = `-A ${EXT_CHAIN} -m comment --comment "masquerade traffic for shop/web:http external destinations" -j KUBE-MARK-MASQ`
+const EXT_JUMP_RULE = `-A ${EXT_CHAIN} -j ${SVC_CHAIN}`
+const ENDPOINT_CHAINS = [
+  ['10.244.1.10:8080', 'KUBE-SEP-FZQ6KZLGXRSKN2AD'],
+  ['10.244.2.10:8080', 'KUBE-SEP-F45V6TZZSXLO3WFM'],
+  ['10.244.2.11:8080', 'KUBE-SEP-BTZNBNILETY57XCS'],
+] as const
 /** Runs of the doctor at most, for a fault that only a share of the probes meet (each run sends 16 per node). */
 const MAX_RUNS = 3
 
@@ -32,6 +45,11 @@ interface KernelItem {
   rules: unknown[]
   agreesWithWalk: boolean | null
   detail: string
+  counters?: {
+    moved: Array<{table: string; chain: string; rule: string; packets: number; bytes: number; probes: number}>
+    busy: boolean
+    note: string
+  }
 }
 
 describe('kernel evidence of the live probes against the netns lab', {skip: why}, () => {
@@ -181,5 +199,62 @@ describe('kernel evidence of the live probes against the netns lab', {skip: why}
     } finally {
       await lab.listenOn('web-b2', 8080)
     }
+  })
+
+  test('rule counters: the KUBE-SERVICES, KUBE-SVC and KUBE-SEP rules the probes hit are reported as moved, with their exact lines', async () => {
+    const r = await doctor('-o', 'json')
+    assert.equal(r.code, 0, r.stdout + r.stderr)
+    assert.deepEqual(
+      r.json.notChecked.filter((n: {check: string}) => n.check === 'rule-counters'),
+      [],
+    )
+    const moved = (k: KernelItem, rule: string) => k.counters?.moved.find((m) => m.rule === rule)
+    for (const node of ['node-a', 'node-b']) {
+      const items = kernel(r).filter((k) => k.node === node)
+      const [clusterIP, nodePort] = [
+        items.find((k) => k.kind === 'ClusterIP')!,
+        items.find((k) => k.kind === 'NodePort')!,
+      ]
+      const show = JSON.stringify(items.map((k) => k.counters))
+      // The rules only the ClusterIP's 8 probes reach, and only the NodePort's 8: moved by exactly 8 packets each.
+      for (const [item, rule] of [
+        [clusterIP, CLUSTER_IP_RULE],
+        [clusterIP, SVC_MASQ_RULE],
+        [nodePort, NODEPORT_RULE],
+        [nodePort, EXT_MASQ_RULE],
+        [nodePort, EXT_JUMP_RULE],
+      ] as const)
+        assert.deepEqual(
+          moved(item, rule),
+          {table: 'nat', chain: rule.split(' ')[1], rule, packets: 8, bytes: 480, probes: 8},
+          `${node} ${rule}: ${show}`,
+        )
+      assert.equal(clusterIP.counters!.busy, false, show)
+      // Each endpoint's DNAT rule moved once per connection the kernel sent there, from either address (conntrack's count).
+      for (const [endpoint, chain] of ENDPOINT_CHAINS) {
+        const rule = `-A ${chain} -p tcp -m comment --comment "shop/web:http" -m tcp -j DNAT --to-destination ${endpoint}`
+        const sent = items.reduce((n, k) => n + k.connections.filter((c) => c.endpoint === endpoint).length, 0)
+        for (const k of items)
+          if (sent === 0) assert.equal(moved(k, rule), undefined, show)
+          else
+            assert.deepEqual(
+              moved(k, rule),
+              {table: 'nat', chain, rule, packets: sent, bytes: sent * 60, probes: 16},
+              show,
+            )
+      }
+      for (const k of items)
+        assert.ok(
+          k.counters!.moved.every((m) => /^KUBE-(SERVICES|NODEPORTS|SVC-|EXT-|SEP-)/.test(m.chain)),
+          show,
+        )
+    }
+    const human = await doctor()
+    assert.equal(human.code, 0, human.stderr)
+    assert.match(human.stdout, /^ {6}rule counters: 8 rules of the walk moved$/m)
+    assert.ok(
+      human.stdout.includes(`        moved +8 packets (8 probes through it): nat KUBE-SERVICES: ${CLUSTER_IP_RULE}\n`),
+      human.stdout,
+    )
   })
 })

@@ -348,3 +348,45 @@ test("KPD-KERNEL-DISAGREES: the kernel's chains equal the walk's: agrees, no fin
     `node-a: ClusterIP 10.96.10.10:80 (http, node→ClusterIP): the kernel sent 10.244.1.10:8080 ×3 (replied), 10.244.2.10:8080 ×3 (replied), 10.244.2.11:8080 ×2 (replied); the walk DNATs to 10.244.1.10:8080, 10.244.2.10:8080, 10.244.2.11:8080; netfilter's trace parts from the walk after nat/${svc}: the kernel went to nat/KUBE-SEP-NOTWALKED, the walk to nat/${sep}`,
   )
 })
+
+test('the monitor is ended once the probes are over (a moment for their last events), not left to its timeout', async () => {
+  const {access, ran} = fakeNode((cmd) =>
+    cmd.argv.join(' ') === 'nft list tables' ? {stdout: Buffer.from(LISTING)} : undefined,
+  )
+  let stopped: AbortSignal | undefined
+  const monitorAt = ran.length
+  const watch = access.runKernelTrace!
+  // The monitor prints the probes' events, then would watch until its timeout (20 s): only the stop ends it sooner.
+  access.runKernelTrace = (cmd, timeoutMs, stop) => {
+    if (cmd.argv[0] !== 'timeout') return watch(cmd, timeoutMs, stop)
+    ran.push(kernelTraceLine(cmd, true))
+    stopped = stop
+    return new Promise((resolve) =>
+      stop!.addEventListener('abort', () =>
+        resolve({
+          kind: 'ran',
+          code: null,
+          stdout: Buffer.from(RECORDED.replaceAll('kpd_trace_a1b2c3_1795000000', table())),
+          stderr: '',
+        }),
+      ),
+    )
+  }
+  const table = () => /kpd_trace_[0-9a-f]{6}_1795000100/.exec(ran.join('\n'))![0]
+  const started = Date.now()
+  const r = await withKernelTrace(
+    access,
+    'node-a',
+    [{address: '10.96.10.10', port: 80}],
+    {announce: () => undefined, dryRun: false, monitorSeconds: 20, now: NOW, settleMs: 1, drainMs: 5},
+    () => Promise.resolve('tallies'),
+  )
+  assert.ok(Date.now() - started < 5000, 'not the monitor’s 20 s')
+  assert.equal(stopped?.aborted, true)
+  assert.ok(r.trace.traced, JSON.stringify(r.trace))
+  // Ended by the doctor: no exit status, and no warning for it.
+  assert.equal(r.trace.traced && r.trace.warning, undefined)
+  assert.ok(r.trace.traced && r.trace.packets.length > 0)
+  assert.equal(ran.at(-1), `nft delete table inet ${table()}`)
+  assert.ok(ran.length > monitorAt)
+})

@@ -36,6 +36,10 @@ const SAMPLES: {[K in Query]: Array<ArgsOf<K>[0]>} = {
     {address: '10.96.0.10', port: 80},
     {address: 'fd00:10:96::a', port: 30080},
   ],
+  ruleCounters: [
+    {family: 4, table: 'nat', chain: 'KUBE-SVC-ABCDEFGHIJKLMNOP'},
+    {family: 6, table: 'filter', chain: 'KUBE-SERVICES'},
+  ],
   nftKubeProxyTable: NFT_KUBE_PROXY_FAMILIES.flatMap((family) => [true, false].map((json) => ({family, json}))),
   iptablesChains: [
     {family: 4, reads: [{table: 'nat', chain: 'KUBE-SERVICES'}]},

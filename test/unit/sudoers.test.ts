@@ -23,6 +23,12 @@ function sudoCommands(): string[] {
     lines.push(buildCommandLine('conntrackProbe', false, {address, port: 443}))
   for (const family of ['ip', 'ip6'] as const)
     for (const json of [true, false]) lines.push(buildCommandLine('nftKubeProxyTable', false, {family, json}))
+  for (const family of [4, 6] as const)
+    for (const [table, chain] of [
+      ['nat', 'KUBE-SVC-ABCDEFGHIJKLMNOP'],
+      ['filter', 'KUBE-SERVICES'],
+    ] as const)
+      lines.push(buildCommandLine('ruleCounters', false, {family, table, chain}))
   return lines
     .filter((line) => line.startsWith('sudo -n '))
     .map((line) => line.slice('sudo -n '.length).replace(/'/g, ''))
@@ -65,6 +71,14 @@ test('each allowed form is exact: no glob, and a regular expression admits no ex
     'conntrack -L -p tcp --orig-dst 10.96.0.10 -D --orig-port-dst 443',
     'conntrack -L -p icmp -d 10.96.0.10',
     'conntrack -F',
+    // The rule counters' read: listing only, never zeroing (-Z), flushing or listing another way.
+    'iptables --modprobe=/bin/false -w 5 -t nat -v -S KUBE-SERVICES -Z',
+    'iptables --modprobe=/bin/false -w 5 -t nat -v -S -Z KUBE-SERVICES',
+    'iptables --modprobe=/bin/false -w 5 -t nat -Z',
+    'iptables --modprobe=/bin/false -w 5 -t nat -v -S KUBE-SERVICES -F',
+    'iptables --modprobe=/bin/evil -w 5 -t nat -v -S KUBE-SERVICES',
+    'iptables --modprobe=/bin/false -w 5 -t security -v -S INPUT',
+    'ip6tables --modprobe=/bin/false -w 5 -t nat -v -S',
   ]
   assert.deepEqual(
     hostile.filter((c) => specs.some((s) => sudoAllows(s, c))),
@@ -75,6 +89,8 @@ test('each allowed form is exact: no glob, and a regular expression admits no ex
     [
       'conntrack -L -p udp -d fd00:10:96::a',
       'conntrack -L -p tcp --orig-dst ::ffff:10.0.0.1 --orig-port-dst 65535',
+      'iptables --modprobe=/bin/false -w 5 -t nat -v -S KUBE-SEP-ABCDEFGHIJKLMNOP',
+      'ip6tables --modprobe=/bin/false -w 5 -t filter -v -S KUBE-PROXY-FIREWALL',
     ].filter((c) => !specs.some((s) => sudoAllows(s, c))),
     [],
     'a form the doctor runs refused',

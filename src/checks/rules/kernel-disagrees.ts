@@ -6,6 +6,8 @@ import type {ServiceProbeTarget} from '../../node/probe/tcp-probe.js'
 import {addressOf, probesRan, staticPathFor, type Tally} from './probe-evidence.js'
 import type {KernelTraceRun} from '../../node/probe/kernel-trace.js'
 import {compareTrace, type KernelRule} from './kernel-trace-walk.js'
+import {probesThroughRules, targetCounters, type TargetCounters} from './kernel-counters.js'
+import {familyOf} from '../../net/address.js'
 
 /** What the kernel did with the probes of one Service address from one node, set against the walk of the same path. */
 export interface KernelVerdict {
@@ -27,6 +29,8 @@ export interface KernelVerdict {
   detail: string
   /** Replayed from a bundle: when `collect --probe` recorded it (ISO 8601); absent for this run's own probes. */
   recordedAt?: string
+  /** The rules of the walk the probes' packets moved, by the chains' counters (absent: the counters were not read). */
+  counters?: TargetCounters
 }
 
 /** "10.244.1.5:8080 ×3 (replied), 10.244.2.11:8080 ×5 (no reply)": the kernel's choices, grouped. */
@@ -187,13 +191,20 @@ export function kernelVerdicts(ctx: CheckContext): KernelVerdict[] {
   const out: KernelVerdict[] = []
   for (const n of nodes) {
     if (!n.kernel?.read) continue
+    const vips = n.tallies
+      .filter((x) => x.target.kind !== 'endpoint')
+      .map((x) => ({tally: x, path: staticPathFor(ctx, n.node, x.target)}))
+    const through = probesThroughRules(vips.map((x) => ({attempts: x.tally.attempts, path: x.path})))
     for (const ev of n.kernel.targets) {
-      const t = n.tallies.find(
-        (x) => x.target.kind !== 'endpoint' && x.target.host === ev.host && x.target.port === ev.port,
-      )
-      if (!t) continue
-      const v = judge(n.node, t, ev, staticPathFor(ctx, n.node, t.target), n.kernelTrace)
-      out.push(recorded?.recordedAt ? {...v, recordedAt: recorded.recordedAt} : v)
+      const probed = vips.find((x) => x.tally.target.host === ev.host && x.tally.target.port === ev.port)
+      if (!probed) continue
+      const v = judge(n.node, probed.tally, ev, probed.path, n.kernelTrace)
+      const counters = targetCounters(n.counters, probed.path, familyOf(ev.host) ?? 4, through)
+      out.push({
+        ...v,
+        ...(counters ? {counters} : {}),
+        ...(recorded?.recordedAt ? {recordedAt: recorded.recordedAt} : {}),
+      })
     }
   }
   return out

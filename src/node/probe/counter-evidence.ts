@@ -8,7 +8,7 @@ export interface ChainCounters {
 }
 
 /** A rule on the walked path whose counters the probes' time moved. */
-interface MovedRule {
+export interface MovedRule {
   table: string
   chain: string
   rule: string

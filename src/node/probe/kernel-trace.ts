@@ -39,12 +39,16 @@ export interface KernelTraceOptions {
   monitorSeconds: number
   /** How long the monitor waits before the probes start: its subscription to the trace events. */
   settleMs?: number
+  /** How long the monitor goes on after the probes end, for their last events, before it is ended. */
+  drainMs?: number
   now?: () => number
 }
 
 const firstLine = (text: string) => text.trim().split('\n')[0] || 'no message'
 const LEGACY = 'kernel trace not available on iptables-legacy (no change made)'
 const STEP_MS = 10_000
+/** The monitor's time after the probes: trace events are sent as the packets pass, printed at once. */
+const DRAIN_MS = 300
 
 function failed(r: RunResult): string | undefined {
   if (r.kind === 'not-recorded') return r.what
@@ -160,15 +164,24 @@ export async function withKernelTrace<T>(
       }
       made = true
     }
-    const watching = run(monitor, (seconds + 5) * 1000)
+    const stop = new AbortController()
+    const watching = run(monitor, (seconds + 5) * 1000, stop.signal)
     watching.catch(() => undefined)
     await new Promise((resolve) => setTimeout(resolve, opts.settleMs ?? 500))
     const result = await probes()
-    const watched = await watching.catch((e: Error) => ({kind: 'not-recorded' as const, what: e.message}))
+    // The probes are over and netfilter reports each packet as it passes: a moment for the last events to be printed,
+    // then the monitor is ended rather than left to its bound (where the transport cannot end it, `timeout` does).
+    const ending = setTimeout(() => stop.abort(), opts.drainMs ?? DRAIN_MS)
+    const watched = await watching
+      .catch((e: Error) => ({kind: 'not-recorded' as const, what: e.message}))
+      .finally(() => clearTimeout(ending))
     if (watched.kind !== 'ran')
       return {result, trace: {traced: false, reason: `kernel trace not read: ${watched.what}`}}
-    // `timeout` ends the monitor: exit 124 is its normal end.
-    const warning = watched.code === 124 || watched.code === 0 ? undefined : firstLine(watched.stderr)
+    // `timeout` ends the monitor (exit 124), or the doctor does once the probes are over (no exit status).
+    const warning =
+      watched.code === 124 || watched.code === 0 || (watched.code === null && stop.signal.aborted)
+        ? undefined
+        : firstLine(watched.stderr)
     const packets = parseNftTrace(watched.stdout.toString('utf8')).filter(
       (p) => p.events.some((e) => e.table === table) && tuples.some((t) => t.address === p.daddr && t.port === p.dport),
     )

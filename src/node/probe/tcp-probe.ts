@@ -3,6 +3,7 @@ import type {Duplex} from 'node:stream'
 import type {NodeAccess} from '../transport/node-access.js'
 import type {KernelEvidence} from './kernel-evidence.js'
 import type {KernelTraceRun} from './kernel-trace.js'
+import type {RuleCountersRun} from './rule-counters-read.js'
 
 /** Opens a TCP connection that originates on the node (an SSH direct-tcpip channel, a port-forward, …). */
 export type OpenTcp = (host: string, port: number) => Promise<Duplex>
@@ -49,6 +50,8 @@ export interface NodeProbes {
   kernel?: KernelEvidence
   /** --kernel-trace: netfilter's own trace of the probes' packets, or why there is none. */
   kernelTrace?: KernelTraceRun
+  /** The rule counters of the chains on the Service's path before and after the probes (absent: none were probed). */
+  counters?: RuleCountersRun
 }
 
 export interface ProbeSettings {

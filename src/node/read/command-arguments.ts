@@ -125,6 +125,21 @@ export function iptablesChainsCommand(a: {family: 4 | 6; reads: Array<{table: Ip
   return parts.join('; ')
 }
 
+/**
+ * `iptables -v -S CHAIN` of one chain (ip6tables for family 6): its rules with the kernel's counters ("-c PACKETS
+ * BYTES"). The table from the fixed list, the chain name validated; `--modprobe=/bin/false`: iptables loads no module.
+ */
+export function ruleCountersArgv(a: {family: 4 | 6; table: IptablesTable; chain: string}): string[] {
+  if (a.family !== 4 && a.family !== 6)
+    throw new Error(`refusing to build a node command: ${JSON.stringify(a.family)} is not an IP family`)
+  if (!(IPTABLES_TABLES as readonly string[]).includes(a.table))
+    throw new Error(`refusing to build a node command: ${JSON.stringify(a.table)} is not an iptables table`)
+  if (!isChainName(a.chain))
+    throw new Error(`refusing to build a node command: ${JSON.stringify(a.chain)} is not a chain name`)
+  const tool = a.family === 6 ? 'ip6tables' : 'iptables'
+  return [tool, '--modprobe=/bin/false', '-w', '5', '-t', a.table, '-v', '-S', a.chain]
+}
+
 /** The nft families kube-proxy writes its table in. */
 export const NFT_KUBE_PROXY_FAMILIES = ['ip', 'ip6'] as const
 export type NftKubeProxyFamily = (typeof NFT_KUBE_PROXY_FAMILIES)[number]

@@ -13,6 +13,7 @@ import {parseDeviceAddresses, parseIpvsadm, parseSysctl as parseIpvsSysctls} fro
 import {parseNftDump} from '../../parse/nft-dump.js'
 import {tablesListed} from '../../parse/nft-sets.js'
 import {parseSysctl} from '../../parse/sysctl.js'
+import {parseCountedChain} from '../../parse/rule-counters.js'
 import {TRANSPORT_NAMES, type TransportName} from '../transport/transport-names.js'
 import {
   conntrackProtocol,
@@ -23,6 +24,7 @@ import {
   pathSysctlNames,
   portArgument,
   quote,
+  ruleCountersArgv,
   type ConntrackProtocol,
   type IptablesTable,
   type NftKubeProxyFamily,
@@ -341,6 +343,23 @@ export const NODE_READS = {
     compressible: false,
     recorded: {notRecorded: 'read right after the live probes, which a snapshot does not make'},
     parse: parseConntrackList,
+    transports: RUNNING_TRANSPORTS,
+  },
+  /**
+   * `iptables --modprobe=/bin/false -w 5 -t TABLE -v -S CHAIN` (ip6tables for family 6): one chain of the Service's
+   * path with the kernel's per-rule counters, read right before and right after the node's live probes
+   * (node/probe/rule-counters-read.ts): which rules the probes' packets moved. Read-only (no -Z).
+   */
+  ruleCounters: {
+    argv: (a: {family: 4 | 6; table: IptablesTable; chain: string}) => ruleCountersArgv(a),
+    line: (a: {family: 4 | 6; table: IptablesTable; chain: string}) =>
+      ruleCountersArgv(a)
+        .map((w, i) => (i === 8 ? quote(w) : w))
+        .join(' '),
+    root: 'sudo',
+    compressible: false,
+    recorded: {notRecorded: 'read before and after the live probes, which a snapshot does not make'},
+    parse: (out: string) => parseCountedChain(out.split('\n')),
     transports: RUNNING_TRANSPORTS,
   },
   /**

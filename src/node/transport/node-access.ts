@@ -80,9 +80,11 @@ export interface NodeAccess {
   usesSudo?(): Promise<boolean>
   /**
    * A command of the kernel trace's own allow-list (kernel-trace-commands.ts: the doctor's private nftables table and
-   * `nft monitor trace`), run only under --kernel-trace or `cleanup`. Absent: the transport cannot run them.
+   * `nft monitor trace`), run only under --kernel-trace or `cleanup`. Absent: the transport cannot run them. `stop`:
+   * ends the command early (the monitor, once the probes' events are in), giving what it printed so far; a transport
+   * that cannot stop a command leaves it to its own bound (`timeout` on the node).
    */
-  runKernelTrace?(cmd: KernelTraceCommand, timeoutMs: number): Promise<RunResult>
+  runKernelTrace?(cmd: KernelTraceCommand, timeoutMs: number, stop?: AbortSignal): Promise<RunResult>
   /**
    * Whether the small reads asked for at once reach the node as one command (the SSH transport's batches, see
    * isBatchable): a gate on commands running at once then counts each batch once, not each read in it.
@@ -114,7 +116,8 @@ export function wrapAccess(access: NodeAccess, own: Partial<Omit<NodeAccess, 'us
   }
   if (access.batchesReads) Object.assign(wrapped, {batchesReads: true})
   if (access.usesSudo) wrapped.usesSudo = () => access.usesSudo!()
-  if (access.runKernelTrace) wrapped.runKernelTrace = (cmd, timeoutMs) => access.runKernelTrace!(cmd, timeoutMs)
+  if (access.runKernelTrace)
+    wrapped.runKernelTrace = (cmd, timeoutMs, stop) => access.runKernelTrace!(cmd, timeoutMs, stop)
   if (access.notes) wrapped.notes = () => access.notes!()
   return wrapped
 }

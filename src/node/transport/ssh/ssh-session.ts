@@ -131,13 +131,18 @@ export class SshSession {
    * (stdout and stderr together; the command cap unless the read's row gives its own, as the dumps do) the command is
    * stopped and the read fails.
    */
-  exec(command: CommandLine, timeoutMs = this.stepMs, maxOutputBytes = COMMAND_OUTPUT_CAP_BYTES): Promise<ExecResult> {
+  exec(
+    command: CommandLine,
+    timeoutMs = this.stepMs,
+    maxOutputBytes = COMMAND_OUTPUT_CAP_BYTES,
+    stop?: AbortSignal,
+  ): Promise<ExecResult> {
     return this.sessions.run(async () => {
       // sshd frees a session's slot a little after the client sees it close: a refused open is tried again, a bounded
       // number of times, once the other sessions have had a moment to end.
       for (let attempt = 1; ; attempt++) {
         try {
-          return await this.execNow(command, timeoutMs, maxOutputBytes)
+          return await this.execNow(command, timeoutMs, maxOutputBytes, stop)
         } catch (e) {
           if (!(e instanceof SessionRefused) || attempt >= SESSION_OPEN_TRIES) throw e
           await new Promise((resolve) => setTimeout(resolve, 50 * attempt))
@@ -146,7 +151,16 @@ export class SshSession {
     })
   }
 
-  private execNow(command: CommandLine, timeoutMs: number, maxOutputBytes: number): Promise<ExecResult> {
+  /**
+   * `stop`: ends the command early: SIGTERM to it (the SSH "signal" request, where sshd honours it) and the channel
+   * closed (its next write fails); what it printed so far is the result, with no exit status.
+   */
+  private execNow(
+    command: CommandLine,
+    timeoutMs: number,
+    maxOutputBytes: number,
+    stop?: AbortSignal,
+  ): Promise<ExecResult> {
     return new Promise((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined
       this.client.exec(command, (err, stream) => {
@@ -182,9 +196,21 @@ export class SshSession {
         stream.stderr.on('data', (chunk: Buffer) => {
           if (count(chunk.length) && stderr.length < 4096) stderr += chunk.toString()
         })
+        const ended = () => {
+          if (stopped) return
+          try {
+            stream.signal('TERM')
+          } catch {
+            // The channel is already closing: nothing to signal.
+          }
+          stream.close()
+        }
+        if (stop?.aborted) ended()
+        else stop?.addEventListener('abort', ended, {once: true})
         stream.on('close', (code: number | null) => {
           clearTimeout(timer)
-          if (!stopped) resolve({code, stdout: Buffer.concat(out), stderr})
+          stop?.removeEventListener('abort', ended)
+          if (!stopped) resolve({code: stop?.aborted ? null : code, stdout: Buffer.concat(out), stderr})
         })
       })
     })

@@ -33,8 +33,11 @@ export interface SshChannel {
   readonly maxOutputBytes?: number
   /** One step's timeout, where the session has one (a stand-in in tests may not). */
   readonly stepMs?: number
-  /** Runs a line; past `maxOutputBytes` of output (the command cap when not given) it is stopped and rejects. */
-  exec(command: CommandLine, timeoutMs?: number, maxOutputBytes?: number): Promise<ExecResult>
+  /**
+   * Runs a line; past `maxOutputBytes` of output (the command cap when not given) it is stopped and rejects. `stop`:
+   * ends the command early, with what it printed so far (the kernel trace's monitor).
+   */
+  exec(command: CommandLine, timeoutMs?: number, maxOutputBytes?: number, stop?: AbortSignal): Promise<ExecResult>
   forward(ip: string, port: number): Promise<Duplex>
   close(): void
 }
@@ -111,8 +114,11 @@ export class SshNodeAccess implements NodeAccess {
     return {kind: 'ran', ...splitCompressedOutput(plain), stderr: r.stderr}
   }
 
-  async runKernelTrace(cmd: KernelTraceCommand, timeoutMs: number): Promise<RunResult> {
-    return {kind: 'ran', ...(await this.session.exec(kernelTraceLine(cmd, await this.root()), timeoutMs))}
+  async runKernelTrace(cmd: KernelTraceCommand, timeoutMs: number, stop?: AbortSignal): Promise<RunResult> {
+    return {
+      kind: 'ran',
+      ...(await this.session.exec(kernelTraceLine(cmd, await this.root()), timeoutMs, undefined, stop)),
+    }
   }
 
   /** Runs a line in the next batch: the lines queued before the event loop turns run as one exec. */

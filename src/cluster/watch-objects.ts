@@ -1,3 +1,4 @@
+import {setMaxListeners} from 'node:events'
 import {CoreV1Api, DiscoveryV1Api, Watch, type KubeConfig} from '../vendor/client-node.js'
 import {abortableBy} from '../kube/abortable.js'
 
@@ -63,9 +64,14 @@ async function watchOnce(
   return new Promise<WatchEnd>((resolve) => {
     let gone = false
     let controller: AbortController | undefined
-    const abort = () => controller?.abort()
+    // An abort before the server's headers came cannot reach the request (the Watch makes its controller only then):
+    // the watch ends here, and the request is aborted as soon as there is a controller.
+    const abort = () => {
+      controller?.abort()
+      finish({gone: false})
+    }
     signal.addEventListener('abort', abort, {once: true})
-    const finish = (end: WatchEnd) => {
+    function finish(end: WatchEnd) {
       signal.removeEventListener('abort', abort)
       resolve(end)
     }
@@ -111,6 +117,8 @@ async function watchOnce(
  * changes in between may be lost, so that counts as a change), and a bounded backoff between failures.
  */
 export async function watchObjects(kc: KubeConfig, targets: WatchTarget[], opts: WatchOptions): Promise<void> {
+  // Each watch listens for the one abort (and its list request and backoff for it too).
+  setMaxListeners(Math.max(10, targets.length * 3 + 10), opts.signal)
   await Promise.all(targets.map((t) => keepWatching(kc, t, opts)))
 }
 

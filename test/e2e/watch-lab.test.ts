@@ -21,6 +21,48 @@ const BIN = resolve(dirname(fileURLToPath(import.meta.url)), '../../../bin/run.j
 const WATCHES = 12
 const CLOCK = /^\d\d:\d\d:\d\d /
 
+const WEB_B2_DNAT =
+  '33.3% of new connections DNAT to 10.244.2.11:8080 (via KUBE-SEP-BTZNBNILETY57XCS), which is not a ready endpoint'
+const ENTRIES = ['pod→ClusterIP', 'node→ClusterIP', 'outside→NodePort', 'pod→itself']
+/** web-b2 no longer ready in its EndpointSlice while both nodes' rules still send to it. */
+const WEB_B2_NOT_READY = [
+  `shop/web: verdict ok → failing (✗ shop/web: pod→ClusterIP (http) breaks at DNAT on node-a: ${WEB_B2_DNAT})`,
+  ...ENTRIES.map((e) => `node-a: ${e} ✓ → ✗ DNAT (${WEB_B2_DNAT})`),
+  `node-a: + KPD-PATH-BROKEN: pod→ClusterIP (http) breaks at DNAT: ${WEB_B2_DNAT}`,
+  ...ENTRIES.map((e) => `node-b: ${e} ✓ → ✗ DNAT (${WEB_B2_DNAT})`),
+  'node-b: + KPD-ENDPOINT-NOT-READY: endpoint 10.244.2.11:8080 (pod web-b2) is not ready: not ready',
+  `node-b: + KPD-PATH-BROKEN: pod→ClusterIP (http) breaks at DNAT: ${WEB_B2_DNAT}`,
+]
+const WEB_B2_READY_AGAIN = [
+  'shop/web: verdict failing → ok (✓ shop/web: every traced path works on 2 node(s))',
+  ...ENTRIES.map((e) => `node-a: ${e} ✗ DNAT → ✓`),
+  'node-a: - KPD-PATH-BROKEN',
+  ...ENTRIES.map((e) => `node-b: ${e} ✗ DNAT → ✓`),
+  'node-b: - KPD-ENDPOINT-NOT-READY',
+  'node-b: - KPD-PATH-BROKEN',
+]
+const NO_DNAT =
+  'KUBE-SEP-FZQ6KZLGXRSKN2AD (endpoint 10.244.1.10:8080, web-a1) has no DNAT rule: the jump falls through and the endpoint never gets traffic'
+/** node-b's rules lose the DNAT of web-a1's endpoint chain. */
+const NODE_B_NO_DNAT = [
+  `shop/web: verdict ok → failing (✗ shop/web: pod→ClusterIP (http) breaks at endpoint on node-b: ${NO_DNAT})`,
+  ...ENTRIES.map((e) => `node-b: ${e} ✓ → ✗ endpoint (${NO_DNAT})`),
+  'node-b: + KPD-SEP-MISSING: KUBE-SEP-FZQ6KZLGXRSKN2AD (endpoint 10.244.1.10:8080 (pod web-a1 on node-a)) has no DNAT rule: the jump falls through, the endpoint gets no traffic from this node',
+  'node-b: + KPD-NODE-DIVERGES: node-b sends shop/web:http to {10.244.2.10:8080, 10.244.2.11:8080, ?} while 1 other node(s) (node-a) send it to {10.244.1.10:8080, 10.244.2.10:8080, 10.244.2.11:8080}',
+]
+const NODE_B_FIXED = [
+  'shop/web: verdict failing → ok (✓ shop/web: every traced path works on 2 node(s))',
+  ...ENTRIES.map((e) => `node-b: ${e} ✗ endpoint → ✓`),
+  'node-b: - KPD-SEP-MISSING',
+  'node-b: - KPD-NODE-DIVERGES',
+]
+
+/** The lines without their time of day, each checked to start with one. */
+function untimed(lines: string[]): string[] {
+  for (const l of lines) assert.match(l, CLOCK)
+  return lines.map((l) => l.replace(CLOCK, ''))
+}
+
 /** A running `svc --watch`: its output as it comes, and every process it started (to check none outlives it). */
 class WatchRun {
   readonly child: ChildProcess
@@ -131,19 +173,18 @@ describe('svc --watch: change lines as the cluster and the nodes change, Ctrl-C 
 
       setWebB2Ready(lab, false)
       const notReady = await run.settledAfter(first, 'web-b2 not ready')
-      console.log(JSON.stringify(notReady, null, 1))
-      for (const l of notReady) assert.match(l, CLOCK)
+      assert.deepEqual(untimed(notReady), WEB_B2_NOT_READY)
       setWebB2Ready(lab, true)
       const readyAgain = await run.settledAfter(first + notReady.length, 'web-b2 ready again')
-      console.log(JSON.stringify(readyAgain, null, 1))
+      assert.deepEqual(untimed(readyAgain), WEB_B2_READY_AGAIN)
 
       lab.applyRules('node-b', {dropDnatFor: '10.244.1.10'})
       const n = run.lines().length
       const broken = await run.settledAfter(n, 'node-b without the DNAT to web-a1')
-      console.log(JSON.stringify(broken, null, 1))
+      assert.deepEqual(untimed(broken), NODE_B_NO_DNAT)
       lab.clearFaults()
       const fixed = await run.settledAfter(n + broken.length, 'node-b fixed')
-      console.log(JSON.stringify(fixed, null, 1))
+      assert.deepEqual(untimed(fixed), NODE_B_FIXED)
     } finally {
       lab.clearFaults()
       setWebB2Ready(lab, true)

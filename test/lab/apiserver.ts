@@ -443,6 +443,8 @@ current-context: lab
    */
   private watch(res: ServerResponse, resource: string, matches: (o: Obj) => boolean, now: Obj[], from: string | null) {
     res.writeHead(200, {'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked'})
+    // As kube-apiserver does: the headers go at once, before any event (a client's watch starts on them).
+    res.flushHeaders()
     const line = (type: string, object: unknown) => res.write(JSON.stringify({type, object}) + '\n')
     const since = from === null || from === '' || from === '0' ? undefined : Number(from)
     if (since !== undefined && since < this.compactedBelow) {

@@ -205,13 +205,23 @@ describe('svc --watch: change lines as the cluster and the nodes change, Ctrl-C 
       const all = [JSON.parse(run.lines()[0]), ...docs]
       for (const d of all) assert.equal(schemaErrors(d, 'svc'), null)
       assert.deepEqual(all[0].changes, [])
-      console.log(
-        JSON.stringify(
-          docs.map((d) => d.changes),
-          null,
-          1,
-        ),
+      assert.equal(docs.length, 1, run.stdout)
+      assert.equal(docs[0].ok, false)
+      // The same changes as the table's lines, in the document's fields.
+      type Change = {
+        kind: string
+        node: string | null
+        entry: string | null
+        code: string | null
+        from: string
+        to: string
+      }
+      const said = (docs[0].changes as Change[]).map(
+        (c) =>
+          `${c.node ?? 'shop/web'}: ${c.kind === 'finding' ? `${c.to === 'present' ? '+' : '-'} ${c.code}` : `${c.entry ?? c.kind} ${c.from} → ${c.to}`}`,
       )
+      const expected = WEB_B2_NOT_READY.map((l) => l.replace(/ \(.*$/, '').replace(/(KPD-[A-Z-]+):.*$/, '$1'))
+      assert.deepEqual(said, expected)
     } finally {
       setWebB2Ready(lab, true)
       await run.interrupt()

@@ -25,13 +25,15 @@ import {DiagnosisError} from '../errors.js'
 import {withReadVia} from '../report/document.js'
 import {apiOnlyNote} from '../report/read-via.js'
 import {makeChalk} from '../report/human.js'
-import {writeHtml, writeMermaid, writeServiceReport} from '../report/output.js'
+import {writeHtml, writeMermaid, writeServiceReport, writeWatchReport} from '../report/output.js'
 import {outputWidth} from '../report/width.js'
 import {buildReport, exitCode, parseFailOn} from '../report/report.js'
 import {DIAGNOSIS_EXIT_CODES} from '../cli/exit-codes.js'
 
 const OUTPUT = 'OUTPUT'
 const DIAGNOSIS = 'DIAGNOSIS'
+/** --watch: at most one diagnosis in this many ms; changes that come sooner are diagnosed together. */
+const WATCH_GAP_MS = 2000
 
 export default class Svc extends DoctorCommand {
   static override summary = 'Diagnose one Service: where its packet path breaks, on which node, and what to run next'
@@ -74,6 +76,20 @@ export default class Svc extends DoctorCommand {
       helpGroup: 'CLUSTER',
       exclusive: LIVE_ONLY_FLAGS,
     }),
+    watch: Flags.boolean({
+      description:
+        "keep watching the Service, its EndpointSlices and Pods and the nodes' kube-proxy (or agent) Pods, diagnose again on a change (at most every 2 s) and every --watch-interval, and print only what changed, with the time (-o json: one document a line); Ctrl-C ends it with the last diagnosis' exit code",
+      default: false,
+      helpGroup: OUTPUT,
+    }),
+    'watch-interval': Flags.integer({
+      description:
+        "with --watch: read the nodes' rules again after this many seconds without a change (they have no watch)",
+      default: 10,
+      min: 1,
+      helpGroup: OUTPUT,
+      dependsOn: ['watch'],
+    }),
     ...ignoreFlags,
     ...failOnFlag,
     ...proxyModeFlag(DIAGNOSIS),
@@ -112,48 +128,89 @@ export default class Svc extends DoctorCommand {
     const log = verboseLog(flags)
     const failOn = parseFailOn(flags['fail-on'])
     if (typeof failOn === 'string') throw new DiagnosisError(failOn)
-    // Nodes read live show a progress line in a terminal, cleared before anything else is printed.
-    const progress = flags.snapshot ? undefined : progressReporter(flags)
-    let g
-    try {
-      g = flags.snapshot
-        ? await gatherSnapshot(
-            flags.snapshot,
-            flags.namespace ?? 'default',
-            args.name,
-            splitList(flags.nodes),
-            parseClientFlags(flags),
-          )
-        : await gatherLive(args.name, liveOptions(flags, {log, onProgress: progress?.onProgress}))
-    } finally {
-      progress?.done()
+    if (flags.watch && flags.snapshot)
+      throw new DiagnosisError('--watch watches a live cluster: a --snapshot bundle has nothing to watch')
+    if (flags.watch && flags.output !== 'table' && flags.output !== 'json')
+      throw new DiagnosisError(`--watch prints changes as they come: -o table or -o json, not -o ${flags.output}`)
+    const diagnoseOnce = async () => {
+      // Nodes read live show a progress line in a terminal, cleared before anything else is printed.
+      const progress = flags.snapshot ? undefined : progressReporter(flags)
+      let g
+      try {
+        g = flags.snapshot
+          ? await gatherSnapshot(
+              flags.snapshot,
+              flags.namespace ?? 'default',
+              args.name,
+              splitList(flags.nodes),
+              parseClientFlags(flags),
+            )
+          : await gatherLive(args.name, liveOptions(flags, {log, onProgress: progress?.onProgress}))
+      } finally {
+        progress?.done()
+      }
+      for (const w of g.warnings) stderrLine(`warning: ${w}`)
+      const probes = flags.snapshot ? (g.probes ?? PROBES_SNAPSHOT) : ((g as GatheredLive).probes ?? PROBES_OFF)
+      const readVia = 'readVia' in g ? (g as GatheredLive).readVia : undefined
+      const d = diagnose(g.cluster, g.observations, {
+        ignore,
+        proxyMode: flags['proxy-mode'] as ProxyMode | undefined,
+        probes,
+        readVia,
+        log,
+        reach: g.reach,
+      })
+      // No node read: the API-side checks still ran and are reported; every node is in notChecked (required when tried).
+      if (g.observations.length > 0 && !g.observations.some((o) => o.reachable))
+        stderrLine(`warning: no node could be read: ${g.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}`)
+      const context = flags.snapshot ? null : await currentContext(flags)
+      const notes = [
+        g.selectionNote,
+        g.rulesNote,
+        readVia && apiOnlyNote(readVia),
+        policySourcesNote(g.cluster),
+      ].filter((n): n is string => !!n)
+      const built = buildReport(d, {
+        explain: flags.explain,
+        notes,
+        meta: {toolVersion: this.config.version, time: new Date().toISOString(), context},
+      })
+      const order = readVia ? [...g.observations.map((o) => o.name), ...readVia.keys()].sort() : []
+      const report = readVia ? withReadVia(built, readVia, order) : built
+      return {report, readVia, order, service: g.cluster.service}
     }
-    for (const w of g.warnings) stderrLine(`warning: ${w}`)
-    const probes = flags.snapshot ? (g.probes ?? PROBES_SNAPSHOT) : ((g as GatheredLive).probes ?? PROBES_OFF)
-    const readVia = 'readVia' in g ? (g as GatheredLive).readVia : undefined
-    const d = diagnose(g.cluster, g.observations, {
-      ignore,
-      proxyMode: flags['proxy-mode'] as ProxyMode | undefined,
-      probes,
-      readVia,
-      log,
-      reach: g.reach,
-    })
-    // No node read: the API-side checks still ran and are reported; every node is in notChecked (required when tried).
-    if (g.observations.length > 0 && !g.observations.some((o) => o.reachable))
-      stderrLine(`warning: no node could be read: ${g.observations.map((o) => `${o.name}: ${o.error}`).join('; ')}`)
-    const context = flags.snapshot ? null : await currentContext(flags)
-    const notes = [g.selectionNote, g.rulesNote, readVia && apiOnlyNote(readVia), policySourcesNote(g.cluster)].filter(
-      (n): n is string => !!n,
-    )
-    const built = buildReport(d, {
-      explain: flags.explain,
-      notes,
-      meta: {toolVersion: this.config.version, time: new Date().toISOString(), context},
-    })
-    const order = readVia ? [...g.observations.map((o) => o.name), ...readVia.keys()].sort() : []
-    const report = readVia ? withReadVia(built, readVia, order) : built
     const write = (chunk: string | Uint8Array) => process.stdout.write(chunk)
+    const layout = {chalk: makeChalk(), width: outputWidth(process.stdout)}
+    if (flags.watch) {
+      const {loadKubeConfig} = await import('../cluster/live-source.js')
+      const {watchLoop} = await import('../cli/watch-loop.js')
+      const {watchTargets} = await import('../cli/watch-targets.js')
+      const format = flags.output as 'table' | 'json'
+      const last = await watchLoop({
+        kc: loadKubeConfig({kubeconfig: flags.kubeconfig, context: flags.context, timeoutMs: flags.timeout * 1000}).kc,
+        diagnose: diagnoseOnce,
+        targets: (first) =>
+          watchTargets(first.service, {
+            namespace: flags['kube-proxy-namespace'],
+            selector: flags['kube-proxy-selector'],
+          }),
+        print: (prev, next) =>
+          writeWatchReport(
+            prev?.report,
+            next.report,
+            {format, quiet: flags.quiet, failOn, readVia: next.readVia, order: next.order},
+            layout,
+            write,
+          ),
+        minGapMs: WATCH_GAP_MS,
+        intervalMs: flags['watch-interval'] * 1000,
+        timeoutMs: flags.timeout * 1000,
+        log,
+      })
+      process.exitCode = exitCode(last.report, failOn)
+      return
+    }
+    const {report, readVia, order} = await diagnoseOnce()
     if (flags.output === 'mermaid') await writeMermaid(report, write)
     else if (flags.output === 'html')
       await writeHtml(
@@ -165,7 +222,7 @@ export default class Svc extends DoctorCommand {
       writeServiceReport(
         report,
         {format: flags.output as 'table' | 'json' | 'yaml' | 'junit', quiet: flags.quiet, failOn, readVia, order},
-        {chalk: makeChalk(), width: outputWidth(process.stdout)},
+        layout,
         write,
       )
     process.exitCode = exitCode(report, failOn)

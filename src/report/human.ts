@@ -88,7 +88,7 @@ function where(p: Report['paths'][number]): string {
 }
 
 /** What a path does, in a table cell or a list: ✓, ✗ STEP (port), ? STEP, – by design. */
-function pathCell(r: Report, node: string, e: string, c: ChalkInstance): string {
+export function pathCell(r: Report, node: string, e: string, c: ChalkInstance): string {
   const ps = r.paths.filter((p) => p.node === node && p.entry === e)
   if (ps.length === 0) return c.dim('–')
   const bad = ps.find((p) => p.ok === false)

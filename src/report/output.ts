@@ -11,6 +11,8 @@ import {renderScanHuman} from './scan-human.js'
 import {scanDocument, singleServiceSummary, writeScanJson, type ScanSummary} from './scan-report.js'
 import {renderTraceSummary, renderWalk} from './trace-walk.js'
 import {wrapProse} from './width.js'
+import {escapeJsonControls} from './json-writer.js'
+import {clockOf, renderChangeLines, reportChanges} from './watch-changes.js'
 
 /**
  * Where every command's document reaches stdout, in the format asked for. The one place untrusted text is made safe
@@ -140,4 +142,25 @@ export function writeCollect(
     `wrote ${p.bundle}: ${read} node(s) read${bad.length ? `, ${bad.length} not (${bad.map((n) => n.name).join(', ')})` : ''}\n`,
   )
   if (!how.quiet) write(`diagnose it with: ${p.next.command}\n`)
+}
+
+/**
+ * `svc --watch`: the first diagnosis in full, then only what changed since the one before (report/watch-changes.ts):
+ * in a table, one line per change with the time of day (nothing when nothing changed); in JSON, one document a line
+ * (NDJSON) for every diagnosis that changed something: the report with its `changes` (empty in the first).
+ */
+export function writeWatchReport(
+  prev: Report | undefined,
+  report: Report,
+  how: Parameters<typeof writeServiceReport>[1] & {format: 'table' | 'json'},
+  layout: Layout,
+  write: Write,
+): void {
+  const changes = prev ? reportChanges(prev, report) : []
+  if (prev && changes.length === 0) return
+  if (how.format === 'json') return write(escapeJsonControls(JSON.stringify({...report, changes})) + '\n')
+  if (!prev) return writeServiceReport(report, how, layout, write)
+  const at = clockOf(new Date(report.time))
+  const lines = renderChangeLines(printableDocument(changes), at, printableDocument(report.service), layout.chalk)
+  write(lines.join('\n') + '\n')
 }

@@ -11,4 +11,5 @@ export {
   KubeConfig,
   NetworkingV1Api,
   Observable,
+  Watch,
 } from '@kubernetes/client-node'

@@ -20,7 +20,7 @@ import {run} from './sh.js'
 
 /**
  * A Kubernetes API server for tests: real HTTPS on loopback, bearer-token auth, discovery documents, get and list
- * with label and field selectors, and 401/403/404 answered with Status objects the way kube-apiserver answers them.
+ * with label and field selectors, watch (resourceVersion, 410 Gone once compacted), and 401/403/404 answered with Status objects the way kube-apiserver answers them.
  * Pods can be created and deleted, and pods/exec and pods/portforward speak the WebSocket channel protocols
  * (see apiserver-streams.ts) inside the network namespace `podSandbox` names for the pod.
  */
@@ -118,11 +118,56 @@ export class LabApiServer {
     handleProtocols: (offered, req) => this.pickProtocol(offered, req),
   })
   private readonly timers = new Set<NodeJS.Timeout>()
+  /** The last resourceVersion given out: every change `set` makes takes the next one. */
+  private resourceVersion = 1
+  /** Watches below this resourceVersion are answered 410 Gone (`compact`), as etcd's compaction makes them. */
+  private compactedBelow = 0
+  /** Every change `set` made, in order, for a watch that resumes from a resourceVersion. */
+  private readonly history: WatchEvent[] = []
+  /** Each resource's objects as last published, by "namespace/name" (JSON): what `set` compares against. */
+  private readonly published = new Map<string, Map<string, string>>()
+  private readonly watchers = new Set<Watcher>()
 
   constructor(public opts: ApiServerOptions) {}
 
+  /**
+   * Publishes `items` as the whole of `resource`: each object added, changed or removed since the last `set` is a
+   * watch event (ADDED, MODIFIED, DELETED) with the next resourceVersion, sent to the open watches it matches.
+   */
   set(resource: keyof typeof RESOURCES, items: Obj[]): void {
+    const before = this.published.get(resource) ?? new Map<string, string>()
+    const after = new Map(items.map((o) => [objectKey(o), JSON.stringify(o)]))
+    const events: Array<{type: WatchEvent['type']; object: Obj}> = []
+    for (const o of items) {
+      const was = before.get(objectKey(o))
+      if (was === undefined) events.push({type: 'ADDED', object: o})
+      else if (was !== after.get(objectKey(o))) events.push({type: 'MODIFIED', object: o})
+    }
+    for (const [k, was] of before) if (!after.has(k)) events.push({type: 'DELETED', object: JSON.parse(was) as Obj})
+    this.published.set(resource, after)
     this.objects.set(resource, items)
+    for (const e of events) {
+      this.resourceVersion += 1
+      const object = {...e.object, metadata: {...e.object.metadata, resourceVersion: String(this.resourceVersion)}}
+      const event: WatchEvent = {resource, type: e.type, object, resourceVersion: this.resourceVersion}
+      this.history.push(event)
+      for (const w of this.watchers) if (w.resource === resource && w.matches(object)) w.send(event)
+    }
+  }
+
+  /** Forgets the changes made so far: a watch resuming from before now is answered 410 Gone. */
+  compact(): void {
+    this.compactedBelow = this.resourceVersion + 1
+  }
+
+  /** Ends every open watch from the server's side (as an API server restarting or a timeout does). */
+  endWatches(): void {
+    for (const w of this.watchers) w.end()
+  }
+
+  /** How many watches are open (tests wait for the client to be watching). */
+  get openWatches(): number {
+    return this.watchers.size
   }
 
   async start(): Promise<void> {
@@ -359,7 +404,8 @@ current-context: lab
     if (req.method === 'DELETE' && resource === 'pods' && namespace && name) return this.deletePod(res, namespace, name)
     if (req.method !== 'GET')
       return this.status(res, 405, 'MethodNotAllowed', `the test API server does not ${r.verb} ${resource}`)
-    const verb = name ? 'get' : 'list'
+    const watching = ['true', '1'].includes(url.searchParams.get('watch') ?? '')
+    const verb = name ? 'get' : watching ? 'watch' : 'list'
     const denied = this.denial(verb, resource, group, namespace, name)
     if (denied) return this.send(res, 403, denied)
     let items = (resource === 'pods' ? this.pods() : (this.objects.get(resource) ?? [])).filter(
@@ -377,9 +423,47 @@ current-context: lab
     }
     const labelSelector = url.searchParams.get('labelSelector')
     const fieldSelector = url.searchParams.get('fieldSelector')
-    if (labelSelector) items = items.filter((o) => matchLabels(labelSelector, o.metadata?.labels ?? {}))
-    if (fieldSelector) items = items.filter((o) => matchFields(fieldSelector, o))
-    this.send(res, 200, {apiVersion, kind: `${def.kind}List`, metadata: {resourceVersion: '1'}, items})
+    const matches = (o: Obj) =>
+      (!labelSelector || matchLabels(labelSelector, o.metadata?.labels ?? {})) &&
+      (!fieldSelector || matchFields(fieldSelector, o)) &&
+      (!def.namespaced || !namespace || o.metadata?.namespace === namespace)
+    items = items.filter(matches)
+    if (watching) return void this.watch(res, resource, matches, items, url.searchParams.get('resourceVersion'))
+    this.send(res, 200, {
+      apiVersion,
+      kind: `${def.kind}List`,
+      metadata: {resourceVersion: String(this.resourceVersion)},
+      items,
+    })
+  }
+
+  /**
+   * A watch, as kube-apiserver streams it: one JSON event a line. From a resourceVersion, the changes after it (410 Gone
+   * as an ERROR event when it was compacted); without one, the objects there now as ADDED; then each change as made.
+   */
+  private watch(res: ServerResponse, resource: string, matches: (o: Obj) => boolean, now: Obj[], from: string | null) {
+    res.writeHead(200, {'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked'})
+    // As kube-apiserver does: the headers go at once, before any event (a client's watch starts on them).
+    res.flushHeaders()
+    const line = (type: string, object: unknown) => res.write(JSON.stringify({type, object}) + '\n')
+    const since = from === null || from === '' || from === '0' ? undefined : Number(from)
+    if (since !== undefined && since < this.compactedBelow) {
+      line('ERROR', this.statusBody(410, 'Expired', `too old resource version: ${since} (${this.compactedBelow - 1})`))
+      res.end()
+      return
+    }
+    if (since === undefined) for (const o of now) line('ADDED', o)
+    else
+      for (const e of this.history)
+        if (e.resource === resource && e.resourceVersion > since && matches(e.object)) line(e.type, e.object)
+    const watcher: Watcher = {
+      resource,
+      matches,
+      send: (e) => line(e.type, e.object),
+      end: () => res.end(),
+    }
+    this.watchers.add(watcher)
+    res.on('close', () => this.watchers.delete(watcher))
   }
 
   private async createPod(req: IncomingMessage, res: ServerResponse, namespace: string): Promise<void> {
@@ -657,6 +741,22 @@ current-context: lab
     }
   }
 }
+
+interface WatchEvent {
+  resource: string
+  type: 'ADDED' | 'MODIFIED' | 'DELETED'
+  object: Obj
+  resourceVersion: number
+}
+
+interface Watcher {
+  resource: string
+  matches: (o: Obj) => boolean
+  send: (e: WatchEvent) => void
+  end: () => void
+}
+
+const objectKey = (o: Obj) => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`
 
 function matchLabels(selector: string, labels: Record<string, string>): boolean {
   return selector.split(',').every((term) => {

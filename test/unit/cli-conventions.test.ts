@@ -73,6 +73,8 @@ test('svc help groups its flags and lists exactly the flags svc honours', async 
     'timeout',
     'verbose',
     'via',
+    'watch',
+    'watch-interval',
   ])
 })
 

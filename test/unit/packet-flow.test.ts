@@ -86,6 +86,7 @@ function tracerFor(mode: Mode, cluster: Cluster, nodeName: string, locallyGenera
     vips: parseDeviceAddresses(texts.kubeIpvs0),
     ipsets: IpsetState.parse(texts.ipsetSave),
     locallyGenerated,
+    bridges: ['cbr0'],
   })
 }
 

@@ -59,6 +59,17 @@ export interface RemoteHalf {
 const OUTSIDE_CLIENT = '203.0.113.10'
 const OUTSIDE_CLIENT6 = '2001:db8::10'
 
+/**
+ * The outside client a LoadBalancer walk starts from: `outside` itself unless loadBalancerSourceRanges leave it out,
+ * else an address in the first range (a source the Service lets in: its firewall refusing it is a break).
+ */
+function allowedSource(outside: string, ranges: string[] = []): string {
+  const cidrs = ranges.map((r) => parseCidr(r.trim())).filter((c): c is Cidr => !!c)
+  if (cidrs.length === 0 || cidrs.some((c) => cidrContains(c, outside))) return outside
+  const size = cidrSize(cidrs[0])
+  return addressInCidr(cidrs[0], size > 11 ? 10 : size > 2 ? 1 : 0)
+}
+
 /** The node's pod CIDRs (spec.podCIDRs, else spec.podCIDR), parsed. */
 function podCidrs(node: V1Node | undefined): Cidr[] {
   if (!node) return []
@@ -226,7 +237,7 @@ export function tracePaths(inputs: PathInputs): PathResult[] {
     if (svc.loadBalancerIPs[0])
       run(
         'outside→LoadBalancer',
-        {src: OUTSIDE, dst: svc.loadBalancerIPs[0], proto, dport: port.port, sport: 40003, ...fromOutside},
+        {src: allowedSource(OUTSIDE, svc.loadBalancerSourceRanges), dst: svc.loadBalancerIPs[0], proto, dport: port.port, sport: 40003, ...fromOutside},
         port.external.endpoints,
         {
           hook: 'PREROUTING',

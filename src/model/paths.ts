@@ -237,7 +237,14 @@ export function tracePaths(inputs: PathInputs): PathResult[] {
     if (svc.loadBalancerIPs[0])
       run(
         'outside→LoadBalancer',
-        {src: allowedSource(OUTSIDE, svc.loadBalancerSourceRanges), dst: svc.loadBalancerIPs[0], proto, dport: port.port, sport: 40003, ...fromOutside},
+        {
+          src: allowedSource(OUTSIDE, svc.loadBalancerSourceRanges),
+          dst: svc.loadBalancerIPs[0],
+          proto,
+          dport: port.port,
+          sport: 40003,
+          ...fromOutside,
+        },
         port.external.endpoints,
         {
           hook: 'PREROUTING',

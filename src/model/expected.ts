@@ -45,6 +45,8 @@ export interface ExpectedService {
   clusterIP?: string
   externalIPs: string[]
   loadBalancerIPs: string[]
+  /** spec.loadBalancerSourceRanges of this family: the sources the LoadBalancer IPs take new connections from (none: any). */
+  loadBalancerSourceRanges?: string[]
   externallyAccessible: boolean
   sessionAffinitySeconds?: number
   masqueradeMark: number
@@ -168,6 +170,9 @@ export function expectedService(cluster: ClusterState, nodeName: string, ipFamil
     clusterIP,
     externalIPs,
     loadBalancerIPs,
+    loadBalancerSourceRanges: (svc.spec?.loadBalancerSourceRanges ?? []).filter(
+      (r) => familyOf(r.split('/')[0].trim()) === family,
+    ),
     externallyAccessible,
     sessionAffinitySeconds:
       svc.spec?.sessionAffinity === 'ClientIP'

@@ -72,6 +72,17 @@ export interface RemoteHalf {
 const OUTSIDE_CLIENT = '203.0.113.10'
 const OUTSIDE_CLIENT6 = '2001:db8::10'
 
+/**
+ * The outside client a LoadBalancer walk starts from: `outside` itself unless loadBalancerSourceRanges leave it out,
+ * else an address in the first range (a source the Service lets in: its firewall refusing it is a break).
+ */
+function allowedSource(outside: string, ranges: string[] = []): string {
+  const cidrs = ranges.map((r) => parseCidr(r.trim())).filter((c): c is Cidr => !!c)
+  if (cidrs.length === 0 || cidrs.some((c) => cidrContains(c, outside))) return outside
+  const size = cidrSize(cidrs[0])
+  return addressInCidr(cidrs[0], size > 11 ? 10 : size > 2 ? 1 : 0)
+}
+
 /** The node's pod CIDRs (spec.podCIDRs, else spec.podCIDR), parsed. */
 function podCidrs(node: V1Node | undefined): Cidr[] {
   if (!node) return []
@@ -237,17 +248,16 @@ export function tracePaths(inputs: PathInputs): PathResult[] {
         )
     }
     const outsideAddresses = [
-      ['outside→LoadBalancer', svc.loadBalancerIPs[0], 40003],
-      ['outside→externalIP', svc.externalIPs[0], 40004],
+      ['outside→LoadBalancer', svc.loadBalancerIPs[0], allowedSource(OUTSIDE, svc.loadBalancerSourceRanges), 40003],
+      ['outside→externalIP', svc.externalIPs[0], OUTSIDE, 40004],
     ] as const
-    for (const [entry, address, sport] of outsideAddresses)
+    for (const [entry, address, src, sport] of outsideAddresses)
       if (address)
-        run(
-          entry,
-          {src: OUTSIDE, dst: address, proto, dport: port.port, sport, ...fromOutside},
-          port.external.endpoints,
-          {hook: 'PREROUTING', needMasq: !port.external.local, chain: names.externalPolicy},
-        )
+        run(entry, {src, dst: address, proto, dport: port.port, sport, ...fromOutside}, port.external.endpoints, {
+          hook: 'PREROUTING',
+          needMasq: !port.external.local,
+          chain: names.externalPolicy,
+        })
     const self = port.internal.endpoints.find((e) => e.nodeName === inputs.node)
     if (self) {
       run(

@@ -31,6 +31,8 @@ export interface TraceOptions {
   locallyGenerated?: boolean
   /** The node's routing decision for a forwarded packet (after DNAT), where the packet does not name its output interface. */
   route?: (dst: string) => RouteGuess
+  /** The node's bridges (bridge-netfilter on): a packet in on one of them passes `-m physdev --physdev-is-in`. */
+  bridges?: string[]
 }
 
 type MatchResult = boolean | {probability: number} | {unknown: string}
@@ -231,6 +233,10 @@ export class IptablesTracer implements ChainSource<Chain> {
     return this.opts.ipsets
   }
 
+  get bridges(): string[] | undefined {
+    return this.opts.bridges
+  }
+
   isLocal(ip: string): boolean {
     let local = this.localCache.get(ip)
     if (local === undefined) this.localCache.set(ip, (local = isLocalAddress(this.local, ip)))
@@ -366,6 +372,7 @@ interface OptionTest {
 interface TracerFacts {
   isLocal(ip: string): boolean
   readonly ipsets: IpsetState | undefined
+  readonly bridges: string[] | undefined
 }
 
 /** A rule's options as tests, in rule order (a scan evaluates the same rules for every Service). */
@@ -513,6 +520,17 @@ function compileOption(module: string, o: RuleOption, ruleText: string): OptionT
         return r === undefined ? notKnown : r
       }
     }
+    case 'physdev': {
+      if (o.name !== '--physdev-is-in') return unknown(`option ${o.name} of -m physdev`)
+      const undecided = unknownResult('whether the packet came in through a bridge port is unknown here')
+      // A packet from another host (known not to arrive on the node's local interfaces) is not bridged in.
+      return (s, _packet, tracer) =>
+        s.inIface !== undefined
+          ? (tracer.bridges?.includes(s.inIface) ?? undecided)
+          : s.inNotVia !== undefined
+            ? false
+            : undecided
+    }
     case 'connmark': {
       // A new connection's mark is 0 (CONNMARK on its first packet is not followed).
       if (o.name !== '--mark') return unknown(`option ${o.name} of -m connmark`)
@@ -554,6 +572,7 @@ const KNOWN_MODULES = new Set([
   'icmp',
   'icmp6',
   'connmark',
+  'physdev',
   'nfacct',
   'limit',
 ])

@@ -14,6 +14,8 @@ export interface IpvsTraceOptions {
   vips: string[]
   ipsets: IpsetState
   locallyGenerated?: boolean
+  /** The node's bridges (for `-m physdev --physdev-is-in`). */
+  bridges?: string[]
 }
 
 /**
@@ -34,6 +36,7 @@ export class IpvsTracer implements Tracer {
       localAddresses: [...opts.localAddresses, ...opts.vips],
       ipsets: opts.ipsets,
       locallyGenerated: opts.locallyGenerated,
+      bridges: opts.bridges,
     })
     this.local = new Set([...opts.localAddresses, ...opts.vips])
   }

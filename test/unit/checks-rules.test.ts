@@ -13,10 +13,26 @@ import {kubeProxyNftRules} from '../fixtures/kube-proxy-nft.js'
 import type {RuleFaults} from '../fixtures/kube-proxy-rules.js'
 import {offlineCluster, type OfflineOptions} from '../helpers/offline-cluster.js'
 import {checkFamily, checkTester} from '../helpers/check-tester.js'
-import {DNS, NODES, WEB, dualStackNode, dualStackPods, dualStackService, labPods} from '../fixtures/lab-cluster.js'
+import {
+  DNS,
+  NODES,
+  WEB,
+  dualStackNode,
+  dualStackPods,
+  dualStackService,
+  labPods,
+  type LabService,
+} from '../fixtures/lab-cluster.js'
 import {legacyBackendLeftover, leftoverFix, notReady} from '../helpers/check-states.js'
 
 /** Both nodes in nftables mode with the web Service dual-stack: kube-proxy's `ip` and `ip6 kube-proxy` tables, node-b's IPv6 one with `faults6`. */
+/** web as a LoadBalancer Service with an external IP, open only to 203.0.113.0/24 (where the doctor's outside client is). */
+const EXPOSED_WEB: Partial<LabService> = {
+  type: 'LoadBalancer',
+  externalIPs: ['192.0.2.50'],
+  loadBalancerIPs: ['192.0.2.80'],
+  loadBalancerSourceRanges: ['203.0.113.0/24'],
+}
 const nftablesDualStack = (faults6: RuleFaults = {}): OfflineOptions => {
   const services = [dualStackService(WEB), DNS]
   const pods = dualStackPods(labPods())
@@ -250,6 +266,36 @@ checkFamily('rules', () => {
         },
       },
       {
+        name: 'a LoadBalancer Service with an external IP and loadBalancerSourceRanges, rules as kube-proxy writes them',
+        state: {web: EXPOSED_WEB},
+        findings: [],
+      },
+      {
+        name: "node-b's KUBE-SERVICES lacks the LoadBalancer IP (a missed update)",
+        state: {web: EXPOSED_WEB, faults: {'node-b': {omitLoadBalancerIp: true}}},
+        findings: [['KPD-SVC-RULE-MISSING', 'node-b', 'error']],
+        messages: {
+          'KPD-SVC-RULE-MISSING node-b': [/no nat KUBE-SERVICES entry for shop\/web:http at 192\.0\.2\.80:80/],
+        },
+      },
+      {
+        name: "node-b's KUBE-SERVICES lacks the external IP",
+        state: {web: EXPOSED_WEB, faults: {'node-b': {omitExternalIp: true}}},
+        findings: [['KPD-SVC-RULE-MISSING', 'node-b', 'error']],
+        messages: {'KPD-SVC-RULE-MISSING node-b': [/at 192\.0\.2\.50:80/]},
+      },
+      {
+        name: "node-b's LoadBalancer firewall (KUBE-FW) lets the wrong sources through: the Service's range is dropped",
+        state: {web: EXPOSED_WEB, faults: {'node-b': {wrongSourceRanges: ['198.51.100.0/24']}}},
+        findings: [['KPD-PATH-BROKEN', 'node-b', 'error']],
+        messages: {
+          'KPD-PATH-BROKEN node-b': [
+            /outside→LoadBalancer \(http\) breaks at filter/,
+            /DROP by filter KUBE-PROXY-FIREWALL/,
+          ],
+        },
+      },
+      {
         name: 'externalTrafficPolicy Local: a local endpoint missing from KUBE-SVL',
         state: {web: {externalTrafficPolicy: 'Local'}, faults: {'node-b': {omitEndpoint: '10.244.2.11'}}},
         findings: [
@@ -314,6 +360,28 @@ checkFamily('rules', () => {
         ['KPD-SEP-STALE', 'node-b', 'error'],
         ['KPD-NODE-DIVERGES', 'node-b', 'warning'],
       ],
+    },
+    {
+      name: 'the LoadBalancer IP has no virtual server on node-b',
+      state: {web: EXPOSED_WEB, ipvs: {'node-b': {omitLoadBalancerIp: true}}},
+      findings: [
+        ['KPD-MODE-MIXED', 'node-b', 'warning'],
+        ['KPD-MODE-MISMATCH', 'node-b', 'warning'],
+        ['KPD-SVC-RULE-MISSING', 'node-b', 'error'],
+      ],
+      messages: {'KPD-SVC-RULE-MISSING node-b': [/at 192\.0\.2\.80:80/]},
+    },
+    {
+      name: "node-b's KUBE-LOAD-BALANCER-SOURCE-CIDR holds the wrong range: the Service's range is dropped",
+      state: {web: EXPOSED_WEB, ipvs: {'node-b': {wrongSourceRanges: ['198.51.100.0/24']}}},
+      findings: [
+        ['KPD-MODE-MIXED', 'node-b', 'warning'],
+        ['KPD-MODE-MISMATCH', 'node-b', 'warning'],
+        ['KPD-PATH-BROKEN', 'node-b', 'error'],
+      ],
+      messages: {
+        'KPD-PATH-BROKEN node-b': [/outside→LoadBalancer \(http\)/, /DROP by filter KUBE-SOURCE-RANGES-FIREWALL/],
+      },
     },
     {
       name: 'weight stuck at 0',

@@ -3,8 +3,9 @@
  * each row is a packet at an entry point of a lab node, and what each mode's tracer must make of it (the verdict, each
  * DNAT destination with its share of new connections, and whether it is masqueraded), on rules written by the lab's
  * generators for that mode (test/fixtures/). Where kube-proxy's modes really differ (a wrong port of a ClusterIP,
- * localhost NodePorts), the row says so per mode. The generators write no externalIPs or LoadBalancer IPs, and their
- * IPVS rules have no externalTrafficPolicy: Local or session affinity: those rows are for the other modes only.
+ * localhost NodePorts, a LoadBalancer IP bound on kube-ipvs0), the row says so per mode. Every mode's generator writes
+ * externalIPs and LoadBalancer IPs (with loadBalancerSourceRanges and externalTrafficPolicy Local for them); the IPVS
+ * generator has no externalTrafficPolicy Local for NodePorts nor session affinity: those rows are for the other modes.
  */
 import assert from 'node:assert/strict'
 import {describe, test} from 'node:test'
@@ -47,6 +48,21 @@ const NO_ENDPOINTS: Cluster = {...LAB, pods: labPods().map((p) => (p.kind === 'w
 const LOCAL_POLICY: Cluster = {...LAB, web: {...WEB, externalTrafficPolicy: 'Local'}}
 const AFFINITY: Cluster = {...LAB, web: {...WEB, affinitySeconds: 10800}}
 const DUAL_STACK: Cluster = {web: dualStackService(WEB), pods: dualStackPods(labPods()), family: 6}
+const EXTERNAL_IP = '192.0.2.50'
+const LB_IP = '192.0.2.80'
+/** web as a LoadBalancer Service (a MetalLB-style ingress IP) with an external IP too. */
+const EXPOSED: LabService = {...WEB, type: 'LoadBalancer', externalIPs: [EXTERNAL_IP], loadBalancerIPs: [LB_IP]}
+const LB: Cluster = {...LAB, web: EXPOSED}
+const LB_LOCAL: Cluster = {...LAB, web: {...EXPOSED, externalTrafficPolicy: 'Local'}}
+/** externalTrafficPolicy Local, web-a1 not ready: node-a has no local endpoint left. */
+const LB_LOCAL_NONE_HERE: Cluster = {
+  ...LB_LOCAL,
+  pods: labPods().map((p) => (p.name === 'web-a1' ? {...p, ready: false} : p)),
+}
+const LB_NO_ENDPOINTS: Cluster = {...NO_ENDPOINTS, web: EXPOSED}
+/** loadBalancerSourceRanges: only the lab's outside network (OUTSIDE_IP's) may open connections to the LB IP. */
+const LB_RANGES: Cluster = {...LAB, web: {...EXPOSED, loadBalancerSourceRanges: ['10.200.0.0/24']}}
+const LB_DUAL_STACK: Cluster = {...DUAL_STACK, web: dualStackService(LB_RANGES.web)}
 
 /** The tracer of `mode` for the lab node `nodeName`, on the rules the generators write for `cluster` in that mode. */
 function tracerFor(mode: Mode, cluster: Cluster, nodeName: string, locallyGenerated: boolean): Tracer {
@@ -71,6 +87,7 @@ function tracerFor(mode: Mode, cluster: Cluster, nodeName: string, locallyGenera
     vips: parseDeviceAddresses(texts.kubeIpvs0),
     ipsets: IpsetState.parse(texts.ipsetSave),
     locallyGenerated,
+    bridges: ['cbr0'],
   })
 }
 
@@ -238,6 +255,98 @@ const ROWS: FlowRow[] = [
     cluster: DUAL_STACK,
     packet: tcp('fd00:10:200::100', 'fd00:10:200::11', 30080, 'eth0'),
     all: dnat(['[fd00:10:244:1::10]:8080', '[fd00:10:244:2::10]:8080', '[fd00:10:244:2::11]:8080'], 'all'),
+  },
+  {
+    name: 'outside→externalIP: every endpoint, masqueraded (externalTrafficPolicy Cluster)',
+    cluster: LB,
+    packet: tcp(OUTSIDE_IP, EXTERNAL_IP, 80, 'eth0'),
+    all: dnat(WEB_ALL, 'all'),
+  },
+  {
+    name: 'outside→LoadBalancer IP: every endpoint, masqueraded (externalTrafficPolicy Cluster)',
+    cluster: LB,
+    packet: tcp(OUTSIDE_IP, LB_IP, 80, 'eth0'),
+    all: dnat(WEB_ALL, 'all'),
+  },
+  {
+    name: 'outside→LoadBalancer IP on a port the Service does not have: iptables and nftables route it on untouched, IPVS rejects it (the IP is bound on kube-ipvs0)',
+    cluster: LB,
+    packet: tcp(OUTSIDE_IP, LB_IP, 81, 'eth0'),
+    modes: {iptables: ['ACCEPT 100%'], nftables: ['ACCEPT 100%'], ipvs: ['REJECT 100%']},
+  },
+  {
+    name: 'externalTrafficPolicy Local: outside→externalIP on a node with local endpoints keeps to them, unmasqueraded',
+    cluster: LB_LOCAL,
+    node: 'node-b',
+    packet: tcp(OUTSIDE_IP, EXTERNAL_IP, 80, 'eth0'),
+    all: dnat([WEB_B1, WEB_B2]),
+  },
+  {
+    name: 'externalTrafficPolicy Local: outside→LoadBalancer IP on a node with local endpoints keeps to them, unmasqueraded',
+    cluster: LB_LOCAL,
+    node: 'node-b',
+    packet: tcp(OUTSIDE_IP, LB_IP, 80, 'eth0'),
+    all: dnat([WEB_B1, WEB_B2]),
+  },
+  {
+    name: 'externalTrafficPolicy Local: outside→LoadBalancer IP on a node without local endpoints is dropped',
+    cluster: LB_LOCAL_NONE_HERE,
+    packet: tcp(OUTSIDE_IP, LB_IP, 80, 'eth0'),
+    all: ['DROP 100%'],
+  },
+  {
+    name: 'externalTrafficPolicy Local: outside→externalIP on a node without local endpoints is dropped',
+    cluster: LB_LOCAL_NONE_HERE,
+    packet: tcp(OUTSIDE_IP, EXTERNAL_IP, 80, 'eth0'),
+    all: ['DROP 100%'],
+  },
+  {
+    name: 'externalTrafficPolicy Local: pod→externalIP on a node without local endpoints still reaches every endpoint (IPVS: its virtual server holds local endpoints only, for every source: dropped)',
+    cluster: LB_LOCAL_NONE_HERE,
+    packet: tcp(CLIENT_A, EXTERNAL_IP, 80, 'cbr0'),
+    modes: {iptables: dnat([WEB_B1, WEB_B2]), nftables: dnat([WEB_B1, WEB_B2]), ipvs: ['DROP 100%']},
+  },
+  {
+    name: 'a Service without endpoints: outside→LoadBalancer IP rejected (IPVS: its virtual server has no real server, dropped)',
+    cluster: LB_NO_ENDPOINTS,
+    packet: tcp(OUTSIDE_IP, LB_IP, 80, 'eth0'),
+    modes: {iptables: ['REJECT 100%'], nftables: ['REJECT 100%'], ipvs: ['DROP 100%']},
+  },
+  {
+    name: 'a Service without endpoints: outside→externalIP rejected (IPVS: dropped)',
+    cluster: LB_NO_ENDPOINTS,
+    packet: tcp(OUTSIDE_IP, EXTERNAL_IP, 80, 'eth0'),
+    modes: {iptables: ['REJECT 100%'], nftables: ['REJECT 100%'], ipvs: ['DROP 100%']},
+  },
+  {
+    name: 'loadBalancerSourceRanges: outside→LoadBalancer IP from an allowed source, every endpoint, masqueraded',
+    cluster: LB_RANGES,
+    packet: tcp(OUTSIDE_IP, LB_IP, 80, 'eth0'),
+    all: dnat(WEB_ALL, 'all'),
+  },
+  {
+    name: 'loadBalancerSourceRanges: outside→LoadBalancer IP from a source outside them is dropped',
+    cluster: LB_RANGES,
+    packet: tcp('10.201.0.100', LB_IP, 80, 'eth0'),
+    all: ['DROP 100%'],
+  },
+  {
+    name: 'loadBalancerSourceRanges bind the LoadBalancer IP only: the externalIP takes any source',
+    cluster: LB_RANGES,
+    packet: tcp('10.201.0.100', EXTERNAL_IP, 80, 'eth0'),
+    all: dnat(WEB_ALL, 'all'),
+  },
+  {
+    name: 'IPv6: outside→LoadBalancer IP from an allowed source, masqueraded',
+    cluster: LB_DUAL_STACK,
+    packet: tcp('fd00:10:200::100', 'fd00:192:0::2:80', 80, 'eth0'),
+    all: dnat(['[fd00:10:244:1::10]:8080', '[fd00:10:244:2::10]:8080', '[fd00:10:244:2::11]:8080'], 'all'),
+  },
+  {
+    name: 'IPv6: outside→LoadBalancer IP from a source outside loadBalancerSourceRanges is dropped',
+    cluster: LB_DUAL_STACK,
+    packet: tcp('fd00:10:201::100', 'fd00:192:0::2:80', 80, 'eth0'),
+    all: ['DROP 100%'],
   },
 ]
 

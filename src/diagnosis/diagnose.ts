@@ -193,16 +193,16 @@ function implementerGaps(
 ): Array<{node: string; reason: string}> {
   return implementers
     .filter((i) => !i.kubeProxyJudged)
-    .filter((i) => {
+    .flatMap((i) => {
       const o = observations.find((x) => x.name === i.node)
-      return !o || !ciliumJudged(implementers, o)
+      return o && ciliumJudged(implementers, o) ? [] : [{i, notRead: o?.agentNotRead}]
     })
-    .map((i) => ({
+    .map(({i, notRead}) => ({
       node: i.node,
       reason:
         i.name === 'none'
           ? "no implementer of Services found: kube-proxy's rules were not judged"
-          : `Services here are implemented by ${i.title}, not kube-proxy (${i.evidence.join('; ')}): kube-proxy's rules were not judged, and ${i.title}'s Service state was not read; look with: ${i.look}`,
+          : `Services here are implemented by ${i.title}, not kube-proxy (${i.evidence.join('; ')}): kube-proxy's rules were not judged, and ${i.title}'s Service state was not read${notRead ? ` (${notRead})` : ''}; look with: ${i.look}`,
     }))
 }
 

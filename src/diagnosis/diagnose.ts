@@ -318,7 +318,9 @@ function judge(cluster: ClusterState, observations: NodeObservation[], opts: Dia
   const probes = opts.probes ?? PROBES_NOT_RUN
   const families = serviceFamilies(cluster.service)
   const dualStack = families.length > 1
-  const implementers = observations.filter((o) => o.reachable).map((o) => decideImplementer(cluster, o.name, o))
+  const implementers = observations
+    .filter((o) => o.reachable)
+    .map((o) => decideImplementer(cluster, o.name, o, observations))
   // Said where it changes what is judged: kube-proxy alone is what every run assumed before.
   for (const i of implementers.filter((x) => x.name !== 'kube-proxy' || x.active.length > 1))
     opts.log?.(

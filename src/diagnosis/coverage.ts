@@ -79,7 +79,7 @@ export interface NotChecked {
 }
 
 export interface CoverageInputs {
-  context: Pick<CheckContext, 'observations' | 'modeNotRead' | 'service'>
+  context: Pick<CheckContext, 'observations' | 'modeNotRead' | 'service' | 'implementers'>
   probes: ProbeRun
   /** How each selected node was read live, or why it was left API-only; absent for a snapshot. */
   readVia?: Map<string, NodeReadVia>
@@ -129,8 +129,16 @@ export function notChecked(inputs: CoverageInputs): NotChecked[] {
       continue
     }
     if (notProxied) continue
+    // kube-proxy's own endpoints are not asked for where another implementer serves the node instead.
+    const kubeProxyHere = context.implementers.find((i) => i.node === o.name)?.kubeProxyJudged ?? true
     out.push(
-      ...nodeGaps(o, readVia?.get(o.name), `${context.service.name}.${context.service.namespace}.svc.`, families),
+      ...nodeGaps(
+        o,
+        readVia?.get(o.name),
+        `${context.service.name}.${context.service.namespace}.svc.`,
+        families,
+        kubeProxyHere,
+      ),
     )
   }
   // No node read (every node unreadable, or left API-only by --via none): nothing on the nodes was checked, so the
@@ -179,6 +187,7 @@ function nodeGaps(
   via: NodeReadVia | undefined,
   dnsPrefix: string,
   families: string[],
+  kubeProxyHere: boolean,
 ): NotChecked[] {
   const out: NotChecked[] = []
   // A node's DNS answer is for one name (a scan asks the DNS Service's own): only this Service's counts.
@@ -242,7 +251,7 @@ function nodeGaps(
       if (c.result.status === 'not-read') out.push(entry(o.name, 'conntrack', c.result.reason, true))
     for (const s of path.skipped) out.push(entry(o.name, 'routes', s, false))
   }
-  const kp = o.kubeProxy
+  const kp = kubeProxyHere ? o.kubeProxy : undefined
   if (kp?.healthzError)
     out.push(entry(o.name, 'kube-proxy-healthz', `kube-proxy's /healthz did not answer: ${kp.healthzError}`, true))
   if (kp?.metricsError)

@@ -230,16 +230,18 @@ function implementerGaps(
 ): Array<{node: string; reason: string}> {
   return implementers
     .filter((i) => !i.kubeProxyJudged)
-    .filter((i) => {
+    .flatMap((i) => {
       const o = observations.find((x) => x.name === i.node)
-      return !o || !(ciliumJudged(implementers, o) || kubeRouterJudged(implementers, o))
+      return o && (ciliumJudged(implementers, o) || kubeRouterJudged(implementers, o))
+        ? []
+        : [{i, notRead: o?.agentNotRead}]
     })
-    .map((i) => ({
+    .map(({i, notRead}) => ({
       node: i.node,
       reason:
         i.name === 'none'
           ? "no implementer of Services found: kube-proxy's rules were not judged"
-          : `Services here are implemented by ${i.title}, not kube-proxy (${i.evidence.join('; ')}): kube-proxy's rules were not judged, and ${i.title}'s Service state was not read; look with: ${i.look}`,
+          : `Services here are implemented by ${i.title}, not kube-proxy (${i.evidence.join('; ')}): kube-proxy's rules were not judged, and ${i.title}'s Service state was not read${notRead ? ` (${notRead})` : ''}; look with: ${i.look}`,
     }))
 }
 
@@ -355,7 +357,9 @@ function judge(cluster: ClusterState, observations: NodeObservation[], opts: Dia
   const probes = opts.probes ?? PROBES_NOT_RUN
   const families = serviceFamilies(cluster.service)
   const dualStack = families.length > 1
-  const implementers = observations.filter((o) => o.reachable).map((o) => decideImplementer(cluster, o.name, o))
+  const implementers = observations
+    .filter((o) => o.reachable)
+    .map((o) => decideImplementer(cluster, o.name, o, observations))
   // Said where it changes what is judged: kube-proxy alone is what every run assumed before.
   for (const i of implementers.filter((x) => x.name !== 'kube-proxy' || x.active.length > 1))
     opts.log?.(

@@ -15,7 +15,8 @@ import type {DumpSource} from '../parse/dump-source.js'
 import {selectNodes} from '../node/read/select-nodes.js'
 import {transport, transportConnector, type NodeConnector} from '../node/transport/transports.js'
 import {readNodesThrough, type NodeReadVia, type NodeReads} from './choose-transport.js'
-import type {CollectOptions, PathTargets} from '../node/read/collect-node.js'
+import type {CollectOptions, NodeCollection, PathTargets} from '../node/read/collect-node.js'
+import {agentStateReader} from './agent-state.js'
 import {nodeAddress} from './node-address.js'
 import {PROBES_SNAPSHOT, probeNodes, probeSettings, startProbes, type StartedProbes} from './probe-stage.js'
 import type {NodeProbes, ProbeRun, RecordedProbes} from '../node/probe/tcp-probe.js'
@@ -105,6 +106,7 @@ export async function gatherLive(name: string, opts: LiveOptions): Promise<Gathe
     pathTargets(cluster),
     probeBeside,
     rulesScope,
+    agentStateReader(cluster, () => kc, opts.cluster.timeoutMs, opts.output.log),
   )
   const probes = opts.probes.run
     ? await probeNodes(
@@ -212,6 +214,8 @@ export async function readNodesLive(
   beside?: (name: string, access: NodeAccess) => Promise<unknown>,
   /** Only these chains of each node's iptables rules (see readScopedRules). */
   rulesScope?: RulesScope,
+  /** What is read after each node (its implementer's agent: agent-state.ts), added to its recording. */
+  afterRead?: (name: string, collection: NodeCollection) => Promise<NodeCollection>,
 ): Promise<{
   observations: NodeObservation[]
   recordings: Map<string, NodeRecording>
@@ -243,13 +247,14 @@ export async function readNodesLive(
               return closingAfter(access, beside(name, access))
             }
           : connect
-      const collection = await collectNode(name, open, {
+      const read = await collectNode(name, open, {
         timeoutMs: opts.cluster.timeoutMs,
         dns,
         path,
         proxyMode: opts.reads.proxyMode,
         rulesScope,
       })
+      const collection = afterRead ? await afterRead(name, read) : read
       progress?.({
         kind: 'node-read-finished',
         node: name,

@@ -15,6 +15,7 @@ import type {PathTargets} from '../node/read/collect-node.js'
 import {selectNodes} from '../node/read/select-nodes.js'
 import {shareNodeReads, type SharedNodeReads} from '../node/read/shared-reads.js'
 import type {DiagnoseOptions} from './diagnose.js'
+import {agentStateReader} from './agent-state.js'
 import {hostKeyWarnings, readNodesLive, readSnapshotRecordings, recordedProbes} from './gather.js'
 import type {LiveOptions, ProgressEvent} from './live-options.js'
 import {judgeService, type ServiceOutcome, type ServiceState, type Summarise} from './judge-services.js'
@@ -91,12 +92,16 @@ export async function scanLive<R>(
   )
   const selection = selectNodes(nodes, endpointNodes, {only: live.access.nodes, all: live.access.allNodes})
   const dns = dnsSelfLookup(states.find((s) => s.state)?.state)
+  const cluster = states.find((s) => s.state)?.state
   const {observations, recordings, reads} = await readNodesLive(
     nodes,
     selection.names,
     live,
     dns,
     scanPathTargets(states),
+    undefined,
+    undefined,
+    cluster && agentStateReader(cluster, () => kc, live.cluster.timeoutMs, live.output.log),
   )
   const readVia = reads.readVia
   const reach = await liveReachData({...live.cluster, sshConfig: live.access.sshConfig}, readVia, nodes)

@@ -37,6 +37,8 @@ export interface NodeObservation {
   path?: PathObservation
   /** Where Cilium implements Services: its agent's `cilium-dbg service list -o json`; undefined when not read. */
   ciliumServices?: CiliumFrontend[]
+  /** Where the implementer's agent (Cilium's) was to be read and could not be: why. */
+  agentNotRead?: string
 }
 
 /** After one Service of a scan is judged: each dump drops the parsed chains only that Service asked for. */

@@ -253,7 +253,7 @@ export function renderHuman(r: Report, c: ChalkInstance, width = Number.POSITIVE
   )
   lines.push(
     ...wrapProse(
-      `${c.bold('Endpoints')} ${r.endpoints.ready} ready, ${r.endpoints.notReady} not ready (from ${r.endpoints.source})   ${c.bold('kube-proxy')} ${r.proxy.mode}, mark ${r.proxy.masqueradeMark} (${r.proxy.source})`,
+      `${c.bold('Endpoints')} ${r.endpoints.ready} ready, ${r.endpoints.notReady} not ready (from ${r.endpoints.source})${kubeProxyServes(r) ? `   ${c.bold('kube-proxy')} ${r.proxy.mode}, mark ${r.proxy.masqueradeMark} (${r.proxy.source})` : ''}`,
       width,
       '',
       '  ',
@@ -401,6 +401,15 @@ function renderProbes(p: ProbeReport, c: ChalkInstance, width: number): string[]
     }
   for (const note of p.notes) lines.push(...wrapProse(c.yellow(`note: ${note}`), width, '', '  '))
   return lines
+}
+
+/**
+ * Whether kube-proxy serves any read node (alone or beside another), or no node was read (it is assumed): only then
+ * does the header name its mode; the implementers' line names who serves the others.
+ */
+function kubeProxyServes(r: Report): boolean {
+  const read = r.nodes.filter((n) => n.implementer)
+  return read.length === 0 || read.some((n) => [n.implementer!.name, ...n.implementer!.others].includes('kube-proxy'))
 }
 
 /**

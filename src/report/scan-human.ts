@@ -33,10 +33,14 @@ export function renderScanHuman(r: ScanSummary, c: ChalkInstance, width = Number
     const affected = worst
       ? new Set(s.findings.filter((f) => f.code === worst.code && f.node).map((f) => f.node)).size
       : 0
+    // No finding is no ✓ where the Service's rules (or its implementer's state) went unjudged on a node.
+    const unjudged = new Set(s.notChecked.filter((n) => n.required && n.check === 'proxy-rules').map((n) => n.node))
     const verdict = worst
       ? (worst.severity === 'error' ? c.red : c.yellow)(`${SEVERITY_MARK[worst.severity]} ${worst.code}`)
-      : c.green('✓')
-    const where = !worst ? '' : affected > 0 ? share(affected) : 'cluster'
+      : unjudged.size > 0
+        ? c.yellow('? not judged')
+        : c.green('✓')
+    const where = worst ? (affected > 0 ? share(affected) : 'cluster') : unjudged.size > 0 ? share(unjudged.size) : ''
     table.push([
       `${s.service.namespace}/${s.service.name}`,
       s.service.type,

@@ -139,6 +139,33 @@ export function runExecSession(
   })
 }
 
+/** What a recorded program printed and how it ended (an answer given without running anything). */
+export interface RecordedExec {
+  stdout: string
+  stderr?: string
+  exitCode?: number
+}
+
+/**
+ * Answers an exec from a recording, as the kubelet would have relayed the program: its output on channels 1/2, then its
+ * Status; 'missing' answers as the runtime does for a program not in the image.
+ */
+export function runRecordedSession(
+  ws: WebSocket,
+  argv: string[],
+  answer: RecordedExec | 'missing',
+  tracker: StreamTracker,
+): void {
+  track(tracker, ws)
+  if (answer === 'missing') ws.send(frame(ERROR, JSON.stringify(commandNotFoundStatus(argv[0]))))
+  else {
+    if (answer.stdout) ws.send(frame(STDOUT, answer.stdout))
+    if (answer.stderr) ws.send(frame(STDERR, answer.stderr))
+    ws.send(frame(ERROR, JSON.stringify(execStatus(argv, answer.exitCode ?? 0, null, ''))))
+  }
+  ws.close(1000)
+}
+
 /** Accepts an exec and then says nothing: a kubelet or runtime that hangs. */
 export function runHungSession(ws: WebSocket, tracker: StreamTracker): void {
   track(tracker, ws)

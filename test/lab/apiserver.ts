@@ -12,7 +12,9 @@ import {
   runExecSession,
   runHungSession,
   runPortForwardSession,
+  runRecordedSession,
   type PodSandbox,
+  type RecordedExec,
   type StreamTracker,
 } from './apiserver-streams.js'
 import {madeOncePerRun} from './run-once.js'
@@ -97,6 +99,11 @@ export interface ApiServerOptions {
   forbidPodsOn?: Set<string>
   /** How long a created pod stays Pending before it runs (default 100 ms); `Infinity` keeps it Pending. */
   podStartMs?: number
+  /**
+   * Recorded answers to a running pod's exec (an agent whose program is not in this lab: Cilium's): the program's
+   * output, or 'missing' for a program its image lacks; undefined leaves the exec to the pod's sandbox.
+   */
+  execAnswer?: (pod: Obj, argv: string[]) => RecordedExec | 'missing' | undefined
 }
 
 export class LabApiServer {
@@ -666,8 +673,14 @@ current-context: lab
         400,
         this.statusBody(400, 'BadRequest', `container ${container} is not valid for pod ${name}`),
       )
-    const sandbox =
-      (pod.status as {phase?: string} | undefined)?.phase === 'Running' ? this.opts.podSandbox?.(pod) : undefined
+    const running = (pod.status as {phase?: string} | undefined)?.phase === 'Running'
+    const recorded =
+      running && subresource === 'exec' ? this.opts.execAnswer?.(pod, query.getAll('command')) : undefined
+    if (recorded !== undefined)
+      return this.wss.handleUpgrade(req, socket, head, (ws) =>
+        runRecordedSession(ws, query.getAll('command'), recorded, this.streams),
+      )
+    const sandbox = running ? this.opts.podSandbox?.(pod) : undefined
     if (!sandbox)
       return this.refuseUpgrade(
         socket,

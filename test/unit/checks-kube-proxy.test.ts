@@ -12,6 +12,13 @@ import type {ClusterState} from '../../src/cluster/types.js'
 const implementerObjects = (pods: unknown[], configMaps: unknown[]) => (c: ClusterState) =>
   void (c.implementerObjects = {pods, configMaps} as ClusterState['implementerObjects'])
 
+/** k3s: kube-proxy runs inside the k3s server/agent binary: no kube-proxy Pod, no ConfigMap, no other implementer. */
+const k3s = (c: ClusterState) => {
+  c.kubeProxyPods = []
+  c.proxyConfigMap = undefined
+  implementerObjects([], [])(c)
+}
+
 const IPVS_GLUE = [
   '*nat',
   ':PREROUTING ACCEPT [0:0]',
@@ -59,9 +66,15 @@ checkFamily('kube-proxy', () => {
       findings: [],
     },
     {
-      name: "node-b has nobody's Service rules and the cluster runs no kube-proxy",
-      state: {dumpFor: {'node-b': cniOnlyDump('LOCAL-FIREWALL')}, editCluster: implementerObjects([], [])},
-      findings: [['KPD-NO-IMPLEMENTER', 'node-b', 'error']],
+      name: "no node has anybody's Service rules and the cluster runs no kube-proxy",
+      state: {
+        dumpFor: {'node-a': cniOnlyDump('LOCAL-FIREWALL'), 'node-b': cniOnlyDump('LOCAL-FIREWALL')},
+        editCluster: implementerObjects([], []),
+      },
+      findings: [
+        ['KPD-NO-IMPLEMENTER', 'node-a', 'error'],
+        ['KPD-NO-IMPLEMENTER', 'node-b', 'error'],
+      ],
       fixes: {
         'KPD-NO-IMPLEMENTER node-b': {
           check: [['kubectl', 'get', 'pods', '-A', '-o', 'wide', '--field-selector', 'spec.nodeName=node-b']],
@@ -69,6 +82,19 @@ checkFamily('kube-proxy', () => {
           text: null,
         },
       },
+    },
+    {
+      name: 'k3s: kube-proxy runs inside the k3s binary (no kube-proxy Pod or ConfigMap); its rules on both nodes',
+      state: {editCluster: k3s},
+      findings: [],
+    },
+    {
+      name: "k3s: node-b lost kube-proxy's rules while node-a has them: judged as kube-proxy, its hook missing",
+      state: {dumpFor: {'node-b': cniOnlyDump('LOCAL-FIREWALL')}, editCluster: k3s},
+      findings: [
+        ['KPD-HOOK-MISSING', 'node-b', 'error'],
+        ['KPD-NODE-DIVERGES', 'node-b', 'warning'],
+      ],
     },
     {
       name: "kube-proxy's rules and Cilium's replacement both on node-a",

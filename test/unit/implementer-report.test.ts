@@ -144,7 +144,27 @@ describe('a Cilium cluster without kube-proxy', () => {
     const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', dir])
     assert.match(r.stdout, /Services implemented by: node-a Cilium, node-b Cilium/)
     assert.doesNotMatch(r.stdout, /✗|KPD-HOOK-MISSING/)
+    // kube-proxy serves no node: the header names no kube-proxy mode.
+    assert.doesNotMatch(r.stdout, /kube-proxy iptables/)
+    assert.match(r.stdout, /^Endpoints 3 ready, 0 not ready \(from EndpointSlice\)$/m)
     assert.equal(r.code, 3)
+  })
+
+  test('svc (human) where kube-proxy serves the nodes: the header names its mode, and no implementers line', async () => {
+    const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', 'examples/healthy-cluster'])
+    assert.match(r.stdout, /kube-proxy iptables, mark 0x4000/)
+    assert.doesNotMatch(r.stdout, /Services implemented by/)
+  })
+
+  test("scan: a Service Cilium serves is ? (not judged) where the agents' lists were not read, ✓ where they were", async () => {
+    const row = (stdout: string) => stdout.split('\n').find((l) => l.includes(' shop/web ')) ?? stdout
+    const unread = await runCli(['scan', '-n', 'shop', '--snapshot', ciliumBundle('scan-unread')])
+    assert.match(row(unread.stdout), /^│ shop\/web │ NodePort │ 3 ready +│ \? not judged +│ 2 of 2 │$/)
+    assert.doesNotMatch(unread.stdout, /✓ /)
+    assert.equal(unread.code, 3)
+    const lists = {'node-a': ciliumServiceList('node-a'), 'node-b': ciliumServiceList('node-b')}
+    const judged = await runCli(['scan', '-n', 'shop', '--snapshot', ciliumBundle('scan-judged', [], lists)])
+    assert.match(row(judged.stdout), /^│ shop\/web │ NodePort │ 3 ready +│ ✓ +│ +│$/)
   })
 
   test('a bundle written from it keeps the agents, their Service settings, and none of their other settings', async () => {

@@ -31,6 +31,8 @@ interface DetectionCase {
   dump?: string
   /** The lab's kube-proxy rules for node-a. */
   labRules?: boolean
+  /** The other read nodes (node-b) have the lab's kube-proxy rules. */
+  peerRules?: boolean
   expected: {name: string; source: string; active: string[]; kubeProxyJudged: boolean; evidence: RegExp}
 }
 
@@ -47,7 +49,8 @@ function decide(c: DetectionCase) {
     : c.dump !== undefined
       ? {name: NODE, reachable: true, iptables: IptablesSave.parse(new BufferSource(Buffer.from(c.dump)))}
       : undefined
-  return decideImplementer(cluster, NODE, obs)
+  const peers = c.peerRules ? observations.filter((o) => o.name !== NODE) : []
+  return decideImplementer(cluster, NODE, obs, peers)
 }
 
 const only = (name: string, source: string, evidence: RegExp) => ({
@@ -178,6 +181,19 @@ const FROM_NODE: DetectionCase[] = [
     name: 'OVN-Kubernetes: its chains',
     dump: cniOnlyDump('OVN-KUBE-NODEPORT'),
     expected: only('ovn-kubernetes', 'node', /OVN-Kubernetes' iptables chains \(OVN-KUBE-NODEPORT\)/),
+  },
+  {
+    name: "k3s: no kube-proxy Pod or ConfigMap, node-a's rules gone, node-b's kube-proxy rules there: kube-proxy",
+    dump: cniOnlyDump('LOCAL-FIREWALL'),
+    peerRules: true,
+    expected: {
+      name: 'kube-proxy',
+      source: 'assumed',
+      active: [],
+      kubeProxyJudged: true,
+      evidence:
+        /^kube-proxy's rules are programmed on node-b \(kube-proxy runs there outside any Pod, as k3s runs it\)$/,
+    },
   },
   {
     name: 'none: no rules of anyone',

@@ -89,10 +89,11 @@ test("every read says where its output is kept in a node's recording, and every 
     if ('notRecorded' in r) assert.ok(r.notRecorded.trim().length > 10, `${key}: not recorded, but why?`)
     named.add('file' in r ? r.file : 'entryOf' in r ? r.entryOf : '')
   }
-  // kube-proxy.json holds what kube-proxy's own endpoints answered over TCP; error.txt why the node was not read.
+  // kube-proxy.json holds what kube-proxy's own endpoints answered over TCP; agent-not-read.txt why an implementer's
+  // agent (Cilium's) was not read; error.txt why the node was not read.
   assert.deepEqual(
     files.filter((f) => !named.has(f)),
-    [NODE_FILES.kubeProxy, NODE_FILES.error],
+    [NODE_FILES.kubeProxy, NODE_FILES.agentNotRead, NODE_FILES.error],
   )
 })
 

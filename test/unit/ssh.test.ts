@@ -44,6 +44,7 @@ test('known_hosts: plain, [host]:port, hashed entries, mismatch and unknown', ()
 test('node commands: read-only allow-list; sudo -n only where root is needed; DNS command refuses odd input', () => {
   assert.deepEqual(Object.keys(NODE_COMMANDS).sort(), [
     'ciliumServiceList',
+    'ciliumServiceListOld',
     'cniResults',
     'hasGzip',
     'ip6tablesLegacySave',

@@ -45,4 +45,6 @@ export const ciliumImplementer: ServiceImplementerAdapter = {
   },
   look: (objects, node) =>
     execInPod(agentPodOn(objects, node, AGENT), `in Cilium's agent Pod on ${node}`, 'cilium-dbg service list'),
+  // Agents before 1.15 name their CLI cilium.
+  agent: {container: 'cilium-agent', reads: ['ciliumServiceList', 'ciliumServiceListOld']},
 }

@@ -1,6 +1,7 @@
 import type {V1ConfigMap, V1Container, V1Pod} from '@kubernetes/client-node'
 import type {ClusterState, ImplementerObjects, ImplementerReads} from '../../cluster/types.js'
 import type {NodeObservation} from '../../node/observation.js'
+import type {NodeCommand} from '../../node/read/node-reads.js'
 
 /** What on the node says an implementer runs there. */
 interface NodeEvidence {
@@ -33,6 +34,11 @@ export interface ServiceImplementerAdapter {
   fromNode(obs: NodeObservation): NodeEvidence | undefined
   /** What a person runs to look at its Services on `node` (its own CLI), in prose. */
   look(objects: ImplementerObjects, node: string): string
+  /**
+   * Where its Service state is read live: the container of its agent's Pod (found by `reads`' first namespace that has
+   * one on the node and its first agent labels) and the read made there, then the same read under older program names.
+   */
+  agent?: {container: string; reads: readonly NodeCommand[]}
 }
 
 /** A Pod on `node` whose labels include all of `labels`. */

@@ -64,10 +64,16 @@ const NO_OBJECTS: ImplementerObjects = {pods: [], configMaps: []}
 /**
  * Who implements Services on `node`: every implementer whose API objects or node state say it runs there, where an
  * implementer's own rules (a CNI's chains) count only when kube-proxy's are not there. None found: kube-proxy when the
- * cluster runs it (its Pods or ConfigMap, or the API could not tell), else "none". kube-proxy's rules are judged
- * wherever kube-proxy is active, also beside another implementer (a finding says the two fight).
+ * cluster runs it (its Pods or ConfigMap, its rules on another read node of `peers`, or the API could not tell), else
+ * "none". kube-proxy's rules are judged wherever kube-proxy is active, also beside another implementer (a finding says
+ * the two fight).
  */
-export function decideImplementer(cluster: ClusterState, node: string, obs?: NodeObservation): NodeImplementer {
+export function decideImplementer(
+  cluster: ClusterState,
+  node: string,
+  obs?: NodeObservation,
+  peers: NodeObservation[] = [],
+): NodeImplementer {
   const objects = cluster.implementerObjects ?? NO_OBJECTS
   const read = obs?.reachable ? obs : undefined
   const found = SERVICE_IMPLEMENTERS.map((i) => ({
@@ -102,7 +108,7 @@ export function decideImplementer(cluster: ClusterState, node: string, obs?: Nod
     const own = active[0]
     return {...base, name: KUBE_PROXY, title: 'kube-proxy', evidence: own.evidence, source: own.source, look: null}
   }
-  const expected = kubeProxyExpected(cluster)
+  const expected = kubeProxyExpected(cluster, node, peers)
   if (expected)
     return {
       ...base,
@@ -120,9 +126,13 @@ export function decideImplementer(cluster: ClusterState, node: string, obs?: Nod
  * Why kube-proxy is expected on a node where nothing shows it: the cluster runs it elsewhere or configures it, or the
  * API objects that would say otherwise were not read. undefined: nothing says the cluster runs kube-proxy.
  */
-function kubeProxyExpected(cluster: ClusterState): string | undefined {
+function kubeProxyExpected(cluster: ClusterState, node: string, peers: NodeObservation[]): string | undefined {
   if (cluster.kubeProxyPods.length > 0) return "kube-proxy's DaemonSet runs in the cluster"
   if (cluster.proxyConfigMap) return 'the ConfigMap kube-system/kube-proxy configures kube-proxy'
+  // kube-proxy run outside any Pod (inside k3s' server and agent binary, or as a system service) shows on its nodes only.
+  const peer = peers.find((p) => p.reachable && p.name !== node && kubeProxyImplementer.fromNode(p))
+  if (peer)
+    return `kube-proxy's rules are programmed on ${peer.name} (kube-proxy runs there outside any Pod, as k3s runs it)`
   if (!cluster.implementerObjects) return 'no other implementer was looked for (its API objects were not read)'
   if (cluster.unread.length > 0)
     return `no other implementer was found, but the API could not tell all: ${cluster.unread[0].what} not read`

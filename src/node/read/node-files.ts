@@ -22,6 +22,8 @@ export const NODE_FILES = {
   pathReads: 'path-reads.json',
   /** Where Cilium implements Services: its agent's `cilium-dbg service list -o json`. */
   ciliumServices: 'cilium-services.json',
+  /** Where another implementer's agent was to be read live and could not be: why, in one line. */
+  agentNotRead: 'agent-not-read.txt',
   error: 'error.txt',
 } as const
 

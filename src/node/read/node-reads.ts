@@ -189,8 +189,8 @@ export const NODE_READS = {
     whenMissing: {ipvsadm: 'IPVS state read from /proc/net/ip_vs instead'},
   },
   /**
-   * Cilium's load-balancing state, where Cilium implements Services (cilium-dbg; agents before 1.15 call it cilium).
-   * Judged from a bundle; collection does not ask it yet: it belongs in an exec into Cilium's agent Pod.
+   * Cilium's load-balancing state, where Cilium implements Services: run in Cilium's agent container on the node
+   * (node/transport/pod/agent-reads.ts execs it there, whatever way the node itself is read).
    */
   ciliumServiceList: {
     argv: ['cilium-dbg', 'service', 'list', '-o', 'json'],
@@ -199,6 +199,17 @@ export const NODE_READS = {
     recorded: {file: NODE_FILES.ciliumServices},
     parse: parseCiliumServices,
     whenMissing: {'cilium-dbg': "Cilium's Service list not read: its state is not judged"},
+    transports: ['ssh', 'snapshot'],
+    withoutShell: "Cilium's Service list: it runs in Cilium's agent container, not kube-proxy's or the debug Pod's",
+  },
+  /** The same list from agents before 1.15, whose CLI is `cilium`: asked where the agent has no cilium-dbg. */
+  ciliumServiceListOld: {
+    argv: ['cilium', 'service', 'list', '-o', 'json'],
+    root: 'no',
+    compressible: false,
+    recorded: {file: NODE_FILES.ciliumServices},
+    parse: parseCiliumServices,
+    whenMissing: {cilium: "Cilium's Service list not read: its state is not judged"},
     transports: ['ssh', 'snapshot'],
     withoutShell: "Cilium's Service list: it runs in Cilium's agent container, not kube-proxy's or the debug Pod's",
   },

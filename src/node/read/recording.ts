@@ -189,6 +189,8 @@ export function parseNodeRecording(
       }
     }
   }
+  const agentNotRead = text(NODE_FILES.agentNotRead)?.trim()
+  if (agentNotRead) obs.agentNotRead = agentNotRead
   obs.kubeProxy = shaped(parseJson<KubeProxyStatus>(rec.get(NODE_FILES.kubeProxy)), isKubeProxyStatus)
   obs.dns = dnsAnswerOf(parseJson<unknown>(rec.get(NODE_FILES.dns)))
   const pathReads = parseJson<RawPathReads>(rec.get(NODE_FILES.pathReads))

@@ -7,6 +7,10 @@ import {KubeForbiddenError, KubeStreamError, KubeTimeoutError} from '../../../ku
 export interface PodSelector {
   namespace: string
   labelSelector: string
+  /** The container to exec into where the Pod has several (default: kube-proxy's, else the first). */
+  container?: string
+  /** Whose Pods these are, in the report's words (default "kube-proxy's"). */
+  whose?: string
 }
 
 /** A Pod to exec into or port-forward to, and the container to use. */
@@ -43,8 +47,8 @@ function ownerOf(all: KubeProxyPods, p: V1Pod): V1DaemonSet | undefined {
   return ds && ds.metadata?.uid === ref.uid ? ds : undefined
 }
 
-const containerOf = (containers: Array<{name: string; image?: string}>) =>
-  containers.find((c) => c.name === 'kube-proxy') ?? containers[0]
+const containerOf = (containers: Array<{name: string; image?: string}>, name = 'kube-proxy') =>
+  containers.find((c) => c.name === name) ?? containers[0]
 
 /**
  * Lists the selected Pods once, then reads each DaemonSet they name as controller (one get each): anyone who can
@@ -66,8 +70,8 @@ function kubeProxyPods(kubeConfig: KubeConfig, selector: PodSelector, timeoutMs:
 }
 
 /**
- * Per node, the Pod that is kube-proxy's to exec into: running on that node, on the host's network, owned by a
- * DaemonSet of kube-proxy's namespace. One list call and one get per DaemonSet (bounded by `timeoutMs`); a 403 is a
+ * Per node, the Pod that is kube-proxy's (or the selector's agent's) to exec into: running on that node, on the host's
+ * network, owned by a DaemonSet of the selector's namespace. One list call and one get per DaemonSet (bounded by `timeoutMs`); a 403 is a
  * KubeForbiddenError naming "list pods" or "get daemonsets".
  */
 export function podsByNode(
@@ -86,7 +90,7 @@ export function podsByNode(
     if (owned.length === 0)
       return {
         kind: 'none',
-        reason: `${named(pods[0])} is not owned by a DaemonSet of ${selector.namespace}: not exec'd into as kube-proxy's`,
+        reason: `${named(pods[0])} is not owned by a DaemonSet of ${selector.namespace}: not exec'd into as ${selector.whose ?? "kube-proxy's"}`,
       }
     const running = owned.find((p) => p.status?.phase === 'Running' && !p.metadata?.deletionTimestamp)
     if (!running) return {kind: 'none', reason: `${named(owned[0])} is ${owned[0].status?.phase ?? 'not running'}`}
@@ -95,7 +99,7 @@ export function podsByNode(
         kind: 'none',
         reason: `${named(running)} does not use the node's network: it does not see the node's rules`,
       }
-    const container = containerOf(running.spec?.containers ?? [])
+    const container = containerOf(running.spec?.containers ?? [], selector.container)
     if (!container) return {kind: 'none', reason: `${named(running)} has no container`}
     return {
       kind: 'found',

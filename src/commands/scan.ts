@@ -56,7 +56,7 @@ export default class Scan extends DoctorCommand {
       min: 1,
       max: 64,
       description:
-        'threads to judge the Services on [default: one per usable CPU (cores, cgroup quota), up to 4, from 1000 Services]',
+        'threads to judge the Services on [default: one per usable CPU (cores, cgroup quota), up to 4, from 1000 Services; at most one per usable CPU, or 4 where there are fewer]',
     }),
   }
 

@@ -45,13 +45,24 @@ const WORKER_SCRIPT = new URL('./scan-worker.js', import.meta.url)
 
 /**
  * Threads to judge `services` Services on: `requested` (--threads) if given, else on large scans one per CPU the
- * process may use (cores, and its cgroup's CPU quota), up to 4.
+ * process may use (cores, and its cgroup's CPU quota), up to 4. Each thread holds every node's parsed dumps, so more
+ * threads than CPUs (or 4, where there are fewer) only cost memory: a request beyond that is cut to it.
  */
-export function scanThreads(requested: number | undefined, services: number): number {
+export function scanThreads(requested: number | undefined, services: number, cpus = usableCpus()): number {
   // The single executable has no worker script beside it: it judges on this thread.
   if (!existsSync(WORKER_SCRIPT)) return 1
-  const wanted = requested ?? (services >= SERVICES_FOR_THREADS ? Math.min(usableCpus(), MAX_THREADS) : 1)
+  const wanted =
+    requested === undefined
+      ? services >= SERVICES_FOR_THREADS
+        ? Math.min(cpus, MAX_THREADS)
+        : 1
+      : Math.min(requested, maxScanThreads(cpus))
   return Math.max(1, Math.min(wanted, Math.ceil(services / BATCH)))
+}
+
+/** The most threads a scan uses, whatever --threads asks: one per usable CPU, or 4 where there are fewer. */
+function maxScanThreads(cpus = usableCpus()): number {
+  return Math.max(cpus, MAX_THREADS)
 }
 
 export interface ThreadedJudging<R> {

@@ -11,7 +11,7 @@ import {CachedClusterSource} from '../../src/cluster/cached-source.js'
 import {SnapshotClusterSource} from '../../src/cluster/snapshot-source.js'
 import {readClusterState} from '../../src/cluster/read-cluster.js'
 import {readSnapshotRecordings} from '../../src/diagnosis/gather.js'
-import {judgeOnThreads} from '../../src/diagnosis/scan-threads.js'
+import {judgeOnThreads, scanThreads} from '../../src/diagnosis/scan-threads.js'
 import {parseNodeRecording} from '../../src/node/read/recording.js'
 import {shareNodeReads} from '../../src/node/read/shared-reads.js'
 
@@ -412,4 +412,22 @@ test('scan threads: a worker thread that fails fails the scan with its error', a
     /summariser exploded/,
   )
   assert.deepEqual(judged, [0], 'this thread judged the one Service; the failure is still the outcome')
+})
+
+test('scan threads: --threads beyond one per usable CPU (or 4) is cut to it, each thread holding every node parsed', () => {
+  const cases: Array<[requested: number | undefined, services: number, cpus: number, threads: number]> = [
+    [64, 10_000, 2, 4],
+    [64, 10_000, 16, 16],
+    [3, 10_000, 2, 3],
+    [undefined, 10_000, 8, 4],
+    [undefined, 10_000, 2, 2],
+    [undefined, 999, 8, 1],
+    [64, 16, 2, 2],
+  ]
+  for (const [requested, services, cpus, threads] of cases)
+    assert.equal(
+      scanThreads(requested, services, cpus),
+      threads,
+      `--threads ${requested} on ${services} Services, ${cpus} CPUs`,
+    )
 })

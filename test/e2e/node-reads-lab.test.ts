@@ -17,7 +17,16 @@ import {labAccess, labSvc} from '../helpers/lab-cli.js'
 const why = labGuard()
 
 /** A chain by chain read of the rules (`iptables --modprobe=/bin/false -w 5 -t TABLE -S 'CHAIN'; …`). */
-const isChainRead = (line: string) => /^ip6?tables --modprobe=\/bin\/false -w 5 -t /.test(line)
+const isChainRead = (line: string) => /^ip6?tables --modprobe=\/bin\/false -w 5 -t \w+ -S /.test(line)
+/** A rule counter read (before and after the probes): one chain's rules with their counters. */
+const isCounterRead = (line: string) => /^ip6?tables --modprobe=\/bin\/false -w 5 -t \w+ -v -S /.test(line)
+
+/** The arguments a rule counter read line was built from. */
+function counterRead(line: string): {family: 4 | 6; table: IptablesTable; chain: string} {
+  const m = /^(ip6?tables) --modprobe=\/bin\/false -w 5 -t (\w+) -v -S '?([^' ]+)'?$/.exec(line)
+  assert.ok(m, `a counter read: ${line}`)
+  return {family: m[1] === 'ip6tables' ? 6 : 4, table: m[2] as IptablesTable, chain: m[3]}
+}
 
 /** The arguments a chain by chain read line was built from. */
 function chainRead(line: string): {family: 4 | 6; reads: Array<{table: IptablesTable; chain: string}>} {
@@ -93,7 +102,21 @@ describe('node reads against the netns lab: what is sent to the node, and what c
         received.length < log.length,
         `reads batched on ${node}: ${received.length} execs for ${log.length} reads`,
       )
-      assert.deepEqual(log.filter((c) => !isChainRead(c)).sort(), expectedCommands(node), `commands sent to ${node}`)
+      assert.deepEqual(
+        log.filter((c) => !isChainRead(c) && !isCounterRead(c)).sort(),
+        expectedCommands(node),
+        `commands sent to ${node}`,
+      )
+      // The rule counters of the Service's nat chains, read before and after the node's probes.
+      const counters = log.filter(isCounterRead)
+      for (const c of counters) assert.equal(buildCommandLine('ruleCounters', true, counterRead(c)), c)
+      const counted = counters.map((c) => counterRead(c)).filter((r) => r.family === 4)
+      for (const chain of ['KUBE-SERVICES', 'KUBE-NODEPORTS'])
+        assert.equal(
+          counted.filter((r) => r.table === 'nat' && r.chain === chain).length,
+          2,
+          `${chain}'s counters read before and after the probes on ${node}`,
+        )
       const reads = log.filter(isChainRead).map(chainRead)
       // Every line is exactly what the allow-list builds from its reads.
       for (const family of [4, 6] as const)

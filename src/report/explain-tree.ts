@@ -5,7 +5,7 @@ import {fixLines} from './fix-lines.js'
 import {isBad, where} from './human.js'
 import {explaining} from './path-graph.js'
 import type {Report} from './report.js'
-import {capped, outcomeText, shortRule, shownOutcomes, walkShape} from './trace-walk.js'
+import {capped, outcomeText, shortRule, shownOutcomes, stepPlace, walkShape} from './trace-walk.js'
 import {wrapProse, wrapVerbatim} from './width.js'
 
 /**
@@ -69,7 +69,7 @@ function walkBranches(
   let explained = false
   const mark = (broken: boolean) => (broken ? c.red('✗') : c.green('✓'))
   const step = (s: TraceStep, broken: boolean): Branch => {
-    const b: Branch = {text: `${mark(broken)} ${s.table}/${s.chain}:${s.line} ${shortRule(s)}`, children: []}
+    const b: Branch = {text: `${mark(broken)} ${stepPlace(s)} ${shortRule(s)}`, children: []}
     if (broken && !explained) {
       b.detail = explain
       explained = true

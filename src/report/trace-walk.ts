@@ -30,6 +30,9 @@ function target(s: TraceStep): string | undefined {
 /** A rule's line after its chain: `:12`, or ` line 12` when the chain's name has a colon (an IPVS virtual server). */
 const at = (s: TraceStep) => (s.chain.includes(':') ? ` line ${s.line}` : `:${s.line}`)
 
+/** Where a rule is: `nat/KUBE-SERVICES:66`, `ipvs/VS TCP 10.96.10.10:80 line 1`. */
+export const stepPlace = (s: TraceStep) => `${s.table}/${s.chain}${at(s)}`
+
 /** Steps in one text: a jump followed by the rule it reached, and consecutive rules of one chain, are one segment. */
 function segments(steps: TraceStep[], prevTable: {table?: string}): string[] {
   const out: string[] = []

@@ -14,9 +14,9 @@ const svc = (example: string, ...extra: string[]) => [
 ]
 
 /** The lines of one node's tree: from its heading to the next node's heading (or the end). */
-function nodeTree(stdout: string, node: string): string[] {
+function nodeTree(stdout: string, node: string, mode = 'iptables'): string[] {
   const lines = stdout.trimEnd().split('\n')
-  const from = lines.indexOf(`${node} (iptables)`)
+  const from = lines.indexOf(`${node} (${mode})`)
   assert.ok(from >= 0, `${node}'s tree is printed`)
   const to = lines.findIndex((l, i) => i > from && /^[^\s│├└]/.test(l))
   return lines.slice(from, to < 0 ? undefined : to)
@@ -129,4 +129,28 @@ test('--explain-format without --explain, or with another format than the table:
   const bad = await runCli([...snap, '--explain', '--explain-format', 'bush'])
   assert.equal(bad.code, 2)
   assert.equal(bad.stderr, 'kproxy-doctor: Expected --explain-format=bush to be one of: text, tree\n')
+})
+
+test('--explain-format tree: IPVS, a break with no rule of its own (an endpoint missing) explained at its entry point', async () => {
+  const r = await runCli(svc('ipvs-cluster', '--explain-format', 'tree'))
+  assert.equal(r.code, 1)
+  assert.deepEqual(entryBranch(nodeTree(r.stdout, 'node-b', 'ipvs'), 'pod→ClusterIP'), [
+    '├─ ✗ pod→ClusterIP 10.96.10.10:80 (http): breaks at service',
+    '│  │  reason: endpoint 10.244.2.11:8080 (web-b2) is never chosen: missing from VS TCP 10.96.10.10:80',
+    '│  │  check: ssh -- node-b sudo ipvsadm -Ln | grep -A4 -- 10.96.10.10:80',
+    '│  │  fix (changes the cluster): kubectl -n kube-system delete pod kube-proxy-bx7k2',
+    '│  ├─ ✓ nat/PREROUTING:27 → KUBE-SERVICES',
+    '│  ├─ ✓ nat/KUBE-SERVICES:37 --dst-type LOCAL → KUBE-NODE-PORT',
+    '│  ├─ ✓ nat/KUBE-SERVICES:38 --match-set KUBE-CLUSTER-IP dst,dst → ACCEPT',
+    '│  ├─ ✓ filter/INPUT:9 → KUBE-IPVS-FILTER',
+    '│  ├─ ✓ filter/KUBE-IPVS-FILTER:14 --match-set KUBE-CLUSTER-IP dst,dst → RETURN',
+    '│  ├─ ✓ filter/INPUT:10 → KUBE-NODE-PORT',
+    '│  ├─ ✓ ipvs/VS TCP 10.96.10.10:80 line 4 TCP 10.96.10.10:80 rr',
+    '│  ├─ split into 2 outcomes',
+    '│  │  ├─ ✓ 50% ⇒ DNAT 10.244.1.10:8080',
+    '│  │  │  └─ ✓ ipvs/RS 10.244.1.10:8080 line 5 -> 10.244.1.10:8080 Masq 1 0 0',
+    '│  │  └─ ✓ 50% ⇒ DNAT 10.244.2.10:8080',
+    '│  │     └─ ✓ ipvs/RS 10.244.2.10:8080 line 6 -> 10.244.2.10:8080 Masq 1 0 0',
+    '│  └─ ✓ 50% to 10.244.1.10:8080 (web-a1) on node-a',
+  ])
 })

@@ -39,8 +39,8 @@ export default class Svc extends DoctorCommand {
   static override summary = 'Diagnose one Service: where its packet path breaks, on which node, and what to run next'
   static override description = DIAGNOSIS_EXIT_CODES
   static override usage = [
-    'svc NAME [-n NAMESPACE] [--context CTX] [--kubeconfig FILE] [--ssh-config FILE] [--nodes a,b | --all-nodes] [--no-probe] [--fail-on error,warning,incomplete|none] [--all-rules] [-o table|json|yaml|junit|mermaid|html] [-q | --explain]',
-    'svc NAME [-n NAMESPACE] --snapshot DIR [--nodes a,b] [-o table|json|yaml|junit|mermaid|html] [-q | --explain]',
+    'svc NAME [-n NAMESPACE] [--context CTX] [--kubeconfig FILE] [--ssh-config FILE] [--nodes a,b | --all-nodes] [--no-probe] [--fail-on error,warning,incomplete|none] [--all-rules] [-o table|json|yaml|junit|mermaid|html] [-q | --explain [--explain-format text|tree]]',
+    'svc NAME [-n NAMESPACE] --snapshot DIR [--nodes a,b] [-o table|json|yaml|junit|mermaid|html] [-q | --explain [--explain-format text|tree]]',
   ]
   static override examples = [
     '<%= config.bin %> svc web -n shop',
@@ -69,6 +69,12 @@ export default class Svc extends DoctorCommand {
     explain: Flags.boolean({
       description: 'show the rule-by-rule trace behind each broken path',
       default: false,
+      helpGroup: OUTPUT,
+    }),
+    'explain-format': Flags.string({
+      description:
+        'with --explain: text (the walks behind the broken paths, flat and numbered) or tree (every node and entry point as a tree of the rules crossed, the break marked ✗ with its reason and fix)',
+      options: ['text', 'tree'],
       helpGroup: OUTPUT,
     }),
     snapshot: Flags.string({
@@ -121,6 +127,12 @@ export default class Svc extends DoctorCommand {
     if (flags.quiet && flags.output !== 'table')
       throw new DiagnosisError(
         `--quiet prints only the headline of the table: it cannot be combined with -o ${flags.output}`,
+      )
+    if (flags['explain-format'] && !flags.explain)
+      throw new DiagnosisError('--explain-format says how to show the --explain walks: add --explain')
+    if (flags['explain-format'] && flags.output !== 'table')
+      throw new DiagnosisError(
+        `--explain-format shapes the table's walks: -o ${flags.output} has its own form (-o json --explain holds every step)`,
       )
     if (flags['kernel-trace'] && !flags.probe)
       throw new DiagnosisError('--kernel-trace traces the live probes: it cannot be combined with --no-probe')
@@ -221,7 +233,14 @@ export default class Svc extends DoctorCommand {
     else
       writeServiceReport(
         report,
-        {format: flags.output as 'table' | 'json' | 'yaml' | 'junit', quiet: flags.quiet, failOn, readVia, order},
+        {
+          format: flags.output as 'table' | 'json' | 'yaml' | 'junit',
+          quiet: flags.quiet,
+          failOn,
+          readVia,
+          order,
+          walks: flags['explain-format'] === 'tree' ? 'tree' : 'text',
+        },
         layout,
         write,
       )

@@ -83,7 +83,7 @@ const SHORT_LEGEND = 'CIP ClusterIP, NP NodePort, LB LoadBalancer, extIP externa
 const NOT_FOLLOWED = 'not followed'
 
 /** The step where a path breaks, with "@NODE" when that is an endpoint's node, not the path's own. */
-function where(p: Report['paths'][number]): string {
+export function where(p: Report['paths'][number]): string {
   return p.breaksOn && p.breaksOn !== p.node ? `${p.breaksAt}@${p.breaksOn}` : `${p.breaksAt}`
 }
 
@@ -157,7 +157,7 @@ type Outcome = NonNullable<PathLine['trace']>['outcomes'][number]
 function badOutcomes(p: PathLine): Outcome[] {
   return p.ok === false && p.trace ? p.trace.outcomes.filter((o) => isBad(p, o)) : []
 }
-const isBad = (p: PathLine, o: Outcome) =>
+export const isBad = (p: PathLine, o: Outcome) =>
   (o.verdict !== 'DNAT' && o.verdict !== 'ACCEPT') || (!!o.destination && p.detail.includes(o.destination))
 
 /** Where a broken outcome breaks: the rule that sent it to its destination, else its last rule. */
@@ -231,7 +231,13 @@ function renderWalks(r: Report, c: ChalkInstance, width: number): string[] {
   return lines
 }
 
-export function renderHuman(r: Report, c: ChalkInstance, width = Number.POSITIVE_INFINITY): string {
+/** `walks: false`: without the flat walks (`--explain-format tree` prints its tree in their place). */
+export function renderHuman(
+  r: Report,
+  c: ChalkInstance,
+  width = Number.POSITIVE_INFINITY,
+  opts: {walks: boolean} = {walks: true},
+): string {
   const lines: string[] = []
   lines.push(...wrapProse(renderHeadline(r, c), width, '', '  '))
   lines.push(...fixLines(r.next, '  ', c, width))
@@ -296,7 +302,7 @@ export function renderHuman(r: Report, c: ChalkInstance, width = Number.POSITIVE
     if (nodes.length > 1 && f.node && JSON.stringify([f.check, f.fix]).includes(f.node))
       lines.push(...wrapProse(c.dim(`(likewise on ${nodes.slice(1).join(', ')})`), width, '         ', '         '))
   }
-  lines.push(...renderWalks(r, c, width))
+  if (opts.walks) lines.push(...renderWalks(r, c, width))
   return lines.join('\n')
 }
 

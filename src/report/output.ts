@@ -2,6 +2,7 @@ import type {ChalkInstance} from 'chalk'
 import type {NodeReadVia} from '../diagnosis/choose-transport.js'
 import type {TraceResult} from '../trace/types.js'
 import {writeDocument, type CleanupReport, type CollectReport, type TraceHeader} from './document.js'
+import {renderExplainTree} from './explain-tree.js'
 import {renderHeadline, renderHuman} from './human.js'
 import {renderJunit} from './junit.js'
 import {printableDocument} from './printable.js'
@@ -38,6 +39,8 @@ export function writeServiceReport(
     failOn?: FailOn
     readVia?: Map<string, NodeReadVia>
     order: string[]
+    /** How the table shows the walks of an --explain report: flat and numbered (text), or as a tree per node. */
+    walks?: 'text' | 'tree'
   },
   layout: Layout,
   write: Write,
@@ -50,7 +53,9 @@ export function writeServiceReport(
   const r = printableDocument(report)
   const {chalk: c, width} = layout
   if (how.quiet) return write(headline(r.summary, c, width))
-  write(renderHuman(r, c, width) + '\n')
+  if (how.walks === 'tree')
+    write([renderHuman(r, c, width, {walks: false}), ...renderExplainTree(r, c, width)].join('\n') + '\n')
+  else write(renderHuman(r, c, width) + '\n')
   if (how.readVia)
     write(
       '\n' + renderReadVia(printableDocument(how.readVia), printableDocument([...new Set(how.order)]), width) + '\n',

@@ -80,7 +80,7 @@ function stepName(mode: string | null, step: string): string | null {
 }
 
 /** The finding that explains a break at `step` on `node`: one whose code explains the step, else the node's first error. */
-function explaining(report: Report, node: string, step: string): Finding | null {
+export function explaining(report: Report, node: string, step: string): Finding | null {
   const codes = codesExplaining(step as Step)
   const on = report.findings.filter((f) => f.node === node)
   return on.find((f) => codes.includes(f.code)) ?? on.find((f) => f.severity === 'error') ?? on.find(() => true) ?? null

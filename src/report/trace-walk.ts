@@ -5,7 +5,7 @@ import {wrapProse, wrapVerbatim} from './width.js'
 const key = (s: TraceStep) => `${s.table}\0${s.chain}\0${s.line}`
 
 /** What a rule matches and where it sends the packet, without what does not matter to the walk (comments, -m loads, the chain name). */
-function shortRule(s: TraceStep): string {
+export function shortRule(s: TraceStep): string {
   let r = s.rule
     .replace(/^-[AI]\s+\S+\s*/, '')
     .replace(/-m comment --comment ("(?:[^"\\]|\\.)*"|\S+)\s*/g, '')
@@ -29,6 +29,9 @@ function target(s: TraceStep): string | undefined {
 
 /** A rule's line after its chain: `:12`, or ` line 12` when the chain's name has a colon (an IPVS virtual server). */
 const at = (s: TraceStep) => (s.chain.includes(':') ? ` line ${s.line}` : `:${s.line}`)
+
+/** Where a rule is: `nat/KUBE-SERVICES:66`, `ipvs/VS TCP 10.96.10.10:80 line 1`. */
+export const stepPlace = (s: TraceStep) => `${s.table}/${s.chain}${at(s)}`
 
 /** Steps in one text: a jump followed by the rule it reached, and consecutive rules of one chain, are one segment. */
 function segments(steps: TraceStep[], prevTable: {table?: string}): string[] {
@@ -58,7 +61,7 @@ function share(o: TraceOutcome): string {
 }
 
 /** Where an outcome ends: its verdict, destination and what else a reader must know. */
-function outcomeText(o: TraceOutcome, c: ChalkInstance): string {
+export function outcomeText(o: TraceOutcome, c: ChalkInstance): string {
   const color = o.verdict === 'DNAT' || o.verdict === 'ACCEPT' ? c.green : o.verdict === 'UNKNOWN' ? c.yellow : c.red
   return `${color(o.verdict)}${o.destination ? ` ${o.destination}` : ''}${o.masquerade ? ' (masqueraded)' : ''}${o.sticky ? c.dim(' (session affinity: later packets from this client stick)') : ''}${o.policy ? ' ' + c.red(`(the policy of ${o.policy.table}/${o.policy.chain})`) : ''}${o.reason ? ' ' + c.yellow(o.reason) : ''}`
 }
@@ -83,7 +86,7 @@ const MAX_LINE = 1_000
  * A line cut at MAX_LINE, saying so: never inside a colour code, and with the colours reset after the cut (a colour
  * opened before it would colour the rest of the output).
  */
-function capped(text: string): string {
+export function capped(text: string): string {
   if (text.length <= MAX_LINE) return text
   const esc = text.lastIndexOf('\x1b', MAX_LINE - 1)
   const end = esc >= 0 && !text.slice(esc, MAX_LINE).includes('m') ? esc : MAX_LINE
@@ -92,11 +95,25 @@ function capped(text: string): string {
 }
 
 /** The outcomes a walk shows, in their order: the breaking ones first chosen, then the others, MAX_OUTCOMES_SHOWN in all. */
-function shownOutcomes(os: TraceOutcome[], bad: WalkOptions['bad']): TraceOutcome[] {
+export function shownOutcomes(os: TraceOutcome[], bad: WalkOptions['bad']): TraceOutcome[] {
   if (os.length <= MAX_OUTCOMES_SHOWN) return os
   const chosen = new Set(os.filter((o) => bad?.(o) ?? false).slice(0, MAX_OUTCOMES_SHOWN))
   for (const o of os) if (chosen.size < MAX_OUTCOMES_SHOWN) chosen.add(o)
   return os.filter((o) => chosen.has(o))
+}
+
+/**
+ * How the outcomes of a walk share their steps: the first `shared` steps every outcome takes, and (with more than one
+ * outcome) the last `after` steps they all take again after their own.
+ */
+export function walkShape(os: TraceOutcome[]): {shared: number; after: number} {
+  let k = 0
+  while (os.every((o) => k < o.steps.length && key(o.steps[k]) === key(os[0].steps[k]))) k++
+  let s = 0
+  const rest = Math.min(...os.map((o) => o.steps.length - k))
+  const at = (o: TraceOutcome, i: number) => o.steps[o.steps.length - 1 - i]
+  while (os.length > 1 && s < rest && os.every((o) => key(at(o, s)) === key(at(os[0], s)))) s++
+  return {shared: k, after: s}
 }
 
 /**
@@ -110,12 +127,7 @@ export function renderWalk(t: TraceResult, c: ChalkInstance, width: number, opts
   if (all.length === 0) return [`${indent}no outcome`]
   const os = shownOutcomes(all, opts.bad)
   const hidden = all.filter((o) => !os.includes(o))
-  let k = 0
-  while (os.every((o) => k < o.steps.length && key(o.steps[k]) === key(os[0].steps[k]))) k++
-  let s = 0
-  const rest = Math.min(...os.map((o) => o.steps.length - k))
-  const at = (o: TraceOutcome, i: number) => o.steps[o.steps.length - 1 - i]
-  while (os.length > 1 && s < rest && os.every((o) => key(at(o, s)) === key(at(os[0], s)))) s++
+  const {shared: k, after: s} = walkShape(os)
   const lines: string[] = []
   let n = 0
   const tables: {table?: string} = {}

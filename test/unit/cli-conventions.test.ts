@@ -54,6 +54,7 @@ test('svc help groups its flags and lists exactly the flags svc honours', async 
     'debug-namespace',
     'dry-run',
     'explain',
+    'explain-format',
     'fail-on',
     'from',
     'from-namespace',
@@ -174,6 +175,7 @@ test('a flag that --snapshot would ignore is an error, as are other conflicting 
   assert.equal(nodes.code, 0, '--nodes is honoured with a snapshot')
   assert.equal((await runCli(['svc', 'web', '--nodes', 'a', '--all-nodes'])).code, 2)
   assert.equal((await runCli([...snap, '-q', '--explain'])).code, 2)
+  assert.equal((await runCli([...snap, '--explain-format', 'tree'])).code, 2, '--explain-format needs --explain')
   const quietJson = await runCli([...snap, '-q', '-o', 'json'])
   assert.equal(quietJson.code, 2)
   assert.match(quietJson.stderr, /--quiet prints only the headline of the table: it cannot be combined with -o json/)
@@ -214,6 +216,11 @@ test('bash completion: commands, topics, flags of the command typed, flag values
     'mermaid',
     'html',
   ])
+  assert.deepEqual(await bashComplete(r.stdout, ['kproxy-doctor', 'svc', 'web', '--explain-format', '']), [
+    'text',
+    'tree',
+  ])
+  assert.deepEqual(await bashComplete(r.stdout, ['kproxy-doctor', 'svc', 'web', '--explain-f']), ['--explain-format'])
   assert.deepEqual(await bashComplete(r.stdout, ['kproxy-doctor', 'collect', 'svc', 'web', '--o']), [
     '--out',
     '--output',

@@ -196,6 +196,12 @@ test('hostile text reaches the svc report in every field, and no control reaches
         assert.match(out, /Nodes read via:/)
       }
     }
+    const tree = collected((w) =>
+      writeServiceReport(report, {format: 'table', quiet: false, readVia, order, walks: 'tree'}, layout, w),
+    )
+    assertPrintable(tree, `svc --explain-format tree (${layout.name})`, layout.colour, layout.width < 1000)
+    assert.match(tree, /node-a\\x1b\[2J/, 'the tree shows the hostile node name, as its escapes')
+    assert.match(tree, /^[│ ]*[├└]─ [^\n]*✗/mu, 'the tree marks the break')
   }
   for (const format of ['json', 'yaml'] as const) {
     const out = collected((w) => writeServiceReport(report, {format, quiet: false, readVia, order}, LAYOUTS[0], w))

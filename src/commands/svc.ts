@@ -30,6 +30,9 @@ import {outputWidth} from '../report/width.js'
 import {buildReport, exitCode, parseFailOn} from '../report/report.js'
 import {DIAGNOSIS_EXIT_CODES} from '../cli/exit-codes.js'
 
+/** How often --watch reads the nodes' rules again without a change, unless --watch-interval says. */
+const WATCH_INTERVAL_SECONDS = 10
+
 const OUTPUT = 'OUTPUT'
 const DIAGNOSIS = 'DIAGNOSIS'
 /** --watch: at most one diagnosis in this many ms; changes that come sooner are diagnosed together. */
@@ -90,11 +93,9 @@ export default class Svc extends DoctorCommand {
     }),
     'watch-interval': Flags.integer({
       description:
-        "with --watch: read the nodes' rules again after this many seconds without a change (they have no watch)",
-      default: 10,
+        "with --watch: read the nodes' rules again after this many seconds without a change (they have no watch) [default: 10]",
       min: 1,
       helpGroup: OUTPUT,
-      dependsOn: ['watch'],
     }),
     ...ignoreFlags,
     ...failOnFlag,
@@ -134,6 +135,9 @@ export default class Svc extends DoctorCommand {
       throw new DiagnosisError(
         `--explain-format shapes the table's walks: -o ${flags.output} has its own form (-o json --explain holds every step)`,
       )
+    // Not oclif's dependsOn: it counts a boolean flag's default as given.
+    if (flags['watch-interval'] !== undefined && !flags.watch)
+      throw new DiagnosisError('--watch-interval says how often --watch reads the nodes again: add --watch')
     if (flags['kernel-trace'] && !flags.probe)
       throw new DiagnosisError('--kernel-trace traces the live probes: it cannot be combined with --no-probe')
     const ignore = ignoreRules(flags)
@@ -215,7 +219,7 @@ export default class Svc extends DoctorCommand {
             write,
           ),
         minGapMs: WATCH_GAP_MS,
-        intervalMs: flags['watch-interval'] * 1000,
+        intervalMs: (flags['watch-interval'] ?? WATCH_INTERVAL_SECONDS) * 1000,
         timeoutMs: flags.timeout * 1000,
         log,
       })

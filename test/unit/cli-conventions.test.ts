@@ -176,6 +176,12 @@ test('a flag that --snapshot would ignore is an error, as are other conflicting 
   assert.equal((await runCli(['svc', 'web', '--nodes', 'a', '--all-nodes'])).code, 2)
   assert.equal((await runCli([...snap, '-q', '--explain'])).code, 2)
   assert.equal((await runCli([...snap, '--explain-format', 'tree'])).code, 2, '--explain-format needs --explain')
+  const interval = await runCli([...snap, '--watch-interval', '5'])
+  assert.equal(interval.code, 2, '--watch-interval needs --watch')
+  assert.equal(
+    interval.stderr,
+    'kproxy-doctor: --watch-interval says how often --watch reads the nodes again: add --watch\n',
+  )
   const quietJson = await runCli([...snap, '-q', '-o', 'json'])
   assert.equal(quietJson.code, 2)
   assert.match(quietJson.stderr, /--quiet prints only the headline of the table: it cannot be combined with -o json/)

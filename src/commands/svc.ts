@@ -29,6 +29,7 @@ import {writeHtml, writeMermaid, writeServiceReport, writeWatchReport} from '../
 import {outputWidth} from '../report/width.js'
 import {buildReport, exitCode, parseFailOn} from '../report/report.js'
 import {DIAGNOSIS_EXIT_CODES} from '../cli/exit-codes.js'
+import {explainValueAsFormat} from '../cli/explain-value.js'
 
 /** How often --watch reads the nodes' rules again without a change, unless --watch-interval says. */
 const WATCH_INTERVAL_SECONDS = 10
@@ -124,7 +125,7 @@ export default class Svc extends DoctorCommand {
   }
 
   async run(): Promise<void> {
-    const {args, flags} = await this.parse(Svc)
+    const {args, flags} = await this.parse(Svc, explainValueAsFormat(this.argv))
     if (flags.quiet && flags.output !== 'table')
       throw new DiagnosisError(
         `--quiet prints only the headline of the table: it cannot be combined with -o ${flags.output}`,

@@ -107,7 +107,7 @@ test('--explain-format tree: the healthy example, every step ✓ and no reason',
   assert.doesNotMatch(walks, /✗|reason:|fix/)
 })
 
-test('--explain alone (and --explain-format text) prints the flat walks as before; the tree replaces only them', async () => {
+test('--explain alone (and --explain-format text, --explain=text) prints the flat walks as before; the tree (--explain=tree too) replaces only them', async () => {
   const text = await runCli(svc('broken-cluster'))
   const explicit = await runCli(svc('broken-cluster', '--explain-format', 'text'))
   const tree = await runCli(svc('broken-cluster', '--explain-format', 'tree'))
@@ -116,6 +116,15 @@ test('--explain alone (and --explain-format text) prints the flat walks as befor
   const before = (out: string) => out.slice(0, out.indexOf('\nWalks'))
   assert.equal(before(tree.stdout), before(text.stdout))
   assert.equal(tree.code, text.code)
+  // The spelling users reach for: --explain=tree is --explain --explain-format tree.
+  const snap = ['svc', 'web', '-n', 'shop', '--snapshot', 'examples/broken-cluster']
+  const spelt = await runCli([...snap, '--explain=tree'])
+  assert.equal(spelt.code, tree.code)
+  assert.equal(spelt.stdout, tree.stdout)
+  assert.equal((await runCli([...snap, '--explain=text'])).stdout, text.stdout)
+  const bad = await runCli([...snap, '--explain=bush'])
+  assert.equal(bad.code, 2)
+  assert.equal(bad.stderr, 'kproxy-doctor: Expected --explain-format=bush to be one of: text, tree\n')
 })
 
 test('--explain-format without --explain, or with another format than the table: one line, exit 2', async () => {

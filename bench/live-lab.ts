@@ -9,6 +9,7 @@ import {spawn} from 'node:child_process'
 import {resolve} from 'node:path'
 import {linesOfBatch} from '../src/node/node-commands.js'
 import {NetnsLab} from '../test/lab/netns-lab.js'
+import {labAccess} from '../test/helpers/lab-cli.js'
 
 const TARGET_MS = 1500
 /** What --kernel-trace may add to the same svc (issue #27: at most 1 s per node; the nodes are traced side by side). */
@@ -53,20 +54,7 @@ export async function labBench(write: (text: string) => void): Promise<boolean> 
       {what: 'ssh node-b iptables-save', command: ssh('node-b', 'iptables-save > /dev/null'), code: 0},
       {
         what: 'svc web (2 nodes, probes)',
-        command: [
-          process.execPath,
-          cli,
-          'svc',
-          'web',
-          '-n',
-          'shop',
-          '--kubeconfig',
-          lab.kubeconfigPath,
-          '--ssh-config',
-          lab.sshConfigPath,
-          '-o',
-          'json',
-        ],
+        command: [process.execPath, cli, 'svc', 'web', '-n', 'shop', ...labAccess(lab), '-o', 'json'],
         code: 0,
       },
     ]

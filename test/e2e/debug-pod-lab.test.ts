@@ -6,6 +6,7 @@ import {tmpdir} from 'node:os'
 import {dirname, join, resolve} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {after, describe, test} from 'node:test'
+import {labAccess} from '../helpers/lab-cli.js'
 import {labGuard} from '../helpers/lab-guard.js'
 import {withLab} from '../helpers/lab-suite.js'
 import {runCli, type CliResult} from '../helpers/run-cli.js'
@@ -59,23 +60,7 @@ describe(
         {HOME: home},
       )
     const viaSsh = (): Promise<CliResult> =>
-      runCli(
-        [
-          'svc',
-          'web',
-          '-n',
-          'shop',
-          '--kubeconfig',
-          lab.kubeconfigPath,
-          '--ssh-config',
-          lab.sshConfigPath,
-          '--via',
-          'ssh',
-          '-o',
-          'json',
-        ],
-        {HOME: home},
-      )
+      runCli(['svc', 'web', '-n', 'shop', ...labAccess(lab), '--via', 'ssh', '-o', 'json'], {HOME: home})
     const findings = (r: CliResult) =>
       r.json.findings.map((f: {code: string; node: string | null}) => `${f.code}@${f.node}`).sort()
     const node = (r: CliResult, name: string) => r.json.nodes.find((n: {name: string}) => n.name === name)

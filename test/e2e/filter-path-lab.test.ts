@@ -4,6 +4,7 @@ import {labGuard} from '../helpers/lab-guard.js'
 import {withLab} from '../helpers/lab-suite.js'
 import {runCli, type CliResult} from '../helpers/run-cli.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
+import {labAccess} from '../helpers/lab-cli.js'
 
 /**
  * The filter path, diagnosed end to end over the lab's real sshd: other owners' chains and policies in filter FORWARD
@@ -32,19 +33,7 @@ describe('svc diagnoses drops in chains kube-proxy does not own (netns lab, real
   let lab: NetnsLab
   withLab((l) => (lab = l))
 
-  const doctor = (): Promise<CliResult> =>
-    runCli([
-      'svc',
-      'web',
-      '-n',
-      'shop',
-      '--kubeconfig',
-      lab.kubeconfigPath,
-      '--ssh-config',
-      lab.sshConfigPath,
-      '-o',
-      'json',
-    ])
+  const doctor = (): Promise<CliResult> => runCli(['svc', 'web', '-n', 'shop', ...labAccess(lab), '-o', 'json'])
   const findings = (r: CliResult): JsonFinding[] => r.json?.findings ?? []
   /** Every error and warning as "CODE node", sorted: the exact set, so a new false positive fails. */
   const problems = (r: CliResult) =>

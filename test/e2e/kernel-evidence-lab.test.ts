@@ -4,6 +4,7 @@ import {labGuard} from '../helpers/lab-guard.js'
 import {withLab} from '../helpers/lab-suite.js'
 import {runCli, type CliResult} from '../helpers/run-cli.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
+import {labAccess} from '../helpers/lab-cli.js'
 
 /**
  * Kernel evidence against the netns lab: after each node's live probes (real connections from inside the node's
@@ -57,17 +58,7 @@ describe('kernel evidence of the live probes against the netns lab', {skip: why}
   withLab((l) => (lab = l))
 
   const doctor = (...extra: string[]): Promise<CliResult> =>
-    runCli([
-      'svc',
-      'web',
-      '-n',
-      'shop',
-      '--kubeconfig',
-      lab.kubeconfigPath,
-      '--ssh-config',
-      lab.sshConfigPath,
-      ...extra,
-    ])
+    runCli(['svc', 'web', '-n', 'shop', ...labAccess(lab), ...extra])
   const kernel = (r: CliResult): KernelItem[] => r.json.kernelTrace
   const codes = (r: CliResult) => r.json.findings.map((f: {code: string; node: string | null}) => [f.code, f.node])
   /** Runs the doctor until `met` holds of a run's report (bounded), and returns that run. */

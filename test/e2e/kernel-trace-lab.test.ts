@@ -7,6 +7,7 @@ import {labGuard} from '../helpers/lab-guard.js'
 import {withLab} from '../helpers/lab-suite.js'
 import {runCli, type CliResult} from '../helpers/run-cli.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
+import {labAccess} from '../helpers/lab-cli.js'
 
 /**
  * --kernel-trace against the netns lab: the doctor makes its private nft table on each node (over the real sshd),
@@ -29,18 +30,7 @@ describe('--kernel-trace against the netns lab (iptables-nft and nftables mode, 
   let lab: NetnsLab
   withLab((l) => (lab = l))
 
-  const args = (...extra: string[]) => [
-    'svc',
-    'web',
-    '-n',
-    'shop',
-    '--kubeconfig',
-    lab.kubeconfigPath,
-    '--ssh-config',
-    lab.sshConfigPath,
-    '--kernel-trace',
-    ...extra,
-  ]
+  const args = (...extra: string[]) => ['svc', 'web', '-n', 'shop', ...labAccess(lab), '--kernel-trace', ...extra]
   const doctor = (...extra: string[]): Promise<CliResult> => runCli(args(...extra))
   const tables = (node: string) =>
     execFileSync('ip', ['netns', 'exec', lab.nodeNs(node), 'nft', 'list', 'tables'], {encoding: 'utf8'})
@@ -181,15 +171,7 @@ describe('--kernel-trace against the netns lab (iptables-nft and nftables mode, 
       'the killed run left its table',
     )
     for (const node of NODE_NAMES) {
-      const c = await runCli([
-        'cleanup',
-        '--node',
-        node,
-        '--kubeconfig',
-        lab.kubeconfigPath,
-        '--ssh-config',
-        lab.sshConfigPath,
-      ])
+      const c = await runCli(['cleanup', '--node', node, ...labAccess(lab)])
       assert.equal(c.code, 0, c.stdout + c.stderr)
       assert.match(
         c.stdout,

@@ -3,6 +3,7 @@ import {mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {after, describe, test} from 'node:test'
+import {labAccess} from '../helpers/lab-cli.js'
 import {labGuard} from '../helpers/lab-guard.js'
 import {withLab} from '../helpers/lab-suite.js'
 import {runCli, type CliResult} from '../helpers/run-cli.js'
@@ -36,23 +37,7 @@ describe(
     const viaApi = (...extra: string[]): Promise<CliResult> =>
       runCli(['svc', 'web', '-n', 'shop', '--kubeconfig', lab.kubeconfigPath, '-o', 'json', ...extra], {HOME: home})
     const viaSsh = (): Promise<CliResult> =>
-      runCli(
-        [
-          'svc',
-          'web',
-          '-n',
-          'shop',
-          '--kubeconfig',
-          lab.kubeconfigPath,
-          '--ssh-config',
-          lab.sshConfigPath,
-          '--via',
-          'ssh',
-          '-o',
-          'json',
-        ],
-        {HOME: home},
-      )
+      runCli(['svc', 'web', '-n', 'shop', ...labAccess(lab), '--via', 'ssh', '-o', 'json'], {HOME: home})
     const findings = (r: CliResult) =>
       r.json.findings.map((f: {code: string; node: string | null}) => `${f.code}@${f.node}`).sort()
     const node = (r: CliResult, name: string) => r.json.nodes.find((n: {name: string}) => n.name === name)

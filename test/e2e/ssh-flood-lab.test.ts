@@ -10,6 +10,7 @@ import {HostileSshd, rssHook} from '../lab/hostile-sshd.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
 import {run} from '../lab/sh.js'
 import {capText, DUMP_OUTPUT_CAP_BYTES} from '../../src/util/output-cap.js'
+import {labAccess} from '../helpers/lab-cli.js'
 
 /**
  * Hostile nodes over SSH: one whose iptables-save never stops printing, one whose gzip (the dumps come back through it
@@ -53,22 +54,7 @@ describe('svc against a flooding node and a gzip bomb over SSH', {skip: why}, ()
   async function doctor(): Promise<{r: CliResult; rssMb: number}> {
     rmSync(rssFile, {force: true})
     const r = await runCli(
-      [
-        'svc',
-        'web',
-        '-n',
-        'shop',
-        '--kubeconfig',
-        lab.kubeconfigPath,
-        '--ssh-config',
-        lab.sshConfigPath,
-        '--all-rules',
-        '--no-probe',
-        '--timeout',
-        '20',
-        '-o',
-        'json',
-      ],
+      ['svc', 'web', '-n', 'shop', ...labAccess(lab), '--all-rules', '--no-probe', '--timeout', '20', '-o', 'json'],
       {NODE_OPTIONS: `--import=${hook}`},
       120_000,
     )

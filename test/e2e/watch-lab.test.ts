@@ -14,6 +14,7 @@ import {labGuard} from '../helpers/lab-guard.js'
 import {withLab} from '../helpers/lab-suite.js'
 import {schemaErrors} from '../helpers/report-schema.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
+import {labAccess} from '../helpers/lab-cli.js'
 
 const why = labGuard()
 const BIN = resolve(dirname(fileURLToPath(import.meta.url)), '../../../bin/run.js')
@@ -153,10 +154,7 @@ describe('svc --watch: change lines as the cluster and the nodes change, Ctrl-C 
     'web',
     '-n',
     'shop',
-    '--kubeconfig',
-    lab.kubeconfigPath,
-    '--ssh-config',
-    lab.sshConfigPath,
+    ...labAccess(lab),
     '--no-probe',
     '--watch',
     '--watch-interval',

@@ -21,6 +21,7 @@ import {
   kubeRouterPod,
 } from '../fixtures/implementers.js'
 import {ciliumServiceList} from '../fixtures/cilium-services.js'
+import {nodeImplementers} from '../helpers/node-implementers.js'
 import {runCli} from '../helpers/run-cli.js'
 
 const scratch = mkdtempSync(join(tmpdir(), 'kpd-implementers-'))
@@ -56,17 +57,10 @@ describe('a Cilium cluster without kube-proxy', () => {
     const dir = ciliumBundle('json')
     const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', dir, '-o', 'json'])
     assert.deepEqual(r.json.findings, [])
-    assert.deepEqual(
-      r.json.nodes.map((n: {name: string; implementer: {name: string; source: string}}) => [
-        n.name,
-        n.implementer.name,
-        n.implementer.source,
-      ]),
-      [
-        ['node-a', 'cilium', 'api+node'],
-        ['node-b', 'cilium', 'api+node'],
-      ],
-    )
+    assert.deepEqual(nodeImplementers(r.json), [
+      ['node-a', 'cilium', 'api+node'],
+      ['node-b', 'cilium', 'api+node'],
+    ])
     assert.deepEqual(r.json.nodes[0].implementer.evidence, [
       "Cilium's agent kube-system/cilium-aq4zt runs on node-a and kube-system/cilium-config has kube-proxy-replacement: true",
       "Cilium's iptables chains (CILIUM_FORWARD, CILIUM_INPUT, CILIUM_OUTPUT, …)",

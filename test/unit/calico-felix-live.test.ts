@@ -176,3 +176,13 @@ test("collect keeps each FelixConfiguration's name and bpfEnabled only; the repl
     'kube-proxy (assumed): no other implementer was found, but the API could not tell all: FelixConfigurations (crd.projectcalico.org/v1, projectcalico.org/v3) not read'
   assert.deepEqual(implementers(older), [`node-a ${notRecorded}`, `node-b ${notRecorded}`], older.stderr)
 })
+
+test('a FelixConfiguration whose bpfEnabled is no boolean is left out with one warning, the others read', async () => {
+  api.set('felixconfigurations', [{...DEFAULT_ON, spec: {bpfEnabled: 'true'}}, felixConfiguration('node.node-a', true)])
+  const r = await svc()
+  assert.deepEqual(implementers(r), [
+    'node-a calico-ebpf (api): calico-node calico-system/calico-node-aq4zt runs on node-a and FelixConfiguration node.node-a (crd.projectcalico.org/v1) has bpfEnabled: true',
+    B_NOTHING,
+  ])
+  assert.match(r.stderr, /FelixConfiguration default skipped: spec\.bpfEnabled should be true or false, is a string/)
+})

@@ -8,7 +8,7 @@ import type {
   V1Pod,
   V1Service,
 } from '@kubernetes/client-node'
-import type {ClusterSource} from './cluster-source.js'
+import type {ClusterSource, CustomObjects, CustomResource} from './cluster-source.js'
 
 const SERVICE_NAME_LABEL = 'kubernetes.io/service-name'
 
@@ -84,6 +84,10 @@ export class CachedClusterSource implements ClusterSource {
 
   getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
     return this.once(`configmaps/${namespace}/${name}`, () => this.source.getConfigMap(namespace, name))
+  }
+
+  listCustomObjects(resource: CustomResource): Promise<CustomObjects> {
+    return this.once(`custom/${resource.plural}`, () => this.source.listCustomObjects(resource))
   }
 
   private once<T>(key: string, read: () => Promise<T>): Promise<T> {

@@ -9,6 +9,23 @@ import type {
   V1Service,
 } from '@kubernetes/client-node'
 
+/**
+ * A cluster-scoped custom resource (a CRD's objects), under each API version that may serve it, in the order asked:
+ * the first the cluster serves is read.
+ */
+export interface CustomResource {
+  kind: string
+  /** Its resource name in URLs, e.g. felixconfigurations; also its file in a bundle (`<plural>.json`). */
+  plural: string
+  versions: Array<{group: string; version: string}>
+}
+
+/**
+ * The objects of a custom resource as read, each as the API gave it; 'not-served' when the cluster serves none of its
+ * versions (the CRD is not installed), 'not-recorded' when a bundle holds no record of it (recorded before it was read).
+ */
+export type CustomObjects = unknown[] | 'not-served' | 'not-recorded'
+
 /** What the diagnosis asks of a cluster; served by the live API or by a recorded snapshot. */
 export interface ClusterSource {
   /** undefined when the Service does not exist. */
@@ -27,6 +44,8 @@ export interface ClusterSource {
   listNetworkPolicies(namespace: string): Promise<V1NetworkPolicy[] | undefined>
   /** Every Namespace (their labels, for namespaceSelector); undefined when not recorded. */
   listNamespaces(): Promise<V1Namespace[] | undefined>
+  /** The objects of a cluster-scoped custom resource (a Service implementer's configuration: Calico's FelixConfigurations). */
+  listCustomObjects(resource: CustomResource): Promise<CustomObjects>
   /** Where this source reads from, for messages. */
   describe(): string
 }

@@ -1,4 +1,11 @@
-import {ApiException, CoreV1Api, DiscoveryV1Api, KubeConfig, NetworkingV1Api} from '../vendor/client-node.js'
+import {
+  ApiException,
+  CoreV1Api,
+  CustomObjectsApi,
+  DiscoveryV1Api,
+  KubeConfig,
+  NetworkingV1Api,
+} from '../vendor/client-node.js'
 import type {
   ConfigurationOptions,
   ObservableMiddleware,
@@ -22,7 +29,7 @@ import {
 import {existsSync} from 'node:fs'
 import {homedir} from 'node:os'
 import {delimiter, join} from 'node:path'
-import type {ClusterSource} from './cluster-source.js'
+import type {ClusterSource, CustomObjects, CustomResource} from './cluster-source.js'
 
 export interface KubeOptions {
   kubeconfig?: string
@@ -170,6 +177,7 @@ export class LiveClusterSource implements ClusterSource {
   private core: CoreV1Api
   private discovery: DiscoveryV1Api
   private networking: NetworkingV1Api
+  private custom: CustomObjectsApi
   private server: string
 
   constructor(
@@ -181,6 +189,7 @@ export class LiveClusterSource implements ClusterSource {
     this.core = kc.makeApiClient(CoreV1Api)
     this.discovery = kc.makeApiClient(DiscoveryV1Api)
     this.networking = kc.makeApiClient(NetworkingV1Api)
+    this.custom = kc.makeApiClient(CustomObjectsApi)
     this.server = redactUrl(kc.getCurrentCluster()?.server ?? '?')
   }
 
@@ -256,6 +265,35 @@ export class LiveClusterSource implements ClusterSource {
 
   async listNamespaces(): Promise<V1Namespace[] | undefined> {
     return (await this.call('list', 'namespaces', undefined, (o) => this.core.listNamespace({}, o))).items
+  }
+
+  /**
+   * Each version in turn until one is served (404: the group or resource is not served, the next is asked). A refusal
+   * (403) of one version is kept while another is asked (a user may be granted the other group), and thrown when none
+   * answers.
+   */
+  async listCustomObjects(resource: CustomResource): Promise<CustomObjects> {
+    let refused: unknown
+    for (const {group, version} of resource.versions) {
+      try {
+        const list = (await this.call(
+          'list',
+          `${resource.plural}.${group}`,
+          undefined,
+          (o) => this.custom.listClusterCustomObject({group, version, plural: resource.plural}, o),
+          true,
+        )) as {items?: unknown} | undefined
+        if (list === undefined) continue
+        if (!Array.isArray(list.items))
+          throw new DiagnosisError(`list ${resource.plural}.${group}: the answer holds no list of items`)
+        return list.items as unknown[]
+      } catch (e) {
+        if (!(e instanceof DiagnosisError && (e.cause as {code?: number} | undefined)?.code === 403)) throw e
+        refused ??= e
+      }
+    }
+    if (refused) throw refused
+    return 'not-served'
   }
 
   getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {

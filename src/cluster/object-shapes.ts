@@ -204,6 +204,15 @@ const NETWORK_POLICY: Shape = {
 
 const NAMESPACE: Shape = {fields: {metadata}}
 
+/** Any custom object (cluster/cluster-source.ts CustomResource): what names it. */
+const customObjectFields: Record<string, Shape> = {apiVersion: 'string', kind: 'string', metadata}
+const CUSTOM_OBJECT: Shape = {fields: customObjectFields}
+
+/** Calico's Felix configuration (crd.projectcalico.org/v1, projectcalico.org/v3): whether its eBPF dataplane is on. */
+const FELIX_CONFIGURATION: Shape = {
+  fields: {...customObjectFields, spec: {fields: {bpfEnabled: 'boolean'}}},
+}
+
 /** The kinds the doctor reads, each with the shape of what it reads of them. */
 const OBJECT_SHAPES = {
   Service: SERVICE,
@@ -214,9 +223,15 @@ const OBJECT_SHAPES = {
   ConfigMap: CONFIG_MAP,
   NetworkPolicy: NETWORK_POLICY,
   Namespace: NAMESPACE,
+  CustomObject: CUSTOM_OBJECT,
+  FelixConfiguration: FELIX_CONFIGURATION,
 } as const
 
 export type ObjectKind = keyof typeof OBJECT_SHAPES
+
+/** A custom resource's kind whose shape is known here; others are read as any custom object. */
+export const customObjectKind = (kind: string): ObjectKind =>
+  kind in OBJECT_SHAPES ? (kind as ObjectKind) : 'CustomObject'
 
 /** What a value is, in words: "a string", "a list", "null". */
 function whatIs(value: unknown): string {

@@ -123,9 +123,22 @@ async function readImplementerObjects(
       }),
     ),
   )
-  const agent = (p: V1Pod) =>
-    reads.agentLabels.some((labels) => Object.entries(labels).every(([k, v]) => p.metadata?.labels?.[k] === v))
-  return {pods: pods.flat().filter(agent), configMaps: configMaps.filter((c): c is V1ConfigMap => !!c)}
+  const labelled = (p: V1Pod, labels: Record<string, string>) =>
+    Object.entries(labels).every(([k, v]) => p.metadata?.labels?.[k] === v)
+  const agents = pods.flat().filter((p) => reads.agentLabels.some((labels) => labelled(p, labels)))
+  const customObjects: Record<string, unknown[]> = {}
+  for (const resource of reads.customResources) {
+    if (!agents.some((p) => labelled(p, resource.agentLabels))) continue
+    const what = `${resource.kind}s (${resource.versions.map((v) => `${v.group}/${v.version}`).join(', ')})`
+    try {
+      const objects = await source.listCustomObjects(resource)
+      if (objects === 'not-recorded') unread.push({what, reason: `not recorded (${source.describe()})`})
+      else customObjects[resource.kind] = objects === 'not-served' ? [] : objects
+    } catch (e) {
+      unread.push({what, reason: (e as Error).message})
+    }
+  }
+  return {pods: agents, configMaps: configMaps.filter((c): c is V1ConfigMap => !!c), customObjects}
 }
 
 async function readClusterDomain(

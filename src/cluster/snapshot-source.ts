@@ -13,7 +13,7 @@ import type {
 import {DiagnosisError} from '../errors.js'
 import {nestsDeeperThan} from '../parse/json-depth.js'
 import {readRegularFile} from '../parse/regular-file.js'
-import type {ClusterSource} from './cluster-source.js'
+import type {ClusterSource, CustomObjects, CustomResource} from './cluster-source.js'
 
 /** Deeper than any Kubernetes object nests (a Pod's spec about 12 levels). */
 const MAX_NESTING = 64
@@ -29,6 +29,12 @@ export const SNAPSHOT_FILES = {
   networkpolicies: 'networkpolicies.json',
   namespaces: 'namespaces.json',
 } as const
+
+/** A custom resource's file in a bundle: its plural (felixconfigurations.json), a List of the objects read. */
+export function customObjectsFile(resource: CustomResource): string {
+  if (!/^[a-z][a-z0-9-]*$/.test(resource.plural)) throw new Error(`not a resource name: ${resource.plural}`)
+  return `${resource.plural}.json`
+}
 
 /** What a bundle was recorded for: written by `collect`, read so that a bundle is never asked what it does not hold. */
 export const MANIFEST_FILE = 'manifest.json'
@@ -150,20 +156,30 @@ export class SnapshotClusterSource implements ClusterSource {
   async getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
     return this.items<V1ConfigMap>('configmaps').find((c) => matches(c, namespace, name))
   }
+  /** A custom resource's objects from its file (customObjectsFile); a bundle without the file did not record them. */
+  async listCustomObjects(resource: CustomResource): Promise<CustomObjects> {
+    const file = customObjectsFile(resource)
+    if (!existsSync(join(this.dir, file))) return 'not-recorded'
+    return this.listFile(file)
+  }
 
   private readonly parsed = new Map<string, unknown[]>()
 
   private items<T>(kind: keyof typeof SNAPSHOT_FILES): T[] {
-    const cached = this.parsed.get(kind)
+    return this.listFile<T>(SNAPSHOT_FILES[kind])
+  }
+
+  private listFile<T>(file: string): T[] {
+    const cached = this.parsed.get(file)
     if (cached) return cached as T[]
-    const path = join(this.dir, SNAPSHOT_FILES[kind])
+    const path = join(this.dir, file)
     if (!existsSync(path)) return []
     try {
       const parsed = JSON.parse(readRegularFile(path).toString('utf8')) as {items?: T[]}
       if (!Array.isArray(parsed.items)) throw new Error('no "items" list')
       // No API object nests this deep; a value that does overflows the stack wherever it is turned into text.
       if (nestsDeeperThan(parsed, MAX_NESTING)) throw new Error(`nested deeper than ${MAX_NESTING} levels`)
-      this.parsed.set(kind, parsed.items)
+      this.parsed.set(file, parsed.items)
       return parsed.items
     } catch (e) {
       throw new DiagnosisError(`cannot read ${path}: ${withoutContent(e as Error)}`, {cause: e})

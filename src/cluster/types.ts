@@ -1,4 +1,5 @@
 import type {V1ConfigMap, V1EndpointSlice, V1NetworkPolicy, V1Node, V1Pod, V1Service} from '@kubernetes/client-node'
+import type {CustomResource} from './cluster-source.js'
 
 export interface KubeProxyConfig {
   /** "iptables", "ipvs", "nftables", or "" when unset (iptables on Linux). */
@@ -86,6 +87,18 @@ export interface PolicyState {
 export interface ImplementerObjects {
   pods: V1Pod[]
   configMaps: V1ConfigMap[]
+  /**
+   * Their custom objects by kind (FelixConfiguration), where read: none when the cluster does not serve the kind; a
+   * kind not asked for (none of its agents runs) or not read (refused, not recorded: said in `unread`) is absent.
+   */
+  customObjects?: Record<string, unknown[]>
+}
+
+/** A custom resource an implementer reads where one of its agents' Pods runs, and what of its spec a bundle keeps. */
+export interface ImplementerCustomResource extends CustomResource {
+  /** Read only when a Pod with these labels was found (no request on a cluster without that implementer). */
+  agentLabels: Record<string, string>
+  specKeys: string[]
 }
 
 /**
@@ -99,6 +112,7 @@ export interface ImplementerReads {
   configMaps: Array<{namespace: string; name: string; keys: string[]}>
   env: string[]
   argPrefixes: string[]
+  customResources: ImplementerCustomResource[]
 }
 
 export interface UnreadApiData {

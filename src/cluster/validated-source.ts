@@ -9,8 +9,8 @@ import type {
   V1Service,
 } from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
-import type {ClusterSource} from './cluster-source.js'
-import {objectProblem, type ObjectKind} from './object-shapes.js'
+import type {ClusterSource, CustomObjects, CustomResource} from './cluster-source.js'
+import {customObjectKind, objectProblem, type ObjectKind} from './object-shapes.js'
 
 /** An object left out of a list because a field the doctor reads has the wrong type. */
 export interface SkippedObject {
@@ -79,6 +79,11 @@ export class ValidatedClusterSource implements ClusterSource {
   async listNamespaces(): Promise<V1Namespace[] | undefined> {
     const namespaces = await this.source.listNamespaces()
     return namespaces && this.list('Namespace', namespaces)
+  }
+
+  async listCustomObjects(resource: CustomResource): Promise<CustomObjects> {
+    const objects = await this.source.listCustomObjects(resource)
+    return typeof objects === 'string' ? objects : this.list(customObjectKind(resource.kind), objects)
   }
 
   private one<T>(kind: ObjectKind, object: T | undefined): T | undefined {

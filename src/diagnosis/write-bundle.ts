@@ -2,8 +2,8 @@ import {IMPLEMENTER_READS} from '../model/implementers/index.js'
 import {lstatSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmdirSync, rmSync, writeFileSync} from 'node:fs'
 import {basename, dirname, join, resolve} from 'node:path'
 import type {V1ConfigMap, V1EndpointSlice, V1Node, V1Pod, V1Service} from '@kubernetes/client-node'
-import {MANIFEST_FILE, SNAPSHOT_FILES, type SnapshotManifest} from '../cluster/snapshot-source.js'
-import type {ClusterState} from '../cluster/types.js'
+import {customObjectsFile, MANIFEST_FILE, SNAPSHOT_FILES, type SnapshotManifest} from '../cluster/snapshot-source.js'
+import type {ClusterState, ImplementerCustomResource} from '../cluster/types.js'
 import {DiagnosisError} from '../errors.js'
 import {isNodeName} from '../model/names.js'
 import {writeNodeRecording} from '../node/read/bundle.js'
@@ -135,6 +135,18 @@ function implementerConfigFields(c: V1ConfigMap): V1ConfigMap {
   return {...rest, data: Object.fromEntries((wanted?.keys ?? []).filter((k) => k in data).map((k) => [k, data[k]]))}
 }
 
+/** A Service implementer's custom object as a bundle keeps it: what names it and the keys of its spec it reads. */
+function customObjectFields(resource: ImplementerCustomResource, o: unknown) {
+  const object = o as {apiVersion?: string; kind?: string; metadata?: {name?: string}; spec?: Record<string, unknown>}
+  const spec = object.spec ?? {}
+  return {
+    apiVersion: object.apiVersion,
+    kind: object.kind,
+    metadata: {name: object.metadata?.name},
+    spec: Object.fromEntries(resource.specKeys.filter((k) => k in spec).map((k) => [k, spec[k]])),
+  }
+}
+
 const CONFIG_KEYS = ['config.conf', 'Corefile']
 
 function configMapFields(c: V1ConfigMap): V1ConfigMap {
@@ -243,6 +255,11 @@ function writeContent(
   const configMaps = [cluster.proxyConfigMap, cluster.corednsConfigMap].filter((c): c is V1ConfigMap => c !== undefined)
   const implementerConfigs = (cluster.implementerObjects?.configMaps ?? []).map(implementerConfigFields)
   write(SNAPSHOT_FILES.configmaps, list([...configMaps.map(configMapFields), ...implementerConfigs]))
+  // Custom objects not read are left out too: a replay says they were not recorded. None served: an empty list.
+  for (const resource of IMPLEMENTER_READS.customResources) {
+    const objects = cluster.implementerObjects?.customObjects?.[resource.kind]
+    if (objects) write(customObjectsFile(resource), list(objects.map((o) => customObjectFields(resource, o))))
+  }
   // Policies that were not read are left out, so that a replay says they were not recorded rather than that none exist.
   if (policy && !policy.unread) {
     write(SNAPSHOT_FILES.networkpolicies, list(policy.policies.map(withoutBookkeeping)))

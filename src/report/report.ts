@@ -219,10 +219,14 @@ function firstLine(d: Diagnosis, findings: Finding[]): {summary: string; next: N
   const silenced = [...new Set(d.ignoredBreaks.values())]
   const unfollowed = [...new Set(d.paths.flatMap((p) => p.remote.filter((h) => !h.followed).map((h) => h.node)))].sort()
   const halves = unfollowed.length > 0 ? ` (the second halves on ${unfollowed.join(', ')} not followed: not read)` : ''
-  const works =
+  const traced =
     silenced.length > 0
       ? `every traced path works on ${readable} node(s)${halves} except breaks silenced by ignore rules (${silenced.join(', ')})`
       : `every traced path works on ${readable} node(s)${halves}`
+  // Nodes judged in another implementer's own state (Cilium's agent) are said as such, not as traced paths.
+  const cilium = d.context.cilium.length
+  const agrees = cilium > 0 ? `Cilium's Service state agrees with the EndpointSlices on ${cilium} node(s)` : ''
+  const works = readable === 0 && agrees ? agrees : [traced, agrees].filter(Boolean).join('; ')
   const ignoredCount = d.ignored.length > 0 ? `, ${d.ignored.length} ignored` : ''
   return {
     summary: `✓ ${id}: ${works}${probesAnswered(d)}${warnings ? `, ${warnings} warning(s)` : ''}${ignoredCount}`,

@@ -7,6 +7,7 @@ import {labGuard} from '../helpers/lab-guard.js'
 import {withLab} from '../helpers/lab-suite.js'
 import {allowingRule, grants, grantUsed, readRoleRules} from '../helpers/rbac.js'
 import {runCli} from '../helpers/run-cli.js'
+import {calicoNodePod, felixConfiguration} from '../fixtures/implementers.js'
 import {labPodSandbox} from '../lab/apiserver-sandboxes.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
 
@@ -64,6 +65,20 @@ describe('the documented ClusterRole', {skip: why}, () => {
     try {
       lab.api.requestLog.length = 0
       await run(['svc', 'web', '-n', 'shop', ...cluster, ...nodes], 0)
+      // calico-node on node-a (FELIX_BPFENABLED unset): its FelixConfigurations are read, under each group in turn.
+      const pods = lab.api.objects.get('pods') ?? []
+      lab.api.set('pods', [...pods, calicoNodePod('node-a', undefined)])
+      lab.api.set('felixconfigurations', [felixConfiguration('default', false)])
+      try {
+        for (const served of ['crd.projectcalico.org/v1', 'projectcalico.org/v3']) {
+          lab.api.opts.calicoCrds = served
+          await run(['svc', 'web', '-n', 'shop', ...cluster, ...nodes], 0)
+        }
+      } finally {
+        lab.api.opts.calicoCrds = undefined
+        lab.api.set('pods', pods)
+        lab.api.set('felixconfigurations', [])
+      }
       await run(['svc', 'wbe', '-n', 'shop', ...cluster, ...nodes], 2)
       await run(['scan', '-n', 'shop', ...cluster, ...nodes], 0)
       await run(['scan', '-A', ...cluster, ...nodes], 0)

@@ -50,6 +50,8 @@ const RESOURCES: Record<string, ResourceDef> = {
     namespaced: true,
     shortNames: ['netpol'],
   },
+  // Served only under the group and version `calicoCrds` names (a cluster without Calico: 404).
+  felixconfigurations: {group: 'crd.projectcalico.org', version: 'v1', kind: 'FelixConfiguration', namespaced: false},
 }
 
 type Obj = {
@@ -81,6 +83,11 @@ export interface ApiServerOptions {
   token: string
   /** "verb resource namespace" triples answered 403 ("*" for any namespace). */
   forbidden?: Set<string>
+  /**
+   * Where Calico's FelixConfigurations are served: "crd.projectcalico.org/v1" (Calico's CRDs) or "projectcalico.org/v3"
+   * (its native v3 CRDs); undefined: no Calico CRDs, a 404 as for any group the cluster does not serve.
+   */
+  calicoCrds?: string
   /** Serve no discovery.k8s.io group (a cluster before EndpointSlices). */
   withoutEndpointSlices?: boolean
   /**
@@ -401,9 +408,11 @@ current-context: lab
         p,
       )
     if (!m) return this.status(res, 404, 'NotFound', 'the server could not find the requested resource')
-    const [, group = '', , namespace, resource, name, subresource] = m
+    const [, group = '', version, namespace, resource, name, subresource] = m
     const def = RESOURCES[resource]
-    if (!def || def.group !== group || (group === 'discovery.k8s.io' && this.opts.withoutEndpointSlices))
+    const served =
+      resource === 'felixconfigurations' ? this.opts.calicoCrds === `${group}/${version}` : def?.group === group
+    if (!def || !served || (group === 'discovery.k8s.io' && this.opts.withoutEndpointSlices))
       return this.status(res, 404, 'NotFound', 'the server could not find the requested resource')
     if (subresource) return this.status(res, 400, 'BadRequest', 'Upgrade request required')
     if (req.method === 'POST' && resource === 'pods' && namespace && !name)
@@ -418,7 +427,7 @@ current-context: lab
     let items = (resource === 'pods' ? this.pods() : (this.objects.get(resource) ?? [])).filter(
       (o) => !def.namespaced || !namespace || o.metadata?.namespace === namespace,
     )
-    const apiVersion = group ? `${group}/${def.version}` : def.version
+    const apiVersion = group ? `${group}/${resource === 'felixconfigurations' ? version : def.version}` : def.version
     if (name) {
       const found = items.find((o) => o.metadata?.name === name)
       if (!found)

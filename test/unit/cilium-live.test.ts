@@ -14,7 +14,7 @@ import {LabApiServer} from '../lab/apiserver.js'
 import type {RecordedExec} from '../lab/apiserver-streams.js'
 import {runCli, type CliResult} from '../helpers/run-cli.js'
 import {endpointSliceObject, nodeObject, podObject, serviceObject} from '../fixtures/api-objects.js'
-import {labPods, NODES, SERVICES, WEB} from '../fixtures/lab-cluster.js'
+import {DNS, labPods, NODES, SERVICES, WEB} from '../fixtures/lab-cluster.js'
 import {ciliumServiceList, type CiliumFaults} from '../fixtures/cilium-services.js'
 import {agentDaemonSet, ciliumAgentPod, ciliumConfigMap, ciliumNodeDump} from '../fixtures/implementers.js'
 
@@ -50,7 +50,8 @@ function answer(pod: {metadata?: {name?: string}; spec?: unknown}, argv: string[
   }
   // The debug Pod on a Cilium node: its rules are Cilium's chains; every other read answers with nothing.
   if (argv[0] === 'iptables-save') return {stdout: ciliumNodeDump()}
-  if (argv[0] === 'dig') return {stdout: `${WEB.clusterIP}\n`}
+  if (argv[0] === 'dig')
+    return {stdout: `${argv.some((a) => a.startsWith('kube-dns.')) ? DNS.clusterIP : WEB.clusterIP}\n`}
   if (argv[0] === 'ip' && argv.includes('get')) return {stdout: `${argv.at(-1)} dev cilium_host src 10.244.0.1 uid 0\n`}
   return {stdout: ''}
 }
@@ -111,6 +112,8 @@ test("healthy Cilium nodes: each agent's Service list read in its Pod and judged
   const r = await svc()
   assert.deepEqual(findings(r), [])
   assert.deepEqual(proxyRulesGaps(r), [])
+  // What was judged, in Cilium's terms: no path of kube-proxy's was traced on these nodes.
+  assert.equal(r.json.summary, "✓ shop/web: Cilium's Service state agrees with the EndpointSlices on 2 node(s)")
   assert.equal(r.code, 0, r.stderr + JSON.stringify(r.json?.notChecked))
   assert.deepEqual(
     r.json.nodes.map((n: {name: string; implementer: {name: string}}) => `${n.name} ${n.implementer.name}`),
@@ -189,4 +192,51 @@ test("collect records each agent's list in the bundle; svc --snapshot judges the
   const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', dir, '-o', 'json'], {HOME: home})
   assert.equal(r.code, 1, r.stderr)
   assert.deepEqual(findings(r), STALE_ON_B)
+})
+
+/** A scan's Services as "namespace/name ok|broken" with their findings, code@node, sorted. */
+const scanned = (r: CliResult) =>
+  r.json.services.map(
+    (s: {service: {namespace: string; name: string}; ok: boolean; findings: Array<{code: string; node: string}>}) =>
+      `${s.service.namespace}/${s.service.name} ${s.ok ? 'ok' : 'broken'}: ${s.findings
+        .map((f) => `${f.code}@${f.node}`)
+        .sort()
+        .join(' ')}`,
+  )
+
+test('scan -A over Cilium nodes: each agent read once for all Services; shop/web broken on node-b only, kube-dns healthy', async () => {
+  agents['node-b'] = {faults: {extraBackends: [{ip: '10.244.2.99', port: 8080, nodeName: 'node-b'}]}}
+  for (const threads of ['1', '2']) {
+    api.requestLog.length = 0
+    const r = await runCli(
+      ['scan', '-A', '--kubeconfig', api.writeKubeconfig(), ...LIVE, '--threads', threads, '-o', 'json'],
+      {HOME: home},
+    )
+    assert.equal(r.code, 1, r.stderr)
+    assert.equal(
+      r.json.summary,
+      '✗ all namespaces: 1 of 2 diagnosed Services are broken (0 skipped; 2 of 2 nodes read)',
+    )
+    assert.deepEqual(scanned(r), ['kube-system/kube-dns ok: ', `shop/web broken: ${STALE_ON_B.join(' ')}`], threads)
+    assert.equal(
+      r.json.services[0].summary,
+      "✓ kube-system/kube-dns: Cilium's Service state agrees with the EndpointSlices on 2 node(s)",
+    )
+    for (const s of r.json.services)
+      assert.deepEqual(
+        s.nodes.map((n: {name: string; implementer: {name: string}}) => `${n.name} ${n.implementer.name}`),
+        ['node-a cilium', 'node-b cilium'],
+      )
+    // Cilium's state is judged: kube-proxy's rules are not asked for on these nodes, nothing required is left unchecked.
+    assert.deepEqual(
+      r.json.services.flatMap((s: {notChecked: Array<{check: string; required: boolean}>}) =>
+        s.notChecked.filter((n) => n.required).map((n) => n.check),
+      ),
+      [],
+    )
+    assert.deepEqual(agentExecs().sort(), [
+      'cilium-aq4zt cilium-dbg service list -o json',
+      'cilium-bq4zt cilium-dbg service list -o json',
+    ])
+  }
 })

@@ -14,6 +14,7 @@ import {
   ciliumConfigMap,
   ciliumNodeDump,
   cniOnlyDump,
+  felixConfiguration,
   kubeRouterPod,
   ovnkubeNodePod,
 } from '../fixtures/implementers.js'
@@ -24,6 +25,10 @@ interface DetectionCase {
   /** The implementers' API objects as read (none: read, nothing found). */
   pods?: unknown[]
   configMaps?: unknown[]
+  /** Calico's FelixConfigurations as read (undefined: not read, or not asked for). */
+  felix?: unknown[]
+  /** API reads that could not be made (cluster.unread). */
+  unread?: Array<{what: string; reason: string}>
   /** kube-proxy's own API objects: its Pod on node-a, its ConfigMap. */
   kubeProxyPod?: boolean
   kubeProxyConfig?: boolean
@@ -40,7 +45,12 @@ const NODE = 'node-a'
 
 function decide(c: DetectionCase) {
   const {cluster, observations} = offlineCluster()
-  cluster.implementerObjects = {pods: (c.pods ?? []) as V1Pod[], configMaps: (c.configMaps ?? []) as V1ConfigMap[]}
+  cluster.implementerObjects = {
+    pods: (c.pods ?? []) as V1Pod[],
+    configMaps: (c.configMaps ?? []) as V1ConfigMap[],
+    ...(c.felix ? {customObjects: {FelixConfiguration: c.felix}} : {}),
+  }
+  cluster.unread = c.unread ?? []
   cluster.kubeProxyPods = c.kubeProxyPod ? [kubeProxyPodObject(NODE, true) as unknown as V1Pod] : []
   if (c.kubeProxyConfig) cluster.proxyConfigMap = kubeProxyConfigMap() as unknown as V1ConfigMap
   const lab = observations.find((o) => o.name === NODE)!
@@ -83,6 +93,87 @@ const FROM_API: DetectionCase[] = [
     name: 'Calico: calico-node with FELIX_BPFENABLED=true',
     pods: [calicoNodePod(NODE, true)],
     expected: only('calico-ebpf', 'api', /calico-system\/calico-node-aq4zt runs on node-a with FELIX_BPFENABLED=true/),
+  },
+  {
+    name: 'Calico: FELIX_BPFENABLED=yes (Felix reads yes, y, t, 1 as true)',
+    pods: [calicoNodePod(NODE, 'yes')],
+    expected: only(
+      'calico-ebpf',
+      'api',
+      /^calico-node calico-system\/calico-node-aq4zt runs on node-a with FELIX_BPFENABLED=yes$/,
+    ),
+  },
+  {
+    name: 'Calico: no FELIX_BPFENABLED, FelixConfiguration default has bpfEnabled: true',
+    pods: [calicoNodePod(NODE, undefined)],
+    felix: [felixConfiguration('default', true)],
+    expected: only(
+      'calico-ebpf',
+      'api',
+      /^calico-node calico-system\/calico-node-aq4zt runs on node-a and FelixConfiguration default \(crd\.projectcalico\.org\/v1\) has bpfEnabled: true$/,
+    ),
+  },
+  {
+    name: "Calico: the node's FelixConfiguration (node.node-a) turns it on over default's false",
+    pods: [calicoNodePod(NODE, undefined)],
+    felix: [
+      felixConfiguration('default', false),
+      felixConfiguration('node.node-b', false),
+      felixConfiguration(`node.${NODE}`, true),
+    ],
+    expected: only(
+      'calico-ebpf',
+      'api',
+      /^calico-node calico-system\/calico-node-aq4zt runs on node-a and FelixConfiguration node\.node-a \(crd\.projectcalico\.org\/v1\) has bpfEnabled: true$/,
+    ),
+  },
+  {
+    name: "Calico: the node's FelixConfiguration without bpfEnabled leaves default's true",
+    pods: [calicoNodePod(NODE, undefined)],
+    felix: [felixConfiguration(`node.${NODE}`, undefined), felixConfiguration('default', true, 'projectcalico.org/v3')],
+    expected: only(
+      'calico-ebpf',
+      'api',
+      /^calico-node calico-system\/calico-node-aq4zt runs on node-a and FelixConfiguration default \(projectcalico\.org\/v3\) has bpfEnabled: true$/,
+    ),
+  },
+  {
+    name: "Calico: FELIX_BPFENABLED=true wins over FelixConfiguration default's bpfEnabled: false",
+    pods: [calicoNodePod(NODE, true)],
+    felix: [felixConfiguration('default', false)],
+    expected: only(
+      'calico-ebpf',
+      'api',
+      /^calico-node calico-system\/calico-node-aq4zt runs on node-a with FELIX_BPFENABLED=true \(FelixConfiguration default has bpfEnabled: false; the environment wins, as Felix reads it first\)$/,
+    ),
+  },
+  {
+    name: 'Calico: FelixConfigurations forbidden (403), no FELIX_BPFENABLED: kube-proxy assumed, the gap said',
+    pods: [calicoNodePod(NODE, undefined)],
+    unread: [
+      {
+        what: 'FelixConfigurations (crd.projectcalico.org/v1, projectcalico.org/v3)',
+        reason: 'RBAC forbids list felixconfigurations.crd.projectcalico.org (403): forbidden',
+      },
+    ],
+    expected: {
+      name: 'kube-proxy',
+      source: 'assumed',
+      active: [],
+      kubeProxyJudged: true,
+      evidence:
+        /^no other implementer was found, but the API could not tell all: FelixConfigurations \(crd\.projectcalico\.org\/v1, projectcalico\.org\/v3\) not read$/,
+    },
+  },
+  {
+    name: 'Calico: FelixConfigurations forbidden, but FELIX_BPFENABLED=true decides (the environment comes first)',
+    pods: [calicoNodePod(NODE, true)],
+    unread: [{what: 'FelixConfigurations (crd.projectcalico.org/v1, projectcalico.org/v3)', reason: 'forbidden'}],
+    expected: only(
+      'calico-ebpf',
+      'api',
+      /^calico-node calico-system\/calico-node-aq4zt runs on node-a with FELIX_BPFENABLED=true$/,
+    ),
   },
   {
     name: 'kube-router: service proxy on by default',
@@ -147,6 +238,32 @@ const FROM_API: DetectionCase[] = [
     name: `none: ${name}`,
     pods: [...pods],
     configMaps: [...configMaps],
+    expected: {name: 'none', source: 'none', active: [], kubeProxyJudged: false, evidence: /^$/},
+  })),
+  ...(
+    [
+      [
+        "FelixConfiguration node.node-a's bpfEnabled: false over default's true",
+        undefined,
+        [felixConfiguration(`node.${NODE}`, false), felixConfiguration('default', true)],
+      ],
+      [
+        "FELIX_BPFENABLED=false over FelixConfiguration default's bpfEnabled: true",
+        false,
+        [felixConfiguration('default', true)],
+      ],
+      ['FelixConfiguration of another node only (node.node-b)', undefined, [felixConfiguration('node.node-b', true)]],
+      ['calico-node, no FelixConfiguration CRD (not served), no FELIX_BPFENABLED', undefined, []],
+      [
+        'FELIX_BPFENABLED=maybe (no boolean to Felix), default without bpfEnabled',
+        'maybe',
+        [felixConfiguration('default', undefined)],
+      ],
+    ] as const
+  ).map(([name, env, felix]): DetectionCase => ({
+    name: `none: ${name}`,
+    pods: [calicoNodePod(NODE, env)],
+    felix: [...felix],
     expected: {name: 'none', source: 'none', active: [], kubeProxyJudged: false, evidence: /^$/},
   })),
 ]

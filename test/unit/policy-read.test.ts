@@ -38,6 +38,7 @@ function source(policies: (ns: string) => V1NetworkPolicy[] | undefined, calls: 
       return [{metadata: {name: 'client', labels: {team: 'blue'}}}, {metadata: {name: 'shop'}}]
     },
     getConfigMap: async () => undefined,
+    listCustomObjects: async () => 'not-served',
   }
 }
 

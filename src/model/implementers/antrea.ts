@@ -38,7 +38,14 @@ function proxyAll(text: string | undefined): string | undefined {
 export const antreaImplementer: ServiceImplementerAdapter = {
   name: 'antrea',
   title: 'Antrea (AntreaProxy)',
-  reads: {namespaces: ['kube-system'], agentLabels: [AGENT], configMaps: CONFIG_MAPS, env: [], argPrefixes: []},
+  reads: {
+    namespaces: ['kube-system'],
+    agentLabels: [AGENT],
+    configMaps: CONFIG_MAPS,
+    env: [],
+    argPrefixes: [],
+    customResources: [],
+  },
   fromApi(objects, _cluster, node) {
     const pod = agentPodOn(objects, node, AGENT)
     const said = proxyAll(configMapOf(objects, CONFIG_MAPS)?.data?.['antrea-agent.conf'])

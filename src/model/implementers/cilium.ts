@@ -29,6 +29,7 @@ export const ciliumImplementer: ServiceImplementerAdapter = {
     configMaps: CONFIG_MAPS,
     env: [],
     argPrefixes: [],
+    customResources: [],
   },
   fromApi(objects, _cluster, node) {
     const pod = agentPodOn(objects, node, AGENT)

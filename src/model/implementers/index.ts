@@ -32,6 +32,7 @@ export const IMPLEMENTER_READS: ImplementerReads = {
   configMaps: SERVICE_IMPLEMENTERS.flatMap((i) => i.reads.configMaps),
   env: SERVICE_IMPLEMENTERS.flatMap((i) => i.reads.env),
   argPrefixes: SERVICE_IMPLEMENTERS.flatMap((i) => i.reads.argPrefixes),
+  customResources: SERVICE_IMPLEMENTERS.flatMap((i) => i.reads.customResources),
 }
 
 /** One implementer found on a node, with what said so. */

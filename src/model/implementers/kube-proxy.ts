@@ -6,7 +6,7 @@ export const kubeProxyImplementer: ServiceImplementerAdapter = {
   name: 'kube-proxy',
   title: 'kube-proxy',
   // Its Pods and ConfigMap are read for the diagnosis already (ClusterState.kubeProxyPods, proxyConfigMap).
-  reads: {namespaces: [], agentLabels: [], configMaps: [], env: [], argPrefixes: []},
+  reads: {namespaces: [], agentLabels: [], configMaps: [], env: [], argPrefixes: [], customResources: []},
   fromApi(_objects, cluster, node) {
     const pod = cluster.kubeProxyPods.find((p) => p.spec?.nodeName === node)
     return pod

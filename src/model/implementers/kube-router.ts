@@ -35,6 +35,7 @@ export const kubeRouterImplementer: ServiceImplementerAdapter = {
     configMaps: [],
     env: [],
     argPrefixes: ['--run-service-proxy'],
+    customResources: [],
   },
   fromApi(objects, _cluster, node) {
     const pod = kubeRouterPodOn(objects.pods, node)

@@ -12,6 +12,7 @@ export const ovnKubernetesImplementer: ServiceImplementerAdapter = {
     configMaps: [],
     env: [],
     argPrefixes: [],
+    customResources: [],
   },
   fromApi(objects, _cluster, node) {
     const pod = agentPodOn(objects, node, AGENT)

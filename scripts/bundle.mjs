@@ -95,6 +95,28 @@ const ssh2Dirname = {
   },
 }
 
+/**
+ * oclif's logger makes a `debug` logger per namespace as it loads, and the debug package reads the terminal's colours
+ * and DEBUG's namespaces as it loads (node:tty, supports-color): part of every start. Without DEBUG set nothing is
+ * logged, so oclif gets loggers that do nothing then, and the real package, loaded only then, when DEBUG is set.
+ */
+const debugOnlyWhenAsked = {
+  name: 'debug-only-when-asked',
+  setup(build) {
+    build.onResolve({filter: /^debug$/}, (args) =>
+      /[\\/]@oclif[\\/]core[\\/]/.test(args.importer) ? {path: 'debug', namespace: 'debug-only-when-asked'} : undefined,
+    )
+    build.onLoad({filter: /.*/, namespace: 'debug-only-when-asked'}, () => ({
+      resolveDir: repo,
+      contents: `function quiet(namespace) {
+  const log = () => {}
+  return Object.assign(log, {namespace, enabled: false, extend: (more, delimiter = ':') => quiet(namespace + delimiter + more)})
+}
+module.exports = process.env.DEBUG ? require(${JSON.stringify(join(repo, 'node_modules/debug'))}) : quiet`,
+    }))
+  },
+}
+
 // oclif checks at start that Node.js satisfies @oclif/core's engines, which loads semver and reads oclif's package.json
 // (absent from the bundle): npm checks this package's engines (node >= 20) on install, and the single executable
 // brings its own Node.js.
@@ -106,7 +128,7 @@ const common = {
   target: 'node20',
   external: [...OPTIONAL_NATIVE, ...DEVELOPMENT_ONLY],
   define: {KPD_BUILT_IN: JSON.stringify(JSON.stringify(builtIn))},
-  plugins: [loadedOnUse, ssh2Dirname],
+  plugins: [loadedOnUse, ssh2Dirname, debugOnlyWhenAsked],
   metafile: true,
   legalComments: 'none',
   logLevel: 'warning',
@@ -123,13 +145,34 @@ const program = {
   supported: {'dynamic-import': false},
 }
 
-/** The vendored API client, left out of the program and required from the file beside it on first use. */
-const clientNodeBeside = {
-  name: 'client-node-beside',
+/**
+ * Packages only a live run uses (SSH, the Pod streams' WebSocket, DNS probes): bundled into live-packages.cjs beside the
+ * program, each required from there on first use, so that --version and a snapshot neither read nor compile them.
+ */
+const LIVE_PACKAGES = ['ssh2', 'ssh2/lib/protocol/constants.js', 'ws', 'dns-packet']
+
+/** The vendored API client and LIVE_PACKAGES, left out of the program and required from the files beside it. */
+const besideProgram = {
+  name: 'beside-program',
   setup(build) {
     build.onResolve({filter: /[\\/]vendor[\\/]client-node\.js$/}, () => ({path: './client-node.cjs', external: true}))
+    build.onResolve({filter: /^\.\/live-packages\.cjs$/}, (args) => ({path: args.path, external: true}))
+    build.onResolve({filter: /^(ssh2|ws|dns-packet)(\/.*)?$/}, (args) =>
+      LIVE_PACKAGES.includes(args.path) && args.importer.startsWith(join(repo, 'src'))
+        ? {path: args.path, namespace: 'live-package'}
+        : undefined,
+    )
+    build.onLoad({filter: /.*/, namespace: 'live-package'}, (args) => ({
+      resolveDir: repo,
+      contents: `module.exports = require('./live-packages.cjs')[${JSON.stringify(args.path)}]`,
+    }))
   },
 }
+
+/** live-packages.cjs: each of LIVE_PACKAGES, loaded when first asked for. */
+const livePackages = LIVE_PACKAGES.map(
+  (name) => `Object.defineProperty(exports, ${JSON.stringify(name)}, {get: () => require(${JSON.stringify(name)})})`,
+).join('\n')
 
 if (values.sea) {
   // A single executable runs one CommonJS script: import.meta.url is the executable's own file (nothing lies beside
@@ -163,7 +206,7 @@ void runCli(process.argv.slice(2), {
       outdir,
       define: {...common.define, 'import.meta.url': 'kpdProgramUrl'},
       banner: {js: `${banner} const kpdProgramUrl = require('node:url').pathToFileURL(__filename).href;`},
-      plugins: [...common.plugins, clientNodeBeside],
+      plugins: [...common.plugins, besideProgram],
     }),
     esbuild.build({
       ...common,
@@ -171,6 +214,12 @@ void runCli(process.argv.slice(2), {
       format: 'cjs',
       outExtension: {'.js': '.cjs'},
       outdir,
+    }),
+    esbuild.build({
+      ...common,
+      stdin: {contents: livePackages, resolveDir: repo, sourcefile: 'live-packages.js'},
+      format: 'cjs',
+      outfile: join(outdir, 'live-packages.cjs'),
     }),
     esbuild.build({
       ...common,

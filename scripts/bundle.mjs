@@ -4,6 +4,7 @@
 //                      none of what an earlier run of that command compiled; Node 20 has no code cache for ES modules)
 //   client-node.cjs    the parts of @kubernetes/client-node it runs (6 MB: src/vendor/client-node.ts), required on the
 //                      first API call, so that --version and a snapshot neither read nor compile it
+//   live-packages.cjs  ssh2, ws and dns-packet (LIVE_PACKAGES below), each required on first use, for the same reason
 //   scan-worker.js     a scan's worker thread (src/diagnosis/scan-worker.ts), started from the file beside the program
 //   scan-report.js     what a worker thread imports to summarise a Service (src/report/scan-report.ts)
 //   chunk-*.js         the code those two ES modules share

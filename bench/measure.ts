@@ -6,13 +6,13 @@
  *   node measure.js trace-nft FILE DST   (FILE: `nft list ruleset` text)
  *   node measure.js scan BUNDLE
  */
+import {createRequire} from 'node:module'
 import {resolve} from 'node:path'
-import {pathToFileURL} from 'node:url'
 
 const [mode, a, b] = process.argv.slice(2)
 const started = performance.now()
 // The program as users run it: the bundle `npm run build` makes (dist/bundle), beside dist/bench.
-const {runCli} = (await import(pathToFileURL(resolve(import.meta.dirname, '../bundle/kproxy-doctor.js')).href)) as {
+const {runCli} = createRequire(import.meta.url)(resolve(import.meta.dirname, '../bundle/kproxy-doctor.cjs')) as {
   runCli: (argv: string[], options: {root: string}) => Promise<void>
 }
 const ARGS: Record<string, string[]> = {

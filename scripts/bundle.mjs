@@ -1,17 +1,20 @@
 // The last step of `npm run build` (after tsc): bundles the program, src/main.ts, with everything it runs into
 // dist/bundle/, which the npm package and the container image ship (the single executable: see --sea):
-//   kproxy-doctor.js  the program (bin/run.js and bin/kubectl-kproxy_doctor import it)
-//   scan-worker.js    a scan's worker thread (src/diagnosis/scan-worker.ts), started from the file beside the program
-//   scan-report.js    what a worker thread imports to summarise a Service (src/report/scan-report.ts)
-//   chunk-*.js        the code the entries share, split where src/ imports a module on first use (import()): a
-//                     command reads only the code it runs (--version none of the engine; a snapshot not the API
-//                     client, ssh2 or ws), which halves --version's start-up against one 7.7 MB file (npm run bench)
+//   kproxy-doctor.cjs  the program, one CommonJS script (bin/program.js loads it with V8's code cache: a run compiles
+//                      none of what an earlier run of that command compiled; Node 20 has no code cache for ES modules)
+//   client-node.cjs    the parts of @kubernetes/client-node it runs (6 MB: src/vendor/client-node.ts), required on the
+//                      first API call, so that --version and a snapshot neither read nor compile it
+//   live-packages.cjs  ssh2, ws and dns-packet (LIVE_PACKAGES below), each required on first use, for the same reason
+//   scan-worker.js     a scan's worker thread (src/diagnosis/scan-worker.ts), started from the file beside the program
+//   scan-report.js     what a worker thread imports to summarise a Service (src/report/scan-report.ts)
+//   chunk-*.js         the code those two ES modules share
 //   THIRD-PARTY-NOTICES.txt  the licence of every package bundled
 // Built in: oclif's manifest (every command's flags and help, made by oclif's own loader from the compiled commands,
 // as `oclif manifest` does) and the package.json fields oclif reads, so that starting reads no other file.
 //   node scripts/bundle.mjs [--sea FILE]   --sea: the whole program as one CommonJS file, for a single executable
 import * as esbuild from 'esbuild'
 import {Plugin} from '@oclif/core'
+import {createHash} from 'node:crypto'
 import {existsSync, mkdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {dirname, join, relative, resolve} from 'node:path'
 import {parseArgs} from 'node:util'
@@ -93,6 +96,28 @@ const ssh2Dirname = {
   },
 }
 
+/**
+ * oclif's logger makes a `debug` logger per namespace as it loads, and the debug package reads the terminal's colours
+ * and DEBUG's namespaces as it loads (node:tty, supports-color): part of every start. Without DEBUG set nothing is
+ * logged, so oclif gets loggers that do nothing then, and the real package, loaded only then, when DEBUG is set.
+ */
+const debugOnlyWhenAsked = {
+  name: 'debug-only-when-asked',
+  setup(build) {
+    build.onResolve({filter: /^debug$/}, (args) =>
+      /[\\/]@oclif[\\/]core[\\/]/.test(args.importer) ? {path: 'debug', namespace: 'debug-only-when-asked'} : undefined,
+    )
+    build.onLoad({filter: /.*/, namespace: 'debug-only-when-asked'}, () => ({
+      resolveDir: repo,
+      contents: `function quiet(namespace) {
+  const log = () => {}
+  return Object.assign(log, {namespace, enabled: false, extend: (more, delimiter = ':') => quiet(namespace + delimiter + more)})
+}
+module.exports = process.env.DEBUG ? require(${JSON.stringify(join(repo, 'node_modules/debug'))}) : quiet`,
+    }))
+  },
+}
+
 // oclif checks at start that Node.js satisfies @oclif/core's engines, which loads semver and reads oclif's package.json
 // (absent from the bundle): npm checks this package's engines (node >= 20) on install, and the single executable
 // brings its own Node.js.
@@ -104,19 +129,58 @@ const common = {
   target: 'node20',
   external: [...OPTIONAL_NATIVE, ...DEVELOPMENT_ONLY],
   define: {KPD_BUILT_IN: JSON.stringify(JSON.stringify(builtIn))},
-  plugins: [loadedOnUse, ssh2Dirname],
+  plugins: [loadedOnUse, ssh2Dirname, debugOnlyWhenAsked],
   metafile: true,
   legalComments: 'none',
   logLevel: 'warning',
 }
 
-let result
+/**
+ * The program as one CommonJS script (V8 keeps a code cache only for scripts, not ES modules, on Node 20). A script run
+ * from a code cache (bin/program.js) cannot import(): esbuild turns every import() into a require, as the single
+ * executable needs too (none runs: oclif imports nothing from disk when its manifest is built in).
+ */
+const program = {
+  ...common,
+  format: 'cjs',
+  supported: {'dynamic-import': false},
+}
+
+/**
+ * Packages only a live run uses (SSH, the Pod streams' WebSocket, DNS probes): bundled into live-packages.cjs beside the
+ * program, each required from there on first use, so that --version and a snapshot neither read nor compile them.
+ */
+const LIVE_PACKAGES = ['ssh2', 'ssh2/lib/protocol/constants.js', 'ws', 'dns-packet']
+
+/** The vendored API client and LIVE_PACKAGES, left out of the program and required from the files beside it. */
+const besideProgram = {
+  name: 'beside-program',
+  setup(build) {
+    build.onResolve({filter: /[\\/]vendor[\\/]client-node\.js$/}, () => ({path: './client-node.cjs', external: true}))
+    build.onResolve({filter: /^\.\/live-packages\.cjs$/}, (args) => ({path: args.path, external: true}))
+    build.onResolve({filter: /^(ssh2|ws|dns-packet)(\/.*)?$/}, (args) =>
+      LIVE_PACKAGES.includes(args.path) && args.importer.startsWith(join(repo, 'src'))
+        ? {path: args.path, namespace: 'live-package'}
+        : undefined,
+    )
+    build.onLoad({filter: /.*/, namespace: 'live-package'}, (args) => ({
+      resolveDir: repo,
+      contents: `module.exports = require('./live-packages.cjs')[${JSON.stringify(args.path)}]`,
+    }))
+  },
+}
+
+/** live-packages.cjs: each of LIVE_PACKAGES, loaded when first asked for. */
+const livePackages = LIVE_PACKAGES.map(
+  (name) => `Object.defineProperty(exports, ${JSON.stringify(name)}, {get: () => require(${JSON.stringify(name)})})`,
+).join('\n')
+
 if (values.sea) {
   // A single executable runs one CommonJS script: import.meta.url is the executable's own file (nothing lies beside
   // it, so no worker thread starts), and it runs as `kubectl kproxy-doctor` when kubectl runs it by that name.
   mkdirSync(dirname(resolve(values.sea)), {recursive: true})
-  result = await esbuild.build({
-    ...common,
+  await esbuild.build({
+    ...program,
     stdin: {
       contents: `import {basename, dirname} from 'node:path'
 import {runCli} from './src/main.ts'
@@ -128,36 +192,64 @@ void runCli(process.argv.slice(2), {
       sourcefile: 'sea-main.ts',
       loader: 'ts',
     },
-    format: 'cjs',
     outfile: resolve(values.sea),
     define: {...common.define, 'import.meta.url': 'kpdExecutableUrl'},
     banner: {js: `${banner} const kpdExecutableUrl = require('node:url').pathToFileURL(process.execPath).href;`},
   })
 } else {
   rmSync(outdir, {recursive: true, force: true})
-  result = await esbuild.build({
-    ...common,
-    entryPoints: {
-      'kproxy-doctor': join(repo, 'src/main.ts'),
-      'scan-worker': join(repo, 'src/diagnosis/scan-worker.ts'),
-      'scan-report': join(repo, 'src/report/scan-report.ts'),
-    },
-    format: 'esm',
-    splitting: true,
-    outdir,
-    // Bundled CommonJS packages require Node's own modules, and some name their own folder (ssh2's agent and its
-    // poly1305 module name __dirname when loaded: without it every SSH connection of the bundle fails).
-    banner: {
-      js: `${banner} import {createRequire as kpdCreateRequire} from 'node:module'; import {fileURLToPath as kpdFileURLToPath} from 'node:url'; const require = kpdCreateRequire(import.meta.url); const __filename = kpdFileURLToPath(import.meta.url); const __dirname = kpdFileURLToPath(new URL('.', import.meta.url));`,
-    },
-  })
-  writeFileSync(join(outdir, 'THIRD-PARTY-NOTICES.txt'), notices(result.metafile))
+  const results = await Promise.all([
+    // import.meta.url: the program's own file, beside which the worker thread's files lie.
+    esbuild.build({
+      ...program,
+      entryPoints: {'kproxy-doctor': join(repo, 'src/main.ts')},
+      outExtension: {'.js': '.cjs'},
+      outdir,
+      define: {...common.define, 'import.meta.url': 'kpdProgramUrl'},
+      banner: {js: `${banner} const kpdProgramUrl = require('node:url').pathToFileURL(__filename).href;`},
+      plugins: [...common.plugins, besideProgram],
+    }),
+    esbuild.build({
+      ...common,
+      entryPoints: {'client-node': join(repo, 'src/vendor/client-node.ts')},
+      format: 'cjs',
+      outExtension: {'.js': '.cjs'},
+      outdir,
+    }),
+    esbuild.build({
+      ...common,
+      stdin: {contents: livePackages, resolveDir: repo, sourcefile: 'live-packages.js'},
+      format: 'cjs',
+      outfile: join(outdir, 'live-packages.cjs'),
+    }),
+    esbuild.build({
+      ...common,
+      entryPoints: {
+        'scan-worker': join(repo, 'src/diagnosis/scan-worker.ts'),
+        'scan-report': join(repo, 'src/report/scan-report.ts'),
+      },
+      format: 'esm',
+      splitting: true,
+      outdir,
+      // Bundled CommonJS packages require Node's own modules, and some name their own folder (ssh2's agent and its
+      // poly1305 module name __dirname when loaded: without it every SSH connection of the bundle fails).
+      banner: {
+        js: `${banner} import {createRequire as kpdCreateRequire} from 'node:module'; import {fileURLToPath as kpdFileURLToPath} from 'node:url'; const require = kpdCreateRequire(import.meta.url); const __filename = kpdFileURLToPath(import.meta.url); const __dirname = kpdFileURLToPath(new URL('.', import.meta.url));`,
+      },
+    }),
+  ])
+  writeFileSync(join(outdir, 'THIRD-PARTY-NOTICES.txt'), notices(results.map((r) => r.metafile)))
+  // The program's first line names its build (bin/program.js keeps V8's code cache for that build only).
+  const programFile = join(outdir, 'kproxy-doctor.cjs')
+  const text = readFileSync(programFile, 'utf8')
+  const build = createHash('sha256').update(text).digest('hex').slice(0, 32)
+  writeFileSync(programFile, `// kproxy-doctor build ${build}\n${text}`)
 }
 
 /** Each bundled package's name, version and licence file, from the inputs esbuild read. */
-function notices(metafile) {
+function notices(metafiles) {
   const roots = new Set()
-  for (const input of Object.keys(metafile.inputs)) {
+  for (const input of metafiles.flatMap((m) => Object.keys(m.inputs))) {
     const m = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(input)
     if (m) roots.add(m[1])
   }

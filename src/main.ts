@@ -1,9 +1,11 @@
 /**
- * The program as users run it. `npm run build` bundles this file with everything it imports into
- * dist/bundle/kproxy-doctor.js and the chunks it loads on first use (esbuild, scripts/bundle.mjs), which bin/run.js
- * and bin/kubectl-kproxy_doctor run; the single executable holds the same program as one file (scripts/sea.mjs). It starts oclif with nothing to find on disk: the package.json fields oclif reads and the commands'
- * manifest (what `oclif manifest` writes: every command's flags, arguments and help) are built into the bundle, so
- * listing, --version and --help load no command, and each command's module is imported only when that command runs.
+ * The program as users run it. `npm run build` bundles this file with everything it imports into one CommonJS script,
+ * dist/bundle/kproxy-doctor.cjs (esbuild, scripts/bundle.mjs; the API client in client-node.cjs beside it, required on
+ * first use), which bin/run.js and bin/kubectl-kproxy_doctor run through bin/program.js (with V8's code cache); the
+ * single executable holds the same program as one file (scripts/sea.mjs). It starts oclif with nothing to find on disk:
+ * the package.json fields oclif reads and the commands' manifest (what `oclif manifest` writes: every command's flags,
+ * arguments and help) are built into the bundle, so listing, --version and --help load no command, and each command's
+ * module is initialised only when that command runs.
  */
 import {Config, Errors, flush, handle, run, ux, type Command, type Hook, type Interfaces} from '@oclif/core'
 import commandNotFound from './cli/hooks/command-not-found.js'

@@ -70,7 +70,7 @@ test('the build stage builds the bundle from the files it copies', () => {
   assert.deepEqual(build.runs, ['npm ci --ignore-scripts --no-audit --no-fund', 'npm run build'])
   symlinkSync(join(repo, 'node_modules'), join(workdir, 'node_modules'))
   execFileSync('npm', ['run', 'build', '--silent'], {cwd: workdir, stdio: 'pipe', timeout: 300_000})
-  assert.ok(existsSync(join(workdir, 'dist/bundle/kproxy-doctor.js')))
+  assert.ok(existsSync(join(workdir, 'dist/bundle/kproxy-doctor.cjs')))
 })
 
 test("the image's entrypoint runs the bundle: --version and the bundled example", () => {

@@ -87,7 +87,10 @@ test('the packed tarball holds the bundled CLI, its examples and nothing from de
   for (const wanted of [
     'package/bin/run.js',
     'package/bin/kubectl-kproxy_doctor',
-    'package/dist/bundle/kproxy-doctor.js',
+    'package/dist/bundle/kproxy-doctor.cjs',
+    'package/dist/bundle/client-node.cjs',
+    'package/dist/bundle/live-packages.cjs',
+    'package/bin/program.js',
     'package/dist/bundle/scan-worker.js',
     'package/dist/bundle/scan-report.js',
     'package/dist/bundle/THIRD-PARTY-NOTICES.txt',

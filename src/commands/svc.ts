@@ -234,7 +234,14 @@ export default class Svc extends DoctorCommand {
           writeWatchReport(
             prev?.report,
             next.report,
-            {format, quiet: flags.quiet, failOn, readVia: next.readVia, order: next.order},
+            {
+              format,
+              quiet: flags.quiet,
+              failOn,
+              readVia: next.readVia,
+              order: next.order,
+              walks: flags.explain ? (flags['explain-format'] === 'tree' ? 'tree' : 'text') : undefined,
+            },
             layout,
             write,
           ),

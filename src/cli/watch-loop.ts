@@ -1,16 +1,42 @@
-import {describeTarget, watchObjects, type WatchTarget} from '../cluster/watch-objects.js'
+import {describeTarget, watchObjects, WatchStore, type WatchTarget} from '../cluster/watch-objects.js'
+import {
+  FULL_REFRESH_EVERY,
+  reprograms,
+  type RoundTrigger,
+  type WatchedChange,
+  type WatchedRole,
+} from '../diagnosis/watch-round.js'
 import type {KubeConfig} from '../vendor/client-node.js'
 import {stderrLine} from './stderr.js'
+
+/** A watched target and what its objects are to the diagnosis. */
+export type RoleTarget = WatchTarget & {role: WatchedRole}
+
+/** One round of the watch: why it runs and what changed since the round before. */
+export interface WatchRound {
+  /** 1 for the first diagnosis. */
+  number: number
+  trigger: RoundTrigger
+  changes: WatchedChange[]
+  /** This interval round reads everything again (every FULL_REFRESH_EVERY intervals). */
+  fullRefresh: boolean
+  /** What the watches hold, once they run (not in the first round). */
+  watched?: {store: WatchStore; targets: RoleTarget[]}
+}
 
 /** What the loop runs and says; svc builds it (what one diagnosis is, and how a change is printed). */
 export interface WatchLoopOptions<T> {
   kc: KubeConfig
   /** What to watch, from the first diagnosis. */
-  targets: (first: T) => WatchTarget[]
-  /** One diagnosis, from the API and the nodes. */
-  diagnose: () => Promise<T>
+  targets: (first: T) => RoleTarget[]
+  /** One diagnosis, from the API and the nodes, reading what `round` calls for. */
+  diagnose: (round: WatchRound) => Promise<T>
   /** Prints a diagnosis: in full the first time (`prev` undefined), else what changed since `prev`. */
   print: (prev: T | undefined, next: T) => void
+  /** Whether `next` breaks something that worked in `prev` (a path, a finding that appeared, the verdict). */
+  breaks: (prev: T, next: T) => boolean
+  /** A break right after a change that makes kube-proxy reprogram is read again after this many ms before it is printed. */
+  settleMs: number
   /** At most one diagnosis per this many ms: changes that come sooner are diagnosed together. */
   minGapMs: number
   /** The nodes' rules have no watch: they are read again after this many ms without a change (--watch-interval). */
@@ -24,34 +50,39 @@ export interface WatchLoopOptions<T> {
 const ENDING = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const
 
 /**
- * `svc --watch`: diagnoses, prints it, then watches the API and diagnoses again on a change (coalesced to one per
- * `minGapMs`) or when `intervalMs` passed without one, printing what changed, until Ctrl-C (SIGINT), SIGTERM or
- * SIGHUP. A diagnosis under way when the signal comes ends first (it closes its own connections); the watches are
- * aborted; resolves to the last diagnosis. A later diagnosis that fails says so on stderr and the watch goes on; the
- * first one's error is the command's.
+ * `svc --watch`: diagnoses, prints it, then watches the API (keeping the watched objects in a store the later rounds
+ * read instead of listing again) and diagnoses again on a change (coalesced to one per `minGapMs`) or when `intervalMs`
+ * passed without one, printing what changed, until Ctrl-C (SIGINT), SIGTERM or SIGHUP. A round after a change that
+ * makes kube-proxy reprogram (the Service, its EndpointSlices) whose diagnosis shows a new break is not printed: the
+ * nodes are read again after `settleMs` (kube-proxy syncs its rules a moment after the API changed, at most once per
+ * its min-sync-period) and that diagnosis is printed. A diagnosis under way when the signal comes ends first (it closes
+ * its own connections); the watches are aborted; resolves to the last diagnosis. A later diagnosis that fails says so
+ * on stderr and the watch goes on; the first one's error is the command's.
  */
 export async function watchLoop<T>(o: WatchLoopOptions<T>): Promise<T> {
   const stop = new AbortController()
   const onSignal = () => stop.abort()
   for (const s of ENDING) process.on(s, onSignal)
   let last: T | undefined
+  let number = 1
   try {
-    last = await o.diagnose()
+    last = await o.diagnose({number, trigger: 'first', changes: [], fullRefresh: false})
     o.print(undefined, last)
     let wake: (() => void) | undefined
-    let changed = false
-    const nudge = () => {
-      changed = true
-      wake?.()
-    }
+    let pending: WatchedChange[] = []
+    const nudge = () => wake?.()
     stop.signal.addEventListener('abort', () => wake?.(), {once: true})
     const failing = new Set<string>()
-    const watching = watchObjects(o.kc, o.targets(last), {
+    const store = new WatchStore()
+    const targets = o.targets(last)
+    const watching = watchObjects(o.kc, targets, {
       signal: stop.signal,
       timeoutMs: o.timeoutMs,
-      onChange: (t) => {
+      store,
+      onChange: (t, change) => {
         failing.delete(describeTarget(t))
         o.log?.(`watch: ${describeTarget(t)} changed`)
+        pending.push({role: (t as RoleTarget).role, name: change.name, node: change.nodeName})
         nudge()
       },
       onError: (t, message, retryMs) => {
@@ -63,9 +94,11 @@ export async function watchLoop<T>(o: WatchLoopOptions<T>): Promise<T> {
         failing.add(what)
       },
     })
+    const watched = {store, targets}
     let lastRun = Date.now()
+    let intervals = 0
     // Due: the rest of the gap after a change, else the interval; a change or the signal wakes the wait early.
-    const due = () => lastRun + (changed ? o.minGapMs : o.intervalMs)
+    const due = () => lastRun + (pending.length > 0 ? o.minGapMs : o.intervalMs)
     const untilDue = () =>
       new Promise<void>((resolve) => {
         let timer: NodeJS.Timeout | undefined
@@ -81,12 +114,33 @@ export async function watchLoop<T>(o: WatchLoopOptions<T>): Promise<T> {
         wake = () => (stop.signal.aborted ? finish() : arm())
         arm()
       })
+    const settle = () =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(done, o.settleMs)
+        function done() {
+          clearTimeout(timer)
+          stop.signal.removeEventListener('abort', done)
+          resolve()
+        }
+        stop.signal.addEventListener('abort', done, {once: true})
+      })
     while (!stop.signal.aborted) {
       await untilDue()
       if (stop.signal.aborted) break
-      changed = false
+      const changes = pending
+      pending = []
+      const trigger: RoundTrigger = changes.length > 0 ? 'change' : 'interval'
+      const fullRefresh = trigger === 'interval' && ++intervals % FULL_REFRESH_EVERY === 0
       try {
-        const next = await o.diagnose()
+        let next = await o.diagnose({number: ++number, trigger, changes, fullRefresh, watched})
+        if (trigger === 'change' && reprograms(changes) && o.breaks(last, next) && !stop.signal.aborted) {
+          o.log?.(
+            `round ${number}: a break right after the change: the nodes are read again in ${o.settleMs / 1000}s (kube-proxy may not have synced yet)`,
+          )
+          await settle()
+          if (stop.signal.aborted) break
+          next = await o.diagnose({number: ++number, trigger: 'settle', changes: [], fullRefresh: false, watched})
+        }
         o.print(last, next)
         last = next
       } catch (e) {

@@ -1,6 +1,6 @@
 import type {V1Service} from '@kubernetes/client-node'
-import type {WatchTarget} from '../cluster/watch-objects.js'
 import {SERVICE_IMPLEMENTERS} from '../model/implementers/index.js'
+import type {RoleTarget} from './watch-loop.js'
 
 /** How kube-proxy's Pods are found (--kube-proxy-namespace, --kube-proxy-selector). */
 interface KubeProxyPods {
@@ -16,22 +16,29 @@ const selectorOf = (labels: Record<string, string>) =>
 /**
  * What `svc --watch` watches for a change that can change the diagnosis: the Service, its EndpointSlices, the Pods its
  * selector picks (the endpoints' Pods, as the Service read when the watch began), kube-proxy's Pods and each other
- * implementer's agent Pods (their namespaces and labels, as the implementer registry reads them). One target each.
+ * implementer's agent Pods (their namespaces and labels, as the implementer registry reads them). One target each, with
+ * what its objects are to the diagnosis (a change of kube-proxy's or an agent's Pod is a restart on that node).
  */
-export function watchTargets(service: V1Service, kubeProxy: KubeProxyPods): WatchTarget[] {
+export function watchTargets(service: V1Service, kubeProxy: KubeProxyPods): RoleTarget[] {
   const namespace = service.metadata?.namespace ?? 'default'
   const name = service.metadata?.name ?? ''
   const selector = service.spec?.selector ?? {}
-  const targets: WatchTarget[] = [
-    {resource: 'services', namespace, fieldSelector: `metadata.name=${name}`},
-    {resource: 'endpointslices', namespace, labelSelector: `kubernetes.io/service-name=${name}`},
+  const targets: RoleTarget[] = [
+    {role: 'service', resource: 'services', namespace, fieldSelector: `metadata.name=${name}`},
+    {
+      role: 'endpointslice',
+      resource: 'endpointslices',
+      namespace,
+      labelSelector: `kubernetes.io/service-name=${name}`,
+    },
     ...(Object.keys(selector).length > 0
-      ? [{resource: 'pods' as const, namespace, labelSelector: selectorOf(selector)}]
+      ? [{role: 'pod' as const, resource: 'pods' as const, namespace, labelSelector: selectorOf(selector)}]
       : []),
-    {resource: 'pods', namespace: kubeProxy.namespace, labelSelector: kubeProxy.selector},
+    {role: 'proxy-pod', resource: 'pods', namespace: kubeProxy.namespace, labelSelector: kubeProxy.selector},
     ...SERVICE_IMPLEMENTERS.flatMap(({reads}) =>
       reads.namespaces.flatMap((ns) =>
         reads.agentLabels.map((labels) => ({
+          role: 'proxy-pod' as const,
           resource: 'pods' as const,
           namespace: ns,
           labelSelector: selectorOf(labels),
@@ -40,7 +47,7 @@ export function watchTargets(service: V1Service, kubeProxy: KubeProxyPods): Watc
     ),
   ]
   const seen = new Set<string>()
-  return targets.filter((t) => {
+  return targets.filter(({role: _role, ...t}) => {
     const key = JSON.stringify(t)
     if (seen.has(key)) return false
     seen.add(key)

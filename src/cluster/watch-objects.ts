@@ -10,13 +10,55 @@ export interface WatchTarget {
   fieldSelector?: string
 }
 
+/** One object a watch saw change (or, after a re-list, `relisted`: anything may have). */
+interface ObjectChange {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'relisted'
+  /** The object's name; null for a re-list. */
+  name: string | null
+  /** A Pod's node (spec.nodeName), when it has one. */
+  nodeName: string | null
+}
+
+/** A watched object as the store keeps it: the API's JSON (a watch event's object, or a list's item). */
+export type WatchedObject = {metadata?: {name?: string; namespace?: string; resourceVersion?: string}}
+
+/**
+ * The objects of each target as its list and watch last showed them (an informer's store): what a later diagnosis
+ * reads instead of listing them again. A target is in it once its list answered.
+ */
+export class WatchStore {
+  private readonly byTarget = new Map<string, Map<string, WatchedObject>>()
+
+  /** The target's objects now, or undefined while it has not been listed. */
+  objects(t: WatchTarget): WatchedObject[] | undefined {
+    const held = this.byTarget.get(targetKey(t))
+    return held && [...held.values()]
+  }
+
+  replace(t: WatchTarget, items: WatchedObject[]): void {
+    this.byTarget.set(targetKey(t), new Map(items.map((o) => [o.metadata?.name ?? '', o])))
+  }
+
+  apply(t: WatchTarget, type: string, object: WatchedObject): void {
+    const held = this.byTarget.get(targetKey(t))
+    if (!held) return
+    const name = object.metadata?.name ?? ''
+    if (type === 'DELETED') held.delete(name)
+    else held.set(name, object)
+  }
+}
+
+const targetKey = (t: WatchTarget) => JSON.stringify([t.resource, t.namespace, t.labelSelector, t.fieldSelector])
+
 export interface WatchOptions {
   /** Aborted: every watch ends and `watchObjects` resolves. */
   signal: AbortSignal
   /** Each list and watch request may take this long to answer (--timeout). */
   timeoutMs: number
+  /** Where each target's objects are kept as they change. */
+  store?: WatchStore
   /** Something of `target` changed (or may have: a re-list after 410 Gone). */
-  onChange: (target: WatchTarget) => void
+  onChange: (target: WatchTarget, change: ObjectChange) => void
   /** A list or watch failed; it is tried again in `retryMs`. */
   onError: (target: WatchTarget, message: string, retryMs: number) => void
 }
@@ -38,8 +80,12 @@ function pathOf(t: WatchTarget): string {
   return `${base}/namespaces/${encodeURIComponent(t.namespace)}/${t.resource}`
 }
 
-/** Lists `t` for the resourceVersion a watch starts from. */
-async function listVersion(kc: KubeConfig, t: WatchTarget, signal: AbortSignal): Promise<string> {
+/** Lists `t`: its objects, and the resourceVersion a watch starts from. */
+async function listTarget(
+  kc: KubeConfig,
+  t: WatchTarget,
+  signal: AbortSignal,
+): Promise<{version: string; items: WatchedObject[]}> {
   const options = abortableBy(signal)
   const q = {namespace: t.namespace, labelSelector: t.labelSelector, fieldSelector: t.fieldSelector}
   const list =
@@ -48,7 +94,7 @@ async function listVersion(kc: KubeConfig, t: WatchTarget, signal: AbortSignal):
       : t.resource === 'pods'
         ? await kc.makeApiClient(CoreV1Api).listNamespacedPod(q, options)
         : await kc.makeApiClient(DiscoveryV1Api).listNamespacedEndpointSlice(q, options)
-  return list.metadata?.resourceVersion ?? ''
+  return {version: list.metadata?.resourceVersion ?? '', items: list.items as WatchedObject[]}
 }
 
 type WatchEnd = {gone: true} | {gone: false; error?: string}
@@ -59,7 +105,7 @@ async function watchOnce(
   t: WatchTarget,
   from: string,
   signal: AbortSignal,
-  onEvent: (type: string, resourceVersion: string | undefined) => void,
+  onEvent: (type: string, object: WatchedObject) => void,
 ): Promise<WatchEnd> {
   return new Promise<WatchEnd>((resolve) => {
     let gone = false
@@ -86,13 +132,13 @@ async function watchOnce(
       .watch(
         pathOf(t),
         query,
-        (type: string, object: {code?: number; metadata?: {resourceVersion?: string}}) => {
+        (type: string, object: WatchedObject & {code?: number}) => {
           if (type === 'ERROR') {
             gone = object.code === 410
             if (gone) controller?.abort()
             return
           }
-          onEvent(type, object.metadata?.resourceVersion)
+          onEvent(type, object)
         },
         (err: unknown) => {
           const status = (err as {statusCode?: number} | null)?.statusCode
@@ -132,13 +178,23 @@ async function keepWatching(kc: KubeConfig, t: WatchTarget, opts: WatchOptions):
     let error: string | undefined
     try {
       if (version === undefined) {
-        version = await listVersion(kc, t, AbortSignal.any([signal, AbortSignal.timeout(opts.timeoutMs)]))
-        if (relisted) opts.onChange(t)
+        const listed = await listTarget(kc, t, AbortSignal.any([signal, AbortSignal.timeout(opts.timeoutMs)]))
+        version = listed.version
+        opts.store?.replace(t, listed.items)
+        if (relisted) opts.onChange(t, {type: 'relisted', name: null, nodeName: null})
         relisted = false
       }
-      const end = await watchOnce(kc, t, version, signal, (type, rv) => {
+      const end = await watchOnce(kc, t, version, signal, (type, object) => {
+        const rv = object.metadata?.resourceVersion
         if (rv) version = rv
-        if (type !== 'BOOKMARK') opts.onChange(t)
+        if (type === 'BOOKMARK') return
+        opts.store?.apply(t, type, object)
+        const nodeName = (object as {spec?: {nodeName?: string}}).spec?.nodeName
+        opts.onChange(t, {
+          type: type as ObjectChange['type'],
+          name: object.metadata?.name ?? null,
+          nodeName: t.resource === 'pods' && nodeName ? nodeName : null,
+        })
       })
       if (end.gone) {
         version = undefined

@@ -19,7 +19,7 @@ import {currentContext} from '../cli/kube-context.js'
 import {diagnose} from '../diagnosis/diagnose.js'
 import {policySourcesNote} from '../checks/rules/policy-sources.js'
 import type {ProxyMode} from '../model/modes/index.js'
-import {gatherLive, gatherSnapshot, type GatheredLive} from '../diagnosis/gather.js'
+import {gatherLive, gatherSnapshot, type GatheredLive, type LiveRound} from '../diagnosis/gather.js'
 import {PROBES_OFF, PROBES_SNAPSHOT} from '../diagnosis/probe-stage.js'
 import {DiagnosisError} from '../errors.js'
 import {withReadVia} from '../report/document.js'
@@ -38,6 +38,11 @@ const OUTPUT = 'OUTPUT'
 const DIAGNOSIS = 'DIAGNOSIS'
 /** --watch: at most one diagnosis in this many ms; changes that come sooner are diagnosed together. */
 const WATCH_GAP_MS = 2000
+/**
+ * --watch: a break seen right after an API change that makes kube-proxy reprogram is read again after this long before
+ * it is printed (kube-proxy's default minSyncPeriod is 1 s, and a sync takes a moment more on a large node).
+ */
+const WATCH_SETTLE_MS = 2000
 
 export default class Svc extends DoctorCommand {
   static override summary = 'Diagnose one Service: where its packet path breaks, on which node, and what to run next'
@@ -149,7 +154,7 @@ export default class Svc extends DoctorCommand {
       throw new DiagnosisError('--watch watches a live cluster: a --snapshot bundle has nothing to watch')
     if (flags.watch && flags.output !== 'table' && flags.output !== 'json')
       throw new DiagnosisError(`--watch prints changes as they come: -o table or -o json, not -o ${flags.output}`)
-    const diagnoseOnce = async () => {
+    const diagnoseOnce = async (round?: LiveRound) => {
       // Nodes read live show a progress line in a terminal, cleared before anything else is printed.
       const progress = flags.snapshot ? undefined : progressReporter(flags)
       let g
@@ -162,7 +167,7 @@ export default class Svc extends DoctorCommand {
               splitList(flags.nodes),
               parseClientFlags(flags),
             )
-          : await gatherLive(args.name, liveOptions(flags, {log, onProgress: progress?.onProgress}))
+          : await gatherLive(args.name, liveOptions(flags, {log, onProgress: progress?.onProgress}), round)
       } finally {
         progress?.done()
       }
@@ -194,7 +199,7 @@ export default class Svc extends DoctorCommand {
       })
       const order = readVia ? [...g.observations.map((o) => o.name), ...readVia.keys()].sort() : []
       const report = readVia ? withReadVia(built, readVia, order) : built
-      return {report, readVia, order, service: g.cluster.service}
+      return {report, readVia, order, service: g.cluster.service, gathered: g as GatheredLive}
     }
     const write = (chunk: string | Uint8Array) => process.stdout.write(chunk)
     const layout = {chalk: makeChalk(), width: outputWidth(process.stdout)}
@@ -202,10 +207,24 @@ export default class Svc extends DoctorCommand {
       const {loadKubeConfig} = await import('../cluster/live-source.js')
       const {watchLoop} = await import('../cli/watch-loop.js')
       const {watchTargets} = await import('../cli/watch-targets.js')
+      const {watchRounds} = await import('../cli/watch-rounds.js')
+      const {newBreaks} = await import('../report/watch-changes.js')
       const format = flags.output as 'table' | 'json'
+      const kc = loadKubeConfig({
+        kubeconfig: flags.kubeconfig,
+        context: flags.context,
+        timeoutMs: flags.timeout * 1000,
+      }).kc
+      const rounds = watchRounds(kc, {timeoutMs: flags.timeout * 1000, probes: flags.probe, log})
       const last = await watchLoop({
-        kc: loadKubeConfig({kubeconfig: flags.kubeconfig, context: flags.context, timeoutMs: flags.timeout * 1000}).kc,
-        diagnose: diagnoseOnce,
+        kc,
+        diagnose: async (round) => {
+          const d = await diagnoseOnce(rounds.start(round))
+          rounds.finish(d.gathered)
+          return d
+        },
+        breaks: (prev, next) => newBreaks(prev.report, next.report),
+        settleMs: WATCH_SETTLE_MS,
         targets: (first) =>
           watchTargets(first.service, {
             namespace: flags['kube-proxy-namespace'],
@@ -215,7 +234,14 @@ export default class Svc extends DoctorCommand {
           writeWatchReport(
             prev?.report,
             next.report,
-            {format, quiet: flags.quiet, failOn, readVia: next.readVia, order: next.order},
+            {
+              format,
+              quiet: flags.quiet,
+              failOn,
+              readVia: next.readVia,
+              order: next.order,
+              walks: flags.explain ? (flags['explain-format'] === 'tree' ? 'tree' : 'text') : undefined,
+            },
             layout,
             write,
           ),

@@ -16,6 +16,8 @@ import {selectNodes} from '../node/read/select-nodes.js'
 import {transport, transportConnector, type NodeConnector} from '../node/transport/transports.js'
 import {readNodesThrough, type NodeReadVia, type NodeReads} from './choose-transport.js'
 import type {CollectOptions, NodeCollection, PathTargets} from '../node/read/collect-node.js'
+import type {ClusterSource} from '../cluster/cluster-source.js'
+import type {NodeRead} from './watch-round.js'
 import {agentStateReader} from './agent-state.js'
 import {nodeAddress} from './node-address.js'
 import {PROBES_SNAPSHOT, probeNodes, probeSettings, startProbes, type StartedProbes} from './probe-stage.js'
@@ -53,6 +55,22 @@ export interface GatheredLive extends Gathered {
 
 export const NODES_DIR = 'nodes'
 
+/** A node as a round of `svc --watch` left it: what the next round may keep. */
+export interface KeptNode {
+  collection: NodeCollection
+  readVia: NodeReadVia
+}
+
+/** `svc --watch`: what one round reads again (diagnosis/watch-round.ts decides) and where it keeps the rest. */
+export interface LiveRound {
+  /** Where the cluster's objects are read (the watch's store over the objects kept); default: the API. */
+  source?: ClusterSource
+  /** How each node is read; a node with nothing kept is read in full whatever it says. */
+  nodeRead: (name: string) => NodeRead
+  /** The round before's nodes. */
+  previous: Map<string, KeptNode>
+}
+
 /** The API client and SSH are loaded only for live reads: offline diagnosis starts faster without them. */
 async function liveModules() {
   const [{LiveClusterSource, loadKubeConfig}, {collectNode}] = await Promise.all([
@@ -63,11 +81,13 @@ async function liveModules() {
 }
 
 /** One Service live: the cluster's objects, its nodes read (and probed, when asked), and how the user reaches them. */
-export async function gatherLive(name: string, opts: LiveOptions): Promise<GatheredLive> {
+export async function gatherLive(name: string, opts: LiveOptions, round?: LiveRound): Promise<GatheredLive> {
   const {LiveClusterSource, loadKubeConfig} = await liveModules()
   const {kc, namespace: ctxNamespace} = loadKubeConfig(opts.cluster)
   const namespace = opts.cluster.namespace ?? ctxNamespace
-  const source = new ValidatedClusterSource(new LiveClusterSource(kc, opts.cluster.timeoutMs, opts.output.log))
+  const source = new ValidatedClusterSource(
+    round?.source ?? new LiveClusterSource(kc, opts.cluster.timeoutMs, opts.output.log),
+  )
   const cluster = await readClusterState(source, namespace, name, {
     implementers: IMPLEMENTER_READS,
     policy: policyClients(opts.cluster.client, namespace),
@@ -107,6 +127,7 @@ export async function gatherLive(name: string, opts: LiveOptions): Promise<Gathe
     probeBeside,
     rulesScope,
     agentStateReader(cluster, () => kc, opts.cluster.timeoutMs, opts.output.log),
+    round,
   )
   const probes = opts.probes.run
     ? await probeNodes(
@@ -216,16 +237,27 @@ export async function readNodesLive(
   rulesScope?: RulesScope,
   /** What is read after each node (its implementer's agent: agent-state.ts), added to its recording. */
   afterRead?: (name: string, collection: NodeCollection) => Promise<NodeCollection>,
+  /** svc --watch: the nodes kept whole from the round before, and those whose rules alone are read again. */
+  round?: Pick<LiveRound, 'nodeRead' | 'previous'>,
 ): Promise<{
   observations: NodeObservation[]
   recordings: Map<string, NodeRecording>
   reads: NodeReads
 }> {
   const {collectNode, loadKubeConfig} = await liveModules()
-  const targets = names.map((name) => {
-    const node = nodes.find((n) => n.metadata?.name === name)
-    return {name, address: node && nodeAddress(node)}
-  })
+  const kept = (name: string) => {
+    const before = round?.previous.get(name)
+    const how = round?.nodeRead(name) ?? 'full'
+    // A node whose read failed has nothing to keep: it is read in full.
+    return before?.collection.observation.reachable && how !== 'full' ? {how, before} : undefined
+  }
+  const keptWhole = names.filter((name) => kept(name)?.how === 'kept')
+  const targets = names
+    .filter((name) => !keptWhole.includes(name))
+    .map((name) => {
+      const node = nodes.find((n) => n.metadata?.name === name)
+      return {name, address: node && nodeAddress(node)}
+    })
   const progress = opts.output.onProgress
   const reads = await readNodesThrough(
     targets,
@@ -253,6 +285,7 @@ export async function readNodesLive(
         path,
         proxyMode: opts.reads.proxyMode,
         rulesScope,
+        keep: kept(name)?.before.collection.recording,
       })
       const collection = afterRead ? await afterRead(name, read) : read
       progress?.({
@@ -264,6 +297,11 @@ export async function readNodesLive(
       return collection
     },
   )
+  for (const name of keptWhole) {
+    const {before} = kept(name)!
+    reads.collected.set(name, before.collection)
+    reads.readVia.set(name, before.readVia)
+  }
   const read = names.filter((n) => reads.collected.has(n))
   return {
     observations: read.map((n) => reads.collected.get(n)!.observation),

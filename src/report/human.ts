@@ -170,7 +170,7 @@ function breakingStep(o: Outcome): string {
  * The walks behind the paths that do not work, flat and numbered. Paths of one node that break at the same step are
  * walked once (the first of them), the others named in its heading.
  */
-function renderWalks(r: Report, c: ChalkInstance, width: number): string[] {
+export function renderWalks(r: Report, c: ChalkInstance, width: number): string[] {
   const groups = new Map<string, PathLine[]>()
   for (const p of r.paths.filter((x) => x.trace && x.ok !== true)) {
     const bad = badOutcomes(p)

@@ -3,7 +3,7 @@ import type {NodeReadVia} from '../diagnosis/choose-transport.js'
 import type {TraceResult} from '../trace/types.js'
 import {writeDocument, type CleanupReport, type CollectReport, type TraceHeader} from './document.js'
 import {renderExplainTree} from './explain-tree.js'
-import {renderHeadline, renderHuman} from './human.js'
+import {renderHeadline, renderHuman, renderWalks} from './human.js'
 import {renderJunit} from './junit.js'
 import {printableDocument} from './printable.js'
 import {renderReadVia} from './read-via.js'
@@ -13,7 +13,7 @@ import {scanDocument, singleServiceSummary, writeScanJson, type ScanSummary} fro
 import {renderTraceSummary, renderWalk} from './trace-walk.js'
 import {wrapProse} from './width.js'
 import {escapeJsonControls} from './json-writer.js'
-import {clockOf, renderChangeLines, reportChanges} from './watch-changes.js'
+import {clockOf, renderChangeLines, reportChanges, type WatchChange} from './watch-changes.js'
 
 /**
  * Where every command's document reaches stdout, in the format asked for. The one place untrusted text is made safe
@@ -152,7 +152,9 @@ export function writeCollect(
 /**
  * `svc --watch`: the first diagnosis in full, then only what changed since the one before (report/watch-changes.ts):
  * in a table, one line per change with the time of day (nothing when nothing changed); in JSON, one document a line
- * (NDJSON) for every diagnosis that changed something: the report with its `changes` (empty in the first).
+ * (NDJSON) for every diagnosis that changed something: the report with its `changes` (empty in the first). With
+ * --explain (`walks`), the first diagnosis has its walks in that form, and each change after its lines the walks of
+ * only the paths whose state changed (text: those that do not work now; tree: each of them, ✓ or not, under its node).
  */
 export function writeWatchReport(
   prev: Report | undefined,
@@ -167,5 +169,19 @@ export function writeWatchReport(
   if (!prev) return writeServiceReport(report, how, layout, write)
   const at = clockOf(new Date(report.time))
   const lines = renderChangeLines(printableDocument(changes), at, printableDocument(report.service), layout.chalk)
+  if (how.walks) lines.push(...changedWalks(printableDocument(report), changes, how.walks, layout))
   write(lines.join('\n') + '\n')
+}
+
+/** The walks of the paths whose state changed, as `--explain-format` shows walks. */
+function changedWalks(r: Report, changes: WatchChange[], walks: 'text' | 'tree', {chalk, width}: Layout): string[] {
+  const key = (node: string | null, entry: string | null) => `${node}\u0000${entry}`
+  const changed = new Set(changes.filter((ch) => ch.kind === 'path').map((ch) => key(ch.node, ch.entry)))
+  if (changed.size === 0) return []
+  const only: Report = {
+    ...r,
+    paths: r.paths.filter((p) => changed.has(key(p.node, p.entry))),
+    nodes: r.nodes.filter((n) => changes.some((ch) => ch.kind === 'path' && ch.node === n.name)),
+  }
+  return walks === 'tree' ? renderExplainTree(only, chalk, width) : renderWalks(only, chalk, width)
 }

@@ -89,6 +89,16 @@ export function reportChanges(prev: Report, next: Report): WatchChange[] {
   return out
 }
 
+/** Whether `next` breaks something that worked in `prev`: a path no longer ✓, a finding that appeared, the verdict failing. */
+export function newBreaks(prev: Report, next: Report): boolean {
+  return reportChanges(prev, next).some(
+    (ch) =>
+      (ch.kind === 'path' && !ch.to.startsWith('✓')) ||
+      (ch.kind === 'finding' && ch.to === 'present') ||
+      (ch.kind === 'verdict' && ch.to === 'failing'),
+  )
+}
+
 /** "HH:MM:SS" of `time` in UTC (the reports' time is UTC too). */
 export function clockOf(time: Date): string {
   return time.toISOString().slice(11, 19)

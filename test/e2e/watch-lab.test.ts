@@ -15,6 +15,8 @@ import {withLab} from '../helpers/lab-suite.js'
 import {schemaErrors} from '../helpers/report-schema.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
 import {labAccess} from '../helpers/lab-cli.js'
+import {tryRun} from '../lab/sh.js'
+import {buildCommandLine, compressedCommandLine, linesOfBatch, type CommandLine} from '../../src/node/node-commands.js'
 
 const why = labGuard()
 const BIN = resolve(dirname(fileURLToPath(import.meta.url)), '../../../bin/run.js')
@@ -57,6 +59,37 @@ const NODE_B_FIXED = [
   'node-b: - KPD-SEP-MISSING',
   'node-b: - KPD-NODE-DIVERGES',
 ]
+
+const CLUSTER_IP = '10.96.10.10'
+const DNS_IP = '10.96.0.10'
+/** A chain by chain read of the rules (`iptables --modprobe=/bin/false -w 5 -t TABLE -S 'CHAIN'; …`). */
+const isChainRead = (line: string) => /^ip6?tables --modprobe=\/bin\/false -w 5 -t \w+ -S /.test(line)
+
+/**
+ * What a round that reads only a node's rules sends to a lab node (logged in as root): the session's own questions,
+ * the rules of every backend (iptables chain by chain, the other iptables backend, nft's tables, IPVS) and conntrack
+ * for the Service's and the DNS Service's addresses; not kube-proxy's answers, the network, the routes, the sysctls.
+ */
+function rulesRoundCommands(lab: NetnsLab, node: string): string[] {
+  const line = buildCommandLine
+  const gz = (
+    key: 'iptablesLegacySave' | 'iptablesNftSave' | 'ip6tablesLegacySave' | 'ip6tablesNftSave' | 'ipvsadm',
+  ) => (node === 'node-a' ? compressedCommandLine(line(key, true) as CommandLine) : line(key, true))
+  const nftBackend = (tool: string) =>
+    /\(nf_tables\)/.test(tryRun('ip', ['netns', 'exec', lab.nodeNs(node), tool, '-V']).stdout)
+  return [
+    line('uid', true),
+    ...(node === 'node-a' ? [line('hasGzip', true)] : []),
+    line('iptablesVersion', true),
+    line('ip6tablesVersion', true),
+    line('nftSets', true),
+    nftBackend('iptables') ? gz('iptablesLegacySave') : gz('iptablesNftSave'),
+    nftBackend('ip6tables') ? gz('ip6tablesLegacySave') : gz('ip6tablesNftSave'),
+    gz('ipvsadm'),
+    line('conntrackList', true, {protocol: 'tcp', address: CLUSTER_IP}),
+    line('conntrackList', true, {protocol: 'udp', address: DNS_IP}),
+  ].sort()
+}
 
 /** The lines without their time of day, each checked to start with one. */
 function untimed(lines: string[]): string[] {
@@ -157,8 +190,7 @@ describe('svc --watch: change lines as the cluster and the nodes change, Ctrl-C 
     ...labAccess(lab),
     '--no-probe',
     '--watch',
-    '--watch-interval',
-    '3',
+    ...(extra.includes('--watch-interval') ? [] : ['--watch-interval', '3']),
     ...extra,
   ]
 
@@ -192,6 +224,45 @@ describe('svc --watch: change lines as the cluster and the nodes change, Ctrl-C 
     assert.equal(alive(run.child.pid!), false)
     for (const pid of run.descendants) assert.equal(alive(pid), false, `process ${pid} outlived the watch`)
     assert.equal(lab.api.openWatches, 0)
+  })
+
+  test("an EndpointSlice change reads no API list and only the nodes' rules, twice: the round and its re-check after the settle", async () => {
+    // A long interval: no interval round falls in the change's rounds.
+    const run = new WatchRun(args('--verbose', '--watch-interval', '60'))
+    try {
+      await run.until(() => lab.api.openWatches >= WATCHES, 'the watches are open')
+      await run.until(
+        () => /round 1: API listed \(first diagnosis\); nodes: all of node-a, node-b$/m.test(run.stderr),
+        'round 1 said',
+      )
+      lab.clearCommandLogs()
+      const requestsBefore = lab.api.requests.length
+      const first = run.lines().length
+      setWebB2Ready(lab, false)
+      const notReady = await run.settledAfter(first, 'web-b2 not ready')
+      assert.deepEqual(untimed(notReady), WEB_B2_NOT_READY)
+      assert.deepEqual(lab.api.requests.slice(requestsBefore), [], 'no API request: the watched objects from the store')
+      for (const node of ['node-a', 'node-b']) {
+        const log = lab.commandLog(node).flatMap(linesOfBatch)
+        assert.deepEqual([...new Set(log.filter((c) => !isChainRead(c)))].sort(), rulesRoundCommands(lab, node), node)
+        // Two rounds: the change's, and the re-check of its break after the settle.
+        assert.equal(log.filter((c) => c === buildCommandLine('iptablesVersion', true)).length, 2, node)
+        assert.ok(log.some(isChainRead), `rules read chain by chain on ${node}`)
+      }
+      const rounds = run.stderr
+        .split('\n')
+        .filter((l) => /round \d+: /.test(l))
+        .map((l) => l.replace(/^.*?round \d+: /, ''))
+      assert.deepEqual(rounds, [
+        'API listed (first diagnosis); nodes: all of node-a, node-b',
+        "API from the watch's store, the rest kept (EndpointSlice web-abc12 changed); nodes: rules of node-a, node-b; other reads kept",
+        'a break right after the change: the nodes are read again in 2s (kube-proxy may not have synced yet)',
+        "API from the watch's store, the rest kept (re-check after the settle); nodes: rules of node-a, node-b; other reads kept",
+      ])
+    } finally {
+      setWebB2Ready(lab, true)
+      await run.interrupt()
+    }
   })
 
   test('-o json: one document a line, the first with no changes, then the EndpointSlice change as `changes`', async () => {

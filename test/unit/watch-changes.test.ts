@@ -8,6 +8,7 @@ import {test} from 'node:test'
 import {Chalk} from 'chalk'
 import type {Report} from '../../src/report/report.js'
 import {clockOf, renderChangeLines, reportChanges} from '../../src/report/watch-changes.js'
+import {writeWatchReport} from '../../src/report/output.js'
 import {runCli} from '../helpers/run-cli.js'
 
 async function example(name: string): Promise<Report> {
@@ -98,4 +99,91 @@ test('change lines: the same report twice says nothing; healthy → broken and b
 
 test('change lines: the clock is the UTC time of day', () => {
   assert.equal(clockOf(new Date('2026-11-27T14:02:11.950Z')), '14:02:11')
+})
+
+/** What `svc --watch --explain [--explain-format F]` prints for the change from `prev` to `next`, without the clock. */
+function explainedChange(prev: Report, next: Report, walks: 'text' | 'tree'): string[] {
+  let out = ''
+  writeWatchReport(
+    prev,
+    next,
+    {format: 'table', quiet: false, order: [], walks},
+    {chalk: new Chalk({level: 0}), width: 100},
+    (s) => {
+      out += String(s)
+    },
+  )
+  return out.split('\n').map((l) => l.replace(/^\d\d:\d\d:\d\d /, ''))
+}
+
+async function explained(name: string): Promise<Report> {
+  return (await runCli(['svc', 'web', '-n', 'shop', '--snapshot', `examples/${name}`, '-o', 'json', '--explain']))
+    .json as Report
+}
+
+test("--watch --explain: after a change's lines, the walks of only the paths whose state changed, in the --explain-format asked", async () => {
+  const healthy = await explained('healthy-cluster')
+  const broken = await explained('broken-cluster')
+  const changeLines = 10
+  const text = explainedChange(healthy, broken, 'text')
+  assert.deepEqual(
+    text.slice(0, changeLines),
+    lines(healthy, broken).map((l) => l.replace(/^14:02:11 /, '')),
+  )
+  // node-a's other entry points still work: only its pod→itself is walked; node-b's four share the breaking step.
+  assert.deepEqual(text.slice(changeLines), [
+    '',
+    'Walks (short rules; the full ones: -o json --explain)',
+    'node-a pod→itself (http): ✗ bridge/hairpin: when web-a1 is chosen (33.3%), the reply must go',
+    '    back out vweb-a1 on cbr0, whose hairpin_mode is 0',
+    '',
+    'node-b pod→ClusterIP, node→ClusterIP, outside→NodePort, pod→itself (http): ✗ DNAT at one step',
+    '    (the walk of pod→ClusterIP shown)',
+    '  1   nat/PREROUTING:46 → KUBE-SERVICES:66 -d 10.96.10.10/32 -p tcp --dport 80 →',
+    '        KUBE-SVC-67NZLRHBNDSAWJRO',
+    '  2a  33.3% :71 → KUBE-SEP-FZQ6KZLGXRSKN2AD:63 → DNAT 10.244.1.10:8080',
+    '  2b  33.3% :72 → KUBE-SEP-F45V6TZZSXLO3WFM:61 → DNAT 10.244.2.10:8080',
+    '✗ 2c  33.3% :73 → KUBE-SEP-DYSIX5QMVXZZP7LU:59 → DNAT 10.244.2.7:8080 ✗ not a ready endpoint',
+    '  3   filter/FORWARD:15 → KUBE-PROXY-FIREWALL; :16 → KUBE-FORWARD; :17 → KUBE-SERVICES; :18 →',
+    '        KUBE-EXTERNAL-SERVICES',
+    '  4   nat/POSTROUTING:48 → KUBE-POSTROUTING:53 ! --mark 0x4000/0x4000 → RETURN',
+    "  ⇒   all DNAT to their branch's destination",
+    '',
+  ])
+  // Back to healthy: the flat walks show only what does not work, so nothing follows the lines.
+  assert.deepEqual(explainedChange(broken, healthy, 'text').slice(changeLines), [''])
+  // The tree: each changed path under its node, ✓ or ✗ (its rules below it are the tree --explain-format tree draws).
+  const outline = (ls: string[]) => ls.filter((l) => /^(node-\w \(|├─ |└─ |Walks)/.test(l))
+  assert.deepEqual(outline(explainedChange(healthy, broken, 'tree')), [
+    'Walks (short rules; the full ones: -o json --explain)',
+    'node-a (iptables)',
+    '└─ ✗ pod→itself 10.96.10.10:80 (http): breaks at bridge/hairpin',
+    'node-b (iptables)',
+    '├─ ✗ pod→ClusterIP 10.96.10.10:80 (http): breaks at DNAT',
+    '├─ ✗ node→ClusterIP 10.96.10.10:80 (http): breaks at DNAT',
+    '├─ ✗ outside→NodePort 10.200.0.12:30080 (http): breaks at DNAT',
+    '└─ ✗ pod→itself 10.96.10.10:80 (http): breaks at DNAT',
+  ])
+  assert.deepEqual(outline(explainedChange(broken, healthy, 'tree')), [
+    'Walks (short rules; the full ones: -o json --explain)',
+    'node-a (iptables)',
+    '└─ ✓ pod→itself 10.96.10.10:80 (http): reaches 3 endpoint(s): 10.244.1.10:8080, 10.244.2.10:8080,',
+    'node-b (iptables)',
+    '├─ ✓ pod→ClusterIP 10.96.10.10:80 (http): reaches 3 endpoint(s): 10.244.1.10:8080,',
+    '├─ ✓ node→ClusterIP 10.96.10.10:80 (http): reaches 3 endpoint(s): 10.244.1.10:8080,',
+    '├─ ✓ outside→NodePort 10.200.0.12:30080 (http): reaches 3 endpoint(s): 10.244.1.10:8080,',
+    '└─ ✓ pod→itself 10.96.10.10:80 (http): reaches 3 endpoint(s): 10.244.1.10:8080, 10.244.2.10:8080,',
+  ])
+  // Without --explain the change is its lines alone.
+  let plain = ''
+  writeWatchReport(
+    healthy,
+    broken,
+    {format: 'table', quiet: false, order: []},
+    {chalk: new Chalk({level: 0}), width: 100},
+    (s) => {
+      plain += String(s)
+    },
+  )
+  assert.equal(plain.split('\n').length, changeLines + 1)
 })

@@ -1,4 +1,4 @@
-import {errorRecording, isNftJson, NODE_FILES, type NodeRecording} from './node-files.js'
+import {errorRecording, isNftJson, NODE_FILES, type NodeFile, type NodeRecording} from './node-files.js'
 import {parseNodeRecording} from './recording.js'
 import type {NodeObservation} from '../observation.js'
 import type {DnsRecordType} from '../../parse/dns-lookup.js'
@@ -49,7 +49,16 @@ export interface CollectOptions {
    * when the read cannot be scoped, the whole dump as always).
    */
   rulesScope?: RulesScope
+  /**
+   * svc --watch: this node's previous recording. Only what kube-proxy (or the implementer) reprograms is read again:
+   * the rules of every backend, and conntrack; the rest is kept from it (kube-proxy's answers, the network, the IPVS
+   * sysctls; the path reads and DNS while they are asked for the same addresses and name).
+   */
+  keep?: NodeRecording
 }
+
+/** The reads a node's previous recording answers in a rules-only read (`keep`), by the files they recorded. */
+const KEPT_FILES = [NODE_FILES.network, NODE_FILES.cniResults, NODE_FILES.sysctl] as const
 
 /** Route lookups per node: every endpoint of a big Service, bounded for a huge one (the rest is said to be skipped). */
 const MAX_ROUTE_LOOKUPS = 256
@@ -120,10 +129,27 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
         if (r.kind === 'ran' && r.code !== 0) throw new Error('iptables-save failed: no other privileged read')
       })
     : Promise.resolve()
-  const kubeProxy = askKubeProxy(access, opts.timeoutMs)
-  const pathReads = opts.path ? readPath(access, opts.path, privileged) : undefined
-  const dns = opts.dns ? askDns(access, opts.dns, opts.timeoutMs) : undefined
-  const network = readNetwork(access, record, privileged)
+  const keep = opts.keep
+  const kept = <T>(file: NodeFile): T | undefined => {
+    const out = keep?.get(file)
+    return out && (JSON.parse(out.toString('utf8')) as T)
+  }
+  if (keep) for (const file of KEPT_FILES) if (keep.has(file)) rec.set(file, keep.get(file)!)
+  const keptStatus = kept<KubeProxyStatus>(NODE_FILES.kubeProxy)
+  const kubeProxy = keptStatus ? Promise.resolve(keptStatus) : askKubeProxy(access, opts.timeoutMs)
+  const keptPath = kept<RawPathReads>(NODE_FILES.pathReads)
+  const pathReads = !opts.path
+    ? undefined
+    : keptPath && sameTargets(keptPath, opts.path)
+      ? readConntrack(access, opts.path, privileged).then((conntrack) => ({...keptPath, conntrack}))
+      : readPath(access, opts.path, privileged)
+  const keptDns = kept<DnsAnswer>(NODE_FILES.dns)
+  const dns = !opts.dns
+    ? undefined
+    : keptDns && keptDns.name === opts.dns.name && keptDns.server === opts.dns.server
+      ? Promise.resolve(keptDns)
+      : askDns(access, opts.dns, opts.timeoutMs)
+  const network = keep ? Promise.resolve() : readNetwork(access, record, privileged)
   // IPv6 rules: recorded where ip6tables-save answers; a node without it has its IPv6 family said to be unchecked.
   // Each family's backend saves follow that family's save (its header says which backend it already is), or start
   // as soon as `iptables -V` names the backend: IPv6's need not wait for a large iptables-save.
@@ -139,7 +165,7 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
       saves6(),
       readBackendSaves(access, record, 4, rules4),
       readNft(access, record, kubeProxy, opts),
-      readIpvs(access, record),
+      readIpvs(access, record, !keep),
     ]),
   )
   // Whatever fails after the first throw is not waited for (the node's error is the first one).
@@ -278,14 +304,17 @@ async function readNft(
   else if (!(await readRuleset(access, record)) && own !== undefined) record('nftKubeProxyTable', own)
 }
 
-/** IPVS mode: recorded only where ipvsadm answers (IPVS nodes); the rest goes with it. */
-async function readIpvs(access: NodeAccess, record: (cmd: RecordedKey, out: Buffer) => void): Promise<void> {
+/** IPVS mode: recorded only where ipvsadm answers (IPVS nodes); the rest goes with it (its sysctls where asked). */
+async function readIpvs(
+  access: NodeAccess,
+  record: (cmd: RecordedKey, out: Buffer) => void,
+  sysctls: boolean,
+): Promise<void> {
   const ipvs = await access.run('ipvsadm')
   if (!ranOk(ipvs)) return
   record('ipvsadm', ipvs.stdout)
-  for (const r of await Promise.all(
-    (['ipsetSave', 'kubeIpvs0', 'sysctls'] as const).map(async (cmd) => [cmd, await access.run(cmd)] as const),
-  ))
+  const reads = sysctls ? (['ipsetSave', 'kubeIpvs0', 'sysctls'] as const) : (['ipsetSave', 'kubeIpvs0'] as const)
+  for (const r of await Promise.all(reads.map(async (cmd) => [cmd, await access.run(cmd)] as const)))
     if (r[1].kind === 'ran' && r[1].stdout.length > 0) record(r[0], r[1].stdout)
 }
 
@@ -403,21 +432,7 @@ async function readPath(access: NodeAccess, targets: PathTargets, privileged: Pr
   const sysctls = routeGets.then(async () =>
     raw(await access.run('pathSysctls', {interfaces: [...interfaces].sort(), ipv6})),
   )
-  // conntrack needs root: it waits for the first privileged read to pass.
-  const pairs = new Map<string, {protocol: ConntrackProtocol; address: string}>()
-  for (const {address, protocol} of targets.serviceAddresses) {
-    const ip = parseIp(address)?.text
-    if (ip && !pairs.has(`${protocol} ${ip}`)) pairs.set(`${protocol} ${ip}`, {protocol, address: ip})
-  }
-  const conntrack = privileged.then(() =>
-    Promise.all(
-      [...pairs.values()].map(async ({protocol, address}) => ({
-        protocol,
-        address,
-        ...raw(await access.run('conntrackList', {protocol, address})),
-      })),
-    ),
-  )
+  const conntrack = readConntrack(access, targets, privileged)
   for (const p of [routeTable, routeTable6, routeGets, sysctls, conntrack]) p?.catch(() => undefined)
   const out: RawPathReads = {routeGet: [], conntrack: []}
   out.routeTable = await routeTable
@@ -430,6 +445,44 @@ async function readPath(access: NodeAccess, targets: PathTargets, privileged: Pr
   out.sysctls = await sysctls
   out.conntrack.push(...(await conntrack))
   return out
+}
+
+/** Each distinct ClusterIP (canonical spelling) with each protocol: what conntrack is asked for. */
+function conntrackPairs(targets: PathTargets): Array<{protocol: ConntrackProtocol; address: string}> {
+  const pairs = new Map<string, {protocol: ConntrackProtocol; address: string}>()
+  for (const {address, protocol} of targets.serviceAddresses) {
+    const ip = parseIp(address)?.text
+    if (ip && !pairs.has(`${protocol} ${ip}`)) pairs.set(`${protocol} ${ip}`, {protocol, address: ip})
+  }
+  return [...pairs.values()]
+}
+
+/** conntrack's entries for the Service's addresses; it needs root: it waits for the first privileged read to pass. */
+function readConntrack(access: NodeAccess, targets: PathTargets, privileged: Promise<void>) {
+  return privileged.then(() =>
+    Promise.all(
+      conntrackPairs(targets).map(async ({protocol, address}) => ({
+        protocol,
+        address,
+        ...raw(await access.run('conntrackList', {protocol, address})),
+      })),
+    ),
+  )
+}
+
+/** Whether recorded path reads looked up exactly these targets' routes and conntrack entries. */
+function sameTargets(recorded: RawPathReads, targets: PathTargets): boolean {
+  const same = (a: string[], b: string[]) => a.length === b.length && a.every((x, i) => x === b[i])
+  return (
+    same(
+      recorded.routeGet.map((r) => r.address),
+      distinctAddresses(targets.endpointAddresses).slice(0, MAX_ROUTE_LOOKUPS),
+    ) &&
+    same(
+      recorded.conntrack.map((c) => `${c.protocol} ${c.address}`),
+      conntrackPairs(targets).map((c) => `${c.protocol} ${c.address}`),
+    )
+  )
 }
 
 /** kube-proxy's own view: /proxyMode and /metrics on 127.0.0.1:10249, /healthz on :10256 (the defaults). */

@@ -11,9 +11,6 @@ import type {NftBase, NftChain, NftChains, NftSet, NftTable} from './nft-types.j
  * a 50,000-Service ruleset's 550,000 chains.
  */
 
-/** Bytes read at a time; a chunk always ends at a line's end (a longer line takes a larger read). */
-const CHUNK = 4 << 20
-
 const isSpaceByte = (b: number) => b === 32 || (b >= 9 && b <= 13)
 
 const enum Where {
@@ -204,7 +201,7 @@ export interface NftIndexOptions {
 export function indexNftRuleset(source: DumpSource, options: NftIndexOptions = {}): NftTable[] {
   const tables: NftTable[] = []
   // Reserved, not touched: large typed arrays are zero pages until written (kube-proxy writes a chain per 240 bytes).
-  const expectedChains = Math.ceil(source.size / 128)
+  const expectedChains = Math.ceil(source.size / 200)
   let where = Where.Top
   let table: (NftTable & {chains: IndexedChains}) | undefined
   let chainId = -1
@@ -404,24 +401,34 @@ export function indexNftRuleset(source: DumpSource, options: NftIndexOptions = {
     }
   }
 
-  let pos = 0
-  let want = CHUNK
-  while (pos < source.size) {
-    const buf = source.read(pos, Math.min(source.size, pos + want))
-    if (buf.length === 0) break
-    const last = pos + buf.length >= source.size || buf.length < want
-    const cut = last ? buf.length : buf.lastIndexOf(10) + 1
-    if (cut === 0) {
-      // One line longer than the chunk: read on until its end.
-      want *= 2
-      continue
-    }
-    want = CHUNK
-    const chunk = buf.subarray(0, cut)
-    options.beforeChunk?.(chunk)
-    onChunk(chunk, pos)
-    pos += cut
+  // The source's pieces (one buffer, reused), cut at line ends: a line a piece cuts is carried to the next.
+  let carry: Buffer | undefined
+  let carryBase = 0
+  const take = (piece: Buffer, base: number) => {
+    options.beforeChunk?.(piece)
+    onChunk(piece, base)
   }
+  source.chunks((chunk, base) => {
+    let from = 0
+    if (carry) {
+      const nl = chunk.indexOf(10)
+      if (nl < 0) {
+        carry = Buffer.concat([carry, chunk])
+        return
+      }
+      take(Buffer.concat([carry, chunk.subarray(0, nl + 1)]), carryBase)
+      carry = undefined
+      from = nl + 1
+    }
+    const cut = chunk.lastIndexOf(10) + 1
+    if (cut > from) take(chunk.subarray(from, cut), base + from)
+    const tail = Math.max(cut, from)
+    if (tail < chunk.length) {
+      carry = Buffer.from(chunk.subarray(tail))
+      carryBase = base + tail
+    }
+  })
+  if (carry) take(carry, carryBase)
   // `text.split('\n').length`: a text ending in a newline has one more, empty, line.
   const lines = source.size === 0 || source.read(source.size - 1, source.size)[0] === 10 ? lineNo + 1 : lineNo
   if (contDepth > 0) {

@@ -114,6 +114,15 @@ export class ChainIndex {
     )
   }
 
+  /** Whether the chain's name begins with `prefix` (compared in the byte pool: no string made per chain). */
+  nameStartsWith(id: number, prefix: string): boolean {
+    if (this.names[2 * id + 1] < prefix.length) return false
+    const pool = this.pool
+    const at = this.names[2 * id]
+    for (let i = 0; i < prefix.length; i++) if (pool[at + i] !== (prefix.charCodeAt(i) & 0xff)) return false
+    return true
+  }
+
   /** The length of the chain's name; -1 for no such chain. */
   nameLength(id: number): number {
     return id >= 0 && id < this.count ? this.names[2 * id + 1] : -1

@@ -68,7 +68,7 @@ export class BufferSource implements DumpSource {
 }
 
 /** Largest dump read whole into memory (nft text or JSON, ipvsadm, ipset): far above any real node's output. */
-const MAX_TEXT_DUMP_BYTES = 512 << 20
+export const MAX_TEXT_DUMP_BYTES = 512 << 20
 /** Largest iptables-save file indexed (it is streamed, not held in memory). */
 export const MAX_STREAMED_DUMP_BYTES = 4 * 2 ** 30
 

@@ -139,6 +139,15 @@ export class IptablesSave {
     return [...t.ids()].map((id) => t.name(id))
   }
 
+  /** The chains of a table whose names begin with `prefix` (a dump of 550,000 chains makes no string for the others). */
+  chainNamesStartingWith(table: string, prefix: string): string[] {
+    const t = this.tables.get(table)
+    if (!t) return []
+    const out: string[] = []
+    for (const id of t.ids()) if (t.nameStartsWith(id, prefix)) out.push(t.name(id))
+    return out
+  }
+
   rawRules(table: string, chain: string): RawRule[] {
     const t = this.tables.get(table)
     const id = t?.find(chain) ?? NOT_FOUND

@@ -2,6 +2,7 @@ import {ParseError} from './parse-error.js'
 import {joinHostPort} from '../net/host-port.js'
 import {nestsDeeperThan} from './json-depth.js'
 import {NftRuleset, type NftChain, type NftSet, type NftTable} from './nft-ruleset.js'
+import {ChainMap} from './nft-types.js'
 
 /**
  * `nft -j list ruleset` JSON, read into the same structure as the text form. Each rule's expressions are written
@@ -166,12 +167,14 @@ export function nftRulesetFromJson(text: string): NftRuleset {
   if (nestsDeeperThan(doc, MAX_NESTING))
     throw new ParseError(1, `nested deeper than ${MAX_NESTING} levels: not \`nft -j list ruleset\` output`)
   const rs = new NftRuleset()
-  const table = (family: J, name: J): NftTable => {
+  const byId = new Map<string, JsonTable>()
+  const table = (family: J, name: J): JsonTable => {
     const id = `${family} ${name}`
-    let t = rs.table(id)
+    let t = byId.get(id)
     if (!t) {
-      t = {family: String(family), name: String(name), id, chains: new Map(), sets: new Map()}
+      t = {family: String(family), name: String(name), id, chains: new ChainMap(), sets: new Map()}
       rs.tables.push(t)
+      byId.set(id, t)
     }
     return t
   }
@@ -196,7 +199,10 @@ export function nftRulesetFromJson(text: string): NftRuleset {
   return rs
 }
 
-function readItem(rs: NftRuleset, table: (family: J, name: J) => NftTable, kind: string, body: Obj, i: number): void {
+/** A table of the JSON form: its chains are filled in as its items come. */
+type JsonTable = NftTable & {chains: ChainMap}
+
+function readItem(rs: NftRuleset, table: (family: J, name: J) => JsonTable, kind: string, body: Obj, i: number): void {
   {
     if (kind === 'table') table(body.family, body.name)
     else if (kind === 'chain') {

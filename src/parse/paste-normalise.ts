@@ -114,7 +114,7 @@ function result(lines: Line[], notes: string[]): NormalisedPaste {
 
 /** `nft list ruleset` (text or JSON) as pasted: also `nft -a` output, whose `# handle N` comments are removed. */
 export function normaliseNftPaste(input: string): NormalisedPaste {
-  if (nothingToNormalise(input)) return unchanged(input)
+  if (nothingToNormaliseNft(input)) return unchanged(input)
   const notes: string[] = []
   const {lines} = unwrap(input, notes)
   let handles = 0
@@ -133,9 +133,10 @@ export function normaliseNftPaste(input: string): NormalisedPaste {
  * Whether normaliseNftPaste would return the input as it is: no carriage return, no line quoted ("> "), fenced or
  * after a shell prompt, no `nft -a` handle. Each test looks at the whole text at once and matches wherever the line
  * by line test could (a superset: a false alarm only takes the line by line way), so the output of `nft list ruleset`
- * itself (a 50k-Service one is 2.3 million lines) is not copied line by line.
+ * itself (a 50k-Service one is 2.3 million lines) is not copied line by line. The tests look at lines only, so a text
+ * cut at line ends passes them piece by piece exactly when it passes them whole (a ruleset streamed from a file).
  */
-function nothingToNormalise(input: string): boolean {
+export function nothingToNormaliseNft(input: string): boolean {
   return (
     !input.includes('\r') &&
     !input.includes('# handle ') &&
@@ -148,6 +149,23 @@ function nothingToNormalise(input: string): boolean {
     ((!input.includes('$') && !input.includes('#') && !input.includes('%')) ||
       !/^\s*(?:\[[^\]\n]*\]\s*[$#%]|[\w.-]+@[\w.-]+(?::\S*)?\s*[$#%]|[$%])/m.test(input))
   )
+}
+
+/**
+ * nothingToNormaliseNft of a piece of a ruleset's bytes cut at line ends: a piece with none of the characters its tests
+ * look for (carriage return, quote mark, fence, prompt or comment characters) passes without being decoded.
+ */
+export function nothingToNormaliseNftBytes(chunk: Buffer): boolean {
+  const plain =
+    !chunk.includes(0x0d) &&
+    chunk[0] !== 0x3e &&
+    !chunk.includes('\n>') &&
+    !chunk.includes('```') &&
+    !chunk.includes('~~~') &&
+    !chunk.includes(0x23) &&
+    !chunk.includes(0x24) &&
+    !chunk.includes(0x25)
+  return plain || nothingToNormaliseNft(chunk.toString('utf8'))
 }
 
 /** The input as the parser reads it, nothing assumed: line n is the input's line n. */

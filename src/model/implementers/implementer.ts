@@ -73,7 +73,7 @@ export function chainsStartingWith(obs: NodeObservation, prefix: string): string
   const out = new Set<string>()
   for (const dump of [obs.iptables, obs.ip6tables])
     for (const table of dump?.tableNames() ?? [])
-      for (const chain of dump!.chainNames(table)) if (chain.startsWith(prefix)) out.add(chain)
+      for (const chain of dump!.chainNamesStartingWith(table, prefix)) out.add(chain)
   return [...out].sort()
 }
 

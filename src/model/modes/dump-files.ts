@@ -4,6 +4,7 @@ import {
   BufferSource,
   FileSource,
   MAX_STREAMED_DUMP_BYTES,
+  MAX_TEXT_DUMP_BYTES,
   readDumpBytes,
   type DumpSource,
 } from '../../parse/dump-source.js'
@@ -11,9 +12,15 @@ import {IpsetState} from '../../parse/ipset-save.js'
 import {IptablesSave} from '../../parse/iptables-save.js'
 import {parseIpvsadm, type VirtualServer} from '../../parse/ipvsadm.js'
 import {parseNftDump} from '../../parse/nft-dump.js'
-import type {NftRuleset} from '../../parse/nft-ruleset.js'
+import {NftRuleset} from '../../parse/nft-ruleset.js'
 import {ParseError} from '../../parse/parse-error.js'
-import {normaliseIptablesPaste, normaliseNftPaste, type NormalisedPaste} from '../../parse/paste-normalise.js'
+import {
+  normaliseIptablesPaste,
+  normaliseNftPaste,
+  nothingToNormaliseNft,
+  nothingToNormaliseNftBytes,
+  type NormalisedPaste,
+} from '../../parse/paste-normalise.js'
 import type {TraceResult} from '../../trace/types.js'
 
 /**
@@ -116,11 +123,54 @@ function inputLineError(e: ParseError, paste: NormalisedPaste | undefined): Pars
 /** `nft list ruleset` (text or JSON; a paste is normalised), with what the normaliser assumed. */
 export function readNftFile(file: string): {ruleset: NftRuleset; notes: string[]} {
   try {
+    const streamed = file === '-' ? undefined : streamNftFile(file)
+    if (streamed) return {ruleset: streamed, notes: []}
     const paste = normaliseNftPaste(readDumpBytes(file).toString('utf8'))
     return {ruleset: parseNftDump(paste.text), notes: paste.notes}
   } catch (e) {
     throw new DiagnosisError(`${fileName(file)}: ${(e as Error).message}`, {cause: e})
   }
+}
+
+/** Thrown to stop indexing a file that the paste normaliser would change. */
+class NotPlainRuleset extends Error {}
+
+/**
+ * `nft list ruleset` text as the node printed it, indexed straight from the file (which stays open: each chain is read
+ * when a walk reaches it); undefined for anything else (JSON, a paste the normaliser would change: read whole).
+ */
+function streamNftFile(file: string): NftRuleset | undefined {
+  const source = new FileSource(file)
+  try {
+    if (source.size > MAX_TEXT_DUMP_BYTES)
+      throw new Error(
+        `${file} is larger than ${Math.round(MAX_TEXT_DUMP_BYTES / 2 ** 20)} MiB: not a dump this tool reads`,
+      )
+    const head = source.read(0, Math.min(source.size, 4096))
+    let i = 0
+    while (i < head.length && (head[i] === 32 || (head[i] >= 9 && head[i] <= 13))) i++
+    // JSON, or white space beyond ASCII before the first word: the whole text's way.
+    if (i === head.length || head[i] === 0x7b || head[i] >= 0x80) {
+      source.close()
+      return undefined
+    }
+    return NftRuleset.index(source, {
+      beforeChunk: (chunk) => {
+        if (!nothingToNormaliseNftBytes(chunk)) throw new NotPlainRuleset()
+      },
+    })
+  } catch (e) {
+    // A text the normaliser would change is read whole, and so is one that a later piece shows to be a paste: the
+    // normaliser first, as for any paste (its fault may be one the normaliser takes away).
+    const paste = e instanceof NotPlainRuleset || (e instanceof ParseError && !nothingToNormaliseNft(wholeText(source)))
+    source.close()
+    if (paste) return undefined
+    throw e
+  }
+}
+
+function wholeText(source: FileSource): string {
+  return source.read(0, source.size).toString('utf8')
 }
 
 /** `ipset save` output; none given: no set. */

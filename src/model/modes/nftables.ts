@@ -66,12 +66,14 @@ export const nftablesMode: ProxyModeAdapter<'nftables'> = {
     takes: ['iptables-save', 'ipset-save'],
     build(files, {localAddresses, dst}) {
       const {ruleset, notes} = readNftFile(files.nft!)
-      const rules = files['iptables-save'] === undefined ? undefined : readIptablesFile(files['iptables-save'], dst)
+      let rules
       let ipsets
       try {
+        rules = files['iptables-save'] === undefined ? undefined : readIptablesFile(files['iptables-save'], dst)
         ipsets = readIpsetFile(files['ipset-save'])
       } catch (e) {
         rules?.dump.close()
+        ruleset.close()
         throw e
       }
       const family = familyOf(dst) === 6 ? 'ip6' : 'ip'
@@ -85,7 +87,10 @@ export const nftablesMode: ProxyModeAdapter<'nftables'> = {
         notes: [...notes, ...(rules?.paste?.notes ?? [])],
         inputLines: (result) => (rules ? withInputLines(result, rules) : result),
         walkError: (e) => (rules ? walkError(e, rules.file, rules.paste) : walkError(e, files.nft!)),
-        close: () => rules?.dump.close(),
+        close: () => {
+          rules?.dump.close()
+          ruleset.close()
+        },
       }
     },
   },

@@ -1,0 +1,444 @@
+import {ChainIndex, NOT_FOUND} from './chain-index.js'
+import type {DumpSource} from './dump-source.js'
+import {ParseError} from './parse-error.js'
+import {baseOf, braceDelta, opensBlock, readChainBody, readSetBody, unquote} from './nft-statements.js'
+import type {NftBase, NftChain, NftChains, NftSet, NftTable} from './nft-types.js'
+
+/**
+ * `nft list ruleset` text indexed in one streaming pass over its bytes: tables, each chain's body as a byte range (typed
+ * arrays, no object per chain), sets and maps read whole (a rule's `@set` needs them all), base chains read at once.
+ * A chain's rules are read, by the same statement reader, when something asks for the chain: a walk reaches a few of
+ * a 50,000-Service ruleset's 550,000 chains.
+ */
+
+const isSpaceByte = (b: number) => b === 32 || (b >= 9 && b <= 13)
+
+const enum Where {
+  Top,
+  Table,
+  Chain,
+  Set,
+}
+
+/** The bytes of "chain", "type". */
+const CHAIN = [0x63, 0x68, 0x61, 0x69, 0x6e]
+const TYPE = [0x74, 0x79, 0x70, 0x65]
+
+/** The words that open a block (opensBlock), as bytes. */
+const BLOCK_WORDS = ['table', 'chain', 'set', 'map'].map((w) => [...Buffer.from(w)])
+
+/** opensBlock of the trimmed line [s, e). */
+function opensBlockBytes(buf: Buffer, s: number, e: number): boolean {
+  if (buf[e - 1] !== 0x7b) return false
+  for (const w of BLOCK_WORDS) {
+    if (!startsWith(buf, s, e, w) || s + w.length >= e) continue
+    const next = buf[s + w.length]
+    if (isSpaceByte(next)) return true
+    // White space beyond ASCII after the word: as the regular expression knows it.
+    if (next >= 0x80) return opensBlock(buf.toString('utf8', s, e))
+  }
+  return false
+}
+
+/** The index of the next `byte` in buf from `from`; buf.length when there is none. */
+function nextOf(buf: Buffer, byte: number, from: number): number {
+  const i = buf.indexOf(byte, from)
+  return i < 0 ? buf.length : i
+}
+
+/** braceDelta of the line [s, e) (as bytes: a character beyond ASCII holds no quote or brace byte). */
+function braceDeltaBytes(buf: Buffer, s: number, e: number): number {
+  let d = 0
+  let quoted = false
+  for (let i = s; i < e; i++) {
+    const b = buf[i]
+    if (b === 0x22) quoted = !quoted
+    else if (!quoted && b === 0x7b) d++
+    else if (!quoted && b === 0x7d) d--
+  }
+  return d
+}
+
+function startsWith(buf: Uint8Array, at: number, end: number, word: number[]): boolean {
+  if (end - at < word.length) return false
+  for (let i = 0; i < word.length; i++) if (buf[at + i] !== word[i]) return false
+  return true
+}
+
+/** A table's chains: names in a ChainIndex, each body's byte range and line; a chain is read when asked for. */
+class IndexedChains implements NftChains {
+  private readonly index: ChainIndex
+  private bodyStart: Uint32Array
+  private bodyEnd: Uint32Array
+  private bodyLine: Uint32Array
+  private headerLine: Uint32Array
+  private readonly baseIds = new Map<number, NftBase>()
+  private readonly parsed = new Map<number, NftChain>()
+  /** Whether some name is not ASCII (the index holds names as UTF-8 bytes). */
+  private wideNames = false
+
+  constructor(
+    private readonly table: string,
+    private readonly source: DumpSource,
+    expected: number,
+  ) {
+    this.index = new ChainIndex(expected)
+    const n = Math.max(256, Math.min(1 << 22, expected))
+    this.bodyStart = new Uint32Array(n)
+    this.bodyEnd = new Uint32Array(n)
+    this.bodyLine = new Uint32Array(n)
+    this.headerLine = new Uint32Array(n)
+  }
+
+  /** A chain's header: its id (a chain defined again keeps its place and takes the new body, as a Map's set does). */
+  declare(id: number, headerLine: number, bodyStart: number, bodyLine: number): void {
+    if (id >= this.bodyStart.length) this.grow()
+    this.headerLine[id] = headerLine
+    this.bodyStart[id] = bodyStart
+    this.bodyEnd[id] = bodyStart
+    this.bodyLine[id] = bodyLine
+    this.baseIds.delete(id)
+    this.parsed.delete(id)
+  }
+
+  idOfBytes(buf: Uint8Array, start: number, end: number): number {
+    return this.index.idFromBytes(buf, start, end)
+  }
+
+  idOfName(name: string): number {
+    const bytes = Buffer.from(name, 'utf8')
+    if (bytes.length !== name.length) this.wideNames = true
+    return this.index.idFromBytes(bytes, 0, bytes.length)
+  }
+
+  close(id: number, bodyEnd: number): void {
+    this.bodyEnd[id] = bodyEnd
+  }
+
+  markBase(id: number, base: NftBase): void {
+    this.baseIds.set(id, base)
+  }
+
+  get size(): number {
+    return this.index.size
+  }
+
+  private key(name: string): string {
+    // The index compares bytes: a name's UTF-8 bytes, one character each.
+    // eslint-disable-next-line no-control-regex
+    return /^[\x00-\x7f]*$/.test(name) ? name : Buffer.from(name, 'utf8').toString('latin1')
+  }
+
+  private nameOf(id: number): string {
+    const name = this.index.name(id)
+    return this.wideNames ? Buffer.from(name, 'latin1').toString('utf8') : name
+  }
+
+  private chain(id: number): NftChain {
+    let chain = this.parsed.get(id)
+    if (!chain) {
+      chain = {table: this.table, name: this.nameOf(id), line: this.headerLine[id], rules: []}
+      const text = this.source.read(this.bodyStart[id], this.bodyEnd[id]).toString('utf8')
+      readChainBody(text, this.bodyLine[id], chain)
+      this.parsed.set(id, chain)
+    }
+    return chain
+  }
+
+  get(name: string): NftChain | undefined {
+    const id = this.index.find(this.key(name))
+    return id === NOT_FOUND ? undefined : this.chain(id)
+  }
+
+  has(name: string): boolean {
+    return this.index.find(this.key(name)) !== NOT_FOUND
+  }
+
+  bases(): NftChain[] {
+    return [...this.baseIds.keys()].sort((a, b) => a - b).map((id) => this.chain(id))
+  }
+
+  *keys(): MapIterator<string> {
+    for (const id of this.index.ids()) yield this.nameOf(id)
+  }
+
+  *values(): MapIterator<NftChain> {
+    for (const id of this.index.ids()) yield this.chain(id)
+  }
+
+  *entries(): MapIterator<[string, NftChain]> {
+    for (const id of this.index.ids()) yield [this.nameOf(id), this.chain(id)]
+  }
+
+  [Symbol.iterator](): MapIterator<[string, NftChain]> {
+    return this.entries()
+  }
+
+  forEach(fn: (value: NftChain, key: string, map: ReadonlyMap<string, NftChain>) => void): void {
+    for (const [k, v] of this.entries()) fn(v, k, this)
+  }
+
+  private grow(): void {
+    const n = this.bodyStart.length * 2
+    const grow = (a: Uint32Array) => {
+      const next = new Uint32Array(n)
+      next.set(a)
+      return next
+    }
+    this.bodyStart = grow(this.bodyStart)
+    this.bodyEnd = grow(this.bodyEnd)
+    this.bodyLine = grow(this.bodyLine)
+    this.headerLine = grow(this.headerLine)
+  }
+}
+
+export interface NftIndexOptions {
+  /** Sees each chunk of the text before it is indexed (a chunk holds whole lines); may throw to stop the pass. */
+  beforeChunk?: (chunk: Buffer) => void
+}
+
+/** Indexes the ruleset text `source` holds (see the top of this file); the source is read again for each chain asked. */
+export function indexNftRuleset(source: DumpSource, options: NftIndexOptions = {}): NftTable[] {
+  const tables: NftTable[] = []
+  // Reserved, not touched: large typed arrays are zero pages until written (kube-proxy writes a chain per 240 bytes).
+  const expectedChains = Math.ceil(source.size / 200)
+  let where = Where.Top
+  let table: (NftTable & {chains: IndexedChains}) | undefined
+  let chainId = -1
+  let set: NftSet | undefined
+  let setBodyStart = 0
+  let setBodyLine = 0
+  let lineNo = 0
+  /** An open statement's braces, its first line and where it starts (0 depth: none open). */
+  let contDepth = 0
+  let contLine = 0
+  let contStart = 0
+  /** Whether the open statement starts with "type" (in a chain: maybe its base chain's statement). */
+  let contIsType = false
+
+  /** The text of the statement at [start, end): its lines trimmed and joined by a space, as one line. */
+  const statementText = (start: number, end: number, buf: Buffer, base: number): string => {
+    const bytes = start >= base ? buf.subarray(start - base, end - base) : source.read(start, end)
+    const text = bytes.toString('utf8')
+    return text.includes('\n')
+      ? text
+          .split('\n')
+          .map((l) => l.trim())
+          .join(' ')
+      : text.trim()
+  }
+
+  const readOpenSet = (end: number) => {
+    if (set && end > setBodyStart) readSetBody(source.read(setBodyStart, end).toString('utf8'), setBodyLine, set)
+  }
+
+  /** A statement of one line or more, [start, end) in the text, whose first line is `line`. */
+  const onStatement = (
+    line: string | undefined,
+    start: number,
+    end: number,
+    first: number,
+    buf: Buffer,
+    base: number,
+  ) => {
+    const text = () => line ?? statementText(start, end, buf, base)
+    if (where === Where.Top) {
+      const s = text()
+      const m = /^table\s+(ip|ip6|inet|arp|bridge|netdev)\s+(\S+)\s*\{$/.exec(s)
+      if (!m) throw new ParseError(first, `expected "table FAMILY NAME {", found "${s.slice(0, 60)}"`)
+      const id = `${m[1]} ${unquote(m[2])}`
+      table = {
+        family: m[1],
+        name: unquote(m[2]),
+        id,
+        chains: new IndexedChains(id, source, expectedChains),
+        sets: new Map(),
+      }
+      tables.push(table)
+      where = Where.Table
+      return
+    }
+    if (where === Where.Chain) {
+      // Only a `type … hook …` statement is read now (a base chain); rules wait until the chain is asked for.
+      const found = baseOf(text(), first)
+      if (found) table!.chains.markBase(chainId, found)
+      return
+    }
+    if (where === Where.Set) return
+    // In a table: a chain (most of them: read from the bytes), a set or map, a comment or flags.
+    const s = text()
+    let m = /^chain\s+(\S+)\s*\{$/.exec(s)
+    if (m) {
+      openChain(table!.chains.idOfName(unquote(m[1])), first, end)
+      return
+    }
+    m = /^(set|map)\s+(\S+)\s*\{$/.exec(s)
+    if (m) {
+      set = {table: table!.id, name: unquote(m[2]), line: first, isMap: m[1] === 'map', elements: []}
+      table!.sets.set(set.name, set)
+      setBodyStart = end + 1
+      setBodyLine = first + 1
+      where = Where.Set
+      return
+    }
+    if (/^(comment|flags)\s/.test(s)) return
+    throw new ParseError(first, `unexpected "${s.slice(0, 60)}" in table ${table!.id}`)
+  }
+
+  const openChain = (id: number, first: number, lineEnd: number) => {
+    chainId = id
+    table!.chains.declare(id, first, lineEnd + 1, first + 1)
+    where = Where.Chain
+  }
+
+  /** A `}` statement at [start, …): closes the innermost block. */
+  const onClose = (start: number) => {
+    if (where === Where.Set) {
+      readOpenSet(start)
+      set = undefined
+      where = Where.Table
+    } else if (where === Where.Chain) {
+      table!.chains.close(chainId, start)
+      where = Where.Table
+    } else if (where === Where.Table) {
+      table = undefined
+      where = Where.Top
+    } else throw new ParseError(lineNo, 'unbalanced "}"')
+  }
+
+  /** A table-level line `chain NAME {`, [s, e) trimmed: the chain's id; -1 when it is not one (or not ASCII). */
+  const chainHeader = (buf: Buffer, s: number, e: number): number => {
+    if (
+      e - s < 8 ||
+      buf[s] !== 0x63 ||
+      buf[e - 1] !== 0x7b ||
+      !startsWith(buf, s, e, CHAIN) ||
+      !isSpaceByte(buf[s + 5])
+    )
+      return -1
+    let p = s + 5
+    while (p < e && isSpaceByte(buf[p])) p++
+    let r = e - 1
+    while (r > p && isSpaceByte(buf[r - 1])) r--
+    if (r <= p) return -1
+    for (let i = p; i < r; i++) {
+      const b = buf[i]
+      if (b >= 0x80 || isSpaceByte(b)) return -1
+    }
+    // A quoted name loses its quotes (unquote).
+    if (buf[p] === 0x22 && r - p >= 2 && buf[r - 1] === 0x22) {
+      p++
+      r--
+    }
+    return table!.chains.idOfBytes(buf, p, r)
+  }
+
+  const onChunk = (buf: Buffer, base: number) => {
+    const n = buf.length
+    let pos = 0
+    // Where the next `{`, `}` and quote are (native searches, each byte looked at once): most lines hold none, and
+    // their brace balance is known without reading them.
+    let nextOpen = -1
+    let nextClose = -1
+    let nextQuote = -1
+    while (pos < n) {
+      let nl = buf.indexOf(10, pos)
+      if (nl < 0) nl = n
+      const ls = pos
+      pos = nl + 1
+      lineNo++
+      if (nextOpen < ls) nextOpen = nextOf(buf, 0x7b, ls)
+      if (nextClose < ls) nextClose = nextOf(buf, 0x7d, ls)
+      if (nextQuote < ls) nextQuote = nextOf(buf, 0x22, ls)
+      let delta = nextOpen < nl || nextClose < nl || nextQuote < nl ? braceDeltaBytes(buf, ls, nl) : 0
+      let s = ls
+      let e = nl
+      while (s < e && isSpaceByte(buf[s])) s++
+      while (e > s && isSpaceByte(buf[e - 1])) e--
+      let line: string | undefined
+      if (s < e && (buf[s] >= 0x80 || buf[e - 1] >= 0x80)) {
+        // White space beyond ASCII may end the line (a no-break space, a byte order mark): as trim() knows it.
+        line = buf.toString('utf8', s, e).trim()
+        delta = braceDelta(line)
+      }
+      if (contDepth > 0) {
+        contDepth += delta
+        if (contDepth <= 0) {
+          contDepth = 0
+          if ((where !== Where.Chain || contIsType) && where !== Where.Set)
+            onStatement(undefined, contStart, base + nl, contLine, buf, base)
+        }
+        continue
+      }
+      if (line !== undefined ? line === '' || line.startsWith('#') : s === e || buf[s] === 0x23) continue
+      const closes = line !== undefined ? line === '}' : e - s === 1 && buf[s] === 0x7d
+      if (closes) {
+        onClose(base + ls)
+        continue
+      }
+      const opens = line !== undefined ? opensBlock(line) : opensBlockBytes(buf, s, e)
+      if (!opens && delta > 0) {
+        contDepth = delta
+        contLine = lineNo
+        contStart = base + ls
+        contIsType = line !== undefined ? line.startsWith('type') : startsWith(buf, s, e, TYPE)
+        continue
+      }
+      if (where === Where.Chain) {
+        if (line === undefined ? startsWith(buf, s, e, TYPE) : line.startsWith('type'))
+          onStatement(line ?? buf.toString('utf8', s, e), base + ls, base + nl, lineNo, buf, base)
+        continue
+      }
+      if (where === Where.Set) continue
+      if (where === Where.Table && line === undefined) {
+        const id = chainHeader(buf, s, e)
+        if (id >= 0) {
+          openChain(id, lineNo, base + nl)
+          continue
+        }
+      }
+      onStatement(line ?? buf.toString('utf8', s, e), base + ls, base + nl, lineNo, buf, base)
+    }
+  }
+
+  // The source's pieces (one buffer, reused), cut at line ends: a line a piece cuts is carried to the next.
+  let carry: Buffer | undefined
+  let carryBase = 0
+  const take = (piece: Buffer, base: number) => {
+    options.beforeChunk?.(piece)
+    onChunk(piece, base)
+  }
+  source.chunks((chunk, base) => {
+    let from = 0
+    if (carry) {
+      const nl = chunk.indexOf(10)
+      if (nl < 0) {
+        carry = Buffer.concat([carry, chunk])
+        return
+      }
+      take(Buffer.concat([carry, chunk.subarray(0, nl + 1)]), carryBase)
+      carry = undefined
+      from = nl + 1
+    }
+    const cut = chunk.lastIndexOf(10) + 1
+    if (cut > from) take(chunk.subarray(from, cut), base + from)
+    const tail = Math.max(cut, from)
+    if (tail < chunk.length) {
+      carry = Buffer.from(chunk.subarray(tail))
+      carryBase = base + tail
+    }
+  })
+  if (carry) take(carry, carryBase)
+  // `text.split('\n').length`: a text ending in a newline has one more, empty, line.
+  const lines = source.size === 0 || source.read(source.size - 1, source.size)[0] === 10 ? lineNo + 1 : lineNo
+  if (contDepth > 0) {
+    readOpenSet(contStart)
+    throw new ParseError(contLine, `"{" opened here is never closed (cut-off ruleset?)`)
+  }
+  if (table) {
+    readOpenSet(source.size)
+    throw new ParseError(lines, `table ${table.id} is not closed`)
+  }
+  if (tables.length === 0) throw new ParseError(1, 'no "table" found: not `nft list ruleset` output')
+  return tables
+}

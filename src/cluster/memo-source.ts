@@ -8,7 +8,7 @@ import type {
   V1Pod,
   V1Service,
 } from '@kubernetes/client-node'
-import type {ClusterSource} from './cluster-source.js'
+import type {ClusterSource, CustomObjects, CustomResource} from './cluster-source.js'
 
 /**
  * A ClusterSource that asks its source once per question (the same call with the same arguments) and answers again
@@ -57,6 +57,9 @@ export class MemoClusterSource implements ClusterSource {
   }
   listNamespaces(): Promise<V1Namespace[] | undefined> {
     return this.once(['listNamespaces'], () => this.source.listNamespaces())
+  }
+  listCustomObjects(resource: CustomResource): Promise<CustomObjects> {
+    return this.once(['listCustomObjects', resource.plural], () => this.source.listCustomObjects(resource))
   }
 
   private once<T>(question: unknown[], read: () => Promise<T>): Promise<T> {

@@ -8,7 +8,7 @@ import type {
   V1Pod,
   V1Service,
 } from '@kubernetes/client-node'
-import type {ClusterSource} from './cluster-source.js'
+import type {ClusterSource, CustomObjects, CustomResource} from './cluster-source.js'
 import {parseLabelSelector} from './label-selector.js'
 import type {WatchStore, WatchTarget} from './watch-objects.js'
 
@@ -105,5 +105,8 @@ export class WatchCacheSource implements ClusterSource {
   }
   listNamespaces(): Promise<V1Namespace[] | undefined> {
     return this.rest.listNamespaces()
+  }
+  listCustomObjects(resource: CustomResource): Promise<CustomObjects> {
+    return this.rest.listCustomObjects(resource)
   }
 }

@@ -5,7 +5,7 @@ import type {IptablesSave} from '../../parse/iptables-save.js'
 import type {DnsAnswer, DnsRecordAnswer} from '../probe/dns-probe.js'
 import type {KubeProxyStatus} from '../../parse/kube-proxy-status.js'
 import {BACKEND_SAVES, NODE_READS as reads} from './node-reads.js'
-import type {NodeObservation} from '../observation.js'
+import type {EmptyRulesRead, NodeObservation} from '../observation.js'
 import {NODE_FILES, type NodeFile, type NodeRecording} from './node-files.js'
 import {interpretPathReads, type RawPathReads} from './path-reads.js'
 
@@ -89,6 +89,36 @@ function named(dump: IptablesSave, file: string): IptablesSave {
   return dump
 }
 
+/** What an empty read printed, in the report's words. */
+function printedNothing(bytes: number, head: string): string {
+  if (bytes === 0) return '0 bytes'
+  return head.trim() === '' ? `only white space, ${bytes} bytes` : `no table, ${bytes} bytes`
+}
+
+const emptyReadError = (e: EmptyRulesRead) =>
+  `${e.command} returned nothing (${e.printed}, ${e.file}): no rules were read`
+
+/**
+ * The IPv4 rules read printed no table, and nothing else read shows kube-proxy's rules in a mode that does not need
+ * it (nftables mode's kube-proxy table, IPVS virtual servers): the read returned nothing, which says nothing of what
+ * kube-proxy programmed. A save with a table and no kube-proxy chain (`*nat`, `COMMIT`) is a read: not programmed.
+ */
+function emptyRulesRead(obs: NodeObservation, source: DumpSource | undefined): EmptyRulesRead | undefined {
+  const save = obs.iptables
+  if (!save || !source || save.tableNames().length > 0) return undefined
+  if (obs.nft?.tables.some((t) => t.name === 'kube-proxy')) return undefined
+  if ((obs.ipvs?.virtualServers.length ?? 0) > 0) return undefined
+  const nftHoldsRules = !!obs.nft?.table('ip nat')?.chains.get('KUBE-SERVICES')
+  const backendHolds = obs.backends?.find((b) => b.family === 4 && b.dump.hasChain('nat', 'KUBE-SERVICES'))?.backend
+  const rulesIn = nftHoldsRules ? 'nft' : backendHolds
+  return {
+    command: reads.iptablesSave.argv.join(' '),
+    file: reads.iptablesSave.recorded.file,
+    printed: printedNothing(source.size, source.read(0, Math.min(source.size, 4096)).toString('latin1')),
+    ...(rulesIn ? {rulesIn} : {}),
+  }
+}
+
 /** Parses one node's recording (read live by collect-node.ts, or loaded from a snapshot folder). */
 export function parseNodeRecording(
   name: string,
@@ -162,12 +192,19 @@ export function parseNodeRecording(
       return {name, reachable: false, error: `IPVS dumps unreadable: ${(e as Error).message}`}
     }
   }
-  if (!obs.iptables && !obs.nft)
+  const emptyRead = emptyRulesRead(obs, dump(reads.iptablesSave.recorded.file))
+  if (emptyRead) return {name, reachable: false, error: emptyReadError(emptyRead), emptyRead}
+  if (!obs.iptables && !obs.nft) {
+    const nft = text(reads.nftRuleset.recorded.file)
     return {
       name,
       reachable: false,
-      error: `neither ${reads.iptablesSave.recorded.file} nor ${reads.nftRuleset.recorded.file} is there`,
+      error:
+        nft === undefined
+          ? `neither ${reads.iptablesSave.recorded.file} nor ${reads.nftRuleset.recorded.file} is there`
+          : `nft list ruleset returned nothing (${printedNothing(nft.length, nft)}, ${reads.nftRuleset.recorded.file}) and ${reads.iptablesSave.recorded.file} is not there: no rules were read`,
     }
+  }
   const network = text(reads.network.recorded.file)
   if (network !== undefined) {
     const cni = text(reads.cniResults.recorded.file)

@@ -89,10 +89,14 @@ function named(dump: IptablesSave, file: string): IptablesSave {
   return dump
 }
 
+/** A read of only white space (looked at up to 4 KiB: a larger one is a dump, judged by its parser). */
+const isBlank = (source: DumpSource) =>
+  source.size <= 4096 && source.read(0, source.size).toString('latin1').trim() === ''
+
 /** What an empty read printed, in the report's words. */
-function printedNothing(bytes: number, head: string): string {
-  if (bytes === 0) return '0 bytes'
-  return head.trim() === '' ? `only white space, ${bytes} bytes` : `no table, ${bytes} bytes`
+function printedNothing(source: DumpSource): string {
+  if (source.size === 0) return '0 bytes'
+  return isBlank(source) ? `only white space, ${source.size} bytes` : `no table, ${source.size} bytes`
 }
 
 const emptyReadError = (e: EmptyRulesRead) =>
@@ -114,7 +118,7 @@ function emptyRulesRead(obs: NodeObservation, source: DumpSource | undefined): E
   return {
     command: reads.iptablesSave.argv.join(' '),
     file: reads.iptablesSave.recorded.file,
-    printed: printedNothing(source.size, source.read(0, Math.min(source.size, 4096)).toString('latin1')),
+    printed: printedNothing(source),
     ...(rulesIn ? {rulesIn} : {}),
   }
 }
@@ -135,7 +139,9 @@ export function parseNodeRecording(
   const obs: NodeObservation = {name, reachable: true}
   try {
     const save = dump(reads.iptablesSave.recorded.file)
-    if (save) obs.iptables = named(reads.iptablesSave.parse(save), reads.iptablesSave.recorded.file)
+    // Only white space is an empty read (emptyRulesRead says so), not a malformed dump.
+    const read = save && isBlank(save) ? new BufferSource(Buffer.alloc(0)) : save
+    if (read) obs.iptables = named(reads.iptablesSave.parse(read), reads.iptablesSave.recorded.file)
   } catch (e) {
     return {name, reachable: false, error: `${reads.iptablesSave.recorded.file} unreadable: ${(e as Error).message}`}
   }
@@ -202,7 +208,7 @@ export function parseNodeRecording(
       error:
         nft === undefined
           ? `neither ${reads.iptablesSave.recorded.file} nor ${reads.nftRuleset.recorded.file} is there`
-          : `nft list ruleset returned nothing (${printedNothing(nft.length, nft)}, ${reads.nftRuleset.recorded.file}) and ${reads.iptablesSave.recorded.file} is not there: no rules were read`,
+          : `nft list ruleset returned nothing (${printedNothing(new BufferSource(Buffer.from(nft)))}, ${reads.nftRuleset.recorded.file}) and ${reads.iptablesSave.recorded.file} is not there: no rules were read`,
     }
   }
   const network = text(reads.network.recorded.file)

@@ -9,6 +9,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {after, test} from 'node:test'
 import {judgeService} from '../../src/diagnosis/judge-services.js'
+import {generateBundle} from '../../bench/generate.js'
 import {offlineCluster} from '../helpers/offline-cluster.js'
 import {runCli} from '../helpers/run-cli.js'
 
@@ -55,6 +56,78 @@ test("scan: a node's broken rule is that node's, and every Service is still judg
     /KPD-NODE-UNREADABLE \[node-b\] node-b could not be read: its rules could not be judged: iptables-save\.txt line 66: unterminated quote/,
   )
   assert.match(r.stdout, /shop\/web/)
+})
+
+/**
+ * A scan bundle of six Services over three nodes (kube-proxy's rules for all of them on each node), with the DNAT rule
+ * of one endpoint of bench/svc-2 on bench-node-1 losing its closing quote: a chain only svc-2's walks reach there.
+ */
+function scanBundleWithBrokenRule(): {bundle: string; line: number} {
+  const {bundle} = generateBundle(join(tmp, 'scan'), 6, {nodes: 3})
+  const file = join(bundle, 'nodes', 'bench-node-1', 'iptables-save.txt')
+  const lines = readFileSync(file, 'utf8').split('\n')
+  const at = lines.findIndex((l) => /^-A KUBE-SEP-\S+ .*--comment "bench\/svc-2:http" .*-j DNAT /.test(l))
+  assert.ok(at > 0)
+  lines[at] = lines[at].replace('svc-2:http"', 'svc-2:http')
+  // The nodes' dumps are one file linked thrice: node-1's is replaced, not written through.
+  rmSync(file)
+  writeFileSync(file, lines.join('\n'))
+  return {bundle, line: at + 1}
+}
+
+test("scan: one node's broken rule makes that node unreadable for the one Service whose walk reaches it (node, file, line); every other node and Service is judged", async () => {
+  const {bundle, line} = scanBundleWithBrokenRule()
+  const why = `its rules could not be judged: iptables-save.txt line ${line}: unterminated quote`
+  const nodes = ['bench-node', 'bench-node-1', 'bench-node-2']
+  for (const threads of ['1', '2']) {
+    const r = await runCli(['scan', '-n', 'bench', '--snapshot', bundle, '--threads', threads, '-o', 'json'])
+    assert.equal(r.code, 3, `--threads ${threads}: ${r.stderr}`)
+    assert.equal(r.stderr, '')
+    assert.deepEqual(r.json.counts, {
+      services: 6,
+      diagnosed: 6,
+      skipped: 0,
+      withErrors: 0,
+      withWarnings: 1,
+      withChecksNotRun: 1,
+    })
+    type Report = {
+      service: {name: string}
+      findings: Array<{code: string; node: string; message: string}>
+      nodes: Array<{name: string; reachable: boolean; error: string | null}>
+      paths: Array<{node: string; ok: boolean | null}>
+      notChecked: Array<{node: string | null; check: string; required: boolean}>
+    }
+    const services = r.json.services as Report[]
+    assert.deepEqual(
+      services.flatMap((s) => s.findings.map((f) => [s.service.name, f.code, f.node, f.message])),
+      [['svc-2', 'KPD-NODE-UNREADABLE', 'bench-node-1', `bench-node-1 could not be read: ${why}`]],
+    )
+    for (const s of services) {
+      const broken = s.service.name === 'svc-2'
+      assert.deepEqual(
+        s.nodes.map((n) => [n.name, n.reachable, n.error]),
+        nodes.map((n) => (broken && n === 'bench-node-1' ? [n, false, why] : [n, true, null])),
+        s.service.name,
+      )
+      // Every path of every node read for the Service is walked and works.
+      assert.deepEqual(
+        [...new Set(s.paths.map((p) => `${p.node} ${p.ok}`))].sort(),
+        nodes.filter((n) => !broken || n !== 'bench-node-1').map((n) => `${n} true`),
+        s.service.name,
+      )
+      assert.deepEqual(
+        s.notChecked.filter((n) => n.required).map((n) => `${n.check} ${n.node}`),
+        broken ? ['node-read bench-node-1'] : [],
+        s.service.name,
+      )
+    }
+    // The node itself was read: its one broken rule is svc-2's alone.
+    assert.deepEqual(
+      r.json.nodes.map((n: {name: string; reachable: boolean}) => [n.name, n.reachable]),
+      nodes.map((n) => [n, true]),
+    )
+  }
 })
 
 test("a null or a wrong-typed entry in a node's path reads is said as left out; the run goes on", async () => {

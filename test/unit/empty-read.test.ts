@@ -146,7 +146,7 @@ test('a save with a nat table and no kube-proxy rule (*nat, COMMIT) is a read: k
   )
 })
 
-test("scan: the empty read is the node's in every Service, exit 3", async () => {
+test("scan: the empty read is the node's; the Service is judged on the other node, exit 3", async () => {
   const r = await runCli(['scan', '-A', '--snapshot', bundleWith({...ALONE, 'iptables-save.txt': ''}), '-o', 'json'])
   assert.equal(r.code, 3, r.stderr)
   assert.deepEqual(

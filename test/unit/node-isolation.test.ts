@@ -7,14 +7,24 @@ import assert from 'node:assert/strict'
 import {cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
-import {after, test} from 'node:test'
+import {after, before, test} from 'node:test'
 import {judgeService} from '../../src/diagnosis/judge-services.js'
 import {generateBundle} from '../../bench/generate.js'
 import {offlineCluster} from '../helpers/offline-cluster.js'
 import {runCli} from '../helpers/run-cli.js'
+import {LabApiServer} from '../lab/apiserver.js'
+import type {RecordedExec} from '../lab/apiserver-streams.js'
+import {endpointSliceObject, kubeProxyConfigMap, nodeObject, podObject, serviceObject} from '../fixtures/api-objects.js'
+import {kubeProxyRules} from '../fixtures/kube-proxy-rules.js'
+import {DNS, labPods, NODES, SERVICES, WEB} from '../fixtures/lab-cluster.js'
 
 const tmp = mkdtempSync(join(tmpdir(), 'kpd-isolation-'))
-after(() => rmSync(tmp, {recursive: true, force: true}))
+const api = new LabApiServer({token: 'kpd-isolation', podStartMs: 10})
+before(() => api.start())
+after(async () => {
+  await api.stop()
+  rmSync(tmp, {recursive: true, force: true})
+})
 
 /** The healthy example with node-b's KUBE-SERVICES rule for shop/web (line 66) losing its closing quote. */
 function brokenRuleBundle(): string {
@@ -128,6 +138,79 @@ test("scan: one node's broken rule makes that node unreadable for the one Servic
       nodes.map((n) => [n, true]),
     )
   }
+})
+
+/** The debug Pod's reads: kube-proxy's rules on each node, node-b's with one endpoint of shop/web's DNAT rule broken. */
+function liveAnswer(pod: {metadata?: unknown; spec?: unknown}, argv: string[]): RecordedExec {
+  const node = NODES.find((n) => n.name === (pod.spec as {nodeName?: string}).nodeName)
+  if (argv[0] === 'iptables-save' && node) {
+    const rules = kubeProxyRules(node, SERVICES, labPods())
+    if (node.name !== 'node-b') return {stdout: rules}
+    const lines = rules.split('\n')
+    const at = lines.findIndex((l) => /^-A KUBE-SEP-\S+ .*--comment "shop\/web:http" .*-j DNAT /.test(l))
+    lines[at] = lines[at].replace('web:http"', 'web:http')
+    liveBrokenLine = at + 1
+    return {stdout: lines.join('\n')}
+  }
+  // A scan asks cluster DNS for its own name; svc for the Service's.
+  if (argv[0] === 'dig')
+    return {stdout: `${argv.some((a) => a.startsWith('kube-dns.')) ? DNS.clusterIP : WEB.clusterIP}\n`}
+  return {stdout: ''}
+}
+let liveBrokenLine = 0
+
+test("live scan (debug Pods): node-b's broken rule is shop/web's alone; kube-dns and node-a are judged", async () => {
+  const pods = labPods()
+  api.opts.execAnswer = liveAnswer
+  api.set('nodes', NODES.map(nodeObject))
+  api.set('pods', pods.map(podObject))
+  api.set('services', SERVICES.map(serviceObject))
+  api.set(
+    'endpointslices',
+    SERVICES.map((s) => endpointSliceObject(s, pods)),
+  )
+  api.set('configmaps', [kubeProxyConfigMap()])
+  api.set(
+    'namespaces',
+    ['default', 'shop', 'kube-system'].map((name) => ({metadata: {name}})),
+  )
+  const live = ['--kubeconfig', api.writeKubeconfig(), '--via', 'debug-pod', '--debug-image', 'busybox:1.36']
+  const r = await runCli(['scan', '-A', ...live, '-o', 'json'], {HOME: join(tmp, 'home')})
+  assert.equal(r.code, 3, r.stderr)
+  assert.ok(liveBrokenLine > 0)
+  const why = `its rules could not be judged: iptables-save.txt line ${liveBrokenLine}: unterminated quote`
+  type Report = {
+    service: {namespace: string; name: string}
+    findings: Array<{code: string; node: string; message: string}>
+    nodes: Array<{name: string; reachable: boolean; error: string | null}>
+  }
+  const services = r.json.services as Report[]
+  assert.deepEqual(
+    services.flatMap((s) => s.findings.map((f) => [s.service.name, f.code, f.node, f.message])),
+    [['web', 'KPD-NODE-UNREADABLE', 'node-b', `node-b could not be read: ${why}`]],
+  )
+  assert.deepEqual(
+    services.map((s) => [
+      `${s.service.namespace}/${s.service.name}`,
+      s.nodes.map((n) => [n.name, n.reachable, n.error]),
+    ]),
+    [
+      [
+        'kube-system/kube-dns',
+        [
+          ['node-a', true, null],
+          ['node-b', true, null],
+        ],
+      ],
+      [
+        'shop/web',
+        [
+          ['node-a', true, null],
+          ['node-b', false, why],
+        ],
+      ],
+    ],
+  )
 })
 
 test("a null or a wrong-typed entry in a node's path reads is said as left out; the run goes on", async () => {

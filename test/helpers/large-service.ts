@@ -14,7 +14,7 @@ const CLUSTER_CIDR = '10.128.0.0/10'
 /** The EndpointSlice controller's default: at most 100 endpoints in one slice. */
 const SLICE_SIZE = 100
 
-export const LARGE_SERVICE: LabService = {
+const LARGE_SERVICE: LabService = {
   namespace: 'shop',
   name: 'big',
   clusterIP: '10.96.50.50',

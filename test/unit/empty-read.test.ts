@@ -164,11 +164,15 @@ test('trace given an empty or white-space input: one line naming it, exit 2', as
   writeFileSync(empty, '')
   writeFileSync(blank, '\n \n')
   const cases: Array<[string[], string, string]> = [
-    [['--iptables-save', empty], '', `${empty} is empty: no iptables-save output was read`],
-    [['--iptables-save', blank], '', `${blank} holds only white space (3 bytes): no iptables-save output was read`],
-    [['--iptables-save', '-'], '', 'stdin is empty: no iptables-save output was read'],
-    [['--nft', empty], '', `${empty} is empty: no nft list ruleset output was read`],
-    [['--nft', '-'], '\n\n', 'stdin holds only white space (2 bytes): no nft list ruleset output was read'],
+    [['--iptables-save', empty], '', `${empty}: the input is empty: no iptables-save output was read`],
+    [
+      ['--iptables-save', blank],
+      '',
+      `${blank}: the input holds only white space (3 bytes): no iptables-save output was read`,
+    ],
+    [['--iptables-save', '-'], '', 'stdin: the input is empty: no iptables-save output was read'],
+    [['--nft', empty], '', `${empty}: the input is empty: no nft list ruleset output was read`],
+    [['--nft', '-'], '\n\n', 'stdin: the input holds only white space (2 bytes): no nft list ruleset output was read'],
   ]
   for (const [files, stdin, line] of cases) {
     const r = await runCli(['trace', ...files, ...at], {}, 60_000, stdin)

@@ -50,7 +50,7 @@ export interface IptablesFile {
 function refuseEmpty(file: string, text: string, output: string): void {
   if (text.trim() !== '') return
   const held = text.length === 0 ? 'is empty' : `holds only white space (${text.length} bytes)`
-  throw new DiagnosisError(`${fileName(file)} ${held}: no ${output} output was read`)
+  throw new DiagnosisError(`${fileName(file)}: the input ${held}: no ${output} output was read`)
 }
 
 /**

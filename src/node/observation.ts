@@ -16,10 +16,30 @@ export interface IpvsState {
   sysctls: Record<string, string>
 }
 
+/**
+ * The node's rules read ran and printed nothing (no table): 0 bytes, only white space, or no "*table" line. That is
+ * no evidence of what kube-proxy programmed (an unprogrammed node still has tables), so the node is not read.
+ */
+export interface EmptyRulesRead {
+  /** The command that printed nothing, as the node runs it: "iptables-save". */
+  command: string
+  /** Its bundle file. */
+  file: string
+  /** What it printed: "0 bytes", "only white space, 3 bytes", "no table, 40 bytes". */
+  printed: string
+  /**
+   * The iptables backend another read shows kube-proxy's rules in (the nft ruleset holding iptables-nft's nat
+   * KUBE-SERVICES, or that backend's own save): the node's `iptables-save` reads the other one.
+   */
+  rulesIn?: 'legacy' | 'nft'
+}
+
 export interface NodeObservation {
   name: string
   reachable: boolean
   error?: string
+  /** Not reachable because its rules read returned nothing. */
+  emptyRead?: EmptyRulesRead
   iptables?: IptablesSave
   /** ip6tables-save: the IPv6 rules of a Service's IPv6 family (iptables and IPVS modes); undefined when not read. */
   ip6tables?: IptablesSave

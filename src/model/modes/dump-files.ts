@@ -53,6 +53,13 @@ export interface IptablesFile {
   paste?: NormalisedPaste
 }
 
+/** An input that holds nothing (0 bytes, or only white space): one line naming it, before any parser guesses at it. */
+function refuseEmpty(file: string, text: string, output: string): void {
+  if (text.trim() !== '') return
+  const held = text.length === 0 ? 'is empty' : `holds only white space (${text.length} bytes)`
+  throw new DiagnosisError(`${fileName(file)}: the input ${held}: no ${output} output was read`)
+}
+
 /**
  * Reads an iptables-save dump: a paste (up to 64 MiB, normalised: a copied terminal, a `-S` listing, a lone chain) or a
  * dump streamed as the node printed it. `dst` is the packet's destination (a paste's family follows it).
@@ -73,6 +80,7 @@ export function readIptablesFile(file: string, dst: string): IptablesFile {
   if (source.size <= MAX_PASTE_BYTES) {
     const text = source.read(0, source.size).toString('latin1')
     source.close()
+    refuseEmpty(file, text, 'iptables-save')
     try {
       paste = normaliseIptablesPaste(text, familyOf(dst))
     } catch (e) {
@@ -122,10 +130,17 @@ function inputLineError(e: ParseError, paste: NormalisedPaste | undefined): Pars
 
 /** `nft list ruleset` (text or JSON; a paste is normalised), with what the normaliser assumed. */
 export function readNftFile(file: string): {ruleset: NftRuleset; notes: string[]} {
+  let text
   try {
     const streamed = file === '-' ? undefined : streamNftFile(file)
     if (streamed) return {ruleset: streamed, notes: []}
-    const paste = normaliseNftPaste(readDumpBytes(file).toString('utf8'))
+    text = readDumpBytes(file).toString('utf8')
+  } catch (e) {
+    throw new DiagnosisError(`${fileName(file)}: ${(e as Error).message}`, {cause: e})
+  }
+  refuseEmpty(file, text, 'nft list ruleset')
+  try {
+    const paste = normaliseNftPaste(text)
     return {ruleset: parseNftDump(paste.text), notes: paste.notes}
   } catch (e) {
     throw new DiagnosisError(`${fileName(file)}: ${(e as Error).message}`, {cause: e})

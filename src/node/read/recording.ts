@@ -5,7 +5,7 @@ import type {IptablesSave} from '../../parse/iptables-save.js'
 import type {DnsAnswer, DnsRecordAnswer} from '../probe/dns-probe.js'
 import type {KubeProxyStatus} from '../../parse/kube-proxy-status.js'
 import {BACKEND_SAVES, NODE_READS as reads} from './node-reads.js'
-import type {NodeObservation} from '../observation.js'
+import type {EmptyRulesRead, NodeObservation} from '../observation.js'
 import {NODE_FILES, type NodeFile, type NodeRecording} from './node-files.js'
 import {interpretPathReads, type RawPathReads} from './path-reads.js'
 
@@ -89,6 +89,40 @@ function named(dump: IptablesSave, file: string): IptablesSave {
   return dump
 }
 
+/** A read of only white space (looked at up to 4 KiB: a larger one is a dump, judged by its parser). */
+const isBlank = (source: DumpSource) =>
+  source.size <= 4096 && source.read(0, source.size).toString('latin1').trim() === ''
+
+/** What an empty read printed, in the report's words. */
+function printedNothing(source: DumpSource): string {
+  if (source.size === 0) return '0 bytes'
+  return isBlank(source) ? `only white space, ${source.size} bytes` : `no table, ${source.size} bytes`
+}
+
+const emptyReadError = (e: EmptyRulesRead) =>
+  `${e.command} returned nothing (${e.printed}, ${e.file}): no rules were read`
+
+/**
+ * The IPv4 rules read printed no table, and nothing else read shows kube-proxy's rules in a mode that does not need
+ * it (nftables mode's kube-proxy table, IPVS virtual servers): the read returned nothing, which says nothing of what
+ * kube-proxy programmed. A save with a table and no kube-proxy chain (`*nat`, `COMMIT`) is a read: not programmed.
+ */
+function emptyRulesRead(obs: NodeObservation, source: DumpSource | undefined): EmptyRulesRead | undefined {
+  const save = obs.iptables
+  if (!save || !source || save.tableNames().length > 0) return undefined
+  if (obs.nft?.tables.some((t) => t.name === 'kube-proxy')) return undefined
+  if ((obs.ipvs?.virtualServers.length ?? 0) > 0) return undefined
+  const nftHoldsRules = !!obs.nft?.table('ip nat')?.chains.get('KUBE-SERVICES')
+  const backendHolds = obs.backends?.find((b) => b.family === 4 && b.dump.hasChain('nat', 'KUBE-SERVICES'))?.backend
+  const rulesIn = nftHoldsRules ? 'nft' : backendHolds
+  return {
+    command: reads.iptablesSave.argv.join(' '),
+    file: reads.iptablesSave.recorded.file,
+    printed: printedNothing(source),
+    ...(rulesIn ? {rulesIn} : {}),
+  }
+}
+
 /** Parses one node's recording (read live by collect-node.ts, or loaded from a snapshot folder). */
 export function parseNodeRecording(
   name: string,
@@ -105,7 +139,9 @@ export function parseNodeRecording(
   const obs: NodeObservation = {name, reachable: true}
   try {
     const save = dump(reads.iptablesSave.recorded.file)
-    if (save) obs.iptables = named(reads.iptablesSave.parse(save), reads.iptablesSave.recorded.file)
+    // Only white space is an empty read (emptyRulesRead says so), not a malformed dump.
+    const read = save && isBlank(save) ? new BufferSource(Buffer.alloc(0)) : save
+    if (read) obs.iptables = named(reads.iptablesSave.parse(read), reads.iptablesSave.recorded.file)
   } catch (e) {
     return {name, reachable: false, error: `${reads.iptablesSave.recorded.file} unreadable: ${(e as Error).message}`}
   }
@@ -162,12 +198,19 @@ export function parseNodeRecording(
       return {name, reachable: false, error: `IPVS dumps unreadable: ${(e as Error).message}`}
     }
   }
-  if (!obs.iptables && !obs.nft)
+  const emptyRead = emptyRulesRead(obs, dump(reads.iptablesSave.recorded.file))
+  if (emptyRead) return {name, reachable: false, error: emptyReadError(emptyRead), emptyRead}
+  if (!obs.iptables && !obs.nft) {
+    const nft = text(reads.nftRuleset.recorded.file)
     return {
       name,
       reachable: false,
-      error: `neither ${reads.iptablesSave.recorded.file} nor ${reads.nftRuleset.recorded.file} is there`,
+      error:
+        nft === undefined
+          ? `neither ${reads.iptablesSave.recorded.file} nor ${reads.nftRuleset.recorded.file} is there`
+          : `nft list ruleset returned nothing (${printedNothing(new BufferSource(Buffer.from(nft)))}, ${reads.nftRuleset.recorded.file}) and ${reads.iptablesSave.recorded.file} is not there: no rules were read`,
     }
+  }
   const network = text(reads.network.recorded.file)
   if (network !== undefined) {
     const cni = text(reads.cniResults.recorded.file)

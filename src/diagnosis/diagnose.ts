@@ -1,6 +1,6 @@
 import type {ClusterState} from '../cluster/types.js'
 import {CHECKS} from '../checks/index.js'
-import {codesExplaining} from '../checks/catalogue.js'
+import {explainsBreak} from '../checks/break-explained.js'
 import {toFinding, type CheckContext, type Finding, type NodeView} from '../checks/check.js'
 import {expectedService, serviceFamilies, type IpFamily} from '../model/expected.js'
 import {
@@ -396,14 +396,13 @@ function judge(cluster: ClusterState, observations: NodeObservation[], opts: Dia
     } else findings.push(f)
   }
   const ignoredBreaks = new Map<PathResult, string>()
-  for (const p of paths) {
-    if (p.ok !== false || p.breaksAt === null) continue
-    const explaining = codesExplaining(p.breaksAt)
-    const explained = (f: Finding) =>
-      f.severity === 'error' && (f.node === (p.breaksOn ?? p.node) || f.node === null) && explaining.includes(f.code)
-    const silenced = ignored.find(explained)
-    if (silenced && !findings.some(explained)) ignoredBreaks.set(p, silenced.code)
-  }
+  for (const {context: ctx} of runs)
+    for (const p of ctx.paths) {
+      if (p.ok !== false) continue
+      const explained = (f: Finding) => explainsBreak(ctx, f, p)
+      const silenced = ignored.find(explained)
+      if (silenced && !findings.some(explained)) ignoredBreaks.set(p, silenced.code)
+    }
   const familiesNotJudged = [...implementerGaps(implementers, observations), ...runs.flatMap((r) => r.notJudged)]
   const skipped = notChecked({
     context,

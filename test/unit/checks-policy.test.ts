@@ -7,6 +7,8 @@ import {labPods} from '../fixtures/lab-cluster.js'
 import {checkFamily, checkTester} from '../helpers/check-tester.js'
 import {offlineCluster, type OfflineOptions} from '../helpers/offline-cluster.js'
 import {diagnose} from '../../src/diagnosis/diagnose.js'
+import {rulesFromCodes} from '../../src/diagnosis/ignore-rules.js'
+import {buildReport, exitCode} from '../../src/report/report.js'
 
 /**
  * NetworkPolicy findings on the lab's Service shop/web (NodePort, port 80 → targetPort "http" = 8080 on web-a1, web-b1,
@@ -439,6 +441,19 @@ checkFamily('policy', () => {
       messages: {'KPD-PATH-BROKEN node-b': [/breaks at filter/]},
     },
     {
+      name: "--ignore KPD-POLICY-DENIES, kube-router rejecting web-b2 as the API's policy does: nothing reported (the break is the silenced one's)",
+      state: withEngine([denyIngress], kubeRouter('default-deny')),
+      options: {ignore: rulesFromCodes(['KPD-POLICY-DENIES'])},
+      findings: [],
+    },
+    {
+      name: "--ignore KPD-POLICY-DENIES, kubelet's KUBE-FIREWALL dropping web-b1 beside kube-router's reject: the break the policy does not explain is still said",
+      state: withEngine([denyIngress], (t) => kubeletDrop(kubeRouter('default-deny')(t))),
+      options: {ignore: rulesFromCodes(['KPD-POLICY-DENIES'])},
+      findings: [['KPD-PATH-BROKEN', 'node-b', 'error']],
+      messages: {'KPD-PATH-BROKEN node-b': [/breaks at filter/]},
+    },
+    {
       name: 'kube-router rejects web-b2 for shop/default-deny, which the API allows everyone: the disagreement',
       state: withEngine([allowAll], kubeRouter('default-deny')),
       findings: [['KPD-POLICY-DATAPLANE-DISAGREES', 'node-b', 'error']],
@@ -518,4 +533,30 @@ test("the policy finding carries the engine's drop as evidence, naming node, eng
         ': -A KUBE-POD-FW-4KQ2HUZKX7NJTMFO -m comment --comment "rule to REJECT traffic destined for POD name:web-b2 namespace: shop" -m mark ! --mark 0x10000/0x10000 -j REJECT --reject-with icmp-port-unreachable',
     ],
   )
+})
+
+test('--ignore KPD-POLICY-DENIES: the paths the policy breaks are shown as silenced by it, in the table, the JSON and the headline', () => {
+  const {cluster, observations} = offlineCluster(withEngine([denyIngress], kubeRouter('default-deny')))
+  const plain = diagnose(cluster, observations)
+  const d = diagnose(cluster, observations, {ignore: rulesFromCodes(['KPD-POLICY-DENIES'])})
+  const broken = d.paths.filter((p) => p.ok === false)
+  assert.ok(broken.length > 0, 'kube-router rejects some walks')
+  assert.deepEqual(
+    broken.map((p) => d.ignoredBreaks.get(p)),
+    broken.map(() => 'KPD-POLICY-DENIES'),
+  )
+  assert.deepEqual(
+    d.ignored.map((f) => f.code),
+    ['KPD-POLICY-DENIES'],
+  )
+  const report = buildReport(d)
+  assert.match(report.summary, /except breaks silenced by ignore rules \(KPD-POLICY-DENIES\)/)
+  assert.deepEqual(
+    report.paths.filter((p) => p.ok === false).map((p) => p.ignoredBy),
+    broken.map(() => 'KPD-POLICY-DENIES'),
+  )
+  assert.equal(exitCode(report), 0)
+  // Without the rule: the finding, no break silenced, and the run fails.
+  assert.equal(plain.ignoredBreaks.size, 0)
+  assert.equal(exitCode(buildReport(plain)), 1)
 })

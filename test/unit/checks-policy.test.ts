@@ -118,6 +118,35 @@ const withEngine = (policies: V1NetworkPolicy[] | null, dump: (text: string) => 
   ...(policies ? withPolicies(policies) : {}),
   editDump: {'node-b': dump},
 })
+/**
+ * kube-router's firewall for web-b2 on node-b through the chain of shop/from-node-b, which takes only sources in node-b's
+ * pod range (10.244.2.0/24): a Pod of node-a (10.244.1.0/24) is rejected, a Pod of node-b let in.
+ */
+const kubeRouterBySource = withFilter(
+  ['KUBE-ROUTER-FORWARD', 'KUBE-POD-FW-4KQ2HUZKX7NJTMFO', 'KUBE-NWPLCY-7VGKF3XYVTYP2HBV'],
+  '-A FORWARD -m comment --comment "kube-router netpol - TEMCG2JMHZYE7H7T" -j KUBE-ROUTER-FORWARD',
+  [
+    '-A KUBE-ROUTER-FORWARD -d 10.244.2.11/32 -m comment --comment "rule to jump traffic destined to POD name:web-b2 namespace: shop to chain KUBE-POD-FW-4KQ2HUZKX7NJTMFO" -j KUBE-POD-FW-4KQ2HUZKX7NJTMFO',
+    '-A KUBE-POD-FW-4KQ2HUZKX7NJTMFO -m comment --comment "rule for stateful firewall for pod" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT',
+    '-A KUBE-POD-FW-4KQ2HUZKX7NJTMFO -d 10.244.2.11/32 -m comment --comment "run through nw policy from-node-b" -j KUBE-NWPLCY-7VGKF3XYVTYP2HBV',
+    '-A KUBE-POD-FW-4KQ2HUZKX7NJTMFO -m comment --comment "rule to REJECT traffic destined for POD name:web-b2 namespace: shop" -m mark ! --mark 0x10000/0x10000 -j REJECT --reject-with icmp-port-unreachable',
+    '-A KUBE-NWPLCY-7VGKF3XYVTYP2HBV -s 10.244.2.0/24 -m comment --comment "rule to ACCEPT traffic from source pods to dest pods selected by policy name from-node-b namespace shop" -j MARK --set-xmark 0x10000/0x10000',
+  ],
+)
+/** The API's side of kubeRouterBySource: web's Pods take only node-b's pod range. */
+const fromNodeB = policy('shop', 'from-node-b', {
+  podSelector: {},
+  policyTypes: ['Ingress'],
+  ingress: [{_from: [{ipBlock: {cidr: '10.244.2.0/24'}}]}],
+})
+/** --from shop/NAME, a Pod of the lab. */
+const fromLabPod = (name: string) => {
+  const pod = labPods().find((p) => p.name === name)!
+  return {
+    clients: {pod: {namespace: pod.namespace, name}},
+    clientPod: podObject(pod),
+  } as unknown as Partial<PolicyState>
+}
 const allowAll = policy('shop', 'default-deny', {podSelector: {}, policyTypes: ['Ingress'], ingress: [{}]})
 
 checkFamily('policy', () => {
@@ -412,6 +441,24 @@ checkFamily('policy', () => {
       findings: [],
     },
   ])
+  checkTester('--from POD: the walk starts from the Pod, on its node (model/paths.ts PathClient)', [
+    {
+      name: "--from shop/client-a (10.244.1.100, node-a), kube-router rejecting node-a's pod range at web-b2 as shop/from-node-b says: the policy's finding",
+      state: {...withPolicies([fromNodeB], fromLabPod('client-a')), editDump: {'node-b': kubeRouterBySource}},
+      findings: [['KPD-POLICY-DENIES', '-', 'error']],
+      messages: {'KPD-POLICY-DENIES -': [/shop\/from-node-b/]},
+    },
+    {
+      name: '--from shop/client-b (10.244.2.100, node-b), which the same rules and policy let in: nothing',
+      state: {...withPolicies([fromNodeB], fromLabPod('client-b')), editDump: {'node-b': kubeRouterBySource}},
+      findings: [],
+    },
+    {
+      name: "--from shop/client-a, the API's policies read as none while kube-router rejects its range: the drop, on node-b",
+      state: {...withPolicies([], fromLabPod('client-a')), editDump: {'node-b': kubeRouterBySource}},
+      findings: [['KPD-POLICY-DATAPLANE-DISAGREES', 'node-b', 'error']],
+    },
+  ])
   checkTester("a policy engine's drop against the API's NetworkPolicies (policy-dataplane.ts)", [
     {
       name: "kube-router rejects web-b2 for shop/default-deny, which the API denies too: one finding, the policy's",
@@ -559,4 +606,71 @@ test('--ignore KPD-POLICY-DENIES: the paths the policy breaks are shown as silen
   // Without the rule: the finding, no break silenced, and the run fails.
   assert.equal(plain.ignoredBreaks.size, 0)
   assert.equal(exitCode(buildReport(plain)), 1)
+})
+
+test("--from POD: the walks are the Pod's, from its address on its node; the breaking half named, no other node a source", () => {
+  const summaries: string[] = []
+  const walks = (client: string) => {
+    const {cluster, observations} = offlineCluster({
+      ...withPolicies([fromNodeB], fromLabPod(client)),
+      editDump: {'node-b': kubeRouterBySource},
+    })
+    const report = buildReport(diagnose(cluster, observations))
+    summaries.push(report.summary)
+    return report.paths.map((p) => ({
+      node: p.node,
+      entry: p.entry,
+      source: p.source,
+      ok: p.ok,
+      breaksOn: p.breaksOn,
+      broken: p.remote.filter((h) => h.ok === false).map((h) => h.pod),
+    }))
+  }
+  assert.deepEqual(walks('client-a'), [
+    {
+      node: 'node-a',
+      entry: 'pod→ClusterIP',
+      source: 'shop/client-a 10.244.1.100 on node-a',
+      ok: false,
+      breaksOn: 'node-b',
+      broken: ['web-b2'],
+    },
+  ])
+  assert.deepEqual(walks('client-b'), [
+    {
+      node: 'node-b',
+      entry: 'pod→ClusterIP',
+      source: 'shop/client-b 10.244.2.100 on node-b',
+      ok: true,
+      breaksOn: null,
+      broken: [],
+    },
+  ])
+  assert.match(summaries[0], /^✗ shop\/web: Pod shop\/client-a → .* NetworkPolicy shop\/from-node-b selects them/)
+  assert.equal(summaries[1], '✓ shop/web: every traced path from shop/client-b 10.244.2.100 on node-b works')
+})
+
+test('--from an endpoint Pod: its walk is pod→itself; --from a Pod of an unread node: no walk, a required gap', () => {
+  const own = offlineCluster(withPolicies([], fromLabPod('web-b1')))
+  const d = diagnose(own.cluster, own.observations)
+  assert.deepEqual(
+    d.paths.map((p) => `${p.node} ${p.entry} ${p.source} ${p.ok}`),
+    ['node-b pod→itself shop/web-b1 10.244.2.10 on node-b true'],
+  )
+  const unread = offlineCluster({
+    ...withPolicies([], fromLabPod('client-a')),
+    editObservation: {'node-a': (o) => ({...o, reachable: false, error: 'connection refused'})},
+  })
+  const r = buildReport(diagnose(unread.cluster, unread.observations))
+  assert.deepEqual(r.paths, [])
+  assert.ok(
+    r.notChecked.some(
+      (n) =>
+        n.node === 'node-a' &&
+        n.required &&
+        n.reason === "no walk starts from shop/client-a: its node node-a's rules were not read or not judged",
+    ),
+    JSON.stringify(r.notChecked),
+  )
+  assert.equal(exitCode(r), 3)
 })

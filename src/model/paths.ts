@@ -125,14 +125,10 @@ export interface PathInputs {
   client?: PathClient
 }
 
-/** The bridge a Pod's packets enter the node by: its own port's, else the node's only bridge. */
-function bridgeOf(inputs: PathInputs, ip: string): string | undefined {
-  const port = inputs.network?.portOfIp.get(ip)
-  const own = port ? inputs.network!.ports.find((p) => p.port === port)?.bridge : undefined
-  if (own) return own
-  return inputs.network && new Set(inputs.network.ports.map((p) => p.bridge)).size === 1
-    ? inputs.network.ports[0].bridge
-    : undefined
+/** The bridge of the port a Pod's address was seen behind (its packets enter the node by it), if known. */
+function bridgeOf(network: BridgeState | undefined, ip: string): string | undefined {
+  const port = network?.portOfIp.get(ip)
+  return port ? network!.ports.find((p) => p.port === port)?.bridge : undefined
 }
 
 /** The address the client's packets to the ClusterIP leave with: its Pod IP of the family, or its node's. */
@@ -269,7 +265,7 @@ export function tracePaths(inputs: PathInputs): PathResult[] {
         const self = port.internal.endpoints.find((e) => e.ip === src)
         run(
           self ? 'pod→itself' : 'pod→ClusterIP',
-          {...packet, inIface: bridgeOf(inputs, src)},
+          {...packet, inIface: bridgeOf(inputs.network, src) ?? bridge},
           port.internal.endpoints,
           {hook: 'PREROUTING', needMasq: svc.masqueradeAll, ...(self ? {self} : {})},
           false,

@@ -511,7 +511,7 @@ checkFamily('policy', () => {
       },
     },
     {
-      name: '--from a Pod the API allows in, kube-router rejecting the address the walk made up for a Pod of the node: no disagreement, the drop as it is',
+      name: '--from client/curl, which the API allows in, kube-router rejecting it (the walk starts from its address): the disagreement',
       state: {
         ...withPolicies(
           [
@@ -524,8 +524,12 @@ checkFamily('policy', () => {
         ),
         editDump: {'node-b': kubeRouter('from-blue')},
       },
-      findings: [['KPD-FILTER-DROP', 'node-b', 'error']],
-      messages: {'KPD-FILTER-DROP node-b': [/\(its rules name NetworkPolicy shop\/from-blue\)/]},
+      findings: [['KPD-POLICY-DATAPLANE-DISAGREES', 'node-b', 'error']],
+      messages: {
+        'KPD-POLICY-DATAPLANE-DISAGREES node-b': [
+          /^node-b: kube-router's rules reject new connections to web-b2 \(10\.244\.2\.11\) for NetworkPolicy shop\/from-blue, but the API's NetworkPolicies allow Pod client\/curl there/,
+        ],
+      },
     },
     {
       name: 'kube-router rejects web-b2 for shop/old-policy, which the API does not have: the disagreement',

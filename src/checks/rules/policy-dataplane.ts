@@ -46,13 +46,16 @@ function judge(ctx: CheckContext, d: Dropped): Verdict {
 }
 
 /**
- * A walk's source address as the API's policies see it: a Pod's (namespace and labels), a node's, or else an address
+ * A walk's source address as the API's policies see it: a Pod's (the --from Pod's, or one of the Service's namespace:
+ * namespace and labels), a node's, or else an address
  * alone (an outside client, or the address the doctor makes up for "a Pod of this node", whose namespace and labels
  * are nobody's): matched by ipBlocks and rules without peers only, so it is allowed only where any Pod or client with
  * that address would be.
  */
 function walkSource(ctx: CheckContext, ip: string): PolicySource {
-  const pod = ctx.cluster.pods.find((p) => !p.spec?.hostNetwork && p.status?.podIPs?.some((a) => a.ip === ip))
+  const client = ctx.cluster.policy?.clientPod
+  const pods = client ? [client, ...ctx.cluster.pods] : ctx.cluster.pods
+  const pod = pods.find((p) => !p.spec?.hostNetwork && p.status?.podIPs?.some((a) => a.ip === ip))
   if (pod)
     return {
       kind: 'pod',

@@ -259,11 +259,17 @@ describe('svc diagnoses drops in chains kube-proxy does not own (netns lab, real
       assert.deepEqual(walks(monitoring), [
         {node: 'node-b', entry: 'pod→ClusterIP', source: `monitoring/client-b ${CLIENT_B} on node-b`, ok: true},
       ])
+      // node-a's own probe to web-b2 is refused (kube-router lets in client-b only): said, with node-a not walked.
       assert.deepEqual(
         problems(monitoring),
-        [],
+        ['KPD-ENDPOINT-CROSS-NODE -'],
         JSON.stringify(findings(monitoring).map((f) => `${f.code}: ${f.message}`)),
       )
+      assert.match(
+        findings(monitoring)[0].message,
+        /^an endpoint answers from node-b but not from node-a \(endpoint 10\.244\.2\.11:8080 .*\), and node-a's own packets were not walked \(--from: the walks start from monitoring\/client-b 10\.244\.2\.100 on node-b only; the live probes start from the nodes\)/,
+      )
+      assert.equal(monitoring.code, 0, monitoring.stdout + monitoring.stderr)
     } finally {
       lab.setForeignRules('node-b', undefined)
       lab.api.set('networkpolicies', [])

@@ -17,11 +17,25 @@ export interface CodeEntry {
   title: string
   /** The generic next step; a finding may carry a more precise one. */
   hint: string
-  /** The path steps a break at which this code explains (the report takes its next step from it). */
-  explains: readonly Step[]
+  /**
+   * The path steps a break at which this code's finding explains (the report takes its next step from it): always, or
+   * only where a condition of the path holds (`when`, decided by checks/break-explained.ts for KPD-PATH-BROKEN's
+   * silence and for the breaks an ignore rule silences alike).
+   */
+  explains: readonly Explanation[]
   /** The proxy modes whose nodes can have it. */
   modes: readonly ProxyMode[]
 }
+
+/** A step a code's finding explains a break at, unconditionally or on a condition of the broken path. */
+export type Explanation = Step | {step: Step; when: BreakCondition}
+
+/** Conditions on a broken path, in words (docs/checks.md); checks/break-explained.ts decides each. */
+export const BREAK_CONDITIONS = {
+  'policy-drops-agree':
+    "where every drop on the node the path breaks on is a policy engine's rule the API's NetworkPolicies agree with",
+} as const
+export type BreakCondition = keyof typeof BREAK_CONDITIONS
 
 const ALL_MODES = PROXY_MODE_NAMES
 
@@ -547,7 +561,7 @@ export const CATALOGUE: readonly CodeEntry[] = [
     family: 'policy',
     title: "A NetworkPolicy selecting the Service's endpoints allows nothing from this client on the targetPort",
     hint: "Add an ingress rule for the client (its namespace and labels, or its node's address) on the targetPort, the port the policy sees after the Service's DNAT.",
-    explains: [],
+    explains: [{step: 'filter', when: 'policy-drops-agree'}],
     modes: ALL_MODES,
   },
   {
@@ -556,7 +570,7 @@ export const CATALOGUE: readonly CodeEntry[] = [
     family: 'policy',
     title: "A NetworkPolicy allows the Service's port, not the targetPort it sees after DNAT",
     hint: 'Policies judge the packet after kube-proxy translated it to the endpoint: write the targetPort (or its name) in the rule, not the Service port.',
-    explains: [],
+    explains: [{step: 'filter', when: 'policy-drops-agree'}],
     modes: ALL_MODES,
   },
   {
@@ -602,7 +616,15 @@ export function isKnownCode(code: string): boolean {
   return BY_CODE.has(code)
 }
 
-/** The codes whose findings explain a path that breaks at `step`. */
+/** The step of an explanation. */
+export function explainedStep(x: Explanation): Step {
+  return typeof x === 'string' ? x : x.step
+}
+
+/**
+ * The codes whose findings can explain a path that breaks at `step` (some only on a condition of the path: where the
+ * path is at hand, checks/break-explained.ts `explainsBreak` decides).
+ */
 export function codesExplaining(step: Step): string[] {
-  return CATALOGUE.filter((e) => e.explains.includes(step)).map((e) => e.code)
+  return CATALOGUE.filter((e) => e.explains.some((x) => explainedStep(x) === step)).map((e) => e.code)
 }

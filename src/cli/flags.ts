@@ -167,7 +167,7 @@ export const nodeReadFlags = {
 export const clientFlags = {
   from: Flags.string({
     description:
-      "judge NetworkPolicies for this client Pod (NAMESPACE/POD, or a Pod of the Service's namespace); default: any Pod of the Service's namespace, and the nodes for NodePort traffic",
+      "the client Pod (NAMESPACE/POD, or a Pod of the Service's namespace): walk its packets from its node and judge NetworkPolicies for it; default: the doctor's own sources on every node, policies judged for any Pod of the Service's namespace and the nodes for NodePort traffic",
     helpGroup: 'DIAGNOSIS',
   }),
   'from-namespace': Flags.string({

@@ -83,8 +83,9 @@ export interface CoverageInputs {
   probes: ProbeRun
   /** How each selected node was read live, or why it was left API-only; absent for a snapshot. */
   readVia?: Map<string, NodeReadVia>
-  /** A family of a dual-stack Service whose rules were not read or not judged on a node, and why. */
-  familiesNotJudged?: Array<{node: string; reason: string}>
+  /** A family of a dual-stack Service whose rules were not read or not judged on a node, or the --from Pod no walk
+   * starts from (model/paths.ts PathClient), and why. */
+  familiesNotJudged?: Array<{node: string | null; reason: string}>
   /** What is not checked of another implementer's state where the rest of it was judged (kube-router's glue). */
   implementerUnchecked?: Array<{node: string; reason: string}>
   /** The families of a dual-stack Service other than the primary (their DNS records, routes and sysctls are gaps of their own). */

@@ -1,6 +1,7 @@
 import type {ClusterState} from '../cluster/types.js'
 import {CHECKS} from '../checks/index.js'
-import {codesExplaining} from '../checks/catalogue.js'
+import {explainsBreak} from '../checks/break-explained.js'
+import {clientNotWalked, pathClient} from './client-walk.js'
 import {toFinding, type CheckContext, type Finding, type NodeView} from '../checks/check.js'
 import {expectedService, serviceFamilies, type IpFamily} from '../model/expected.js'
 import {
@@ -69,7 +70,7 @@ const PROBES_NOT_RUN: ProbeRun = {ran: false, reason: 'live probes were not run'
 /** One address family's half of a diagnosis: its nodes' dataplanes, paths and findings, and what it could not judge. */
 interface FamilyRun {
   context: CheckContext
-  notJudged: Array<{node: string; reason: string}>
+  notJudged: Array<{node: string | null; reason: string}>
 }
 
 /**
@@ -92,6 +93,7 @@ function diagnoseFamily(
   const pathNodes: PathNode[] = []
   const modeNotRead: CheckContext['modeNotRead'] = []
   const notJudged: FamilyRun['notJudged'] = []
+  const client = pathClient(cluster)
   const tableFamily: TableFamily = family === 'IPv6' ? 'ip6' : 'ip'
   const addressFamily = family === 'IPv6' ? 6 : family === 'IPv4' ? 4 : undefined
   for (const obs of observations) {
@@ -138,11 +140,14 @@ function diagnoseFamily(
       podIPsOnNode: podIPsOn(cluster.pods, obs.name),
     }
     pathNodes.push(pathNode)
-    paths.push(...tracePaths({...pathNode, expected}))
+    paths.push(...tracePaths({...pathNode, expected, ...(client ? {client} : {})}))
   }
+  const service = expectedService(cluster, '', family)
+  const unwalked = client && clientNotWalked(client, service, paths, nodes)
+  if (unwalked) notJudged.push({node: client.node || null, reason: unwalked})
   const context: CheckContext = {
     cluster,
-    service: expectedService(cluster, '', family),
+    service,
     nodes,
     observations,
     paths,
@@ -396,15 +401,17 @@ function judge(cluster: ClusterState, observations: NodeObservation[], opts: Dia
     } else findings.push(f)
   }
   const ignoredBreaks = new Map<PathResult, string>()
-  for (const p of paths) {
-    if (p.ok !== false || p.breaksAt === null) continue
-    const explaining = codesExplaining(p.breaksAt)
-    const explained = (f: Finding) =>
-      f.severity === 'error' && (f.node === (p.breaksOn ?? p.node) || f.node === null) && explaining.includes(f.code)
-    const silenced = ignored.find(explained)
-    if (silenced && !findings.some(explained)) ignoredBreaks.set(p, silenced.code)
-  }
-  const familiesNotJudged = [...implementerGaps(implementers, observations), ...runs.flatMap((r) => r.notJudged)]
+  for (const {context: ctx} of runs)
+    for (const p of ctx.paths) {
+      if (p.ok !== false) continue
+      const explained = (f: Finding) => explainsBreak(ctx, f, p)
+      const silenced = ignored.find(explained)
+      if (silenced && !findings.some(explained)) ignoredBreaks.set(p, silenced.code)
+    }
+  const familiesNotJudged = [
+    ...implementerGaps(implementers, observations),
+    ...runs.flatMap((r) => r.notJudged),
+  ].filter((g, i, all) => all.findIndex((x) => x.node === g.node && x.reason === g.reason) === i)
   const skipped = notChecked({
     context,
     probes,

@@ -48,6 +48,21 @@ export interface PathResult {
   remote: RemoteHalf[]
   packet: Packet
   trace: TraceResult
+  /** svc --from POD: the client the walk starts from ("shop/client-7d9 10.244.1.5 on node-a"); absent: the doctor's own. */
+  source?: string
+}
+
+/**
+ * svc --from POD: the client whose packets the walks follow. Its packets cross only its own node's rules before the
+ * endpoint's node (the second halves), so only its node walks, from its address, and no other node is a source.
+ */
+export interface PathClient {
+  /** namespace/name */
+  pod: string
+  node: string
+  /** status.podIPs; a host-network Pod sends from its node's address. */
+  ips: readonly string[]
+  hostNetwork: boolean
 }
 
 /** What the endpoint's node does with a path's packets to one endpoint it hosts: the second half of the path. */
@@ -106,6 +121,24 @@ export interface PathInputs {
   network?: BridgeState
   /** Pod IPs known on this node, to pick a client address that is not a backend. */
   podIPsOnNode: ReadonlySet<string>
+  /** svc --from POD: walk only its packets (see PathClient). */
+  client?: PathClient
+}
+
+/** The bridge of the port a Pod's address was seen behind (its packets enter the node by it), if known. */
+function bridgeOf(network: BridgeState | undefined, ip: string): string | undefined {
+  const port = network?.portOfIp.get(ip)
+  return port ? network!.ports.find((p) => p.port === port)?.bridge : undefined
+}
+
+/** The address the client's packets to the ClusterIP leave with: its Pod IP of the family, or its node's. */
+export function clientAddress(
+  client: PathClient,
+  clusterIP: string,
+  nodeAddress: string | undefined,
+): string | undefined {
+  if (client.hostNetwork) return nodeAddress
+  return client.ips.find((ip) => familyOf(ip) === familyOf(clusterIP))
 }
 
 function clientPodIp(inputs: PathInputs, avoid: Set<string>, family: 4 | 6 | undefined): string | undefined {
@@ -176,6 +209,7 @@ function portLabel(p: ExpectedPort): string {
 export function tracePaths(inputs: PathInputs): PathResult[] {
   const svc = inputs.expected
   if (svc.notProxied || !svc.clusterIP) return []
+  if (inputs.client && inputs.client.node !== inputs.node) return []
   const local = inputs.address ? [inputs.address] : []
   const route = routeGuess(inputs)
   const tracer = inputs.dataplane.tracer(local, false, route)
@@ -195,6 +229,7 @@ export function tracePaths(inputs: PathInputs): PathResult[] {
       expected: ExpectedEndpoint[],
       judgeOpts: Omit<JudgeOptions, 'endpointChain'>,
       locallyGenerated = false,
+      source?: string,
     ) => {
       const trace = (locallyGenerated ? localTracer : tracer).trace(packet)
       const j = judge(
@@ -213,9 +248,32 @@ export function tracePaths(inputs: PathInputs): PathResult[] {
         ...j,
         breaksOn: j.breaksAt === null ? null : inputs.node,
         remote: [],
+        ...(source ? {source} : {}),
       })
     }
     const proto = port.protocol
+    if (inputs.client) {
+      const c = inputs.client
+      const src = clientAddress(c, svc.clusterIP, inputs.address)
+      if (!src) continue
+      const source = `${c.pod} ${src} on ${c.node}`
+      const packet = {src, dst: svc.clusterIP, proto, dport: port.port, sport: 40000}
+      // A host-network Pod's packets are the node's own (OUTPUT); a Pod's enter from its bridge (PREROUTING).
+      if (c.hostNetwork)
+        run('node→ClusterIP', packet, port.internal.endpoints, {hook: 'OUTPUT', needMasq: false}, true, source)
+      else {
+        const self = port.internal.endpoints.find((e) => e.ip === src)
+        run(
+          self ? 'pod→itself' : 'pod→ClusterIP',
+          {...packet, inIface: bridgeOf(inputs.network, src) ?? bridge},
+          port.internal.endpoints,
+          {hook: 'PREROUTING', needMasq: svc.masqueradeAll, ...(self ? {self} : {})},
+          false,
+          source,
+        )
+      }
+      continue
+    }
     const fromOutside = {inNotVia: nodeLocalInterfaces(inputs)}
     const client = clientPodIp(inputs, backends, familyOf(svc.clusterIP))
     if (client) {

@@ -189,7 +189,7 @@ export function renderWalks(r: Report, c: ChalkInstance, width: number): string[
     lines.push(
       '',
       ...wrapProse(
-        `${c.bold(`${p.node} ${ps.map((x) => x.entry).join(', ')} (${p.port})`)}: ${status}${which}${why ? '' : `: ${p.detail}`}`,
+        `${c.bold(`${p.node} ${ps.map((x) => x.entry).join(', ')} (${p.port})${p.source ? ` from ${p.source}` : ''}`)}: ${status}${which}${why ? '' : `: ${p.detail}`}`,
         width,
         '',
         '    ',
@@ -268,6 +268,16 @@ export function renderHuman(
   const implementers = implementersLine(r)
   if (implementers) lines.push(...wrapProse(`${c.bold('Services implemented by:')} ${implementers}`, width, '', '  '))
   for (const n of r.notes) lines.push(...wrapProse(c.yellow(`note: ${n}`), width, '', '  '))
+  const sources = [...new Set(r.paths.flatMap((p) => (p.source ? [p.source] : [])))]
+  if (sources.length > 0)
+    lines.push(
+      ...wrapProse(
+        `${c.bold('Paths from')} ${sources.join(', ')} (--from: the client's packets cross its node's rules, then the endpoints' nodes'; no other node is a source)`,
+        width,
+        '',
+        '  ',
+      ),
+    )
   if (r.nodes.length > 0) lines.push(...renderPathTable(r, c, width))
   lines.push(...renderProbes(r.probes, c, width))
   lines.push(...renderKernelEvidence(r, c, width))

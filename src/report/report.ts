@@ -65,6 +65,8 @@ export interface Report {
     detail: string
     remote: RemoteHalf[]
     ignoredBy: string | null
+    /** svc --from POD: the client the walk starts from ("shop/client-7d9 10.244.1.5 on node-a"); absent: the doctor's own. */
+    source?: string
     trace?: TraceResult
   }>
   /** Findings silenced by --ignore or the config file: code, node, and the rule's source and reason. */
@@ -184,7 +186,7 @@ function firstLine(d: Diagnosis, findings: Finding[]): {summary: string; next: N
     const on = broken.breaksOn ?? broken.node
     const f =
       errors.find((x) => x.node === on && explaining.includes(x.code)) ?? errors.find((x) => x.node === on) ?? errors[0]
-    const from = on === broken.node ? '' : ` from ${broken.node}`
+    const from = broken.source ? ` from ${broken.source}` : on === broken.node ? '' : ` from ${broken.node}`
     // A dual-stack Service: which family's path, by its destination.
     const to =
       serviceFamilies(d.cluster.service).length > 1 ? ` to ${joinHostPort(broken.packet.dst, broken.packet.dport)}` : ''
@@ -219,10 +221,13 @@ function firstLine(d: Diagnosis, findings: Finding[]): {summary: string; next: N
   const silenced = [...new Set(d.ignoredBreaks.values())]
   const unfollowed = [...new Set(d.paths.flatMap((p) => p.remote.filter((h) => !h.followed).map((h) => h.node)))].sort()
   const halves = unfollowed.length > 0 ? ` (the second halves on ${unfollowed.join(', ')} not followed: not read)` : ''
-  const traced =
-    silenced.length > 0
-      ? `every traced path works on ${readable} node(s)${halves} except breaks silenced by ignore rules (${silenced.join(', ')})`
+  const sources = [...new Set(d.paths.flatMap((p) => (p.source ? [p.source] : [])))]
+  const walked =
+    sources.length > 0
+      ? `every traced path from ${sources.join(', ')} works${halves}`
       : `every traced path works on ${readable} node(s)${halves}`
+  const traced =
+    silenced.length > 0 ? `${walked} except breaks silenced by ignore rules (${silenced.join(', ')})` : walked
   // Nodes judged in another implementer's own state (Cilium's agent) are said as such, not as traced paths.
   const cilium = d.context.cilium.length
   const agrees = cilium > 0 ? `Cilium's Service state agrees with the EndpointSlices on ${cilium} node(s)` : ''
@@ -308,6 +313,7 @@ export function buildReport(d: Diagnosis, opts: ReportOptions = {}): Report {
       detail: p.detail,
       remote: p.remote.map(({trace, ...h}) => ({...h, ...(opts.explain && trace ? {trace} : {})})),
       ignoredBy: d.ignoredBreaks.get(p) ?? null,
+      ...(p.source ? {source: p.source} : {}),
       ...(opts.explain ? {trace: p.trace} : {}),
     })),
     ignored: d.ignored.map((f) => ({

@@ -33,7 +33,8 @@ describe('svc diagnoses drops in chains kube-proxy does not own (netns lab, real
   let lab: NetnsLab
   withLab((l) => (lab = l))
 
-  const doctor = (): Promise<CliResult> => runCli(['svc', 'web', '-n', 'shop', ...labAccess(lab), '-o', 'json'])
+  const doctor = (...more: string[]): Promise<CliResult> =>
+    runCli(['svc', 'web', '-n', 'shop', ...labAccess(lab), '-o', 'json', ...more])
   const findings = (r: CliResult): JsonFinding[] => r.json?.findings ?? []
   /** Every error and warning as "CODE node", sorted: the exact set, so a new false positive fails. */
   const problems = (r: CliResult) =>
@@ -223,6 +224,41 @@ describe('svc diagnoses drops in chains kube-proxy does not own (netns lab, real
         ),
         f.evidence.join('\n'),
       )
+      // The walk from each client, on its node, through kube-router's rules on node-b: as the real traffic above went.
+      const walks = (x: CliResult) =>
+        (x.json?.paths ?? []).map((p: {node: string; entry: string; source?: string; ok: boolean | null}) => ({
+          node: p.node,
+          entry: p.entry,
+          source: p.source,
+          ok: p.ok,
+        }))
+      const shop = await doctor('--from', 'shop/client-a')
+      assert.equal(shop.code, 1, shop.stdout + shop.stderr)
+      assert.deepEqual(walks(shop), [
+        {node: 'node-a', entry: 'pod→ClusterIP', source: `shop/client-a ${CLIENT_A} on node-a`, ok: false},
+      ])
+      const broken = shop.json.paths[0]
+      assert.equal(broken.breaksOn, 'node-b')
+      assert.deepEqual(
+        broken.remote.filter((h: {ok: boolean | null}) => h.ok === false).map((h: {pod: string}) => h.pod),
+        ['web-b2'],
+      )
+      assert.deepEqual(problems(shop), ['KPD-POLICY-DENIES -'], JSON.stringify(findings(shop).map((f) => f.message)))
+      const monitoring = await doctor('--from', 'monitoring/client-b')
+      assert.deepEqual(walks(monitoring), [
+        {node: 'node-b', entry: 'pod→ClusterIP', source: `monitoring/client-b ${CLIENT_B} on node-b`, ok: true},
+      ])
+      // node-a's own probe to web-b2 is refused (kube-router lets in client-b only): said, with node-a not walked.
+      assert.deepEqual(
+        problems(monitoring),
+        ['KPD-ENDPOINT-CROSS-NODE -'],
+        JSON.stringify(findings(monitoring).map((f) => `${f.code}: ${f.message}`)),
+      )
+      assert.match(
+        findings(monitoring)[0].message,
+        /^an endpoint answers from node-b but not from node-a \(endpoint 10\.244\.2\.11:8080 .*\), and node-a's own packets were not walked \(--from: the walks start from monitoring\/client-b 10\.244\.2\.100 on node-b only; the live probes start from the nodes\)/,
+      )
+      assert.equal(monitoring.code, 0, monitoring.stdout + monitoring.stderr)
     } finally {
       lab.setForeignRules('node-b', undefined)
       lab.api.set('networkpolicies', [])

@@ -4,7 +4,7 @@
  * fails when docs/checks.md and the catalogue or the modes differ.
  */
 import {readFileSync, writeFileSync} from 'node:fs'
-import {CATALOGUE} from '../../src/checks/catalogue.js'
+import {BREAK_CONDITIONS, CATALOGUE, type Explanation} from '../../src/checks/catalogue.js'
 import {PROXY_MODES} from '../../src/model/modes/index.js'
 import {RULE_STEPS, STEP_MEANINGS, STEPS, type RuleStep, type Step} from '../../src/model/steps.js'
 
@@ -17,10 +17,13 @@ const STEPS_END = '<!-- steps:end -->'
 
 const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ')
 
+const explanationCell = (x: Explanation) =>
+  typeof x === 'string' ? `\`${x}\`` : `\`${x.step}\` (${cell(BREAK_CONDITIONS[x.when])})`
+
 export function renderCodesTable(): string {
   const rows = CATALOGUE.map((e) => {
     const modes = e.modes.length === PROXY_MODES.length ? 'all' : e.modes.join(', ') || '– (Cilium)'
-    const steps = e.explains.length > 0 ? e.explains.map((s) => `\`${s}\``).join(', ') : '–'
+    const steps = e.explains.length > 0 ? e.explains.map(explanationCell).join(', ') : '–'
     return `| \`${e.code}\` | ${e.severity} | ${e.family} | ${cell(e.title)} | ${cell(e.hint)} | ${steps} | ${modes} |`
   })
   return [

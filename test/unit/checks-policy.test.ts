@@ -7,6 +7,8 @@ import {labPods} from '../fixtures/lab-cluster.js'
 import {checkFamily, checkTester} from '../helpers/check-tester.js'
 import {offlineCluster, type OfflineOptions} from '../helpers/offline-cluster.js'
 import {diagnose} from '../../src/diagnosis/diagnose.js'
+import {rulesFromCodes} from '../../src/diagnosis/ignore-rules.js'
+import {buildReport, exitCode} from '../../src/report/report.js'
 
 /**
  * NetworkPolicy findings on the lab's Service shop/web (NodePort, port 80 → targetPort "http" = 8080 on web-a1, web-b1,
@@ -116,6 +118,35 @@ const withEngine = (policies: V1NetworkPolicy[] | null, dump: (text: string) => 
   ...(policies ? withPolicies(policies) : {}),
   editDump: {'node-b': dump},
 })
+/**
+ * kube-router's firewall for web-b2 on node-b through the chain of shop/from-node-b, which takes only sources in node-b's
+ * pod range (10.244.2.0/24): a Pod of node-a (10.244.1.0/24) is rejected, a Pod of node-b let in.
+ */
+const kubeRouterBySource = withFilter(
+  ['KUBE-ROUTER-FORWARD', 'KUBE-POD-FW-4KQ2HUZKX7NJTMFO', 'KUBE-NWPLCY-7VGKF3XYVTYP2HBV'],
+  '-A FORWARD -m comment --comment "kube-router netpol - TEMCG2JMHZYE7H7T" -j KUBE-ROUTER-FORWARD',
+  [
+    '-A KUBE-ROUTER-FORWARD -d 10.244.2.11/32 -m comment --comment "rule to jump traffic destined to POD name:web-b2 namespace: shop to chain KUBE-POD-FW-4KQ2HUZKX7NJTMFO" -j KUBE-POD-FW-4KQ2HUZKX7NJTMFO',
+    '-A KUBE-POD-FW-4KQ2HUZKX7NJTMFO -m comment --comment "rule for stateful firewall for pod" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT',
+    '-A KUBE-POD-FW-4KQ2HUZKX7NJTMFO -d 10.244.2.11/32 -m comment --comment "run through nw policy from-node-b" -j KUBE-NWPLCY-7VGKF3XYVTYP2HBV',
+    '-A KUBE-POD-FW-4KQ2HUZKX7NJTMFO -m comment --comment "rule to REJECT traffic destined for POD name:web-b2 namespace: shop" -m mark ! --mark 0x10000/0x10000 -j REJECT --reject-with icmp-port-unreachable',
+    '-A KUBE-NWPLCY-7VGKF3XYVTYP2HBV -s 10.244.2.0/24 -m comment --comment "rule to ACCEPT traffic from source pods to dest pods selected by policy name from-node-b namespace shop" -j MARK --set-xmark 0x10000/0x10000',
+  ],
+)
+/** The API's side of kubeRouterBySource: web's Pods take only node-b's pod range. */
+const fromNodeB = policy('shop', 'from-node-b', {
+  podSelector: {},
+  policyTypes: ['Ingress'],
+  ingress: [{_from: [{ipBlock: {cidr: '10.244.2.0/24'}}]}],
+})
+/** --from shop/NAME, a Pod of the lab. */
+const fromLabPod = (name: string) => {
+  const pod = labPods().find((p) => p.name === name)!
+  return {
+    clients: {pod: {namespace: pod.namespace, name}},
+    clientPod: podObject(pod),
+  } as unknown as Partial<PolicyState>
+}
 const allowAll = policy('shop', 'default-deny', {podSelector: {}, policyTypes: ['Ingress'], ingress: [{}]})
 
 checkFamily('policy', () => {
@@ -410,6 +441,24 @@ checkFamily('policy', () => {
       findings: [],
     },
   ])
+  checkTester('--from POD: the walk starts from the Pod, on its node (model/paths.ts PathClient)', [
+    {
+      name: "--from shop/client-a (10.244.1.100, node-a), kube-router rejecting node-a's pod range at web-b2 as shop/from-node-b says: the policy's finding",
+      state: {...withPolicies([fromNodeB], fromLabPod('client-a')), editDump: {'node-b': kubeRouterBySource}},
+      findings: [['KPD-POLICY-DENIES', '-', 'error']],
+      messages: {'KPD-POLICY-DENIES -': [/shop\/from-node-b/]},
+    },
+    {
+      name: '--from shop/client-b (10.244.2.100, node-b), which the same rules and policy let in: nothing',
+      state: {...withPolicies([fromNodeB], fromLabPod('client-b')), editDump: {'node-b': kubeRouterBySource}},
+      findings: [],
+    },
+    {
+      name: "--from shop/client-a, the API's policies read as none while kube-router rejects its range: the drop, on node-b",
+      state: {...withPolicies([], fromLabPod('client-a')), editDump: {'node-b': kubeRouterBySource}},
+      findings: [['KPD-POLICY-DATAPLANE-DISAGREES', 'node-b', 'error']],
+    },
+  ])
   checkTester("a policy engine's drop against the API's NetworkPolicies (policy-dataplane.ts)", [
     {
       name: "kube-router rejects web-b2 for shop/default-deny, which the API denies too: one finding, the policy's",
@@ -439,6 +488,19 @@ checkFamily('policy', () => {
       messages: {'KPD-PATH-BROKEN node-b': [/breaks at filter/]},
     },
     {
+      name: "--ignore KPD-POLICY-DENIES, kube-router rejecting web-b2 as the API's policy does: nothing reported (the break is the silenced one's)",
+      state: withEngine([denyIngress], kubeRouter('default-deny')),
+      options: {ignore: rulesFromCodes(['KPD-POLICY-DENIES'])},
+      findings: [],
+    },
+    {
+      name: "--ignore KPD-POLICY-DENIES, kubelet's KUBE-FIREWALL dropping web-b1 beside kube-router's reject: the break the policy does not explain is still said",
+      state: withEngine([denyIngress], (t) => kubeletDrop(kubeRouter('default-deny')(t))),
+      options: {ignore: rulesFromCodes(['KPD-POLICY-DENIES'])},
+      findings: [['KPD-PATH-BROKEN', 'node-b', 'error']],
+      messages: {'KPD-PATH-BROKEN node-b': [/breaks at filter/]},
+    },
+    {
       name: 'kube-router rejects web-b2 for shop/default-deny, which the API allows everyone: the disagreement',
       state: withEngine([allowAll], kubeRouter('default-deny')),
       findings: [['KPD-POLICY-DATAPLANE-DISAGREES', 'node-b', 'error']],
@@ -449,7 +511,7 @@ checkFamily('policy', () => {
       },
     },
     {
-      name: '--from a Pod the API allows in, kube-router rejecting the address the walk made up for a Pod of the node: no disagreement, the drop as it is',
+      name: '--from client/curl, which the API allows in, kube-router rejecting it (the walk starts from its address): the disagreement',
       state: {
         ...withPolicies(
           [
@@ -462,8 +524,12 @@ checkFamily('policy', () => {
         ),
         editDump: {'node-b': kubeRouter('from-blue')},
       },
-      findings: [['KPD-FILTER-DROP', 'node-b', 'error']],
-      messages: {'KPD-FILTER-DROP node-b': [/\(its rules name NetworkPolicy shop\/from-blue\)/]},
+      findings: [['KPD-POLICY-DATAPLANE-DISAGREES', 'node-b', 'error']],
+      messages: {
+        'KPD-POLICY-DATAPLANE-DISAGREES node-b': [
+          /^node-b: kube-router's rules reject new connections to web-b2 \(10\.244\.2\.11\) for NetworkPolicy shop\/from-blue, but the API's NetworkPolicies allow Pod client\/curl there/,
+        ],
+      },
     },
     {
       name: 'kube-router rejects web-b2 for shop/old-policy, which the API does not have: the disagreement',
@@ -518,4 +584,97 @@ test("the policy finding carries the engine's drop as evidence, naming node, eng
         ': -A KUBE-POD-FW-4KQ2HUZKX7NJTMFO -m comment --comment "rule to REJECT traffic destined for POD name:web-b2 namespace: shop" -m mark ! --mark 0x10000/0x10000 -j REJECT --reject-with icmp-port-unreachable',
     ],
   )
+})
+
+test('--ignore KPD-POLICY-DENIES: the paths the policy breaks are shown as silenced by it, in the table, the JSON and the headline', () => {
+  const {cluster, observations} = offlineCluster(withEngine([denyIngress], kubeRouter('default-deny')))
+  const plain = diagnose(cluster, observations)
+  const d = diagnose(cluster, observations, {ignore: rulesFromCodes(['KPD-POLICY-DENIES'])})
+  const broken = d.paths.filter((p) => p.ok === false)
+  assert.ok(broken.length > 0, 'kube-router rejects some walks')
+  assert.deepEqual(
+    broken.map((p) => d.ignoredBreaks.get(p)),
+    broken.map(() => 'KPD-POLICY-DENIES'),
+  )
+  assert.deepEqual(
+    d.ignored.map((f) => f.code),
+    ['KPD-POLICY-DENIES'],
+  )
+  const report = buildReport(d)
+  assert.match(report.summary, /except breaks silenced by ignore rules \(KPD-POLICY-DENIES\)/)
+  assert.deepEqual(
+    report.paths.filter((p) => p.ok === false).map((p) => p.ignoredBy),
+    broken.map(() => 'KPD-POLICY-DENIES'),
+  )
+  assert.equal(exitCode(report), 0)
+  // Without the rule: the finding, no break silenced, and the run fails.
+  assert.equal(plain.ignoredBreaks.size, 0)
+  assert.equal(exitCode(buildReport(plain)), 1)
+})
+
+test("--from POD: the walks are the Pod's, from its address on its node; the breaking half named, no other node a source", () => {
+  const summaries: string[] = []
+  const walks = (client: string) => {
+    const {cluster, observations} = offlineCluster({
+      ...withPolicies([fromNodeB], fromLabPod(client)),
+      editDump: {'node-b': kubeRouterBySource},
+    })
+    const report = buildReport(diagnose(cluster, observations))
+    summaries.push(report.summary)
+    return report.paths.map((p) => ({
+      node: p.node,
+      entry: p.entry,
+      source: p.source,
+      ok: p.ok,
+      breaksOn: p.breaksOn,
+      broken: p.remote.filter((h) => h.ok === false).map((h) => h.pod),
+    }))
+  }
+  assert.deepEqual(walks('client-a'), [
+    {
+      node: 'node-a',
+      entry: 'pod→ClusterIP',
+      source: 'shop/client-a 10.244.1.100 on node-a',
+      ok: false,
+      breaksOn: 'node-b',
+      broken: ['web-b2'],
+    },
+  ])
+  assert.deepEqual(walks('client-b'), [
+    {
+      node: 'node-b',
+      entry: 'pod→ClusterIP',
+      source: 'shop/client-b 10.244.2.100 on node-b',
+      ok: true,
+      breaksOn: null,
+      broken: [],
+    },
+  ])
+  assert.match(summaries[0], /^✗ shop\/web: Pod shop\/client-a → .* NetworkPolicy shop\/from-node-b selects them/)
+  assert.equal(summaries[1], '✓ shop/web: every traced path from shop/client-b 10.244.2.100 on node-b works')
+})
+
+test('--from an endpoint Pod: its walk is pod→itself; --from a Pod of an unread node: no walk, a required gap', () => {
+  const own = offlineCluster(withPolicies([], fromLabPod('web-b1')))
+  const d = diagnose(own.cluster, own.observations)
+  assert.deepEqual(
+    d.paths.map((p) => `${p.node} ${p.entry} ${p.source} ${p.ok}`),
+    ['node-b pod→itself shop/web-b1 10.244.2.10 on node-b true'],
+  )
+  const unread = offlineCluster({
+    ...withPolicies([], fromLabPod('client-a')),
+    editObservation: {'node-a': (o) => ({...o, reachable: false, error: 'connection refused'})},
+  })
+  const r = buildReport(diagnose(unread.cluster, unread.observations))
+  assert.deepEqual(r.paths, [])
+  assert.ok(
+    r.notChecked.some(
+      (n) =>
+        n.node === 'node-a' &&
+        n.required &&
+        n.reason === "no walk starts from shop/client-a: its node node-a's rules were not read or not judged",
+    ),
+    JSON.stringify(r.notChecked),
+  )
+  assert.equal(exitCode(r), 3)
 })

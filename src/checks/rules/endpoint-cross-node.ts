@@ -54,11 +54,17 @@ export const endpointCrossNode: Check = {
       const listed = endpoints.map(
         (e) => `${endpointName(e.target)}: ${tally(e, home)} from ${home}, ${tally(e, from)} from ${from}`,
       )
+      // svc --from POD: the probing node is no source, so no walk of its own could show the cause.
+      const client = ctx.paths.find((p) => p.source !== undefined)?.source
+      const walked = !client || ctx.paths.some((p) => p.node === from)
       out.push({
         node: null,
         message:
           `${endpoints.length === 1 ? 'an endpoint answers' : `${endpoints.length} endpoints answer`} from ${home} but not from ${from} (${listed.join('; ')}), ` +
-          `and neither node's walk breaks in what was read: the path from ${from} to ${home}'s pods breaks where the rules and settings read do not show (on ${from}: its route to ${podCidr ?? endpoints[0].target.host}, filter OUTPUT; on ${home}: filter FORWARD, the pod's bridge port, a CNI or cloud firewall between them)`,
+          (walked
+            ? `and neither node's walk breaks in what was read`
+            : `and ${from}'s own packets were not walked (--from: the walks start from ${client} only; the live probes start from the nodes)`) +
+          `: the path from ${from} to ${home}'s pods breaks where the rules and settings read do not show (on ${from}: its route to ${podCidr ?? endpoints[0].target.host}, filter OUTPUT; on ${home}: filter FORWARD, the pod's bridge port, a CNI or cloud firewall between them)`,
         check: nodeCommand(ctx.reach, from, {argv: ['ip', 'route', 'get', endpoints[0].target.host]}, [
           endpoints[0].target.host,
         ]),

@@ -1,7 +1,7 @@
 import type {Check} from '../check.js'
 import type {PathResult} from '../../model/paths.js'
-import {codeEntry, codesExplaining} from '../catalogue.js'
-import {policyExplainsBreak} from './policy-dataplane.js'
+import {codeEntry} from '../catalogue.js'
+import {explainsBreak} from '../break-explained.js'
 
 /** The node where a path breaks: its own, or the node of the endpoint whose half breaks. */
 const at = (p: PathResult) => p.breaksOn ?? p.node
@@ -9,9 +9,9 @@ const at = (p: PathResult) => p.breaksOn ?? p.node
 const from = (p: PathResult) => (at(p) === p.node ? '' : `${p.node}'s `)
 
 /**
- * Runs last: a path that breaks where no other error finding of its node (or the cluster) explains it, nor a
- * NetworkPolicy the API and the node's policy engine agree on (that finding is the cluster's, and explains only its own
- * drops).
+ * Runs last: a path that breaks where no other error finding of its node (or the cluster) explains it (the catalogue's
+ * `explains`, on its conditions: a NetworkPolicy finding, the cluster's, explains only the drops the node's policy
+ * engine makes as the API's policies say).
  */
 export const pathBroken: Check = {
   meta: codeEntry('KPD-PATH-BROKEN'),
@@ -19,13 +19,7 @@ export const pathBroken: Check = {
     const seen = new Set<string>()
     return ctx.paths
       .filter((p) => p.ok === false && p.breaksAt !== null)
-      .filter((p) => {
-        const explaining = codesExplaining(p.breaksAt!)
-        return !ctx.findings.some(
-          (f) => f.severity === 'error' && (f.node === at(p) || f.node === null) && explaining.includes(f.code),
-        )
-      })
-      .filter((p) => !(p.breaksAt === 'filter' && policyExplainsBreak(ctx, p)))
+      .filter((p) => !ctx.findings.some((f) => explainsBreak(ctx, f, p)))
       .filter((p) => !seen.has(`${at(p)} ${p.breaksAt}`) && !!seen.add(`${at(p)} ${p.breaksAt}`))
       .map((p) => {
         const last = at(p) === p.node ? p.trace.outcomes.find((o) => o.verdict !== 'DNAT')?.steps.at(-1) : undefined

@@ -46,13 +46,16 @@ function judge(ctx: CheckContext, d: Dropped): Verdict {
 }
 
 /**
- * A walk's source address as the API's policies see it: a Pod's (namespace and labels), a node's, or else an address
+ * A walk's source address as the API's policies see it: a Pod's (the --from Pod's, or one of the Service's namespace:
+ * namespace and labels), a node's, or else an address
  * alone (an outside client, or the address the doctor makes up for "a Pod of this node", whose namespace and labels
  * are nobody's): matched by ipBlocks and rules without peers only, so it is allowed only where any Pod or client with
  * that address would be.
  */
 function walkSource(ctx: CheckContext, ip: string): PolicySource {
-  const pod = ctx.cluster.pods.find((p) => !p.spec?.hostNetwork && p.status?.podIPs?.some((a) => a.ip === ip))
+  const client = ctx.cluster.policy?.clientPod
+  const pods = client ? [client, ...ctx.cluster.pods] : ctx.cluster.pods
+  const pod = pods.find((p) => !p.spec?.hostNetwork && p.status?.podIPs?.some((a) => a.ip === ip))
   if (pod)
     return {
       kind: 'pod',
@@ -81,16 +84,13 @@ export function agreeingDrops(ctx: CheckContext, endpoints: PolicyDestination[])
     .map((d) => `${d.node.name} drops it too (${d.site.owner}, for ${[...d.policies].join(', ')}): ${dropEvidence(d)}`)
 }
 
-/** The findings of the API's policies denying the judged clients the endpoints: they carry agreeing drops as evidence. */
-const API_DENIALS: ReadonlySet<string> = new Set(['KPD-POLICY-DENIES', 'KPD-POLICY-SERVICE-PORT'])
-
 /**
- * Whether KPD-POLICY-DENIES (or KPD-POLICY-SERVICE-PORT) explains where path `p` breaks: it was reported, and every walk of the path dropped on the
- * node it breaks on was dropped by a policy engine's rule the API's policies agree with. Any other drop on the path (a
- * firewall's, kubelet's, an engine's the API does not agree with) leaves the break to the finding that names it.
+ * Whether every walk of path `p` dropped on the node it breaks on was dropped by a policy engine's rule the API's
+ * policies agree with: then the API's denial (KPD-POLICY-DENIES, KPD-POLICY-SERVICE-PORT, their catalogue rows' condition)
+ * explains the break. Any other drop on the path (a firewall's, kubelet's, an engine's the API does not agree with)
+ * leaves the break to the finding that names it.
  */
-export function policyExplainsBreak(ctx: CheckContext, p: PathResult): boolean {
-  if (!ctx.findings.some((f) => API_DENIALS.has(f.code) && f.severity === 'error')) return false
+export function policyDropsAgree(ctx: CheckContext, p: PathResult): boolean {
   const node = p.breaksOn ?? p.node
   const outcomes =
     node === p.node
@@ -108,6 +108,9 @@ export function policyExplainsBreak(ctx: CheckContext, p: PathResult): boolean {
     return !!site && agreeing.has(dropKey(node, site))
   })
 }
+
+/** The findings of the API's policies denying the judged clients the endpoints: they carry agreeing drops as evidence. */
+const API_DENIALS: ReadonlySet<string> = new Set(['KPD-POLICY-DENIES', 'KPD-POLICY-SERVICE-PORT'])
 
 /**
  * The API's denial (KPD-POLICY-DENIES, KPD-POLICY-SERVICE-PORT) behind a failed connection to `ip` from or on `nodes`:

@@ -8,7 +8,6 @@ import {basename} from 'node:path'
 import {
   KERNEL_TRACE_COMMANDS,
   kernelTraceLine,
-  setupCommands,
   traceTableName,
 } from '../../src/node/kernel-trace-commands.js'
 import {isRegex, sudoAllows, SUDOERS, sudoersSpecs} from '../helpers/sudoers-specs.js'
@@ -126,11 +125,13 @@ test("the sudoers snippet allows exactly the kernel trace's commands, as regular
   const table = traceTableName('a1b2c3', 1795000000)
   const commands = [
     KERNEL_TRACE_COMMANDS.listTables(),
-    ...setupCommands(table, [
+    KERNEL_TRACE_COMMANDS.setup(table, [
       {address: '10.96.10.10', port: 80},
       {address: '10.200.0.11', port: 30080},
       {address: 'fd00:10:96::a', port: 443},
     ]),
+    KERNEL_TRACE_COMMANDS.setup(table, [{address: '10.96.10.10', port: 80}]),
+    KERNEL_TRACE_COMMANDS.setup(table, [{address: 'fd00:10:96::a', port: 443}]),
     KERNEL_TRACE_COMMANDS.monitor(5),
     KERNEL_TRACE_COMMANDS.deleteTable(table),
   ].map((c) => {
@@ -159,6 +160,11 @@ test("the sudoers snippet allows exactly the kernel trace's commands, as regular
     `nft add table inet ${table}x`,
     `nft add element inet ${table} probes4 { 10.96.10.10 . tcp . 80 } ; flush ruleset`,
     'nft monitor trace ; flush ruleset',
+    // The one-nft setup: nothing after its last statement, nothing between them but its own.
+    `nft -- add table inet ${table} ; flush ruleset`,
+    `nft -- add table inet ${table} ; add chain inet ${table} prerouting { type filter hook prerouting priority -500 ; policy accept ; } ; add chain inet ${table} output { type filter hook output priority -500 ; policy accept ; } ; flush ruleset`,
+    `nft -- add table inet ${table} ; add chain inet ${table} prerouting { type filter hook prerouting priority -500 ; policy accept ; } ; add chain inet ${table} output { type filter hook output priority -500 ; policy accept ; } ; delete table ip kube-proxy`,
+    `nft -- add table inet ${table} ; add chain inet ${table} prerouting { type filter hook prerouting priority -500 ; policy accept ; } ; add chain inet ${table} output { type nat hook output priority -500 ; policy drop ; }`,
   ])
     assert.equal(allows(appended), false, appended)
 })

@@ -5,7 +5,6 @@ import {
   kernelTraceLine,
   MAX_MONITOR_SECONDS,
   newTraceTableName,
-  setupCommands,
   staleTables,
   doctorTables,
   STALE_AFTER_SECONDS,
@@ -37,7 +36,7 @@ export interface KernelTraceOptions {
   dryRun: boolean
   /** How long the monitor may watch (≤ MAX_MONITOR_SECONDS). */
   monitorSeconds: number
-  /** How long the monitor waits before the probes start: its subscription to the trace events. */
+  /** How long after the monitor is started the probes wait: its subscription to the trace events. */
   settleMs?: number
   /** How long the monitor goes on after the probes end, for their last events, before it is ended. */
   drainMs?: number
@@ -48,7 +47,12 @@ const firstLine = (text: string) => text.trim().split('\n')[0] || 'no message'
 const LEGACY = 'kernel trace not available on iptables-legacy (no change made)'
 const STEP_MS = 10_000
 /** The monitor's time after the probes: trace events are sent as the packets pass, printed at once. */
-const DRAIN_MS = 300
+const DRAIN_MS = 150
+/**
+ * From the monitor's start to the first probe: its exec reaching the node, a shell, `timeout` (and sudo) starting nft
+ * and nft subscribing to the trace events; the table is made meanwhile. `nft monitor` says nothing when it is ready.
+ */
+const SETTLE_MS = 400
 
 function failed(r: RunResult): string | undefined {
   if (r.kind === 'not-recorded') return r.what
@@ -102,14 +106,14 @@ export async function withKernelTrace<T>(
   const isRoot = !(await access.usesSudo?.())
   const table = newTraceTableName(now())
   const seconds = Math.max(1, Math.min(MAX_MONITOR_SECONDS, Math.ceil(opts.monitorSeconds)))
-  const setup = setupCommands(table, tuples)
+  const setup = KERNEL_TRACE_COMMANDS.setup(table, tuples)
   const monitor = KERNEL_TRACE_COMMANDS.monitor(seconds)
   const remove = KERNEL_TRACE_COMMANDS.deleteTable(table)
   const say = (cmd: KernelTraceCommand) => opts.announce(`  ${kernelTraceLine(cmd, isRoot)}`)
   opts.announce(
     `--kernel-trace on ${node}${opts.dryRun ? ' (dry run: nothing is run)' : ''}: delete the doctor's own tables (kpd_trace_*) older than ${STALE_AFTER_SECONDS}s, then run (nothing outside its own table is changed):`,
   )
-  for (const cmd of [...setup, monitor, remove]) say(cmd)
+  for (const cmd of [setup, monitor, remove]) say(cmd)
   if (opts.dryRun)
     return {
       result: await probes(),
@@ -144,30 +148,23 @@ export async function withKernelTrace<T>(
   }
   trackUntilExit(id, {kind: 'kernel trace table', remove: removeTable, leftover: leftoverLine})
   try {
-    for (const cmd of setup) {
-      const why = failed(await run(cmd, STEP_MS))
-      if (why) {
-        if (!made) untrack(id)
-        return {
-          result: await probes(),
-          trace: {
-            traced: false,
-            reason: cannot(
-              `nft ${cmd.argv
-                .filter((w) => w !== '--')
-                .slice(1, 3)
-                .join(' ')}`,
-              why,
-            ),
-          },
-        }
-      }
-      made = true
-    }
+    // The monitor is started first and watches while the table is made: one round trip instead of two.
     const stop = new AbortController()
+    const watchingSince = Date.now()
     const watching = run(monitor, (seconds + 5) * 1000, stop.signal)
     watching.catch(() => undefined)
-    await new Promise((resolve) => setTimeout(resolve, opts.settleMs ?? 500))
+    const madeIt = await run(setup, STEP_MS).catch((e: Error) => ({kind: 'not-recorded' as const, what: e.message}))
+    const why = failed(madeIt)
+    // nft commits its script as one transaction: a setup that exited with a status made nothing.
+    made = !why || (madeIt.kind === 'ran' && madeIt.code === null)
+    if (why) {
+      stop.abort()
+      await watching.catch(() => undefined)
+      if (!made) untrack(id)
+      return {result: await probes(), trace: {traced: false, reason: cannot('making its table (nft)', why)}}
+    }
+    const settle = (opts.settleMs ?? SETTLE_MS) - (Date.now() - watchingSince)
+    if (settle > 0) await new Promise((resolve) => setTimeout(resolve, settle))
     const result = await probes()
     // The probes are over and netfilter reports each packet as it passes: a moment for the last events to be printed,
     // then the monitor is ended rather than left to its bound (where the transport cannot end it, `timeout` does).
@@ -178,11 +175,13 @@ export async function withKernelTrace<T>(
     if (watched.kind !== 'ran')
       return {result, trace: {traced: false, reason: `kernel trace not read: ${watched.what}`}}
     // `timeout` ends the monitor (exit 124), or the doctor does once the probes are over (no exit status).
+    // On a terminal (see the SSH transport) the monitor's errors come with its output, and lines may end in CR LF.
+    const printed = watched.stdout.toString('utf8').replace(/\r\n/g, '\n')
     const warning =
       watched.code === 124 || watched.code === 0 || (watched.code === null && stop.signal.aborted)
         ? undefined
-        : firstLine(watched.stderr)
-    const packets = parseNftTrace(watched.stdout.toString('utf8')).filter(
+        : firstLine(watched.stderr || printed)
+    const packets = parseNftTrace(printed).filter(
       (p) => p.events.some((e) => e.table === table) && tuples.some((t) => t.address === p.daddr && t.port === p.dport),
     )
     return {result, trace: {traced: true, table, packets, removedStale, ...(warning ? {warning} : {})}}

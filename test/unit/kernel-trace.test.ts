@@ -170,8 +170,9 @@ test('--dry-run prints the commands, announced before anything, and runs none of
     "--kernel-trace on node-a (dry run: nothing is run): delete the doctor's own tables (kpd_trace_*) older than 50s, then run (nothing outside its own table is changed):",
   )
   assert.equal(said.length, 1 + 3)
-  assert.match(said[1], /^ {2}nft -- add table inet kpd_trace_[0-9a-f]{6}_1795000100 ';' add chain .* '\{' 10\.96\.10\.10 \. tcp \. 80 '\}'$/)
-  assert.equal(said[2], '  timeout 4 nft monitor trace')
+  // In the order they run: the monitor (it only watches) first, then the one nft that makes the table.
+  assert.equal(said[1], '  timeout 4 nft monitor trace')
+  assert.match(said[2], /^ {2}nft -- add table inet kpd_trace_[0-9a-f]{6}_1795000100 ';' add chain .* '\{' 10\.96\.10\.10 \. tcp \. 80 '\}'$/)
   assert.match(said[3], /^ {2}nft delete table inet kpd_trace_[0-9a-f]{6}_1795000100$/)
 })
 
@@ -215,10 +216,10 @@ test('a run: the stale table removed, the table made, the monitor around the pro
   assert.deepEqual(
     ran.map((l) => l.replaceAll(table(), 'T').replace(/ ';' add chain .*/, ' ; …')),
     [
+      // The monitor first: it watches while the tables are listed and the doctor's is made.
+      'timeout 4 nft monitor trace',
       'nft list tables',
       'nft delete table inet kpd_trace_0a0b0c_1795000000',
-      // The monitor first: it watches while the table is made.
-      'timeout 4 nft monitor trace',
       'nft -- add table inet T ; …',
       'nft delete table inet T',
     ],
@@ -248,7 +249,7 @@ test('a failing step deletes the table; no root says so; iptables-legacy changes
   // nft's script is one transaction: a setup that failed made nothing, so nothing is deleted; the monitor is stopped.
   assert.deepEqual(
     failing.ran.map((l) => l.replace(/ kpd_trace_.*/, '')),
-    ['nft list tables', 'timeout 2 nft monitor trace', 'nft -- add table inet'],
+    ['timeout 2 nft monitor trace', 'nft list tables', 'nft -- add table inet'],
   )
 
   const noRoot = fakeNode(() => ({code: 1, stderr: 'Error: Operation not permitted\n'}))
@@ -257,12 +258,13 @@ test('a failing step deletes the table; no root says so; iptables-legacy changes
     !n.trace.traced && n.trace.reason,
     'kernel trace not run: no root for nft (Error: Operation not permitted (exit 1))',
   )
-  assert.deepEqual(noRoot.ran, ['nft list tables'])
+  assert.deepEqual(noRoot.ran, ['timeout 2 nft monitor trace', 'nft list tables'])
 
   const legacy = fakeNode(() => ({stdout: Buffer.from('')}))
   const l = await withKernelTrace(legacy.access, 'node-a', [{address: '10.96.10.10', port: 80}], opts, async () => 1)
   assert.equal(!l.trace.traced && l.trace.reason, 'kernel trace not available on iptables-legacy (no change made)')
-  assert.deepEqual(legacy.ran, ['nft list tables'])
+  // Nothing that changes the node: the monitor (stopped at once) and the listing only.
+  assert.deepEqual(legacy.ran, ['timeout 2 nft monitor trace', 'nft list tables'])
 })
 
 test("cleanup deletes every table of the doctor's, whatever its age, and nothing else", async () => {

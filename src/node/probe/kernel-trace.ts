@@ -113,7 +113,7 @@ export async function withKernelTrace<T>(
   opts.announce(
     `--kernel-trace on ${node}${opts.dryRun ? ' (dry run: nothing is run)' : ''}: delete the doctor's own tables (kpd_trace_*) older than ${STALE_AFTER_SECONDS}s, then run (nothing outside its own table is changed):`,
   )
-  for (const cmd of [setup, monitor, remove]) say(cmd)
+  for (const cmd of [monitor, setup, remove]) say(cmd)
   if (opts.dryRun)
     return {
       result: await probes(),
@@ -123,12 +123,25 @@ export async function withKernelTrace<T>(
       },
     }
 
+  // The monitor only watches: it is started first, and subscribes to the trace events while the tables are listed and
+  // the doctor's is made, so that the probes need not wait for it (`nft monitor` says nothing when it is ready).
+  const stop = new AbortController()
+  const watchingSince = Date.now()
+  const watching = run(monitor, (seconds + 5) * 1000, stop.signal).catch((e: Error) => ({
+    kind: 'not-recorded' as const,
+    what: e.message,
+  }))
+  const untraced = async (reason: string) => {
+    stop.abort()
+    await watching
+    return {result: await probes(), trace: {traced: false as const, reason}}
+  }
+
   const listed = await run(KERNEL_TRACE_COMMANDS.listTables(), STEP_MS)
   const listFailed = failed(listed)
-  if (listFailed || listed.kind !== 'ran')
-    return {result: await probes(), trace: {traced: false, reason: cannot('nft list tables', listFailed ?? '')}}
+  if (listFailed || listed.kind !== 'ran') return untraced(cannot('nft list tables', listFailed ?? ''))
   const listing = listed.stdout.toString('utf8')
-  if (!nftBackend(listing)) return {result: await probes(), trace: {traced: false, reason: LEGACY}}
+  if (!nftBackend(listing)) return untraced(LEGACY)
 
   const removedStale: string[] = []
   for (const stale of staleTables(listing, now())) {
@@ -146,32 +159,24 @@ export async function withKernelTrace<T>(
     )
     return why ? `kernel trace table ${table} on ${node} not deleted (${why}): ${leftoverLine}` : undefined
   }
+  let removing: Promise<string | undefined> | undefined
   trackUntilExit(id, {kind: 'kernel trace table', remove: removeTable, leftover: leftoverLine})
   try {
-    // The monitor is started first and watches while the table is made: one round trip instead of two.
-    const stop = new AbortController()
-    const watchingSince = Date.now()
-    const watching = run(monitor, (seconds + 5) * 1000, stop.signal)
-    watching.catch(() => undefined)
     const madeIt = await run(setup, STEP_MS).catch((e: Error) => ({kind: 'not-recorded' as const, what: e.message}))
     const why = failed(madeIt)
-    // nft commits its script as one transaction: a setup that exited with a status made nothing.
+    // nft commits its script as one transaction: a setup that ended with an exit status made nothing; one cut short
+    // may have made it.
     made = !why || (madeIt.kind === 'ran' && madeIt.code === null)
-    if (why) {
-      stop.abort()
-      await watching.catch(() => undefined)
-      if (!made) untrack(id)
-      return {result: await probes(), trace: {traced: false, reason: cannot('making its table (nft)', why)}}
-    }
+    if (why) return await untraced(cannot('making its table (nft)', why))
     const settle = (opts.settleMs ?? SETTLE_MS) - (Date.now() - watchingSince)
     if (settle > 0) await new Promise((resolve) => setTimeout(resolve, settle))
     const result = await probes()
-    // The probes are over and netfilter reports each packet as it passes: a moment for the last events to be printed,
-    // then the monitor is ended rather than left to its bound (where the transport cannot end it, `timeout` does).
+    // The probes are over: netfilter traced their packets as they passed, so the table goes now, while the monitor has
+    // a moment to print their last events; then it is ended rather than left to its bound (where the transport cannot
+    // end it, `timeout` on the node does).
+    removing = removeTable()
     const ending = setTimeout(() => stop.abort(), opts.drainMs ?? DRAIN_MS)
-    const watched = await watching
-      .catch((e: Error) => ({kind: 'not-recorded' as const, what: e.message}))
-      .finally(() => clearTimeout(ending))
+    const watched = await watching.finally(() => clearTimeout(ending))
     if (watched.kind !== 'ran')
       return {result, trace: {traced: false, reason: `kernel trace not read: ${watched.what}`}}
     // `timeout` ends the monitor (exit 124), or the doctor does once the probes are over (no exit status).
@@ -187,7 +192,7 @@ export async function withKernelTrace<T>(
     return {result, trace: {traced: true, table, packets, removedStale, ...(warning ? {warning} : {})}}
   } finally {
     if (made) {
-      const leftover = await removeTable()
+      const leftover = await (removing ?? removeTable())
       if (leftover) opts.announce(`warning: ${leftover}`)
     }
     untrack(id)

@@ -2,6 +2,7 @@ import {randomBytes} from 'node:crypto'
 import {familyOf as ipFamily} from '../net/address.js'
 import type {CommandLine} from './node-commands.js'
 import {ipArgument, portArgument, quote} from './read/command-arguments.js'
+import {TRACE_TABLE_NAME} from '../parse/nft-trace.js'
 
 /**
  * The second allow-list, apart from the read-only one (node-commands.ts): the only commands that change a node, used
@@ -12,7 +13,7 @@ import {ipArgument, portArgument, quote} from './read/command-arguments.js'
 
 /** Every table of the doctor's starts so; the rest of the name is the run's id and its creation time (Unix seconds). */
 const TRACE_TABLE_PREFIX = 'kpd_trace_'
-const TABLE_NAME = /^kpd_trace_([0-9a-f]{6})_([0-9]{10})$/
+const TABLE_NAME = TRACE_TABLE_NAME
 
 /** How long an element of the probe set lives: a tuple forgotten by a killed run stops matching within this. */
 const SET_TIMEOUT_SECONDS = 30

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import {readFileSync} from 'node:fs'
 import {test} from 'node:test'
 import {
   KERNEL_TRACE_COMMANDS,
@@ -7,6 +8,9 @@ import {
   traceTableName,
 } from '../../src/node/kernel-trace-commands.js'
 import {parseNftTrace} from '../../src/parse/nft-trace.js'
+import {parseNftDump} from '../../src/parse/nft-dump.js'
+import {NftTracer} from '../../src/trace/nft-tracer.js'
+import type {Packet} from '../../src/trace/types.js'
 import {removeTraceTables, withKernelTrace} from '../../src/node/probe/kernel-trace.js'
 import type {NodeAccess, RunResult} from '../../src/node/transport/node-access.js'
 import type {KernelTraceCommand} from '../../src/node/kernel-trace-commands.js'
@@ -411,4 +415,47 @@ test('the monitor is ended once the probes are over (a moment for their last eve
   assert.ok(r.trace.traced && r.trace.packets.length > 0)
   assert.equal(ran.at(-1), `nft delete table inet ${table()}`)
   assert.ok(ran.length > monitorAt)
+})
+
+test("the walk leaves out the doctor's own trace table (made while the node's rules may still be read): same verdict, same way", () => {
+  const kubeProxy = readFileSync('test/fixtures/nft/kube-proxy-comments.list.txt', 'utf8')
+  // As `nft list ruleset` prints the table --kernel-trace makes, for the Service the walk goes to.
+  const withTraceTable = `${kubeProxy}
+table inet ${TABLE} {
+\tset probes4 {
+\t\ttype ipv4_addr . inet_proto . inet_service
+\t\ttimeout 30s
+\t\telements = { 10.96.7.20 . tcp . 80 expires 29s }
+\t}
+
+\tchain prerouting {
+\t\ttype filter hook prerouting priority -500; policy accept;
+\t\tip daddr . meta l4proto . th dport @probes4 limit rate 20/second burst 40 packets meta nftrace set 1
+\t}
+
+\tchain output {
+\t\ttype filter hook output priority -500; policy accept;
+\t\tip daddr . meta l4proto . th dport @probes4 limit rate 20/second burst 40 packets meta nftrace set 1
+\t}
+}
+`
+  const packet: Packet = {
+    src: '10.244.1.5',
+    dst: '10.96.7.20',
+    proto: 'tcp',
+    dport: 80,
+    sport: 40000,
+    inIface: 'cni0',
+    outIface: 'eth0',
+  }
+  const walk = (text: string) => new NftTracer(parseNftDump(text), {localAddresses: ['192.168.1.10']}).trace(packet)
+  const plain = walk(kubeProxy)
+  const traced = walk(withTraceTable)
+  assert.equal(plain.verdict, 'DNAT')
+  assert.equal(traced.verdict, plain.verdict)
+  assert.deepEqual(traced.destinations, plain.destinations)
+  assert.deepEqual(
+    traced.outcomes.map((o) => o.steps.map((s) => `${s.table} ${s.chain}`)),
+    plain.outcomes.map((o) => o.steps.map((s) => `${s.table} ${s.chain}`)),
+  )
 })

@@ -43,7 +43,10 @@ test('the commands: exactly these words, quoted for a shell, sudo -n before nft 
     'rule inet kpd_trace_a1b2c3_1795000000 output ip6 daddr . meta l4proto . th dport @probes6 limit rate 20/second burst 40 packets meta nftrace set 1',
     "element inet kpd_trace_a1b2c3_1795000000 probes6 '{' fd00:10:96::a . tcp . 80 '}'",
   ])
-  assert.match(kernelTraceLine(setup, false), /^sudo -n nft -- add table inet kpd_trace_a1b2c3_1795000000 ';' add chain /)
+  assert.match(
+    kernelTraceLine(setup, false),
+    /^sudo -n nft -- add table inet kpd_trace_a1b2c3_1795000000 ';' add chain /,
+  )
   // IPv4 only: no IPv6 set or rules.
   assert.equal(
     kernelTraceLine(KERNEL_TRACE_COMMANDS.setup(TABLE, [{address: '10.96.10.10', port: 80}]), true).includes('probes6'),
@@ -176,7 +179,10 @@ test('--dry-run prints the commands, announced before anything, and runs none of
   assert.equal(said.length, 1 + 3)
   // In the order they run: the monitor (it only watches) first, then the one nft that makes the table.
   assert.equal(said[1], '  timeout 4 nft monitor trace')
-  assert.match(said[2], /^ {2}nft -- add table inet kpd_trace_[0-9a-f]{6}_1795000100 ';' add chain .* '\{' 10\.96\.10\.10 \. tcp \. 80 '\}'$/)
+  assert.match(
+    said[2],
+    /^ {2}nft -- add table inet kpd_trace_[0-9a-f]{6}_1795000100 ';' add chain .* '\{' 10\.96\.10\.10 \. tcp \. 80 '\}'$/,
+  )
   assert.match(said[3], /^ {2}nft delete table inet kpd_trace_[0-9a-f]{6}_1795000100$/)
 })
 

@@ -5,11 +5,7 @@ import {buildCommandLine, NODE_COMMANDS} from '../../src/node/node-commands.js'
 import type {NodeCommand} from '../../src/node/read/node-reads.js'
 import {readFileSync} from 'node:fs'
 import {basename} from 'node:path'
-import {
-  KERNEL_TRACE_COMMANDS,
-  kernelTraceLine,
-  traceTableName,
-} from '../../src/node/kernel-trace-commands.js'
+import {KERNEL_TRACE_COMMANDS, kernelTraceLine, traceTableName} from '../../src/node/kernel-trace-commands.js'
 import {isRegex, sudoAllows, SUDOERS, sudoersSpecs} from '../helpers/sudoers-specs.js'
 
 /** What the doctor runs under `sudo -n` when it logs in as a user that is not root, as sudo sees it (shell quotes removed). */

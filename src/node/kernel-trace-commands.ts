@@ -27,7 +27,7 @@ const RATE = ['limit', 'rate', '20/second', 'burst', '40', 'packets'] as const
 /** The longest `nft monitor trace` may run on the node, whatever the doctor does. */
 export const MAX_MONITOR_SECONDS = 20
 
-export type TraceHook = 'prerouting' | 'output'
+type TraceHook = 'prerouting' | 'output'
 const TRACE_HOOKS: readonly TraceHook[] = ['prerouting', 'output']
 export type TraceFamily = 'ip' | 'ip6'
 const SET_OF: Record<TraceFamily, {set: string; type: string}> = {

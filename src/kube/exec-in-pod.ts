@@ -6,7 +6,8 @@ import {COMMAND_OUTPUT_CAP_BYTES} from '../util/output-cap.js'
 export interface ExecResult {
   stdout: string
   stderr: string
-  exitCode: number
+  /** null: the caller's `stop` ended the call before the command's status came. */
+  exitCode: number | null
 }
 
 export interface ExecOptions {
@@ -15,6 +16,12 @@ export interface ExecOptions {
   signal?: AbortSignal
   /** stdout plus stderr beyond this ends the call with an error (default COMMAND_OUTPUT_CAP_BYTES, 32 MiB). */
   maxOutputBytes?: number
+  /**
+   * Ends the call early with what the command printed so far and no exit status (a watch the caller is done with).
+   * The stream is closed; whether the command ends with it is the runtime's (without a terminal it may run to its own
+   * bound).
+   */
+  stop?: AbortSignal
 }
 
 const STDOUT = 1
@@ -77,9 +84,20 @@ export async function execInPod(
     const closedEarly = () => {
       if (!outcome) stream.fail(new KubeStreamError(`${what}: the connection closed without the command's status`))
     }
+    const stopped = () => {
+      if (outcome) return
+      outcome = {
+        stdout: Buffer.concat(stdout).toString('utf8'),
+        stderr: Buffer.concat(stderr).toString('utf8'),
+        exitCode: null,
+      }
+      settle()
+    }
     if (outcome) settle()
     else if (stream.socket.readyState === 3) closedEarly()
     else stream.socket.on('close', closedEarly)
+    if (options.stop?.aborted) stopped()
+    else options.stop?.addEventListener('abort', stopped, {once: true})
   })
 }
 

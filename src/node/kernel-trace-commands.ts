@@ -2,6 +2,7 @@ import {randomBytes} from 'node:crypto'
 import {familyOf as ipFamily} from '../net/address.js'
 import type {CommandLine} from './node-commands.js'
 import {ipArgument, portArgument, quote} from './read/command-arguments.js'
+import {TRACE_TABLE_NAME} from '../parse/nft-trace.js'
 
 /**
  * The second allow-list, apart from the read-only one (node-commands.ts): the only commands that change a node, used
@@ -12,7 +13,7 @@ import {ipArgument, portArgument, quote} from './read/command-arguments.js'
 
 /** Every table of the doctor's starts so; the rest of the name is the run's id and its creation time (Unix seconds). */
 const TRACE_TABLE_PREFIX = 'kpd_trace_'
-const TABLE_NAME = /^kpd_trace_([0-9a-f]{6})_([0-9]{10})$/
+const TABLE_NAME = TRACE_TABLE_NAME
 
 /** How long an element of the probe set lives: a tuple forgotten by a killed run stops matching within this. */
 const SET_TIMEOUT_SECONDS = 30
@@ -26,7 +27,7 @@ const RATE = ['limit', 'rate', '20/second', 'burst', '40', 'packets'] as const
 /** The longest `nft monitor trace` may run on the node, whatever the doctor does. */
 export const MAX_MONITOR_SECONDS = 20
 
-export type TraceHook = 'prerouting' | 'output'
+type TraceHook = 'prerouting' | 'output'
 const TRACE_HOOKS: readonly TraceHook[] = ['prerouting', 'output']
 export type TraceFamily = 'ip' | 'ip6'
 const SET_OF: Record<TraceFamily, {set: string; type: string}> = {
@@ -79,107 +80,126 @@ export interface KernelTraceCommand {
   changes: boolean
 }
 
-const nft = (...words: string[]): readonly string[] => ['nft', ...words]
+/** One nft statement of the setup: its words, without `nft`. */
+type Statement = readonly string[]
+
+function tableStatement(table: string): Statement {
+  return ['add', 'table', 'inet', tableArgument(table)]
+}
+
+function chainStatement(table: string, hook: TraceHook): Statement {
+  return [
+    'add',
+    'chain',
+    'inet',
+    tableArgument(table),
+    hookArgument(hook),
+    '{',
+    'type',
+    'filter',
+    'hook',
+    hook,
+    'priority',
+    String(TRACE_PRIORITY),
+    ';',
+    'policy',
+    'accept',
+    ';',
+    '}',
+  ]
+}
+
+function setStatement(table: string, family: TraceFamily): Statement {
+  return [
+    'add',
+    'set',
+    'inet',
+    tableArgument(table),
+    SET_OF[family].set,
+    '{',
+    'type',
+    SET_OF[family].type,
+    '.',
+    'inet_proto',
+    '.',
+    'inet_service',
+    ';',
+    'flags',
+    'timeout',
+    ';',
+    'timeout',
+    `${SET_TIMEOUT_SECONDS}s`,
+    ';',
+    '}',
+  ]
+}
+
+function ruleStatement(table: string, hook: TraceHook, family: TraceFamily): Statement {
+  return [
+    'add',
+    'rule',
+    'inet',
+    tableArgument(table),
+    hookArgument(hook),
+    family,
+    'daddr',
+    '.',
+    'meta',
+    'l4proto',
+    '.',
+    'th',
+    'dport',
+    `@${SET_OF[family].set}`,
+    ...RATE,
+    'meta',
+    'nftrace',
+    'set',
+    '1',
+  ]
+}
+
+function elementsStatement(table: string, family: TraceFamily, tuples: readonly TraceTuple[]): Statement {
+  const elements = tuples.flatMap((t, i) => {
+    const address = ipArgument(t.address)
+    if (familyOf(address) !== family)
+      throw new Error(`refusing to build a kernel trace command: ${address} is not ${family}`)
+    return [...(i > 0 ? [','] : []), address, '.', 'tcp', '.', portArgument(t.port)]
+  })
+  return ['add', 'element', 'inet', tableArgument(table), SET_OF[family].set, '{', ...elements, '}']
+}
 
 /** The commands, by what they do. Nothing else of this kind runs on a node. */
 export const KERNEL_TRACE_COMMANDS = {
   listTables: (): KernelTraceCommand => ({
     purpose: 'list the nftables tables',
-    argv: nft('list', 'tables'),
+    argv: ['nft', 'list', 'tables'],
     changes: false,
   }),
-  createTable: (table: string): KernelTraceCommand => ({
-    purpose: 'create the doctor’s private table',
-    argv: nft('add', 'table', 'inet', tableArgument(table)),
-    changes: true,
-  }),
-  createChain: (table: string, hook: TraceHook): KernelTraceCommand => ({
-    purpose: `its ${hook} base chain, before every other`,
-    // `--`: the negative priority is not an option of nft's.
-    argv: nft(
-      '--',
-      'add',
-      'chain',
-      'inet',
-      tableArgument(table),
-      hookArgument(hook),
-      '{',
-      'type',
-      'filter',
-      'hook',
-      hook,
-      'priority',
-      String(TRACE_PRIORITY),
-      ';',
-      'policy',
-      'accept',
-      ';',
-      '}',
-    ),
-    changes: true,
-  }),
-  createSet: (table: string, family: TraceFamily): KernelTraceCommand => ({
-    purpose: `the set of the probes' ${family === 'ip' ? 'IPv4' : 'IPv6'} tuples, elements timing out after ${SET_TIMEOUT_SECONDS}s`,
-    argv: nft(
-      'add',
-      'set',
-      'inet',
-      tableArgument(table),
-      SET_OF[family].set,
-      '{',
-      'type',
-      SET_OF[family].type,
-      '.',
-      'inet_proto',
-      '.',
-      'inet_service',
-      ';',
-      'flags',
-      'timeout',
-      ';',
-      'timeout',
-      `${SET_TIMEOUT_SECONDS}s`,
-      ';',
-      '}',
-    ),
-    changes: true,
-  }),
-  createRule: (table: string, hook: TraceHook, family: TraceFamily): KernelTraceCommand => ({
-    purpose: `mark only the probes' packets for tracing (${hook}, rate-limited)`,
-    argv: nft(
-      'add',
-      'rule',
-      'inet',
-      tableArgument(table),
-      hookArgument(hook),
-      family,
-      'daddr',
-      '.',
-      'meta',
-      'l4proto',
-      '.',
-      'th',
-      'dport',
-      `@${SET_OF[family].set}`,
-      ...RATE,
-      'meta',
-      'nftrace',
-      'set',
-      '1',
-    ),
-    changes: true,
-  }),
-  addTuples: (table: string, family: TraceFamily, tuples: readonly TraceTuple[]): KernelTraceCommand => {
+  /**
+   * The whole trace set up by one nft: the table, its two base chains before every other, per address family the set
+   * of the probes' tuples (elements timing out) with the rules that mark only them, and the tuples. nft reads its
+   * arguments as one script, `;` between statements, and commits it as one transaction: all of it is made, or nothing.
+   */
+  setup: (table: string, tuples: readonly TraceTuple[]): KernelTraceCommand => {
     if (tuples.length === 0) throw new Error('refusing to build a kernel trace command: no tuple')
-    const elements = tuples.flatMap((t, i) => {
-      const address = ipArgument(t.address)
-      if (familyOf(address) !== family)
-        throw new Error(`refusing to build a kernel trace command: ${address} is not ${family}`)
-      return [...(i > 0 ? [','] : []), address, '.', 'tcp', '.', portArgument(t.port)]
-    })
+    const families = (['ip', 'ip6'] as const).filter((f) => tuples.some((t) => familyOf(ipArgument(t.address)) === f))
+    const statements = [
+      tableStatement(table),
+      ...TRACE_HOOKS.map((h) => chainStatement(table, h)),
+      ...families.flatMap((f) => [
+        setStatement(table, f),
+        ...TRACE_HOOKS.map((h) => ruleStatement(table, h, f)),
+        elementsStatement(
+          table,
+          f,
+          tuples.filter((t) => familyOf(ipArgument(t.address)) === f),
+        ),
+      ]),
+    ]
     return {
-      purpose: `the probes' tuples (${tuples.length})`,
-      argv: nft('add', 'element', 'inet', tableArgument(table), SET_OF[family].set, '{', ...elements, '}'),
+      purpose: `make the doctor's table: chains before every other at prerouting and output, marking only the probes' ${tuples.length} tuple(s) (rate-limited, set elements timing out after ${SET_TIMEOUT_SECONDS}s)`,
+      // `--`: the chains' negative priority is not an option of nft's.
+      argv: ['nft', '--', ...statements.flatMap((s, i) => (i > 0 ? [';', ...s] : s))],
       changes: true,
     }
   },
@@ -188,13 +208,13 @@ export const KERNEL_TRACE_COMMANDS = {
       throw new Error(`refusing to build a kernel trace command: monitor for ${JSON.stringify(seconds)}s`)
     return {
       purpose: `watch the trace events for at most ${seconds}s`,
-      argv: ['timeout', String(seconds), ...nft('monitor', 'trace')],
+      argv: ['timeout', String(seconds), 'nft', 'monitor', 'trace'],
       changes: false,
     }
   },
   deleteTable: (table: string): KernelTraceCommand => ({
     purpose: 'delete the doctor’s table',
-    argv: nft('delete', 'table', 'inet', tableArgument(table)),
+    argv: ['nft', 'delete', 'table', 'inet', tableArgument(table)],
     changes: true,
   }),
 } as const
@@ -212,24 +232,6 @@ export function kernelTraceLine(cmd: KernelTraceCommand, isRoot: boolean): Comma
   const at = words.indexOf('nft')
   if (!isRoot) words.splice(at, 0, 'sudo', '-n')
   return words.join(' ') as CommandLine
-}
-
-/** The commands that set the trace up for these tuples, in order. */
-export function setupCommands(table: string, tuples: readonly TraceTuple[]): KernelTraceCommand[] {
-  const families = (['ip', 'ip6'] as const).filter((f) => tuples.some((t) => familyOf(ipArgument(t.address)) === f))
-  return [
-    KERNEL_TRACE_COMMANDS.createTable(table),
-    ...TRACE_HOOKS.map((h) => KERNEL_TRACE_COMMANDS.createChain(table, h)),
-    ...families.flatMap((f) => [
-      KERNEL_TRACE_COMMANDS.createSet(table, f),
-      ...TRACE_HOOKS.map((h) => KERNEL_TRACE_COMMANDS.createRule(table, h, f)),
-      KERNEL_TRACE_COMMANDS.addTuples(
-        table,
-        f,
-        tuples.filter((t) => familyOf(t.address) === f),
-      ),
-    ]),
-  ]
 }
 
 /** The doctor's tables among `nft list tables` output ("table inet NAME" lines): name and creation time. */

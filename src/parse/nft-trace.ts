@@ -4,6 +4,17 @@
  * policy, or a return). Events of several packets interleave; the id ties a packet's events together.
  */
 
+/**
+ * The name of a table --kernel-trace makes on a node (always `inet`): kpd_trace_, the run's id (6 hex digits) and
+ * its creation time (Unix seconds).
+ */
+export const TRACE_TABLE_NAME = /^kpd_trace_([0-9a-f]{6})_([0-9]{10})$/
+
+/** Whether a ruleset's table ("FAMILY NAME") is one --kernel-trace made. */
+export function isTraceTable(id: string): boolean {
+  return id.startsWith('inet ') && TRACE_TABLE_NAME.test(id.slice('inet '.length))
+}
+
 export interface TraceEvent {
   id: string
   family: string

@@ -25,6 +25,7 @@ import {
   type WalkState as State,
 } from './walk.js'
 import {splitAddr} from './iptables-tracer.js'
+import {isTraceTable} from '../parse/nft-trace.js'
 
 export interface NftTraceOptions {
   localAddresses: string[]
@@ -112,9 +113,11 @@ export class NftTracer implements ChainSource<NftChain> {
     // A kube-proxy table pasted without the base chain of this hook: no verdict past it.
     const missing = this.rs.missingHook(hook, families)
     if (missing !== undefined) return [missingHookChain(-Infinity, missing)]
+    // The doctor's own trace table (--kernel-trace makes it while the node's rules may still be being read): it only
+    // marks the probes' packets for netfilter's trace, and is no part of the path kube-proxy programmed.
     return this.rs
       .baseChains(hook, families)
-      .filter((c) => !skipTables?.has(c.table))
+      .filter((c) => !skipTables?.has(c.table) && !isTraceTable(c.table))
       .map((c) => hookChainOf(this, c, c.base!.priority, c.base!.type === 'nat', policyName))
   }
 

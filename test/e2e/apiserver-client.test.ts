@@ -181,6 +181,19 @@ describe('execInPod and openPortForward against the test API server', {skip: why
     )
   })
 
+  test('a stop ends a watch early with what it printed so far and no exit status (the --kernel-trace monitor)', async () => {
+    const stop = new AbortController()
+    const started = Date.now()
+    const watching = execInPod(kc, NS, KUBE_PROXY_A, 'kube-proxy', ['sh', '-c', 'echo first; exec sleep 30'], {
+      timeoutMs: 30_000,
+      stop: stop.signal,
+    })
+    setTimeout(() => stop.abort(), 1000)
+    assert.deepEqual(await watching, {stdout: 'first\n', stderr: '', exitCode: null})
+    assert.ok(Date.now() - started < 10_000, 'not the command’s 30 s')
+    assert.deepEqual(await serverIdle(), {sockets: 0, children: 0})
+  })
+
   test("port-forward reaches kube-proxy's healthz and metrics on the node's loopback", async () => {
     const health = await httpGet(await openPortForward(kc, NS, KUBE_PROXY_A, 10256, {timeoutMs: 10_000}), '/healthz')
     assert.match(health, /^HTTP\/1\.[01] 200 /)

@@ -1,13 +1,16 @@
 import assert from 'node:assert/strict'
+import {readFileSync} from 'node:fs'
 import {test} from 'node:test'
 import {
   KERNEL_TRACE_COMMANDS,
   kernelTraceLine,
-  setupCommands,
   staleTables,
   traceTableName,
 } from '../../src/node/kernel-trace-commands.js'
 import {parseNftTrace} from '../../src/parse/nft-trace.js'
+import {parseNftDump} from '../../src/parse/nft-dump.js'
+import {NftTracer} from '../../src/trace/nft-tracer.js'
+import type {Packet} from '../../src/trace/types.js'
 import {removeTraceTables, withKernelTrace} from '../../src/node/probe/kernel-trace.js'
 import type {NodeAccess, RunResult} from '../../src/node/transport/node-access.js'
 import type {KernelTraceCommand} from '../../src/node/kernel-trace-commands.js'
@@ -21,24 +24,34 @@ import type {KernelTraceRun} from '../../src/node/probe/kernel-trace.js'
 const TABLE = traceTableName('a1b2c3', 1795000000)
 
 test('the commands: exactly these words, quoted for a shell, sudo -n before nft (inside timeout) where the login is not root', () => {
-  const lines = setupCommands(TABLE, [
+  const setup = KERNEL_TRACE_COMMANDS.setup(TABLE, [
     {address: '10.96.10.10', port: 80},
     {address: '10.200.0.11', port: 30080},
     {address: 'fd00:10:96::a', port: 80},
-  ]).map((c) => kernelTraceLine(c, true))
-  assert.deepEqual(lines, [
-    'nft add table inet kpd_trace_a1b2c3_1795000000',
-    "nft -- add chain inet kpd_trace_a1b2c3_1795000000 prerouting '{' type filter hook prerouting priority -500 ';' policy accept ';' '}'",
-    "nft -- add chain inet kpd_trace_a1b2c3_1795000000 output '{' type filter hook output priority -500 ';' policy accept ';' '}'",
-    "nft add set inet kpd_trace_a1b2c3_1795000000 probes4 '{' type ipv4_addr . inet_proto . inet_service ';' flags timeout ';' timeout 30s ';' '}'",
-    'nft add rule inet kpd_trace_a1b2c3_1795000000 prerouting ip daddr . meta l4proto . th dport @probes4 limit rate 20/second burst 40 packets meta nftrace set 1',
-    'nft add rule inet kpd_trace_a1b2c3_1795000000 output ip daddr . meta l4proto . th dport @probes4 limit rate 20/second burst 40 packets meta nftrace set 1',
-    "nft add element inet kpd_trace_a1b2c3_1795000000 probes4 '{' 10.96.10.10 . tcp . 80 , 10.200.0.11 . tcp . 30080 '}'",
-    "nft add set inet kpd_trace_a1b2c3_1795000000 probes6 '{' type ipv6_addr . inet_proto . inet_service ';' flags timeout ';' timeout 30s ';' '}'",
-    'nft add rule inet kpd_trace_a1b2c3_1795000000 prerouting ip6 daddr . meta l4proto . th dport @probes6 limit rate 20/second burst 40 packets meta nftrace set 1',
-    'nft add rule inet kpd_trace_a1b2c3_1795000000 output ip6 daddr . meta l4proto . th dport @probes6 limit rate 20/second burst 40 packets meta nftrace set 1',
-    "nft add element inet kpd_trace_a1b2c3_1795000000 probes6 '{' fd00:10:96::a . tcp . 80 '}'",
   ])
+  // One nft, one transaction: the statements its script holds, `;` between them.
+  assert.deepEqual(kernelTraceLine(setup, true).split(" ';' add "), [
+    'nft -- add table inet kpd_trace_a1b2c3_1795000000',
+    "chain inet kpd_trace_a1b2c3_1795000000 prerouting '{' type filter hook prerouting priority -500 ';' policy accept ';' '}'",
+    "chain inet kpd_trace_a1b2c3_1795000000 output '{' type filter hook output priority -500 ';' policy accept ';' '}'",
+    "set inet kpd_trace_a1b2c3_1795000000 probes4 '{' type ipv4_addr . inet_proto . inet_service ';' flags timeout ';' timeout 30s ';' '}'",
+    'rule inet kpd_trace_a1b2c3_1795000000 prerouting ip daddr . meta l4proto . th dport @probes4 limit rate 20/second burst 40 packets meta nftrace set 1',
+    'rule inet kpd_trace_a1b2c3_1795000000 output ip daddr . meta l4proto . th dport @probes4 limit rate 20/second burst 40 packets meta nftrace set 1',
+    "element inet kpd_trace_a1b2c3_1795000000 probes4 '{' 10.96.10.10 . tcp . 80 , 10.200.0.11 . tcp . 30080 '}'",
+    "set inet kpd_trace_a1b2c3_1795000000 probes6 '{' type ipv6_addr . inet_proto . inet_service ';' flags timeout ';' timeout 30s ';' '}'",
+    'rule inet kpd_trace_a1b2c3_1795000000 prerouting ip6 daddr . meta l4proto . th dport @probes6 limit rate 20/second burst 40 packets meta nftrace set 1',
+    'rule inet kpd_trace_a1b2c3_1795000000 output ip6 daddr . meta l4proto . th dport @probes6 limit rate 20/second burst 40 packets meta nftrace set 1',
+    "element inet kpd_trace_a1b2c3_1795000000 probes6 '{' fd00:10:96::a . tcp . 80 '}'",
+  ])
+  assert.match(
+    kernelTraceLine(setup, false),
+    /^sudo -n nft -- add table inet kpd_trace_a1b2c3_1795000000 ';' add chain /,
+  )
+  // IPv4 only: no IPv6 set or rules.
+  assert.equal(
+    kernelTraceLine(KERNEL_TRACE_COMMANDS.setup(TABLE, [{address: '10.96.10.10', port: 80}]), true).includes('probes6'),
+    false,
+  )
   assert.equal(kernelTraceLine(KERNEL_TRACE_COMMANDS.monitor(5), false), 'timeout 5 sudo -n nft monitor trace')
   assert.equal(
     kernelTraceLine(KERNEL_TRACE_COMMANDS.deleteTable(TABLE), false),
@@ -46,18 +59,20 @@ test('the commands: exactly these words, quoted for a shell, sudo -n before nft 
   )
 })
 
-test('the commands refuse what is not a validated value: a bad address, port, table, hook or monitor time', () => {
+test('the commands refuse what is not a validated value: a bad address, port, table, tuple list or monitor time', () => {
   const refuses = (f: () => unknown, what: RegExp) => assert.throws(f, what)
-  refuses(() => setupCommands(TABLE, [{address: '10.96.10.10; nft flush ruleset', port: 80}]), /not an IP address/)
-  refuses(() => setupCommands(TABLE, [{address: '10.96.0.0/16', port: 80}]), /not an IP address/)
-  refuses(() => setupCommands(TABLE, [{address: '10.96.10.10', port: 0}]), /not a port number/)
-  refuses(() => setupCommands(TABLE, [{address: '10.96.10.10', port: 80.5}]), /not a port number/)
+  const setup = (tuples: Array<{address: string; port: number}>, table = TABLE) =>
+    KERNEL_TRACE_COMMANDS.setup(table, tuples)
+  refuses(() => setup([{address: '10.96.10.10; nft flush ruleset', port: 80}]), /not an IP address/)
+  refuses(() => setup([{address: '10.96.0.0/16', port: 80}]), /not an IP address/)
+  refuses(() => setup([{address: '10.96.10.10', port: 0}]), /not a port number/)
+  refuses(() => setup([{address: '10.96.10.10', port: 80.5}]), /not a port number/)
+  refuses(() => setup([]), /no tuple/)
+  refuses(() => setup([{address: '10.96.10.10', port: 80}], 'kube-proxy'), /not a table of the doctor's/)
   refuses(() => KERNEL_TRACE_COMMANDS.deleteTable('kube-proxy'), /not a table of the doctor's/)
   refuses(() => KERNEL_TRACE_COMMANDS.deleteTable('kpd_trace_a1b2c3_1795000000 ; flush ruleset'), /not a table/)
-  refuses(() => KERNEL_TRACE_COMMANDS.createChain(TABLE, 'input' as 'output'), /hook "input"/)
   refuses(() => KERNEL_TRACE_COMMANDS.monitor(0), /monitor for 0s/)
   refuses(() => KERNEL_TRACE_COMMANDS.monitor(21), /monitor for 21s/)
-  refuses(() => KERNEL_TRACE_COMMANDS.addTuples(TABLE, 'ip6', [{address: '10.96.10.10', port: 80}]), /is not ip6/)
   refuses(() => traceTableName('A1B2C3', 1795000000), /bad table name/)
 })
 
@@ -161,21 +176,38 @@ test('--dry-run prints the commands, announced before anything, and runs none of
     said[0],
     "--kernel-trace on node-a (dry run: nothing is run): delete the doctor's own tables (kpd_trace_*) older than 50s, then run (nothing outside its own table is changed):",
   )
-  assert.equal(said.length, 1 + 7 + 1 + 1)
-  assert.match(said[1], /^ {2}nft add table inet kpd_trace_[0-9a-f]{6}_1795000100$/)
-  assert.equal(said[8], '  timeout 4 nft monitor trace')
-  assert.match(said[9], /^ {2}nft delete table inet kpd_trace_[0-9a-f]{6}_1795000100$/)
+  assert.equal(said.length, 1 + 3)
+  // In the order they run: the monitor (it only watches) first, then the one nft that makes the table.
+  assert.equal(said[1], '  timeout 4 nft monitor trace')
+  assert.match(
+    said[2],
+    /^ {2}nft -- add table inet kpd_trace_[0-9a-f]{6}_1795000100 ';' add chain .* '\{' 10\.96\.10\.10 \. tcp \. 80 '\}'$/,
+  )
+  assert.match(said[3], /^ {2}nft delete table inet kpd_trace_[0-9a-f]{6}_1795000100$/)
 })
 
 test('a run: the stale table removed, the table made, the monitor around the probes, the table deleted; the trace kept', async () => {
   let probedWhileWatching = false
-  const {access, ran} = fakeNode((cmd) => {
-    if (cmd.argv.join(' ') === 'nft list tables') return {stdout: Buffer.from(LISTING)}
-    if (cmd.argv[0] === 'timeout')
-      return {code: 124, stdout: Buffer.from(RECORDED.replaceAll('kpd_trace_a1b2c3_1795000000', table()))}
-    return undefined
-  })
+  const {access, ran} = fakeNode((cmd) =>
+    cmd.argv.join(' ') === 'nft list tables' ? {stdout: Buffer.from(LISTING)} : undefined,
+  )
   const table = () => /kpd_trace_[0-9a-f]{6}_1795000100/.exec(ran.join('\n'))![0]
+  // The monitor prints what netfilter traced until its timeout ends it (exit 124), here once the probes are over.
+  const answer = access.runKernelTrace!
+  access.runKernelTrace = (cmd, timeoutMs, stop) => {
+    if (cmd.argv[0] !== 'timeout') return answer(cmd, timeoutMs, stop)
+    ran.push(kernelTraceLine(cmd, true))
+    return new Promise((resolve) =>
+      stop!.addEventListener('abort', () =>
+        resolve({
+          kind: 'ran',
+          code: 124,
+          stdout: Buffer.from(RECORDED.replaceAll('kpd_trace_a1b2c3_1795000000', table())),
+          stderr: '',
+        }),
+      ),
+    )
+  }
   const r = await withKernelTrace(
     access,
     'node-a',
@@ -192,18 +224,13 @@ test('a run: the stale table removed, the table made, the monitor around the pro
   assert.equal(r.result, 'tallies')
   assert.ok(probedWhileWatching, 'the monitor was started before the probes')
   assert.deepEqual(
-    ran.map((l) => l.replace(table(), 'T').replace(/ '\{' .*/, ' {…}')),
+    ran.map((l) => l.replaceAll(table(), 'T').replace(/ ';' add chain .*/, ' ; …')),
     [
+      // The monitor first: it watches while the tables are listed and the doctor's is made.
+      'timeout 4 nft monitor trace',
       'nft list tables',
       'nft delete table inet kpd_trace_0a0b0c_1795000000',
-      'nft add table inet T',
-      'nft -- add chain inet T prerouting {…}',
-      'nft -- add chain inet T output {…}',
-      'nft add set inet T probes4 {…}',
-      'nft add rule inet T prerouting ip daddr . meta l4proto . th dport @probes4 limit rate 20/second burst 40 packets meta nftrace set 1',
-      'nft add rule inet T output ip daddr . meta l4proto . th dport @probes4 limit rate 20/second burst 40 packets meta nftrace set 1',
-      'nft add element inet T probes4 {…}',
-      'timeout 4 nft monitor trace',
+      'nft -- add table inet T ; …',
       'nft delete table inet T',
     ],
   )
@@ -219,7 +246,7 @@ test('a run: the stale table removed, the table made, the monitor around the pro
 test('a failing step deletes the table; no root says so; iptables-legacy changes nothing; the probes run all the same', async () => {
   const failing = fakeNode((cmd) => {
     if (cmd.argv.join(' ') === 'nft list tables') return {stdout: Buffer.from('table ip nat\n')}
-    if (cmd.argv.includes('set')) return {code: 1, stderr: 'Error: Could not process rule: No such file or directory\n'}
+    if (cmd.argv.includes('add')) return {code: 1, stderr: 'Error: Could not process rule: No such file or directory\n'}
     return undefined
   })
   const opts = {announce: () => undefined, dryRun: false, monitorSeconds: 2, now: NOW, settleMs: 1}
@@ -227,9 +254,13 @@ test('a failing step deletes the table; no root says so; iptables-legacy changes
   assert.equal(r.result, 1)
   assert.equal(
     !r.trace.traced && r.trace.reason,
-    'kernel trace not run: nft add set failed: Error: Could not process rule: No such file or directory (exit 1)',
+    'kernel trace not run: making its table (nft) failed: Error: Could not process rule: No such file or directory (exit 1)',
   )
-  assert.match(failing.ran.at(-1)!, /^nft delete table inet kpd_trace_/)
+  // nft's script is one transaction: a setup that failed made nothing, so nothing is deleted; the monitor is stopped.
+  assert.deepEqual(
+    failing.ran.map((l) => l.replace(/ kpd_trace_.*/, '')),
+    ['timeout 2 nft monitor trace', 'nft list tables', 'nft -- add table inet'],
+  )
 
   const noRoot = fakeNode(() => ({code: 1, stderr: 'Error: Operation not permitted\n'}))
   const n = await withKernelTrace(noRoot.access, 'node-a', [{address: '10.96.10.10', port: 80}], opts, async () => 1)
@@ -237,12 +268,13 @@ test('a failing step deletes the table; no root says so; iptables-legacy changes
     !n.trace.traced && n.trace.reason,
     'kernel trace not run: no root for nft (Error: Operation not permitted (exit 1))',
   )
-  assert.deepEqual(noRoot.ran, ['nft list tables'])
+  assert.deepEqual(noRoot.ran, ['timeout 2 nft monitor trace', 'nft list tables'])
 
   const legacy = fakeNode(() => ({stdout: Buffer.from('')}))
   const l = await withKernelTrace(legacy.access, 'node-a', [{address: '10.96.10.10', port: 80}], opts, async () => 1)
   assert.equal(!l.trace.traced && l.trace.reason, 'kernel trace not available on iptables-legacy (no change made)')
-  assert.deepEqual(legacy.ran, ['nft list tables'])
+  // Nothing that changes the node: the monitor (stopped at once) and the listing only.
+  assert.deepEqual(legacy.ran, ['timeout 2 nft monitor trace', 'nft list tables'])
 })
 
 test("cleanup deletes every table of the doctor's, whatever its age, and nothing else", async () => {
@@ -389,4 +421,47 @@ test('the monitor is ended once the probes are over (a moment for their last eve
   assert.ok(r.trace.traced && r.trace.packets.length > 0)
   assert.equal(ran.at(-1), `nft delete table inet ${table()}`)
   assert.ok(ran.length > monitorAt)
+})
+
+test("the walk leaves out the doctor's own trace table (made while the node's rules may still be read): same verdict, same way", () => {
+  const kubeProxy = readFileSync('test/fixtures/nft/kube-proxy-comments.list.txt', 'utf8')
+  // As `nft list ruleset` prints the table --kernel-trace makes, for the Service the walk goes to.
+  const withTraceTable = `${kubeProxy}
+table inet ${TABLE} {
+\tset probes4 {
+\t\ttype ipv4_addr . inet_proto . inet_service
+\t\ttimeout 30s
+\t\telements = { 10.96.7.20 . tcp . 80 expires 29s }
+\t}
+
+\tchain prerouting {
+\t\ttype filter hook prerouting priority -500; policy accept;
+\t\tip daddr . meta l4proto . th dport @probes4 limit rate 20/second burst 40 packets meta nftrace set 1
+\t}
+
+\tchain output {
+\t\ttype filter hook output priority -500; policy accept;
+\t\tip daddr . meta l4proto . th dport @probes4 limit rate 20/second burst 40 packets meta nftrace set 1
+\t}
+}
+`
+  const packet: Packet = {
+    src: '10.244.1.5',
+    dst: '10.96.7.20',
+    proto: 'tcp',
+    dport: 80,
+    sport: 40000,
+    inIface: 'cni0',
+    outIface: 'eth0',
+  }
+  const walk = (text: string) => new NftTracer(parseNftDump(text), {localAddresses: ['192.168.1.10']}).trace(packet)
+  const plain = walk(kubeProxy)
+  const traced = walk(withTraceTable)
+  assert.equal(plain.verdict, 'DNAT')
+  assert.equal(traced.verdict, plain.verdict)
+  assert.deepEqual(traced.destinations, plain.destinations)
+  assert.deepEqual(
+    traced.outcomes.map((o) => o.steps.map((s) => `${s.table} ${s.chain}`)),
+    plain.outcomes.map((o) => o.steps.map((s) => `${s.table} ${s.chain}`)),
+  )
 })

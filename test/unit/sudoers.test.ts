@@ -5,12 +5,7 @@ import {buildCommandLine, NODE_COMMANDS} from '../../src/node/node-commands.js'
 import type {NodeCommand} from '../../src/node/read/node-reads.js'
 import {readFileSync} from 'node:fs'
 import {basename} from 'node:path'
-import {
-  KERNEL_TRACE_COMMANDS,
-  kernelTraceLine,
-  setupCommands,
-  traceTableName,
-} from '../../src/node/kernel-trace-commands.js'
+import {KERNEL_TRACE_COMMANDS, kernelTraceLine, traceTableName} from '../../src/node/kernel-trace-commands.js'
 import {isRegex, sudoAllows, SUDOERS, sudoersSpecs} from '../helpers/sudoers-specs.js'
 
 /** What the doctor runs under `sudo -n` when it logs in as a user that is not root, as sudo sees it (shell quotes removed). */
@@ -126,11 +121,13 @@ test("the sudoers snippet allows exactly the kernel trace's commands, as regular
   const table = traceTableName('a1b2c3', 1795000000)
   const commands = [
     KERNEL_TRACE_COMMANDS.listTables(),
-    ...setupCommands(table, [
+    KERNEL_TRACE_COMMANDS.setup(table, [
       {address: '10.96.10.10', port: 80},
       {address: '10.200.0.11', port: 30080},
       {address: 'fd00:10:96::a', port: 443},
     ]),
+    KERNEL_TRACE_COMMANDS.setup(table, [{address: '10.96.10.10', port: 80}]),
+    KERNEL_TRACE_COMMANDS.setup(table, [{address: 'fd00:10:96::a', port: 443}]),
     KERNEL_TRACE_COMMANDS.monitor(5),
     KERNEL_TRACE_COMMANDS.deleteTable(table),
   ].map((c) => {
@@ -159,6 +156,11 @@ test("the sudoers snippet allows exactly the kernel trace's commands, as regular
     `nft add table inet ${table}x`,
     `nft add element inet ${table} probes4 { 10.96.10.10 . tcp . 80 } ; flush ruleset`,
     'nft monitor trace ; flush ruleset',
+    // The one-nft setup: nothing after its last statement, nothing between them but its own.
+    `nft -- add table inet ${table} ; flush ruleset`,
+    `nft -- add table inet ${table} ; add chain inet ${table} prerouting { type filter hook prerouting priority -500 ; policy accept ; } ; add chain inet ${table} output { type filter hook output priority -500 ; policy accept ; } ; flush ruleset`,
+    `nft -- add table inet ${table} ; add chain inet ${table} prerouting { type filter hook prerouting priority -500 ; policy accept ; } ; add chain inet ${table} output { type filter hook output priority -500 ; policy accept ; } ; delete table ip kube-proxy`,
+    `nft -- add table inet ${table} ; add chain inet ${table} prerouting { type filter hook prerouting priority -500 ; policy accept ; } ; add chain inet ${table} output { type nat hook output priority -500 ; policy drop ; }`,
   ])
     assert.equal(allows(appended), false, appended)
 })

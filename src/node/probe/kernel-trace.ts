@@ -5,7 +5,6 @@ import {
   kernelTraceLine,
   MAX_MONITOR_SECONDS,
   newTraceTableName,
-  setupCommands,
   staleTables,
   doctorTables,
   STALE_AFTER_SECONDS,
@@ -37,7 +36,7 @@ export interface KernelTraceOptions {
   dryRun: boolean
   /** How long the monitor may watch (≤ MAX_MONITOR_SECONDS). */
   monitorSeconds: number
-  /** How long the monitor waits before the probes start: its subscription to the trace events. */
+  /** How long after the monitor is started the probes wait: its subscription to the trace events. */
   settleMs?: number
   /** How long the monitor goes on after the probes end, for their last events, before it is ended. */
   drainMs?: number
@@ -48,7 +47,12 @@ const firstLine = (text: string) => text.trim().split('\n')[0] || 'no message'
 const LEGACY = 'kernel trace not available on iptables-legacy (no change made)'
 const STEP_MS = 10_000
 /** The monitor's time after the probes: trace events are sent as the packets pass, printed at once. */
-const DRAIN_MS = 300
+const DRAIN_MS = 150
+/**
+ * From the monitor's start to the first probe: its exec reaching the node, a shell, `timeout` (and sudo) starting nft
+ * and nft subscribing to the trace events; the table is made meanwhile. `nft monitor` says nothing when it is ready.
+ */
+const SETTLE_MS = 400
 
 function failed(r: RunResult): string | undefined {
   if (r.kind === 'not-recorded') return r.what
@@ -102,14 +106,14 @@ export async function withKernelTrace<T>(
   const isRoot = !(await access.usesSudo?.())
   const table = newTraceTableName(now())
   const seconds = Math.max(1, Math.min(MAX_MONITOR_SECONDS, Math.ceil(opts.monitorSeconds)))
-  const setup = setupCommands(table, tuples)
+  const setup = KERNEL_TRACE_COMMANDS.setup(table, tuples)
   const monitor = KERNEL_TRACE_COMMANDS.monitor(seconds)
   const remove = KERNEL_TRACE_COMMANDS.deleteTable(table)
   const say = (cmd: KernelTraceCommand) => opts.announce(`  ${kernelTraceLine(cmd, isRoot)}`)
   opts.announce(
     `--kernel-trace on ${node}${opts.dryRun ? ' (dry run: nothing is run)' : ''}: delete the doctor's own tables (kpd_trace_*) older than ${STALE_AFTER_SECONDS}s, then run (nothing outside its own table is changed):`,
   )
-  for (const cmd of [...setup, monitor, remove]) say(cmd)
+  for (const cmd of [monitor, setup, remove]) say(cmd)
   if (opts.dryRun)
     return {
       result: await probes(),
@@ -119,12 +123,25 @@ export async function withKernelTrace<T>(
       },
     }
 
+  // The monitor only watches: it is started first, and subscribes to the trace events while the tables are listed and
+  // the doctor's is made, so that the probes need not wait for it (`nft monitor` says nothing when it is ready).
+  const stop = new AbortController()
+  const watchingSince = Date.now()
+  const watching = run(monitor, (seconds + 5) * 1000, stop.signal).catch((e: Error) => ({
+    kind: 'not-recorded' as const,
+    what: e.message,
+  }))
+  const untraced = async (reason: string) => {
+    stop.abort()
+    await watching
+    return {result: await probes(), trace: {traced: false as const, reason}}
+  }
+
   const listed = await run(KERNEL_TRACE_COMMANDS.listTables(), STEP_MS)
   const listFailed = failed(listed)
-  if (listFailed || listed.kind !== 'ran')
-    return {result: await probes(), trace: {traced: false, reason: cannot('nft list tables', listFailed ?? '')}}
+  if (listFailed || listed.kind !== 'ran') return untraced(cannot('nft list tables', listFailed ?? ''))
   const listing = listed.stdout.toString('utf8')
-  if (!nftBackend(listing)) return {result: await probes(), trace: {traced: false, reason: LEGACY}}
+  if (!nftBackend(listing)) return untraced(LEGACY)
 
   const removedStale: string[] = []
   for (const stale of staleTables(listing, now())) {
@@ -142,53 +159,40 @@ export async function withKernelTrace<T>(
     )
     return why ? `kernel trace table ${table} on ${node} not deleted (${why}): ${leftoverLine}` : undefined
   }
+  let removing: Promise<string | undefined> | undefined
   trackUntilExit(id, {kind: 'kernel trace table', remove: removeTable, leftover: leftoverLine})
   try {
-    for (const cmd of setup) {
-      const why = failed(await run(cmd, STEP_MS))
-      if (why) {
-        if (!made) untrack(id)
-        return {
-          result: await probes(),
-          trace: {
-            traced: false,
-            reason: cannot(
-              `nft ${cmd.argv
-                .filter((w) => w !== '--')
-                .slice(1, 3)
-                .join(' ')}`,
-              why,
-            ),
-          },
-        }
-      }
-      made = true
-    }
-    const stop = new AbortController()
-    const watching = run(monitor, (seconds + 5) * 1000, stop.signal)
-    watching.catch(() => undefined)
-    await new Promise((resolve) => setTimeout(resolve, opts.settleMs ?? 500))
+    const madeIt = await run(setup, STEP_MS).catch((e: Error) => ({kind: 'not-recorded' as const, what: e.message}))
+    const why = failed(madeIt)
+    // nft commits its script as one transaction: a setup that ended with an exit status made nothing; one cut short
+    // may have made it.
+    made = !why || (madeIt.kind === 'ran' && madeIt.code === null)
+    if (why) return await untraced(cannot('making its table (nft)', why))
+    const settle = (opts.settleMs ?? SETTLE_MS) - (Date.now() - watchingSince)
+    if (settle > 0) await new Promise((resolve) => setTimeout(resolve, settle))
     const result = await probes()
-    // The probes are over and netfilter reports each packet as it passes: a moment for the last events to be printed,
-    // then the monitor is ended rather than left to its bound (where the transport cannot end it, `timeout` does).
+    // The probes are over: netfilter traced their packets as they passed, so the table goes now, while the monitor has
+    // a moment to print their last events; then it is ended rather than left to its bound (where the transport cannot
+    // end it, `timeout` on the node does).
+    removing = removeTable()
     const ending = setTimeout(() => stop.abort(), opts.drainMs ?? DRAIN_MS)
-    const watched = await watching
-      .catch((e: Error) => ({kind: 'not-recorded' as const, what: e.message}))
-      .finally(() => clearTimeout(ending))
+    const watched = await watching.finally(() => clearTimeout(ending))
     if (watched.kind !== 'ran')
       return {result, trace: {traced: false, reason: `kernel trace not read: ${watched.what}`}}
     // `timeout` ends the monitor (exit 124), or the doctor does once the probes are over (no exit status).
+    // On a terminal (see the SSH transport) the monitor's errors come with its output, and lines may end in CR LF.
+    const printed = watched.stdout.toString('utf8').replace(/\r\n/g, '\n')
     const warning =
       watched.code === 124 || watched.code === 0 || (watched.code === null && stop.signal.aborted)
         ? undefined
-        : firstLine(watched.stderr)
-    const packets = parseNftTrace(watched.stdout.toString('utf8')).filter(
+        : firstLine(watched.stderr || printed)
+    const packets = parseNftTrace(printed).filter(
       (p) => p.events.some((e) => e.table === table) && tuples.some((t) => t.address === p.daddr && t.port === p.dport),
     )
     return {result, trace: {traced: true, table, packets, removedStale, ...(warning ? {warning} : {})}}
   } finally {
     if (made) {
-      const leftover = await removeTable()
+      const leftover = await (removing ?? removeTable())
       if (leftover) opts.announce(`warning: ${leftover}`)
     }
     untrack(id)

@@ -131,11 +131,12 @@ export class PodExecNodeAccess implements NodeAccess {
     argv: readonly string[],
     forRead?: NodeRead,
     timeoutMs = this.timeoutMs,
+    stop?: AbortSignal,
   ): Promise<ExecResult | Missing> {
     const cap = outputCapBytes(forRead)
-    const r = await this.execRaw(argv, timeoutMs, cap)
+    const r = await this.execRaw(argv, timeoutMs, cap, stop)
     if (!('kind' in r) || !this.kind.nodeRoot || this.noChroot) return this.noted(r, forRead)
-    const onNode = await this.execRaw(onNodeRoot(argv), timeoutMs, cap)
+    const onNode = await this.execRaw(onNodeRoot(argv), timeoutMs, cap, stop)
     if ('kind' in onNode) this.noChroot = true
     else if (onNode.exitCode === 127) this.notOnNode.add(argv[0])
     else return onNode
@@ -151,11 +152,13 @@ export class PodExecNodeAccess implements NodeAccess {
     argv: readonly string[],
     timeoutMs = this.timeoutMs,
     maxOutputBytes = outputCapBytes(undefined),
+    stop?: AbortSignal,
   ): Promise<ExecResult | Missing> {
     try {
       return await execInPod(this.kubeConfig, this.pod.namespace, this.pod.name, this.pod.container, [...argv], {
         timeoutMs,
         maxOutputBytes,
+        ...(stop ? {stop} : {}),
       })
     } catch (e) {
       if (e instanceof KubeCommandNotFoundError) return {kind: 'missing', tool: argv[0]}
@@ -212,8 +215,8 @@ export class PodExecNodeAccess implements NodeAccess {
   }
 
   /** The node's own nft where the image lacks it (the debug Pod); the Pod runs privileged, as root. */
-  async runKernelTrace(cmd: KernelTraceCommand, timeoutMs: number): Promise<RunResult> {
-    const r = await this.exec(cmd.argv, undefined, timeoutMs)
+  async runKernelTrace(cmd: KernelTraceCommand, timeoutMs: number, stop?: AbortSignal): Promise<RunResult> {
+    const r = await this.exec(cmd.argv, undefined, timeoutMs, stop)
     if ('kind' in r) return {kind: 'not-recorded', what: `${r.tool} ${this.absentFrom(r.tool)}`}
     return ran(r)
   }

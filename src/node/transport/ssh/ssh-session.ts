@@ -2,7 +2,7 @@ import {existsSync, readFileSync} from 'node:fs'
 import type {Duplex} from 'node:stream'
 import ssh2 from 'ssh2'
 import ssh2Constants from 'ssh2/lib/protocol/constants.js'
-import type {Algorithms, ClientChannel} from 'ssh2'
+import type {Algorithms, ClientChannel, ExecOptions} from 'ssh2'
 import {checkKnownHosts, hostKeyAlgorithms, knownHostsName, type KnownHostsResult} from './known-hosts.js'
 import type {SshHostConfig} from './ssh-config.js'
 import {expandProxyCommand, startProxyCommand, type ProxyCommandProcess} from './proxy-command.js'
@@ -46,6 +46,12 @@ export class OutputCapExceeded extends SshError {
 
 /** sshd would not open a session channel (it has as many as its MaxSessions allows, or is out of them for a moment). */
 class SessionRefused extends SshError {}
+
+/** sshd would not give the session a terminal (PermitTTY no, or no-pty on the key). */
+class TerminalRefused extends SshError {}
+
+/** How long a stopped command's channel may take to close before the doctor stops waiting for it. */
+const STOP_GRACE_MS = 1000
 
 /** One logged-in connection to one host of a route, and what its host key check said. */
 interface HopConnection {
@@ -152,18 +158,42 @@ export class SshSession {
   }
 
   /**
-   * `stop`: ends the command early: SIGTERM to it (the SSH "signal" request, where sshd honours it) and the channel
-   * closed (its next write fails); what it printed so far is the result, with no exit status.
+   * `stop`: ends the command early; what it printed so far is the result, with no exit status. sshd honours no
+   * "signal" request for a forced command, and closing a channel without a terminal leaves its command running (it
+   * ends at its next write, or its own bound): so a command that may be stopped runs on a terminal, which sshd hangs
+   * up when the channel closes (SIGHUP to the session's leader: `timeout` passes it on to its command, through sudo).
+   * Where sshd grants no terminal (PermitTTY no, no-pty), it runs without one and is left to its own bound; either
+   * way the doctor waits at most STOP_GRACE_MS for the channel to close once stopped.
    */
-  private execNow(
+  private async execNow(
     command: CommandLine,
     timeoutMs: number,
     maxOutputBytes: number,
     stop?: AbortSignal,
   ): Promise<ExecResult> {
+    if (!stop) return this.execOn(command, timeoutMs, maxOutputBytes, undefined, false)
+    try {
+      return await this.execOn(command, timeoutMs, maxOutputBytes, stop, true)
+    } catch (e) {
+      if (!(e instanceof TerminalRefused)) throw e
+      return this.execOn(command, timeoutMs, maxOutputBytes, stop, false)
+    }
+  }
+
+  private execOn(
+    command: CommandLine,
+    timeoutMs: number,
+    maxOutputBytes: number,
+    stop: AbortSignal | undefined,
+    terminal: boolean,
+  ): Promise<ExecResult> {
     return new Promise((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined
-      this.client.exec(command, (err, stream) => {
+      // No echo, no CR before each LF: what the command prints comes as it would through a pipe (stderr joins stdout).
+      const options: ExecOptions = terminal ? {pty: {modes: {ECHO: 0, ONLCR: 0}}} : {}
+      this.client.exec(command, options, (err, stream) => {
+        if (err && terminal && /pseudo-terminal/.test(err.message))
+          return reject(new TerminalRefused(`"${programOf(command)}": no terminal: ${err.message}`))
         if (err) {
           const refused = /Channel open failure/.test(err.message)
           return reject(
@@ -196,21 +226,25 @@ export class SshSession {
         stream.stderr.on('data', (chunk: Buffer) => {
           if (count(chunk.length) && stderr.length < 4096) stderr += chunk.toString()
         })
+        const output = (code: number | null) => ({code, stdout: Buffer.concat(out), stderr})
         const ended = () => {
           if (stopped) return
-          try {
-            stream.signal('TERM')
-          } catch {
-            // The channel is already closing: nothing to signal.
-          }
           stream.close()
+          // A command sshd did not end (no terminal) is left to its own bound on the node, not waited for.
+          setTimeout(() => {
+            if (stopped) return
+            stopped = true
+            clearTimeout(timer)
+            resolve(output(null))
+          }, STOP_GRACE_MS).unref()
         }
         if (stop?.aborted) ended()
         else stop?.addEventListener('abort', ended, {once: true})
         stream.on('close', (code: number | null) => {
           clearTimeout(timer)
           stop?.removeEventListener('abort', ended)
-          if (!stopped) resolve({code: stop?.aborted ? null : code, stdout: Buffer.concat(out), stderr})
+          if (!stopped) resolve(output(stop?.aborted ? null : code))
+          stopped = true
         })
       })
     })

@@ -8,6 +8,7 @@ import type {
   V1Pod,
   V1Service,
 } from '@kubernetes/client-node'
+import type {AdminPolicyKind, AdminPolicyObject} from './admin-policy-objects.js'
 
 /** What the diagnosis asks of a cluster; served by the live API or by a recorded snapshot. */
 export interface ClusterSource {
@@ -27,6 +28,11 @@ export interface ClusterSource {
   listNetworkPolicies(namespace: string): Promise<V1NetworkPolicy[] | undefined>
   /** Every Namespace (their labels, for namespaceSelector); undefined when not recorded. */
   listNamespaces(): Promise<V1Namespace[] | undefined>
+  /**
+   * The cluster's AdminNetworkPolicies or BaselineAdminNetworkPolicies (policy.networking.k8s.io/v1alpha1): [] where
+   * the group is not served (no CRD installed); undefined when not recorded (a bundle made before they were read).
+   */
+  listAdminPolicies<K extends AdminPolicyKind>(kind: K): Promise<AdminPolicyObject<K>[] | undefined>
   /** Where this source reads from, for messages. */
   describe(): string
 }

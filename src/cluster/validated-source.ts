@@ -10,6 +10,7 @@ import type {
 } from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
 import type {ClusterSource} from './cluster-source.js'
+import type {AdminPolicyKind, AdminPolicyObject} from './admin-policy-objects.js'
 import {objectProblem, type ObjectKind} from './object-shapes.js'
 
 /** An object left out of a list because a field the doctor reads has the wrong type. */
@@ -79,6 +80,11 @@ export class ValidatedClusterSource implements ClusterSource {
   async listNamespaces(): Promise<V1Namespace[] | undefined> {
     const namespaces = await this.source.listNamespaces()
     return namespaces && this.list('Namespace', namespaces)
+  }
+
+  async listAdminPolicies<K extends AdminPolicyKind>(kind: K): Promise<AdminPolicyObject<K>[] | undefined> {
+    const policies = await this.source.listAdminPolicies(kind)
+    return policies && this.list(kind, policies)
   }
 
   private one<T>(kind: ObjectKind, object: T | undefined): T | undefined {

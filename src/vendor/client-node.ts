@@ -7,6 +7,7 @@ export {
   ApiException,
   AppsV1Api,
   CoreV1Api,
+  CustomObjectsApi,
   DiscoveryV1Api,
   KubeConfig,
   NetworkingV1Api,

@@ -120,6 +120,7 @@ test('cluster reads: a 403 on kube-system Pods is recorded as unread with the re
     listNodes: async () => [],
     listNetworkPolicies: async () => [],
     listNamespaces: async () => [],
+    listAdminPolicies: async () => [],
     getConfigMap: async (ns, name) =>
       ns === 'kube-system' && name === 'coredns'
         ? {metadata: {name, namespace: ns}, data: {Corefile: KUBEADM_COREFILE.replace('cluster.local', 'k8s.lan')}}

@@ -37,6 +37,7 @@ function source(policies: (ns: string) => V1NetworkPolicy[] | undefined, calls: 
       calls.push('namespaces')
       return [{metadata: {name: 'client', labels: {team: 'blue'}}}, {metadata: {name: 'shop'}}]
     },
+    listAdminPolicies: async () => [],
     getConfigMap: async () => undefined,
   }
 }

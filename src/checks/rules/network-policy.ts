@@ -100,7 +100,7 @@ function addRule(ctx: CheckContext, p: V1NetworkPolicy, direction: 'ingress' | '
 }
 
 /** The peer a minimal rule names for a source, written in the policy's namespace. */
-function peerFor(s: JudgedSource, policyNamespace: string): V1NetworkPolicyPeer {
+export function peerFor(s: JudgedSource, policyNamespace: string): V1NetworkPolicyPeer {
   const src = s.source
   if (src.kind === 'host' || (src.kind === 'pod' && src.hostNetwork))
     return {ipBlock: {cidr: `${src.ip ?? '0.0.0.0'}/${(src.ip ?? '').includes(':') ? 128 : 32}`}}

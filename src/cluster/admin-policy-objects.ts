@@ -16,7 +16,7 @@ export const ADMIN_POLICY_KINDS = {
 export type AdminPolicyKind = keyof typeof ADMIN_POLICY_KINDS
 
 /** Pods of the namespaces namespaceSelector selects that podSelector selects (both empty: every Pod). */
-export interface NamespacedPodSelector {
+interface NamespacedPodSelector {
   namespaceSelector?: V1LabelSelector
   podSelector?: V1LabelSelector
 }

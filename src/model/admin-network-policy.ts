@@ -119,7 +119,7 @@ function portsMatch(
 }
 
 /** The peers of a rule in its direction: `from` for ingress, `to` for egress. */
-export function rulePeers(r: AdminPolicyRule, direction: 'ingress' | 'egress'): AdminPolicyPeer[] {
+function rulePeers(r: AdminPolicyRule, direction: 'ingress' | 'egress'): AdminPolicyPeer[] {
   return (direction === 'ingress' ? r.from : r.to) ?? []
 }
 

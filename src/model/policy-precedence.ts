@@ -19,7 +19,7 @@ import {
  * then the NetworkPolicies, when one selects the Pod; then the BaselineAdminNetworkPolicy's rules in order; else
  * allowed. Two ANPs of one priority that would decide differently: the API leaves the order undefined, so is the verdict.
  */
-export interface AdminPolicies {
+interface AdminPolicies {
   anps: AdminNetworkPolicy[]
   banp?: BaselineAdminNetworkPolicy
   /** They could not be read: an ANP could decide anything first, so no verdict is sure. */
@@ -32,7 +32,7 @@ export interface PrecedenceWorld extends PolicyWorld {
 }
 
 /** Who decides a connection. */
-export type PolicyDecider =
+type PolicyDecider =
   /** An AdminNetworkPolicy's Allow or Deny rule. */
   | {tier: 'admin'; rule: AdminRuleMatch}
   /** NetworkPolicies select the Pod (after an ANP's Pass, when `passedBy`). */

@@ -119,12 +119,11 @@ export function beforeNetworkPolicies(v: PrecedenceVerdict): string {
   return ''
 }
 
+/** The resource kubectl names the rule's policy by. */
+const adminResource = (r: AdminRuleMatch) => (r.tier === 'admin' ? 'adminnetworkpolicy' : 'baselineadminnetworkpolicy')
+
 /** `kubectl get adminnetworkpolicy NAME -o yaml` (or the baseline's). */
 export function getAdminPolicy(ctx: CheckContext, r: AdminRuleMatch) {
   const name = r.policy.metadata?.name ?? ''
   return kubectlCommand(ctx.reach, null, ['get', adminResource(r), name, '-o', 'yaml'], [name])
 }
-
-/** The resource kubectl names the rule's policy by. */
-export const adminResource = (r: AdminRuleMatch) =>
-  r.tier === 'admin' ? 'adminnetworkpolicy' : 'baselineadminnetworkpolicy'

@@ -17,6 +17,7 @@ import type {ClusterState} from '../../src/cluster/types.js'
 import {ValidatedClusterSource} from '../../src/cluster/validated-source.js'
 import {diagnose} from '../../src/diagnosis/diagnose.js'
 import {writeBundle} from '../../src/diagnosis/write-bundle.js'
+import {policySourcesNote} from '../../src/checks/rules/policy-sources.js'
 import {LabApiServer} from '../lab/apiserver.js'
 import {endpointSliceObject, nodeObject, podObject, serviceObject} from '../fixtures/api-objects.js'
 import {labPods, NODES, SERVICES} from '../fixtures/lab-cluster.js'
@@ -110,6 +111,11 @@ test('live: both kinds listed cluster-wide through the custom objects API, judge
   assert.deepEqual(
     d.notChecked.filter((n) => n.check.includes('policy')),
     [],
+  )
+  const {cluster} = offlineCluster({editCluster: (c) => void (c.policy = state.policy)})
+  assert.equal(
+    policySourcesNote(cluster),
+    'NetworkPolicies (0 in shop, client), with 1 AdminNetworkPolicy and the baseline judged for Pod client/curl',
   )
 })
 

@@ -601,6 +601,43 @@ export const CATALOGUE: readonly CodeEntry[] = [
     explains: ['filter'],
     modes: ['iptables', 'nftables'],
   },
+  {
+    code: 'KPD-ANP-DENIES',
+    severity: 'error',
+    family: 'policy',
+    title:
+      "An AdminNetworkPolicy's Deny rule drops the client's connections to the endpoints, before any NetworkPolicy",
+    hint: 'No NetworkPolicy can allow what an AdminNetworkPolicy denies: the cluster administrators narrow the Deny rule, or put a Pass (NetworkPolicies decide) or Allow rule for this client before it.',
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-BANP-DENIES',
+    severity: 'error',
+    family: 'policy',
+    title: 'The BaselineAdminNetworkPolicy denies the connection and no NetworkPolicy selects the Pods',
+    hint: 'Add a NetworkPolicy allowing it (it then decides instead of the baseline), or change the BaselineAdminNetworkPolicy default.',
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-ANP-SAME-PRIORITY',
+    severity: 'warning',
+    family: 'policy',
+    title: 'AdminNetworkPolicies of one priority decide the same connection differently: which applies is undefined',
+    hint: 'Give them different priorities (a lower number is judged first).',
+    explains: [],
+    modes: ALL_MODES,
+  },
+  {
+    code: 'KPD-ANP-ALLOWS',
+    severity: 'info',
+    family: 'policy',
+    title: "An AdminNetworkPolicy's Allow rule lets through connections the NetworkPolicies or the baseline would deny",
+    hint: 'An AdminNetworkPolicy Allow is final: NetworkPolicies are not consulted. To let them decide, its action is Pass.',
+    explains: [],
+    modes: ALL_MODES,
+  },
 ]
 
 const BY_CODE = new Map(CATALOGUE.map((e) => [e.code, e]))

@@ -44,6 +44,10 @@ import {conntrackStale} from './rules/conntrack-stale.js'
 import {conntrackFull} from './rules/conntrack-full.js'
 import {policyDenies, policyDnsEgress, policyEgressDenies, policyServicePort} from './rules/network-policy.js'
 import {policyDataplaneDisagrees} from './rules/policy-dataplane.js'
+import {anpDenies} from './rules/anp-denies.js'
+import {banpDenies} from './rules/banp-denies.js'
+import {anpSamePriority} from './rules/anp-same-priority.js'
+import {anpAllows} from './rules/anp-allows.js'
 
 /** Every check, in the order findings are listed: cluster facts first, then the packet path from hook to pod. */
 export const CHECKS: Check[] = [
@@ -103,6 +107,11 @@ export const CHECKS: Check[] = [
   policyDenies,
   policyEgressDenies,
   policyDnsEgress,
+  // AdminNetworkPolicies and the baseline, where they decide instead of the NetworkPolicies.
+  anpDenies,
+  banpDenies,
+  anpSamePriority,
+  anpAllows,
   policyDataplaneDisagrees,
   // Last: it reads the findings above.
   pathBroken,

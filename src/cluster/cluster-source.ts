@@ -8,6 +8,7 @@ import type {
   V1Pod,
   V1Service,
 } from '@kubernetes/client-node'
+import type {AdminPolicyKind, AdminPolicyObject} from './admin-policy-objects.js'
 
 /**
  * A cluster-scoped custom resource (a CRD's objects), under each API version that may serve it, in the order asked:
@@ -46,6 +47,11 @@ export interface ClusterSource {
   listNamespaces(): Promise<V1Namespace[] | undefined>
   /** The objects of a cluster-scoped custom resource (a Service implementer's configuration: Calico's FelixConfigurations). */
   listCustomObjects(resource: CustomResource): Promise<CustomObjects>
+  /**
+   * The cluster's AdminNetworkPolicies or BaselineAdminNetworkPolicies (policy.networking.k8s.io/v1alpha1): [] where
+   * the group is not served (no CRD installed); undefined when not recorded (a bundle made before they were read).
+   */
+  listAdminPolicies<K extends AdminPolicyKind>(kind: K): Promise<AdminPolicyObject<K>[] | undefined>
   /** Where this source reads from, for messages. */
   describe(): string
 }

@@ -30,6 +30,13 @@ import {existsSync} from 'node:fs'
 import {homedir} from 'node:os'
 import {delimiter, join} from 'node:path'
 import type {ClusterSource, CustomObjects, CustomResource} from './cluster-source.js'
+import {
+  ADMIN_POLICY_GROUP,
+  ADMIN_POLICY_KINDS,
+  ADMIN_POLICY_VERSION,
+  type AdminPolicyKind,
+  type AdminPolicyObject,
+} from './admin-policy-objects.js'
 
 export interface KubeOptions {
   kubeconfig?: string
@@ -294,6 +301,39 @@ export class LiveClusterSource implements ClusterSource {
     }
     if (refused) throw refused
     return 'not-served'
+  }
+
+  /**
+   * A 404 is a cluster without the CRD: none. RBAC answers 403 before it looks for the resource, so a 403 is "none" too
+   * when discovery (readable by every authenticated user) says the group version is not served; else the 403 stands.
+   */
+  async listAdminPolicies<K extends AdminPolicyKind>(kind: K): Promise<AdminPolicyObject<K>[]> {
+    const group = ADMIN_POLICY_GROUP
+    const version = ADMIN_POLICY_VERSION
+    const plural = ADMIN_POLICY_KINDS[kind]
+    try {
+      const list = (await this.call(
+        'list',
+        `${plural}.${group}`,
+        undefined,
+        (o) => this.custom.listClusterCustomObject({group, version, plural}, o),
+        true,
+      )) as {items?: AdminPolicyObject<K>[]} | undefined
+      return list?.items ?? []
+    } catch (e) {
+      const cause = (e as Error).cause
+      if (!(cause instanceof ApiException) || cause.code !== 403) throw e
+      const served = await this.call(
+        'get',
+        `discovery ${group}/${version}`,
+        undefined,
+        (o) => this.custom.getAPIResources({group, version}, o),
+        true,
+        // Discovery failing otherwise proves nothing: the 403 stands.
+      ).catch(() => ({}))
+      if (served === undefined) return []
+      throw e
+    }
   }
 
   getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {

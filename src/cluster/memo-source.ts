@@ -8,6 +8,7 @@ import type {
   V1Pod,
   V1Service,
 } from '@kubernetes/client-node'
+import type {AdminPolicyKind, AdminPolicyObject} from './admin-policy-objects.js'
 import type {ClusterSource, CustomObjects, CustomResource} from './cluster-source.js'
 
 /**
@@ -60,6 +61,9 @@ export class MemoClusterSource implements ClusterSource {
   }
   listCustomObjects(resource: CustomResource): Promise<CustomObjects> {
     return this.once(['listCustomObjects', resource.plural], () => this.source.listCustomObjects(resource))
+  }
+  listAdminPolicies<K extends AdminPolicyKind>(kind: K): Promise<AdminPolicyObject<K>[] | undefined> {
+    return this.once(['listAdminPolicies', kind], () => this.source.listAdminPolicies(kind))
   }
 
   private once<T>(question: unknown[], read: () => Promise<T>): Promise<T> {

@@ -212,6 +212,37 @@ const CUSTOM_OBJECT: Shape = {fields: customObjectFields}
 const FELIX_CONFIGURATION: Shape = {
   fields: {...customObjectFields, spec: {fields: {bpfEnabled: 'boolean'}}},
 }
+const namespacedPods: Shape = {fields: {namespaceSelector: labelSelector, podSelector: labelSelector}}
+const adminPeers: Shape = {
+  list: {
+    fields: {
+      namespaces: labelSelector,
+      pods: namespacedPods,
+      nodes: labelSelector,
+      networks: strings,
+      domainNames: strings,
+    },
+  },
+}
+const adminPorts: Shape = {
+  list: {
+    fields: {
+      portNumber: {fields: {protocol: 'string', port: 'number'}},
+      namedPort: 'string',
+      portRange: {fields: {protocol: 'string', start: 'number', end: 'number'}},
+    },
+  },
+}
+const adminRules: Shape = {
+  list: {fields: {name: 'string', action: 'string', from: adminPeers, to: adminPeers, ports: adminPorts}},
+}
+const adminSpec = {
+  subject: {fields: {namespaces: labelSelector, pods: namespacedPods}},
+  ingress: adminRules,
+  egress: adminRules,
+} as const
+const ADMIN_NETWORK_POLICY: Shape = {fields: {metadata, spec: {fields: {priority: 'number', ...adminSpec}}}}
+const BASELINE_ADMIN_NETWORK_POLICY: Shape = {fields: {metadata, spec: {fields: adminSpec}}}
 
 /** The kinds the doctor reads, each with the shape of what it reads of them. */
 const OBJECT_SHAPES = {
@@ -225,6 +256,8 @@ const OBJECT_SHAPES = {
   Namespace: NAMESPACE,
   CustomObject: CUSTOM_OBJECT,
   FelixConfiguration: FELIX_CONFIGURATION,
+  AdminNetworkPolicy: ADMIN_NETWORK_POLICY,
+  BaselineAdminNetworkPolicy: BASELINE_ADMIN_NETWORK_POLICY,
 } as const
 
 export type ObjectKind = keyof typeof OBJECT_SHAPES

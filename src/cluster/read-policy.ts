@@ -1,7 +1,8 @@
 import type {V1EndpointSlice, V1NetworkPolicy, V1Pod} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
+import {ApiException} from '../vendor/client-node.js'
 import type {ClusterSource} from './cluster-source.js'
-import type {PolicyClients, PolicyState} from './types.js'
+import type {AdminPolicyState, PolicyClients, PolicyState} from './types.js'
 
 export interface PolicyReadInputs {
   /** The Service's namespace and its Pods (already read). */
@@ -30,7 +31,8 @@ export async function readPolicyState(
     inputs.dnsSlices.flatMap((s) => (s.endpoints ?? []).map((e) => e.targetRef?.name).filter((n) => n !== undefined)),
   )
   const dnsPods = (inputs.systemPods ?? []).filter((p) => dnsNames.has(p.metadata?.name ?? ''))
-  const base = {clients, namespaces, dnsPods, ...(clientPod ? {clientPod} : {})}
+  const admin = await readAdminPolicies(source)
+  const base = {clients, namespaces, dnsPods, ...(clientPod ? {clientPod} : {}), admin}
   let policies: V1NetworkPolicy[] = []
   try {
     for (const ns of namespaces) {
@@ -47,7 +49,10 @@ export async function readPolicyState(
     return {...base, policies: [], unread: {reason: (e as Error).message, required: true}}
   }
   // Namespace labels matter only to a namespaceSelector: no policy with one, no request.
-  const selectsNamespaces = policies.some((p) => JSON.stringify(p.spec ?? {}).includes('"namespaceSelector"'))
+  const selectsNamespaces =
+    admin.anps.length > 0 ||
+    admin.banp !== undefined ||
+    policies.some((p) => JSON.stringify(p.spec ?? {}).includes('"namespaceSelector"'))
   if (!selectsNamespaces) return {...base, policies}
   try {
     const list = await source.listNamespaces()
@@ -62,6 +67,34 @@ export async function readPolicyState(
     return {...base, policies, namespaceLabels}
   } catch (e) {
     return {...base, policies, namespacesUnread: (e as Error).message}
+  }
+}
+
+/**
+ * Both kinds, cluster-scoped. None where the group is not served; a refusal or a bundle without them is said, and
+ * makes every verdict they could change unsure (never "allowed" on a guess).
+ */
+async function readAdminPolicies(source: ClusterSource): Promise<AdminPolicyState> {
+  try {
+    const anps = await source.listAdminPolicies('AdminNetworkPolicy')
+    const banps = await source.listAdminPolicies('BaselineAdminNetworkPolicy')
+    if (anps === undefined || banps === undefined)
+      return {
+        anps: [],
+        unread: {reason: `AdminNetworkPolicies not recorded (${source.describe()})`, required: false},
+      }
+    const banp = banps.find((b) => b.metadata?.name === 'default')
+    return {anps, ...(banp ? {banp} : {})}
+  } catch (e) {
+    const cause = (e as Error).cause
+    const forbidden = cause instanceof ApiException && cause.code === 403
+    return {
+      anps: [],
+      unread: {
+        reason: `AdminNetworkPolicies not read${forbidden ? ' (forbidden)' : ''}: ${(e as Error).message}`,
+        required: true,
+      },
+    }
   }
 }
 

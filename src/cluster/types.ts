@@ -1,5 +1,6 @@
 import type {V1ConfigMap, V1EndpointSlice, V1NetworkPolicy, V1Node, V1Pod, V1Service} from '@kubernetes/client-node'
 import type {CustomResource} from './cluster-source.js'
+import type {AdminNetworkPolicy, BaselineAdminNetworkPolicy} from './admin-policy-objects.js'
 
 export interface KubeProxyConfig {
   /** "iptables", "ipvs", "nftables", or "" when unset (iptables on Linux). */
@@ -80,6 +81,18 @@ export interface PolicyState {
   /** The cluster DNS Service's Pods (its EndpointSlices' targets), for a client's DNS egress. */
   dnsPods: V1Pod[]
   /** Why the policies were not read (a 403, the API group not served, a bundle recorded without them): not judged. */
+  unread?: {reason: string; required: boolean}
+  /** The AdminNetworkPolicies and the baseline, judged around the NetworkPolicies; absent: not read by this run. */
+  admin?: AdminPolicyState
+}
+
+/** The cluster's AdminNetworkPolicies (judged before NetworkPolicies) and BaselineAdminNetworkPolicy (after them). */
+export interface AdminPolicyState {
+  /** Every AdminNetworkPolicy; none where the API group is not served (no CRD). */
+  anps: AdminNetworkPolicy[]
+  /** The baseline: the one named `default` (the only name the API accepts). */
+  banp?: BaselineAdminNetworkPolicy
+  /** Why they were not read (a 403 where the group is served, a bundle recorded without them): verdicts unsure. */
   unread?: {reason: string; required: boolean}
 }
 

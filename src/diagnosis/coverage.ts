@@ -64,6 +64,8 @@ const COVERAGE_CHECKS = {
   'rule-counters': KERNEL_CODES,
   /** The NetworkPolicies on the Service's path, judged from the API. */
   'network-policy': POLICY_CODES,
+  /** The AdminNetworkPolicies and the baseline, judged around the NetworkPolicies: without them no verdict is sure. */
+  'admin-network-policy': POLICY_CODES,
 } as const
 
 type CoverageCheck = keyof typeof COVERAGE_CHECKS
@@ -162,11 +164,17 @@ export function notChecked(inputs: CoverageInputs): NotChecked[] {
   return out
 }
 
-/** NetworkPolicies not read, or Namespaces not read while a policy selects by namespace. */
+/** NetworkPolicies or AdminNetworkPolicies not read, or Namespaces not read while a policy selects by namespace. */
 function policyGaps(policy: PolicyState | undefined): NotChecked[] {
   if (!policy) return []
   if (policy.unread)
     return [entry(null, 'network-policy', `NetworkPolicies not read: ${policy.unread.reason}`, policy.unread.required)]
+  const admin = policy.admin?.unread
+  if (admin) return [entry(null, 'admin-network-policy', admin.reason, admin.required), ...namespaceGaps(policy)]
+  return namespaceGaps(policy)
+}
+
+function namespaceGaps(policy: PolicyState): NotChecked[] {
   if (policy.namespacesUnread)
     return [
       entry(

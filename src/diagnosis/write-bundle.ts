@@ -269,6 +269,11 @@ function writeContent(
         list(Object.entries(policy.namespaceLabels).map(([name, labels]) => ({metadata: {name, labels}}))),
       )
   }
+  const admin = policy?.admin
+  if (admin && !admin.unread) {
+    write(SNAPSHOT_FILES.adminnetworkpolicies, list(admin.anps.map(withoutBookkeeping)))
+    write(SNAPSHOT_FILES.baselineadminnetworkpolicies, list(admin.banp ? [withoutBookkeeping(admin.banp)] : []))
+  }
   const manifest: SnapshotManifest = {
     apiVersion: 'kproxy-doctor/v1',
     kind: 'Bundle',

@@ -15,10 +15,11 @@ import {inCidr, parseCidr} from '../net/address.js'
  */
 export type Tri = boolean | undefined
 
-const and = (a: Tri, b: Tri): Tri => (a === false || b === false ? false : a === true && b === true ? true : undefined)
+export const and = (a: Tri, b: Tri): Tri =>
+  a === false || b === false ? false : a === true && b === true ? true : undefined
 const or = (a: Tri, b: Tri): Tri => (a === true || b === true ? true : a === false && b === false ? false : undefined)
 const not = (a: Tri): Tri => (a === undefined ? undefined : !a)
-const any = (xs: Tri[]): Tri => xs.reduce<Tri>(or, false)
+export const any = (xs: Tri[]): Tri => xs.reduce<Tri>(or, false)
 const all = (xs: Tri[]): Tri => xs.reduce<Tri>(and, true)
 
 type Labels = Record<string, string>
@@ -107,7 +108,7 @@ export function selectorMatches(selector: V1LabelSelector, labels: Labels | unde
 }
 
 /** What is known of the other end of a rule: namespace and labels (undefined: unknown), IP, or a node. */
-interface Peer {
+export interface Peer {
   namespace?: string
   labels?: Labels
   ip?: string
@@ -115,10 +116,18 @@ interface Peer {
   host: boolean
 }
 
-function sourcePeer(s: PolicySource): Peer {
+export function sourcePeer(s: PolicySource): Peer {
   if (s.kind === 'host') return {ip: s.ip, host: true}
   if (s.kind === 'namespace') return {namespace: s.namespace, host: false}
   return s.hostNetwork ? {ip: s.ip, host: true} : {namespace: s.namespace, labels: s.labels, ip: s.ip, host: false}
+}
+
+/** A Namespace's labels for a namespaceSelector; undefined when the Namespaces were not read. */
+export function namespaceLabelsOf(
+  namespaceLabels: Record<string, Labels> | undefined,
+  namespace: string,
+): Labels | undefined {
+  return namespaceLabels ? (namespaceLabels[namespace] ?? {'kubernetes.io/metadata.name': namespace}) : undefined
 }
 
 function ipBlockMatches(block: {cidr: string; except?: string[]}, ip: string | undefined): Tri {
@@ -145,12 +154,7 @@ function peerMatches(
   const inNamespace: Tri = p.namespaceSelector
     ? peer.namespace === undefined
       ? undefined
-      : selectorMatches(
-          p.namespaceSelector,
-          namespaceLabels
-            ? (namespaceLabels[peer.namespace] ?? {'kubernetes.io/metadata.name': peer.namespace})
-            : undefined,
-        )
+      : selectorMatches(p.namespaceSelector, namespaceLabelsOf(namespaceLabels, peer.namespace))
     : peer.namespace === undefined
       ? undefined
       : peer.namespace === policyNamespace

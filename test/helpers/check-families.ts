@@ -77,6 +77,8 @@ export const CHECK_FAMILIES = {
     'KPD-POLICY-DNS-EGRESS',
     'KPD-POLICY-DATAPLANE-DISAGREES',
   ],
+  /** The catalogue's policy family too: AdminNetworkPolicies and the baseline, in their own case file. */
+  'admin-policy': ['KPD-ANP-DENIES', 'KPD-BANP-DENIES', 'KPD-ANP-SAME-PRIORITY', 'KPD-ANP-ALLOWS'],
 } as const satisfies Record<string, readonly string[]>
 
 export type CheckFamilyName = keyof typeof CHECK_FAMILIES

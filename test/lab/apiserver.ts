@@ -52,7 +52,23 @@ const RESOURCES: Record<string, ResourceDef> = {
   },
   // Served only under the group and version `calicoCrds` names (a cluster without Calico: 404).
   felixconfigurations: {group: 'crd.projectcalico.org', version: 'v1', kind: 'FelixConfiguration', namespaced: false},
+  // network-policy-api's CRDs: served only with `withAdminNetworkPolicies` (most clusters do not install them).
+  adminnetworkpolicies: {
+    group: 'policy.networking.k8s.io',
+    version: 'v1alpha1',
+    kind: 'AdminNetworkPolicy',
+    namespaced: false,
+    shortNames: ['anp'],
+  },
+  baselineadminnetworkpolicies: {
+    group: 'policy.networking.k8s.io',
+    version: 'v1alpha1',
+    kind: 'BaselineAdminNetworkPolicy',
+    namespaced: false,
+    shortNames: ['banp'],
+  },
 }
+const ADMIN_POLICY_GROUP = 'policy.networking.k8s.io'
 
 type Obj = {
   metadata?: {
@@ -90,6 +106,8 @@ export interface ApiServerOptions {
   calicoCrds?: string
   /** Serve no discovery.k8s.io group (a cluster before EndpointSlices). */
   withoutEndpointSlices?: boolean
+  /** Serve policy.networking.k8s.io/v1alpha1 (AdminNetworkPolicy CRDs installed); without it the group is 404. */
+  withAdminNetworkPolicies?: boolean
   /**
    * Where a pod's exec and port-forward run: a network namespace the test created. A pod without one is answered
    * as a pod whose container is not running (exec never touches the host's own namespace).
@@ -394,12 +412,20 @@ current-context: lab
                 preferredVersion: {groupVersion: 'discovery.k8s.io/v1', version: 'v1'},
               },
             ]
+        if (this.opts.withAdminNetworkPolicies)
+          groups.push({
+            name: ADMIN_POLICY_GROUP,
+            versions: [{groupVersion: `${ADMIN_POLICY_GROUP}/v1alpha1`, version: 'v1alpha1'}],
+            preferredVersion: {groupVersion: `${ADMIN_POLICY_GROUP}/v1alpha1`, version: 'v1alpha1'},
+          })
         return this.send(res, 200, {kind: 'APIGroupList', apiVersion: 'v1', groups})
       }
       if (p === '/api/v1') return this.send(res, 200, this.resourceList('v1', ''))
       if (p === '/apis/apps/v1') return this.send(res, 200, this.resourceList('apps/v1', 'apps'))
       if (p === '/apis/networking.k8s.io/v1')
         return this.send(res, 200, this.resourceList('networking.k8s.io/v1', 'networking.k8s.io'))
+      if (p === `/apis/${ADMIN_POLICY_GROUP}/v1alpha1` && this.opts.withAdminNetworkPolicies)
+        return this.send(res, 200, this.resourceList(`${ADMIN_POLICY_GROUP}/v1alpha1`, ADMIN_POLICY_GROUP))
       if (p === '/apis/discovery.k8s.io/v1' && !this.opts.withoutEndpointSlices)
         return this.send(res, 200, this.resourceList('discovery.k8s.io/v1', 'discovery.k8s.io'))
     }
@@ -412,8 +438,17 @@ current-context: lab
     const def = RESOURCES[resource]
     const served =
       resource === 'felixconfigurations' ? this.opts.calicoCrds === `${group}/${version}` : def?.group === group
-    if (!def || !served || (group === 'discovery.k8s.io' && this.opts.withoutEndpointSlices))
+    if (
+      !def ||
+      !served ||
+      (group === 'discovery.k8s.io' && this.opts.withoutEndpointSlices) ||
+      (group === ADMIN_POLICY_GROUP && !this.opts.withAdminNetworkPolicies)
+    ) {
+      // kube-apiserver authorizes before it looks for the resource: RBAC's 403 comes first, served or not.
+      const denied = req.method === 'GET' && this.denial(name ? 'get' : 'list', resource, group, namespace, name)
+      if (denied) return this.send(res, 403, denied)
       return this.status(res, 404, 'NotFound', 'the server could not find the requested resource')
+    }
     if (subresource) return this.status(res, 400, 'BadRequest', 'Upgrade request required')
     if (req.method === 'POST' && resource === 'pods' && namespace && !name)
       return void this.createPod(req, res, namespace)

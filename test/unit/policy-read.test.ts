@@ -37,6 +37,7 @@ function source(policies: (ns: string) => V1NetworkPolicy[] | undefined, calls: 
       calls.push('namespaces')
       return [{metadata: {name: 'client', labels: {team: 'blue'}}}, {metadata: {name: 'shop'}}]
     },
+    listAdminPolicies: async () => [],
     getConfigMap: async () => undefined,
     listCustomObjects: async () => 'not-served',
   }
@@ -104,6 +105,10 @@ test('policies: a 403 is a required gap, an API group not served is not required
         'KPD-POLICY-EGRESS-DENIES',
         'KPD-POLICY-DNS-EGRESS',
         'KPD-POLICY-DATAPLANE-DISAGREES',
+        'KPD-ANP-DENIES',
+        'KPD-BANP-DENIES',
+        'KPD-ANP-SAME-PRIORITY',
+        'KPD-ANP-ALLOWS',
       ],
       reason:
         'NetworkPolicies not read: RBAC forbids list networkpolicies.networking.k8s.io in namespace "shop" (403): forbidden',

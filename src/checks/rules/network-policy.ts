@@ -1,41 +1,27 @@
-import {createRequire} from 'node:module'
 import type {V1LabelSelector, V1NetworkPolicy, V1NetworkPolicyPeer, V1NetworkPolicyPort} from '@kubernetes/client-node'
-import type * as Yaml from 'yaml'
 import type {Check, CheckContext, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {kubectlCommand} from '../../model/reach.js'
 import {
   ingressPeers,
-  judgeEgress,
-  judgeIngress,
   policyName,
   portsMatch,
   type DirectionVerdict,
   type PolicyDestination,
-  type PolicyWorld,
   type RuleMatch,
 } from '../../model/network-policy.js'
-import {judgedSources, podDestination, policyEndpoints, type JudgedSource} from './policy-sources.js'
+import {judgeWithPrecedence, type PrecedenceVerdict} from '../../model/policy-precedence.js'
+import {judgedSources, podDestination, type JudgedSource} from './policy-sources.js'
 import {agreeingDrops} from './policy-dataplane.js'
-
-/** yaml, loaded when a policy finding prints its rule. */
-const loadModule = createRequire(import.meta.url)
-
-/** A rule as one line of flow YAML (a finding's text is one paragraph). */
-function flowYaml(value: unknown): string {
-  const yaml = loadModule('yaml') as typeof Yaml
-  return yaml.stringify(value, {collectionStyle: 'flow', lineWidth: 0}).trim()
-}
-
-const NAME_LABEL = 'kubernetes.io/metadata.name'
-/** Labels a controller sets per Pod or per revision: a rule naming them would stop matching at the next rollout. */
-const PER_POD_LABELS = ['pod-template-hash', 'controller-revision-hash', 'statefulset.kubernetes.io/pod-name']
-
-function world(ctx: CheckContext): PolicyWorld | undefined {
-  const policy = ctx.cluster.policy
-  if (!policy || policy.unread) return undefined
-  return {policies: policy.policies, ...(policy.namespaceLabels ? {namespaceLabels: policy.namespaceLabels} : {})}
-}
+import {
+  beforeNetworkPolicies,
+  connectionGroups,
+  endpointsText,
+  flowYaml,
+  NAME_LABEL,
+  precedenceWorld,
+  stableLabels,
+} from './policy-connections.js'
 
 function selectorText(s: V1LabelSelector | undefined): string {
   const parts = [
@@ -114,14 +100,11 @@ function addRule(ctx: CheckContext, p: V1NetworkPolicy, direction: 'ingress' | '
 }
 
 /** The peer a minimal rule names for a source, written in the policy's namespace. */
-function peerFor(s: JudgedSource, policyNamespace: string): V1NetworkPolicyPeer {
+export function peerFor(s: JudgedSource, policyNamespace: string): V1NetworkPolicyPeer {
   const src = s.source
   if (src.kind === 'host' || (src.kind === 'pod' && src.hostNetwork))
     return {ipBlock: {cidr: `${src.ip ?? '0.0.0.0'}/${(src.ip ?? '').includes(':') ? 128 : 32}`}}
-  const labels =
-    src.kind === 'pod'
-      ? Object.fromEntries(Object.entries(src.labels).filter(([k]) => !PER_POD_LABELS.includes(k)))
-      : {}
+  const labels = src.kind === 'pod' ? stableLabels(src.labels) : {}
   const podSelector = Object.keys(labels).length > 0 ? {matchLabels: labels} : {}
   if (src.namespace === policyNamespace) return {podSelector}
   return {
@@ -137,32 +120,18 @@ interface Denial {
   port: number
   endpoints: PolicyDestination[]
   verdict: DirectionVerdict
+  /** What the AdminNetworkPolicies did before (a Pass), or that they were not read. */
+  before: string
 }
 
-/** The connections a direction denies, grouped by Service port and reason, the sources of the same denial together. */
-function denials(ctx: CheckContext, judge: typeof judgeIngress): Denial[] {
-  const w = world(ctx)
-  const policy = ctx.cluster.policy
-  if (!w || !policy) return []
-  const groups = new Map<string, Denial>()
-  const endpoints = policyEndpoints(ctx.cluster, ctx.service)
-  for (const s of judgedSources(ctx.cluster, policy)) {
-    for (const e of endpoints) {
-      const verdict = judge(w, s.source, e.destination, {port: e.port, protocol: e.protocol})
-      if (verdict.allowed !== false) continue
-      const key = `${e.servicePort}/${e.protocol}/${e.port}\0${verdictText(verdict, '')}`
-      const g = groups.get(key) ?? {...e, sources: [], endpoints: [], verdict}
-      if (!g.sources.includes(s)) g.sources.push(s)
-      if (!g.endpoints.some((d) => d.name === e.destination.name)) g.endpoints.push(e.destination)
-      groups.set(key, g)
-    }
-  }
-  return [...groups.values()]
-}
+/** NetworkPolicies decide it (no ANP rule, or an ANP's Pass) and deny it. */
+const deniedByNetworkPolicy = (v: PrecedenceVerdict) => v.decidedBy?.tier === 'network-policy' && v.np.allowed === false
 
-function endpointsText(d: Denial): string {
-  const names = d.endpoints.map((e) => `${e.name} (${e.ip})`)
-  return names.length > 3 ? `${names.slice(0, 3).join(', ')} and ${names.length - 3} more` : names.join(', ')
+/** The connections a direction's NetworkPolicies deny, grouped by Service port and reason. */
+function denials(ctx: CheckContext, direction: 'ingress' | 'egress'): Denial[] {
+  return connectionGroups(ctx, direction, (v) =>
+    deniedByNetworkPolicy(v) ? `${verdictText(v.np, '')}\0${beforeNetworkPolicies(v)}` : undefined,
+  ).map((g) => ({...g, verdict: g.verdict.np, before: beforeNetworkPolicies(g.verdict)}))
 }
 
 /** A rule that takes the source and the Service's port but not the port after DNAT. */
@@ -185,7 +154,7 @@ export const policyServicePort: Check = {
   meta: codeEntry('KPD-POLICY-SERVICE-PORT'),
   run(ctx) {
     const out: FindingDraft[] = []
-    for (const d of denials(ctx, judgeIngress)) {
+    for (const d of denials(ctx, 'ingress')) {
       const r = servicePortRule(d)
       if (!r) continue
       const ports = (r.policy.spec?.ingress?.[r.rule]?.ports ?? []).map((p) =>
@@ -201,7 +170,7 @@ export const policyServicePort: Check = {
       const name = r.policy.metadata?.name ?? ''
       out.push({
         node: null,
-        message: `NetworkPolicy ${policyName(r.policy)} ingress rule ${r.rule} allows ${d.protocol} ${d.servicePort}, the Service's port; after DNAT the endpoints receive ${d.protocol} ${d.port} (targetPort), which no rule allows: ${d.sources.map((s) => s.label).join(', ')} cannot reach ${endpointsText(d)}`,
+        message: `NetworkPolicy ${policyName(r.policy)} ingress rule ${r.rule} allows ${d.protocol} ${d.servicePort}, the Service's port; after DNAT the endpoints receive ${d.protocol} ${d.port} (targetPort), which no rule allows: ${d.sources.map((s) => s.label).join(', ')} cannot reach ${endpointsText(d.endpoints)}${d.before}`,
         evidence: agreeingDrops(ctx, d.endpoints),
         check: getPolicy(ctx, r.policy),
         fix: {
@@ -227,7 +196,7 @@ export const policyDenies: Check = {
   meta: codeEntry('KPD-POLICY-DENIES'),
   run(ctx) {
     const out: FindingDraft[] = []
-    for (const d of denials(ctx, judgeIngress)) {
+    for (const d of denials(ctx, 'ingress')) {
       if (servicePortRule(d)) continue
       const target = [...d.verdict.selecting].sort((a, b) =>
         policyName(a.policy).localeCompare(policyName(b.policy)),
@@ -237,7 +206,7 @@ export const policyDenies: Check = {
       const asWritten = {from: rule._from, ports: rule.ports}
       out.push({
         node: null,
-        message: `${d.sources.map((s) => s.label).join(', ')} → ${endpointsText(d)} on ${d.protocol} ${d.port} (targetPort of Service port ${d.servicePort}): ${verdictText(d.verdict, d.endpoints.length > 1 ? 'them' : d.endpoints[0].name)}`,
+        message: `${d.sources.map((s) => s.label).join(', ')} → ${endpointsText(d.endpoints)} on ${d.protocol} ${d.port} (targetPort of Service port ${d.servicePort}): ${verdictText(d.verdict, d.endpoints.length > 1 ? 'them' : d.endpoints[0].name)}${d.before}`,
         evidence: agreeingDrops(ctx, d.endpoints),
         check: getPolicy(ctx, target),
         fix: {
@@ -252,7 +221,7 @@ export const policyDenies: Check = {
 }
 
 function egressVerdicts(ctx: CheckContext) {
-  return denials(ctx, judgeEgress).filter((d) => d.sources.every((s) => s.source.kind !== 'host'))
+  return denials(ctx, 'egress')
 }
 
 export const policyEgressDenies: Check = {
@@ -275,7 +244,7 @@ export const policyEgressDenies: Check = {
       }
       out.push({
         node: null,
-        message: `${d.sources.map((s) => s.label).join(', ')} → ${endpointsText(d)} of ${serviceNamespace} on ${d.protocol} ${d.port} (egress is judged after DNAT, on the endpoint and targetPort, not the ClusterIP): ${verdictText(d.verdict, 'the client')}`,
+        message: `${d.sources.map((s) => s.label).join(', ')} → ${endpointsText(d.endpoints)} of ${serviceNamespace} on ${d.protocol} ${d.port} (egress is judged after DNAT, on the endpoint and targetPort, not the ClusterIP): ${verdictText(d.verdict, 'the client')}${d.before}`,
         check: getPolicy(ctx, target),
         fix: {
           changes: 'cluster',
@@ -291,7 +260,7 @@ export const policyEgressDenies: Check = {
 export const policyDnsEgress: Check = {
   meta: codeEntry('KPD-POLICY-DNS-EGRESS'),
   run(ctx) {
-    const w = world(ctx)
+    const w = precedenceWorld(ctx)
     const policy = ctx.cluster.policy
     if (!w || !policy || policy.dnsPods.length === 0) return []
     const dnsPorts = ctx.cluster.dns.slices
@@ -308,13 +277,13 @@ export const policyDnsEgress: Check = {
     for (const s of judgedSources(ctx.cluster, policy)) {
       if (s.source.kind === 'host') continue
       const verdicts = policy.dnsPods.map((pod) =>
-        judgeEgress(w, s.source, podDestination(pod, ips.get(pod.metadata?.name ?? '') ?? ''), {
+        judgeWithPrecedence(w, 'egress', s.source, podDestination(pod, ips.get(pod.metadata?.name ?? '') ?? ''), {
           port: udp,
           protocol: 'UDP',
         }),
       )
-      if (verdicts.some((v) => v.allowed !== false)) continue
-      const target = verdicts[0].selecting[0].policy
+      if (!verdicts.every(deniedByNetworkPolicy)) continue
+      const target = verdicts[0].np.selecting[0].policy
       const dnsLabels = policy.dnsPods[0].metadata?.labels ?? {}
       const app = dnsLabels['k8s-app'] !== undefined ? {'k8s-app': dnsLabels['k8s-app']} : dnsLabels
       const dnsNamespace = policy.dnsPods[0].metadata?.namespace ?? 'kube-system'
@@ -327,7 +296,7 @@ export const policyDnsEgress: Check = {
       }
       out.push({
         node: null,
-        message: `${s.label} cannot ask the cluster DNS (${policy.dnsPods.map((p) => p.metadata?.name).join(', ')} on UDP ${udp}): ${verdictText(verdicts[0], 'the client')}; names such as ${ctx.service.name}.${ctx.service.namespace}.svc do not resolve`,
+        message: `${s.label} cannot ask the cluster DNS (${policy.dnsPods.map((p) => p.metadata?.name).join(', ')} on UDP ${udp}): ${verdictText(verdicts[0].np, 'the client')}${beforeNetworkPolicies(verdicts[0])}; names such as ${ctx.service.name}.${ctx.service.namespace}.svc do not resolve`,
         check: getPolicy(ctx, target),
         fix: {
           changes: 'cluster',

@@ -1,6 +1,8 @@
 import type {Check, CheckContext, Finding, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
-import {judgeIngress, policyName, type PolicyDestination, type PolicySource} from '../../model/network-policy.js'
+import {policyName, type PolicyDestination, type PolicySource} from '../../model/network-policy.js'
+import {judgeWithPrecedence} from '../../model/policy-precedence.js'
+import {precedenceWorld} from './policy-connections.js'
 import type {PathResult} from '../../model/paths.js'
 import {dropEvidence, dropKey, dropSite, foreignDrops, type Dropped} from './foreign-drops.js'
 import {judgedSources, policyEndpoints} from './policy-sources.js'
@@ -25,13 +27,14 @@ function judge(ctx: CheckContext, d: Dropped): Verdict {
   if (d.policies.size === 0 || !policy || policy.unread) return undefined
   const known = new Set(policy.policies.map(policyName))
   if ([...d.policies].some((n) => !known.has(n))) return 'missing'
-  const world = {
-    policies: policy.policies,
-    ...(policy.namespaceLabels ? {namespaceLabels: policy.namespaceLabels} : {}),
-  }
+  const world = precedenceWorld(ctx)
+  if (!world) return undefined
   const endpoints = droppedEndpoints(ctx, d)
   const verdicts = judgedSources(ctx.cluster, policy).flatMap((s) =>
-    endpoints.map((e) => judgeIngress(world, s.source, e.destination, {port: e.port, protocol: e.protocol}).allowed),
+    endpoints.map(
+      (e) =>
+        judgeWithPrecedence(world, 'ingress', s.source, e.destination, {port: e.port, protocol: e.protocol}).allowed,
+    ),
   )
   if (verdicts.length === 0) return undefined
   if (verdicts.some((v) => v === false)) return 'denied'
@@ -39,7 +42,9 @@ function judge(ctx: CheckContext, d: Dropped): Verdict {
   // The engine dropped the walks' own sources: a disagreement only where the API allows those very sources too.
   const walkVerdicts = [...d.sources].flatMap((ip) =>
     endpoints.map(
-      (e) => judgeIngress(world, walkSource(ctx, ip), e.destination, {port: e.port, protocol: e.protocol}).allowed,
+      (e) =>
+        judgeWithPrecedence(world, 'ingress', walkSource(ctx, ip), e.destination, {port: e.port, protocol: e.protocol})
+          .allowed,
     ),
   )
   return walkVerdicts.every((v) => v === true) ? 'allowed' : undefined

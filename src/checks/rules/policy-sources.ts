@@ -96,8 +96,14 @@ export function policySourcesNote(cluster: ClusterState): string | undefined {
   const policy = cluster.policy
   if (!policy || policy.unread) return undefined
   const asked = policy.clients.pod || policy.clients.namespace
+  const admin = policy.admin
+  const admins = (admin?.anps.length ?? 0) + (admin?.banp ? 1 : 0)
   // No policy at all and no client asked for: nothing to say beyond the absence of findings.
-  if (policy.policies.length === 0 && !asked) return undefined
+  if (policy.policies.length === 0 && admins === 0 && !asked) return undefined
   const sources = judgedSources(cluster, policy).map((s) => s.label)
-  return `NetworkPolicies (${policy.policies.length} in ${policy.namespaces.join(', ')}) judged for ${sources.join(', ')}${asked ? '' : ' (--from POD or --from-namespace NS asks for another client)'}`
+  const adminText =
+    admins === 0
+      ? ''
+      : `, with ${admin!.anps.length} AdminNetworkPolic${admin!.anps.length === 1 ? 'y' : 'ies'}${admin?.banp ? ' and the baseline' : ''}`
+  return `NetworkPolicies (${policy.policies.length} in ${policy.namespaces.join(', ')})${adminText} judged for ${sources.join(', ')}${asked ? '' : ' (--from POD or --from-namespace NS asks for another client)'}`
 }

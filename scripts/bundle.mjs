@@ -180,7 +180,10 @@ if (values.sea) {
   // it, so no worker thread starts), and it runs as `kubectl kproxy-doctor` when kubectl runs it by that name.
   mkdirSync(dirname(resolve(values.sea)), {recursive: true})
   await esbuild.build({
-    ...program,
+    // Not `program`: a single executable's require() loads built-in modules only (Node warns on any other), so the
+    // import()s left for files on disk stay import()s here.
+    ...common,
+    format: 'cjs',
     stdin: {
       contents: `import {basename, dirname} from 'node:path'
 import {runCli} from './src/main.ts'

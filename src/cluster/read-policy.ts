@@ -1,6 +1,5 @@
 import type {V1EndpointSlice, V1NetworkPolicy, V1Pod} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
-import {ApiException} from '../vendor/client-node.js'
 import type {ClusterSource} from './cluster-source.js'
 import type {AdminPolicyState, PolicyClients, PolicyState} from './types.js'
 
@@ -86,8 +85,8 @@ async function readAdminPolicies(source: ClusterSource): Promise<AdminPolicyStat
     const banp = banps.find((b) => b.metadata?.name === 'default')
     return {anps, ...(banp ? {banp} : {})}
   } catch (e) {
-    const cause = (e as Error).cause
-    const forbidden = cause instanceof ApiException && cause.code === 403
+    // The API client's ApiException by its code, not its class: a snapshot run must not load the client.
+    const forbidden = ((e as Error).cause as {code?: unknown} | undefined)?.code === 403
     return {
       anps: [],
       unread: {

@@ -139,7 +139,8 @@ describe('--kernel-trace against the netns lab (iptables-nft and nftables mode, 
       await ended
     }
     const firstPackets = new Map<string, string>()
-    for (const line of seen.split('\n')) {
+    // Whole lines only: the monitor is stopped mid-print at times, and its last line is then cut after "packet: ".
+    for (const line of seen.split('\n').slice(0, -1)) {
       const m = /^trace id (\w+) \S+ (\S+) \S+ packet: (.*)$/.exec(line)
       if (m && !firstPackets.has(m[1])) firstPackets.set(m[1], `${m[2]} ${m[3]}`)
     }

@@ -119,12 +119,16 @@ function judgeConntrack(node: string, t: Tally, ev: TargetKernelEvidence, path: 
   if (!path) return {...base, agreesWithWalk: null, detail: `${chose}; the path was not walked`}
   const walked = walkedEndpoints(path)
   const translated = ev.connections.filter((c) => c.dnat)
+  // Beyond the probes' own count, entries may be other clients' (allowed where the node's own packets are not): replies
+  // from an endpoint count against the walk only when they outnumber the entries that may not be the probes'.
+  const repliedFrom = (endpoints: string[]) =>
+    endpoints.filter((e) => translated.filter((c) => c.answer === 'replied' && c.endpoint === e).length > ev.others)
   const walkSays =
     walked.length === 0
       ? `the walk says no new connection is DNATed (${path.breaksAt ? `breaks at ${path.breaksAt}: ` : ''}${path.detail})`
       : `the walk DNATs to ${walked.join(', ')}`
   if (walked.length === 0) {
-    const replied = translated.filter((c) => c.answer === 'replied')
+    const replied = repliedFrom([...new Set(translated.map((c) => c.endpoint))])
     if (replied.length > 0) return {...base, agreesWithWalk: false, detail: `${walkSays}, but ${chose}`}
     return {...base, agreesWithWalk: true, detail: `${chose}; ${walkSays}`}
   }
@@ -138,15 +142,7 @@ function judgeConntrack(node: string, t: Tally, ev: TargetKernelEvidence, path: 
   // A NodePort probe is the node's own connection to its own address: it leaves through OUTPUT and never crosses the
   // FORWARD hook where the outside→NodePort walk may drop it after DNAT, so only the DNAT choice is comparable.
   const crossesWalkedHooks = t.target.kind !== 'NodePort'
-  const droppedYetReplied = crossesWalkedHooks
-    ? [
-        ...new Set(
-          translated
-            .filter((c) => c.answer === 'replied' && droppedAfterDnat(path).includes(c.endpoint))
-            .map((c) => c.endpoint),
-        ),
-      ]
-    : []
+  const droppedYetReplied = crossesWalkedHooks ? repliedFrom(droppedAfterDnat(path)) : []
   if (droppedYetReplied.length > 0)
     return {
       ...base,
@@ -164,11 +160,7 @@ function judgeConntrack(node: string, t: Tally, ev: TargetKernelEvidence, path: 
     }
   // An endpoint whose second half the walk says breaks on its node, yet the kernel saw its replies.
   const brokenHalves = path.remote.filter((h) => h.followed && h.ok === false).map((h) => h.endpoint)
-  const answeredAnyway = [
-    ...new Set(
-      translated.filter((c) => c.answer === 'replied' && brokenHalves.includes(c.endpoint)).map((c) => c.endpoint),
-    ),
-  ]
+  const answeredAnyway = repliedFrom([...new Set(brokenHalves)])
   if (answeredAnyway.length > 0)
     return {
       ...base,

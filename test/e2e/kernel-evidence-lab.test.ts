@@ -225,14 +225,21 @@ describe('kernel evidence of the live probes against the netns lab', {skip: why}
       for (const [endpoint, chain] of ENDPOINT_CHAINS) {
         const rule = `-A ${chain} -p tcp -m comment --comment "shop/web:http" -m tcp -j DNAT --to-destination ${endpoint}`
         const sent = items.reduce((n, k) => n + k.connections.filter((c) => c.endpoint === endpoint).length, 0)
+        // Entries beyond each address's 8 probes are another connection's (a test's earlier one still in the table):
+        // conntrack's count then bounds the rule's from above, by that many.
+        const extra = items.reduce((n, k) => n + Math.max(0, k.connections.length - 8), 0)
         for (const k of items)
           if (sent === 0) assert.equal(moved(k, rule), undefined, show)
-          else
+          else if (extra === 0)
             assert.deepEqual(
               moved(k, rule),
               {table: 'nat', chain, rule, packets: sent, bytes: sent * 60, probes: 16},
               show,
             )
+          else {
+            const m = moved(k, rule)
+            assert.ok(m && m.packets <= sent && m.packets >= sent - extra && m.bytes === m.packets * 60, show)
+          }
       }
       for (const k of items)
         assert.ok(

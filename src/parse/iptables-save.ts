@@ -143,9 +143,7 @@ export class IptablesSave {
   chainNamesStartingWith(table: string, prefix: string): string[] {
     const t = this.tables.get(table)
     if (!t) return []
-    const out: string[] = []
-    for (const id of t.ids()) if (t.nameStartsWith(id, prefix)) out.push(t.name(id))
-    return out
+    return t.idsStartingWith(prefix).map((id) => t.name(id))
   }
 
   rawRules(table: string, chain: string): RawRule[] {
@@ -153,15 +151,15 @@ export class IptablesSave {
     const id = t?.find(chain) ?? NOT_FOUND
     if (!t || id === NOT_FOUND) return []
     const out: RawRule[] = []
-    for (const seg of t.segments(id)) {
-      const text = this.source.read(seg.start, seg.end).toString('latin1')
-      let line = seg.firstLine
+    this.eachSegment(t, id, (bytes, firstLine) => {
+      const text = bytes.toString('latin1')
+      let line = firstLine
       for (const l of text.split('\n')) {
         const trimmed = l.endsWith('\r') ? l.slice(0, -1) : l
         if (trimmed.length === 0) continue
         out.push({table, chain, line: line++, text: trimmed})
       }
-    }
+    })
     return out
   }
 
@@ -177,9 +175,9 @@ export class IptablesSave {
       // its callers scan it for (text, target) and parses a rule again when one reads the rest.
       const lazy = t.ruleCount(id) > LAZY_CHAIN_RULES
       // As rawRules reads them, without an object per line on the way.
-      for (const seg of t.segments(id)) {
-        const text = this.source.read(seg.start, seg.end).toString('latin1')
-        let line = seg.firstLine
+      this.eachSegment(t, id, (bytes, firstLine) => {
+        const text = bytes.toString('latin1')
+        let line = firstLine
         let pos = 0
         while (pos < text.length) {
           let nl = text.indexOf('\n', pos)
@@ -197,11 +195,53 @@ export class IptablesSave {
           }
           pos = nl + 1
         }
-      }
+      })
     }
     this.parsedSinceForget.set(key, parsed)
     return parsed
   }
+  /** Whether some rule of the chain holds `text` (a native search in its bytes; no string or object per rule). */
+  chainHolds(table: string, chain: string, text: string): boolean {
+    const t = this.tables.get(table)
+    const id = t?.find(chain) ?? NOT_FOUND
+    if (!t || id === NOT_FOUND) return false
+    const needle = Buffer.from(text, 'latin1')
+    let found = false
+    this.eachSegment(t, id, (bytes) => {
+      found ||= bytes.indexOf(needle) >= 0
+    })
+    return found
+  }
+
+  /**
+   * Calls `each` with the bytes of each of the chain's segments (runs of consecutive rule lines), in order, valid only
+   * during the call. Segments are read through a window of the source: a chain whose rules are spread over the dump in
+   * many short runs (KUBE-SERVICES when its rules come between each Service's chains: 50,000 runs of one line) costs a
+   * few large reads instead of a read and a buffer per run.
+   */
+  private windowBuffer: Buffer | undefined
+
+  private eachSegment(t: ChainIndex, id: number, each: (bytes: Buffer, firstLine: number) => void): void {
+    const segments = t.segments(id)
+    let window: Buffer | undefined
+    let windowStart = 0
+    for (const seg of segments) {
+      if (segments.length < SEGMENTS_READ_ONE_BY_ONE || seg.end - seg.start > SEGMENT_WINDOW_BYTES) {
+        each(this.source.read(seg.start, seg.end), seg.firstLine)
+        continue
+      }
+      if (!window || seg.start < windowStart || seg.end > windowStart + window.length) {
+        // One buffer for every window (a fresh one each time cost more, in page faults, than the reads).
+        this.windowBuffer ??= Buffer.allocUnsafeSlow(Math.min(this.source.size, SEGMENT_WINDOW_BYTES))
+        windowStart = seg.start
+        window = this.windowBuffer.subarray(0, this.source.readInto(this.windowBuffer, seg.start))
+      }
+      // A source that shrank since it was indexed ends the window early: the segment is read as it is (short) now.
+      if (seg.end > windowStart + window.length) each(this.source.read(seg.start, seg.end), seg.firstLine)
+      else each(window.subarray(seg.start - windowStart, seg.end - windowStart), seg.firstLine)
+    }
+  }
+
   /**
    * Drops the parsed rules of chains asked for once since the last call and never before (a scan's per-Service
    * chains: KUBE-SVC-*, KUBE-SEP-* of the Service just judged), keeping those asked for again later (KUBE-SERVICES and
@@ -288,6 +328,11 @@ export class IptablesSave {
     this.lineCount = scan.lineNo
   }
 }
+
+/** How much of the source one read of a chain's segments takes at most (see eachSegment). */
+const SEGMENT_WINDOW_BYTES = 4 << 20
+/** A chain of fewer segments than this is read a segment at a time (a whole dump's chains have one or two). */
+const SEGMENTS_READ_ONE_BY_ONE = 16
 
 const ADDRESS_IN_RULE = / (?:-[sd]|--to-destination) !?\s*([0-9a-fA-F:.[\]]+)/
 

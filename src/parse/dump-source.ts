@@ -4,6 +4,8 @@ import {closeSync, openSync, readSync, fstatSync} from 'node:fs'
 export interface DumpSource {
   readonly size: number
   read(start: number, end: number): Buffer
+  /** Reads the bytes from `start` into `target` (as many as fit, fewer at the end); returns how many it read. */
+  readInto(target: Buffer, start: number): number
   /** Calls onChunk with consecutive pieces of the dump, in order. */
   chunks(onChunk: (chunk: Buffer, base: number) => void): void
   close(): void
@@ -38,6 +40,15 @@ export class FileSource implements DumpSource {
     }
     return out.subarray(0, done)
   }
+  readInto(target: Buffer, start: number): number {
+    let done = 0
+    while (done < target.length) {
+      const n = readSync(this.fd, target, done, target.length - done, start + done)
+      if (n === 0) break
+      done += n
+    }
+    return done
+  }
   chunks(onChunk: (chunk: Buffer, base: number) => void): void {
     const buf = Buffer.allocUnsafe(CHUNK)
     let base = 0
@@ -60,6 +71,9 @@ export class BufferSource implements DumpSource {
   }
   read(start: number, end: number): Buffer {
     return this.buf.subarray(start, end)
+  }
+  readInto(target: Buffer, start: number): number {
+    return start >= this.size ? 0 : this.buf.copy(target, 0, start)
   }
   chunks(onChunk: (chunk: Buffer, base: number) => void): void {
     onChunk(this.buf, 0)

@@ -143,9 +143,7 @@ export class IptablesSave {
   chainNamesStartingWith(table: string, prefix: string): string[] {
     const t = this.tables.get(table)
     if (!t) return []
-    const out: string[] = []
-    for (const id of t.ids()) if (t.nameStartsWith(id, prefix)) out.push(t.name(id))
-    return out
+    return t.idsStartingWith(prefix).map((id) => t.name(id))
   }
 
   rawRules(table: string, chain: string): RawRule[] {
@@ -153,15 +151,15 @@ export class IptablesSave {
     const id = t?.find(chain) ?? NOT_FOUND
     if (!t || id === NOT_FOUND) return []
     const out: RawRule[] = []
-    for (const seg of t.segments(id)) {
-      const text = this.source.read(seg.start, seg.end).toString('latin1')
-      let line = seg.firstLine
+    this.eachSegment(t, id, (bytes, firstLine) => {
+      const text = bytes.toString('latin1')
+      let line = firstLine
       for (const l of text.split('\n')) {
         const trimmed = l.endsWith('\r') ? l.slice(0, -1) : l
         if (trimmed.length === 0) continue
         out.push({table, chain, line: line++, text: trimmed})
       }
-    }
+    })
     return out
   }
 
@@ -177,9 +175,9 @@ export class IptablesSave {
       // its callers scan it for (text, target) and parses a rule again when one reads the rest.
       const lazy = t.ruleCount(id) > LAZY_CHAIN_RULES
       // As rawRules reads them, without an object per line on the way.
-      for (const seg of t.segments(id)) {
-        const text = this.source.read(seg.start, seg.end).toString('latin1')
-        let line = seg.firstLine
+      this.eachSegment(t, id, (bytes, firstLine) => {
+        const text = bytes.toString('latin1')
+        let line = firstLine
         let pos = 0
         while (pos < text.length) {
           let nl = text.indexOf('\n', pos)
@@ -197,11 +195,53 @@ export class IptablesSave {
           }
           pos = nl + 1
         }
-      }
+      })
     }
     this.parsedSinceForget.set(key, parsed)
     return parsed
   }
+  /** Whether some rule of the chain holds `text` (a native search in its bytes; no string or object per rule). */
+  chainHolds(table: string, chain: string, text: string): boolean {
+    const t = this.tables.get(table)
+    const id = t?.find(chain) ?? NOT_FOUND
+    if (!t || id === NOT_FOUND) return false
+    const needle = Buffer.from(text, 'latin1')
+    let found = false
+    this.eachSegment(t, id, (bytes) => {
+      found ||= bytes.indexOf(needle) >= 0
+    })
+    return found
+  }
+
+  /**
+   * Calls `each` with the bytes of each of the chain's segments (runs of consecutive rule lines), in order, valid only
+   * during the call. Segments are read through a window of the source: a chain whose rules are spread over the dump in
+   * many short runs (KUBE-SERVICES when its rules come between each Service's chains: 50,000 runs of one line) costs a
+   * few large reads instead of a read and a buffer per run.
+   */
+  private windowBuffer: Buffer | undefined
+
+  private eachSegment(t: ChainIndex, id: number, each: (bytes: Buffer, firstLine: number) => void): void {
+    const segments = t.segments(id)
+    let window: Buffer | undefined
+    let windowStart = 0
+    for (const seg of segments) {
+      if (segments.length < SEGMENTS_READ_ONE_BY_ONE || seg.end - seg.start > SEGMENT_WINDOW_BYTES) {
+        each(this.source.read(seg.start, seg.end), seg.firstLine)
+        continue
+      }
+      if (!window || seg.start < windowStart || seg.end > windowStart + window.length) {
+        // One buffer for every window (a fresh one each time cost more, in page faults, than the reads).
+        this.windowBuffer ??= Buffer.allocUnsafeSlow(Math.min(this.source.size, SEGMENT_WINDOW_BYTES))
+        windowStart = seg.start
+        window = this.windowBuffer.subarray(0, this.source.readInto(this.windowBuffer, seg.start))
+      }
+      // A source that shrank since it was indexed ends the window early: the segment is read as it is (short) now.
+      if (seg.end > windowStart + window.length) each(this.source.read(seg.start, seg.end), seg.firstLine)
+      else each(window.subarray(seg.start - windowStart, seg.end - windowStart), seg.firstLine)
+    }
+  }
+
   /**
    * Drops the parsed rules of chains asked for once since the last call and never before (a scan's per-Service
    * chains: KUBE-SVC-*, KUBE-SEP-* of the Service just judged), keeping those asked for again later (KUBE-SERVICES and
@@ -289,6 +329,11 @@ export class IptablesSave {
   }
 }
 
+/** How much of the source one read of a chain's segments takes at most (see eachSegment). */
+const SEGMENT_WINDOW_BYTES = 4 << 20
+/** A chain of fewer segments than this is read a segment at a time (a whole dump's chains have one or two). */
+const SEGMENTS_READ_ONE_BY_ONE = 16
+
 const ADDRESS_IN_RULE = / (?:-[sd]|--to-destination) !?\s*([0-9a-fA-F:.[\]]+)/
 
 /** Chains with more rules than this are kept as LazyRules (KUBE-SERVICES of a big cluster: tens of thousands). */
@@ -354,10 +399,16 @@ function parseLine(table: string, chain: string, line: number, text: string, fil
 const RUN_TOGETHER_HINT = Buffer.from(' -A', 'latin1')
 const POLICY_BYTES = POLICIES.map((p) => Buffer.from(p, 'latin1'))
 
+/** How many declarations and runs of rules IndexScan gathers before it looks their chains up together. */
+const BATCH = 512
+const DECLARATION = 0
+const RULES = 1
+
 /**
  * The one pass over a dump's bytes that indexes it: every line is checked (what it is, its length, a second rule run
- * into it), but a rule line costs no string and no object: its chain is found by comparing its name with the previous
- * rule's (a chain's rules are consecutive) and only else hashed.
+ * into it), but a rule line costs no string and no object: a line naming the chain of the rule line right before it
+ * extends that run of rules; any other line's chain name is hashed. Declarations and runs are then looked up in the
+ * chain index a batch at a time (see ChainIndex.idsFromHashed), in the order of their lines.
  */
 class IndexScan {
   lineNo = 0
@@ -365,8 +416,22 @@ class IndexScan {
   private table: ChainIndex | undefined
   private tableName = ''
   private tableLine = 0
-  /** The previous rule line's chain in `table` (-1: none). */
+  /** The previous rule line's chain in `table` (-1: none), once its batch is looked up. */
   private lastId = -1
+  /** Declarations and runs of rules not yet looked up, their names in `batchBuf`; `batchLength` of them. */
+  private batchBuf: Buffer | undefined
+  private batchLength = 0
+  private readonly kind = new Uint8Array(BATCH)
+  private readonly nameStarts = new Uint32Array(BATCH)
+  private readonly nameEnds = new Uint32Array(BATCH)
+  private readonly hashes = new Int32Array(BATCH)
+  private readonly ids = new Int32Array(BATCH)
+  /** A declaration's policy code; a run's first line, the count of its lines, and its bytes in the dump. */
+  private readonly policies = new Uint8Array(BATCH)
+  private readonly firstLines = new Uint32Array(BATCH)
+  private readonly counts = new Uint32Array(BATCH)
+  private readonly runStarts = new Float64Array(BATCH)
+  private readonly runEnds = new Float64Array(BATCH)
   /** A line that began in the previous chunk. */
   private carry: Buffer | undefined
   /** In `hintBuf`: where RUN_TOGETHER_HINT occurs next at or after the last position asked for; -1 for nowhere. */
@@ -394,6 +459,7 @@ class IndexScan {
       const line = Buffer.concat([this.carry, chunk.subarray(0, nl + 1)])
       this.carry = undefined
       this.line(line, 0, line.length - 1, base - (line.length - nl - 1), base + nl + 1)
+      this.flush()
       pos = nl + 1
     }
     for (;;) {
@@ -402,6 +468,8 @@ class IndexScan {
       this.line(chunk, pos, nl, base + pos, base + nl + 1)
       pos = nl + 1
     }
+    // The chunk's buffer is reused for the next: the names in it are looked up now.
+    this.flush()
     if (pos < chunk.length) {
       this.carry = Buffer.from(chunk.subarray(pos))
       if (this.carry.length > MAX_LINE_BYTES)
@@ -413,6 +481,7 @@ class IndexScan {
   end(size: number, acceptCut: boolean): CutTable | undefined {
     const b = this.carry
     if (b && b.length > 0) this.line(b, 0, b.length, size - b.length, size)
+    this.flush()
     this.carry = undefined
     if (this.table && acceptCut)
       return {table: this.tableName, lastChain: this.lastId >= 0 ? this.table.name(this.lastId) : undefined}
@@ -436,6 +505,7 @@ class IndexScan {
     if (c === 0x2d /* - */) this.rule(buf, start, e, fileOffset, nextOffset, lineNo)
     else if (c === 0x3a /* : */) this.declaration(buf, start, e, lineNo)
     else if (c === 0x2a /* * */) {
+      this.flush()
       if (this.table)
         throw new ParseError(
           lineNo,
@@ -457,6 +527,7 @@ class IndexScan {
         this.backend = backendNamedBy(buf.toString('latin1', start, Math.min(e, start + 120))) ?? 'unknown'
       }
     } else if (c === 0x43 /* C */ && buf.toString('latin1', start, e).trim() === 'COMMIT') {
+      this.flush()
       this.table = undefined
       this.lastId = -1
     } else {
@@ -467,26 +538,29 @@ class IndexScan {
   private rule(buf: Buffer, start: number, e: number, fileOffset: number, nextOffset: number, lineNo: number): void {
     if (buf[start + 1] !== 0x41 /* A */ || buf[start + 2] !== SPACE)
       throw new ParseError(lineNo, `expected "-A CHAIN ..." but found "${clip(buf, start, e)}"`)
-    const table = this.table
-    if (!table) throw new ParseError(lineNo, 'rule before any "*table" line')
+    if (!this.table) throw new ParseError(lineNo, 'rule before any "*table" line')
     const nameStart = start + 3
-    // Most lines name the chain of the previous rule line, or the chain declared right after it (iptables-save prints
-    // each chain's rules in the order it declared the chains): those are checked first, then the name is looked up.
-    let id = this.knownChain(table, buf, nameStart, e)
-    let nameEnd: number
-    if (id >= 0) nameEnd = nameStart + table.nameLength(id)
-    else {
+    // Most lines name the chain of the rule line right before them (iptables-save prints a chain's rules together).
+    let nameEnd = this.sameRun(buf, nameStart, e, fileOffset)
+    if (nameEnd >= 0) {
+      const b = this.batchLength - 1
+      this.runEnds[b] = nextOffset
+      this.counts[b]++
+    } else {
       let h = FNV_OFFSET
       nameEnd = nameStart
       while (nameEnd < e) {
-        const b = buf[nameEnd]
-        if (b === SPACE) break
-        h = Math.imul(h ^ b, FNV_PRIME)
+        const c = buf[nameEnd]
+        if (c === SPACE) break
+        h = Math.imul(h ^ c, FNV_PRIME)
         nameEnd++
       }
-      id = table.idFromHashed(buf, nameStart, nameEnd, h | 0)
+      const b = this.push(buf, RULES, nameStart, nameEnd, h | 0)
+      this.firstLines[b] = lineNo
+      this.counts[b] = 1
+      this.runStarts[b] = fileOffset
+      this.runEnds[b] = nextOffset
     }
-    this.lastId = id
     if (this.hintBefore(buf, nameEnd - 1, e)) {
       const runTogether = findRunTogether(buf, nameEnd, e)
       if (runTogether >= 0)
@@ -495,17 +569,47 @@ class IndexScan {
           `two rules run together on one line (a second "-A" at column ${runTogether - start + 1}); iptables-restore would refuse it`,
         )
     }
-    table.addRule(id, fileOffset, nextOffset, lineNo)
   }
 
-  /** The previous rule's chain or one of the two declared after it, when the line at nameStart names it; else -1. */
-  private knownChain(table: ChainIndex, buf: Buffer, nameStart: number, e: number): number {
-    for (let id = this.lastId; id >= 0 && id <= this.lastId + 2; id++) {
-      const len = table.nameLength(id)
-      if (len < 0 || nameStart + len > e) continue
-      if ((nameStart + len === e || buf[nameStart + len] === SPACE) && table.nameAt(id, buf, nameStart)) return id
+  /** The end of the chain name at nameStart when the line continues the run of rules batched last (else -1). */
+  private sameRun(buf: Buffer, nameStart: number, e: number, fileOffset: number): number {
+    const b = this.batchLength - 1
+    if (b < 0 || this.kind[b] !== RULES || this.runEnds[b] !== fileOffset || this.batchBuf !== buf) return -1
+    const runName = this.nameStarts[b]
+    const nameEnd = nameStart + this.nameEnds[b] - runName
+    if (nameEnd > e || (nameEnd < e && buf[nameEnd] !== SPACE)) return -1
+    for (let i = nameStart, j = runName; i < nameEnd; i++, j++) if (buf[i] !== buf[j]) return -1
+    return nameEnd
+  }
+
+  /** Adds a declaration or a run of rules, named by buf[nameStart, nameEnd), to the batch; returns its place there. */
+  private push(buf: Buffer, kind: number, nameStart: number, nameEnd: number, hash: number): number {
+    if (this.batchLength === BATCH || (this.batchBuf !== buf && this.batchLength > 0)) this.flush()
+    const b = this.batchLength++
+    this.batchBuf = buf
+    this.kind[b] = kind
+    this.nameStarts[b] = nameStart
+    this.nameEnds[b] = nameEnd
+    this.hashes[b] = hash
+    return b
+  }
+
+  /** Looks the batch's chains up (adding new ones) and records its declarations and rules, in the order of the lines. */
+  private flush(): void {
+    const n = this.batchLength
+    if (n === 0) return
+    const table = this.table!
+    const ids = this.ids
+    table.idsFromHashed(this.batchBuf!, this.nameStarts, this.nameEnds, this.hashes, n, ids)
+    for (let b = 0; b < n; b++) {
+      if (this.kind[b] === DECLARATION) table.declare(ids[b], this.policies[b])
+      else {
+        table.addRules(ids[b], this.runStarts[b], this.runEnds[b], this.firstLines[b], this.counts[b])
+        this.lastId = ids[b]
+      }
     }
-    return -1
+    this.batchLength = 0
+    this.batchBuf = undefined
   }
 
   private declaration(buf: Buffer, start: number, e: number, lineNo: number): void {
@@ -519,8 +623,8 @@ class IndexScan {
       h = Math.imul(h ^ b, FNV_PRIME)
       nameEnd++
     }
-    const id = table.idFromHashed(buf, start + 1, nameEnd, h | 0)
-    table.declare(id, policyCode(buf, nameEnd + 1, Math.min(e, nameEnd + 8)))
+    const b = this.push(buf, DECLARATION, start + 1, nameEnd, h | 0)
+    this.policies[b] = policyCode(buf, nameEnd + 1, Math.min(e, nameEnd + 8))
   }
 
   /** Whether RUN_TOGETHER_HINT starts in buf[from, end). Lines are asked for in order: the search resumes, never repeats. */

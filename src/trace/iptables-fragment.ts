@@ -58,7 +58,9 @@ function entryChains(dump: IptablesSave, table: string): string[] {
 export function ipvsGlueWithoutIpvsadm(dump: IptablesSave): string | undefined {
   const glue =
     dump.hasChain('nat', 'KUBE-NODE-PORT') ||
-    dump.rawRules('nat', 'KUBE-SERVICES').some((r) => /--match-set KUBE-(?:6-)?CLUSTER-IP\s/.test(r.text))
+    // The native search spares a big cluster's 50,000 KUBE-SERVICES rules a string and a regular expression each.
+    (dump.chainHolds('nat', 'KUBE-SERVICES', '--match-set KUBE-') &&
+      dump.rawRules('nat', 'KUBE-SERVICES').some((r) => /--match-set KUBE-(?:6-)?CLUSTER-IP\s/.test(r.text)))
   if (!glue) return undefined
   return "these are an IPVS-mode node's rules (KUBE-CLUSTER-IP ipset match, KUBE-NODE-PORT): IPVS, not these rules, decides where the packet goes after them; add --ipvsadm with the node's `ipvsadm -Sn` output"
 }

@@ -375,6 +375,22 @@ describe('who implements Services on a node', () => {
         })
     })
 
+  test("a node's reads decide once, and again when they are replaced (a scan asks for every Service)", () => {
+    const {cluster} = offlineCluster()
+    cluster.implementerObjects = {pods: [], configMaps: []}
+    cluster.kubeProxyPods = []
+    const dump = (text: string) => IptablesSave.parse(new BufferSource(Buffer.from(text)))
+    const obs: NodeObservation = {name: NODE, reachable: true, iptables: dump(ciliumNodeDump())}
+    assert.equal(decideImplementer(cluster, NODE, obs).name, 'cilium')
+    assert.equal(decideImplementer(cluster, NODE, obs).name, 'cilium', 'the same reads, the same decision')
+    obs.iptables = dump(cniOnlyDump('ANTREA-FORWARD'))
+    assert.equal(
+      decideImplementer(cluster, NODE, obs).name,
+      'antrea',
+      "the replaced dump has Antrea's chain, not Cilium's",
+    )
+  })
+
   test('every implementer of the registry is recognised from the API and from the node in the tables above', () => {
     const fromApi = new Set(FROM_API.map((c) => decide(c).name))
     const fromNode = new Set(FROM_NODE.map((c) => decide(c).name))

@@ -77,10 +77,11 @@ export function decideImplementer(
 ): NodeImplementer {
   const objects = cluster.implementerObjects ?? NO_OBJECTS
   const read = obs?.reachable ? obs : undefined
-  const found = SERVICE_IMPLEMENTERS.map((i) => ({
+  const onNode = read && evidenceOnNode(read)
+  const found = SERVICE_IMPLEMENTERS.map((i, k) => ({
     i,
     api: i.fromApi(objects, cluster, node),
-    onNode: read && i.fromNode(read),
+    onNode: onNode?.[k],
   }))
   const kubeProxy = found[0]
   const kubeProxyActive = !!(kubeProxy.api || kubeProxy.onNode)
@@ -123,6 +124,29 @@ export function decideImplementer(
   return {...base, name: 'none', title: 'none', evidence: [], source: 'none', look: null}
 }
 
+type NodeEvidence = ReturnType<ServiceImplementerAdapter['fromNode']>
+
+/** What a node's reads say of each implementer (SERVICE_IMPLEMENTERS' order), with the reads it was made from. */
+interface RememberedEvidence {
+  read: unknown[]
+  evidence: NodeEvidence[]
+}
+const evidence = new WeakMap<NodeObservation, RememberedEvidence>()
+
+/**
+ * What the node's own state says of each implementer, in SERVICE_IMPLEMENTERS' order. Made once per node's reads: a
+ * scan decides every node's implementer for each of its Services, and each implementer looks through every chain
+ * name of the node's dumps (a node whose reads were replaced is looked at again).
+ */
+function evidenceOnNode(obs: NodeObservation): NodeEvidence[] {
+  const read = [...Object.values(obs), obs.kubeProxy?.proxyMode]
+  const seen = evidence.get(obs)
+  if (seen && seen.read.length === read.length && seen.read.every((r, i) => r === read[i])) return seen.evidence
+  const made = SERVICE_IMPLEMENTERS.map((i) => i.fromNode(obs))
+  evidence.set(obs, {read, evidence: made})
+  return made
+}
+
 /**
  * Why kube-proxy is expected on a node where nothing shows it: the cluster runs it elsewhere or configures it, or the
  * API objects that would say otherwise were not read. undefined: nothing says the cluster runs kube-proxy.
@@ -131,7 +155,7 @@ function kubeProxyExpected(cluster: ClusterState, node: string, peers: NodeObser
   if (cluster.kubeProxyPods.length > 0) return "kube-proxy's DaemonSet runs in the cluster"
   if (cluster.proxyConfigMap) return 'the ConfigMap kube-system/kube-proxy configures kube-proxy'
   // kube-proxy run outside any Pod (inside k3s' server and agent binary, or as a system service) shows on its nodes only.
-  const peer = peers.find((p) => p.reachable && p.name !== node && kubeProxyImplementer.fromNode(p))
+  const peer = peers.find((p) => p.reachable && p.name !== node && evidenceOnNode(p)[0])
   if (peer)
     return `kube-proxy's rules are programmed on ${peer.name} (kube-proxy runs there outside any Pod, as k3s runs it)`
   if (!cluster.implementerObjects) return 'no other implementer was looked for (its API objects were not read)'

@@ -82,6 +82,32 @@ ${LOADED_ON_USE.map((name) => `      case ${JSON.stringify(name)}: return requir
 }
 
 /**
+ * Packages whose default export, a function, is loaded on its first call: string-width makes an Intl.Segmenter as it
+ * loads (wrap-ansi loads string-width), and ICU's first use (its data) is a large part of a short run's start;
+ * src/report/width.ts calls string-width only for text other than printable ASCII and the report's signs, and wrap-ansi
+ * only to wrap a line wider than the terminal.
+ */
+const LOADED_ON_CALL = ['string-width', 'wrap-ansi']
+
+const loadedOnCall = {
+  name: 'loaded-on-call',
+  setup(build) {
+    const names = new RegExp(`^(${LOADED_ON_CALL.join('|')})$`)
+    build.onResolve({filter: names}, (args) =>
+      args.importer.startsWith(join(repo, 'src')) ? {path: args.path, namespace: 'loaded-on-call'} : undefined,
+    )
+    build.onLoad({filter: /.*/, namespace: 'loaded-on-call'}, (args) => ({
+      resolveDir: repo,
+      contents: `let loaded
+export default function (...args) {
+  loaded ??= require(${JSON.stringify(args.path)}).default
+  return loaded(...args)
+}`,
+    }))
+  },
+}
+
+/**
  * ssh2 reads __dirname as its modules load (the path of its Windows Pageant helper, the folder of its poly1305
  * WebAssembly loader), which an ES module bundle does not have: loading ssh2 threw "__dirname is not defined" and every
  * SSH read failed. Neither path is used here (Pageant is Windows-only and not bundled; the WebAssembly is inline).
@@ -129,7 +155,7 @@ const common = {
   target: 'node20',
   external: [...OPTIONAL_NATIVE, ...DEVELOPMENT_ONLY],
   define: {KPD_BUILT_IN: JSON.stringify(JSON.stringify(builtIn))},
-  plugins: [loadedOnUse, ssh2Dirname, debugOnlyWhenAsked],
+  plugins: [loadedOnUse, loadedOnCall, ssh2Dirname, debugOnlyWhenAsked],
   metafile: true,
   legalComments: 'none',
   logLevel: 'warning',

@@ -57,7 +57,8 @@ function commandWord(argv) {
 
 /** Compiles and runs the program as Node.js runs a CommonJS file, with V8's cached data read from and kept in `dir`. */
 function runWithCodeCache(dir, word) {
-  const source = readFileSync(PROGRAM, 'utf8')
+  // ASCII (scripts/bundle.mjs): read as Latin-1, a copy into a one-byte string without UTF-8 decoding.
+  const source = readFileSync(PROGRAM, 'latin1')
   const build = BUILD_LINE.exec(source.slice(0, source.indexOf('\n')))?.[1]
   const prefix = `${word}-`
   const file = build && join(dir, `${prefix}${build.slice(0, 16)}-${process.version}-${process.arch}.v8cache`)

@@ -270,9 +270,21 @@ void runCli(process.argv.slice(2), {
   writeFileSync(join(outdir, 'THIRD-PARTY-NOTICES.txt'), notices(results.map((r) => r.metafile)))
   // The program's first line names its build (bin/program.js keeps V8's code cache for that build only).
   const programFile = join(outdir, 'kproxy-doctor.cjs')
-  const text = readFileSync(programFile, 'utf8')
+  const text = asciiOnly(readFileSync(programFile, 'utf8'))
   const build = createHash('sha256').update(text).digest('hex').slice(0, 32)
   writeFileSync(programFile, `// kproxy-doctor build ${build}\n${text}`)
+}
+
+/**
+ * The program in ASCII, which bin/program.js reads as Latin-1: a copy of the file's bytes into a one-byte string,
+ * where UTF-8 decoding (a few characters outside Latin-1 make V8's string two bytes a character) was about a twentieth
+ * of a snapshot `svc`'s instructions. esbuild writes strings in ASCII; what it leaves (in comments and regular
+ * expressions: → ✓ ┬) becomes \uXXXX, which means the same character there (and in strings and identifiers).
+ */
+function asciiOnly(text) {
+  const escaped = /\\[^\x00-\x7f]/.exec(text)
+  if (escaped) throw new Error(`kproxy-doctor.cjs: a backslash before ${JSON.stringify(escaped[0])} cannot be escaped`)
+  return text.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
 }
 
 /** Each bundled package's name, version and licence file, from the inputs esbuild read. */

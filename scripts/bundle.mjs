@@ -282,9 +282,9 @@ void runCli(process.argv.slice(2), {
  * expressions: → ✓ ┬) becomes \uXXXX, which means the same character there (and in strings and identifiers).
  */
 function asciiOnly(text) {
-  const escaped = /\\[^\x00-\x7f]/.exec(text)
+  const escaped = /\\[\u0080-\uffff]/.exec(text)
   if (escaped) throw new Error(`kproxy-doctor.cjs: a backslash before ${JSON.stringify(escaped[0])} cannot be escaped`)
-  return text.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+  return text.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
 }
 
 /** Each bundled package's name, version and licence file, from the inputs esbuild read. */

@@ -24,6 +24,14 @@ export default tseslint.config(
   },
   {
     files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
-    languageOptions: {globals: {process: 'readonly', console: 'readonly', module: 'writable', require: 'readonly', URL: 'readonly'}},
+    languageOptions: {
+      globals: {process: 'readonly', console: 'readonly', module: 'writable', require: 'readonly', URL: 'readonly'},
+    },
+  },
+  {
+    // bin/ is CommonJS (bin/package.json): Node.js starts a CommonJS main file without its ES module loader.
+    files: ['bin/*.js'],
+    languageOptions: {sourceType: 'commonjs', globals: {__dirname: 'readonly'}},
+    rules: {'@typescript-eslint/no-require-imports': 'off'},
   },
 )

@@ -7,32 +7,32 @@
 // other parts of the program, named by the program's build (its first line) and the Node.js version and CPU; V8 itself
 // refuses data made by another V8 or with other flags, and then the run compiles as without a cache and writes it anew.
 // Nothing is written after a usage error (exit 2), nor when the folder cannot be written; nothing is ever printed.
-import {mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync} from 'node:fs'
-import module, {createRequire} from 'node:module'
-import {homedir} from 'node:os'
-import {dirname, join} from 'node:path'
-import {fileURLToPath} from 'node:url'
-import {Script} from 'node:vm'
+// CommonJS (bin/package.json), as bin/run.js.
+const {mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync} = require('node:fs')
+const nodeModule = require('node:module')
+const {homedir} = require('node:os')
+const {dirname, join} = require('node:path')
+const {Script} = require('node:vm')
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url))
+const ROOT = join(__dirname, '..')
 const PROGRAM = join(ROOT, 'dist/bundle/kproxy-doctor.cjs')
 /** The first words of the program's commands (src/main.ts COMMANDS; test/unit/compile-cache.test.ts compares them). */
-export const COMMAND_WORDS = ['cleanup', 'collect', 'completion', 'help', 'scan', 'svc', 'trace', 'version']
+const COMMAND_WORDS = ['cleanup', 'collect', 'completion', 'help', 'scan', 'svc', 'trace', 'version']
 /** How many caches of one command word are kept (the newest). */
 const KEPT_PER_WORD = 4
 /** The line scripts/bundle.mjs puts first in the program: the hash of the rest. */
 const BUILD_LINE = /^\/\/ kproxy-doctor build ([0-9a-f]{16,64})$/
 
 /** Runs one command line: `options` as src/main.ts runCli takes them, but `root`, which is this package's folder. */
-export function runProgram(argv, options = {}) {
+function runProgram(argv, options = {}) {
   const {runCli} = loadProgram(argv)
   return runCli(argv, {...options, root: ROOT})
 }
 
 function loadProgram(argv) {
   const dir = process.env.NODE_DISABLE_COMPILE_CACHE ? undefined : cacheFolder()
-  if (dir && typeof module.enableCompileCache === 'function') module.enableCompileCache(dir)
-  if (!dir || typeof module.enableCompileCache === 'function') return createRequire(PROGRAM)(PROGRAM)
+  if (dir && typeof nodeModule.enableCompileCache === 'function') nodeModule.enableCompileCache(dir)
+  if (!dir || typeof nodeModule.enableCompileCache === 'function') return nodeModule.createRequire(PROGRAM)(PROGRAM)
   return runWithCodeCache(dir, commandWord(argv))
 }
 
@@ -45,7 +45,7 @@ function cacheFolder() {
 }
 
 /** Which part of the program the run will compile: its command's first word, `version`, `help` or `other`. */
-export function commandWord(argv) {
+function commandWord(argv) {
   for (const arg of argv) {
     if (arg === '--') break
     if (arg === '--version') return 'version'
@@ -57,7 +57,8 @@ export function commandWord(argv) {
 
 /** Compiles and runs the program as Node.js runs a CommonJS file, with V8's cached data read from and kept in `dir`. */
 function runWithCodeCache(dir, word) {
-  const source = readFileSync(PROGRAM, 'utf8')
+  // ASCII (scripts/bundle.mjs): read as Latin-1, a copy into a one-byte string without UTF-8 decoding.
+  const source = readFileSync(PROGRAM, 'latin1')
   const build = BUILD_LINE.exec(source.slice(0, source.indexOf('\n')))?.[1]
   const prefix = `${word}-`
   const file = build && join(dir, `${prefix}${build.slice(0, 16)}-${process.version}-${process.arch}.v8cache`)
@@ -77,7 +78,7 @@ function runWithCodeCache(dir, word) {
       if (code !== 2) keep(dir, file, prefix, script)
     })
   const loaded = {exports: {}}
-  script.runInThisContext()(loaded.exports, createRequire(PROGRAM), loaded, PROGRAM, dirname(PROGRAM))
+  script.runInThisContext()(loaded.exports, nodeModule.createRequire(PROGRAM), loaded, PROGRAM, dirname(PROGRAM))
   return loaded.exports
 }
 
@@ -100,3 +101,5 @@ function keep(dir, file, prefix, script) {
     // A folder that cannot be written only means the next run compiles the program again.
   }
 }
+
+module.exports = {COMMAND_WORDS, commandWord, runProgram}

@@ -82,6 +82,32 @@ ${LOADED_ON_USE.map((name) => `      case ${JSON.stringify(name)}: return requir
 }
 
 /**
+ * Packages whose default export, a function, is loaded on its first call: string-width makes an Intl.Segmenter as it
+ * loads (wrap-ansi loads string-width), and ICU's first use (its data) is a large part of a short run's start;
+ * src/report/width.ts calls string-width only for text other than printable ASCII and the report's signs, and wrap-ansi
+ * only to wrap a line wider than the terminal.
+ */
+const LOADED_ON_CALL = ['string-width', 'wrap-ansi']
+
+const loadedOnCall = {
+  name: 'loaded-on-call',
+  setup(build) {
+    const names = new RegExp(`^(${LOADED_ON_CALL.join('|')})$`)
+    build.onResolve({filter: names}, (args) =>
+      args.importer.startsWith(join(repo, 'src')) ? {path: args.path, namespace: 'loaded-on-call'} : undefined,
+    )
+    build.onLoad({filter: /.*/, namespace: 'loaded-on-call'}, (args) => ({
+      resolveDir: repo,
+      contents: `let loaded
+export default function (...args) {
+  loaded ??= require(${JSON.stringify(args.path)}).default
+  return loaded(...args)
+}`,
+    }))
+  },
+}
+
+/**
  * ssh2 reads __dirname as its modules load (the path of its Windows Pageant helper, the folder of its poly1305
  * WebAssembly loader), which an ES module bundle does not have: loading ssh2 threw "__dirname is not defined" and every
  * SSH read failed. Neither path is used here (Pageant is Windows-only and not bundled; the WebAssembly is inline).
@@ -129,7 +155,7 @@ const common = {
   target: 'node20',
   external: [...OPTIONAL_NATIVE, ...DEVELOPMENT_ONLY],
   define: {KPD_BUILT_IN: JSON.stringify(JSON.stringify(builtIn))},
-  plugins: [loadedOnUse, ssh2Dirname, debugOnlyWhenAsked],
+  plugins: [loadedOnUse, loadedOnCall, ssh2Dirname, debugOnlyWhenAsked],
   metafile: true,
   legalComments: 'none',
   logLevel: 'warning',
@@ -244,9 +270,21 @@ void runCli(process.argv.slice(2), {
   writeFileSync(join(outdir, 'THIRD-PARTY-NOTICES.txt'), notices(results.map((r) => r.metafile)))
   // The program's first line names its build (bin/program.js keeps V8's code cache for that build only).
   const programFile = join(outdir, 'kproxy-doctor.cjs')
-  const text = readFileSync(programFile, 'utf8')
+  const text = asciiOnly(readFileSync(programFile, 'utf8'))
   const build = createHash('sha256').update(text).digest('hex').slice(0, 32)
   writeFileSync(programFile, `// kproxy-doctor build ${build}\n${text}`)
+}
+
+/**
+ * The program in ASCII, which bin/program.js reads as Latin-1: a copy of the file's bytes into a one-byte string,
+ * where UTF-8 decoding (a few characters outside Latin-1 make V8's string two bytes a character) was about a twentieth
+ * of a snapshot `svc`'s instructions. esbuild writes strings in ASCII; what it leaves (in comments and regular
+ * expressions: → ✓ ┬) becomes \uXXXX, which means the same character there (and in strings and identifiers).
+ */
+function asciiOnly(text) {
+  const escaped = /\\[\u0080-\uffff]/.exec(text)
+  if (escaped) throw new Error(`kproxy-doctor.cjs: a backslash before ${JSON.stringify(escaped[0])} cannot be escaped`)
+  return text.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
 }
 
 /** Each bundled package's name, version and licence file, from the inputs esbuild read. */

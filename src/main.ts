@@ -10,6 +10,7 @@
 import {Config, Errors, flush, handle, run, ux, type Command, type Hook, type Interfaces} from '@oclif/core'
 import commandNotFound from './cli/hooks/command-not-found.js'
 import {fromKubectlArgs} from './cli/kubectl-args.js'
+import {compareNames} from './model/name-order.js'
 
 /** What the build put in the bundle: package.json's oclif fields and each plugin's manifest. */
 interface BuiltIn {
@@ -72,7 +73,7 @@ function builtInPlugin(
   }
   const commands = Object.values(p.commands)
     .map((c) => ({...c, pluginAlias: p.name, pluginType: 'core', load: () => load(c.id)}))
-    .sort((a, b) => a.id.localeCompare(b.id))
+    .sort((a, b) => compareNames(a.id, b.id))
   const plugin: Interfaces.Plugin = {
     _base: `${p.name}@${p.version}`,
     alias: p.name,

@@ -6,6 +6,7 @@ import {FORWARDING_KEYS, type SysctlValues} from '../parse/sysctl.js'
 import type {NodeProbes, ProbeRun, RecordedProbes} from '../node/probe/tcp-probe.js'
 import type {PolicyState} from '../cluster/types.js'
 import type {NodeReadVia} from './choose-transport.js'
+import {compareNames} from '../model/name-order.js'
 
 /**
  * The checks a run can fail to make, each with the finding codes it would have produced. `required` on a
@@ -122,11 +123,11 @@ export function notChecked(inputs: CoverageInputs): NotChecked[] {
   const notProxied = !!context.service.notProxied
   const primary = context.service.clusterIP ? familyOf(context.service.clusterIP) : undefined
   const families = [...(primary ? [primary === 6 ? 'IPv6' : 'IPv4'] : []), ...(inputs.otherFamilies ?? [])]
-  for (const [name, via] of [...(readVia ?? new Map<string, NodeReadVia>())].sort(([a], [b]) => a.localeCompare(b))) {
+  for (const [name, via] of [...(readVia ?? new Map<string, NodeReadVia>())].sort(([a], [b]) => compareNames(a, b))) {
     if (via.transport === null)
       out.push(entry(name, 'node-read', `not read: ${via.why}`, via.why !== 'API-only (--via none)'))
   }
-  for (const o of [...context.observations].sort((a, b) => a.name.localeCompare(b.name))) {
+  for (const o of [...context.observations].sort((a, b) => compareNames(a.name, b.name))) {
     if (!o.reachable) {
       out.push(entry(o.name, 'node-read', `not read: ${o.error ?? 'unreadable'}`, true))
       continue
@@ -312,7 +313,7 @@ function recordedGaps(
   clusterIP: string | undefined,
 ): NotChecked[] {
   const out: NotChecked[] = []
-  for (const o of [...observations].filter((x) => x.reachable).sort((a, b) => a.name.localeCompare(b.name))) {
+  for (const o of [...observations].filter((x) => x.reachable).sort((a, b) => compareNames(a.name, b.name))) {
     // Recorded for this Service: probes of its ClusterIP (a bundle's evidence is of the Service it was collected for).
     const n = recorded.nodes.find(
       (x) => x.node === o.name && x.tallies.some((t) => t.target.kind !== 'endpoint' && t.target.host === clusterIP),
@@ -338,7 +339,7 @@ function probeGaps(probes: ProbeRun, observations: NodeObservation[], clusterIP:
       ...(probes.recorded ? recordedGaps(probes.recorded, observations, clusterIP) : []),
     ]
   const out: NotChecked[] = []
-  for (const n of [...probes.nodes].sort((a, b) => a.node.localeCompare(b.node))) {
+  for (const n of [...probes.nodes].sort((a, b) => compareNames(a.node, b.node))) {
     // A node read through kube-proxy's Pod or a debug Pod cannot open TCP to other addresses by nature: listed, not required.
     if (n.error) out.push(entry(n.node, 'live-probes', n.error, !/^not probed: read through /.test(n.error)))
     // One entry per node, however many targets the transport would not open (each refusal names its own target).

@@ -3,6 +3,7 @@ import {expectedService, serviceFamilies} from '../model/expected.js'
 import {familyOf} from '../net/address.js'
 import type {NodeProbes, ProbeRun, ProbeSettings, ServiceProbeTarget} from '../node/probe/tcp-probe.js'
 import {nodeAddress} from './node-address.js'
+import {compareNames} from '../model/name-order.js'
 
 /**
  * How hard each node probes. A Service address gets 8 connections: each lands on an endpoint kube-proxy picks at
@@ -57,7 +58,7 @@ export function planProbes(
           attempts: settings.vipAttempts,
           servicePort,
         })
-      const ready = port.allEndpoints.filter((e) => e.ready).sort((a, b) => a.address.localeCompare(b.address))
+      const ready = port.allEndpoints.filter((e) => e.ready).sort((a, b) => compareNames(a.address, b.address))
       if (ready.length > MAX_ENDPOINTS_PER_PORT)
         notes.push(
           `port ${servicePort}${label}: ${MAX_ENDPOINTS_PER_PORT} of its ${ready.length} ready endpoints were probed directly (the first by address)`,

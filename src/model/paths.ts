@@ -5,6 +5,7 @@ import type {Dataplane, ModeVocabulary} from './dataplane.js'
 import {STEPS, type Step} from './steps.js'
 import {addressInCidr, cidrContains, cidrSize, familyOf, parseCidr, type Cidr} from '../net/address.js'
 import type {Packet, RouteGuess, TraceOutcome, TraceResult, TraceStep, Tracer} from '../trace/types.js'
+import {compareNames} from './name-order.js'
 
 export type Entry =
   'pod→ClusterIP' | 'node→ClusterIP' | 'outside→NodePort' | 'outside→LoadBalancer' | 'outside→externalIP' | 'pod→itself'
@@ -727,9 +728,6 @@ function judgeHalf(h: Pick<EndpointHalf, 'trace' | 'probability' | 'endpoint' | 
   )
 }
 
-/** localeCompare's order, one collator for all the sorts of a scan (localeCompare builds one per call). */
-const byLocale = new Intl.Collator()
-
 /**
  * Makes each path one path across two nodes: for every endpoint on another node it DNATs to, the verdict of that
  * endpoint's half on its node (`remote`), or "not followed" when that node was not read. A path that works on its own
@@ -782,7 +780,7 @@ export function followEndpoints(paths: PathResult[], nodes: PathNode[], endpoint
           trace: h.trace,
         }
       })
-      .sort((a, b) => byLocale.compare(a.node, b.node) || byLocale.compare(a.endpoint, b.endpoint))
+      .sort((a, b) => compareNames(a.node, b.node) || compareNames(a.endpoint, b.endpoint))
     if (path.ok !== true) continue
     const worst = path.remote
       .filter((r) => r.followed && r.ok !== true)

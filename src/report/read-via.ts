@@ -1,12 +1,13 @@
 import type {NodeReadVia} from '../diagnosis/choose-transport.js'
 import {wrapProse} from './width.js'
+import {compareNames} from '../model/name-order.js'
 
 /** What is not checked on a node that was not read: everything but the API-side checks. */
 const NODE_CHECKS = "rules, packet paths, hairpin, kube-proxy's /healthz and /metrics, DNS from the node"
 
 /** The note listing the nodes left API-only and why; undefined when every node was read (or tried). */
 export function apiOnlyNote(readVia: Map<string, NodeReadVia>): string | undefined {
-  const apiOnly = [...readVia].filter(([, v]) => v.transport === null).sort(([a], [b]) => a.localeCompare(b))
+  const apiOnly = [...readVia].filter(([, v]) => v.transport === null).sort(([a], [b]) => compareNames(a, b))
   if (apiOnly.length === 0) return undefined
   const reasons = [...new Set(apiOnly.map(([, v]) => v.why))]
   return `node checks not done (${NODE_CHECKS}) on ${apiOnly.map(([name]) => name).join(', ')}: ${reasons.join(' / ')}; the API-side checks ran`

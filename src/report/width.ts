@@ -17,13 +17,21 @@ export function outputWidth(stream: {isTTY?: boolean; columns?: number}, env: No
 const MIN_WIDTH = 40
 
 /** Columns a string takes on a terminal: ANSI escapes count 0, ✓ ✗ → count 1, wide CJK 2. */
-function displayWidth(s: string): number {
-  // Printable ASCII is one column a character: string-width segments every string by grapheme (Intl.Segmenter),
-  // the largest self time of the bundled example's report in a CPU profile of svc.
-  return PRINTABLE_ASCII.test(s) ? s.length : stringWidth(s)
+export function displayWidth(s: string): number {
+  // Printable ASCII and the report's own signs are one column a character: string-width segments every string by
+  // grapheme (Intl.Segmenter), the largest self time of the bundled example's report in a CPU profile of svc, and its
+  // first use loads ICU's data (the bundle loads string-width on its first call: scripts/bundle.mjs).
+  if (ONE_COLUMN_EACH.test(s)) return s.length
+  const plain = s.replace(COLOUR, '')
+  return ONE_COLUMN_EACH.test(plain) ? plain.length : stringWidth(s)
 }
 
-const PRINTABLE_ASCII = /^[\x20-\x7e]*$/
+/** Printable ASCII and the signs the report prints (× – ’ … → ⇒ box drawing ✓ ✗): string-width counts each 1. */
+export const ONE_COLUMN_EACH = /^[\x20-\x7e\u00d7\u2013\u2019\u2026\u2192\u21d2\u2500-\u257f\u2713\u2717]*$/
+
+/** chalk's colour and style sequences (SGR), which take no column. */
+// eslint-disable-next-line no-control-regex -- the escape character starts every such sequence
+const COLOUR = /\x1b\[[0-9;]*m/g
 
 /** The widest line of a block. */
 function widest(text: string): number {

@@ -91,6 +91,7 @@ test('the packed tarball holds the bundled CLI, its examples and nothing from de
     'package/dist/bundle/client-node.cjs',
     'package/dist/bundle/live-packages.cjs',
     'package/bin/program.js',
+    'package/bin/package.json',
     'package/dist/bundle/scan-worker.js',
     'package/dist/bundle/scan-report.js',
     'package/dist/bundle/THIRD-PARTY-NOTICES.txt',

@@ -4,7 +4,7 @@ import {spawnSync} from 'node:child_process'
 import {Chalk} from 'chalk'
 import stringWidth from 'string-width'
 import {fixLines} from '../../src/report/fix-lines.js'
-import {outputWidth, wrapCommand, wrapProse} from '../../src/report/width.js'
+import {displayWidth, ONE_COLUMN_EACH, outputWidth, wrapCommand, wrapProse} from '../../src/report/width.js'
 import {runCli} from '../helpers/run-cli.js'
 
 const EXAMPLES = ['broken-cluster', 'healthy-cluster', 'ipvs-cluster']
@@ -187,4 +187,41 @@ test('findings that differ only by the node are shown once with the nodes listed
   const text = renderHuman(twice, new Chalk({level: 0}), 80)
   assert.equal(text.split('KPD-SEP-MISSING').length, 2, text)
   assert.match(text, /✗ KPD-SEP-MISSING \[node-b, node-a\] endpoint 10\.244\.2\.11:8080 \(pod web-b2 on\s+each node\)/)
+})
+
+test("the report's signs and colours are measured without string-width as string-width measures them", () => {
+  const signs = ONE_COLUMN_EACH.source.match(/\\u[0-9a-f]{4}(-\\u[0-9a-f]{4})?/g) ?? []
+  assert.ok(signs.length > 5, ONE_COLUMN_EACH.source)
+  for (const range of signs) {
+    const [from, to = from] = range.split('-').map((u) => parseInt(u.slice(2), 16))
+    for (let c = from; c <= to; c++) assert.equal(stringWidth(String.fromCharCode(c)), 1, `U+${c.toString(16)}`)
+  }
+  const chalk = new Chalk({level: 3})
+  let state = 7
+  const next = (n: number) => {
+    state = (state * 1103515245 + 12345) & 0x7fffffff
+    return state % n
+  }
+  const pieces = [
+    'web',
+    ' ',
+    '✓',
+    '✗',
+    '→',
+    '─',
+    '│',
+    '…',
+    '×',
+    '界',
+    '👍',
+    'é',
+    '\t',
+    chalk.red('x'),
+    chalk.bold.green('✓ ok'),
+  ]
+  for (let i = 0; i < 500; i++) {
+    let s = ''
+    for (let n = next(6); n > 0; n--) s += pieces[next(pieces.length)]
+    assert.equal(displayWidth(s), stringWidth(s), JSON.stringify(s))
+  }
 })

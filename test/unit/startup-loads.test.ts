@@ -1,0 +1,56 @@
+import {test, after} from 'node:test'
+import assert from 'node:assert/strict'
+import {spawnSync} from 'node:child_process'
+import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {basename, join, resolve} from 'node:path'
+
+// What a run loads beside the program (dist/bundle/kproxy-doctor.cjs): the API client (client-node.cjs, 6 MB) and the
+// live packages (ssh2, ws, dns-packet: live-packages.cjs) are required on first use. A snapshot run and --version need
+// neither; a single import of the client into a module every run loads (as once read-policy.ts's import of its
+// ApiException class) made every snapshot run read and compile the whole client.
+const tmp = mkdtempSync(join(tmpdir(), 'kpd-startup-loads-'))
+after(() => rmSync(tmp, {recursive: true, force: true}))
+let runs = 0
+
+/** Runs a command line through bin/program.js as bin/run.js does; returns its exit code and the files it required. */
+function filesRequired(args: string[]): {code: number | null; files: string[]; stderr: string} {
+  const list = join(tmp, `required-${runs++}.json`)
+  const script = `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(list)}, JSON.stringify(Object.keys(require.cache))))
+require(${JSON.stringify(resolve('bin/program.js'))}).runProgram(${JSON.stringify(args)})`
+  const r = spawnSync(process.execPath, ['-e', script], {
+    encoding: 'utf8',
+    env: {...process.env, XDG_CACHE_HOME: join(tmp, 'cache'), NO_COLOR: '1'},
+    timeout: 60_000,
+  })
+  const files = (JSON.parse(readFileSync(list, 'utf8')) as string[]).map((f) => basename(f))
+  return {code: r.status, files, stderr: r.stderr}
+}
+
+test('a snapshot svc and --version load neither the API client nor the live packages', () => {
+  for (const args of [['svc', 'web', '-n', 'shop', '--snapshot', 'examples/broken-cluster'], ['--version']]) {
+    for (const round of ['first run', 'with the code cache']) {
+      const r = filesRequired(args)
+      assert.equal(r.code, args[0] === 'svc' ? 1 : 0, r.stderr)
+      assert.deepEqual(
+        r.files.filter((f) => f === 'client-node.cjs' || f === 'live-packages.cjs'),
+        [],
+        `${args.join(' ')}, ${round}`,
+      )
+    }
+  }
+})
+
+test('a live svc loads the API client (the check above sees what is required)', () => {
+  const kubeconfig = join(tmp, 'kubeconfig')
+  // An API server at a closed port on loopback: the client is loaded to ask it, and the run ends on the refusal.
+  writeFileSync(
+    kubeconfig,
+    'apiVersion: v1\nkind: Config\nclusters:\n- name: closed\n  cluster: {server: "https://127.0.0.1:9"}\n' +
+      'contexts:\n- name: closed\n  context: {cluster: closed, user: nobody}\ncurrent-context: closed\n' +
+      'users:\n- name: nobody\n  user: {token: placeholder}\n',
+  )
+  const r = filesRequired(['svc', 'web', '-n', 'shop', '--kubeconfig', kubeconfig])
+  assert.match(r.stderr, /cannot reach the Kubernetes API at https:\/\/127\.0\.0\.1:9/)
+  assert.ok(r.files.includes('client-node.cjs'), r.files.join(' '))
+})

@@ -1,16 +1,8 @@
-import {describeTarget, watchObjects, WatchStore, type WatchTarget} from '../cluster/watch-objects.js'
-import {
-  FULL_REFRESH_EVERY,
-  reprograms,
-  type RoundTrigger,
-  type WatchedChange,
-  type WatchedRole,
-} from '../diagnosis/watch-round.js'
+import {describeTarget, WatchStore} from '../cluster/watch-objects.js'
+import {FULL_REFRESH_EVERY, reprograms, type RoundTrigger, type WatchedChange} from '../diagnosis/watch-round.js'
 import type {KubeConfig} from '../vendor/client-node.js'
 import {stderrLine} from './stderr.js'
-
-/** A watched target and what its objects are to the diagnosis. */
-export type RoleTarget = WatchTarget & {role: WatchedRole}
+import {WatchSet, type RoleTarget} from './watch-set.js'
 
 /** One round of the watch: why it runs and what changed since the round before. */
 export interface WatchRound {
@@ -27,8 +19,8 @@ export interface WatchRound {
 /** What the loop runs and says; svc builds it (what one diagnosis is, and how a change is printed). */
 export interface WatchLoopOptions<T> {
   kc: KubeConfig
-  /** What to watch, from the first diagnosis. */
-  targets: (first: T) => RoleTarget[]
+  /** What to watch, from a diagnosis (the first, then each one: the Service's selector may pick other Pods). */
+  targets: (diagnosis: T) => RoleTarget[]
   /** One diagnosis, from the API and the nodes, reading what `round` calls for. */
   diagnose: (round: WatchRound) => Promise<T>
   /** Prints a diagnosis: in full the first time (`prev` undefined), else what changed since `prev`. */
@@ -55,7 +47,8 @@ const ENDING = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const
  * passed without one, printing what changed, until Ctrl-C (SIGINT), SIGTERM or SIGHUP. A round after a change that
  * makes kube-proxy reprogram (the Service, its EndpointSlices) whose diagnosis shows a new break is not printed: the
  * nodes are read again after `settleMs` (kube-proxy syncs its rules a moment after the API changed, at most once per
- * its min-sync-period) and that diagnosis is printed. A diagnosis under way when the signal comes ends first (it closes
+ * its min-sync-period) and that diagnosis is printed. After each diagnosis the watches follow what it read: a Service
+ * whose selector changed has its old Pods' watch ended and the new Pods watched. A diagnosis under way when the signal comes ends first (it closes
  * its own connections); the watches are aborted; resolves to the last diagnosis. A later diagnosis that fails says so
  * on stderr and the watch goes on; the first one's error is the command's.
  */
@@ -74,8 +67,7 @@ export async function watchLoop<T>(o: WatchLoopOptions<T>): Promise<T> {
     stop.signal.addEventListener('abort', () => wake?.(), {once: true})
     const failing = new Set<string>()
     const store = new WatchStore()
-    const targets = o.targets(last)
-    const watching = watchObjects(o.kc, targets, {
+    const watches = new WatchSet(o.kc, {
       signal: stop.signal,
       timeoutMs: o.timeoutMs,
       store,
@@ -94,7 +86,16 @@ export async function watchLoop<T>(o: WatchLoopOptions<T>): Promise<T> {
         failing.add(what)
       },
     })
-    const watched = {store, targets}
+    watches.watch(o.targets(last))
+    const watched = {store, targets: watches.targets}
+    // What the diagnosis calls for now: a Service whose selector changed picks other Pods, watched from the next round.
+    const retarget = (d: T) => {
+      const {started, stopped} = watches.watch(o.targets(d))
+      if (started.length === 0 && stopped.length === 0) return
+      watched.targets = watches.targets
+      const listed = (ts: RoleTarget[]) => ts.map(describeTarget).join(', ') || 'nothing'
+      o.log?.(`watch: now ${listed(started)}, no longer ${listed(stopped)}`)
+    }
     let lastRun = Date.now()
     let intervals = 0
     // Due: the rest of the gap after a change, else the interval; a change or the signal wakes the wait early.
@@ -143,6 +144,7 @@ export async function watchLoop<T>(o: WatchLoopOptions<T>): Promise<T> {
         }
         o.print(last, next)
         last = next
+        retarget(next)
       } catch (e) {
         stderrLine(`warning: diagnosis failed: ${(e as Error).message}; still watching`)
       } finally {
@@ -150,7 +152,7 @@ export async function watchLoop<T>(o: WatchLoopOptions<T>): Promise<T> {
         lastRun = Date.now()
       }
     }
-    await watching
+    await watches.ended()
     return last
   } finally {
     stop.abort()

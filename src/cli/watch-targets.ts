@@ -1,6 +1,6 @@
 import type {V1Service} from '@kubernetes/client-node'
 import {SERVICE_IMPLEMENTERS} from '../model/implementers/index.js'
-import type {RoleTarget} from './watch-loop.js'
+import type {RoleTarget} from './watch-set.js'
 
 /** How kube-proxy's Pods are found (--kube-proxy-namespace, --kube-proxy-selector). */
 interface KubeProxyPods {
@@ -15,7 +15,7 @@ const selectorOf = (labels: Record<string, string>) =>
 
 /**
  * What `svc --watch` watches for a change that can change the diagnosis: the Service, its EndpointSlices, the Pods its
- * selector picks (the endpoints' Pods, as the Service read when the watch began), kube-proxy's Pods and each other
+ * selector picks (the endpoints' Pods, as the last diagnosis read the Service), kube-proxy's Pods and each other
  * implementer's agent Pods (their namespaces and labels, as the implementer registry reads them). One target each, with
  * what its objects are to the diagnosis (a change of kube-proxy's or an agent's Pod is a restart on that node).
  */

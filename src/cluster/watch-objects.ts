@@ -39,6 +39,11 @@ export class WatchStore {
     this.byTarget.set(targetKey(t), new Map(items.map((o) => [o.metadata?.name ?? '', o])))
   }
 
+  /** Drops a target no longer watched (its objects would otherwise be answered as they were when it stopped). */
+  forget(t: WatchTarget): void {
+    this.byTarget.delete(targetKey(t))
+  }
+
   apply(t: WatchTarget, type: string, object: WatchedObject): void {
     const held = this.byTarget.get(targetKey(t))
     if (!held) return

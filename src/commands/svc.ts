@@ -146,6 +146,11 @@ export default class Svc extends DoctorCommand {
       throw new DiagnosisError('--watch-interval says how often --watch reads the nodes again: add --watch')
     if (flags['kernel-trace'] && !flags.probe)
       throw new DiagnosisError('--kernel-trace traces the live probes: it cannot be combined with --no-probe')
+    // The one flag that changes the nodes: every watch round would make its table on every node again.
+    if (flags['kernel-trace'] && flags.watch)
+      throw new DiagnosisError(
+        "--kernel-trace makes a trace table on each node for one run's probes: it cannot be combined with --watch (each round would change the nodes again); run it once, without --watch",
+      )
     const ignore = ignoreRules(flags)
     const log = verboseLog(flags)
     const failOn = parseFailOn(flags['fail-on'])

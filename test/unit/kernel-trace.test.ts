@@ -20,6 +20,8 @@ import {offlineCluster} from '../helpers/offline-cluster.js'
 import {NODES} from '../fixtures/lab-cluster.js'
 import {kernelFrom, probeLines} from '../helpers/conntrack-lines.js'
 import type {KernelTraceRun} from '../../src/node/probe/kernel-trace.js'
+import {LabApiServer} from '../lab/apiserver.js'
+import {runCli} from '../helpers/run-cli.js'
 
 const TABLE = traceTableName('a1b2c3', 1795000000)
 
@@ -464,4 +466,32 @@ table inet ${TABLE} {
     traced.outcomes.map((o) => o.steps.map((s) => `${s.table} ${s.chain}`)),
     plain.outcomes.map((o) => o.steps.map((s) => `${s.table} ${s.chain}`)),
   )
+})
+
+test('svc --watch --kernel-trace is refused before anything is read: one line, exit 2, no request to the cluster', async () => {
+  const api = new LabApiServer({token: 'kpd-kernel-trace-watch'})
+  await api.start()
+  try {
+    const live = ['svc', 'web', '-n', 'shop', '--kubeconfig', api.writeKubeconfig(), '--via', 'ssh']
+    const refusal =
+      "--kernel-trace makes a trace table on each node for one run's probes: it cannot be combined with --watch (each round would change the nodes again); run it once, without --watch"
+    for (const extra of [
+      ['--watch', '--kernel-trace'],
+      ['--watch', '--kernel-trace', '--dry-run'],
+    ]) {
+      const r = await runCli([...live, ...extra])
+      assert.deepEqual([r.code, r.stderr, r.stdout], [2, `kproxy-doctor: ${refusal}\n`, ''], extra.join(' '))
+    }
+    const json = await runCli([...live, '--kernel-trace', '--watch', '-o', 'json'])
+    assert.deepEqual(
+      [json.code, json.stderr, json.json?.kind, json.json?.error],
+      [2, `kproxy-doctor: ${refusal}\n`, 'Error', refusal],
+    )
+    assert.deepEqual(api.requests, [], 'no API request: no node listed, no transport opened')
+    // The same run without --watch goes to the cluster (the lab API serves no Service web: exit 2 after asking).
+    await runCli([...live, '--kernel-trace', '--dry-run'])
+    assert.ok(api.requests.length > 0, 'without --watch the run reads the cluster')
+  } finally {
+    await api.stop()
+  }
 })

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict'
 import {test} from 'node:test'
-import type {V1Pod} from '@kubernetes/client-node'
+import type {V1Pod, V1Service} from '@kubernetes/client-node'
 import {
   apiRead,
   describeRound,
@@ -21,6 +21,13 @@ import {MemoClusterSource} from '../../src/cluster/memo-source.js'
 import {WatchCacheSource} from '../../src/cluster/watch-cache-source.js'
 import {WatchStore, type WatchTarget} from '../../src/cluster/watch-objects.js'
 import type {ClusterSource} from '../../src/cluster/cluster-source.js'
+import {loadKubeConfig} from '../../src/cluster/live-source.js'
+import {watchLoop} from '../../src/cli/watch-loop.js'
+import {watchRounds} from '../../src/cli/watch-rounds.js'
+import {watchTargets} from '../../src/cli/watch-targets.js'
+import {LabApiServer} from '../lab/apiserver.js'
+import {podObject, serviceObject} from '../fixtures/api-objects.js'
+import {labPods, WEB} from '../fixtures/lab-cluster.js'
 
 const slice: WatchedChange = {role: 'endpointslice', name: 'web-abc12', node: null}
 const service: WatchedChange = {role: 'service', name: 'web', node: null}
@@ -199,4 +206,104 @@ test("the watch's store answers the Service, its EndpointSlices and the Pods it 
     'listNodes',
     'listEndpointSlices shop/other',
   ])
+})
+
+/** One diagnosis as the watch test sees it: the Service as read, and its Pods (name, Ready) as the round read them. */
+interface SeenRound {
+  number: number
+  trigger: string
+  changes: string[]
+  service: V1Service
+  pods: string[]
+}
+
+test("a Service whose selector changes: the next round's Pods are the new selector's, the old Pods' watch is closed, the new Pods' changes start rounds", async () => {
+  const api = new LabApiServer({token: 'kpd-watch-retarget'})
+  await api.start()
+  const pod = (name: string, app: string, ready = true) =>
+    podObject({...labPods()[0], name, labels: {app}, ready, ip: `10.244.1.${name.length}`})
+  const web = (app: string) => serviceObject({...WEB, selector: {app}})
+  api.set('services', [web('web')])
+  api.set('pods', [pod('web-1', 'web'), pod('v2-1', 'web-v2')])
+  const {kc} = loadKubeConfig({kubeconfig: api.writeKubeconfig()})
+  const rounds = watchRounds(kc, {timeoutMs: 5000, probes: false})
+  const seen: SeenRound[] = []
+  let roundSeen: (() => void) | undefined
+  const nextRound = async (what: string) => {
+    const before = seen.length
+    const deadline = Date.now() + 10_000
+    while (seen.length === before) {
+      assert.ok(Date.now() < deadline, `no round came: ${what}`)
+      await new Promise<void>((resolve) => {
+        roundSeen = resolve
+        setTimeout(resolve, 100)
+      })
+    }
+    return seen[seen.length - 1]
+  }
+  const until = async (what: string, ok: () => boolean) => {
+    for (const deadline = Date.now() + 10_000; !ok(); await new Promise((r) => setTimeout(r, 20)))
+      assert.ok(Date.now() < deadline, what)
+  }
+  const targets = (s: V1Service) => watchTargets(s, {namespace: 'kube-system', selector: 'k8s-app=kube-proxy'})
+  const watchesOfPods = () =>
+    api.requestLog
+      .filter(
+        (r) =>
+          r.resource === 'pods' && r.namespace === 'shop' && r.query.some(([k, v]) => k === 'watch' && v === 'true'),
+      )
+      .map((r) => r.query.find(([k]) => k === 'labelSelector')?.[1])
+  const loop = watchLoop<SeenRound>({
+    kc,
+    targets: (d) => targets(d.service),
+    diagnose: async (round) => {
+      const {source} = rounds.start(round)
+      const service = (await source!.getService('shop', 'web'))!
+      const selector = service.spec?.selector ?? {}
+      const pods = (await source!.listPods('shop'))
+        .filter((p) => Object.entries(selector).every(([k, v]) => p.metadata?.labels?.[k] === v))
+        .map((p) => `${p.metadata?.name} ${p.status?.conditions?.find((c) => c.type === 'Ready')?.status}`)
+      rounds.finish({observations: [], recordings: new Map(), readVia: new Map()})
+      const changes = round.changes.map((c) => `${c.role} ${c.name}`)
+      return {number: round.number, trigger: round.trigger, changes, service, pods}
+    },
+    print: (_prev, next) => {
+      seen.push(next)
+      roundSeen?.()
+    },
+    breaks: () => false,
+    settleMs: 50,
+    minGapMs: 50,
+    intervalMs: 600_000,
+    timeoutMs: 5000,
+  })
+  try {
+    const first = await nextRound('the first diagnosis')
+    assert.deepEqual(first.pods, ['web-1 True'])
+    const watching = targets(first.service).length
+    await until('every target watched', () => api.openWatches === watching)
+    api.set('services', [web('web-v2')])
+    const changed = await nextRound('the Service changed')
+    assert.deepEqual([changed.trigger, changed.changes, changed.pods], ['change', ['service web'], ['v2-1 True']])
+    await until('the Pods of app=web-v2 watched', () => watchesOfPods().includes('app=web-v2'))
+    await until('as many watches as before: the old Pods watch closed', () => api.openWatches === watching)
+    // The old selector's Pod changes: no round; the new one's changes: a round that sees it.
+    api.set('pods', [pod('web-1', 'web', false), pod('v2-1', 'web-v2')])
+    await new Promise((r) => setTimeout(r, 300))
+    api.set('pods', [pod('web-1', 'web', false), pod('v2-1', 'web-v2', false)])
+    const podChanged = await nextRound('the new Pod changed')
+    assert.deepEqual(
+      [podChanged.trigger, podChanged.changes, podChanged.pods],
+      ['change', ['pod v2-1'], ['v2-1 False']],
+    )
+    assert.deepEqual(watchesOfPods(), ['app=web', 'app=web-v2'], 'one watch each, none started again')
+    process.emit('SIGINT')
+    await loop
+    await until('no watch left open', () => api.openWatches === 0)
+    assert.equal(seen.length, 3, 'no other round')
+  } finally {
+    process.emit('SIGINT')
+    await loop
+    await api.stop()
+  }
 })

@@ -7,7 +7,7 @@ import {httpGetOnNode} from '../probe/http-on-node.js'
 import {parseHealthz, parseMetrics, type KubeProxyStatus} from '../../parse/kube-proxy-status.js'
 import {tcpOpener, wrapAccess, type NodeAccess, type RunResult} from '../transport/node-access.js'
 import {BACKEND_SAVES, NODE_READS, type ArgsOf, type NodeCommandKey, type RecordedKey} from './node-reads.js'
-import {buildCommandLine, DUMP_STEPS, isBatchable, programOf, toolMissing} from '../node-commands.js'
+import {buildCommandLine, DUMP_STEPS, programOf, toolMissing} from '../node-commands.js'
 import {
   isInterfaceName,
   NFT_KUBE_PROXY_FAMILIES,
@@ -266,7 +266,7 @@ function stillRunning(running: Running): string {
 
 /**
  * The access with at most `limit` commands running at once; the rest wait their turn (streams and files are not held
- * back; nor the small reads of an access that batches them: the ones asked for at once are one command on the node).
+ * back; nor the reads of an access that batches them: the ones asked for at once are one command on the node).
  * `running` holds the commands under way.
  */
 function gated(access: NodeAccess, limit: number, running: Running): NodeAccess {
@@ -281,7 +281,7 @@ function gated(access: NodeAccess, limit: number, running: Running): NodeAccess 
     }
   }
   const run: NodeAccess['run'] = (key, ...args) =>
-    access.batchesReads && isBatchable(key) ? tracked(key, ...args) : slots.run(() => tracked(key, ...args))
+    access.batchesReads ? tracked(key, ...args) : slots.run(() => tracked(key, ...args))
   return wrapAccess(access, {run})
 }
 

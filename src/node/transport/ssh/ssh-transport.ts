@@ -1,13 +1,12 @@
 import {randomBytes} from 'node:crypto'
 import {lateTimeout} from '../../../util/late-timeout.js'
 import type {Duplex} from 'node:stream'
-import {gunzipSync} from 'node:zlib'
+import {constants, gunzipSync} from 'node:zlib'
 import {
   batchCommandLine,
   buildCommandLine,
   commandTimeoutMs,
   compressedCommandLine,
-  isBatchable,
   isCompressible,
   isReadableNodeFile,
   outputCapBytes,
@@ -19,7 +18,7 @@ import {
 } from '../../node-commands.js'
 import {isNodeCommandKey, NODE_READS, type ArgsOf, type NodeCommandKey} from '../../read/node-reads.js'
 import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription, TransportNotes} from '../node-access.js'
-import {OutputCapExceeded, type ExecResult} from './ssh-session.js'
+import {CommandStopped, CommandTimedOut, OutputCapExceeded, type ExecResult} from './ssh-session.js'
 import {classifyOpenError} from '../../probe/tcp-probe.js'
 import {kernelTraceLine, type KernelTraceCommand} from '../../kernel-trace-commands.js'
 
@@ -42,18 +41,22 @@ export interface SshChannel {
   close(): void
 }
 
-/** A read waiting for the next batch: its line, its timeout, and who waits for its output. */
+/** A read waiting for the next batch: its line, its timeout, its output cap, and who waits for its output. */
 interface Queued {
   line: CommandLine
   timeoutMs: number | undefined
+  /** Its read's own cap where it is a dump (else the session's cap on one command). */
+  cap: number | undefined
+  compressible: boolean
   settle: (r: Promise<ExecResult>) => void
 }
 
 /**
- * NodeAccess over one SSH connection: exec for allow-listed commands, direct-tcpip for streams from the node. The small
- * reads asked for at the same moment (before the event loop turns) go to the node as one batch, one exec: each exec is
- * a session and a shell that sshd starts, which on a loaded node costs more than the read itself (issue #28). The dumps
- * and the reads whose row says `ownExec` keep an exec each (large or slow: they should not hold the small reads back).
+ * NodeAccess over one SSH connection: exec for allow-listed commands, direct-tcpip for streams from the node. The reads
+ * asked for at the same moment (before the event loop turns) go to the node as one batch, one exec: each exec is a
+ * session and a shell that sshd starts, which on a loaded node costs more than most reads (issue #28). A round of reads
+ * is then one exec per node; its reads run one after another on the node, each with its own output, stderr and exit
+ * status, a read that fails failing alone.
  */
 export class SshNodeAccess implements NodeAccess {
   private isRoot?: Promise<boolean>
@@ -63,12 +66,30 @@ export class SshNodeAccess implements NodeAccess {
 
   constructor(private readonly session: SshChannel) {}
 
-  /** `sudo -n` is needed unless the login is root; asked once per connection. */
+  /**
+   * `sudo -n` is needed unless the login is root; asked once per connection. Where the session compresses
+   * (`Compression yes`), whether the node has gzip is asked in the same exec.
+   */
   private root(): Promise<boolean> {
-    this.isRoot ??= this.session
-      .exec(buildCommandLine('uid', true))
-      .then((r) => NODE_READS.uid.parse(r.stdout.toString()))
+    this.isRoot ??= this.session.host.compression
+      ? this.batchedAtOnce(['uid', 'hasGzip']).then(([uid, gzip]) => {
+          this.hasGzip = Promise.resolve(gzip.code === 0 && NODE_READS.hasGzip.parse(gzip.stdout.toString()))
+          return NODE_READS.uid.parse(uid.stdout.toString())
+        })
+      : this.session.exec(buildCommandLine('uid', true)).then((r) => NODE_READS.uid.parse(r.stdout.toString()))
     return this.isRoot
+  }
+
+  /** Fixed reads that take no sudo, as one batch, before anything else is known of the node. */
+  private async batchedAtOnce(keys: Array<'uid' | 'hasGzip'>): Promise<ExecResult[]> {
+    const nonce = randomBytes(8).toString('hex')
+    const r = await this.session.exec(
+      batchCommandLine(
+        keys.map((key) => buildCommandLine(key, true)),
+        nonce,
+      ),
+    )
+    return splitBatchOutput(keys.length, nonce, r)
   }
 
   /** Whether the node has gzip; asked once per connection, only when a dump is read. */
@@ -86,32 +107,52 @@ export class SshNodeAccess implements NodeAccess {
   async run<K extends NodeCommandKey>(key: K, ...args: ArgsOf<K>): Promise<RunResult> {
     if (!isNodeCommandKey(key)) throw new Error(`"${String(key)}" is not an allow-listed node command: not run`)
     const line = buildCommandLine(key, await this.root(), ...args)
-    // Compression costs the node CPU (gzip -1: about 0.3 s per 30 MB) to save wire time: worth it on a slow link, a
-    // loss on a LAN, so it follows the user's OpenSSH knob for that, `Compression yes`.
     const timeoutMs = this.session.stepMs === undefined ? undefined : commandTimeoutMs(key, this.session.stepMs)
-    if (isBatchable(key)) return {kind: 'ran', ...(await this.batched(line, timeoutMs))}
     // The dumps get the dump cap, as through a Pod: kube-proxy's iptables-save at 12,000 Services is past the command
     // cap. The cap holds for what comes over the wire and, compressed, for what it decompresses to.
-    const cap = Math.min(outputCapBytes(NODE_READS[key]), this.session.maxOutputBytes ?? Infinity)
-    if (!this.session.host.compression || !isCompressible(key) || !(await this.gzip()))
-      return {kind: 'ran', ...(await this.session.exec(line, timeoutMs, cap))}
-    const r = await this.session.exec(compressedCommandLine(line), timeoutMs, cap)
-    let plain: Buffer
+    const compressible = isCompressible(key)
+    const cap = compressible ? Math.min(outputCapBytes(NODE_READS[key]), this.session.maxOutputBytes ?? Infinity) : undefined
+    return {kind: 'ran', ...(await this.batched({line, timeoutMs, cap, compressible}))}
+  }
+
+  /**
+   * Compression costs the node CPU (gzip -1: about 0.3 s per 30 MB) to save wire time: worth it on a slow link, a
+   * loss on a LAN, so it follows the user's OpenSSH knob for that, `Compression yes`; and only for a dump.
+   */
+  private async compresses(reads: readonly Queued[]): Promise<boolean> {
+    return !!this.session.host.compression && reads.some((q) => q.compressible) && (await this.gzip())
+  }
+
+  /** One read alone in its exec: as itself, a dump through gzip where it compresses. */
+  private async alone(q: Queued): Promise<ExecResult> {
+    if (!(await this.compresses([q]))) return this.session.exec(q.line, q.timeoutMs, q.cap)
+    const r = await this.session.exec(compressedCommandLine(q.line), q.timeoutMs, q.cap)
+    const plain = this.gunzip(r, q.line, q.cap!)
+    return plain.stdout === undefined ? plain.failed : {...splitCompressedOutput(plain.stdout), stderr: r.stderr}
+  }
+
+  /** A compressed stdout, decompressed; a stream cut short gives nothing usable and no exit status. */
+  private gunzip(
+    r: ExecResult,
+    line: CommandLine,
+    cap: number,
+    cutShort = false,
+  ): {stdout: Buffer; failed?: undefined} | {stdout?: undefined; failed: ExecResult} {
     try {
       // A gzip bomb stops at the cap: zlib gives up as soon as the output would pass it.
-      plain = gunzipSync(r.stdout, {maxOutputLength: cap})
-    } catch (e) {
-      if ((e as {code?: string}).code === 'ERR_BUFFER_TOO_LARGE')
-        throw new OutputCapExceeded(programOf(line), cap, true)
-      // A stream cut short (the command or gzip killed): nothing usable came, and there is no exit status.
       return {
-        kind: 'ran',
-        code: null,
-        stdout: Buffer.alloc(0),
-        stderr: `${r.stderr}${r.stderr ? '\n' : ''}compressed output unreadable: ${(e as Error).message}`,
+        stdout: gunzipSync(r.stdout, {maxOutputLength: cap, ...(cutShort ? {finishFlush: constants.Z_SYNC_FLUSH} : {})}),
+      }
+    } catch (e) {
+      if ((e as {code?: string}).code === 'ERR_BUFFER_TOO_LARGE') throw new OutputCapExceeded(programOf(line), cap, true)
+      return {
+        failed: {
+          code: null,
+          stdout: Buffer.alloc(0),
+          stderr: `${r.stderr}${r.stderr ? '\n' : ''}compressed output unreadable: ${(e as Error).message}`,
+        },
       }
     }
-    return {kind: 'ran', ...splitCompressedOutput(plain), stderr: r.stderr}
   }
 
   async runKernelTrace(cmd: KernelTraceCommand, timeoutMs: number, stop?: AbortSignal): Promise<RunResult> {
@@ -121,29 +162,78 @@ export class SshNodeAccess implements NodeAccess {
     }
   }
 
-  /** Runs a line in the next batch: the lines queued before the event loop turns run as one exec. */
-  private batched(line: CommandLine, timeoutMs: number | undefined): Promise<ExecResult> {
+  /** Runs a read in the next batch: the reads queued before the event loop turns run as one exec. */
+  private batched(read: Omit<Queued, 'settle'>): Promise<ExecResult> {
     return new Promise<ExecResult>((resolve) => {
-      this.queued.push({line, timeoutMs, settle: resolve})
+      this.queued.push({...read, settle: resolve})
       if (this.queued.length === 1) setImmediate(() => this.flush())
     })
   }
 
-  /** The queued lines: alone as itself, several as one batch whose output is split back per line. */
+  /** The queued reads: alone as itself, several as one batch whose output is split back per read. */
   private flush(): void {
     const batch = this.queued.splice(0)
-    if (batch.length === 1) return batch[0].settle(this.session.exec(batch[0].line, batch[0].timeoutMs))
+    if (batch.length === 1) return batch[0].settle(this.alone(batch[0]))
+    const outputs = this.runBatch(batch)
+    batch.forEach((q, i) => q.settle(outputs.then((o) => o[i])))
+  }
+
+  /**
+   * Several reads as one exec, each read's output, stderr and exit status split back. The exec's timeout is the longest
+   * of its reads', its cap the largest. Stopped (its timeout, the cap), the reads that had ended keep their output; the
+   * one under way fails as it would alone, and the ones after it fail as not run.
+   */
+  private async runBatch(batch: Queued[]): Promise<Array<Promise<ExecResult>>> {
     const nonce = randomBytes(8).toString('hex')
     const timeouts = batch.map((q) => q.timeoutMs)
-    const ran = this.session.exec(
-      batchCommandLine(
-        batch.map((q) => q.line),
-        nonce,
-      ),
-      timeouts.includes(undefined) ? undefined : Math.max(...(timeouts as number[])),
+    const timeoutMs = timeouts.includes(undefined) ? undefined : Math.max(...(timeouts as number[]))
+    const caps = batch.map((q) => q.cap).filter((c): c is number => c !== undefined)
+    const cap = caps.length > 0 ? Math.max(...caps) : undefined
+    const gzip = await this.compresses(batch)
+    const line = batchCommandLine(
+      batch.map((q) => q.line),
+      nonce,
+      gzip,
     )
-    const outputs = ran.then((r) => splitBatchOutput(batch.length, nonce, r))
-    batch.forEach((q, i) => q.settle(outputs.then((o) => o[i])))
+    let ran: ExecResult
+    let stopped: CommandStopped | undefined
+    try {
+      ran = await this.session.exec(line, timeoutMs, cap)
+    } catch (e) {
+      if (!(e instanceof CommandStopped)) return batch.map(() => Promise.reject(e as Error))
+      stopped = e
+      ran = e.partial
+    }
+    if (gzip) {
+      // What a stopped batch printed ends mid-stream: decompressed as far as it goes.
+      const plain = this.gunzip(ran, line, cap!, stopped !== undefined)
+      if (plain.stdout === undefined) return batch.map(() => Promise.resolve(plain.failed))
+      ran = {...ran, stdout: plain.stdout}
+    }
+    let outputs: ReturnType<typeof splitBatchOutput>
+    try {
+      outputs = splitBatchOutput(batch.length, nonce, ran)
+    } catch (e) {
+      return batch.map(() => Promise.reject(e as Error))
+    }
+    const cut = outputs.findIndex((o) => !o.ended)
+    if (!stopped || cut < 0) return outputs.map(({ended: _, ...output}) => Promise.resolve(output))
+    const underWay = programOf(batch[cut].line)
+    const failure =
+      stopped instanceof CommandTimedOut
+        ? new CommandTimedOut(underWay, stopped.timeoutMs)
+        : new OutputCapExceeded(underWay, (stopped as OutputCapExceeded).cap, gzip)
+    return outputs.map(({ended, ...output}, i) =>
+      i < cut
+        ? Promise.resolve(output)
+        : Promise.reject(
+            i === cut
+              ? failure
+              : new CommandStopped(
+                  `"${programOf(batch[i].line)}" not run: ${failure.message}, before it in the same SSH command`,
+                ),
+          ),
+    )
   }
 
   async openTcp(host: string, port: number, timeoutMs: number): Promise<TcpOpen> {

@@ -315,9 +315,7 @@ async function svcAndFleet(write: (text: string) => void): Promise<void> {
     lab.takeCommandLog(bigNode)
     const first = await doctor(lab, kubeconfig, svcArgs)
     const execs = lab.takeCommandLog(bigNode)
-    const one = [first, await doctor(lab, kubeconfig, svcArgs)].sort(
-      (a, b) => a.ms - b.ms,
-    )[0]
+    const one = [first, await doctor(lab, kubeconfig, svcArgs)].sort((a, b) => a.ms - b.ms)[0]
     const wholeDump = [
       await doctor(lab, kubeconfig, [...svcArgs, '--all-rules']),
       await doctor(lab, kubeconfig, [...svcArgs, '--all-rules']),
@@ -343,7 +341,12 @@ async function svcAndFleet(write: (text: string) => void): Promise<void> {
     // What the svc sent the node: SSH execs (each a session and a shell sshd starts) against the reads in them.
     write(`  ${execs.length} SSH execs for ${execs.flatMap(linesOfBatch).length} reads in one svc\n`)
     if (process.env.KPD_BENCH_LAB_EXECS === '1')
-      for (const exec of execs) write(`    ${linesOfBatch(exec).map((l) => l.slice(0, 70)).join(' | ')}\n`)
+      for (const exec of execs)
+        write(
+          `    ${linesOfBatch(exec)
+            .map((l) => l.slice(0, 70))
+            .join(' | ')}\n`,
+        )
     write(
       `  kproxy-doctor svc --all-rules           ${s(wholeDump.ms).padStart(9)}  ${(wholeDump.ms / plain).toFixed(2)}× the plain read (best of 2; every rule, as collect reads them)\n`,
     )

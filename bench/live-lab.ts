@@ -85,7 +85,12 @@ export async function labBench(write: (text: string) => void): Promise<boolean> 
       write(`  ${node}: ${execs.length} SSH execs for ${execs.flatMap(linesOfBatch).length} reads in one svc\n`)
       // KPD_BENCH_LAB_EXECS=1: each exec's programs, in arrival order (what the rounds are).
       if (process.env.KPD_BENCH_LAB_EXECS === '1')
-        for (const exec of execs) write(`    ${linesOfBatch(exec).map((l) => l.slice(0, 70)).join(' | ')}\n`)
+        for (const exec of execs)
+          write(
+            `    ${linesOfBatch(exec)
+              .map((l) => l.slice(0, 70))
+              .join(' | ')}\n`,
+          )
     }
     return best[2] <= TARGET_MS
   } finally {

@@ -12,7 +12,9 @@ export function answerBatch(command: CommandLine, answer: (line: string) => Exec
   const parts = lines.map(answer)
   return {
     code: 0,
-    stdout: Buffer.concat(parts.map((p) => Buffer.concat([p.stdout, Buffer.from(`\n#kpd-batch-${nonce} ${p.code}\n`)]))),
+    stdout: Buffer.concat(
+      parts.map((p) => Buffer.concat([p.stdout, Buffer.from(`\n#kpd-batch-${nonce} ${p.code}\n`)])),
+    ),
     stderr: parts.map((p) => `${p.stderr}\n#kpd-batch-${nonce}\n`).join(''),
   }
 }

@@ -140,11 +140,9 @@ test('ssh batch: a read that times out fails as it would alone; the reads before
     (program) => new CommandTimedOut(program, 20_000),
   )
   const access = new SshNodeAccess(session)
-  const reads = [
-    access.run('routeTable'),
-    access.run('iptablesSave'),
-    access.run('ipvsadm'),
-  ].map((p) => p.then(outcome, (e: Error) => e.message))
+  const reads = [access.run('routeTable'), access.run('iptablesSave'), access.run('ipvsadm')].map((p) =>
+    p.then(outcome, (e: Error) => e.message),
+  )
   assert.deepEqual(await Promise.all(reads), [
     [0, 'default via 10.0.0.1 dev eth0\n', ''],
     '"iptables-save" did not finish within 20s',

@@ -77,7 +77,10 @@ test("a 12,000-Service node's dump (past the command cap) reads whole over SSH, 
     // The small reads keep the command cap; only the dump is given the dump cap.
     assert.deepEqual(caps, [
       ...(compression
-        ? ['id -u + command -v gzip default', `{ iptables-save; printf '\\n#kpd-exit %d\\n' "$?"; } | gzip -1 ${DUMP_OUTPUT_CAP_BYTES}`]
+        ? [
+            'id -u + command -v gzip default',
+            `{ iptables-save; printf '\\n#kpd-exit %d\\n' "$?"; } | gzip -1 ${DUMP_OUTPUT_CAP_BYTES}`,
+          ]
         : ['id -u default', `iptables-save ${DUMP_OUTPUT_CAP_BYTES}`]),
     ])
   }

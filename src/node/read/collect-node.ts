@@ -417,18 +417,23 @@ async function readPath(access: NodeAccess, targets: PathTargets, privileged: Pr
   const interfaces = new Set<string>()
   const routeTable = access.run('routeTable').then(raw)
   const routeTable6 = ipv6 ? access.run('routeTable6').then(raw) : undefined
-  const routeGets = mapBounded(looked, LOOKUP_CONCURRENCY, async (address) => {
-    const r = raw(await access.run('routeGet', {address}))
-    if (r.code === 0) {
-      try {
-        const dev = NODE_READS.routeGet.parse(r.stdout).dev
-        if (dev && isInterfaceName(dev)) interfaces.add(dev)
-      } catch {
-        // Recorded raw: the parse failure is reported for this lookup.
+  // An access that batches the reads asked for at once runs them all in one command: no need to hold any back.
+  const routeGets = mapBounded(
+    looked,
+    access.batchesReads ? Math.max(1, looked.length) : LOOKUP_CONCURRENCY,
+    async (address) => {
+      const r = raw(await access.run('routeGet', {address}))
+      if (r.code === 0) {
+        try {
+          const dev = NODE_READS.routeGet.parse(r.stdout).dev
+          if (dev && isInterfaceName(dev)) interfaces.add(dev)
+        } catch {
+          // Recorded raw: the parse failure is reported for this lookup.
+        }
       }
-    }
-    return {address, ...r}
-  })
+      return {address, ...r}
+    },
+  )
   const sysctls = routeGets.then(async () =>
     raw(await access.run('pathSysctls', {interfaces: [...interfaces].sort(), ipv6})),
   )

@@ -111,7 +111,9 @@ export class SshNodeAccess implements NodeAccess {
     // The dumps get the dump cap, as through a Pod: kube-proxy's iptables-save at 12,000 Services is past the command
     // cap. The cap holds for what comes over the wire and, compressed, for what it decompresses to.
     const compressible = isCompressible(key)
-    const cap = compressible ? Math.min(outputCapBytes(NODE_READS[key]), this.session.maxOutputBytes ?? Infinity) : undefined
+    const cap = compressible
+      ? Math.min(outputCapBytes(NODE_READS[key]), this.session.maxOutputBytes ?? Infinity)
+      : undefined
     return {kind: 'ran', ...(await this.batched({line, timeoutMs, cap, compressible}))}
   }
 
@@ -141,10 +143,14 @@ export class SshNodeAccess implements NodeAccess {
     try {
       // A gzip bomb stops at the cap: zlib gives up as soon as the output would pass it.
       return {
-        stdout: gunzipSync(r.stdout, {maxOutputLength: cap, ...(cutShort ? {finishFlush: constants.Z_SYNC_FLUSH} : {})}),
+        stdout: gunzipSync(r.stdout, {
+          maxOutputLength: cap,
+          ...(cutShort ? {finishFlush: constants.Z_SYNC_FLUSH} : {}),
+        }),
       }
     } catch (e) {
-      if ((e as {code?: string}).code === 'ERR_BUFFER_TOO_LARGE') throw new OutputCapExceeded(programOf(line), cap, true)
+      if ((e as {code?: string}).code === 'ERR_BUFFER_TOO_LARGE')
+        throw new OutputCapExceeded(programOf(line), cap, true)
       return {
         failed: {
           code: null,

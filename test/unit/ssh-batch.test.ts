@@ -190,3 +190,33 @@ test('ssh batch under Compression yes: a dump and the small reads beside it go a
     rmSync(bin, {recursive: true, force: true})
   }
 })
+
+test("ssh batch: a small read past the command cap fails alone, naming itself and the cap, though a dump's larger cap bounds the whole command", async () => {
+  const caps: Array<number | undefined> = []
+  const session: SshChannel = {
+    host: {hostName: '10.0.0.7', port: 22},
+    maxOutputBytes: 1024,
+    exec(command: CommandLine, _timeoutMs?: number, maxOutputBytes?: number): Promise<ExecResult> {
+      caps.push(maxOutputBytes)
+      if (command === 'id -u') return Promise.resolve({code: 0, stdout: Buffer.from('0\n'), stderr: ''})
+      return Promise.resolve(
+        answerBatch(command, (line) => ({
+          code: 0,
+          stdout: Buffer.from(line === 'ip route show' ? 'x'.repeat(2000) : '*nat\nCOMMIT\n'),
+          stderr: '',
+        })),
+      )
+    },
+    forward: () => Promise.reject(new Error('no forwarding here')),
+    close() {},
+  }
+  const access = new SshNodeAccess(session)
+  const reads = [access.run('iptablesSave'), access.run('routeTable')].map((p) =>
+    p.then(outcome, (e: Error) => e.message),
+  )
+  assert.deepEqual(await Promise.all(reads), [
+    [0, '*nat\nCOMMIT\n', ''],
+    `"ip" printed more than 1024 bytes: stopped there (the cap on one command's output)`,
+  ])
+  assert.deepEqual(caps, [undefined, 1024])
+})

@@ -223,7 +223,7 @@ export class SshNodeAccess implements NodeAccess {
       return batch.map(() => Promise.reject(e as Error))
     }
     const cut = outputs.findIndex((o) => !o.ended)
-    if (!stopped || cut < 0) return outputs.map(({ended: _, ...output}) => Promise.resolve(output))
+    if (!stopped || cut < 0) return outputs.map(({ended: _, ...output}, i) => this.withinCap(output, batch[i]))
     const underWay = programOf(batch[cut].line)
     const failure =
       stopped instanceof CommandTimedOut
@@ -240,6 +240,17 @@ export class SshNodeAccess implements NodeAccess {
                 ),
           ),
     )
+  }
+
+  /**
+   * A read of a batch with its own cap (the command cap for a small read in a batch a dump's cap bounds): past it, it
+   * fails as it would alone.
+   */
+  private withinCap(output: ExecResult, q: Queued): Promise<ExecResult> {
+    const cap = q.cap ?? Math.min(outputCapBytes(undefined), this.session.maxOutputBytes ?? Infinity)
+    return output.stdout.length + output.stderr.length <= cap
+      ? Promise.resolve(output)
+      : Promise.reject(new OutputCapExceeded(programOf(q.line), cap))
   }
 
   async openTcp(host: string, port: number, timeoutMs: number): Promise<TcpOpen> {

@@ -168,6 +168,11 @@ interface BatchedOutput {
   ended: boolean
 }
 
+/** What ends each read's stdout in a batch, before its exit status. */
+export function batchStdoutMark(nonce: string): Buffer {
+  return Buffer.from(`\n${BATCH_MARK}${nonce} `, 'latin1')
+}
+
 /**
  * Undoes batchCommandLine: each read's stdout, stderr and exit status, in the batch's order. A batch cut short (killed
  * at its timeout, the connection lost) gives the reads that did not finish what came of them and no exit status. The
@@ -175,7 +180,7 @@ interface BatchedOutput {
  * reads) makes the split throw rather than hand one read's output to another.
  */
 export function splitBatchOutput(count: number, nonce: string, out: {stdout: Buffer; stderr: string}): BatchedOutput[] {
-  const stdoutMark = Buffer.from(`\n${BATCH_MARK}${nonce} `, 'latin1')
+  const stdoutMark = batchStdoutMark(nonce)
   const stderrMark = `\n${BATCH_MARK}${nonce}\n`
   let marks = 0
   for (let at = out.stdout.indexOf(stdoutMark); at >= 0; at = out.stdout.indexOf(stdoutMark, at + 1)) marks++

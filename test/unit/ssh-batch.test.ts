@@ -119,7 +119,10 @@ function stoppingSession(
       if (command === 'id -u') return Promise.resolve({code: 0, stdout: Buffer.from('0\n'), stderr: ''})
       const full = answerBatch(command, answer)
       const e = stopped(command.split(' ')[1])
-      e.partial = {code: null, stdout: full.stdout.subarray(0, keep(full)), stderr: full.stderr}
+      // As the session gives it: in chunks (small ones here, so that a mark is split between two).
+      const printed = full.stdout.subarray(0, keep(full))
+      for (let at = 0; at < printed.length; at += 7) e.stdoutChunks.push(printed.subarray(at, at + 7))
+      e.stderr = full.stderr
       return Promise.reject(e)
     },
     forward: () => Promise.reject(new Error('no forwarding here')),

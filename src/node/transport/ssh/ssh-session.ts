@@ -26,7 +26,9 @@ class SshError extends Error {}
  * (ssh-transport.ts) gives the reads that had finished their output.
  */
 export class CommandStopped extends SshError {
-  partial: ExecResult = {code: null, stdout: Buffer.alloc(0), stderr: ''}
+  /** What it printed on stdout until then, as it came (not copied into one buffer: it may be as large as the cap). */
+  stdoutChunks: Buffer[] = []
+  stderr = ''
 }
 
 /** A command ran past its timeout: stopped there. */
@@ -230,7 +232,7 @@ export class SshSession {
           stopped = true
           stream.close()
           const e = new CommandTimedOut(programOf(command), timeoutMs)
-          e.partial = output(null)
+          Object.assign(e, {stdoutChunks: out, stderr})
           reject(e)
         }, timeoutMs)
         // A flooding node: past the cap the command is stopped and the read fails, whatever it would still print.
@@ -242,7 +244,7 @@ export class SshSession {
           clearTimeout(timer)
           stream.close()
           const e = new OutputCapExceeded(programOf(command).replace(/;$/, ''), maxOutputBytes)
-          e.partial = output(null)
+          Object.assign(e, {stdoutChunks: out, stderr})
           reject(e)
           return false
         }

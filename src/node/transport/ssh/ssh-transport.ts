@@ -1,7 +1,7 @@
 import {randomBytes} from 'node:crypto'
 import {lateTimeout} from '../../../util/late-timeout.js'
 import type {Duplex} from 'node:stream'
-import {constants, gunzipSync} from 'node:zlib'
+import {constants, createGunzip, gunzipSync} from 'node:zlib'
 import {
   batchCommandLine,
   buildCommandLine,
@@ -13,6 +13,7 @@ import {
   programOf,
   readFileCommand,
   splitBatchOutput,
+  batchStdoutMark,
   splitCompressedOutput,
   type CommandLine,
 } from '../../node-commands.js'
@@ -39,6 +40,55 @@ export interface SshChannel {
   exec(command: CommandLine, timeoutMs?: number, maxOutputBytes?: number, stop?: AbortSignal): Promise<ExecResult>
   forward(ip: string, port: number): Promise<Duplex>
   close(): void
+}
+
+/**
+ * A compressed stream decompressed up to `cap` bytes: a gzip bomb stops there (`pastCap`), a stream cut short gives
+ * what it holds, a damaged one its error beside what came before it.
+ */
+function gunzipUpTo(chunks: Buffer[], cap: number): Promise<{chunks: Buffer[]; pastCap: boolean; error?: Error}> {
+  const gunzip = createGunzip({finishFlush: constants.Z_SYNC_FLUSH})
+  const out: Buffer[] = []
+  let total = 0
+  return new Promise((resolve) => {
+    gunzip.on('data', (chunk: Buffer) => {
+      total += chunk.length
+      if (total <= cap) return void out.push(chunk)
+      gunzip.destroy()
+      resolve({chunks: out, pastCap: true})
+    })
+    gunzip.on('end', () => resolve({chunks: out, pastCap: false}))
+    gunzip.on('error', (error) => resolve({chunks: out, pastCap: false, error}))
+    for (const chunk of chunks) gunzip.write(chunk)
+    gunzip.end()
+  })
+}
+
+/**
+ * A stopped batch's stdout up to the end of its last read that ended (its end mark and exit status): the reads that
+ * ended, found without copying the rest into one buffer.
+ */
+function endedPrefix(chunks: Buffer[], nonce: string): Buffer {
+  const mark = batchStdoutMark(nonce)
+  // A mark split between two chunks is found in the tail of the one before joined to the next (with its exit status).
+  const tail = mark.length + 16
+  let carry = Buffer.alloc(0)
+  let offset = 0
+  let end = 0
+  for (const chunk of chunks) {
+    const window = Buffer.concat([carry, chunk])
+    const base = offset - carry.length
+    for (let at = window.indexOf(mark); at >= 0; at = window.indexOf(mark, at + 1)) {
+      const newline = window.indexOf(0x0a, at + mark.length)
+      if (newline >= 0) end = Math.max(end, base + newline + 1)
+    }
+    offset += chunk.length
+    carry = window.subarray(Math.max(0, window.length - tail))
+  }
+  const kept: Buffer[] = []
+  for (let left = end, i = 0; left > 0 && i < chunks.length; left -= chunks[i].length, i++)
+    kept.push(chunks[i].subarray(0, left))
+  return Buffer.concat(kept)
 }
 
 /** A read waiting for the next batch: its line, its timeout, its output cap, and who waits for its output. */
@@ -201,24 +251,43 @@ export class SshNodeAccess implements NodeAccess {
       nonce,
       gzip,
     )
-    let ran: ExecResult
+    let stdoutChunks: Buffer[]
+    let stderr: string
     let stopped: CommandStopped | undefined
     try {
-      ran = await this.session.exec(line, timeoutMs, cap)
+      const r = await this.session.exec(line, timeoutMs, cap)
+      stdoutChunks = [r.stdout]
+      stderr = r.stderr
     } catch (e) {
       if (!(e instanceof CommandStopped)) return batch.map(() => Promise.reject(e as Error))
       stopped = e
-      ran = e.partial
+      stdoutChunks = e.stdoutChunks
+      stderr = e.stderr
     }
+    let pastCapDecompressed = false
     if (gzip) {
-      // What a stopped batch printed ends mid-stream: decompressed as far as it goes.
-      const plain = this.gunzip(ran, line, cap!, stopped !== undefined)
-      if (plain.stdout === undefined) return batch.map(() => Promise.resolve(plain.failed))
-      ran = {...ran, stdout: plain.stdout}
+      const plain = await gunzipUpTo(stdoutChunks, cap!)
+      if (plain.error && !stopped) {
+        const failed = {
+          code: null,
+          stdout: Buffer.alloc(0),
+          stderr: `${stderr}${stderr ? '\n' : ''}compressed output unreadable: ${plain.error.message}`,
+        }
+        return batch.map(() => Promise.resolve(failed))
+      }
+      stdoutChunks = plain.chunks
+      pastCapDecompressed = plain.pastCap
+      if (pastCapDecompressed) stopped ??= new OutputCapExceeded('', cap!, true)
     }
+    // Stopped: only what the reads that ended printed is copied (the rest may be as large as the cap).
+    const stdout = stopped
+      ? endedPrefix(stdoutChunks, nonce)
+      : stdoutChunks.length === 1
+        ? stdoutChunks[0]
+        : Buffer.concat(stdoutChunks)
     let outputs: ReturnType<typeof splitBatchOutput>
     try {
-      outputs = splitBatchOutput(batch.length, nonce, ran)
+      outputs = splitBatchOutput(batch.length, nonce, {stdout, stderr})
     } catch (e) {
       return batch.map(() => Promise.reject(e as Error))
     }
@@ -228,7 +297,7 @@ export class SshNodeAccess implements NodeAccess {
     const failure =
       stopped instanceof CommandTimedOut
         ? new CommandTimedOut(underWay, stopped.timeoutMs)
-        : new OutputCapExceeded(underWay, (stopped as OutputCapExceeded).cap, gzip)
+        : new OutputCapExceeded(underWay, (stopped as OutputCapExceeded).cap, pastCapDecompressed)
     return outputs.map(({ended, ...output}, i) =>
       i < cut
         ? Promise.resolve(output)

@@ -298,7 +298,7 @@ export class SshNodeAccess implements NodeAccess {
       stopped instanceof CommandTimedOut
         ? new CommandTimedOut(underWay, stopped.timeoutMs)
         : new OutputCapExceeded(underWay, (stopped as OutputCapExceeded).cap, pastCapDecompressed)
-    return outputs.map(({ended, ...output}, i) =>
+    return outputs.map(({ended: _ended, ...output}, i) =>
       i < cut
         ? Promise.resolve(output)
         : Promise.reject(

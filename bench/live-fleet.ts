@@ -7,7 +7,7 @@
  */
 import {spawn, spawnSync, type ChildProcess} from 'node:child_process'
 import {randomBytes} from 'node:crypto'
-import {mkdtempSync, openSync, closeSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdtempSync, openSync, closeSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join, resolve} from 'node:path'
 import {LabApiServer} from '../test/lab/apiserver.js'
@@ -22,6 +22,7 @@ import {
 import {runAsync, sleep, tryRun} from '../test/lab/sh.js'
 import {generateBundle} from './generate.js'
 import {labBench} from './live-lab.js'
+import {linesOfBatch} from '../src/node/node-commands.js'
 import {measureLiveReads} from './live-read.js'
 
 const LIVE_SERVICES = Number(process.env.KPD_BENCH_LIVE_SERVICES ?? 10000)
@@ -29,6 +30,8 @@ const READ_TIMEOUT_MS = Number(process.env.KPD_BENCH_LIVE_TIMEOUT ?? 100) * 1000
 const FLEET_NODES = Number(process.env.KPD_BENCH_FLEET_NODES ?? 30)
 /** Small nodes whose rules lack the diagnosed Service's entry: the report groups them ("on N of M nodes"). */
 const BROKEN_EVERY = 10
+/** Issue #28: a live svc on a 10,000-Service node in at most half the time of a plain `ssh node iptables-save`. */
+const LIVE_SVC_TARGET = 0.5
 const TOOLS = [
   'ip',
   '/usr/sbin/sshd',
@@ -144,7 +147,8 @@ class BenchLab {
     if (load.status !== 0)
       throw new Error(`iptables-restore in ${ns} failed: ${(load.stderr ?? load.error?.message ?? '').slice(0, 300)}`)
     const pub = labHostKey(this.dir, key)
-    this.procs.push(startSshdInNs(ns, writeSshdConfig(this.dir, key, {forwarding: true}), this.logs))
+    const forceCommand = `${this.commandLogger()} ${key}`
+    this.procs.push(startSshdInNs(ns, writeSshdConfig(this.dir, key, {forwarding: true, forceCommand}), this.logs))
     const relay = await startSshRelay(this.dir, key, ns, this.logs)
     this.procs.push(relay.proc)
     this.known.push(`${name} ${pub}`)
@@ -158,6 +162,31 @@ class BenchLab {
       }),
     )
     return {name, ns}
+  }
+
+  /** A ForceCommand that logs each command a node's sshd is asked to run (one line each), then runs it. */
+  private commandLogger(): string {
+    const script = join(this.dir, 'log-command.sh')
+    writeFileSync(
+      script,
+      [
+        '#!/bin/sh',
+        `printf '%s\\n' "$SSH_ORIGINAL_COMMAND" >> ${this.dir}/commands-"$1".log`,
+        'exec "${SHELL:-/bin/sh}" -c "$SSH_ORIGINAL_COMMAND"',
+        '',
+      ].join('\n'),
+      {mode: 0o755},
+    )
+    return script
+  }
+
+  /** The commands a node's sshd was asked to run since the last call, one per exec, in arrival order. */
+  takeCommandLog(node: LabNodeHandle): string[] {
+    const file = join(this.dir, `commands-${this.namespaces.indexOf(node.ns)}.log`)
+    if (!existsSync(file)) return []
+    const lines = readFileSync(file, 'utf8').split('\n').slice(0, -1)
+    rmSync(file)
+    return lines
   }
 
   /** Writes the SSH client's files and waits (bounded) until every node's sshd answers. */
@@ -283,9 +312,10 @@ async function svcAndFleet(write: (text: string) => void): Promise<void> {
       await plainRead(lab.sshConfig, bigNode.name),
     )
     const svcArgs = ['svc', target, '-n', 'bench', '--nodes', bigNode.name, '-o', 'json']
-    const one = [await doctor(lab, kubeconfig, svcArgs), await doctor(lab, kubeconfig, svcArgs)].sort(
-      (a, b) => a.ms - b.ms,
-    )[0]
+    lab.takeCommandLog(bigNode)
+    const first = await doctor(lab, kubeconfig, svcArgs)
+    const execs = lab.takeCommandLog(bigNode)
+    const one = [first, await doctor(lab, kubeconfig, svcArgs)].sort((a, b) => a.ms - b.ms)[0]
     const wholeDump = [
       await doctor(lab, kubeconfig, [...svcArgs, '--all-rules']),
       await doctor(lab, kubeconfig, [...svcArgs, '--all-rules']),
@@ -306,12 +336,22 @@ async function svcAndFleet(write: (text: string) => void): Promise<void> {
     )
     write(`  ssh node iptables-save > /dev/null     ${s(plain).padStart(9)}  (best of 3)\n`)
     write(
-      `  kproxy-doctor svc (live, over SSH)      ${s(one.ms).padStart(9)}  ${ratio.toFixed(2)}× the plain read (best of 2; rules read ${how})  ${ratio <= 1.3 && !unread ? 'TARGET MET' : 'TARGET MISSED'} (≤ 1.3×)${unread}\n`,
+      `  kproxy-doctor svc (live, over SSH)      ${s(one.ms).padStart(9)}  ${ratio.toFixed(2)}× the plain read (best of 2; rules read ${how})  ${ratio <= LIVE_SVC_TARGET && !unread ? 'TARGET MET' : 'TARGET MISSED'} (≤ ${LIVE_SVC_TARGET}×)${unread}\n`,
     )
+    // What the svc sent the node: SSH execs (each a session and a shell sshd starts) against the reads in them.
+    write(`  ${execs.length} SSH execs for ${execs.flatMap(linesOfBatch).length} reads in one svc\n`)
+    if (process.env.KPD_BENCH_LAB_EXECS === '1')
+      for (const exec of execs)
+        write(
+          `    ${linesOfBatch(exec)
+            .map((l) => l.slice(0, 70))
+            .join(' | ')}\n`,
+        )
     write(
       `  kproxy-doctor svc --all-rules           ${s(wholeDump.ms).padStart(9)}  ${(wholeDump.ms / plain).toFixed(2)}× the plain read (best of 2; every rule, as collect reads them)\n`,
     )
 
+    if (FLEET_NODES === 0) return
     // The fleet: every node read with the default concurrency; the total against the slowest single node's read.
     const all = await doctor(lab, kubeconfig, ['scan', '-n', 'bench'])
     write(
@@ -357,7 +397,8 @@ export async function liveBench(write: (text: string) => void): Promise<void> {
       )
   }
   try {
-    await labBench(write)
+    if (process.env.KPD_BENCH_LIVE_LAB === '0') write('\nlive svc on the two-node lab skipped (KPD_BENCH_LIVE_LAB=0)\n')
+    else await labBench(write)
   } catch (e) {
     write(`live svc on the two-node lab not measured: ${(e as Error).message}\n`)
   }
@@ -367,3 +408,6 @@ export async function liveBench(write: (text: string) => void): Promise<void> {
     write(`live svc and fleet not measured: ${(e as Error).message}\n`)
   }
 }
+
+// Alone: `node dist/bench/live-fleet.js` (root); KPD_BENCH_LIVE_READS=0, KPD_BENCH_LIVE_LAB=0, KPD_BENCH_FLEET_NODES=0 skip parts.
+if (import.meta.url === `file://${process.argv[1]}`) await liveBench((t) => void process.stdout.write(t))

@@ -63,14 +63,23 @@ export async function labBench(write: (text: string) => void): Promise<boolean> 
       command: [...workloads[2].command, '--kernel-trace'],
       code: 0,
     })
+    // KPD_BENCH_LAB_BEFORE=DIR: the same svc through another build's bin/run.js, in turns with this one (before/after).
+    const before = process.env.KPD_BENCH_LAB_BEFORE
+    if (before)
+      workloads.push({
+        what: `svc web, ${before}`.slice(0, 30),
+        command: [process.execPath, resolve(before, 'bin/run.js'), ...workloads[2].command.slice(2)],
+        code: 0,
+      })
     const times = workloads.map(() => [] as number[])
     for (let i = 0; i < runs; i++)
       for (const [j, w] of workloads.entries()) times[j].push(await timed(w.command, w.code))
     const best = times.map((t) => Math.min(...t))
+    const median = times.map((t) => [...t].sort((a, b) => a - b)[Math.floor(t.length / 2)])
     write(`live svc on the two-node lab, best of ${runs} runs each (target: svc ≤ ${TARGET_MS / 1000} s)\n`)
     workloads.forEach((w, j) =>
       write(
-        `  ${w.what.padEnd(30)} ${best[j].toFixed(0).padStart(6)} ms${j === 2 && best[j] > TARGET_MS ? '  TARGET MISSED' : ''}\n`,
+        `  ${w.what.padEnd(30)} ${best[j].toFixed(0).padStart(6)} ms (median ${median[j].toFixed(0)} ms)${j === 2 && best[j] > TARGET_MS ? '  TARGET MISSED' : ''}\n`,
       ),
     )
     const traceAdds = best[3] - best[2]
@@ -78,11 +87,23 @@ export async function labBench(write: (text: string) => void): Promise<boolean> 
       `  --kernel-trace adds ${traceAdds.toFixed(0)} ms to svc (target: ≤ ${KERNEL_TRACE_TARGET_MS} ms per node)${traceAdds > KERNEL_TRACE_TARGET_MS ? '  TARGET MISSED' : ''}\n`,
     )
     // What one svc sends each node: SSH execs (each a session and a shell sshd starts) against the reads in them.
-    lab.clearCommandLogs()
-    await timed(workloads[2].command, 0)
-    for (const node of ['node-a', 'node-b']) {
-      const execs = lab.commandLog(node)
-      write(`  ${node}: ${execs.length} SSH execs for ${execs.flatMap(linesOfBatch).length} reads in one svc\n`)
+    for (const w of before ? [workloads[2], workloads[4]] : [workloads[2]]) {
+      lab.clearCommandLogs()
+      await timed(w.command, 0)
+      for (const node of ['node-a', 'node-b']) {
+        const execs = lab.commandLog(node)
+        write(
+          `  ${node}: ${execs.length} SSH execs for ${execs.flatMap(linesOfBatch).length} reads in one ${w === workloads[2] ? 'svc' : 'svc of the other build'}\n`,
+        )
+        // KPD_BENCH_LAB_EXECS=1: each exec's programs, in arrival order (what the rounds are).
+        if (process.env.KPD_BENCH_LAB_EXECS === '1')
+          for (const exec of execs)
+            write(
+              `    ${linesOfBatch(exec)
+                .map((l) => l.slice(0, 70))
+                .join(' | ')}\n`,
+            )
+      }
     }
     return best[2] <= TARGET_MS
   } finally {

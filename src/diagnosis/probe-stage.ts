@@ -3,7 +3,7 @@ import type {NodeObservation} from '../node/observation.js'
 import {mapBounded} from '../util/map-bounded.js'
 import {probeOpener, probeTargets, type NodeProbes, type ProbeRun, type ProbeSettings} from '../node/probe/tcp-probe.js'
 import type {NodeAccess} from '../node/transport/node-access.js'
-import {readKernelEvidence} from '../node/probe/kernel-evidence.js'
+import {readKernelEvidence, type KernelEvidence} from '../node/probe/kernel-evidence.js'
 import {withKernelTrace} from '../node/probe/kernel-trace.js'
 import {withRuleCounters, type CounterChain, type RuleCountersRun} from '../node/probe/rule-counters-read.js'
 import {counterChains} from '../model/rules-scope.js'
@@ -120,10 +120,24 @@ async function probePlan(
       timeoutMs: settings.timeoutMs,
       concurrency: settings.concurrency,
     })
+  type Tallies = Awaited<ReturnType<typeof connect>>
+  // The Service's own addresses only: a direct probe of an endpoint is not translated, there is no choice to confirm.
+  const evidence = (tallies: Tallies) => {
+    const vips = tallies.filter((t) => t.target.kind !== 'endpoint' && t.attempts > 0)
+    return vips.length > 0
+      ? readKernelEvidence(
+          access,
+          vips.map((t) => ({host: t.target.host, port: t.target.port, attempts: t.attempts})),
+          startedAt,
+        )
+      : Promise.resolve(undefined)
+  }
   // The counters of the chains on the Service's path, read right before and right after: which rules the probes moved.
+  // Without a kernel trace, conntrack's entries of the probes are read beside the second read (one round of reads).
   const probesServiceAddresses = plan.targets.some((t) => t.kind !== 'endpoint')
-  const probe = (): Promise<{result: Awaited<ReturnType<typeof connect>>; counters?: RuleCountersRun}> =>
-    probesServiceAddresses ? withRuleCounters(access, chains, connect) : connect().then((result) => ({result}))
+  const beside = kernelTrace ? undefined : evidence
+  const probe = (): Promise<{result: Tallies; counters?: RuleCountersRun; beside?: KernelEvidence}> =>
+    probesServiceAddresses ? withRuleCounters(access, chains, connect, beside) : connect().then((result) => ({result}))
   // The Service's own addresses are traced (the endpoints' direct probes are not translated: nothing to confirm).
   const tuples = [
     ...new Map(
@@ -141,17 +155,9 @@ async function probePlan(
         probe,
       )
     : undefined
-  const {result: tallies, counters} = traced ? traced.result : await probe()
-  // The Service's own addresses only: a direct probe of an endpoint is not translated, there is no choice to confirm.
-  const vips = tallies.filter((t) => t.target.kind !== 'endpoint' && t.attempts > 0)
-  const kernel =
-    vips.length > 0
-      ? await readKernelEvidence(
-          access,
-          vips.map((t) => ({host: t.target.host, port: t.target.port, attempts: t.attempts})),
-          startedAt,
-        )
-      : undefined
+  const probed = traced ? traced.result : await probe()
+  const {result: tallies, counters} = probed
+  const kernel = beside && probesServiceAddresses ? probed.beside : await evidence(tallies)
   return {
     node: name,
     via: access.describe().tcpVia,

@@ -76,12 +76,6 @@ export function isCompressible(key: NodeCommandKey): boolean {
   return readOf(key).compressible
 }
 
-/** Whether a read may share one exec with the other small reads asked for at once (batchCommandLine). */
-export function isBatchable(key: NodeCommandKey): boolean {
-  const read = readOf(key)
-  return !read.compressible && read.ownExec === undefined
-}
-
 /**
  * How much longer than one step a dump may take: measured at 10,000 Services, iptables-nft-save takes about 10 s and
  * nftables mode's `nft list ruleset` about 47 s on a loaded 2-core machine (npm run bench), past the 20 s step.
@@ -140,20 +134,27 @@ function batchSeparator(nonce: string): string {
 /**
  * Several allow-listed lines as one: one exec (one session, one shell on the node) instead of one each. Each line runs
  * as it would alone, `{ LINE; }`, one after another, its stdout and stderr ended by a mark carrying the batch's nonce
- * (and on stdout its exit status), so splitBatchOutput gives back each read's output byte for byte.
+ * (and on stdout its exit status), so splitBatchOutput gives back each read's output byte for byte. `gzip`: the
+ * batch's stdout goes through `gzip -1` (a dump in it, and `Compression yes`); its stderr does not.
  */
-export function batchCommandLine(lines: readonly CommandLine[], nonce: string): CommandLine {
+export function batchCommandLine(lines: readonly CommandLine[], nonce: string, gzip = false): CommandLine {
   if (!BATCH_NONCE.test(nonce)) throw new Error('refusing to build a batch: its nonce must be hex')
   if (lines.length === 0) throw new Error('refusing to build an empty batch')
-  return lines.map((line) => `{ ${line}${batchSeparator(nonce)}`).join('; ') as CommandLine
+  const batch = lines.map((line) => `{ ${line}${batchSeparator(nonce)}`).join('; ')
+  return (gzip ? `{ ${batch}; }${GZIPPED}` : batch) as CommandLine
 }
+
+/** What follows a batch whose stdout is compressed. */
+const GZIPPED = ' | gzip -1'
 
 /** The allow-listed lines a batch line is made of (what the node runs, read by read): for the lab's command log. */
 export function linesOfBatch(line: string): string[] {
   const m = /; }; printf '\\n#kpd-batch-([0-9a-f]+) %d\\n'/.exec(line)
   if (!m || !line.startsWith('{ ')) return [line]
   const sep = batchSeparator(m[1])
-  return line
+  const gzipped = line.startsWith('{ { ') && line.endsWith(`${sep}; }${GZIPPED}`)
+  const batch = gzipped ? line.slice(2, -`; }${GZIPPED}`.length) : line
+  return batch
     .slice(0, -sep.length)
     .split(`${sep}; { `)
     .map((part, i) => (i === 0 ? part.slice(2) : part))
@@ -163,15 +164,28 @@ interface BatchedOutput {
   code: number | null
   stdout: Buffer
   stderr: string
+  /** Whether the read's end mark came: false for a read cut short (the batch stopped) or that never ran. */
+  ended: boolean
+}
+
+/** What ends each read's stdout in a batch, before its exit status. */
+export function batchStdoutMark(nonce: string): Buffer {
+  return Buffer.from(`\n${BATCH_MARK}${nonce} `, 'latin1')
 }
 
 /**
  * Undoes batchCommandLine: each read's stdout, stderr and exit status, in the batch's order. A batch cut short (killed
- * at its timeout, the connection lost) gives the reads that did not finish what came of them and no exit status.
+ * at its timeout, the connection lost) gives the reads that did not finish what came of them and no exit status. The
+ * nonce is new for each batch, so no recorded output carries it; a read that printed it all the same (more marks than
+ * reads) makes the split throw rather than hand one read's output to another.
  */
 export function splitBatchOutput(count: number, nonce: string, out: {stdout: Buffer; stderr: string}): BatchedOutput[] {
-  const stdoutMark = Buffer.from(`\n${BATCH_MARK}${nonce} `, 'latin1')
+  const stdoutMark = batchStdoutMark(nonce)
   const stderrMark = `\n${BATCH_MARK}${nonce}\n`
+  let marks = 0
+  for (let at = out.stdout.indexOf(stdoutMark); at >= 0; at = out.stdout.indexOf(stdoutMark, at + 1)) marks++
+  if (marks > count || out.stderr.split(stderrMark).length - 1 > count)
+    throw new Error(`a read printed the batch's own end mark: its ${count} outputs cannot be told apart`)
   const results: BatchedOutput[] = []
   let at = 0
   let errAt = 0
@@ -181,13 +195,13 @@ export function splitBatchOutput(count: number, nonce: string, out: {stdout: Buf
     const stderr = out.stderr.slice(errAt, errEnd < 0 ? undefined : errEnd)
     errAt = errEnd < 0 ? out.stderr.length + 1 : errEnd + stderrMark.length
     if (end < 0) {
-      results.push({code: null, stdout: out.stdout.subarray(Math.min(at, out.stdout.length)), stderr})
+      results.push({code: null, stdout: out.stdout.subarray(Math.min(at, out.stdout.length)), stderr, ended: false})
       at = out.stdout.length + 1
       continue
     }
     const lineEnd = out.stdout.indexOf(0x0a, end + stdoutMark.length)
     const code = /^\d+$/.exec(out.stdout.toString('latin1', end + stdoutMark.length, lineEnd < 0 ? undefined : lineEnd))
-    results.push({code: code ? Number(code[0]) : null, stdout: out.stdout.subarray(at, end), stderr})
+    results.push({code: code ? Number(code[0]) : null, stdout: out.stdout.subarray(at, end), stderr, ended: true})
     at = lineEnd < 0 ? out.stdout.length + 1 : lineEnd + 1
   }
   return results

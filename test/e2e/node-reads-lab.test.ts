@@ -10,7 +10,8 @@ import type {NetnsLab} from '../lab/netns-lab.js'
 import {tryRun} from '../lab/sh.js'
 import {NODES} from '../fixtures/lab-cluster.js'
 import {readNodeBundle} from '../../src/node/read/bundle.js'
-import {buildCommandLine, compressedCommandLine, linesOfBatch, type CommandLine} from '../../src/node/node-commands.js'
+import {buildCommandLine, isCompressible, linesOfBatch} from '../../src/node/node-commands.js'
+import {NODE_READS, takesArguments, type NodeCommandKey} from '../../src/node/read/node-reads.js'
 import type {IptablesTable} from '../../src/node/read/command-arguments.js'
 import {labAccess, labSvc} from '../helpers/lab-cli.js'
 
@@ -53,9 +54,9 @@ describe('node reads against the netns lab: what is sent to the node, and what c
     const nftJson = tryRun('ip', ['netns', 'exec', ns, 'nft', '-j', 'list', 'ruleset'])
     const ipvs = tryRun('ip', ['netns', 'exec', ns, 'ipvsadm', '-Sn'])
     const line = buildCommandLine
-    // The lab's nodes have gzip; node-a's SSH config says Compression yes: its dumps come compressed.
-    const gzQuery = (l: CommandLine) => (nodeName === 'node-a' ? compressedCommandLine(l) : l)
-    const gz = (key: Parameters<typeof buildCommandLine>[0]) => gzQuery(line(key as 'uid', true))
+    // The lab's nodes have gzip; node-a's SSH config says Compression yes: its dumps come compressed (checked on the
+    // execs: compressedDumps), each alone or in the batch of its round.
+    const gz = (key: Parameters<typeof buildCommandLine>[0]) => line(key as 'uid', true)
     // The chain by chain read asks `iptables -V` (`ip6tables -V`): the backend it names is not read a second time.
     const nftBackend = (tool: string) => /\(nf_tables\)/.test(tryRun('ip', ['netns', 'exec', ns, tool, '-V']).stdout)
     return [
@@ -90,6 +91,13 @@ describe('node reads against the netns lab: what is sent to the node, and what c
     ].sort()
   }
 
+  /** A dump's line as it is built, from its compressed form (compressedCommandLine) where it came alone. */
+  const uncompressed = (l: string) => /^\{ (.*); printf '\\n#kpd-exit %d\\n' "\$\?"; \} \| gzip -1$/.exec(l)?.[1] ?? l
+  const isDump = (l: string) =>
+    (Object.keys(NODE_READS) as NodeCommandKey[]).some(
+      (key) => isCompressible(key) && !takesArguments(NODE_READS[key]) && l === buildCommandLine(key as 'uid', true),
+    ) || /^nft (-j )?list table /.test(l)
+
   test('choke point: the lab sshd logs every command a `svc` run sends, and it is exactly the allow-listed set', async () => {
     lab.clearCommandLogs()
     const r = await labSvc(lab, '-o', 'json')
@@ -97,7 +105,12 @@ describe('node reads against the netns lab: what is sent to the node, and what c
     for (const node of ['node-a', 'node-b']) {
       // Reads asked for at once arrive as one batch (one exec): each is checked as the line it is made of.
       const received = lab.commandLog(node)
-      const log = received.flatMap(linesOfBatch)
+      const log = received.flatMap(linesOfBatch).map(uncompressed)
+      // Compression yes (node-a): every exec with a dump in it sends its stdout through gzip.
+      const dumps = received.filter((exec) => linesOfBatch(exec).map(uncompressed).some(isDump))
+      assert.ok(dumps.length > 0)
+      for (const exec of dumps)
+        assert.equal(exec.endsWith(' | gzip -1'), node === 'node-a', `${node} ${exec.slice(0, 200)}`)
       assert.ok(
         received.length < log.length,
         `reads batched on ${node}: ${received.length} execs for ${log.length} reads`,

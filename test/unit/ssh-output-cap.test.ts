@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import {test} from 'node:test'
 import {gzipSync} from 'node:zlib'
-import type {CommandLine} from '../../src/node/node-commands.js'
+import {linesOfBatch, type CommandLine} from '../../src/node/node-commands.js'
+import {answerBatch} from '../helpers/batch-answer.js'
 import type {ExecResult} from '../../src/node/transport/ssh/ssh-session.js'
 import {SshNodeAccess, type SshChannel} from '../../src/node/transport/ssh/ssh-transport.js'
 import {COMMAND_OUTPUT_CAP_BYTES, DUMP_OUTPUT_CAP_BYTES} from '../../src/util/output-cap.js'
@@ -20,11 +21,16 @@ function session(
     host: {hostName: '10.0.0.7', port: 22, compression: opts.compression ?? true},
     maxOutputBytes: opts.maxOutputBytes,
     exec(command: CommandLine, _timeoutMs?: number, maxOutputBytes?: number): Promise<ExecResult> {
-      opts.caps?.push(`${command.split(' ')[0]} ${maxOutputBytes ?? 'default'}`)
-      if (command === 'id -u') return Promise.resolve({code: 0, stdout: Buffer.from('0\n'), stderr: ''})
-      if (command === 'command -v gzip')
-        return Promise.resolve({code: 0, stdout: Buffer.from('/bin/gzip\n'), stderr: ''})
-      return Promise.resolve({code: 0, stdout: dump, stderr: ''})
+      opts.caps?.push(`${linesOfBatch(command).join(' + ')} ${maxOutputBytes ?? 'default'}`)
+      return Promise.resolve(
+        answerBatch(command, (line) =>
+          line === 'id -u'
+            ? {code: 0, stdout: Buffer.from('0\n'), stderr: ''}
+            : line === 'command -v gzip'
+              ? {code: 0, stdout: Buffer.from('/bin/gzip\n'), stderr: ''}
+              : {code: 0, stdout: dump, stderr: ''},
+        ),
+      )
     },
     forward: () => Promise.reject(new Error('no forwarding here')),
     close() {},
@@ -68,10 +74,14 @@ test("a 12,000-Service node's dump (past the command cap) reads whole over SSH, 
     const access = new SshNodeAccess(session(wire, {compression, caps}))
     const r = await access.run('iptablesSave')
     assert.deepEqual(r.kind === 'ran' && [r.code, r.stdout.length], [0, dump.length], `compression ${compression}`)
-    // The small reads (batched) keep the command cap; only the dump is given the dump cap.
+    // The small reads keep the command cap; only the dump is given the dump cap.
     assert.deepEqual(caps, [
-      'id default',
-      ...(compression ? ['command default', `{ ${DUMP_OUTPUT_CAP_BYTES}`] : [`iptables-save ${DUMP_OUTPUT_CAP_BYTES}`]),
+      ...(compression
+        ? [
+            'id -u + command -v gzip default',
+            `{ iptables-save; printf '\\n#kpd-exit %d\\n' "$?"; } | gzip -1 ${DUMP_OUTPUT_CAP_BYTES}`,
+          ]
+        : ['id -u default', `iptables-save ${DUMP_OUTPUT_CAP_BYTES}`]),
     ])
   }
 })

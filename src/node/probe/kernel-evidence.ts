@@ -133,9 +133,13 @@ export async function readKernelEvidence(
   now: () => number = Date.now,
 ): Promise<KernelEvidence> {
   const targets: TargetKernelEvidence[] = []
-  for (const probe of probed) {
-    const asked = now()
-    const r = await access.run('conntrackProbe', {address: probe.host, port: probe.port})
+  // All at once: one round of reads (one command over SSH), not one per address.
+  const asked = now()
+  const answers = await Promise.all(
+    probed.map((probe) => access.run('conntrackProbe', {address: probe.host, port: probe.port})),
+  )
+  for (const [i, probe] of probed.entries()) {
+    const r = answers[i]
     if (r.kind === 'not-recorded') return {read: false, reason: `conntrack not read: ${r.what}`}
     if (toolMissing(r)) return {read: false, reason: `no conntrack tool on the node (${firstLine(r.stderr)})`}
     if (r.code !== 0) {

@@ -68,19 +68,24 @@ async function readRuleCounters(access: NodeAccess, chains: readonly CounterChai
 
 /**
  * Runs `probes` between two reads of the chains' counters. Nothing here fails the probes: what could not be read is
- * the result's reason.
+ * the result's reason. `beside`: other reads of what the probes left, asked for at the same moment as the second read
+ * (one round of reads: one command over SSH).
  */
-export async function withRuleCounters<T>(
+export async function withRuleCounters<T, U = undefined>(
   access: NodeAccess,
   chains: readonly CounterChain[],
   probes: () => Promise<T>,
-): Promise<{result: T; counters: RuleCountersRun}> {
+  beside?: (result: T) => Promise<U>,
+): Promise<{result: T; counters: RuleCountersRun; beside?: U}> {
   const before = await readRuleCounters(access, chains).catch((e: Error): OneRead => ({
     read: false,
     reason: `rule counters not read: ${e.message}`,
   }))
   const result = await probes()
-  if (!before.read) return {result, counters: before}
+  const besideRead = beside?.(result)
+  besideRead?.catch(() => undefined)
+  const withBeside = async <V extends object>(v: V) => (besideRead ? {...v, beside: await besideRead} : v)
+  if (!before.read) return withBeside({result, counters: before})
   // Only the chains there before: a chain made during the probes has nothing to compare with.
   const after = await readRuleCounters(
     access,
@@ -88,6 +93,6 @@ export async function withRuleCounters<T>(
       before.chains.some((b) => b.family === c.family && b.table === c.table && b.chain === c.chain),
     ),
   ).catch((e: Error): OneRead => ({read: false, reason: `rule counters not read: ${e.message}`}))
-  if (!after.read) return {result, counters: after}
-  return {result, counters: {read: true, before: before.chains, after: after.chains}}
+  if (!after.read) return withBeside({result, counters: after})
+  return withBeside({result, counters: {read: true, before: before.chains, after: after.chains} as RuleCountersRun})
 }

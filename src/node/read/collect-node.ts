@@ -7,7 +7,7 @@ import {httpGetOnNode} from '../probe/http-on-node.js'
 import {parseHealthz, parseMetrics, type KubeProxyStatus} from '../../parse/kube-proxy-status.js'
 import {tcpOpener, wrapAccess, type NodeAccess, type RunResult} from '../transport/node-access.js'
 import {BACKEND_SAVES, NODE_READS, type ArgsOf, type NodeCommandKey, type RecordedKey} from './node-reads.js'
-import {buildCommandLine, DUMP_STEPS, isBatchable, programOf, toolMissing} from '../node-commands.js'
+import {buildCommandLine, DUMP_STEPS, programOf, toolMissing} from '../node-commands.js'
 import {
   isInterfaceName,
   NFT_KUBE_PROXY_FAMILIES,
@@ -266,7 +266,7 @@ function stillRunning(running: Running): string {
 
 /**
  * The access with at most `limit` commands running at once; the rest wait their turn (streams and files are not held
- * back; nor the small reads of an access that batches them: the ones asked for at once are one command on the node).
+ * back; nor the reads of an access that batches them: the ones asked for at once are one command on the node).
  * `running` holds the commands under way.
  */
 function gated(access: NodeAccess, limit: number, running: Running): NodeAccess {
@@ -281,7 +281,7 @@ function gated(access: NodeAccess, limit: number, running: Running): NodeAccess 
     }
   }
   const run: NodeAccess['run'] = (key, ...args) =>
-    access.batchesReads && isBatchable(key) ? tracked(key, ...args) : slots.run(() => tracked(key, ...args))
+    access.batchesReads ? tracked(key, ...args) : slots.run(() => tracked(key, ...args))
   return wrapAccess(access, {run})
 }
 
@@ -417,18 +417,23 @@ async function readPath(access: NodeAccess, targets: PathTargets, privileged: Pr
   const interfaces = new Set<string>()
   const routeTable = access.run('routeTable').then(raw)
   const routeTable6 = ipv6 ? access.run('routeTable6').then(raw) : undefined
-  const routeGets = mapBounded(looked, LOOKUP_CONCURRENCY, async (address) => {
-    const r = raw(await access.run('routeGet', {address}))
-    if (r.code === 0) {
-      try {
-        const dev = NODE_READS.routeGet.parse(r.stdout).dev
-        if (dev && isInterfaceName(dev)) interfaces.add(dev)
-      } catch {
-        // Recorded raw: the parse failure is reported for this lookup.
+  // An access that batches the reads asked for at once runs them all in one command: no need to hold any back.
+  const routeGets = mapBounded(
+    looked,
+    access.batchesReads ? Math.max(1, looked.length) : LOOKUP_CONCURRENCY,
+    async (address) => {
+      const r = raw(await access.run('routeGet', {address}))
+      if (r.code === 0) {
+        try {
+          const dev = NODE_READS.routeGet.parse(r.stdout).dev
+          if (dev && isInterfaceName(dev)) interfaces.add(dev)
+        } catch {
+          // Recorded raw: the parse failure is reported for this lookup.
+        }
       }
-    }
-    return {address, ...r}
-  })
+      return {address, ...r}
+    },
+  )
   const sysctls = routeGets.then(async () =>
     raw(await access.run('pathSysctls', {interfaces: [...interfaces].sort(), ipv6})),
   )

@@ -72,11 +72,6 @@ export interface NodeRead {
   transports: readonly TransportName[]
   /** What is given up where a transport has no shell to make it (the Pod transports). */
   withoutShell?: string
-  /**
-   * Why it runs in an exec of its own where the SSH transport batches the small reads asked for at once (one exec, one
-   * after another on the node): a read slow enough to hold the others back. Absent: batched (the dumps never are).
-   */
-  ownExec?: string
   /** One of a family's two iptables backends' own save: read where the node has both (leftovers hide in the unused one). */
   backend?: {family: 4 | 6; backend: 'legacy' | 'nft'}
 }
@@ -401,7 +396,6 @@ export const NODE_READS = {
     line: (a: {family: 4 | 6; reads: Array<{table: IptablesTable; chain: string}>}) => iptablesChainsCommand(a),
     root: 'only',
     compressible: false,
-    ownExec: 'up to a hundred iptables runs one after another: in a batch the small reads would wait for them',
     recorded: {
       notRecorded:
         "the chains read are recorded as the family's dump (iptables-save.txt, ip6tables-save.txt), in its form",

@@ -21,6 +21,26 @@ export interface SshOptions {
 
 class SshError extends Error {}
 
+/**
+ * A command stopped before it ended (its timeout, the output cap), with what it printed until then: a batch of reads
+ * (ssh-transport.ts) gives the reads that had finished their output.
+ */
+export class CommandStopped extends SshError {
+  /** What it printed on stdout until then, as it came (not copied into one buffer: it may be as large as the cap). */
+  stdoutChunks: Buffer[] = []
+  stderr = ''
+}
+
+/** A command ran past its timeout: stopped there. */
+export class CommandTimedOut extends CommandStopped {
+  constructor(
+    program: string,
+    readonly timeoutMs: number,
+  ) {
+    super(`"${program}" did not finish within ${timeoutMs / 1000}s`)
+  }
+}
+
 export interface ExecResult {
   code: number | null
   stdout: Buffer
@@ -36,8 +56,12 @@ const MAX_SESSIONS = 8
 const SESSION_OPEN_TRIES = 10
 
 /** A command printed more than the cap on one command's output (util/output-cap.ts): the read stops there. */
-export class OutputCapExceeded extends SshError {
-  constructor(program: string, cap: number, decompressed = false) {
+export class OutputCapExceeded extends CommandStopped {
+  constructor(
+    program: string,
+    readonly cap: number,
+    decompressed = false,
+  ) {
     super(
       `"${program}" printed more than ${capText(cap)}${decompressed ? ' once decompressed (Compression yes)' : ''}: stopped there (the cap on one command's output)`,
     )
@@ -207,7 +231,9 @@ export class SshSession {
         timer = setTimeout(() => {
           stopped = true
           stream.close()
-          reject(new SshError(`"${programOf(command)}" did not finish within ${timeoutMs / 1000}s`))
+          const e = new CommandTimedOut(programOf(command), timeoutMs)
+          Object.assign(e, {stdoutChunks: out, stderr})
+          reject(e)
         }, timeoutMs)
         // A flooding node: past the cap the command is stopped and the read fails, whatever it would still print.
         const count = (bytes: number) => {
@@ -217,7 +243,9 @@ export class SshSession {
           stopped = true
           clearTimeout(timer)
           stream.close()
-          reject(new OutputCapExceeded(programOf(command).replace(/;$/, ''), maxOutputBytes))
+          const e = new OutputCapExceeded(programOf(command).replace(/;$/, ''), maxOutputBytes)
+          Object.assign(e, {stdoutChunks: out, stderr})
+          reject(e)
           return false
         }
         stream.on('data', (chunk: Buffer) => {

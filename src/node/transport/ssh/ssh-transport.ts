@@ -1,25 +1,25 @@
 import {randomBytes} from 'node:crypto'
 import {lateTimeout} from '../../../util/late-timeout.js'
 import type {Duplex} from 'node:stream'
-import {gunzipSync} from 'node:zlib'
+import {constants, createGunzip, gunzipSync} from 'node:zlib'
 import {
   batchCommandLine,
   buildCommandLine,
   commandTimeoutMs,
   compressedCommandLine,
-  isBatchable,
   isCompressible,
   isReadableNodeFile,
   outputCapBytes,
   programOf,
   readFileCommand,
   splitBatchOutput,
+  batchStdoutMark,
   splitCompressedOutput,
   type CommandLine,
 } from '../../node-commands.js'
 import {isNodeCommandKey, NODE_READS, type ArgsOf, type NodeCommandKey} from '../../read/node-reads.js'
 import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription, TransportNotes} from '../node-access.js'
-import {OutputCapExceeded, type ExecResult} from './ssh-session.js'
+import {CommandStopped, CommandTimedOut, OutputCapExceeded, type ExecResult} from './ssh-session.js'
 import {classifyOpenError} from '../../probe/tcp-probe.js'
 import {kernelTraceLine, type KernelTraceCommand} from '../../kernel-trace-commands.js'
 
@@ -42,18 +42,71 @@ export interface SshChannel {
   close(): void
 }
 
-/** A read waiting for the next batch: its line, its timeout, and who waits for its output. */
+/**
+ * A compressed stream decompressed up to `cap` bytes: a gzip bomb stops there (`pastCap`), a stream cut short gives
+ * what it holds, a damaged one its error beside what came before it.
+ */
+function gunzipUpTo(chunks: Buffer[], cap: number): Promise<{chunks: Buffer[]; pastCap: boolean; error?: Error}> {
+  const gunzip = createGunzip({finishFlush: constants.Z_SYNC_FLUSH})
+  const out: Buffer[] = []
+  let total = 0
+  return new Promise((resolve) => {
+    gunzip.on('data', (chunk: Buffer) => {
+      total += chunk.length
+      if (total <= cap) return void out.push(chunk)
+      gunzip.destroy()
+      resolve({chunks: out, pastCap: true})
+    })
+    gunzip.on('end', () => resolve({chunks: out, pastCap: false}))
+    gunzip.on('error', (error) => resolve({chunks: out, pastCap: false, error}))
+    for (const chunk of chunks) gunzip.write(chunk)
+    gunzip.end()
+  })
+}
+
+/**
+ * A stopped batch's stdout up to the end of its last read that ended (its end mark and exit status): the reads that
+ * ended, found without copying the rest into one buffer.
+ */
+function endedPrefix(chunks: Buffer[], nonce: string): Buffer {
+  const mark = batchStdoutMark(nonce)
+  // A mark split between two chunks is found in the tail of the one before joined to the next (with its exit status).
+  const tail = mark.length + 16
+  let carry = Buffer.alloc(0)
+  let offset = 0
+  let end = 0
+  for (const chunk of chunks) {
+    const window = Buffer.concat([carry, chunk])
+    const base = offset - carry.length
+    for (let at = window.indexOf(mark); at >= 0; at = window.indexOf(mark, at + 1)) {
+      const newline = window.indexOf(0x0a, at + mark.length)
+      if (newline >= 0) end = Math.max(end, base + newline + 1)
+    }
+    offset += chunk.length
+    carry = window.subarray(Math.max(0, window.length - tail))
+  }
+  const kept: Buffer[] = []
+  for (let left = end, i = 0; left > 0 && i < chunks.length; left -= chunks[i].length, i++)
+    kept.push(chunks[i].subarray(0, left))
+  return Buffer.concat(kept)
+}
+
+/** A read waiting for the next batch: its line, its timeout, its output cap, and who waits for its output. */
 interface Queued {
   line: CommandLine
   timeoutMs: number | undefined
+  /** Its read's own cap where it is a dump (else the session's cap on one command). */
+  cap: number | undefined
+  compressible: boolean
   settle: (r: Promise<ExecResult>) => void
 }
 
 /**
- * NodeAccess over one SSH connection: exec for allow-listed commands, direct-tcpip for streams from the node. The small
- * reads asked for at the same moment (before the event loop turns) go to the node as one batch, one exec: each exec is
- * a session and a shell that sshd starts, which on a loaded node costs more than the read itself (issue #28). The dumps
- * and the reads whose row says `ownExec` keep an exec each (large or slow: they should not hold the small reads back).
+ * NodeAccess over one SSH connection: exec for allow-listed commands, direct-tcpip for streams from the node. The reads
+ * asked for at the same moment (before the event loop turns) go to the node as one batch, one exec: each exec is a
+ * session and a shell that sshd starts, which on a loaded node costs more than most reads (issue #28). A round of reads
+ * is then one exec per node; its reads run one after another on the node, each with its own output, stderr and exit
+ * status, a read that fails failing alone.
  */
 export class SshNodeAccess implements NodeAccess {
   private isRoot?: Promise<boolean>
@@ -63,12 +116,30 @@ export class SshNodeAccess implements NodeAccess {
 
   constructor(private readonly session: SshChannel) {}
 
-  /** `sudo -n` is needed unless the login is root; asked once per connection. */
+  /**
+   * `sudo -n` is needed unless the login is root; asked once per connection. Where the session compresses
+   * (`Compression yes`), whether the node has gzip is asked in the same exec.
+   */
   private root(): Promise<boolean> {
-    this.isRoot ??= this.session
-      .exec(buildCommandLine('uid', true))
-      .then((r) => NODE_READS.uid.parse(r.stdout.toString()))
+    this.isRoot ??= this.session.host.compression
+      ? this.batchedAtOnce(['uid', 'hasGzip']).then(([uid, gzip]) => {
+          this.hasGzip = Promise.resolve(gzip.code === 0 && NODE_READS.hasGzip.parse(gzip.stdout.toString()))
+          return NODE_READS.uid.parse(uid.stdout.toString())
+        })
+      : this.session.exec(buildCommandLine('uid', true)).then((r) => NODE_READS.uid.parse(r.stdout.toString()))
     return this.isRoot
+  }
+
+  /** Fixed reads that take no sudo, as one batch, before anything else is known of the node. */
+  private async batchedAtOnce(keys: Array<'uid' | 'hasGzip'>): Promise<ExecResult[]> {
+    const nonce = randomBytes(8).toString('hex')
+    const r = await this.session.exec(
+      batchCommandLine(
+        keys.map((key) => buildCommandLine(key, true)),
+        nonce,
+      ),
+    )
+    return splitBatchOutput(keys.length, nonce, r)
   }
 
   /** Whether the node has gzip; asked once per connection, only when a dump is read. */
@@ -86,32 +157,58 @@ export class SshNodeAccess implements NodeAccess {
   async run<K extends NodeCommandKey>(key: K, ...args: ArgsOf<K>): Promise<RunResult> {
     if (!isNodeCommandKey(key)) throw new Error(`"${String(key)}" is not an allow-listed node command: not run`)
     const line = buildCommandLine(key, await this.root(), ...args)
-    // Compression costs the node CPU (gzip -1: about 0.3 s per 30 MB) to save wire time: worth it on a slow link, a
-    // loss on a LAN, so it follows the user's OpenSSH knob for that, `Compression yes`.
     const timeoutMs = this.session.stepMs === undefined ? undefined : commandTimeoutMs(key, this.session.stepMs)
-    if (isBatchable(key)) return {kind: 'ran', ...(await this.batched(line, timeoutMs))}
     // The dumps get the dump cap, as through a Pod: kube-proxy's iptables-save at 12,000 Services is past the command
     // cap. The cap holds for what comes over the wire and, compressed, for what it decompresses to.
-    const cap = Math.min(outputCapBytes(NODE_READS[key]), this.session.maxOutputBytes ?? Infinity)
-    if (!this.session.host.compression || !isCompressible(key) || !(await this.gzip()))
-      return {kind: 'ran', ...(await this.session.exec(line, timeoutMs, cap))}
-    const r = await this.session.exec(compressedCommandLine(line), timeoutMs, cap)
-    let plain: Buffer
+    const compressible = isCompressible(key)
+    const cap = compressible
+      ? Math.min(outputCapBytes(NODE_READS[key]), this.session.maxOutputBytes ?? Infinity)
+      : undefined
+    return {kind: 'ran', ...(await this.batched({line, timeoutMs, cap, compressible}))}
+  }
+
+  /**
+   * Compression costs the node CPU (gzip -1: about 0.3 s per 30 MB) to save wire time: worth it on a slow link, a
+   * loss on a LAN, so it follows the user's OpenSSH knob for that, `Compression yes`; and only for a dump.
+   */
+  private async compresses(reads: readonly Queued[]): Promise<boolean> {
+    return !!this.session.host.compression && reads.some((q) => q.compressible) && (await this.gzip())
+  }
+
+  /** One read alone in its exec: as itself, a dump through gzip where it compresses. */
+  private async alone(q: Queued): Promise<ExecResult> {
+    if (!(await this.compresses([q]))) return this.session.exec(q.line, q.timeoutMs, q.cap)
+    const r = await this.session.exec(compressedCommandLine(q.line), q.timeoutMs, q.cap)
+    const plain = this.gunzip(r, q.line, q.cap!)
+    return plain.stdout === undefined ? plain.failed : {...splitCompressedOutput(plain.stdout), stderr: r.stderr}
+  }
+
+  /** A compressed stdout, decompressed; a stream cut short gives nothing usable and no exit status. */
+  private gunzip(
+    r: ExecResult,
+    line: CommandLine,
+    cap: number,
+    cutShort = false,
+  ): {stdout: Buffer; failed?: undefined} | {stdout?: undefined; failed: ExecResult} {
     try {
       // A gzip bomb stops at the cap: zlib gives up as soon as the output would pass it.
-      plain = gunzipSync(r.stdout, {maxOutputLength: cap})
+      return {
+        stdout: gunzipSync(r.stdout, {
+          maxOutputLength: cap,
+          ...(cutShort ? {finishFlush: constants.Z_SYNC_FLUSH} : {}),
+        }),
+      }
     } catch (e) {
       if ((e as {code?: string}).code === 'ERR_BUFFER_TOO_LARGE')
         throw new OutputCapExceeded(programOf(line), cap, true)
-      // A stream cut short (the command or gzip killed): nothing usable came, and there is no exit status.
       return {
-        kind: 'ran',
-        code: null,
-        stdout: Buffer.alloc(0),
-        stderr: `${r.stderr}${r.stderr ? '\n' : ''}compressed output unreadable: ${(e as Error).message}`,
+        failed: {
+          code: null,
+          stdout: Buffer.alloc(0),
+          stderr: `${r.stderr}${r.stderr ? '\n' : ''}compressed output unreadable: ${(e as Error).message}`,
+        },
       }
     }
-    return {kind: 'ran', ...splitCompressedOutput(plain), stderr: r.stderr}
   }
 
   async runKernelTrace(cmd: KernelTraceCommand, timeoutMs: number, stop?: AbortSignal): Promise<RunResult> {
@@ -121,29 +218,108 @@ export class SshNodeAccess implements NodeAccess {
     }
   }
 
-  /** Runs a line in the next batch: the lines queued before the event loop turns run as one exec. */
-  private batched(line: CommandLine, timeoutMs: number | undefined): Promise<ExecResult> {
+  /** Runs a read in the next batch: the reads queued before the event loop turns run as one exec. */
+  private batched(read: Omit<Queued, 'settle'>): Promise<ExecResult> {
     return new Promise<ExecResult>((resolve) => {
-      this.queued.push({line, timeoutMs, settle: resolve})
+      this.queued.push({...read, settle: resolve})
       if (this.queued.length === 1) setImmediate(() => this.flush())
     })
   }
 
-  /** The queued lines: alone as itself, several as one batch whose output is split back per line. */
+  /** The queued reads: alone as itself, several as one batch whose output is split back per read. */
   private flush(): void {
     const batch = this.queued.splice(0)
-    if (batch.length === 1) return batch[0].settle(this.session.exec(batch[0].line, batch[0].timeoutMs))
+    if (batch.length === 1) return batch[0].settle(this.alone(batch[0]))
+    const outputs = this.runBatch(batch)
+    batch.forEach((q, i) => q.settle(outputs.then((o) => o[i])))
+  }
+
+  /**
+   * Several reads as one exec, each read's output, stderr and exit status split back. The exec's timeout is the longest
+   * of its reads', its cap the largest. Stopped (its timeout, the cap), the reads that had ended keep their output; the
+   * one under way fails as it would alone, and the ones after it fail as not run.
+   */
+  private async runBatch(batch: Queued[]): Promise<Array<Promise<ExecResult>>> {
     const nonce = randomBytes(8).toString('hex')
     const timeouts = batch.map((q) => q.timeoutMs)
-    const ran = this.session.exec(
-      batchCommandLine(
-        batch.map((q) => q.line),
-        nonce,
-      ),
-      timeouts.includes(undefined) ? undefined : Math.max(...(timeouts as number[])),
+    const timeoutMs = timeouts.includes(undefined) ? undefined : Math.max(...(timeouts as number[]))
+    const caps = batch.map((q) => q.cap).filter((c): c is number => c !== undefined)
+    const cap = caps.length > 0 ? Math.max(...caps) : undefined
+    const gzip = await this.compresses(batch)
+    const line = batchCommandLine(
+      batch.map((q) => q.line),
+      nonce,
+      gzip,
     )
-    const outputs = ran.then((r) => splitBatchOutput(batch.length, nonce, r))
-    batch.forEach((q, i) => q.settle(outputs.then((o) => o[i])))
+    let stdoutChunks: Buffer[]
+    let stderr: string
+    let stopped: CommandStopped | undefined
+    try {
+      const r = await this.session.exec(line, timeoutMs, cap)
+      stdoutChunks = [r.stdout]
+      stderr = r.stderr
+    } catch (e) {
+      if (!(e instanceof CommandStopped)) return batch.map(() => Promise.reject(e as Error))
+      stopped = e
+      stdoutChunks = e.stdoutChunks
+      stderr = e.stderr
+    }
+    let pastCapDecompressed = false
+    if (gzip) {
+      const plain = await gunzipUpTo(stdoutChunks, cap!)
+      if (plain.error && !stopped) {
+        const failed = {
+          code: null,
+          stdout: Buffer.alloc(0),
+          stderr: `${stderr}${stderr ? '\n' : ''}compressed output unreadable: ${plain.error.message}`,
+        }
+        return batch.map(() => Promise.resolve(failed))
+      }
+      stdoutChunks = plain.chunks
+      pastCapDecompressed = plain.pastCap
+      if (pastCapDecompressed) stopped ??= new OutputCapExceeded('', cap!, true)
+    }
+    // Stopped: only what the reads that ended printed is copied (the rest may be as large as the cap).
+    const stdout = stopped
+      ? endedPrefix(stdoutChunks, nonce)
+      : stdoutChunks.length === 1
+        ? stdoutChunks[0]
+        : Buffer.concat(stdoutChunks)
+    let outputs: ReturnType<typeof splitBatchOutput>
+    try {
+      outputs = splitBatchOutput(batch.length, nonce, {stdout, stderr})
+    } catch (e) {
+      return batch.map(() => Promise.reject(e as Error))
+    }
+    const cut = outputs.findIndex((o) => !o.ended)
+    if (!stopped || cut < 0) return outputs.map(({ended: _, ...output}, i) => this.withinCap(output, batch[i]))
+    const underWay = programOf(batch[cut].line)
+    const failure =
+      stopped instanceof CommandTimedOut
+        ? new CommandTimedOut(underWay, stopped.timeoutMs)
+        : new OutputCapExceeded(underWay, (stopped as OutputCapExceeded).cap, pastCapDecompressed)
+    return outputs.map(({ended: _ended, ...output}, i) =>
+      i < cut
+        ? Promise.resolve(output)
+        : Promise.reject(
+            i === cut
+              ? failure
+              : new CommandStopped(
+                  `"${programOf(batch[i].line)}" not run: ${failure.message}, before it in the same SSH command`,
+                ),
+          ),
+    )
+  }
+
+  /**
+   * A read of a batch with its own cap (the command cap for a small read in a batch a dump's cap bounds): past it, it
+   * fails as it would alone.
+   */
+  private withinCap(output: ExecResult, q: Queued): Promise<ExecResult> {
+    const cap = q.cap ?? Math.min(outputCapBytes(undefined), this.session.maxOutputBytes ?? Infinity)
+    return output.stdout.length + output.stderr.length <= cap
+      ? Promise.resolve(output)
+      : Promise.reject(new OutputCapExceeded(programOf(q.line), cap))
   }
 
   async openTcp(host: string, port: number, timeoutMs: number): Promise<TcpOpen> {

@@ -1,0 +1,20 @@
+import {linesOfBatch, type CommandLine} from '../../src/node/node-commands.js'
+import type {ExecResult} from '../../src/node/transport/ssh/ssh-session.js'
+
+/**
+ * How a node's shell answers a batch line (node-commands.ts batchCommandLine): each read's answer from `answer`, then
+ * the batch's marks with its nonce, as the real separator prints them. A line that is not a batch is answered alone.
+ */
+export function answerBatch(command: CommandLine, answer: (line: string) => ExecResult): ExecResult {
+  const nonce = /#kpd-batch-([0-9a-f]+) /.exec(command)?.[1]
+  const lines = linesOfBatch(command)
+  if (nonce === undefined || lines.length < 2) return answer(command)
+  const parts = lines.map(answer)
+  return {
+    code: 0,
+    stdout: Buffer.concat(
+      parts.map((p) => Buffer.concat([p.stdout, Buffer.from(`\n#kpd-batch-${nonce} ${p.code}\n`)])),
+    ),
+    stderr: parts.map((p) => `${p.stderr}\n#kpd-batch-${nonce}\n`).join(''),
+  }
+}

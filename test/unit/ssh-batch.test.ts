@@ -1,0 +1,225 @@
+import assert from 'node:assert/strict'
+import {spawnSync} from 'node:child_process'
+import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {test} from 'node:test'
+import {buildCommandLine, linesOfBatch, type CommandLine} from '../../src/node/node-commands.js'
+import {CommandTimedOut, OutputCapExceeded, type ExecResult} from '../../src/node/transport/ssh/ssh-session.js'
+import {SshNodeAccess, type SshChannel} from '../../src/node/transport/ssh/ssh-transport.js'
+import type {RunResult} from '../../src/node/transport/node-access.js'
+import {answerBatch} from '../helpers/batch-answer.js'
+
+const asRoot = process.getuid?.() === 0
+
+/** A session that runs each line with this machine's shell (and gzip), `bin` first on PATH; the lines it was given. */
+function shellSession(bin: string, compression: boolean): SshChannel & {lines: string[]} {
+  const lines: string[] = []
+  return {
+    lines,
+    host: {hostName: '10.0.0.7', port: 22, compression},
+    exec(command: CommandLine): Promise<ExecResult> {
+      lines.push(command)
+      const r = spawnSync('sh', ['-c', command], {env: {...process.env, PATH: `${bin}:${process.env.PATH}`}})
+      return Promise.resolve({code: r.status, stdout: r.stdout, stderr: r.stderr.toString()})
+    },
+    forward: () => Promise.reject(new Error('no forwarding here')),
+    close() {},
+  }
+}
+
+function programs(files: Record<string, string>): string {
+  const bin = mkdtempSync(join(tmpdir(), 'kpd-batch-'))
+  for (const [name, script] of Object.entries(files)) writeFileSync(join(bin, name), script, {mode: 0o755})
+  return bin
+}
+
+const outcome = (r: RunResult) => (r.kind === 'ran' ? [r.code, r.stdout.toString(), r.stderr] : r.what)
+
+test("ssh batch: a read's output holding another batch's marks is that read's output; one that prints this batch's own nonce fails the batch, never handing one read's output to another", async () => {
+  // A rule comment a workload chose can hold any text, but not the nonce of a batch made after it: another run's marks.
+  const earlier = '#kpd-batch-0123456789abcdef'
+  const bin = programs({
+    iptables: `#!/bin/sh\nprintf 'forged\\n${earlier} 0\\nafter\\n'\nprintf '\\n${earlier}\\n' >&2\n`,
+    ip: "#!/bin/sh\nprintf 'default via 10.0.0.1 dev eth0\\n'\n",
+  })
+  try {
+    const session = shellSession(bin, false)
+    const access = new SshNodeAccess(session)
+    await access.usesSudo()
+    const [v4, routes] = await Promise.all([access.run('iptablesVersion'), access.run('routeTable')])
+    assert.equal(session.lines.length, 2)
+    assert.deepEqual(outcome(v4), [0, `forged\n${earlier} 0\nafter\n`, `\n${earlier}\n`])
+    assert.deepEqual(outcome(routes), [0, 'default via 10.0.0.1 dev eth0\n', ''])
+  } finally {
+    rmSync(bin, {recursive: true, force: true})
+  }
+  // A program that finds this batch's nonce (on its parent shell's command line) and prints the marks.
+  const forge = [
+    '#!/bin/sh',
+    'n=$(tr "\\0" " " < /proc/$PPID/cmdline | grep -o "#kpd-batch-[0-9a-f]*" | head -n 1)',
+    'printf "forged\\n%s 0\\nafter\\n" "$n"',
+    '',
+  ].join('\n')
+  const hostile = programs({iptables: forge, ip: "#!/bin/sh\nprintf 'default via 10.0.0.1 dev eth0\\n'\n"})
+  try {
+    const access = new SshNodeAccess(shellSession(hostile, false))
+    await access.usesSudo()
+    const both = [access.run('iptablesVersion'), access.run('routeTable')].map((p) =>
+      p.then(outcome, (e: Error) => e.message),
+    )
+    const told = "a read printed the batch's own end mark: its 2 outputs cannot be told apart"
+    assert.deepEqual(await Promise.all(both), [told, told])
+  } finally {
+    rmSync(hostile, {recursive: true, force: true})
+  }
+})
+
+test('ssh batch: a failing read fails alone, with its own exit status and stderr; the reads after it run', async () => {
+  const bin = programs({
+    iptables: '#!/bin/sh\necho "iptables v1.8.9 (nf_tables)"\n',
+    ip6tables: '#!/bin/sh\necho "ip6tables: Permission denied (you must be root)" >&2\nexit 4\n',
+    ip: "#!/bin/sh\nprintf 'default via 10.0.0.1 dev eth0\\n'\n",
+  })
+  try {
+    const session = shellSession(bin, false)
+    const access = new SshNodeAccess(session)
+    await access.usesSudo()
+    const answers = await Promise.all([
+      access.run('iptablesVersion'),
+      access.run('ip6tablesVersion'),
+      access.run('routeTable'),
+    ])
+    assert.deepEqual(answers.map(outcome), [
+      [0, 'iptables v1.8.9 (nf_tables)\n', ''],
+      [4, '', 'ip6tables: Permission denied (you must be root)\n'],
+      [0, 'default via 10.0.0.1 dev eth0\n', ''],
+    ])
+    assert.equal(session.lines.length, 2, 'id -u, then the three reads in one exec')
+  } finally {
+    rmSync(bin, {recursive: true, force: true})
+  }
+})
+
+/**
+ * A root session whose batches are stopped (`stopped`) after `keep` bytes of the batch's stdout: what the real session
+ * does at a command's timeout or cap, with what the command printed until then.
+ */
+function stoppingSession(
+  answer: (line: string) => ExecResult,
+  keep: (full: ExecResult) => number,
+  stopped: (program: string) => CommandTimedOut | OutputCapExceeded,
+): SshChannel & {lines: string[]} {
+  const lines: string[] = []
+  return {
+    lines,
+    host: {hostName: '10.0.0.7', port: 22},
+    exec(command: CommandLine): Promise<ExecResult> {
+      lines.push(command)
+      if (command === 'id -u') return Promise.resolve({code: 0, stdout: Buffer.from('0\n'), stderr: ''})
+      const full = answerBatch(command, answer)
+      const e = stopped(command.split(' ')[1])
+      // As the session gives it: in chunks (small ones here, so that a mark is split between two).
+      const printed = full.stdout.subarray(0, keep(full))
+      for (let at = 0; at < printed.length; at += 7) e.stdoutChunks.push(printed.subarray(at, at + 7))
+      e.stderr = full.stderr
+      return Promise.reject(e)
+    },
+    forward: () => Promise.reject(new Error('no forwarding here')),
+    close() {},
+  }
+}
+
+const answers = (line: string): ExecResult =>
+  line === buildCommandLine('routeTable', true)
+    ? {code: 0, stdout: Buffer.from('default via 10.0.0.1 dev eth0\n'), stderr: ''}
+    : {code: 0, stdout: Buffer.from('-P INPUT ACCEPT\n'.repeat(100)), stderr: ''}
+
+test('ssh batch: a read that times out fails as it would alone; the reads before it keep their output, the ones after it fail as not run', async () => {
+  // Cut in the middle of the second read's output: the first ended, the second was under way, the third never ran.
+  const session = stoppingSession(
+    answers,
+    (full) => full.stdout.indexOf('-P INPUT') + 200,
+    (program) => new CommandTimedOut(program, 20_000),
+  )
+  const access = new SshNodeAccess(session)
+  const reads = [access.run('routeTable'), access.run('iptablesSave'), access.run('ipvsadm')].map((p) =>
+    p.then(outcome, (e: Error) => e.message),
+  )
+  assert.deepEqual(await Promise.all(reads), [
+    [0, 'default via 10.0.0.1 dev eth0\n', ''],
+    '"iptables-save" did not finish within 20s',
+    '"ipvsadm" not run: "iptables-save" did not finish within 20s, before it in the same SSH command',
+  ])
+  assert.deepEqual(session.lines.slice(1).map(linesOfBatch), [['ip route show', 'iptables-save', 'ipvsadm -Sn']])
+})
+
+test('ssh batch: past the output cap, the read under way fails naming itself and the cap; the reads before it keep their output', async () => {
+  const session = stoppingSession(
+    answers,
+    (full) => full.stdout.indexOf('-P INPUT') + 1,
+    (program) => new OutputCapExceeded(program, 1024),
+  )
+  const access = new SshNodeAccess(session)
+  const reads = [access.run('routeTable'), access.run('iptablesSave')].map((p) =>
+    p.then(outcome, (e: Error) => e.message),
+  )
+  assert.deepEqual(await Promise.all(reads), [
+    [0, 'default via 10.0.0.1 dev eth0\n', ''],
+    `"iptables-save" printed more than 1024 bytes: stopped there (the cap on one command's output)`,
+  ])
+})
+
+test('ssh batch under Compression yes: a dump and the small reads beside it go as one exec, its stdout through gzip; each output comes back byte for byte', async () => {
+  const dump = `*nat\n${'-A KUBE-SERVICES -d 10.96.0.1/32 -p tcp -m tcp --dport 443 -j KUBE-SVC-NPX46M4PTMTKRN6Y\n'.repeat(20_000)}`
+  const bin = programs({
+    'iptables-save': `#!/bin/sh\nprintf '%s' '${dump}'\n`,
+    ip: "#!/bin/sh\nprintf 'default via 10.0.0.1 dev eth0\\n'\nprintf 'warn' >&2\n",
+  })
+  try {
+    const session = shellSession(bin, true)
+    const access = new SshNodeAccess(session)
+    const [save, routes] = await Promise.all([access.run('iptablesSave'), access.run('routeTable')])
+    assert.deepEqual(outcome(save), [0, dump, ''])
+    assert.deepEqual(outcome(routes), [0, 'default via 10.0.0.1 dev eth0\n', 'warn'])
+    // id -u with command -v gzip; then the two reads, compressed together.
+    assert.equal(session.lines.length, 2)
+    assert.match(session.lines[1], / \| gzip -1$/)
+    assert.deepEqual(linesOfBatch(session.lines[1]), [
+      buildCommandLine('iptablesSave', asRoot),
+      buildCommandLine('routeTable', asRoot),
+    ])
+  } finally {
+    rmSync(bin, {recursive: true, force: true})
+  }
+})
+
+test("ssh batch: a small read past the command cap fails alone, naming itself and the cap, though a dump's larger cap bounds the whole command", async () => {
+  const caps: Array<number | undefined> = []
+  const session: SshChannel = {
+    host: {hostName: '10.0.0.7', port: 22},
+    maxOutputBytes: 1024,
+    exec(command: CommandLine, _timeoutMs?: number, maxOutputBytes?: number): Promise<ExecResult> {
+      caps.push(maxOutputBytes)
+      if (command === 'id -u') return Promise.resolve({code: 0, stdout: Buffer.from('0\n'), stderr: ''})
+      return Promise.resolve(
+        answerBatch(command, (line) => ({
+          code: 0,
+          stdout: Buffer.from(line === 'ip route show' ? 'x'.repeat(2000) : '*nat\nCOMMIT\n'),
+          stderr: '',
+        })),
+      )
+    },
+    forward: () => Promise.reject(new Error('no forwarding here')),
+    close() {},
+  }
+  const access = new SshNodeAccess(session)
+  const reads = [access.run('iptablesSave'), access.run('routeTable')].map((p) =>
+    p.then(outcome, (e: Error) => e.message),
+  )
+  assert.deepEqual(await Promise.all(reads), [
+    [0, '*nat\nCOMMIT\n', ''],
+    `"ip" printed more than 1024 bytes: stopped there (the cap on one command's output)`,
+  ])
+  assert.deepEqual(caps, [undefined, 1024])
+})

@@ -346,7 +346,9 @@ export function indexNftRuleset(source: DumpSource, options: NftIndexOptions = {
       if (nextOpen < ls) nextOpen = nextOf(buf, 0x7b, ls)
       if (nextClose < ls) nextClose = nextOf(buf, 0x7d, ls)
       if (nextQuote < ls) nextQuote = nextOf(buf, 0x22, ls)
-      let delta = nextOpen < nl || nextClose < nl || nextQuote < nl ? braceDeltaBytes(buf, ls, nl) : 0
+      // Whether the line may hold a brace or quote (its balance is read only where it counts: not for a block's own
+      // header or its closing line, half of a kube-proxy ruleset's lines).
+      const mayBrace = nextOpen < nl || nextClose < nl || nextQuote < nl
       let s = ls
       let e = nl
       while (s < e && isSpaceByte(buf[s])) s++
@@ -355,10 +357,9 @@ export function indexNftRuleset(source: DumpSource, options: NftIndexOptions = {
       if (s < e && (buf[s] >= 0x80 || buf[e - 1] >= 0x80)) {
         // White space beyond ASCII may end the line (a no-break space, a byte order mark): as trim() knows it.
         line = buf.toString('utf8', s, e).trim()
-        delta = braceDelta(line)
       }
       if (contDepth > 0) {
-        contDepth += delta
+        contDepth += line !== undefined ? braceDelta(line) : mayBrace ? braceDeltaBytes(buf, ls, nl) : 0
         if (contDepth <= 0) {
           contDepth = 0
           if ((where !== Where.Chain || contIsType) && where !== Where.Set)
@@ -373,7 +374,8 @@ export function indexNftRuleset(source: DumpSource, options: NftIndexOptions = {
         continue
       }
       const opens = line !== undefined ? opensBlock(line) : opensBlockBytes(buf, s, e)
-      if (!opens && delta > 0) {
+      const delta = opens ? 0 : line !== undefined ? braceDelta(line) : mayBrace ? braceDeltaBytes(buf, ls, nl) : 0
+      if (delta > 0) {
         contDepth = delta
         contLine = lineNo
         contStart = base + ls

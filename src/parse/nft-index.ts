@@ -75,6 +75,8 @@ class IndexedChains implements NftChains {
   private headerLine: Uint32Array
   private readonly baseIds = new Map<number, NftBase>()
   private readonly parsed = new Map<number, NftChain>()
+  /** How many ids have been declared. */
+  private declared = 0
 
   constructor(
     private readonly table: string,
@@ -96,8 +98,11 @@ class IndexedChains implements NftChains {
     this.bodyStart[id] = bodyStart
     this.bodyEnd[id] = bodyStart
     this.bodyLine[id] = bodyLine
-    this.baseIds.delete(id)
-    this.parsed.delete(id)
+    // A chain defined again (ids are handed out in order: a new one is the next).
+    if (id < this.declared) {
+      this.baseIds.delete(id)
+      this.parsed.delete(id)
+    } else this.declared = id + 1
   }
 
   /** The id of the name at buf[start, end), buf starting at `base` in the text; `h`: the name's nameHash. */
@@ -373,6 +378,14 @@ export function indexNftRuleset(source: DumpSource, options: NftIndexOptions = {
         onClose(base + ls)
         continue
       }
+      if (where === Where.Table && line === undefined) {
+        // Most lines of a table are chain headers, read from the bytes.
+        const id = chainHeader(buf, s, e, base)
+        if (id >= 0) {
+          openChain(id, lineNo, base + nl)
+          continue
+        }
+      }
       const opens = line !== undefined ? opensBlock(line) : opensBlockBytes(buf, s, e)
       const delta = opens ? 0 : line !== undefined ? braceDelta(line) : mayBrace ? braceDeltaBytes(buf, ls, nl) : 0
       if (delta > 0) {
@@ -388,13 +401,6 @@ export function indexNftRuleset(source: DumpSource, options: NftIndexOptions = {
         continue
       }
       if (where === Where.Set) continue
-      if (where === Where.Table && line === undefined) {
-        const id = chainHeader(buf, s, e, base)
-        if (id >= 0) {
-          openChain(id, lineNo, base + nl)
-          continue
-        }
-      }
       onStatement(line ?? buf.toString('utf8', s, e), base + ls, base + nl, lineNo, buf, base)
     }
   }

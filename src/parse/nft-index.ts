@@ -75,6 +75,7 @@ class IndexedChains implements NftChains {
   private headerLine: Uint32Array
   private readonly baseIds = new Map<number, NftBase>()
   private readonly parsed = new Map<number, NftChain>()
+  private readonly found = new Map<string, number>()
   /** How many ids have been declared. */
   private declared = 0
 
@@ -126,6 +127,16 @@ class IndexedChains implements NftChains {
     return this.index.size
   }
 
+  /** The id of a chain asked for by name (-1: none); a walk asks for the same few names again and again. */
+  private idOf(name: string): number {
+    let id = this.found.get(name)
+    if (id === undefined) {
+      id = this.index.find(name)
+      this.found.set(name, id)
+    }
+    return id
+  }
+
   private nameOf(id: number): string {
     return this.index.name(id)
   }
@@ -142,12 +153,12 @@ class IndexedChains implements NftChains {
   }
 
   get(name: string): NftChain | undefined {
-    const id = this.index.find(name)
+    const id = this.idOf(name)
     return id < 0 ? undefined : this.chain(id)
   }
 
   has(name: string): boolean {
-    return this.index.find(name) >= 0
+    return this.idOf(name) >= 0
   }
 
   bases(): NftChain[] {

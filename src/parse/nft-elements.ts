@@ -46,49 +46,61 @@ function words(text: string): string[] {
   return out
 }
 
-const SKIP_ONE = new Set(['timeout', 'expires'])
+/** A quoted word without its quotes; any other word as it is. */
+function unquoted(word: string): string {
+  return word.length >= 2 && word.charCodeAt(0) === QUOTE && word.charCodeAt(word.length - 1) === QUOTE
+    ? word.slice(1, -1)
+    : word
+}
 
+// One pass, no array or closure per element beyond its words (a map of 50,000 elements is read whole).
 function parseOne(text: string): NftElement {
   const ws = words(text)
   const key: string[] = []
-  let pendingKey: string[] = []
+  /** The key part being read: its words joined by a space (undefined: none yet). */
+  let pending: string | undefined
   let comment: string | undefined
   let value: string | undefined
   let i = 0
-  const flushKey = () => {
-    if (pendingKey.length > 0) key.push(pendingKey.join(' '))
-    pendingKey = []
-  }
   while (i < ws.length) {
     const w = ws[i]
     if (w === 'comment') {
       const c = ws[i + 1]
       if (c === undefined) throw new ParseError(0, `element comment without text in "${text.slice(0, 80)}"`)
-      comment = c.replace(/^"(.*)"$/s, '$1')
+      comment = unquoted(c)
       i += 2
-    } else if (SKIP_ONE.has(w)) i += 2
+    } else if (w === 'timeout' || w === 'expires') i += 2
     else if (w === 'counter') {
       i++
       while (ws[i] === 'packets' || ws[i] === 'bytes') i += 2
     } else if (w === '.') {
-      flushKey()
+      if (pending !== undefined) key.push(pending)
+      pending = undefined
       i++
     } else if (w === ':') {
-      flushKey()
-      value = ws.slice(i + 1).join(' ')
+      if (pending !== undefined) key.push(pending)
+      pending = undefined
+      value = ''
+      for (let j = i + 1; j < ws.length; j++) value = j === i + 1 ? ws[j] : `${value} ${ws[j]}`
       if (value === '') throw new ParseError(0, `map element without a value in "${text.slice(0, 80)}"`)
       break
     } else {
-      pendingKey.push(w)
+      pending = pending === undefined ? w : `${pending} ${w}`
       i++
     }
   }
-  flushKey()
+  if (pending !== undefined) key.push(pending)
   if (key.length === 0) throw new ParseError(0, `element without a key in "${text.slice(0, 80)}"`)
   const el: NftElement = {key}
   if (value !== undefined) el.value = value
   if (comment !== undefined) el.comment = comment
   return el
+}
+
+/** Whether text[start, end) holds something beside white space. */
+function hasWord(text: string, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) if (!isSpace(text.charCodeAt(i))) return true
+  return false
 }
 
 /** Parses the inside of `{ … }`: elements separated by commas outside quotes and nested braces. */
@@ -106,12 +118,10 @@ export function parseElements(body: string): NftElement[] {
     } else if (ch === 0x7b /* { */) depth++
     else if (ch === 0x7d /* } */) depth--
     else if (ch === 0x2c /* , */ && depth === 0) {
-      const piece = body.slice(start, i)
-      if (piece.trim() !== '') out.push(parseOne(piece))
+      if (hasWord(body, start, i)) out.push(parseOne(body.slice(start, i)))
       start = i + 1
     }
   }
-  const last = body.slice(start)
-  if (last.trim() !== '') out.push(parseOne(last))
+  if (hasWord(body, start, n)) out.push(parseOne(body.slice(start)))
   return out
 }

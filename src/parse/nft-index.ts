@@ -1,5 +1,6 @@
-import {ChainIndex, NOT_FOUND} from './chain-index.js'
 import type {DumpSource} from './dump-source.js'
+import {FNV_OFFSET, FNV_PRIME} from './chain-index.js'
+import {nameHash, NftChainNames} from './nft-chain-names.js'
 import {ParseError} from './parse-error.js'
 import {baseOf, braceDelta, opensBlock, readChainBody, readSetBody, unquote} from './nft-statements.js'
 import type {NftBase, NftChain, NftChains, NftSet, NftTable} from './nft-types.js'
@@ -65,24 +66,25 @@ function startsWith(buf: Uint8Array, at: number, end: number, word: number[]): b
   return true
 }
 
-/** A table's chains: names in a ChainIndex, each body's byte range and line; a chain is read when asked for. */
+/** A table's chains: names where they sit in the text (NftChainNames), each body's byte range and line; a chain is read when asked for. */
 class IndexedChains implements NftChains {
-  private readonly index: ChainIndex
+  private readonly index: NftChainNames
   private bodyStart: Uint32Array
   private bodyEnd: Uint32Array
   private bodyLine: Uint32Array
   private headerLine: Uint32Array
   private readonly baseIds = new Map<number, NftBase>()
   private readonly parsed = new Map<number, NftChain>()
-  /** Whether some name is not ASCII (the index holds names as UTF-8 bytes). */
-  private wideNames = false
+  private readonly found = new Map<string, number>()
+  /** How many ids have been declared. */
+  private declared = 0
 
   constructor(
     private readonly table: string,
     private readonly source: DumpSource,
     expected: number,
   ) {
-    this.index = new ChainIndex(expected)
+    this.index = new NftChainNames(source, expected)
     const n = Math.max(256, Math.min(1 << 22, expected))
     this.bodyStart = new Uint32Array(n)
     this.bodyEnd = new Uint32Array(n)
@@ -97,18 +99,20 @@ class IndexedChains implements NftChains {
     this.bodyStart[id] = bodyStart
     this.bodyEnd[id] = bodyStart
     this.bodyLine[id] = bodyLine
-    this.baseIds.delete(id)
-    this.parsed.delete(id)
+    // A chain defined again (ids are handed out in order: a new one is the next).
+    if (id < this.declared) {
+      this.baseIds.delete(id)
+      this.parsed.delete(id)
+    } else this.declared = id + 1
   }
 
-  idOfBytes(buf: Uint8Array, start: number, end: number): number {
-    return this.index.idFromBytes(buf, start, end)
+  /** The id of the name at buf[start, end), buf starting at `base` in the text; `h`: the name's nameHash. */
+  idAt(buf: Buffer, start: number, end: number, base: number, h: number): number {
+    return this.index.idAt(buf, start, end, base, h)
   }
 
   idOfName(name: string): number {
-    const bytes = Buffer.from(name, 'utf8')
-    if (bytes.length !== name.length) this.wideNames = true
-    return this.index.idFromBytes(bytes, 0, bytes.length)
+    return this.index.idOfBytes(Buffer.from(name, 'utf8'))
   }
 
   close(id: number, bodyEnd: number): void {
@@ -123,15 +127,18 @@ class IndexedChains implements NftChains {
     return this.index.size
   }
 
-  private key(name: string): string {
-    // The index compares bytes: a name's UTF-8 bytes, one character each.
-    // eslint-disable-next-line no-control-regex
-    return /^[\x00-\x7f]*$/.test(name) ? name : Buffer.from(name, 'utf8').toString('latin1')
+  /** The id of a chain asked for by name (-1: none); a walk asks for the same few names again and again. */
+  private idOf(name: string): number {
+    let id = this.found.get(name)
+    if (id === undefined) {
+      id = this.index.find(name)
+      this.found.set(name, id)
+    }
+    return id
   }
 
   private nameOf(id: number): string {
-    const name = this.index.name(id)
-    return this.wideNames ? Buffer.from(name, 'latin1').toString('utf8') : name
+    return this.index.name(id)
   }
 
   private chain(id: number): NftChain {
@@ -146,12 +153,12 @@ class IndexedChains implements NftChains {
   }
 
   get(name: string): NftChain | undefined {
-    const id = this.index.find(this.key(name))
-    return id === NOT_FOUND ? undefined : this.chain(id)
+    const id = this.idOf(name)
+    return id < 0 ? undefined : this.chain(id)
   }
 
   has(name: string): boolean {
-    return this.index.find(this.key(name)) !== NOT_FOUND
+    return this.idOf(name) >= 0
   }
 
   bases(): NftChain[] {
@@ -159,15 +166,15 @@ class IndexedChains implements NftChains {
   }
 
   *keys(): MapIterator<string> {
-    for (const id of this.index.ids()) yield this.nameOf(id)
+    for (let id = 0; id < this.index.size; id++) yield this.nameOf(id)
   }
 
   *values(): MapIterator<NftChain> {
-    for (const id of this.index.ids()) yield this.chain(id)
+    for (let id = 0; id < this.index.size; id++) yield this.chain(id)
   }
 
   *entries(): MapIterator<[string, NftChain]> {
-    for (const id of this.index.ids()) yield [this.nameOf(id), this.chain(id)]
+    for (let id = 0; id < this.index.size; id++) yield [this.nameOf(id), this.chain(id)]
   }
 
   [Symbol.iterator](): MapIterator<[string, NftChain]> {
@@ -307,7 +314,7 @@ export function indexNftRuleset(source: DumpSource, options: NftIndexOptions = {
   }
 
   /** A table-level line `chain NAME {`, [s, e) trimmed: the chain's id; -1 when it is not one (or not ASCII). */
-  const chainHeader = (buf: Buffer, s: number, e: number): number => {
+  const chainHeader = (buf: Buffer, s: number, e: number, base: number): number => {
     if (
       e - s < 8 ||
       buf[s] !== 0x63 ||
@@ -321,16 +328,21 @@ export function indexNftRuleset(source: DumpSource, options: NftIndexOptions = {
     let r = e - 1
     while (r > p && isSpaceByte(buf[r - 1])) r--
     if (r <= p) return -1
+    // The name's bytes are checked and hashed in one loop (550,000 names at 50,000 Services).
+    let h = FNV_OFFSET
     for (let i = p; i < r; i++) {
       const b = buf[i]
       if (b >= 0x80 || isSpaceByte(b)) return -1
+      h = Math.imul(h ^ b, FNV_PRIME)
     }
+    h |= 0
     // A quoted name loses its quotes (unquote).
     if (buf[p] === 0x22 && r - p >= 2 && buf[r - 1] === 0x22) {
       p++
       r--
+      h = nameHash(buf, p, r)
     }
-    return table!.chains.idOfBytes(buf, p, r)
+    return table!.chains.idAt(buf, p, r, base, h)
   }
 
   const onChunk = (buf: Buffer, base: number) => {
@@ -350,7 +362,9 @@ export function indexNftRuleset(source: DumpSource, options: NftIndexOptions = {
       if (nextOpen < ls) nextOpen = nextOf(buf, 0x7b, ls)
       if (nextClose < ls) nextClose = nextOf(buf, 0x7d, ls)
       if (nextQuote < ls) nextQuote = nextOf(buf, 0x22, ls)
-      let delta = nextOpen < nl || nextClose < nl || nextQuote < nl ? braceDeltaBytes(buf, ls, nl) : 0
+      // Whether the line may hold a brace or quote (its balance is read only where it counts: not for a block's own
+      // header or its closing line, half of a kube-proxy ruleset's lines).
+      const mayBrace = nextOpen < nl || nextClose < nl || nextQuote < nl
       let s = ls
       let e = nl
       while (s < e && isSpaceByte(buf[s])) s++
@@ -359,10 +373,9 @@ export function indexNftRuleset(source: DumpSource, options: NftIndexOptions = {
       if (s < e && (buf[s] >= 0x80 || buf[e - 1] >= 0x80)) {
         // White space beyond ASCII may end the line (a no-break space, a byte order mark): as trim() knows it.
         line = buf.toString('utf8', s, e).trim()
-        delta = braceDelta(line)
       }
       if (contDepth > 0) {
-        contDepth += delta
+        contDepth += line !== undefined ? braceDelta(line) : mayBrace ? braceDeltaBytes(buf, ls, nl) : 0
         if (contDepth <= 0) {
           contDepth = 0
           if ((where !== Where.Chain || contIsType) && where !== Where.Set)
@@ -376,8 +389,17 @@ export function indexNftRuleset(source: DumpSource, options: NftIndexOptions = {
         onClose(base + ls)
         continue
       }
+      if (where === Where.Table && line === undefined) {
+        // Most lines of a table are chain headers, read from the bytes.
+        const id = chainHeader(buf, s, e, base)
+        if (id >= 0) {
+          openChain(id, lineNo, base + nl)
+          continue
+        }
+      }
       const opens = line !== undefined ? opensBlock(line) : opensBlockBytes(buf, s, e)
-      if (!opens && delta > 0) {
+      const delta = opens ? 0 : line !== undefined ? braceDelta(line) : mayBrace ? braceDeltaBytes(buf, ls, nl) : 0
+      if (delta > 0) {
         contDepth = delta
         contLine = lineNo
         contStart = base + ls
@@ -390,13 +412,6 @@ export function indexNftRuleset(source: DumpSource, options: NftIndexOptions = {
         continue
       }
       if (where === Where.Set) continue
-      if (where === Where.Table && line === undefined) {
-        const id = chainHeader(buf, s, e)
-        if (id >= 0) {
-          openChain(id, lineNo, base + nl)
-          continue
-        }
-      }
       onStatement(line ?? buf.toString('utf8', s, e), base + ls, base + nl, lineNo, buf, base)
     }
   }

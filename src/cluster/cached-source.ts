@@ -9,7 +9,6 @@ import type {
   V1Service,
 } from '@kubernetes/client-node'
 import type {ClusterSource, CustomObjects, CustomResource} from './cluster-source.js'
-import type {AdminPolicyKind, AdminPolicyObject} from './admin-policy-objects.js'
 
 const SERVICE_NAME_LABEL = 'kubernetes.io/service-name'
 
@@ -106,10 +105,6 @@ export class CachedClusterSource implements ClusterSource {
 
   listNamespaces(): Promise<V1Namespace[] | undefined> {
     return this.once(['listNamespaces'], () => this.source.listNamespaces())
-  }
-
-  listAdminPolicies<K extends AdminPolicyKind>(kind: K): Promise<AdminPolicyObject<K>[] | undefined> {
-    return this.once(['listAdminPolicies', kind], () => this.source.listAdminPolicies(kind))
   }
 
   getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {

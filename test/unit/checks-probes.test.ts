@@ -391,38 +391,31 @@ checkFamily('probes', () => {
           undefined,
           {'node-a': droppedB2FromA(replied, otherReplies)},
         )
-      return [
-        {
-          name: "node-b's FORWARD drops web-b2; node-a's probes to it unanswered, no other traffic: the drop alone",
-          state: dropB2,
-          options: kernelOnA(0, 0),
-          findings: [['KPD-FILTER-DROP', 'node-b', 'error']],
-        },
-        {
-          name: "node-b's FORWARD drops web-b2, yet one of node-a's probes to it got a reply, no other traffic: the kernel disagrees",
-          state: dropB2,
-          options: kernelOnA(1, 0),
-          findings: [
-            ['KPD-FILTER-DROP', 'node-b', 'error'],
-            ['KPD-KERNEL-DISAGREES', 'node-a', 'error'],
-          ],
-        },
-        {
-          name: "node-b's FORWARD drops web-b2; 2 replies from it, 2 entries beyond the probes' (another client's): they may all be the other's, the drop alone",
-          state: dropB2,
-          options: kernelOnA(0, 2),
-          findings: [['KPD-FILTER-DROP', 'node-b', 'error']],
-        },
-        {
-          name: "node-b's FORWARD drops web-b2; 3 replies from it, 2 entries beyond the probes': they outnumber the others', the kernel disagrees",
-          state: dropB2,
-          options: kernelOnA(1, 2),
-          findings: [
-            ['KPD-FILTER-DROP', 'node-b', 'error'],
-            ['KPD-KERNEL-DISAGREES', 'node-a', 'error'],
-          ],
-        },
+      const cases: Array<[replied: number, others: number, disagrees: boolean, name: string]> = [
+        [0, 0, false, "node-a's probes to it unanswered, no other traffic: the drop alone"],
+        [1, 0, true, "yet one of node-a's probes to it got a reply, no other traffic: the kernel disagrees"],
+        [
+          0,
+          2,
+          false,
+          "2 replies from it, 2 entries beyond the probes' (another client's): they may all be the other's, the drop alone",
+        ],
+        [
+          1,
+          2,
+          true,
+          "3 replies from it, 2 entries beyond the probes': they outnumber the others', the kernel disagrees",
+        ],
       ]
+      return cases.map(([replied, others, disagrees, name]) => ({
+        name: `node-b's FORWARD drops web-b2; ${name}`,
+        state: dropB2,
+        options: kernelOnA(replied, others),
+        findings: [
+          ['KPD-FILTER-DROP', 'node-b', 'error'],
+          ...(disagrees ? [['KPD-KERNEL-DISAGREES', 'node-a', 'error'] satisfies CheckCase['findings'][number]] : []),
+        ],
+      }))
     })(),
     {
       name: 'conntrack not readable on node-a: nothing confirmed, no finding',

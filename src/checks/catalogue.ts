@@ -659,8 +659,9 @@ export function explainedStep(x: Explanation): Step {
 }
 
 /**
- * The codes whose findings can explain a path that breaks at `step` (some only on a condition of the path: where the
- * path is at hand, checks/break-explained.ts `explainsBreak` decides).
+ * The codes whose findings can explain a path that breaks at `step` (some only on a condition of the walk), for the
+ * report, which names a break's finding without the walks at hand; the checks decide with `explainsBreak`
+ * (checks/break-explained.ts).
  */
 export function codesExplaining(step: Step): string[] {
   return CATALOGUE.filter((e) => e.explains.some((x) => explainedStep(x) === step)).map((e) => e.code)

@@ -1,17 +1,20 @@
+import {CachedClusterSource, type CacheOptions} from '../cluster/cached-source.js'
 import {LiveClusterSource} from '../cluster/live-source.js'
-import {MemoClusterSource} from '../cluster/memo-source.js'
 import {WatchCacheSource} from '../cluster/watch-cache-source.js'
 import type {GatheredLive, KeptNode, LiveRound} from '../diagnosis/gather.js'
 import {apiRead, describeRound, nodeRead, type NodeRead, type RoundInput} from '../diagnosis/watch-round.js'
 import type {KubeConfig} from '../vendor/client-node.js'
 import type {WatchRound} from './watch-loop.js'
 
+/** Each question asked as asked (one Service, not its namespace's), a failure asked again next round. */
+const WATCH_CACHE: CacheOptions = {lookups: 'as asked', failures: 'forgotten'}
+
 /**
  * What `svc --watch` carries from one round to the next, and each round's reads (diagnosis/watch-round.ts decides):
  * the objects nobody watches, kept between full refreshes (a memo of the API's answers), and each node's last reads.
  */
 export class WatchRounds {
-  private memo: MemoClusterSource
+  private memo: CachedClusterSource
   private previous = new Map<string, KeptNode>()
   private reads = new Map<string, NodeRead>()
   private input?: RoundInput
@@ -21,7 +24,7 @@ export class WatchRounds {
     private readonly live: () => LiveClusterSource,
     private readonly opts: {probes: boolean; log?: (line: string) => void},
   ) {
-    this.memo = new MemoClusterSource(live())
+    this.memo = new CachedClusterSource(live(), WATCH_CACHE)
   }
 
   /** How round `round` reads the cluster and the nodes. */
@@ -35,7 +38,7 @@ export class WatchRounds {
     this.input = input
     this.number = round.number
     this.reads = new Map()
-    if (apiRead(input) === 'store, the rest again') this.memo = new MemoClusterSource(this.live())
+    if (apiRead(input) === 'store, the rest again') this.memo = new CachedClusterSource(this.live(), WATCH_CACHE)
     const before = (name: string) => {
       const kept = this.previous.get(name)
       return kept === undefined ? 'absent' : kept.collection.observation.reachable ? 'read' : 'failed'

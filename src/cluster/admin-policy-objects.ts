@@ -1,19 +1,31 @@
 import type {V1LabelSelector, V1ObjectMeta} from '@kubernetes/client-node'
+import type {CustomResource} from './cluster-source.js'
 
 /**
  * AdminNetworkPolicy and BaselineAdminNetworkPolicy (policy.networking.k8s.io/v1alpha1, cluster-scoped, from
  * kubernetes-sigs/network-policy-api), as far as the doctor reads them. The client library has no types for them: they
  * are custom resources.
  */
-export const ADMIN_POLICY_GROUP = 'policy.networking.k8s.io'
-export const ADMIN_POLICY_VERSION = 'v1alpha1'
+const V1ALPHA1 = {group: 'policy.networking.k8s.io', version: 'v1alpha1'}
 
-/** The two kinds, with their plurals (the resource names of the API). */
-export const ADMIN_POLICY_KINDS = {
-  AdminNetworkPolicy: 'adminnetworkpolicies',
-  BaselineAdminNetworkPolicy: 'baselineadminnetworkpolicies',
-} as const
-export type AdminPolicyKind = keyof typeof ADMIN_POLICY_KINDS
+/**
+ * The two kinds as custom resources. A 403 is checked against discovery: a cluster without the CRD has none, and RBAC
+ * refuses before it looks.
+ */
+export const ADMIN_POLICY_RESOURCES: Record<'AdminNetworkPolicy' | 'BaselineAdminNetworkPolicy', CustomResource> = {
+  AdminNetworkPolicy: {
+    kind: 'AdminNetworkPolicy',
+    plural: 'adminnetworkpolicies',
+    versions: [V1ALPHA1],
+    refused: 'unless not discovered',
+  },
+  BaselineAdminNetworkPolicy: {
+    kind: 'BaselineAdminNetworkPolicy',
+    plural: 'baselineadminnetworkpolicies',
+    versions: [V1ALPHA1],
+    refused: 'unless not discovered',
+  },
+}
 
 /** Pods of the namespaces namespaceSelector selects that podSelector selects (both empty: every Pod). */
 interface NamespacedPodSelector {
@@ -72,7 +84,3 @@ export interface BaselineAdminNetworkPolicy {
     egress?: AdminPolicyRule[]
   }
 }
-
-export type AdminPolicyObject<K extends AdminPolicyKind> = K extends 'AdminNetworkPolicy'
-  ? AdminNetworkPolicy
-  : BaselineAdminNetworkPolicy

@@ -9,26 +9,44 @@ import type {
   V1Service,
 } from '@kubernetes/client-node'
 import type {ClusterSource, CustomObjects, CustomResource} from './cluster-source.js'
-import type {AdminPolicyKind, AdminPolicyObject} from './admin-policy-objects.js'
 
 const SERVICE_NAME_LABEL = 'kubernetes.io/service-name'
 
+/** Where a cache's uses differ. */
+export interface CacheOptions {
+  /**
+   * 'namespace lists': a Service and a Service's EndpointSlices are answered from their namespace's list, read once (a
+   * scan asks for every Service of a namespace); 'as asked': each is asked of the source as it is asked (a watch asks
+   * for one Service and the DNS Service, and a namespace's list would be more than both).
+   */
+  lookups: 'namespace lists' | 'as asked'
+  /** 'kept': a failed call answers with its failure for as long as the cache is kept; 'forgotten': it is asked again. */
+  failures: 'kept' | 'forgotten'
+}
+
 /**
- * A ClusterSource that asks its source once per namespace and kind, for diagnosing many Services in one run: Services,
- * EndpointSlices and Pods are listed per namespace and served from memory (concurrent askers share one request).
+ * A ClusterSource that asks its source once per question and answers again from memory for as long as it is kept
+ * (concurrent askers share one request): a scan keeps one for its run, diagnosing many Services; `svc --watch` keeps
+ * one between its full refreshes, so the objects it does not watch (Nodes, ConfigMaps, the DNS Service,
+ * NetworkPolicies) are read once per refresh, not once per change.
  */
 export class CachedClusterSource implements ClusterSource {
   private readonly memo = new Map<string, Promise<unknown>>()
 
-  constructor(private readonly source: ClusterSource) {}
+  constructor(
+    private readonly source: ClusterSource,
+    private readonly opts: CacheOptions = {lookups: 'namespace lists', failures: 'kept'},
+  ) {}
 
   describe(): string {
     return this.source.describe()
   }
 
   async getService(namespace: string, name: string): Promise<V1Service | undefined> {
+    if (this.opts.lookups === 'as asked')
+      return this.once(['getService', namespace, name], () => this.source.getService(namespace, name))
     // Indexed once (the first of a name, as a search would find): a scan asks for every Service of the namespace.
-    const byName = await this.once(`services-by-name/${namespace}`, async () => {
+    const byName = await this.once(['services-by-name', namespace], async () => {
       const index = new Map<string, V1Service>()
       for (const s of await this.listServices(namespace))
         if (!index.has(s.metadata?.name ?? '')) index.set(s.metadata?.name ?? '', s)
@@ -38,11 +56,15 @@ export class CachedClusterSource implements ClusterSource {
   }
 
   listServices(namespace: string | undefined): Promise<V1Service[]> {
-    return this.once(`services/${namespace ?? '*'}`, () => this.source.listServices(namespace))
+    return this.once(['listServices', namespace], () => this.source.listServices(namespace))
   }
 
   async listEndpointSlices(namespace: string, serviceName: string): Promise<V1EndpointSlice[] | undefined> {
-    const byService = await this.once(`endpointslices-by-service/${namespace}`, async () => {
+    if (this.opts.lookups === 'as asked')
+      return this.once(['listEndpointSlices', namespace, serviceName], () =>
+        this.source.listEndpointSlices(namespace, serviceName),
+      )
+    const byService = await this.once(['endpointslices-by-service', namespace], async () => {
       const slices = await this.listNamespaceEndpointSlices(namespace)
       if (!slices) return undefined
       // Indexed once: a scan asks for every Service of the namespace, and a filter per Service would be quadratic.
@@ -60,45 +82,45 @@ export class CachedClusterSource implements ClusterSource {
   }
 
   listNamespaceEndpointSlices(namespace: string): Promise<V1EndpointSlice[] | undefined> {
-    return this.once(`endpointslices/${namespace}`, () => this.source.listNamespaceEndpointSlices(namespace))
+    return this.once(['listNamespaceEndpointSlices', namespace], () =>
+      this.source.listNamespaceEndpointSlices(namespace),
+    )
   }
 
   getEndpoints(namespace: string, name: string): Promise<V1Endpoints | undefined> {
-    return this.once(`endpoints/${namespace}/${name}`, () => this.source.getEndpoints(namespace, name))
+    return this.once(['getEndpoints', namespace, name], () => this.source.getEndpoints(namespace, name))
   }
 
   listPods(namespace: string): Promise<V1Pod[]> {
-    return this.once(`pods/${namespace}`, () => this.source.listPods(namespace))
+    return this.once(['listPods', namespace], () => this.source.listPods(namespace))
   }
 
   listNodes(): Promise<V1Node[]> {
-    return this.once('nodes', () => this.source.listNodes())
+    return this.once(['listNodes'], () => this.source.listNodes())
   }
 
   listNetworkPolicies(namespace: string): Promise<V1NetworkPolicy[] | undefined> {
-    return this.once(`networkpolicies/${namespace}`, () => this.source.listNetworkPolicies(namespace))
+    return this.once(['listNetworkPolicies', namespace], () => this.source.listNetworkPolicies(namespace))
   }
 
   listNamespaces(): Promise<V1Namespace[] | undefined> {
-    return this.once('namespaces', () => this.source.listNamespaces())
-  }
-
-  listAdminPolicies<K extends AdminPolicyKind>(kind: K): Promise<AdminPolicyObject<K>[] | undefined> {
-    return this.once(`admin-policies/${kind}`, () => this.source.listAdminPolicies(kind))
+    return this.once(['listNamespaces'], () => this.source.listNamespaces())
   }
 
   getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
-    return this.once(`configmaps/${namespace}/${name}`, () => this.source.getConfigMap(namespace, name))
+    return this.once(['getConfigMap', namespace, name], () => this.source.getConfigMap(namespace, name))
   }
 
   listCustomObjects(resource: CustomResource): Promise<CustomObjects> {
-    return this.once(`custom/${resource.plural}`, () => this.source.listCustomObjects(resource))
+    return this.once(['listCustomObjects', resource.plural], () => this.source.listCustomObjects(resource))
   }
 
-  private once<T>(key: string, read: () => Promise<T>): Promise<T> {
+  private once<T>(question: unknown[], read: () => Promise<T>): Promise<T> {
+    const key = JSON.stringify(question)
     let pending = this.memo.get(key) as Promise<T> | undefined
     if (!pending) {
       pending = read()
+      if (this.opts.failures === 'forgotten') pending.catch(() => this.memo.delete(key))
       this.memo.set(key, pending)
     }
     return pending

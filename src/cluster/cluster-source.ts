@@ -8,17 +8,25 @@ import type {
   V1Pod,
   V1Service,
 } from '@kubernetes/client-node'
-import type {AdminPolicyKind, AdminPolicyObject} from './admin-policy-objects.js'
 
 /**
  * A cluster-scoped custom resource (a CRD's objects), under each API version that may serve it, in the order asked:
- * the first the cluster serves is read.
+ * the first the cluster serves is read (a 404: the group or resource is not served, the next is asked; none served:
+ * 'not-served'). One row per resource: Calico's FelixConfiguration (model/implementers), AdminNetworkPolicy and its
+ * baseline (admin-policy-objects.ts).
  */
 export interface CustomResource {
   kind: string
   /** Its resource name in URLs, e.g. felixconfigurations; also its file in a bundle (`<plural>.json`). */
   plural: string
   versions: Array<{group: string; version: string}>
+  /**
+   * What a refusal (403) of one version means. 'stands': it is kept while another version is asked (a user may be
+   * granted the other group), and thrown when none answers. 'unless not discovered': RBAC answers 403 before it looks
+   * for the resource, so discovery (readable by every authenticated user) is asked: a version it does not serve counts
+   * as a 404; else (or where discovery fails otherwise: that proves nothing) the refusal stands.
+   */
+  refused: 'stands' | 'unless not discovered'
 }
 
 /**
@@ -45,13 +53,11 @@ export interface ClusterSource {
   listNetworkPolicies(namespace: string): Promise<V1NetworkPolicy[] | undefined>
   /** Every Namespace (their labels, for namespaceSelector); undefined when not recorded. */
   listNamespaces(): Promise<V1Namespace[] | undefined>
-  /** The objects of a cluster-scoped custom resource (a Service implementer's configuration: Calico's FelixConfigurations). */
-  listCustomObjects(resource: CustomResource): Promise<CustomObjects>
   /**
-   * The cluster's AdminNetworkPolicies or BaselineAdminNetworkPolicies (policy.networking.k8s.io/v1alpha1): [] where
-   * the group is not served (no CRD installed); undefined when not recorded (a bundle made before they were read).
+   * The objects of a cluster-scoped custom resource (a Service implementer's configuration: Calico's
+   * FelixConfigurations; the cluster's AdminNetworkPolicies), by the resource's own rules (CustomResource).
    */
-  listAdminPolicies<K extends AdminPolicyKind>(kind: K): Promise<AdminPolicyObject<K>[] | undefined>
+  listCustomObjects(resource: CustomResource): Promise<CustomObjects>
   /** Where this source reads from, for messages. */
   describe(): string
 }

@@ -30,13 +30,6 @@ import {existsSync} from 'node:fs'
 import {homedir} from 'node:os'
 import {delimiter, join} from 'node:path'
 import type {ClusterSource, CustomObjects, CustomResource} from './cluster-source.js'
-import {
-  ADMIN_POLICY_GROUP,
-  ADMIN_POLICY_KINDS,
-  ADMIN_POLICY_VERSION,
-  type AdminPolicyKind,
-  type AdminPolicyObject,
-} from './admin-policy-objects.js'
 
 export interface KubeOptions {
   kubeconfig?: string
@@ -274,11 +267,7 @@ export class LiveClusterSource implements ClusterSource {
     return (await this.call('list', 'namespaces', undefined, (o) => this.core.listNamespace({}, o))).items
   }
 
-  /**
-   * Each version in turn until one is served (404: the group or resource is not served, the next is asked). A refusal
-   * (403) of one version is kept while another is asked (a user may be granted the other group), and thrown when none
-   * answers.
-   */
+  /** Each version in turn until one is served; a 403 by the resource's rule (CustomResource.refused). */
   async listCustomObjects(resource: CustomResource): Promise<CustomObjects> {
     let refused: unknown
     for (const {group, version} of resource.versions) {
@@ -296,6 +285,7 @@ export class LiveClusterSource implements ClusterSource {
         return list.items as unknown[]
       } catch (e) {
         if (!(e instanceof DiagnosisError && (e.cause as {code?: number} | undefined)?.code === 403)) throw e
+        if (resource.refused === 'unless not discovered' && !(await this.discovers(group, version))) continue
         refused ??= e
       }
     }
@@ -303,37 +293,16 @@ export class LiveClusterSource implements ClusterSource {
     return 'not-served'
   }
 
-  /**
-   * A 404 is a cluster without the CRD: none. RBAC answers 403 before it looks for the resource, so a 403 is "none" too
-   * when discovery (readable by every authenticated user) says the group version is not served; else the 403 stands.
-   */
-  async listAdminPolicies<K extends AdminPolicyKind>(kind: K): Promise<AdminPolicyObject<K>[]> {
-    const group = ADMIN_POLICY_GROUP
-    const version = ADMIN_POLICY_VERSION
-    const plural = ADMIN_POLICY_KINDS[kind]
-    try {
-      const list = (await this.call(
-        'list',
-        `${plural}.${group}`,
-        undefined,
-        (o) => this.custom.listClusterCustomObject({group, version, plural}, o),
-        true,
-      )) as {items?: AdminPolicyObject<K>[]} | undefined
-      return list?.items ?? []
-    } catch (e) {
-      const cause = (e as Error).cause
-      if (!(cause instanceof ApiException) || cause.code !== 403) throw e
-      const served = await this.call(
-        'get',
-        `discovery ${group}/${version}`,
-        undefined,
-        (o) => this.custom.getAPIResources({group, version}, o),
-        true,
-        // Discovery failing otherwise proves nothing: the 403 stands.
-      ).catch(() => ({}))
-      if (served === undefined) return []
-      throw e
-    }
+  /** Whether discovery serves the group version; a failure of discovery (other than its 404) proves nothing: yes. */
+  private async discovers(group: string, version: string): Promise<boolean> {
+    const resources = await this.call(
+      'get',
+      `discovery ${group}/${version}`,
+      undefined,
+      (o) => this.custom.getAPIResources({group, version}, o),
+      true,
+    ).catch(() => ({}))
+    return resources !== undefined
   }
 
   getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {

@@ -1,5 +1,10 @@
 import type {V1EndpointSlice, V1NetworkPolicy, V1Pod} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
+import {
+  ADMIN_POLICY_RESOURCES,
+  type AdminNetworkPolicy,
+  type BaselineAdminNetworkPolicy,
+} from './admin-policy-objects.js'
 import type {ClusterSource} from './cluster-source.js'
 import type {AdminPolicyState, PolicyClients, PolicyState} from './types.js'
 
@@ -75,15 +80,18 @@ export async function readPolicyState(
  */
 async function readAdminPolicies(source: ClusterSource): Promise<AdminPolicyState> {
   try {
-    const anps = await source.listAdminPolicies('AdminNetworkPolicy')
-    const banps = await source.listAdminPolicies('BaselineAdminNetworkPolicy')
-    if (anps === undefined || banps === undefined)
+    const anps = await source.listCustomObjects(ADMIN_POLICY_RESOURCES.AdminNetworkPolicy)
+    const banps = await source.listCustomObjects(ADMIN_POLICY_RESOURCES.BaselineAdminNetworkPolicy)
+    if (anps === 'not-recorded' || banps === 'not-recorded')
       return {
         anps: [],
         unread: {reason: `AdminNetworkPolicies not recorded (${source.describe()})`, required: false},
       }
-    const banp = banps.find((b) => b.metadata?.name === 'default')
-    return {anps, ...(banp ? {banp} : {})}
+    // Not served: no CRD installed, none.
+    const banp = (banps === 'not-served' ? [] : (banps as BaselineAdminNetworkPolicy[])).find(
+      (b) => b.metadata?.name === 'default',
+    )
+    return {anps: anps === 'not-served' ? [] : (anps as AdminNetworkPolicy[]), ...(banp ? {banp} : {})}
   } catch (e) {
     // The API client's ApiException by its code, not its class: a snapshot run must not load the client.
     const forbidden = ((e as Error).cause as {code?: unknown} | undefined)?.code === 403

@@ -14,7 +14,6 @@ import {DiagnosisError} from '../errors.js'
 import {nestsDeeperThan} from '../parse/json-depth.js'
 import {readRegularFile} from '../parse/regular-file.js'
 import type {ClusterSource, CustomObjects, CustomResource} from './cluster-source.js'
-import {ADMIN_POLICY_KINDS, type AdminPolicyKind, type AdminPolicyObject} from './admin-policy-objects.js'
 
 /** Deeper than any Kubernetes object nests (a Pod's spec about 12 levels). */
 const MAX_NESTING = 64
@@ -29,8 +28,6 @@ export const SNAPSHOT_FILES = {
   configmaps: 'configmaps.json',
   networkpolicies: 'networkpolicies.json',
   namespaces: 'namespaces.json',
-  adminnetworkpolicies: 'adminnetworkpolicies.json',
-  baselineadminnetworkpolicies: 'baselineadminnetworkpolicies.json',
 } as const
 
 /** A custom resource's file in a bundle: its plural (felixconfigurations.json), a List of the objects read. */
@@ -155,12 +152,6 @@ export class SnapshotClusterSource implements ClusterSource {
   async listNamespaces(): Promise<V1Namespace[] | undefined> {
     if (!existsSync(join(this.dir, SNAPSHOT_FILES.namespaces))) return undefined
     return this.items<V1Namespace>('namespaces')
-  }
-  /** A bundle recorded before they were read has no file: undefined, "not recorded" (the cluster may have had some). */
-  async listAdminPolicies<K extends AdminPolicyKind>(kind: K): Promise<AdminPolicyObject<K>[] | undefined> {
-    const file = ADMIN_POLICY_KINDS[kind]
-    if (!existsSync(join(this.dir, SNAPSHOT_FILES[file]))) return undefined
-    return this.items<AdminPolicyObject<K>>(file)
   }
   async getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
     return this.items<V1ConfigMap>('configmaps').find((c) => matches(c, namespace, name))

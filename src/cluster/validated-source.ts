@@ -11,7 +11,6 @@ import type {
 import {DiagnosisError} from '../errors.js'
 import type {ClusterSource, CustomObjects, CustomResource} from './cluster-source.js'
 import {customObjectKind, objectProblem, type ObjectKind} from './object-shapes.js'
-import type {AdminPolicyKind, AdminPolicyObject} from './admin-policy-objects.js'
 
 /** An object left out of a list because a field the doctor reads has the wrong type. */
 export interface SkippedObject {
@@ -85,11 +84,6 @@ export class ValidatedClusterSource implements ClusterSource {
   async listCustomObjects(resource: CustomResource): Promise<CustomObjects> {
     const objects = await this.source.listCustomObjects(resource)
     return typeof objects === 'string' ? objects : this.list(customObjectKind(resource.kind), objects)
-  }
-
-  async listAdminPolicies<K extends AdminPolicyKind>(kind: K): Promise<AdminPolicyObject<K>[] | undefined> {
-    const policies = await this.source.listAdminPolicies(kind)
-    return policies && this.list(kind, policies)
   }
 
   private one<T>(kind: ObjectKind, object: T | undefined): T | undefined {

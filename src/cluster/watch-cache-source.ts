@@ -8,7 +8,6 @@ import type {
   V1Pod,
   V1Service,
 } from '@kubernetes/client-node'
-import type {AdminPolicyKind, AdminPolicyObject} from './admin-policy-objects.js'
 import type {ClusterSource, CustomObjects, CustomResource} from './cluster-source.js'
 import {parseLabelSelector} from './label-selector.js'
 import type {WatchStore, WatchTarget} from './watch-objects.js'
@@ -109,8 +108,5 @@ export class WatchCacheSource implements ClusterSource {
   }
   listCustomObjects(resource: CustomResource): Promise<CustomObjects> {
     return this.rest.listCustomObjects(resource)
-  }
-  listAdminPolicies<K extends AdminPolicyKind>(kind: K): Promise<AdminPolicyObject<K>[] | undefined> {
-    return this.rest.listAdminPolicies(kind)
   }
 }

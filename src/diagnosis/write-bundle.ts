@@ -2,6 +2,7 @@ import {IMPLEMENTER_READS} from '../model/implementers/index.js'
 import {lstatSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmdirSync, rmSync, writeFileSync} from 'node:fs'
 import {basename, dirname, join, resolve} from 'node:path'
 import type {V1ConfigMap, V1EndpointSlice, V1Node, V1Pod, V1Service} from '@kubernetes/client-node'
+import {ADMIN_POLICY_RESOURCES} from '../cluster/admin-policy-objects.js'
 import {customObjectsFile, MANIFEST_FILE, SNAPSHOT_FILES, type SnapshotManifest} from '../cluster/snapshot-source.js'
 import type {ClusterState, ImplementerCustomResource} from '../cluster/types.js'
 import {DiagnosisError} from '../errors.js'
@@ -271,8 +272,11 @@ function writeContent(
   }
   const admin = policy?.admin
   if (admin && !admin.unread) {
-    write(SNAPSHOT_FILES.adminnetworkpolicies, list(admin.anps.map(withoutBookkeeping)))
-    write(SNAPSHOT_FILES.baselineadminnetworkpolicies, list(admin.banp ? [withoutBookkeeping(admin.banp)] : []))
+    write(customObjectsFile(ADMIN_POLICY_RESOURCES.AdminNetworkPolicy), list(admin.anps.map(withoutBookkeeping)))
+    write(
+      customObjectsFile(ADMIN_POLICY_RESOURCES.BaselineAdminNetworkPolicy),
+      list(admin.banp ? [withoutBookkeeping(admin.banp)] : []),
+    )
   }
   const manifest: SnapshotManifest = {
     apiVersion: 'kproxy-doctor/v1',

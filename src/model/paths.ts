@@ -641,6 +641,8 @@ export interface ArrivalWalk {
   ok: boolean | null
   breaksAt: Step | null
   detail: string
+  /** The walk on the endpoint's node (what a finding's condition on the break reads). */
+  trace: TraceResult
 }
 
 /** At most this many arrivals walked per diagnosis (each crosses the pod node's PREROUTING and FORWARD). */
@@ -675,7 +677,7 @@ export function walkArrivals(nodes: PathNode[], endpoints: ExpectedEndpoint[], p
       }
       const trace = at.tracer.trace(packet)
       const j = judgeHalf({trace, probability: 1, endpoint, node: target.node}, target.dataplane.vocab)
-      out.push({from: from.node, node: target.node, endpoint, ...j})
+      out.push({from: from.node, node: target.node, endpoint, ...j, trace})
     }
   }
   return out

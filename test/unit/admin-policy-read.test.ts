@@ -8,11 +8,15 @@ import {mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {after, before, beforeEach, test} from 'node:test'
-import type {AdminNetworkPolicy, BaselineAdminNetworkPolicy} from '../../src/cluster/admin-policy-objects.js'
+import {
+  ADMIN_POLICY_RESOURCES,
+  type AdminNetworkPolicy,
+  type BaselineAdminNetworkPolicy,
+} from '../../src/cluster/admin-policy-objects.js'
 import {CachedClusterSource} from '../../src/cluster/cached-source.js'
 import {loadKubeConfig, LiveClusterSource} from '../../src/cluster/live-source.js'
 import {readClusterState} from '../../src/cluster/read-cluster.js'
-import {SnapshotClusterSource, SNAPSHOT_FILES} from '../../src/cluster/snapshot-source.js'
+import {customObjectsFile, SnapshotClusterSource} from '../../src/cluster/snapshot-source.js'
 import type {ClusterState} from '../../src/cluster/types.js'
 import {ValidatedClusterSource} from '../../src/cluster/validated-source.js'
 import {diagnose} from '../../src/diagnosis/diagnose.js'
@@ -175,8 +179,8 @@ test('bundle round trip: both kinds kept and judged the same; a bundle without t
   const out = join(work, 'bundle')
   writeBundle(out, cluster, new Map(), {namespace: 'shop', name: 'web', observations: []})
   const snapshot = new SnapshotClusterSource(out)
-  assert.deepEqual(await snapshot.listAdminPolicies('AdminNetworkPolicy'), [DENY_BLUE])
-  assert.deepEqual(await snapshot.listAdminPolicies('BaselineAdminNetworkPolicy'), [BASELINE])
+  assert.deepEqual(await snapshot.listCustomObjects(ADMIN_POLICY_RESOURCES.AdminNetworkPolicy), [DENY_BLUE])
+  assert.deepEqual(await snapshot.listCustomObjects(ADMIN_POLICY_RESOURCES.BaselineAdminNetworkPolicy), [BASELINE])
   const replayed = await readClusterState(new ValidatedClusterSource(snapshot), 'shop', 'web', {
     policy: {pod: {namespace: 'client', name: 'curl'}},
   })
@@ -186,8 +190,8 @@ test('bundle round trip: both kinds kept and judged the same; a bundle without t
     judged(state.policy).findings.map((f) => f.message),
   )
   // A bundle recorded before AdminNetworkPolicies were read.
-  rmSync(join(out, SNAPSHOT_FILES.adminnetworkpolicies))
-  rmSync(join(out, SNAPSHOT_FILES.baselineadminnetworkpolicies))
+  rmSync(join(out, customObjectsFile(ADMIN_POLICY_RESOURCES.AdminNetworkPolicy)))
+  rmSync(join(out, customObjectsFile(ADMIN_POLICY_RESOURCES.BaselineAdminNetworkPolicy)))
   const older = await readClusterState(new SnapshotClusterSource(out), 'shop', 'web', {policy: {}})
   assert.deepEqual(older.policy?.admin, {
     anps: [],

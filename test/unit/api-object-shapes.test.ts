@@ -176,7 +176,6 @@ function memorySource(items: Record<File, Json[]>): ClusterSource {
     listNetworkPolicies: async () => undefined,
     listNamespaces: async () => undefined,
     listCustomObjects: async () => 'not-recorded',
-    listAdminPolicies: async () => undefined,
     listPods: async (namespace) => cast(items.pods.filter((p) => ns(p) === namespace)),
     listNodes: async () => cast(items.nodes),
     getConfigMap: async (namespace, name) => cast<never>(items.configmaps).find((c) => named(c, namespace, name)),

@@ -3,11 +3,11 @@ import {diagnose, type DiagnoseOptions} from '../../src/diagnosis/diagnose.js'
 import {planProbes, PROBE_SETTINGS} from '../../src/diagnosis/probe-plan.js'
 import {offlineCluster, type OfflineOptions} from '../helpers/offline-cluster.js'
 import {test} from 'node:test'
-import {checkFamily, checkTester} from '../helpers/check-tester.js'
+import {checkFamily, checkTester, type CheckCase} from '../helpers/check-tester.js'
 import {NODES} from '../fixtures/lab-cluster.js'
 import {notReady} from '../helpers/check-states.js'
 import {withPath} from '../helpers/path-states.js'
-import {kernelFrom, probeLines} from '../helpers/conntrack-lines.js'
+import {conntrackLine, kernelFrom, probeLines} from '../helpers/conntrack-lines.js'
 import type {KernelEvidence} from '../../src/node/probe/kernel-evidence.js'
 
 /**
@@ -85,6 +85,32 @@ const UNTRANSLATED_B = kernelFrom({
     ['10.96.10.10:80', 'no reply'],
   ]),
 })
+
+/**
+ * node-a's kernel entries of its eight ClusterIP probes while node-b's FORWARD drops new connections to web-b2: five
+ * sent to node-a's and node-b's other endpoints, three to web-b2 (the first `repliedProbes` of them replied, the rest
+ * not); and `otherReplies` entries of another client's connections to web-b2 that it answered (a pod's, which the drop
+ * does not catch) in the same seconds: entries beyond the probes' own.
+ */
+const droppedB2FromA = (repliedProbes: number, otherReplies: number) =>
+  kernelFrom({
+    '10.96.10.10:80': [
+      ...probeLines('10.200.0.11', '10.96.10.10', 80, [
+        ['10.244.1.10:8080', 'replied'],
+        ['10.244.2.10:8080', 'replied'],
+        ['10.244.1.10:8080', 'replied'],
+        ['10.244.2.10:8080', 'replied'],
+        ['10.244.1.10:8080', 'replied'],
+        ...[0, 1, 2].map((i): [string, 'replied' | 'no reply'] => [
+          '10.244.2.11:8080',
+          i < repliedProbes ? 'replied' : 'no reply',
+        ]),
+      ]),
+      ...Array.from({length: otherReplies}, (_, i) =>
+        conntrackLine('10.244.1.5', '10.96.10.10', 80, '10.244.2.11:8080', 'replied', 50000 + i),
+      ),
+    ],
+  })
 
 checkFamily('probes', () => {
   checkTester('live probes (vip-fails, endpoint-cross-node, backend-refused, probe-contradicts)', [
@@ -349,6 +375,48 @@ checkFamily('probes', () => {
       ),
       findings: [['KPD-FILTER-DROP', 'node-b', 'error']],
     },
+    // KPD-KERNEL-DISAGREES counts replies from an endpoint the walk says is broken only when they outnumber the entries
+    // beyond the probes' own (another client's may be among them).
+    ...((): CheckCase[] => {
+      const dropB2 = {editDump: {'node-b': forwardDropOnB('10.244.2.11')}}
+      /** node-a's probes as the kernel's entries say: those to web-b2 through the ClusterIP replied `replied` times of 3. */
+      const kernelOnA = (replied: number, otherReplies: number) =>
+        probed(
+          dropB2,
+          {
+            'node-a 10.244.2.11:8080': [0, 0, 3],
+            'node-a 10.96.10.10:80': [5 + replied, 0, 3 - replied],
+            'node-a 10.200.0.11:30080': [6, 0, 2],
+          },
+          undefined,
+          {'node-a': droppedB2FromA(replied, otherReplies)},
+        )
+      const cases: Array<[replied: number, others: number, disagrees: boolean, name: string]> = [
+        [0, 0, false, "node-a's probes to it unanswered, no other traffic: the drop alone"],
+        [1, 0, true, "yet one of node-a's probes to it got a reply, no other traffic: the kernel disagrees"],
+        [
+          0,
+          2,
+          false,
+          "2 replies from it, 2 entries beyond the probes' (another client's): they may all be the other's, the drop alone",
+        ],
+        [
+          1,
+          2,
+          true,
+          "3 replies from it, 2 entries beyond the probes': they outnumber the others', the kernel disagrees",
+        ],
+      ]
+      return cases.map(([replied, others, disagrees, name]) => ({
+        name: `node-b's FORWARD drops web-b2; ${name}`,
+        state: dropB2,
+        options: kernelOnA(replied, others),
+        findings: [
+          ['KPD-FILTER-DROP', 'node-b', 'error'],
+          ...(disagrees ? [['KPD-KERNEL-DISAGREES', 'node-a', 'error'] satisfies CheckCase['findings'][number]] : []),
+        ],
+      }))
+    })(),
     {
       name: 'conntrack not readable on node-a: nothing confirmed, no finding',
       state: {},

@@ -121,7 +121,6 @@ test('cluster reads: a 403 on kube-system Pods is recorded as unread with the re
     listNetworkPolicies: async () => [],
     listNamespaces: async () => [],
     listCustomObjects: async () => 'not-served',
-    listAdminPolicies: async () => [],
     getConfigMap: async (ns, name) =>
       ns === 'kube-system' && name === 'coredns'
         ? {metadata: {name, namespace: ns}, data: {Corefile: KUBEADM_COREFILE.replace('cluster.local', 'k8s.lan')}}

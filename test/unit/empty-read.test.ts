@@ -13,7 +13,7 @@ import {after, before, test} from 'node:test'
 import {runCli, type CliResult} from '../helpers/run-cli.js'
 import {LabApiServer} from '../lab/apiserver.js'
 import type {RecordedExec} from '../lab/apiserver-streams.js'
-import {endpointSliceObject, kubeProxyConfigMap, nodeObject, podObject, serviceObject} from '../fixtures/api-objects.js'
+import {serveLabClusterViaDebugPods} from '../helpers/debug-pod-cluster.js'
 import {kubeProxyRules} from '../fixtures/kube-proxy-rules.js'
 import {labPods, NODES, SERVICES, WEB} from '../fixtures/lab-cluster.js'
 
@@ -191,23 +191,9 @@ function answer(pod: {metadata?: unknown; spec?: unknown}, argv: string[]): Reco
 }
 
 test('collect of a node whose iptables-save printed nothing records the empty file; the replay says it was not read', async () => {
-  const pods = labPods()
-  api.opts.execAnswer = answer
-  api.set('nodes', NODES.map(nodeObject))
-  api.set('pods', pods.map(podObject))
-  api.set('services', SERVICES.map(serviceObject))
-  api.set(
-    'endpointslices',
-    SERVICES.map((s) => endpointSliceObject(s, pods)),
-  )
-  api.set('configmaps', [kubeProxyConfigMap()])
-  api.set(
-    'namespaces',
-    ['default', 'shop', 'kube-system'].map((name) => ({metadata: {name}})),
-  )
+  const live = serveLabClusterViaDebugPods(api, answer)
   const home = join(tmp, 'home')
   const dir = join(tmp, 'collected')
-  const live = ['--kubeconfig', api.writeKubeconfig(), '--via', 'debug-pod', '--debug-image', 'busybox:1.36']
   const c = await runCli(['collect', 'svc', 'web', '-n', 'shop', ...live, '--out', dir], {HOME: home})
   assert.equal(c.code, 0, c.stderr)
   assert.equal(statSync(join(dir, 'nodes', 'node-b', 'iptables-save.txt')).size, 0)

@@ -14,7 +14,7 @@ import {offlineCluster} from '../helpers/offline-cluster.js'
 import {runCli} from '../helpers/run-cli.js'
 import {LabApiServer} from '../lab/apiserver.js'
 import type {RecordedExec} from '../lab/apiserver-streams.js'
-import {endpointSliceObject, kubeProxyConfigMap, nodeObject, podObject, serviceObject} from '../fixtures/api-objects.js'
+import {serveLabClusterViaDebugPods} from '../helpers/debug-pod-cluster.js'
 import {kubeProxyRules} from '../fixtures/kube-proxy-rules.js'
 import {DNS, labPods, NODES, SERVICES, WEB} from '../fixtures/lab-cluster.js'
 
@@ -160,21 +160,7 @@ function liveAnswer(pod: {metadata?: unknown; spec?: unknown}, argv: string[]): 
 let liveBrokenLine = 0
 
 test("live scan (debug Pods): node-b's broken rule is shop/web's alone; kube-dns and node-a are judged", async () => {
-  const pods = labPods()
-  api.opts.execAnswer = liveAnswer
-  api.set('nodes', NODES.map(nodeObject))
-  api.set('pods', pods.map(podObject))
-  api.set('services', SERVICES.map(serviceObject))
-  api.set(
-    'endpointslices',
-    SERVICES.map((s) => endpointSliceObject(s, pods)),
-  )
-  api.set('configmaps', [kubeProxyConfigMap()])
-  api.set(
-    'namespaces',
-    ['default', 'shop', 'kube-system'].map((name) => ({metadata: {name}})),
-  )
-  const live = ['--kubeconfig', api.writeKubeconfig(), '--via', 'debug-pod', '--debug-image', 'busybox:1.36']
+  const live = serveLabClusterViaDebugPods(api, liveAnswer)
   const r = await runCli(['scan', '-A', ...live, '-o', 'json'], {HOME: join(tmp, 'home')})
   assert.equal(r.code, 3, r.stderr)
   assert.ok(liveBrokenLine > 0)

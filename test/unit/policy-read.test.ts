@@ -37,7 +37,6 @@ function source(policies: (ns: string) => V1NetworkPolicy[] | undefined, calls: 
       calls.push('namespaces')
       return [{metadata: {name: 'client', labels: {team: 'blue'}}}, {metadata: {name: 'shop'}}]
     },
-    listAdminPolicies: async () => [],
     getConfigMap: async () => undefined,
     listCustomObjects: async () => 'not-served',
   }

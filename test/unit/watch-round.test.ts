@@ -17,7 +17,7 @@ import {
   type RoundTrigger,
   type WatchedChange,
 } from '../../src/diagnosis/watch-round.js'
-import {MemoClusterSource} from '../../src/cluster/memo-source.js'
+import {CachedClusterSource} from '../../src/cluster/cached-source.js'
 import {WatchCacheSource} from '../../src/cluster/watch-cache-source.js'
 import {WatchStore, type WatchTarget} from '../../src/cluster/watch-objects.js'
 import type {ClusterSource} from '../../src/cluster/cluster-source.js'
@@ -150,7 +150,7 @@ const podOf = (name: string, labels: Record<string, string>, phase = 'Running'):
 
 test('the memo asks its source once per question until it is replaced; a failed question is asked again', async () => {
   const {source, calls} = countingSource([])
-  const memo = new MemoClusterSource(source)
+  const memo = new CachedClusterSource(source, {lookups: 'as asked', failures: 'forgotten'})
   await memo.listNodes()
   await memo.listNodes()
   await memo.getConfigMap('kube-system', 'kube-proxy')
@@ -158,10 +158,13 @@ test('the memo asks its source once per question until it is replaced; a failed 
   await memo.getConfigMap('kube-system', 'kube-proxy')
   assert.deepEqual(calls, ['listNodes', 'getConfigMap kube-system/kube-proxy', 'getConfigMap kube-system/coredns'])
   let fail = true
-  const flaky = new MemoClusterSource({
-    ...source,
-    listNodes: () => (fail ? Promise.reject(new Error('timeout')) : Promise.resolve([])),
-  } as ClusterSource)
+  const flaky = new CachedClusterSource(
+    {
+      ...source,
+      listNodes: () => (fail ? Promise.reject(new Error('timeout')) : Promise.resolve([])),
+    } as ClusterSource,
+    {lookups: 'as asked', failures: 'forgotten'},
+  )
   await assert.rejects(flaky.listNodes(), /timeout/)
   fail = false
   assert.deepEqual(await flaky.listNodes(), [])

@@ -1,5 +1,6 @@
 import type {Check, CheckContext, Finding, FindingDraft} from '../check.js'
-import {codeEntry, codesExplaining} from '../catalogue.js'
+import {codeEntry} from '../catalogue.js'
+import {explainsBreak} from '../break-explained.js'
 import {addEvidence, causeOnWay} from './path-causes.js'
 import type {ArrivalWalk} from '../../model/paths.js'
 import {kubectlCommand, nodeCommand} from '../../model/reach.js'
@@ -63,10 +64,8 @@ function dnsPathCause(
       if (finding) return {finding, endpoint}
       const broken = ctx.dnsArrivals.find((a) => a.from === node && a.endpoint.ip === ip && a.ok === false)
       if (!broken?.breaksAt) continue
-      const explaining = codesExplaining(broken.breaksAt)
-      const explained = ctx.findings.find(
-        (f) => f.severity === 'error' && f.node === broken.node && explaining.includes(f.code),
-      )
+      const at = {step: broken.breaksAt, node: broken.node, outcomes: () => broken.trace.outcomes}
+      const explained = ctx.findings.find((f) => f.node === broken.node && explainsBreak(ctx, f, at))
       if (explained) return {finding: explained, endpoint}
       walk ??= broken
     }

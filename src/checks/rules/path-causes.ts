@@ -1,5 +1,5 @@
 import type {CheckContext, Finding} from '../check.js'
-import {codesExplaining} from '../catalogue.js'
+import {explainsBreak} from '../break-explained.js'
 import {policyCause} from './policy-dataplane.js'
 
 /** Findings on an endpoint's node that break every connection from another node to its pods. */
@@ -43,8 +43,8 @@ export function causeOnWay(
     if (p.node !== from) continue
     const half = p.remote.find((h) => h.endpoint === endpoint.ip && h.node === home && h.ok === false)
     if (!half?.breaksAt) continue
-    const explaining = codesExplaining(half.breaksAt)
-    const f = errors.find((x) => x.node === home && explaining.includes(x.code))
+    const at = {step: half.breaksAt, node: home, outcomes: () => half.trace?.outcomes ?? []}
+    const f = errors.find((x) => x.node === home && explainsBreak(ctx, x, at))
     if (f) return f
   }
   return undefined

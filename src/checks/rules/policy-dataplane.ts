@@ -3,7 +3,7 @@ import {codeEntry} from '../catalogue.js'
 import {policyName, type PolicyDestination, type PolicySource} from '../../model/network-policy.js'
 import {judgeWithPrecedence} from '../../model/policy-precedence.js'
 import {precedenceWorld} from './policy-connections.js'
-import type {PathResult} from '../../model/paths.js'
+import type {TraceOutcome} from '../../trace/types.js'
 import {dropEvidence, dropKey, dropSite, foreignDrops, type Dropped} from './foreign-drops.js'
 import {judgedSources, policyEndpoints} from './policy-sources.js'
 
@@ -95,12 +95,7 @@ export function agreeingDrops(ctx: CheckContext, endpoints: PolicyDestination[])
  * explains the break. Any other drop on the path (a firewall's, kubelet's, an engine's the API does not agree with)
  * leaves the break to the finding that names it.
  */
-export function policyDropsAgree(ctx: CheckContext, p: PathResult): boolean {
-  const node = p.breaksOn ?? p.node
-  const outcomes =
-    node === p.node
-      ? p.trace.outcomes
-      : ctx.halves.filter((h) => h.path === p && h.node === node).flatMap((h) => h.trace.outcomes)
+export function policyDropsAgree(ctx: CheckContext, node: string, outcomes: TraceOutcome[]): boolean {
   const drops = outcomes.filter((o) => o.verdict === 'DROP' || o.verdict === 'REJECT')
   if (drops.length === 0) return false
   const agreeing = new Set(

@@ -23,6 +23,7 @@ const FELIX_CONFIGURATION: ImplementerCustomResource = {
     {group: 'crd.projectcalico.org', version: 'v1'},
     {group: 'projectcalico.org', version: 'v3'},
   ],
+  refused: 'stands',
   agentLabels: AGENT,
   specKeys: ['bpfEnabled'],
 }

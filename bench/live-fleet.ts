@@ -21,8 +21,7 @@ import {
 } from '../test/lab/lab-sshd.js'
 import {runAsync, sleep, tryRun} from '../test/lab/sh.js'
 import {generateBundle} from './generate.js'
-import {labBench} from './live-lab.js'
-import {linesOfBatch} from '../src/node/node-commands.js'
+import {labBench, writeExecs} from './live-lab.js'
 import {measureLiveReads} from './live-read.js'
 
 const LIVE_SERVICES = Number(process.env.KPD_BENCH_LIVE_SERVICES ?? 10000)
@@ -338,15 +337,7 @@ async function svcAndFleet(write: (text: string) => void): Promise<void> {
     write(
       `  kproxy-doctor svc (live, over SSH)      ${s(one.ms).padStart(9)}  ${ratio.toFixed(2)}× the plain read (best of 2; rules read ${how})  ${ratio <= LIVE_SVC_TARGET && !unread ? 'TARGET MET' : 'TARGET MISSED'} (≤ ${LIVE_SVC_TARGET}×)${unread}\n`,
     )
-    // What the svc sent the node: SSH execs (each a session and a shell sshd starts) against the reads in them.
-    write(`  ${execs.length} SSH execs for ${execs.flatMap(linesOfBatch).length} reads in one svc\n`)
-    if (process.env.KPD_BENCH_LAB_EXECS === '1')
-      for (const exec of execs)
-        write(
-          `    ${linesOfBatch(exec)
-            .map((l) => l.slice(0, 70))
-            .join(' | ')}\n`,
-        )
+    writeExecs(write, execs, '', 'svc')
     write(
       `  kproxy-doctor svc --all-rules           ${s(wholeDump.ms).padStart(9)}  ${(wholeDump.ms / plain).toFixed(2)}× the plain read (best of 2; every rule, as collect reads them)\n`,
     )

@@ -35,6 +35,19 @@ async function timed(command: string[], code: number): Promise<number> {
 }
 
 /** Prints the lab figures; returns whether svc met its target. */
+/** What one svc sent a node: SSH execs (each a session and a shell sshd starts) against the reads in them. */
+export function writeExecs(write: (text: string) => void, execs: string[], who: string, what: string): void {
+  write(`  ${who}${execs.length} SSH execs for ${execs.flatMap(linesOfBatch).length} reads in one ${what}\n`)
+  // KPD_BENCH_LAB_EXECS=1: each exec's programs, in arrival order (what the rounds are).
+  if (process.env.KPD_BENCH_LAB_EXECS === '1')
+    for (const exec of execs)
+      write(
+        `    ${linesOfBatch(exec)
+          .map((l) => l.slice(0, 70))
+          .join(' | ')}\n`,
+      )
+}
+
 export async function labBench(write: (text: string) => void): Promise<boolean> {
   const runs = Number(process.env.KPD_BENCH_LAB_RUNS ?? 5)
   const lab = new NetnsLab()
@@ -92,17 +105,7 @@ export async function labBench(write: (text: string) => void): Promise<boolean> 
       await timed(w.command, 0)
       for (const node of ['node-a', 'node-b']) {
         const execs = lab.commandLog(node)
-        write(
-          `  ${node}: ${execs.length} SSH execs for ${execs.flatMap(linesOfBatch).length} reads in one ${w === workloads[2] ? 'svc' : 'svc of the other build'}\n`,
-        )
-        // KPD_BENCH_LAB_EXECS=1: each exec's programs, in arrival order (what the rounds are).
-        if (process.env.KPD_BENCH_LAB_EXECS === '1')
-          for (const exec of execs)
-            write(
-              `    ${linesOfBatch(exec)
-                .map((l) => l.slice(0, 70))
-                .join(' | ')}\n`,
-            )
+        writeExecs(write, execs, `${node}: `, w === workloads[2] ? 'svc' : 'svc of the other build')
       }
     }
     return best[2] <= TARGET_MS

@@ -303,19 +303,26 @@ export class ChainIndex {
 
   /** Doubles the slot table (kept at most three quarters full). */
   private rehash(): void {
-    const old = this.slots
-    const slots = new Int32Array(old.length * 2)
-    const mask = (slots.length >> 1) - 1
-    for (let i = 0; i < old.length; i += 2) {
-      const entry = old[i]
-      if (entry === 0) continue
-      let s = old[i + 1] & mask
-      while (slots[2 * s] !== 0) s = (s + 1) & mask
-      slots[2 * s] = entry
-      slots[2 * s + 1] = old[i + 1]
-    }
-    this.slots = slots
+    this.slots = doubledSlots(this.slots)
   }
 }
 
 export const NOT_FOUND = EMPTY
+
+/**
+ * An open-addressing slot table (two numbers a slot: entry + 1, 0 for empty, and the entry's hash) at twice the size,
+ * every entry placed again by its hash.
+ */
+export function doubledSlots(old: Int32Array): Int32Array {
+  const slots = new Int32Array(old.length * 2)
+  const mask = (slots.length >> 1) - 1
+  for (let i = 0; i < old.length; i += 2) {
+    const entry = old[i]
+    if (entry === 0) continue
+    let s = old[i + 1] & mask
+    while (slots[2 * s] !== 0) s = (s + 1) & mask
+    slots[2 * s] = entry
+    slots[2 * s + 1] = old[i + 1]
+  }
+  return slots
+}

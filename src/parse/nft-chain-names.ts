@@ -1,4 +1,4 @@
-import {FNV_OFFSET, FNV_PRIME} from './chain-index.js'
+import {doubledSlots, FNV_OFFSET, FNV_PRIME} from './chain-index.js'
 import type {DumpSource} from './dump-source.js'
 
 /**
@@ -122,18 +122,7 @@ export class NftChainNames {
 
   /** Doubles the slot table (kept at most three quarters full). */
   private rehash(): void {
-    const old = this.slots
-    const slots = new Int32Array(old.length * 2)
-    const mask = (slots.length >> 1) - 1
-    for (let i = 0; i < old.length; i += 2) {
-      const entry = old[i]
-      if (entry === 0) continue
-      let s = old[i + 1] & mask
-      while (slots[2 * s] !== 0) s = (s + 1) & mask
-      slots[2 * s] = entry
-      slots[2 * s + 1] = old[i + 1]
-    }
-    this.slots = slots
+    this.slots = doubledSlots(this.slots)
   }
 }
 

@@ -14,6 +14,7 @@ import {buildCommandLine, isCompressible, linesOfBatch} from '../../src/node/nod
 import {NODE_READS, takesArguments, type NodeCommandKey} from '../../src/node/read/node-reads.js'
 import type {IptablesTable} from '../../src/node/read/command-arguments.js'
 import {labAccess, labSvc} from '../helpers/lab-cli.js'
+import {uncompressed} from '../helpers/command-lines.js'
 
 const why = labGuard()
 
@@ -91,8 +92,6 @@ describe('node reads against the netns lab: what is sent to the node, and what c
     ].sort()
   }
 
-  /** A dump's line as it is built, from its compressed form (compressedCommandLine) where it came alone. */
-  const uncompressed = (l: string) => /^\{ (.*); printf '\\n#kpd-exit %d\\n' "\$\?"; \} \| gzip -1$/.exec(l)?.[1] ?? l
   const isDump = (l: string) =>
     (Object.keys(NODE_READS) as NodeCommandKey[]).some(
       (key) => isCompressible(key) && !takesArguments(NODE_READS[key]) && l === buildCommandLine(key as 'uid', true),

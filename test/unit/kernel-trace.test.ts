@@ -289,13 +289,8 @@ test('a failing step deletes the table; no root says so; iptables-legacy changes
     return undefined
   })
   const opts = {announce: () => undefined, dryRun: false, monitorSeconds: 2, now: NOW, settleMs: 1}
-  const r = await withKernelTrace(
-    failing.access,
-    'node-a',
-    [{address: '10.96.10.10', port: 80, connections: 8}],
-    opts,
-    async () => 1,
-  )
+  const oneTuple = [{address: '10.96.10.10', port: 80, connections: 8}]
+  const r = await withKernelTrace(failing.access, 'node-a', oneTuple, opts, async () => 1)
   assert.equal(r.result, 1)
   assert.equal(
     !r.trace.traced && r.trace.reason,
@@ -308,13 +303,7 @@ test('a failing step deletes the table; no root says so; iptables-legacy changes
   )
 
   const noRoot = fakeNode(() => ({code: 1, stderr: 'Error: Operation not permitted\n'}))
-  const n = await withKernelTrace(
-    noRoot.access,
-    'node-a',
-    [{address: '10.96.10.10', port: 80, connections: 8}],
-    opts,
-    async () => 1,
-  )
+  const n = await withKernelTrace(noRoot.access, 'node-a', oneTuple, opts, async () => 1)
   assert.equal(
     !n.trace.traced && n.trace.reason,
     'kernel trace not run: no root for nft (Error: Operation not permitted (exit 1))',
@@ -322,13 +311,7 @@ test('a failing step deletes the table; no root says so; iptables-legacy changes
   assert.deepEqual(noRoot.ran, ['timeout 2 nft monitor trace', 'nft list tables'])
 
   const legacy = fakeNode(() => ({stdout: Buffer.from('')}))
-  const l = await withKernelTrace(
-    legacy.access,
-    'node-a',
-    [{address: '10.96.10.10', port: 80, connections: 8}],
-    opts,
-    async () => 1,
-  )
+  const l = await withKernelTrace(legacy.access, 'node-a', oneTuple, opts, async () => 1)
   assert.equal(!l.trace.traced && l.trace.reason, 'kernel trace not available on iptables-legacy (no change made)')
   // Nothing that changes the node: the monitor (stopped at once) and the listing only.
   assert.deepEqual(legacy.ran, ['timeout 2 nft monitor trace', 'nft list tables'])

@@ -5,6 +5,7 @@ import {probeOpener, probeTargets, type NodeProbes, type ProbeRun, type ProbeSet
 import type {NodeAccess} from '../node/transport/node-access.js'
 import {readKernelEvidence, type KernelEvidence} from '../node/probe/kernel-evidence.js'
 import {withKernelTrace} from '../node/probe/kernel-trace.js'
+import type {TraceTuple} from '../node/kernel-trace-commands.js'
 import {withRuleCounters, type CounterChain, type RuleCountersRun} from '../node/probe/rule-counters-read.js'
 import {counterChains} from '../model/rules-scope.js'
 import type {NodeConnector} from '../node/transport/transports.js'
@@ -139,18 +140,20 @@ async function probePlan(
   const probe = (): Promise<{result: Tallies; counters?: RuleCountersRun; beside?: KernelEvidence}> =>
     probesServiceAddresses ? withRuleCounters(access, chains, connect, beside) : connect().then((result) => ({result}))
   // The Service's own addresses are traced (the endpoints' direct probes are not translated: nothing to confirm).
-  const tuples = [
-    ...new Map(
-      plan.targets
-        .filter((t) => t.kind !== 'endpoint')
-        .map((t) => [`${t.host} ${t.port}`, {address: t.host, port: t.port}]),
-    ).values(),
-  ]
+  const tuples = new Map<string, TraceTuple>()
+  for (const t of plan.targets.filter((x) => x.kind !== 'endpoint')) {
+    const key = `${t.host} ${t.port}`
+    tuples.set(key, {
+      address: t.host,
+      port: t.port,
+      connections: (tuples.get(key)?.connections ?? 0) + (t.attempts ?? settings.vipAttempts),
+    })
+  }
   const traced = kernelTrace
     ? await withKernelTrace(
         access,
         name,
-        tuples,
+        [...tuples.values()],
         {...kernelTrace, monitorSeconds: worstCaseSeconds(plan, settings)},
         probe,
       )

@@ -22,8 +22,20 @@ const SET_TIMEOUT_SECONDS = 30
  * rule of kube-proxy's or anyone's sees the packet.
  */
 const TRACE_PRIORITY = -500
-/** The packets the trace rule may mark: a probe makes a handful; nothing else can flood the trace. */
-const RATE = ['limit', 'rate', '20/second', 'burst', '40', 'packets'] as const
+/**
+ * The packets the trace rule marks: a connection's opening SYN only (retransmissions included). That is the packet the
+ * kernel evidence reads (the one NAT decides on: kernel-trace-walk.ts), it passes before conntrack (-200), where `ct
+ * state new` cannot be read yet, and other clients' established connections to the same Service send none.
+ */
+const OPENING = ['tcp', 'flags', 'syn'] as const
+/**
+ * Of those, at most a burst per rule, then 20 a second: the burst is two SYNs (the first and its retransmission after
+ * 1 s, within a probe's timeout) for each connection the probes open to the family's tuples, so that every probe
+ * connection of the round is marked, and never more than MAX_BURST (the sudoers line allows three digits).
+ */
+const RATE_PER_SECOND = '20/second'
+const SYNS_PER_CONNECTION = 2
+const MAX_BURST = 999
 /** The longest `nft monitor trace` may run on the node, whatever the doctor does. */
 export const MAX_MONITOR_SECONDS = 20
 
@@ -39,6 +51,8 @@ const SET_OF: Record<TraceFamily, {set: string; type: string}> = {
 export interface TraceTuple {
   address: string
   port: number
+  /** How many connections the probes open to it. */
+  connections: number
 }
 
 /** A table name of the doctor's: the run's id and when it was made (Unix seconds); anything else throws. */
@@ -134,7 +148,18 @@ function setStatement(table: string, family: TraceFamily): Statement {
   ]
 }
 
-function ruleStatement(table: string, hook: TraceHook, family: TraceFamily): Statement {
+/** The rule's limit for the tuples of one family: a burst that covers their connections' SYNs. */
+function rateStatement(tuples: readonly TraceTuple[]): Statement {
+  let syns = 0
+  for (const t of tuples) {
+    if (!Number.isInteger(t.connections) || t.connections < 1)
+      throw new Error(`refusing to build a kernel trace command: ${JSON.stringify(t.connections)} connections`)
+    syns += SYNS_PER_CONNECTION * t.connections
+  }
+  return ['limit', 'rate', RATE_PER_SECOND, 'burst', String(Math.min(MAX_BURST, syns)), 'packets']
+}
+
+function ruleStatement(table: string, hook: TraceHook, family: TraceFamily, rate: Statement): Statement {
   return [
     'add',
     'rule',
@@ -150,7 +175,8 @@ function ruleStatement(table: string, hook: TraceHook, family: TraceFamily): Sta
     'th',
     'dport',
     `@${SET_OF[family].set}`,
-    ...RATE,
+    ...OPENING,
+    ...rate,
     'meta',
     'nftrace',
     'set',
@@ -186,18 +212,18 @@ export const KERNEL_TRACE_COMMANDS = {
     const statements = [
       tableStatement(table),
       ...TRACE_HOOKS.map((h) => chainStatement(table, h)),
-      ...families.flatMap((f) => [
-        setStatement(table, f),
-        ...TRACE_HOOKS.map((h) => ruleStatement(table, h, f)),
-        elementsStatement(
-          table,
-          f,
-          tuples.filter((t) => familyOf(ipArgument(t.address)) === f),
-        ),
-      ]),
+      ...families.flatMap((f) => {
+        const ofFamily = tuples.filter((t) => familyOf(ipArgument(t.address)) === f)
+        const rate = rateStatement(ofFamily)
+        return [
+          setStatement(table, f),
+          ...TRACE_HOOKS.map((h) => ruleStatement(table, h, f, rate)),
+          elementsStatement(table, f, ofFamily),
+        ]
+      }),
     ]
     return {
-      purpose: `make the doctor's table: chains before every other at prerouting and output, marking only the probes' ${tuples.length} tuple(s) (rate-limited, set elements timing out after ${SET_TIMEOUT_SECONDS}s)`,
+      purpose: `make the doctor's table: chains before every other at prerouting and output, marking only the opening packets of the probes' connections to ${tuples.length} tuple(s) (rate-limited, set elements timing out after ${SET_TIMEOUT_SECONDS}s)`,
       // `--`: the chains' negative priority is not an option of nft's.
       argv: ['nft', '--', ...statements.flatMap((s, i) => (i > 0 ? [';', ...s] : s))],
       changes: true,

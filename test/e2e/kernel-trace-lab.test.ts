@@ -155,6 +155,58 @@ describe('--kernel-trace against the netns lab (iptables-nft and nftables mode, 
     }
   })
 
+  test("every probe connection of a round is traced, by its opening SYN only (each node's own monitor counts them); nothing left", async () => {
+    const before = allTables()
+    const monitors = NODE_NAMES.map((node) => {
+      const child = spawn('ip', ['netns', 'exec', lab.nodeNs(node), 'timeout', '30', 'nft', 'monitor', 'trace'], {
+        stdio: ['ignore', 'pipe', 'ignore'],
+      })
+      const watched = {node, child, seen: '', ended: new Promise((done) => child.on('exit', done))}
+      child.stdout!.on('data', (d: Buffer) => (watched.seen += d.toString()))
+      return watched
+    })
+    let r: CliResult
+    try {
+      // `nft monitor` says nothing when it is subscribed: a moment for it (the doctor's own waits so too).
+      await new Promise((done) => setTimeout(done, 500))
+      r = await doctor('-o', 'json')
+    } finally {
+      for (const m of monitors) m.child.kill('SIGTERM')
+      await Promise.all(monitors.map((m) => m.ended))
+    }
+    assert.equal(r.code, 0, r.stdout + r.stderr)
+    assertAgrees(r)
+    for (const m of monitors) {
+      // Each traced packet's first line: the doctor's table marked it. Whole lines only (the last may be cut).
+      const first = new Map<string, string>()
+      for (const line of m.seen.split('\n').slice(0, -1)) {
+        const p = /^trace id (\w+) inet (kpd_trace_\S+) \S+ packet: (.*)$/.exec(line)
+        if (p && !first.has(p[1])) first.set(p[1], p[3])
+      }
+      const connections = new Map<string, Set<number>>()
+      for (const [id, packet] of first) {
+        assert.match(packet, /tcp flags == syn /, `${m.node} ${id}: only a connection's opening packet is marked`)
+        const t = /ip daddr (\S+) .*tcp sport (\d+) tcp dport (\d+) /.exec(packet)
+        assert.ok(t, packet)
+        const target = `${t[1]}:${t[3]}`
+        connections.set(target, (connections.get(target) ?? new Set()).add(Number(t[2])))
+      }
+      const probed = r.json.probes.nodes
+        .find((n: {node: string}) => n.node === m.node)
+        .targets.filter((t: {kind: string}) => t.kind !== 'endpoint')
+        .map((t: {address: string; attempts: number}) => [t.address, t.attempts])
+        .sort()
+      assert.equal(probed.length, 2, JSON.stringify(probed))
+      // The connections the probes opened, each source port once: as many as the probes made, every one traced.
+      assert.deepEqual(
+        [...connections].map(([target, ports]) => [target, ports.size]).sort(),
+        probed,
+        `${m.node}: ${JSON.stringify([...connections].map(([t, p]) => [t, [...p]]))}`,
+      )
+    }
+    assert.deepEqual(allTables(), before)
+  })
+
   test('a table killed runs left: an old one is removed by the next run; a SIGKILLed run’s by cleanup --node', async () => {
     const before = allTables()
     const ns = lab.nodeNs('node-b')

@@ -1,4 +1,4 @@
-import type {Prng} from './fuzz-mutate.js'
+import type {Prng} from './seeded.js'
 
 /**
  * Random rule graphs for the fuzz test, of three kinds:

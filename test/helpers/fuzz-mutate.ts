@@ -1,31 +1,10 @@
+import type {Prng} from './seeded.js'
+
 /**
- * Seeded input mutation for the fuzz test: a small PRNG (mulberry32) and mutators that turn a real dump into the
- * kinds of broken input people and failing pipes produce (cut-offs, run-together lines, giant lines, deep nesting,
- * odd bytes, odd numbers, malformed JSON).
+ * Seeded input mutation for the fuzz test (the generator: seeded.ts): mutators that turn a real dump into the kinds of
+ * broken input people and failing pipes produce (cut-offs, run-together lines, giant lines, deep nesting, odd bytes,
+ * odd numbers, malformed JSON).
  */
-export class Prng {
-  private state: number
-  constructor(seed: number) {
-    this.state = seed >>> 0
-  }
-  /** A float in [0, 1). */
-  next(): number {
-    this.state = (this.state + 0x6d2b79f5) >>> 0
-    let t = this.state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-  int(max: number): number {
-    return Math.floor(this.next() * max)
-  }
-  pick<T>(items: readonly T[]): T {
-    return items[this.int(items.length)]
-  }
-  chance(p: number): boolean {
-    return this.next() < p
-  }
-}
 
 /**
  * White space that is not a space or a line break: a vertical tab, a form feed, a no-break space (copied from a web

@@ -34,7 +34,8 @@ import {IpvsTracer} from '../../src/trace/ipvs-tracer.js'
 import {NftTracer} from '../../src/trace/nft-tracer.js'
 import type {Packet, TraceResult, Tracer} from '../../src/trace/types.js'
 import {jumpLoopIptables, jumpLoopNft, randomIptablesGraph, randomNftGraph} from './fuzz-generate.js'
-import {mutate, mutateJson, Prng} from './fuzz-mutate.js'
+import {mutate, mutateJson} from './fuzz-mutate.js'
+import {Prng} from './seeded.js'
 
 /**
  * The most CPU time one input may take, parse, traces and printing together. CPU time, not wall time: it does not

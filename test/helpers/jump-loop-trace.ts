@@ -6,7 +6,7 @@ import {IptablesTracer} from '../../src/trace/iptables-tracer.js'
 import {NftTracer} from '../../src/trace/nft-tracer.js'
 import type {Packet} from '../../src/trace/types.js'
 import {jumpLoopIptables, jumpLoopNft, type JumpLoopShape} from './fuzz-generate.js'
-import {Prng} from './fuzz-mutate.js'
+import {Prng} from './seeded.js'
 
 const PACKET: Packet = {
   src: '10.244.1.5',

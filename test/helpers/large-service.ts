@@ -3,7 +3,7 @@ import {join} from 'node:path'
 import {endpointSliceObject, nodeObject, podObject, serviceObject} from '../fixtures/api-objects.js'
 import {kubeProxyRules} from '../fixtures/kube-proxy-rules.js'
 import {DNS, labPods, type LabNode, type LabPod, type LabService} from '../fixtures/lab-cluster.js'
-import {Prng} from './fuzz-mutate.js'
+import {Prng} from './seeded.js'
 
 /** Two nodes with room for tens of thousands of Pods (a /16 each, in the cluster CIDR below). */
 const NODES: LabNode[] = [

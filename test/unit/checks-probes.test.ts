@@ -39,15 +39,20 @@ function probed(
   }))
   return {probes: {ran: true, settings: PROBE_SETTINGS, nodes, notes: []}}
 }
-/** A policy engine's chain in node-b's filter FORWARD dropping new connections to `ip`. */
-const forwardDropOnB = (ip: string) => (t: string) => {
-  const first = '-A FORWARD -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall"'
-  assert.ok(t.includes(first) && t.includes('\nCOMMIT\n*nat'))
-  return t
-    .replace(':OUTPUT ACCEPT [0:0]\n', ':OUTPUT ACCEPT [0:0]\n:cali-FORWARD - [0:0]\n')
-    .replace(first, `-A FORWARD -j cali-FORWARD\n${first}`)
-    .replace('\nCOMMIT\n*nat', `\n-A cali-FORWARD -d ${ip}/32 -m conntrack --ctstate NEW -j DROP\nCOMMIT\n*nat`)
-}
+/**
+ * A chain in node-b's filter FORWARD dropping new connections to `ip`: a policy engine's (Calico's) by default, or one
+ * of Kubernetes' own (kubelet's KUBE-FIREWALL), which no finding of a foreign drop reports.
+ */
+const forwardDropOnB =
+  (ip: string, chain = 'cali-FORWARD') =>
+  (t: string) => {
+    const first = '-A FORWARD -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall"'
+    assert.ok(t.includes(first) && t.includes('\nCOMMIT\n*nat'))
+    return t
+      .replace(':OUTPUT ACCEPT [0:0]\n', `:OUTPUT ACCEPT [0:0]\n:${chain} - [0:0]\n`)
+      .replace(first, `-A FORWARD -j ${chain}\n${first}`)
+      .replace('\nCOMMIT\n*nat', `\n-A ${chain} -d ${ip}/32 -m conntrack --ctstate NEW -j DROP\nCOMMIT\n*nat`)
+  }
 const withoutClusterIpRule = (t: string) =>
   t
     .split('\n')
@@ -187,6 +192,20 @@ checkFamily('probes', () => {
         },
       ),
       findings: [['KPD-FILTER-DROP', 'node-b', 'error']],
+    },
+    {
+      name: "web-b2 times out from node-a, kubelet's KUBE-FIREWALL on node-b drops it (the second half of node-a's paths breaks there, no foreign drop): the probe is evidence on KPD-PATH-BROKEN on node-b, no warning",
+      state: {editDump: {'node-b': forwardDropOnB('10.244.2.11', 'KUBE-FIREWALL')}},
+      options: probed(
+        {editDump: {'node-b': forwardDropOnB('10.244.2.11', 'KUBE-FIREWALL')}},
+        {
+          'node-a 10.244.2.11:8080': [0, 0, 3],
+          'node-a 10.96.10.10:80': [5, 0, 3],
+          'node-a 10.200.0.11:30080': [6, 0, 2],
+        },
+      ),
+      findings: [['KPD-PATH-BROKEN', 'node-b', 'error']],
+      messages: {'KPD-PATH-BROKEN node-b': [/^node-b: node-a's .* breaks at filter: .*10\.244\.2\.11:8080/]},
     },
     {
       name: "node-b's endpoints time out from node-a, whose route to node-b's pods is gone: the probe is evidence on KPD-ROUTE-MISSING on node-a",

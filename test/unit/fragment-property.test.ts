@@ -15,6 +15,7 @@ import {IptablesTracer} from '../../src/trace/iptables-tracer.js'
 import type {Packet, TraceResult} from '../../src/trace/types.js'
 import {kubeProxyRules} from '../fixtures/kube-proxy-rules.js'
 import {DNS, NODES, OUTSIDE_IP, WEB, labPods} from '../fixtures/lab-cluster.js'
+import {Prng} from '../helpers/seeded.js'
 
 const SEED = 20261126
 const NODE = NODES[0]
@@ -37,17 +38,6 @@ const PACKETS: Array<{name: string; packet: Packet; fromNode?: boolean}> = [
 
 function tcp(src: string, dst: string, dport: number, inIface?: string): Packet {
   return {src, dst, proto: 'tcp', dport, sport: 40000, ...(inIface ? {inIface} : {})}
-}
-
-/** Mulberry32: a small seeded generator, so that a failure replays. */
-function random(seed: number): () => number {
-  let a = seed
-  return () => {
-    a = (a + 0x6d2b79f5) | 0
-    let t = Math.imul(a ^ (a >>> 15), 1 | a)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
 }
 
 interface Table {
@@ -119,14 +109,14 @@ function namesOne(result: TraceResult, chains: Set<string>): boolean {
 }
 
 test('fragment property: removing any chain a walk entered never gives ACCEPT/DROP/REJECT, and names the chain', () => {
-  const rand = random(SEED)
+  const rand = new Prng(SEED)
   let checked = 0
   for (const p of PACKETS) {
     const whole = trace(print(WHOLE), p)
     assert.ok(!whole.result.outcomes.some((o) => o.verdict === 'UNKNOWN'), `${p.name}: the whole dump is judged`)
     const entered = [...whole.entered]
     const removals = entered.map((c) => new Set([c]))
-    for (let i = 0; i < 4; i++) removals.push(new Set(entered.filter(() => rand() < 0.3)))
+    for (let i = 0; i < 4; i++) removals.push(new Set(entered.filter(() => rand.next() < 0.3)))
     for (const gone of removals) {
       if (gone.size === 0) continue
       const {result} = trace(print(without(WHOLE, gone)), p)

@@ -13,7 +13,7 @@ import {NftTracer} from '../../src/trace/nft-tracer.js'
 import type {Packet} from '../../src/trace/types.js'
 import {removeTraceTables, withKernelTrace} from '../../src/node/probe/kernel-trace.js'
 import type {NodeAccess, RunResult} from '../../src/node/transport/node-access.js'
-import type {KernelTraceCommand} from '../../src/node/kernel-trace-commands.js'
+import type {KernelTraceCommand, TraceTuple} from '../../src/node/kernel-trace-commands.js'
 import {diagnose, type DiagnoseOptions} from '../../src/diagnosis/diagnose.js'
 import {planProbes, PROBE_SETTINGS} from '../../src/diagnosis/probe-plan.js'
 import {offlineCluster} from '../helpers/offline-cluster.js'
@@ -27,9 +27,9 @@ const TABLE = traceTableName('a1b2c3', 1795000000)
 
 test('the commands: exactly these words, quoted for a shell, sudo -n before nft (inside timeout) where the login is not root', () => {
   const setup = KERNEL_TRACE_COMMANDS.setup(TABLE, [
-    {address: '10.96.10.10', port: 80},
-    {address: '10.200.0.11', port: 30080},
-    {address: 'fd00:10:96::a', port: 80},
+    {address: '10.96.10.10', port: 80, connections: 8},
+    {address: '10.200.0.11', port: 30080, connections: 8},
+    {address: 'fd00:10:96::a', port: 80, connections: 8},
   ])
   // One nft, one transaction: the statements its script holds, `;` between them.
   assert.deepEqual(kernelTraceLine(setup, true).split(" ';' add "), [
@@ -37,12 +37,12 @@ test('the commands: exactly these words, quoted for a shell, sudo -n before nft 
     "chain inet kpd_trace_a1b2c3_1795000000 prerouting '{' type filter hook prerouting priority -500 ';' policy accept ';' '}'",
     "chain inet kpd_trace_a1b2c3_1795000000 output '{' type filter hook output priority -500 ';' policy accept ';' '}'",
     "set inet kpd_trace_a1b2c3_1795000000 probes4 '{' type ipv4_addr . inet_proto . inet_service ';' flags timeout ';' timeout 30s ';' '}'",
-    'rule inet kpd_trace_a1b2c3_1795000000 prerouting ip daddr . meta l4proto . th dport @probes4 limit rate 20/second burst 40 packets meta nftrace set 1',
-    'rule inet kpd_trace_a1b2c3_1795000000 output ip daddr . meta l4proto . th dport @probes4 limit rate 20/second burst 40 packets meta nftrace set 1',
+    'rule inet kpd_trace_a1b2c3_1795000000 prerouting ip daddr . meta l4proto . th dport @probes4 tcp flags syn limit rate 20/second burst 32 packets meta nftrace set 1',
+    'rule inet kpd_trace_a1b2c3_1795000000 output ip daddr . meta l4proto . th dport @probes4 tcp flags syn limit rate 20/second burst 32 packets meta nftrace set 1',
     "element inet kpd_trace_a1b2c3_1795000000 probes4 '{' 10.96.10.10 . tcp . 80 , 10.200.0.11 . tcp . 30080 '}'",
     "set inet kpd_trace_a1b2c3_1795000000 probes6 '{' type ipv6_addr . inet_proto . inet_service ';' flags timeout ';' timeout 30s ';' '}'",
-    'rule inet kpd_trace_a1b2c3_1795000000 prerouting ip6 daddr . meta l4proto . th dport @probes6 limit rate 20/second burst 40 packets meta nftrace set 1',
-    'rule inet kpd_trace_a1b2c3_1795000000 output ip6 daddr . meta l4proto . th dport @probes6 limit rate 20/second burst 40 packets meta nftrace set 1',
+    'rule inet kpd_trace_a1b2c3_1795000000 prerouting ip6 daddr . meta l4proto . th dport @probes6 tcp flags syn limit rate 20/second burst 16 packets meta nftrace set 1',
+    'rule inet kpd_trace_a1b2c3_1795000000 output ip6 daddr . meta l4proto . th dport @probes6 tcp flags syn limit rate 20/second burst 16 packets meta nftrace set 1',
     "element inet kpd_trace_a1b2c3_1795000000 probes6 '{' fd00:10:96::a . tcp . 80 '}'",
   ])
   assert.match(
@@ -51,7 +51,10 @@ test('the commands: exactly these words, quoted for a shell, sudo -n before nft 
   )
   // IPv4 only: no IPv6 set or rules.
   assert.equal(
-    kernelTraceLine(KERNEL_TRACE_COMMANDS.setup(TABLE, [{address: '10.96.10.10', port: 80}]), true).includes('probes6'),
+    kernelTraceLine(
+      KERNEL_TRACE_COMMANDS.setup(TABLE, [{address: '10.96.10.10', port: 80, connections: 8}]),
+      true,
+    ).includes('probes6'),
     false,
   )
   assert.equal(kernelTraceLine(KERNEL_TRACE_COMMANDS.monitor(5), false), 'timeout 5 sudo -n nft monitor trace')
@@ -61,16 +64,50 @@ test('the commands: exactly these words, quoted for a shell, sudo -n before nft 
   )
 })
 
+test("the trace rules mark each probe connection's opening SYN, the burst two per connection of the family, 999 at most", () => {
+  const bursts = (tuples: TraceTuple[]) =>
+    kernelTraceLine(KERNEL_TRACE_COMMANDS.setup(TABLE, tuples), true)
+      .split(" ';' ")
+      .filter((s) => s.startsWith('add rule '))
+      .map((s) =>
+        /@(probes[46]) tcp flags syn limit rate 20\/second burst (\d+) packets meta nftrace set 1$/.exec(s)!.slice(1),
+      )
+  // Each family's rules (one per hook) count that family's connections only: a SYN and its retransmission each.
+  assert.deepEqual(
+    bursts([
+      {address: '10.96.10.10', port: 80, connections: 8},
+      {address: '10.200.0.11', port: 30080, connections: 8},
+      {address: '10.96.10.10', port: 443, connections: 3},
+      {address: 'fd00:10:96::a', port: 80, connections: 1},
+    ]),
+    [
+      ['probes4', '38'],
+      ['probes4', '38'],
+      ['probes6', '2'],
+      ['probes6', '2'],
+    ],
+  )
+  const many = Array.from({length: 70}, (_, i) => ({address: '10.96.10.10', port: 1000 + i, connections: 8}))
+  assert.deepEqual(bursts(many), [
+    ['probes4', '999'],
+    ['probes4', '999'],
+  ])
+})
+
 test('the commands refuse what is not a validated value: a bad address, port, table, tuple list or monitor time', () => {
   const refuses = (f: () => unknown, what: RegExp) => assert.throws(f, what)
-  const setup = (tuples: Array<{address: string; port: number}>, table = TABLE) =>
-    KERNEL_TRACE_COMMANDS.setup(table, tuples)
-  refuses(() => setup([{address: '10.96.10.10; nft flush ruleset', port: 80}]), /not an IP address/)
-  refuses(() => setup([{address: '10.96.0.0/16', port: 80}]), /not an IP address/)
-  refuses(() => setup([{address: '10.96.10.10', port: 0}]), /not a port number/)
-  refuses(() => setup([{address: '10.96.10.10', port: 80.5}]), /not a port number/)
+  const setup = (tuples: TraceTuple[], table = TABLE) => KERNEL_TRACE_COMMANDS.setup(table, tuples)
+  refuses(() => setup([{address: '10.96.10.10; nft flush ruleset', port: 80, connections: 8}]), /not an IP address/)
+  refuses(() => setup([{address: '10.96.0.0/16', port: 80, connections: 8}]), /not an IP address/)
+  refuses(() => setup([{address: '10.96.10.10', port: 0, connections: 8}]), /not a port number/)
+  refuses(() => setup([{address: '10.96.10.10', port: 80.5, connections: 8}]), /not a port number/)
   refuses(() => setup([]), /no tuple/)
-  refuses(() => setup([{address: '10.96.10.10', port: 80}], 'kube-proxy'), /not a table of the doctor's/)
+  refuses(() => setup([{address: '10.96.10.10', port: 80, connections: 0}]), /0 connections/)
+  refuses(() => setup([{address: '10.96.10.10', port: 80, connections: 1.5}]), /1\.5 connections/)
+  refuses(
+    () => setup([{address: '10.96.10.10', port: 80, connections: 8}], 'kube-proxy'),
+    /not a table of the doctor's/,
+  )
   refuses(() => KERNEL_TRACE_COMMANDS.deleteTable('kube-proxy'), /not a table of the doctor's/)
   refuses(() => KERNEL_TRACE_COMMANDS.deleteTable('kpd_trace_a1b2c3_1795000000 ; flush ruleset'), /not a table/)
   refuses(() => KERNEL_TRACE_COMMANDS.monitor(0), /monitor for 0s/)
@@ -94,7 +131,7 @@ test("stale tables: only the doctor's own, older than 50 s (another run's young 
 /** As `nft -a monitor trace` prints it (nft 1.0.6): two probes' packets interleaved, another tracer's packet, a cut line. */
 const RECORDED = [
   'trace id 44a578a4 inet kpd_trace_a1b2c3_1795000000 output packet: oif "eth0" ip saddr 10.200.0.11 ip daddr 10.96.10.10 ip dscp cs0 ip ecn not-ect ip ttl 64 ip id 35439 ip protocol tcp ip length 60 tcp sport 41508 tcp dport 80 tcp flags == syn tcp window 64240 ',
-  'trace id 44a578a4 inet kpd_trace_a1b2c3_1795000000 output rule ip daddr . meta l4proto . th dport @probes4 limit rate 20/second burst 40 packets meta nftrace set 1 # handle 5 (verdict continue)',
+  'trace id 44a578a4 inet kpd_trace_a1b2c3_1795000000 output rule ip daddr . meta l4proto . th dport @probes4 tcp flags syn limit rate 20/second burst 32 packets meta nftrace set 1 # handle 5 (verdict continue)',
   'trace id 9000aaaa inet kpd_trace_a1b2c3_1795000000 output packet: oif "eth0" ip saddr 10.200.0.11 ip daddr 10.200.0.11 ip protocol tcp tcp sport 50000 tcp dport 30080 tcp flags == syn ',
   'trace id 44a578a4 inet kpd_trace_a1b2c3_1795000000 output policy accept ',
   'trace id 44a578a4 ip nat OUTPUT packet: oif "eth0" ip saddr 10.200.0.11 ip daddr 10.96.10.10 tcp sport 41508 tcp dport 80 tcp flags == syn ',
@@ -164,7 +201,7 @@ test('--dry-run prints the commands, announced before anything, and runs none of
   const r = await withKernelTrace(
     access,
     'node-a',
-    [{address: '10.96.10.10', port: 80}],
+    [{address: '10.96.10.10', port: 80, connections: 8}],
     {announce: (l) => said.push(l), dryRun: true, monitorSeconds: 4, now: NOW},
     async () => ++probed,
   )
@@ -214,8 +251,8 @@ test('a run: the stale table removed, the table made, the monitor around the pro
     access,
     'node-a',
     [
-      {address: '10.96.10.10', port: 80},
-      {address: '10.200.0.11', port: 30080},
+      {address: '10.96.10.10', port: 80, connections: 8},
+      {address: '10.200.0.11', port: 30080, connections: 8},
     ],
     {announce: () => undefined, dryRun: false, monitorSeconds: 4, now: NOW, settleMs: 1},
     async () => {
@@ -252,7 +289,8 @@ test('a failing step deletes the table; no root says so; iptables-legacy changes
     return undefined
   })
   const opts = {announce: () => undefined, dryRun: false, monitorSeconds: 2, now: NOW, settleMs: 1}
-  const r = await withKernelTrace(failing.access, 'node-a', [{address: '10.96.10.10', port: 80}], opts, async () => 1)
+  const oneTuple = [{address: '10.96.10.10', port: 80, connections: 8}]
+  const r = await withKernelTrace(failing.access, 'node-a', oneTuple, opts, async () => 1)
   assert.equal(r.result, 1)
   assert.equal(
     !r.trace.traced && r.trace.reason,
@@ -265,7 +303,7 @@ test('a failing step deletes the table; no root says so; iptables-legacy changes
   )
 
   const noRoot = fakeNode(() => ({code: 1, stderr: 'Error: Operation not permitted\n'}))
-  const n = await withKernelTrace(noRoot.access, 'node-a', [{address: '10.96.10.10', port: 80}], opts, async () => 1)
+  const n = await withKernelTrace(noRoot.access, 'node-a', oneTuple, opts, async () => 1)
   assert.equal(
     !n.trace.traced && n.trace.reason,
     'kernel trace not run: no root for nft (Error: Operation not permitted (exit 1))',
@@ -273,7 +311,7 @@ test('a failing step deletes the table; no root says so; iptables-legacy changes
   assert.deepEqual(noRoot.ran, ['timeout 2 nft monitor trace', 'nft list tables'])
 
   const legacy = fakeNode(() => ({stdout: Buffer.from('')}))
-  const l = await withKernelTrace(legacy.access, 'node-a', [{address: '10.96.10.10', port: 80}], opts, async () => 1)
+  const l = await withKernelTrace(legacy.access, 'node-a', oneTuple, opts, async () => 1)
   assert.equal(!l.trace.traced && l.trace.reason, 'kernel trace not available on iptables-legacy (no change made)')
   // Nothing that changes the node: the monitor (stopped at once) and the listing only.
   assert.deepEqual(legacy.ran, ['timeout 2 nft monitor trace', 'nft list tables'])
@@ -411,7 +449,7 @@ test('the monitor is ended once the probes are over (a moment for their last eve
   const r = await withKernelTrace(
     access,
     'node-a',
-    [{address: '10.96.10.10', port: 80}],
+    [{address: '10.96.10.10', port: 80, connections: 8}],
     {announce: () => undefined, dryRun: false, monitorSeconds: 20, now: NOW, settleMs: 1, drainMs: 5},
     () => Promise.resolve('tallies'),
   )
@@ -438,12 +476,12 @@ table inet ${TABLE} {
 
 \tchain prerouting {
 \t\ttype filter hook prerouting priority -500; policy accept;
-\t\tip daddr . meta l4proto . th dport @probes4 limit rate 20/second burst 40 packets meta nftrace set 1
+\t\tip daddr . meta l4proto . th dport @probes4 tcp flags syn limit rate 20/second burst 32 packets meta nftrace set 1
 \t}
 
 \tchain output {
 \t\ttype filter hook output priority -500; policy accept;
-\t\tip daddr . meta l4proto . th dport @probes4 limit rate 20/second burst 40 packets meta nftrace set 1
+\t\tip daddr . meta l4proto . th dport @probes4 tcp flags syn limit rate 20/second burst 32 packets meta nftrace set 1
 \t}
 }
 `

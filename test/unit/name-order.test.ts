@@ -4,14 +4,11 @@ import {spawnSync} from 'node:child_process'
 import {pathToFileURL} from 'node:url'
 import {resolve} from 'node:path'
 import {collatesAsEnglish, compareNames} from '../../src/model/name-order.js'
+import {lcg} from '../helpers/seeded.js'
 
-/** A seeded generator (a linear congruential one): the same strings every run. */
+/** Seeded strings: the same every run. */
 function strings(seed: number, alphabet: string, count: number): string[] {
-  let state = seed
-  const next = (n: number) => {
-    state = (state * 1103515245 + 12345) & 0x7fffffff
-    return state % n
-  }
+  const next = lcg(seed)
   return Array.from({length: count}, () => {
     let s = ''
     for (let n = next(8); n > 0; n--) s += alphabet[next(alphabet.length)]

@@ -6,6 +6,7 @@ import stringWidth from 'string-width'
 import {fixLines} from '../../src/report/fix-lines.js'
 import {displayWidth, ONE_COLUMN_EACH, outputWidth, wrapCommand, wrapProse} from '../../src/report/width.js'
 import {runCli} from '../helpers/run-cli.js'
+import {lcg} from '../helpers/seeded.js'
 
 const EXAMPLES = ['broken-cluster', 'healthy-cluster', 'ipvs-cluster']
 const COLS = {COLUMNS: '80'}
@@ -197,11 +198,7 @@ test("the report's signs and colours are measured without string-width as string
     for (let c = from; c <= to; c++) assert.equal(stringWidth(String.fromCharCode(c)), 1, `U+${c.toString(16)}`)
   }
   const chalk = new Chalk({level: 3})
-  let state = 7
-  const next = (n: number) => {
-    state = (state * 1103515245 + 12345) & 0x7fffffff
-    return state % n
-  }
+  const next = lcg(7)
   const pieces = [
     'web',
     ' ',

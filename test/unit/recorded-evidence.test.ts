@@ -30,7 +30,7 @@ const TABLE = 'kpd_trace_a1b2c3_1795000000'
 /** node-a's first ClusterIP probe as `nft monitor trace` printed it: through the doctor's table into kube-proxy's. */
 const TRACE = [
   `trace id 44a578a4 inet ${TABLE} output packet: oif "eth0" ip saddr ${NODE_A} ip daddr 10.96.10.10 ip protocol tcp tcp sport 41508 tcp dport 80 tcp flags == syn `,
-  `trace id 44a578a4 inet ${TABLE} output rule ip daddr . meta l4proto . th dport @probes4 limit rate 20/second burst 40 packets meta nftrace set 1 # handle 5 (verdict continue)`,
+  `trace id 44a578a4 inet ${TABLE} output rule ip daddr . meta l4proto . th dport @probes4 tcp flags syn limit rate 20/second burst 32 packets meta nftrace set 1 # handle 5 (verdict continue)`,
   `trace id 44a578a4 inet ${TABLE} output policy accept `,
   `trace id 44a578a4 ip nat OUTPUT packet: oif "eth0" ip saddr ${NODE_A} ip daddr 10.96.10.10 tcp sport 41508 tcp dport 80 tcp flags == syn `,
   'trace id 44a578a4 ip nat OUTPUT rule  counter packets 0 bytes 0 jump KUBE-SERVICES # handle 12 (verdict jump KUBE-SERVICES)',

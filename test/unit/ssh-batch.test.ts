@@ -36,44 +36,49 @@ function programs(files: Record<string, string>): string {
 
 const outcome = (r: RunResult) => (r.kind === 'ran' ? [r.code, r.stdout.toString(), r.stderr] : r.what)
 
-test("ssh batch: a read's output holding another batch's marks is that read's output; one that prints this batch's own nonce fails the batch, never handing one read's output to another", async () => {
-  // A rule comment a workload chose can hold any text, but not the nonce of a batch made after it: another run's marks.
-  const earlier = '#kpd-batch-0123456789abcdef'
-  const bin = programs({
-    iptables: `#!/bin/sh\nprintf 'forged\\n${earlier} 0\\nafter\\n'\nprintf '\\n${earlier}\\n' >&2\n`,
-    ip: "#!/bin/sh\nprintf 'default via 10.0.0.1 dev eth0\\n'\n",
+/** The batch's own end mark, as a program on the node can find it: on its parent shell's command line. */
+const OWN_MARK = '$(tr "\\0" " " < /proc/$PPID/cmdline | grep -o "#kpd-batch-[0-9a-f]*" | head -n 1)'
+/** A mark of another batch's: a rule comment a workload chose can hold any text, but not a later batch's nonce. */
+const EARLIER = '#kpd-batch-0123456789abcdef'
+const ROUTES = 'default via 10.0.0.1 dev eth0\n'
+const TOLD = "a read printed the batch's own end mark: its 2 outputs cannot be told apart"
+
+/** A hostile read's output printing a batch's marks (`mark`: a shell word), then what each read of the batch gets. */
+const HOSTILE_MARKS: Array<{name: string; mark: string; outcomes: unknown[]}> = [
+  {
+    name: "a read's output holding another batch's marks is that read's output",
+    mark: `'${EARLIER}'`,
+    outcomes: [
+      [0, `forged\n${EARLIER} 0\nafter\n`, `\n${EARLIER}\n`],
+      [0, ROUTES, ''],
+    ],
+  },
+  {
+    name: "a read that prints this batch's own nonce fails the batch, never handing one read's output to another",
+    mark: `"${OWN_MARK}"`,
+    outcomes: [TOLD, TOLD],
+  },
+]
+
+for (const row of HOSTILE_MARKS)
+  test(`ssh batch: ${row.name}`, async () => {
+    const bin = programs({
+      iptables: `#!/bin/sh\nn=${row.mark}\nprintf 'forged\\n%s 0\\nafter\\n' "$n"\nprintf '\\n%s\\n' "$n" >&2\n`,
+      ip: `#!/bin/sh\nprintf '${ROUTES}'\n`,
+    })
+    try {
+      const session = shellSession(bin, false)
+      const access = new SshNodeAccess(session)
+      await access.usesSudo()
+      const both = [access.run('iptablesVersion'), access.run('routeTable')].map((p) =>
+        p.then(outcome, (e: Error) => e.message),
+      )
+      assert.deepEqual(await Promise.all(both), row.outcomes)
+      assert.equal(session.lines.length, 2, 'id -u, then the two reads in one exec')
+    } finally {
+      rmSync(bin, {recursive: true, force: true})
+    }
   })
-  try {
-    const session = shellSession(bin, false)
-    const access = new SshNodeAccess(session)
-    await access.usesSudo()
-    const [v4, routes] = await Promise.all([access.run('iptablesVersion'), access.run('routeTable')])
-    assert.equal(session.lines.length, 2)
-    assert.deepEqual(outcome(v4), [0, `forged\n${earlier} 0\nafter\n`, `\n${earlier}\n`])
-    assert.deepEqual(outcome(routes), [0, 'default via 10.0.0.1 dev eth0\n', ''])
-  } finally {
-    rmSync(bin, {recursive: true, force: true})
-  }
-  // A program that finds this batch's nonce (on its parent shell's command line) and prints the marks.
-  const forge = [
-    '#!/bin/sh',
-    'n=$(tr "\\0" " " < /proc/$PPID/cmdline | grep -o "#kpd-batch-[0-9a-f]*" | head -n 1)',
-    'printf "forged\\n%s 0\\nafter\\n" "$n"',
-    '',
-  ].join('\n')
-  const hostile = programs({iptables: forge, ip: "#!/bin/sh\nprintf 'default via 10.0.0.1 dev eth0\\n'\n"})
-  try {
-    const access = new SshNodeAccess(shellSession(hostile, false))
-    await access.usesSudo()
-    const both = [access.run('iptablesVersion'), access.run('routeTable')].map((p) =>
-      p.then(outcome, (e: Error) => e.message),
-    )
-    const told = "a read printed the batch's own end mark: its 2 outputs cannot be told apart"
-    assert.deepEqual(await Promise.all(both), [told, told])
-  } finally {
-    rmSync(hostile, {recursive: true, force: true})
-  }
-})
 
 test('ssh batch: a failing read fails alone, with its own exit status and stderr; the reads after it run', async () => {
   const bin = programs({

@@ -122,12 +122,18 @@ test("the sudoers snippet allows exactly the kernel trace's commands, as regular
   const commands = [
     KERNEL_TRACE_COMMANDS.listTables(),
     KERNEL_TRACE_COMMANDS.setup(table, [
-      {address: '10.96.10.10', port: 80},
-      {address: '10.200.0.11', port: 30080},
-      {address: 'fd00:10:96::a', port: 443},
+      {address: '10.96.10.10', port: 80, connections: 8},
+      {address: '10.200.0.11', port: 30080, connections: 8},
+      {address: 'fd00:10:96::a', port: 443, connections: 8},
     ]),
-    KERNEL_TRACE_COMMANDS.setup(table, [{address: '10.96.10.10', port: 80}]),
-    KERNEL_TRACE_COMMANDS.setup(table, [{address: 'fd00:10:96::a', port: 443}]),
+    KERNEL_TRACE_COMMANDS.setup(table, [{address: '10.96.10.10', port: 80, connections: 8}]),
+    KERNEL_TRACE_COMMANDS.setup(table, [{address: 'fd00:10:96::a', port: 443, connections: 8}]),
+    // The largest burst (999), and the smallest (one connection: 2).
+    KERNEL_TRACE_COMMANDS.setup(
+      table,
+      Array.from({length: 70}, (_, i) => ({address: '10.96.10.10', port: 1000 + i, connections: 8})),
+    ),
+    KERNEL_TRACE_COMMANDS.setup(table, [{address: '10.96.10.10', port: 80, connections: 1}]),
     KERNEL_TRACE_COMMANDS.monitor(5),
     KERNEL_TRACE_COMMANDS.deleteTable(table),
   ].map((c) => {
@@ -150,6 +156,14 @@ test("the sudoers snippet allows exactly the kernel trace's commands, as regular
     [],
     'allowed but never run',
   )
+  // The one-tuple setup as sudo sees it, widened: a four-digit burst, or every packet of the tuple marked.
+  const oneTuple = commands.find((c) => c.includes('burst 16 packets') && !c.includes('probes6'))!
+  for (const widened of [
+    oneTuple.replace('burst 16 packets', 'burst 1000 packets'),
+    oneTuple.replace('burst 16 packets', 'burst 0 packets'),
+    oneTuple.replace('tcp flags syn ', ''),
+  ])
+    assert.equal(allows(widened), false, widened)
   for (const appended of [
     `nft add table inet ${table} ; flush ruleset`,
     `nft delete table ip kube-proxy`,

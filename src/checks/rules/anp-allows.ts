@@ -4,13 +4,11 @@ import type {AdminRuleMatch} from '../../model/admin-network-policy.js'
 import {policyName} from '../../model/network-policy.js'
 import type {PrecedenceVerdict} from '../../model/policy-precedence.js'
 import {networkPoliciesSelect} from './anp-denies.js'
-import {adminRuleText, connectionGroups, connectionText, getAdminPolicy, ruleKey} from './policy-connections.js'
+import {adminRuleText, connectionText, decidingRule, getAdminPolicy, groupsByRule} from './policy-connections.js'
 
 /** The ANP Allow rule that lets through what the NetworkPolicies or the baseline would deny. */
 function overridingAllow(v: PrecedenceVerdict): AdminRuleMatch | undefined {
-  return v.decidedBy?.tier === 'admin' && v.decidedBy.rule.action === 'Allow' && v.withoutAdmin === false
-    ? v.decidedBy.rule
-    : undefined
+  return v.withoutAdmin === false ? decidingRule(v, 'admin', 'Allow') : undefined
 }
 
 /** Who would deny it without the Allow: the NetworkPolicies selecting the Pod, else the baseline. */
@@ -23,18 +21,10 @@ function overridden(v: PrecedenceVerdict): string {
 export const anpAllows: Check = {
   meta: codeEntry('KPD-ANP-ALLOWS'),
   run(ctx) {
-    return (['ingress', 'egress'] as const).flatMap((direction) =>
-      connectionGroups(ctx, direction, (v) => {
-        const r = overridingAllow(v)
-        return r && ruleKey(r)
-      }).map((g): FindingDraft => {
-        const r = overridingAllow(g.verdict)!
-        return {
-          node: null,
-          message: `${connectionText(g)}: ${adminRuleText(r)} allows it, and an AdminNetworkPolicy Allow is final: ${overridden(g.verdict)}, but is not consulted`,
-          check: getAdminPolicy(ctx, r),
-        }
-      }),
-    )
+    return groupsByRule(ctx, overridingAllow).map(({group: g, rule: r}): FindingDraft => ({
+      node: null,
+      message: `${connectionText(g)}: ${adminRuleText(r)} allows it, and an AdminNetworkPolicy Allow is final: ${overridden(g.verdict)}, but is not consulted`,
+      check: getAdminPolicy(ctx, r),
+    }))
   },
 }

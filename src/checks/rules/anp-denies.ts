@@ -7,20 +7,15 @@ import {kubectlCommand} from '../../model/reach.js'
 import type {JudgedSource} from './policy-sources.js'
 import {
   adminRuleText,
-  connectionGroups,
   connectionText,
+  decidingRule,
   flowYaml,
   getAdminPolicy,
+  groupsByRule,
   NAME_LABEL,
-  ruleKey,
   stableLabels,
   type ConnectionGroup,
 } from './policy-connections.js'
-
-/** The ANP Deny rule that decides the connection. */
-function denyingRule(v: PrecedenceVerdict): AdminRuleMatch | undefined {
-  return v.decidedBy?.tier === 'admin' && v.decidedBy.rule.action === 'Deny' ? v.decidedBy.rule : undefined
-}
 
 /** Whether NetworkPolicies select the Pod the direction judges. */
 export const networkPoliciesSelect = (v: PrecedenceVerdict) => v.np.selecting.some((s) => s.selected === true)
@@ -103,11 +98,6 @@ function finding(ctx: CheckContext, g: ConnectionGroup, r: AdminRuleMatch): Find
 export const anpDenies: Check = {
   meta: codeEntry('KPD-ANP-DENIES'),
   run(ctx) {
-    return (['ingress', 'egress'] as const).flatMap((direction) =>
-      connectionGroups(ctx, direction, (v) => {
-        const r = denyingRule(v)
-        return r && ruleKey(r)
-      }).map((g) => finding(ctx, g, denyingRule(g.verdict)!)),
-    )
+    return groupsByRule(ctx, (v) => decidingRule(v, 'admin', 'Deny')).map((d) => finding(ctx, d.group, d.rule))
   },
 }

@@ -1,24 +1,19 @@
 import type {Check, CheckContext, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import type {AdminRuleMatch} from '../../model/admin-network-policy.js'
-import type {PrecedenceVerdict} from '../../model/policy-precedence.js'
 import {peerFor} from './network-policy.js'
 import {
   adminRuleText,
   beforeNetworkPolicies,
-  connectionGroups,
   connectionText,
+  decidingRule,
   flowYaml,
   getAdminPolicy,
+  groupsByRule,
   NAME_LABEL,
-  ruleKey,
   stableLabels,
   type ConnectionGroup,
 } from './policy-connections.js'
-
-function denyingRule(v: PrecedenceVerdict): AdminRuleMatch | undefined {
-  return v.decidedBy?.tier === 'baseline' && v.decidedBy.rule.action === 'Deny' ? v.decidedBy.rule : undefined
-}
 
 /**
  * The minimal NetworkPolicy that lets the connection through: ingress at the endpoints from the clients, or egress at
@@ -79,11 +74,6 @@ function finding(ctx: CheckContext, g: ConnectionGroup, r: AdminRuleMatch): Find
 export const banpDenies: Check = {
   meta: codeEntry('KPD-BANP-DENIES'),
   run(ctx) {
-    return (['ingress', 'egress'] as const).flatMap((direction) =>
-      connectionGroups(ctx, direction, (v) => {
-        const r = denyingRule(v)
-        return r && ruleKey(r)
-      }).map((g) => finding(ctx, g, denyingRule(g.verdict)!)),
-    )
+    return groupsByRule(ctx, (v) => decidingRule(v, 'baseline', 'Deny')).map((d) => finding(ctx, d.group, d.rule))
   },
 }

@@ -1,6 +1,7 @@
 import type {CheckContext, Finding} from '../check.js'
 import {explainsBreak} from '../break-explained.js'
 import {policyCause} from './policy-dataplane.js'
+import {splitHostPort} from '../../net/host-port.js'
 
 /** Findings on an endpoint's node that break every connection from another node to its pods. */
 const NODE_WIDE_CAUSES = new Set(['KPD-NODE-FORWARDING-OFF'])
@@ -15,10 +16,12 @@ function names(message: string, address: string): boolean {
 }
 
 /**
- * The static finding that explains why connections from node `from` to a pod at `endpoint.ip` on `endpoint.node`
- * fail, walking both halves: on `from` (its route to the pod, its filter OUTPUT), then on the endpoint's node when it
- * is another (ip_forward, its filter FORWARD, a policy engine's drop the API's NetworkPolicies agree with, and the
- * second half of any of the Service's paths from `from` that DNATs to the endpoint and breaks there). Undefined when neither half breaks in what was read: nobody can tell which node.
+ * The static finding that explains why connections from node `from` to a pod at `endpoint.ip` (an address, no port:
+ * a probe's host or a DNS server's) on `endpoint.node` fail, walking both halves: on `from` (its route to the pod, its
+ * filter OUTPUT), then on the endpoint's node when it is another (ip_forward, its filter FORWARD, a policy engine's
+ * drop the API's NetworkPolicies agree with, and the second half of any of the Service's paths from `from` that DNATs
+ * to the endpoint, whatever its port, and breaks there). Undefined when neither half breaks in what was read: nobody
+ * can tell which node.
  */
 export function causeOnWay(
   ctx: CheckContext,
@@ -41,7 +44,10 @@ export function causeOnWay(
   if (policy) return policy
   for (const p of ctx.paths) {
     if (p.node !== from) continue
-    const half = p.remote.find((h) => h.endpoint === endpoint.ip && h.node === home && h.ok === false)
+    // A half names its endpoint host:port; the pod is the same whatever port was probed.
+    const half = p.remote.find(
+      (h) => splitHostPort(h.endpoint)?.host === endpoint.ip && h.node === home && h.ok === false,
+    )
     if (!half?.breaksAt) continue
     const at = {step: half.breaksAt, node: home, outcomes: () => half.trace?.outcomes ?? []}
     const f = errors.find((x) => x.node === home && explainsBreak(ctx, x, at))

@@ -83,6 +83,29 @@ export function connectionGroups(
   return [...groups.values()]
 }
 
+/** The rule of an AdminNetworkPolicy (tier `admin`) or of the baseline that decides the connection with `action`. */
+export function decidingRule(
+  v: PrecedenceVerdict,
+  tier: AdminRuleMatch['tier'],
+  action: 'Allow' | 'Deny',
+): AdminRuleMatch | undefined {
+  const d = v.decidedBy
+  return d?.tier === tier && 'rule' in d && d.rule.action === action ? d.rule : undefined
+}
+
+/** The connections of both directions a rule decides (`rule`: undefined where none of this finding's does), by rule. */
+export function groupsByRule(
+  ctx: CheckContext,
+  rule: (v: PrecedenceVerdict) => AdminRuleMatch | undefined,
+): Array<{group: ConnectionGroup; rule: AdminRuleMatch}> {
+  return (['ingress', 'egress'] as const).flatMap((direction) =>
+    connectionGroups(ctx, direction, (v) => {
+      const r = rule(v)
+      return r && ruleKey(r)
+    }).map((group) => ({group, rule: rule(group.verdict)!})),
+  )
+}
+
 /** "web-a1 (10.244.1.10), web-b1 (10.244.2.10) and 3 more". */
 export function endpointsText(endpoints: PolicyDestination[]): string {
   const names = endpoints.map((e) => `${e.name} (${e.ip})`)

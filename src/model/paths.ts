@@ -408,6 +408,21 @@ function firstOf(chains: Set<string>, test: (chain: string) => boolean): string 
   return undefined
 }
 
+/** The chains a vocabulary's service-match and nodeport-match steps end in (asked for every outcome of every walk). */
+function matchChains(v: ModeVocabulary): {servicesChain: string; nodePortsChain: string} {
+  let chains = matchChainsOf.get(v)
+  if (!chains) {
+    chains = {
+      servicesChain: v.steps['service-match'].split(' ').pop()!,
+      nodePortsChain: v.steps['nodeport-match'].split(' ').pop()!,
+    }
+    matchChainsOf.set(v, chains)
+  }
+  return chains
+}
+
+const matchChainsOf = new WeakMap<ModeVocabulary, {servicesChain: string; nodePortsChain: string}>()
+
 function judgeOutcome(
   o: TraceOutcome,
   port: ExpectedPort,
@@ -418,8 +433,7 @@ function judgeOutcome(
   const v = inputs.dataplane.vocab
   const nat = natChainsEntered(o, v)
   const share = pct(o.probability)
-  const servicesChain = v.steps['service-match'].split(' ').pop()!
-  const nodePortsChain = v.steps['nodeport-match'].split(' ').pop()!
+  const {servicesChain, nodePortsChain} = matchChains(v)
   if (o.verdict === 'UNKNOWN') return {ok: null, breaksAt: 'unknown', detail: `cannot tell: ${o.reason}`}
   if (!nat.has(servicesChain))
     return {

@@ -9,9 +9,17 @@ const RAW_CONTROLS = /[\u007f-\u009f\u2028\u2029\p{Cf}]/gu
 const escape = (c: string) =>
   Array.from({length: c.length}, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join('')
 
+/**
+ * Every character RAW_CONTROLS matches has a code unit from U+007F up (one beyond the BMP is a surrogate pair), and
+ * none is the arrow or ellipsis the reports write (entry points "pod→ClusterIP", shortened lists): text without any
+ * other such code unit is left as it is, found by this plain search (a scan writes tens of MB of JSON, nearly all
+ * ASCII, and the Unicode property search over all of it was a measurable part of a scan).
+ */
+const MAYBE_CONTROLS = /[\u007f-\u2025\u2027-\u2191\u2193-\uffff]/
+
 /** JSON text with the characters above escaped; the same value when parsed. */
 export function escapeJsonControls(json: string): string {
-  return json.replace(RAW_CONTROLS, escape)
+  return MAYBE_CONTROLS.test(json) ? json.replace(RAW_CONTROLS, escape) : json
 }
 
 /** Pieces are gathered up to this many characters before they are written. */

@@ -10,12 +10,13 @@ const escape = (c: string) =>
   Array.from({length: c.length}, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join('')
 
 /**
- * Every character RAW_CONTROLS matches has a code unit from U+007F up (one beyond the BMP is a surrogate pair), and
- * none is the arrow or ellipsis the reports write (entry points "pod→ClusterIP", shortened lists): text without any
- * other such code unit is left as it is, found by this plain search (a scan writes tens of MB of JSON, nearly all
- * ASCII, and the Unicode property search over all of it was a measurable part of a scan).
+ * The blocks every character RAW_CONTROLS matches lies in (the C1 controls and U+00AD, Arabic and Syriac, Mongolian,
+ * General Punctuation, U+FEFF, Specials; one beyond the BMP is a surrogate pair): text with no code unit in them is
+ * left as it is, found by this plain search. A scan writes tens of MB of JSON, nearly all ASCII with a few arrows and
+ * ticks, and the Unicode property search over all of it was a measurable part of a scan. json-writer.test.ts checks
+ * every code point of the running Node.js's Unicode against it.
  */
-const MAYBE_CONTROLS = /[\u007f-\u2025\u2027-\u2191\u2193-\uffff]/
+const MAYBE_CONTROLS = /[\u007f-\u00ad\u0600-\u08ff\u180e\u2000-\u206f\ud800-\udfff\ufeff\ufff0-\uffff]/
 
 /** JSON text with the characters above escaped; the same value when parsed. */
 export function escapeJsonControls(json: string): string {

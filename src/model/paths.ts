@@ -358,34 +358,53 @@ function terminalRule(o: TraceOutcome): string {
   return last ? `${last.table} ${last.chain} line ${last.line}: ${last.rule}` : 'the chain policy'
 }
 
-/** The nat chains a walk entered: those whose rules matched and those jumped to (even when empty). */
+/** The nat chains a walk entered: those whose rules matched and those jumped to (even when empty), in walk order. */
 function natChainsEntered(o: TraceOutcome, v: ModeVocabulary): Set<string> {
-  const seen = (o as TraceOutcome & Remembered)[ENTERED]
-  if (seen?.vocab === v) return seen.chains
   const chains = new Set<string>()
-  for (const s of o.steps) {
-    if (!v.isNatTable(s.table)) continue
-    chains.add(s.chain)
-    for (const target of jumpTargets(s)) chains.add(target)
-  }
-  remember(o, ENTERED, {vocab: v, chains})
+  eachNatChainEntered(o, v, (chain) => void chains.add(chain))
   return chains
 }
 
+function eachNatChainEntered(o: TraceOutcome, v: ModeVocabulary, visit: (chain: string) => void): void {
+  for (const s of o.steps) {
+    if (!v.isNatTable(s.table)) continue
+    visit(s.chain)
+    for (const target of jumpTargets(s)) visit(target)
+  }
+}
+
+/** What judgeOutcome asks of the nat chains an outcome entered, in one pass (every outcome of every walk is asked). */
+interface NatPassage {
+  services: boolean
+  nodePorts: boolean
+  /** A service chain was entered. */
+  service: boolean
+  /** The first endpoint chain entered. */
+  endpoint: string | undefined
+}
+
+function natPassage(o: TraceOutcome, v: ModeVocabulary, servicesChain: string, nodePortsChain: string): NatPassage {
+  const out: NatPassage = {services: false, nodePorts: false, service: false, endpoint: undefined}
+  eachNatChainEntered(o, v, (chain) => {
+    if (chain === servicesChain) out.services = true
+    if (chain === nodePortsChain) out.nodePorts = true
+    if (!out.service && v.isServiceChain(chain)) out.service = true
+    if (out.endpoint === undefined && v.isEndpointChain(chain)) out.endpoint = chain
+  })
+  return out
+}
+
 /**
- * What this module worked out of a trace's outcome or step, kept on the object under a symbol (not enumerable: no
- * output or comparison sees it). Not a WeakMap: V8's young collector holds a WeakMap's values, and a scan's outcomes
- * would then outlive their Service.
+ * What this module worked out of a trace's step, kept on the object under a symbol (not enumerable: no output or
+ * comparison sees it). Not a WeakMap: V8's young collector holds a WeakMap's values, and a scan's steps would then
+ * outlive their Service.
  */
-const ENTERED = Symbol('nat chains entered')
 const JUMPS = Symbol('chains jumped to')
 interface Remembered {
-  [ENTERED]?: {vocab: ModeVocabulary; chains: Set<string>}
   [JUMPS]?: string[]
 }
 
 function remember<K extends keyof Remembered>(o: object, key: K, value: NonNullable<Remembered[K]>): void {
-  // Writable and configurable: an outcome asked again under another vocabulary is worked out again, not a TypeError.
   Object.defineProperty(o, key, {value, enumerable: false, writable: true, configurable: true})
 }
 
@@ -398,15 +417,20 @@ function jumpTargets(s: TraceStep): string[] {
   return targets
 }
 
-function someOf(chains: Set<string>, test: (chain: string) => boolean): boolean {
-  return firstOf(chains, test) !== undefined
+/** The chains a vocabulary's service-match and nodeport-match steps end in (asked for every outcome of every walk). */
+function matchChains(v: ModeVocabulary): {servicesChain: string; nodePortsChain: string} {
+  let chains = matchChainsOf.get(v)
+  if (!chains) {
+    chains = {
+      servicesChain: v.steps['service-match'].split(' ').pop()!,
+      nodePortsChain: v.steps['nodeport-match'].split(' ').pop()!,
+    }
+    matchChainsOf.set(v, chains)
+  }
+  return chains
 }
 
-/** The first chain that passes `test` (a set is asked per outcome: no array made of it). */
-function firstOf(chains: Set<string>, test: (chain: string) => boolean): string | undefined {
-  for (const c of chains) if (test(c)) return c
-  return undefined
-}
+const matchChainsOf = new WeakMap<ModeVocabulary, {servicesChain: string; nodePortsChain: string}>()
 
 function judgeOutcome(
   o: TraceOutcome,
@@ -416,18 +440,17 @@ function judgeOutcome(
   inputs: PathInputs,
 ): Judgement | undefined {
   const v = inputs.dataplane.vocab
-  const nat = natChainsEntered(o, v)
   const share = pct(o.probability)
-  const servicesChain = v.steps['service-match'].split(' ').pop()!
-  const nodePortsChain = v.steps['nodeport-match'].split(' ').pop()!
+  const {servicesChain, nodePortsChain} = matchChains(v)
+  const nat = natPassage(o, v, servicesChain, nodePortsChain)
   if (o.verdict === 'UNKNOWN') return {ok: null, breaksAt: 'unknown', detail: `cannot tell: ${o.reason}`}
-  if (!nat.has(servicesChain))
+  if (!nat.services)
     return {
       ok: false,
       breaksAt: 'entry',
       detail: `${opts.hook} does not send the packet to ${servicesChain} (${o.verdict === 'ACCEPT' ? 'left untranslated' : o.verdict})`,
     }
-  const sawService = someOf(nat, v.isServiceChain)
+  const sawService = nat.service
   if (o.verdict === 'REJECT' || o.verdict === 'DROP') {
     if (!sawService) {
       const last = o.steps[o.steps.length - 1]
@@ -445,8 +468,7 @@ function judgeOutcome(
     }
   }
   if (!sawService) {
-    const at: Step =
-      opts.nodePort && (nat.has(nodePortsChain) || v.nodePortsInServices) ? 'nodeport-match' : 'service-match'
+    const at: Step = opts.nodePort && (nat.nodePorts || v.nodePortsInServices) ? 'nodeport-match' : 'service-match'
     const where = v.steps[at]
     return {
       ok: false,
@@ -454,7 +476,7 @@ function judgeOutcome(
       detail: `no entry in ${where} for ${opts.nodePort ? `node port ${port.nodePort}` : `${port.svcPortName}`}: the packet leaves untranslated`,
     }
   }
-  const sep = firstOf(nat, v.isEndpointChain)
+  const sep = nat.endpoint
   if (!sep)
     return {
       ok: false,

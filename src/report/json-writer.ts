@@ -9,9 +9,18 @@ const RAW_CONTROLS = /[\u007f-\u009f\u2028\u2029\p{Cf}]/gu
 const escape = (c: string) =>
   Array.from({length: c.length}, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join('')
 
+/**
+ * The blocks every character RAW_CONTROLS matches lies in (the C1 controls and U+00AD, Arabic and Syriac, Mongolian,
+ * General Punctuation, U+FEFF, Specials; one beyond the BMP is a surrogate pair): text with no code unit in them is
+ * left as it is, found by this plain search. A scan writes tens of MB of JSON, nearly all ASCII with a few arrows and
+ * ticks, and the Unicode property search over all of it was a measurable part of a scan. json-writer.test.ts checks
+ * every code point of the running Node.js's Unicode against it.
+ */
+const MAYBE_CONTROLS = /[\u007f-\u00ad\u0600-\u08ff\u180e\u2000-\u206f\ud800-\udfff\ufeff\ufff0-\uffff]/
+
 /** JSON text with the characters above escaped; the same value when parsed. */
 export function escapeJsonControls(json: string): string {
-  return json.replace(RAW_CONTROLS, escape)
+  return MAYBE_CONTROLS.test(json) ? json.replace(RAW_CONTROLS, escape) : json
 }
 
 /** Pieces are gathered up to this many characters before they are written. */

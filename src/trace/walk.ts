@@ -362,10 +362,13 @@ const keptLength = (s: WalkState) => Math.min(s.steps?.length ?? 0, MAX_STEPS_SH
  * by the same rule, with the same packet, are one outcome whose share is the sum of theirs and whose steps are the
  * first one's. Without it a walk through random branches keeps every way there, which grows exponentially with the
  * branches passed (a 6 KB dump of jump loops behind random branches kept 65,536 outcomes and millions of steps).
+ *
+ * Looked up by the packet's destination, then by a number of the rule's line, port and mark, and compared field by
+ * field: a scan ends millions of branches, and a string key built and hashed per branch was most of this merge.
  */
 class Ends<C> {
   readonly list: Array<Branch<C>> = []
-  private readonly byKey = new Map<string, number[]>()
+  private readonly byDst = new Map<string, Map<number, number[]>>()
   constructor(
     private readonly source: ChainSource<C>,
     private readonly budget: WalkBudget,
@@ -374,21 +377,41 @@ class Ends<C> {
   ) {}
 
   add(b: Branch<C>): void {
-    const last = b.state.steps?.step
-    // A dump's line names its rule; a step of no line (an IPVS virtual server) is named by its text.
-    const rule = last ? `${last.table}\0${last.chain}\0${last.line}${last.line === 0 ? `\0${last.rule}` : ''}` : ''
-    const key = `${b.end}\0${b.reason ?? ''}\0${b.policyOf === undefined ? '' : this.source.chainName(b.policyOf)}\0${rule}\0${b.state.dst}\0${b.state.dport}\0${b.state.mark}`
-    const same = this.byKey.get(key)
-    const into = same?.find((i) => samePacket(this.list[i].state, b.state))
-    if (into !== undefined) {
-      const kept = this.list[into]
-      kept.state = changed(kept.state, {probability: kept.state.probability + b.state.probability})
-      return
-    }
+    const s = b.state
+    let byNumber = this.byDst.get(s.dst)
+    if (!byNumber) this.byDst.set(s.dst, (byNumber = new Map()))
+    const number = ((s.steps?.step.line ?? -1) * 65_537 + s.dport) * 31 + s.mark
+    const same = byNumber.get(number)
+    if (same)
+      for (const i of same) {
+        const kept = this.list[i]
+        if (this.sameEnd(kept, b) && samePacket(kept.state, s)) {
+          kept.state = changed(kept.state, {probability: kept.state.probability + s.probability})
+          return
+        }
+      }
     if (same) same.push(this.list.length)
-    else this.byKey.set(key, [this.list.length])
+    else byNumber.set(number, [this.list.length])
     this.list.push(b)
-    this.budget.keptSteps += Math.max(0, keptLength(b.state) - this.startLength)
+    this.budget.keptSteps += Math.max(0, keptLength(s) - this.startLength)
+  }
+
+  /**
+   * The same end, reason and policy, by the same rule (a dump's line names its rule; a step of no line, an IPVS
+   * virtual server, is named by its text), to the same destination, port and mark.
+   */
+  private sameEnd(a: Branch<C>, b: Branch<C>): boolean {
+    if (a.end !== b.end || (a.reason ?? '') !== (b.reason ?? '')) return false
+    if (a.state.dst !== b.state.dst || a.state.dport !== b.state.dport || a.state.mark !== b.state.mark) return false
+    if (a.policyOf !== b.policyOf) {
+      if (a.policyOf === undefined || b.policyOf === undefined) return false
+      if (this.source.chainName(a.policyOf) !== this.source.chainName(b.policyOf)) return false
+    }
+    const x = a.state.steps?.step
+    const y = b.state.steps?.step
+    if (x === y) return true
+    if (x === undefined || y === undefined) return false
+    return x.table === y.table && x.chain === y.chain && x.line === y.line && (x.line !== 0 || x.rule === y.rule)
   }
 }
 

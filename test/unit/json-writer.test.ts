@@ -58,3 +58,17 @@ test('writeJson writes a document larger than the longest string V8 makes, in pi
   assert.ok(pieces >= N, `${pieces} pieces`)
   assert.ok(largest <= (1 << 16) + (1 << 20) + 16, `the largest piece is ${largest} characters`)
 })
+
+test('escapeJsonControls escapes exactly the C1 controls, U+2028, U+2029 and format characters, of every code point', () => {
+  // The character set the output promises, in this Node.js's Unicode: its quick search for candidates must miss none.
+  const promised = /^[\u007f-\u009f\u2028\u2029\p{Cf}]$/u
+  const wrong: string[] = []
+  for (let c = 0; c <= 0x10ffff; c++) {
+    if (c >= 0xd800 && c <= 0xdfff) continue
+    const ch = String.fromCodePoint(c)
+    const text = `"a→✓${ch}"`
+    const escaped = escapeJsonControls(text) !== text
+    if (escaped !== promised.test(ch)) wrong.push(c.toString(16))
+  }
+  assert.deepEqual(wrong, [])
+})

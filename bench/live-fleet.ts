@@ -228,14 +228,16 @@ function plainRead(sshConfig: string, node: string): Promise<number> {
     const devNull = openSync('/dev/null', 'w')
     const started = performance.now()
     const child = spawn('ssh', ['-F', sshConfig, '-o', 'BatchMode=yes', node, 'iptables-save'], {
-      stdio: ['ignore', devNull, 'ignore'],
+      stdio: ['ignore', devNull, 'pipe'],
     })
+    let stderr = ''
+    child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()))
     const timer = setTimeout(() => child.kill('SIGKILL'), READ_TIMEOUT_MS)
     child.on('close', (code) => {
       clearTimeout(timer)
       closeSync(devNull)
       if (code === 0) done(performance.now() - started)
-      else fail(new Error(`ssh ${node} iptables-save exited ${code}`))
+      else fail(new Error(`ssh ${node} iptables-save exited ${code}: ${stderr.trim().slice(-300) || 'no message'}`))
     })
   })
 }

@@ -126,22 +126,57 @@ const BATCH_MARK = '#kpd-batch-'
 /** A batch's nonce: hex only (it is written unquoted into the line), long enough that no read prints it by chance. */
 const BATCH_NONCE = /^[0-9a-f]{12,}$/
 
-/** The separator after each read of a batch: its exit status on stdout, a mark on stderr, each after a newline. */
-function batchSeparator(nonce: string): string {
-  return `; }; printf '\\n${BATCH_MARK}${nonce} %d\\n' "$?"; printf '\\n${BATCH_MARK}${nonce}\\n' >&2`
+/**
+ * One read of a batch: run as it would alone, `{ LINE; }`, its stdin /dev/null, its stdout on the lane's stdout, its
+ * stderr kept in a shell variable (trailing newlines kept by the `x` after it: a command substitution drops them) for
+ * the lane to print once the lanes after it are done; then its exit status after the stdout mark.
+ */
+function batchPart(line: CommandLine, i: number, nonce: string): string {
+  return (
+    `kpd_e${i}=$( { { ${line}; } 2>&1 1>&3 3>&- </dev/null; kpd_c=$?; printf x; exit "$kpd_c"; } ); ` +
+    `printf '\\n${BATCH_MARK}${nonce} %d\\n' "$?"`
+  )
 }
 
+/** What linesOfBatch finds each read of a batch line by: its index and its line, as batchPart writes them. */
+const BATCH_PART = /kpd_e(\d+)=\$\( \{ \{ (.*?); \} 2>&1 1>&3 3>&- <\/dev\/null; kpd_c=\$\?; printf x;/g
+
 /**
- * Several allow-listed lines as one: one exec (one session, one shell on the node) instead of one each. Each line runs
- * as it would alone, `{ LINE; }`, one after another, its stdout and stderr ended by a mark carrying the batch's nonce
- * (and on stdout its exit status), so splitBatchOutput gives back each read's output byte for byte. `gzip`: the
- * batch's stdout goes through `gzip -1` (a dump in it, and `Compression yes`); its stderr does not.
+ * Several allow-listed lines as one: one exec (one session, one shell on the node) instead of one each. The reads run
+ * side by side, each lane (the reads `lanes` gives one key, in a row: those that would wait for each other, such as
+ * iptables-legacy's lock) one read after another, in a pipeline of the lanes: no file is written on the node. Each lane
+ * prints its reads' stdout, each ended by a mark with the batch's nonce and the read's exit status, then passes on what
+ * the lanes after it printed (`cat`; the pipe holds what a lane prints until then), so the batch's stdout has the reads
+ * in order; once the lanes after it have ended, it prints its reads' stderr, each ended by a mark, so the batch's stderr
+ * has them last read first (splitBatchOutput turns them round). `gzip`: the batch's stdout goes through `gzip -1` (a
+ * dump in it, and `Compression yes`); its stderr does not.
  */
-export function batchCommandLine(lines: readonly CommandLine[], nonce: string, gzip = false): CommandLine {
+export function batchCommandLine(
+  lines: readonly CommandLine[],
+  nonce: string,
+  gzip = false,
+  lanes?: ReadonlyArray<string | undefined>,
+): CommandLine {
   if (!BATCH_NONCE.test(nonce)) throw new Error('refusing to build a batch: its nonce must be hex')
   if (lines.length === 0) throw new Error('refusing to build an empty batch')
-  const batch = lines.map((line) => `{ ${line}${batchSeparator(nonce)}`).join('; ')
-  return (gzip ? `{ ${batch}; }${GZIPPED}` : batch) as CommandLine
+  const grouped: number[][] = []
+  lines.forEach((_, i) => {
+    const key = lanes?.[i]
+    const last = grouped.at(-1)
+    if (key !== undefined && last && lanes?.[last[0]] === key) last.push(i)
+    else grouped.push([i])
+  })
+  const stage = (indices: number[], first: boolean) =>
+    `{ ${indices.map((i) => batchPart(lines[i], i, nonce)).join('; ')}; ${first ? '' : 'cat; '}` +
+    `printf '%s\\n${BATCH_MARK}${nonce}\\n'${[...indices]
+      .reverse()
+      .map((i) => ` "\${kpd_e${i}%x}"`)
+      .join('')} >&2; } 3>&1`
+  const batch = grouped
+    .map((indices, k) => stage(indices, k === grouped.length - 1))
+    .reverse()
+    .join(' | ')
+  return `{ ${batch}; }${gzip ? GZIPPED : ''}` as CommandLine
 }
 
 /** What follows a batch whose stdout is compressed. */
@@ -149,15 +184,10 @@ const GZIPPED = ' | gzip -1'
 
 /** The allow-listed lines a batch line is made of (what the node runs, read by read): for the lab's command log. */
 export function linesOfBatch(line: string): string[] {
-  const m = /; }; printf '\\n#kpd-batch-([0-9a-f]+) %d\\n'/.exec(line)
-  if (!m || !line.startsWith('{ ')) return [line]
-  const sep = batchSeparator(m[1])
-  const gzipped = line.startsWith('{ { ') && line.endsWith(`${sep}; }${GZIPPED}`)
-  const batch = gzipped ? line.slice(2, -`; }${GZIPPED}`.length) : line
-  return batch
-    .slice(0, -sep.length)
-    .split(`${sep}; { `)
-    .map((part, i) => (i === 0 ? part.slice(2) : part))
+  if (!line.startsWith('{ { kpd_e')) return [line]
+  const parts = [...line.matchAll(BATCH_PART)].map((m) => [Number(m[1]), m[2]] as const)
+  if (parts.length === 0) return [line]
+  return parts.sort((a, b) => a[0] - b[0]).map(([, l]) => l)
 }
 
 interface BatchedOutput {
@@ -184,16 +214,16 @@ export function splitBatchOutput(count: number, nonce: string, out: {stdout: Buf
   const stderrMark = `\n${BATCH_MARK}${nonce}\n`
   let marks = 0
   for (let at = out.stdout.indexOf(stdoutMark); at >= 0; at = out.stdout.indexOf(stdoutMark, at + 1)) marks++
-  if (marks > count || out.stderr.split(stderrMark).length - 1 > count)
+  // The stderr of each read comes last read first: the pieces ended by a mark, then what a read cut short printed.
+  const pieces = out.stderr.split(stderrMark)
+  if (marks > count || pieces.length - 1 > count)
     throw new Error(`a read printed the batch's own end mark: its ${count} outputs cannot be told apart`)
+  const stderrOf = (i: number) => pieces[count - 1 - i] ?? ''
   const results: BatchedOutput[] = []
   let at = 0
-  let errAt = 0
   for (let i = 0; i < count; i++) {
     const end = at <= out.stdout.length ? out.stdout.indexOf(stdoutMark, at) : -1
-    const errEnd = errAt <= out.stderr.length ? out.stderr.indexOf(stderrMark, errAt) : -1
-    const stderr = out.stderr.slice(errAt, errEnd < 0 ? undefined : errEnd)
-    errAt = errEnd < 0 ? out.stderr.length + 1 : errEnd + stderrMark.length
+    const stderr = stderrOf(i)
     if (end < 0) {
       results.push({code: null, stdout: out.stdout.subarray(Math.min(at, out.stdout.length)), stderr, ended: false})
       at = out.stdout.length + 1

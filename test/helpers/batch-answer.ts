@@ -3,7 +3,8 @@ import type {ExecResult} from '../../src/node/transport/ssh/ssh-session.js'
 
 /**
  * How a node's shell answers a batch line (node-commands.ts batchCommandLine): each read's answer from `answer`, then
- * the batch's marks with its nonce, as the real separator prints them. A line that is not a batch is answered alone.
+ * the batch's marks with its nonce, as the real batch prints them (stdout in the reads' order, stderr last read
+ * first). A line that is not a batch is answered alone.
  */
 export function answerBatch(command: CommandLine, answer: (line: string) => ExecResult): ExecResult {
   const nonce = /#kpd-batch-([0-9a-f]+) /.exec(command)?.[1]
@@ -15,6 +16,9 @@ export function answerBatch(command: CommandLine, answer: (line: string) => Exec
     stdout: Buffer.concat(
       parts.map((p) => Buffer.concat([p.stdout, Buffer.from(`\n#kpd-batch-${nonce} ${p.code}\n`)])),
     ),
-    stderr: parts.map((p) => `${p.stderr}\n#kpd-batch-${nonce}\n`).join(''),
+    stderr: parts
+      .map((p) => `${p.stderr}\n#kpd-batch-${nonce}\n`)
+      .reverse()
+      .join(''),
   }
 }

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import {spawnSync} from 'node:child_process'
-import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
-import {join} from 'node:path'
+import {dirname, join} from 'node:path'
 import {test} from 'node:test'
 import {buildCommandLine, linesOfBatch, type CommandLine} from '../../src/node/node-commands.js'
 import {CommandTimedOut, OutputCapExceeded, type ExecResult} from '../../src/node/transport/ssh/ssh-session.js'
@@ -227,4 +227,56 @@ test("ssh batch: a small read past the command cap fails alone, naming itself an
     `"ip" printed more than 1024 bytes: stopped there (the cap on one command's output)`,
   ])
   assert.deepEqual(caps, [undefined, 1024])
+})
+
+test("ssh batch: the reads run side by side in the one exec, each with its own stdout, stderr and exit status; a lane's reads (iptables' lock) one after another", async () => {
+  // Each program notes its start and end in one log, and waits (at most 5 s) until three programs have started: side
+  // by side, the three lanes' first reads start before any read ends; one after another, each would end first.
+  const log = join(mkdtempSync(join(tmpdir(), 'kpd-batch-log-')), 'log')
+  const waitForThree = `i=0; while [ "$(grep -c start ${log})" -lt 3 ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done`
+  const program = (name: string, body: string) =>
+    `#!/bin/sh\necho "start ${name}" >> ${log}\n${waitForThree}\n${body}\necho "end ${name}" >> ${log}\n`
+  const bin = programs({
+    ip: program('ip', "printf 'default via 10.0.0.1 dev eth0\\n'; printf 'ip warns\\n\\n' >&2"),
+    conntrack: `${program('conntrack', "printf 'conntrack v1.4.7: 0 flow entries\\n' >&2")}exit 1\n`,
+    iptables: program('$(for a; do c=$a; done; echo $c)', 'for a; do c=$a; done; printf -- "-N %s\\n" "$c"'),
+  })
+  try {
+    const session = shellSession(bin, false)
+    const access = new SshNodeAccess(session)
+    await access.usesSudo()
+    const answers = await Promise.all([
+      access.run('ruleCounters', {family: 4, table: 'nat', chain: 'KUBE-SERVICES'}),
+      access.run('routeTable'),
+      access.run('conntrackList', {protocol: 'tcp', address: '10.96.0.1'}),
+      access.run('ruleCounters', {family: 4, table: 'nat', chain: 'KUBE-NODEPORTS'}),
+    ])
+    assert.deepEqual(answers.map(outcome), [
+      [0, '-N KUBE-SERVICES\n', ''],
+      [0, 'default via 10.0.0.1 dev eth0\n', 'ip warns\n\n'],
+      [1, '', 'conntrack v1.4.7: 0 flow entries\n'],
+      [0, '-N KUBE-NODEPORTS\n', ''],
+    ])
+    assert.equal(session.lines.length, 2, 'id -u, then the four reads in one exec')
+    // The two iptables reads (one lane) next to each other in the batch.
+    assert.deepEqual(linesOfBatch(session.lines[1]), [
+      buildCommandLine('ruleCounters', asRoot, {family: 4, table: 'nat', chain: 'KUBE-SERVICES'}),
+      buildCommandLine('ruleCounters', asRoot, {family: 4, table: 'nat', chain: 'KUBE-NODEPORTS'}),
+      buildCommandLine('routeTable', asRoot),
+      buildCommandLine('conntrackList', asRoot, {protocol: 'tcp', address: '10.96.0.1'}),
+    ])
+    const events = readFileSync(log, 'utf8').trim().split('\n')
+    assert.deepEqual(
+      events.slice(0, 3).sort(),
+      ['start KUBE-SERVICES', 'start conntrack', 'start ip'],
+      `three lanes side by side: ${events.join(', ')}`,
+    )
+    assert.ok(
+      events.indexOf('end KUBE-SERVICES') < events.indexOf('start KUBE-NODEPORTS'),
+      `one lane's reads one after another: ${events.join(', ')}`,
+    )
+  } finally {
+    rmSync(bin, {recursive: true, force: true})
+    rmSync(dirname(log), {recursive: true, force: true})
+  }
 })

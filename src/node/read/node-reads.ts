@@ -74,6 +74,11 @@ export interface NodeRead {
   withoutShell?: string
   /** One of a family's two iptables backends' own save: read where the node has both (leftovers hide in the unused one). */
   backend?: {family: 4 | 6; backend: 'legacy' | 'nft'}
+  /**
+   * Reads that would wait for each other on the node: in one SSH batch, where the reads run side by side, the reads of a
+   * lane run one after another (iptables-legacy takes the xtables lock for `-S` and `-w` polls it once a second).
+   */
+  lane?: 'xtables-lock'
 }
 
 const EVERY_TRANSPORT = TRANSPORT_NAMES
@@ -364,6 +369,7 @@ export const NODE_READS = {
         .join(' '),
     root: 'sudo',
     compressible: false,
+    lane: 'xtables-lock',
     recorded: {notRecorded: 'read before and after the live probes, which a snapshot does not make'},
     parse: (out: string) => parseCountedChain(out.split('\n')),
     transports: RUNNING_TRANSPORTS,

@@ -17,7 +17,7 @@ import {
   splitCompressedOutput,
   type CommandLine,
 } from '../../node-commands.js'
-import {isNodeCommandKey, NODE_READS, type ArgsOf, type NodeCommandKey} from '../../read/node-reads.js'
+import {isNodeCommandKey, NODE_READS, readOf, type ArgsOf, type NodeCommandKey} from '../../read/node-reads.js'
 import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription, TransportNotes} from '../node-access.js'
 import {CommandStopped, CommandTimedOut, OutputCapExceeded, type ExecResult} from './ssh-session.js'
 import {classifyOpenError} from '../../probe/tcp-probe.js'
@@ -98,6 +98,8 @@ interface Queued {
   /** Its read's own cap where it is a dump (else the session's cap on one command). */
   cap: number | undefined
   compressible: boolean
+  /** The reads it waits for on the node (NodeRead.lane): one after another in the batch. */
+  lane: string | undefined
   settle: (r: Promise<ExecResult>) => void
 }
 
@@ -105,8 +107,8 @@ interface Queued {
  * NodeAccess over one SSH connection: exec for allow-listed commands, direct-tcpip for streams from the node. The reads
  * asked for at the same moment (before the event loop turns) go to the node as one batch, one exec: each exec is a
  * session and a shell that sshd starts, which on a loaded node costs more than most reads (issue #28). A round of reads
- * is then one exec per node; its reads run one after another on the node, each with its own output, stderr and exit
- * status, a read that fails failing alone.
+ * is then one exec per node; its reads run side by side on the node (a lane's one after another), each with its own
+ * output, stderr and exit status, a read that fails failing alone.
  */
 export class SshNodeAccess implements NodeAccess {
   private isRoot?: Promise<boolean>
@@ -164,7 +166,8 @@ export class SshNodeAccess implements NodeAccess {
     const cap = compressible
       ? Math.min(outputCapBytes(NODE_READS[key]), this.session.maxOutputBytes ?? Infinity)
       : undefined
-    return {kind: 'ran', ...(await this.batched({line, timeoutMs, cap, compressible}))}
+    const lane = readOf(key).lane
+    return {kind: 'ran', ...(await this.batched({line, timeoutMs, cap, compressible, lane}))}
   }
 
   /**
@@ -228,7 +231,9 @@ export class SshNodeAccess implements NodeAccess {
 
   /** The queued reads: alone as itself, several as one batch whose output is split back per read. */
   private flush(): void {
-    const batch = this.queued.splice(0)
+    // A lane's reads next to each other (the batch runs a lane's reads one after another).
+    const lanes = [...new Set(this.queued.map((q) => q.lane))]
+    const batch = this.queued.splice(0).sort((a, b) => lanes.indexOf(a.lane) - lanes.indexOf(b.lane))
     if (batch.length === 1) return batch[0].settle(this.alone(batch[0]))
     const outputs = this.runBatch(batch)
     batch.forEach((q, i) => q.settle(outputs.then((o) => o[i])))
@@ -250,6 +255,7 @@ export class SshNodeAccess implements NodeAccess {
       batch.map((q) => q.line),
       nonce,
       gzip,
+      batch.map((q) => q.lane),
     )
     let stdoutChunks: Buffer[]
     let stderr: string

@@ -16,6 +16,7 @@ import * as esbuild from 'esbuild'
 import {Plugin} from '@oclif/core'
 import {createHash} from 'node:crypto'
 import {existsSync, mkdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {createRequire} from 'node:module'
 import {dirname, join, relative, resolve} from 'node:path'
 import {parseArgs} from 'node:util'
 
@@ -144,6 +145,84 @@ module.exports = process.env.DEBUG ? require(${JSON.stringify(join(repo, 'node_m
   },
 }
 
+/**
+ * What oclif's modules require as they load but a run uses only on some paths: Node's child_process (a WSL check),
+ * readline (a flag read from stdin), perf_hooks (OCLIF_PERFORMANCE), fs/promises (files oclif reads when its manifest
+ * is not built in), and packages for help, spinners, plugin discovery and error formatting. Each built-in brings a
+ * dozen internal modules for Node to compile and each package its own initialisation: a snapshot `svc` used none of
+ * them. oclif gets each as an object that loads the real one on its first use (oclif only calls and reads properties of
+ * these: `x.name`, `(0, x.name)(...)`, and `__importDefault(x).default`, which reads `__esModule` first, answered
+ * without loading from what the real module has, read here at build time).
+ */
+const LOADED_ON_ACCESS_IN_OCLIF = [
+  'node:child_process',
+  'node:readline',
+  'node:perf_hooks',
+  'node:fs/promises',
+  'ejs',
+  'cli-spinners',
+  'tinyglobby',
+  'minimatch',
+  'lilconfig',
+  'clean-stack',
+  'indent-string',
+  'wrap-ansi',
+  'string-width',
+  'widest-line',
+]
+
+const loadedOnAccessInOclif = {
+  name: 'loaded-on-access-in-oclif',
+  setup(build) {
+    const oclifRequire = createRequire(join(repo, 'node_modules/@oclif/core/lib/index.js'))
+    const names = new RegExp(`^(${LOADED_ON_ACCESS_IN_OCLIF.map((n) => n.replace(/[/.]/g, '\\$&')).join('|')})$`)
+    build.onResolve({filter: names}, (args) =>
+      /[\\/]@oclif[\\/]core[\\/]lib[\\/]/.test(args.importer)
+        ? {path: args.path, namespace: 'loaded-on-access', pluginData: {resolveDir: args.resolveDir}}
+        : undefined,
+    )
+    build.onLoad({filter: /.*/, namespace: 'loaded-on-access'}, (args) => {
+      const esModule = oclifRequire(args.path).__esModule === true
+      return {
+        resolveDir: args.pluginData.resolveDir,
+        contents: `let loaded
+const real = () => (loaded ??= require(${JSON.stringify(args.path)}))
+module.exports = new Proxy(() => {}, {
+  get: (_, key) => (key === '__esModule' ? ${esModule} : real()[key]),
+  has: (_, key) => key in real(),
+  set: (_, key, value) => ((real()[key] = value), true),
+  apply: (_, self, args) => Reflect.apply(real(), self, args),
+  construct: (_, args) => Reflect.construct(real(), args),
+})`,
+      }
+    })
+  },
+}
+
+/**
+ * oclif reads `isWsl` from wsl-utils as its config loads, and wsl-utils requires child_process and fs/promises as it
+ * loads (for its PowerShell helpers, which oclif calls only to name a Windows shell): oclif gets is-wsl's answer, which
+ * wsl-utils re-exports, and the rest of wsl-utils on the first call of powerShellPath.
+ */
+const wslUtilsOnCall = {
+  name: 'wsl-utils-on-call',
+  setup(build) {
+    const wslUtils = dirname(createRequire(join(repo, 'node_modules/@oclif/core/lib/index.js')).resolve('wsl-utils'))
+    build.onResolve({filter: /^wsl-utils$/}, (args) =>
+      /[\\/]@oclif[\\/]core[\\/]lib[\\/]/.test(args.importer)
+        ? {path: 'wsl-utils', namespace: 'wsl-utils-on-call'}
+        : undefined,
+    )
+    build.onLoad({filter: /.*/, namespace: 'wsl-utils-on-call'}, () => ({
+      resolveDir: wslUtils,
+      contents: `export {default as isWsl} from 'is-wsl'
+export async function powerShellPath(...args) {
+  return (await import(${JSON.stringify(join(wslUtils, 'index.js'))})).powerShellPath(...args)
+}`,
+    }))
+  },
+}
+
 // oclif checks at start that Node.js satisfies @oclif/core's engines, which loads semver and reads oclif's package.json
 // (absent from the bundle): npm checks this package's engines (node >= 20) on install, and the single executable
 // brings its own Node.js.
@@ -155,7 +234,7 @@ const common = {
   target: 'node20',
   external: [...OPTIONAL_NATIVE, ...DEVELOPMENT_ONLY],
   define: {KPD_BUILT_IN: JSON.stringify(JSON.stringify(builtIn))},
-  plugins: [loadedOnUse, loadedOnCall, ssh2Dirname, debugOnlyWhenAsked],
+  plugins: [loadedOnUse, loadedOnCall, ssh2Dirname, debugOnlyWhenAsked, loadedOnAccessInOclif, wslUtilsOnCall],
   metafile: true,
   legalComments: 'none',
   logLevel: 'warning',

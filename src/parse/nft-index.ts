@@ -2,12 +2,13 @@ import type {DumpSource} from './dump-source.js'
 import {FNV_OFFSET, FNV_PRIME} from './chain-index.js'
 import {nameHash, NftChainNames} from './nft-chain-names.js'
 import {ParseError} from './parse-error.js'
-import {baseOf, braceDelta, opensBlock, readChainBody, readSetBody, unquote} from './nft-statements.js'
-import type {NftBase, NftChain, NftChains, NftSet, NftTable} from './nft-types.js'
+import {IndexedSet} from './nft-lazy-sets.js'
+import {baseOf, braceDelta, opensBlock, readChainBody, unquote} from './nft-statements.js'
+import type {NftBase, NftChain, NftChains, NftTable} from './nft-types.js'
 
 /**
  * `nft list ruleset` text indexed in one streaming pass over its bytes: tables, each chain's body as a byte range (typed
- * arrays, no object per chain), sets and maps read whole (a rule's `@set` needs them all), base chains read at once.
+ * arrays, no object per chain), each set's and map's body checked (nft-lazy-sets.ts), base chains read at once.
  * A chain's rules are read, by the same statement reader, when something asks for the chain: a walk reaches a few of
  * a 50,000-Service ruleset's 550,000 chains.
  */
@@ -212,7 +213,7 @@ export function indexNftRuleset(source: DumpSource, options: NftIndexOptions = {
   let where = Where.Top
   let table: (NftTable & {chains: IndexedChains}) | undefined
   let chainId = -1
-  let set: NftSet | undefined
+  let set: IndexedSet | undefined
   let setBodyStart = 0
   let setBodyLine = 0
   let lineNo = 0
@@ -236,7 +237,7 @@ export function indexNftRuleset(source: DumpSource, options: NftIndexOptions = {
   }
 
   const readOpenSet = (end: number) => {
-    if (set && end > setBodyStart) readSetBody(source.read(setBodyStart, end).toString('utf8'), setBodyLine, set)
+    if (set && end > setBodyStart) set.readBody({bytes: source.read(setBodyStart, end), line: setBodyLine})
   }
 
   /** A statement of one line or more, [start, end) in the text, whose first line is `line`. */
@@ -281,7 +282,7 @@ export function indexNftRuleset(source: DumpSource, options: NftIndexOptions = {
     }
     m = /^(set|map)\s+(\S+)\s*\{$/.exec(s)
     if (m) {
-      set = {table: table!.id, name: unquote(m[2]), line: first, isMap: m[1] === 'map', elements: []}
+      set = new IndexedSet(table!.id, unquote(m[2]), first, m[1] === 'map')
       table!.sets.set(set.name, set)
       setBodyStart = end + 1
       setBodyLine = first + 1
@@ -353,6 +354,23 @@ export function indexNftRuleset(source: DumpSource, options: NftIndexOptions = {
     let nextOpen = -1
     let nextClose = -1
     let nextQuote = -1
+    /**
+     * braceDelta of the line [ls, nl), which holds a brace: counted by the native searches when it holds no quote (an
+     * inline `vmap { … }` of a service chain: a long line with one of each).
+     */
+    const lineBraces = (ls: number, nl: number): number => {
+      if (nextQuote < nl) return braceDeltaBytes(buf, ls, nl)
+      let d = 0
+      while (nextOpen < nl) {
+        d++
+        nextOpen = nextOf(buf, 0x7b, nextOpen + 1)
+      }
+      while (nextClose < nl) {
+        d--
+        nextClose = nextOf(buf, 0x7d, nextClose + 1)
+      }
+      return d
+    }
     while (pos < n) {
       let nl = buf.indexOf(10, pos)
       if (nl < 0) nl = n
@@ -362,9 +380,9 @@ export function indexNftRuleset(source: DumpSource, options: NftIndexOptions = {
       if (nextOpen < ls) nextOpen = nextOf(buf, 0x7b, ls)
       if (nextClose < ls) nextClose = nextOf(buf, 0x7d, ls)
       if (nextQuote < ls) nextQuote = nextOf(buf, 0x22, ls)
-      // Whether the line may hold a brace or quote (its balance is read only where it counts: not for a block's own
-      // header or its closing line, half of a kube-proxy ruleset's lines).
-      const mayBrace = nextOpen < nl || nextClose < nl || nextQuote < nl
+      // Whether the line holds a brace (its balance is read only where it counts: not for a block's own header or its
+      // closing line, half of a kube-proxy ruleset's lines; a line without one has none, quoted or not).
+      const mayBrace = nextOpen < nl || nextClose < nl
       let s = ls
       let e = nl
       while (s < e && isSpaceByte(buf[s])) s++
@@ -375,7 +393,7 @@ export function indexNftRuleset(source: DumpSource, options: NftIndexOptions = {
         line = buf.toString('utf8', s, e).trim()
       }
       if (contDepth > 0) {
-        contDepth += line !== undefined ? braceDelta(line) : mayBrace ? braceDeltaBytes(buf, ls, nl) : 0
+        contDepth += line !== undefined ? braceDelta(line) : mayBrace ? lineBraces(ls, nl) : 0
         if (contDepth <= 0) {
           contDepth = 0
           if ((where !== Where.Chain || contIsType) && where !== Where.Set)
@@ -398,7 +416,7 @@ export function indexNftRuleset(source: DumpSource, options: NftIndexOptions = {
         }
       }
       const opens = line !== undefined ? opensBlock(line) : opensBlockBytes(buf, s, e)
-      const delta = opens ? 0 : line !== undefined ? braceDelta(line) : mayBrace ? braceDeltaBytes(buf, ls, nl) : 0
+      const delta = opens ? 0 : line !== undefined ? braceDelta(line) : mayBrace ? lineBraces(ls, nl) : 0
       if (delta > 0) {
         contDepth = delta
         contLine = lineNo

@@ -31,6 +31,11 @@ export interface NftSet {
   isMap: boolean
   /** Each element: its key parts (split on " . "), for maps the value text, and its comment. */
   elements: NftElement[]
+  /**
+   * The elements whose first key part is exactly `first`, in order, when the set can find them without reading every
+   * element (each element's first key part is one plain address); undefined: look at every element.
+   */
+  elementsStartingWith?(first: string): NftElement[] | undefined
 }
 
 /** A table's chains by name, in the order the ruleset defines them, and its base chains without reading the others. */

@@ -5,6 +5,7 @@ import {
   type NftElement,
   type NftRule,
   type NftRuleset,
+  type NftSet,
   type NftTable,
 } from '../parse/nft-ruleset.js'
 import {inCidr, parseIp} from '../net/address.js'
@@ -451,7 +452,7 @@ export class NftTracer implements ChainSource<NftChain> {
     if (spec.startsWith('@')) {
       const set = this.rs.table(rule.table)?.sets.get(spec.slice(1))
       if (!set) throw new Unknown(`set ${spec} is not in the ruleset`)
-      return set.elements.some((e) => e.key.every((k, n) => matchOne(sel[n], actual[n]!, k)))
+      return elementsFor(set, sel, actual).some((e) => e.key.every((k, n) => matchOne(sel[n], actual[n]!, k)))
     }
     if (spec.startsWith('{'))
       return this.elementsOf(spec).some((el) => el.key.every((k, n) => matchOne(sel[n], actual[n]!, k)))
@@ -465,11 +466,23 @@ export class NftTracer implements ChainSource<NftChain> {
     if (spec.startsWith('@')) {
       const set = this.rs.table(rule.table)?.sets.get(spec.slice(1))
       if (!set) throw new Unknown(`map ${spec} is not in the ruleset`)
-      elements = set.elements
+      elements = elementsFor(set, sel, actual)
     } else if (spec.startsWith('{')) elements = this.elementsOf(spec)
     else throw new Unknown(`vmap "${spec}" not understood`)
     return elements.find((e) => e.key.every((k, n) => matchOne(sel[n], actual[n]!, k)))?.value
   }
+}
+
+/**
+ * The elements of a set that can match a packet's values, in order: where the first selector compares an address
+ * (`ip daddr`: a plain key by equality), only those whose first key part is the packet's, when the set can find them
+ * without reading every element (a 50,000-element map); else every element.
+ */
+function elementsFor(set: NftSet, sel: string[], actual: Array<string | undefined>): NftElement[] {
+  const first = sel[0]
+  if ((first.endsWith('saddr') || first.endsWith('daddr')) && !first.startsWith('fib') && set.elementsStartingWith)
+    return set.elementsStartingWith(actual[0]!) ?? set.elements
+  return set.elements
 }
 
 /** The families of tables a packet passes: its own (ip, ip6) and inet. */

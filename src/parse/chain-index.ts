@@ -154,7 +154,8 @@ export class ChainIndex {
     for (let id = this.slotted; id < this.count; id++) {
       const h = hashes[id]
       let s = h & mask
-      for (; slots[2 * s] !== 0; s = (s + 1) & mask) if (slots[2 * s + 1] === h) this.notDeclaredTwice(slots[2 * s] - 1, id)
+      for (; slots[2 * s] !== 0; s = (s + 1) & mask)
+        if (slots[2 * s + 1] === h) this.notDeclaredTwice(slots[2 * s] - 1, id)
       slots[2 * s] = id + 1
       slots[2 * s + 1] = h
     }

@@ -26,17 +26,23 @@ export const FNV_OFFSET = 0x811c9dc5
 export const FNV_PRIME = 0x01000193
 
 /** The FNV-1a hash of bytes[start, end) (as a signed 32-bit integer: what the slot table stores). */
-function nameHash(bytes: Uint8Array, start: number, end: number): number {
+export function nameHash(bytes: Uint8Array, start: number, end: number): number {
   let h = FNV_OFFSET
   for (let i = start; i < end; i++) h = Math.imul(h ^ bytes[i], FNV_PRIME)
   return h | 0
 }
 
-function grow<T extends Uint8Array | Uint32Array>(arr: T, size: number): T {
+function grow<T extends Uint8Array | Uint32Array | Int32Array>(arr: T, size: number): T {
   const next = new (arr.constructor as new (n: number) => T)(size)
   next.set(arr)
   return next
 }
+
+/** How many names find() looks for by a pass over a table read in order before it builds the slot table instead. */
+const SCANS_BEFORE_SLOTS = 64
+
+/** A name declared twice while a table was read in order (see ChainIndex.ordered): the dump is indexed again by hash. */
+export class DeclaredTwice extends Error {}
 
 /** Entries reserved up front: large typed arrays are zero pages until written, so only the chains a dump has cost memory. */
 const MAX_RESERVED_CHAINS = 1 << 22
@@ -54,16 +60,40 @@ export class ChainIndex {
   private rec: Uint32Array
   private capacity: number
   private extra = new Map<number, RuleSegment[]>()
+  /**
+   * While true, the table is being read as iptables-save prints it: every chain declared once, in a block before any
+   * rule, and each chain's rules together, chain after chain in the order of the declarations (iptables-legacy-save and
+   * iptables-nft-save both print a table so). Then no chain is looked up while the dump is read: a declaration is
+   * appended, and a run of rules belongs to the next declared chain of its name (declared chains without rules are
+   * skipped), compared by bytes with the names stored in order, which a pass reads one after the other. The first line
+   * that does not fit (rules out of that order, a chain without a declaration, a declaration after a rule) puts every
+   * chain so far in the slot table, and every later line is looked up by hash, as any input could be.
+   */
+  private ordered: boolean
+  /** While ordered: the first declared chain no rule has named yet, and whether any rule came. */
+  private nextDeclared = 0
+  private anyRules = false
+  /** The chains before this one are in the slot table (all of them once the table is not read in order). */
+  private slotted = 0
+  /** Each chain's name hash (nameHash), by id: what fills the slot table, or answers find() of a table read in order. */
+  private hashes: Int32Array
+  /** find()'s answers for a table read in order (a walk asks for a few dozen chains, many of them again and again). */
+  private readonly found = new Map<string, number>()
   /** The chain the last rule was added to, where that rule ended, and its segment (undefined: the chain's first). */
   private lastId = EMPTY
   private lastEnd = -1
   private lastSegment: RuleSegment | undefined
 
-  /** `expectedChains`: room reserved for that many chains (more still fit: the arrays grow). */
-  constructor(expectedChains = 256) {
+  /**
+   * `expectedChains`: room reserved for that many chains (more still fit: the arrays grow). `ordered`: read the table
+   * in iptables-save's order until a line does not fit (see `ordered`); then, or when false, every name is looked up.
+   */
+  constructor(expectedChains = 256, ordered = false) {
+    this.ordered = ordered
     const n = Math.max(256, Math.min(MAX_RESERVED_CHAINS, expectedChains))
     this.capacity = n
     this.rec = new Uint32Array(RECORD * n)
+    this.hashes = new Int32Array(n)
     this.pool = new Uint8Array(n * 32)
     let slotCount = 1024
     while (slotCount * 3 < 4 * n) slotCount *= 2
@@ -76,11 +106,101 @@ export class ChainIndex {
 
   /** Finds or adds the chain whose name is bytes[start, end). */
   idFromBytes(bytes: Uint8Array, start: number, end: number): number {
+    if (this.ordered) this.leaveOrder()
     return this.idFromHashed(bytes, start, end, nameHash(bytes, start, end))
   }
 
-  /** idFromBytes when the caller has the name's hash (nameHash) already. */
-  idFromHashed(bytes: Uint8Array, start: number, end: number, h: number): number {
+  /**
+   * While the table is read in order: adds the chain declared by bytes[start, end) (its hash `h`) without a lookup
+   * and returns its id; -1 once the table is no longer read in order (the caller looks the name up instead).
+   */
+  declareInOrder(bytes: Uint8Array, start: number, end: number, h: number, policy: number): number {
+    if (!this.ordered) return EMPTY
+    if (this.anyRules) {
+      this.leaveOrder()
+      return EMPTY
+    }
+    const id = this.append(bytes, start, end, h)
+    this.rec[RECORD * id + POLICY] = policy
+    return id
+  }
+
+  /**
+   * While the table is read in order: the chain of a run of rules named bytes[start, end), the one the last run went
+   * to or the next declared one with that name; -1 when there is none (the table is then no longer read in order and
+   * the caller looks the name up).
+   */
+  ruleChainInOrder(bytes: Uint8Array, start: number, end: number): number {
+    if (!this.ordered) return EMPTY
+    this.anyRules = true
+    const last = this.nextDeclared - 1
+    if (last >= 0 && this.sameName(last, bytes, start, end)) return last
+    for (let id = this.nextDeclared; id < this.count; id++)
+      if (this.sameName(id, bytes, start, end)) {
+        this.nextDeclared = id + 1
+        return id
+      }
+    this.leaveOrder()
+    return EMPTY
+  }
+
+  /** Ends reading in order: every chain so far goes into the slot table (a name declared twice: DeclaredTwice). */
+  private leaveOrder(): void {
+    this.ordered = false
+    while (this.count * 8 > this.slots.length * 3) this.slots = doubledSlots(this.slots)
+    const slots = this.slots
+    const mask = (slots.length >> 1) - 1
+    const hashes = this.hashes
+    for (let id = this.slotted; id < this.count; id++) {
+      const h = hashes[id]
+      let s = h & mask
+      for (; slots[2 * s] !== 0; s = (s + 1) & mask)
+        if (slots[2 * s + 1] === h) this.notDeclaredTwice(slots[2 * s] - 1, id)
+      slots[2 * s] = id + 1
+      slots[2 * s + 1] = h
+    }
+    this.slotted = this.count
+  }
+
+  private notDeclaredTwice(a: number, b: number): void {
+    const at = this.rec[RECORD * b + NAME_AT]
+    if (this.sameName(a, this.pool, at, at + this.rec[RECORD * b + NAME_LENGTH]))
+      throw new DeclaredTwice(`chain ${this.name(b)} is declared twice`)
+  }
+
+  /**
+   * The end of the dump for a table still read in order: no slot table is built (find() searches the hashes by id);
+   * a name declared twice throws DeclaredTwice (the caller indexes the dump again by hash, which keeps one chain per
+   * name). Names are checked twice only where a bitmap of 2^24 bits (of the hashes' low bits) says they may be.
+   */
+  finishOrdered(): void {
+    if (!this.ordered || this.count < 2) return
+    const hashes = this.hashes
+    const seen = new Int32Array(1 << 19)
+    const again = new Int32Array(1 << 19)
+    let anyAgain = false
+    for (let id = 0; id < this.count; id++) {
+      const k = hashes[id] & 0xffffff
+      const bit = 1 << (k & 31)
+      if (seen[k >>> 5] & bit) {
+        again[k >>> 5] |= bit
+        anyAgain = true
+      } else seen[k >>> 5] |= bit
+    }
+    if (!anyAgain) return
+    const byName = new Map<string, number>()
+    for (let id = 0; id < this.count; id++) {
+      const k = hashes[id] & 0xffffff
+      if ((again[k >>> 5] & (1 << (k & 31))) === 0) continue
+      const name = this.name(id)
+      const before = byName.get(name)
+      if (before !== undefined) this.notDeclaredTwice(before, id)
+      byName.set(name, id)
+    }
+  }
+
+  /** idFromBytes when the caller has the name's hash (nameHash) already and the slot table holds every chain. */
+  private idFromHashed(bytes: Uint8Array, start: number, end: number, h: number): number {
     const slots = this.slots
     const mask = (slots.length >> 1) - 1
     for (let s = h & mask; ; s = (s + 1) & mask) {
@@ -95,6 +215,7 @@ export class ChainIndex {
     let h = FNV_OFFSET
     for (let i = 0; i < name.length; i++) h = Math.imul(h ^ (name.charCodeAt(i) & 0xff), FNV_PRIME)
     h |= 0
+    if (this.slotted < this.count) return this.findInOrder(name, h)
     const slots = this.slots
     const mask = (slots.length >> 1) - 1
     for (let s = h & mask; ; s = (s + 1) & mask) {
@@ -102,6 +223,29 @@ export class ChainIndex {
       if (entry === 0) return EMPTY
       if (slots[2 * s + 1] === h && this.hasName(entry - 1, name)) return entry - 1
     }
+  }
+
+  /**
+   * find() in a table read in order (no slot table): one pass over the hashes by id, each answer remembered. A caller
+   * asking for many chains (every chain of the table, one after the other) gets the slot table after SCANS_BEFORE_SLOTS
+   * passes, so that asking for all of them is not quadratic.
+   */
+  private findInOrder(name: string, h: number): number {
+    const known = this.found.get(name)
+    if (known !== undefined) return known
+    if (this.found.size >= SCANS_BEFORE_SLOTS) {
+      this.leaveOrder()
+      return this.find(name)
+    }
+    const hashes = this.hashes
+    let id = EMPTY
+    for (let i = 0; i < this.count; i++)
+      if (hashes[i] === h && this.hasName(i, name)) {
+        id = i
+        break
+      }
+    this.found.set(name, id)
+    return id
   }
 
   private hasName(id: number, name: string): boolean {
@@ -224,22 +368,24 @@ export class ChainIndex {
     starts: Uint32Array,
     ends: Uint32Array,
     hashes: Int32Array,
+    from: number,
     n: number,
     ids: Int32Array,
   ): void {
+    if (this.ordered) this.leaveOrder()
     const slots = this.slots
     const mask = (slots.length >> 1) - 1
     const rec = this.rec
     const pool = this.pool
-    for (let i = 0; i < n; i++) ids[i] = slots[2 * (hashes[i] & mask)]
-    for (let i = 0; i < n; i++) {
+    for (let i = from; i < n; i++) ids[i] = slots[2 * (hashes[i] & mask)]
+    for (let i = from; i < n; i++) {
       const entry = ids[i]
       ids[i] = entry !== 0 ? rec[RECORD * (entry - 1) + NAME_AT] : -1
     }
     let touched = 0
-    for (let i = 0; i < n; i++) if (ids[i] >= 0) touched += pool[ids[i]]
+    for (let i = from; i < n; i++) if (ids[i] >= 0) touched += pool[ids[i]]
     this.touched = touched
-    for (let i = 0; i < n; i++) ids[i] = this.idFromHashed(bytes, starts[i], ends[i], hashes[i])
+    for (let i = from; i < n; i++) ids[i] = this.idFromHashed(bytes, starts[i], ends[i], hashes[i])
   }
 
   /** A sum of what idsFromHashed read ahead, kept so that the reads are not optimised away; means nothing. */
@@ -278,6 +424,16 @@ export class ChainIndex {
   }
 
   private add(bytes: Uint8Array, start: number, end: number, h: number, slot: number): number {
+    const id = this.append(bytes, start, end, h)
+    this.slots[2 * slot] = id + 1
+    this.slots[2 * slot + 1] = h
+    this.slotted = this.count
+    if (this.count * 8 > this.slots.length * 3) this.rehash()
+    return id
+  }
+
+  /** A new chain named bytes[start, end), undeclared until declare(); not in the slot table. */
+  private append(bytes: Uint8Array, start: number, end: number, h: number): number {
     const id = this.count++
     if (id >= this.capacity) this.growEntries()
     const len = end - start
@@ -289,16 +445,15 @@ export class ChainIndex {
     this.rec[RECORD * id + NAME_AT] = at
     this.rec[RECORD * id + NAME_LENGTH] = len
     this.rec[RECORD * id + POLICY] = UNDECLARED
+    this.hashes[id] = h
     this.poolUsed += len
-    this.slots[2 * slot] = id + 1
-    this.slots[2 * slot + 1] = h
-    if (this.count * 8 > this.slots.length * 3) this.rehash()
     return id
   }
 
   private growEntries(): void {
     this.capacity *= 2
     this.rec = grow(this.rec, RECORD * this.capacity)
+    this.hashes = grow(this.hashes, this.capacity)
   }
 
   /** Doubles the slot table (kept at most three quarters full). */

@@ -1,5 +1,5 @@
 import {ParseError} from './parse-error.js'
-import {ChainIndex, FNV_OFFSET, FNV_PRIME, NOT_FOUND} from './chain-index.js'
+import {ChainIndex, DeclaredTwice, FNV_OFFSET, FNV_PRIME, nameHash, NOT_FOUND} from './chain-index.js'
 import type {DumpSource} from './dump-source.js'
 import {parseRule, type ParsedRule} from './iptables-rule.js'
 
@@ -320,12 +320,28 @@ export class IptablesSave {
   }
 
   private index(acceptCut: boolean): void {
-    const scan = new IndexScan(this.tables, this.tableOrder, Math.ceil(this.source.size / 256))
-    this.source.chunks((chunk, base) => scan.chunk(chunk, base))
-    this.cut = scan.end(this.source.size, acceptCut)
+    let scan: IndexScan
+    try {
+      scan = this.scan(acceptCut, true)
+    } catch (e) {
+      if (!(e instanceof DeclaredTwice)) throw e
+      // A chain declared twice (a hand-edited or concatenated dump): read again, every name looked up as it comes.
+      this.tables.clear()
+      this.tableOrder.length = 0
+      scan = this.scan(acceptCut, false)
+    }
     if (scan.backend !== 'unknown') this.backend = scan.backend
     // An empty dump (no tables at all) is what a node without iptables rules prints, e.g. one in nftables mode.
     this.lineCount = scan.lineNo
+  }
+
+  /** One pass over the dump; `inOrder`: each table is first read as iptables-save prints it (see ChainIndex.ordered). */
+  private scan(acceptCut: boolean, inOrder: boolean): IndexScan {
+    const scan = new IndexScan(this.tables, this.tableOrder, Math.ceil(this.source.size / 256), inOrder)
+    this.source.chunks((chunk, base) => scan.chunk(chunk, base))
+    this.cut = scan.end(this.source.size, acceptCut)
+    for (const table of this.tables.values()) table.finishOrdered()
+    return scan
   }
 }
 
@@ -443,6 +459,8 @@ class IndexScan {
     private readonly tableOrder: string[],
     /** Room each table reserves up front (kube-proxy dumps hold a chain per ~300 bytes). */
     private readonly expectedChains: number,
+    /** Each table is first read in iptables-save's order, without lookups (see ChainIndex.ordered). */
+    private readonly inOrder: boolean,
   ) {}
 
   chunk(chunk: Buffer, base: number): void {
@@ -516,7 +534,7 @@ class IndexScan {
       if (!/^[a-z_]+$/.test(this.tableName)) throw new ParseError(lineNo, `bad table name "${this.tableName}"`)
       let table = this.tables.get(this.tableName)
       if (!table) {
-        table = new ChainIndex(this.expectedChains)
+        table = new ChainIndex(this.expectedChains, this.inOrder)
         this.tables.set(this.tableName, table)
         this.tableOrder.push(this.tableName)
       }
@@ -547,15 +565,9 @@ class IndexScan {
       this.runEnds[b] = nextOffset
       this.counts[b]++
     } else {
-      let h = FNV_OFFSET
       nameEnd = nameStart
-      while (nameEnd < e) {
-        const c = buf[nameEnd]
-        if (c === SPACE) break
-        h = Math.imul(h ^ c, FNV_PRIME)
-        nameEnd++
-      }
-      const b = this.push(buf, RULES, nameStart, nameEnd, h | 0)
+      while (nameEnd < e && buf[nameEnd] !== SPACE) nameEnd++
+      const b = this.push(buf, RULES, nameStart, nameEnd)
       this.firstLines[b] = lineNo
       this.counts[b] = 1
       this.runStarts[b] = fileOffset
@@ -583,33 +595,56 @@ class IndexScan {
   }
 
   /** Adds a declaration or a run of rules, named by buf[nameStart, nameEnd), to the batch; returns its place there. */
-  private push(buf: Buffer, kind: number, nameStart: number, nameEnd: number, hash: number): number {
+  private push(buf: Buffer, kind: number, nameStart: number, nameEnd: number): number {
     if (this.batchLength === BATCH || (this.batchBuf !== buf && this.batchLength > 0)) this.flush()
     const b = this.batchLength++
     this.batchBuf = buf
     this.kind[b] = kind
     this.nameStarts[b] = nameStart
     this.nameEnds[b] = nameEnd
-    this.hashes[b] = hash
     return b
   }
 
-  /** Looks the batch's chains up (adding new ones) and records its declarations and rules, in the order of the lines. */
+  /**
+   * Finds the batch's chains (in order while the table is read in order, else by hash, adding new ones) and records
+   * its declarations and rules, in the order of the lines.
+   */
   private flush(): void {
     const n = this.batchLength
     if (n === 0) return
     const table = this.table!
+    const buf = this.batchBuf!
+    let b = 0
+    for (; b < n; b++) {
+      const id =
+        this.kind[b] === DECLARATION
+          ? table.declareInOrder(buf, this.nameStarts[b], this.nameEnds[b], this.hashes[b], this.policies[b])
+          : table.ruleChainInOrder(buf, this.nameStarts[b], this.nameEnds[b])
+      if (id < 0) break
+      if (this.kind[b] === RULES) {
+        table.addRules(id, this.runStarts[b], this.runEnds[b], this.firstLines[b], this.counts[b])
+        this.lastId = id
+      }
+    }
+    if (b < n) this.flushHashed(table, buf, b, n)
+    this.batchLength = 0
+    this.batchBuf = undefined
+  }
+
+  /** The batch's entries from `from` on, looked up by hash a batch at a time (see ChainIndex.idsFromHashed). */
+  private flushHashed(table: ChainIndex, buf: Buffer, from: number, n: number): void {
     const ids = this.ids
-    table.idsFromHashed(this.batchBuf!, this.nameStarts, this.nameEnds, this.hashes, n, ids)
-    for (let b = 0; b < n; b++) {
+    // A declaration's name was hashed as it was read (declareInOrder keeps the hash); a run's only now.
+    for (let b = from; b < n; b++)
+      if (this.kind[b] === RULES) this.hashes[b] = nameHash(buf, this.nameStarts[b], this.nameEnds[b])
+    table.idsFromHashed(buf, this.nameStarts, this.nameEnds, this.hashes, from, n, ids)
+    for (let b = from; b < n; b++) {
       if (this.kind[b] === DECLARATION) table.declare(ids[b], this.policies[b])
       else {
         table.addRules(ids[b], this.runStarts[b], this.runEnds[b], this.firstLines[b], this.counts[b])
         this.lastId = ids[b]
       }
     }
-    this.batchLength = 0
-    this.batchBuf = undefined
   }
 
   private declaration(buf: Buffer, start: number, e: number, lineNo: number): void {
@@ -618,12 +653,13 @@ class IndexScan {
     let h = FNV_OFFSET
     let nameEnd = start + 1
     while (nameEnd < e) {
-      const b = buf[nameEnd]
-      if (b === SPACE) break
-      h = Math.imul(h ^ b, FNV_PRIME)
+      const c = buf[nameEnd]
+      if (c === SPACE) break
+      h = Math.imul(h ^ c, FNV_PRIME)
       nameEnd++
     }
-    const b = this.push(buf, DECLARATION, start + 1, nameEnd, h | 0)
+    const b = this.push(buf, DECLARATION, start + 1, nameEnd)
+    this.hashes[b] = h | 0
     this.policies[b] = policyCode(buf, nameEnd + 1, Math.min(e, nameEnd + 8))
   }
 

@@ -208,3 +208,95 @@ test('forgetOneOffChains: a chain asked for once between two calls is parsed aga
   assert.equal(d.rules('nat', 'KUBE-SERVICES'), servicesAgain)
   assert.notEqual(d.rules('nat', 'PREROUTING'), prerouting)
 })
+
+/**
+ * What the index must say of a dump, worked out line by line with plain maps: per table, its chains in the order they
+ * first appear, each one's policy (the last declaration's; undefined when none), and its rule lines.
+ */
+function naiveIndex(text: string) {
+  const tables = new Map<string, Map<string, {policy?: string; rules: Array<[number, string]>}>>()
+  let table: Map<string, {policy?: string; rules: Array<[number, string]>}> | undefined
+  const chain = (name: string) => {
+    if (!table!.has(name)) table!.set(name, {rules: []})
+    return table!.get(name)!
+  }
+  text.split('\n').forEach((line, i) => {
+    if (line.startsWith('*'))
+      table = tables.get(line.slice(1)) ?? tables.set(line.slice(1), new Map()).get(line.slice(1))
+    else if (line.startsWith(':')) chain(line.slice(1).split(' ')[0]).policy = line.split(' ')[1]
+    else if (line.startsWith('-A ')) chain(line.split(' ')[1]).rules.push([i + 1, line])
+  })
+  return tables
+}
+
+function assertIndexedAsWritten(text: string): void {
+  const d = parse(text)
+  const want = naiveIndex(text)
+  assert.deepEqual(d.tableNames(), [...want.keys()])
+  for (const [table, chains] of want) {
+    assert.deepEqual(d.chainNames(table), [...chains.keys()], `${table}'s chains`)
+    for (const [name, c] of chains) {
+      assert.equal(d.declared(table, name), c.policy !== undefined, `${table}/${name} declared`)
+      if (c.policy !== undefined) assert.equal(d.policy(table, name), c.policy, `${table}/${name}'s policy`)
+      assert.deepEqual(
+        d.rawRules(table, name).map((r) => [r.line, r.text]),
+        c.rules,
+        `${table}/${name}'s rules`,
+      )
+    }
+    assert.equal(d.hasChain(table, 'NOT-THERE'), false)
+  }
+  const undeclared = [...want.values()].some((chains) => [...chains.values()].some((c) => c.policy === undefined))
+  assert.equal(d.isFragment(), undeclared || !d.hasChain('nat', 'PREROUTING'))
+}
+
+test("a dump in iptables-save's order, and every way out of that order, is indexed as written", () => {
+  const head = '*nat\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n'
+  const variants = {
+    // As iptables-save prints a table: declarations, then each chain's rules in their order (empty chains skipped).
+    'in order': `${head}:A - [0:0]\n:B - [0:0]\n:C - [0:0]\n-A PREROUTING -j A\n-A A -j B\n-A A -j C\n-A C -j RETURN\nCOMMIT\n`,
+    'rules out of the declarations order': `${head}:A - [0:0]\n:B - [0:0]\n:C - [0:0]\n-A C -j RETURN\n-A A -j B\n-A PREROUTING -j A\nCOMMIT\n`,
+    'a chain back after another (kube-proxy restore input)': `${head}:A - [0:0]\n:B - [0:0]\n-A A -j B\n-A B -j RETURN\n-A A -j RETURN\nCOMMIT\n`,
+    'a chain with rules but no declaration': `${head}:A - [0:0]\n-A A -j RETURN\n-A GREP -j A\n-A OUTPUT -j GREP\nCOMMIT\n`,
+    'a declaration after the rules': `${head}:A - [0:0]\n-A A -j B\n:B - [0:0]\n-A B -j RETURN\nCOMMIT\n`,
+    'a name declared twice, rules in order': `${head}:A - [0:0]\n:B - [0:0]\n:A DROP [0:0]\n-A A -j B\n-A B -j RETURN\nCOMMIT\n`,
+    'a name declared twice, no rules': `${head}:A - [0:0]\n:A - [0:0]\nCOMMIT\n`,
+    'a name declared twice, rules out of order': `${head}:A - [0:0]\n:B - [0:0]\n:B - [0:0]\n-A B -j A\n-A A -j RETURN\nCOMMIT\n`,
+    'a table in two parts': `${head}:A - [0:0]\n-A A -j RETURN\nCOMMIT\n*nat\n:A - [0:0]\n:B - [0:0]\n-A B -j RETURN\nCOMMIT\n`,
+    'no declarations (grep output)': '*nat\n-A PREROUTING -j A\n-A A -j RETURN\nCOMMIT\n',
+    'comment and blank lines between runs of a chain': `${head}:A - [0:0]\n-A A -j RETURN\n# x\n\n-A A -j ACCEPT\nCOMMIT\n`,
+  }
+  for (const [what, text] of Object.entries(variants)) {
+    try {
+      assertIndexedAsWritten(text)
+    } catch (e) {
+      ;(e as Error).message = `${what}: ${(e as Error).message}`
+      throw e
+    }
+  }
+})
+
+test('a table read in order answers many different chains, each rightly, before and after it builds its hash slots', () => {
+  // Far more names than are looked for one by one before the table gets its hash slots; names of one length.
+  const names = Array.from({length: 3000}, (_, i) => `KUBE-SEP-${String(i * 7919).padStart(16, '0')}`)
+  const text = [
+    '*nat',
+    ...names.map((n) => `:${n} - [0:0]`),
+    ...names.flatMap((n, i) => (i % 3 === 0 ? [] : [`-A ${n} -j DNAT --to-destination 10.0.${i >> 8}.${i & 255}:80`])),
+    'COMMIT',
+    '',
+  ].join('\n')
+  const d = parse(text)
+  names.forEach((n, i) => {
+    assert.equal(d.ruleCount('nat', n), i % 3 === 0 ? 0 : 1, n)
+    if (i % 3 !== 0) assert.match(d.rawRules('nat', n)[0].text, new RegExp(`10\\.0\\.${i >> 8}\\.${i & 255}:80$`))
+    assert.equal(d.hasChain('nat', `${n}X`), false)
+  })
+  assert.deepEqual(d.chainNames('nat'), names)
+  const prefix = 'KUBE-SEP-00000000001'
+  assert.deepEqual(
+    d.chainNamesStartingWith('nat', prefix),
+    names.filter((n) => n.startsWith(prefix)),
+  )
+  assert.ok(d.chainNamesStartingWith('nat', prefix).length > 10)
+})

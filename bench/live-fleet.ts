@@ -408,7 +408,7 @@ async function svcAndFleet(write: (text: string) => void): Promise<void> {
     // svc reads only the chains the Service's packets reach; the report says so (else it fell back to the whole dump).
     const how = report.notes.some((n) => n.startsWith('rules read chain by chain'))
       ? 'chain by chain'
-      : 'the whole dump (the chain by chain read fell back)'
+      : 'the whole dump (not chain by chain: iptables-legacy, or the chain by chain read fell back)'
     write(
       `\nlive svc, one node with ${LIVE_SERVICES} Services (iptables-save: ${(big.length / 1048576).toFixed(1)} MB):\n`,
     )

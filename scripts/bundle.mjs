@@ -24,12 +24,6 @@ const repo = resolve(import.meta.dirname, '..')
 const outdir = join(repo, 'dist/bundle')
 const {values} = parseArgs({options: {sea: {type: 'string'}}})
 
-/**
- * Packages src/ loads on first use with `createRequire(import.meta.url)(name)` (to start faster when a run does not
- * need them): bundled too, and still loaded on first use.
- */
-const LOADED_ON_USE = ['yaml']
-
 /** Optional native helpers of bundled packages, which they load in a try and do without (ssh2, ws). */
 const OPTIONAL_NATIVE = ['cpu-features', 'bufferutil', 'utf-8-validate', '*.node']
 /** Required only when oclif runs TypeScript sources in development. */
@@ -62,49 +56,103 @@ const builtIn = {
   plugins,
 }
 
-const loadedOnUse = {
-  name: 'loaded-on-use',
-  setup(build) {
-    build.onResolve({filter: /^node:module$/}, (args) =>
-      args.importer.startsWith(join(repo, 'src')) ? {path: 'node:module', namespace: 'loaded-on-use'} : undefined,
-    )
-    build.onLoad({filter: /.*/, namespace: 'loaded-on-use'}, () => ({
-      resolveDir: repo,
-      contents: `export function createRequire() {
+/**
+ * Modules their importers load later than themselves, each loaded when first needed, as one row: the module, whose
+ * imports of it are deferred (src/ or oclif's modules: each resolves its own copy, from the importer's folder; src's
+ * string-width 7 and wrap-ansi 9 are ES modules, oclif's string-width 4 and wrap-ansi 7 CommonJS), and how:
+ *   on-use     src/ requires it where it needs it, with `createRequire(import.meta.url)(name)`: src's node:module is a
+ *              createRequire that knows these names only (anything else throws: add it here)
+ *   on-call    its default export, a function, is loaded on its first call: string-width makes an Intl.Segmenter as it
+ *              loads (wrap-ansi loads string-width), and ICU's first use (its data) is a large part of a short run's
+ *              start; src/report/width.ts calls string-width only for text other than printable ASCII and the report's
+ *              signs, and wrap-ansi only to wrap a line wider than the terminal
+ *   on-access  an object that loads the real module on its first use: what oclif's modules require as they load but a
+ *              run uses only on some paths, Node's child_process (a WSL check), readline (a flag read from stdin),
+ *              perf_hooks (OCLIF_PERFORMANCE), fs/promises (files oclif reads when its manifest is not built in), and
+ *              packages for help, spinners, plugin discovery and error formatting. Each built-in brings a dozen
+ *              internal modules for Node to compile and each package its own initialisation: a snapshot `svc` uses none
+ *              of them. oclif only calls and reads properties of these: `x.name`, `(0, x.name)(...)`, and
+ *              `__importDefault(x).default`, which reads `__esModule` first, answered without loading from what the
+ *              real module has, read here at build time.
+ */
+const LOADED_LATER = [
+  {module: 'yaml', importer: 'src', how: 'on-use'},
+  {module: 'string-width', importer: 'src', how: 'on-call'},
+  {module: 'wrap-ansi', importer: 'src', how: 'on-call'},
+  ...[
+    'node:child_process',
+    'node:readline',
+    'node:perf_hooks',
+    'node:fs/promises',
+    'ejs',
+    'cli-spinners',
+    'tinyglobby',
+    'minimatch',
+    'lilconfig',
+    'clean-stack',
+    'indent-string',
+    'wrap-ansi',
+    'string-width',
+    'widest-line',
+  ].map((module) => ({module, importer: 'oclif', how: 'on-access'})),
+]
+
+/** Whose imports a row of LOADED_LATER defers, by the importing file's path. */
+const IMPORTERS = {
+  src: (file) => file.startsWith(join(repo, 'src')),
+  oclif: (file) => /[\\/]@oclif[\\/]core[\\/]lib[\\/]/.test(file),
+}
+
+/** What each way of LOADED_LATER puts where the module was imported (a module of namespace `loaded-${how}`). */
+const DEFERRED = {
+  'on-use': (rows) => `export function createRequire() {
   return (name) => {
     switch (name) {
-${LOADED_ON_USE.map((name) => `      case ${JSON.stringify(name)}: return require(${JSON.stringify(name)})`).join('\n')}
+${rows.map((r) => `      case ${JSON.stringify(r.module)}: return require(${JSON.stringify(r.module)})`).join('\n')}
     }
-    throw new Error(name + ' is not bundled: add it to LOADED_ON_USE in scripts/bundle.mjs')
+    throw new Error(name + ' is not bundled: add it to LOADED_LATER in scripts/bundle.mjs')
   }
 }`,
-    }))
+  'on-call': ([row]) => `let loaded
+export default function (...args) {
+  loaded ??= require(${JSON.stringify(row.module)}).default
+  return loaded(...args)
+}`,
+  'on-access': ([row], resolveDir) => {
+    const esModule = createRequire(join(resolveDir, 'importer.js'))(row.module).__esModule === true
+    return `let loaded
+const real = () => (loaded ??= require(${JSON.stringify(row.module)}))
+module.exports = new Proxy(() => {}, {
+  get: (_, key) => (key === '__esModule' ? ${esModule} : real()[key]),
+  has: (_, key) => key in real(),
+  set: (_, key, value) => ((real()[key] = value), true),
+  apply: (_, self, args) => Reflect.apply(real(), self, args),
+  construct: (_, args) => Reflect.construct(real(), args),
+})`
   },
 }
 
-/**
- * Packages whose default export, a function, is loaded on its first call: string-width makes an Intl.Segmenter as it
- * loads (wrap-ansi loads string-width), and ICU's first use (its data) is a large part of a short run's start;
- * src/report/width.ts calls string-width only for text other than printable ASCII and the report's signs, and wrap-ansi
- * only to wrap a line wider than the terminal.
- */
-const LOADED_ON_CALL = ['string-width', 'wrap-ansi']
-
-const loadedOnCall = {
-  name: 'loaded-on-call',
+/** LOADED_LATER's rows: each import of a row's module by its importers replaced by what DEFERRED makes for its way. */
+const loadedLater = {
+  name: 'loaded-later',
   setup(build) {
-    const names = new RegExp(`^(${LOADED_ON_CALL.join('|')})$`)
-    build.onResolve({filter: names}, (args) =>
-      args.importer.startsWith(join(repo, 'src')) ? {path: args.path, namespace: 'loaded-on-call'} : undefined,
-    )
-    build.onLoad({filter: /.*/, namespace: 'loaded-on-call'}, (args) => ({
-      resolveDir: repo,
-      contents: `let loaded
-export default function (...args) {
-  loaded ??= require(${JSON.stringify(args.path)}).default
-  return loaded(...args)
-}`,
-    }))
+    const names = ['node:module', ...new Set(LOADED_LATER.map((r) => r.module))]
+    const filter = new RegExp(`^(${names.map((n) => n.replace(/[/.]/g, '\\$&')).join('|')})$`)
+    build.onResolve({filter}, (args) => {
+      // on-use: the importer's node:module (the createRequire it calls), made once with every on-use row.
+      const rows = LOADED_LATER.filter(
+        (r) =>
+          IMPORTERS[r.importer](args.importer) &&
+          (args.path === 'node:module' ? r.how === 'on-use' : r.how !== 'on-use' && r.module === args.path),
+      )
+      if (rows.length === 0) return undefined
+      return {path: args.path, namespace: `loaded-${rows[0].how}`, pluginData: {rows, resolveDir: args.resolveDir}}
+    })
+    for (const [how, deferred] of Object.entries(DEFERRED))
+      build.onLoad({filter: /.*/, namespace: `loaded-${how}`}, ({pluginData: {rows, resolveDir}}) => ({
+        resolveDir,
+        contents: deferred(rows, resolveDir),
+      }))
   },
 }
 
@@ -146,60 +194,6 @@ module.exports = process.env.DEBUG ? require(${JSON.stringify(join(repo, 'node_m
 }
 
 /**
- * What oclif's modules require as they load but a run uses only on some paths: Node's child_process (a WSL check),
- * readline (a flag read from stdin), perf_hooks (OCLIF_PERFORMANCE), fs/promises (files oclif reads when its manifest
- * is not built in), and packages for help, spinners, plugin discovery and error formatting. Each built-in brings a
- * dozen internal modules for Node to compile and each package its own initialisation: a snapshot `svc` used none of
- * them. oclif gets each as an object that loads the real one on its first use (oclif only calls and reads properties of
- * these: `x.name`, `(0, x.name)(...)`, and `__importDefault(x).default`, which reads `__esModule` first, answered
- * without loading from what the real module has, read here at build time).
- */
-const LOADED_ON_ACCESS_IN_OCLIF = [
-  'node:child_process',
-  'node:readline',
-  'node:perf_hooks',
-  'node:fs/promises',
-  'ejs',
-  'cli-spinners',
-  'tinyglobby',
-  'minimatch',
-  'lilconfig',
-  'clean-stack',
-  'indent-string',
-  'wrap-ansi',
-  'string-width',
-  'widest-line',
-]
-
-const loadedOnAccessInOclif = {
-  name: 'loaded-on-access-in-oclif',
-  setup(build) {
-    const oclifRequire = createRequire(join(repo, 'node_modules/@oclif/core/lib/index.js'))
-    const names = new RegExp(`^(${LOADED_ON_ACCESS_IN_OCLIF.map((n) => n.replace(/[/.]/g, '\\$&')).join('|')})$`)
-    build.onResolve({filter: names}, (args) =>
-      /[\\/]@oclif[\\/]core[\\/]lib[\\/]/.test(args.importer)
-        ? {path: args.path, namespace: 'loaded-on-access', pluginData: {resolveDir: args.resolveDir}}
-        : undefined,
-    )
-    build.onLoad({filter: /.*/, namespace: 'loaded-on-access'}, (args) => {
-      const esModule = oclifRequire(args.path).__esModule === true
-      return {
-        resolveDir: args.pluginData.resolveDir,
-        contents: `let loaded
-const real = () => (loaded ??= require(${JSON.stringify(args.path)}))
-module.exports = new Proxy(() => {}, {
-  get: (_, key) => (key === '__esModule' ? ${esModule} : real()[key]),
-  has: (_, key) => key in real(),
-  set: (_, key, value) => ((real()[key] = value), true),
-  apply: (_, self, args) => Reflect.apply(real(), self, args),
-  construct: (_, args) => Reflect.construct(real(), args),
-})`,
-      }
-    })
-  },
-}
-
-/**
  * oclif reads `isWsl` from wsl-utils as its config loads, and wsl-utils requires child_process and fs/promises as it
  * loads (for its PowerShell helpers, which oclif calls only to name a Windows shell): oclif gets is-wsl's answer, which
  * wsl-utils re-exports, and the rest of wsl-utils on the first call of powerShellPath.
@@ -234,7 +228,7 @@ const common = {
   target: 'node20',
   external: [...OPTIONAL_NATIVE, ...DEVELOPMENT_ONLY],
   define: {KPD_BUILT_IN: JSON.stringify(JSON.stringify(builtIn))},
-  plugins: [loadedOnUse, loadedOnCall, ssh2Dirname, debugOnlyWhenAsked, loadedOnAccessInOclif, wslUtilsOnCall],
+  plugins: [loadedLater, ssh2Dirname, debugOnlyWhenAsked, wslUtilsOnCall],
   metafile: true,
   legalComments: 'none',
   logLevel: 'warning',

@@ -7,6 +7,7 @@ import {BufferSource, FileSource} from '../../src/parse/dump-source.js'
 import {IptablesSave} from '../../src/parse/iptables-save.js'
 import {ParseError as DumpParseError} from '../../src/parse/parse-error.js'
 import {parseRule, tokenize} from '../../src/parse/iptables-rule.js'
+import {Prng} from '../helpers/seeded.js'
 
 const parse = (text: string) => IptablesSave.parse(new BufferSource(Buffer.from(text)))
 
@@ -107,6 +108,47 @@ test('tokenize honours quotes and escapes', () => {
     '-j',
     'Y',
   ])
+})
+
+/** How tokenize reads a quoted rule, a character at a time: the oracle for the seeded comparison below. */
+function tokenizeByCharacter(text: string): string[] {
+  const out: string[] = []
+  let i = 0
+  const n = text.length
+  while (i < n) {
+    while (i < n && (text[i] === ' ' || text[i] === '\t')) i++
+    if (i >= n) break
+    let tok = ''
+    while (i < n && text[i] !== ' ' && text[i] !== '\t') {
+      if (text[i] === '"') {
+        i++
+        while (i < n && text[i] !== '"') {
+          if (text[i] === '\\' && i + 1 < n) i++
+          tok += text[i++]
+        }
+        if (i >= n) throw new Error('unterminated quote')
+        i++
+      } else tok += text[i++]
+    }
+    out.push(tok)
+  }
+  return out
+}
+
+test('tokenize reads quotes, escapes, tabs and spaces as a character-by-character reading does (seeded)', () => {
+  const rng = new Prng(20261127)
+  const pieces = [' ', '  ', '\t', '"', '\\', '\\"', 'a', '-j', 'KUBE-SEP-X', 'x y', '->', '""', ':']
+  for (let i = 0; i < 3000; i++) {
+    const text = Array.from({length: 1 + rng.int(12)}, () => rng.pick(pieces)).join('')
+    let expected: string[] | Error
+    try {
+      expected = tokenizeByCharacter(text)
+    } catch (e) {
+      expected = e as Error
+    }
+    if (expected instanceof Error) assert.throws(() => tokenize(text), /unterminated quote/, JSON.stringify(text))
+    else assert.deepEqual(tokenize(text), expected, JSON.stringify(text))
+  }
 })
 
 test('parseRule: negation, modules in any order, target options, unknown modules kept', () => {

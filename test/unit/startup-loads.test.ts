@@ -46,7 +46,7 @@ test('a snapshot svc and --version load neither the API client nor the live pack
 })
 
 // oclif requires these as it loads, for paths a snapshot run does not take (a WSL check, a flag read from stdin,
-// OCLIF_PERFORMANCE): each is a dozen Node.js modules compiled at start (scripts/bundle.mjs LOADED_ON_ACCESS_IN_OCLIF).
+// OCLIF_PERFORMANCE): each is a dozen Node.js modules compiled at start (scripts/bundle.mjs LOADED_LATER, on-access).
 test('a snapshot svc and --version load neither child_process, readline nor perf_hooks', () => {
   for (const args of [['svc', 'web', '-n', 'shop', '--snapshot', 'examples/broken-cluster'], ['--version']]) {
     const r = filesRequired(args)

@@ -1,7 +1,19 @@
 import {ParseError} from './parse-error.js'
 import {ChainIndex, DeclaredTwice, FNV_OFFSET, FNV_PRIME, nameHash, NOT_FOUND} from './chain-index.js'
 import type {DumpSource} from './dump-source.js'
-import {parseRule, type ParsedRule} from './iptables-rule.js'
+import {leadingDestination, parseRule, type ParsedRule} from './iptables-rule.js'
+
+/**
+ * A chain's rules (as rules() gives them, by index) by the value of the -d they open with (leadingDestination), and
+ * the others (no leading -d, or not understood), each list in rule order.
+ */
+export interface LeadingDestinations {
+  byLead: Map<string, number[]>
+  unled: number[]
+}
+
+/** A chain's LeadingDestinations, kept on its rules array: it goes when the dump forgets the chain (forgetOneOffChains). */
+const LEADS = Symbol('rules by leading destination')
 
 export interface RawRule {
   table: string
@@ -200,6 +212,31 @@ export class IptablesSave {
     this.parsedSinceForget.set(key, parsed)
     return parsed
   }
+  /**
+   * The chain's rules by the -d they open with (see LeadingDestinations), made on the first ask for the rules parsed
+   * now and shared by every later one (the model's lookup of a Service's rules in KUBE-SERVICES and the tracer's skip
+   * over other Services' rules read the same index).
+   */
+  rulesByLeadingDestination(table: string, chain: string): LeadingDestinations {
+    const rules = this.rules(table, chain) as ParsedRule[] & {[LEADS]?: LeadingDestinations}
+    let index = rules[LEADS]
+    if (!index) {
+      index = {byLead: new Map(), unled: []}
+      for (let i = 0; i < rules.length; i++) {
+        const rule = rules[i]
+        const lead = rule.unparsable === undefined ? leadingDestination(rule.text) : undefined
+        if (lead === undefined) index.unled.push(i)
+        else {
+          const list = index.byLead.get(lead)
+          if (list) list.push(i)
+          else index.byLead.set(lead, [i])
+        }
+      }
+      rules[LEADS] = index
+    }
+    return index
+  }
+
   /** Whether some rule of the chain holds `text` (a native search in its bytes; no string or object per rule). */
   chainHolds(table: string, chain: string, text: string): boolean {
     const t = this.tables.get(table)

@@ -1,4 +1,4 @@
-import type {IptablesSave} from '../parse/iptables-save.js'
+import type {IptablesSave, LeadingDestinations} from '../parse/iptables-save.js'
 import {leadingDestination, type ParsedRule, type RuleOption} from '../parse/iptables-rule.js'
 import type {IpsetState} from '../parse/ipset-save.js'
 import {cidrContains, familyOf, isMulticast, parseCidr, parseIp} from '../net/address.js'
@@ -68,10 +68,15 @@ interface RuleFacts {
   dnat: Array<{ip: string; port?: number} | null | undefined>
 }
 
-/** The rules of a long chain that open with "-d ADDRESS/32", by address, and the others, each list in rule order. */
+/**
+ * A long chain's rules by the -d they open with, as the dump indexes them (rulesByLeadingDestination), and those a
+ * walk cannot pass by that -d alone (none, or one that is not "-d ADDRESS/32": leadingQuickDestination), in rule order.
+ */
 interface LeadIndex {
-  byDst: Map<string, number[]>
+  shared: LeadingDestinations
   other: number[]
+  /** Per destination asked for: the rules that open with "-d DESTINATION/32" (undefined: none). */
+  own: Map<string, number[] | undefined>
 }
 
 /** Chains from this many rules are indexed by leading destination (KUBE-SERVICES of a big cluster). */
@@ -139,7 +144,12 @@ export class IptablesTracer implements ChainSource<Chain> {
   skipTo(chain: Chain, from: number, state: State): number {
     if (chain.rules.length < INDEXED_FROM) return from
     const index = (chain.facts.byLead ??= this.leadIndex(chain))
-    const own = index.byDst.get(state.dst)
+    let own = index.own.get(state.dst)
+    if (own === undefined && !index.own.has(state.dst)) {
+      const lead = `${state.dst}/32`
+      own = leadingQuickAddress(lead) === state.dst ? index.shared.byLead.get(lead) : undefined
+      index.own.set(state.dst, own)
+    }
     return Math.min(
       firstAtOrAfter(index.other, from, chain.rules.length),
       own ? firstAtOrAfter(own, from, chain.rules.length) : chain.rules.length,
@@ -147,20 +157,11 @@ export class IptablesTracer implements ChainSource<Chain> {
   }
 
   private leadIndex(chain: Chain): LeadIndex {
-    const byDst = new Map<string, number[]>()
-    const other: number[] = []
-    chain.rules.forEach((rule, i) => {
-      let lead = chain.facts.lead[i]
-      if (lead === undefined)
-        lead = chain.facts.lead[i] = rule.unparsable !== undefined ? null : leadingQuickDestination(rule.text)
-      if (lead === null || rule.unparsable !== undefined) other.push(i)
-      else {
-        const list = byDst.get(lead)
-        if (list) list.push(i)
-        else byDst.set(lead, [i])
-      }
-    })
-    return {byDst, other}
+    const shared = this.dump.rulesByLeadingDestination(chain.table, chain.name)
+    const notQuick: number[][] = []
+    for (const [lead, list] of shared.byLead) if (leadingQuickAddress(lead) === null) notQuick.push(list)
+    const other = notQuick.length === 0 ? shared.unled : [...shared.unled, ...notQuick.flat()].sort((a, b) => a - b)
+    return {shared, other, own: new Map()}
   }
 
   chainName(chain: Chain): string {
@@ -598,7 +599,12 @@ function quickDestinations(rule: ParsedRule): QuickDestinations {
 /** The address of a "-d ADDRESS/32" the rule's text opens with (the first of quickDestinations), or null. */
 function leadingQuickDestination(text: string): string | null {
   const v = leadingDestination(text)
-  if (v === undefined || !v.endsWith('/32')) return null
+  return v === undefined ? null : leadingQuickAddress(v)
+}
+
+/** The ADDRESS of a leading -d value "ADDRESS/32" (ADDRESS an address), or null. */
+function leadingQuickAddress(v: string): string | null {
+  if (!v.endsWith('/32')) return null
   const ip = v.slice(0, -3)
   return isPlainIPv4(ip) || parseIp(ip) !== undefined ? ip : null
 }

@@ -80,7 +80,7 @@ function serviceIpRule(
   const rules = dump.rules(table, chain)
   if (rules.length < INDEXED_FROM) return rules.find((r) => matchesServiceIp(r, ip, protocol, port))
   const index = dump.rulesByLeadingDestination(table, chain)
-  const candidates = [index.unled, ...[ip, `${ip}/32`, `${ip}/128`].map((v) => index.byLead.get(v) ?? [])]
+  const candidates = [index.unled, ...[ip, `${ip}/32`, `${ip}/128`].map((v) => index.ledBy(v))]
     .flat()
     .sort((a, b) => a - b)
   for (const i of candidates) if (matchesServiceIp(rules[i], ip, protocol, port)) return rules[i]

@@ -147,7 +147,7 @@ export class IptablesTracer implements ChainSource<Chain> {
     let own = index.own.get(state.dst)
     if (own === undefined && !index.own.has(state.dst)) {
       const lead = `${state.dst}/32`
-      own = leadingQuickAddress(lead) === state.dst ? index.shared.byLead.get(lead) : undefined
+      own = leadingQuickAddress(lead) === state.dst ? index.shared.ledBy(lead) : undefined
       index.own.set(state.dst, own)
     }
     return Math.min(
@@ -158,9 +158,11 @@ export class IptablesTracer implements ChainSource<Chain> {
 
   private leadIndex(chain: Chain): LeadIndex {
     const shared = this.dump.rulesByLeadingDestination(chain.table, chain.name)
-    const notQuick: number[][] = []
-    for (const [lead, list] of shared.byLead) if (leadingQuickAddress(lead) === null) notQuick.push(list)
-    const other = notQuick.length === 0 ? shared.unled : [...shared.unled, ...notQuick.flat()].sort((a, b) => a - b)
+    const notQuick: number[] = []
+    shared.leads.forEach((lead, i) => {
+      if (lead !== undefined && !isQuickLead(lead)) notQuick.push(i)
+    })
+    const other = notQuick.length === 0 ? shared.unled : [...shared.unled, ...notQuick].sort((a, b) => a - b)
     return {shared, other, own: new Map()}
   }
 
@@ -604,9 +606,12 @@ function leadingQuickDestination(text: string): string | null {
 
 /** The ADDRESS of a leading -d value "ADDRESS/32" (ADDRESS an address), or null. */
 function leadingQuickAddress(v: string): string | null {
-  if (!v.endsWith('/32')) return null
-  const ip = v.slice(0, -3)
-  return isPlainIPv4(ip) || parseIp(ip) !== undefined ? ip : null
+  return isQuickLead(v) ? v.slice(0, -3) : null
+}
+
+/** Whether a leading -d value is "ADDRESS/32" with ADDRESS an address (no string made for a plain IPv4 address). */
+function isQuickLead(v: string): boolean {
+  return v.endsWith('/32') && (isPlainIPv4(v, v.length - 3) || parseIp(v.slice(0, -3)) !== undefined)
 }
 
 /** Whether the rule cannot match a packet to dst: one of its /32 destinations is another address. */
@@ -614,11 +619,13 @@ function quickMiss(quick: string | string[], dst: string): boolean {
   return typeof quick === 'string' ? quick !== dst : quick.some((ip) => ip !== dst)
 }
 
-/** Dotted decimal without leading zeros, each part at most 255: an address parseIp reads (checked without it). */
-function isPlainIPv4(text: string): boolean {
+/**
+ * Dotted decimal without leading zeros, each part at most 255: an address parseIp reads (checked without it); of
+ * text[0, n) (the whole text when n is not given).
+ */
+function isPlainIPv4(text: string, n = text.length): boolean {
   let parts = 0
   let i = 0
-  const n = text.length
   while (i < n) {
     const first = text.charCodeAt(i)
     if (first < 48 || first > 57) return false

@@ -122,7 +122,8 @@ function readEndpoints(dump: IptablesSave, chain: string): ProgrammedEndpoint[] 
 /** Reads, for each port of the Service, the rules this node really has: matched by structure, never by comment. */
 function readProgrammed(dump: IptablesSave, svc: ExpectedService): ProgrammedPort[] {
   // Read in this order whatever the Service has: a dump with broken rules is refused naming the same first one.
-  for (const table of ['nat', 'filter']) dump.rules(table, 'KUBE-SERVICES')
+  dump.rules('nat', 'KUBE-SERVICES')
+  dump.rules('filter', 'KUBE-SERVICES')
   const nodePorts = dump.rules('nat', 'KUBE-NODEPORTS')
   const externalServices = dump.rules('filter', 'KUBE-EXTERNAL-SERVICES')
   return svc.ports.map((port) => {

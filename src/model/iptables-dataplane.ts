@@ -1,5 +1,5 @@
 import type {IptablesSave} from '../parse/iptables-save.js'
-import {destinationPort, findOption, leadingDestination, targetOption, type ParsedRule} from '../parse/iptables-rule.js'
+import {destinationPort, findOption, targetOption, type ParsedRule} from '../parse/iptables-rule.js'
 import {IptablesTracer, splitAddr} from '../trace/iptables-tracer.js'
 import type {ExpectedPort, ExpectedService} from './expected.js'
 import {endpointChainName, serviceChainNames} from './chain-names.js'
@@ -61,37 +61,26 @@ function matchesServiceIp(rule: ParsedRule, ip: string, protocol: string, port: 
   )
 }
 
-/** A chain's rules by the -d they open with (leadingDestination), and those that open otherwise, each in rule order. */
-interface LeadingDestinations {
-  byLead: Map<string, number[]>
-  unled: number[]
-}
-const leadIndexes = new WeakMap<ParsedRule[], LeadingDestinations>()
-
-/** Chains from this many rules are indexed (KUBE-SERVICES of a big cluster, looked up once per Service). */
+/** Chains from this many rules are looked up by their leading -d (KUBE-SERVICES of a big cluster, once per Service). */
 const INDEXED_FROM = 64
 
 /**
- * The first rule of `rules` for ip:port/protocol (matchesServiceIp), as a walk over them would find it: a rule that
- * opens with another -d cannot match, so a long chain is indexed once by that -d and only the candidates are looked at.
+ * The first rule of the chain for ip:port/protocol (matchesServiceIp), as a walk over its rules would find it: a rule
+ * that opens with another -d cannot match, so in a long chain only the rules the dump's index of leading destinations
+ * (rulesByLeadingDestination) gives for the address, and those that open otherwise, are looked at.
  */
-function serviceIpRule(rules: ParsedRule[], ip: string, protocol: string, port: number): ParsedRule | undefined {
+function serviceIpRule(
+  dump: IptablesSave,
+  table: string,
+  chain: string,
+  ip: string,
+  protocol: string,
+  port: number,
+): ParsedRule | undefined {
+  const rules = dump.rules(table, chain)
   if (rules.length < INDEXED_FROM) return rules.find((r) => matchesServiceIp(r, ip, protocol, port))
-  let index = leadIndexes.get(rules)
-  if (!index) {
-    index = {byLead: new Map(), unled: []}
-    for (let i = 0; i < rules.length; i++) {
-      const lead = leadingDestination(rules[i].text)
-      if (lead === undefined) index.unled.push(i)
-      else {
-        const list = index.byLead.get(lead)
-        if (list) list.push(i)
-        else index.byLead.set(lead, [i])
-      }
-    }
-    leadIndexes.set(rules, index)
-  }
-  const candidates = [index.unled, ...[ip, `${ip}/32`, `${ip}/128`].map((v) => index.byLead.get(v) ?? [])]
+  const index = dump.rulesByLeadingDestination(table, chain)
+  const candidates = [index.unled, ...[ip, `${ip}/32`, `${ip}/128`].map((v) => index.ledBy(v))]
     .flat()
     .sort((a, b) => a - b)
   for (const i of candidates) if (matchesServiceIp(rules[i], ip, protocol, port)) return rules[i]
@@ -132,24 +121,25 @@ function readEndpoints(dump: IptablesSave, chain: string): ProgrammedEndpoint[] 
 
 /** Reads, for each port of the Service, the rules this node really has: matched by structure, never by comment. */
 function readProgrammed(dump: IptablesSave, svc: ExpectedService): ProgrammedPort[] {
-  const natServices = dump.rules('nat', 'KUBE-SERVICES')
-  const filterServices = dump.rules('filter', 'KUBE-SERVICES')
+  // Read in this order whatever the Service has: a dump with broken rules is refused naming the same first one.
+  dump.rules('nat', 'KUBE-SERVICES')
+  dump.rules('filter', 'KUBE-SERVICES')
   const nodePorts = dump.rules('nat', 'KUBE-NODEPORTS')
   const externalServices = dump.rules('filter', 'KUBE-EXTERNAL-SERVICES')
   return svc.ports.map((port) => {
     const ip = svc.clusterIP!
-    const clusterIPRule = serviceIpRule(natServices, ip, port.protocol, port.port)
+    const clusterIPRule = serviceIpRule(dump, 'nat', 'KUBE-SERVICES', ip, port.protocol, port.port)
     const want = names(port)
     const chain = clusterIPRule?.target?.startsWith('KUBE-SV') ? clusterIPRule.target : want.internal
     const externalRules = new Map<string, ParsedRule>()
     for (const extIp of [...svc.externalIPs, ...svc.loadBalancerIPs]) {
-      const r = serviceIpRule(natServices, extIp, port.protocol, port.port)
+      const r = serviceIpRule(dump, 'nat', 'KUBE-SERVICES', extIp, port.protocol, port.port)
       if (r) externalRules.set(extIp, r)
     }
     return {
       expected: port,
       clusterIPRule,
-      clusterIPFilterRule: serviceIpRule(filterServices, ip, port.protocol, port.port),
+      clusterIPFilterRule: serviceIpRule(dump, 'filter', 'KUBE-SERVICES', ip, port.protocol, port.port),
       nodePortRule: port.nodePort
         ? nodePorts.find(
             (r) => findOption(r, '', 'p')?.values[0] === port.protocol && destinationPort(r) === String(port.nodePort),

@@ -150,32 +150,49 @@ export function parseRule(table: string, line: number, text: string): ParsedRule
   return rule
 }
 
-/** The next word of an unquoted rule text at or after `from`: [start, end), or undefined at the end. */
-function wordAt(text: string, from: number): [number, number] | undefined {
+/** Where the word of an unquoted rule text at or after `from` starts (spaces skipped); the text's length at its end. */
+function wordStart(text: string, from: number): number {
   let i = from
   while (i < text.length && text.charCodeAt(i) === 32) i++
-  if (i >= text.length) return undefined
-  const end = text.indexOf(' ', i)
-  return [i, end < 0 ? text.length : end]
+  return i
 }
 
-const DESTINATION_OPTIONS = new Set(['-d', '--destination', '--dst'])
+/** Where the word starting at `start` ends (the next space, or the text's end). */
+function wordEnd(text: string, start: number): number {
+  const end = text.indexOf(' ', start)
+  return end < 0 ? text.length : end
+}
+
+/** Whether text[start, end) is -d, --destination or --dst (a long KUBE-SERVICES asks once per rule: no string made). */
+function isDestinationOption(text: string, start: number, end: number): boolean {
+  const len = end - start
+  return (
+    (len === 2 && text.startsWith('-d', start)) ||
+    (len === 5 && text.startsWith('--dst', start)) ||
+    (len === 13 && text.startsWith('--destination', start))
+  )
+}
 
 /**
  * The value of the -d that opens a rule ("-A CHAIN -d VALUE ..."), read from the text without parsing it: what
  * parseRule gives as the rule's first own option (d, not negated, values[0]). Undefined when the rule does not open
- * so, or has quotes or tabs (then parse it).
+ * so, or has quotes or tabs (then parse it). Words are read in place; only the value becomes a string.
  */
 export function leadingDestination(text: string): string | undefined {
   if (text.indexOf('"') >= 0 || text.indexOf('\t') >= 0) return undefined
-  const a = wordAt(text, 0)
-  if (!a || text.slice(a[0], a[1]) !== '-A') return undefined
-  const chain = wordAt(text, a[1])
-  const option = chain && wordAt(text, chain[1])
-  if (!option || !DESTINATION_OPTIONS.has(text.slice(option[0], option[1]))) return undefined
-  const value = wordAt(text, option[1])
-  if (!value) return undefined
-  const v = text.slice(value[0], value[1])
+  const n = text.length
+  const a = wordStart(text, 0)
+  if (a + 2 > n || text.charCodeAt(a) !== 45 /* - */ || text.charCodeAt(a + 1) !== 65 /* A */) return undefined
+  if (wordEnd(text, a) !== a + 2) return undefined
+  const chain = wordStart(text, a + 2)
+  if (chain >= n) return undefined
+  const option = wordStart(text, wordEnd(text, chain))
+  if (option >= n) return undefined
+  const optionEnd = wordEnd(text, option)
+  if (!isDestinationOption(text, option, optionEnd)) return undefined
+  const value = wordStart(text, optionEnd)
+  if (value >= n) return undefined
+  const v = text.slice(value, wordEnd(text, value))
   return isOption(v) || v === '!' ? undefined : v
 }
 

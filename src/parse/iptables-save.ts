@@ -1,7 +1,44 @@
 import {ParseError} from './parse-error.js'
 import {ChainIndex, DeclaredTwice, FNV_OFFSET, FNV_PRIME, nameHash, NOT_FOUND} from './chain-index.js'
 import type {DumpSource} from './dump-source.js'
-import {parseRule, type ParsedRule} from './iptables-rule.js'
+import {leadingDestination, parseRule, type ParsedRule} from './iptables-rule.js'
+
+/** How many values LeadingDestinations.ledBy searches for before it builds a map of every value instead. */
+const SEARCHES_BEFORE_MAP = 16
+
+/**
+ * A chain's rules (as rules() gives them, by index) by the value of the -d they open with (leadingDestination). A
+ * value is searched for natively in the list of every rule's value (a map of 50,000 distinct strings, one array each,
+ * cost more to build than the values themselves); a caller asking for many (a scan, per Service) gets the map.
+ */
+export class LeadingDestinations {
+  /** Per rule: the value of the -d it opens with; undefined when it opens otherwise or is not understood. */
+  readonly leads: Array<string | undefined> = []
+  /** The rules that open with no -d (or are not understood), in rule order. */
+  readonly unled: number[] = []
+  private byLead: Map<string, number[]> | undefined
+  private searches = 0
+
+  /** The rules that open with "-d `value`", in rule order. */
+  ledBy(value: string): number[] {
+    if (!this.byLead && ++this.searches > SEARCHES_BEFORE_MAP) {
+      const byLead = (this.byLead = new Map())
+      this.leads.forEach((lead, i) => {
+        if (lead === undefined) return
+        const list = byLead.get(lead)
+        if (list) list.push(i)
+        else byLead.set(lead, [i])
+      })
+    }
+    if (this.byLead) return this.byLead.get(value) ?? []
+    const out: number[] = []
+    for (let i = this.leads.indexOf(value); i >= 0; i = this.leads.indexOf(value, i + 1)) out.push(i)
+    return out
+  }
+}
+
+/** A chain's LeadingDestinations, kept on its rules array: it goes when the dump forgets the chain (forgetOneOffChains). */
+const LEADS = Symbol('rules by leading destination')
 
 export interface RawRule {
   table: string
@@ -200,6 +237,27 @@ export class IptablesSave {
     this.parsedSinceForget.set(key, parsed)
     return parsed
   }
+  /**
+   * The chain's rules by the -d they open with (see LeadingDestinations), made on the first ask for the rules parsed
+   * now and shared by every later one (the model's lookup of a Service's rules in KUBE-SERVICES and the tracer's skip
+   * over other Services' rules read the same index).
+   */
+  rulesByLeadingDestination(table: string, chain: string): LeadingDestinations {
+    const rules = this.rules(table, chain) as ParsedRule[] & {[LEADS]?: LeadingDestinations}
+    let index = rules[LEADS]
+    if (!index) {
+      index = new LeadingDestinations()
+      for (let i = 0; i < rules.length; i++) {
+        const rule = rules[i]
+        const lead = rule.unparsable === undefined ? leadingDestination(rule.text) : undefined
+        index.leads.push(lead)
+        if (lead === undefined) index.unled.push(i)
+      }
+      rules[LEADS] = index
+    }
+    return index
+  }
+
   /** Whether some rule of the chain holds `text` (a native search in its bytes; no string or object per rule). */
   chainHolds(table: string, chain: string, text: string): boolean {
     const t = this.tables.get(table)

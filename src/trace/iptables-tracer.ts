@@ -1,4 +1,4 @@
-import type {IptablesSave} from '../parse/iptables-save.js'
+import type {IptablesSave, LeadingDestinations} from '../parse/iptables-save.js'
 import {leadingDestination, type ParsedRule, type RuleOption} from '../parse/iptables-rule.js'
 import type {IpsetState} from '../parse/ipset-save.js'
 import {cidrContains, familyOf, isMulticast, parseCidr, parseIp} from '../net/address.js'
@@ -68,10 +68,15 @@ interface RuleFacts {
   dnat: Array<{ip: string; port?: number} | null | undefined>
 }
 
-/** The rules of a long chain that open with "-d ADDRESS/32", by address, and the others, each list in rule order. */
+/**
+ * A long chain's rules by the -d they open with, as the dump indexes them (rulesByLeadingDestination), and those a
+ * walk cannot pass by that -d alone (none, or one that is not "-d ADDRESS/32": leadingQuickDestination), in rule order.
+ */
 interface LeadIndex {
-  byDst: Map<string, number[]>
+  shared: LeadingDestinations
   other: number[]
+  /** Per destination asked for: the rules that open with "-d DESTINATION/32" (undefined: none). */
+  own: Map<string, number[] | undefined>
 }
 
 /** Chains from this many rules are indexed by leading destination (KUBE-SERVICES of a big cluster). */
@@ -139,7 +144,12 @@ export class IptablesTracer implements ChainSource<Chain> {
   skipTo(chain: Chain, from: number, state: State): number {
     if (chain.rules.length < INDEXED_FROM) return from
     const index = (chain.facts.byLead ??= this.leadIndex(chain))
-    const own = index.byDst.get(state.dst)
+    let own = index.own.get(state.dst)
+    if (own === undefined && !index.own.has(state.dst)) {
+      const lead = `${state.dst}/32`
+      own = leadingQuickAddress(lead) === state.dst ? index.shared.ledBy(lead) : undefined
+      index.own.set(state.dst, own)
+    }
     return Math.min(
       firstAtOrAfter(index.other, from, chain.rules.length),
       own ? firstAtOrAfter(own, from, chain.rules.length) : chain.rules.length,
@@ -147,20 +157,13 @@ export class IptablesTracer implements ChainSource<Chain> {
   }
 
   private leadIndex(chain: Chain): LeadIndex {
-    const byDst = new Map<string, number[]>()
-    const other: number[] = []
-    chain.rules.forEach((rule, i) => {
-      let lead = chain.facts.lead[i]
-      if (lead === undefined)
-        lead = chain.facts.lead[i] = rule.unparsable !== undefined ? null : leadingQuickDestination(rule.text)
-      if (lead === null || rule.unparsable !== undefined) other.push(i)
-      else {
-        const list = byDst.get(lead)
-        if (list) list.push(i)
-        else byDst.set(lead, [i])
-      }
+    const shared = this.dump.rulesByLeadingDestination(chain.table, chain.name)
+    const notQuick: number[] = []
+    shared.leads.forEach((lead, i) => {
+      if (lead !== undefined && !isQuickLead(lead)) notQuick.push(i)
     })
-    return {byDst, other}
+    const other = notQuick.length === 0 ? shared.unled : [...shared.unled, ...notQuick].sort((a, b) => a - b)
+    return {shared, other, own: new Map()}
   }
 
   chainName(chain: Chain): string {
@@ -598,9 +601,17 @@ function quickDestinations(rule: ParsedRule): QuickDestinations {
 /** The address of a "-d ADDRESS/32" the rule's text opens with (the first of quickDestinations), or null. */
 function leadingQuickDestination(text: string): string | null {
   const v = leadingDestination(text)
-  if (v === undefined || !v.endsWith('/32')) return null
-  const ip = v.slice(0, -3)
-  return isPlainIPv4(ip) || parseIp(ip) !== undefined ? ip : null
+  return v === undefined ? null : leadingQuickAddress(v)
+}
+
+/** The ADDRESS of a leading -d value "ADDRESS/32" (ADDRESS an address), or null. */
+function leadingQuickAddress(v: string): string | null {
+  return isQuickLead(v) ? v.slice(0, -3) : null
+}
+
+/** Whether a leading -d value is "ADDRESS/32" with ADDRESS an address (no string made for a plain IPv4 address). */
+function isQuickLead(v: string): boolean {
+  return v.endsWith('/32') && (isPlainIPv4(v, v.length - 3) || parseIp(v.slice(0, -3)) !== undefined)
 }
 
 /** Whether the rule cannot match a packet to dst: one of its /32 destinations is another address. */
@@ -608,11 +619,13 @@ function quickMiss(quick: string | string[], dst: string): boolean {
   return typeof quick === 'string' ? quick !== dst : quick.some((ip) => ip !== dst)
 }
 
-/** Dotted decimal without leading zeros, each part at most 255: an address parseIp reads (checked without it). */
-function isPlainIPv4(text: string): boolean {
+/**
+ * Dotted decimal without leading zeros, each part at most 255: an address parseIp reads (checked without it); of
+ * text[0, n) (the whole text when n is not given).
+ */
+function isPlainIPv4(text: string, n = text.length): boolean {
   let parts = 0
   let i = 0
-  const n = text.length
   while (i < n) {
     const first = text.charCodeAt(i)
     if (first < 48 || first > 57) return false

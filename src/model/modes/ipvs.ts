@@ -14,10 +14,12 @@ const glueDump = (obs: NodeObservation, facts?: NodeFacts) => (facts?.family ===
 export function ipvsGlue(obs: NodeObservation, facts?: NodeFacts): boolean {
   const d = glueDump(obs, facts)
   const clusterIpSet = ipvsSetName('KUBE-CLUSTER-IP', addressFamily(facts))
-  return !!(
-    d?.hasChain('nat', 'KUBE-NODE-PORT') ||
-    d?.rules('nat', 'KUBE-SERVICES').some((r) => r.text.includes(`--match-set ${clusterIpSet} `))
-  )
+  if (!d) return false
+  if (d.hasChain('nat', 'KUBE-NODE-PORT')) return true
+  // The chain is parsed first (a broken rule is refused here, as a walk of it would), then searched in its bytes: no
+  // rule's text is looked at one by one (KUBE-SERVICES of a big cluster in iptables mode has tens of thousands).
+  d.rules('nat', 'KUBE-SERVICES')
+  return d.chainHolds('nat', 'KUBE-SERVICES', `--match-set ${clusterIpSet} `)
 }
 
 export const ipvsMode: ProxyModeAdapter<'ipvs'> = {

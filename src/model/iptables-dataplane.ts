@@ -46,6 +46,11 @@ export function readInfrastructure(dump: IptablesSave): NodeInfrastructure {
   }
 }
 
+/** The one-address CIDR of ip as iptables-save prints it: /32 for IPv4, /128 for IPv6 (where /32 is a network). */
+function hostCidr(ip: string): string {
+  return ip.includes(':') ? `${ip}/128` : `${ip}/32`
+}
+
 function matchesServiceIp(rule: ParsedRule, ip: string, protocol: string, port: number): boolean {
   // Unquoted, each word of a rule is in its text as written: a text without the address cannot have it as -d (and a
   // long KUBE-SERVICES is then scanned without parsing its rules).
@@ -55,7 +60,7 @@ function matchesServiceIp(rule: ParsedRule, ip: string, protocol: string, port: 
   return (
     !!d &&
     !d.negated &&
-    (d.values[0] === ip || d.values[0] === `${ip}/32` || d.values[0] === `${ip}/128`) &&
+    (d.values[0] === ip || d.values[0] === hostCidr(ip)) &&
     p?.values[0] === protocol &&
     destinationPort(rule) === String(port)
   )
@@ -80,9 +85,7 @@ function serviceIpRule(
   const rules = dump.rules(table, chain)
   if (rules.length < INDEXED_FROM) return rules.find((r) => matchesServiceIp(r, ip, protocol, port))
   const index = dump.rulesByLeadingDestination(table, chain)
-  const candidates = [index.unled, ...[ip, `${ip}/32`, `${ip}/128`].map((v) => index.ledBy(v))]
-    .flat()
-    .sort((a, b) => a - b)
+  const candidates = [index.unled, ...[ip, hostCidr(ip)].map((v) => index.ledBy(v))].flat().sort((a, b) => a - b)
   for (const i of candidates) if (matchesServiceIp(rules[i], ip, protocol, port)) return rules[i]
   return undefined
 }

@@ -580,7 +580,7 @@ const KNOWN_MODULES = new Set([
   'limit',
 ])
 
-/** A rule's own non-negated -d ADDRESS/32 values (ADDRESS an address), or null for none. */
+/** A rule's own non-negated -d ADDRESS/32 values (ADDRESS an IPv4 address: one address), or null for none. */
 type QuickDestinations = string | string[] | null
 
 /** Cheap test on the rule's -d before anything else: most of a huge KUBE-SERVICES chain is other Services' IPs. */
@@ -592,7 +592,7 @@ function quickDestinations(rule: ParsedRule): QuickDestinations {
     const v = o.values[0]
     if (o.name !== 'd' || o.negated || v === undefined || !v.endsWith('/32')) continue
     const ip = v.slice(0, -3)
-    if (!isPlainIPv4(ip) && parseIp(ip) === undefined) continue
+    if (!isPlainIPv4(ip) && parseIp(ip)?.family !== 4) continue
     found = found === null ? ip : typeof found === 'string' ? [found, ip] : [...found, ip]
   }
   return found
@@ -609,9 +609,12 @@ function leadingQuickAddress(v: string): string | null {
   return isQuickLead(v) ? v.slice(0, -3) : null
 }
 
-/** Whether a leading -d value is "ADDRESS/32" with ADDRESS an address (no string made for a plain IPv4 address). */
+/**
+ * Whether a leading -d value is "ADDRESS/32" with ADDRESS an IPv4 address (no string made for a plain one): one
+ * address. An IPv6 "ADDRESS/32" is a network, which other addresses match.
+ */
 function isQuickLead(v: string): boolean {
-  return v.endsWith('/32') && (isPlainIPv4(v, v.length - 3) || parseIp(v.slice(0, -3)) !== undefined)
+  return v.endsWith('/32') && (isPlainIPv4(v, v.length - 3) || parseIp(v.slice(0, -3))?.family === 4)
 }
 
 /** Whether the rule cannot match a packet to dst: one of its /32 destinations is another address. */

@@ -87,6 +87,25 @@ describe('iptables tracer', () => {
     assert.ok(Math.abs(r.outcomes.reduce((a, o) => a + o.probability, 0) - 1) < 1e-9)
   })
 
+  test('an IPv6 -d ADDRESS/32 is a network, not one address: a packet inside it matches, in a short chain and a long one', () => {
+    const v6 = (extra: number) =>
+      dump([
+        '-A PREROUTING -j KUBE-SERVICES',
+        ...Array.from(
+          {length: extra},
+          (_, i) => `-A KUBE-SERVICES -d fd00::${(i + 100).toString(16)}/128 -p tcp -m tcp --dport 80 -j KUBE-SVC-W`,
+        ),
+        '-A KUBE-SERVICES -d 2001:db8::/32 -p tcp -m tcp --dport 80 -j KUBE-SVC-W',
+        '-A KUBE-SVC-W -j KUBE-SEP-1',
+        '-A KUBE-SEP-1 -p tcp -m tcp -j DNAT --to-destination [fd00:10::5]:8080',
+      ])
+    for (const extra of [0, 70]) {
+      const r = trace(v6(extra), pkt({src: 'fd00:10::9', dst: '2001:db8::5'}), {localAddresses: ['fd00:1::10']})
+      assert.equal(r.verdict, 'DNAT', `${extra} rules before it`)
+      assert.deepEqual(r.destinations, ['[fd00:10::5]:8080'])
+    }
+  })
+
   test('hairpin: the pod choosing itself is masqueraded through the mark, the others are not', () => {
     const r = trace(dump(KUBE), pkt())
     const self = r.outcomes.find((o) => o.destination === '10.244.1.5:8080')!

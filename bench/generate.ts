@@ -1,4 +1,4 @@
-import {linkSync, mkdirSync, writeFileSync} from 'node:fs'
+import {linkSync, mkdirSync, rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {kubeProxyRules} from '../test/fixtures/kube-proxy-rules.js'
 import type {LabNode, LabPod, LabService} from '../test/fixtures/lab-cluster.js'
@@ -83,6 +83,8 @@ export function generateBundle(
 ): {bundle: string; dump: string; target: string} {
   const bundle = join(dir, scan ? `scan-bundle-${services}` : `bundle-${services}`)
   const nodeDir = join(bundle, 'nodes', NODE.name)
+  // Made afresh: a bundle kept by an earlier run (KPD_BENCH_KEEP) would refuse the other nodes' links to the dump.
+  rmSync(bundle, {recursive: true, force: true})
   mkdirSync(nodeDir, {recursive: true})
   const dump = join(nodeDir, 'iptables-save.txt')
   const cluster = benchCluster(services, scan?.nodes)

@@ -395,25 +395,18 @@ function natPassage(o: TraceOutcome, v: ModeVocabulary, servicesChain: string, n
 }
 
 /**
- * What this module worked out of a trace's step, kept on the object under a symbol (not enumerable: no output or
- * comparison sees it). Not a WeakMap: V8's young collector holds a WeakMap's values, and a scan's steps would then
- * outlive their Service.
+ * The chains a step's rule jumps or goes to, kept on the step under a symbol (not enumerable: no output or comparison
+ * sees it). Not a WeakMap: V8's young collector holds a WeakMap's values, and a scan's steps would then outlive their
+ * Service.
  */
 const JUMPS = Symbol('chains jumped to')
-interface Remembered {
-  [JUMPS]?: string[]
-}
-
-function remember<K extends keyof Remembered>(o: object, key: K, value: NonNullable<Remembered[K]>): void {
-  Object.defineProperty(o, key, {value, enumerable: false, writable: true, configurable: true})
-}
 
 /** The chains a step's rule jumps or goes to, read from its text once per step (a tracer shares a rule's step between walks). */
 function jumpTargets(s: TraceStep): string[] {
-  const known = (s as TraceStep & Remembered)[JUMPS]
+  const known = (s as TraceStep & {[JUMPS]?: string[]})[JUMPS]
   if (known) return known
   const targets = [...s.rule.matchAll(/(?:\s-[jg]|\bjump|\bgoto)\s+(\S+?),?(?=\s|$)/g)].map((m) => m[1])
-  remember(s, JUMPS, targets)
+  Object.defineProperty(s, JUMPS, {value: targets, enumerable: false})
   return targets
 }
 

@@ -368,7 +368,8 @@ const keptLength = (s: WalkState) => Math.min(s.steps?.length ?? 0, MAX_STEPS_SH
  */
 class Ends<C> {
   readonly list: Array<Branch<C>> = []
-  private readonly byDst = new Map<string, Map<number, number[]>>()
+  /** The ends kept, by a number from their last rule's line, port and mark (sameEnd tells apart those it mixes). */
+  private readonly byNumber = new Map<number, number[]>()
   constructor(
     private readonly source: ChainSource<C>,
     private readonly budget: WalkBudget,
@@ -378,10 +379,8 @@ class Ends<C> {
 
   add(b: Branch<C>): void {
     const s = b.state
-    let byNumber = this.byDst.get(s.dst)
-    if (!byNumber) this.byDst.set(s.dst, (byNumber = new Map()))
     const number = ((s.steps?.step.line ?? -1) * 65_537 + s.dport) * 31 + s.mark
-    const same = byNumber.get(number)
+    const same = this.byNumber.get(number)
     if (same)
       for (const i of same) {
         const kept = this.list[i]
@@ -391,7 +390,7 @@ class Ends<C> {
         }
       }
     if (same) same.push(this.list.length)
-    else byNumber.set(number, [this.list.length])
+    else this.byNumber.set(number, [this.list.length])
     this.list.push(b)
     this.budget.keptSteps += Math.max(0, keptLength(s) - this.startLength)
   }

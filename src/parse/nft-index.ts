@@ -333,7 +333,8 @@ export function indexNftRuleset(source: DumpSource, options: NftIndexOptions = {
     let h = FNV_OFFSET
     for (let i = p; i < r; i++) {
       const b = buf[i]
-      if (b >= 0x80 || isSpaceByte(b)) return false
+      // One test for a printable ASCII byte (nearly every one), then the two that refuse one.
+      if ((b <= 0x20 || b >= 0x7f) && (b >= 0x80 || isSpaceByte(b))) return false
       h = Math.imul(h ^ b, FNV_PRIME)
     }
     h |= 0

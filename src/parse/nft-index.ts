@@ -67,25 +67,28 @@ function startsWith(buf: Uint8Array, at: number, end: number, word: number[]): b
   return true
 }
 
-/** A table's chains: names where they sit in the text (NftChainNames), each body's byte range and line; a chain is read when asked for. */
+/**
+ * A table's chains: each header's declaration (NftChainNames: the name where it sits in the text), its body's byte
+ * range and line; a chain is read when asked for. A name declared again keeps its first place and takes the last body,
+ * as a Map's set does.
+ */
 class IndexedChains implements NftChains {
-  private readonly index: NftChainNames
+  private readonly names: NftChainNames
   private bodyStart: Uint32Array
   private bodyEnd: Uint32Array
   private bodyLine: Uint32Array
   private headerLine: Uint32Array
-  private readonly baseIds = new Map<number, NftBase>()
+  private readonly baseDeclarations = new Map<number, NftBase>()
+  private baseOrder?: number[]
   private readonly parsed = new Map<number, NftChain>()
   private readonly found = new Map<string, number>()
-  /** How many ids have been declared. */
-  private declared = 0
 
   constructor(
     private readonly table: string,
     private readonly source: DumpSource,
     expected: number,
   ) {
-    this.index = new NftChainNames(source, expected)
+    this.names = new NftChainNames(source, expected)
     const n = Math.max(256, Math.min(1 << 22, expected))
     this.bodyStart = new Uint32Array(n)
     this.bodyEnd = new Uint32Array(n)
@@ -93,89 +96,88 @@ class IndexedChains implements NftChains {
     this.headerLine = new Uint32Array(n)
   }
 
-  /** A chain's header: its id (a chain defined again keeps its place and takes the new body, as a Map's set does). */
-  declare(id: number, headerLine: number, bodyStart: number, bodyLine: number): void {
-    if (id >= this.bodyStart.length) this.grow()
-    this.headerLine[id] = headerLine
-    this.bodyStart[id] = bodyStart
-    this.bodyEnd[id] = bodyStart
-    this.bodyLine[id] = bodyLine
-    // A chain defined again (ids are handed out in order: a new one is the next).
-    if (id < this.declared) {
-      this.baseIds.delete(id)
-      this.parsed.delete(id)
-    } else this.declared = id + 1
+  /** A header whose name is the text's bytes [at, at + len) (`h`: their nameHash); its body starts at bodyStart. */
+  declare(at: number, len: number, h: number, headerLine: number, bodyStart: number, bodyLine: number): number {
+    return this.declared(this.names.declare(at, len, h), headerLine, bodyStart, bodyLine)
   }
 
-  /** The id of the name at buf[start, end), buf starting at `base` in the text; `h`: the name's nameHash. */
-  idAt(buf: Buffer, start: number, end: number, base: number, h: number): number {
-    return this.index.idAt(buf, start, end, base, h)
+  /** A header whose name was read as text. */
+  declareName(name: string, headerLine: number, bodyStart: number, bodyLine: number): number {
+    return this.declared(this.names.declareBytes(Buffer.from(name, 'utf8')), headerLine, bodyStart, bodyLine)
   }
 
-  idOfName(name: string): number {
-    return this.index.idOfBytes(Buffer.from(name, 'utf8'))
+  close(d: number, bodyEnd: number): void {
+    this.bodyEnd[d] = bodyEnd
   }
 
-  close(id: number, bodyEnd: number): void {
-    this.bodyEnd[id] = bodyEnd
-  }
-
-  markBase(id: number, base: NftBase): void {
-    this.baseIds.set(id, base)
+  markBase(d: number, base: NftBase): void {
+    this.baseDeclarations.set(d, base)
   }
 
   get size(): number {
-    return this.index.size
+    return this.names.declarations === 0 ? 0 : this.names.distinct().first.length
   }
 
-  /** The id of a chain asked for by name (-1: none); a walk asks for the same few names again and again. */
-  private idOf(name: string): number {
-    let id = this.found.get(name)
-    if (id === undefined) {
-      id = this.index.find(name)
-      this.found.set(name, id)
+  private declared(d: number, headerLine: number, bodyStart: number, bodyLine: number): number {
+    if (d >= this.bodyStart.length) this.grow()
+    this.headerLine[d] = headerLine
+    this.bodyStart[d] = bodyStart
+    this.bodyEnd[d] = bodyStart
+    this.bodyLine[d] = bodyLine
+    return d
+  }
+
+  /** The declaration of a chain asked for by name (-1: none); a walk asks for the same few names again and again. */
+  private declarationOf(name: string): number {
+    let d = this.found.get(name)
+    if (d === undefined) {
+      d = this.names.last(name)
+      this.found.set(name, d)
     }
-    return id
+    return d
   }
 
-  private nameOf(id: number): string {
-    return this.index.name(id)
-  }
-
-  private chain(id: number): NftChain {
-    let chain = this.parsed.get(id)
+  private chain(d: number): NftChain {
+    let chain = this.parsed.get(d)
     if (!chain) {
-      chain = {table: this.table, name: this.nameOf(id), line: this.headerLine[id], rules: []}
-      const text = this.source.read(this.bodyStart[id], this.bodyEnd[id]).toString('utf8')
-      readChainBody(text, this.bodyLine[id], chain)
-      this.parsed.set(id, chain)
+      chain = {table: this.table, name: this.names.name(d), line: this.headerLine[d], rules: []}
+      const text = this.source.read(this.bodyStart[d], this.bodyEnd[d]).toString('utf8')
+      readChainBody(text, this.bodyLine[d], chain)
+      this.parsed.set(d, chain)
     }
     return chain
   }
 
   get(name: string): NftChain | undefined {
-    const id = this.idOf(name)
-    return id < 0 ? undefined : this.chain(id)
+    const d = this.declarationOf(name)
+    return d < 0 ? undefined : this.chain(d)
   }
 
   has(name: string): boolean {
-    return this.idOf(name) >= 0
+    return this.declarationOf(name) >= 0
   }
 
+  /** The base chains (a name declared again is a base chain when its last declaration is), in their names' order. */
   bases(): NftChain[] {
-    return [...this.baseIds.keys()].sort((a, b) => a - b).map((id) => this.chain(id))
+    this.baseOrder ??= [...this.baseDeclarations.keys()]
+      .filter((d) => this.names.isLast(d))
+      .map((d) => ({d, place: this.names.first(d)}))
+      .sort((a, b) => a.place - b.place)
+      .map((b) => b.d)
+    return this.baseOrder.map((d) => this.chain(d))
   }
 
   *keys(): MapIterator<string> {
-    for (let id = 0; id < this.index.size; id++) yield this.nameOf(id)
+    for (const d of this.names.distinct().first) yield this.names.name(d)
   }
 
   *values(): MapIterator<NftChain> {
-    for (let id = 0; id < this.index.size; id++) yield this.chain(id)
+    for (const d of this.names.distinct().last) yield this.chain(d)
   }
 
   *entries(): MapIterator<[string, NftChain]> {
-    for (let id = 0; id < this.index.size; id++) yield [this.nameOf(id), this.chain(id)]
+    const {first, last} = this.names.distinct()
+    for (let i = 0; i < first.length; i++) yield [this.names.name(first[i]), this.chain(last[i])]
   }
 
   [Symbol.iterator](): MapIterator<[string, NftChain]> {
@@ -277,7 +279,8 @@ export function indexNftRuleset(source: DumpSource, options: NftIndexOptions = {
     const s = text()
     let m = /^chain\s+(\S+)\s*\{$/.exec(s)
     if (m) {
-      openChain(table!.chains.idOfName(unquote(m[1])), first, end)
+      chainId = table!.chains.declareName(unquote(m[1]), first, end + 1, first + 1)
+      where = Where.Chain
       return
     }
     m = /^(set|map)\s+(\S+)\s*\{$/.exec(s)
@@ -291,12 +294,6 @@ export function indexNftRuleset(source: DumpSource, options: NftIndexOptions = {
     }
     if (/^(comment|flags)\s/.test(s)) return
     throw new ParseError(first, `unexpected "${s.slice(0, 60)}" in table ${table!.id}`)
-  }
-
-  const openChain = (id: number, first: number, lineEnd: number) => {
-    chainId = id
-    table!.chains.declare(id, first, lineEnd + 1, first + 1)
-    where = Where.Chain
   }
 
   /** A `}` statement at [start, …): closes the innermost block. */
@@ -314,8 +311,11 @@ export function indexNftRuleset(source: DumpSource, options: NftIndexOptions = {
     } else throw new ParseError(lineNo, 'unbalanced "}"')
   }
 
-  /** A table-level line `chain NAME {`, [s, e) trimmed: the chain's id; -1 when it is not one (or not ASCII). */
-  const chainHeader = (buf: Buffer, s: number, e: number, base: number): number => {
+  /**
+   * A table-level line `chain NAME {`, [s, e) trimmed, whose line ends at nl: declares the chain and returns true;
+   * false when it is not one (or not ASCII).
+   */
+  const chainHeader = (buf: Buffer, s: number, e: number, nl: number, base: number): boolean => {
     if (
       e - s < 8 ||
       buf[s] !== 0x63 ||
@@ -323,17 +323,18 @@ export function indexNftRuleset(source: DumpSource, options: NftIndexOptions = {
       !startsWith(buf, s, e, CHAIN) ||
       !isSpaceByte(buf[s + 5])
     )
-      return -1
+      return false
     let p = s + 5
     while (p < e && isSpaceByte(buf[p])) p++
     let r = e - 1
     while (r > p && isSpaceByte(buf[r - 1])) r--
-    if (r <= p) return -1
+    if (r <= p) return false
     // The name's bytes are checked and hashed in one loop (550,000 names at 50,000 Services).
     let h = FNV_OFFSET
     for (let i = p; i < r; i++) {
       const b = buf[i]
-      if (b >= 0x80 || isSpaceByte(b)) return -1
+      // One test for a printable ASCII byte (nearly every one), then the two that refuse one.
+      if ((b <= 0x20 || b >= 0x7f) && (b >= 0x80 || isSpaceByte(b))) return false
       h = Math.imul(h ^ b, FNV_PRIME)
     }
     h |= 0
@@ -343,7 +344,9 @@ export function indexNftRuleset(source: DumpSource, options: NftIndexOptions = {
       r--
       h = nameHash(buf, p, r)
     }
-    return table!.chains.idAt(buf, p, r, base, h)
+    chainId = table!.chains.declare(base + p, r - p, h, lineNo, base + nl + 1, lineNo + 1)
+    where = Where.Chain
+    return true
   }
 
   const onChunk = (buf: Buffer, base: number) => {
@@ -409,11 +412,7 @@ export function indexNftRuleset(source: DumpSource, options: NftIndexOptions = {
       }
       if (where === Where.Table && line === undefined) {
         // Most lines of a table are chain headers, read from the bytes.
-        const id = chainHeader(buf, s, e, base)
-        if (id >= 0) {
-          openChain(id, lineNo, base + nl)
-          continue
-        }
+        if (chainHeader(buf, s, e, nl, base)) continue
       }
       const opens = line !== undefined ? opensBlock(line) : opensBlockBytes(buf, s, e)
       const delta = opens ? 0 : line !== undefined ? braceDelta(line) : mayBrace ? lineBraces(ls, nl) : 0

@@ -61,10 +61,12 @@ export class NftRuleset {
    */
   missingHook(hook: string, families: string[]): string | undefined {
     for (const t of this.tables) {
-      if (!families.includes(t.family) || t.name !== 'kube-proxy' || t.chains.size === 0) continue
+      if (!families.includes(t.family) || t.name !== 'kube-proxy') continue
       const chains = t.chains.bases()
       const whole = `paste \`nft list table ${t.id}\` whole`
       if (chains.length === 0) {
+        // A table without chains (size: the names told apart, which an indexed table does only when asked).
+        if (t.chains.size === 0) continue
         const names: string[] = []
         for (const name of t.chains.keys()) if (names.push(name) === 3) break
         const more = t.chains.size - names.length

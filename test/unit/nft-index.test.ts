@@ -115,3 +115,57 @@ test('nft index: a paste the normaliser changes far into a large file (an `nft -
     )
   })
 })
+
+test('nft index: a chain defined again keeps its first place and takes the last body (and base) it is given', () => {
+  const text = [
+    'table ip t {',
+    '\tchain a {',
+    '\t\ttype nat hook prerouting priority 0; policy accept;',
+    '\t\tjump b',
+    '\t}',
+    '\tchain b {',
+    '\t\taccept',
+    '\t}',
+    '\tchain c {',
+    '\t\ttype filter hook input priority 0; policy accept;',
+    '\t}',
+    // Read as text (a no-break space ends the line), the same name as a header read from the bytes.
+    '\tchain b {\u00a0',
+    '\t\tdrop',
+    '\t}',
+    '\tchain a {',
+    '\t\tjump c',
+    '\t}',
+    '\tchain "d" {',
+    '\t\ttype nat hook output priority 0; policy accept;',
+    '\t}',
+    '\tchain c {',
+    '\t\ttype filter hook input priority 5; policy drop;',
+    '\t}',
+    '}',
+    '',
+  ].join('\n')
+  for (const rs of [NftRuleset.parse(text), withFile(text, (file) => readNftFile(file).ruleset)]) {
+    const t = rs.table('ip t')!
+    assert.equal(t.chains.size, 4)
+    assert.deepEqual([...t.chains.keys()], ['a', 'b', 'c', 'd'])
+    assert.deepEqual(
+      [...t.chains.values()].map((c) => [c.name, c.line, c.rules.map((r) => r.text)]),
+      [
+        ['a', 15, ['jump c']],
+        ['b', 12, ['drop']],
+        ['c', 21, []],
+        ['d', 18, []],
+      ],
+    )
+    assert.deepEqual(
+      t.chains.bases().map((c) => [c.name, c.base]),
+      [
+        ['c', {type: 'filter', hook: 'input', priority: 5, policy: 'drop'}],
+        ['d', {type: 'nat', hook: 'output', priority: 0, policy: 'accept'}],
+      ],
+    )
+    assert.equal(t.chains.get('b')!.rules[0].line, 13)
+    assert.equal(t.chains.has('e'), false)
+  }
+})

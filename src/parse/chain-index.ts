@@ -171,16 +171,21 @@ export class ChainIndex {
   /**
    * The end of the dump for a table still read in order: no slot table is built (find() searches the hashes by id);
    * a name declared twice throws DeclaredTwice (the caller indexes the dump again by hash, which keeps one chain per
-   * name). Names are checked twice only where a bitmap of 2^24 bits (of the hashes' low bits) says they may be.
+   * name). Names are checked twice only where a bitmap of the hashes' low bits says they may be: about 16 bits per
+   * chain, at most 2^24 (a small table's bitmap is small: zeroing 2 MiB for each of a snapshot's tables cost a short
+   * run more than its reading).
    */
   finishOrdered(): void {
     if (!this.ordered || this.count < 2) return
     const hashes = this.hashes
-    const seen = new Int32Array(1 << 19)
-    const again = new Int32Array(1 << 19)
+    let bits = 1024
+    while (bits < 16 * this.count && bits < 1 << 24) bits *= 2
+    const low = bits - 1
+    const seen = new Int32Array(bits >>> 5)
+    const again = new Int32Array(bits >>> 5)
     let anyAgain = false
     for (let id = 0; id < this.count; id++) {
-      const k = hashes[id] & 0xffffff
+      const k = hashes[id] & low
       const bit = 1 << (k & 31)
       if (seen[k >>> 5] & bit) {
         again[k >>> 5] |= bit
@@ -190,7 +195,7 @@ export class ChainIndex {
     if (!anyAgain) return
     const byName = new Map<string, number>()
     for (let id = 0; id < this.count; id++) {
-      const k = hashes[id] & 0xffffff
+      const k = hashes[id] & low
       if ((again[k >>> 5] & (1 << (k & 31))) === 0) continue
       const name = this.name(id)
       const before = byName.get(name)

@@ -147,7 +147,7 @@ export class IptablesTracer implements ChainSource<Chain> {
     let own = index.own.get(state.dst)
     if (own === undefined && !index.own.has(state.dst)) {
       const lead = `${state.dst}/32`
-      own = leadingQuickAddress(lead) === state.dst ? index.shared.ledBy(lead) : undefined
+      own = isQuickLead(lead) ? index.shared.ledBy(lead) : undefined
       index.own.set(state.dst, own)
     }
     return Math.min(
@@ -590,9 +590,8 @@ function quickDestinations(rule: ParsedRule): QuickDestinations {
   let found: QuickDestinations = null
   for (const o of own.options) {
     const v = o.values[0]
-    if (o.name !== 'd' || o.negated || v === undefined || !v.endsWith('/32')) continue
+    if (o.name !== 'd' || o.negated || v === undefined || !isQuickLead(v)) continue
     const ip = v.slice(0, -3)
-    if (!isPlainIPv4(ip) && parseIp(ip)?.family !== 4) continue
     found = found === null ? ip : typeof found === 'string' ? [found, ip] : [...found, ip]
   }
   return found
@@ -601,16 +600,11 @@ function quickDestinations(rule: ParsedRule): QuickDestinations {
 /** The address of a "-d ADDRESS/32" the rule's text opens with (the first of quickDestinations), or null. */
 function leadingQuickDestination(text: string): string | null {
   const v = leadingDestination(text)
-  return v === undefined ? null : leadingQuickAddress(v)
-}
-
-/** The ADDRESS of a leading -d value "ADDRESS/32" (ADDRESS an address), or null. */
-function leadingQuickAddress(v: string): string | null {
-  return isQuickLead(v) ? v.slice(0, -3) : null
+  return v !== undefined && isQuickLead(v) ? v.slice(0, -3) : null
 }
 
 /**
- * Whether a leading -d value is "ADDRESS/32" with ADDRESS an IPv4 address (no string made for a plain one): one
+ * Whether a -d value is "ADDRESS/32" with ADDRESS an IPv4 address (no string made for a plain one): one
  * address. An IPv6 "ADDRESS/32" is a network, which other addresses match.
  */
 function isQuickLead(v: string): boolean {

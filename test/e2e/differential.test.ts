@@ -13,6 +13,7 @@ import {NODES, OUTSIDE_IP} from '../fixtures/lab-cluster.js'
 import type {NetnsLab} from '../lab/netns-lab.js'
 import {withLab} from '../helpers/lab-suite.js'
 import {inNs} from '../lab/sh.js'
+import {Prng} from '../helpers/seeded.js'
 
 /**
  * Differential test: the tracer's prediction against what the kernel does. Rule sets (kube-proxy shaped, in
@@ -27,17 +28,6 @@ const MAX_TRIES = 40
 const NODE_A = NODES[0]
 const CLUSTER_IP = '10.96.10.10'
 const CLIENT_A = '10.244.1.100'
-
-/** A small deterministic PRNG, so a failing rule set can be named by its seed and replayed. */
-function prng(seed: number) {
-  let x = seed >>> 0 || 1
-  return () => {
-    x ^= x << 13
-    x ^= x >>> 17
-    x ^= x << 5
-    return (x >>> 0) / 4294967296
-  }
-}
 
 type Observed = string // "backend:web-a1" | "refused" | "timeout"
 
@@ -98,19 +88,18 @@ describe('tracer vs kernel (differential)', {skip: why}, () => {
   for (let n = 0; n < RULE_SETS; n++) {
     const seed = 1000 + n
     test(`rule set ${n} (seed ${seed})`, () => {
-      const rnd = prng(seed)
+      const rnd = new Prng(seed)
       const mode = n % 2 === 0 ? 'iptables' : 'nftables'
-      for (const p of webPods()) p.ready = rnd() > 0.2
+      for (const p of webPods()) p.ready = rnd.next() > 0.2
       const eps = webPods().filter((p) => p.ready)
-      const pick = <T>(xs: T[]) => xs[Math.floor(rnd() * xs.length)]
       const faults: RuleFaults = {}
-      if (eps.length && rnd() < 0.3) faults.dropDnatFor = pick(eps).ip
-      if (rnd() < 0.3) faults.staleEndpoint = {ip: pick(['10.244.1.77', '10.244.2.77']), port: 8080}
-      if (eps.length && rnd() < 0.25) faults.wrongPortFor = {ip: pick(eps).ip, port: 9999}
-      if (rnd() < 0.2) faults.omitNodePorts = true
-      if (rnd() < 0.15) faults.unhookPrerouting = true
-      if (rnd() < 0.25) faults.omitMasquerade = true
-      lab.services[0].externalTrafficPolicy = rnd() < 0.35 ? 'Local' : 'Cluster'
+      if (eps.length && rnd.next() < 0.3) faults.dropDnatFor = rnd.pick(eps).ip
+      if (rnd.next() < 0.3) faults.staleEndpoint = {ip: rnd.pick(['10.244.1.77', '10.244.2.77']), port: 8080}
+      if (eps.length && rnd.next() < 0.25) faults.wrongPortFor = {ip: rnd.pick(eps).ip, port: 9999}
+      if (rnd.next() < 0.2) faults.omitNodePorts = true
+      if (rnd.next() < 0.15) faults.unhookPrerouting = true
+      if (rnd.next() < 0.25) faults.omitMasquerade = true
+      lab.services[0].externalTrafficPolicy = rnd.next() < 0.35 ? 'Local' : 'Cluster'
       lab.modes.set(NODE_A.name, mode)
       lab.applyRules(NODE_A.name, faults)
       const scenarios: Scenario[] = [

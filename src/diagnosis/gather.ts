@@ -169,7 +169,7 @@ async function gatherLiveFrom(
   const {observations, recordings, reads} = await readNodesLive(
     cluster.nodes,
     selection.names,
-    opts,
+    {...opts, reads: {...opts.reads, configuredProxyMode: cluster.proxyConfigMap && cluster.proxyConfig.mode}},
     dns,
     pathTargets(cluster),
     probeBeside,
@@ -326,6 +326,7 @@ export async function readNodesLive(
         dns,
         path,
         proxyMode: opts.reads.proxyMode,
+        configuredProxyMode: opts.reads.configuredProxyMode,
         rulesScope,
         keep: kept(name)?.before.collection.recording,
       })

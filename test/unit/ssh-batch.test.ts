@@ -4,7 +4,7 @@ import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {dirname, join} from 'node:path'
 import {test} from 'node:test'
-import {buildCommandLine, linesOfBatch, type CommandLine} from '../../src/node/node-commands.js'
+import {buildCommandLine, linesOfBatch, NUL_DROPPED_NOTE, type CommandLine} from '../../src/node/node-commands.js'
 import {CommandTimedOut, OutputCapExceeded, type ExecResult} from '../../src/node/transport/ssh/ssh-session.js'
 import {SshNodeAccess, type SshChannel} from '../../src/node/transport/ssh/ssh-transport.js'
 import type {RunResult} from '../../src/node/transport/node-access.js'
@@ -280,5 +280,36 @@ test("ssh batch: the reads run side by side in the one exec, each with its own s
   } finally {
     rmSync(bin, {recursive: true, force: true})
     rmSync(dirname(log), {recursive: true, force: true})
+  }
+})
+
+test("ssh batch: NUL bytes a read prints on stderr, which the node's shell cannot hold, are said to be dropped in that read's stderr (bash); its stdout and the other reads are untouched", async () => {
+  const bin = programs({
+    ipvsadm: "#!/bin/sh\nprintf 'no ipvs\\000 here\\n' >&2\nprintf -- '-A -t 10.96.0.1:443 -s rr'\nexit 2\n",
+    ip: "#!/bin/sh\nprintf 'default via 10.0.0.1 dev eth0\\n'\nprintf 'warn\\n' >&2\n",
+  })
+  const lines: string[] = []
+  // As sshd runs it under a bash login shell (dash drops the bytes without a word: nothing to say there).
+  const session: SshChannel = {
+    host: {hostName: '10.0.0.7', port: 22},
+    exec(command: CommandLine): Promise<ExecResult> {
+      lines.push(command)
+      const r = spawnSync('bash', ['-c', command], {env: {...process.env, PATH: `${bin}:${process.env.PATH}`}})
+      return Promise.resolve({code: r.status, stdout: r.stdout, stderr: r.stderr.toString()})
+    },
+    forward: () => Promise.reject(new Error('no forwarding here')),
+    close() {},
+  }
+  try {
+    const access = new SshNodeAccess(session)
+    await access.usesSudo()
+    const answers = await Promise.all([access.run('ipvsadm'), access.run('routeTable')])
+    assert.deepEqual(answers.map(outcome), [
+      [2, '-A -t 10.96.0.1:443 -s rr', `no ipvs here\n${NUL_DROPPED_NOTE}\n`],
+      [0, 'default via 10.0.0.1 dev eth0\n', 'warn\n'],
+    ])
+    assert.equal(lines.length, 2, 'id -u (with the iptables versions), then the two reads in one exec')
+  } finally {
+    rmSync(bin, {recursive: true, force: true})
   }
 })

@@ -45,6 +45,12 @@ export interface CollectOptions {
   /** --proxy-mode: trusted over kube-proxy's /proxyMode when deciding how much of nft to read. */
   proxyMode?: string
   /**
+   * The mode kube-proxy's ConfigMap names. Where it is iptables or ipvs, `nft list sets` is asked with the first round
+   * of reads rather than after /proxyMode answers (and not used where the node turns out to run nftables mode, whose
+   * sets may be large: there it is never asked for otherwise).
+   */
+  configuredProxyMode?: string
+  /**
    * Read only the iptables chains these packets can reach, chain by chain, where the node is read as root (else, or
    * when the read cannot be scoped, the whole dump as always).
    */
@@ -300,8 +306,13 @@ async function readNft(
   proxyMode: Promise<string | undefined>,
   opts: CollectOptions,
 ): Promise<void> {
+  const sets =
+    opts.proxyMode === undefined && (opts.configuredProxyMode === 'iptables' || opts.configuredProxyMode === 'ipvs')
+      ? access.run('nftSets')
+      : undefined
+  sets?.catch(() => undefined)
   const mode = opts.proxyMode ?? (await proxyMode)
-  const own = mode === 'nftables' ? undefined : await readKubeProxyTables(access)
+  const own = mode === 'nftables' ? undefined : await readKubeProxyTables(access, sets)
   if (own !== undefined && (mode === 'iptables' || mode === 'ipvs' || own.length === 0))
     record('nftKubeProxyTable', own)
   // Where the whole ruleset cannot be listed, kube-proxy's own tables are still what was read.
@@ -358,8 +369,8 @@ const tableAbsent = (r: RunResult) => r.kind === 'ran' && r.code !== 0 && /No su
  * kube-proxy's tables of both families as one ruleset (JSON where this nft has -j, else text); a family without its
  * table adds nothing. Undefined when nft could not answer (no nft, no permission): the whole ruleset is tried instead.
  */
-async function readKubeProxyTables(access: NodeAccess): Promise<Buffer | undefined> {
-  const families = await kubeProxyTableFamilies(access)
+async function readKubeProxyTables(access: NodeAccess, sets?: Promise<RunResult>): Promise<Buffer | undefined> {
+  const families = await kubeProxyTableFamilies(access, sets)
   if (families?.length === 0) return Buffer.alloc(0)
   for (const json of [true, false]) {
     const answers = await Promise.all(
@@ -376,9 +387,15 @@ async function readKubeProxyTables(access: NodeAccess): Promise<Buffer | undefin
   return undefined
 }
 
-/** The families whose kube-proxy table `nft list sets` shows; undefined when it did not answer (then each is listed). */
-async function kubeProxyTableFamilies(access: NodeAccess): Promise<NftKubeProxyFamily[] | undefined> {
-  const r = await access.run('nftSets')
+/**
+ * The families whose kube-proxy table `nft list sets` (asked already: `sets`) shows; undefined when it did not answer
+ * (then each is listed).
+ */
+async function kubeProxyTableFamilies(
+  access: NodeAccess,
+  sets?: Promise<RunResult>,
+): Promise<NftKubeProxyFamily[] | undefined> {
+  const r = await (sets ?? access.run('nftSets'))
   if (!ranOk(r)) return undefined
   const tables = NODE_READS.nftSets.parse(r.stdout.toString('utf8'))
   return NFT_KUBE_PROXY_FAMILIES.filter((family) => tables.some((t) => t.family === family && t.name === 'kube-proxy'))

@@ -91,6 +91,13 @@ function endedPrefix(chunks: Buffer[], nonce: string): Buffer {
   return Buffer.concat(kept)
 }
 
+/**
+ * The reads asked with `id -u` in a connection's first exec (they take no sudo and no arguments): the chain by chain
+ * read of the rules waits for them, so it goes in the next round with the reads that wait for nothing else.
+ */
+const ASKED_AT_ONCE = ['iptablesVersion', 'ip6tablesVersion'] as const
+type AtOnce = 'uid' | 'hasGzip' | (typeof ASKED_AT_ONCE)[number]
+
 /** A read waiting for the next batch: its line, its timeout, its output cap, and who waits for its output. */
 interface Queued {
   line: CommandLine
@@ -114,26 +121,34 @@ export class SshNodeAccess implements NodeAccess {
   private isRoot?: Promise<boolean>
   private hasGzip?: Promise<boolean>
   private queued: Queued[] = []
+  /** The reads asked in the first exec (ASKED_AT_ONCE), until they are asked for. */
+  private readonly answered = new Map<NodeCommandKey, ExecResult>()
   readonly batchesReads = true
 
   constructor(private readonly session: SshChannel) {}
 
   /**
-   * `sudo -n` is needed unless the login is root; asked once per connection. Where the session compresses
-   * (`Compression yes`), whether the node has gzip is asked in the same exec.
+   * `sudo -n` is needed unless the login is root; asked once per connection, in one exec with the reads that take no
+   * sudo and that the reads after them wait for: whether the node has gzip (where the session compresses, `Compression
+   * yes`), and `iptables -V`/`ip6tables -V` (whether the rules can be read chain by chain), kept for their first ask.
    */
   private root(): Promise<boolean> {
-    this.isRoot ??= this.session.host.compression
-      ? this.batchedAtOnce(['uid', 'hasGzip']).then(([uid, gzip]) => {
-          this.hasGzip = Promise.resolve(gzip.code === 0 && NODE_READS.hasGzip.parse(gzip.stdout.toString()))
-          return NODE_READS.uid.parse(uid.stdout.toString())
-        })
-      : this.session.exec(buildCommandLine('uid', true)).then((r) => NODE_READS.uid.parse(r.stdout.toString()))
+    this.isRoot ??= this.batchedAtOnce([
+      'uid',
+      ...(this.session.host.compression ? (['hasGzip'] as const) : []),
+      ...ASKED_AT_ONCE,
+    ]).then((answers) => {
+      const of = new Map(answers)
+      for (const key of ASKED_AT_ONCE) this.answered.set(key, of.get(key)!)
+      const gzip = of.get('hasGzip')
+      if (gzip) this.hasGzip = Promise.resolve(gzip.code === 0 && NODE_READS.hasGzip.parse(gzip.stdout.toString()))
+      return NODE_READS.uid.parse(of.get('uid')!.stdout.toString())
+    })
     return this.isRoot
   }
 
   /** Fixed reads that take no sudo, as one batch, before anything else is known of the node. */
-  private async batchedAtOnce(keys: Array<'uid' | 'hasGzip'>): Promise<ExecResult[]> {
+  private async batchedAtOnce(keys: readonly AtOnce[]): Promise<Array<[AtOnce, ExecResult]>> {
     const nonce = randomBytes(8).toString('hex')
     const r = await this.session.exec(
       batchCommandLine(
@@ -141,7 +156,8 @@ export class SshNodeAccess implements NodeAccess {
         nonce,
       ),
     )
-    return splitBatchOutput(keys.length, nonce, r)
+    const outputs = splitBatchOutput(keys.length, nonce, r)
+    return keys.map((key, i) => [key, outputs[i]])
   }
 
   /** Whether the node has gzip; asked once per connection, only when a dump is read. */
@@ -159,6 +175,11 @@ export class SshNodeAccess implements NodeAccess {
   async run<K extends NodeCommandKey>(key: K, ...args: ArgsOf<K>): Promise<RunResult> {
     if (!isNodeCommandKey(key)) throw new Error(`"${String(key)}" is not an allow-listed node command: not run`)
     const line = buildCommandLine(key, await this.root(), ...args)
+    const early = this.answered.get(key)
+    if (early) {
+      this.answered.delete(key)
+      return {kind: 'ran', ...early}
+    }
     const timeoutMs = this.session.stepMs === undefined ? undefined : commandTimeoutMs(key, this.session.stepMs)
     // The dumps get the dump cap, as through a Pod: kube-proxy's iptables-save at 12,000 Services is past the command
     // cap. The cap holds for what comes over the wire and, compressed, for what it decompresses to.

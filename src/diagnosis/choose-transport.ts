@@ -45,6 +45,8 @@ export interface ChoiceContext {
   /** Says, before anything is created, what the run will create in the cluster (stderr). */
   announce?: (line: string) => void
   log?: VerboseLog
+  /** Each transport's connector (default: the registry's, transportConnector; a stand-in in tests). */
+  connectorOf?: typeof transportConnector
 }
 
 export interface NodeReads {
@@ -71,7 +73,7 @@ class Ways {
   connector(name: ViaTransport): Promise<NodeConnector> {
     let c = this.connectors.get(name)
     if (!c) {
-      c = transportConnector(name, {
+      c = (this.ctx.connectorOf ?? transportConnector)(name, {
         access: this.ctx.access,
         timeoutMs: this.ctx.timeoutMs,
         kubeConfig: this.ctx.kubeConfig,
@@ -102,7 +104,8 @@ type OfferedFor = (access: AccessOptions) => Promise<(node: string) => string | 
 
 /**
  * Nodes whose way in was started before their read (svc: while the API is still read): the ways of the run, and each
- * such node's access, connected (and, over SSH, `id -u` asked) by the time the read starts.
+ * such node's access, connected (and, over SSH, `id -u` asked) by the time the read starts. An access that connected
+ * is taken by its node's read (which closes it) or closed by closeEarlyOpens, whatever its first exec said.
  */
 export interface EarlyOpens {
   ways: Ways
@@ -128,17 +131,15 @@ export function openEarly(targets: NodeTarget[], ctx: ChoiceContext): EarlyOpens
   const offer = via === 'auto' && 'rank' in auto && auto.offered ? ways.offered(first, auto.offered) : undefined
   for (const target of targets.slice(0, Math.max(1, ctx.access.concurrency))) {
     const access = (async () => {
-      if (offer && (await offer)(target.name)) return undefined
+      if (offer && (await offer)(target.name)) throw new Error('not offered')
       const opened = await (await ways.connector(first))(target)
-      await opened.usesSudo?.()
+      // Asked now, not awaited: the read awaits it, and whatever it fails with is that read's error (the read then
+      // closes the access as always: an access that failed here must still reach a read, or closeEarlyOpens).
+      opened.usesSudo?.().catch(() => undefined)
       return opened
     })()
     access.catch(() => undefined)
-    opened.set(target.name, {
-      transport: first,
-      access: access.then((a) => a ?? Promise.reject(new Error('not offered'))),
-    })
-    opened.get(target.name)!.access.catch(() => undefined)
+    opened.set(target.name, {transport: first, access})
   }
   return {ways, opened}
 }

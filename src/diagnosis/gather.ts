@@ -104,11 +104,14 @@ export async function gatherLive(name: string, opts: LiveOptions, round?: LiveRo
   // The nodes' ways in (SSH: the configuration, the connection, `id -u`) start as soon as the nodes and the Service's
   // endpoints are known, while the rest of the API is read; a failure there is the node's, said by its read as before.
   let early: EarlyOpens | undefined
+  let over = false
   const onNodesKnown = (nodes: V1Node[], slices: V1EndpointSlice[]) => {
+    // Told after the run ended (another API read failed first): nothing is opened that nothing would close.
+    if (over) return
     early = openEarly(nodeTargets(nodes, select(nodes, slices).names), choiceContext(opts, loadKubeConfig))
   }
   try {
-    return await gatherLiveFrom(
+    return await gatherLiveFrom({
       source,
       namespace,
       name,
@@ -116,26 +119,43 @@ export async function gatherLive(name: string, opts: LiveOptions, round?: LiveRo
       round,
       kc,
       select,
-      round ? undefined : onNodesKnown,
-      () => early,
-    )
+      onNodesKnown: round ? undefined : onNodesKnown,
+      early: () => early,
+    })
   } finally {
+    over = true
     await closeEarlyOpens(early)
   }
 }
 
-/** gatherLive once the API source is made: `early` gives the nodes opened while the API was read. */
-async function gatherLiveFrom(
-  source: ValidatedClusterSource,
-  namespace: string,
-  name: string,
-  opts: LiveOptions,
-  round: LiveRound | undefined,
-  kc: KubeConfig,
-  select: (nodes: V1Node[], slices: V1EndpointSlice[]) => ReturnType<typeof selectNodes>,
-  onNodesKnown: ((nodes: V1Node[], slices: V1EndpointSlice[]) => void) | undefined,
-  early: () => EarlyOpens | undefined,
-): Promise<GatheredLive> {
+/** What gatherLive has made before the API is read. */
+interface LiveStart {
+  source: ValidatedClusterSource
+  namespace: string
+  name: string
+  opts: LiveOptions
+  round: LiveRound | undefined
+  kc: KubeConfig
+  /** The nodes read: where the Service has endpoints, or as --node and --all-nodes say. */
+  select: (nodes: V1Node[], slices: V1EndpointSlice[]) => ReturnType<typeof selectNodes>
+  /** Told the nodes and the Service's EndpointSlices while the rest of the API is read (readClusterState). */
+  onNodesKnown: ((nodes: V1Node[], slices: V1EndpointSlice[]) => void) | undefined
+  /** The nodes opened while the API was read, by the time it has been. */
+  early: () => EarlyOpens | undefined
+}
+
+/** gatherLive once the API source is made. */
+async function gatherLiveFrom({
+  source,
+  namespace,
+  name,
+  opts,
+  round,
+  kc,
+  select,
+  onNodesKnown,
+  early,
+}: LiveStart): Promise<GatheredLive> {
   const cluster = await readClusterState(source, namespace, name, {
     implementers: IMPLEMENTER_READS,
     policy: policyClients(opts.cluster.client, namespace),

@@ -176,6 +176,64 @@ test('ssh batch: past the output cap, the read under way fails naming itself and
   ])
 })
 
+test("ssh batch: the connection's first exec is a batch like the others: stopped, its errors name the read under way (`id`, as alone), the reads that ended keep their output", async () => {
+  const firstAnswers = (line: string): ExecResult => ({
+    code: 0,
+    stdout: Buffer.from(line === 'id -u' ? '0\n' : `${line.split(' ')[0]} v1.8.9 (nf_tables)\n`),
+    stderr: '',
+  })
+  /** A node that stops every exec (`stopped`) after `keep` bytes of its stdout, the first exec too. */
+  const stopsEvery = (
+    keep: (full: ExecResult) => number,
+    stopped: (program: string) => CommandTimedOut | OutputCapExceeded,
+  ) => {
+    const lines: string[] = []
+    const session: SshChannel = {
+      host: {hostName: '10.0.0.7', port: 22},
+      exec(command: CommandLine): Promise<ExecResult> {
+        lines.push(command)
+        const full = answerBatch(command, isFirstExec(command) ? firstAnswers : answers)
+        const e = stopped(command.split(' ')[0])
+        e.stdoutChunks.push(full.stdout.subarray(0, keep(full)))
+        e.stderr = full.stderr
+        return Promise.reject(e)
+      },
+      forward: () => Promise.reject(new Error('no forwarding here')),
+      close() {},
+    }
+    return {session, lines}
+  }
+  // A flood or a hang from the first byte: every read fails with what `id -u` alone failed with.
+  for (const [stopped, message] of [
+    [(p: string) => new CommandTimedOut(p, 20_000), '"id" did not finish within 20s'],
+    [
+      (p: string) => new OutputCapExceeded(p, 32 * 1024 * 1024),
+      `"id" printed more than 32 MiB: stopped there (the cap on one command's output)`,
+    ],
+  ] as const) {
+    const {session, lines} = stopsEvery(() => 0, stopped)
+    const access = new SshNodeAccess(session)
+    await assert.rejects(access.usesSudo(), {message})
+    await assert.rejects(access.run('iptablesVersion'), {message})
+    await assert.rejects(access.run('routeTable'), {message})
+    assert.deepEqual(lines.map(linesOfBatch), [['id -u', 'iptables -V', 'ip6tables -V']])
+  }
+  // Stopped after `id -u` ended: the login is known; `iptables -V` was under way and fails as it would alone.
+  const {session} = stopsEvery(
+    (full) => full.stdout.indexOf('iptables v'),
+    (p) => new CommandTimedOut(p, 20_000),
+  )
+  const access = new SshNodeAccess(session)
+  assert.equal(await access.usesSudo(), false)
+  const reads = [access.run('iptablesVersion'), access.run('ip6tablesVersion')].map((p) =>
+    p.then(outcome, (e: Error) => e.message),
+  )
+  assert.deepEqual(await Promise.all(reads), [
+    '"iptables" did not finish within 20s',
+    '"ip6tables" not run: "iptables" did not finish within 20s, before it in the same SSH command',
+  ])
+})
+
 test('ssh batch under Compression yes: a dump and the small reads beside it go as one exec, its stdout through gzip; each output comes back byte for byte', async () => {
   const dump = `*nat\n${'-A KUBE-SERVICES -d 10.96.0.1/32 -p tcp -m tcp --dport 443 -j KUBE-SVC-NPX46M4PTMTKRN6Y\n'.repeat(20_000)}`
   const bin = programs({

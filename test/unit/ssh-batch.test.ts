@@ -7,6 +7,7 @@ import {test} from 'node:test'
 import {buildCommandLine, linesOfBatch, NUL_DROPPED_NOTE, type CommandLine} from '../../src/node/node-commands.js'
 import {CommandTimedOut, OutputCapExceeded, type ExecResult} from '../../src/node/transport/ssh/ssh-session.js'
 import {SshNodeAccess, type SshChannel} from '../../src/node/transport/ssh/ssh-transport.js'
+import {NODE_READS, readOf, takesArguments, type NodeCommandKey} from '../../src/node/read/node-reads.js'
 import type {RunResult} from '../../src/node/transport/node-access.js'
 import {answerBatch, answerFirstExec, isFirstExec} from '../helpers/batch-answer.js'
 
@@ -370,4 +371,10 @@ test("ssh batch: NUL bytes a read prints on stderr, which the node's shell canno
   } finally {
     rmSync(bin, {recursive: true, force: true})
   }
+})
+
+test("the reads asked in a connection's first exec (askedFirst) take no sudo and no arguments: they run before the login is known", () => {
+  const first = (Object.keys(NODE_READS) as NodeCommandKey[]).filter((key) => readOf(key).askedFirst)
+  assert.deepEqual(first, ['iptablesVersion', 'ip6tablesVersion'])
+  for (const key of first) assert.deepEqual([readOf(key).root, takesArguments(readOf(key))], ['no', false], key)
 })

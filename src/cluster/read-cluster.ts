@@ -1,4 +1,4 @@
-import type {V1ConfigMap, V1Pod, V1Service} from '@kubernetes/client-node'
+import type {V1ConfigMap, V1EndpointSlice, V1Node, V1Pod, V1Service} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
 import type {ClusterSource} from './cluster-source.js'
 import {slicesFromEndpoints} from './endpoints-fallback.js'
@@ -26,6 +26,11 @@ export interface ReadClusterOptions {
   implementers?: ImplementerReads
   /** Judge NetworkPolicies for these clients (svc, collect); absent: policies are not read (a scan). */
   policy?: PolicyClients
+  /**
+   * Told the nodes and the Service's EndpointSlices as soon as both are read, before the rest of the API is (svc starts
+   * connecting to the nodes then). Not told when either read fails (the whole read fails with it).
+   */
+  onNodesKnown?: (nodes: V1Node[], slices: V1EndpointSlice[]) => void
 }
 
 export async function readClusterState(
@@ -47,10 +52,17 @@ export async function readClusterState(
     throw new DiagnosisError(`Service "${namespace}/${name}" not found (${source.describe()}).${hint}`)
   }
   const unread: UnreadApiData[] = []
+  const endpointsRead = readEndpointSlices(source, namespace, name)
+  const nodesRead = source.listNodes()
+  const known = options.onNodesKnown
+  if (known)
+    Promise.all([nodesRead, endpointsRead])
+      .then(([nodes, {slices}]) => known(nodes, slices))
+      .catch(() => undefined)
   const [endpoints, pods, nodes, proxy, dns, systemPods, domain] = await Promise.all([
-    readEndpointSlices(source, namespace, name),
+    endpointsRead,
     source.listPods(namespace),
-    source.listNodes(),
+    nodesRead,
     readProxyConfig(source),
     readDns(source),
     namespace === 'kube-system'

@@ -45,6 +45,8 @@ export interface ChoiceContext {
   /** Says, before anything is created, what the run will create in the cluster (stderr). */
   announce?: (line: string) => void
   log?: VerboseLog
+  /** Each transport's connector (default: the registry's, transportConnector; a stand-in in tests). */
+  connectorOf?: typeof transportConnector
 }
 
 export interface NodeReads {
@@ -58,6 +60,104 @@ export interface NodeReads {
 /** Reads one node through `connect`, the access of `transport`. */
 type Collect = (name: string, connect: () => Promise<NodeAccess>, transport: TransportName) => Promise<NodeCollection>
 
+/** The ways in of one run: each transport's connector and each auto way's offer, made once on first use. */
+class Ways {
+  private readonly connectors = new Map<ViaTransport, Promise<NodeConnector>>()
+  private readonly offers = new Map<ViaTransport, Promise<(node: string) => string | undefined>>()
+
+  constructor(
+    private readonly ctx: ChoiceContext,
+    private readonly nodes: string[],
+  ) {}
+
+  connector(name: ViaTransport): Promise<NodeConnector> {
+    let c = this.connectors.get(name)
+    if (!c) {
+      c = (this.ctx.connectorOf ?? transportConnector)(name, {
+        access: this.ctx.access,
+        timeoutMs: this.ctx.timeoutMs,
+        kubeConfig: this.ctx.kubeConfig,
+        kubectl: this.ctx.kubectl,
+        nodes: this.nodes,
+        announce: this.ctx.announce,
+        log: this.ctx.log,
+      }).catch((e: unknown) => {
+        throw new DiagnosisError((e as Error).message, {cause: e})
+      })
+      this.connectors.set(name, c)
+    }
+    return c
+  }
+
+  /** Whether auto tries `name` for a node (undefined: yes), for a transport auto decides per node. */
+  offered(name: ViaTransport, offered: OfferedFor): Promise<(node: string) => string | undefined> {
+    let o = this.offers.get(name)
+    if (!o) {
+      o = offeredOrFail(offered, this.ctx.access)
+      this.offers.set(name, o)
+    }
+    return o
+  }
+}
+
+type OfferedFor = (access: AccessOptions) => Promise<(node: string) => string | undefined>
+
+/**
+ * Nodes whose way in was started before their read (svc: while the API is still read): the ways of the run, and each
+ * such node's access, connected (and, over SSH, `id -u` asked) by the time the read starts. An access that connected
+ * is taken by its node's read (which closes it) or closed by closeEarlyOpens, whatever its first exec said.
+ */
+export interface EarlyOpens {
+  ways: Ways
+  opened: Map<string, {transport: ViaTransport; access: Promise<NodeAccess>}>
+}
+
+/**
+ * Starts opening the nodes the read will open first (`concurrency` of them), where the way is already certain: the
+ * first candidate way is one whose failure is the node's error (SSH), offered for the node. What goes wrong here is
+ * said by the read itself, as without it: failures are kept for it, nothing is thrown. `close` them if the read never
+ * comes (closeEarlyOpens).
+ */
+export function openEarly(targets: NodeTarget[], ctx: ChoiceContext): EarlyOpens {
+  const ways = new Ways(
+    ctx,
+    targets.map((t) => t.name),
+  )
+  const opened: EarlyOpens['opened'] = new Map()
+  const via = ctx.access.via
+  const first = via === 'auto' ? autoOrder()[0] : via === 'none' ? undefined : via
+  if (first === undefined || !transport(first).failureIsFinal || !transport(first).probes) return {ways, opened}
+  const auto = transport(first).auto
+  const offer = via === 'auto' && 'rank' in auto && auto.offered ? ways.offered(first, auto.offered) : undefined
+  for (const target of targets.slice(0, Math.max(1, ctx.access.concurrency))) {
+    const access = (async () => {
+      if (offer && (await offer)(target.name)) throw new Error('not offered')
+      const opened = await (await ways.connector(first))(target)
+      // Asked now, not awaited: the read awaits it, and whatever it fails with is that read's error (the read then
+      // closes the access as always: an access that failed here must still reach a read, or closeEarlyOpens).
+      opened.usesSudo?.().catch(() => undefined)
+      return opened
+    })()
+    access.catch(() => undefined)
+    opened.set(target.name, {transport: first, access})
+  }
+  return {ways, opened}
+}
+
+/** Closes the accesses opened early that no read took (the run failed before its node reads). */
+export async function closeEarlyOpens(early: EarlyOpens | undefined): Promise<void> {
+  const left = [...(early?.opened.values() ?? [])]
+  early?.opened.clear()
+  await Promise.all(
+    left.map(({access}) =>
+      access.then(
+        (a) => a.close(),
+        () => undefined,
+      ),
+    ),
+  )
+}
+
 /**
  * Picks each node's way in and reads it through `collect`, from the transport registry (node/transport/transports.ts):
  * `--via auto` tries the transports auto uses, in their order, each where it is offered for the node; a named --via
@@ -69,6 +169,21 @@ export async function readNodesThrough(
   targets: NodeTarget[],
   ctx: ChoiceContext,
   collect: Collect,
+  /** The ways and nodes openEarly started for these targets. */
+  early?: EarlyOpens,
+): Promise<NodeReads> {
+  try {
+    return await readThrough(targets, ctx, collect, early)
+  } finally {
+    await closeEarlyOpens(early)
+  }
+}
+
+async function readThrough(
+  targets: NodeTarget[],
+  ctx: ChoiceContext,
+  collect: Collect,
+  early: EarlyOpens | undefined,
 ): Promise<NodeReads> {
   const via = ctx.access.via
   for (const name of VIA) {
@@ -77,32 +192,20 @@ export async function readNodesThrough(
       throw new DiagnosisError(`${own.flags.join(' and ')} are used only with --via ${name} (this run: --via ${via})`)
   }
   const candidates: ViaTransport[] = via === 'auto' ? autoOrder() : via === 'none' ? [] : [via]
-  const connectors = new Map<ViaTransport, Promise<NodeConnector>>()
-  const connector = (name: ViaTransport) => {
-    let c = connectors.get(name)
-    if (!c) {
-      c = transportConnector(name, {
-        access: ctx.access,
-        timeoutMs: ctx.timeoutMs,
-        kubeConfig: ctx.kubeConfig,
-        kubectl: ctx.kubectl,
-        nodes: targets.map((t) => t.name),
-        announce: ctx.announce,
-        log: ctx.log,
-      }).catch((e: unknown) => {
-        throw new DiagnosisError((e as Error).message, {cause: e})
-      })
-      connectors.set(name, c)
-    }
-    return c
-  }
+  const ways =
+    early?.ways ??
+    new Ways(
+      ctx,
+      targets.map((t) => t.name),
+    )
+  const connector = (name: ViaTransport) => ways.connector(name)
   // A way named by --via is made ready before any node is read: what it will create is said first.
   if (via !== 'auto' && via !== 'none' && targets.length > 0) await connector(via)
   const offered = new Map<ViaTransport, (node: string) => string | undefined>()
   if (via === 'auto')
     for (const name of candidates) {
       const auto = transport(name).auto
-      if ('rank' in auto && auto.offered) offered.set(name, await offeredOrFail(auto.offered, ctx.access))
+      if ('rank' in auto && auto.offered) offered.set(name, await ways.offered(name, auto.offered))
     }
   /** The ways auto would have tried that --via left out, each with the reason. */
   const skipped = (via === 'auto' ? [] : autoOrder().filter((t) => t !== via)).map((t) => ({
@@ -124,7 +227,11 @@ export async function readNodesThrough(
         continue
       }
       let access: NodeAccess | undefined
-      const open = async () => (access = await (await connector(name))(target))
+      // Opened early for this way (openEarly): taken once; what no read takes is closed at the end.
+      const started = early?.opened.get(target.name)
+      const mine = started?.transport === name ? started.access : undefined
+      if (mine) early?.opened.delete(target.name)
+      const open = async () => (access = await (mine ?? (await connector(name))(target)))
       if (!row.failureIsFinal) {
         try {
           await open()

@@ -5,7 +5,7 @@ import {IMPLEMENTER_READS} from '../model/implementers/index.js'
 import {SnapshotClusterSource} from '../cluster/snapshot-source.js'
 import {ValidatedClusterSource} from '../cluster/validated-source.js'
 import type {ClusterState} from '../cluster/types.js'
-import type {V1Node} from '@kubernetes/client-node'
+import type {KubeConfig, V1EndpointSlice, V1Node} from '@kubernetes/client-node'
 import {DiagnosisError} from '../errors.js'
 import {errorRecording, type NodeFile, type NodeRecording} from '../node/read/node-files.js'
 import {loadNodeBundle, type DumpMemoryBudget} from '../node/read/bundle.js'
@@ -13,8 +13,16 @@ import {parseNodeRecording} from '../node/read/recording.js'
 import type {NodeObservation} from '../node/observation.js'
 import type {DumpSource} from '../parse/dump-source.js'
 import {selectNodes} from '../node/read/select-nodes.js'
-import {transport, transportConnector, type NodeConnector} from '../node/transport/transports.js'
-import {readNodesThrough, type NodeReadVia, type NodeReads} from './choose-transport.js'
+import {transport, transportConnector, type NodeConnector, type NodeTarget} from '../node/transport/transports.js'
+import {
+  closeEarlyOpens,
+  openEarly,
+  readNodesThrough,
+  type ChoiceContext,
+  type EarlyOpens,
+  type NodeReadVia,
+  type NodeReads,
+} from './choose-transport.js'
 import type {CollectOptions, NodeCollection, PathTargets} from '../node/read/collect-node.js'
 import type {ClusterSource} from '../cluster/cluster-source.js'
 import type {NodeRead} from './watch-round.js'
@@ -88,12 +96,72 @@ export async function gatherLive(name: string, opts: LiveOptions, round?: LiveRo
   const source = new ValidatedClusterSource(
     round?.source ?? new LiveClusterSource(kc, opts.cluster.timeoutMs, opts.output.log),
   )
+  const select = (nodes: V1Node[], slices: V1EndpointSlice[]) =>
+    selectNodes(nodes, new Set(slices.flatMap((s) => (s.endpoints ?? []).map((e) => e.nodeName ?? ''))), {
+      only: opts.access.nodes,
+      all: opts.access.allNodes,
+    })
+  // The nodes' ways in (SSH: the configuration, the connection, `id -u`) start as soon as the nodes and the Service's
+  // endpoints are known, while the rest of the API is read; a failure there is the node's, said by its read as before.
+  let early: EarlyOpens | undefined
+  let over = false
+  const onNodesKnown = (nodes: V1Node[], slices: V1EndpointSlice[]) => {
+    // Told after the run ended (another API read failed first): nothing is opened that nothing would close.
+    if (over) return
+    early = openEarly(nodeTargets(nodes, select(nodes, slices).names), choiceContext(opts, loadKubeConfig))
+  }
+  try {
+    return await gatherLiveFrom({
+      source,
+      namespace,
+      name,
+      opts,
+      round,
+      kc,
+      select,
+      onNodesKnown: round ? undefined : onNodesKnown,
+      early: () => early,
+    })
+  } finally {
+    over = true
+    await closeEarlyOpens(early)
+  }
+}
+
+/** What gatherLive has made before the API is read. */
+interface LiveStart {
+  source: ValidatedClusterSource
+  namespace: string
+  name: string
+  opts: LiveOptions
+  round: LiveRound | undefined
+  kc: KubeConfig
+  /** The nodes read: where the Service has endpoints, or as --node and --all-nodes say. */
+  select: (nodes: V1Node[], slices: V1EndpointSlice[]) => ReturnType<typeof selectNodes>
+  /** Told the nodes and the Service's EndpointSlices while the rest of the API is read (readClusterState). */
+  onNodesKnown: ((nodes: V1Node[], slices: V1EndpointSlice[]) => void) | undefined
+  /** The nodes opened while the API was read, by the time it has been. */
+  early: () => EarlyOpens | undefined
+}
+
+/** gatherLive once the API source is made. */
+async function gatherLiveFrom({
+  source,
+  namespace,
+  name,
+  opts,
+  round,
+  kc,
+  select,
+  onNodesKnown,
+  early,
+}: LiveStart): Promise<GatheredLive> {
   const cluster = await readClusterState(source, namespace, name, {
     implementers: IMPLEMENTER_READS,
     policy: policyClients(opts.cluster.client, namespace),
+    onNodesKnown,
   })
-  const endpointNodes = new Set(cluster.slices.flatMap((s) => (s.endpoints ?? []).map((e) => e.nodeName ?? '')))
-  const selection = selectNodes(cluster.nodes, endpointNodes, {only: opts.access.nodes, all: opts.access.allNodes})
+  const selection = select(cluster.nodes, cluster.slices)
   const dnsIP = cluster.dns.service?.spec?.clusterIP
   // A record for the IPv4 ClusterIP, AAAA for the IPv6 one: each family of the Service is judged on its own answer.
   const types = serviceFamilies(cluster.service).map((f) => (f.family === 'IPv6' ? ('AAAA' as const) : ('A' as const)))
@@ -121,13 +189,14 @@ export async function gatherLive(name: string, opts: LiveOptions, round?: LiveRo
   const {observations, recordings, reads} = await readNodesLive(
     cluster.nodes,
     selection.names,
-    opts,
+    {...opts, reads: {...opts.reads, configuredProxyMode: cluster.proxyConfigMap && cluster.proxyConfig.mode}},
     dns,
     pathTargets(cluster),
     probeBeside,
     rulesScope,
     agentStateReader(cluster, () => kc, opts.cluster.timeoutMs, opts.output.log),
     round,
+    early(),
   )
   const probes = opts.probes.run
     ? await probeNodes(
@@ -239,6 +308,8 @@ export async function readNodesLive(
   afterRead?: (name: string, collection: NodeCollection) => Promise<NodeCollection>,
   /** svc --watch: the nodes kept whole from the round before, and those whose rules alone are read again. */
   round?: Pick<LiveRound, 'nodeRead' | 'previous'>,
+  /** The nodes opened while the API was read (openEarly). */
+  early?: EarlyOpens,
 ): Promise<{
   observations: NodeObservation[]
   recordings: Map<string, NodeRecording>
@@ -252,23 +323,14 @@ export async function readNodesLive(
     return before?.collection.observation.reachable && how !== 'full' ? {how, before} : undefined
   }
   const keptWhole = names.filter((name) => kept(name)?.how === 'kept')
-  const targets = names
-    .filter((name) => !keptWhole.includes(name))
-    .map((name) => {
-      const node = nodes.find((n) => n.metadata?.name === name)
-      return {name, address: node && nodeAddress(node)}
-    })
+  const targets = nodeTargets(
+    nodes,
+    names.filter((name) => !keptWhole.includes(name)),
+  )
   const progress = opts.output.onProgress
   const reads = await readNodesThrough(
     targets,
-    {
-      access: opts.access,
-      timeoutMs: opts.cluster.timeoutMs,
-      kubeConfig: () => loadKubeConfig(opts.cluster).kc,
-      kubectl: kubectlOf(opts.cluster),
-      announce: opts.output.announce,
-      log: opts.output.log,
-    },
+    choiceContext(opts, loadKubeConfig),
     async (name, connect, via) => {
       const startedAt = performance.now()
       progress?.({kind: 'node-read-started', node: name, total: names.length})
@@ -284,6 +346,7 @@ export async function readNodesLive(
         dns,
         path,
         proxyMode: opts.reads.proxyMode,
+        configuredProxyMode: opts.reads.configuredProxyMode,
         rulesScope,
         keep: kept(name)?.before.collection.recording,
       })
@@ -296,6 +359,7 @@ export async function readNodesLive(
       })
       return collection
     },
+    early,
   )
   for (const name of keptWhole) {
     const {before} = kept(name)!
@@ -312,6 +376,29 @@ export async function readNodesLive(
       ]),
     ),
     reads,
+  }
+}
+
+/** The named nodes with the address the API gives each (where it gives one). */
+function nodeTargets(nodes: V1Node[], names: string[]): NodeTarget[] {
+  return names.map((name) => {
+    const node = nodes.find((n) => n.metadata?.name === name)
+    return {name, address: node && nodeAddress(node)}
+  })
+}
+
+/** What the choice of each node's way in needs of a live run. */
+function choiceContext(
+  opts: Pick<LiveOptions, 'cluster' | 'access' | 'output'>,
+  loadKubeConfig: (cluster: LiveOptions['cluster']) => {kc: KubeConfig},
+): ChoiceContext {
+  return {
+    access: opts.access,
+    timeoutMs: opts.cluster.timeoutMs,
+    kubeConfig: () => loadKubeConfig(opts.cluster).kc,
+    kubectl: kubectlOf(opts.cluster),
+    announce: opts.output.announce,
+    log: opts.output.log,
   }
 }
 

@@ -24,6 +24,8 @@ export interface ClientFlags {
 interface ReadOptions {
   /** --proxy-mode: trusted over kube-proxy's /proxyMode when deciding how much of nft to read. */
   proxyMode?: string
+  /** The mode kube-proxy's ConfigMap names, where the API was read first (see CollectOptions.configuredProxyMode). */
+  configuredProxyMode?: string
   /** Read only the iptables chains the Service's packets can reach (svc); off: every node's whole dump (collect). */
   scopeRules?: boolean
 }

@@ -129,17 +129,26 @@ const BATCH_NONCE = /^[0-9a-f]{12,}$/
 /**
  * One read of a batch: run as it would alone, `{ LINE; }`, its stdin /dev/null, its stdout on the lane's stdout, its
  * stderr kept in a shell variable (trailing newlines kept by the `x` after it: a command substitution drops them) for
- * the lane to print once the lanes after it are done; then its exit status after the stdout mark.
+ * the lane to print once the lanes after it are done; then its exit status after the stdout mark. A shell variable
+ * cannot hold a NUL byte: the shell drops those the read printed on stderr. bash says so on its own stderr, which the
+ * outer substitution holds with the read's stderr, before it, where splitBatchOutput turns it into NUL_DROPPED_NOTE
+ * (dash drops them without a word).
  */
 function batchPart(line: CommandLine, i: number, nonce: string): string {
   return (
-    `kpd_e${i}=$( { { ${line}; } 2>&1 1>&3 3>&- </dev/null; kpd_c=$?; printf x; exit "$kpd_c"; } ); ` +
-    `printf '\\n${BATCH_MARK}${nonce} %d\\n' "$?"`
+    `kpd_e${i}=$( { kpd_i=$( { { ${line}; } 2>&1 1>&3 3>&- </dev/null; kpd_c=$?; printf x; exit "$kpd_c"; } ); ` +
+    `kpd_c=$?; printf '%s' "$kpd_i"; exit "$kpd_c"; } 2>&1 ); printf '\\n${BATCH_MARK}${nonce} %d\\n' "$?"`
   )
 }
 
+/** bash's word that it dropped NUL bytes from a read's stderr, at the start of that read's stderr (batchPart). */
+const NUL_DROPPED = /^(?:[\w./-]*\/)?-?bash: (?:line \d+: )?warning: command substitution: ignored null byte in input\n/
+
+/** What a read's stderr says where the node's shell dropped NUL bytes from it. */
+export const NUL_DROPPED_NOTE = `(the node's shell dropped NUL bytes from this read's stderr)`
+
 /** What linesOfBatch finds each read of a batch line by: its index and its line, as batchPart writes them. */
-const BATCH_PART = /kpd_e(\d+)=\$\( \{ \{ (.*?); \} 2>&1 1>&3 3>&- <\/dev\/null; kpd_c=\$\?; printf x;/g
+const BATCH_PART = /kpd_e(\d+)=\$\( \{ kpd_i=\$\( \{ \{ (.*?); \} 2>&1 1>&3 3>&- <\/dev\/null; kpd_c=\$\?; printf x;/g
 
 /**
  * Several allow-listed lines as one: one exec (one session, one shell on the node) instead of one each. The reads run
@@ -218,7 +227,13 @@ export function splitBatchOutput(count: number, nonce: string, out: {stdout: Buf
   const pieces = out.stderr.split(stderrMark)
   if (marks > count || pieces.length - 1 > count)
     throw new Error(`a read printed the batch's own end mark: its ${count} outputs cannot be told apart`)
-  const stderrOf = (i: number) => pieces[count - 1 - i] ?? ''
+  const stderrOf = (i: number) => {
+    const piece = pieces[count - 1 - i] ?? ''
+    const dropped = NUL_DROPPED.exec(piece)
+    if (!dropped) return piece
+    const rest = piece.slice(dropped[0].length)
+    return `${rest}${rest === '' || rest.endsWith('\n') ? '' : '\n'}${NUL_DROPPED_NOTE}\n`
+  }
   const results: BatchedOutput[] = []
   let at = 0
   for (let i = 0; i < count; i++) {

@@ -22,3 +22,20 @@ export function answerBatch(command: CommandLine, answer: (line: string) => Exec
       .join(''),
   }
 }
+
+/** A connection's first exec over SSH (without Compression yes): whether the login is root, and the iptables versions. */
+export const FIRST_EXEC = ['id -u', 'iptables -V', 'ip6tables -V']
+
+/** Whether a line is a connection's first exec (it asks `id -u` first). */
+export const isFirstExec = (command: CommandLine): boolean => linesOfBatch(command)[0] === 'id -u'
+
+/** A node's answer to the first exec: the login's uid, iptables-nft 1.8.9 for both families, gzip where asked. */
+export function answerFirstExec(command: CommandLine, uid = '0'): ExecResult {
+  const answers: Record<string, string> = {
+    'id -u': `${uid}\n`,
+    'command -v gzip': '/usr/bin/gzip\n',
+    'iptables -V': 'iptables v1.8.9 (nf_tables)\n',
+    'ip6tables -V': 'ip6tables v1.8.9 (nf_tables)\n',
+  }
+  return answerBatch(command, (line) => ({code: 0, stdout: Buffer.from(answers[line] ?? ''), stderr: ''}))
+}

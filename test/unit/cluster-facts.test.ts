@@ -137,3 +137,55 @@ test('cluster reads: a 403 on kube-system Pods is recorded as unread with the re
   assert.equal(state.clusterDomainSource, 'the kubernetes zone in ConfigMap kube-system/coredns')
   assert.equal((await readClusterState(source, 'shop', 'web', {clusterDomain: 'x.example'})).clusterDomain, 'x.example')
 })
+
+test('cluster reads: the nodes and the Service’s EndpointSlices are told (onNodesKnown) while the rest of the API is still read; a failed node list tells nothing', async () => {
+  const service: V1Service = {metadata: {name: 'web', namespace: 'shop'}, spec: {clusterIP: '10.96.10.10'}}
+  const slice = {addressType: 'IPv4', endpoints: [{addresses: ['10.244.1.10'], nodeName: 'node-a'}]}
+  const node = {metadata: {name: 'node-a'}}
+  let releaseConfigMaps = () => undefined as void
+  const configMapsHeld = new Promise<void>((resolve) => (releaseConfigMaps = resolve))
+  const told: string[] = []
+  const source = (nodes: () => Promise<unknown[]>): ClusterSource => ({
+    describe: () => 'fake',
+    getService: async (ns, name) => (ns === 'shop' && name === 'web' ? service : undefined),
+    listServices: async () => [service],
+    listEndpointSlices: async () => [slice] as never,
+    listNamespaceEndpointSlices: async () => [],
+    getEndpoints: async () => undefined,
+    listPods: async () => [],
+    listNodes: nodes as never,
+    listNetworkPolicies: async () => [],
+    listNamespaces: async () => [],
+    listCustomObjects: async () => 'not-served',
+    // The ConfigMaps answer only once the nodes were told: the read could not end before.
+    getConfigMap: async () => {
+      await configMapsHeld
+      return undefined
+    },
+  })
+  const state = await readClusterState(
+    source(async () => [node]),
+    'shop',
+    'web',
+    {
+      onNodesKnown: (nodes, slices) => {
+        told.push(
+          `${nodes.map((n) => n.metadata?.name).join()} ${slices.flatMap((s) => s.endpoints.map((e) => e.nodeName)).join()}`,
+        )
+        releaseConfigMaps()
+      },
+    },
+  )
+  assert.deepEqual(told, ['node-a node-a'])
+  assert.equal(state.nodes.length, 1)
+  await assert.rejects(
+    readClusterState(
+      source(() => Promise.reject(new Error('nodes is forbidden'))),
+      'shop',
+      'web',
+      {onNodesKnown: () => told.push('told')},
+    ),
+    /nodes is forbidden/,
+  )
+  assert.deepEqual(told, ['node-a node-a'])
+})

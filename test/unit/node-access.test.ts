@@ -15,6 +15,7 @@ import {loggedAccess} from '../../src/node/transport/logged-access.js'
 import {SshNodeAccess, type SshChannel} from '../../src/node/transport/ssh/ssh-transport.js'
 import type {ExecResult} from '../../src/node/transport/ssh/ssh-session.js'
 import {kubeProxyRules} from '../fixtures/kube-proxy-rules.js'
+import {answerBatch, FIRST_EXEC} from '../helpers/batch-answer.js'
 import {DNS, NODES, WEB, labPods} from '../fixtures/lab-cluster.js'
 
 const IPTABLES_SAVE = kubeProxyRules(NODES[0], [WEB, DNS], labPods(), {})
@@ -402,7 +403,11 @@ function recordingSession(uid: string): SshChannel & {lines: string[]} {
     host: {hostName: '10.0.0.7', port: 2222, user: 'ops'},
     async exec(command: CommandLine): Promise<ExecResult> {
       lines.push(command)
-      return {code: 0, stdout: Buffer.from(command === 'id -u' ? `${uid}\n` : 'out'), stderr: ''}
+      return answerBatch(command, (line) => ({
+        code: 0,
+        stdout: Buffer.from(line === 'id -u' ? `${uid}\n` : 'out'),
+        stderr: '',
+      }))
     },
     forward: () => Promise.reject(new Error('(SSH) Channel open failure: administratively prohibited: open failed')),
     close() {},
@@ -429,7 +434,8 @@ test('ssh transport: only allow-list keys reach exec (refused by the type checke
   )
   await assert.rejects(access.readFile('/proc/sys/../../etc/shadow'), /not an allow-listed file/)
   await access.readFile('/proc/sys/net/ipv4/ip_forward')
-  assert.deepEqual(session.lines.slice(0, 2), ['id -u', 'sudo -n iptables-save'])
+  // Whether the login is root, asked with the versions the chain by chain read waits for: one exec.
+  assert.deepEqual(session.lines.slice(0, 2).map(linesOfBatch), [FIRST_EXEC, ['sudo -n iptables-save']])
   assert.equal(session.lines.length, 4)
   assert.match(session.lines[2], /^echo '## hairpin'/)
   assert.equal(session.lines[3], "cat -- '/proc/sys/net/ipv4/ip_forward'")
@@ -438,7 +444,7 @@ test('ssh transport: only allow-list keys reach exec (refused by the type checke
   assert.deepEqual(access.describe(), {transport: 'ssh', address: 'ops@10.0.0.7:2222', tcpVia: 'an SSH port forward'})
   const root = recordingSession('0')
   await new SshNodeAccess(root).run('ipvsadm')
-  assert.deepEqual(root.lines, ['id -u', 'ipvsadm -Sn'])
+  assert.deepEqual(root.lines.map(linesOfBatch), [FIRST_EXEC, ['ipvsadm -Sn']])
 })
 
 /**
@@ -489,8 +495,8 @@ test("ssh transport with Compression yes: dumps come back through gzip where the
     ])
     const net = await access.run('routeTable')
     assert.ok(net.kind === 'ran' && net.code !== null, 'a small read is not compressed')
-    // Whether the login is root and whether the node has gzip: one exec.
-    assert.deepEqual(linesOfBatch(session.lines[0]), ['id -u', 'command -v gzip'])
+    // Whether the login is root, whether the node has gzip and the iptables versions: one exec.
+    assert.deepEqual(linesOfBatch(session.lines[0]), ['id -u', 'command -v gzip', 'iptables -V', 'ip6tables -V'])
     assert.deepEqual(
       session.lines[1],
       `{ ${process.getuid?.() === 0 ? '' : 'sudo -n '}iptables-save; printf '\\n#kpd-exit %d\\n' "$?"; } | gzip -1`,
@@ -508,7 +514,7 @@ test("ssh transport with Compression yes: dumps come back through gzip where the
     assert.equal(((await withoutGzip.run('iptablesSave')) as {stdout: Buffer}).stdout.toString(), dump)
     await withoutGzip.run('ipvsadm')
     assert.deepEqual(noGzip.lines.slice(-3).map(linesOfBatch), [
-      ['id -u', 'command -v gzip'],
+      ['id -u', 'command -v gzip', 'iptables -V', 'ip6tables -V'],
       [process.getuid?.() === 0 ? 'iptables-save' : 'sudo -n iptables-save'],
       ['ipvsadm -Sn'],
     ])
@@ -516,9 +522,9 @@ test("ssh transport with Compression yes: dumps come back through gzip where the
     const plainSession = {...shellSession(bin), host: {hostName: '10.0.0.7', port: 22}}
     const plainSave = await new SshNodeAccess(plainSession).run('iptablesSave')
     assert.equal(plainSave.kind === 'ran' && plainSave.stdout.toString(), dump)
-    assert.deepEqual(plainSession.lines, [
-      'id -u',
-      process.getuid?.() === 0 ? 'iptables-save' : 'sudo -n iptables-save',
+    assert.deepEqual(plainSession.lines.map(linesOfBatch), [
+      FIRST_EXEC,
+      [process.getuid?.() === 0 ? 'iptables-save' : 'sudo -n iptables-save'],
     ])
   } finally {
     rmSync(bin, {recursive: true, force: true})
@@ -539,8 +545,6 @@ test('ssh transport: the reads asked for at once (a dump too) go as one exec; ea
     writeFileSync(join(bin, 'ipvsadm'), '#!/bin/sh\necho "-A -t 10.96.0.1:443 -s rr"\n', {mode: 0o755})
     const session = shellSession(bin)
     const access = new SshNodeAccess({...session, host: {hostName: '10.0.0.7', port: 22}})
-    await access.usesSudo()
-    session.lines.length = 0
     const [v4, v6, routes, ipvs] = await Promise.all([
       access.run('iptablesVersion'),
       access.run('ip6tablesVersion'),
@@ -556,14 +560,12 @@ test('ssh transport: the reads asked for at once (a dump too) go as one exec; ea
         [0, '-A -t 10.96.0.1:443 -s rr\n', ''],
       ],
     )
-    // The four reads in one exec, exactly their allow-listed lines.
+    // The versions in the first exec with `id -u`, the other two reads in one exec: exactly their allow-listed lines.
     const sudo = process.getuid?.() !== 0
-    assert.equal(session.lines.length, 1, session.lines.join('\n'))
-    assert.deepEqual(linesOfBatch(session.lines[0]), [
-      buildCommandLine('iptablesVersion', !sudo),
-      buildCommandLine('ip6tablesVersion', !sudo),
-      buildCommandLine('routeTable', !sudo),
-      buildCommandLine('ipvsadm', !sudo),
+    assert.equal(session.lines.length, 2, session.lines.join('\n'))
+    assert.deepEqual(session.lines.map(linesOfBatch), [
+      ['id -u', buildCommandLine('iptablesVersion', !sudo), buildCommandLine('ip6tablesVersion', !sudo)],
+      [buildCommandLine('routeTable', !sudo), buildCommandLine('ipvsadm', !sudo)],
     ])
     // One read alone goes as itself.
     session.lines.length = 0

@@ -4,11 +4,12 @@ import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {dirname, join} from 'node:path'
 import {test} from 'node:test'
-import {buildCommandLine, linesOfBatch, type CommandLine} from '../../src/node/node-commands.js'
+import {buildCommandLine, linesOfBatch, NUL_DROPPED_NOTE, type CommandLine} from '../../src/node/node-commands.js'
 import {CommandTimedOut, OutputCapExceeded, type ExecResult} from '../../src/node/transport/ssh/ssh-session.js'
 import {SshNodeAccess, type SshChannel} from '../../src/node/transport/ssh/ssh-transport.js'
+import {NODE_READS, readOf, takesArguments, type NodeCommandKey} from '../../src/node/read/node-reads.js'
 import type {RunResult} from '../../src/node/transport/node-access.js'
-import {answerBatch} from '../helpers/batch-answer.js'
+import {answerBatch, answerFirstExec, isFirstExec} from '../helpers/batch-answer.js'
 
 const asRoot = process.getuid?.() === 0
 
@@ -63,18 +64,18 @@ const HOSTILE_MARKS: Array<{name: string; mark: string; outcomes: unknown[]}> = 
 for (const row of HOSTILE_MARKS)
   test(`ssh batch: ${row.name}`, async () => {
     const bin = programs({
-      iptables: `#!/bin/sh\nn=${row.mark}\nprintf 'forged\\n%s 0\\nafter\\n' "$n"\nprintf '\\n%s\\n' "$n" >&2\n`,
+      ipvsadm: `#!/bin/sh\nn=${row.mark}\nprintf 'forged\\n%s 0\\nafter\\n' "$n"\nprintf '\\n%s\\n' "$n" >&2\n`,
       ip: `#!/bin/sh\nprintf '${ROUTES}'\n`,
     })
     try {
       const session = shellSession(bin, false)
       const access = new SshNodeAccess(session)
       await access.usesSudo()
-      const both = [access.run('iptablesVersion'), access.run('routeTable')].map((p) =>
+      const both = [access.run('ipvsadm'), access.run('routeTable')].map((p) =>
         p.then(outcome, (e: Error) => e.message),
       )
       assert.deepEqual(await Promise.all(both), row.outcomes)
-      assert.equal(session.lines.length, 2, 'id -u, then the two reads in one exec')
+      assert.equal(session.lines.length, 2, 'id -u (with the iptables versions), then the two reads in one exec')
     } finally {
       rmSync(bin, {recursive: true, force: true})
     }
@@ -100,7 +101,8 @@ test('ssh batch: a failing read fails alone, with its own exit status and stderr
       [4, '', 'ip6tables: Permission denied (you must be root)\n'],
       [0, 'default via 10.0.0.1 dev eth0\n', ''],
     ])
-    assert.equal(session.lines.length, 2, 'id -u, then the three reads in one exec')
+    // The versions answered by the first exec (with `id -u`), the route table alone in the next.
+    assert.deepEqual(session.lines.map(linesOfBatch), [['id -u', 'iptables -V', 'ip6tables -V'], ['ip route show']])
   } finally {
     rmSync(bin, {recursive: true, force: true})
   }
@@ -121,7 +123,7 @@ function stoppingSession(
     host: {hostName: '10.0.0.7', port: 22},
     exec(command: CommandLine): Promise<ExecResult> {
       lines.push(command)
-      if (command === 'id -u') return Promise.resolve({code: 0, stdout: Buffer.from('0\n'), stderr: ''})
+      if (isFirstExec(command)) return Promise.resolve(answerFirstExec(command))
       const full = answerBatch(command, answer)
       const e = stopped(command.split(' ')[1])
       // As the session gives it: in chunks (small ones here, so that a mark is split between two).
@@ -175,6 +177,64 @@ test('ssh batch: past the output cap, the read under way fails naming itself and
   ])
 })
 
+test("ssh batch: the connection's first exec is a batch like the others: stopped, its errors name the read under way (`id`, as alone), the reads that ended keep their output", async () => {
+  const firstAnswers = (line: string): ExecResult => ({
+    code: 0,
+    stdout: Buffer.from(line === 'id -u' ? '0\n' : `${line.split(' ')[0]} v1.8.9 (nf_tables)\n`),
+    stderr: '',
+  })
+  /** A node that stops every exec (`stopped`) after `keep` bytes of its stdout, the first exec too. */
+  const stopsEvery = (
+    keep: (full: ExecResult) => number,
+    stopped: (program: string) => CommandTimedOut | OutputCapExceeded,
+  ) => {
+    const lines: string[] = []
+    const session: SshChannel = {
+      host: {hostName: '10.0.0.7', port: 22},
+      exec(command: CommandLine): Promise<ExecResult> {
+        lines.push(command)
+        const full = answerBatch(command, isFirstExec(command) ? firstAnswers : answers)
+        const e = stopped(command.split(' ')[0])
+        e.stdoutChunks.push(full.stdout.subarray(0, keep(full)))
+        e.stderr = full.stderr
+        return Promise.reject(e)
+      },
+      forward: () => Promise.reject(new Error('no forwarding here')),
+      close() {},
+    }
+    return {session, lines}
+  }
+  // A flood or a hang from the first byte: every read fails with what `id -u` alone failed with.
+  for (const [stopped, message] of [
+    [(p: string) => new CommandTimedOut(p, 20_000), '"id" did not finish within 20s'],
+    [
+      (p: string) => new OutputCapExceeded(p, 32 * 1024 * 1024),
+      `"id" printed more than 32 MiB: stopped there (the cap on one command's output)`,
+    ],
+  ] as const) {
+    const {session, lines} = stopsEvery(() => 0, stopped)
+    const access = new SshNodeAccess(session)
+    await assert.rejects(access.usesSudo(), {message})
+    await assert.rejects(access.run('iptablesVersion'), {message})
+    await assert.rejects(access.run('routeTable'), {message})
+    assert.deepEqual(lines.map(linesOfBatch), [['id -u', 'iptables -V', 'ip6tables -V']])
+  }
+  // Stopped after `id -u` ended: the login is known; `iptables -V` was under way and fails as it would alone.
+  const {session} = stopsEvery(
+    (full) => full.stdout.indexOf('iptables v'),
+    (p) => new CommandTimedOut(p, 20_000),
+  )
+  const access = new SshNodeAccess(session)
+  assert.equal(await access.usesSudo(), false)
+  const reads = [access.run('iptablesVersion'), access.run('ip6tablesVersion')].map((p) =>
+    p.then(outcome, (e: Error) => e.message),
+  )
+  assert.deepEqual(await Promise.all(reads), [
+    '"iptables" did not finish within 20s',
+    '"ip6tables" not run: "iptables" did not finish within 20s, before it in the same SSH command',
+  ])
+})
+
 test('ssh batch under Compression yes: a dump and the small reads beside it go as one exec, its stdout through gzip; each output comes back byte for byte', async () => {
   const dump = `*nat\n${'-A KUBE-SERVICES -d 10.96.0.1/32 -p tcp -m tcp --dport 443 -j KUBE-SVC-NPX46M4PTMTKRN6Y\n'.repeat(20_000)}`
   const bin = programs({
@@ -206,7 +266,7 @@ test("ssh batch: a small read past the command cap fails alone, naming itself an
     maxOutputBytes: 1024,
     exec(command: CommandLine, _timeoutMs?: number, maxOutputBytes?: number): Promise<ExecResult> {
       caps.push(maxOutputBytes)
-      if (command === 'id -u') return Promise.resolve({code: 0, stdout: Buffer.from('0\n'), stderr: ''})
+      if (isFirstExec(command)) return Promise.resolve(answerFirstExec(command))
       return Promise.resolve(
         answerBatch(command, (line) => ({
           code: 0,
@@ -239,7 +299,8 @@ test("ssh batch: the reads run side by side in the one exec, each with its own s
   const bin = programs({
     ip: program('ip', "printf 'default via 10.0.0.1 dev eth0\\n'; printf 'ip warns\\n\\n' >&2"),
     conntrack: `${program('conntrack', "printf 'conntrack v1.4.7: 0 flow entries\\n' >&2")}exit 1\n`,
-    iptables: program('$(for a; do c=$a; done; echo $c)', 'for a; do c=$a; done; printf -- "-N %s\\n" "$c"'),
+    // `iptables -V` (the connection's first exec, with `id -u`) answers at once, outside the log.
+    iptables: `#!/bin/sh\n[ "$1" = -V ] && { echo 'iptables v1.8.9 (nf_tables)'; exit 0; }\n${program('$(for a; do c=$a; done; echo $c)', 'for a; do c=$a; done; printf -- "-N %s\\n" "$c"').replace('#!/bin/sh\n', '')}`,
   })
   try {
     const session = shellSession(bin, false)
@@ -279,4 +340,41 @@ test("ssh batch: the reads run side by side in the one exec, each with its own s
     rmSync(bin, {recursive: true, force: true})
     rmSync(dirname(log), {recursive: true, force: true})
   }
+})
+
+test("ssh batch: NUL bytes a read prints on stderr, which the node's shell cannot hold, are said to be dropped in that read's stderr (bash); its stdout and the other reads are untouched", async () => {
+  const bin = programs({
+    ipvsadm: "#!/bin/sh\nprintf 'no ipvs\\000 here\\n' >&2\nprintf -- '-A -t 10.96.0.1:443 -s rr'\nexit 2\n",
+    ip: "#!/bin/sh\nprintf 'default via 10.0.0.1 dev eth0\\n'\nprintf 'warn\\n' >&2\n",
+  })
+  const lines: string[] = []
+  // As sshd runs it under a bash login shell (dash drops the bytes without a word: nothing to say there).
+  const session: SshChannel = {
+    host: {hostName: '10.0.0.7', port: 22},
+    exec(command: CommandLine): Promise<ExecResult> {
+      lines.push(command)
+      const r = spawnSync('bash', ['-c', command], {env: {...process.env, PATH: `${bin}:${process.env.PATH}`}})
+      return Promise.resolve({code: r.status, stdout: r.stdout, stderr: r.stderr.toString()})
+    },
+    forward: () => Promise.reject(new Error('no forwarding here')),
+    close() {},
+  }
+  try {
+    const access = new SshNodeAccess(session)
+    await access.usesSudo()
+    const answers = await Promise.all([access.run('ipvsadm'), access.run('routeTable')])
+    assert.deepEqual(answers.map(outcome), [
+      [2, '-A -t 10.96.0.1:443 -s rr', `no ipvs here\n${NUL_DROPPED_NOTE}\n`],
+      [0, 'default via 10.0.0.1 dev eth0\n', 'warn\n'],
+    ])
+    assert.equal(lines.length, 2, 'id -u (with the iptables versions), then the two reads in one exec')
+  } finally {
+    rmSync(bin, {recursive: true, force: true})
+  }
+})
+
+test("the reads asked in a connection's first exec (askedFirst) take no sudo and no arguments: they run before the login is known", () => {
+  const first = (Object.keys(NODE_READS) as NodeCommandKey[]).filter((key) => readOf(key).askedFirst)
+  assert.deepEqual(first, ['iptablesVersion', 'ip6tablesVersion'])
+  for (const key of first) assert.deepEqual([readOf(key).root, takesArguments(readOf(key))], ['no', false], key)
 })

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import {test} from 'node:test'
 import {gzipSync} from 'node:zlib'
 import {linesOfBatch, type CommandLine} from '../../src/node/node-commands.js'
-import {answerBatch} from '../helpers/batch-answer.js'
+import {answerBatch, answerFirstExec, isFirstExec} from '../helpers/batch-answer.js'
 import type {ExecResult} from '../../src/node/transport/ssh/ssh-session.js'
 import {SshNodeAccess, type SshChannel} from '../../src/node/transport/ssh/ssh-transport.js'
 import {COMMAND_OUTPUT_CAP_BYTES, DUMP_OUTPUT_CAP_BYTES} from '../../src/util/output-cap.js'
@@ -23,13 +23,9 @@ function session(
     exec(command: CommandLine, _timeoutMs?: number, maxOutputBytes?: number): Promise<ExecResult> {
       opts.caps?.push(`${linesOfBatch(command).join(' + ')} ${maxOutputBytes ?? 'default'}`)
       return Promise.resolve(
-        answerBatch(command, (line) =>
-          line === 'id -u'
-            ? {code: 0, stdout: Buffer.from('0\n'), stderr: ''}
-            : line === 'command -v gzip'
-              ? {code: 0, stdout: Buffer.from('/bin/gzip\n'), stderr: ''}
-              : {code: 0, stdout: dump, stderr: ''},
-        ),
+        isFirstExec(command)
+          ? answerFirstExec(command)
+          : answerBatch(command, () => ({code: 0, stdout: dump, stderr: ''})),
       )
     },
     forward: () => Promise.reject(new Error('no forwarding here')),
@@ -78,10 +74,10 @@ test("a 12,000-Service node's dump (past the command cap) reads whole over SSH, 
     assert.deepEqual(caps, [
       ...(compression
         ? [
-            'id -u + command -v gzip default',
+            'id -u + command -v gzip + iptables -V + ip6tables -V default',
             `{ iptables-save; printf '\\n#kpd-exit %d\\n' "$?"; } | gzip -1 ${DUMP_OUTPUT_CAP_BYTES}`,
           ]
-        : ['id -u default', `iptables-save ${DUMP_OUTPUT_CAP_BYTES}`]),
+        : ['id -u + iptables -V + ip6tables -V default', `iptables-save ${DUMP_OUTPUT_CAP_BYTES}`]),
     ])
   }
 })

@@ -45,6 +45,12 @@ export interface CollectOptions {
   /** --proxy-mode: trusted over kube-proxy's /proxyMode when deciding how much of nft to read. */
   proxyMode?: string
   /**
+   * The mode kube-proxy's ConfigMap names. Where it is iptables or ipvs, `nft list sets` is asked with the first round
+   * of reads rather than after /proxyMode answers (and not used where the node turns out to run nftables mode, whose
+   * sets may be large: there it is never asked for otherwise).
+   */
+  configuredProxyMode?: string
+  /**
    * Read only the iptables chains these packets can reach, chain by chain, where the node is read as root (else, or
    * when the read cannot be scoped, the whole dump as always).
    */
@@ -121,6 +127,17 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
   // The reads depend on little of each other: they run at once, each on its own channel, so a node's read takes about
   // as long as its largest dump. Through sudo the privileged ones wait for iptables-save: where sudo wants a password,
   // one attempt fails (and is logged on the node), not ten.
+  const keep = opts.keep
+  const kept = <T>(file: NodeFile): T | undefined => {
+    const out = keep?.get(file)
+    return out && (JSON.parse(out.toString('utf8')) as T)
+  }
+  // kube-proxy is asked (through a stream, no sudo) while `id -u` runs: where /proxyMode answers first, the nft read it
+  // decides goes with the first round of reads, not in a round of its own.
+  const keptStatus = kept<KubeProxyStatus>(NODE_FILES.kubeProxy)
+  const kubeProxy = keptStatus
+    ? {proxyMode: Promise.resolve(keptStatus.proxyMode), status: Promise.resolve(keptStatus)}
+    : askKubeProxy(access, opts.timeoutMs)
   const sudo = (await access.usesSudo?.()) ?? false
   const rules4 = readRules(access, 4, sudo ? undefined : opts.rulesScope)
   const save = rules4.rules
@@ -129,14 +146,7 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
         if (r.kind === 'ran' && r.code !== 0) throw new Error('iptables-save failed: no other privileged read')
       })
     : Promise.resolve()
-  const keep = opts.keep
-  const kept = <T>(file: NodeFile): T | undefined => {
-    const out = keep?.get(file)
-    return out && (JSON.parse(out.toString('utf8')) as T)
-  }
   if (keep) for (const file of KEPT_FILES) if (keep.has(file)) rec.set(file, keep.get(file)!)
-  const keptStatus = kept<KubeProxyStatus>(NODE_FILES.kubeProxy)
-  const kubeProxy = keptStatus ? Promise.resolve(keptStatus) : askKubeProxy(access, opts.timeoutMs)
   const keptPath = kept<RawPathReads>(NODE_FILES.pathReads)
   const pathReads = !opts.path
     ? undefined
@@ -164,7 +174,7 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
     Promise.all([
       saves6(),
       readBackendSaves(access, record, 4, rules4),
-      readNft(access, record, kubeProxy, opts),
+      readNft(access, record, kubeProxy.proxyMode, opts),
       readIpvs(access, record, !keep),
     ]),
   )
@@ -185,7 +195,7 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
   const json2 = (v: unknown) => Buffer.from(JSON.stringify(v, null, 2) + '\n')
   if (pathReads) rec.set(NODE_FILES.pathReads, json2(await pathReads))
   if (dns) rec.set(NODE_FILES.dns, json2(await dns))
-  rec.set(NODE_FILES.kubeProxy, json2(await kubeProxy))
+  rec.set(NODE_FILES.kubeProxy, json2(await kubeProxy.status))
   return rec
 }
 
@@ -293,11 +303,16 @@ function gated(access: NodeAccess, limit: number, running: Running): NodeAccess 
 async function readNft(
   access: NodeAccess,
   record: (cmd: RecordedKey, out: Buffer) => void,
-  kubeProxy: Promise<KubeProxyStatus>,
+  proxyMode: Promise<string | undefined>,
   opts: CollectOptions,
 ): Promise<void> {
-  const mode = opts.proxyMode ?? (await kubeProxy).proxyMode
-  const own = mode === 'nftables' ? undefined : await readKubeProxyTables(access)
+  const sets =
+    opts.proxyMode === undefined && (opts.configuredProxyMode === 'iptables' || opts.configuredProxyMode === 'ipvs')
+      ? access.run('nftSets')
+      : undefined
+  sets?.catch(() => undefined)
+  const mode = opts.proxyMode ?? (await proxyMode)
+  const own = mode === 'nftables' ? undefined : await readKubeProxyTables(access, sets)
   if (own !== undefined && (mode === 'iptables' || mode === 'ipvs' || own.length === 0))
     record('nftKubeProxyTable', own)
   // Where the whole ruleset cannot be listed, kube-proxy's own tables are still what was read.
@@ -354,8 +369,8 @@ const tableAbsent = (r: RunResult) => r.kind === 'ran' && r.code !== 0 && /No su
  * kube-proxy's tables of both families as one ruleset (JSON where this nft has -j, else text); a family without its
  * table adds nothing. Undefined when nft could not answer (no nft, no permission): the whole ruleset is tried instead.
  */
-async function readKubeProxyTables(access: NodeAccess): Promise<Buffer | undefined> {
-  const families = await kubeProxyTableFamilies(access)
+async function readKubeProxyTables(access: NodeAccess, sets?: Promise<RunResult>): Promise<Buffer | undefined> {
+  const families = await kubeProxyTableFamilies(access, sets)
   if (families?.length === 0) return Buffer.alloc(0)
   for (const json of [true, false]) {
     const answers = await Promise.all(
@@ -372,9 +387,15 @@ async function readKubeProxyTables(access: NodeAccess): Promise<Buffer | undefin
   return undefined
 }
 
-/** The families whose kube-proxy table `nft list sets` shows; undefined when it did not answer (then each is listed). */
-async function kubeProxyTableFamilies(access: NodeAccess): Promise<NftKubeProxyFamily[] | undefined> {
-  const r = await access.run('nftSets')
+/**
+ * The families whose kube-proxy table `nft list sets` (asked already: `sets`) shows; undefined when it did not answer
+ * (then each is listed).
+ */
+async function kubeProxyTableFamilies(
+  access: NodeAccess,
+  sets?: Promise<RunResult>,
+): Promise<NftKubeProxyFamily[] | undefined> {
+  const r = await (sets ?? access.run('nftSets'))
   if (!ranOk(r)) return undefined
   const tables = NODE_READS.nftSets.parse(r.stdout.toString('utf8'))
   return NFT_KUBE_PROXY_FAMILIES.filter((family) => tables.some((t) => t.family === family && t.name === 'kube-proxy'))
@@ -490,17 +511,28 @@ function sameTargets(recorded: RawPathReads, targets: PathTargets): boolean {
   )
 }
 
-/** kube-proxy's own view: /proxyMode and /metrics on 127.0.0.1:10249, /healthz on :10256 (the defaults). */
-async function askKubeProxy(access: NodeAccess, timeoutMs: number): Promise<KubeProxyStatus> {
-  const out: KubeProxyStatus = {}
+/**
+ * kube-proxy's own view: /proxyMode and /metrics on 127.0.0.1:10249, /healthz on :10256 (the defaults). The mode as
+ * soon as it answers (the nft read waits for it), the whole status after. Never rejects.
+ */
+function askKubeProxy(
+  access: NodeAccess,
+  timeoutMs: number,
+): {proxyMode: Promise<string | undefined>; status: Promise<KubeProxyStatus>} {
   const get = (port: number, path: string) => httpGetOnNode(tcpOpener(access, timeoutMs), port, path, 3000)
-  try {
-    const r = await get(10249, '/proxyMode')
-    if (r.status === 200) out.proxyMode = r.body.trim()
-    else out.proxyModeError = `HTTP ${r.status}`
-  } catch (e) {
-    out.proxyModeError = (e as Error).message
-  }
+  const mode = get(10249, '/proxyMode').then(
+    (r): KubeProxyStatus => (r.status === 200 ? {proxyMode: r.body.trim()} : {proxyModeError: `HTTP ${r.status}`}),
+    (e: Error): KubeProxyStatus => ({proxyModeError: e.message}),
+  )
+  return {proxyMode: mode.then((m) => m.proxyMode), status: mode.then((m) => askKubeProxyHealth(get, m))}
+}
+
+/** kube-proxy's /healthz and /metrics, after its mode. */
+async function askKubeProxyHealth(
+  get: (port: number, path: string) => ReturnType<typeof httpGetOnNode>,
+  mode: KubeProxyStatus,
+): Promise<KubeProxyStatus> {
+  const out = {...mode}
   try {
     const r = await get(10256, '/healthz')
     out.healthz = parseHealthz(r.status, r.body)

@@ -79,6 +79,11 @@ export interface NodeRead {
    * lane run one after another (iptables-legacy takes the xtables lock for `-S` and `-w` polls it once a second).
    */
   lane?: 'xtables-lock'
+  /**
+   * Asked over SSH in a connection's first exec, beside `id -u` (the read takes no sudo and no arguments): reads that
+   * the reads after them wait for, so that those can join the first round.
+   */
+  askedFirst?: true
 }
 
 const EVERY_TRANSPORT = TRANSPORT_NAMES
@@ -141,6 +146,7 @@ export const NODE_READS = {
     parse: parseIptablesVersion,
     transports: SHELL_ONLY,
     withoutShell: 'iptables chains one by one',
+    askedFirst: true,
   },
   ip6tablesVersion: {
     argv: ['ip6tables', '-V'],
@@ -150,6 +156,7 @@ export const NODE_READS = {
     parse: parseIptablesVersion,
     transports: SHELL_ONLY,
     withoutShell: 'iptables chains one by one',
+    askedFirst: true,
   },
   /** IPv6 rules (dual-stack and IPv6 Services): the same backend as iptables-save. */
   ip6tablesSave: wholeDump(['ip6tables-save'], NODE_FILES.ip6tablesSave, iptablesDump),

@@ -91,6 +91,12 @@ function endedPrefix(chunks: Buffer[], nonce: string): Buffer {
   return Buffer.concat(kept)
 }
 
+/**
+ * The reads asked with `id -u` in a connection's first exec (the rows flagged `askedFirst`: no sudo, no arguments): the
+ * reads after them wait for their answers, so these go in the first round and the others in the next.
+ */
+const ASKED_FIRST = (Object.keys(NODE_READS) as NodeCommandKey[]).filter((key) => readOf(key).askedFirst)
+
 /** A read waiting for the next batch: its line, its timeout, its output cap, and who waits for its output. */
 interface Queued {
   line: CommandLine
@@ -114,34 +120,34 @@ export class SshNodeAccess implements NodeAccess {
   private isRoot?: Promise<boolean>
   private hasGzip?: Promise<boolean>
   private queued: Queued[] = []
+  /** The reads asked in the first exec (ASKED_FIRST), until they are asked for. */
+  private readonly answered = new Map<NodeCommandKey, Promise<ExecResult>>()
   readonly batchesReads = true
 
   constructor(private readonly session: SshChannel) {}
 
   /**
-   * `sudo -n` is needed unless the login is root; asked once per connection. Where the session compresses
-   * (`Compression yes`), whether the node has gzip is asked in the same exec.
+   * `sudo -n` is needed unless the login is root; asked once per connection, in one exec with the reads that take no
+   * sudo and that the reads after them wait for: whether the node has gzip (where the session compresses, `Compression
+   * yes`), and the rows flagged `askedFirst` (`iptables -V`, `ip6tables -V`: whether the rules can be read chain by
+   * chain), kept for their first ask. It is a batch like any other (its timeout, its cap, the read its errors name).
    */
   private root(): Promise<boolean> {
-    this.isRoot ??= this.session.host.compression
-      ? this.batchedAtOnce(['uid', 'hasGzip']).then(([uid, gzip]) => {
-          this.hasGzip = Promise.resolve(gzip.code === 0 && NODE_READS.hasGzip.parse(gzip.stdout.toString()))
-          return NODE_READS.uid.parse(uid.stdout.toString())
-        })
-      : this.session.exec(buildCommandLine('uid', true)).then((r) => NODE_READS.uid.parse(r.stdout.toString()))
+    if (this.isRoot) return this.isRoot
+    const keys: NodeCommandKey[] = [
+      'uid',
+      ...(this.session.host.compression ? (['hasGzip'] as const) : []),
+      ...ASKED_FIRST,
+    ]
+    const answers = new Map(keys.map((key) => [key, this.batched(this.waiting(key, true))]))
+    for (const key of ASKED_FIRST) this.answered.set(key, answers.get(key)!)
+    const gzip = answers.get('hasGzip')
+    if (gzip) this.hasGzip = gzip.then((r) => r.code === 0 && NODE_READS.hasGzip.parse(r.stdout.toString()))
+    // Each answer is awaited by its own read, if one asks; a failure none awaits is no unhandled rejection.
+    for (const answer of answers.values()) answer.catch(() => undefined)
+    this.hasGzip?.catch(() => undefined)
+    this.isRoot = answers.get('uid')!.then((r) => NODE_READS.uid.parse(r.stdout.toString()))
     return this.isRoot
-  }
-
-  /** Fixed reads that take no sudo, as one batch, before anything else is known of the node. */
-  private async batchedAtOnce(keys: Array<'uid' | 'hasGzip'>): Promise<ExecResult[]> {
-    const nonce = randomBytes(8).toString('hex')
-    const r = await this.session.exec(
-      batchCommandLine(
-        keys.map((key) => buildCommandLine(key, true)),
-        nonce,
-      ),
-    )
-    return splitBatchOutput(keys.length, nonce, r)
   }
 
   /** Whether the node has gzip; asked once per connection, only when a dump is read. */
@@ -158,7 +164,15 @@ export class SshNodeAccess implements NodeAccess {
 
   async run<K extends NodeCommandKey>(key: K, ...args: ArgsOf<K>): Promise<RunResult> {
     if (!isNodeCommandKey(key)) throw new Error(`"${String(key)}" is not an allow-listed node command: not run`)
-    const line = buildCommandLine(key, await this.root(), ...args)
+    const root = await this.root()
+    const first = this.answered.get(key)
+    if (first) this.answered.delete(key)
+    return {kind: 'ran', ...(await (first ?? this.batched(this.waiting(key, root, ...args))))}
+  }
+
+  /** A read as it waits for its batch: its line (sudo where the login is not root), timeout, cap and lane. */
+  private waiting<K extends NodeCommandKey>(key: K, root: boolean, ...args: ArgsOf<K>): Omit<Queued, 'settle'> {
+    const line = buildCommandLine(key, root, ...args)
     const timeoutMs = this.session.stepMs === undefined ? undefined : commandTimeoutMs(key, this.session.stepMs)
     // The dumps get the dump cap, as through a Pod: kube-proxy's iptables-save at 12,000 Services is past the command
     // cap. The cap holds for what comes over the wire and, compressed, for what it decompresses to.
@@ -166,8 +180,7 @@ export class SshNodeAccess implements NodeAccess {
     const cap = compressible
       ? Math.min(outputCapBytes(NODE_READS[key]), this.session.maxOutputBytes ?? Infinity)
       : undefined
-    const lane = readOf(key).lane
-    return {kind: 'ran', ...(await this.batched({line, timeoutMs, cap, compressible, lane}))}
+    return {line, timeoutMs, cap, compressible, lane: readOf(key).lane}
   }
 
   /**

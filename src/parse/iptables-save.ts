@@ -723,10 +723,12 @@ class IndexScan {
 
   /** Whether RUN_TOGETHER_HINT starts in buf[from, end). Lines are asked for in order: the search resumes, never repeats. */
   private hintBefore(buf: Buffer, from: number, end: number): boolean {
-    if (buf !== this.hintBuf || (this.hintAt >= 0 && this.hintAt < from)) {
+    if (buf !== this.hintBuf) {
       this.hintBuf = buf
-      this.hintAt = buf.indexOf(RUN_TOGETHER_HINT, from)
-    }
+      // Searched backwards first, once per buffer: Node then looks for the needle's last byte, "A" (4.5M in the 50k
+      // dump), not its first, a space (13.5M), about half the time; a buffer without it has no line to check.
+      this.hintAt = buf.lastIndexOf(RUN_TOGETHER_HINT) < from ? -1 : buf.indexOf(RUN_TOGETHER_HINT, from)
+    } else if (this.hintAt >= 0 && this.hintAt < from) this.hintAt = buf.indexOf(RUN_TOGETHER_HINT, from)
     return this.hintAt >= 0 && this.hintAt < end
   }
 }

@@ -318,6 +318,20 @@ test("a dump in iptables-save's order, and every way out of that order, is index
   }
 })
 
+test('among thousands of chains read in order, two names of one hash are two chains and a name declared again is one', () => {
+  // These two names have the same FNV-1a hash (found by a search over such names): only their bytes tell them apart.
+  const sameHash = ['KUBE-SEP-000000000001M607', 'KUBE-SEP-000000000001QI40']
+  const names = [...Array.from({length: 3000}, (_, i) => `KUBE-SEP-${String(i * 7919).padStart(16, '0')}`), ...sameHash]
+  const rules = names.map((n, i) => `-A ${n} -j DNAT --to-destination 10.0.${i >> 8}.${i & 255}:80`)
+  const head = '*nat\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n'
+  const table = (declarations: string[]) => `${head}${declarations.join('\n')}\n${rules.join('\n')}\nCOMMIT\n`
+  const declarations = names.map((n) => `:${n} - [0:0]`)
+  assertIndexedAsWritten(table(declarations))
+  // Declared again after the other name of its hash, and a name of the thousands declared again at the end.
+  assertIndexedAsWritten(table([...declarations, `:${sameHash[0]} - [0:0]`]))
+  assertIndexedAsWritten(table([...declarations, `:${names[1234]} DROP [0:0]`]))
+})
+
 test('a table read in order answers many different chains, each rightly, before and after it builds its hash slots', () => {
   // Far more names than are looked for one by one before the table gets its hash slots; names of one length.
   const names = Array.from({length: 3000}, (_, i) => `KUBE-SEP-${String(i * 7919).padStart(16, '0')}`)
@@ -341,4 +355,40 @@ test('a table read in order answers many different chains, each rightly, before 
     names.filter((n) => n.startsWith(prefix)),
   )
   assert.ok(d.chainNamesStartingWith('nat', prefix).length > 10)
+})
+
+test('two rules run together are refused on the line they are, wherever the file is cut into reads, after quoted "-A"s', () => {
+  // Over 4 MiB: read in several pieces. A quoted " -A" comes in the pieces before and in the one of the broken line.
+  const dir = mkdtempSync(join(tmpdir(), 'kpd-together-'))
+  try {
+    const lines = ['*nat', ':PREROUTING ACCEPT [0:0]', ':KUBE-SERVICES - [0:0]']
+    for (let i = 0; i < 200000; i++)
+      lines.push(
+        i % 20000 === 7
+          ? `-A KUBE-SERVICES -m comment --comment "x -A y" -d 10.96.${(i >> 8) & 255}.${i & 255}/32 -j ACCEPT`
+          : `-A KUBE-SERVICES -d 10.96.${(i >> 8) & 255}.${i & 255}/32 -p tcp -m tcp --dport 80 -j ACCEPT`,
+      )
+    const clean = [...lines, 'COMMIT', '']
+    const broken = [
+      ...lines.slice(0, 180003),
+      '-A KUBE-SERVICES -j ACCEPT -A KUBE-SERVICES -j DROP',
+      ...lines.slice(180003),
+    ]
+    broken.push('COMMIT', '')
+    const path = join(dir, 'dump.txt')
+    writeFileSync(path, clean.join('\n'))
+    assert.ok(clean.join('\n').length > 3 * (4 << 20))
+    const d = IptablesSave.parse(new FileSource(path))
+    assert.equal(d.ruleCount('nat', 'KUBE-SERVICES'), 200000)
+    d.close()
+    writeFileSync(path, broken.join('\n'))
+    assert.throws(
+      () => IptablesSave.parse(new FileSource(path)),
+      (e: Error) =>
+        e.message ===
+        'line 180004: two rules run together on one line (a second "-A" at column 28); iptables-restore would refuse it',
+    )
+  } finally {
+    rmSync(dir, {recursive: true, force: true})
+  }
 })

@@ -217,10 +217,12 @@ export function hookChainOf<C>(
   return {
     priority,
     nat,
-    walk: (state, budget) =>
-      walkChain(source, chain, state, budget).map((b) =>
-        b.policyOf === undefined ? (b as Branch<never>) : {...b, policyOf: policyName(b.policyOf)},
-      ),
+    walk: (state, budget) => {
+      // The branches are this walk's own: a policy end is renamed in place (a scan walks millions of chains).
+      const branches = walkChain(source, chain, state, budget) as Array<Branch<unknown>>
+      for (const b of branches) if (b.policyOf !== undefined) b.policyOf = policyName(b.policyOf as C)
+      return branches as Array<Branch<{table: string; chain: string}>>
+    },
   }
 }
 
@@ -357,19 +359,29 @@ const MAX_KEPT_STEPS = 2_000_000
 /** The steps a state's outcome keeps (finish keeps at most MAX_STEPS_SHOWN). */
 const keptLength = (s: WalkState) => Math.min(s.steps?.length ?? 0, MAX_STEPS_SHOWN)
 
+/** Ends of one walk looked up in a list; past this many, in a map by number. */
+const FEW_ENDS = 16
+
+/**
+ * A number of an end's last rule line, port and mark: two ends of different numbers are never the same end (a merge
+ * only adds to a kept end's share, so its number stays).
+ */
+const endNumber = (s: WalkState) => ((s.steps?.step.line ?? -1) * 65_537 + s.dport) * 31 + s.mark
+
 /**
  * The ends of one walk, identical ones merged: two branches that end the same way (the same end, reason and policy),
  * by the same rule, with the same packet, are one outcome whose share is the sum of theirs and whose steps are the
  * first one's. Without it a walk through random branches keeps every way there, which grows exponentially with the
  * branches passed (a 6 KB dump of jump loops behind random branches kept 65,536 outcomes and millions of steps).
  *
- * Looked up by the packet's destination, then by a number of the rule's line, port and mark, and compared field by
- * field: a scan ends millions of branches, and a string key built and hashed per branch was most of this merge.
+ * Looked up by a number of the rule's line, port and mark, and compared field by field: a scan ends millions of
+ * branches, and a string key built and hashed per branch was most of this merge. Most walks end a few branches: their
+ * numbers are searched in a list, and put in a map only when there are many.
  */
 class Ends<C> {
   readonly list: Array<Branch<C>> = []
-  /** The ends kept, by a number from their last rule's line, port and mark (sameEnd tells apart those it mixes). */
-  private readonly byNumber = new Map<number, number[]>()
+  /** The kept ends' places in `list` by their number, made once there are more than FEW_ENDS. */
+  private byNumber: Map<number, number[]> | undefined
   constructor(
     private readonly source: ChainSource<C>,
     private readonly budget: WalkBudget,
@@ -379,20 +391,35 @@ class Ends<C> {
 
   add(b: Branch<C>): void {
     const s = b.state
-    const number = ((s.steps?.step.line ?? -1) * 65_537 + s.dport) * 31 + s.mark
-    const same = this.byNumber.get(number)
-    if (same)
-      for (const i of same) {
-        const kept = this.list[i]
-        if (this.sameEnd(kept, b) && samePacket(kept.state, s)) {
-          kept.state = changed(kept.state, {probability: kept.state.probability + s.probability})
-          return
-        }
-      }
-    if (same) same.push(this.list.length)
-    else this.byNumber.set(number, [this.list.length])
+    const number = endNumber(s)
+    const same = this.byNumber?.get(number)
+    if (this.byNumber === undefined) {
+      for (let i = 0; i < this.list.length; i++)
+        if (endNumber(this.list[i].state) === number && this.merged(i, b)) return
+    } else if (same) for (const i of same) if (this.merged(i, b)) return
+    const at = this.list.length
     this.list.push(b)
+    if (this.byNumber) {
+      if (same) same.push(at)
+      else this.byNumber.set(number, [at])
+    } else if (this.list.length > FEW_ENDS) {
+      this.byNumber = new Map()
+      for (let i = 0; i < this.list.length; i++) {
+        const n = endNumber(this.list[i].state)
+        const kept = this.byNumber.get(n)
+        if (kept) kept.push(i)
+        else this.byNumber.set(n, [i])
+      }
+    }
     this.budget.keptSteps += Math.max(0, keptLength(s) - this.startLength)
+  }
+
+  /** Merges `b` into the kept end `i` when it is the same end of the same packet: its share is added. */
+  private merged(i: number, b: Branch<C>): boolean {
+    const kept = this.list[i]
+    if (!this.sameEnd(kept, b) || !samePacket(kept.state, b.state)) return false
+    kept.state = changed(kept.state, {probability: kept.state.probability + b.state.probability})
+    return true
   }
 
   /**
@@ -419,8 +446,10 @@ interface Frame<C> {
   index: number
   /** The chain whose policy applies when this bottom frame ends (a goto from a base chain keeps the base chain's). */
   policyOf: C
-  /** The chains this frame entered, its own and then each goto's, with the packet as it entered: never changed, shared by forks. */
-  entered: ReadonlyArray<{chain: C; state: WalkState}>
+  /** The packet as it entered the frame's first chain (policyOf: a frame's first chain is the one whose policy applies). */
+  entry: WalkState
+  /** The chains each goto of this frame entered, with the packet: never changed, shared by forks. */
+  gotos: ReadonlyArray<{chain: C; state: WalkState}> | undefined
 }
 
 /** Whether two states are the same packet at the same point of its walk (how it got there and how likely are not compared). */
@@ -447,7 +476,10 @@ function samePacket(a: WalkState, b: WalkState): boolean {
  * kernel refuses such a rule set, so a loop comes only from a paste, a damaged dump or a hostile node.
  */
 function entersAgain<C>(frames: ReadonlyArray<Frame<C>>, chain: C, state: WalkState): boolean {
-  for (const f of frames) for (const e of f.entered) if (e.chain === chain && samePacket(e.state, state)) return true
+  for (const f of frames) {
+    if (f.policyOf === chain && samePacket(f.entry, state)) return true
+    if (f.gotos) for (const e of f.gotos) if (e.chain === chain && samePacket(e.state, state)) return true
+  }
   return false
 }
 
@@ -466,7 +498,7 @@ function walkChain<C>(source: ChainSource<C>, start: C, first: WalkState, budget
     action?: RuleAction<C>
     atChain?: C
     atIndex?: number
-  }> = [{state: first, frames: [{chain: start, index: 0, policyOf: start, entered: [{chain: start, state: first}]}]}]
+  }> = [{state: first, frames: [{chain: start, index: 0, policyOf: start, entry: first, gotos: undefined}]}]
   while (pending.length > 0) {
     const thread = pending.pop()!
     let state = thread.state
@@ -507,7 +539,8 @@ function walkChain<C>(source: ChainSource<C>, start: C, first: WalkState, budget
             chain: a.chain,
             index: 0,
             policyOf: top.policyOf,
-            entered: [...top.entered, {chain: a.chain, state}],
+            entry: top.entry,
+            gotos: [...(top.gotos ?? []), {chain: a.chain, state}],
           }
           continue
         }
@@ -519,7 +552,7 @@ function walkChain<C>(source: ChainSource<C>, start: C, first: WalkState, budget
           })
           break
         }
-        frames.push({chain: a.chain, index: 0, policyOf: a.chain, entered: [{chain: a.chain, state}]})
+        frames.push({chain: a.chain, index: 0, policyOf: a.chain, entry: state, gotos: undefined})
         continue
       }
       const top = frames[frames.length - 1]

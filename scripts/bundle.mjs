@@ -65,7 +65,10 @@ const builtIn = {
  *   on-call    its default export, a function, is loaded on its first call: string-width makes an Intl.Segmenter as it
  *              loads (wrap-ansi loads string-width), and ICU's first use (its data) is a large part of a short run's
  *              start; src/report/width.ts calls string-width only for text other than printable ASCII and the report's
- *              signs, and wrap-ansi only to wrap a line wider than the terminal
+ *              signs, and wrap-ansi only to wrap a line wider than the terminal; with `exports`, each of those
+ *              named functions instead: Node's crypto, which src/node's transports import as they load (random marks,
+ *              host key hashes) and a snapshot run never calls; it brings a dozen internal modules (about 13M
+ *              instructions of a short run's start)
  *   on-access  an object that loads the real module on its first use: what oclif's modules require as they load but a
  *              run uses only on some paths, Node's child_process (a WSL check), readline (a flag read from stdin),
  *              perf_hooks (OCLIF_PERFORMANCE), fs/promises (files oclif reads when its manifest is not built in), and
@@ -79,6 +82,7 @@ const LOADED_LATER = [
   {module: 'yaml', importer: 'src', how: 'on-use'},
   {module: 'string-width', importer: 'src', how: 'on-call'},
   {module: 'wrap-ansi', importer: 'src', how: 'on-call'},
+  {module: 'node:crypto', importer: 'src', how: 'on-call', exports: ['createHash', 'createHmac', 'randomBytes']},
   ...[
     'node:child_process',
     'node:readline',
@@ -113,7 +117,12 @@ ${rows.map((r) => `      case ${JSON.stringify(r.module)}: return require(${JSON
     throw new Error(name + ' is not bundled: add it to LOADED_LATER in scripts/bundle.mjs')
   }
 }`,
-  'on-call': ([row]) => `let loaded
+  'on-call': ([row]) =>
+    row.exports
+      ? `let loaded
+const real = () => (loaded ??= require(${JSON.stringify(row.module)}))
+${row.exports.map((name) => `export function ${name}(...args) {\n  return real().${name}(...args)\n}`).join('\n')}`
+      : `let loaded
 export default function (...args) {
   loaded ??= require(${JSON.stringify(row.module)}).default
   return loaded(...args)

@@ -76,18 +76,26 @@ const builtIn = {
  *              internal modules for Node to compile and each package its own initialisation: a snapshot `svc` uses none
  *              of them. oclif only calls and reads properties of these: `x.name`, `(0, x.name)(...)`, and
  *              `__importDefault(x).default`, which reads `__esModule` first, answered without loading from what the
- *              real module has, read here at build time.
+ *              real module has, read here at build time. A row's `answers` are functions given in the module's place
+ *              without loading it, each the same call through a module already loaded: oclif reads its user's theme
+ *              file (~/.config/kproxy-doctor/theme.json) on every run with fs/promises' readFile, which as
+ *              fs.readFile does not bring fs/promises' dozen modules (readline, directory and watcher ones).
  */
 const LOADED_LATER = [
   {module: 'yaml', importer: 'src', how: 'on-use'},
   {module: 'string-width', importer: 'src', how: 'on-call'},
   {module: 'wrap-ansi', importer: 'src', how: 'on-call'},
   {module: 'node:crypto', importer: 'src', how: 'on-call', exports: ['createHash', 'createHmac', 'randomBytes']},
+  {
+    module: 'node:fs/promises',
+    importer: 'oclif',
+    how: 'on-access',
+    answers: {readFile: "(...args) => require('node:util').promisify(require('node:fs').readFile)(...args)"},
+  },
   ...[
     'node:child_process',
     'node:readline',
     'node:perf_hooks',
-    'node:fs/promises',
     'ejs',
     'cli-spinners',
     'tinyglobby',
@@ -129,10 +137,15 @@ export default function (...args) {
 }`,
   'on-access': ([row], resolveDir) => {
     const esModule = createRequire(join(resolveDir, 'importer.js'))(row.module).__esModule === true
+    const answers = Object.entries(row.answers ?? {})
+    const answered = answers.length
+      ? `const answers = {__proto__: null, ${answers.map(([key, code]) => `${key}: ${code}`).join(', ')}}
+`
+      : ''
     return `let loaded
 const real = () => (loaded ??= require(${JSON.stringify(row.module)}))
-module.exports = new Proxy(() => {}, {
-  get: (_, key) => (key === '__esModule' ? ${esModule} : real()[key]),
+${answered}module.exports = new Proxy(() => {}, {
+  get: (_, key) => (key === '__esModule' ? ${esModule} : ${answers.length ? 'key in answers ? answers[key] : ' : ''}real()[key]),
   has: (_, key) => key in real(),
   set: (_, key, value) => ((real()[key] = value), true),
   apply: (_, self, args) => Reflect.apply(real(), self, args),

@@ -65,7 +65,10 @@ const builtIn = {
  *   on-call    its default export, a function, is loaded on its first call: string-width makes an Intl.Segmenter as it
  *              loads (wrap-ansi loads string-width), and ICU's first use (its data) is a large part of a short run's
  *              start; src/report/width.ts calls string-width only for text other than printable ASCII and the report's
- *              signs, and wrap-ansi only to wrap a line wider than the terminal
+ *              signs, and wrap-ansi only to wrap a line wider than the terminal; with `exports`, each of those
+ *              named functions instead: Node's crypto, which src/node's transports import as they load (random marks,
+ *              host key hashes) and a snapshot run never calls; it brings a dozen internal modules (about 13M
+ *              instructions of a short run's start)
  *   on-access  an object that loads the real module on its first use: what oclif's modules require as they load but a
  *              run uses only on some paths, Node's child_process (a WSL check), readline (a flag read from stdin),
  *              perf_hooks (OCLIF_PERFORMANCE), fs/promises (files oclif reads when its manifest is not built in), and
@@ -73,17 +76,26 @@ const builtIn = {
  *              internal modules for Node to compile and each package its own initialisation: a snapshot `svc` uses none
  *              of them. oclif only calls and reads properties of these: `x.name`, `(0, x.name)(...)`, and
  *              `__importDefault(x).default`, which reads `__esModule` first, answered without loading from what the
- *              real module has, read here at build time.
+ *              real module has, read here at build time. A row's `answers` are functions given in the module's place
+ *              without loading it, each the same call through a module already loaded: oclif reads its user's theme
+ *              file (~/.config/kproxy-doctor/theme.json) on every run with fs/promises' readFile, which as
+ *              fs.readFile does not bring fs/promises' dozen modules (readline, directory and watcher ones).
  */
 const LOADED_LATER = [
   {module: 'yaml', importer: 'src', how: 'on-use'},
   {module: 'string-width', importer: 'src', how: 'on-call'},
   {module: 'wrap-ansi', importer: 'src', how: 'on-call'},
+  {module: 'node:crypto', importer: 'src', how: 'on-call', exports: ['createHash', 'createHmac', 'randomBytes']},
+  {
+    module: 'node:fs/promises',
+    importer: 'oclif',
+    how: 'on-access',
+    answers: {readFile: "(...args) => require('node:util').promisify(require('node:fs').readFile)(...args)"},
+  },
   ...[
     'node:child_process',
     'node:readline',
     'node:perf_hooks',
-    'node:fs/promises',
     'ejs',
     'cli-spinners',
     'tinyglobby',
@@ -113,17 +125,27 @@ ${rows.map((r) => `      case ${JSON.stringify(r.module)}: return require(${JSON
     throw new Error(name + ' is not bundled: add it to LOADED_LATER in scripts/bundle.mjs')
   }
 }`,
-  'on-call': ([row]) => `let loaded
+  'on-call': ([row]) =>
+    row.exports
+      ? `let loaded
+const real = () => (loaded ??= require(${JSON.stringify(row.module)}))
+${row.exports.map((name) => `export function ${name}(...args) {\n  return real().${name}(...args)\n}`).join('\n')}`
+      : `let loaded
 export default function (...args) {
   loaded ??= require(${JSON.stringify(row.module)}).default
   return loaded(...args)
 }`,
   'on-access': ([row], resolveDir) => {
     const esModule = createRequire(join(resolveDir, 'importer.js'))(row.module).__esModule === true
+    const answers = Object.entries(row.answers ?? {})
+    const answered = answers.length
+      ? `const answers = {__proto__: null, ${answers.map(([key, code]) => `${key}: ${code}`).join(', ')}}
+`
+      : ''
     return `let loaded
 const real = () => (loaded ??= require(${JSON.stringify(row.module)}))
-module.exports = new Proxy(() => {}, {
-  get: (_, key) => (key === '__esModule' ? ${esModule} : real()[key]),
+${answered}module.exports = new Proxy(() => {}, {
+  get: (_, key) => (key === '__esModule' ? ${esModule} : ${answers.length ? 'key in answers ? answers[key] : ' : ''}real()[key]),
   has: (_, key) => key in real(),
   set: (_, key, value) => ((real()[key] = value), true),
   apply: (_, self, args) => Reflect.apply(real(), self, args),

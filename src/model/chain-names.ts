@@ -1,4 +1,4 @@
-import * as crypto from 'node:crypto'
+import {sha256} from '../util/sha256.js'
 
 // kube-proxy names its per-service chains after a hash so that they fit iptables' 28-character limit:
 // prefix + the first 16 characters of base32(sha256(servicePortName + protocol [+ "ip:port"])).
@@ -19,12 +19,6 @@ export function base32(bytes: Uint8Array): string {
   if (bits > 0) out += BASE32_ALPHABET[(buffer << (5 - bits)) & 31]
   return out
 }
-
-/** SHA-256 in one call where Node.js has it (20.12 on): a scan names tens of thousands of chains. */
-const sha256: (input: string) => Uint8Array =
-  typeof crypto.hash === 'function'
-    ? (input) => crypto.hash('sha256', input, 'buffer')
-    : (input) => crypto.createHash('sha256').update(input).digest()
 
 function hash16(input: string): string {
   let hash = recentHashes.get(input)

@@ -47,7 +47,7 @@ export interface NodeObservation {
   /** The nft read held only kube-proxy's tables (nftables mode does not run there): other tables were not read. */
   nftKubeProxyTablesOnly?: true
   /** Each family's two iptables backends read one by one, where the node has both tools: leftovers hide in the unused one. */
-  backends?: Array<{family: 4 | 6; backend: 'legacy' | 'nft'; dump: IptablesSave}>
+  backends?: BackendSave[]
   /** IPVS mode: virtual servers, ipsets, addresses on kube-ipvs0, the sysctls it needs. */
   ipvs?: IpvsState
   network?: BridgeState
@@ -61,11 +61,18 @@ export interface NodeObservation {
   agentNotRead?: string
 }
 
+/** One iptables backend's own save; `dump` is undefined when it is unreadable (which loses only the leftover check). */
+export interface BackendSave {
+  family: 4 | 6
+  backend: 'legacy' | 'nft'
+  readonly dump: IptablesSave | undefined
+}
+
 /** After one Service of a scan is judged: each dump drops the parsed chains only that Service asked for. */
 export function forgetOneOffChains(observations: NodeObservation[]): void {
   for (const o of observations) {
     o.iptables?.forgetOneOffChains()
     o.ip6tables?.forgetOneOffChains()
-    for (const b of o.backends ?? []) b.dump.forgetOneOffChains()
+    for (const b of o.backends ?? []) b.dump?.forgetOneOffChains()
   }
 }

@@ -21,7 +21,10 @@ function filesRequired(args: string[]): {code: number | null; files: string[]; b
   const list = join(tmp, `required-${runs++}.json`)
   const script = `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(list)}, JSON.stringify({files: Object.keys(require.cache), builtIns: process.moduleLoadList})))
 require(${JSON.stringify(resolve('bin/program.js'))}).runProgram(${JSON.stringify(args)})`
-  const r = spawnSync(process.execPath, ['-e', script], {
+  // A script file, not `node -e`: Node loads its crypto modules for code given with -e.
+  const file = join(tmp, `run-${runs}.cjs`)
+  writeFileSync(file, script)
+  const r = spawnSync(process.execPath, [file], {
     encoding: 'utf8',
     env: {...process.env, XDG_CACHE_HOME: join(tmp, 'cache'), NO_COLOR: '1'},
     timeout: 60_000,
@@ -46,13 +49,14 @@ test('a snapshot svc and --version load neither the API client nor the live pack
 })
 
 // oclif requires these as it loads, for paths a snapshot run does not take (a WSL check, a flag read from stdin,
-// OCLIF_PERFORMANCE): each is a dozen Node.js modules compiled at start (scripts/bundle.mjs LOADED_LATER, on-access).
-test('a snapshot svc and --version load neither child_process, readline nor perf_hooks', () => {
+// OCLIF_PERFORMANCE, fs/promises but for its theme file's readFile), and src/'s transports import crypto: each is a
+// dozen Node.js modules compiled at start (scripts/bundle.mjs LOADED_LATER; chain names are hashed by src/util/sha256.ts).
+test('a snapshot svc and --version load neither child_process, readline, perf_hooks, crypto nor fs/promises', () => {
   for (const args of [['svc', 'web', '-n', 'shop', '--snapshot', 'examples/broken-cluster'], ['--version']]) {
     const r = filesRequired(args)
     assert.equal(r.code, args[0] === 'svc' ? 1 : 0, r.stderr)
     assert.deepEqual(
-      r.builtIns.filter((m) => ['child_process', 'readline', 'perf_hooks'].includes(m)),
+      r.builtIns.filter((m) => ['child_process', 'readline', 'perf_hooks', 'crypto', 'fs/promises'].includes(m)),
       [],
       args.join(' '),
     )

@@ -59,7 +59,7 @@ export const modeLeftover: Check = {
       const tool = family === 6 ? 'ip6tables' : 'iptables'
       const main = (family === 6 ? n.obs.ip6tables : n.obs.iptables)?.backend
       for (const b of (n.obs.backends ?? []).filter((x) => x.family === family)) {
-        if (b.backend === main || !b.dump.hasChain('nat', 'KUBE-SERVICES')) continue
+        if (b.backend === main || !b.dump?.hasChain('nat', 'KUBE-SERVICES')) continue
         out.push({
           node: n.name,
           message: `${n.name}: ${tool}-${b.backend} also holds kube-proxy rules (nat KUBE-SERVICES, ${b.dump.ruleCount('nat', 'KUBE-SERVICES')} rules) while ${tool}-save shows the ${main} backend: both rewrite packets`,

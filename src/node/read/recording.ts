@@ -5,7 +5,7 @@ import type {IptablesSave} from '../../parse/iptables-save.js'
 import type {DnsAnswer, DnsRecordAnswer} from '../probe/dns-probe.js'
 import type {KubeProxyStatus} from '../../parse/kube-proxy-status.js'
 import {BACKEND_SAVES, NODE_READS as reads} from './node-reads.js'
-import type {EmptyRulesRead, NodeObservation} from '../observation.js'
+import type {BackendSave, EmptyRulesRead, NodeObservation} from '../observation.js'
 import {NODE_FILES, type NodeFile, type NodeRecording} from './node-files.js'
 import {interpretPathReads, type RawPathReads} from './path-reads.js'
 
@@ -113,13 +113,40 @@ function emptyRulesRead(obs: NodeObservation, source: DumpSource | undefined): E
   if (obs.nft?.tables.some((t) => t.name === 'kube-proxy')) return undefined
   if ((obs.ipvs?.virtualServers.length ?? 0) > 0) return undefined
   const nftHoldsRules = !!obs.nft?.table('ip nat')?.chains.get('KUBE-SERVICES')
-  const backendHolds = obs.backends?.find((b) => b.family === 4 && b.dump.hasChain('nat', 'KUBE-SERVICES'))?.backend
+  const backendHolds = obs.backends?.find((b) => b.family === 4 && b.dump?.hasChain('nat', 'KUBE-SERVICES'))?.backend
   const rulesIn = nftHoldsRules ? 'nft' : backendHolds
   return {
     command: reads.iptablesSave.argv.join(' '),
     file: reads.iptablesSave.recorded.file,
     printed: printedNothing(source),
     ...(rulesIn ? {rulesIn} : {}),
+  }
+}
+
+/**
+ * One backend's own save, parsed when a check first asks for it: most runs ask only for the backend the node's
+ * iptables-save does not show (the leftover check), and nothing of the one it shows.
+ */
+function backendSave(
+  family: 4 | 6,
+  backend: 'legacy' | 'nft',
+  command: (typeof BACKEND_SAVES)[number]['command'],
+  source: DumpSource,
+): BackendSave {
+  let parsed: IptablesSave | undefined | null = null
+  return {
+    family,
+    backend,
+    get dump() {
+      if (parsed === null)
+        try {
+          parsed = named(reads[command].parse(source), reads[command].recorded.file)
+        } catch {
+          // An unreadable extra backend dump only loses the leftover check.
+          parsed = undefined
+        }
+      return parsed
+    },
   }
 }
 
@@ -173,17 +200,8 @@ export function parseNodeRecording(
     }
   }
   for (const {family, backend, command} of BACKEND_SAVES) {
-    try {
-      const source = dump(reads[command].recorded.file)
-      if (source && source.size > 0)
-        (obs.backends ??= []).push({
-          family,
-          backend,
-          dump: named(reads[command].parse(source), reads[command].recorded.file),
-        })
-    } catch {
-      // An unreadable extra backend dump only loses the leftover check.
-    }
+    const source = dump(reads[command].recorded.file)
+    if (source && source.size > 0) (obs.backends ??= []).push(backendSave(family, backend, command, source))
   }
   if (rec.has(reads.ipvsadm.recorded.file)) {
     try {

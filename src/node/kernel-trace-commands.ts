@@ -202,32 +202,36 @@ export const KERNEL_TRACE_COMMANDS = {
     changes: false,
   }),
   /**
-   * The whole trace set up by one nft: the table, its two base chains before every other, per address family the set
-   * of the probes' tuples (elements timing out) with the rules that mark only them, and the tuples. nft reads its
-   * arguments as one script, `;` between statements, and commits it as one transaction: all of it is made, or nothing.
+   * The trace set up, one nft per part, each part one transaction (nft reads its arguments as one script, `;` between
+   * statements, and commits all of it or nothing): first the table with its two base chains before every other, then per
+   * address family the set of the probes' tuples (elements timing out), the rules that mark only them, and the tuples.
+   * Parts, not one script: sudo refuses a sudoers regular expression longer than 1,024 characters (it then matches
+   * nothing, and `visudo -c` says nothing), and a line allowing both families' script at once is longer than that.
    */
-  setup: (table: string, tuples: readonly TraceTuple[]): KernelTraceCommand => {
+  setup: (table: string, tuples: readonly TraceTuple[]): KernelTraceCommand[] => {
     if (tuples.length === 0) throw new Error('refusing to build a kernel trace command: no tuple')
     const families = (['ip', 'ip6'] as const).filter((f) => tuples.some((t) => familyOf(ipArgument(t.address)) === f))
-    const statements = [
-      tableStatement(table),
-      ...TRACE_HOOKS.map((h) => chainStatement(table, h)),
-      ...families.flatMap((f) => {
-        const ofFamily = tuples.filter((t) => familyOf(ipArgument(t.address)) === f)
-        const rate = rateStatement(ofFamily)
-        return [
+    const marking = families.map((f): KernelTraceCommand => {
+      const ofFamily = tuples.filter((t) => familyOf(ipArgument(t.address)) === f)
+      const rate = rateStatement(ofFamily)
+      return {
+        purpose: `mark only the opening packets of the probes' connections to ${ofFamily.length} ${f === 'ip' ? 'IPv4' : 'IPv6'} tuple(s) (rate-limited, set elements timing out after ${SET_TIMEOUT_SECONDS}s)`,
+        argv: nftScript([
           setStatement(table, f),
           ...TRACE_HOOKS.map((h) => ruleStatement(table, h, f, rate)),
           elementsStatement(table, f, ofFamily),
-        ]
-      }),
+        ]),
+        changes: true,
+      }
+    })
+    return [
+      {
+        purpose: "make the doctor's table: chains before every other at prerouting and output",
+        argv: nftScript([tableStatement(table), ...TRACE_HOOKS.map((h) => chainStatement(table, h))]),
+        changes: true,
+      },
+      ...marking,
     ]
-    return {
-      purpose: `make the doctor's table: chains before every other at prerouting and output, marking only the opening packets of the probes' connections to ${tuples.length} tuple(s) (rate-limited, set elements timing out after ${SET_TIMEOUT_SECONDS}s)`,
-      // `--`: the chains' negative priority is not an option of nft's.
-      argv: ['nft', '--', ...statements.flatMap((s, i) => (i > 0 ? [';', ...s] : s))],
-      changes: true,
-    }
   },
   monitor: (seconds: number): KernelTraceCommand => {
     if (!Number.isInteger(seconds) || seconds < 1 || seconds > MAX_MONITOR_SECONDS)
@@ -244,6 +248,11 @@ export const KERNEL_TRACE_COMMANDS = {
     changes: true,
   }),
 } as const
+
+/** One nft whose arguments are `statements` as one script; `--`: the chains' negative priority is not an option of nft's. */
+function nftScript(statements: readonly Statement[]): string[] {
+  return ['nft', '--', ...statements.flatMap((s, i) => (i > 0 ? [';', ...s] : s))]
+}
 
 function familyOf(address: string): TraceFamily {
   return ipFamily(address) === 6 ? 'ip6' : 'ip'

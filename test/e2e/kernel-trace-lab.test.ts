@@ -64,10 +64,11 @@ describe('--kernel-trace against the netns lab (iptables-nft and nftables mode, 
     for (const node of NODE_NAMES) {
       const at = r.stderr.indexOf(`kproxy-doctor: --kernel-trace on ${node}: delete the doctor's own tables`)
       assert.ok(at >= 0, r.stderr)
-      // The monitor first (it only watches), then the one nft that makes the table, then its deletion.
+      // The monitor first (it only watches), then the nft that makes the table, the one that marks the IPv4 probes,
+      // then its deletion.
       assert.match(
         r.stderr.slice(at),
-        /^[^\n]*\nkproxy-doctor: {3}timeout \d+ nft monitor trace\nkproxy-doctor: {3}nft -- add table inet (kpd_trace_[0-9a-f]{6}_\d{10}) ';' add chain inet \1 prerouting [^\n]* add element inet \1 probes4 '\{' [^\n]* '\}'\nkproxy-doctor: {3}nft delete table inet \1\n/,
+        /^[^\n]*\nkproxy-doctor: {3}timeout \d+ nft monitor trace\nkproxy-doctor: {3}nft -- add table inet (kpd_trace_[0-9a-f]{6}_\d{10}) ';' add chain inet \1 prerouting [^\n]* add chain inet \1 output [^\n]*'\}'\nkproxy-doctor: {3}nft -- add set inet \1 probes4 [^\n]* add element inet \1 probes4 '\{' [^\n]* '\}'\nkproxy-doctor: {3}nft delete table inet \1\n/,
       )
     }
   })

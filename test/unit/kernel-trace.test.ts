@@ -31,30 +31,43 @@ test('the commands: exactly these words, quoted for a shell, sudo -n before nft 
     {address: '10.200.0.11', port: 30080, connections: 8},
     {address: 'fd00:10:96::a', port: 80, connections: 8},
   ])
-  // One nft, one transaction: the statements its script holds, `;` between them.
-  assert.deepEqual(kernelTraceLine(setup, true).split(" ';' add "), [
-    'nft -- add table inet kpd_trace_a1b2c3_1795000000',
-    "chain inet kpd_trace_a1b2c3_1795000000 prerouting '{' type filter hook prerouting priority -500 ';' policy accept ';' '}'",
-    "chain inet kpd_trace_a1b2c3_1795000000 output '{' type filter hook output priority -500 ';' policy accept ';' '}'",
-    "set inet kpd_trace_a1b2c3_1795000000 probes4 '{' type ipv4_addr . inet_proto . inet_service ';' flags timeout ';' timeout 30s ';' '}'",
-    'rule inet kpd_trace_a1b2c3_1795000000 prerouting ip daddr . meta l4proto . th dport @probes4 tcp flags syn limit rate 20/second burst 32 packets meta nftrace set 1',
-    'rule inet kpd_trace_a1b2c3_1795000000 output ip daddr . meta l4proto . th dport @probes4 tcp flags syn limit rate 20/second burst 32 packets meta nftrace set 1',
-    "element inet kpd_trace_a1b2c3_1795000000 probes4 '{' 10.96.10.10 . tcp . 80 , 10.200.0.11 . tcp . 30080 '}'",
-    "set inet kpd_trace_a1b2c3_1795000000 probes6 '{' type ipv6_addr . inet_proto . inet_service ';' flags timeout ';' timeout 30s ';' '}'",
-    'rule inet kpd_trace_a1b2c3_1795000000 prerouting ip6 daddr . meta l4proto . th dport @probes6 tcp flags syn limit rate 20/second burst 16 packets meta nftrace set 1',
-    'rule inet kpd_trace_a1b2c3_1795000000 output ip6 daddr . meta l4proto . th dport @probes6 tcp flags syn limit rate 20/second burst 16 packets meta nftrace set 1',
-    "element inet kpd_trace_a1b2c3_1795000000 probes6 '{' fd00:10:96::a . tcp . 80 '}'",
-  ])
-  assert.match(
-    kernelTraceLine(setup, false),
-    /^sudo -n nft -- add table inet kpd_trace_a1b2c3_1795000000 ';' add chain /,
+  // One nft per part, each one transaction: the statements its script holds, `;` between them.
+  assert.deepEqual(
+    setup.map((c) => kernelTraceLine(c, true).split(" ';' add ")),
+    [
+      [
+        'nft -- add table inet kpd_trace_a1b2c3_1795000000',
+        "chain inet kpd_trace_a1b2c3_1795000000 prerouting '{' type filter hook prerouting priority -500 ';' policy accept ';' '}'",
+        "chain inet kpd_trace_a1b2c3_1795000000 output '{' type filter hook output priority -500 ';' policy accept ';' '}'",
+      ],
+      [
+        "nft -- add set inet kpd_trace_a1b2c3_1795000000 probes4 '{' type ipv4_addr . inet_proto . inet_service ';' flags timeout ';' timeout 30s ';' '}'",
+        'rule inet kpd_trace_a1b2c3_1795000000 prerouting ip daddr . meta l4proto . th dport @probes4 tcp flags syn limit rate 20/second burst 32 packets meta nftrace set 1',
+        'rule inet kpd_trace_a1b2c3_1795000000 output ip daddr . meta l4proto . th dport @probes4 tcp flags syn limit rate 20/second burst 32 packets meta nftrace set 1',
+        "element inet kpd_trace_a1b2c3_1795000000 probes4 '{' 10.96.10.10 . tcp . 80 , 10.200.0.11 . tcp . 30080 '}'",
+      ],
+      [
+        "nft -- add set inet kpd_trace_a1b2c3_1795000000 probes6 '{' type ipv6_addr . inet_proto . inet_service ';' flags timeout ';' timeout 30s ';' '}'",
+        'rule inet kpd_trace_a1b2c3_1795000000 prerouting ip6 daddr . meta l4proto . th dport @probes6 tcp flags syn limit rate 20/second burst 16 packets meta nftrace set 1',
+        'rule inet kpd_trace_a1b2c3_1795000000 output ip6 daddr . meta l4proto . th dport @probes6 tcp flags syn limit rate 20/second burst 16 packets meta nftrace set 1',
+        "element inet kpd_trace_a1b2c3_1795000000 probes6 '{' fd00:10:96::a . tcp . 80 '}'",
+      ],
+    ],
+  )
+  assert.deepEqual(
+    setup.map((c) => kernelTraceLine(c, false).slice(0, 41)),
+    [
+      'sudo -n nft -- add table inet kpd_trace_a',
+      'sudo -n nft -- add set inet kpd_trace_a1b',
+      'sudo -n nft -- add set inet kpd_trace_a1b',
+    ],
   )
   // IPv4 only: no IPv6 set or rules.
   assert.equal(
-    kernelTraceLine(
-      KERNEL_TRACE_COMMANDS.setup(TABLE, [{address: '10.96.10.10', port: 80, connections: 8}]),
-      true,
-    ).includes('probes6'),
+    KERNEL_TRACE_COMMANDS.setup(TABLE, [{address: '10.96.10.10', port: 80, connections: 8}])
+      .map((c) => kernelTraceLine(c, true))
+      .join('\n')
+      .includes('probes6'),
     false,
   )
   assert.equal(kernelTraceLine(KERNEL_TRACE_COMMANDS.monitor(5), false), 'timeout 5 sudo -n nft monitor trace')
@@ -66,8 +79,8 @@ test('the commands: exactly these words, quoted for a shell, sudo -n before nft 
 
 test("the trace rules mark each probe connection's opening SYN, the burst two per connection of the family, 999 at most", () => {
   const bursts = (tuples: TraceTuple[]) =>
-    kernelTraceLine(KERNEL_TRACE_COMMANDS.setup(TABLE, tuples), true)
-      .split(" ';' ")
+    KERNEL_TRACE_COMMANDS.setup(TABLE, tuples)
+      .flatMap((c) => kernelTraceLine(c, true).split(" ';' "))
       .filter((s) => s.startsWith('add rule '))
       .map((s) =>
         /@(probes[46]) tcp flags syn limit rate 20\/second burst (\d+) packets meta nftrace set 1$/.exec(s)!.slice(1),
@@ -215,14 +228,16 @@ test('--dry-run prints the commands, announced before anything, and runs none of
     said[0],
     "--kernel-trace on node-a (dry run: nothing is run): delete the doctor's own tables (kpd_trace_*) older than 50s, then run (nothing outside its own table is changed):",
   )
-  assert.equal(said.length, 1 + 3)
-  // In the order they run: the monitor (it only watches) first, then the one nft that makes the table.
+  assert.equal(said.length, 1 + 4)
+  // In the order they run: the monitor (it only watches) first, then the nft that makes the table, the one that marks
+  // the IPv4 probes, and the deletion.
   assert.equal(said[1], '  timeout 4 nft monitor trace')
+  assert.match(said[2], /^ {2}nft -- add table inet kpd_trace_[0-9a-f]{6}_1795000100 ';' add chain .* output .*'\}'$/)
   assert.match(
-    said[2],
-    /^ {2}nft -- add table inet kpd_trace_[0-9a-f]{6}_1795000100 ';' add chain .* '\{' 10\.96\.10\.10 \. tcp \. 80 '\}'$/,
+    said[3],
+    /^ {2}nft -- add set inet kpd_trace_[0-9a-f]{6}_1795000100 probes4 .* '\{' 10\.96\.10\.10 \. tcp \. 80 '\}'$/,
   )
-  assert.match(said[3], /^ {2}nft delete table inet kpd_trace_[0-9a-f]{6}_1795000100$/)
+  assert.match(said[4], /^ {2}nft delete table inet kpd_trace_[0-9a-f]{6}_1795000100$/)
 })
 
 test('a run: the stale table removed, the table made, the monitor around the probes, the table deleted; the trace kept', async () => {
@@ -263,13 +278,14 @@ test('a run: the stale table removed, the table made, the monitor around the pro
   assert.equal(r.result, 'tallies')
   assert.ok(probedWhileWatching, 'the monitor was started before the probes')
   assert.deepEqual(
-    ran.map((l) => l.replaceAll(table(), 'T').replace(/ ';' add chain .*/, ' ; …')),
+    ran.map((l) => l.replaceAll(table(), 'T').replace(/ ';' add .*/, ' ; …')),
     [
       // The monitor first: it watches while the tables are listed and the doctor's is made.
       'timeout 4 nft monitor trace',
       'nft list tables',
       'nft delete table inet kpd_trace_0a0b0c_1795000000',
       'nft -- add table inet T ; …',
+      "nft -- add set inet T probes4 '{' type ipv4_addr . inet_proto . inet_service ';' flags timeout ';' timeout 30s ';' '}' ; …",
       'nft delete table inet T',
     ],
   )
@@ -300,6 +316,29 @@ test('a failing step deletes the table; no root says so; iptables-legacy changes
   assert.deepEqual(
     failing.ran.map((l) => l.replace(/ kpd_trace_.*/, '')),
     ['timeout 2 nft monitor trace', 'nft list tables', 'nft -- add table inet'],
+  )
+
+  // The table made, marking the probes refused (sudo allows the first part, not the second): the table is deleted.
+  const secondFails = fakeNode((cmd) => {
+    if (cmd.argv.join(' ') === 'nft list tables') return {stdout: Buffer.from('table ip nat\n')}
+    if (cmd.argv.includes('set')) return {code: 1, stderr: 'sudo: a password is required\n'}
+    return undefined
+  })
+  const half = await withKernelTrace(secondFails.access, 'node-a', oneTuple, opts, async () => 2)
+  assert.equal(half.result, 2)
+  assert.equal(
+    !half.trace.traced && half.trace.reason,
+    'kernel trace not run: no root for nft (sudo: a password is required (exit 1))',
+  )
+  assert.deepEqual(
+    secondFails.ran.map((l) => l.replace(/ kpd_trace_.*/, '')),
+    [
+      'timeout 2 nft monitor trace',
+      'nft list tables',
+      'nft -- add table inet',
+      'nft -- add set inet',
+      'nft delete table inet',
+    ],
   )
 
   const noRoot = fakeNode(() => ({code: 1, stderr: 'Error: Operation not permitted\n'}))

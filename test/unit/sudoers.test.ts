@@ -121,19 +121,19 @@ test("the sudoers snippet allows exactly the kernel trace's commands, as regular
   const table = traceTableName('a1b2c3', 1795000000)
   const commands = [
     KERNEL_TRACE_COMMANDS.listTables(),
-    KERNEL_TRACE_COMMANDS.setup(table, [
+    ...KERNEL_TRACE_COMMANDS.setup(table, [
       {address: '10.96.10.10', port: 80, connections: 8},
       {address: '10.200.0.11', port: 30080, connections: 8},
       {address: 'fd00:10:96::a', port: 443, connections: 8},
     ]),
-    KERNEL_TRACE_COMMANDS.setup(table, [{address: '10.96.10.10', port: 80, connections: 8}]),
-    KERNEL_TRACE_COMMANDS.setup(table, [{address: 'fd00:10:96::a', port: 443, connections: 8}]),
+    ...KERNEL_TRACE_COMMANDS.setup(table, [{address: '10.96.10.10', port: 80, connections: 8}]),
+    ...KERNEL_TRACE_COMMANDS.setup(table, [{address: 'fd00:10:96::a', port: 443, connections: 8}]),
     // The largest burst (999), and the smallest (one connection: 2).
-    KERNEL_TRACE_COMMANDS.setup(
+    ...KERNEL_TRACE_COMMANDS.setup(
       table,
       Array.from({length: 70}, (_, i) => ({address: '10.96.10.10', port: 1000 + i, connections: 8})),
     ),
-    KERNEL_TRACE_COMMANDS.setup(table, [{address: '10.96.10.10', port: 80, connections: 1}]),
+    ...KERNEL_TRACE_COMMANDS.setup(table, [{address: '10.96.10.10', port: 80, connections: 1}]),
     KERNEL_TRACE_COMMANDS.monitor(5),
     KERNEL_TRACE_COMMANDS.deleteTable(table),
   ].map((c) => {

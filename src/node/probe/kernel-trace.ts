@@ -113,7 +113,7 @@ export async function withKernelTrace<T>(
   opts.announce(
     `--kernel-trace on ${node}${opts.dryRun ? ' (dry run: nothing is run)' : ''}: delete the doctor's own tables (kpd_trace_*) older than ${STALE_AFTER_SECONDS}s, then run (nothing outside its own table is changed):`,
   )
-  for (const cmd of [monitor, setup, remove]) say(cmd)
+  for (const cmd of [monitor, ...setup, remove]) say(cmd)
   if (opts.dryRun)
     return {
       result: await probes(),
@@ -162,12 +162,14 @@ export async function withKernelTrace<T>(
   let removing: Promise<string | undefined> | undefined
   trackUntilExit(id, {kind: 'kernel trace table', remove: removeTable, leftover: leftoverLine})
   try {
-    const madeIt = await run(setup, STEP_MS).catch((e: Error) => ({kind: 'not-recorded' as const, what: e.message}))
-    const why = failed(madeIt)
-    // nft commits its script as one transaction: a setup that ended with an exit status made nothing; one cut short
-    // may have made it.
-    made = !why || (madeIt.kind === 'ran' && madeIt.code === null)
-    if (why) return await untraced(cannot('making its table (nft)', why))
+    for (const part of setup) {
+      const madeIt = await run(part, STEP_MS).catch((e: Error) => ({kind: 'not-recorded' as const, what: e.message}))
+      const why = failed(madeIt)
+      // nft commits each part as one transaction: a first part that ended with an exit status made nothing; one cut
+      // short may have made the table; once the table is made, it is the doctor's to delete whatever comes after.
+      made ||= !why || (madeIt.kind === 'ran' && madeIt.code === null)
+      if (why) return await untraced(cannot('making its table (nft)', why))
+    }
     const settle = (opts.settleMs ?? SETTLE_MS) - (Date.now() - watchingSince)
     if (settle > 0) await new Promise((resolve) => setTimeout(resolve, settle))
     const result = await probes()

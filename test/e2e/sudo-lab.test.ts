@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
-import {createHash} from 'node:crypto'
+import {execFileSync} from 'node:child_process'
+import {createHash, randomBytes} from 'node:crypto'
 import {readdirSync, readFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {after, describe, test} from 'node:test'
@@ -181,6 +182,83 @@ describe('svc as a non-root SSH user through the real sudo and the shipped sudoe
       assert.equal(r.stderr, `kproxy-doctor: warning: no node could be read: node-a: ${line}; node-b: ${line}\n`)
     } finally {
       sudo.setSudoers(SUDOERS)
+    }
+  })
+
+  test("--kernel-trace as kpd: through sudo (the KPD_KERNEL_TRACE lines), netfilter's trace as evidence, nothing left", async () => {
+    const before = NODE_NAMES.map(tables)
+    sudo.clearCommandLogs()
+    const r = await asKpd('--kernel-trace', '-o', 'json')
+    assert.deepEqual(NODE_NAMES.map(tables), before)
+    assert.deepEqual(
+      r.json.notChecked
+        .filter((n: {check: string}) => n.check === 'kernel-trace')
+        .map((n: {reason: string}) => n.reason),
+      [],
+    )
+    assert.equal(r.code, 0, r.stdout + r.stderr)
+    const traced = r.json.kernelTrace as Array<{
+      node: string
+      target: string
+      agreesWithWalk: boolean
+      detail: string
+      rules: unknown[]
+    }>
+    assert.equal(traced.length, 4)
+    for (const k of traced) {
+      assert.equal(k.agreesWithWalk, true, `${k.node} ${k.target}: ${k.detail}`)
+      assert.match(k.detail, /; netfilter's trace agrees: \d+ chains of kube-proxy's, as walked \(/)
+      assert.ok(k.rules.length > 0, `${k.node} ${k.target}: no traced rule`)
+    }
+    for (const node of NODE_NAMES) {
+      const sent = sudo.commandLog(node).join('\n')
+      assert.match(sent, /timeout \d+ sudo -n nft monitor trace/)
+      assert.match(sent, /sudo -n nft -- add table inet kpd_trace_[0-9a-f]{6}_\d{10} ';' add chain/)
+      assert.match(sent, /sudo -n nft delete table inet kpd_trace_[0-9a-f]{6}_\d{10}/)
+    }
+  })
+
+  test("a Debian node: sshd's own PATH for a user other than root (no sbin folder); every read still made", async () => {
+    await sudo.start()
+    try {
+      const path = tryRun(
+        'ssh',
+        ['-F', sudo.sshConfigPath, '-o', 'BatchMode=yes', 'node-a', 'echo "$PATH"'],
+        undefined,
+        10_000,
+      )
+      assert.doesNotMatch(path.stdout, /sbin/, path.stderr)
+      // The bridge FDB (`bridge` is in /usr/sbin on Debian; its read's errors are silenced): recorded as root's is.
+      const fdb = async (sshConfig: string) => {
+        const out = join(sudo.dir, `bundle-${randomBytes(4).toString('hex')}`)
+        const c = await runCli([
+          'collect',
+          'svc',
+          'web',
+          '-n',
+          'shop',
+          '--kubeconfig',
+          lab.kubeconfigPath,
+          '--ssh-config',
+          sshConfig,
+          '--out',
+          out,
+        ])
+        assert.equal(c.code, 0, c.stdout + c.stderr)
+        const network = execFileSync('find', [out, '-path', '*node-a*', '-name', 'network.txt'], {
+          encoding: 'utf8',
+        }).trim()
+        assert.ok(network, `no network.txt of node-a in ${out}`)
+        return readFileSync(network, 'utf8').split('## fdb\n')[1].trim()
+      }
+      assert.notEqual(await fdb(lab.sshConfigPath), '', "root's FDB")
+      assert.notEqual(await fdb(sudo.sshConfigPath), '', "kpd's FDB")
+      const r = await asKpd('-o', 'json')
+      assert.deepEqual(notChecked(r), [])
+      assert.equal(r.code, 0, r.stdout + r.stderr)
+      assert.deepEqual(findings(r), [])
+    } finally {
+      await sudo.start({path: LOGIN_PATH})
     }
   })
 

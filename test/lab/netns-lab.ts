@@ -371,7 +371,7 @@ export class NetnsLab {
   }
 
   /** The lab's stand-in for a node's /var/lib/cni/results (bind-mounted there for that node's sshd only). */
-  private cniResultsDir(node: LabNode): string {
+  cniResultsDir(node: LabNode): string {
     return join(this.dir, `cni-results-${node.key}`)
   }
 

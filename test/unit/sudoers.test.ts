@@ -178,3 +178,16 @@ test("the sudoers snippet allows exactly the kernel trace's commands, as regular
   ])
     assert.equal(allows(appended), false, appended)
 })
+
+test('every regular expression in the sudoers snippet is at most 1,024 characters: sudo never matches a longer one', () => {
+  // sudo's regex compile (lib/util/regex.c) refuses a pattern past 1,024 characters ("regular expression too large"),
+  // and the rule then matches no command; `visudo -c` still says "parsed OK". Measured with sudo 1.9.13p3: 1,024
+  // allowed, 1,025 refused.
+  const joined = readFileSync(SUDOERS, 'utf8').replace(/\\\n/g, ' ')
+  const patterns = [...joined.matchAll(/ (\^.*?\$)(?=,|\s*$)/gm)].map((m) => m[1].replace(/\\([,:=\\ ])/g, '$1'))
+  assert.ok(patterns.length >= 6, `${patterns.length} regular expressions found`)
+  assert.deepEqual(
+    patterns.filter((p) => p.length > 1024).map((p) => `${p.length} characters: ${p.slice(0, 60)}…`),
+    [],
+  )
+})

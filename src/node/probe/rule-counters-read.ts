@@ -147,6 +147,10 @@ export async function withRuleCounters<T, U = undefined>(
       families.map(async (f) => [f, await countersForm(access, f).catch(() => 'chains' as const)] as const),
     ),
   )
+  // One turn later: the SSH transport sends the reads asked in one turn as one exec, settled when all of them end, and
+  // the node read's next round (the whole dump, the chains) is asked in the turn `iptables -V` answers. Asked with it,
+  // the probes would wait for all of that round; asked after it, the counters go as their own exec.
+  await new Promise((resolve) => setImmediate(resolve))
   const before = await readRuleCounters(access, chains, forms).catch((e: Error): OneRead => ({
     read: false,
     reason: `rule counters not read: ${e.message}`,

@@ -264,6 +264,12 @@ describe(
         .join('\n')
       assert.equal(tryRun('ip', ['netns', 'exec', ns, 'iptables-legacy-restore', '-c'], counted).code, 0)
       const before = tryRun('ip', ['netns', 'exec', ns, 'cat', '/proc/net/ip_tables_names']).stdout
+      // On a legacy node iptables-save is legacy's too (one alternative switches both).
+      for (const tool of ['iptables-save', 'ip6tables-save'])
+        symlinkSync(
+          tryRun('sh', ['-c', `command -v ${tool.replace('-save', '-legacy-save')}`]).stdout.trim(),
+          join(bin, tool),
+        )
       const chains: CounterChain[] = ['KUBE-SERVICES', 'KUBE-NODEPORTS', ...ownChains(WEB)].map((chain) => ({
         family: 4,
         table: 'nat',

@@ -422,6 +422,11 @@ async function svcAndFleet(write: (text: string) => void): Promise<void> {
       `  kproxy-doctor svc (live, over SSH)      ${s(one.ms).padStart(9)}  ${over}${ratio.toFixed(2)}× the plain read (best of 2; rules read ${how})  ${ratio <= LIVE_SVC_TARGET && !unread ? 'TARGET MET' : 'TARGET MISSED'} (≤ ${LIVE_SVC_TARGET}×)${unread}\n`,
     )
     writeExecs(write, execs, '', 'svc')
+    // How the rule counters were read: one table read each before and after the probes (iptables-legacy), or per chain.
+    const sent = execs.join('\n')
+    write(
+      `  rule counters read as ${(sent.match(/ip6?tables-save --modprobe=\/bin\/false -c -t /g) ?? []).length} whole-table reads (iptables-save -c -t TABLE) and ${(sent.match(/ -v -S /g) ?? []).length} chain reads (iptables -v -S CHAIN)\n`,
+    )
     write(
       `  kproxy-doctor svc --no-probe            ${s(noProbe.ms).padStart(9)}  ${over}${(noProbe.ms / plain).toFixed(2)}× the plain read (best of 2; no probes, so no rule counters read around them)\n`,
     )

@@ -67,6 +67,8 @@ describe('node reads against the netns lab: what is sent to the node, and what c
       // checked on their own (chainRead).
       line('iptablesVersion', true),
       line('ip6tablesVersion', true),
+      // Asked again by the probes' rule counters (the backend says how they are read: chain by chain on iptables-nft).
+      line('iptablesVersion', true),
       // kube-proxy (the lab's stand-in) reports iptables mode: nft is asked which tables it has, and the lab's nodes
       // have no kube-proxy table, so none is listed, nor the ruleset.
       ...((lab.modes.get(nodeName) ?? 'iptables') === 'iptables'

@@ -17,8 +17,10 @@ import type {NodeAccess, RunResult} from '../../src/node/transport/node-access.j
 import {buildCommandLine} from '../../src/node/node-commands.js'
 import type {ArgsOf, NodeCommandKey} from '../../src/node/read/node-reads.js'
 import {readScopedRules} from '../../src/node/read/scoped-rules.js'
+import {withRuleCounters, type CounterChain} from '../../src/node/probe/rule-counters-read.js'
 import {BufferSource} from '../../src/parse/dump-source.js'
 import {IptablesSave} from '../../src/parse/iptables-save.js'
+import {parseCountedChain} from '../../src/parse/rule-counters.js'
 
 const why = labGuard()
 
@@ -251,6 +253,54 @@ describe(
       assert.match(r.kind === 'whole' ? r.why : '', /^iptables v\d+\.\d+\.\d+ \(legacy\): not iptables-nft$/)
       assert.deepEqual(access.sent, ['iptables -V'])
       assert.equal(tables(), before)
+    })
+
+    test('the rule counters: one iptables-save -c of nat before and after the probes, each chain as iptables -v -S lists it', async () => {
+      // The rules restored with counters (seeded: rule n of the dump has n packets), so each rule's are its own.
+      let n = 0
+      const counted = kubeProxyRules(NODES[0], SERVICES, labPods())
+        .split('\n')
+        .map((l) => (l.startsWith('-A ') ? `[${++n}:${n * 60}] ${l}` : l))
+        .join('\n')
+      assert.equal(tryRun('ip', ['netns', 'exec', ns, 'iptables-legacy-restore', '-c'], counted).code, 0)
+      const before = tryRun('ip', ['netns', 'exec', ns, 'cat', '/proc/net/ip_tables_names']).stdout
+      // On a legacy node iptables-save is legacy's too (one alternative switches both).
+      for (const tool of ['iptables-save', 'ip6tables-save'])
+        symlinkSync(
+          tryRun('sh', ['-c', `command -v ${tool.replace('-save', '-legacy-save')}`]).stdout.trim(),
+          join(bin, tool),
+        )
+      const chains: CounterChain[] = ['KUBE-SERVICES', 'KUBE-NODEPORTS', ...ownChains(WEB)].map((chain) => ({
+        family: 4,
+        table: 'nat',
+        chain,
+      }))
+      const access = new NetnsAccess(ns, bin)
+      let probed = false
+      const {counters} = await withRuleCounters(access, chains, () => Promise.resolve((probed = true)))
+      assert.ok(probed)
+      assert.deepEqual(access.sent, [
+        'iptables -V',
+        'iptables-save --modprobe=/bin/false -c -t nat',
+        'iptables-save --modprobe=/bin/false -c -t nat',
+      ])
+      // The same chains, rules and counters as the chain by chain read (iptables -v -S CHAIN, one whole-table copy each).
+      const chainByChain = new NetnsAccess(ns, bin)
+      const expected = []
+      for (const c of chains) {
+        const r = await chainByChain.run('ruleCounters', c)
+        if (r.kind !== 'ran' || r.code !== 0) continue
+        const rules = parseCountedChain(r.stdout.toString().split('\n'))
+        expected.push({
+          ...c,
+          rules: rules.map((x) => ({rule: x.rule, packets: String(x.packets), bytes: String(x.bytes)})),
+        })
+      }
+      assert.ok(counters.read, JSON.stringify(counters))
+      assert.ok(expected.length > 3 && expected.some((c) => c.rules.some((r) => r.packets !== '0')))
+      assert.deepEqual(counters.before, expected)
+      assert.deepEqual(counters.after, expected)
+      assert.equal(tryRun('ip', ['netns', 'exec', ns, 'cat', '/proc/net/ip_tables_names']).stdout, before)
     })
   },
 )

@@ -24,6 +24,9 @@ function sudoCommands(): string[] {
       ['filter', 'KUBE-SERVICES'],
     ] as const)
       lines.push(buildCommandLine('ruleCounters', false, {family, table, chain}))
+  for (const family of [4, 6] as const)
+    for (const table of ['nat', 'filter'] as const)
+      lines.push(buildCommandLine('tableCounters', false, {family, table}))
   return lines
     .filter((line) => line.startsWith('sudo -n '))
     .map((line) => line.slice('sudo -n '.length).replace(/'/g, ''))

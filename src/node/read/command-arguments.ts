@@ -126,6 +126,19 @@ export function iptablesChainsCommand(a: {family: 4 | 6; reads: Array<{table: Ip
 }
 
 /**
+ * `iptables-save -c -t TABLE` (ip6tables-save for family 6): one whole table with every rule's counters ("[PACKETS:BYTES]
+ * -A …"), where `iptables -v -S CHAIN` would copy the whole table from the kernel for each chain (iptables-legacy). The
+ * table from the fixed list; `--modprobe=/bin/false`: iptables-save loads no module. No -Z: nothing is zeroed.
+ */
+export function tableCountersArgv(a: {family: 4 | 6; table: IptablesTable}): string[] {
+  if (a.family !== 4 && a.family !== 6)
+    throw new Error(`refusing to build a node command: ${JSON.stringify(a.family)} is not an IP family`)
+  if (!(IPTABLES_TABLES as readonly string[]).includes(a.table))
+    throw new Error(`refusing to build a node command: ${JSON.stringify(a.table)} is not an iptables table`)
+  return [a.family === 6 ? 'ip6tables-save' : 'iptables-save', '--modprobe=/bin/false', '-c', '-t', a.table]
+}
+
+/**
  * `iptables -v -S CHAIN` of one chain (ip6tables for family 6): its rules with the kernel's counters ("-c PACKETS
  * BYTES"). The table from the fixed list, the chain name validated; `--modprobe=/bin/false`: iptables loads no module.
  */

@@ -13,7 +13,7 @@ import {parseDeviceAddresses, parseIpvsadm, parseSysctl as parseIpvsSysctls} fro
 import {parseNftDump} from '../../parse/nft-dump.js'
 import {tablesListed} from '../../parse/nft-sets.js'
 import {parseSysctl} from '../../parse/sysctl.js'
-import {parseCountedChain} from '../../parse/rule-counters.js'
+import {parseCountedChain, parseCountedTable} from '../../parse/rule-counters.js'
 import {TRANSPORT_NAMES, type TransportName} from '../transport/transport-names.js'
 import {
   conntrackProtocol,
@@ -25,6 +25,7 @@ import {
   portArgument,
   quote,
   ruleCountersArgv,
+  tableCountersArgv,
   type ConntrackProtocol,
   type IptablesTable,
   type NftKubeProxyFamily,
@@ -379,6 +380,20 @@ export const NODE_READS = {
     lane: 'xtables-lock',
     recorded: {notRecorded: 'read before and after the live probes, which a snapshot does not make'},
     parse: (out: string) => parseCountedChain(out.split('\n')),
+    transports: RUNNING_TRANSPORTS,
+  },
+  /**
+   * `iptables-save --modprobe=/bin/false -c -t TABLE` (ip6tables-save for family 6): the counters of the Service's
+   * chains where `iptables` is not iptables-nft (iptables-legacy), read right before and right after the live probes
+   * as ruleCounters is: there every `iptables -v -S CHAIN` copies and parses the whole table, one table read instead of
+   * one per chain (node/probe/rule-counters-read.ts). A large table: compressed on the wire, a dump's time to finish.
+   */
+  tableCounters: {
+    argv: (a: {family: 4 | 6; table: IptablesTable}) => tableCountersArgv(a),
+    root: 'sudo',
+    compressible: true,
+    recorded: {notRecorded: 'read before and after the live probes, which a snapshot does not make'},
+    parse: (out: string, chains: ReadonlySet<string>) => parseCountedTable(out, chains),
     transports: RUNNING_TRANSPORTS,
   },
   /**

@@ -1,4 +1,4 @@
-import {sha256} from '../util/sha256.js'
+import {sha256} from '@noble/hashes/sha2'
 
 // kube-proxy names its per-service chains after a hash so that they fit iptables' 28-character limit:
 // prefix + the first 16 characters of base32(sha256(servicePortName + protocol [+ "ip:port"])).

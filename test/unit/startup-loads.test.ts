@@ -50,7 +50,7 @@ test('a snapshot svc and --version load neither the API client nor the live pack
 
 // oclif requires these as it loads, for paths a snapshot run does not take (a WSL check, a flag read from stdin,
 // OCLIF_PERFORMANCE, fs/promises but for its theme file's readFile), and src/'s transports import crypto: each is a
-// dozen Node.js modules compiled at start (scripts/bundle.mjs LOADED_LATER; chain names are hashed by src/util/sha256.ts).
+// dozen Node.js modules compiled at start (scripts/bundle.mjs LOADED_LATER; chain names are hashed by @noble/hashes, pure JavaScript).
 test('a snapshot svc and --version load neither child_process, readline, perf_hooks, crypto nor fs/promises', () => {
   for (const args of [['svc', 'web', '-n', 'shop', '--snapshot', 'examples/broken-cluster'], ['--version']]) {
     const r = filesRequired(args)

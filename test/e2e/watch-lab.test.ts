@@ -179,7 +179,10 @@ function setWebB2Ready(lab: NetnsLab, ready: boolean): void {
 
 describe('svc --watch: change lines as the cluster and the nodes change, Ctrl-C ends it cleanly', {skip: why}, () => {
   let lab: NetnsLab
-  withLab((l) => (lab = l))
+  withLab((l) => {
+    lab = l
+    lab.keepConntrack = true
+  })
   const args = (...extra: string[]) => [
     'svc',
     'web',

@@ -81,6 +81,12 @@ export class NetnsLab {
   readonly modes = new Map<string, 'iptables' | 'nftables'>()
   /** Keep the other mode's rules when switching (a node with leftovers). */
   keepLeftovers = false
+  /**
+   * Rules loaded again keep the node's conntrack table (not flushed): a test whose tool keeps reading while the rules
+   * change (svc --watch) would otherwise see its in-flight connections (the DNS question through the SSH forward) lose
+   * their NAT state and time out, which no kube-proxy resync does.
+   */
+  keepConntrack = false
   private dnsProc?: ChildProcess
   readonly logs: string[] = []
   sshConfigPath = ''
@@ -494,6 +500,7 @@ export class NetnsLab {
     const foreign = this.foreignRules.get(nodeName)
     if (foreign) inNs(ns, 'iptables-restore', ['--noflush'], foreignFilterRules(foreign))
     // Old connections keep their old NAT decision: start every scenario from a clean table, as a reboot would.
+    if (this.keepConntrack) return
     tryRun('ip', ['netns', 'exec', this.nodeNs(node), 'conntrack', '-F'])
     if (this.dualStack) tryRun('ip', ['netns', 'exec', this.nodeNs(node), 'conntrack', '-F', '-f', 'ipv6'])
   }

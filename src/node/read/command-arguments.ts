@@ -103,20 +103,30 @@ export function isChainName(name: unknown): name is string {
   return typeof name === 'string' && CHAIN_NAME.test(name)
 }
 
+/** An iptables tool's address family, 4 or 6; anything else throws. */
+function ipFamily(family: 4 | 6): void {
+  if (family !== 4 && family !== 6)
+    throw new Error(`refusing to build a node command: ${JSON.stringify(family)} is not an IP family`)
+}
+
+/** A table from the fixed list; anything else throws. */
+function iptablesTable(table: IptablesTable): void {
+  if (!(IPTABLES_TABLES as readonly string[]).includes(table))
+    throw new Error(`refusing to build a node command: ${JSON.stringify(table)} is not an iptables table`)
+}
+
 /** Chains at most one `iptablesChains` read lists. */
 export const MAX_CHAINS_PER_READ = 256
 
 /** `iptables -S` of each chain, each answer followed by its trailer (see parse/iptables-chains.ts). */
 export function iptablesChainsCommand(a: {family: 4 | 6; reads: Array<{table: IptablesTable; chain: string}>}): string {
-  if (a.family !== 4 && a.family !== 6)
-    throw new Error(`refusing to build a node command: ${JSON.stringify(a.family)} is not an IP family`)
+  ipFamily(a.family)
   if (!Array.isArray(a.reads) || a.reads.length === 0 || a.reads.length > MAX_CHAINS_PER_READ)
     throw new Error(`refusing to build a node command: 1 to ${MAX_CHAINS_PER_READ} chains per read`)
   const tool = a.family === 6 ? 'ip6tables' : 'iptables'
   const parts: string[] = []
   for (const {table, chain} of a.reads) {
-    if (!(IPTABLES_TABLES as readonly string[]).includes(table))
-      throw new Error(`refusing to build a node command: ${JSON.stringify(table)} is not an iptables table`)
+    iptablesTable(table)
     if (!isChainName(chain))
       throw new Error(`refusing to build a node command: ${JSON.stringify(chain)} is not a chain name`)
     // Never asked of iptables-legacy (see readScopedRules); --modprobe=/bin/false all the same: iptables loads no module.
@@ -131,10 +141,8 @@ export function iptablesChainsCommand(a: {family: 4 | 6; reads: Array<{table: Ip
  * table from the fixed list; `--modprobe=/bin/false`: iptables-save loads no module. No -Z: nothing is zeroed.
  */
 export function tableCountersArgv(a: {family: 4 | 6; table: IptablesTable}): string[] {
-  if (a.family !== 4 && a.family !== 6)
-    throw new Error(`refusing to build a node command: ${JSON.stringify(a.family)} is not an IP family`)
-  if (!(IPTABLES_TABLES as readonly string[]).includes(a.table))
-    throw new Error(`refusing to build a node command: ${JSON.stringify(a.table)} is not an iptables table`)
+  ipFamily(a.family)
+  iptablesTable(a.table)
   return [a.family === 6 ? 'ip6tables-save' : 'iptables-save', '--modprobe=/bin/false', '-c', '-t', a.table]
 }
 
@@ -143,10 +151,8 @@ export function tableCountersArgv(a: {family: 4 | 6; table: IptablesTable}): str
  * BYTES"). The table from the fixed list, the chain name validated; `--modprobe=/bin/false`: iptables loads no module.
  */
 export function ruleCountersArgv(a: {family: 4 | 6; table: IptablesTable; chain: string}): string[] {
-  if (a.family !== 4 && a.family !== 6)
-    throw new Error(`refusing to build a node command: ${JSON.stringify(a.family)} is not an IP family`)
-  if (!(IPTABLES_TABLES as readonly string[]).includes(a.table))
-    throw new Error(`refusing to build a node command: ${JSON.stringify(a.table)} is not an iptables table`)
+  ipFamily(a.family)
+  iptablesTable(a.table)
   if (!isChainName(a.chain))
     throw new Error(`refusing to build a node command: ${JSON.stringify(a.chain)} is not a chain name`)
   const tool = a.family === 6 ? 'ip6tables' : 'iptables'

@@ -7,7 +7,7 @@ import {checkKnownHosts, hostKeyAlgorithms, knownHostsName, type KnownHostsResul
 import type {SshHostConfig} from './ssh-config.js'
 import {expandProxyCommand, startProxyCommand, type ProxyCommandProcess} from './proxy-command.js'
 import {hostLabel} from './ssh-route.js'
-import {programOf, type CommandLine} from '../../node-commands.js'
+import {programOf, withSbinOnPath, type CommandLine} from '../../node-commands.js'
 import {Slots} from '../../../util/slots.js'
 import {capText, COMMAND_OUTPUT_CAP_BYTES} from '../../../util/output-cap.js'
 
@@ -215,7 +215,7 @@ export class SshSession {
       let timer: NodeJS.Timeout | undefined
       // No echo, no CR before each LF: what the command prints comes as it would through a pipe (stderr joins stdout).
       const options: ExecOptions = terminal ? {pty: {modes: {ECHO: 0, ONLCR: 0}}} : {}
-      this.client.exec(command, options, (err, stream) => {
+      this.client.exec(withSbinOnPath(command), options, (err, stream) => {
         if (err && terminal && /pseudo-terminal/.test(err.message))
           return reject(new TerminalRefused(`"${programOf(command)}": no terminal: ${err.message}`))
         if (err) {

@@ -199,9 +199,13 @@ const GZIPPED = ' | gzip -1'
  */
 const SBIN_ON_PATH = 'export PATH="${PATH:+$PATH:}/usr/local/sbin:/usr/sbin:/sbin"; '
 
-/** A line as the SSH transport sends it to the login's shell: the sbin folders on its PATH first (SBIN_ON_PATH). */
-export function withSbinOnPath(line: CommandLine): CommandLine {
-  return (SBIN_ON_PATH + line) as CommandLine
+/**
+ * A line as the SSH transport sends it to the login's shell: the sbin folders on its PATH first (SBIN_ON_PATH). `alone`:
+ * the line is one program that may be stopped (the kernel trace's, on a terminal): `exec`ed, so that it stays the
+ * session's leader, which the terminal's hangup reaches (dash runs the last command of a list as its child).
+ */
+export function withSbinOnPath(line: CommandLine, alone = false): CommandLine {
+  return `${SBIN_ON_PATH}${alone ? 'exec ' : ''}${line}` as CommandLine
 }
 
 /**

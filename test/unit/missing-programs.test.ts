@@ -70,6 +70,13 @@ test('an empty PATH gets the sbin folders alone: no empty entry, which would be 
   assert.equal(r.code, 127)
 })
 
+test("a program that may be stopped (alone) is exec'ed by the login's shell: it is the process sshd started, which a hangup reaches", () => {
+  // Its parent is this test's process, not a shell left between them (dash runs a list's last command as its child).
+  const line = 'sh -c \'echo "$PPID"\'' as CommandLine
+  const alone = spawnSync('/bin/sh', ['-c', withSbinOnPath(line, true)], {encoding: 'utf8'})
+  assert.equal(alone.stdout, `${process.pid}\n`, alone.stderr)
+})
+
 test("the lab's command log: a line sent over SSH is the allow-listed line it was built from", () => {
   assert.deepEqual(linesOfBatch(withSbinOnPath(NODE_COMMANDS.uid as CommandLine)), [NODE_COMMANDS.uid])
 })

@@ -7,6 +7,7 @@ import type {NodeProbes, ProbeRun, RecordedProbes} from '../node/probe/tcp-probe
 import type {PolicyState} from '../cluster/types.js'
 import type {NodeReadVia} from './choose-transport.js'
 import {compareNames} from '../model/name-order.js'
+import {notReadReason} from '../node/read/path-reads.js'
 
 /**
  * The checks a run can fail to make, each with the finding codes it would have produced. `required` on a
@@ -217,6 +218,8 @@ function nodeGaps(
     if (check === 'dns-from-node' && dns?.method === 'none') continue
     out.push(entry(o.name, check, what, true))
   }
+  // A section of the network read that failed (the FDB, the neighbours, the links) leaves pods unmapped to their ports.
+  for (const f of o.network?.failed ?? []) out.push(entry(o.name, 'hairpin', notReadReason(f.command, f), true))
   const path = o.path
   if (!path)
     out.push(

@@ -191,8 +191,29 @@ export function batchCommandLine(
 /** What follows a batch whose stdout is compressed. */
 const GZIPPED = ' | gzip -1'
 
-/** The allow-listed lines a batch line is made of (what the node runs, read by read): for the lab's command log. */
-export function linesOfBatch(line: string): string[] {
+/**
+ * What every line sent over SSH starts with: the sbin folders after the login's own PATH. sshd gives a user other than
+ * root on Debian /usr/local/bin:/usr/bin:/bin:/usr/games (Ubuntu adds sbin through PAM), where sysctl, bridge and
+ * iptables are not found; after it, so that a folder the login puts first (its own tools) keeps precedence. An empty
+ * PATH gets no empty entry (which would be the current folder). sudo's part of a line is unchanged (its secure_path).
+ */
+const SBIN_ON_PATH = 'export PATH="${PATH:+$PATH:}/usr/local/sbin:/usr/sbin:/sbin"; '
+
+/**
+ * A line as the SSH transport sends it to the login's shell: the sbin folders on its PATH first (SBIN_ON_PATH). `alone`:
+ * the line is one program that may be stopped (the kernel trace's, on a terminal): `exec`ed, so that it stays the
+ * session's leader, which the terminal's hangup reaches (dash runs the last command of a list as its child).
+ */
+export function withSbinOnPath(line: CommandLine, alone = false): CommandLine {
+  return `${SBIN_ON_PATH}${alone ? 'exec ' : ''}${line}` as CommandLine
+}
+
+/**
+ * The allow-listed lines a line sent over SSH is made of (what the node runs, read by read; a batch split, its PATH
+ * prefix left out): for the lab's command log.
+ */
+export function linesOfBatch(sent: string): string[] {
+  const line = sent.startsWith(SBIN_ON_PATH) ? sent.slice(SBIN_ON_PATH.length) : sent
   if (!line.startsWith('{ { kpd_e')) return [line]
   const parts = [...line.matchAll(BATCH_PART)].map((m) => [Number(m[1]), m[2]] as const)
   if (parts.length === 0) return [line]

@@ -19,17 +19,54 @@ export interface BridgeState {
   mappedBy: Map<string, string>
   /** Why the CNI result cache mapped no pod or skipped files (not read, unreadable files, ambiguous addresses). */
   cniNotes?: string[]
+  /** The sections whose command failed on the node (NOT_READ_MARK lines): empty there because not read. */
+  failed?: SectionFailure[]
+}
+
+/** A section of the `network` read whose command failed: its words, its exit status and its stderr (one line). */
+interface SectionFailure {
+  section: string
+  command: string
+  /** null: it ended with no exit status (`-` in the line). */
+  code: number | null
+  stderr: string
+}
+
+/**
+ * What the `network` read prints in a section whose command failed (node/read/node-reads.ts's shell line, and
+ * sectionNotReadLine for the Pod transports): `#kpd-not-read`, the exit status, a tab, the command's words, a tab, its
+ * stderr on one line.
+ */
+const NOT_READ_MARK = /^#kpd-not-read (\d+|-)\t([^\t]*)(?:\t(.*))?$/
+
+/** Whether the links were read: without them, whether a bridge is promiscuous (hairpin not needed there) is unknown. */
+export function linksRead(state: BridgeState): boolean {
+  return !state.failed?.some((f) => f.section === 'links')
+}
+
+/** The line that stands in a section for its command's output where the command failed (NOT_READ_MARK). */
+export function sectionNotReadLine(code: number | null, command: string, stderr: string): string {
+  return `#kpd-not-read ${code ?? '-'}\t${command}\t${stderr.replace(/\s+/g, ' ').trim()}`
 }
 
 export function parseBridgeState(text: string): BridgeState {
   const sections = new Map<string, string[]>()
+  const failed: SectionFailure[] = []
   let current = ''
   for (const line of text.split('\n')) {
     const m = /^## (\w+)$/.exec(line.trim())
+    const notRead = m ? null : NOT_READ_MARK.exec(line)
     if (m) {
       current = m[1]
       sections.set(current, [])
-    } else if (current && line.trim()) sections.get(current)!.push(line.trim())
+    } else if (notRead)
+      failed.push({
+        section: current,
+        command: notRead[2],
+        code: notRead[1] === '-' ? null : Number(notRead[1]),
+        stderr: (notRead[3] ?? '').trim(),
+      })
+    else if (current && line.trim()) sections.get(current)!.push(line.trim())
   }
   const ports: BridgePort[] = []
   for (const line of sections.get('hairpin') ?? []) {
@@ -62,7 +99,7 @@ export function parseBridgeState(text: string): BridgeState {
       mappedBy.set(ip, `${ip} → ${port}: neighbour + fdb (MAC ${mac})`)
     }
   }
-  return {ports, promiscuousBridges, portOfIp, mappedBy}
+  return {ports, promiscuousBridges, portOfIp, mappedBy, ...(failed.length > 0 ? {failed} : {})}
 }
 
 /**

@@ -10,7 +10,13 @@ import type {NetnsLab} from '../lab/netns-lab.js'
 import {tryRun} from '../lab/sh.js'
 import {NODES} from '../fixtures/lab-cluster.js'
 import {readNodeBundle} from '../../src/node/read/bundle.js'
-import {buildCommandLine, isCompressible, linesOfBatch} from '../../src/node/node-commands.js'
+import {
+  buildCommandLine,
+  isCompressible,
+  linesOfBatch,
+  withSbinOnPath,
+  type CommandLine,
+} from '../../src/node/node-commands.js'
 import {NODE_READS, takesArguments, type NodeCommandKey} from '../../src/node/read/node-reads.js'
 import type {IptablesTable} from '../../src/node/read/command-arguments.js'
 import {labAccess, labSvc} from '../helpers/lab-cli.js'
@@ -106,6 +112,9 @@ describe('node reads against the netns lab: what is sent to the node, and what c
     for (const node of ['node-a', 'node-b']) {
       // Reads asked for at once arrive as one batch (one exec): each is checked as the line it is made of.
       const received = lab.commandLog(node)
+      // Every exec first puts the sbin folders after the login's PATH (a Debian login has none).
+      const prefix = withSbinOnPath('' as CommandLine)
+      for (const exec of received) assert.ok(exec.startsWith(prefix), `${node}: ${exec.slice(0, 200)}`)
       const log = received.flatMap(linesOfBatch).map(uncompressed)
       // Compression yes (node-a): every exec with a dump in it sends its stdout through gzip.
       const dumps = received.filter((exec) => linesOfBatch(exec).map(uncompressed).some(isDump))

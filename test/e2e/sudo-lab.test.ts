@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
-import {createHash} from 'node:crypto'
+import {execFileSync} from 'node:child_process'
+import {createHash, randomBytes} from 'node:crypto'
 import {readdirSync, readFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {after, describe, test} from 'node:test'
@@ -62,6 +63,12 @@ describe('svc as a non-root SSH user through the real sudo and the shipped sudoe
     )
   const notChecked = (r: CliResult) =>
     r.json.notChecked.map((n: {check: string; reason: string}) => `${n.check}: ${n.reason}`)
+  /** The kernel's evidence of the probes: conntrack's endpoint and the rule counters the probes moved. */
+  const evidence = (r: CliResult) =>
+    r.json.kernelTrace.map(
+      (k: {node: string; target: string; agreesWithWalk: boolean; counters?: {moved: unknown[]}}) =>
+        `${k.node} ${k.target} ${k.agreesWithWalk} ${(k.counters?.moved.length ?? 0) > 0}`,
+    )
   const tables = (node: string) => tryRun('ip', ['netns', 'exec', lab.nodeNs(node), 'nft', 'list', 'tables']).stdout
 
   test('kpd logs in as itself (not root) on every node; the host knows no kpd', async () => {
@@ -92,11 +99,6 @@ describe('svc as a non-root SSH user through the real sudo and the shipped sudoe
     assert.equal(kpd.json.ok, true)
     assert.deepEqual(notChecked(kpd), notChecked(root))
     // The kernel's evidence read through sudo (conntrack, the rule counters before and after the probes) as root's.
-    const evidence = (r: CliResult) =>
-      r.json.kernelTrace.map(
-        (k: {node: string; target: string; agreesWithWalk: boolean; counters?: {moved: unknown[]}}) =>
-          `${k.node} ${k.target} ${k.agreesWithWalk} ${(k.counters?.moved.length ?? 0) > 0}`,
-      )
     assert.deepEqual(evidence(kpd), evidence(root))
     assert.equal(evidence(kpd).length, 4)
     assert.ok(
@@ -214,6 +216,63 @@ describe('svc as a non-root SSH user through the real sudo and the shipped sudoe
       assert.match(sent, /timeout \d+ sudo -n nft monitor trace/)
       assert.match(sent, /sudo -n nft -- add table inet kpd_trace_[0-9a-f]{6}_\d{10} ';' add chain/)
       assert.match(sent, /sudo -n nft delete table inet kpd_trace_[0-9a-f]{6}_\d{10}/)
+    }
+  })
+
+  test("a Debian node: sshd's own PATH for a user other than root (no sbin folder); root's findings, verdicts and evidence, every read made", async () => {
+    await sudo.start()
+    try {
+      for (const node of NODE_NAMES) {
+        const path = tryRun(
+          'ssh',
+          ['-F', sudo.sshConfigPath, '-o', 'BatchMode=yes', node, 'echo "$PATH"; command -v sysctl bridge'],
+          undefined,
+          10_000,
+        )
+        // The login's PATH has no sbin folder: the login's shell alone finds neither program.
+        assert.equal(path.stdout, '/usr/local/bin:/usr/bin:/bin:/usr/games\n', path.stderr)
+      }
+      // The bridge FDB (`bridge` is in /usr/sbin on Debian): recorded as root's is, its entries there.
+      const fdb = async (sshConfig: string) => {
+        const out = join(sudo.dir, `bundle-${randomBytes(4).toString('hex')}`)
+        const c = await runCli([
+          'collect',
+          'svc',
+          'web',
+          '-n',
+          'shop',
+          '--kubeconfig',
+          lab.kubeconfigPath,
+          '--ssh-config',
+          sshConfig,
+          '--out',
+          out,
+        ])
+        assert.equal(c.code, 0, c.stdout + c.stderr)
+        const network = execFileSync('find', [out, '-path', '*node-a*', '-name', 'network.txt'], {
+          encoding: 'utf8',
+        }).trim()
+        assert.ok(network, `no network.txt of node-a in ${out}`)
+        return readFileSync(network, 'utf8').split('## fdb\n')[1].trim()
+      }
+      // Each port's entries (learned ones age out between two reads: the ports they are on, not the entries).
+      const fdbPorts = (text: string) => [
+        ...new Set(text.split('\n').flatMap((l) => /^[0-9a-f:]{17} dev (\S+)/.exec(l)?.[1] ?? [])),
+      ]
+      const rootPorts = fdbPorts(await fdb(lab.sshConfigPath))
+      assert.notDeepEqual(rootPorts, [], "root's FDB")
+      assert.deepEqual(fdbPorts(await fdb(sudo.sshConfigPath)).sort(), rootPorts.sort(), "kpd's FDB")
+      const root = await asRoot('-o', 'json')
+      const kpd = await asKpd('-o', 'json')
+      assert.deepEqual(notChecked(kpd), [])
+      assert.deepEqual(notChecked(kpd), notChecked(root))
+      assert.equal(kpd.code, 0, kpd.stdout + kpd.stderr)
+      assert.deepEqual(findings(kpd), findings(root))
+      assert.deepEqual(verdicts(kpd), verdicts(root))
+      assert.deepEqual(probes(kpd), probes(root))
+      assert.deepEqual(evidence(kpd), evidence(root))
+    } finally {
+      await sudo.start({path: LOGIN_PATH})
     }
   })
 

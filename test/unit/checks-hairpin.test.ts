@@ -69,6 +69,32 @@ checkFamily('hairpin', () => {
       findings: [['KPD-HAIRPIN-UNMAPPED', 'node-b', 'warning']],
     },
     {
+      name: 'hairpin off, the FDB not read (bridge not on the node): the backend is unmapped, a warning, never a pod taken for mapped nowhere',
+      state: {
+        hairpinOff: ['web-b1'],
+        editNetwork: {
+          'node-b': (t) =>
+            t.replace(/## fdb[\s\S]*$/, '## fdb\n#kpd-not-read 127\tbridge fdb show\t/bin/sh: 1: bridge: not found\n'),
+        },
+      },
+      findings: [['KPD-HAIRPIN-UNMAPPED', 'node-b', 'warning']],
+    },
+    {
+      name: 'hairpin off on the port of a pod the cache maps, the links not read (ip failed): whether its bridge is promiscuous is unknown, so nothing said',
+      state: {
+        hairpinOff: ['web-b1'],
+        cniCache: {'node-b': (t) => t},
+        editNetwork: {
+          'node-b': (t) =>
+            t.replace(
+              /## links[\s\S]*?## neigh/,
+              '## links\n#kpd-not-read 1\tip -o link show\tCannot open netlink socket\n## neigh',
+            ),
+        },
+      },
+      findings: [],
+    },
+    {
       name: 'hairpin off on the bridge port of a pod the cache maps, bridge promiscuous: nothing',
       state: {
         hairpinOff: ['web-b1'],

@@ -92,6 +92,28 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
     assert.deepEqual(rows(r), [['node-b', 'node-read', true, 'not read: timed out'], PROBES_OFF_ROW])
   })
 
+  test("a section of the network read that failed (bridge not on the node, ip refused): the hairpin check not made on that node, required, in the command's words; no finding", () => {
+    const r = report({
+      editNetwork: {
+        'node-a': (t) =>
+          t
+            .replace(
+              /## links[\s\S]*?## neigh/,
+              '## links\n#kpd-not-read 1\tip -o link show\tCannot open netlink socket\n## neigh',
+            )
+            .replace(/## fdb[\s\S]*$/, '## fdb\n#kpd-not-read 127\tbridge fdb show\t/bin/sh: 1: bridge: not found\n'),
+      },
+    })
+    assert.deepEqual(rows(r), [
+      ['node-a', 'hairpin', true, 'ip -o link show: exited 1: Cannot open netlink socket'],
+      ['node-a', 'hairpin', true, 'bridge fdb show: not available on the node (/bin/sh: 1: bridge: not found)'],
+      PROBES_OFF_ROW,
+    ])
+    assert.deepEqual(r.notChecked[0].codes, ['KPD-HAIRPIN-OFF', 'KPD-HAIRPIN-UNMAPPED'])
+    assert.deepEqual(r.findings, [])
+    assert.equal(exitCode(r), 3)
+  })
+
   test('a DNS question that could not be asked from a node: required, no DNS finding', () => {
     const error = 'no TCP to the server; and the node has neither dig nor nslookup'
     const r = report({dns: {'node-a': {addresses: [], method: 'none', error}}})

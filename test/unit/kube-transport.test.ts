@@ -3,6 +3,8 @@ import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {test} from 'node:test'
+import type {KubeConfig} from '@kubernetes/client-node'
+import {PodExecNodeAccess} from '../../src/node/transport/pod/pod-exec-transport.js'
 import {parseIpvsadm} from '../../src/parse/ipvsadm.js'
 import {parseBridgeState} from '../../src/parse/bridge-state.js'
 import {procIpVsAsIpvsadm} from '../../src/node/transport/pod/proc-ip-vs.js'
@@ -168,4 +170,36 @@ test("the debug Pod's way to the node's own programs: chroot /host before an all
   ])
   assert.throws(() => onNodeRoot([]), /refusing/)
   assert.throws(() => onNodeRoot(['chroot', '/', 'sh']), /refusing/)
+})
+
+test("kube-proxy's Pod: a network section whose program fails is said not read in its place, never empty; a program the image lacks stays in the transport's notes", async () => {
+  const access = new PodExecNodeAccess(
+    undefined as unknown as KubeConfig,
+    {namespace: 'kube-system', name: 'kube-proxy-a', container: 'kube-proxy'},
+    1000,
+  )
+  // The Pod's exec answered by the test: /proc/net/dev without bridge ports, ip's answers, no bridge in the image.
+  const answers: Record<
+    string,
+    {stdout: string; stderr: string; exitCode: number | null} | {kind: 'missing'; tool: string}
+  > = {
+    'cat /proc/net/dev': {stdout: '', stderr: '', exitCode: 0},
+    'ip -o link show': {stdout: '3: cbr0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500\n', stderr: '', exitCode: 0},
+    'ip neigh show': {stdout: '', stderr: 'Cannot open netlink socket\nsecond line\n', exitCode: 1},
+    'bridge fdb show': {kind: 'missing', tool: 'bridge'},
+  }
+  Object.assign(access, {execRaw: (argv: string[]) => Promise.resolve(answers[argv.join(' ')])})
+  const r = await access.run('network')
+  assert.equal(r.kind, 'ran')
+  const out = r.kind === 'ran' ? r.stdout.toString() : ''
+  assert.equal(
+    out,
+    '## hairpin\n## links\n3: cbr0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500\n## neigh\n#kpd-not-read 1\tip neigh show\tCannot open netlink socket second line\n## fdb\n',
+  )
+  assert.deepEqual(parseBridgeState(out).failed, [
+    {section: 'neigh', command: 'ip neigh show', code: 1, stderr: 'Cannot open netlink socket second line'},
+  ])
+  assert.deepEqual(access.notes().missingTools, [
+    'bridge not in the kube-proxy image: the bridge FDB not read (the pod-to-bridge-port mapping of the hairpin check)',
+  ])
 })

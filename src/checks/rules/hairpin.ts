@@ -1,6 +1,8 @@
 import type {Check, FindingDraft} from '../check.js'
 import {codeEntry} from '../catalogue.js'
 import {nodeCommand} from '../../model/reach.js'
+import {linksRead} from '../../parse/bridge-state.js'
+import {notReadReason} from '../../node/read/path-reads.js'
 
 export const hairpinOff: Check = {
   meta: codeEntry('KPD-HAIRPIN-OFF'),
@@ -8,7 +10,8 @@ export const hairpinOff: Check = {
     const out: FindingDraft[] = []
     for (const n of ctx.nodes) {
       const net = n.obs.network
-      if (!net) continue
+      // Without the links, whether a bridge is promiscuous (hairpin not needed) is unknown: not checked (coverage).
+      if (!net || !linksRead(net)) continue
       const seen = new Set<string>()
       for (const p of n.expected.ports) {
         for (const e of p.allEndpoints) {
@@ -54,7 +57,7 @@ export const hairpinUnmapped: Check = {
     const out: FindingDraft[] = []
     for (const n of ctx.nodes) {
       const net = n.obs.network
-      if (!net) continue
+      if (!net || !linksRead(net)) continue
       const backends = n.expected.ports.flatMap((p) => p.allEndpoints).filter((e) => e.nodeName === n.name)
       const unmapped = backends.filter((e) => !net.portOfIp.has(e.ip))
       if (unmapped.length === 0) continue
@@ -72,6 +75,7 @@ export const hairpinUnmapped: Check = {
         evidence: [
           ...off.slice(0, 4).map((p) => `/sys/class/net/${p.bridge}/brif/${p.port}/hairpin_mode = 0`),
           ...(net.cniNotes ?? []).slice(0, 2),
+          ...(net.failed ?? []).map((f) => notReadReason(f.command, f)),
         ],
         check: nodeCommand(ctx.reach, n.name, {argv: ['bridge', 'fdb', 'show'], filter: ['grep', '-v', 'permanent']}),
         text: 'Map each pod IP to its host veth (the CNI result cache in /var/lib/cni/results, as root), or to its MAC (ip neigh on the node) and the MAC to its bridge port (bridge fdb show).',

@@ -249,17 +249,19 @@ export const NODE_READS = {
     whenMissing: {sysctl: SYSCTL_MISSING},
     transports: EVERY_TRANSPORT,
   },
-  /** Bridge ports' hairpin flags, links, neighbours and the bridge FDB, in sections. */
+  /**
+   * Bridge ports' hairpin flags, links, neighbours and the bridge FDB, in sections. A section whose command fails (not
+   * on the node: exit 127) says so in its place, `#kpd-not-read` with the exit status, the command's words and its
+   * stderr (parse/bridge-state.ts), so that an FDB not read is never taken for an empty one.
+   */
   network: {
     line: [
       "echo '## hairpin'",
       'for f in /sys/class/net/*/brif/*/hairpin_mode; do [ -e "$f" ] && echo "$f $(cat "$f")"; done',
-      "echo '## links'",
-      'ip -o link show',
-      "echo '## neigh'",
-      'ip neigh show',
-      "echo '## fdb'",
-      'bridge fdb show 2>/dev/null',
+      `kpd_section() { echo "## $1"; shift; { kpd_e=$("$@" 2>&1 1>&3 3>&-); } 3>&1; kpd_c=$?; [ "$kpd_c" = 0 ] || printf '#kpd-not-read %s\\t%s\\t%s\\n' "$kpd_c" "$*" "$(printf '%s' "$kpd_e" | tr '\\n' ' ')"; }`,
+      'kpd_section links ip -o link show',
+      'kpd_section neigh ip neigh show',
+      'kpd_section fdb bridge fdb show',
       'true',
     ].join('; '),
     root: 'no',

@@ -57,10 +57,19 @@ export interface PathObservation {
 
 const firstLine = (text: string) => text.trim().split('\n')[0] || 'no message'
 
+/**
+ * Why a command that did not answer was not read, in its own words: not available on the node (the shell's 127, or
+ * sudo's "command not found"), or its exit status; with the first line of its stderr. Every read says it so.
+ */
+export function notReadReason(what: string, raw: {code: number | null; stderr: string}): string {
+  return toolMissing(raw)
+    ? `${what}: not available on the node (${firstLine(raw.stderr)})`
+    : `${what}: exited ${raw.code ?? 'on a signal'}: ${firstLine(raw.stderr)}`
+}
+
 function interpret<T>(raw: RawCommandOutput, what: string, parse: (r: RawCommandOutput) => T): NodeRead<T> {
   if (raw.notRead !== undefined) return {status: 'not-read', reason: `${what}: ${raw.notRead}`}
-  if (toolMissing(raw))
-    return {status: 'not-read', reason: `${what}: not available on the node (${firstLine(raw.stderr)})`}
+  if (toolMissing(raw)) return {status: 'not-read', reason: notReadReason(what, raw)}
   try {
     return {status: 'read', value: parse(raw)}
   } catch (e) {

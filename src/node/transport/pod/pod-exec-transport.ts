@@ -30,6 +30,7 @@ import {
 } from '../../../kube/errors.js'
 import {openPortForward} from '../../../kube/port-forward.js'
 import {hairpinLines, interfacesOfProcNetDev} from './sysfs-bridges.js'
+import {sectionNotReadLine} from '../../../parse/bridge-state.js'
 import {procIpVsAsIpvsadm} from './proc-ip-vs.js'
 import {podAddress} from './pod-address.js'
 
@@ -305,7 +306,9 @@ export class PodExecNodeAccess implements NodeAccess {
     ] as const) {
       const r = await this.exec([...argv], network)
       out.push(`## ${section}`)
-      if (!('kind' in r) && r.exitCode === 0) out.push(r.stdout.trimEnd())
+      // A program the image lacks is in the transport's notes; a failure is said in its section, as over SSH.
+      if ('kind' in r) continue
+      out.push(r.exitCode === 0 ? r.stdout.trimEnd() : sectionNotReadLine(r.exitCode, argv.join(' '), r.stderr))
     }
     return {kind: 'ran', code: 0, stdout: Buffer.from(out.filter((l) => l !== '').join('\n') + '\n'), stderr: ''}
   }

@@ -7,7 +7,7 @@ import {checkKnownHosts, hostKeyAlgorithms, knownHostsName, type KnownHostsResul
 import type {SshHostConfig} from './ssh-config.js'
 import {expandProxyCommand, startProxyCommand, type ProxyCommandProcess} from './proxy-command.js'
 import {hostLabel} from './ssh-route.js'
-import {programOf, type CommandLine} from '../../node-commands.js'
+import {programOf, withSbinOnPath, type CommandLine} from '../../node-commands.js'
 import {Slots} from '../../../util/slots.js'
 import {capText, COMMAND_OUTPUT_CAP_BYTES} from '../../../util/output-cap.js'
 
@@ -185,7 +185,8 @@ export class SshSession {
    * `stop`: ends the command early; what it printed so far is the result, with no exit status. sshd honours no
    * "signal" request for a forced command, and closing a channel without a terminal leaves its command running (it
    * ends at its next write, or its own bound): so a command that may be stopped runs on a terminal, which sshd hangs
-   * up when the channel closes (SIGHUP to the session's leader: `timeout` passes it on to its command, through sudo).
+   * up when the channel closes (SIGHUP to the session's leader: `timeout` passes it on to its command, through sudo);
+   * such a command is one program, exec'ed by the login's shell so that it is that leader (withSbinOnPath).
    * Where sshd grants no terminal (PermitTTY no, no-pty), it runs without one and is left to its own bound; either
    * way the doctor waits at most STOP_GRACE_MS for the channel to close once stopped.
    */
@@ -215,7 +216,7 @@ export class SshSession {
       let timer: NodeJS.Timeout | undefined
       // No echo, no CR before each LF: what the command prints comes as it would through a pipe (stderr joins stdout).
       const options: ExecOptions = terminal ? {pty: {modes: {ECHO: 0, ONLCR: 0}}} : {}
-      this.client.exec(command, options, (err, stream) => {
+      this.client.exec(withSbinOnPath(command, stop !== undefined), options, (err, stream) => {
         if (err && terminal && /pseudo-terminal/.test(err.message))
           return reject(new TerminalRefused(`"${programOf(command)}": no terminal: ${err.message}`))
         if (err) {

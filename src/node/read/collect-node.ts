@@ -148,7 +148,8 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
     : askKubeProxy(access, opts.timeoutMs)
   const sudo = (await access.usesSudo?.()) ?? false
   const rules4 = readRules(access, 4, sudo ? undefined : opts.rulesScope, opts.versions)
-  // IPv6's rules are read whole here too, once sudo's first read passed: nothing to wait for.
+  // Unscoped (through sudo, or no scope) IPv6's rules are read whole too, asking no `ip6tables -V`: said now, not once
+  // sudo's first read has passed.
   if (sudo || !opts.rulesScope) opts.versions?.say(6, undefined)
   const save = rules4.rules
   const privileged = sudo

@@ -196,6 +196,56 @@ export function leadingDestination(text: string): string | undefined {
   return isOption(v) || v === '!' ? undefined : v
 }
 
+/**
+ * Where the word of plain characters (letters, digits, . / : _ -) starting at `start` ends; `start` itself when there
+ * is none. A word of these characters is one token to tokenize: no quote, tab, bracket or anything else it reads apart.
+ */
+function plainWordEnd(text: string, start: number): number {
+  let i = start
+  for (; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (!(
+      (c >= 97 && c <= 122) /* a-z */ ||
+      (c >= 65 && c <= 90) /* A-Z */ ||
+      (c >= 45 && c <= 58) /* - . / 0-9 : */ ||
+      c === 95 /* _ */
+    ))
+      break
+  }
+  return i
+}
+
+/** The words of SERVICE_RULE_SHAPE after "-A CHAIN": each option, then whether its value may look like an option. */
+const SERVICE_RULE_SHAPE: ReadonlyArray<readonly [string, boolean]> = [
+  [' -d ', false],
+  [' -p ', false],
+  [' -m ', true],
+  [' --dport ', false],
+  [' -j ', true],
+]
+
+/**
+ * The target of a rule of kube-proxy's usual shape in a long chain, "-A CHAIN -d ADDRESS -p PROTOCOL -m MODULE --dport
+ * PORT -j TARGET" (a Service's rule in KUBE-SERVICES of a cluster too large for comments), each word of plain
+ * characters and one space between words; undefined for any other text (parse it). A text of this shape is one that
+ * parseRule reads without error, to this target and not a goto: the scan of a long chain needs nothing else of it.
+ */
+export function serviceRuleTarget(text: string): string | undefined {
+  if (!text.startsWith('-A ')) return undefined
+  let end = plainWordEnd(text, 3)
+  if (end === 3) return undefined
+  for (const [option, anyValue] of SERVICE_RULE_SHAPE) {
+    if (!text.startsWith(option, end)) return undefined
+    const start = end + option.length
+    end = plainWordEnd(text, start)
+    // A value that looks like an option would end the option's values instead (the module of -m and the target of -j
+    // are read whatever they look like).
+    if (end === start || (!anyValue && text.charCodeAt(start) === 45) /* - */) return undefined
+    if (option === ' -j ') return end === text.length ? text.slice(start, end) : undefined
+  }
+  return undefined
+}
+
 export function findOption(rule: ParsedRule, module: string, ...names: string[]): RuleOption | undefined {
   for (const m of rule.matches) {
     if (m.module !== module) continue

@@ -1,7 +1,7 @@
 import {ParseError} from './parse-error.js'
 import {ChainIndex, DeclaredTwice, FNV_OFFSET, FNV_PRIME, nameHash, NOT_FOUND} from './chain-index.js'
 import type {DumpSource} from './dump-source.js'
-import {leadingDestination, parseRule, type ParsedRule} from './iptables-rule.js'
+import {leadingDestination, parseRule, serviceRuleTarget, type ParsedRule} from './iptables-rule.js'
 
 /** How many values LeadingDestinations.ledBy searches for before it builds a map of every value instead. */
 const SEARCHES_BEFORE_MAP = 16
@@ -209,8 +209,11 @@ export class IptablesSave {
     const parsed: ParsedRule[] = []
     if (t && id !== NOT_FOUND) {
       // Every rule is parsed here (a broken one is refused now, naming its line), but a long chain keeps only what
-      // its callers scan it for (text, target) and parses a rule again when one reads the rest.
+      // its callers scan it for (text, target) and parses a rule again when one reads the rest. There a rule of
+      // kube-proxy's usual shape (serviceRuleTarget) is not tokenized at all: its shape proves that it parses.
       const lazy = t.ruleCount(id) > LAZY_CHAIN_RULES
+      // Where the -d value of a rule of that shape starts: after "-A CHAIN -d ".
+      const leadAt = 3 + chain.length + 4
       // As rawRules reads them, without an object per line on the way.
       this.eachSegment(t, id, (bytes, firstLine) => {
         const text = bytes.toString('latin1')
@@ -222,12 +225,17 @@ export class IptablesSave {
           const e = nl > pos && text.charCodeAt(nl - 1) === 13 ? nl - 1 : nl
           if (e > pos) {
             const ruleText = text.slice(pos, e)
-            const rule = parseLine(table, chain, line, ruleText, this.file)
-            parsed.push(
-              lazy && rule.unparsable === undefined
-                ? new LazyRule(table, line, ruleText, rule.target, rule.isGoto)
-                : rule,
-            )
+            // A rule of kube-proxy's usual shape is known to parse (see serviceRuleTarget): its target is read in place.
+            const target = lazy ? serviceRuleTarget(ruleText) : undefined
+            if (target !== undefined) parsed.push(new LazyRule(table, line, ruleText, target, false, leadAt))
+            else {
+              const rule = parseLine(table, chain, line, ruleText, this.file)
+              parsed.push(
+                lazy && rule.unparsable === undefined
+                  ? new LazyRule(table, line, ruleText, rule.target, rule.isGoto)
+                  : rule,
+              )
+            }
             line++
           }
           pos = nl + 1
@@ -249,7 +257,12 @@ export class IptablesSave {
       index = new LeadingDestinations()
       for (let i = 0; i < rules.length; i++) {
         const rule = rules[i]
-        const lead = rule.unparsable === undefined ? leadingDestination(rule.text) : undefined
+        const lead =
+          rule instanceof LazyRule && rule.leadAt >= 0
+            ? rule.text.slice(rule.leadAt, rule.text.indexOf(' ', rule.leadAt))
+            : rule.unparsable === undefined
+              ? leadingDestination(rule.text)
+              : undefined
         index.leads.push(lead)
         if (lead === undefined) index.unled.push(i)
       }
@@ -414,7 +427,7 @@ const ADDRESS_IN_RULE = / (?:-[sd]|--to-destination) !?\s*([0-9a-fA-F:.[\]]+)/
 const LAZY_CHAIN_RULES = 256
 
 /**
- * A rule of a long chain, already parsed once (so known to parse): keeps its text and target, and parses again
+ * A rule of a long chain, parsed once or of serviceRuleTarget's shape (so known to parse): keeps its text and target, and parses again
  * (once) when its matches or target options are read, which for a long chain is for the few rules a caller looks at.
  */
 class LazyRule implements ParsedRule {
@@ -425,6 +438,8 @@ class LazyRule implements ParsedRule {
     readonly text: string,
     readonly target: string | undefined,
     readonly isGoto: boolean,
+    /** Where the value of the -d it opens with starts, for a rule of serviceRuleTarget's shape (else -1). */
+    readonly leadAt = -1,
   ) {}
 
   get chain(): string {

@@ -6,7 +6,7 @@ import {test} from 'node:test'
 import {BufferSource, FileSource} from '../../src/parse/dump-source.js'
 import {IptablesSave} from '../../src/parse/iptables-save.js'
 import {ParseError as DumpParseError} from '../../src/parse/parse-error.js'
-import {parseRule, tokenize} from '../../src/parse/iptables-rule.js'
+import {leadingDestination, parseRule, serviceRuleTarget, tokenize} from '../../src/parse/iptables-rule.js'
 import {Prng} from '../helpers/seeded.js'
 
 const parse = (text: string) => IptablesSave.parse(new BufferSource(Buffer.from(text)))
@@ -390,5 +390,75 @@ test('two rules run together are refused on the line they are, wherever the file
     )
   } finally {
     rmSync(dir, {recursive: true, force: true})
+  }
+})
+
+test("a long chain's rules of kube-proxy's usual shape are read without parsing, to what parseRule and leadingDestination give (seeded)", () => {
+  const rng = new Prng(4242)
+  const shaped = (i: number) =>
+    `-A KUBE-SERVICES -d 10.96.${i >> 8}.${i & 255}/32 -p ${rng.pick(['tcp', 'udp', 'sctp'])} -m ${rng.pick(['tcp', 'udp'])} --dport ${1 + rng.int(65535)} -j KUBE-${rng.pick(['SVC', 'EXT', 'FW'])}-${i}`
+  const pieces = [' ', '  ', '-', '--', '"', '\t', '!', '[', ']', 'x', '0', '/', ':', '\r', '-j', '-g', '-m', '-d']
+  const mutated = (text: string) => {
+    let t = text
+    for (let k = 1 + rng.int(2); k > 0; k--) {
+      const at = rng.int(t.length + 1)
+      const cut = rng.int(4)
+      t = t.slice(0, at) + (rng.chance(0.6) ? rng.pick(pieces) : '') + t.slice(Math.min(t.length, at + cut))
+    }
+    return t
+  }
+  const rules: string[] = []
+  let shapedKept = 0
+  for (let i = 0; i < 4000; i++) {
+    const text = rng.chance(0.3) ? shaped(i) : mutated(shaped(i))
+    // Only texts that parse, whose chain word is KUBE-SERVICES and that the dump keeps as written, make the chain.
+    let parsed
+    try {
+      parsed = parseRule('nat', 0, text)
+    } catch {
+      parsed = undefined
+    }
+    const target = serviceRuleTarget(text)
+    if (target !== undefined) {
+      assert.ok(parsed, `serviceRuleTarget read a target from a text parseRule refuses: ${text}`)
+      assert.equal(target, parsed.target, text)
+      assert.equal(parsed.isGoto, false, text)
+    }
+    if (parsed?.chain === 'KUBE-SERVICES' && text.startsWith('-A KUBE-SERVICES ') && !/[\r\n]/.test(text)) {
+      rules.push(text)
+      if (target !== undefined) shapedKept++
+    }
+  }
+  assert.ok(shapedKept > 1000 && rules.length - shapedKept > 300, `${shapedKept} of ${rules.length} rules shaped`)
+  const d = parse(['*nat', ':KUBE-SERVICES - [0:0]', ...rules, 'COMMIT', ''].join('\n'))
+  const got = d.rules('nat', 'KUBE-SERVICES')
+  const leads = d.rulesByLeadingDestination('nat', 'KUBE-SERVICES').leads
+  assert.equal(got.length, rules.length)
+  rules.forEach((text, i) => {
+    const want = parseRule('nat', i + 3, text)
+    assert.deepEqual(
+      [got[i].text, got[i].line, got[i].target, got[i].isGoto, got[i].chain, got[i].matches, got[i].targetOptions],
+      [want.text, want.line, want.target, want.isGoto, want.chain, want.matches, want.targetOptions],
+      text,
+    )
+    assert.equal(leads[i], leadingDestination(text), text)
+  })
+})
+
+test('in a long chain, a rule that only looks like the usual shape is still refused naming its line', () => {
+  const rules: string[] = []
+  for (let i = 0; i < 400; i++)
+    rules.push(`-A KUBE-SERVICES -d 10.96.${i >> 8}.${i & 255}/32 -p tcp -m tcp --dport 80 -j KUBE-SVC-${i}`)
+  const text = (body: string[]) => ['*nat', ':KUBE-SERVICES - [0:0]', ...body, 'COMMIT', ''].join('\n')
+  for (const [broken, why] of [
+    ['-A KUBE-SERVICES -d 10.96.9.9/32 -p tcp -m tcp --dport 80 -j', /line 303: -j without a target/],
+    ['-A KUBE-SERVICES -d 10.96.9.9/32 -p tcp -m tcp --dport 80 -j "KUBE-SVC-X', /line 303: unterminated quote/],
+    [
+      '-A KUBE-SERVICES -d 10.96.9.9/32 -p tcp tcp --dport 80 -j KUBE-SVC-X',
+      /line 303: option --dport outside any match/,
+    ],
+  ] as const) {
+    const d = parse(text([...rules.slice(0, 300), broken, ...rules.slice(300)]))
+    assert.throws(() => d.rules('nat', 'KUBE-SERVICES'), why)
   }
 })

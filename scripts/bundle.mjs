@@ -106,6 +106,7 @@ const LOADED_LATER = [
     'wrap-ansi',
     'string-width',
     'widest-line',
+    'supports-color',
   ].map((module) => ({module, importer: 'oclif', how: 'on-access'})),
 ]
 
@@ -239,6 +240,63 @@ export async function powerShellPath(...args) {
   },
 }
 
+/**
+ * oclif's screen.js works out the terminal widths of stdout and stderr as it loads, which makes Node.js create both
+ * streams (process.stdout, process.stderr: the stream modules, and net for a pipe, tty for a terminal) on every run;
+ * oclif reads them only to wrap an error or help text. Here each is worked out on its first read, as oclif did.
+ */
+const screenWidthsOnRead = {
+  name: 'screen-widths-on-read',
+  setup(build) {
+    build.onLoad({filter: /[\\/]@oclif[\\/]core[\\/]lib[\\/]screen\.js$/}, () => ({
+      contents: `'use strict'
+const {settings} = require('./settings')
+function termwidth(stream) {
+  if (!stream.isTTY) return 80
+  const width = stream.getWindowSize()[0]
+  if (width < 1) return 80
+  if (width < 40) return 40
+  return width
+}
+const columns = Number.parseInt(process.env.OCLIF_COLUMNS, 10) || settings.columns
+let stdtermwidth, errtermwidth
+Object.defineProperty(exports, '__esModule', {value: true})
+Object.defineProperty(exports, 'stdtermwidth', {enumerable: true, get: () => (stdtermwidth ??= columns || termwidth(process.stdout))})
+Object.defineProperty(exports, 'errtermwidth', {enumerable: true, get: () => (errtermwidth ??= columns || termwidth(process.stderr))})`,
+      loader: 'js',
+    }))
+  },
+}
+
+/**
+ * chalk's supports-color asks node:tty whether stdout and stderr are terminals as it loads, and node:tty brings net
+ * and the stream modules. A terminal is a character device: a descriptor that is not one (a file, a pipe, a socket)
+ * is answered from fstat, and only a character device (a terminal, /dev/null) is asked of node:tty.
+ */
+const isattyByFstat = {
+  name: 'isatty-by-fstat',
+  setup(build) {
+    build.onResolve({filter: /^node:tty$/}, (args) =>
+      /[\\/]chalk[\\/]source[\\/]vendor[\\/]supports-color[\\/]/.test(args.importer)
+        ? {path: 'node:tty', namespace: 'isatty-by-fstat'}
+        : undefined,
+    )
+    build.onLoad({filter: /.*/, namespace: 'isatty-by-fstat'}, () => ({
+      resolveDir: repo,
+      contents: `const {fstatSync} = require('node:fs')
+function isatty(fd) {
+  try {
+    if (!fstatSync(fd).isCharacterDevice()) return false
+  } catch {
+    return false
+  }
+  return require('node:tty').isatty(fd)
+}
+module.exports = {isatty}`,
+    }))
+  },
+}
+
 // oclif checks at start that Node.js satisfies @oclif/core's engines, which loads semver and reads oclif's package.json
 // (absent from the bundle): npm checks this package's engines (node >= 20) on install, and the single executable
 // brings its own Node.js.
@@ -250,7 +308,7 @@ const common = {
   target: 'node20',
   external: [...OPTIONAL_NATIVE, ...DEVELOPMENT_ONLY],
   define: {KPD_BUILT_IN: JSON.stringify(JSON.stringify(builtIn))},
-  plugins: [loadedLater, ssh2Dirname, debugOnlyWhenAsked, wslUtilsOnCall],
+  plugins: [loadedLater, ssh2Dirname, debugOnlyWhenAsked, wslUtilsOnCall, screenWidthsOnRead, isattyByFstat],
   metafile: true,
   legalComments: 'none',
   logLevel: 'warning',

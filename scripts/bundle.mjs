@@ -297,6 +297,34 @@ module.exports = {isatty}`,
   },
 }
 
+/**
+ * cli-table3 measures every cell's text twice with its own string-width (4), which replaces a large emoji regular
+ * expression in each (compiled on first use, then run over every cell): here text of printable ASCII and the report's
+ * signs (src/report/width.ts ONE_COLUMN_EACH, one column each there too: test/unit/output-width.test.ts) is its length,
+ * and other text is measured by cli-table3's string-width, loaded on the first such call.
+ */
+const tableWidthsOfOneColumnText = {
+  name: 'table-widths-of-one-column-text',
+  setup(build) {
+    const tableStringWidth = createRequire(join(repo, 'node_modules/cli-table3/src/utils.js')).resolve('string-width')
+    build.onResolve({filter: /^string-width$/}, (args) =>
+      /[\\/]cli-table3[\\/]src[\\/]/.test(args.importer)
+        ? {path: 'string-width', namespace: 'table-string-width'}
+        : undefined,
+    )
+    build.onLoad({filter: /.*/, namespace: 'table-string-width'}, async () => {
+      const {ONE_COLUMN_EACH} = await import(join(repo, 'dist/src/report/width.js'))
+      return {
+        resolveDir: repo,
+        contents: `const ONE_COLUMN_EACH = ${ONE_COLUMN_EACH}
+let measured
+module.exports = (text) =>
+  typeof text === 'string' && ONE_COLUMN_EACH.test(text) ? text.length : (measured ??= require(${JSON.stringify(tableStringWidth)}))(text)`,
+      }
+    })
+  },
+}
+
 // oclif checks at start that Node.js satisfies @oclif/core's engines, which loads semver and reads oclif's package.json
 // (absent from the bundle): npm checks this package's engines (node >= 20) on install, and the single executable
 // brings its own Node.js.
@@ -308,7 +336,7 @@ const common = {
   target: 'node20',
   external: [...OPTIONAL_NATIVE, ...DEVELOPMENT_ONLY],
   define: {KPD_BUILT_IN: JSON.stringify(JSON.stringify(builtIn))},
-  plugins: [loadedLater, ssh2Dirname, debugOnlyWhenAsked, wslUtilsOnCall, screenWidthsOnRead, isattyByFstat],
+  plugins: [loadedLater, ssh2Dirname, debugOnlyWhenAsked, wslUtilsOnCall, screenWidthsOnRead, isattyByFstat, tableWidthsOfOneColumnText],
   metafile: true,
   legalComments: 'none',
   logLevel: 'warning',

@@ -106,6 +106,7 @@ const LOADED_LATER = [
     'wrap-ansi',
     'string-width',
     'widest-line',
+    'supports-color',
   ].map((module) => ({module, importer: 'oclif', how: 'on-access'})),
 ]
 
@@ -239,6 +240,91 @@ export async function powerShellPath(...args) {
   },
 }
 
+/**
+ * oclif's screen.js works out the terminal widths of stdout and stderr as it loads, which makes Node.js create both
+ * streams (process.stdout, process.stderr: the stream modules, and net for a pipe, tty for a terminal) on every run;
+ * oclif reads them only to wrap an error or help text. Here each is worked out on its first read, as oclif did.
+ */
+const screenWidthsOnRead = {
+  name: 'screen-widths-on-read',
+  setup(build) {
+    build.onLoad({filter: /[\\/]@oclif[\\/]core[\\/]lib[\\/]screen\.js$/}, () => ({
+      contents: `'use strict'
+const {settings} = require('./settings')
+function termwidth(stream) {
+  if (!stream.isTTY) return 80
+  const width = stream.getWindowSize()[0]
+  if (width < 1) return 80
+  if (width < 40) return 40
+  return width
+}
+const columns = Number.parseInt(process.env.OCLIF_COLUMNS, 10) || settings.columns
+let stdtermwidth, errtermwidth
+Object.defineProperty(exports, '__esModule', {value: true})
+Object.defineProperty(exports, 'stdtermwidth', {enumerable: true, get: () => (stdtermwidth ??= columns || termwidth(process.stdout))})
+Object.defineProperty(exports, 'errtermwidth', {enumerable: true, get: () => (errtermwidth ??= columns || termwidth(process.stderr))})`,
+      loader: 'js',
+    }))
+  },
+}
+
+/**
+ * chalk's supports-color asks node:tty whether stdout and stderr are terminals as it loads, and node:tty brings net
+ * and the stream modules. A terminal is a character device: a descriptor that is not one (a file, a pipe, a socket)
+ * is answered from fstat, and only a character device (a terminal, /dev/null) is asked of node:tty.
+ */
+const isattyByFstat = {
+  name: 'isatty-by-fstat',
+  setup(build) {
+    build.onResolve({filter: /^node:tty$/}, (args) =>
+      /[\\/]chalk[\\/]source[\\/]vendor[\\/]supports-color[\\/]/.test(args.importer)
+        ? {path: 'node:tty', namespace: 'isatty-by-fstat'}
+        : undefined,
+    )
+    build.onLoad({filter: /.*/, namespace: 'isatty-by-fstat'}, () => ({
+      resolveDir: repo,
+      contents: `const {fstatSync} = require('node:fs')
+function isatty(fd) {
+  try {
+    if (!fstatSync(fd).isCharacterDevice()) return false
+  } catch {
+    return false
+  }
+  return require('node:tty').isatty(fd)
+}
+module.exports = {isatty}`,
+    }))
+  },
+}
+
+/**
+ * cli-table3 measures every cell's text twice with its own string-width (4), which replaces a large emoji regular
+ * expression in each (compiled on first use, then run over every cell): here text of printable ASCII and the report's
+ * signs (src/report/width.ts ONE_COLUMN_EACH, one column each there too: test/unit/output-width.test.ts) is its length,
+ * and other text is measured by cli-table3's string-width, loaded on the first such call.
+ */
+const tableWidthsOfOneColumnText = {
+  name: 'table-widths-of-one-column-text',
+  setup(build) {
+    const tableStringWidth = createRequire(join(repo, 'node_modules/cli-table3/src/utils.js')).resolve('string-width')
+    build.onResolve({filter: /^string-width$/}, (args) =>
+      /[\\/]cli-table3[\\/]src[\\/]/.test(args.importer)
+        ? {path: 'string-width', namespace: 'table-string-width'}
+        : undefined,
+    )
+    build.onLoad({filter: /.*/, namespace: 'table-string-width'}, async () => {
+      const {ONE_COLUMN_EACH} = await import(join(repo, 'dist/src/report/width.js'))
+      return {
+        resolveDir: repo,
+        contents: `const ONE_COLUMN_EACH = ${ONE_COLUMN_EACH}
+let measured
+module.exports = (text) =>
+  typeof text === 'string' && ONE_COLUMN_EACH.test(text) ? text.length : (measured ??= require(${JSON.stringify(tableStringWidth)}))(text)`,
+      }
+    })
+  },
+}
+
 // oclif checks at start that Node.js satisfies @oclif/core's engines, which loads semver and reads oclif's package.json
 // (absent from the bundle): npm checks this package's engines (node >= 20) on install, and the single executable
 // brings its own Node.js.
@@ -250,7 +336,15 @@ const common = {
   target: 'node20',
   external: [...OPTIONAL_NATIVE, ...DEVELOPMENT_ONLY],
   define: {KPD_BUILT_IN: JSON.stringify(JSON.stringify(builtIn))},
-  plugins: [loadedLater, ssh2Dirname, debugOnlyWhenAsked, wslUtilsOnCall],
+  plugins: [
+    loadedLater,
+    ssh2Dirname,
+    debugOnlyWhenAsked,
+    wslUtilsOnCall,
+    screenWidthsOnRead,
+    isattyByFstat,
+    tableWidthsOfOneColumnText,
+  ],
   metafile: true,
   legalComments: 'none',
   logLevel: 'warning',

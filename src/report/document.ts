@@ -102,9 +102,13 @@ export function serialize(document: object, format: 'json' | 'yaml'): string {
   return text
 }
 
-/** What a terminal acts on (see printable.ts), but the line breaks YAML's own layout writes. */
-const YAML_CONTROL = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u
-const YAML_CONTROLS = new RegExp(YAML_CONTROL.source, 'gu')
+/**
+ * What a terminal acts on (see printable.ts), but the line breaks YAML's own layout writes. Made on first need (V8
+ * builds a Unicode property's class from ICU's tables when it makes the expression, a part of a short run's start).
+ */
+let yamlControls: {one: RegExp; every: RegExp} | undefined
+const YAML_CONTROLS = () =>
+  (yamlControls ??= {one: /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u, every: /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu})
 
 /**
  * YAML in which every string holding a control is double-quoted, where YAML escapes mean the character itself
@@ -115,14 +119,15 @@ const YAML_CONTROLS = new RegExp(YAML_CONTROL.source, 'gu')
 function yamlText(document: object): string {
   const {Document, visit} = loadModule('yaml') as typeof Yaml
   const doc = new Document(document)
+  const controls = YAML_CONTROLS()
   visit(doc, {
     Scalar(_, node) {
-      if (typeof node.value === 'string' && YAML_CONTROL.test(node.value)) node.type = 'QUOTE_DOUBLE'
+      if (typeof node.value === 'string' && controls.one.test(node.value)) node.type = 'QUOTE_DOUBLE'
     },
   })
   const text = doc.toString({lineWidth: 0, doubleQuotedMinMultiLineLength: Number.MAX_SAFE_INTEGER})
   // Left as they are by yaml, so inside the double quotes chosen above: its escape.
-  return text.replace(YAML_CONTROLS, (c) =>
+  return text.replace(controls.every, (c) =>
     c === '\n'
       ? c
       : c.length > 1

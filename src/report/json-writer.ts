@@ -2,9 +2,11 @@
  * What JSON.stringify leaves as it is that a terminal acts on: DEL, C1 controls, the line and paragraph separators,
  * format characters (bidi overrides, zero-width characters, the byte order mark). It escapes C0 controls itself.
  * In JSON text these can stand only inside strings, where \uXXXX means the same character: escaping them changes no
- * value, and a document piped to a terminal cannot act on it.
+ * value, and a document piped to a terminal cannot act on it. Made on first need (V8 builds a Unicode property's class
+ * from ICU's tables when it makes the expression, a part of a short run's start).
  */
-const RAW_CONTROLS = /[\u007f-\u009f\u2028\u2029\p{Cf}]/gu
+let rawControls: RegExp | undefined
+const RAW_CONTROLS = () => (rawControls ??= /[\u007f-\u009f\u2028\u2029\p{Cf}]/gu)
 
 const escape = (c: string) =>
   Array.from({length: c.length}, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join('')
@@ -20,7 +22,7 @@ const MAYBE_CONTROLS = /[\u007f-\u00ad\u0600-\u08ff\u180e\u2000-\u206f\ud800-\ud
 
 /** JSON text with the characters above escaped; the same value when parsed. */
 export function escapeJsonControls(json: string): string {
-  return MAYBE_CONTROLS.test(json) ? json.replace(RAW_CONTROLS, escape) : json
+  return MAYBE_CONTROLS.test(json) ? json.replace(RAW_CONTROLS(), escape) : json
 }
 
 /** Pieces are gathered up to this many characters before they are written. */

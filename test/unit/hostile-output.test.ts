@@ -18,6 +18,7 @@ import type {ProbeRun} from '../../src/node/probe/tcp-probe.js'
 import {BufferSource} from '../../src/parse/dump-source.js'
 import {IptablesSave} from '../../src/parse/iptables-save.js'
 import {writeScanReport, writeServiceReport, writeTrace, type Write} from '../../src/report/output.js'
+import {printable} from '../../src/report/printable.js'
 import {buildReport, type Report} from '../../src/report/report.js'
 import {buildScanReport, keepScannedServices} from '../../src/report/scan-report.js'
 import {IptablesTracer} from '../../src/trace/iptables-tracer.js'
@@ -336,4 +337,17 @@ test('warnings and --verbose lines on stderr: one printable line each, whatever 
     assertPrintable(line, 'a stderr line')
     assert.match(line, /^kproxy-doctor: [^\n]*\n$/)
   }
+})
+
+test('printable escapes exactly the C0 and C1 controls, DEL, U+2028, U+2029 and format characters, of every code point', () => {
+  // The character set it promises, in this Node.js's Unicode: its quick search for candidates must miss none.
+  const promised = /^[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]$/u
+  const wrong: string[] = []
+  for (let c = 0; c <= 0x10ffff; c++) {
+    if (c >= 0xd800 && c <= 0xdfff) continue
+    const ch = String.fromCodePoint(c)
+    const text = `web→✓${ch}`
+    if ((printable(text) !== text) !== promised.test(ch)) wrong.push(c.toString(16))
+  }
+  assert.deepEqual(wrong, [])
 })

@@ -169,8 +169,14 @@ test('scan: nodes with the same chain at other lines each show their own lines (
         .filter((f: {node: string; evidence?: string[]}) => f.node === node && f.evidence)
         .flatMap((f: {evidence: string[]}) => f.evidence)
         .filter((e: string) => e.includes('10.244.2.10:8081'))
-    assert.deepEqual(evidence('node-a').map((e: string) => e.split(':')[0]), ['nat line 61'])
-    assert.deepEqual(evidence('node-b').map((e: string) => e.split(':')[0]), ['nat line 62'])
+    assert.deepEqual(
+      evidence('node-a').map((e: string) => e.split(':')[0]),
+      ['nat line 61'],
+    )
+    assert.deepEqual(
+      evidence('node-b').map((e: string) => e.split(':')[0]),
+      ['nat line 62'],
+    )
     const svc = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', bundle, '-o', 'json'])
     assert.deepEqual({...web, time: null}, {...svc.json, time: null})
   } finally {

@@ -1,7 +1,7 @@
 import type {V1Service} from '@kubernetes/client-node'
 import type {ClusterState} from '../cluster/types.js'
 import {notProxiedReason} from '../model/expected.js'
-import {forgetOneOffChains, type NodeObservation} from '../node/observation.js'
+import {forgetOneOffChains, shareChainParses, type NodeObservation} from '../node/observation.js'
 import {diagnose, type DiagnoseOptions, type Diagnosis} from './diagnose.js'
 
 /** One Service a scan judges: its API objects, or why they could not be read. */
@@ -46,6 +46,7 @@ export function judgeService<R>(
   const reason = notProxiedReason(service)
   if (reason) return {...base, skipped: reason}
   if (!state) return {...base, skipped: `not diagnosed: ${unreadable ?? 'unreadable'}`}
+  shareChainParses(observations)
   try {
     return {...base, diagnosis: summarise(diagnose(state, observations, opts))}
   } catch (e) {

@@ -1,4 +1,4 @@
-import type {IptablesSave} from '../parse/iptables-save.js'
+import {SharedChainParses, type IptablesSave} from '../parse/iptables-save.js'
 import type {NftRuleset} from '../parse/nft-ruleset.js'
 import type {BridgeState} from '../parse/bridge-state.js'
 import type {KubeProxyStatus} from '../parse/kube-proxy-status.js'
@@ -66,6 +66,20 @@ export interface BackendSave {
   family: 4 | 6
   backend: 'legacy' | 'nft'
   readonly dump: IptablesSave | undefined
+}
+
+/**
+ * Before a scan's Services are judged: the nodes' iptables-save (and ip6tables-save) dumps parse a chain once for all
+ * of them where it is the same bytes at the same lines on each (see SharedChainParses). A dump that shares already
+ * keeps its pool: asking again (for every Service) changes nothing.
+ */
+export function shareChainParses(observations: NodeObservation[]): void {
+  let v4: SharedChainParses | undefined
+  let v6: SharedChainParses | undefined
+  for (const o of observations) {
+    if (o.iptables && !o.iptables.sharesParses()) o.iptables.shareParses((v4 ??= new SharedChainParses()))
+    if (o.ip6tables && !o.ip6tables.sharesParses()) o.ip6tables.shareParses((v6 ??= new SharedChainParses()))
+  }
 }
 
 /** After one Service of a scan is judged: each dump drops the parsed chains only that Service asked for. */

@@ -40,6 +40,42 @@ export class LeadingDestinations {
 /** A chain's LeadingDestinations, kept on its rules array: it goes when the dump forgets the chain (forgetOneOffChains). */
 const LEADS = Symbol('rules by leading destination')
 
+/** A run of a chain's rule lines as a dump holds it: the line number of its first rule and its bytes (a copy). */
+interface ChainSegment {
+  firstLine: number
+  bytes: Buffer
+}
+
+/**
+ * Chains parsed by one node's dump, for the other nodes' dumps of a scan: kube-proxy programs a Service's KUBE-SVC
+ * and KUBE-SEP chains alike on every node, so a chain whose rule lines are the same bytes at the same line numbers
+ * is parsed once, and the rules (with what the tracer works out of them, kept on the rules) are shared. Only chains
+ * asked for since the last forget are held: a scan forgets after each Service, as each dump does (forgetOneOffChains).
+ */
+export class SharedChainParses {
+  private byChain = new Map<string, {segments: ChainSegment[]; parsed: ParsedRule[]}>()
+
+  /** The rules parsed for `key` (table and chain) from the same segments; undefined when none were. */
+  find(key: string, segments: ChainSegment[]): ParsedRule[] | undefined {
+    const held = this.byChain.get(key)
+    if (!held || held.segments.length !== segments.length) return undefined
+    for (let i = 0; i < segments.length; i++)
+      if (held.segments[i].firstLine !== segments[i].firstLine || !held.segments[i].bytes.equals(segments[i].bytes))
+        return undefined
+    return held.parsed
+  }
+
+  /** Holds a chain's rules as parsed from `segments` (the first dump's parse of a name is the one kept). */
+  add(key: string, segments: ChainSegment[], parsed: ParsedRule[]): void {
+    if (!this.byChain.has(key)) this.byChain.set(key, {segments, parsed})
+  }
+
+  forget(): void {
+    // A fresh map rather than a cleared one: see IptablesSave.parsedSinceForget.
+    if (this.byChain.size > 0) this.byChain = new Map()
+  }
+}
+
 export interface RawRule {
   table: string
   chain: string
@@ -206,45 +242,77 @@ export class IptablesSave {
     if (cached) return cached
     const t = this.tables.get(table)
     const id = t?.find(chain) ?? NOT_FOUND
-    const parsed: ParsedRule[] = []
+    let parsed: ParsedRule[] = []
     if (t && id !== NOT_FOUND) {
       // Every rule is parsed here (a broken one is refused now, naming its line), but a long chain keeps only what
       // its callers scan it for (text, target) and parses a rule again when one reads the rest. There a rule of
       // kube-proxy's usual shape (serviceRuleTarget) is not tokenized at all: its shape proves that it parses.
       const lazy = t.ruleCount(id) > LAZY_CHAIN_RULES
-      // Where the -d value of a rule of that shape starts: after "-A CHAIN -d ".
-      const leadAt = 3 + chain.length + 4
-      // As rawRules reads them, without an object per line on the way.
-      this.eachSegment(t, id, (bytes, firstLine) => {
-        const text = bytes.toString('latin1')
-        let line = firstLine
-        let pos = 0
-        while (pos < text.length) {
-          let nl = text.indexOf('\n', pos)
-          if (nl < 0) nl = text.length
-          const e = nl > pos && text.charCodeAt(nl - 1) === 13 ? nl - 1 : nl
-          if (e > pos) {
-            const ruleText = text.slice(pos, e)
-            // A rule of kube-proxy's usual shape is known to parse (see serviceRuleTarget): its target is read in place.
-            const target = lazy ? serviceRuleTarget(ruleText) : undefined
-            if (target !== undefined) parsed.push(new LazyRule(table, line, ruleText, target, false, leadAt))
-            else {
-              const rule = parseLine(table, chain, line, ruleText, this.file)
-              parsed.push(
-                lazy && rule.unparsable === undefined
-                  ? new LazyRule(table, line, ruleText, rule.target, rule.isGoto)
-                  : rule,
-              )
-            }
-            line++
-          }
-          pos = nl + 1
+      if (this.sharedParses && !lazy) {
+        const segments: ChainSegment[] = []
+        this.eachSegment(t, id, (bytes, firstLine) => segments.push({firstLine, bytes: Buffer.from(bytes)}))
+        const shared = this.sharedParses.find(key, segments)
+        if (shared) parsed = shared
+        else {
+          for (const {bytes, firstLine} of segments) this.parseSegment(table, chain, false, bytes, firstLine, parsed)
+          this.sharedParses.add(key, segments, parsed)
         }
-      })
+      } else
+        this.eachSegment(t, id, (bytes, firstLine) => this.parseSegment(table, chain, lazy, bytes, firstLine, parsed))
     }
     this.parsedSinceForget.set(key, parsed)
     return parsed
   }
+
+  /** Parses one segment's rule lines into `parsed`, as rawRules reads them, without an object per line on the way. */
+  private parseSegment(
+    table: string,
+    chain: string,
+    lazy: boolean,
+    bytes: Buffer,
+    firstLine: number,
+    parsed: ParsedRule[],
+  ): void {
+    const text = bytes.toString('latin1')
+    // Where the -d value of a rule of that shape starts: after "-A CHAIN -d ".
+    const leadAt = 3 + chain.length + 4
+    let line = firstLine
+    let pos = 0
+    while (pos < text.length) {
+      let nl = text.indexOf('\n', pos)
+      if (nl < 0) nl = text.length
+      const e = nl > pos && text.charCodeAt(nl - 1) === 13 ? nl - 1 : nl
+      if (e > pos) {
+        const ruleText = text.slice(pos, e)
+        // A rule of kube-proxy's usual shape is known to parse (see serviceRuleTarget): its target is read in place.
+        const target = lazy ? serviceRuleTarget(ruleText) : undefined
+        if (target !== undefined) parsed.push(new LazyRule(table, line, ruleText, target, false, leadAt))
+        else {
+          const rule = parseLine(table, chain, line, ruleText, this.file)
+          parsed.push(
+            lazy && rule.unparsable === undefined ? new LazyRule(table, line, ruleText, rule.target, rule.isGoto) : rule,
+          )
+        }
+        line++
+      }
+      pos = nl + 1
+    }
+  }
+
+  /**
+   * The pool of parsed chains this dump shares with other nodes' dumps (a scan's: see SharedChainParses); kept for
+   * the dump's life. A chain the pool holds with the same bytes at the same lines is not parsed again.
+   */
+  private sharedParses: SharedChainParses | undefined
+
+  shareParses(pool: SharedChainParses): void {
+    this.sharedParses ??= pool
+  }
+
+  sharesParses(): boolean {
+    return this.sharedParses !== undefined
+  }
+
   /**
    * The chain's rules by the -d they open with (see LeadingDestinations), made on the first ask for the rules parsed
    * now and shared by every later one (the model's lookup of a Service's rules in KUBE-SERVICES and the tracer's skip
@@ -325,6 +393,7 @@ export class IptablesSave {
       else this.seenByForget.add(key)
     }
     this.parsedSinceForget = new Map()
+    this.sharedParses?.forget()
   }
 
   close(): void {

@@ -4,7 +4,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {test} from 'node:test'
 import {BufferSource, FileSource} from '../../src/parse/dump-source.js'
-import {IptablesSave} from '../../src/parse/iptables-save.js'
+import {IptablesSave, SharedChainParses} from '../../src/parse/iptables-save.js'
 import {ParseError as DumpParseError} from '../../src/parse/parse-error.js'
 import {leadingDestination, parseRule, serviceRuleTarget, tokenize} from '../../src/parse/iptables-rule.js'
 import {Prng} from '../helpers/seeded.js'
@@ -249,6 +249,36 @@ test('forgetOneOffChains: a chain asked for once between two calls is parsed aga
   d.forgetOneOffChains()
   assert.equal(d.rules('nat', 'KUBE-SERVICES'), servicesAgain)
   assert.notEqual(d.rules('nat', 'PREROUTING'), prerouting)
+})
+
+test('shared parses: a chain with the same bytes at the same lines on another node is parsed once; any difference is parsed apart', () => {
+  const shifted = SAMPLE.replace('*nat\n', '*nat\n# one more line\n')
+  const otherPort = SAMPLE.replace('--dport 443', '--dport 444')
+  const [a, same, moved, changed, alone] = [SAMPLE, SAMPLE, shifted, otherPort, SAMPLE].map(parse)
+  const pool = new SharedChainParses()
+  for (const d of [a, same, moved, changed]) d.shareParses(pool)
+  const services = a.rules('nat', 'KUBE-SERVICES')
+  assert.equal(same.rules('nat', 'KUBE-SERVICES'), services, 'the same bytes at the same lines: the same rules')
+  const movedServices = moved.rules('nat', 'KUBE-SERVICES')
+  assert.notEqual(movedServices, services)
+  assert.deepEqual(
+    movedServices.map((r) => r.line),
+    services.map((r) => r.line + 1),
+    'its own line numbers',
+  )
+  const changedServices = changed.rules('nat', 'KUBE-SERVICES')
+  assert.notEqual(changedServices, services)
+  assert.match(changedServices[0].text, /--dport 444/)
+  assert.deepEqual(changedServices, parse(otherPort).rules('nat', 'KUBE-SERVICES'))
+  assert.deepEqual(services, alone.rules('nat', 'KUBE-SERVICES'), 'as a dump that shares nothing parses it')
+  assert.equal(same.rules('filter', 'KUBE-SERVICES'), a.rules('filter', 'KUBE-SERVICES'), 'per table')
+  // After a forget the pool holds nothing: a dump asking first parses, and the others share its parse.
+  for (const d of [a, same, moved, changed]) d.forgetOneOffChains()
+  const prerouting = same.rules('nat', 'PREROUTING')
+  assert.equal(a.rules('nat', 'PREROUTING'), prerouting)
+  const servicesAgain = a.rules('nat', 'KUBE-SERVICES')
+  assert.notEqual(servicesAgain, services, 'forgotten, parsed again')
+  assert.equal(same.rules('nat', 'KUBE-SERVICES'), servicesAgain)
 })
 
 /**

@@ -151,6 +151,39 @@ test('scan: every Service of the namespace with the same checks as svc, exact fi
   }
 })
 
+test('scan: nodes with the same chain at other lines each show their own lines (the parse is shared only where bytes and lines match)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kpd-scan-'))
+  try {
+    const bundle = join(dir, 'bundle')
+    cpSync(join(EXAMPLES, 'broken-cluster'), bundle, {recursive: true})
+    // node-b holds node-a's rules one line further down, each with the same DNAT to a wrong port.
+    const dumpOf = (node: string) => join(bundle, 'nodes', node, 'iptables-save.txt')
+    const rules = readFileSync(dumpOf('node-a'), 'utf8').replace('10.244.2.10:8080', '10.244.2.10:8081')
+    writeFileSync(dumpOf('node-a'), rules)
+    writeFileSync(dumpOf('node-b'), rules.replace('\n', '\n# one line more\n'))
+    const r = await runCli(['scan', '-n', 'shop', '--snapshot', bundle, '-o', 'json'])
+    assert.equal(r.code, 1, r.stderr)
+    const web = r.json.services.find((s: {service: {name: string}}) => s.service.name === 'web')
+    const evidence = (node: string) =>
+      web.findings
+        .filter((f: {node: string; evidence?: string[]}) => f.node === node && f.evidence)
+        .flatMap((f: {evidence: string[]}) => f.evidence)
+        .filter((e: string) => e.includes('10.244.2.10:8081'))
+    assert.deepEqual(
+      evidence('node-a').map((e: string) => e.split(':')[0]),
+      ['nat line 61'],
+    )
+    assert.deepEqual(
+      evidence('node-b').map((e: string) => e.split(':')[0]),
+      ['nat line 62'],
+    )
+    const svc = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', bundle, '-o', 'json'])
+    assert.deepEqual({...web, time: null}, {...svc.json, time: null})
+  } finally {
+    rmSync(dir, {recursive: true, force: true})
+  }
+})
+
 test('scan: the human report has one row per Service and the findings grouped by Service then code, nodes listed once', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'kpd-scan-'))
   try {

@@ -290,7 +290,9 @@ export class IptablesSave {
         else {
           const rule = parseLine(table, chain, line, ruleText, this.file)
           parsed.push(
-            lazy && rule.unparsable === undefined ? new LazyRule(table, line, ruleText, rule.target, rule.isGoto) : rule,
+            lazy && rule.unparsable === undefined
+              ? new LazyRule(table, line, ruleText, rule.target, rule.isGoto)
+              : rule,
           )
         }
         line++

@@ -32,7 +32,6 @@ import {PROBES_SNAPSHOT, probeNodes, probeSettings, startProbes, type StartedPro
 import type {NodeProbes, ProbeRun, RecordedProbes} from '../node/probe/tcp-probe.js'
 import {readRecordedEvidence} from '../node/probe/recorded-evidence.js'
 import {closingAfter, type NodeAccess} from '../node/transport/node-access.js'
-import {IptablesVersions} from '../node/read/iptables-versions.js'
 import {isNodeName} from '../model/names.js'
 import type {Reach} from '../model/reach.js'
 import {serviceFamilies} from '../model/expected.js'
@@ -178,8 +177,8 @@ async function gatherLiveFrom({
     announce: opts.output.announce ?? (() => undefined),
   }
   const probeBeside = opts.probes.run
-    ? (node: string, access: NodeAccess, versions: IptablesVersions) => {
-        const started = startProbes(cluster, node, access, settings, kernelTrace, versions)
+    ? (node: string, access: NodeAccess) => {
+        const started = startProbes(cluster, node, access, settings, kernelTrace)
         probing.set(node, started)
         return started.probes
       }
@@ -301,11 +300,8 @@ export async function readNodesLive(
   opts: Pick<LiveOptions, 'cluster' | 'access' | 'reads' | 'output'>,
   dns: CollectOptions['dns'],
   path?: PathTargets,
-  /**
-   * Work to run on each node's access while it is read (the live probes), where its transport probes; `versions`: the
-   * read's `iptables -V` answers.
-   */
-  beside?: (name: string, access: NodeAccess, versions: IptablesVersions) => Promise<unknown>,
+  /** Work to run on each node's access while it is read (the live probes), where its transport probes. */
+  beside?: (name: string, access: NodeAccess) => Promise<unknown>,
   /** Only these chains of each node's iptables rules (see readScopedRules). */
   rulesScope?: RulesScope,
   /** What is read after each node (its implementer's agent: agent-state.ts), added to its recording. */
@@ -338,16 +334,14 @@ export async function readNodesLive(
     async (name, connect, via) => {
       const startedAt = performance.now()
       progress?.({kind: 'node-read-started', node: name, total: names.length})
-      const versions = new IptablesVersions()
       const open =
         beside && transport(via).probes
           ? async () => {
               const access = await connect()
-              return closingAfter(access, beside(name, access, versions))
+              return closingAfter(access, beside(name, access))
             }
           : connect
       const read = await collectNode(name, open, {
-        versions,
         timeoutMs: opts.cluster.timeoutMs,
         dns,
         path,

@@ -3,7 +3,6 @@ import type {NodeObservation} from '../node/observation.js'
 import {mapBounded} from '../util/map-bounded.js'
 import {probeOpener, probeTargets, type NodeProbes, type ProbeRun, type ProbeSettings} from '../node/probe/tcp-probe.js'
 import type {NodeAccess} from '../node/transport/node-access.js'
-import type {IptablesVersions} from '../node/read/iptables-versions.js'
 import {readKernelEvidence, type KernelEvidence} from '../node/probe/kernel-evidence.js'
 import {withKernelTrace} from '../node/probe/kernel-trace.js'
 import type {TraceTuple} from '../node/kernel-trace-commands.js'
@@ -93,14 +92,9 @@ export function startProbes(
   access: NodeAccess,
   settings: ProbeSettings,
   kernelTrace?: KernelTraceSettings,
-  /** The read's `iptables -V` answers (the rule counters' form): not asked a second time. */
-  versions?: IptablesVersions,
 ): StartedProbes {
   const plan = planProbes(cluster, name, settings)
-  return {
-    notes: plan.notes,
-    probes: probePlan(plan, name, access, settings, counterChains(cluster), kernelTrace, versions),
-  }
+  return {notes: plan.notes, probes: probePlan(plan, name, access, settings, counterChains(cluster), kernelTrace)}
 }
 
 /** The longest the probes of a plan can take (every connection timing out), in whole seconds, and one more. */
@@ -119,7 +113,6 @@ async function probePlan(
   settings: ProbeSettings,
   chains: readonly CounterChain[],
   kernelTrace?: KernelTraceSettings,
-  versions?: IptablesVersions,
 ): Promise<NodeProbes> {
   const startedAt = Date.now()
   const connect = () =>
@@ -145,9 +138,7 @@ async function probePlan(
   const probesServiceAddresses = plan.targets.some((t) => t.kind !== 'endpoint')
   const beside = kernelTrace ? undefined : evidence
   const probe = (): Promise<{result: Tallies; counters?: RuleCountersRun; beside?: KernelEvidence}> =>
-    probesServiceAddresses
-      ? withRuleCounters(access, chains, connect, beside, versions)
-      : connect().then((result) => ({result}))
+    probesServiceAddresses ? withRuleCounters(access, chains, connect, beside) : connect().then((result) => ({result}))
   // The Service's own addresses are traced (the endpoints' direct probes are not translated: nothing to confirm).
   const tuples = new Map<string, TraceTuple>()
   for (const t of plan.targets.filter((x) => x.kind !== 'endpoint')) {

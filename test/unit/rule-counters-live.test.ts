@@ -4,7 +4,6 @@ import {probesThroughRules, targetCounters} from '../../src/checks/rules/kernel-
 import type {PathResult} from '../../src/model/paths.js'
 import {withRuleCounters, type CounterChain} from '../../src/node/probe/rule-counters-read.js'
 import type {NodeAccess, RunResult} from '../../src/node/transport/node-access.js'
-import {IptablesVersions} from '../../src/node/read/iptables-versions.js'
 
 const SVC = '-A KUBE-SERVICES -d 10.96.10.10/32 -p tcp -m tcp --dport 80 -j KUBE-SVC-X'
 const OTHER = '-A KUBE-SERVICES -d 10.96.0.1/32 -p tcp -m tcp --dport 443 -j KUBE-SVC-K'
@@ -296,54 +295,6 @@ test('where iptables is iptables-legacy the counters are one iptables-save -c of
     unknown.asked.map((a) => a.key),
     ['iptablesVersion', ...CHAINS.map(() => 'ruleCounters')],
   )
-})
-
-test("the node read's iptables -V answers are not asked again; the counters before go in the read's round where it reads the rules chain by chain, one turn later where it reads a whole dump", async () => {
-  const NFT6 = 'ip6tables v1.8.9 (nf_tables)\n'
-  const OLD_NFT = 'iptables v1.8.4 (nf_tables)\n'
-  /** Each read asked, with the event-loop turns gone by then (the SSH transport sends the reads of one turn as one exec). */
-  const run = async (said: {4?: string; 6?: string} | undefined, closeFirst = false) => {
-    let turns = 0
-    const asked: string[] = []
-    const access = {
-      run: (key: string) => {
-        asked.push(`${turns} ${key}`)
-        if (key === 'iptablesVersion') return Promise.resolve(ran(LEGACY_VERSION))
-        return Promise.resolve(
-          key === 'tableCounters' ? ran('*nat\n:KUBE-SERVICES - [0:0]\nCOMMIT\n') : ran(listing('KUBE-SERVICES', [])),
-        )
-      },
-    } as unknown as NodeAccess
-    const versions = said && new IptablesVersions()
-    const probes = () => new Promise((resolve) => setImmediate(resolve))
-    const counted = withRuleCounters(access, CHAINS.slice(0, 1), probes, undefined, versions)
-    // The read says its answers a few steps later (after `id -u`), in the same turn.
-    await Promise.resolve()
-    if (closeFirst) versions?.close()
-    for (const family of [4, 6] as const) {
-      const version = said?.[family]
-      versions?.say(family, version === undefined ? undefined : Promise.resolve(ran(version)))
-    }
-    setImmediate(() => turns++)
-    await counted
-    return asked
-  }
-  // Both families chain by chain (iptables-nft 1.8.7 or later): in the read's round, iptables -V not asked again.
-  assert.deepEqual(await run({4: NFT_VERSION, 6: NFT6}), ['0 ruleCounters', '1 ruleCounters'])
-  // iptables-legacy (its answer, not asked again): one table read, a turn after the round.
-  assert.deepEqual(await run({4: LEGACY_VERSION, 6: NFT6}), ['1 tableCounters', '1 tableCounters'])
-  // iptables-nft before 1.8.7, or IPv6 read whole: its dump is in the round, the counters (chain by chain) a turn later.
-  assert.deepEqual(await run({4: OLD_NFT, 6: NFT6}), ['1 ruleCounters', '1 ruleCounters'])
-  assert.deepEqual(await run({4: NFT_VERSION}), ['1 ruleCounters', '1 ruleCounters'])
-  // The read asked none (its rules read whole: sudo, no scope), or ended first: asked here (the first exec's answer).
-  assert.deepEqual(await run({}), ['0 iptablesVersion', '1 tableCounters', '1 tableCounters'])
-  assert.deepEqual(await run({4: NFT_VERSION, 6: NFT6}, true), [
-    '0 iptablesVersion',
-    '1 tableCounters',
-    '1 tableCounters',
-  ])
-  // No read beside: as before.
-  assert.deepEqual(await run(undefined), ['0 iptablesVersion', '1 tableCounters', '1 tableCounters'])
 })
 
 function step(chain: string, rule: string) {

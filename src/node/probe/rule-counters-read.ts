@@ -2,8 +2,6 @@ import {toolMissing} from '../node-commands.js'
 import type {IptablesTable} from '../read/command-arguments.js'
 import {NODE_READS} from '../read/node-reads.js'
 import type {NodeAccess} from '../transport/node-access.js'
-import type {IptablesVersions} from '../read/iptables-versions.js'
-import {notChainByChain} from '../read/scoped-rules.js'
 
 /** One iptables chain whose counters are read: its family's tool (iptables, ip6tables), table and name. */
 export interface CounterChain {
@@ -36,29 +34,12 @@ const firstLine = (text: string) => text.trim().split('\n')[0] || 'no message'
  */
 type CountersForm = 'chains' | 'tables'
 
-/** The form from `iptables -V`'s answer: the node read's where it asked it (`versions`), else asked here. */
-async function countersForm(access: NodeAccess, family: 4 | 6, versions?: IptablesVersions): Promise<CountersForm> {
+async function countersForm(access: NodeAccess, family: 4 | 6): Promise<CountersForm> {
   const versionRead = family === 6 ? 'ip6tablesVersion' : 'iptablesVersion'
-  const r = (await versions?.answer(family)) ?? (await access.run(versionRead))
+  const r = await access.run(versionRead)
   if (r.kind !== 'ran' || r.code !== 0) return 'chains'
   const {nfTables, release} = NODE_READS[versionRead].parse(r.stdout.toString('utf8'))
   return nfTables || release === undefined ? 'chains' : 'tables'
-}
-
-/**
- * Whether the node read's round reads both families' rules chain by chain: it asked `iptables -V` and `ip6tables -V`
- * itself (`versions`) and they allow that read. Then the round is about as short as an exec of the counters' own would
- * be; else it holds a whole dump (seconds at 10,000 Services).
- */
-async function roundChainByChain(versions?: IptablesVersions): Promise<boolean> {
-  if (!versions) return false
-  const families = [4, 6] as const
-  const answers = await Promise.all(families.map((f) => versions.answer(f)))
-  return answers.every((r, i) => {
-    if (r?.kind !== 'ran' || r.code !== 0) return false
-    const versionRead = families[i] === 6 ? 'ip6tablesVersion' : 'iptablesVersion'
-    return notChainByChain(NODE_READS[versionRead].parse(r.stdout.toString('utf8'))) === undefined
-  })
 }
 
 type Answer = {chains: ReadChainCounters[]} | {read: false; reason: string}
@@ -152,26 +133,24 @@ async function readRuleCounters(
 /**
  * Runs `probes` between two reads of the chains' counters. Nothing here fails the probes: what could not be read is
  * the result's reason. `beside`: other reads of what the probes left, asked for at the same moment as the second read
- * (one round of reads: one command over SSH). `versions`: the node read's `iptables -V` answers, where it runs beside.
+ * (one round of reads: one command over SSH).
  */
 export async function withRuleCounters<T, U = undefined>(
   access: NodeAccess,
   chains: readonly CounterChain[],
   probes: () => Promise<T>,
   beside?: (result: T) => Promise<U>,
-  versions?: IptablesVersions,
 ): Promise<{result: T; counters: RuleCountersRun; beside?: U}> {
   const families = [...new Set(chains.map((c) => c.family))]
   const forms = new Map(
     await Promise.all(
-      families.map(async (f) => [f, await countersForm(access, f, versions).catch(() => 'chains' as const)] as const),
+      families.map(async (f) => [f, await countersForm(access, f).catch(() => 'chains' as const)] as const),
     ),
   )
-  // The SSH transport sends the reads asked in one turn as one exec, settled when all of them end, and the node read's
-  // next round is asked in the turn `iptables -V` answers. Where that round reads the rules chain by chain, the counters
-  // go with it (one exec fewer); where it holds a whole dump they wait one turn: asked with it, the probes would wait
-  // for all of it (7.2 s at 10,000 Services on iptables-legacy); asked after it, the counters go as their own exec.
-  if (!(await roundChainByChain(versions).catch(() => false))) await new Promise((resolve) => setImmediate(resolve))
+  // One turn later: the SSH transport sends the reads asked in one turn as one exec, settled when all of them end, and
+  // the node read's next round (the whole dump, the chains) is asked in the turn `iptables -V` answers. Asked with it,
+  // the probes would wait for all of that round; asked after it, the counters go as their own exec.
+  await new Promise((resolve) => setImmediate(resolve))
   const before = await readRuleCounters(access, chains, forms).catch((e: Error): OneRead => ({
     read: false,
     reason: `rule counters not read: ${e.message}`,

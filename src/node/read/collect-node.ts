@@ -20,7 +20,6 @@ import type {RawCommandOutput, RawPathReads} from './path-reads.js'
 import {mapBounded} from '../../util/map-bounded.js'
 import {readScopedRules, type RulesScope} from './scoped-rules.js'
 import {Slots} from '../../util/slots.js'
-import type {IptablesVersions} from './iptables-versions.js'
 
 interface DnsQuestion {
   name: string
@@ -62,11 +61,6 @@ export interface CollectOptions {
    * sysctls; the path reads and DNS while they are asked for the same addresses and name).
    */
   keep?: NodeRecording
-  /**
-   * Where the read tells what runs beside it on the same connection (the live probes) the `iptables -V` answers it
-   * asked for, or that it asks none; closed when the read ends.
-   */
-  versions?: IptablesVersions
 }
 
 /** The reads a node's previous recording answers in a rules-only read (`keep`), by the files they recorded. */
@@ -120,8 +114,6 @@ export async function collectNode(
     recording = errorRecording((e as Error).message)
   } finally {
     clearTimeout(timer)
-    // Before closing: what runs beside the read may wait for its versions, and closing waits for what runs beside it.
-    opts.versions?.close()
     await access?.close()
   }
   return {observation: parseNodeRecording(name, recording), recording}
@@ -147,10 +139,7 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
     ? {proxyMode: Promise.resolve(keptStatus.proxyMode), status: Promise.resolve(keptStatus)}
     : askKubeProxy(access, opts.timeoutMs)
   const sudo = (await access.usesSudo?.()) ?? false
-  const rules4 = readRules(access, 4, sudo ? undefined : opts.rulesScope, opts.versions)
-  // Unscoped (through sudo, or no scope) IPv6's rules are read whole too, asking no `ip6tables -V`: said now, not once
-  // sudo's first read has passed.
-  if (sudo || !opts.rulesScope) opts.versions?.say(6, undefined)
+  const rules4 = readRules(access, 4, sudo ? undefined : opts.rulesScope)
   const save = rules4.rules
   const privileged = sudo
     ? save.then((r) => {
@@ -175,7 +164,7 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
   // Each family's backend saves follow that family's save (its header says which backend it already is), or start
   // as soon as `iptables -V` names the backend: IPv6's need not wait for a large iptables-save.
   const saves6 = async () => {
-    const rules6 = readRules(access, 6, sudo ? undefined : opts.rulesScope, opts.versions)
+    const rules6 = readRules(access, 6, sudo ? undefined : opts.rulesScope)
     const recorded = rules6.rules.then((save6) => {
       if (ranOk(save6)) record('ip6tablesSave', save6.stdout)
     })
@@ -216,24 +205,12 @@ interface FamilyRules {
   backend: Promise<'legacy' | 'nft' | undefined>
 }
 
-/**
- * One family's rules: chain by chain where a scope is given and the read can be scoped, else the whole dump. The
- * `iptables -V` it asks (or that it asks none) is told to `versions`.
- */
-function readRules(
-  access: NodeAccess,
-  family: 4 | 6,
-  scope: RulesScope | undefined,
-  versions: IptablesVersions | undefined,
-): FamilyRules {
+/** One family's rules: chain by chain where a scope is given and the read can be scoped, else the whole dump. */
+function readRules(access: NodeAccess, family: 4 | 6, scope: RulesScope | undefined): FamilyRules {
   const dump = () => access.run(family === 6 ? 'ip6tablesSave' : 'iptablesSave')
-  if (!scope) {
-    versions?.say(family, undefined)
-    return {rules: dump(), backend: Promise.resolve(undefined)}
-  }
+  if (!scope) return {rules: dump(), backend: Promise.resolve(undefined)}
   const versionRead = family === 6 ? 'ip6tablesVersion' : 'iptablesVersion'
   const version = access.run(versionRead)
-  versions?.say(family, version)
   const rules = readScopedRules(access, family, scope, version).then((scoped) =>
     scoped.kind === 'read' ? ({kind: 'ran', code: 0, stdout: scoped.dump, stderr: ''} as const) : dump(),
   )

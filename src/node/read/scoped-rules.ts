@@ -120,7 +120,7 @@ function firstError(stderr: string): string {
  * table not there yet, copies the whole table for every chain and takes the xtables lock, where iptables-legacy-save
  * reads only the tables there are, in one pass.
  */
-export function notChainByChain(version: ReturnType<typeof NODE_READS.iptablesVersion.parse>): string | undefined {
+function notChainByChain(version: ReturnType<typeof NODE_READS.iptablesVersion.parse>): string | undefined {
   if (!version.nfTables || !version.release) return `${version.line || 'iptables -V said nothing'}: not iptables-nft`
   const [major, minor, patch] = version.release
   const atLeast187 = major > 1 || (major === 1 && (minor > 8 || (minor === 8 && patch >= 7)))

@@ -220,6 +220,8 @@ function nodeGaps(
   }
   // A section of the network read that failed (the FDB, the neighbours, the links) leaves pods unmapped to their ports.
   for (const f of o.network?.failed ?? []) out.push(entry(o.name, 'hairpin', notReadReason(f.command, f), true))
+  // IPVS mode's sysctls (KPD-IPVS-SYSCTL) where sysctl could not answer.
+  if (o.ipvs?.sysctlsNotRead) out.push(entry(o.name, 'proxy-rules', o.ipvs.sysctlsNotRead, true))
   const path = o.path
   if (!path)
     out.push(

@@ -14,6 +14,8 @@ export interface IpvsState {
   /** Addresses bound to kube-ipvs0; undefined when the device was not read. */
   vips?: string[]
   sysctls: Record<string, string>
+  /** Why the sysctls were not read (sysctl missing or failing, printing nothing), in notReadReason's words. */
+  sysctlsNotRead?: string
 }
 
 /**

@@ -195,6 +195,51 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
     )
   })
 
+  test("an IPVS node whose sysctl could not run: KPD-IPVS-SYSCTL's input is a required not-checked row in the command's words, never a node with its sysctls right; exit 3", () => {
+    const unread = report({
+      ipvs: {'node-a': {}, 'node-b': {sysctl: {'net.ipv4.vs.conntrack': '0'}}},
+      editObservation: {
+        'node-b': (o) => ({
+          ...o,
+          ipvs: {
+            ...o.ipvs!,
+            sysctls: {},
+            sysctlsNotRead: 'sysctl: not available on the node (sh: 1: sysctl: not found)',
+          },
+        }),
+      },
+    })
+    // The fixture's configuration says iptables: both IPVS nodes are a mode mismatch, in both runs alike.
+    assert.deepEqual(
+      unread.findings.map((f) => [f.code, f.node]),
+      [
+        ['KPD-MODE-MISMATCH', 'node-a'],
+        ['KPD-MODE-MISMATCH', 'node-b'],
+      ],
+    )
+    assert.deepEqual(rows(unread), [
+      ['node-b', 'proxy-rules', true, 'sysctl: not available on the node (sh: 1: sysctl: not found)'],
+      PROBES_OFF_ROW,
+    ])
+    assert.ok(unread.notChecked[0].codes.includes('KPD-IPVS-SYSCTL'))
+    assert.equal(
+      unread.summary,
+      '? shop/web: no fault found in what was checked, but 1 check(s) could not run (see Not checked); 2 warning(s)',
+    )
+    assert.equal(exitCode(unread), 3)
+    // Read, the same node's sysctl is judged: no row, the finding.
+    const read = report({ipvs: {'node-a': {}, 'node-b': {sysctl: {'net.ipv4.vs.conntrack': '0'}}}})
+    assert.deepEqual(rows(read), [PROBES_OFF_ROW])
+    assert.deepEqual(
+      read.findings.map((f) => [f.code, f.node]),
+      [
+        ['KPD-MODE-MISMATCH', 'node-a'],
+        ['KPD-MODE-MISMATCH', 'node-b'],
+        ['KPD-IPVS-SYSCTL', 'node-b'],
+      ],
+    )
+  })
+
   test('a dual-stack Service: both families judged when both were read (✓); a node whose ip6tables-save was not read is a required entry, so the headline is ? and not ✓', () => {
     // Path reads with the IPv6 route table (as collect reads them now): every family's routes judged, nothing unchecked.
     const withTable6 = (o: NodeObservation): NodeObservation => ({

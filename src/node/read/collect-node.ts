@@ -16,6 +16,7 @@ import {
 } from './command-arguments.js'
 import {parseIp} from '../../net/address.js'
 import {backendNamedBy} from '../../parse/iptables-save.js'
+import {sectionNotReadLine} from '../../parse/bridge-state.js'
 import type {RawCommandOutput, RawPathReads} from './path-reads.js'
 import {mapBounded} from '../../util/map-bounded.js'
 import {readScopedRules, type RulesScope} from './scoped-rules.js'
@@ -352,8 +353,11 @@ async function readIpvs(
   if (!ranOk(ipvs)) return
   record('ipvsadm', ipvs.stdout)
   const reads = sysctls ? (['ipsetSave', 'kubeIpvs0', 'sysctls'] as const) : (['ipsetSave', 'kubeIpvs0'] as const)
-  for (const r of await Promise.all(reads.map(async (cmd) => [cmd, await access.run(cmd)] as const)))
-    if (r[1].kind === 'ran' && r[1].stdout.length > 0) record(r[0], r[1].stdout)
+  for (const [cmd, r] of await Promise.all(reads.map(async (cmd) => [cmd, await access.run(cmd)] as const)))
+    if (r.kind === 'ran' && r.stdout.length > 0) record(cmd, r.stdout)
+    // A sysctl that printed nothing (not on the node, or failing) is recorded as not read, never as no sysctls.
+    else if (cmd === 'sysctls' && r.kind === 'ran' && r.code !== 0)
+      record(cmd, Buffer.from(sectionNotReadLine(r.code, 'sysctl', r.stderr) + '\n'))
 }
 
 /** Bridges, links, neighbours, the fdb; and libcni's result cache (root only: after `privileged`) where the network was read. */

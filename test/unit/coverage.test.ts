@@ -240,6 +240,33 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
     )
   })
 
+  test("a node in nftables mode whose nft could not run (not on the host): its rules not judged, required, in nft's words; no finding about kube-proxy's tables; exit 3", () => {
+    const r = report({
+      editObservation: {
+        'node-b': (o) => ({
+          ...o,
+          kubeProxy: {proxyMode: 'nftables'},
+          nftNotRead: 'nft list ruleset: not available on the node (sh: 1: nft: not found)',
+        }),
+      },
+    })
+    assert.deepEqual(r.findings, [])
+    assert.deepEqual(rows(r), [
+      [
+        'node-b',
+        'proxy-rules',
+        true,
+        'IPv4 rules not read (nft list ruleset: not available on the node (sh: 1: nft: not found))',
+      ],
+      PROBES_OFF_ROW,
+    ])
+    assert.equal(
+      r.summary,
+      '? shop/web: no fault found in what was checked, but 1 check(s) could not run (see Not checked)',
+    )
+    assert.equal(exitCode(r), 3)
+  })
+
   test('a dual-stack Service: both families judged when both were read (✓); a node whose ip6tables-save was not read is a required entry, so the headline is ? and not ✓', () => {
     // Path reads with the IPv6 route table (as collect reads them now): every family's routes judged, nothing unchecked.
     const withTable6 = (o: NodeObservation): NodeObservation => ({

@@ -186,7 +186,9 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
     Promise.all([
       saves6(),
       readBackendSaves(access, record, 4, rules4),
-      readNft(access, record, kubeProxy.proxyMode, opts),
+      readNft(access, record, kubeProxy.proxyMode, opts).then((failed) => {
+        if (failed) rec.set(NODE_FILES.nftNotRead, Buffer.from(failed + '\n'))
+      }),
       readIpvs(access, record, !keep),
     ]),
   )
@@ -323,13 +325,15 @@ function gated(access: NodeAccess, limit: number, running: Running): NodeAccess 
  * nftables: kube-proxy's nftables mode, and leftovers of it; a node without nft simply has none. Listing the whole
  * ruleset of a large iptables-nft node takes minutes (every xtables rule is translated), while kube-proxy's own tables
  * answer at once: the whole ruleset is read only where nftables mode may run (other tables drop packets too).
+ * Where that mode may run and nft could not answer (not on the host: kube-proxy's image carries its own), the
+ * #kpd-not-read line that says so; never an empty ruleset.
  */
 async function readNft(
   access: NodeAccess,
   record: (cmd: RecordedKey, out: Buffer) => void,
   proxyMode: Promise<string | undefined>,
   opts: CollectOptions,
-): Promise<void> {
+): Promise<string | undefined> {
   const sets =
     opts.proxyMode === undefined && (opts.configuredProxyMode === 'iptables' || opts.configuredProxyMode === 'ipvs')
       ? access.run('nftSets')
@@ -340,7 +344,14 @@ async function readNft(
   if (own !== undefined && (mode === 'iptables' || mode === 'ipvs' || own.length === 0))
     record('nftKubeProxyTable', own)
   // Where the whole ruleset cannot be listed, kube-proxy's own tables are still what was read.
-  else if (!(await readRuleset(access, record)) && own !== undefined) record('nftKubeProxyTable', own)
+  else {
+    const ruleset = await readRuleset(access, record)
+    if (ruleset === 'read') return undefined
+    if (own !== undefined) record('nftKubeProxyTable', own)
+    else if (mode !== 'iptables' && mode !== 'ipvs' && ruleset.kind === 'ran')
+      return sectionNotReadLine(ruleset.code, 'nft list ruleset', ruleset.stderr)
+  }
+  return undefined
 }
 
 /** IPVS mode: recorded only where ipvsadm answers (IPVS nodes); the rest goes with it (its sysctls where asked). */
@@ -377,16 +388,23 @@ async function readNetwork(
   if (cni.kind === 'ran' && (cni.code === 0 || cni.code === 1)) record('cniResults', cni.stdout)
 }
 
-/** The whole nft ruleset: JSON first (the stable machine format); the text form where this nft has no -j. Whether it was read. */
-async function readRuleset(access: NodeAccess, record: (cmd: RecordedKey, out: Buffer) => void): Promise<boolean> {
+/**
+ * The whole nft ruleset: JSON first (the stable machine format); the text form where this nft has no -j. 'read', or
+ * the text form's answer where it failed.
+ */
+async function readRuleset(
+  access: NodeAccess,
+  record: (cmd: RecordedKey, out: Buffer) => void,
+): Promise<'read' | RunResult> {
   const json = await access.run('nftRulesetJson')
   if (ranOk(json) && isNftJson(json.stdout)) {
     record('nftRulesetJson', json.stdout)
-    return true
+    return 'read'
   }
   const text = await access.run('nftRuleset')
-  if (ranOk(text)) record('nftRuleset', text.stdout)
-  return ranOk(text)
+  if (!ranOk(text)) return text
+  record('nftRuleset', text.stdout)
+  return 'read'
 }
 
 /** nft's answer for a table that is not there. */

@@ -185,6 +185,8 @@ export function parseNodeRecording(
   } catch (e) {
     return {name, reachable: false, error: `${reads.nftRuleset.recorded.file} unreadable: ${(e as Error).message}`}
   }
+  const nftFailed = notReadMark(text(NODE_FILES.nftNotRead)?.split('\n')[0] ?? '')
+  if (nftFailed) obs.nftNotRead = notReadReason(nftFailed.command, nftFailed)
   try {
     // No kube-proxy table in either family is an empty read, and still a read: nothing of nftables mode is left.
     const own = obs.nft ? undefined : text(reads.nftKubeProxyTable.recorded.file)

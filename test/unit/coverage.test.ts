@@ -12,6 +12,7 @@ import {renderJunit} from '../../src/report/junit.js'
 import {renderScanHuman} from '../../src/report/scan-human.js'
 import {offlineCluster, type OfflineOptions} from '../helpers/offline-cluster.js'
 import {runCli} from '../helpers/run-cli.js'
+import {IpsetState} from '../../src/parse/ipset-save.js'
 
 const META = {toolVersion: '0.0.0', time: '2026-01-01T00:00:00.000Z', context: null}
 
@@ -227,6 +228,22 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
       '? shop/web: no fault found in what was checked, but 1 check(s) could not run (see Not checked); 2 warning(s)',
     )
     assert.equal(exitCode(unread), 3)
+    // A node judged in iptables mode whose ipvsadm answered (the module loaded, nothing in it): IPVS's sysctls are no input.
+    const iptablesNode = report({
+      editObservation: {
+        'node-b': (o) => ({
+          ...o,
+          ipvs: {
+            virtualServers: [],
+            ipsets: IpsetState.parse(''),
+            sysctls: {},
+            sysctlsNotRead: 'sysctl: not available on the node (sh: 1: sysctl: not found)',
+          },
+        }),
+      },
+    })
+    assert.deepEqual(rows(iptablesNode), [PROBES_OFF_ROW])
+    assert.equal(exitCode(iptablesNode), 0)
     // Read, the same node's sysctl is judged: no row, the finding.
     const read = report({ipvs: {'node-a': {}, 'node-b': {sysctl: {'net.ipv4.vs.conntrack': '0'}}}})
     assert.deepEqual(rows(read), [PROBES_OFF_ROW])

@@ -83,7 +83,7 @@ export interface NotChecked {
 }
 
 export interface CoverageInputs {
-  context: Pick<CheckContext, 'observations' | 'modeNotRead' | 'service' | 'implementers'>
+  context: Pick<CheckContext, 'observations' | 'modeNotRead' | 'service' | 'implementers' | 'nodes'>
   probes: ProbeRun
   /** How each selected node was read live, or why it was left API-only; absent for a snapshot. */
   readVia?: Map<string, NodeReadVia>
@@ -145,6 +145,10 @@ export function notChecked(inputs: CoverageInputs): NotChecked[] {
         kubeProxyHere,
       ),
     )
+    // IPVS mode's sysctls (KPD-IPVS-SYSCTL) where sysctl could not answer: only a node judged in IPVS mode needs them.
+    const sysctlsNotRead = o.ipvs?.sysctlsNotRead
+    if (sysctlsNotRead && context.nodes.some((n) => n.name === o.name && n.mode.mode === 'ipvs'))
+      out.push(entry(o.name, 'proxy-rules', sysctlsNotRead, true))
   }
   // No node read (every node unreadable, or left API-only by --via none): nothing on the nodes was checked, so the
   // run cannot say the Service works, whatever the user chose.

@@ -110,7 +110,7 @@ function diagnoseFamily(
       opts.log?.(
         `${obs.name}${label}: proxy mode ${decision.mode} (${decision.source}): its data was not read, so its rules are not judged`,
       )
-      const notRead = proxyMode(decision.mode).notRead(facts, decision.source)
+      const notRead = proxyMode(decision.mode).notRead(facts, decision.source, obs)
       if (notRead.finding) modeNotRead.push({node: obs.name, mode: decision.mode, ...notRead.finding})
       else if (family) notJudged.push({node: obs.name, reason: notRead.reason})
       continue

@@ -14,6 +14,8 @@ export interface IpvsState {
   /** Addresses bound to kube-ipvs0; undefined when the device was not read. */
   vips?: string[]
   sysctls: Record<string, string>
+  /** Why the sysctls were not read (sysctl missing or failing, printing nothing), in notReadReason's words. */
+  sysctlsNotRead?: string
 }
 
 /**
@@ -46,6 +48,8 @@ export interface NodeObservation {
   nft?: NftRuleset
   /** The nft read held only kube-proxy's tables (nftables mode does not run there): other tables were not read. */
   nftKubeProxyTablesOnly?: true
+  /** Why the nft ruleset was not read where nftables mode may run (nft missing or failing), in notReadReason's words. */
+  nftNotRead?: string
   /** Each family's two iptables backends read one by one, where the node has both tools: leftovers hide in the unused one. */
   backends?: BackendSave[]
   /** IPVS mode: virtual servers, ipsets, addresses on kube-ipvs0, the sysctls it needs. */

@@ -49,23 +49,23 @@ export function sectionNotReadLine(code: number | null, command: string, stderr:
   return `#kpd-not-read ${code ?? '-'}\t${command}\t${stderr.replace(/\s+/g, ' ').trim()}`
 }
 
+/** A recorded read's NOT_READ_MARK line: the command that failed, its exit status and stderr; undefined for any other line. */
+export function notReadMark(line: string): Omit<SectionFailure, 'section'> | undefined {
+  const m = NOT_READ_MARK.exec(line)
+  return m ? {command: m[2], code: m[1] === '-' ? null : Number(m[1]), stderr: (m[3] ?? '').trim()} : undefined
+}
+
 export function parseBridgeState(text: string): BridgeState {
   const sections = new Map<string, string[]>()
   const failed: SectionFailure[] = []
   let current = ''
   for (const line of text.split('\n')) {
     const m = /^## (\w+)$/.exec(line.trim())
-    const notRead = m ? null : NOT_READ_MARK.exec(line)
+    const notRead = m ? undefined : notReadMark(line)
     if (m) {
       current = m[1]
       sections.set(current, [])
-    } else if (notRead)
-      failed.push({
-        section: current,
-        command: notRead[2],
-        code: notRead[1] === '-' ? null : Number(notRead[1]),
-        stderr: (notRead[3] ?? '').trim(),
-      })
+    } else if (notRead) failed.push({section: current, ...notRead})
     else if (current && line.trim()) sections.get(current)!.push(line.trim())
   }
   const ports: BridgePort[] = []

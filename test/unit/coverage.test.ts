@@ -12,6 +12,7 @@ import {renderJunit} from '../../src/report/junit.js'
 import {renderScanHuman} from '../../src/report/scan-human.js'
 import {offlineCluster, type OfflineOptions} from '../helpers/offline-cluster.js'
 import {runCli} from '../helpers/run-cli.js'
+import {IpsetState} from '../../src/parse/ipset-save.js'
 
 const META = {toolVersion: '0.0.0', time: '2026-01-01T00:00:00.000Z', context: null}
 
@@ -193,6 +194,94 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
     assert.ok(
       unsupported[0].codes.includes('KPD-SVC-RULE-MISSING') && !unsupported[0].codes.includes('KPD-ROUTE-MISSING'),
     )
+  })
+
+  test("an IPVS node whose sysctl could not run: KPD-IPVS-SYSCTL's input is a required not-checked row in the command's words, never a node with its sysctls right; exit 3", () => {
+    const unread = report({
+      ipvs: {'node-a': {}, 'node-b': {sysctl: {'net.ipv4.vs.conntrack': '0'}}},
+      editObservation: {
+        'node-b': (o) => ({
+          ...o,
+          ipvs: {
+            ...o.ipvs!,
+            sysctls: {},
+            sysctlsNotRead: 'sysctl: not available on the node (sh: 1: sysctl: not found)',
+          },
+        }),
+      },
+    })
+    // The fixture's configuration says iptables: both IPVS nodes are a mode mismatch, in both runs alike.
+    assert.deepEqual(
+      unread.findings.map((f) => [f.code, f.node]),
+      [
+        ['KPD-MODE-MISMATCH', 'node-a'],
+        ['KPD-MODE-MISMATCH', 'node-b'],
+      ],
+    )
+    assert.deepEqual(rows(unread), [
+      ['node-b', 'proxy-rules', true, 'sysctl: not available on the node (sh: 1: sysctl: not found)'],
+      PROBES_OFF_ROW,
+    ])
+    assert.ok(unread.notChecked[0].codes.includes('KPD-IPVS-SYSCTL'))
+    assert.equal(
+      unread.summary,
+      '? shop/web: no fault found in what was checked, but 1 check(s) could not run (see Not checked); 2 warning(s)',
+    )
+    assert.equal(exitCode(unread), 3)
+    // A node judged in iptables mode whose ipvsadm answered (the module loaded, nothing in it): IPVS's sysctls are no input.
+    const iptablesNode = report({
+      editObservation: {
+        'node-b': (o) => ({
+          ...o,
+          ipvs: {
+            virtualServers: [],
+            ipsets: IpsetState.parse(''),
+            sysctls: {},
+            sysctlsNotRead: 'sysctl: not available on the node (sh: 1: sysctl: not found)',
+          },
+        }),
+      },
+    })
+    assert.deepEqual(rows(iptablesNode), [PROBES_OFF_ROW])
+    assert.equal(exitCode(iptablesNode), 0)
+    // Read, the same node's sysctl is judged: no row, the finding.
+    const read = report({ipvs: {'node-a': {}, 'node-b': {sysctl: {'net.ipv4.vs.conntrack': '0'}}}})
+    assert.deepEqual(rows(read), [PROBES_OFF_ROW])
+    assert.deepEqual(
+      read.findings.map((f) => [f.code, f.node]),
+      [
+        ['KPD-MODE-MISMATCH', 'node-a'],
+        ['KPD-MODE-MISMATCH', 'node-b'],
+        ['KPD-IPVS-SYSCTL', 'node-b'],
+      ],
+    )
+  })
+
+  test("a node in nftables mode whose nft could not run (not on the host): its rules not judged, required, in nft's words; no finding about kube-proxy's tables; exit 3", () => {
+    const r = report({
+      editObservation: {
+        'node-b': (o) => ({
+          ...o,
+          kubeProxy: {proxyMode: 'nftables'},
+          nftNotRead: 'nft list ruleset: not available on the node (sh: 1: nft: not found)',
+        }),
+      },
+    })
+    assert.deepEqual(r.findings, [])
+    assert.deepEqual(rows(r), [
+      [
+        'node-b',
+        'proxy-rules',
+        true,
+        'IPv4 rules not read (nft list ruleset: not available on the node (sh: 1: nft: not found))',
+      ],
+      PROBES_OFF_ROW,
+    ])
+    assert.equal(
+      r.summary,
+      '? shop/web: no fault found in what was checked, but 1 check(s) could not run (see Not checked)',
+    )
+    assert.equal(exitCode(r), 3)
   })
 
   test('a dual-stack Service: both families judged when both were read (✓); a node whose ip6tables-save was not read is a required entry, so the headline is ? and not ✓', () => {

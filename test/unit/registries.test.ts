@@ -102,7 +102,7 @@ test("each mode's not-read reason names the family and what was not read, for bo
       ['ip', 'IPv4'],
       ['ip6', 'IPv6'],
     ] as const) {
-      const r = m.notRead({family}, 'the rules on the node')
+      const r = m.notRead({family}, 'the rules on the node', {name: 'node-a', reachable: true})
       assert.match(r.reason, new RegExp(`^${label} rules not read \\(.+\\)`), `${m.mode} ${family}`)
     }
 })

@@ -74,7 +74,7 @@ export interface ProxyModeAdapter<M extends string = string> {
   /** What was read is enough to build this mode's dataplane for the family of `facts`. */
   readable(obs: NodeObservation, facts: NodeFacts): boolean
   /** When `readable` is not: why, in the report's words; `source` is what decided the mode. */
-  notRead(facts: NodeFacts, source: string): ModeNotRead
+  notRead(facts: NodeFacts, source: string, obs: NodeObservation): ModeNotRead
   dataplane(obs: NodeObservation, facts: NodeFacts): Dataplane
   /** The words of its dataplane: its own names for each step of the path (the same object its dataplanes carry). */
   vocabulary: ModeVocabulary

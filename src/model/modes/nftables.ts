@@ -48,7 +48,9 @@ export const nftablesMode: ProxyModeAdapter<'nftables'> = {
   recognise: (obs, facts) =>
     table(obs, facts)?.chains.get('services') ? {reason: 'the rules on the node'} : undefined,
   readable: (obs) => !!obs.nft,
-  notRead: (facts) => ({reason: `${familyLabel(facts)} rules not read (nft list ruleset)`}),
+  notRead: (facts, _source, obs) => ({
+    reason: `${familyLabel(facts)} rules not read (${obs.nftNotRead ?? 'nft list ruleset'})`,
+  }),
   vocabulary: NFT_VOCABULARY,
   dataplane: (obs, facts) => nftDataplane(obs.nft!, facts.family, iptablesOwners(obs, facts)),
   leftovers(obs, facts, running) {

@@ -16,6 +16,7 @@ import {
 } from './command-arguments.js'
 import {parseIp} from '../../net/address.js'
 import {backendNamedBy} from '../../parse/iptables-save.js'
+import {sectionNotReadLine} from '../../parse/bridge-state.js'
 import type {RawCommandOutput, RawPathReads} from './path-reads.js'
 import {mapBounded} from '../../util/map-bounded.js'
 import {readScopedRules, type RulesScope} from './scoped-rules.js'
@@ -174,7 +175,9 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
     Promise.all([
       saves6(),
       readBackendSaves(access, record, 4, rules4),
-      readNft(access, record, kubeProxy.proxyMode, opts),
+      readNft(access, record, kubeProxy.proxyMode, opts).then((failed) => {
+        if (failed) rec.set(NODE_FILES.nftNotRead, Buffer.from(failed + '\n'))
+      }),
       readIpvs(access, record, !keep),
     ]),
   )
@@ -299,13 +302,15 @@ function gated(access: NodeAccess, limit: number, running: Running): NodeAccess 
  * nftables: kube-proxy's nftables mode, and leftovers of it; a node without nft simply has none. Listing the whole
  * ruleset of a large iptables-nft node takes minutes (every xtables rule is translated), while kube-proxy's own tables
  * answer at once: the whole ruleset is read only where nftables mode may run (other tables drop packets too).
+ * Where that mode may run and nft could not answer (not on the host: kube-proxy's image carries its own), the
+ * #kpd-not-read line that says so; never an empty ruleset.
  */
 async function readNft(
   access: NodeAccess,
   record: (cmd: RecordedKey, out: Buffer) => void,
   proxyMode: Promise<string | undefined>,
   opts: CollectOptions,
-): Promise<void> {
+): Promise<string | undefined> {
   const sets =
     opts.proxyMode === undefined && (opts.configuredProxyMode === 'iptables' || opts.configuredProxyMode === 'ipvs')
       ? access.run('nftSets')
@@ -316,7 +321,14 @@ async function readNft(
   if (own !== undefined && (mode === 'iptables' || mode === 'ipvs' || own.length === 0))
     record('nftKubeProxyTable', own)
   // Where the whole ruleset cannot be listed, kube-proxy's own tables are still what was read.
-  else if (!(await readRuleset(access, record)) && own !== undefined) record('nftKubeProxyTable', own)
+  else {
+    const ruleset = await readRuleset(access, record)
+    if (ruleset === 'read') return undefined
+    if (own !== undefined) record('nftKubeProxyTable', own)
+    else if (mode !== 'iptables' && mode !== 'ipvs' && ruleset.kind === 'ran')
+      return sectionNotReadLine(ruleset.code, 'nft list ruleset', ruleset.stderr)
+  }
+  return undefined
 }
 
 /** IPVS mode: recorded only where ipvsadm answers (IPVS nodes); the rest goes with it (its sysctls where asked). */
@@ -329,8 +341,11 @@ async function readIpvs(
   if (!ranOk(ipvs)) return
   record('ipvsadm', ipvs.stdout)
   const reads = sysctls ? (['ipsetSave', 'kubeIpvs0', 'sysctls'] as const) : (['ipsetSave', 'kubeIpvs0'] as const)
-  for (const r of await Promise.all(reads.map(async (cmd) => [cmd, await access.run(cmd)] as const)))
-    if (r[1].kind === 'ran' && r[1].stdout.length > 0) record(r[0], r[1].stdout)
+  for (const [cmd, r] of await Promise.all(reads.map(async (cmd) => [cmd, await access.run(cmd)] as const)))
+    if (r.kind === 'ran' && r.stdout.length > 0) record(cmd, r.stdout)
+    // A sysctl that printed nothing (not on the node, or failing) is recorded as not read, never as no sysctls.
+    else if (cmd === 'sysctls' && r.kind === 'ran' && r.code !== 0)
+      record(cmd, Buffer.from(sectionNotReadLine(r.code, 'sysctl', r.stderr) + '\n'))
 }
 
 /** Bridges, links, neighbours, the fdb; and libcni's result cache (root only: after `privileged`) where the network was read. */
@@ -350,16 +365,23 @@ async function readNetwork(
   if (cni.kind === 'ran' && (cni.code === 0 || cni.code === 1)) record('cniResults', cni.stdout)
 }
 
-/** The whole nft ruleset: JSON first (the stable machine format); the text form where this nft has no -j. Whether it was read. */
-async function readRuleset(access: NodeAccess, record: (cmd: RecordedKey, out: Buffer) => void): Promise<boolean> {
+/**
+ * The whole nft ruleset: JSON first (the stable machine format); the text form where this nft has no -j. 'read', or
+ * the text form's answer where it failed.
+ */
+async function readRuleset(
+  access: NodeAccess,
+  record: (cmd: RecordedKey, out: Buffer) => void,
+): Promise<'read' | RunResult> {
   const json = await access.run('nftRulesetJson')
   if (ranOk(json) && isNftJson(json.stdout)) {
     record('nftRulesetJson', json.stdout)
-    return true
+    return 'read'
   }
   const text = await access.run('nftRuleset')
-  if (ranOk(text)) record('nftRuleset', text.stdout)
-  return ranOk(text)
+  if (!ranOk(text)) return text
+  record('nftRuleset', text.stdout)
+  return 'read'
 }
 
 /** nft's answer for a table that is not there. */

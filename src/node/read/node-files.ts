@@ -5,6 +5,8 @@ export const NODE_FILES = {
   nftRuleset: 'nft-ruleset.txt',
   /** Where nftables mode does not run: kube-proxy's own nft tables only (`nft list table ip|ip6 kube-proxy`), its leftovers. */
   nftKubeProxyTables: 'nft-kube-proxy-tables.txt',
+  /** Where the whole ruleset mattered (nftables mode, or the mode unknown) and nft could not answer: its #kpd-not-read line. */
+  nftNotRead: 'nft-not-read.txt',
   iptablesLegacySave: 'iptables-legacy-save.txt',
   iptablesNftSave: 'iptables-nft-save.txt',
   ip6tablesLegacySave: 'ip6tables-legacy-save.txt',

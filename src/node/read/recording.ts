@@ -1,5 +1,5 @@
 import {BufferSource, type DumpSource} from '../../parse/dump-source.js'
-import {withCniResults} from '../../parse/bridge-state.js'
+import {notReadMark, withCniResults} from '../../parse/bridge-state.js'
 import {NftRuleset} from '../../parse/nft-ruleset.js'
 import type {IptablesSave} from '../../parse/iptables-save.js'
 import type {DnsAnswer, DnsRecordAnswer} from '../probe/dns-probe.js'
@@ -7,7 +7,7 @@ import type {KubeProxyStatus} from '../../parse/kube-proxy-status.js'
 import {BACKEND_SAVES, NODE_READS as reads} from './node-reads.js'
 import type {BackendSave, EmptyRulesRead, NodeObservation} from '../observation.js'
 import {NODE_FILES, type NodeFile, type NodeRecording} from './node-files.js'
-import {interpretPathReads, type RawPathReads} from './path-reads.js'
+import {interpretPathReads, notReadReason, type RawPathReads} from './path-reads.js'
 
 function parseJson<T>(buf: Buffer | undefined): T | undefined {
   if (!buf) return undefined
@@ -185,6 +185,8 @@ export function parseNodeRecording(
   } catch (e) {
     return {name, reachable: false, error: `${reads.nftRuleset.recorded.file} unreadable: ${(e as Error).message}`}
   }
+  const nftFailed = notReadMark(text(NODE_FILES.nftNotRead)?.split('\n')[0] ?? '')
+  if (nftFailed) obs.nftNotRead = notReadReason(nftFailed.command, nftFailed)
   try {
     // No kube-proxy table in either family is an empty read, and still a read: nothing of nftables mode is left.
     const own = obs.nft ? undefined : text(reads.nftKubeProxyTable.recorded.file)
@@ -212,6 +214,8 @@ export function parseNodeRecording(
         vips: kubeIpvs0 !== undefined ? reads.kubeIpvs0.parse(kubeIpvs0) : undefined,
         sysctls: reads.sysctls.parse(text(reads.sysctls.recorded.file) ?? ''),
       }
+      const sysctlsFailed = notReadMark(text(reads.sysctls.recorded.file)?.split('\n')[0] ?? '')
+      if (sysctlsFailed) obs.ipvs.sysctlsNotRead = notReadReason(sysctlsFailed.command, sysctlsFailed)
     } catch (e) {
       return {name, reachable: false, error: `IPVS dumps unreadable: ${(e as Error).message}`}
     }

@@ -108,9 +108,10 @@ describe('kernel evidence of the live probes against the netns lab', {skip: why}
       ['node-b', '10.200.0.12:30080'],
     ]) {
       assert.match(human.stdout, new RegExp(`^  ${node}$`, 'm'))
+      // This run's conntrack window may hold the JSON run's entries of a second before: then it says so, rightly.
       assert.match(
         human.stdout,
-        /^ {4}✓ ClusterIP 10\.96\.10\.10:80 \(http\): agrees with the walk: the kernel sent 10\.244\./m,
+        /^ {4}✓ ClusterIP 10\.96\.10\.10:80 \(http\): agrees with the walk(?: \(other traffic among the entries: evidence, not proof\))?: the kernel sent 10\.244\./m,
       )
       assert.match(
         human.stdout,

@@ -1,3 +1,4 @@
+import {notReadMark, type NotRead} from './not-read-mark.js'
 import {CNI_RESULTS_DIR, type CniResults} from './cni-results.js'
 
 /** Bridge ports, their hairpin flags, and which pod IP sits behind which port, from the node's `network` output. */
@@ -19,40 +20,18 @@ export interface BridgeState {
   mappedBy: Map<string, string>
   /** Why the CNI result cache mapped no pod or skipped files (not read, unreadable files, ambiguous addresses). */
   cniNotes?: string[]
-  /** The sections whose command failed on the node (NOT_READ_MARK lines): empty there because not read. */
+  /** The sections whose command failed on the node (not-read-mark.ts lines): empty there because not read. */
   failed?: SectionFailure[]
 }
-
-/** A section of the `network` read whose command failed: its words, its exit status and its stderr (one line). */
-interface SectionFailure {
-  section: string
-  command: string
-  /** null: it ended with no exit status (`-` in the line). */
-  code: number | null
-  stderr: string
-}
-
-/**
- * What the `network` read prints in a section whose command failed (node/read/node-reads.ts's shell line, and
- * sectionNotReadLine for the Pod transports): `#kpd-not-read`, the exit status, a tab, the command's words, a tab, its
- * stderr on one line.
- */
-const NOT_READ_MARK = /^#kpd-not-read (\d+|-)\t([^\t]*)(?:\t(.*))?$/
 
 /** Whether the links were read: without them, whether a bridge is promiscuous (hairpin not needed there) is unknown. */
 export function linksRead(state: BridgeState): boolean {
   return !state.failed?.some((f) => f.section === 'links')
 }
 
-/** The line that stands in a section for its command's output where the command failed (NOT_READ_MARK). */
-export function sectionNotReadLine(code: number | null, command: string, stderr: string): string {
-  return `#kpd-not-read ${code ?? '-'}\t${command}\t${stderr.replace(/\s+/g, ' ').trim()}`
-}
-
-/** A recorded read's NOT_READ_MARK line: the command that failed, its exit status and stderr; undefined for any other line. */
-export function notReadMark(line: string): Omit<SectionFailure, 'section'> | undefined {
-  const m = NOT_READ_MARK.exec(line)
-  return m ? {command: m[2], code: m[1] === '-' ? null : Number(m[1]), stderr: (m[3] ?? '').trim()} : undefined
+/** A section of the `network` read whose command failed: which section, and the mark's command, status and stderr. */
+interface SectionFailure extends NotRead {
+  section: string
 }
 
 export function parseBridgeState(text: string): BridgeState {

@@ -16,7 +16,7 @@ import {
 } from './command-arguments.js'
 import {parseIp} from '../../net/address.js'
 import {backendNamedBy} from '../../parse/iptables-save.js'
-import {sectionNotReadLine} from '../../parse/bridge-state.js'
+import {sectionNotReadLine} from '../../parse/not-read-mark.js'
 import type {RawCommandOutput, RawPathReads} from './path-reads.js'
 import {mapBounded} from '../../util/map-bounded.js'
 import {readScopedRules, type RulesScope} from './scoped-rules.js'

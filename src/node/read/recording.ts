@@ -1,5 +1,6 @@
 import {BufferSource, type DumpSource} from '../../parse/dump-source.js'
-import {notReadMark, withCniResults} from '../../parse/bridge-state.js'
+import {withCniResults} from '../../parse/bridge-state.js'
+import {notReadMark} from '../../parse/not-read-mark.js'
 import {NftRuleset} from '../../parse/nft-ruleset.js'
 import type {IptablesSave} from '../../parse/iptables-save.js'
 import type {DnsAnswer, DnsRecordAnswer} from '../probe/dns-probe.js'

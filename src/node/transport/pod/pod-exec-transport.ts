@@ -30,7 +30,7 @@ import {
 } from '../../../kube/errors.js'
 import {openPortForward} from '../../../kube/port-forward.js'
 import {hairpinLines, interfacesOfProcNetDev} from './sysfs-bridges.js'
-import {sectionNotReadLine} from '../../../parse/bridge-state.js'
+import {sectionNotReadLine} from '../../../parse/not-read-mark.js'
 import {procIpVsAsIpvsadm} from './proc-ip-vs.js'
 import {podAddress} from './pod-address.js'
 

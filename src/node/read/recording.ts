@@ -151,6 +151,12 @@ function backendSave(
   }
 }
 
+/** Why a recorded read was not made, where the file's first line is its #kpd-not-read mark, in the report's words. */
+function notReadOf(recorded: string | undefined): string | undefined {
+  const mark = notReadMark(recorded?.split('\n')[0] ?? '')
+  return mark && notReadReason(mark.command, mark)
+}
+
 /** Parses one node's recording (read live by collect-node.ts, or loaded from a snapshot folder). */
 export function parseNodeRecording(
   name: string,
@@ -186,8 +192,8 @@ export function parseNodeRecording(
   } catch (e) {
     return {name, reachable: false, error: `${reads.nftRuleset.recorded.file} unreadable: ${(e as Error).message}`}
   }
-  const nftFailed = notReadMark(text(NODE_FILES.nftNotRead)?.split('\n')[0] ?? '')
-  if (nftFailed) obs.nftNotRead = notReadReason(nftFailed.command, nftFailed)
+  const nftNotRead = notReadOf(text(NODE_FILES.nftNotRead))
+  if (nftNotRead) obs.nftNotRead = nftNotRead
   try {
     // No kube-proxy table in either family is an empty read, and still a read: nothing of nftables mode is left.
     const own = obs.nft ? undefined : text(reads.nftKubeProxyTable.recorded.file)
@@ -215,8 +221,8 @@ export function parseNodeRecording(
         vips: kubeIpvs0 !== undefined ? reads.kubeIpvs0.parse(kubeIpvs0) : undefined,
         sysctls: reads.sysctls.parse(text(reads.sysctls.recorded.file) ?? ''),
       }
-      const sysctlsFailed = notReadMark(text(reads.sysctls.recorded.file)?.split('\n')[0] ?? '')
-      if (sysctlsFailed) obs.ipvs.sysctlsNotRead = notReadReason(sysctlsFailed.command, sysctlsFailed)
+      const sysctlsNotRead = notReadOf(text(reads.sysctls.recorded.file))
+      if (sysctlsNotRead) obs.ipvs.sysctlsNotRead = sysctlsNotRead
     } catch (e) {
       return {name, reachable: false, error: `IPVS dumps unreadable: ${(e as Error).message}`}
     }

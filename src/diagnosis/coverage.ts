@@ -47,6 +47,8 @@ const COVERAGE_CHECKS = {
   ],
   /** The node's rules judged in its proxy mode, and the paths traced through them. */
   'proxy-rules': RULE_CODES,
+  /** The iptables backend the family's own save does not show, where kube-proxy rules may be left (its own save). */
+  'iptables-backend': ['KPD-MODE-LEFTOVER'],
   sysctls: SYSCTL_CODES,
   routes: ROUTE_CODES,
   conntrack: CONNTRACK_CODES,
@@ -149,6 +151,22 @@ export function notChecked(inputs: CoverageInputs): NotChecked[] {
     const sysctlsNotRead = o.ipvs?.sysctlsNotRead
     if (sysctlsNotRead && context.nodes.some((n) => n.name === o.name && n.mode.mode === 'ipvs'))
       out.push(entry(o.name, 'proxy-rules', sysctlsNotRead, true))
+    // A backend save that could not run, of a family judged on the node: rules left in that backend are not looked for.
+    // Not required: a host with one backend's tools is normal (kube-proxy's image carries both).
+    if (context.nodes.some((n) => n.name === o.name))
+      for (const b of o.backendsNotRead ?? []) {
+        const dump = b.family === 6 ? o.ip6tables : o.iptables
+        if (!families.includes(b.family === 6 ? 'IPv6' : 'IPv4') || dump?.backend === b.backend) continue
+        const backend = `${b.family === 6 ? 'ip6tables' : 'iptables'}-${b.backend}`
+        out.push(
+          entry(
+            o.name,
+            'iptables-backend',
+            `${b.reason}: kube-proxy rules left in ${backend} are not looked for`,
+            false,
+          ),
+        )
+      }
   }
   // No node read (every node unreadable, or left API-only by --via none): nothing on the nodes was checked, so the
   // run cannot say the Service works, whatever the user chose.

@@ -107,6 +107,11 @@ function diagnoseFamily(
     const choice = chooseMode(obs, facts, configured, opts.proxyMode)
     if (!choice) {
       const decision = decideMode(obs, facts, configured, opts.proxyMode)
+      if (decision.unknown) {
+        opts.log?.(`${obs.name}${label}: ${decision.unknown}`)
+        if (family) notJudged.push({node: obs.name, reason: decision.unknown})
+        continue
+      }
       opts.log?.(
         `${obs.name}${label}: proxy mode ${decision.mode} (${decision.source}): its data was not read, so its rules are not judged`,
       )

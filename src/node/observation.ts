@@ -52,6 +52,8 @@ export interface NodeObservation {
   nftNotRead?: string
   /** Each family's two iptables backends read one by one, where the node has both tools: leftovers hide in the unused one. */
   backends?: BackendSave[]
+  /** Each backend save that could not run (not on the node, failing), with why in notReadReason's words. */
+  backendsNotRead?: Array<{family: 4 | 6; backend: 'legacy' | 'nft'; reason: string}>
   /** IPVS mode: virtual servers, ipsets, addresses on kube-ipvs0, the sysctls it needs. */
   ipvs?: IpvsState
   network?: BridgeState

@@ -13,6 +13,13 @@ import {renderScanHuman} from '../../src/report/scan-human.js'
 import {offlineCluster, type OfflineOptions} from '../helpers/offline-cluster.js'
 import {runCli} from '../helpers/run-cli.js'
 import {IpsetState} from '../../src/parse/ipset-save.js'
+import {parseNodeRecording} from '../../src/node/read/recording.js'
+import {defaultKubeProxyConfig} from '../../src/cluster/kube-proxy-config.js'
+import type {ClusterState} from '../../src/cluster/types.js'
+import {kubeProxyRules} from '../fixtures/kube-proxy-rules.js'
+import {DNS, NODES, WEB, labPods} from '../fixtures/lab-cluster.js'
+import {IptablesSave} from '../../src/parse/iptables-save.js'
+import {BufferSource} from '../../src/parse/dump-source.js'
 
 const META = {toolVersion: '0.0.0', time: '2026-01-01T00:00:00.000Z', context: null}
 
@@ -37,6 +44,8 @@ function report(state: OfflineOptions = {}, options: DiagnoseOptions = {}): Repo
 /** node, check, required, reason: what a user reads in the JSON (the codes are the check's, asserted once below). */
 const rows = (r: Report) => r.notChecked.map((n) => [n.node ?? '-', n.check, n.required, n.reason])
 
+/** A node's iptables-save with no kube-proxy chain. */
+const NO_KUBE_PROXY = '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\nCOMMIT\n'
 const PROBES_OFF_ROW = ['-', 'live-probes', false, 'live probes are off (--no-probe): the diagnosis is static only']
 const plain = new Chalk({level: 0})
 const NO_NODE_READ_ROW = ['-', 'node-read', true, 'no node was read: the packet path on the nodes is unchecked']
@@ -282,6 +291,133 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
       '? shop/web: no fault found in what was checked, but 1 check(s) could not run (see Not checked)',
     )
     assert.equal(exitCode(r), 3)
+  })
+
+  test("a node whose nft could not run and whose iptables-save holds stale kube-proxy chains, /proxyMode not answering: the mode is not known (the iptables rules may be leftovers of nftables mode), a required row in nft's words, no finding about those rules; exit 3", () => {
+    // Leftovers from before a switch to nftables mode: they miss an endpoint that came later.
+    const stale = kubeProxyRules(NODES[1], [WEB, DNS], labPods(), {omitEndpoint: '10.244.2.11'})
+    const recorded = (o: NodeObservation): NodeObservation => ({
+      ...parseNodeRecording(
+        'node-b',
+        new Map([
+          ['iptables-save.txt', Buffer.from(stale)],
+          ['nft-not-read.txt', Buffer.from('#kpd-not-read 127\tnft list ruleset\tsh: 1: nft: not found\n')],
+          ['kube-proxy.json', Buffer.from(JSON.stringify({proxyModeError: 'connect ECONNREFUSED 127.0.0.1:10249'}))],
+        ]),
+      ),
+      path: o.path,
+      network: o.network,
+      dns: o.dns,
+    })
+    const noConfigMap = (c: ClusterState) => {
+      c.proxyConfig = defaultKubeProxyConfig('no ConfigMap kube-system/kube-proxy')
+    }
+    const unknown = report({editCluster: noConfigMap, editObservation: {'node-b': recorded}})
+    assert.deepEqual(unknown.findings, [])
+    assert.deepEqual(rows(unknown), [
+      [
+        'node-b',
+        'proxy-rules',
+        true,
+        "IPv4 rules not judged: the proxy mode is not known (kube-proxy's /proxyMode did not answer: connect ECONNREFUSED 127.0.0.1:10249; nftables mode's rules were not read: nft list ruleset: not available on the node (sh: 1: nft: not found)): iptables mode's rules on the node may be leftovers of a mode no longer run (--proxy-mode says which mode runs)",
+      ],
+      PROBES_OFF_ROW,
+    ])
+    assert.equal(
+      unknown.summary,
+      '? shop/web: no fault found in what was checked, but 1 check(s) could not run (see Not checked)',
+    )
+    assert.equal(exitCode(unknown), 3)
+    // No kube-proxy rule in what was read either: kube-proxy's default (iptables) is no more a decision.
+    const bare = report({
+      editCluster: noConfigMap,
+      editObservation: {
+        'node-b': (o) => ({...recorded(o), iptables: IptablesSave.parse(new BufferSource(Buffer.from(NO_KUBE_PROXY)))}),
+      },
+    })
+    assert.deepEqual(bare.findings, [])
+    assert.deepEqual(rows(bare), [
+      [
+        'node-b',
+        'proxy-rules',
+        true,
+        "IPv4 rules not judged: the proxy mode is not known (kube-proxy's /proxyMode did not answer: connect ECONNREFUSED 127.0.0.1:10249; nftables mode's rules were not read: nft list ruleset: not available on the node (sh: 1: nft: not found)): no kube-proxy rules were found in what was read (--proxy-mode says which mode runs)",
+      ],
+      PROBES_OFF_ROW,
+    ])
+    assert.equal(exitCode(bare), 3)
+    // The configuration naming nftables decides it: that mode's rules were not read.
+    const nftables = report({
+      editCluster: (c) => {
+        c.proxyConfig = {...c.proxyConfig, mode: 'nftables'}
+      },
+      editObservation: {'node-b': recorded},
+    })
+    // node-a's rules are read whole and settle its mode: it does not run the mode the configuration names.
+    assert.deepEqual(
+      nftables.findings.map((f) => [f.code, f.node]),
+      [['KPD-MODE-MISMATCH', 'node-a']],
+    )
+    assert.deepEqual(rows(nftables), [
+      [
+        'node-b',
+        'proxy-rules',
+        true,
+        'IPv4 rules not read (nft list ruleset: not available on the node (sh: 1: nft: not found))',
+      ],
+      PROBES_OFF_ROW,
+    ])
+    assert.equal(exitCode(nftables), 3)
+    // The configuration naming iptables decides it too: the rules are judged in that mode, its source named.
+    const iptables = report({editObservation: {'node-b': recorded}})
+    assert.deepEqual(
+      iptables.findings.map((f) => [f.code, f.node]),
+      [
+        ['KPD-SEP-MISSING', 'node-b'],
+        ['KPD-NODE-DIVERGES', 'node-b'],
+      ],
+    )
+    assert.deepEqual(rows(iptables), [PROBES_OFF_ROW])
+    // --proxy-mode decides it: judged in that mode.
+    const given = report({editCluster: noConfigMap, editObservation: {'node-b': recorded}}, {proxyMode: 'iptables'})
+    assert.deepEqual(
+      given.findings.map((f) => [f.code, f.node]),
+      [
+        ['KPD-SEP-MISSING', 'node-b'],
+        ['KPD-NODE-DIVERGES', 'node-b'],
+      ],
+    )
+    assert.deepEqual(rows(given), [PROBES_OFF_ROW])
+  })
+
+  test("a backend save not on the node (a host with one backend's tools): a not-required iptables-backend row for the Service's family in the shell's words, only for the backend its own save does not show; the headline stays ✓, exit 0", () => {
+    const missing = (backend: 'legacy' | 'nft', family: 4 | 6 = 4) => ({
+      family,
+      backend,
+      reason: `${family === 6 ? 'ip6' : 'ip'}tables-${backend}-save: not available on the node (sh: 1: ${family === 6 ? 'ip6' : 'ip'}tables-${backend}-save: not found)`,
+    })
+    const r = report({
+      // node-a's save names the nft backend: its missing iptables-nft-save loses nothing.
+      editDump: {'node-a': (t) => `# Generated by iptables-save v1.8.9 (nf_tables) on Sat Nov 21 12:00:00 2026\n${t}`},
+      editObservation: {
+        'node-a': (o) => ({...o, backendsNotRead: [missing('nft')]}),
+        // The IPv6 family is not the Service's.
+        'node-b': (o) => ({...o, backendsNotRead: [missing('legacy'), missing('legacy', 6)]}),
+      },
+    })
+    assert.deepEqual(r.findings, [])
+    assert.deepEqual(rows(r), [
+      [
+        'node-b',
+        'iptables-backend',
+        false,
+        'iptables-legacy-save: not available on the node (sh: 1: iptables-legacy-save: not found): kube-proxy rules left in iptables-legacy are not looked for',
+      ],
+      PROBES_OFF_ROW,
+    ])
+    assert.deepEqual(r.notChecked[0].codes, ['KPD-MODE-LEFTOVER'])
+    assert.equal(r.summary, '✓ shop/web: every traced path works on 2 node(s)')
+    assert.equal(exitCode(r), 0)
   })
 
   test('a dual-stack Service: both families judged when both were read (✓); a node whose ip6tables-save was not read is a required entry, so the headline is ? and not ✓', () => {

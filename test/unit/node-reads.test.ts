@@ -94,10 +94,17 @@ test("every read says where its output is kept in a node's recording, and every 
     named.add('file' in r ? r.file : 'entryOf' in r ? r.entryOf : '')
   }
   // kube-proxy.json holds what kube-proxy's own endpoints answered over TCP; agent-not-read.txt why an implementer's
-  // agent (Cilium's) was not read; error.txt why the node was not read; nft-not-read.txt why the nft ruleset was not.
+  // agent (Cilium's) was not read; error.txt why the node was not read; nft-not-read.txt why the nft ruleset was not;
+  // iptables-backends-not-read.txt which backend saves could not run.
   assert.deepEqual(
     files.filter((f) => !named.has(f)),
-    [NODE_FILES.nftNotRead, NODE_FILES.kubeProxy, NODE_FILES.agentNotRead, NODE_FILES.error],
+    [
+      NODE_FILES.nftNotRead,
+      NODE_FILES.backendsNotRead,
+      NODE_FILES.kubeProxy,
+      NODE_FILES.agentNotRead,
+      NODE_FILES.error,
+    ],
   )
 })
 

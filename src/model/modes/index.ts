@@ -3,7 +3,7 @@ import type {Dataplane} from '../dataplane.js'
 import {DUMP_FILES, type DumpFile, type GivenFiles} from './dump-files.js'
 import {iptablesMode} from './iptables.js'
 import {ipvsMode} from './ipvs.js'
-import type {NodeFacts, ProxyModeAdapter} from './mode.js'
+import {familyLabel, type NodeFacts, type ProxyModeAdapter} from './mode.js'
 import {nftablesMode} from './nftables.js'
 
 export type {FileTracer, NodeFacts, ProxyModeAdapter, TableFamily} from './mode.js'
@@ -44,11 +44,18 @@ export interface ModeDecision {
   source: string
   /** The decided mode could not be judged: what it needs was not read. */
   unreadable: boolean
+  /**
+   * The mode is not known (then `unreadable` too, and `mode` only the guess): it would be inferred while another
+   * mode's rules could not be read, so what was read may be leftovers. Why, in the report's words.
+   */
+  unknown?: string
 }
 
 /**
  * Which mode a node runs, in this order: --proxy-mode; kube-proxy's own /proxyMode; the rules on the node (evidence
  * that settles it, else the one mode whose rules are there); kube-proxy's configuration; kube-proxy's default.
+ * Where another mode's rules could not be read (ProxyModeAdapter.readFailed), a lone mode's rules and the default
+ * decide nothing: the configuration naming a mode still does; else the mode is not known.
  */
 export function decideMode(
   obs: NodeObservation,
@@ -69,10 +76,29 @@ export function decideMode(
     return r ? [{mode: m.mode, ...r}] : []
   })
   const settled = present.find((p) => p.conclusive) ?? (present.length === 1 ? present[0] : undefined)
-  if (settled) return decided(settled.mode, settled.reason)
-  const wanted = configured?.mode || DEFAULT_MODE
-  if (configured && isProxyMode(wanted)) return decided(wanted, configured.source)
-  return decided(DEFAULT_MODE, `default (${DEFAULT_MODE})`)
+  const guess = settled?.mode ?? DEFAULT_MODE
+  const unread = settled?.conclusive ? [] : PROXY_MODES.filter((m) => m.mode !== guess && m.readFailed?.(obs))
+  if (unread.length === 0) {
+    if (settled) return decided(settled.mode, settled.reason)
+    const wanted = configured?.mode || DEFAULT_MODE
+    if (configured && isProxyMode(wanted)) return decided(wanted, configured.source)
+    return decided(DEFAULT_MODE, `default (${DEFAULT_MODE})`)
+  }
+  if (configured && isProxyMode(configured.mode)) return decided(configured.mode, configured.source)
+  const asked = obs.kubeProxy?.proxyModeError
+  const why = [
+    ...(asked ? [`kube-proxy's /proxyMode did not answer: ${asked}`] : []),
+    ...unread.map((m) => `${m.mode} mode's rules were not read: ${m.readFailed!(obs)}`),
+  ]
+  const found = settled
+    ? `${settled.mode} mode's rules on the node may be leftovers of a mode no longer run`
+    : 'no kube-proxy rules were found in what was read'
+  return {
+    mode: guess,
+    source: 'not known',
+    unreadable: true,
+    unknown: `${familyLabel(facts)} rules not judged: the proxy mode is not known (${why.join('; ')}): ${found} (--proxy-mode says which mode runs)`,
+  }
 }
 
 /** The mode a node runs and its dataplane; undefined when that mode's data was not read (see decideMode). */

@@ -73,6 +73,11 @@ export interface ProxyModeAdapter<M extends string = string> {
   recognise(obs: NodeObservation, facts: NodeFacts): Recognition | undefined
   /** What was read is enough to build this mode's dataplane for the family of `facts`. */
   readable(obs: NodeObservation, facts: NodeFacts): boolean
+  /**
+   * Why this mode's rules could not be read where the read was made and failed (nft not on the host), in the read's
+   * words; undefined when they were read or not asked for. Another mode's rules alone then do not settle the mode.
+   */
+  readFailed?(obs: NodeObservation): string | undefined
   /** When `readable` is not: why, in the report's words; `source` is what decided the mode. */
   notRead(facts: NodeFacts, source: string, obs: NodeObservation): ModeNotRead
   dataplane(obs: NodeObservation, facts: NodeFacts): Dataplane

@@ -48,6 +48,7 @@ export const nftablesMode: ProxyModeAdapter<'nftables'> = {
   recognise: (obs, facts) =>
     table(obs, facts)?.chains.get('services') ? {reason: 'the rules on the node'} : undefined,
   readable: (obs) => !!obs.nft,
+  readFailed: (obs) => (obs.nft ? undefined : obs.nftNotRead),
   notRead: (facts, _source, obs) => ({
     reason: `${familyLabel(facts)} rules not read (${obs.nftNotRead ?? 'nft list ruleset'})`,
   }),

@@ -164,17 +164,20 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
   // IPv6 rules: recorded where ip6tables-save answers; a node without it has its IPv6 family said to be unchecked.
   // Each family's backend saves follow that family's save (its header says which backend it already is), or start
   // as soon as `iptables -V` names the backend: IPv6's need not wait for a large iptables-save.
+  // A backend save that could not run is said as not read (its #kpd-not-read line), never as a backend with no rules.
+  const backendsNotRead = new Map<RecordedKey, string>()
+  const backendNotRead = (cmd: RecordedKey, line: string) => backendsNotRead.set(cmd, line)
   const saves6 = async () => {
     const rules6 = readRules(access, 6, sudo ? undefined : opts.rulesScope)
     const recorded = rules6.rules.then((save6) => {
       if (ranOk(save6)) record('ip6tablesSave', save6.stdout)
     })
-    await Promise.all([recorded, readBackendSaves(access, record, 6, rules6)])
+    await Promise.all([recorded, readBackendSaves(access, record, backendNotRead, 6, rules6)])
   }
   const dumps = privileged.then(() =>
     Promise.all([
       saves6(),
-      readBackendSaves(access, record, 4, rules4),
+      readBackendSaves(access, record, backendNotRead, 4, rules4),
       readNft(access, record, kubeProxy.proxyMode, opts).then((failed) => {
         if (failed) rec.set(NODE_FILES.nftNotRead, Buffer.from(failed + '\n'))
       }),
@@ -195,6 +198,8 @@ async function readAll(access: NodeAccess, opts: CollectOptions): Promise<NodeRe
     record('iptablesSave', saved.stdout)
   }
   await Promise.all([dumps, network])
+  const notRead = BACKEND_SAVES.flatMap((b) => backendsNotRead.get(b.command) ?? [])
+  if (notRead.length > 0) rec.set(NODE_FILES.backendsNotRead, Buffer.from(notRead.map((l) => l + '\n').join('')))
   const json2 = (v: unknown) => Buffer.from(JSON.stringify(v, null, 2) + '\n')
   if (pathReads) rec.set(NODE_FILES.pathReads, json2(await pathReads))
   if (dns) rec.set(NODE_FILES.dns, json2(await dns))
@@ -230,11 +235,12 @@ function readRules(access: NodeAccess, family: 4 | 6, scope: RulesScope | undefi
  * One family's backend saves, where the node has both tools. The family's save whose header names its backend
  * ("v1.8.9 (nf_tables)") is that backend's dump: not read a second time (on a large node each read costs seconds). The
  * other backend's save starts as soon as `iptables -V` (`ip6tables -V`) has named the family's own backend, beside
- * the family's own read, not after it.
+ * the family's own read, not after it. A save that could not run goes to `notRead` as its #kpd-not-read line.
  */
 async function readBackendSaves(
   access: NodeAccess,
   record: (cmd: RecordedKey, out: Buffer) => void,
+  notRead: (cmd: RecordedKey, line: string) => void,
   family: 4 | 6,
   {rules, backend: named}: FamilyRules,
 ): Promise<void> {
@@ -250,6 +256,8 @@ async function readBackendSaves(
         return record(cmd, own.stdout)
       const r = await access.run(cmd)
       if (ranOk(r) && r.stdout.length > 0) record(cmd, r.stdout)
+      else if (r.kind === 'ran' && r.code !== 0)
+        notRead(cmd, sectionNotReadLine(r.code, NODE_READS[cmd].argv.join(' '), r.stderr))
     }),
   )
 }

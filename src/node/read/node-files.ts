@@ -7,6 +7,11 @@ export const NODE_FILES = {
   nftKubeProxyTables: 'nft-kube-proxy-tables.txt',
   /** Where the whole ruleset mattered (nftables mode, or the mode unknown) and nft could not answer: its #kpd-not-read line. */
   nftNotRead: 'nft-not-read.txt',
+  /**
+   * Each iptables backend save that could not run (not on the node, failing): its #kpd-not-read line, one a line. Not in
+   * the save's own file, which an older build would read as an empty dump.
+   */
+  backendsNotRead: 'iptables-backends-not-read.txt',
   iptablesLegacySave: 'iptables-legacy-save.txt',
   iptablesNftSave: 'iptables-nft-save.txt',
   ip6tablesLegacySave: 'ip6tables-legacy-save.txt',

@@ -151,6 +151,15 @@ function backendSave(
   }
 }
 
+/**
+ * Why a recorded read was not made, where the file's first line is its #kpd-not-read mark: the command's words and
+ * why, in the report's words.
+ */
+function notReadOf(recorded: string | undefined): {command: string; reason: string} | undefined {
+  const mark = notReadMark(recorded?.split('\n')[0] ?? '')
+  return mark && {command: mark.command, reason: notReadReason(mark.command, mark)}
+}
+
 /** Parses one node's recording (read live by collect-node.ts, or loaded from a snapshot folder). */
 export function parseNodeRecording(
   name: string,
@@ -186,8 +195,8 @@ export function parseNodeRecording(
   } catch (e) {
     return {name, reachable: false, error: `${reads.nftRuleset.recorded.file} unreadable: ${(e as Error).message}`}
   }
-  const nftFailed = notReadMark(text(NODE_FILES.nftNotRead)?.split('\n')[0] ?? '')
-  if (nftFailed) obs.nftNotRead = notReadReason(nftFailed.command, nftFailed)
+  const nftNotRead = notReadOf(text(NODE_FILES.nftNotRead))
+  if (nftNotRead) obs.nftNotRead = nftNotRead.reason
   try {
     // No kube-proxy table in either family is an empty read, and still a read: nothing of nftables mode is left.
     const own = obs.nft ? undefined : text(reads.nftKubeProxyTable.recorded.file)
@@ -206,6 +215,12 @@ export function parseNodeRecording(
     const source = dump(reads[command].recorded.file)
     if (source && source.size > 0) (obs.backends ??= []).push(backendSave(family, backend, command, source))
   }
+  // One #kpd-not-read line per backend save that could not run, each read back by its command's words.
+  for (const line of text(NODE_FILES.backendsNotRead)?.split('\n') ?? []) {
+    const failed = notReadOf(line)
+    const save = failed && BACKEND_SAVES.find((b) => reads[b.command].argv.join(' ') === failed.command)
+    if (save) (obs.backendsNotRead ??= []).push({family: save.family, backend: save.backend, reason: failed.reason})
+  }
   if (rec.has(reads.ipvsadm.recorded.file)) {
     try {
       const kubeIpvs0 = text(reads.kubeIpvs0.recorded.file)
@@ -215,8 +230,8 @@ export function parseNodeRecording(
         vips: kubeIpvs0 !== undefined ? reads.kubeIpvs0.parse(kubeIpvs0) : undefined,
         sysctls: reads.sysctls.parse(text(reads.sysctls.recorded.file) ?? ''),
       }
-      const sysctlsFailed = notReadMark(text(reads.sysctls.recorded.file)?.split('\n')[0] ?? '')
-      if (sysctlsFailed) obs.ipvs.sysctlsNotRead = notReadReason(sysctlsFailed.command, sysctlsFailed)
+      const sysctlsNotRead = notReadOf(text(reads.sysctls.recorded.file))
+      if (sysctlsNotRead) obs.ipvs.sysctlsNotRead = sysctlsNotRead.reason
     } catch (e) {
       return {name, reachable: false, error: `IPVS dumps unreadable: ${(e as Error).message}`}
     }

@@ -157,8 +157,9 @@ const BATCH_PART = /kpd_e(\d+)=\$\( \{ kpd_i=\$\( \{ \{ (.*?); \} 2>&1 1>&3 3>&-
  * prints its reads' stdout, each ended by a mark with the batch's nonce and the read's exit status, then passes on what
  * the lanes after it printed (`cat`; the pipe holds what a lane prints until then), so the batch's stdout has the reads
  * in order; once the lanes after it have ended, it prints its reads' stderr, each ended by a mark, so the batch's stderr
- * has them last read first (splitBatchOutput turns them round). `gzip`: the batch's stdout goes through `gzip -1` (a
- * dump in it, and `Compression yes`); its stderr does not.
+ * has them last read first (splitBatchOutput turns them round): the first reads' stderr comes last, so the batch's stderr
+ * must come back whole (SshSession's `wholeStderr`), never cut as one command's. `gzip`: the batch's stdout goes through
+ * `gzip -1` (a dump in it, and `Compression yes`); its stderr does not.
  */
 export function batchCommandLine(
   lines: readonly CommandLine[],

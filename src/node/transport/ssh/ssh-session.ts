@@ -55,6 +55,13 @@ const MAX_SESSIONS = 8
 /** How often a session sshd refused is asked for again (50 ms, 100 ms, … between tries: under 3 s in all). */
 const SESSION_OPEN_TRIES = 10
 
+/**
+ * What a command's stderr is kept to, for the messages that quote it (appended chunk by chunk while shorter). Not a
+ * batch's: it is many reads' stderr, each read's after the others' (batchCommandLine), so a cap on the whole would drop
+ * the last reads' (a route lookup's "Network is unreachable" after ip6tables' warnings); the output cap bounds it.
+ */
+const STDERR_KEPT_CHARS = 4096
+
 /** A command printed more than the cap on one command's output (util/output-cap.ts): the read stops there. */
 export class OutputCapExceeded extends CommandStopped {
   constructor(
@@ -159,20 +166,21 @@ export class SshSession {
    * Runs an allow-listed command line (built only by node-commands.ts from a key). At most MAX_SESSIONS run at once on
    * the connection; the others wait for one to end (their timeout starts when they run). Past `maxOutputBytes`
    * (stdout and stderr together; the command cap unless the read's row gives its own, as the dumps do) the command is
-   * stopped and the read fails.
+   * stopped and the read fails. `wholeStderr`: its stderr is kept whole (a batch's), not to STDERR_KEPT_CHARS.
    */
   exec(
     command: CommandLine,
     timeoutMs = this.stepMs,
     maxOutputBytes = COMMAND_OUTPUT_CAP_BYTES,
     stop?: AbortSignal,
+    wholeStderr = false,
   ): Promise<ExecResult> {
     return this.sessions.run(async () => {
       // sshd frees a session's slot a little after the client sees it close: a refused open is tried again, a bounded
       // number of times, once the other sessions have had a moment to end.
       for (let attempt = 1; ; attempt++) {
         try {
-          return await this.execNow(command, timeoutMs, maxOutputBytes, stop)
+          return await this.execNow(command, timeoutMs, maxOutputBytes, stop, wholeStderr)
         } catch (e) {
           if (!(e instanceof SessionRefused) || attempt >= SESSION_OPEN_TRIES) throw e
           await new Promise((resolve) => setTimeout(resolve, 50 * attempt))
@@ -194,14 +202,15 @@ export class SshSession {
     command: CommandLine,
     timeoutMs: number,
     maxOutputBytes: number,
-    stop?: AbortSignal,
+    stop: AbortSignal | undefined,
+    wholeStderr: boolean,
   ): Promise<ExecResult> {
-    if (!stop) return this.execOn(command, timeoutMs, maxOutputBytes, undefined, false)
+    if (!stop) return this.execOn(command, timeoutMs, maxOutputBytes, undefined, false, wholeStderr)
     try {
-      return await this.execOn(command, timeoutMs, maxOutputBytes, stop, true)
+      return await this.execOn(command, timeoutMs, maxOutputBytes, stop, true, wholeStderr)
     } catch (e) {
       if (!(e instanceof TerminalRefused)) throw e
-      return this.execOn(command, timeoutMs, maxOutputBytes, stop, false)
+      return this.execOn(command, timeoutMs, maxOutputBytes, stop, false, wholeStderr)
     }
   }
 
@@ -211,6 +220,7 @@ export class SshSession {
     maxOutputBytes: number,
     stop: AbortSignal | undefined,
     terminal: boolean,
+    wholeStderr: boolean,
   ): Promise<ExecResult> {
     return new Promise((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined
@@ -253,7 +263,7 @@ export class SshSession {
           if (count(chunk.length)) out.push(chunk)
         })
         stream.stderr.on('data', (chunk: Buffer) => {
-          if (count(chunk.length) && stderr.length < 4096) stderr += chunk.toString()
+          if (count(chunk.length) && (wholeStderr || stderr.length < STDERR_KEPT_CHARS)) stderr += chunk.toString()
         })
         const output = (code: number | null) => ({code, stdout: Buffer.concat(out), stderr})
         const ended = () => {

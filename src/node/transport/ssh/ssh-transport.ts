@@ -35,9 +35,16 @@ export interface SshChannel {
   readonly stepMs?: number
   /**
    * Runs a line; past `maxOutputBytes` of output (the command cap when not given) it is stopped and rejects. `stop`:
-   * ends the command early, with what it printed so far (the kernel trace's monitor).
+   * ends the command early, with what it printed so far (the kernel trace's monitor). `wholeStderr`: its stderr comes
+   * back whole (a batch's, every read's in it), not cut as one command's is for its messages.
    */
-  exec(command: CommandLine, timeoutMs?: number, maxOutputBytes?: number, stop?: AbortSignal): Promise<ExecResult>
+  exec(
+    command: CommandLine,
+    timeoutMs?: number,
+    maxOutputBytes?: number,
+    stop?: AbortSignal,
+    wholeStderr?: boolean,
+  ): Promise<ExecResult>
   forward(ip: string, port: number): Promise<Duplex>
   close(): void
 }
@@ -274,7 +281,7 @@ export class SshNodeAccess implements NodeAccess {
     let stderr: string
     let stopped: CommandStopped | undefined
     try {
-      const r = await this.session.exec(line, timeoutMs, cap)
+      const r = await this.session.exec(line, timeoutMs, cap, undefined, true)
       stdoutChunks = [r.stdout]
       stderr = r.stderr
     } catch (e) {

@@ -1,0 +1,113 @@
+/**
+ * A batch's stderr over a real SSH session (SshSession against an in-process ssh2 server that runs each line with this
+ * machine's `sh` or `bash`, fake programs first on PATH): every read's stderr comes back to that read, whole, however
+ * long the others' are. A batch's stderr holds each read's after the others' (the lowest index last), so a cap on the
+ * exec's stderr as one command's (its first 4 KB, for messages) dropped the last reads' stderr: on an iptables-nft node
+ * ip6tables' "incompatible" warnings came first and a failing route lookup's "Network is unreachable" was lost
+ * ("exited 2: no message"), turning KPD-ROUTE-MISSING into a not-checked row (path-reads-lab, s42live's 4-exec layout).
+ */
+import assert from 'node:assert/strict'
+import {spawn} from 'node:child_process'
+import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {test} from 'node:test'
+import ssh2 from 'ssh2'
+import {SshSession} from '../../src/node/transport/ssh/ssh-session.js'
+import {SshNodeAccess} from '../../src/node/transport/ssh/ssh-transport.js'
+import type {RunResult} from '../../src/node/transport/node-access.js'
+
+/** What the server sends of a command's stderr in one packet: the client sees it in that many pieces. */
+const PACKET = 512
+
+/**
+ * An SSH server on loopback that runs each exec with `shell -c`, `bin` first on PATH, and sends its stderr in PACKET
+ * byte packets (as sshd sends what it reads from the command's pipe, in pieces); its port.
+ */
+async function shellServer(shell: string, bin: string): Promise<{port: number; close: () => void}> {
+  const hostKey = ssh2.utils.generateKeyPairSync('ed25519')
+  const server = new ssh2.Server({hostKeys: [hostKey.private]}, (client) => {
+    client.on('authentication', (ctx) => ctx.accept())
+    client.on('error', () => undefined)
+    client.on('ready', () => {
+      client.on('session', (acceptSession) => {
+        acceptSession().on('exec', (accept, _reject, info) => {
+          const channel = accept()
+          const child = spawn(shell, ['-c', info.command], {
+            env: {...process.env, PATH: `${bin}:${process.env.PATH}`},
+            stdio: ['ignore', 'pipe', 'pipe'],
+          })
+          child.stdout.on('data', (chunk: Buffer) => channel.write(chunk))
+          child.stderr.on('data', (chunk: Buffer) => {
+            for (let at = 0; at < chunk.length; at += PACKET) channel.stderr.write(chunk.subarray(at, at + PACKET))
+          })
+          child.on('close', (code) => {
+            channel.exit(code ?? 255)
+            channel.end()
+          })
+        })
+      })
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {port: (server.address() as {port: number}).port, close: () => server.close()}
+}
+
+/** ip6tables-legacy-save's stderr on an iptables-nft node: one warning per chain of kube-proxy's (about 2.5 KB). */
+const WARNINGS = Array.from(
+  {length: 24},
+  (_, i) =>
+    `ip6tables v1.8.9 (nf_tables): chain \`KUBE-SEP-${String(i).padStart(16, 'X')}' in table \`nat' is incompatible, use 'nft' tool.\n`,
+).join('')
+const UNREACHABLE = 'RTNETLINK answers: Network is unreachable\n'
+
+const outcome = (r: RunResult) => (r.kind === 'ran' ? [r.code, r.stdout.toString(), r.stderr] : r.what)
+
+for (const shell of ['sh', 'bash'])
+  test(`ssh batch over a real session (${shell}): each read's stderr comes back to it whole, however long the stderr of the reads beside it`, async () => {
+    const bin = mkdtempSync(join(tmpdir(), 'kpd-batch-stderr-'))
+    const script = (body: string) => `#!/bin/sh\n${body}\n`
+    const program = (name: string, body: string) => writeFileSync(join(bin, name), script(body), {mode: 0o755})
+    writeFileSync(join(bin, 'warnings6'), WARNINGS)
+    writeFileSync(join(bin, 'warnings4'), WARNINGS.replaceAll('ip6', 'ip'))
+    program('ip6tables-legacy-save', `cat '${join(bin, 'warnings6')}' >&2`)
+    program('iptables-legacy-save', `cat '${join(bin, 'warnings4')}' >&2`)
+    program('ip', `printf 'RTNETLINK answers: Network is unreachable\\n' >&2; exit 2`)
+    program('ipvsadm', `echo "Can't initialize ipvs: Protocol not available" >&2; exit 2`)
+    const server = await shellServer(shell, bin)
+    const key = ssh2.utils.generateKeyPairSync('ed25519')
+    writeFileSync(join(bin, 'id_ed25519'), key.private, {mode: 0o600})
+    const session = await SshSession.connect(
+      {
+        alias: 'node-a',
+        hostName: '127.0.0.1',
+        port: server.port,
+        user: 'root',
+        identityFiles: [join(bin, 'id_ed25519')],
+        identitiesOnly: true,
+        userKnownHostsFiles: [],
+      },
+      {insecureIgnoreHostKey: true, timeoutMs: 20_000},
+    )
+    try {
+      const access = new SshNodeAccess(session)
+      await access.usesSudo()
+      // One batch, one exec: the route table's read (the lowest index) prints its stderr last.
+      const answers = await Promise.all([
+        access.run('routeTable'),
+        access.run('ipvsadm'),
+        access.run('iptablesLegacySave'),
+        access.run('ip6tablesLegacySave'),
+      ])
+      assert.deepEqual(answers.map(outcome), [
+        [2, '', UNREACHABLE],
+        [2, '', "Can't initialize ipvs: Protocol not available\n"],
+        [0, '', WARNINGS.replaceAll('ip6', 'ip')],
+        [0, '', WARNINGS],
+      ])
+    } finally {
+      session.close()
+      server.close()
+      rmSync(bin, {recursive: true, force: true})
+    }
+  })

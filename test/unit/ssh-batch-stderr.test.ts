@@ -105,6 +105,10 @@ for (const shell of ['sh', 'bash'])
         [0, '', WARNINGS.replaceAll('ip6', 'ip')],
         [0, '', WARNINGS],
       ])
+      // A character cut between two packets: the read's stderr alone begins the exec's, so byte PACKET - 1 is the first
+      // of "é"'s two bytes.
+      program('cilium-dbg', `printf '%s\\303\\251\\n' '${'x'.repeat(PACKET - 1)}' >&2; exit 1`)
+      assert.deepEqual(outcome(await access.run('ciliumServiceList')), [1, '', `${'x'.repeat(PACKET - 1)}é\n`])
     } finally {
       session.close()
       server.close()

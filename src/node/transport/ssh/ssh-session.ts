@@ -1,5 +1,6 @@
 import {existsSync, readFileSync} from 'node:fs'
 import type {Duplex} from 'node:stream'
+import {StringDecoder} from 'node:string_decoder'
 import ssh2 from 'ssh2'
 import ssh2Constants from 'ssh2/lib/protocol/constants.js'
 import type {Algorithms, ClientChannel, ExecOptions} from 'ssh2'
@@ -237,6 +238,8 @@ export class SshSession {
         }
         const out: Buffer[] = []
         let stderr = ''
+        // A character may be cut between two packets: decoded across chunks, not chunk by chunk.
+        const stderrText = new StringDecoder('utf8')
         let printed = 0
         let stopped = false
         timer = setTimeout(() => {
@@ -263,9 +266,10 @@ export class SshSession {
           if (count(chunk.length)) out.push(chunk)
         })
         stream.stderr.on('data', (chunk: Buffer) => {
-          if (count(chunk.length) && (wholeStderr || stderr.length < STDERR_KEPT_CHARS)) stderr += chunk.toString()
+          if (count(chunk.length) && (wholeStderr || stderr.length < STDERR_KEPT_CHARS))
+            stderr += stderrText.write(chunk)
         })
-        const output = (code: number | null) => ({code, stdout: Buffer.concat(out), stderr})
+        const output = (code: number | null) => ({code, stdout: Buffer.concat(out), stderr: stderr + stderrText.end()})
         const ended = () => {
           if (stopped) return
           stream.close()

@@ -21,6 +21,7 @@ const FIRST_LINE = 5
 const POLICY = 6
 /** The policy code of a chain that has rules but no declaration line (grep output, a cut table). */
 const UNDECLARED = 255
+const SPACE = 32
 /** FNV-1a, the hash of chain names (nameHash; a caller scanning a name can compute it on the way). */
 export const FNV_OFFSET = 0x811c9dc5
 export const FNV_PRIME = 0x01000193
@@ -142,6 +143,44 @@ export class ChainIndex {
       }
     this.leaveOrder()
     return EMPTY
+  }
+
+  /** Whether the table is still read in iptables-save's order (see `ordered`). */
+  readsInOrder(): boolean {
+    return this.ordered
+  }
+
+  /**
+   * ruleChainInOrder for a rule line whose chain name starts at bytes[start] and whose line ends at `lineEnd`, when
+   * that chain is the one the last run went to or the next declared one (the name then ends at start + its length, at
+   * a space or the line's end): its id, found by comparing the name in place (no scan for the name's end first);
+   * else -1, with nothing changed (the caller finds the name's end and asks ruleChainInOrder).
+   */
+  nextRunChain(bytes: Uint8Array, start: number, lineEnd: number): number {
+    if (!this.ordered) return EMPTY
+    const next = this.nextDeclared
+    if (next > 0 && this.nameEndAt(next - 1, bytes, start, lineEnd) >= 0) return next - 1
+    if (next < this.count && this.nameEndAt(next, bytes, start, lineEnd) >= 0) {
+      this.anyRules = true
+      this.nextDeclared = next + 1
+      return next
+    }
+    return EMPTY
+  }
+
+  /**
+   * Where the chain's name ends when bytes[start, …) begins with it, followed by a space or `lineEnd` (a rule line of
+   * that chain); else -1.
+   */
+  nameEndAt(id: number, bytes: Uint8Array, start: number, lineEnd: number): number {
+    const rec = this.rec
+    const len = rec[RECORD * id + NAME_LENGTH]
+    const end = start + len
+    if (end > lineEnd || (end < lineEnd && bytes[end] !== SPACE)) return EMPTY
+    const pool = this.pool
+    const at = rec[RECORD * id + NAME_AT]
+    for (let i = 0; i < len; i++) if (pool[at + i] !== bytes[start + i]) return EMPTY
+    return end
   }
 
   /** Ends reading in order: every chain so far goes into the slot table (a name declared twice: DeclaredTwice). */

@@ -210,44 +210,26 @@ export class ChainIndex {
   /**
    * The end of the dump for a table still read in order: no slot table is built (find() searches the hashes by id);
    * a name declared twice throws DeclaredTwice (the caller indexes the dump again by hash, which keeps one chain per
-   * name). Names are checked twice only where a bitmap of the hashes' low bits says they may be: about 16 bits per
-   * chain, at most 2^24 (a small table's bitmap is small: zeroing 2 MiB for each of a snapshot's tables cost a short
-   * run more than its reading).
+   * name). Names are checked twice only where the hashes' low bits say they may be (idsWhoseLowBitsMeet).
    */
   finishOrdered(): void {
     if (!this.ordered || this.count < 2) return
+    const met = idsWhoseLowBitsMeet(this.hashes, this.count)
+    if (met.length === 0) return
+    // Of those, names are compared only where the whole hashes are equal, in place, through a small slot table of
+    // their hashes (a string per such chain, about 36,000 of 550,000 chains, cost more than the rest of this check; a
+    // Map of them, in a loop V8 compiled before it had seen one, was dropped back to the interpreter twice).
+    let slotCount = 1024
+    while (slotCount < 2 * met.length) slotCount *= 2
+    const mask = slotCount - 1
+    const slots = new Int32Array(slotCount)
     const hashes = this.hashes
-    let bits = 1024
-    while (bits < 16 * this.count && bits < 1 << 24) bits *= 2
-    const low = bits - 1
-    const seen = new Int32Array(bits >>> 5)
-    const again = new Int32Array(bits >>> 5)
-    let anyAgain = false
-    for (let id = 0; id < this.count; id++) {
-      const k = hashes[id] & low
-      const bit = 1 << (k & 31)
-      if (seen[k >>> 5] & bit) {
-        again[k >>> 5] |= bit
-        anyAgain = true
-      } else seen[k >>> 5] |= bit
-    }
-    if (!anyAgain) return
-    // Of the chains whose low bits met, names are compared only where the whole hashes are equal, in place (a string
-    // per such chain, about 36,000 of 550,000 chains, cost more than the rest of this check).
-    const byHash = new Map<number, number | number[]>()
-    for (let id = 0; id < this.count; id++) {
+    for (let i = 0; i < met.length; i++) {
+      const id = met[i]
       const h = hashes[id]
-      const k = h & low
-      if ((again[k >>> 5] & (1 << (k & 31))) === 0) continue
-      const before = byHash.get(h)
-      if (before === undefined) byHash.set(h, id)
-      else if (typeof before === 'number') {
-        this.notDeclaredTwice(before, id)
-        byHash.set(h, [before, id])
-      } else {
-        for (const other of before) this.notDeclaredTwice(other, id)
-        before.push(id)
-      }
+      let s = h & mask
+      for (; slots[s] !== 0; s = (s + 1) & mask) if (hashes[slots[s] - 1] === h) this.notDeclaredTwice(slots[s] - 1, id)
+      slots[s] = id + 1
     }
   }
 
@@ -524,6 +506,38 @@ export class ChainIndex {
 }
 
 export const NOT_FOUND = EMPTY
+
+/**
+ * The ids, in order, of the chains whose hash shares its low bits with another chain's, by a bitmap of those bits:
+ * about 16 bits per chain, at most 2^24 (a small table's bitmap is small: zeroing 2 MiB for each of a snapshot's
+ * tables cost a short run more than its reading). Its own function, so that V8 compiles its loops with what they do.
+ */
+function idsWhoseLowBitsMeet(hashes: Int32Array, count: number): Int32Array {
+  let bits = 1024
+  while (bits < 16 * count && bits < 1 << 24) bits *= 2
+  const low = bits - 1
+  const seen = new Int32Array(bits >>> 5)
+  const again = new Int32Array(bits >>> 5)
+  let met = 0
+  for (let id = 0; id < count; id++) {
+    const k = hashes[id] & low
+    const bit = 1 << (k & 31)
+    if (seen[k >>> 5] & bit) {
+      // Each chain whose bits were met before it is counted, the first of each such bit below.
+      if ((again[k >>> 5] & bit) === 0) met++
+      again[k >>> 5] |= bit
+      met++
+    } else seen[k >>> 5] |= bit
+  }
+  const out = new Int32Array(met)
+  if (met === 0) return out
+  let n = 0
+  for (let id = 0; id < count; id++) {
+    const k = hashes[id] & low
+    if (again[k >>> 5] & (1 << (k & 31))) out[n++] = id
+  }
+  return out
+}
 
 /**
  * An open-addressing slot table (two numbers a slot: entry + 1, 0 for empty, and the entry's hash) at twice the size,

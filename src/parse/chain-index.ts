@@ -126,6 +126,34 @@ export class ChainIndex {
     return id
   }
 
+  /** Whether a declaration now is appended by declareNextInOrder (read in order, no rule yet). */
+  takesDeclarations(): boolean {
+    return this.ordered && !this.anyRules
+  }
+
+  /**
+   * declareInOrder for a declaration line whose name starts at bytes[start] (the line ends at `lineEnd`), when
+   * takesDeclarations(): the name is found, copied and hashed in one pass; its id (declare() then sets its policy).
+   */
+  declareNextInOrder(bytes: Uint8Array, start: number, lineEnd: number): number {
+    const id = this.count++
+    if (id >= this.capacity) this.growEntries()
+    if (this.poolUsed + lineEnd - start > this.pool.length)
+      this.pool = grow(this.pool, Math.max(this.pool.length * 2, this.poolUsed + lineEnd - start))
+    const pool = this.pool
+    const at = this.poolUsed
+    let h = FNV_OFFSET
+    let end = start
+    for (; end < lineEnd; end++) {
+      const c = bytes[end]
+      if (c === SPACE) break
+      pool[at + end - start] = c
+      h = Math.imul(h ^ c, FNV_PRIME)
+    }
+    this.record(id, at, end - start, h | 0)
+    return id
+  }
+
   /**
    * While the table is read in order: the chain of a run of rules named bytes[start, end), the one the last run went
    * to or the next declared one with that name; -1 when there is none (the table is then no longer read in order and
@@ -158,13 +186,15 @@ export class ChainIndex {
    */
   nextRunChain(bytes: Uint8Array, start: number, lineEnd: number): number {
     if (!this.ordered) return EMPTY
+    // The next declared chain first: a run of the last one's comes only after a line broke it (a comment). The two
+    // never share a name here (a name declared twice is found at the end, and the dump read again by hash).
     const next = this.nextDeclared
-    if (next > 0 && this.nameEndAt(next - 1, bytes, start, lineEnd) >= 0) return next - 1
     if (next < this.count && this.nameEndAt(next, bytes, start, lineEnd) >= 0) {
       this.anyRules = true
       this.nextDeclared = next + 1
       return next
     }
+    if (next > 0 && this.nameEndAt(next - 1, bytes, start, lineEnd) >= 0) return next - 1
     return EMPTY
   }
 
@@ -485,12 +515,17 @@ export class ChainIndex {
     const pool = this.pool
     const at = this.poolUsed
     for (let i = 0; i < len; i++) pool[at + i] = bytes[start + i]
+    this.record(id, at, len, h)
+    return id
+  }
+
+  /** The new chain `id`'s name (pool[at, at + len), its hash h), undeclared until declare(). */
+  private record(id: number, at: number, len: number, h: number): void {
     this.rec[RECORD * id + NAME_AT] = at
     this.rec[RECORD * id + NAME_LENGTH] = len
     this.rec[RECORD * id + POLICY] = UNDECLARED
     this.hashes[id] = h
     this.poolUsed += len
-    return id
   }
 
   private growEntries(): void {

@@ -861,6 +861,13 @@ class IndexScan {
   private declaration(buf: Buffer, start: number, e: number, lineNo: number): void {
     const table = this.table
     if (!table) throw new ParseError(lineNo, 'chain declaration before any "*table" line')
+    // Read in order, no rule yet, no batch waiting: appended at once, its name copied and hashed in one pass.
+    if (this.batchLength === 0 && table.takesDeclarations()) {
+      const id = table.declareNextInOrder(buf, start + 1, e)
+      const nameEnd = start + 1 + table.nameLength(id)
+      table.declare(id, policyCode(buf, nameEnd + 1, Math.min(e, nameEnd + 8)))
+      return
+    }
     let h = FNV_OFFSET
     let nameEnd = start + 1
     while (nameEnd < e) {
@@ -870,7 +877,7 @@ class IndexScan {
       nameEnd++
     }
     const policy = policyCode(buf, nameEnd + 1, Math.min(e, nameEnd + 8))
-    // Read in order with no batch waiting: appended at once (declareInOrder), no lookup to batch.
+    // Read in order after a rule, with no batch waiting: declareInOrder leaves the order (the line is then batched).
     if (this.batchLength === 0) {
       this.recordRun()
       if (table.declareInOrder(buf, start + 1, nameEnd, h | 0, policy) >= 0) return

@@ -21,6 +21,7 @@ const FIRST_LINE = 5
 const POLICY = 6
 /** The policy code of a chain that has rules but no declaration line (grep output, a cut table). */
 const UNDECLARED = 255
+const SPACE = 32
 /** FNV-1a, the hash of chain names (nameHash; a caller scanning a name can compute it on the way). */
 export const FNV_OFFSET = 0x811c9dc5
 export const FNV_PRIME = 0x01000193
@@ -125,6 +126,34 @@ export class ChainIndex {
     return id
   }
 
+  /** Whether a declaration now is appended by declareNextInOrder (read in order, no rule yet). */
+  takesDeclarations(): boolean {
+    return this.ordered && !this.anyRules
+  }
+
+  /**
+   * declareInOrder for a declaration line whose name starts at bytes[start] (the line ends at `lineEnd`), when
+   * takesDeclarations(): the name is found, copied and hashed in one pass; its id (declare() then sets its policy).
+   */
+  declareNextInOrder(bytes: Uint8Array, start: number, lineEnd: number): number {
+    const id = this.count++
+    if (id >= this.capacity) this.growEntries()
+    if (this.poolUsed + lineEnd - start > this.pool.length)
+      this.pool = grow(this.pool, Math.max(this.pool.length * 2, this.poolUsed + lineEnd - start))
+    const pool = this.pool
+    const at = this.poolUsed
+    let h = FNV_OFFSET
+    let end = start
+    for (; end < lineEnd; end++) {
+      const c = bytes[end]
+      if (c === SPACE) break
+      pool[at + end - start] = c
+      h = Math.imul(h ^ c, FNV_PRIME)
+    }
+    this.record(id, at, end - start, h | 0)
+    return id
+  }
+
   /**
    * While the table is read in order: the chain of a run of rules named bytes[start, end), the one the last run went
    * to or the next declared one with that name; -1 when there is none (the table is then no longer read in order and
@@ -142,6 +171,46 @@ export class ChainIndex {
       }
     this.leaveOrder()
     return EMPTY
+  }
+
+  /** Whether the table is still read in iptables-save's order (see `ordered`). */
+  readsInOrder(): boolean {
+    return this.ordered
+  }
+
+  /**
+   * ruleChainInOrder for a rule line whose chain name starts at bytes[start] and whose line ends at `lineEnd`, when
+   * that chain is the one the last run went to or the next declared one (the name then ends at start + its length, at
+   * a space or the line's end): its id, found by comparing the name in place (no scan for the name's end first);
+   * else -1, with nothing changed (the caller finds the name's end and asks ruleChainInOrder).
+   */
+  nextRunChain(bytes: Uint8Array, start: number, lineEnd: number): number {
+    if (!this.ordered) return EMPTY
+    // The next declared chain first: a run of the last one's comes only after a line broke it (a comment). The two
+    // never share a name here (a name declared twice is found at the end, and the dump read again by hash).
+    const next = this.nextDeclared
+    if (next < this.count && this.nameEndAt(next, bytes, start, lineEnd) >= 0) {
+      this.anyRules = true
+      this.nextDeclared = next + 1
+      return next
+    }
+    if (next > 0 && this.nameEndAt(next - 1, bytes, start, lineEnd) >= 0) return next - 1
+    return EMPTY
+  }
+
+  /**
+   * Where the chain's name ends when bytes[start, …) begins with it, followed by a space or `lineEnd` (a rule line of
+   * that chain); else -1.
+   */
+  nameEndAt(id: number, bytes: Uint8Array, start: number, lineEnd: number): number {
+    const rec = this.rec
+    const len = rec[RECORD * id + NAME_LENGTH]
+    const end = start + len
+    if (end > lineEnd || (end < lineEnd && bytes[end] !== SPACE)) return EMPTY
+    const pool = this.pool
+    const at = rec[RECORD * id + NAME_AT]
+    for (let i = 0; i < len; i++) if (pool[at + i] !== bytes[start + i]) return EMPTY
+    return end
   }
 
   /** Ends reading in order: every chain so far goes into the slot table (a name declared twice: DeclaredTwice). */
@@ -171,44 +240,26 @@ export class ChainIndex {
   /**
    * The end of the dump for a table still read in order: no slot table is built (find() searches the hashes by id);
    * a name declared twice throws DeclaredTwice (the caller indexes the dump again by hash, which keeps one chain per
-   * name). Names are checked twice only where a bitmap of the hashes' low bits says they may be: about 16 bits per
-   * chain, at most 2^24 (a small table's bitmap is small: zeroing 2 MiB for each of a snapshot's tables cost a short
-   * run more than its reading).
+   * name). Names are checked twice only where the hashes' low bits say they may be (idsWhoseLowBitsMeet).
    */
   finishOrdered(): void {
     if (!this.ordered || this.count < 2) return
+    const met = idsWhoseLowBitsMeet(this.hashes, this.count)
+    if (met.length === 0) return
+    // Of those, names are compared only where the whole hashes are equal, in place, through a small slot table of
+    // their hashes (a string per such chain, about 36,000 of 550,000 chains, cost more than the rest of this check; a
+    // Map of them, in a loop V8 compiled before it had seen one, was dropped back to the interpreter twice).
+    let slotCount = 1024
+    while (slotCount < 2 * met.length) slotCount *= 2
+    const mask = slotCount - 1
+    const slots = new Int32Array(slotCount)
     const hashes = this.hashes
-    let bits = 1024
-    while (bits < 16 * this.count && bits < 1 << 24) bits *= 2
-    const low = bits - 1
-    const seen = new Int32Array(bits >>> 5)
-    const again = new Int32Array(bits >>> 5)
-    let anyAgain = false
-    for (let id = 0; id < this.count; id++) {
-      const k = hashes[id] & low
-      const bit = 1 << (k & 31)
-      if (seen[k >>> 5] & bit) {
-        again[k >>> 5] |= bit
-        anyAgain = true
-      } else seen[k >>> 5] |= bit
-    }
-    if (!anyAgain) return
-    // Of the chains whose low bits met, names are compared only where the whole hashes are equal, in place (a string
-    // per such chain, about 36,000 of 550,000 chains, cost more than the rest of this check).
-    const byHash = new Map<number, number | number[]>()
-    for (let id = 0; id < this.count; id++) {
+    for (let i = 0; i < met.length; i++) {
+      const id = met[i]
       const h = hashes[id]
-      const k = h & low
-      if ((again[k >>> 5] & (1 << (k & 31))) === 0) continue
-      const before = byHash.get(h)
-      if (before === undefined) byHash.set(h, id)
-      else if (typeof before === 'number') {
-        this.notDeclaredTwice(before, id)
-        byHash.set(h, [before, id])
-      } else {
-        for (const other of before) this.notDeclaredTwice(other, id)
-        before.push(id)
-      }
+      let s = h & mask
+      for (; slots[s] !== 0; s = (s + 1) & mask) if (hashes[slots[s] - 1] === h) this.notDeclaredTwice(slots[s] - 1, id)
+      slots[s] = id + 1
     }
   }
 
@@ -464,12 +515,17 @@ export class ChainIndex {
     const pool = this.pool
     const at = this.poolUsed
     for (let i = 0; i < len; i++) pool[at + i] = bytes[start + i]
+    this.record(id, at, len, h)
+    return id
+  }
+
+  /** The new chain `id`'s name (pool[at, at + len), its hash h), undeclared until declare(). */
+  private record(id: number, at: number, len: number, h: number): void {
     this.rec[RECORD * id + NAME_AT] = at
     this.rec[RECORD * id + NAME_LENGTH] = len
     this.rec[RECORD * id + POLICY] = UNDECLARED
     this.hashes[id] = h
     this.poolUsed += len
-    return id
   }
 
   private growEntries(): void {
@@ -485,6 +541,38 @@ export class ChainIndex {
 }
 
 export const NOT_FOUND = EMPTY
+
+/**
+ * The ids, in order, of the chains whose hash shares its low bits with another chain's, by a bitmap of those bits:
+ * about 16 bits per chain, at most 2^24 (a small table's bitmap is small: zeroing 2 MiB for each of a snapshot's
+ * tables cost a short run more than its reading). Its own function, so that V8 compiles its loops with what they do.
+ */
+function idsWhoseLowBitsMeet(hashes: Int32Array, count: number): Int32Array {
+  let bits = 1024
+  while (bits < 16 * count && bits < 1 << 24) bits *= 2
+  const low = bits - 1
+  const seen = new Int32Array(bits >>> 5)
+  const again = new Int32Array(bits >>> 5)
+  let met = 0
+  for (let id = 0; id < count; id++) {
+    const k = hashes[id] & low
+    const bit = 1 << (k & 31)
+    if (seen[k >>> 5] & bit) {
+      // Each chain whose bits were met before it is counted, the first of each such bit below.
+      if ((again[k >>> 5] & bit) === 0) met++
+      again[k >>> 5] |= bit
+      met++
+    } else seen[k >>> 5] |= bit
+  }
+  const out = new Int32Array(met)
+  if (met === 0) return out
+  let n = 0
+  for (let id = 0; id < count; id++) {
+    const k = hashes[id] & low
+    if (again[k >>> 5] & (1 << (k & 31))) out[n++] = id
+  }
+  return out
+}
 
 /**
  * An open-addressing slot table (two numbers a slot: entry + 1, 0 for empty, and the entry's hash) at twice the size,

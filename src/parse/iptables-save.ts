@@ -592,6 +592,17 @@ class IndexScan {
   private readonly counts = new Uint32Array(BATCH)
   private readonly runStarts = new Float64Array(BATCH)
   private readonly runEnds = new Float64Array(BATCH)
+  /**
+   * While the table is read in order and no batch waits: the run of rules being read (its chain, -1 for none; its
+   * bytes in the dump, first line and count), recorded when the next run starts or a batch is flushed. Such a run's
+   * lines are compared with its chain's stored name, and a new run with the next declared chain's, in place: no
+   * batch entry, no scan for the name's end, no second comparison in flush.
+   */
+  private runId = -1
+  private runStart = 0
+  private runEnd = 0
+  private runFirstLine = 0
+  private runCount = 0
   /** A line that began in the previous chunk. */
   private carry: Buffer | undefined
   /** In `hintBuf`: where RUN_TOGETHER_HINT occurs next at or after the last position asked for; -1 for nowhere. */
@@ -683,7 +694,7 @@ class IndexScan {
         this.tableOrder.push(this.tableName)
       }
       this.table = table
-      this.lastId = -1
+      this.lastId = this.runId = -1
     } else if (c === 0x23 /* # */) {
       if (this.backend === 'unknown') {
         this.backend = backendNamedBy(buf.toString('latin1', start, Math.min(e, start + 120))) ?? 'unknown'
@@ -691,7 +702,7 @@ class IndexScan {
     } else if (c === 0x43 /* C */ && buf.toString('latin1', start, e).trim() === 'COMMIT') {
       this.flush()
       this.table = undefined
-      this.lastId = -1
+      this.lastId = this.runId = -1
     } else {
       throw new ParseError(lineNo, `not iptables-save output: "${clip(buf, start, e)}"`)
     }
@@ -702,9 +713,11 @@ class IndexScan {
       throw new ParseError(lineNo, `expected "-A CHAIN ..." but found "${clip(buf, start, e)}"`)
     if (!this.table) throw new ParseError(lineNo, 'rule before any "*table" line')
     const nameStart = start + 3
-    // Most lines name the chain of the rule line right before them (iptables-save prints a chain's rules together).
-    let nameEnd = this.sameRun(buf, nameStart, e, fileOffset)
+    let nameEnd = this.runInOrder(buf, nameStart, e, fileOffset, nextOffset, lineNo)
     if (nameEnd >= 0) {
+      // Read in order: the run went on or a new one began (see runId).
+    } else if ((nameEnd = this.sameRun(buf, nameStart, e, fileOffset)) >= 0) {
+      // Most lines name the chain of the rule line right before them (iptables-save prints a chain's rules together).
       const b = this.batchLength - 1
       this.runEnds[b] = nextOffset
       this.counts[b]++
@@ -727,6 +740,58 @@ class IndexScan {
     }
   }
 
+  /**
+   * While the table is read in order and no batch waits: the end of the chain name at nameStart when the line continues
+   * the run being read, or begins a run of its chain or of the next declared chain (the run being read is then recorded
+   * and this one begun); else -1 (the line is batched, as any other).
+   */
+  private runInOrder(
+    buf: Buffer,
+    nameStart: number,
+    e: number,
+    fileOffset: number,
+    nextOffset: number,
+    lineNo: number,
+  ): number {
+    if (this.batchLength > 0) return -1
+    const table = this.table!
+    if (this.runId >= 0 && this.runEnd === fileOffset) {
+      const nameEnd = table.nameEndAt(this.runId, buf, nameStart, e)
+      if (nameEnd >= 0) {
+        this.runEnd = nextOffset
+        this.runCount++
+        return nameEnd
+      }
+    }
+    let id = table.nextRunChain(buf, nameStart, e)
+    if (id < 0) {
+      // Declared chains without rules are skipped (ruleChainInOrder); a name out of order leaves the order, and the
+      // line is batched and looked up by hash.
+      if (!table.readsInOrder()) return -1
+      let nameEnd = nameStart
+      while (nameEnd < e && buf[nameEnd] !== SPACE) nameEnd++
+      id = table.ruleChainInOrder(buf, nameStart, nameEnd)
+      if (id < 0) return -1
+    }
+    this.recordRun()
+    this.runId = this.lastId = id
+    this.runStart = fileOffset
+    this.runEnd = nextOffset
+    this.runFirstLine = lineNo
+    this.runCount = 1
+    return nameStart + table.nameLength(id)
+  }
+
+  /** Records the run of rules read in order (see runId), if any, before anything else reaches the table. */
+  private recordRun(): void {
+    if (this.runCount === 0) return
+    this.table!.addRules(this.runId, this.runStart, this.runEnd, this.runFirstLine, this.runCount)
+    // The run may go on (in the next chunk): its next lines are added after these.
+    this.runStart = this.runEnd
+    this.runFirstLine += this.runCount
+    this.runCount = 0
+  }
+
   /** The end of the chain name at nameStart when the line continues the run of rules batched last (else -1). */
   private sameRun(buf: Buffer, nameStart: number, e: number, fileOffset: number): number {
     const b = this.batchLength - 1
@@ -740,6 +805,7 @@ class IndexScan {
 
   /** Adds a declaration or a run of rules, named by buf[nameStart, nameEnd), to the batch; returns its place there. */
   private push(buf: Buffer, kind: number, nameStart: number, nameEnd: number): number {
+    this.recordRun()
     if (this.batchLength === BATCH || (this.batchBuf !== buf && this.batchLength > 0)) this.flush()
     const b = this.batchLength++
     this.batchBuf = buf
@@ -754,6 +820,7 @@ class IndexScan {
    * its declarations and rules, in the order of the lines.
    */
   private flush(): void {
+    this.recordRun()
     const n = this.batchLength
     if (n === 0) return
     const table = this.table!
@@ -794,6 +861,13 @@ class IndexScan {
   private declaration(buf: Buffer, start: number, e: number, lineNo: number): void {
     const table = this.table
     if (!table) throw new ParseError(lineNo, 'chain declaration before any "*table" line')
+    // Read in order, no rule yet, no batch waiting: appended at once, its name copied and hashed in one pass.
+    if (this.batchLength === 0 && table.takesDeclarations()) {
+      const id = table.declareNextInOrder(buf, start + 1, e)
+      const nameEnd = start + 1 + table.nameLength(id)
+      table.declare(id, policyCode(buf, nameEnd + 1, Math.min(e, nameEnd + 8)))
+      return
+    }
     let h = FNV_OFFSET
     let nameEnd = start + 1
     while (nameEnd < e) {
@@ -802,9 +876,15 @@ class IndexScan {
       h = Math.imul(h ^ c, FNV_PRIME)
       nameEnd++
     }
+    const policy = policyCode(buf, nameEnd + 1, Math.min(e, nameEnd + 8))
+    // Read in order after a rule, with no batch waiting: declareInOrder leaves the order (the line is then batched).
+    if (this.batchLength === 0) {
+      this.recordRun()
+      if (table.declareInOrder(buf, start + 1, nameEnd, h | 0, policy) >= 0) return
+    }
     const b = this.push(buf, DECLARATION, start + 1, nameEnd)
     this.hashes[b] = h | 0
-    this.policies[b] = policyCode(buf, nameEnd + 1, Math.min(e, nameEnd + 8))
+    this.policies[b] = policy
   }
 
   /** Whether RUN_TOGETHER_HINT starts in buf[from, end). Lines are asked for in order: the search resumes, never repeats. */

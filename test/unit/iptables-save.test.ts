@@ -301,8 +301,27 @@ function naiveIndex(text: string) {
   return tables
 }
 
-function assertIndexedAsWritten(text: string): void {
-  const d = parse(text)
+/** A dump in memory read in pieces of `piece` bytes (a file is read in 4 MiB ones): runs and lines cut anywhere. */
+class PiecesSource extends BufferSource {
+  constructor(
+    private readonly bytes: Buffer,
+    private readonly piece: number,
+  ) {
+    super(bytes)
+  }
+
+  override chunks(onChunk: (chunk: Buffer, base: number) => void): void {
+    // One reused buffer, as FileSource reads: nothing may keep a piece after its call.
+    const scratch = Buffer.alloc(this.piece)
+    for (let base = 0; base < this.bytes.length; base += this.piece) {
+      const n = this.bytes.copy(scratch, 0, base, Math.min(this.bytes.length, base + this.piece))
+      onChunk(scratch.subarray(0, n), base)
+    }
+  }
+}
+
+function assertIndexedAsWritten(text: string, piece?: number): void {
+  const d = piece ? IptablesSave.parse(new PiecesSource(Buffer.from(text), piece)) : parse(text)
   const want = naiveIndex(text)
   assert.deepEqual(d.tableNames(), [...want.keys()])
   for (const [table, chains] of want) {
@@ -337,14 +356,17 @@ test("a dump in iptables-save's order, and every way out of that order, is index
     'a table in two parts': `${head}:A - [0:0]\n-A A -j RETURN\nCOMMIT\n*nat\n:A - [0:0]\n:B - [0:0]\n-A B -j RETURN\nCOMMIT\n`,
     'no declarations (grep output)': '*nat\n-A PREROUTING -j A\n-A A -j RETURN\nCOMMIT\n',
     'comment and blank lines between runs of a chain': `${head}:A - [0:0]\n-A A -j RETURN\n# x\n\n-A A -j ACCEPT\nCOMMIT\n`,
+    'declared chains without rules between runs': `${head}:A - [0:0]\n:B - [0:0]\n:C - [0:0]\n:D - [0:0]\n-A A -j RETURN\n-A A -j C\n-A C -j RETURN\n-A D -j A\n-A D -j ACCEPT\nCOMMIT\n`,
   }
   for (const [what, text] of Object.entries(variants)) {
-    try {
-      assertIndexedAsWritten(text)
-    } catch (e) {
-      ;(e as Error).message = `${what}: ${(e as Error).message}`
-      throw e
-    }
+    // Whole, then cut into reads of every size up to a line and a half: a run of rules goes on across a cut.
+    for (const piece of [undefined, ...Array.from({length: 48}, (_, i) => i + 1)])
+      try {
+        assertIndexedAsWritten(text, piece)
+      } catch (e) {
+        ;(e as Error).message = `${what}${piece ? ` (read ${piece} bytes at a time)` : ''}: ${(e as Error).message}`
+        throw e
+      }
   }
 })
 

@@ -131,10 +131,10 @@ export function expectedService(cluster: ClusterState, nodeName: string, ipFamil
   const ports = (svc.spec?.ports ?? []).map((p): ExpectedPort => {
     const protocol = (p.protocol ?? 'TCP').toLowerCase() as ExpectedPort['protocol']
     const spn = servicePortName(namespace, name, p.name)
-    const toExpected = (e: EndpointInfo): ExpectedEndpoint => ({...e, address: joinHostPort(e.ip, e.port)})
     const all = endpointsForPort(cluster.slices, p, family).map(toExpected)
-    const byAddress = new Map(all.map((e) => [e.address, e]))
-    const pick = (list: EndpointInfo[]) => list.map((e) => byAddress.get(joinHostPort(e.ip, e.port))!)
+    // categorizeEndpoints picks among the objects it is given: each is already its expected endpoint (a copy of the
+    // list, as each category is an array of its own).
+    const pick = (list: EndpointInfo[]) => list.slice() as ExpectedEndpoint[]
     const cat = categorizeEndpoints(all, policy, nodeName, zone)
     const clusterEndpoints = pick(cat.cluster)
     const localEndpoints = pick(cat.local)
@@ -180,6 +180,16 @@ export function expectedService(cluster: ClusterState, nodeName: string, ipFamil
         : undefined,
     ports,
   }
+}
+
+/**
+ * An endpoint with its address: the EndpointInfo endpointsForPort made for this call alone, its address added in place
+ * (a scan asks for every Service's endpoints on every node; a spread copy of each was most of expectedService).
+ */
+function toExpected(e: EndpointInfo): ExpectedEndpoint {
+  const expected = e as ExpectedEndpoint
+  expected.address = joinHostPort(e.ip, e.port)
+  return expected
 }
 
 function ingressIpMode(svc: V1Service, ip: string): string | undefined {

@@ -165,20 +165,26 @@ export function expectedService(cluster: ClusterState, nodeName: string, ipFamil
         cat.hasAny && loadBalancerIPs.length > 0 && (svc.spec?.loadBalancerSourceRanges ?? []).length > 0,
     }
   })
+  // Every field written out in base's order, then the new ones (as a spread of base would order them): a spread
+  // followed by fields it already has was most of expectedService, which a scan asks for on every node.
   return {
-    ...base,
-    clusterIP,
+    namespace,
+    name,
     externalIPs,
     loadBalancerIPs,
+    externallyAccessible,
+    masqueradeMark: base.masqueradeMark,
+    masqueradeAll: base.masqueradeAll,
+    clusterCIDR: base.clusterCIDR,
+    ports,
+    clusterIP,
     loadBalancerSourceRanges: (svc.spec?.loadBalancerSourceRanges ?? []).filter(
       (r) => familyOf(r.split('/')[0].trim()) === family,
     ),
-    externallyAccessible,
     sessionAffinitySeconds:
       svc.spec?.sessionAffinity === 'ClientIP'
         ? (svc.spec?.sessionAffinityConfig?.clientIP?.timeoutSeconds ?? 10800)
         : undefined,
-    ports,
   }
 }
 

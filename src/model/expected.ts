@@ -131,10 +131,10 @@ export function expectedService(cluster: ClusterState, nodeName: string, ipFamil
   const ports = (svc.spec?.ports ?? []).map((p): ExpectedPort => {
     const protocol = (p.protocol ?? 'TCP').toLowerCase() as ExpectedPort['protocol']
     const spn = servicePortName(namespace, name, p.name)
-    const toExpected = (e: EndpointInfo): ExpectedEndpoint => ({...e, address: joinHostPort(e.ip, e.port)})
     const all = endpointsForPort(cluster.slices, p, family).map(toExpected)
-    const byAddress = new Map(all.map((e) => [e.address, e]))
-    const pick = (list: EndpointInfo[]) => list.map((e) => byAddress.get(joinHostPort(e.ip, e.port))!)
+    // categorizeEndpoints picks among the objects it is given: each is already its expected endpoint (a copy of the
+    // list, as each category is an array of its own).
+    const pick = (list: EndpointInfo[]) => list.slice() as ExpectedEndpoint[]
     const cat = categorizeEndpoints(all, policy, nodeName, zone)
     const clusterEndpoints = pick(cat.cluster)
     const localEndpoints = pick(cat.local)
@@ -165,21 +165,37 @@ export function expectedService(cluster: ClusterState, nodeName: string, ipFamil
         cat.hasAny && loadBalancerIPs.length > 0 && (svc.spec?.loadBalancerSourceRanges ?? []).length > 0,
     }
   })
+  // Every field written out in base's order, then the new ones (as a spread of base would order them): a spread
+  // followed by fields it already has was most of expectedService, which a scan asks for on every node.
   return {
-    ...base,
-    clusterIP,
+    namespace,
+    name,
     externalIPs,
     loadBalancerIPs,
+    externallyAccessible,
+    masqueradeMark: base.masqueradeMark,
+    masqueradeAll: base.masqueradeAll,
+    clusterCIDR: base.clusterCIDR,
+    ports,
+    clusterIP,
     loadBalancerSourceRanges: (svc.spec?.loadBalancerSourceRanges ?? []).filter(
       (r) => familyOf(r.split('/')[0].trim()) === family,
     ),
-    externallyAccessible,
     sessionAffinitySeconds:
       svc.spec?.sessionAffinity === 'ClientIP'
         ? (svc.spec?.sessionAffinityConfig?.clientIP?.timeoutSeconds ?? 10800)
         : undefined,
-    ports,
   }
+}
+
+/**
+ * An endpoint with its address: the EndpointInfo endpointsForPort made for this call alone, its address added in place
+ * (a scan asks for every Service's endpoints on every node; a spread copy of each was most of expectedService).
+ */
+function toExpected(e: EndpointInfo): ExpectedEndpoint {
+  const expected = e as ExpectedEndpoint
+  expected.address = joinHostPort(e.ip, e.port)
+  return expected
 }
 
 function ingressIpMode(svc: V1Service, ip: string): string | undefined {

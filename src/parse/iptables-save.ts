@@ -55,14 +55,26 @@ interface ChainSegment {
 export class SharedChainParses {
   private byChain = new Map<string, {segments: ChainSegment[]; parsed: ParsedRule[]}>()
 
-  /** The rules parsed for `key` (table and chain) from the same segments; undefined when none were. */
-  find(key: string, segments: ChainSegment[]): ParsedRule[] | undefined {
+  /**
+   * The rules parsed for `key` (table and chain) from the same segments as `eachSegment` gives, else undefined; and
+   * the segments (copies: a segment alike the held one's is that one, so a hit copies no bytes).
+   */
+  find(
+    key: string,
+    eachSegment: (each: (bytes: Buffer, firstLine: number) => void) => void,
+  ): {parsed: ParsedRule[] | undefined; segments: ChainSegment[]} {
     const held = this.byChain.get(key)
-    if (!held || held.segments.length !== segments.length) return undefined
-    for (let i = 0; i < segments.length; i++)
-      if (held.segments[i].firstLine !== segments[i].firstLine || !held.segments[i].bytes.equals(segments[i].bytes))
-        return undefined
-    return held.parsed
+    const segments: ChainSegment[] = []
+    let alike = held !== undefined
+    eachSegment((bytes, firstLine) => {
+      const kept = alike ? held!.segments[segments.length] : undefined
+      if (kept !== undefined && kept.firstLine === firstLine && kept.bytes.equals(bytes)) segments.push(kept)
+      else {
+        alike = false
+        segments.push({firstLine, bytes: Buffer.from(bytes)})
+      }
+    })
+    return {parsed: alike && held!.segments.length === segments.length ? held!.parsed : undefined, segments}
   }
 
   /** Holds a chain's rules as parsed from `segments` (the first dump's parse of a name is the one kept). */
@@ -249,9 +261,7 @@ export class IptablesSave {
       // kube-proxy's usual shape (serviceRuleTarget) is not tokenized at all: its shape proves that it parses.
       const lazy = t.ruleCount(id) > LAZY_CHAIN_RULES
       if (this.sharedParses && !lazy) {
-        const segments: ChainSegment[] = []
-        this.eachSegment(t, id, (bytes, firstLine) => segments.push({firstLine, bytes: Buffer.from(bytes)}))
-        const shared = this.sharedParses.find(key, segments)
+        const {parsed: shared, segments} = this.sharedParses.find(key, (each) => this.eachSegment(t, id, each))
         if (shared) parsed = shared
         else {
           for (const {bytes, firstLine} of segments) this.parseSegment(table, chain, false, bytes, firstLine, parsed)
@@ -390,6 +400,7 @@ export class IptablesSave {
    * chains instead of growing with every Service's; a dropped chain is parsed again if asked for.
    */
   forgetOneOffChains(): void {
+    this.forgets++
     for (const [key, parsed] of this.parsedSinceForget) {
       if (this.seenByForget.has(key)) this.parsedCache.set(key, parsed)
       else this.seenByForget.add(key)
@@ -397,6 +408,12 @@ export class IptablesSave {
     this.parsedSinceForget = new Map()
     this.sharedParses?.forget()
   }
+
+  /**
+   * How many times forgetOneOffChains has run: rules a reader keeps from rules() are the dump's own until it changes
+   * (a scan's tracers share a dump's chains for one Service).
+   */
+  forgets = 0
 
   close(): void {
     this.source.close()

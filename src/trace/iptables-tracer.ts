@@ -96,7 +96,8 @@ type Outcome = RuleOutcome<Chain>
 export class IptablesTracer implements ChainSource<Chain> {
   private local: Set<string>
   private packet!: Packet
-  private readonly chains = new Map<string, Map<string, Chain | null>>()
+  /** The dump's chains as this tracer and the others of the dump, made since the dump last forgot, look them up. */
+  private readonly chains: Map<string, Map<string, Chain | null>>
   private passedState: State | undefined
   private passedOutcome: Outcome[] = []
   private readonly localCache = new Map<string, boolean>()
@@ -108,6 +109,7 @@ export class IptablesTracer implements ChainSource<Chain> {
     private readonly opts: TraceOptions,
   ) {
     this.local = new Set(opts.localAddresses)
+    this.chains = sharedChains(dump).byTable
   }
 
   trace(packet: Packet): TraceResult {
@@ -253,42 +255,30 @@ export class IptablesTracer implements ChainSource<Chain> {
   hookChains(hook: string): HookChain[] {
     let chains = this.byHook.get(hook)
     if (!chains) {
-      const name = hook.toUpperCase()
+      const plans = sharedChains(this.dump).plans
+      let plan = plans.get(hook)
+      if (!plan) plans.set(hook, (plan = hookPlan(this.dump, hook)))
       this.byHook.set(
         hook,
-        (chains = HOOK_TABLES[hook].flatMap((table) => {
-          const missing = missingBaseChain(this.dump, table, name)
-          if (missing !== undefined) return [missingHookChain(tablePriority(table, hook), missing)]
-          return this.dump.hasChain(table, name)
-            ? [hookChainOf(this, this.chain(table, name)!, tablePriority(table, hook), table === 'nat', policyName)]
-            : []
-        })),
+        (chains = plan.map((p) =>
+          p.missing !== undefined
+            ? missingHookChain(p.priority, p.missing)
+            : hookChainOf(this, this.chain(p.table, p.name, p.chain)!, p.priority, p.table === 'nat', policyName),
+        )),
       )
     }
     return chains
   }
 
-  /** The table's chain of that name, null when the dump has none; looked up once per tracer. */
-  private chain(table: string, name: string): Chain | null {
+  /**
+   * The table's chain of that name, null when the dump has none; looked up once per dump until it forgets (`known`:
+   * a base chain as the dump's hook plan holds it).
+   */
+  private chain(table: string, name: string, known?: Chain): Chain | null {
     let byName = this.chains.get(table)
     if (!byName) this.chains.set(table, (byName = new Map()))
     let c = byName.get(name)
-    if (c === undefined) {
-      c = null
-      if (this.dump.hasChain(table, name)) {
-        const rules = this.dump.rules(table, name)
-        const facts = ((rules as RulesWithFacts)[FACTS] ??= {
-          lead: [],
-          quick: [],
-          recent: [],
-          steps: [],
-          tests: [],
-          dnat: [],
-        })
-        c = {table, name, rules, facts}
-      }
-      byName.set(name, c)
-    }
+    if (c === undefined) byName.set(name, (c = known ?? chainOf(this.dump, table, name)))
     return c
   }
 
@@ -684,6 +674,67 @@ function tablePriority(table: string, hook: string): number {
 }
 
 const policyName = (c: Chain) => ({table: c.table, chain: c.name})
+
+/** The table's chain of that name with its rules' facts, null when the dump has none. */
+function chainOf(dump: IptablesSave, table: string, name: string): Chain | null {
+  if (!dump.hasChain(table, name)) return null
+  const rules = dump.rules(table, name)
+  const facts = ((rules as RulesWithFacts)[FACTS] ??= {
+    lead: [],
+    quick: [],
+    recent: [],
+    steps: [],
+    tests: [],
+    dnat: [],
+  })
+  return {table, name, rules, facts}
+}
+
+/**
+ * One base chain of a hook as a dump has it: its table, priority and rules, or why a fragment cannot be walked there.
+ * The chain's rules are those parsed when the plan was made: a base chain is the same text for the dump's life.
+ */
+interface HookPlan {
+  table: string
+  name: string
+  priority: number
+  chain?: Chain
+  missing?: string
+}
+
+/**
+ * What every tracer of one dump looks up alike (a scan makes several per Service and node): each hook's base chains,
+ * worked out once per dump; and the chains by table and name, since the dump last forgot (its chains of the Service
+ * judged before are then dropped here too: see IptablesSave.forgetOneOffChains).
+ */
+interface SharedChains {
+  plans: Map<string, HookPlan[]>
+  byTable: Map<string, Map<string, Chain | null>>
+  forgets: number
+}
+
+const sharedByDump = new WeakMap<IptablesSave, SharedChains>()
+
+function sharedChains(dump: IptablesSave): SharedChains {
+  let shared = sharedByDump.get(dump)
+  if (!shared) sharedByDump.set(dump, (shared = {plans: new Map(), byTable: new Map(), forgets: dump.forgets}))
+  else if (shared.forgets !== dump.forgets) {
+    shared.byTable = new Map()
+    shared.forgets = dump.forgets
+  }
+  return shared
+}
+
+function hookPlan(dump: IptablesSave, hook: string): HookPlan[] {
+  const name = hook.toUpperCase()
+  return HOOK_TABLES[hook].flatMap((table): HookPlan[] => {
+    const priority = tablePriority(table, hook)
+    const missing = missingBaseChain(dump, table, name)
+    if (missing !== undefined) return [{table, name, priority, missing}]
+    const chain = chainOf(dump, table, name)
+    return chain ? [{table, name, priority, chain}] : []
+  })
+}
 
 /** iptables tables in the order netfilter runs them at each hook. */
 const HOOK_TABLES: Record<string, string[]> = {

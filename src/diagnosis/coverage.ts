@@ -1,6 +1,6 @@
 import {CATALOGUE} from '../checks/catalogue.js'
 import type {CheckContext} from '../checks/check.js'
-import type {NodeObservation} from '../node/observation.js'
+import {familySave, type NodeObservation} from '../node/observation.js'
 import {familyOf} from '../net/address.js'
 import {FORWARDING_KEYS, type SysctlValues} from '../parse/sysctl.js'
 import type {NodeProbes, ProbeRun, RecordedProbes} from '../node/probe/tcp-probe.js'
@@ -155,8 +155,8 @@ export function notChecked(inputs: CoverageInputs): NotChecked[] {
     // Not required: a host with one backend's tools is normal (kube-proxy's image carries both).
     if (context.nodes.some((n) => n.name === o.name))
       for (const b of o.backendsNotRead ?? []) {
-        const dump = b.family === 6 ? o.ip6tables : o.iptables
-        if (!families.includes(b.family === 6 ? 'IPv6' : 'IPv4') || dump?.backend === b.backend) continue
+        if (!families.includes(b.family === 6 ? 'IPv6' : 'IPv4') || familySave(o, b.family)?.backend === b.backend)
+          continue
         const backend = `${b.family === 6 ? 'ip6tables' : 'iptables'}-${b.backend}`
         out.push(
           entry(

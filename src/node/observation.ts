@@ -88,6 +88,11 @@ export function shareChainParses(observations: NodeObservation[]): void {
   }
 }
 
+/** The save the node's own `iptables-save` (4) or `ip6tables-save` (6) answered; undefined when not read. */
+export function familySave(obs: NodeObservation, family: 4 | 6): IptablesSave | undefined {
+  return family === 6 ? obs.ip6tables : obs.iptables
+}
+
 /** After one Service of a scan is judged: each dump drops the parsed chains only that Service asked for. */
 export function forgetOneOffChains(observations: NodeObservation[]): void {
   for (const o of observations) {

@@ -3,6 +3,7 @@ import {codeEntry} from '../catalogue.js'
 import {nodeCommand} from '../../model/reach.js'
 import {familyOf} from '../../net/address.js'
 import {USERSPACE_MODE_CHAINS} from '../../model/chain-names.js'
+import {familySave} from '../../node/observation.js'
 
 export const modeMixed: Check = {
   meta: codeEntry('KPD-MODE-MIXED'),
@@ -57,7 +58,7 @@ export const modeLeftover: Check = {
       // The family judged here: its own save command shows one backend; kube-proxy rules in the other still apply.
       const family = familyOf(n.expected.clusterIP ?? '') ?? 4
       const tool = family === 6 ? 'ip6tables' : 'iptables'
-      const main = (family === 6 ? n.obs.ip6tables : n.obs.iptables)?.backend
+      const main = familySave(n.obs, family)?.backend
       for (const b of (n.obs.backends ?? []).filter((x) => x.family === family)) {
         if (b.backend === main || !b.dump?.hasChain('nat', 'KUBE-SERVICES')) continue
         out.push({

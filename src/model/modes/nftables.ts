@@ -1,4 +1,4 @@
-import type {NodeObservation} from '../../node/observation.js'
+import {familySave, type NodeObservation} from '../../node/observation.js'
 import {NftTracer} from '../../trace/nft-tracer.js'
 import {NetfilterTracer, type IptablesOwners} from '../../trace/netfilter-tracer.js'
 import {familyOf} from '../../net/address.js'
@@ -30,7 +30,7 @@ function backendOf(rs: NftRuleset | undefined, dump: IptablesSave, family: 'ip' 
 function iptablesOwners(obs: NodeObservation, facts: NodeFacts): IptablesOwners {
   const rs = obs.nft
   const ipFamily = facts.family === 'ip6' ? 6 : 4
-  const own = ipFamily === 6 ? obs.ip6tables : obs.iptables
+  const own = familySave(obs, ipFamily)
   const backend = (b: 'nft' | 'legacy') => obs.backends?.find((x) => x.family === ipFamily && x.backend === b)?.dump
   const ownBackend = own === undefined || own.tableNames().length === 0 ? undefined : backendOf(rs, own, facts.family)
   const of = (b: 'nft' | 'legacy') => backend(b) ?? (ownBackend === b ? own : undefined)

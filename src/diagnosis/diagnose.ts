@@ -421,8 +421,15 @@ function judge(cluster: ClusterState, observations: NodeObservation[], opts: Dia
     ...implementerGaps(implementers, observations),
     ...runs.flatMap((r) => r.notJudged),
   ].filter((g, i, all) => all.findIndex((x) => x.node === g.node && x.reason === g.reason) === i)
+  const judgedFamilies = new Map<string, Set<IpFamily>>()
+  runs.forEach((r, i) => {
+    const family = families[i]?.family
+    if (family)
+      for (const n of r.context.nodes) judgedFamilies.set(n.name, (judgedFamilies.get(n.name) ?? new Set()).add(family))
+  })
   const skipped = notChecked({
     context,
+    judgedFamilies,
     probes,
     readVia: opts.readVia,
     familiesNotJudged,

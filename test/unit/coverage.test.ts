@@ -21,6 +21,7 @@ import {kubeProxyRules} from '../fixtures/kube-proxy-rules.js'
 import {DNS, NODES, WEB, labPods} from '../fixtures/lab-cluster.js'
 import {IptablesSave} from '../../src/parse/iptables-save.js'
 import {BufferSource} from '../../src/parse/dump-source.js'
+import {NftRuleset} from '../../src/parse/nft-ruleset.js'
 
 const META = {toolVersion: '0.0.0', time: '2026-01-01T00:00:00.000Z', context: null}
 
@@ -462,6 +463,60 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
     assert.deepEqual(r.notChecked[0].codes, ['KPD-MODE-LEFTOVER'])
     assert.equal(r.summary, '✓ shop/web: every traced path works on 2 node(s)')
     assert.equal(exitCode(r), 0)
+  })
+
+  test("a dual-stack Service: a backend save not on the node gets its not-required row for each family judged on the node, in whichever family's run (node-b's IPv4 rules not read, its IPv6 judged), and none for a family not judged there", () => {
+    const notFound = (family: 4 | 6) => ({
+      family,
+      backend: 'legacy' as const,
+      reason: `${family === 6 ? 'ip6' : 'ip'}tables-legacy-save: not available on the node (sh: 1: ${family === 6 ? 'ip6' : 'ip'}tables-legacy-save: not found)`,
+    })
+    const withTable6 = (o: NodeObservation): NodeObservation => ({
+      ...o,
+      path: {routeLookups: [], conntrack: [], skipped: [], routeTable6: {status: 'read', value: []}},
+    })
+    const r = report({
+      dualStack: true,
+      editObservation: {
+        // node-a: no ip6tables-save, so its IPv6 family is not judged; its IPv4 one is.
+        'node-a': (o) => ({...withTable6(o), ip6tables: undefined, backendsNotRead: [notFound(4), notFound(6)]}),
+        // node-b: no iptables-save (kube-proxy's nft tables read, none there), so only its IPv6 family is judged.
+        'node-b': (o) => ({
+          ...withTable6(o),
+          iptables: undefined,
+          nft: new NftRuleset(),
+          nftKubeProxyTablesOnly: true,
+          backendsNotRead: [notFound(4), notFound(6)],
+        }),
+      },
+    })
+    assert.deepEqual(
+      rows(r).filter((row) => row[1] === 'iptables-backend'),
+      [
+        [
+          'node-a',
+          'iptables-backend',
+          false,
+          'iptables-legacy-save: not available on the node (sh: 1: iptables-legacy-save: not found): kube-proxy rules left in iptables-legacy are not looked for',
+        ],
+        [
+          'node-b',
+          'iptables-backend',
+          false,
+          'ip6tables-legacy-save: not available on the node (sh: 1: ip6tables-legacy-save: not found): kube-proxy rules left in ip6tables-legacy are not looked for',
+        ],
+      ],
+    )
+    // The family not judged on each node is a required row of its own.
+    assert.deepEqual(
+      rows(r).filter((row) => row[1] !== 'iptables-backend'),
+      [
+        ['node-b', 'proxy-rules', true, 'IPv4 rules not read (iptables-save)'],
+        ['node-a', 'proxy-rules', true, 'IPv6 rules not read (ip6tables-save)'],
+        PROBES_OFF_ROW,
+      ],
+    )
+    assert.equal(exitCode(r), 3)
   })
 
   test('a dual-stack Service: both families judged when both were read (✓); a node whose ip6tables-save was not read is a required entry, so the headline is ? and not ✓', () => {

@@ -7,6 +7,7 @@ import type {NodeProbes, ProbeRun, RecordedProbes} from '../node/probe/tcp-probe
 import type {PolicyState} from '../cluster/types.js'
 import type {NodeReadVia} from './choose-transport.js'
 import {compareNames} from '../model/name-order.js'
+import type {IpFamily} from '../model/expected.js'
 import {notReadReason} from '../node/read/path-reads.js'
 
 /**
@@ -96,6 +97,8 @@ export interface CoverageInputs {
   implementerUnchecked?: Array<{node: string; reason: string}>
   /** The families of a dual-stack Service other than the primary (their DNS records, routes and sysctls are gaps of their own). */
   otherFamilies?: string[]
+  /** The families whose rules were judged on each node, in any family's run (the primary run's nodes are one family's). */
+  judgedFamilies: ReadonlyMap<string, ReadonlySet<IpFamily>>
   /**
    * Paths whose walk could not be decided (a rule the tracer cannot evaluate, a loop, the walk's budget), each by the
    * node it is undecided on and why, minus those whose KPD-PATH-UNDECIDED finding an ignore rule silenced.
@@ -153,20 +156,14 @@ export function notChecked(inputs: CoverageInputs): NotChecked[] {
       out.push(entry(o.name, 'proxy-rules', sysctlsNotRead, true))
     // A backend save that could not run, of a family judged on the node: rules left in that backend are not looked for.
     // Not required: a host with one backend's tools is normal (kube-proxy's image carries both).
-    if (context.nodes.some((n) => n.name === o.name))
-      for (const b of o.backendsNotRead ?? []) {
-        if (!families.includes(b.family === 6 ? 'IPv6' : 'IPv4') || familySave(o, b.family)?.backend === b.backend)
-          continue
-        const backend = `${b.family === 6 ? 'ip6tables' : 'iptables'}-${b.backend}`
-        out.push(
-          entry(
-            o.name,
-            'iptables-backend',
-            `${b.reason}: kube-proxy rules left in ${backend} are not looked for`,
-            false,
-          ),
-        )
-      }
+    for (const b of o.backendsNotRead ?? []) {
+      const judged = inputs.judgedFamilies.get(o.name)?.has(b.family === 6 ? 'IPv6' : 'IPv4') ?? false
+      if (!judged || familySave(o, b.family)?.backend === b.backend) continue
+      const backend = `${b.family === 6 ? 'ip6tables' : 'iptables'}-${b.backend}`
+      out.push(
+        entry(o.name, 'iptables-backend', `${b.reason}: kube-proxy rules left in ${backend} are not looked for`, false),
+      )
+    }
   }
   // No node read (every node unreadable, or left API-only by --via none): nothing on the nodes was checked, so the
   // run cannot say the Service works, whatever the user chose.

@@ -93,6 +93,8 @@ function diagnoseFamily(
   const pathNodes: PathNode[] = []
   const modeNotRead: CheckContext['modeNotRead'] = []
   const notJudged: FamilyRun['notJudged'] = []
+  /** The read nodes whose rules are not judged for a reason other than not being read: why, for the paths ending there. */
+  const readNotJudged = new Map<string, string>()
   const client = pathClient(cluster)
   const tableFamily: TableFamily = family === 'IPv6' ? 'ip6' : 'ip'
   const addressFamily = family === 'IPv6' ? 6 : family === 'IPv4' ? 4 : undefined
@@ -109,6 +111,7 @@ function diagnoseFamily(
       const decision = decideMode(obs, facts, configured, opts.proxyMode)
       if (decision.unknown) {
         opts.log?.(`${obs.name}${label}: ${decision.unknown}`)
+        readNotJudged.set(obs.name, `${obs.name}'s ${decision.unknownInShort}`)
         if (family) notJudged.push({node: obs.name, reason: decision.unknown})
         continue
       }
@@ -172,6 +175,7 @@ function diagnoseFamily(
     paths,
     pathNodes,
     context.service.ports.flatMap((port) => port.allEndpoints),
+    readNotJudged,
   )
   if (!context.dnsJudgedApart && !isDnsService(cluster))
     context.dnsArrivals = walkArrivals(pathNodes, dnsEndpoints(cluster), 'tcp')
@@ -417,8 +421,15 @@ function judge(cluster: ClusterState, observations: NodeObservation[], opts: Dia
     ...implementerGaps(implementers, observations),
     ...runs.flatMap((r) => r.notJudged),
   ].filter((g, i, all) => all.findIndex((x) => x.node === g.node && x.reason === g.reason) === i)
+  const judgedFamilies = new Map<string, Set<IpFamily>>()
+  runs.forEach((r, i) => {
+    const family = families[i]?.family
+    if (family)
+      for (const n of r.context.nodes) judgedFamilies.set(n.name, (judgedFamilies.get(n.name) ?? new Set()).add(family))
+  })
   const skipped = notChecked({
     context,
+    judgedFamilies,
     probes,
     readVia: opts.readVia,
     familiesNotJudged,

@@ -748,12 +748,18 @@ function judgeHalf(h: Pick<EndpointHalf, 'trace' | 'probability' | 'endpoint' | 
 
 /**
  * Makes each path one path across two nodes: for every endpoint on another node it DNATs to, the verdict of that
- * endpoint's half on its node (`remote`), or "not followed" when that node was not read. A path that works on its own
+ * endpoint's half on its node (`remote`), or "not followed" when that node's rules were not read, or were read and are
+ * not judged (`readNotJudged`: why, by node, such as a proxy mode not known). A path that works on its own
  * node but whose half breaks takes the half's verdict: the first break in step order (then the largest share), with
  * `breaksOn` naming the endpoint's node. A break on the path's own node comes first and is kept. Returns the halves
  * walked, for the checks.
  */
-export function followEndpoints(paths: PathResult[], nodes: PathNode[], endpoints: ExpectedEndpoint[]): EndpointHalf[] {
+export function followEndpoints(
+  paths: PathResult[],
+  nodes: PathNode[],
+  endpoints: ExpectedEndpoint[],
+  readNotJudged: ReadonlyMap<string, string>,
+): EndpointHalf[] {
   const vocab = new Map(nodes.map((n) => [n.node, n.dataplane.vocab]))
   const endpointAt = new Map(endpoints.map((e) => [e.address, e]))
   const halves = new Map<string, EndpointHalf>()
@@ -773,7 +779,7 @@ export function followEndpoints(paths: PathResult[], nodes: PathNode[], endpoint
         if (!h) {
           const why = vocab.has(e.nodeName!)
             ? 'its half was not traced (too many endpoint halves, or no source address for the masqueraded packet)'
-            : `${e.nodeName}'s rules were not read`
+            : (readNotJudged.get(e.nodeName!) ?? `${e.nodeName}'s rules were not read`)
           return {
             endpoint: e.address,
             pod: e.podName ?? null,

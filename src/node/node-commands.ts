@@ -227,6 +227,11 @@ interface BatchedOutput {
   stderr: string
   /** Whether the read's end mark came: false for a read cut short (the batch stopped) or that never ran. */
   ended: boolean
+  /**
+   * Whether its stderr came whole (its mark on stderr): false where the batch stopped before the read's lane printed
+   * it, which a lane does only once the lanes after it have ended (then `stderr` is what came of it, if anything).
+   */
+  stderrWhole: boolean
 }
 
 /** What ends each read's stdout in a batch, before its exit status. */
@@ -261,14 +266,27 @@ export function splitBatchOutput(count: number, nonce: string, out: {stdout: Buf
   for (let i = 0; i < count; i++) {
     const end = at <= out.stdout.length ? out.stdout.indexOf(stdoutMark, at) : -1
     const stderr = stderrOf(i)
+    const stderrWhole = count - 1 - i < pieces.length - 1
     if (end < 0) {
-      results.push({code: null, stdout: out.stdout.subarray(Math.min(at, out.stdout.length)), stderr, ended: false})
+      results.push({
+        code: null,
+        stdout: out.stdout.subarray(Math.min(at, out.stdout.length)),
+        stderr,
+        ended: false,
+        stderrWhole,
+      })
       at = out.stdout.length + 1
       continue
     }
     const lineEnd = out.stdout.indexOf(0x0a, end + stdoutMark.length)
     const code = /^\d+$/.exec(out.stdout.toString('latin1', end + stdoutMark.length, lineEnd < 0 ? undefined : lineEnd))
-    results.push({code: code ? Number(code[0]) : null, stdout: out.stdout.subarray(at, end), stderr, ended: true})
+    results.push({
+      code: code ? Number(code[0]) : null,
+      stdout: out.stdout.subarray(at, end),
+      stderr,
+      ended: true,
+      stderrWhole,
+    })
     at = lineEnd < 0 ? out.stdout.length + 1 : lineEnd + 1
   }
   return results

@@ -110,8 +110,13 @@ const pathMark = (ok: boolean | null, c: ChalkInstance) =>
 /** The second half of a path on an endpoint's node: one line, and its walk where it breaks there. */
 function halfBranch(r: Report, p: Path, h: Half, c: ChalkInstance, width: number): Branch {
   const ok = h.followed ? h.ok : null
+  // A half on a node that was read and is not followed says why (its mode not known, its half not traced).
+  const why =
+    h.followed || r.nodes.some((n) => n.name === h.node && n.reachable)
+      ? h.detail
+      : 'not followed (the node was not read)'
   const b: Branch = {
-    text: `${pathMark(ok, c)} ${share(h.share)} to ${h.endpoint}${h.pod ? ` (${h.pod})` : ''} on ${h.node}${ok === true ? '' : `: ${h.followed ? h.detail : 'not followed (the node was not read)'}`}`,
+    text: `${pathMark(ok, c)} ${share(h.share)} to ${h.endpoint}${h.pod ? ` (${h.pod})` : ''} on ${h.node}${ok === true ? '' : `: ${why}`}`,
     children: [],
   }
   if (h.ok !== false) return b

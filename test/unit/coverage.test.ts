@@ -7,6 +7,7 @@ import {PROBES_OFF} from '../../src/diagnosis/probe-stage.js'
 import type {NodeObservation} from '../../src/node/observation.js'
 import {buildReport, exitCode, parseFailOn, type Report} from '../../src/report/report.js'
 import {renderNotChecked} from '../../src/report/coverage-human.js'
+import {renderExplainTree} from '../../src/report/explain-tree.js'
 import {buildScanReport, scanExitCode} from '../../src/report/scan-report.js'
 import {renderJunit} from '../../src/report/junit.js'
 import {renderScanHuman} from '../../src/report/scan-human.js'
@@ -20,6 +21,7 @@ import {kubeProxyRules} from '../fixtures/kube-proxy-rules.js'
 import {DNS, NODES, WEB, labPods} from '../fixtures/lab-cluster.js'
 import {IptablesSave} from '../../src/parse/iptables-save.js'
 import {BufferSource} from '../../src/parse/dump-source.js'
+import {NftRuleset} from '../../src/parse/nft-ruleset.js'
 
 const META = {toolVersion: '0.0.0', time: '2026-01-01T00:00:00.000Z', context: null}
 
@@ -49,6 +51,30 @@ const NO_KUBE_PROXY = '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUT
 const PROBES_OFF_ROW = ['-', 'live-probes', false, 'live probes are off (--no-probe): the diagnosis is static only']
 const plain = new Chalk({level: 0})
 const NO_NODE_READ_ROW = ['-', 'node-read', true, 'no node was read: the packet path on the nodes is unchecked']
+
+/**
+ * node-b as recorded where its nft could not run and its iptables-save holds kube-proxy chains left from before a switch
+ * to nftables mode (they miss an endpoint that came later), /proxyMode not answering.
+ */
+const staleNftNode = (o: NodeObservation): NodeObservation => ({
+  ...parseNodeRecording(
+    'node-b',
+    new Map([
+      [
+        'iptables-save.txt',
+        Buffer.from(kubeProxyRules(NODES[1], [WEB, DNS], labPods(), {omitEndpoint: '10.244.2.11'})),
+      ],
+      ['nft-not-read.txt', Buffer.from('#kpd-not-read 127\tnft list ruleset\tsh: 1: nft: not found\n')],
+      ['kube-proxy.json', Buffer.from(JSON.stringify({proxyModeError: 'connect ECONNREFUSED 127.0.0.1:10249'}))],
+    ]),
+  ),
+  path: o.path,
+  network: o.network,
+  dns: o.dns,
+})
+const noConfigMap = (c: ClusterState) => {
+  c.proxyConfig = defaultKubeProxyConfig('no ConfigMap kube-system/kube-proxy')
+}
 
 describe('notChecked: what could not be checked, per node, with the reason', () => {
   test('every node read in full with --no-probe: only the probes are listed, not required; the headline stays ✓ and exit 0, complete', () => {
@@ -294,24 +320,7 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
   })
 
   test("a node whose nft could not run and whose iptables-save holds stale kube-proxy chains, /proxyMode not answering: the mode is not known (the iptables rules may be leftovers of nftables mode), a required row in nft's words, no finding about those rules; exit 3", () => {
-    // Leftovers from before a switch to nftables mode: they miss an endpoint that came later.
-    const stale = kubeProxyRules(NODES[1], [WEB, DNS], labPods(), {omitEndpoint: '10.244.2.11'})
-    const recorded = (o: NodeObservation): NodeObservation => ({
-      ...parseNodeRecording(
-        'node-b',
-        new Map([
-          ['iptables-save.txt', Buffer.from(stale)],
-          ['nft-not-read.txt', Buffer.from('#kpd-not-read 127\tnft list ruleset\tsh: 1: nft: not found\n')],
-          ['kube-proxy.json', Buffer.from(JSON.stringify({proxyModeError: 'connect ECONNREFUSED 127.0.0.1:10249'}))],
-        ]),
-      ),
-      path: o.path,
-      network: o.network,
-      dns: o.dns,
-    })
-    const noConfigMap = (c: ClusterState) => {
-      c.proxyConfig = defaultKubeProxyConfig('no ConfigMap kube-system/kube-proxy')
-    }
+    const recorded = staleNftNode
     const unknown = report({editCluster: noConfigMap, editObservation: {'node-b': recorded}})
     assert.deepEqual(unknown.findings, [])
     assert.deepEqual(rows(unknown), [
@@ -390,6 +399,42 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
     assert.deepEqual(rows(given), [PROBES_OFF_ROW])
   })
 
+  test("the paths that end on a node whose mode is not known: their half there is not followed, in that row's words (pointing to Not checked and --proxy-mode), never as a node not read", () => {
+    const r = report({editCluster: noConfigMap, editObservation: {'node-b': staleNftNode}})
+    const notFollowed =
+      "not followed: node-b's IPv4 rules not judged: the proxy mode is not known (Not checked says why; --proxy-mode says which mode runs)"
+    const fromA = r.paths.filter((p) => p.node === 'node-a')
+    assert.deepEqual(
+      fromA.map((p) => [p.entry, p.ok, p.remote.map((h) => [h.node, h.followed, h.ok, h.detail])]),
+      ['pod→ClusterIP', 'node→ClusterIP', 'outside→NodePort', 'pod→itself'].map((entry) => [
+        entry,
+        true,
+        [
+          ['node-b', false, null, notFollowed],
+          ['node-b', false, null, notFollowed],
+        ],
+      ]),
+    )
+    assert.equal(exitCode(r), 3)
+    // The walk's tree says the same of each half (it said "the node was not read").
+    const tree = renderExplainTree(r, plain).filter((l) => l.includes('on node-b'))
+    assert.equal(tree.length, 8)
+    assert.ok(
+      tree.every((l) => l.endsWith(`(web-b${l.includes('10.244.2.10') ? 1 : 2}) on node-b: ${notFollowed}`)),
+      tree.join('\n'),
+    )
+    // A node not read keeps its words.
+    const unread = report({
+      editObservation: {'node-b': (o) => ({...o, reachable: false, error: 'ssh: connection refused'})},
+    })
+    const unreadTree = renderExplainTree(unread, plain).filter((l) => l.includes('on node-b'))
+    assert.equal(unreadTree.length, 8)
+    assert.ok(
+      unreadTree.every((l) => l.endsWith('on node-b: not followed (the node was not read)')),
+      unreadTree.join('\n'),
+    )
+  })
+
   test("a backend save not on the node (a host with one backend's tools): a not-required iptables-backend row for the Service's family in the shell's words, only for the backend its own save does not show; the headline stays ✓, exit 0", () => {
     const missing = (backend: 'legacy' | 'nft', family: 4 | 6 = 4) => ({
       family,
@@ -418,6 +463,60 @@ describe('notChecked: what could not be checked, per node, with the reason', () 
     assert.deepEqual(r.notChecked[0].codes, ['KPD-MODE-LEFTOVER'])
     assert.equal(r.summary, '✓ shop/web: every traced path works on 2 node(s)')
     assert.equal(exitCode(r), 0)
+  })
+
+  test("a dual-stack Service: a backend save not on the node gets its not-required row for each family judged on the node, in whichever family's run (node-b's IPv4 rules not read, its IPv6 judged), and none for a family not judged there", () => {
+    const notFound = (family: 4 | 6) => ({
+      family,
+      backend: 'legacy' as const,
+      reason: `${family === 6 ? 'ip6' : 'ip'}tables-legacy-save: not available on the node (sh: 1: ${family === 6 ? 'ip6' : 'ip'}tables-legacy-save: not found)`,
+    })
+    const withTable6 = (o: NodeObservation): NodeObservation => ({
+      ...o,
+      path: {routeLookups: [], conntrack: [], skipped: [], routeTable6: {status: 'read', value: []}},
+    })
+    const r = report({
+      dualStack: true,
+      editObservation: {
+        // node-a: no ip6tables-save, so its IPv6 family is not judged; its IPv4 one is.
+        'node-a': (o) => ({...withTable6(o), ip6tables: undefined, backendsNotRead: [notFound(4), notFound(6)]}),
+        // node-b: no iptables-save (kube-proxy's nft tables read, none there), so only its IPv6 family is judged.
+        'node-b': (o) => ({
+          ...withTable6(o),
+          iptables: undefined,
+          nft: new NftRuleset(),
+          nftKubeProxyTablesOnly: true,
+          backendsNotRead: [notFound(4), notFound(6)],
+        }),
+      },
+    })
+    assert.deepEqual(
+      rows(r).filter((row) => row[1] === 'iptables-backend'),
+      [
+        [
+          'node-a',
+          'iptables-backend',
+          false,
+          'iptables-legacy-save: not available on the node (sh: 1: iptables-legacy-save: not found): kube-proxy rules left in iptables-legacy are not looked for',
+        ],
+        [
+          'node-b',
+          'iptables-backend',
+          false,
+          'ip6tables-legacy-save: not available on the node (sh: 1: ip6tables-legacy-save: not found): kube-proxy rules left in ip6tables-legacy are not looked for',
+        ],
+      ],
+    )
+    // The family not judged on each node is a required row of its own.
+    assert.deepEqual(
+      rows(r).filter((row) => row[1] !== 'iptables-backend'),
+      [
+        ['node-b', 'proxy-rules', true, 'IPv4 rules not read (iptables-save)'],
+        ['node-a', 'proxy-rules', true, 'IPv6 rules not read (ip6tables-save)'],
+        PROBES_OFF_ROW,
+      ],
+    )
+    assert.equal(exitCode(r), 3)
   })
 
   test('a dual-stack Service: both families judged when both were read (✓); a node whose ip6tables-save was not read is a required entry, so the headline is ? and not ✓', () => {

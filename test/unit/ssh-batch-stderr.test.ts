@@ -14,7 +14,7 @@ import {join} from 'node:path'
 import {test} from 'node:test'
 import ssh2 from 'ssh2'
 import {SshSession} from '../../src/node/transport/ssh/ssh-session.js'
-import {SshNodeAccess} from '../../src/node/transport/ssh/ssh-transport.js'
+import {SshNodeAccess, type SshChannel} from '../../src/node/transport/ssh/ssh-transport.js'
 import type {RunResult} from '../../src/node/transport/node-access.js'
 
 /** What the server sends of a command's stderr in one packet: the client sees it in that many pieces. */
@@ -109,6 +109,63 @@ for (const shell of ['sh', 'bash'])
       // of "é"'s two bytes.
       program('cilium-dbg', `printf '%s\\303\\251\\n' '${'x'.repeat(PACKET - 1)}' >&2; exit 1`)
       assert.deepEqual(outcome(await access.run('ciliumServiceList')), [1, '', `${'x'.repeat(PACKET - 1)}é\n`])
+    } finally {
+      session.close()
+      server.close()
+      rmSync(bin, {recursive: true, force: true})
+    }
+  })
+
+for (const shell of ['sh', 'bash'])
+  test(`ssh batch stopped at its output cap (${shell}): a read that ended before the stop but whose lane had not printed its stderr says its messages were not received, never that it said nothing`, async () => {
+    const bin = mkdtempSync(join(tmpdir(), 'kpd-batch-stopped-'))
+    const program = (name: string, body: string) =>
+      writeFileSync(join(bin, name), `#!/bin/sh\n${body}\n`, {mode: 0o755})
+    // The rule counters' lane (one read after another): one chain read, one gone. Its stderr is printed once the lane
+    // after it (iptables-save, flooding past the cap) has ended, which the stop comes before.
+    program(
+      'iptables',
+      `for a; do c=$a; done; if [ "$c" = KUBE-GONE ]; then echo 'iptables: No chain/target/match by that name.' >&2; exit 1; fi; echo "-N $c"`,
+    )
+    program('iptables-save', `yes -- '-A KUBE-FLOOD -j ACCEPT' | head -c 1048576`)
+    const server = await shellServer(shell, bin)
+    const key = ssh2.utils.generateKeyPairSync('ed25519')
+    writeFileSync(join(bin, 'id_ed25519'), key.private, {mode: 0o600})
+    const session = await SshSession.connect(
+      {
+        alias: 'node-a',
+        hostName: '127.0.0.1',
+        port: server.port,
+        user: 'root',
+        identityFiles: [join(bin, 'id_ed25519')],
+        identitiesOnly: true,
+        userKnownHostsFiles: [],
+      },
+      {insecureIgnoreHostKey: true, timeoutMs: 20_000},
+    )
+    try {
+      // The session's cap on a dump lowered to 64 KiB (SshChannel's maxOutputBytes): the flood stops the batch there.
+      const channel: SshChannel = {
+        host: session.host,
+        stepMs: session.stepMs,
+        maxOutputBytes: 65536,
+        exec: (...a) => session.exec(...a),
+        forward: (ip, port) => session.forward(ip, port),
+        close: () => session.close(),
+      }
+      const access = new SshNodeAccess(channel)
+      await access.usesSudo()
+      const answers = await Promise.allSettled([
+        access.run('ruleCounters', {family: 4, table: 'nat', chain: 'KUBE-SERVICES'}),
+        access.run('ruleCounters', {family: 4, table: 'nat', chain: 'KUBE-GONE'}),
+        access.run('iptablesSave'),
+      ])
+      const stop = `"iptables-save" printed more than 65536 bytes: stopped there (the cap on one command's output)`
+      const unheard = `(its messages were not received: ${stop}, in the same SSH command, before they were printed)\n`
+      assert.deepEqual(
+        answers.map((a) => (a.status === 'fulfilled' ? outcome(a.value) : (a.reason as Error).message)),
+        [[0, '-N KUBE-SERVICES\n', unheard], [1, '', unheard], stop],
+      )
     } finally {
       session.close()
       server.close()

@@ -49,6 +49,8 @@ export interface ModeDecision {
    * mode's rules could not be read, so what was read may be leftovers. Why, in the report's words.
    */
   unknown?: string
+  /** Where the mode is not known: the same in short, for what only points at the node (an endpoint's half on it). */
+  unknownInShort?: string
 }
 
 /**
@@ -93,11 +95,13 @@ export function decideMode(
   const found = settled
     ? `${settled.mode} mode's rules on the node may be leftovers of a mode no longer run`
     : 'no kube-proxy rules were found in what was read'
+  const notKnown = `${familyLabel(facts)} rules not judged: the proxy mode is not known`
   return {
     mode: guess,
     source: 'not known',
     unreadable: true,
-    unknown: `${familyLabel(facts)} rules not judged: the proxy mode is not known (${why.join('; ')}): ${found} (--proxy-mode says which mode runs)`,
+    unknown: `${notKnown} (${why.join('; ')}): ${found} (--proxy-mode says which mode runs)`,
+    unknownInShort: `${notKnown} (Not checked says why; --proxy-mode says which mode runs)`,
   }
 }
 

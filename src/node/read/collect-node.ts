@@ -334,7 +334,7 @@ async function readNft(
     if (ruleset === 'read') return undefined
     if (own !== undefined) record('nftKubeProxyTable', own)
     else if (mode !== 'iptables' && mode !== 'ipvs' && ruleset.kind === 'ran')
-      return sectionNotReadLine(ruleset.code, 'nft list ruleset', ruleset.stderr)
+      return sectionNotReadLine(ruleset.code, NODE_READS.nftRuleset.argv.join(' '), ruleset.stderr)
   }
   return undefined
 }

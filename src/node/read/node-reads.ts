@@ -34,8 +34,12 @@ import {NODE_FILES, type NodeFile} from './node-files.js'
 
 /** Where a read's output is kept in a node's recording (its folder of a bundle). */
 type Recorded =
-  /** The output itself, byte for byte: a snapshot answers the read with it. */
-  | {file: NodeFile}
+  /**
+   * The output itself, byte for byte: a snapshot answers the read with it. `notReadIn`: where a read that could not run
+   * is recorded instead, as its #kpd-not-read line (a file of its own: an older build would read the output's file as
+   * an empty dump); a snapshot answers the read with that failure again.
+   */
+  | {file: NodeFile; notReadIn?: NodeFile}
   /** One entry of a file that gathers several reads with their exit codes and stderr (path-reads.json, dns.json). */
   | {entryOf: NodeFile}
   /** Not kept, and why: it decides how the other reads are made. */
@@ -113,8 +117,10 @@ function wholeDump<F extends NodeFile, P extends (...input: never) => unknown>(
   argv: readonly string[],
   file: F,
   parse: P,
+  notReadIn?: NodeFile,
 ) {
-  return {argv, root: 'sudo', compressible: true, recorded: {file}, parse, transports: EVERY_TRANSPORT} as const
+  const recorded = notReadIn ? {file, notReadIn} : {file}
+  return {argv, root: 'sudo', compressible: true, recorded, parse, transports: EVERY_TRANSPORT} as const
 }
 
 /** Every read the doctor makes on a node, by key: the only commands that run there. All are read-only. */
@@ -161,8 +167,13 @@ export const NODE_READS = {
   },
   /** IPv6 rules (dual-stack and IPv6 Services): the same backend as iptables-save. */
   ip6tablesSave: wholeDump(['ip6tables-save'], NODE_FILES.ip6tablesSave, iptablesDump),
-  nftRulesetJson: wholeDump(['nft', '-j', 'list', 'ruleset'], NODE_FILES.nftRuleset, parseNftDump),
-  nftRuleset: wholeDump(['nft', 'list', 'ruleset'], NODE_FILES.nftRuleset, parseNftDump),
+  nftRulesetJson: wholeDump(
+    ['nft', '-j', 'list', 'ruleset'],
+    NODE_FILES.nftRuleset,
+    parseNftDump,
+    NODE_FILES.nftNotRead,
+  ),
+  nftRuleset: wholeDump(['nft', 'list', 'ruleset'], NODE_FILES.nftRuleset, parseNftDump, NODE_FILES.nftNotRead),
   /**
    * Which nft tables there are, at once: every table's header and its sets, no chains or rules (on a large
    * iptables-nft node listing one absent table takes over a second: nft fetches every chain first). kube-proxy's
@@ -177,19 +188,19 @@ export const NODE_READS = {
     transports: RUNNING_TRANSPORTS,
   },
   iptablesLegacySave: {
-    ...wholeDump(['iptables-legacy-save'], NODE_FILES.iptablesLegacySave, iptablesDump),
+    ...wholeDump(['iptables-legacy-save'], NODE_FILES.iptablesLegacySave, iptablesDump, NODE_FILES.backendsNotRead),
     backend: {family: 4, backend: 'legacy'},
   },
   iptablesNftSave: {
-    ...wholeDump(['iptables-nft-save'], NODE_FILES.iptablesNftSave, iptablesDump),
+    ...wholeDump(['iptables-nft-save'], NODE_FILES.iptablesNftSave, iptablesDump, NODE_FILES.backendsNotRead),
     backend: {family: 4, backend: 'nft'},
   },
   ip6tablesLegacySave: {
-    ...wholeDump(['ip6tables-legacy-save'], NODE_FILES.ip6tablesLegacySave, iptablesDump),
+    ...wholeDump(['ip6tables-legacy-save'], NODE_FILES.ip6tablesLegacySave, iptablesDump, NODE_FILES.backendsNotRead),
     backend: {family: 6, backend: 'legacy'},
   },
   ip6tablesNftSave: {
-    ...wholeDump(['ip6tables-nft-save'], NODE_FILES.ip6tablesNftSave, iptablesDump),
+    ...wholeDump(['ip6tables-nft-save'], NODE_FILES.ip6tablesNftSave, iptablesDump, NODE_FILES.backendsNotRead),
     backend: {family: 6, backend: 'nft'},
   },
   ipvsadm: {
@@ -471,6 +482,12 @@ export function takesArguments(read: NodeRead): boolean {
 export function recordedFile(key: NodeCommandKey): NodeFile | undefined {
   const recorded = readOf(key).recorded
   return 'file' in recorded ? recorded.file : undefined
+}
+
+/** Where a read that could not run is recorded as its #kpd-not-read line (undefined: nowhere apart from its output). */
+export function notReadFile(key: NodeCommandKey): NodeFile | undefined {
+  const recorded = readOf(key).recorded
+  return 'notReadIn' in recorded ? recorded.notReadIn : undefined
 }
 
 /** The reads whose output is recorded as a file of its own. */

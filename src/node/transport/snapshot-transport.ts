@@ -1,6 +1,7 @@
 import {
   isNodeCommandKey,
   NODE_READS,
+  notReadFile,
   readOf,
   recordedFile,
   type ArgsOf,
@@ -10,6 +11,7 @@ import {isReadableNodeFile} from '../node-commands.js'
 import type {FileRead, NodeAccess, RunResult, TcpOpen, TransportDescription} from './node-access.js'
 import {isNftJson, NODE_FILES, type NodeRecording} from '../read/node-files.js'
 import {loadNodeRecording} from '../read/bundle.js'
+import {notReadMark} from '../../parse/not-read-mark.js'
 
 /** NodeAccess over a recording (a node's folder of a bundle): outputs by command key; what was not recorded says so. */
 export class SnapshotNodeAccess implements NodeAccess {
@@ -29,10 +31,27 @@ export class SnapshotNodeAccess implements NodeAccess {
     if (key === 'nftKubeProxyTable') return this.ownNftTables(args[0] as ArgsOf<'nftKubeProxyTable'>[0])
     const file = recordedFile(key)
     const out = file ? this.recording.get(file) : undefined
-    if (!out) return notRecorded
+    if (!out) return this.failedAgain(key) ?? notRecorded
     // Both nft forms land in one file: answer only for the form that was recorded.
     if ((key === 'nftRulesetJson' && !isNftJson(out)) || (key === 'nftRuleset' && isNftJson(out))) return notRecorded
     return {kind: 'ran', code: 0, stdout: out, stderr: ''}
+  }
+
+  /**
+   * A read recorded as not made (its #kpd-not-read line, found by its command's words): it fails again as it did, so
+   * that reading the snapshot again records the same line, never a read that was not recorded.
+   */
+  private failedAgain(key: NodeCommandKey): RunResult | undefined {
+    const file = notReadFile(key)
+    const argv = readOf(key).argv
+    if (!file || typeof argv !== 'object') return undefined
+    const words = argv.join(' ')
+    for (const line of this.recording.get(file)?.toString('utf8').split('\n') ?? []) {
+      const failed = notReadMark(line)
+      if (failed?.command === words)
+        return {kind: 'ran', code: failed.code, stdout: Buffer.alloc(0), stderr: `${failed.stderr}\n`}
+    }
+    return undefined
   }
 
   /**

@@ -318,15 +318,20 @@ export class SshNodeAccess implements NodeAccess {
       return batch.map(() => Promise.reject(e as Error))
     }
     const cut = outputs.findIndex((o) => !o.ended)
-    if (!stopped || cut < 0) return outputs.map(({ended: _, ...output}, i) => this.withinCap(output, batch[i]))
+    if (!stopped || cut < 0)
+      return outputs.map(({ended: _, stderrWhole: _whole, ...output}, i) => this.withinCap(output, batch[i]))
     const underWay = programOf(batch[cut].line)
     const failure =
       stopped instanceof CommandTimedOut
         ? new CommandTimedOut(underWay, stopped.timeoutMs)
         : new OutputCapExceeded(underWay, (stopped as OutputCapExceeded).cap, pastCapDecompressed)
-    return outputs.map(({ended: _ended, ...output}, i) =>
+    // A read that ended before the stop whose lane had not printed its stderr yet: its messages are not known, and it
+    // says so (a failing read would otherwise read as one that said nothing).
+    const unheard = (stderr: string) =>
+      `${stderr}${stderr === '' || stderr.endsWith('\n') ? '' : '\n'}(its messages were not received: ${failure.message}, in the same SSH command, before they were printed)\n`
+    return outputs.map(({ended: _ended, stderrWhole, ...output}, i) =>
       i < cut
-        ? Promise.resolve(output)
+        ? Promise.resolve(stderrWhole ? output : {...output, stderr: unheard(output.stderr)})
         : Promise.reject(
             i === cut
               ? failure

@@ -84,6 +84,13 @@ export class ChainIndex {
   private lastId = EMPTY
   private lastEnd = -1
   private lastSegment: RuleSegment | undefined
+  /**
+   * nameEndAt's views of the bytes it was last given and of the pool, for comparing names four bytes at a time (every
+   * rule line of a table read in order is compared with its chain's stored name: 1.6 million at 50,000 Services).
+   */
+  private viewOf: Uint8Array | undefined
+  private bytesView: DataView | undefined
+  private poolView: DataView | undefined
 
   /**
    * `expectedChains`: room reserved for that many chains (more still fit: the arrays grow). `ordered`: read the table
@@ -207,9 +214,19 @@ export class ChainIndex {
     const len = rec[RECORD * id + NAME_LENGTH]
     const end = start + len
     if (end > lineEnd || (end < lineEnd && bytes[end] !== SPACE)) return EMPTY
-    const pool = this.pool
     const at = rec[RECORD * id + NAME_AT]
-    for (let i = 0; i < len; i++) if (pool[at + i] !== bytes[start + i]) return EMPTY
+    if (bytes !== this.viewOf || this.bytesView === undefined) {
+      this.viewOf = bytes
+      this.bytesView = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+    }
+    const pool = this.pool
+    if (this.poolView === undefined || this.poolView.buffer !== pool.buffer)
+      this.poolView = new DataView(pool.buffer, pool.byteOffset, pool.byteLength)
+    const poolView = this.poolView
+    const bytesView = this.bytesView
+    let i = 0
+    for (; i + 4 <= len; i += 4) if (poolView.getInt32(at + i) !== bytesView.getInt32(start + i)) return EMPTY
+    for (; i < len; i++) if (pool[at + i] !== bytes[start + i]) return EMPTY
     return end
   }
 
@@ -243,6 +260,8 @@ export class ChainIndex {
    * name). Names are checked twice only where the hashes' low bits say they may be (idsWhoseLowBitsMeet).
    */
   finishOrdered(): void {
+    // The dump's bytes are not kept past its reading (a file's reads share one buffer).
+    this.viewOf = this.bytesView = undefined
     if (!this.ordered || this.count < 2) return
     const met = idsWhoseLowBitsMeet(this.hashes, this.count)
     if (met.length === 0) return

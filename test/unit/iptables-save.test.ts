@@ -370,6 +370,38 @@ test("a dump in iptables-save's order, and every way out of that order, is index
   }
 })
 
+test('a table read in order tells its chains from names that differ from theirs in any one byte or in length', () => {
+  // Rule lines read in order are compared with the stored names four bytes at a time, then byte by byte: a name of
+  // 27 bytes has six words and a tail of three, and a difference in any of them (or a name one byte shorter or longer)
+  // is another chain, read out of order.
+  const head = '*nat\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n'
+  const name = 'KUBE-SEP-ABCDEFGHIJKLMNOPQR'
+  const others = [
+    ...Array.from(name, (_, k) => name.slice(0, k) + 'z' + name.slice(k + 1)),
+    ...Array.from({length: name.length - 1}, (_, n) => name.slice(0, n + 1)),
+    `${name}S`,
+  ]
+  const declare = (names: string[]) => names.map((n) => `:${n} - [0:0]\n`).join('')
+  const rules = (n: string) => `-A ${n} -j RETURN\n-A ${n} -m comment --comment x -j ACCEPT\n`
+  const texts = [
+    // Every name declared and given its rules in order: each run is told from the names before and after it.
+    `${head}${declare([name, ...others])}${[name, ...others].map(rules).join('')}COMMIT\n`,
+    // One other name's rules where the declared chain's are due, then that chain's own: out of order from there.
+    ...others.map((other) => `${head}${declare([name, 'NEXT'])}${rules(other)}${rules(name)}${rules('NEXT')}COMMIT\n`),
+    // The declared chain's rules, then the other name's right after them (a run that seems to go on).
+    ...others.map((other) => `${head}${declare([name, other])}${rules(name)}${rules(other)}COMMIT\n`),
+  ]
+  for (const text of texts)
+    for (const piece of [undefined, 1, 5, 13, 31, 64])
+      try {
+        assertIndexedAsWritten(text, piece)
+      } catch (e) {
+        ;(e as Error).message =
+          `${text.split('\n')[5]}…${piece ? ` (read ${piece} bytes at a time)` : ''}: ${(e as Error).message}`
+        throw e
+      }
+})
+
 test('among thousands of chains read in order, two names of one hash are two chains and a name declared again is one', () => {
   // These two names have the same FNV-1a hash (found by a search over such names): only their bytes tell them apart.
   const sameHash = ['KUBE-SEP-000000000001M607', 'KUBE-SEP-000000000001QI40']

@@ -16,7 +16,8 @@
  * the large one. Its figures are printed, not counted in the targets below (they depend on the machine's load).
  */
 import {spawnSync} from 'node:child_process'
-import {mkdirSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
 import {join, resolve} from 'node:path'
 import {generateBundle} from './generate.js'
 import {generateNftRuleset} from './generate-nft.js'
@@ -30,12 +31,19 @@ const sizes = (process.env.KPD_BENCH_SIZES ?? '1000,10000,50000')
 const outDir = resolve('bench/out')
 const measure = resolve(import.meta.dirname, 'measure.js')
 const bare = resolve(import.meta.dirname, 'read-split.js')
+// The measured runs' code cache (bin/program.js): a folder of this bench run's own, not the user's, removed at exit.
+const cacheHome = mkdtempSync(join(tmpdir(), 'kpd-bench-measure-cache-'))
+process.once('exit', () => rmSync(cacheHome, {recursive: true, force: true}))
 
 /** One whole process: wall time from spawn to exit, and the process' peak resident memory. */
 function once(args: string[]): {ms: number; maxRssBytes: number} {
   const started = performance.now()
   const script = args[0] === 'read-split' ? [bare, ...args.slice(1)] : [measure, ...args]
-  const r = spawnSync(process.execPath, script, {encoding: 'utf8', maxBuffer: 1 << 26})
+  const r = spawnSync(process.execPath, script, {
+    encoding: 'utf8',
+    maxBuffer: 1 << 26,
+    env: {...process.env, XDG_CACHE_HOME: cacheHome, NODE_DISABLE_COMPILE_CACHE: ''},
+  })
   const ms = performance.now() - started
   const last = r.stderr.trim().split('\n').pop() ?? ''
   if (r.status !== 0 || !last.startsWith('{')) throw new Error(`measure ${args[0]} failed: ${r.stderr.slice(-400)}`)

@@ -11,6 +11,7 @@ import {
   isLocalAddress,
   startState,
   missingHookChain,
+  SourceFreeWalks,
   traceHooks,
   withStep as addStep,
   type HookChain,
@@ -103,13 +104,8 @@ export class IptablesTracer implements ChainSource<Chain> {
   private readonly localCache = new Map<string, boolean>()
   /** Per hook: the base chains of that hook's tables the dump has, in netfilter's order. */
   private readonly byHook = new Map<string, HookChain[]>()
-  /** Set by the tests that read the packet's source address or port (sourceOf, sourcePortOf) during a walk. */
-  private sourceRead = false
-  /**
-   * The walks that never read the packet's source, by everything else of the packet they start from: the same walk
-   * for any source (the halves of a Service's paths reach an endpoint's node from each source node's pods and address).
-   */
-  private readonly sourceFree = new Map<ReadonlySet<string> | undefined, Map<string, TraceResult>>()
+  /** The walks that never read the packet's source (the tests that read it say so: sourceOf, sourcePortOf). */
+  private readonly sourceFree = new SourceFreeWalks()
 
   constructor(
     private readonly dump: IptablesSave,
@@ -128,33 +124,24 @@ export class IptablesTracer implements ChainSource<Chain> {
       return summarize([finish(startState(packet), 'UNKNOWN', reason)])
     }
     const localOrigin = this.opts.locallyGenerated || this.isLocal(packet.src)
-    const inNotVia = packet.inIface === undefined ? packet.inNotVia : undefined
-    const key = `${localOrigin} ${packet.proto} ${packet.dst} ${packet.dport} ${packet.inIface} ${packet.outIface}`
-    let walks = this.sourceFree.get(inNotVia)
-    const walked = walks?.get(key)
-    if (walked) return walked
-    this.sourceRead = false
-    const result = traceHooks(
-      packet,
-      localOrigin,
-      (ip) => this.isLocal(ip),
-      (hook) => this.hookChains(hook),
-      this.opts.route,
+    return this.sourceFree.walk(packet, localOrigin, () =>
+      traceHooks(
+        packet,
+        localOrigin,
+        (ip) => this.isLocal(ip),
+        (hook) => this.hookChains(hook),
+        this.opts.route,
+      ),
     )
-    if (!this.sourceRead) {
-      if (!walks) this.sourceFree.set(inNotVia, (walks = new Map()))
-      walks.set(key, result)
-    }
-    return result
   }
 
   sourceOf(s: State): string {
-    this.sourceRead = true
+    this.sourceFree.sourceRead = true
     return s.src
   }
 
   sourcePortOf(packet: Packet): number {
-    this.sourceRead = true
+    this.sourceFree.sourceRead = true
     return packet.sport
   }
 

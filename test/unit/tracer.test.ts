@@ -4,6 +4,8 @@ import {IpsetState} from '../../src/parse/ipset-save.js'
 import {BufferSource} from '../../src/parse/dump-source.js'
 import {IptablesSave} from '../../src/parse/iptables-save.js'
 import {IptablesTracer, type TraceOptions} from '../../src/trace/iptables-tracer.js'
+import {parseNftDump} from '../../src/parse/nft-dump.js'
+import {NftTracer} from '../../src/trace/nft-tracer.js'
 import type {Packet} from '../../src/trace/types.js'
 import {Chalk} from 'chalk'
 import {renderWalk} from '../../src/report/trace-walk.js'
@@ -233,6 +235,23 @@ describe('iptables tracer', () => {
     assert.equal(tracer.trace(other), walked)
     assert.deepEqual(tracer.trace({...other, dport: 81}).destinations, ['1.1.1.1:1'])
     assert.notEqual(tracer.trace({...other, dport: 81}), walked)
+  })
+
+  test('the nftables tracer likewise: a walk that read the source is walked again for another source', () => {
+    const ruleset = (test: string) =>
+      `table ip t {\n\tchain pre {\n\t\ttype nat hook prerouting priority dstnat; policy accept;\n\t\t${test} dnat to 1.1.1.1:1\n\t}\n}\n`
+    const matching = pkt({src: '10.244.1.5', sport: 40000})
+    const other = pkt({src: '10.244.1.6', sport: 40001})
+    for (const test of ['ip saddr 10.244.1.5', 'tcp sport 40000', 'th sport 40000']) {
+      const tracer = new NftTracer(parseNftDump(ruleset(test)), {localAddresses: [NODE]})
+      assert.deepEqual(tracer.trace(matching).destinations, ['1.1.1.1:1'], test)
+      assert.deepEqual(tracer.trace(other).destinations, [], test)
+      assert.deepEqual(tracer.trace(matching).destinations, ['1.1.1.1:1'], test)
+    }
+    const tracer = new NftTracer(parseNftDump(ruleset('ip daddr 10.96.0.10')), {localAddresses: [NODE]})
+    const walked = tracer.trace(matching)
+    assert.deepEqual(walked.destinations, ['1.1.1.1:1'])
+    assert.equal(tracer.trace(other), walked)
   })
 
   test('a jump loop ends as UNKNOWN instead of running forever', () => {

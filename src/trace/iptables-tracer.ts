@@ -11,6 +11,7 @@ import {
   isLocalAddress,
   startState,
   missingHookChain,
+  SourceFreeWalks,
   traceHooks,
   withStep as addStep,
   type HookChain,
@@ -103,6 +104,8 @@ export class IptablesTracer implements ChainSource<Chain> {
   private readonly localCache = new Map<string, boolean>()
   /** Per hook: the base chains of that hook's tables the dump has, in netfilter's order. */
   private readonly byHook = new Map<string, HookChain[]>()
+  /** The walks that never read the packet's source (the tests that read it say so: sourceOf, sourcePortOf). */
+  private readonly sourceFree = new SourceFreeWalks()
 
   constructor(
     private readonly dump: IptablesSave,
@@ -121,13 +124,25 @@ export class IptablesTracer implements ChainSource<Chain> {
       return summarize([finish(startState(packet), 'UNKNOWN', reason)])
     }
     const localOrigin = this.opts.locallyGenerated || this.isLocal(packet.src)
-    return traceHooks(
-      packet,
-      localOrigin,
-      (ip) => this.isLocal(ip),
-      (hook) => this.hookChains(hook),
-      this.opts.route,
+    return this.sourceFree.walk(packet, localOrigin, () =>
+      traceHooks(
+        packet,
+        localOrigin,
+        (ip) => this.isLocal(ip),
+        (hook) => this.hookChains(hook),
+        this.opts.route,
+      ),
     )
+  }
+
+  sourceOf(s: State): string {
+    this.sourceFree.sourceRead = true
+    return s.src
+  }
+
+  sourcePortOf(packet: Packet): number {
+    this.sourceFree.sourceRead = true
+    return packet.sport
   }
 
   /** Sets the packet the rules are evaluated for: before walking any of this dump's chains (a cross walk's too). */
@@ -364,6 +379,10 @@ interface OptionTest {
 /** What an option's test may ask of the tracer running it. */
 interface TracerFacts {
   isLocal(ip: string): boolean
+  /** The packet's source address: the walk read it, so it is not the same walk for another source. */
+  sourceOf(s: State): string
+  /** The packet's source port, likewise. */
+  sourcePortOf(packet: Packet): number
   readonly ipsets: IpsetState | undefined
   readonly bridges: string[] | undefined
 }
@@ -398,7 +417,9 @@ function compileOption(module: string, o: RuleOption, ruleText: string): OptionT
         case 'd': {
           const cidr = parseCidr(v)
           if (!cidr) return unknown(`-${o.name} ${v} is not an address or CIDR`)
-          return o.name === 's' ? (s) => cidrContains(cidr, s.src) : (s) => cidrContains(cidr, s.dst)
+          return o.name === 's'
+            ? (s, _packet, tracer) => cidrContains(cidr, tracer.sourceOf(s))
+            : (s) => cidrContains(cidr, s.dst)
         }
         case 'p': {
           const p = PROTO_NUMBERS[v] ?? v.toLowerCase()
@@ -434,7 +455,10 @@ function compileOption(module: string, o: RuleOption, ruleText: string): OptionT
       const [low, high] = range
       return destination
         ? (s) => s.dport >= low && s.dport <= high
-        : (_s, packet) => packet.sport >= low && packet.sport <= high
+        : (_s, packet, tracer) => {
+            const sport = tracer.sourcePortOf(packet)
+            return sport >= low && sport <= high
+          }
     }
     case 'multiport': {
       if (o.values.length !== 1) return unknown(`${o.name} needs exactly one value`)
@@ -442,8 +466,9 @@ function compileOption(module: string, o: RuleOption, ruleText: string): OptionT
       if (ranges.some((r) => r === undefined)) return unknown(`port list ${v} not understood`)
       const listed = (port: number) => ranges.some((r) => port >= r![0] && port <= r![1])
       if (o.name === '--dports' || o.name === '--destination-ports') return (s) => listed(s.dport)
-      if (o.name === '--sports' || o.name === '--source-ports') return (_s, packet) => listed(packet.sport)
-      if (o.name === '--ports') return (s, packet) => listed(s.dport) || listed(packet.sport)
+      if (o.name === '--sports' || o.name === '--source-ports')
+        return (_s, packet, tracer) => listed(tracer.sourcePortOf(packet))
+      if (o.name === '--ports') return (s, packet, tracer) => listed(s.dport) || listed(tracer.sourcePortOf(packet))
       return unknown(`option ${o.name} of -m multiport`)
     }
     case 'comment':
@@ -483,7 +508,10 @@ function compileOption(module: string, o: RuleOption, ruleText: string): OptionT
       if (o.name === '--dst-type')
         return (s, _packet, tracer) => types.some((t) => addrType(t, s.dst, tracer.isLocal(s.dst)))
       if (o.name === '--src-type')
-        return (s, _packet, tracer) => types.some((t) => addrType(t, s.src, tracer.isLocal(s.src)))
+        return (s, _packet, tracer) => {
+          const src = tracer.sourceOf(s)
+          return types.some((t) => addrType(t, src, tracer.isLocal(src)))
+        }
       if (o.name === '--limit-iface-in' || o.name === '--limit-iface-out') return always(!o.negated)
       return unknown(`option ${o.name} of -m addrtype`)
     }
@@ -504,11 +532,11 @@ function compileOption(module: string, o: RuleOption, ruleText: string): OptionT
       return (s, packet, tracer) => {
         if (!tracer.ipsets) return noIpsets
         const r = tracer.ipsets.matches(v, flags, {
-          src: s.src,
+          src: tracer.sourceOf(s),
           dst: s.dst,
           proto: packet.proto,
           dport: s.dport,
-          sport: packet.sport,
+          sport: tracer.sourcePortOf(packet),
         })
         return r === undefined ? notKnown : r
       }

@@ -16,6 +16,7 @@ import {
   isLocalAddress,
   MAX_BRANCHES,
   missingHookChain,
+  SourceFreeWalks,
   traceHooks,
   withStep,
   type HookChain,
@@ -78,6 +79,8 @@ export function nftTokens(text: string): string[] {
 export class NftTracer implements ChainSource<NftChain> {
   private local: Set<string>
   private packet!: Packet
+  /** The walks that never read the packet's source (value() notes each read of it). */
+  private readonly sourceFree = new SourceFreeWalks()
   private readonly tokenCache = new WeakMap<NftRule, string[]>()
   private readonly inlineCache = new Map<string, NftElement[]>()
   private readonly chanceCache = new WeakMap<NftRule, {share: number; rest: string[]} | string | null>()
@@ -92,12 +95,14 @@ export class NftTracer implements ChainSource<NftChain> {
   trace(packet: Packet): TraceResult {
     this.prepare(packet)
     const localOrigin = this.opts.locallyGenerated || isLocalAddress(this.local, packet.src)
-    return traceHooks(
-      packet,
-      localOrigin,
-      (ip) => isLocalAddress(this.local, ip),
-      (hook) => this.hookChains(hook, familiesOf(packet)),
-      this.opts.route,
+    return this.sourceFree.walk(packet, localOrigin, () =>
+      traceHooks(
+        packet,
+        localOrigin,
+        (ip) => isLocalAddress(this.local, ip),
+        (hook) => this.hookChains(hook, familiesOf(packet)),
+        this.opts.route,
+      ),
     )
   }
 
@@ -397,6 +402,7 @@ export class NftTracer implements ChainSource<NftChain> {
     switch (name) {
       case 'ip saddr':
       case 'ip6 saddr':
+        this.sourceFree.sourceRead = true
         return s.src
       case 'ip daddr':
       case 'ip6 daddr':
@@ -407,6 +413,7 @@ export class NftTracer implements ChainSource<NftChain> {
       case 'th dport':
         return String(s.dport)
       case 'th sport':
+        this.sourceFree.sourceRead = true
         return String(packet.sport)
       case 'tcp dport':
       case 'udp dport':
@@ -415,6 +422,7 @@ export class NftTracer implements ChainSource<NftChain> {
       case 'tcp sport':
       case 'udp sport':
       case 'sctp sport':
+        this.sourceFree.sourceRead = true
         return name.startsWith(packet.proto) ? String(packet.sport) : undefined
       case 'ct state':
         return 'new'
@@ -423,6 +431,7 @@ export class NftTracer implements ChainSource<NftChain> {
       case 'fib daddr type':
         return isLocalAddress(this.local, s.dst) ? 'local' : 'unicast'
       case 'fib saddr type':
+        this.sourceFree.sourceRead = true
         return isLocalAddress(this.local, s.src) ? 'local' : 'unicast'
       case 'iifname':
       case 'meta iifname':

@@ -286,6 +286,32 @@ export function traceHooks(
   return summarize(done)
 }
 
+/**
+ * A tracer's walks that never read the packet's source address or port, by everything else of the packet they start
+ * from: the same walk for any source (the second halves of a Service's paths reach an endpoint's node from each source
+ * node's pods and address). The tracer notes each read of the source (`sourceRead`) while it walks.
+ */
+export class SourceFreeWalks {
+  sourceRead = false
+  private readonly byNotVia = new Map<ReadonlySet<string> | undefined, Map<string, TraceResult>>()
+
+  /** The walk of `packet` from whichever source, when one was kept; else a new walk, kept unless it read the source. */
+  walk(packet: Packet, localOrigin: boolean, walk: () => TraceResult): TraceResult {
+    const inNotVia = packet.inIface === undefined ? packet.inNotVia : undefined
+    const key = `${localOrigin} ${packet.proto} ${packet.dst} ${packet.dport} ${packet.inIface} ${packet.outIface}`
+    let walks = this.byNotVia.get(inNotVia)
+    const walked = walks?.get(key)
+    if (walked) return walked
+    this.sourceRead = false
+    const result = walk()
+    if (!this.sourceRead) {
+      if (!walks) this.byNotVia.set(inNotVia, (walks = new Map()))
+      walks.set(key, result)
+    }
+    return result
+  }
+}
+
 /** What one rule does to one branch of the walk. */
 export type RuleAction<C> =
   | {kind: 'next'}

@@ -4,6 +4,8 @@ import {IpsetState} from '../../src/parse/ipset-save.js'
 import {BufferSource} from '../../src/parse/dump-source.js'
 import {IptablesSave} from '../../src/parse/iptables-save.js'
 import {IptablesTracer, type TraceOptions} from '../../src/trace/iptables-tracer.js'
+import {parseNftDump} from '../../src/parse/nft-dump.js'
+import {NftTracer} from '../../src/trace/nft-tracer.js'
 import type {Packet} from '../../src/trace/types.js'
 import {Chalk} from 'chalk'
 import {renderWalk} from '../../src/report/trace-walk.js'
@@ -205,6 +207,51 @@ describe('iptables tracer', () => {
     const d = dump(['-A PREROUTING -m set --match-set KUBE-CLUSTER-IP dst,dst -j DNAT --to-destination 1.1.1.1:1'])
     assert.deepEqual(trace(d, pkt(), {ipsets: sets}).destinations, ['1.1.1.1:1'])
     assert.deepEqual(trace(d, pkt({dport: 81}), {ipsets: sets}).destinations, [])
+  })
+
+  test('one tracer, the same packet from other sources: a walk that read the source is walked again, one that did not is the same', () => {
+    const sets = IpsetState.parse('create FROM hash:ip family inet hashsize 1024 maxelem 65536\nadd FROM 10.244.1.5\n')
+    const ruleOf = (test: string) => [`-A PREROUTING ${test} -j DNAT --to-destination 1.1.1.1:1`]
+    const cases = [
+      '-s 10.244.1.5/32',
+      '-p tcp -m tcp --sport 40000',
+      '-p tcp -m multiport --sports 40000',
+      '-p tcp -m multiport --ports 40000',
+      '-m addrtype --src-type MULTICAST',
+      '-m set --match-set FROM src',
+    ]
+    const matching = pkt({src: '10.244.1.5', sport: 40000})
+    const other = pkt({src: '10.244.1.6', sport: 40001})
+    for (const test of cases) {
+      const first = test.includes('MULTICAST') ? {...matching, src: '224.0.0.1'} : matching
+      const tracer = new IptablesTracer(dump(ruleOf(test)), {localAddresses: [NODE], ipsets: sets})
+      assert.deepEqual(tracer.trace(first).destinations, ['1.1.1.1:1'], test)
+      assert.deepEqual(tracer.trace(other).destinations, [], test)
+      assert.deepEqual(tracer.trace(first).destinations, ['1.1.1.1:1'], test)
+    }
+    const tracer = new IptablesTracer(dump(ruleOf('-d 10.96.0.10/32')), {localAddresses: [NODE]})
+    const walked = tracer.trace(matching)
+    assert.deepEqual(walked.destinations, ['1.1.1.1:1'])
+    assert.equal(tracer.trace(other), walked)
+    assert.deepEqual(tracer.trace({...other, dport: 81}).destinations, ['1.1.1.1:1'])
+    assert.notEqual(tracer.trace({...other, dport: 81}), walked)
+  })
+
+  test('the nftables tracer likewise: a walk that read the source is walked again for another source', () => {
+    const ruleset = (test: string) =>
+      `table ip t {\n\tchain pre {\n\t\ttype nat hook prerouting priority dstnat; policy accept;\n\t\t${test} dnat to 1.1.1.1:1\n\t}\n}\n`
+    const matching = pkt({src: '10.244.1.5', sport: 40000})
+    const other = pkt({src: '10.244.1.6', sport: 40001})
+    for (const test of ['ip saddr 10.244.1.5', 'tcp sport 40000', 'th sport 40000']) {
+      const tracer = new NftTracer(parseNftDump(ruleset(test)), {localAddresses: [NODE]})
+      assert.deepEqual(tracer.trace(matching).destinations, ['1.1.1.1:1'], test)
+      assert.deepEqual(tracer.trace(other).destinations, [], test)
+      assert.deepEqual(tracer.trace(matching).destinations, ['1.1.1.1:1'], test)
+    }
+    const tracer = new NftTracer(parseNftDump(ruleset('ip daddr 10.96.0.10')), {localAddresses: [NODE]})
+    const walked = tracer.trace(matching)
+    assert.deepEqual(walked.destinations, ['1.1.1.1:1'])
+    assert.equal(tracer.trace(other), walked)
   })
 
   test('a jump loop ends as UNKNOWN instead of running forever', () => {

@@ -96,6 +96,21 @@ test('trace of a dump with a chain declared twice: exit 2, one line naming it', 
   )
 })
 
+test("a bundle's JSON file that holds null: one line naming the file (was: a TypeError's words), exit 2", async () => {
+  for (const [file, why] of [
+    ['services.json', 'no "items" list'],
+    ['endpointslices.json', 'no "items" list'],
+    ['manifest.json', 'not a kproxy-doctor bundle manifest'],
+  ]) {
+    const dir = join(tmp, `null-${file}`)
+    cpSync('examples/healthy-cluster', dir, {recursive: true})
+    writeFileSync(join(dir, file), 'null\n')
+    const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', dir])
+    assert.equal(r.code, 2, r.stdout + r.stderr)
+    assert.equal(r.stderr, `kproxy-doctor: cannot read ${join(dir, file)}: ${why}\n`, file)
+  }
+})
+
 test('a COMMIT outside a table is refused naming its line (a doubled COMMIT was read past)', () => {
   assert.equal(
     refusal(`${NAT_HEAD}COMMIT\nCOMMIT\n`),
@@ -122,5 +137,25 @@ test("a node's recorded dump with a chain that has rules but no declaration: tha
   assert.equal(
     row?.reason,
     `not read: iptables-save.txt unreadable: line ${firstRule}: chain ${chain} of table nat has rules but no ":${chain}" declaration: iptables-save declares every chain (a cut or edited copy?)`,
+  )
+})
+
+test('an unreadable save of the other iptables backend is a not-required iptables-backend row (was: nothing said)', async () => {
+  const dir = join(tmp, 'backend')
+  cpSync('examples/healthy-cluster', dir, {recursive: true})
+  writeFileSync(join(dir, 'nodes/node-a/iptables-legacy-save.txt'), '*nat\n:PREROUTING ACCEPT [0:0]\ngarbage\n')
+  const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', dir, '-o', 'json'])
+  assert.equal(r.code, 0, r.stdout + r.stderr)
+  assert.deepEqual(
+    r.json.notChecked
+      .filter((n: {check: string}) => n.check === 'iptables-backend')
+      .map((n: {node: string; reason: string; required: boolean}) => [n.node, n.reason, n.required]),
+    [
+      [
+        'node-a',
+        'iptables-legacy-save.txt unreadable: line 3: not iptables-save output: "garbage": kube-proxy rules left in iptables-legacy are not looked for',
+        false,
+      ],
+    ],
   )
 })

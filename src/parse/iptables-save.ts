@@ -2,6 +2,7 @@ import {ParseError} from './parse-error.js'
 import {ChainIndex, DeclaredTwice, FNV_OFFSET, FNV_PRIME, nameHash, NOT_FOUND} from './chain-index.js'
 import type {DumpSource} from './dump-source.js'
 import {leadingDestination, parseRule, serviceRuleTarget, type ParsedRule} from './iptables-rule.js'
+import {notReadMark} from './not-read-mark.js'
 
 /** How many values LeadingDestinations.ledBy searches for before it builds a map of every value instead. */
 const SEARCHES_BEFORE_MAP = 16
@@ -110,9 +111,10 @@ export interface IptablesParseOptions {
   acceptCut?: boolean
   /**
    * A node's own read (iptables-save, or the doctor's chain-by-chain read): a chain with rules but no declaration line
-   * is refused, never read as a fragment (grep output or a cut copy is only ever pasted).
+   * is refused, never read as a fragment (grep output or a cut copy is only ever pasted), and so is a #kpd-not-read
+   * mark (the read was not made: a recording never holds one beside a dump).
    */
-  declaredChains?: boolean
+  nodeRead?: boolean
 }
 
 /** Where a table of a paste was cut: its name and the chain of its last rule (undefined when it had none). */
@@ -167,11 +169,22 @@ export class IptablesSave {
           ? 'the input is empty: no iptables-save output was read'
           : 'no "*table" line: not iptables-save output',
       )
-    if (opts.declaredChains) dump.refuseUndeclared()
+    if (opts.nodeRead) {
+      const mark = dump.notReadAt && notReadMark(dump.notReadAt.text)
+      if (mark)
+        throw new ParseError(
+          dump.notReadAt!.line,
+          `a #kpd-not-read mark: ${mark.command} was not read (${mark.code === null ? 'no exit status' : `exit ${mark.code}`}${mark.stderr ? `: ${mark.stderr}` : ''})`,
+        )
+      dump.refuseUndeclared()
+    }
     return dump
   }
 
-  /** Refuses a chain with rules but no declaration line (see IptablesParseOptions.declaredChains), naming its first rule. */
+  /** The first #kpd-not-read line of the input (see IptablesParseOptions.nodeRead). */
+  private notReadAt: {line: number; text: string} | undefined
+
+  /** Refuses a chain with rules but no declaration line (see IptablesParseOptions.nodeRead), naming its first rule. */
   private refuseUndeclared(): void {
     for (const table of this.tableOrder) {
       const t = this.tables.get(table)!
@@ -511,6 +524,7 @@ export class IptablesSave {
       scan = this.scan(acceptCut, false)
     }
     if (scan.backend !== 'unknown') this.backend = scan.backend
+    this.notReadAt = scan.notReadAt
     // An empty dump (no tables at all) is what a node without iptables rules prints, e.g. one in nftables mode.
     this.lineCount = scan.lineNo
   }
@@ -593,6 +607,7 @@ function parseLine(table: string, chain: string, line: number, text: string, fil
   }
 }
 
+const NOT_READ_PREFIX = Buffer.from('#kpd-not-read ', 'latin1')
 /** A second rule run together on one line always holds this; the exact check (findRunTogether) runs only where it does. */
 const RUN_TOGETHER_HINT = Buffer.from(' -A', 'latin1')
 const POLICY_BYTES = POLICIES.map((p) => Buffer.from(p, 'latin1'))
@@ -611,6 +626,8 @@ const RULES = 1
 class IndexScan {
   lineNo = 0
   backend: 'legacy' | 'nft' | 'unknown' = 'unknown'
+  /** The first #kpd-not-read line (see IptablesParseOptions.nodeRead). */
+  notReadAt: {line: number; text: string} | undefined
   private table: ChainIndex | undefined
   private tableName = ''
   private tableLine = 0
@@ -744,6 +761,8 @@ class IndexScan {
       if (this.backend === 'unknown') {
         this.backend = backendNamedBy(buf.toString('latin1', start, Math.min(e, start + 120))) ?? 'unknown'
       }
+      if (this.notReadAt === undefined && buf.subarray(start, e).indexOf(NOT_READ_PREFIX) === 0)
+        this.notReadAt = {line: lineNo, text: buf.toString('utf8', start, Math.min(e, start + 500))}
     } else if (c === 0x43 /* C */ && buf.toString('latin1', start, e).trim() === 'COMMIT') {
       if (!this.table)
         throw new ParseError(lineNo, 'COMMIT outside a table (no "*table" line before it since the last COMMIT)')

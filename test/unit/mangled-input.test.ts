@@ -159,3 +159,36 @@ test('an unreadable save of the other iptables backend is a not-required iptable
     ],
   )
 })
+
+test("a #kpd-not-read mark in a node's recorded dump: the read was not made, never a dump judged or an empty one", async () => {
+  // IPv4: before, the mark's line was a comment (a dump after it was judged; alone, "returned nothing").
+  const dir = join(tmp, 'mark4')
+  cpSync('examples/healthy-cluster', dir, {recursive: true})
+  const file = join(dir, 'nodes/node-a/iptables-save.txt')
+  writeFileSync(file, `#kpd-not-read 1\tiptables-save\tiptables-save: Permission denied\n${readFileSync(file, 'utf8')}`)
+  const r = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', dir, '-o', 'json'])
+  assert.equal(r.code, 3, r.stdout + r.stderr)
+  const row = r.json.notChecked.find(
+    (n: {node: string; check: string}) => n.node === 'node-a' && n.check === 'node-read',
+  )
+  assert.equal(
+    row?.reason,
+    'not read: iptables-save.txt unreadable: line 1: a #kpd-not-read mark: iptables-save was not read (exit 1: iptables-save: Permission denied)',
+  )
+  // IPv6: before, the mark alone was read as a save with no table: KPD-HOOK-MISSING and KPD-MODE-LEFTOVER on node-a.
+  const dual = join(tmp, 'mark6')
+  cpSync('examples/dualstack-cluster', dual, {recursive: true})
+  writeFileSync(join(dual, 'nodes/node-a/ip6tables-save.txt'), '#kpd-not-read 127\tip6tables-save\tnot found\n')
+  const r6 = await runCli(['svc', 'web', '-n', 'shop', '--snapshot', dual, '-o', 'json'])
+  assert.equal(r6.code, 1, r6.stdout + r6.stderr)
+  assert.deepEqual(
+    r6.json.findings.map((f: {code: string; node?: string}) => `${f.code} ${f.node}`),
+    ['KPD-DNAT-WRONG node-b'],
+  )
+  assert.deepEqual(
+    r6.json.notChecked
+      .filter((n: {node: string; required: boolean}) => n.node === 'node-a' && n.required)
+      .map((n: {check: string; reason: string}) => [n.check, n.reason]),
+    [['proxy-rules', 'IPv6 rules not read (ip6tables-save)']],
+  )
+})

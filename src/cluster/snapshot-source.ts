@@ -83,8 +83,8 @@ export class SnapshotClusterSource implements ClusterSource {
     const path = join(this.dir, MANIFEST_FILE)
     if (!existsSync(path)) return undefined
     try {
-      const parsed = JSON.parse(readRegularFile(path, 1 << 20).toString('utf8')) as SnapshotManifest
-      if (parsed.kind !== 'Bundle' || !Array.isArray(parsed.services) || !Array.isArray(parsed.nodes))
+      const parsed = JSON.parse(readRegularFile(path, 1 << 20).toString('utf8')) as SnapshotManifest | null
+      if (parsed?.kind !== 'Bundle' || !Array.isArray(parsed.services) || !Array.isArray(parsed.nodes))
         throw new Error('not a kproxy-doctor bundle manifest')
       return parsed
     } catch (e) {
@@ -175,8 +175,8 @@ export class SnapshotClusterSource implements ClusterSource {
     const path = join(this.dir, file)
     if (!existsSync(path)) return []
     try {
-      const parsed = JSON.parse(readRegularFile(path).toString('utf8')) as {items?: T[]}
-      if (!Array.isArray(parsed.items)) throw new Error('no "items" list')
+      const parsed = JSON.parse(readRegularFile(path).toString('utf8')) as {items?: T[]} | null
+      if (!Array.isArray(parsed?.items)) throw new Error('no "items" list')
       // No API object nests this deep; a value that does overflows the stack wherever it is turned into text.
       if (nestsDeeperThan(parsed, MAX_NESTING)) throw new Error(`nested deeper than ${MAX_NESTING} levels`)
       this.parsed.set(file, parsed.items)

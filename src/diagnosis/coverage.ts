@@ -156,7 +156,14 @@ export function notChecked(inputs: CoverageInputs): NotChecked[] {
       out.push(entry(o.name, 'proxy-rules', sysctlsNotRead, true))
     // A backend save that could not run, of a family judged on the node: rules left in that backend are not looked for.
     // Not required: a host with one backend's tools is normal (kube-proxy's image carries both).
-    for (const b of o.backendsNotRead ?? []) {
+    // A backend save recorded but unreadable (a cut or edited copy) loses the same, said so.
+    const backendsUnread = [
+      ...(o.backendsNotRead ?? []),
+      ...(o.backends ?? []).flatMap((b) =>
+        b.unreadable ? [{family: b.family, backend: b.backend, reason: b.unreadable}] : [],
+      ),
+    ]
+    for (const b of backendsUnread) {
       const judged = inputs.judgedFamilies.get(o.name)?.has(b.family === 6 ? 'IPv6' : 'IPv4') ?? false
       if (!judged || familySave(o, b.family)?.backend === b.backend) continue
       const backend = `${b.family === 6 ? 'ip6tables' : 'iptables'}-${b.backend}`

@@ -67,11 +67,15 @@ export interface NodeObservation {
   agentNotRead?: string
 }
 
-/** One iptables backend's own save; `dump` is undefined when it is unreadable (which loses only the leftover check). */
+/**
+ * One iptables backend's own save; `dump` is undefined when it is unreadable (which loses only the leftover check),
+ * and `unreadable` then says why (the file and its parse error).
+ */
 export interface BackendSave {
   family: 4 | 6
   backend: 'legacy' | 'nft'
   readonly dump: IptablesSave | undefined
+  readonly unreadable?: string
 }
 
 /**

@@ -2,6 +2,7 @@ import {ParseError} from './parse-error.js'
 import {ChainIndex, DeclaredTwice, FNV_OFFSET, FNV_PRIME, nameHash, NOT_FOUND} from './chain-index.js'
 import type {DumpSource} from './dump-source.js'
 import {leadingDestination, parseRule, serviceRuleTarget, type ParsedRule} from './iptables-rule.js'
+import {notReadMark} from './not-read-mark.js'
 
 /** How many values LeadingDestinations.ledBy searches for before it builds a map of every value instead. */
 const SEARCHES_BEFORE_MAP = 16
@@ -108,6 +109,12 @@ export interface IptablesParseOptions {
    * rules may come after the cut are open-ended (see openEnd). A node's own dump cut short is still refused.
    */
   acceptCut?: boolean
+  /**
+   * A node's own read (iptables-save, or the doctor's chain-by-chain read): a chain with rules but no declaration line
+   * is refused, never read as a fragment (grep output or a cut copy is only ever pasted), and so is a #kpd-not-read
+   * mark (the read was not made: a recording never holds one beside a dump).
+   */
+  nodeRead?: boolean
 }
 
 /** Where a table of a paste was cut: its name and the chain of its last rule (undefined when it had none). */
@@ -162,7 +169,33 @@ export class IptablesSave {
           ? 'the input is empty: no iptables-save output was read'
           : 'no "*table" line: not iptables-save output',
       )
+    if (opts.nodeRead) {
+      const mark = dump.notReadAt && notReadMark(dump.notReadAt.text)
+      if (mark)
+        throw new ParseError(
+          dump.notReadAt!.line,
+          `a #kpd-not-read mark: ${mark.command} was not read (${mark.code === null ? 'no exit status' : `exit ${mark.code}`}${mark.stderr ? `: ${mark.stderr}` : ''})`,
+        )
+      dump.refuseUndeclared()
+    }
     return dump
+  }
+
+  /** The first #kpd-not-read line of the input (see IptablesParseOptions.nodeRead). */
+  private notReadAt: {line: number; text: string} | undefined
+
+  /** Refuses a chain with rules but no declaration line (see IptablesParseOptions.nodeRead), naming its first rule. */
+  private refuseUndeclared(): void {
+    for (const table of this.tableOrder) {
+      const t = this.tables.get(table)!
+      if (!t.hasUndeclared()) continue
+      for (const id of t.ids())
+        if (!t.declared(id))
+          throw new ParseError(
+            t.segments(id)[0]?.firstLine ?? 0,
+            `chain ${t.name(id)} of table ${table} has rules but no ":${t.name(id)}" declaration: iptables-save declares every chain (a cut or edited copy?)`,
+          )
+    }
   }
 
   /** The file the dump was read from (a node's iptables-save.txt): a rule's parse error names it with its line. */
@@ -484,12 +517,14 @@ export class IptablesSave {
       scan = this.scan(acceptCut, true)
     } catch (e) {
       if (!(e instanceof DeclaredTwice)) throw e
-      // A chain declared twice (a hand-edited or concatenated dump): read again, every name looked up as it comes.
+      // A chain declared twice (a hand-edited or concatenated dump), found without its line: read again, every name
+      // looked up as it comes, which refuses the second declaration naming its line.
       this.tables.clear()
       this.tableOrder.length = 0
       scan = this.scan(acceptCut, false)
     }
     if (scan.backend !== 'unknown') this.backend = scan.backend
+    this.notReadAt = scan.notReadAt
     // An empty dump (no tables at all) is what a node without iptables rules prints, e.g. one in nftables mode.
     this.lineCount = scan.lineNo
   }
@@ -572,6 +607,7 @@ function parseLine(table: string, chain: string, line: number, text: string, fil
   }
 }
 
+const NOT_READ_PREFIX = Buffer.from('#kpd-not-read ', 'latin1')
 /** A second rule run together on one line always holds this; the exact check (findRunTogether) runs only where it does. */
 const RUN_TOGETHER_HINT = Buffer.from(' -A', 'latin1')
 const POLICY_BYTES = POLICIES.map((p) => Buffer.from(p, 'latin1'))
@@ -590,9 +626,13 @@ const RULES = 1
 class IndexScan {
   lineNo = 0
   backend: 'legacy' | 'nft' | 'unknown' = 'unknown'
+  /** The first #kpd-not-read line (see IptablesParseOptions.nodeRead). */
+  notReadAt: {line: number; text: string} | undefined
   private table: ChainIndex | undefined
   private tableName = ''
   private tableLine = 0
+  /** The line of each table's "*table" line. */
+  private readonly tableLines = new Map<string, number>()
   /** The previous rule line's chain in `table` (-1: none), once its batch is looked up. */
   private lastId = -1
   /** Declarations and runs of rules not yet looked up, their names in `batchBuf`; `batchLength` of them. */
@@ -603,7 +643,7 @@ class IndexScan {
   private readonly nameEnds = new Uint32Array(BATCH)
   private readonly hashes = new Int32Array(BATCH)
   private readonly ids = new Int32Array(BATCH)
-  /** A declaration's policy code; a run's first line, the count of its lines, and its bytes in the dump. */
+  /** A declaration's policy code and line; a run's first line, the count of its lines, and its bytes in the dump. */
   private readonly policies = new Uint8Array(BATCH)
   private readonly firstLines = new Uint32Array(BATCH)
   private readonly counts = new Uint32Array(BATCH)
@@ -704,19 +744,28 @@ class IndexScan {
       this.tableName = buf.toString('latin1', start + 1, e).trim()
       this.tableLine = lineNo
       if (!/^[a-z_]+$/.test(this.tableName)) throw new ParseError(lineNo, `bad table name "${this.tableName}"`)
-      let table = this.tables.get(this.tableName)
-      if (!table) {
-        table = new ChainIndex(this.expectedChains, this.inOrder)
-        this.tables.set(this.tableName, table)
-        this.tableOrder.push(this.tableName)
-      }
+      // iptables-save prints each table once: a table named again is a second dump run into the first.
+      const first = this.tableLines.get(this.tableName)
+      if (first !== undefined)
+        throw new ParseError(
+          lineNo,
+          `table ${this.tableName} begins again (first on line ${first}): iptables-save prints each table once (two dumps run together?)`,
+        )
+      this.tableLines.set(this.tableName, lineNo)
+      const table = new ChainIndex(this.expectedChains, this.inOrder)
+      this.tables.set(this.tableName, table)
+      this.tableOrder.push(this.tableName)
       this.table = table
       this.lastId = this.runId = -1
     } else if (c === 0x23 /* # */) {
       if (this.backend === 'unknown') {
         this.backend = backendNamedBy(buf.toString('latin1', start, Math.min(e, start + 120))) ?? 'unknown'
       }
+      if (this.notReadAt === undefined && buf.subarray(start, e).indexOf(NOT_READ_PREFIX) === 0)
+        this.notReadAt = {line: lineNo, text: buf.toString('utf8', start, Math.min(e, start + 500))}
     } else if (c === 0x43 /* C */ && buf.toString('latin1', start, e).trim() === 'COMMIT') {
+      if (!this.table)
+        throw new ParseError(lineNo, 'COMMIT outside a table (no "*table" line before it since the last COMMIT)')
       this.flush()
       this.table = undefined
       this.lastId = this.runId = -1
@@ -867,8 +916,14 @@ class IndexScan {
       if (this.kind[b] === RULES) this.hashes[b] = nameHash(buf, this.nameStarts[b], this.nameEnds[b])
     table.idsFromHashed(buf, this.nameStarts, this.nameEnds, this.hashes, from, n, ids)
     for (let b = from; b < n; b++) {
-      if (this.kind[b] === DECLARATION) table.declare(ids[b], this.policies[b])
-      else {
+      if (this.kind[b] === DECLARATION) {
+        if (table.declared(ids[b]))
+          throw new ParseError(
+            this.firstLines[b],
+            `chain ${table.name(ids[b])} is declared twice in table ${this.tableName}: iptables-save declares each chain once (two dumps run together?)`,
+          )
+        table.declare(ids[b], this.policies[b])
+      } else {
         table.addRules(ids[b], this.runStarts[b], this.runEnds[b], this.firstLines[b], this.counts[b])
         this.lastId = ids[b]
       }
@@ -902,6 +957,7 @@ class IndexScan {
     const b = this.push(buf, DECLARATION, start + 1, nameEnd)
     this.hashes[b] = h | 0
     this.policies[b] = policy
+    this.firstLines[b] = lineNo
   }
 
   /** Whether RUN_TOGETHER_HINT starts in buf[from, end). Lines are asked for in order: the search resumes, never repeats. */

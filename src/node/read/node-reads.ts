@@ -102,7 +102,7 @@ const IP_MISSING =
 const SYSCTL_MISSING = 'sysctls read from /proc/sys instead'
 const BRIDGE_MISSING = 'the bridge FDB not read (the pod-to-bridge-port mapping of the hairpin check)'
 
-const iptablesDump = (source: DumpSource) => IptablesSave.parse(source)
+const iptablesDump = (source: DumpSource) => IptablesSave.parse(source, {nodeRead: true})
 
 /** A packet-path read (sysctls, routes, conntrack): live only, recorded as an entry of path-reads.json with its exit code. */
 const PATH_READ = {

@@ -135,6 +135,7 @@ function backendSave(
   source: DumpSource,
 ): BackendSave {
   let parsed: IptablesSave | undefined | null = null
+  let unreadable: string | undefined
   return {
     family,
     backend,
@@ -142,11 +143,15 @@ function backendSave(
       if (parsed === null)
         try {
           parsed = named(reads[command].parse(source), reads[command].recorded.file)
-        } catch {
-          // An unreadable extra backend dump only loses the leftover check.
+        } catch (e) {
+          // An unreadable extra backend dump only loses the leftover check, which coverage says.
           parsed = undefined
+          unreadable = `${reads[command].recorded.file} unreadable: ${(e as Error).message}`
         }
       return parsed
+    },
+    get unreadable() {
+      return this.dump === undefined ? unreadable : undefined
     },
   }
 }

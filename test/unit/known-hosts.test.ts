@@ -11,13 +11,13 @@ import {test} from 'node:test'
 import ssh2 from 'ssh2'
 import {checkKnownHosts, hostKeyAlgorithms, knownHostsName} from '../../src/node/transport/ssh/known-hosts.js'
 import {freePort} from '../helpers/free-port.js'
+import {sshKeyPair} from '../helpers/ssh-keys.js'
 
 const blob = (pub: string) => Buffer.from(pub.trim().split(/\s+/)[1], 'base64')
 
 /** A host key pair in OpenSSH's formats (what sshd reads and known_hosts lists), made by ssh2. */
 function keygen(dir: string, type: 'ed25519' | 'rsa'): {path: string; pub: string} {
-  const pair =
-    type === 'rsa' ? ssh2.utils.generateKeyPairSync('rsa', {bits: 2048}) : ssh2.utils.generateKeyPairSync('ed25519')
+  const pair = sshKeyPair(type)
   const path = join(dir, `host_${type}`)
   writeFileSync(path, pair.private, {mode: 0o600})
   return {path, pub: pair.public.trim()}

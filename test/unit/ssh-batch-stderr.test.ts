@@ -16,6 +16,7 @@ import ssh2 from 'ssh2'
 import {SshSession} from '../../src/node/transport/ssh/ssh-session.js'
 import {SshNodeAccess, type SshChannel} from '../../src/node/transport/ssh/ssh-transport.js'
 import type {RunResult} from '../../src/node/transport/node-access.js'
+import {sshKeyPair} from '../helpers/ssh-keys.js'
 
 /** What the server sends of a command's stderr in one packet: the client sees it in that many pieces. */
 const PACKET = 512
@@ -25,7 +26,7 @@ const PACKET = 512
  * byte packets (as sshd sends what it reads from the command's pipe, in pieces); its port.
  */
 async function shellServer(shell: string, bin: string): Promise<{port: number; close: () => void}> {
-  const hostKey = ssh2.utils.generateKeyPairSync('ed25519')
+  const hostKey = sshKeyPair('ed25519')
   const server = new ssh2.Server({hostKeys: [hostKey.private]}, (client) => {
     client.on('authentication', (ctx) => ctx.accept())
     client.on('error', () => undefined)
@@ -61,6 +62,24 @@ const WARNINGS = Array.from(
 ).join('')
 const UNREACHABLE = 'RTNETLINK answers: Network is unreachable\n'
 
+/** A session as node-a to the test server on `port`, with a key of its own kept in `bin`. */
+async function connectTo(port: number, bin: string): Promise<SshSession> {
+  const key = sshKeyPair('ed25519')
+  writeFileSync(join(bin, 'id_ed25519'), key.private, {mode: 0o600})
+  return SshSession.connect(
+    {
+      alias: 'node-a',
+      hostName: '127.0.0.1',
+      port,
+      user: 'root',
+      identityFiles: [join(bin, 'id_ed25519')],
+      identitiesOnly: true,
+      userKnownHostsFiles: [],
+    },
+    {insecureIgnoreHostKey: true, timeoutMs: 20_000},
+  )
+}
+
 const outcome = (r: RunResult) => (r.kind === 'ran' ? [r.code, r.stdout.toString(), r.stderr] : r.what)
 
 for (const shell of ['sh', 'bash'])
@@ -75,20 +94,7 @@ for (const shell of ['sh', 'bash'])
     program('ip', `printf 'RTNETLINK answers: Network is unreachable\\n' >&2; exit 2`)
     program('ipvsadm', `echo "Can't initialize ipvs: Protocol not available" >&2; exit 2`)
     const server = await shellServer(shell, bin)
-    const key = ssh2.utils.generateKeyPairSync('ed25519')
-    writeFileSync(join(bin, 'id_ed25519'), key.private, {mode: 0o600})
-    const session = await SshSession.connect(
-      {
-        alias: 'node-a',
-        hostName: '127.0.0.1',
-        port: server.port,
-        user: 'root',
-        identityFiles: [join(bin, 'id_ed25519')],
-        identitiesOnly: true,
-        userKnownHostsFiles: [],
-      },
-      {insecureIgnoreHostKey: true, timeoutMs: 20_000},
-    )
+    const session = await connectTo(server.port, bin)
     try {
       const access = new SshNodeAccess(session)
       await access.usesSudo()
@@ -129,20 +135,7 @@ for (const shell of ['sh', 'bash'])
     )
     program('iptables-save', `yes -- '-A KUBE-FLOOD -j ACCEPT' | head -c 1048576`)
     const server = await shellServer(shell, bin)
-    const key = ssh2.utils.generateKeyPairSync('ed25519')
-    writeFileSync(join(bin, 'id_ed25519'), key.private, {mode: 0o600})
-    const session = await SshSession.connect(
-      {
-        alias: 'node-a',
-        hostName: '127.0.0.1',
-        port: server.port,
-        user: 'root',
-        identityFiles: [join(bin, 'id_ed25519')],
-        identitiesOnly: true,
-        userKnownHostsFiles: [],
-      },
-      {insecureIgnoreHostKey: true, timeoutMs: 20_000},
-    )
+    const session = await connectTo(server.port, bin)
     try {
       // The session's cap on a dump lowered to 64 KiB (SshChannel's maxOutputBytes): the flood stops the batch there.
       const channel: SshChannel = {

@@ -9,12 +9,12 @@ import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {after, before, test} from 'node:test'
-import ssh2 from 'ssh2'
 import {knownHostsName} from '../../src/node/transport/ssh/known-hosts.js'
 import type {SshHostConfig} from '../../src/node/transport/ssh/ssh-config.js'
 import {SshSession} from '../../src/node/transport/ssh/ssh-session.js'
 import {freePort} from '../helpers/free-port.js'
 import {HIDE_SHELL_STARTUP} from '../lab/lab-sshd.js'
+import {sshKeyPair} from '../helpers/ssh-keys.js'
 
 const sshdPath = spawnSync('sh', ['-c', 'command -v sshd || ls /usr/sbin/sshd'], {encoding: 'utf8'})
   .stdout.trim()
@@ -28,8 +28,7 @@ interface Pair {
 }
 
 function keygen(dir: string, name: string, type: 'ed25519' | 'rsa'): Pair {
-  const pair =
-    type === 'rsa' ? ssh2.utils.generateKeyPairSync('rsa', {bits: 2048}) : ssh2.utils.generateKeyPairSync('ed25519')
+  const pair = sshKeyPair(type)
   const path = join(dir, name)
   writeFileSync(path, pair.private, {mode: 0o600})
   return {path, pub: pair.public.trim().split(/\s+/).slice(0, 2).join(' ')}

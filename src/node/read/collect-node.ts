@@ -6,7 +6,14 @@ import {queryOverStream, type DnsAnswer, type DnsRecordAnswer} from '../probe/dn
 import {httpGetOnNode} from '../probe/http-on-node.js'
 import {parseHealthz, parseMetrics, type KubeProxyStatus} from '../../parse/kube-proxy-status.js'
 import {tcpOpener, wrapAccess, type NodeAccess, type RunResult} from '../transport/node-access.js'
-import {BACKEND_SAVES, NODE_READS, type ArgsOf, type NodeCommandKey, type RecordedKey} from './node-reads.js'
+import {
+  BACKEND_SAVES,
+  commandWords,
+  NODE_READS,
+  type ArgsOf,
+  type NodeCommandKey,
+  type RecordedKey,
+} from './node-reads.js'
 import {buildCommandLine, DUMP_STEPS, programOf, toolMissing} from '../node-commands.js'
 import {
   isInterfaceName,
@@ -256,8 +263,7 @@ async function readBackendSaves(
         return record(cmd, own.stdout)
       const r = await access.run(cmd)
       if (ranOk(r) && r.stdout.length > 0) record(cmd, r.stdout)
-      else if (r.kind === 'ran' && r.code !== 0)
-        notRead(cmd, sectionNotReadLine(r.code, NODE_READS[cmd].argv.join(' '), r.stderr))
+      else if (r.kind === 'ran' && r.code !== 0) notRead(cmd, sectionNotReadLine(r.code, commandWords(cmd)!, r.stderr))
     }),
   )
 }
@@ -334,7 +340,7 @@ async function readNft(
     if (ruleset === 'read') return undefined
     if (own !== undefined) record('nftKubeProxyTable', own)
     else if (mode !== 'iptables' && mode !== 'ipvs' && ruleset.kind === 'ran')
-      return sectionNotReadLine(ruleset.code, NODE_READS.nftRuleset.argv.join(' '), ruleset.stderr)
+      return sectionNotReadLine(ruleset.code, commandWords('nftRuleset')!, ruleset.stderr)
   }
   return undefined
 }

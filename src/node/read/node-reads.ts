@@ -484,6 +484,15 @@ export function recordedFile(key: NodeCommandKey): NodeFile | undefined {
   return 'file' in recorded ? recorded.file : undefined
 }
 
+/**
+ * A read's command in words (its argv joined by spaces; undefined where argv is built from arguments): how its
+ * #kpd-not-read line names it, written by the node read and matched by what reads a recording back.
+ */
+export function commandWords(key: NodeCommandKey): string | undefined {
+  const argv = readOf(key).argv
+  return typeof argv === 'object' ? argv.join(' ') : undefined
+}
+
 /** Where a read that could not run is recorded as its #kpd-not-read line (undefined: nowhere apart from its output). */
 export function notReadFile(key: NodeCommandKey): NodeFile | undefined {
   const recorded = readOf(key).recorded

@@ -5,7 +5,7 @@ import {NftRuleset} from '../../parse/nft-ruleset.js'
 import type {IptablesSave} from '../../parse/iptables-save.js'
 import type {DnsAnswer, DnsRecordAnswer} from '../probe/dns-probe.js'
 import type {KubeProxyStatus} from '../../parse/kube-proxy-status.js'
-import {BACKEND_SAVES, NODE_READS as reads} from './node-reads.js'
+import {BACKEND_SAVES, commandWords, NODE_READS as reads} from './node-reads.js'
 import type {BackendSave, EmptyRulesRead, NodeObservation} from '../observation.js'
 import {NODE_FILES, type NodeFile, type NodeRecording} from './node-files.js'
 import {interpretPathReads, notReadReason, type RawPathReads} from './path-reads.js'
@@ -223,7 +223,7 @@ export function parseNodeRecording(
   // One #kpd-not-read line per backend save that could not run, each read back by its command's words.
   for (const line of text(NODE_FILES.backendsNotRead)?.split('\n') ?? []) {
     const failed = notReadOf(line)
-    const save = failed && BACKEND_SAVES.find((b) => reads[b.command].argv.join(' ') === failed.command)
+    const save = failed && BACKEND_SAVES.find((b) => commandWords(b.command) === failed.command)
     if (save) (obs.backendsNotRead ??= []).push({family: save.family, backend: save.backend, reason: failed.reason})
   }
   if (rec.has(reads.ipvsadm.recorded.file)) {

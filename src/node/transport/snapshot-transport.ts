@@ -1,4 +1,5 @@
 import {
+  commandWords,
   isNodeCommandKey,
   NODE_READS,
   notReadFile,
@@ -43,9 +44,8 @@ export class SnapshotNodeAccess implements NodeAccess {
    */
   private failedAgain(key: NodeCommandKey): RunResult | undefined {
     const file = notReadFile(key)
-    const argv = readOf(key).argv
-    if (!file || typeof argv !== 'object') return undefined
-    const words = argv.join(' ')
+    const words = commandWords(key)
+    if (!file || words === undefined) return undefined
     for (const line of this.recording.get(file)?.toString('utf8').split('\n') ?? []) {
       const failed = notReadMark(line)
       if (failed?.command === words)
